@@ -1,0 +1,61 @@
+# cairn — see README.md. Every target installs or fetches what it needs.
+GO        ?= go
+BIN       := bin
+FUNCTIONS := $(notdir $(wildcard functions/*))
+FUZZTIME  ?= 10s
+export GOFLAGS := -buildvcs=false
+
+.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo fmt vet deps synth test-awscli clean
+
+all: build
+
+deps:
+	$(GO) mod download
+
+build: cli lambdas
+
+cli:
+	$(GO) build -o $(BIN)/cairn ./cmd/cairn
+
+# Each Lambda is a provided.al2023 arm64 "bootstrap" binary.
+lambdas:
+	@for f in $(FUNCTIONS); do \
+		echo "build functions/$$f -> $(BIN)/lambda/$$f/bootstrap"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+			-o $(BIN)/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+
+# test: unit and integration tests with the race detector, then short fuzz runs, then the
+# CDK app's tests in their own run (jsii is slow and large under -race).
+test: deps test-unit fuzz test-infra
+
+test-unit:
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v /infra)
+
+test-infra:
+	@if [ -n "$$($(GO) list ./infra/... 2>/dev/null)" ]; then $(GO) test -count=1 -timeout 15m ./infra/...; fi
+
+# Fuzz every Fuzz* target briefly; corpora live in testdata/fuzz (see README).
+fuzz:
+	@for f in $$(grep -rl --include='*_test.go' '^func Fuzz' internal cmd 2>/dev/null); do \
+		pkg=./$$(dirname $$f); \
+		for t in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | sed 's/^func //'); do \
+			echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /infra)
+
+demo: cli
+	./$(BIN)/cairn demo
+
+fmt:
+	gofmt -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN) .cairn

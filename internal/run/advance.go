@@ -1,0 +1,484 @@
+package run
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// ActionKind names a CloudFormation call the driver performs.
+type ActionKind string
+
+const (
+	CreateChangeSet        ActionKind = "CreateChangeSet"
+	ExecuteChangeSet       ActionKind = "ExecuteChangeSet"
+	DeleteChangeSet        ActionKind = "DeleteChangeSet"
+	DeleteStack            ActionKind = "DeleteStack"
+	ContinueUpdateRollback ActionKind = "ContinueUpdateRollback"
+)
+
+// Action is one call for the driver. Every action is idempotent under its Token (the change
+// set name, used as ClientToken / ClientRequestToken), so performing it twice after a lost
+// response is harmless.
+type Action struct {
+	Kind          ActionKind        `json:"kind"`
+	Stack         string            `json:"stack"`      // config name
+	StackName     string            `json:"stack_name"` // CloudFormation name
+	StackID       string            `json:"stack_id,omitempty"`
+	ChangeSetName string            `json:"change_set_name,omitempty"`
+	ChangeSetID   string            `json:"change_set_id,omitempty"`
+	ChangeSetType string            `json:"change_set_type,omitempty"`
+	Parameters    map[string]string `json:"parameters,omitempty"`
+	Token         string            `json:"token,omitempty"`
+}
+
+// Observation is what the driver saw of one stack since the last step: the result of the
+// action it performed (Err) and the stack's or change set's current state.
+type Observation struct {
+	Stack string `json:"stack"`
+	// Err is the error of the last action for this stack; Permanent says retrying is useless
+	// (a validation error rather than throttling or a lost connection).
+	Err       string `json:"err,omitempty"`
+	Permanent bool   `json:"permanent,omitempty"`
+
+	ChangeSetID     string `json:"change_set_id,omitempty"`
+	ChangeSetStatus string `json:"change_set_status,omitempty"` // CREATE_PENDING | CREATE_IN_PROGRESS | CREATE_COMPLETE | FAILED | DELETE_COMPLETE
+	ChangeSetReason string `json:"change_set_reason,omitempty"`
+	Changes         int    `json:"changes,omitempty"`
+
+	StackID     string            `json:"stack_id,omitempty"`
+	StackStatus string            `json:"stack_status,omitempty"`
+	StackGone   bool              `json:"stack_gone,omitempty"` // does not exist (or DELETE_COMPLETE)
+	Reason      string            `json:"reason,omitempty"`     // first failing resource's reason, from the stack events
+	Outputs     map[string]string `json:"outputs,omitempty"`
+}
+
+// Resolver substitutes the output lookups of raw parameter values. outputs answers a
+// lookup of STACK's OUTPUT, by the names used in the config.
+type Resolver func(raw map[string]string, outputs func(stack, output string) (string, bool)) (map[string]string, error)
+
+// Options are the knobs of Advance.
+type Options struct {
+	Resolve Resolver
+	// MaxAttempts bounds retries of one action after API errors (default 3).
+	MaxAttempts int
+	// PhaseTimeout fails a stack that stays in one in-flight phase longer (default 3h): a
+	// run must end even if CloudFormation never answers.
+	PhaseTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
+	}
+	if o.PhaseTimeout <= 0 {
+		o.PhaseTimeout = 3 * time.Hour
+	}
+	if o.Resolve == nil {
+		o.Resolve = func(raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
+			return cloneMap(raw), nil
+		}
+	}
+	return o
+}
+
+// noChangeReasons are the only two ways CloudFormation says a change set has nothing to do;
+// any other FAILED change set is a real failure.
+var noChangeReasons = []string{
+	"didn't contain changes",
+	"No updates are to be performed",
+}
+
+// IsNoChanges reports whether a FAILED change set's reason means "nothing to change".
+func IsNoChanges(reason string) bool {
+	for _, r := range noChangeReasons {
+		if strings.Contains(reason, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// HashParameters is the stable hash of resolved parameter values, stored in the persistent
+// graph so an unchanged stack costs no CloudFormation call.
+func HashParameters(params map[string]string) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(params[k]), params[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Advance applies observations to r and decides what to do next. It never mutates r.
+func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Action) {
+	opts = opts.withDefaults()
+	next := r.Clone()
+	next.UpdatedAt = now
+	if next.Status != Running {
+		return next, nil
+	}
+	var actions []Action
+	for _, o := range obs {
+		s := next.Stacks[o.Stack]
+		if s == nil {
+			continue
+		}
+		actions = append(actions, observe(next, s, o, now, opts)...)
+	}
+	for _, name := range next.Names() {
+		s := next.Stacks[name]
+		if s.Phase.InFlight() && s.Phase != Ready && now.Sub(s.PhaseSince) > opts.PhaseTimeout {
+			fail(s, now, fmt.Sprintf("no result after %s in phase %s: check the stack in the CloudFormation console", opts.PhaseTimeout, s.Phase))
+		}
+	}
+	block(next, now)
+	actions = append(actions, start(next, now, opts)...)
+	finish(next, now)
+	return next, actions
+}
+
+func setPhase(s *Stack, p Phase, now time.Time) {
+	if s.Phase != p {
+		s.Phase = p
+		s.PhaseSince = now
+	}
+	if p.Terminal() {
+		s.FinishedAt = now
+	}
+}
+
+func fail(s *Stack, now time.Time, reason string) {
+	s.Reason = reason
+	setPhase(s, Failed, now)
+}
+
+// retry puts a stack whose action failed back to back where the action is issued again, or
+// fails it once its attempts are used up.
+func retry(s *Stack, o Observation, back Phase, what string, now time.Time, opts Options) {
+	s.Attempts++
+	if o.Permanent || s.Attempts >= opts.MaxAttempts {
+		fail(s, now, fmt.Sprintf("%s failed after %d attempt(s): %s", what, s.Attempts, o.Err))
+		return
+	}
+	setPhase(s, back, now)
+}
+
+func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Action {
+	if o.StackID != "" {
+		s.StackID = o.StackID
+	}
+	switch s.Phase {
+	case CreatingChangeSet:
+		if o.Err != "" {
+			retry(s, o, Pending, "create change set "+s.ChangeSetName, now, opts)
+			return nil
+		}
+		if o.ChangeSetID != "" {
+			s.ChangeSetID = o.ChangeSetID
+		}
+		switch o.ChangeSetStatus {
+		case "CREATE_COMPLETE":
+			s.Changes = o.Changes
+			s.Attempts = 0
+			if r.Mode == ModePlan {
+				setPhase(s, Ready, now)
+				s.FinishedAt = now
+				return nil
+			}
+			setPhase(s, Executing, now)
+			return []Action{execute(s)}
+		case "FAILED":
+			if IsNoChanges(o.ChangeSetReason) {
+				s.Reason = "no changes"
+				setPhase(s, Unchanged, now)
+				if o.Outputs != nil {
+					s.Outputs = o.Outputs
+				}
+				return []Action{{Kind: DeleteChangeSet, Stack: s.Name, StackName: s.StackName, ChangeSetName: s.ChangeSetName, ChangeSetID: s.ChangeSetID}}
+			}
+			fail(s, now, fmt.Sprintf("change set %s FAILED: %s", s.ChangeSetName, o.ChangeSetReason))
+		}
+	case Executing:
+		if o.Err != "" {
+			retry(s, o, Ready, "execute change set "+s.ChangeSetName, now, opts)
+			return nil
+		}
+		return observeStack(s, o, now, "")
+	case RollingBack:
+		if o.Err != "" {
+			fail(s, now, "continue update rollback failed: "+o.Err)
+			return nil
+		}
+		return observeStack(s, o, now, "")
+	case Deleting, DeletingOld:
+		if o.Err != "" {
+			retry(s, o, Pending, "delete stack "+s.StackName, now, opts)
+			return nil
+		}
+		if o.StackGone || o.StackStatus == "DELETE_COMPLETE" {
+			s.Attempts = 0
+			if s.Phase == Deleting {
+				s.Outputs = nil
+				setPhase(s, Done, now)
+				return nil
+			}
+			// The broken stack is gone: create it again from scratch.
+			s.Exists = false
+			s.StackID = ""
+			setPhase(s, Pending, now)
+			s.Intent = IntentDeploy
+			s.Force = true
+			return nil
+		}
+		if o.StackStatus == "DELETE_FAILED" {
+			fail(s, now, "delete failed: "+firstReason(o))
+		}
+	}
+	return nil
+}
+
+func observeStack(s *Stack, o Observation, now time.Time, _ string) []Action {
+	switch st := o.StackStatus; {
+	case st == "CREATE_COMPLETE" || st == "UPDATE_COMPLETE" || st == "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS" || st == "IMPORT_COMPLETE":
+		s.Outputs = o.Outputs
+		s.Exists = true
+		s.Reason = ""
+		setPhase(s, Done, now)
+	case st == "UPDATE_ROLLBACK_FAILED":
+		if s.Rollbacks == 0 {
+			s.Rollbacks++
+			s.Reason = firstReason(o)
+			setPhase(s, RollingBack, now)
+			return []Action{{Kind: ContinueUpdateRollback, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}}
+		}
+		fail(s, now, "update rollback failed again after ContinueUpdateRollback: "+firstReason(o)+": run `cairn recover`")
+	case st == "UPDATE_ROLLBACK_COMPLETE" && s.Phase == RollingBack:
+		fail(s, now, "update failed and was rolled back after ContinueUpdateRollback: "+nonEmpty(s.Reason, firstReason(o)))
+	case st == "ROLLBACK_COMPLETE", st == "ROLLBACK_FAILED", st == "CREATE_FAILED", st == "UPDATE_FAILED",
+		st == "UPDATE_ROLLBACK_COMPLETE", st == "DELETE_FAILED", st == "DELETE_COMPLETE", o.StackGone:
+		fail(s, now, fmt.Sprintf("stack %s is %s: %s", s.StackName, nonEmpty(st, "gone"), firstReason(o)))
+	}
+	return nil
+}
+
+func firstReason(o Observation) string {
+	return nonEmpty(o.Reason, "no reason given")
+}
+
+func nonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func execute(s *Stack) Action {
+	return Action{Kind: ExecuteChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
+		ChangeSetName: s.ChangeSetName, ChangeSetID: s.ChangeSetID, Token: s.ChangeSetName}
+}
+
+// block marks pending stacks that can no longer run: deploys whose dependency failed, and
+// every deletion once any deploy failed (deleting while the new configuration is not in
+// place could remove something a failed stack still needs).
+func block(r *Run, now time.Time) {
+	deployFailed := ""
+	for _, name := range r.Names() {
+		s := r.Stacks[name]
+		if s.Intent != IntentDelete && (s.Phase == Failed || s.Phase == Blocked) {
+			deployFailed = name
+			break
+		}
+	}
+	changed := true
+	for changed { // propagate along chains; each pass blocks at least one stack or stops
+		changed = false
+		for _, name := range r.Names() {
+			s := r.Stacks[name]
+			if s.Phase != Pending {
+				continue
+			}
+			if s.Intent == IntentDelete {
+				if deployFailed != "" {
+					s.Reason = fmt.Sprintf("not deleted: stack %s failed, so the run stopped before deletions", deployFailed)
+					setPhase(s, Blocked, now)
+					changed = true
+				}
+				continue
+			}
+			for _, dep := range s.Requires {
+				d := r.Stacks[dep]
+				if d != nil && (d.Phase == Failed || d.Phase == Blocked) {
+					s.Reason = fmt.Sprintf("dependency %s %s", dep, d.Phase)
+					setPhase(s, Blocked, now)
+					changed = true
+					break
+				}
+			}
+		}
+	}
+}
+
+func satisfied(r *Run, s *Stack) bool {
+	for _, dep := range s.Requires {
+		d := r.Stacks[dep]
+		if d == nil {
+			continue // outside the run: its outputs are in External
+		}
+		switch d.Phase {
+		case Done, Unchanged:
+		case Ready:
+			if r.Mode != ModePlan {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// settled reports whether a stack needs nothing more in this run.
+func settled(r *Run, s *Stack) bool {
+	return s.Phase.Terminal() || (r.Mode == ModePlan && s.Phase == Ready)
+}
+
+// start begins what became ready, within the concurrency limit: deploys first, and
+// deletions only once every deploy has settled (dependents first among the deletions).
+func start(r *Run, now time.Time, opts Options) []Action {
+	inFlight := 0
+	for _, s := range r.Stacks {
+		if s.Phase.InFlight() && !settled(r, s) {
+			inFlight++
+		}
+	}
+	limit := r.MaxConcurrency
+	if limit <= 0 {
+		limit = 10
+	}
+	var actions []Action
+	names := r.Names()
+	for _, name := range names {
+		if s := r.Stacks[name]; s.Intent != IntentDelete {
+			actions = append(actions, startDeploy(r, s, now, opts, &inFlight, limit)...)
+		}
+	}
+	for _, s := range r.Stacks {
+		if s.Intent != IntentDelete && !settled(r, s) {
+			return actions
+		}
+	}
+	for _, name := range names {
+		s := r.Stacks[name]
+		if s.Intent != IntentDelete || s.Phase != Pending || inFlight >= limit || !satisfied(r, s) {
+			continue
+		}
+		if s.StartedAt.IsZero() {
+			s.StartedAt = now
+		}
+		setPhase(s, Deleting, now)
+		actions = append(actions, Action{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID})
+		inFlight++
+	}
+	return actions
+}
+
+func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) []Action {
+	if s.Phase == Ready && r.Mode == ModeDeploy {
+		// A retried execution, or a stack of an approved plan whose change set exists.
+		setPhase(s, Executing, now)
+		return []Action{execute(s)}
+	}
+	if s.Phase != Pending || *inFlight >= limit || !satisfied(r, s) {
+		return nil
+	}
+	if s.Intent == IntentRead {
+		setPhase(s, Done, now)
+		return nil
+	}
+	if s.StartedAt.IsZero() {
+		s.StartedAt = now
+	}
+	if s.Intent == IntentRecreate {
+		setPhase(s, DeletingOld, now)
+		*inFlight++
+		return []Action{{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}}
+	}
+	if s.ChangeSetID != "" && s.ChangeSetName != "" && r.Mode == ModeDeploy {
+		setPhase(s, Executing, now)
+		*inFlight++
+		return []Action{execute(s)}
+	}
+	params, err := opts.Resolve(s.RawParameters, func(stack, output string) (string, bool) {
+		if d := r.Stacks[stack]; d != nil {
+			v, ok := d.Outputs[output]
+			return v, ok
+		}
+		v, ok := r.External[stack+"::"+output]
+		return v, ok
+	})
+	if err != nil {
+		fail(s, now, "parameters: "+err.Error())
+		return nil
+	}
+	s.Parameters = params
+	s.ParametersHash = HashParameters(params)
+	if s.Exists && !s.Force && s.TemplateHash == s.PrevTemplateHash && s.ParametersHash == s.PrevParametersHash {
+		s.Reason = "inputs unchanged"
+		setPhase(s, Unchanged, now)
+		return nil
+	}
+	if s.ChangeSetName == "" || s.Attempts == 0 {
+		r.Seq++
+		s.ChangeSetName = fmt.Sprintf("cairn-%s-%d", r.ID, r.Seq)
+	}
+	s.ChangeSetType = "UPDATE"
+	if !s.Exists {
+		s.ChangeSetType = "CREATE"
+	}
+	setPhase(s, CreatingChangeSet, now)
+	*inFlight++
+	return []Action{{Kind: CreateChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
+		ChangeSetName: s.ChangeSetName, ChangeSetType: s.ChangeSetType, Parameters: params, Token: s.ChangeSetName}}
+}
+
+func finish(r *Run, now time.Time) {
+	failed := 0
+	for _, s := range r.Stacks {
+		switch {
+		case s.Phase == Failed || s.Phase == Blocked:
+			failed++
+		case r.Mode == ModePlan && s.Phase == Ready:
+		case !s.Phase.Terminal():
+			return
+		}
+	}
+	r.FinishedAt = now
+	if failed > 0 {
+		r.Status = RunFailed
+		r.Reason = fmt.Sprintf("%d stack(s) failed or blocked", failed)
+		return
+	}
+	r.Status = Succeeded
+}
+
+// Watch lists the stacks in flight that the driver must observe before the next step, and
+// how: change sets being created are described; executing or deleting stacks are described.
+func (r *Run) Watch() (changeSets, stacks []string) {
+	for _, name := range r.Names() {
+		switch r.Stacks[name].Phase {
+		case CreatingChangeSet:
+			changeSets = append(changeSets, name)
+		case Executing, RollingBack, Deleting, DeletingOld:
+			stacks = append(stacks, name)
+		}
+	}
+	return changeSets, stacks
+}

@@ -1,0 +1,169 @@
+// Package run is the deploy run state machine: plain data plus one pure transition.
+//
+// A run never waits for CloudFormation. Each trigger (an upload, a stack status event, a
+// heartbeat) loads the Run, gathers Observations of the stacks in flight, and calls Advance,
+// which returns the next Run and the Actions the driver must perform. The driver performs
+// them, records their results as Observations for the next step, and persists the Run. All
+// decisions live here, so the engine is tested with a virtual clock and a simulated
+// CloudFormation in milliseconds, and a Lambda timeout can never lose progress.
+package run
+
+import (
+	"sort"
+	"time"
+)
+
+// Intent is what the plan decided for a stack in this run.
+type Intent string
+
+const (
+	// IntentDeploy creates or updates the stack through a change set. Whether a change set is
+	// needed at all is decided when the stack's inputs are known (see Stack.Unchanged).
+	IntentDeploy Intent = "deploy"
+	// IntentRecreate deletes a stack left in ROLLBACK_COMPLETE (or REVIEW_IN_PROGRESS after a
+	// failed create) and creates it again.
+	IntentRecreate Intent = "recreate"
+	// IntentDelete deletes a stack that left the config.
+	IntentDelete Intent = "delete"
+	// IntentRead only reads the outputs of a locked stack, which is never changed.
+	IntentRead Intent = "read"
+)
+
+// Phase is where a stack is in its life cycle within the run.
+type Phase string
+
+const (
+	Pending           Phase = "pending"
+	DeletingOld       Phase = "deleting-failed-stack" // recreate: waiting for the old stack to go
+	CreatingChangeSet Phase = "creating-change-set"
+	Ready             Phase = "ready"     // change set AVAILABLE, waiting to execute (plan runs stop here)
+	Executing         Phase = "executing" // change set executing
+	RollingBack       Phase = "continuing-rollback"
+	Deleting          Phase = "deleting"
+	Done              Phase = "done"
+	Unchanged         Phase = "unchanged" // inputs or template unchanged: no change set, or an empty one
+	Failed            Phase = "failed"
+	Blocked           Phase = "blocked" // a dependency failed or the run failed before this stack started
+)
+
+// Terminal reports whether p ends a stack's part in the run.
+func (p Phase) Terminal() bool {
+	switch p {
+	case Done, Unchanged, Failed, Blocked:
+		return true
+	}
+	return false
+}
+
+// InFlight reports whether the stack occupies a concurrency slot.
+func (p Phase) InFlight() bool {
+	switch p {
+	case DeletingOld, CreatingChangeSet, Ready, Executing, RollingBack, Deleting:
+		return true
+	}
+	return false
+}
+
+// Mode distinguishes a deploy run (execute change sets) from a plan run (stop at Ready).
+type Mode string
+
+const (
+	ModeDeploy Mode = "deploy"
+	ModePlan   Mode = "plan"
+)
+
+// Status of the whole run.
+type Status string
+
+const (
+	Running   Status = "running"
+	Succeeded Status = "succeeded"
+	RunFailed Status = "failed"
+)
+
+// Stack is one stack's part in a run.
+type Stack struct {
+	Name      string   `json:"name"`       // config name
+	StackName string   `json:"stack_name"` // real CloudFormation name
+	Intent    Intent   `json:"intent"`
+	Requires  []string `json:"requires,omitempty"` // config names this stack depends on (deploys) or that depend on it (deletes: dependents)
+	// Exists says whether a stack is live, so the change set is an UPDATE rather than a CREATE.
+	Exists bool `json:"exists"`
+	// Inputs and the previous applied inputs; equal hashes mean nothing to do.
+	TemplateHash       string            `json:"template_hash,omitempty"`
+	PrevTemplateHash   string            `json:"prev_template_hash,omitempty"`
+	PrevParametersHash string            `json:"prev_parameters_hash,omitempty"`
+	Force              bool              `json:"force,omitempty"` // tags, termination protection or status require an update
+	RawParameters      map[string]string `json:"raw_parameters,omitempty"`
+	Parameters         map[string]string `json:"parameters,omitempty"` // resolved when the stack starts
+	ParametersHash     string            `json:"parameters_hash,omitempty"`
+
+	Phase         Phase             `json:"phase"`
+	StackID       string            `json:"stack_id,omitempty"`
+	ChangeSetName string            `json:"change_set_name,omitempty"`
+	ChangeSetID   string            `json:"change_set_id,omitempty"`
+	ChangeSetType string            `json:"change_set_type,omitempty"` // CREATE or UPDATE
+	Changes       int               `json:"changes,omitempty"`
+	Attempts      int               `json:"attempts,omitempty"` // retries of the current phase
+	Rollbacks     int               `json:"rollbacks,omitempty"`
+	Reason        string            `json:"reason,omitempty"`
+	Outputs       map[string]string `json:"outputs,omitempty"`
+	StartedAt     time.Time         `json:"started_at,omitzero"`
+	PhaseSince    time.Time         `json:"phase_since,omitzero"`
+	FinishedAt    time.Time         `json:"finished_at,omitzero"`
+}
+
+// Run is the whole state machine, persisted after every step.
+type Run struct {
+	ID             string            `json:"id"`
+	Deployment     string            `json:"deployment"`
+	Mode           Mode              `json:"mode"`
+	Status         Status            `json:"status"`
+	MaxConcurrency int               `json:"max_concurrency"`
+	Stacks         map[string]*Stack `json:"stacks"`
+	Seq            int               `json:"seq"` // numbers change sets: cairn-RUN-SEQ
+	StartedAt      time.Time         `json:"started_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
+	FinishedAt     time.Time         `json:"finished_at,omitzero"`
+	Reason         string            `json:"reason,omitempty"`
+	// External holds outputs of stacks outside the run (xref lookups and locked stacks),
+	// keyed "STACK::Output" by the name used in the lookup.
+	External map[string]string `json:"external,omitempty"`
+}
+
+// Names returns the stacks' config names, sorted.
+func (r *Run) Names() []string {
+	names := make([]string, 0, len(r.Stacks))
+	for n := range r.Stacks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Clone returns a deep copy, so Advance never mutates its input.
+func (r *Run) Clone() *Run {
+	c := *r
+	c.Stacks = make(map[string]*Stack, len(r.Stacks))
+	for n, s := range r.Stacks {
+		cs := *s
+		cs.Requires = append([]string(nil), s.Requires...)
+		cs.RawParameters = cloneMap(s.RawParameters)
+		cs.Parameters = cloneMap(s.Parameters)
+		cs.Outputs = cloneMap(s.Outputs)
+		c.Stacks[n] = &cs
+	}
+	c.External = cloneMap(r.External)
+	return &c
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}

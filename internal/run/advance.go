@@ -56,9 +56,10 @@ type Observation struct {
 	Outputs     map[string]string `json:"outputs,omitempty"`
 }
 
-// Resolver substitutes the output lookups of raw parameter values. outputs answers a
-// lookup of STACK's OUTPUT, by the names used in the config.
-type Resolver func(raw map[string]string, outputs func(stack, output string) (string, bool)) (map[string]string, error)
+// Resolver substitutes the output lookups in the raw parameter values of the stack named
+// stack (config name). outputs answers a lookup of STACK's OUTPUT, by the names used in the
+// config.
+type Resolver func(stack string, raw map[string]string, outputs func(stack, output string) (string, bool)) (map[string]string, error)
 
 // Options are the knobs of Advance.
 type Options struct {
@@ -78,7 +79,7 @@ func (o Options) withDefaults() Options {
 		o.PhaseTimeout = 3 * time.Hour
 	}
 	if o.Resolve == nil {
-		o.Resolve = func(raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
+		o.Resolve = func(_ string, raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
 			return cloneMap(raw), nil
 		}
 	}
@@ -305,18 +306,19 @@ func block(r *Run, now time.Time) {
 			if s.Phase != Pending {
 				continue
 			}
-			if s.Intent == IntentDelete {
-				if deployFailed != "" {
-					s.Reason = fmt.Sprintf("not deleted: stack %s failed, so the run stopped before deletions", deployFailed)
-					setPhase(s, Blocked, now)
-					changed = true
-				}
+			if s.Intent == IntentDelete && deployFailed != "" {
+				s.Reason = fmt.Sprintf("not deleted: stack %s failed, so the run stopped before deletions", deployFailed)
+				setPhase(s, Blocked, now)
+				changed = true
 				continue
 			}
 			for _, dep := range s.Requires {
 				d := r.Stacks[dep]
 				if d != nil && (d.Phase == Failed || d.Phase == Blocked) {
 					s.Reason = fmt.Sprintf("dependency %s %s", dep, d.Phase)
+					if s.Intent == IntentDelete {
+						s.Reason = fmt.Sprintf("not deleted: dependent stack %s %s and still exists", dep, d.Phase)
+					}
 					setPhase(s, Blocked, now)
 					changed = true
 					break
@@ -416,7 +418,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		*inFlight++
 		return []Action{execute(s)}
 	}
-	params, err := opts.Resolve(s.RawParameters, func(stack, output string) (string, bool) {
+	params, err := opts.Resolve(s.Name, s.RawParameters, func(stack, output string) (string, bool) {
 		if d := r.Stacks[stack]; d != nil {
 			v, ok := d.Outputs[output]
 			return v, ok

@@ -162,7 +162,7 @@ func (w *world) drive(r *Run, opts Options) *Run {
 	return nil
 }
 
-func resolveOutputs(raw map[string]string, out func(string, string) (string, bool)) (map[string]string, error) {
+func resolveOutputs(_ string, raw map[string]string, out func(string, string) (string, bool)) (map[string]string, error) {
 	res := map[string]string{}
 	for k, v := range raw {
 		if dep, ok := strings.CutPrefix(v, "out:"); ok {
@@ -397,7 +397,7 @@ func TestPlanModeStopsAtReady(t *testing.T) {
 	w := newWorld(t)
 	r := chain("a", "b")
 	r.Mode = ModePlan
-	got := w.drive(r, Options{Resolve: func(raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
+	got := w.drive(r, Options{Resolve: func(_ string, raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
 		return raw, nil
 	}})
 	if k := kinds(w.calls); !slices.Equal(k, []string{"CreateChangeSet a", "CreateChangeSet b"}) {
@@ -457,4 +457,19 @@ func TestRandomRunsTerminate(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestRefusedDeletionKeepsItsDependencies(t *testing.T) {
+	w := newWorld(t)
+	r := &Run{ID: "r1", Mode: ModeDeploy, Status: Running, MaxConcurrency: 10, Stacks: map[string]*Stack{}}
+	r.Stacks["app"] = &Stack{Name: "app", StackName: "shop-app", Intent: IntentDelete, Phase: Failed, Reason: "termination protection is on"}
+	r.Stacks["db"] = &Stack{Name: "db", StackName: "shop-db", Intent: IntentDelete, Phase: Pending, Requires: []string{"app"}}
+	r.Stacks["logs"] = &Stack{Name: "logs", StackName: "shop-logs", Intent: IntentDelete, Phase: Pending}
+	got := w.drive(r, Options{})
+	if k := kinds(w.calls); !slices.Equal(k, []string{"DeleteStack logs"}) {
+		t.Fatalf("calls %v", k)
+	}
+	if s := got.Stacks["db"]; s.Phase != Blocked || s.Reason != "not deleted: dependent stack app failed and still exists" {
+		t.Fatalf("db %s %q", s.Phase, s.Reason)
+	}
 }

@@ -1,0 +1,576 @@
+package graph
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// build makes a graph from a compact spec: "a>b" adds nodes a and b and the edge "a
+// depends on b"; a bare word adds a node. Tokens are applied in order.
+func build(t testing.TB, spec string) *Graph {
+	t.Helper()
+	g := New()
+	for _, tok := range strings.Fields(spec) {
+		from, to, isEdge := strings.Cut(tok, ">")
+		g.AddNode(from)
+		if !isEdge {
+			continue
+		}
+		g.AddNode(to)
+		if err := g.AddEdge(from, to); err != nil {
+			t.Fatalf("AddEdge(%q, %q): %v", from, to, err)
+		}
+	}
+	return g
+}
+
+// edgesOf lists g's edges as sorted "a>b" strings, through the public API only.
+func edgesOf(g *Graph) []string {
+	out := []string{}
+	for _, n := range g.Nodes() {
+		for _, d := range g.Dependencies(n) {
+			out = append(out, n+">"+d)
+		}
+	}
+	return out
+}
+
+func TestAddEdge(t *testing.T) {
+	tests := []struct {
+		name     string
+		from, to string
+		wantErr  string
+	}{
+		{name: "both known", from: "app", to: "db"},
+		{name: "duplicate collapses", from: "app", to: "cache"},
+		{name: "self edge accepted", from: "db", to: "db"},
+		{name: "unknown from", from: "web", to: "db", wantErr: `dependency web -> db: unknown stack "web": add it as a node first`},
+		{name: "unknown to", from: "app", to: "queue", wantErr: `dependency app -> queue: unknown stack "queue": add it as a node first`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := build(t, "app>cache db")
+			err := g.AddEdge(tt.from, tt.to)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("AddEdge: %v", err)
+				}
+				if !slices.Contains(g.Dependencies(tt.from), tt.to) {
+					t.Errorf("Dependencies(%q) = %v, want it to contain %q", tt.from, g.Dependencies(tt.from), tt.to)
+				}
+				if got := g.Dependencies(tt.from); len(got) != len(slices.Compact(slices.Clone(got))) {
+					t.Errorf("Dependencies(%q) = %v has duplicates", tt.from, got)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.wantErr {
+				t.Fatalf("AddEdge error = %v, want %q", err, tt.wantErr)
+			}
+			if !errors.Is(err, ErrUnknownStack) {
+				t.Errorf("AddEdge error %v does not wrap ErrUnknownStack", err)
+			}
+			if g.Len() != 3 {
+				t.Errorf("failed AddEdge changed Len to %d", g.Len())
+			}
+		})
+	}
+}
+
+func TestNodesHasLen(t *testing.T) {
+	tests := []struct {
+		spec    string
+		want    []string
+		missing string
+	}{
+		{spec: "", want: []string{}, missing: "app"},
+		{spec: "app", want: []string{"app"}, missing: "App"},
+		{spec: "app app app>db db", want: []string{"app", "db"}, missing: "ap"},
+		{spec: "zeta alpha>mid beta-2 beta-10", want: []string{"alpha", "beta-10", "beta-2", "mid", "zeta"}, missing: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			g := build(t, tt.spec)
+			if got := g.Nodes(); !slices.Equal(got, tt.want) {
+				t.Errorf("Nodes() = %q, want %q", got, tt.want)
+			}
+			if g.Len() != len(tt.want) {
+				t.Errorf("Len() = %d, want %d", g.Len(), len(tt.want))
+			}
+			for _, n := range tt.want {
+				if !g.Has(n) {
+					t.Errorf("Has(%q) = false", n)
+				}
+			}
+			if g.Has(tt.missing) {
+				t.Errorf("Has(%q) = true", tt.missing)
+			}
+		})
+	}
+}
+
+func TestNodesAfterGrowth(t *testing.T) {
+	// The sorted index is cached; adding a node must refresh it.
+	g := build(t, "b a")
+	if got := g.Nodes(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("Nodes() = %q", got)
+	}
+	g.AddNode("0")
+	if got := g.Nodes(); !slices.Equal(got, []string{"0", "a", "b"}) {
+		t.Fatalf("Nodes() after AddNode = %q", got)
+	}
+	if got, _ := g.Order(); !slices.Equal(got, []string{"0", "a", "b"}) {
+		t.Fatalf("Order() after AddNode = %q", got)
+	}
+}
+
+func TestDependenciesDependents(t *testing.T) {
+	const shop = "service>database service>cache service>network database>network cache>network edge>service edge>network service>cache"
+	tests := []struct {
+		node           string
+		deps, requirer []string
+	}{
+		{node: "network", deps: []string{}, requirer: []string{"cache", "database", "edge", "service"}},
+		{node: "service", deps: []string{"cache", "database", "network"}, requirer: []string{"edge"}},
+		{node: "edge", deps: []string{"network", "service"}, requirer: []string{}},
+		{node: "unknown", deps: nil, requirer: nil},
+	}
+	g := build(t, shop)
+	for _, tt := range tests {
+		t.Run(tt.node, func(t *testing.T) {
+			if got := g.Dependencies(tt.node); !slices.Equal(got, tt.deps) || (got == nil) != (tt.deps == nil) {
+				t.Errorf("Dependencies(%q) = %#v, want %#v", tt.node, got, tt.deps)
+			}
+			if got := g.Dependents(tt.node); !slices.Equal(got, tt.requirer) || (got == nil) != (tt.requirer == nil) {
+				t.Errorf("Dependents(%q) = %#v, want %#v", tt.node, got, tt.requirer)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  string
+		cycle []string // nil: acyclic
+	}{
+		{name: "empty", spec: ""},
+		{name: "chain", spec: "c>b b>a"},
+		{name: "diamond", spec: "app>db app>cache db>net cache>net"},
+		{name: "self edge", spec: "a>a", cycle: []string{"a", "a"}},
+		{name: "two nodes", spec: "b>a a>b", cycle: []string{"a", "b", "a"}},
+		{name: "three nodes", spec: "app>db db>cache cache>app", cycle: []string{"app", "db", "cache", "app"}},
+		{name: "inserted from the middle", spec: "db>cache cache>app app>db", cycle: []string{"app", "db", "cache", "app"}},
+		{name: "with upstream and downstream nodes", spec: "web>app app>db db>cache cache>app db>network", cycle: []string{"app", "db", "cache", "app"}},
+		{name: "smallest of two cycles", spec: "x>y y>x c>b b>c", cycle: []string{"b", "c", "b"}},
+		{name: "smallest node not on a cycle", spec: "a>z z>y y>z", cycle: []string{"y", "z", "y"}},
+		{name: "shortest cycle through the start", spec: "a>b b>c c>a a>c", cycle: []string{"a", "c", "a"}},
+		{name: "equal length: dependencies in name order", spec: "a>c a>b b>a c>a", cycle: []string{"a", "b", "a"}},
+		{name: "node between two cycles", spec: "p>q q>p n>p m>n n>m", cycle: []string{"m", "n", "m"}},
+		{name: "self edge beside a longer cycle", spec: "b>c c>b d>d", cycle: []string{"b", "c", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := build(t, tt.spec)
+			err := g.Validate()
+			if tt.cycle == nil {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			var ce *CycleError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate() = %v, want *CycleError", err)
+			}
+			if !slices.Equal(ce.Cycle, tt.cycle) {
+				t.Errorf("Cycle = %q, want %q", ce.Cycle, tt.cycle)
+			}
+			want := "dependency cycle: " + strings.Join(tt.cycle, " -> ")
+			if err.Error() != want {
+				t.Errorf("Error() = %q, want %q", err.Error(), want)
+			}
+			for _, call := range []struct {
+				name string
+				err  error
+			}{
+				{"Order", second(g.Order())},
+				{"ReverseOrder", second(g.ReverseOrder())},
+				{"MarshalJSON", second(g.MarshalJSON())},
+			} {
+				if call.err == nil || call.err.Error() != want {
+					t.Errorf("%s error = %v, want %q", call.name, call.err, want)
+				}
+			}
+		})
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func TestCycleErrorMessage(t *testing.T) {
+	err := error(&CycleError{Cycle: []string{"app", "db", "cache", "app"}})
+	if got, want := err.Error(), "dependency cycle: app -> db -> cache -> app"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+}
+
+func TestOrder(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		want []string
+	}{
+		{name: "empty", spec: "", want: []string{}},
+		{name: "single", spec: "solo", want: []string{"solo"}},
+		{name: "independent by name, not insertion", spec: "z y x", want: []string{"x", "y", "z"}},
+		{name: "chain against name order", spec: "a>b b>c", want: []string{"c", "b", "a"}},
+		{name: "diamond", spec: "app>db app>cache db>net cache>net", want: []string{"net", "cache", "db", "app"}},
+		{name: "smallest available first", spec: "a>z b", want: []string{"b", "z", "a"}},
+		{name: "duplicate edges", spec: "a>b a>b a>b", want: []string{"b", "a"}},
+		{
+			name: "web shop",
+			spec: "service>database service>cache service>network database>network cache>network edge>service edge>network",
+			want: []string{"network", "cache", "database", "service", "edge"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := build(t, tt.spec)
+			got, err := g.Order()
+			if err != nil {
+				t.Fatalf("Order(): %v", err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Order() = %q, want %q", got, tt.want)
+			}
+			rev, err := g.ReverseOrder()
+			if err != nil {
+				t.Fatalf("ReverseOrder(): %v", err)
+			}
+			wantRev := slices.Clone(tt.want)
+			slices.Reverse(wantRev)
+			if !slices.Equal(rev, wantRev) {
+				t.Errorf("ReverseOrder() = %q, want %q", rev, wantRev)
+			}
+		})
+	}
+}
+
+func doneSet(names ...string) func(string) bool {
+	set := map[string]bool{}
+	for _, n := range names {
+		set[n] = true
+	}
+	return func(n string) bool { return set[n] }
+}
+
+func TestReady(t *testing.T) {
+	const shop = "service>database service>cache service>network database>network cache>network edge>service"
+	tests := []struct {
+		name       string
+		spec       string
+		done       []string
+		ready      []string
+		readyToDel []string
+	}{
+		{name: "empty graph", spec: "", ready: nil, readyToDel: nil},
+		{name: "nothing done", spec: shop, ready: []string{"network"}, readyToDel: []string{"edge"}},
+		{name: "root done", spec: shop, done: []string{"network"}, ready: []string{"cache", "database"}, readyToDel: []string{"edge"}},
+		{name: "one of two deps done", spec: shop, done: []string{"network", "cache"}, ready: []string{"database"}, readyToDel: []string{"edge"}},
+		{name: "all deps done", spec: shop, done: []string{"network", "cache", "database"}, ready: []string{"service"}, readyToDel: []string{"edge"}},
+		{name: "everything done", spec: shop, done: []string{"network", "cache", "database", "service", "edge"}, ready: nil, readyToDel: nil},
+		{name: "deletion half way", spec: shop, done: []string{"edge", "service"}, ready: []string{"network"}, readyToDel: []string{"cache", "database"}},
+		{name: "done set not closed under dependencies", spec: shop, done: []string{"service"}, ready: []string{"edge", "network"}, readyToDel: []string{"cache", "database", "edge"}},
+		{name: "unknown names in done are ignored", spec: "b>a", done: []string{"zzz"}, ready: []string{"a"}, readyToDel: []string{"b"}},
+		{name: "cycle never ready", spec: "a>b b>a c", ready: []string{"c"}, readyToDel: []string{"c"}},
+		{name: "independent nodes sorted", spec: "m z a", ready: []string{"a", "m", "z"}, readyToDel: []string{"a", "m", "z"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := build(t, tt.spec)
+			if got := g.Ready(doneSet(tt.done...)); !slices.Equal(got, tt.ready) {
+				t.Errorf("Ready() = %q, want %q", got, tt.ready)
+			}
+			if got := g.ReadyToDelete(doneSet(tt.done...)); !slices.Equal(got, tt.readyToDel) {
+				t.Errorf("ReadyToDelete() = %q, want %q", got, tt.readyToDel)
+			}
+			// A Walk with the same nodes marked gives the same answers.
+			w, rw := g.Walk(), g.WalkReverse()
+			for _, n := range tt.done {
+				if !g.Has(n) {
+					continue
+				}
+				if _, err := w.Done(n); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := rw.Done(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := w.Ready(); !slices.Equal(got, tt.ready) && !(len(got) == 0 && len(tt.ready) == 0) {
+				t.Errorf("Walk().Ready() = %q, want %q", got, tt.ready)
+			}
+			if got := rw.Ready(); !slices.Equal(got, tt.readyToDel) && !(len(got) == 0 && len(tt.readyToDel) == 0) {
+				t.Errorf("WalkReverse().Ready() = %q, want %q", got, tt.readyToDel)
+			}
+		})
+	}
+}
+
+func TestReadyCallsDoneOncePerNode(t *testing.T) {
+	g := build(t, "a>b a>c b>c d>c")
+	calls := map[string]int{}
+	g.Ready(func(n string) bool { calls[n]++; return n == "c" })
+	for _, n := range g.Nodes() {
+		if calls[n] != 1 {
+			t.Errorf("done(%q) called %d times, want 1", n, calls[n])
+		}
+	}
+}
+
+func TestWalk(t *testing.T) {
+	g := build(t, "app>db app>cache db>net cache>net")
+	steps := []struct {
+		done      string
+		woke      []string
+		ready     []string
+		remaining int
+	}{
+		{done: "", ready: []string{"net"}, remaining: 4},
+		{done: "net", woke: []string{"cache", "db"}, ready: []string{"cache", "db"}, remaining: 3},
+		{done: "db", woke: nil, ready: []string{"cache"}, remaining: 2},
+		{done: "db", woke: nil, ready: []string{"cache"}, remaining: 2}, // twice is a no-op
+		{done: "cache", woke: []string{"app"}, ready: []string{"app"}, remaining: 1},
+		{done: "app", woke: nil, ready: []string{}, remaining: 0},
+	}
+	w := g.Walk()
+	for _, s := range steps {
+		if s.done != "" {
+			woke, err := w.Done(s.done)
+			if err != nil {
+				t.Fatalf("Done(%q): %v", s.done, err)
+			}
+			if !slices.Equal(woke, s.woke) {
+				t.Errorf("Done(%q) = %q, want %q", s.done, woke, s.woke)
+			}
+		}
+		if got := w.Ready(); !slices.Equal(got, s.ready) {
+			t.Errorf("after Done(%q): Ready() = %q, want %q", s.done, got, s.ready)
+		}
+		if got := w.Remaining(); got != s.remaining {
+			t.Errorf("after Done(%q): Remaining() = %d, want %d", s.done, got, s.remaining)
+		}
+	}
+	woke, err := w.Done("web")
+	if err == nil || err.Error() != `mark web done: unknown stack "web": the walk covers only the graph's nodes` || !errors.Is(err, ErrUnknownStack) || woke != nil {
+		t.Errorf("Done(unknown) = %q, %v", woke, err)
+	}
+}
+
+func TestWalkReverse(t *testing.T) {
+	g := build(t, "app>db app>cache db>net cache>net")
+	w := g.WalkReverse()
+	if got := w.Ready(); !slices.Equal(got, []string{"app"}) {
+		t.Fatalf("Ready() = %q, want [app]", got)
+	}
+	steps := []struct{ done, woke []string }{
+		{done: []string{"app"}, woke: []string{"cache", "db"}},
+		{done: []string{"cache"}, woke: nil},
+		{done: []string{"db"}, woke: []string{"net"}},
+		{done: []string{"net"}, woke: nil},
+	}
+	for _, s := range steps {
+		woke, err := w.Done(s.done[0])
+		if err != nil || !slices.Equal(woke, s.woke) {
+			t.Errorf("Done(%q) = %q, %v; want %q", s.done[0], woke, err, s.woke)
+		}
+	}
+	if w.Remaining() != 0 {
+		t.Errorf("Remaining() = %d, want 0", w.Remaining())
+	}
+}
+
+func TestSubgraph(t *testing.T) {
+	const shop = "service>database service>cache service>network database>network cache>network edge>service"
+	tests := []struct {
+		name  string
+		names []string
+		nodes []string
+		edges []string
+	}{
+		{name: "none", names: nil, nodes: []string{}, edges: []string{}},
+		{name: "all", names: []string{"edge", "service", "cache", "database", "network"},
+			nodes: []string{"cache", "database", "edge", "network", "service"},
+			edges: []string{"cache>network", "database>network", "edge>service", "service>cache", "service>database", "service>network"}},
+		{name: "edges leaving the set dropped", names: []string{"service", "edge", "cache"},
+			nodes: []string{"cache", "edge", "service"}, edges: []string{"edge>service", "service>cache"}},
+		{name: "no implied edge added", names: []string{"edge", "network"},
+			nodes: []string{"edge", "network"}, edges: []string{}},
+		{name: "unknown and repeated names ignored", names: []string{"cache", "ghost", "cache", "network"},
+			nodes: []string{"cache", "network"}, edges: []string{"cache>network"}},
+	}
+	g := build(t, shop)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sub := g.Subgraph(tt.names)
+			if got := sub.Nodes(); !slices.Equal(got, tt.nodes) {
+				t.Errorf("Nodes() = %q, want %q", got, tt.nodes)
+			}
+			if got := edgesOf(sub); !slices.Equal(got, tt.edges) {
+				t.Errorf("edges = %q, want %q", got, tt.edges)
+			}
+		})
+	}
+	if got := len(edgesOf(g)); got != 6 {
+		t.Errorf("Subgraph modified the original: %d edges", got)
+	}
+}
+
+func TestTransitiveReduction(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  string
+		edges []string
+	}{
+		{name: "empty", spec: "", edges: []string{}},
+		{name: "triangle", spec: "a>b b>c a>c", edges: []string{"a>b", "b>c"}},
+		{name: "long shortcut", spec: "a>b b>c c>d d>e a>e a>d", edges: []string{"a>b", "b>c", "c>d", "d>e"}},
+		{name: "diamond kept", spec: "app>db app>cache db>net cache>net", edges: []string{"app>cache", "app>db", "cache>net", "db>net"}},
+		{name: "diamond with shortcut", spec: "app>db app>cache db>net cache>net app>net", edges: []string{"app>cache", "app>db", "cache>net", "db>net"}},
+		{
+			name:  "web shop",
+			spec:  "service>database service>cache service>network database>network cache>network edge>service edge>network",
+			edges: []string{"cache>network", "database>network", "edge>service", "service>cache", "service>database"},
+		},
+		{name: "cycle returned unreduced", spec: "a>b b>c c>a a>c", edges: []string{"a>b", "a>c", "b>c", "c>a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := build(t, tt.spec)
+			before := edgesOf(g)
+			red := g.TransitiveReduction()
+			if got := edgesOf(red); !slices.Equal(got, tt.edges) {
+				t.Errorf("reduction edges = %q, want %q", got, tt.edges)
+			}
+			if !slices.Equal(red.Nodes(), g.Nodes()) {
+				t.Errorf("reduction nodes = %q, want %q", red.Nodes(), g.Nodes())
+			}
+			if !slices.Equal(edgesOf(g), before) {
+				t.Errorf("TransitiveReduction modified the original")
+			}
+		})
+	}
+}
+
+func TestDOT(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		want string
+	}{
+		{name: "empty", spec: "", want: "digraph cairn {\n\t// a -> b: a depends on b, so b is deployed first\n}\n"},
+		{name: "sorted", spec: "b>a c a>c", want: "digraph cairn {\n\t// a -> b: a depends on b, so b is deployed first\n" +
+			"\t\"a\";\n\t\"b\";\n\t\"c\";\n\t\"a\" -> \"c\";\n\t\"b\" -> \"a\";\n}\n"},
+		{name: "quoted", spec: `say"hi>back\slash`, want: "digraph cairn {\n\t// a -> b: a depends on b, so b is deployed first\n" +
+			"\t\"back\\\\slash\";\n\t\"say\\\"hi\";\n\t\"say\\\"hi\" -> \"back\\\\slash\";\n}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := build(t, tt.spec).DOT(); got != tt.want {
+				t.Errorf("DOT() =\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// shopSpec is the web-shop fixture's graph, inserted in an arbitrary order: the golden
+// files must not depend on it.
+const shopSpec = "edge>service edge>network service>database service>cache service>network database>network cache>network"
+
+func TestGolden(t *testing.T) {
+	g := build(t, shopSpec)
+	js, err := json.MarshalIndent(g, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ file, got string }{
+		{"shop.dot", g.DOT()},
+		{"shop-reduced.dot", g.TransitiveReduction().DOT()},
+		{"shop.json", string(js) + "\n"},
+	} {
+		want, err := os.ReadFile(filepath.Join("testdata", f.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.got != string(want) {
+			t.Errorf("%s differs:\n got:\n%s\nwant:\n%s", f.file, f.got, want)
+		}
+	}
+}
+
+func TestMarshalJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		want string
+	}{
+		{name: "empty", spec: "", want: `{"nodes":[],"order":[]}`},
+		{name: "lone node", spec: "solo", want: `{"nodes":[{"name":"solo","requires":[]}],"order":["solo"]}`},
+		{name: "diamond", spec: "app>db app>cache db>net cache>net",
+			want: `{"nodes":[{"name":"app","requires":["cache","db"]},{"name":"cache","requires":["net"]},{"name":"db","requires":["net"]},{"name":"net","requires":[]}],"order":["net","cache","db","app"]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(build(t, tt.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("json.Marshal =\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+	_, err := json.Marshal(build(t, "a>b b>a"))
+	var ce *CycleError
+	if !errors.As(err, &ce) || !slices.Equal(ce.Cycle, []string{"a", "b", "a"}) {
+		t.Errorf("json.Marshal(cyclic) error = %v, want *CycleError [a b a]", err)
+	}
+}
+
+// TestConcurrentReaders runs the read-only methods from several goroutines on a fresh
+// graph, so the lazily built name index is raced for under -race, and drives one Walk
+// from several goroutines.
+func TestConcurrentReaders(t *testing.T) {
+	g := build(t, shopSpec)
+	wantOrder := []string{"network", "cache", "database", "service", "edge"}
+	w := g.Walk()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if got, err := g.Order(); err != nil || !slices.Equal(got, wantOrder) {
+				t.Errorf("Order() = %q, %v", got, err)
+			}
+			if got := g.Ready(doneSet("network")); !slices.Equal(got, []string{"cache", "database"}) {
+				t.Errorf("Ready() = %q", got)
+			}
+			g.DOT()
+			g.TransitiveReduction()
+			for _, n := range wantOrder {
+				if _, err := w.Done(n); err != nil {
+					t.Error(err)
+				}
+				w.Ready()
+			}
+		})
+	}
+	wg.Wait()
+	if w.Remaining() != 0 {
+		t.Errorf("Remaining() = %d after every node was marked done", w.Remaining())
+	}
+}

@@ -1,0 +1,396 @@
+// Package plan decides, per stack, what a run does: create, update, leave alone, adopt,
+// re-create or delete. It is a pure function of the config, the persistent graph as last
+// applied, and one observation of the live stacks, so every safety rule (nothing deleted
+// unless cairn created it, dependents first, guarded) is tested without any AWS call.
+package plan
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// Live is what one paginated DescribeStacks showed of a stack.
+type Live struct {
+	StackName             string
+	StackID               string
+	Status                string
+	Tags                  map[string]string
+	TerminationProtection bool
+	Outputs               map[string]string
+	// Exports maps output keys to their export names.
+	Exports     map[string]string
+	LastUpdated time.Time
+}
+
+// Input is everything a plan is made from.
+type Input struct {
+	RunID      string
+	Deployment string
+	Mode       run.Mode
+	// Config is nil when the bundle could not be loaded: such a run changes nothing.
+	Config *config.Config
+	// Graph is the persistent graph as last applied; nil on the first run.
+	Graph *state.Graph
+	// Live holds every live stack seen, keyed by real stack name.
+	Live map[string]Live
+	// Importers maps an export name to the real names of the stacks importing it
+	// (ListImports), for the exports of stacks the plan would delete.
+	Importers map[string][]string
+	// Bundle is the bundle being deployed; its git ref and sha256 become tags.
+	Bundle state.BundleRef
+	// AllowDeletions lets an approved plan exceed deletion_policy.max_deletions.
+	AllowDeletions bool
+	Now            time.Time
+}
+
+// Action is the plan's decision for one stack, for reports.
+type Action string
+
+const (
+	Create   Action = "create"
+	Update   Action = "update"   // inputs changed, or tags, or the status requires it
+	Check    Action = "check"    // unchanged so far; updated only if a dependency's outputs change
+	Adopt    Action = "adopt"    // exists with matching cairn tags but not yet in the graph
+	Recreate Action = "recreate" // ROLLBACK_COMPLETE after a failed create
+	Delete   Action = "delete"
+	Read     Action = "read"     // locked: outputs only
+	Disabled Action = "disabled" // enabled: false
+	Drop     Action = "drop"     // in the graph, gone from AWS, gone from the config
+	Refuse   Action = "refuse"   // a deletion the guards refuse
+)
+
+// Decision is one line of the plan.
+type Decision struct {
+	Stack     string `json:"stack"`
+	StackName string `json:"stack_name"`
+	Action    Action `json:"action"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Result is a plan: the initial run, its decisions, and refusals that fail the whole run
+// before it changes anything.
+type Result struct {
+	Run       *run.Run
+	Decisions []Decision
+	Refusals  []string
+}
+
+// informational tags say which bundle last changed a stack and what its inputs were (so
+// the graph can be rebuilt from tags); they never cause an update on their own, or every
+// push would update every stack.
+var informational = []string{state.TagGitRef, state.TagGitRemote, state.TagBundleSHA256, state.TagBundleVersion,
+	state.TagTemplateHash, state.TagParametersHash, state.TagRequires}
+
+// Tags returns the tags a stack of cfg carries when deployed from bundle.
+func Tags(cfg *config.Config, s *config.Stack, bundle state.BundleRef) map[string]string {
+	t := maps.Clone(s.Tags)
+	if t == nil {
+		t = map[string]string{}
+	}
+	t[state.TagNamespace] = cfg.Namespace
+	t[state.TagGraphKey] = cfg.PersistentGraphKey
+	t[state.TagName] = s.Name
+	set := func(k, v string) {
+		if v != "" {
+			t[k] = v
+		}
+	}
+	set(state.TagGitRef, bundle.GitRef)
+	set(state.TagGitRemote, bundle.GitRemote)
+	set(state.TagBundleSHA256, bundle.SHA256)
+	return t
+}
+
+// TemplateHash identifies a stack's template input: the body's sha256, or the URL for a
+// template_url stack (whose content cairn does not fetch).
+func TemplateHash(s *config.Stack) string {
+	if s.Template != nil {
+		return s.Template.SHA256
+	}
+	if s.TemplateURL != "" {
+		return "url:" + s.TemplateURL
+	}
+	return ""
+}
+
+func tagsDiffer(want, have map[string]string) bool {
+	for k, v := range want {
+		if slices.Contains(informational, k) {
+			continue
+		}
+		if have[k] != v {
+			return true
+		}
+	}
+	return false
+}
+
+// owned reports whether a live stack's tags say this graph created it as name.
+func owned(l Live, namespace, key, name string) bool {
+	return l.Tags[state.TagNamespace] == namespace && l.Tags[state.TagGraphKey] == key && l.Tags[state.TagName] == name
+}
+
+// Make computes the plan.
+func Make(in Input) (*Result, error) {
+	res := &Result{Run: &run.Run{
+		ID: in.RunID, Deployment: in.Deployment, Mode: in.Mode, Status: run.Running,
+		Stacks: map[string]*run.Stack{}, StartedAt: in.Now, UpdatedAt: in.Now, External: map[string]string{},
+	}}
+	if in.Mode == "" {
+		res.Run.Mode = run.ModeDeploy
+	}
+	cfg := in.Config
+	if cfg == nil {
+		return nil, fmt.Errorf("no valid config: nothing is deployed and nothing is deleted")
+	}
+	res.Run.MaxConcurrency = cfg.MaxConcurrency
+	g, err := cfg.Graph()
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", cfg.File, err)
+	}
+	prev := in.Graph
+	if prev == nil {
+		prev = &state.Graph{Stacks: map[string]*state.Stack{}}
+	}
+	ns, key := cfg.Namespace, cfg.PersistentGraphKey
+	inConfig := map[string]bool{}
+	for _, s := range cfg.Stacks {
+		inConfig[s.Name] = true
+	}
+	// xref lookups read any live stack's outputs by its real name.
+	for _, s := range cfg.Stacks {
+		for _, l := range s.Lookups {
+			if l.Kind != "xref" {
+				continue
+			}
+			if live, ok := in.Live[l.Stack]; ok {
+				if v, ok := live.Outputs[l.Output]; ok {
+					res.Run.External[l.Stack+"::"+l.Output] = v
+				}
+			}
+		}
+	}
+
+	for _, s := range cfg.Stacks {
+		live, exists := in.Live[s.StackName]
+		p := prev.Stacks[s.Name]
+		decide := func(a Action, reason string) {
+			res.Decisions = append(res.Decisions, Decision{Stack: s.Name, StackName: s.StackName, Action: a, Reason: reason})
+		}
+		if !s.Enabled {
+			// Outside the run, but its outputs still feed lookups.
+			for k, v := range live.Outputs {
+				res.Run.External[s.Name+"::"+k] = v
+			}
+			decide(Disabled, "enabled: false")
+			continue
+		}
+		rs := &run.Stack{
+			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending,
+			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
+			RawParameters: maps.Clone(s.Parameters), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
+		}
+		res.Run.Stacks[s.Name] = rs
+		if s.Locked {
+			rs.Intent = run.IntentRead
+			if !exists {
+				res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s (%s) is locked but does not exist: unlock it to create it", s.Name, s.StackName))
+			}
+			decide(Read, "locked: outputs are read, the stack is never changed")
+			continue
+		}
+		if !exists {
+			if p != nil {
+				decide(Create, "in the graph but gone from AWS: re-created")
+			} else {
+				decide(Create, "new stack")
+			}
+			continue
+		}
+		tagged := owned(live, ns, key, s.Name)
+		wantTags := Tags(cfg, s, in.Bundle)
+		switch st := live.Status; {
+		case st == "ROLLBACK_COMPLETE" || st == "REVIEW_IN_PROGRESS":
+			if !tagged {
+				res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is %s but its cairn tags do not name namespace %s, graph %s, stack %s: delete it by hand or tag it", s.StackName, st, ns, key, s.Name))
+				continue
+			}
+			if st == "REVIEW_IN_PROGRESS" {
+				rs.Exists = false // a CREATE change set on the empty stack
+				decide(Create, "REVIEW_IN_PROGRESS after a create that never ran")
+				continue
+			}
+			rs.Intent = run.IntentRecreate
+			decide(Recreate, "ROLLBACK_COMPLETE after a failed create: deleted and created again")
+			continue
+		case strings.HasSuffix(st, "_IN_PROGRESS"):
+			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is busy (%s): wait until it settles, then push again", s.StackName, st))
+			continue
+		case st == "UPDATE_ROLLBACK_FAILED" || st == "ROLLBACK_FAILED" || st == "DELETE_FAILED":
+			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is %s: recover it with `cairn recover %s %s`, then push again", s.StackName, st, in.Deployment, s.Name))
+			continue
+		}
+		if p == nil {
+			if !tagged && !hasCairnTags(live) {
+				res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s exists but cairn did not create it (no cairn:* tags): rename the stack in the config, or tag it with %s=%s, %s=%s, %s=%s to adopt it", s.StackName, state.TagNamespace, ns, state.TagGraphKey, key, state.TagName, s.Name))
+				continue
+			}
+			if !tagged {
+				res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s belongs to another cairn graph (%s=%s, %s=%s, %s=%s): rename the stack in the config", s.StackName, state.TagNamespace, live.Tags[state.TagNamespace], state.TagGraphKey, live.Tags[state.TagGraphKey], state.TagName, live.Tags[state.TagName]))
+				continue
+			}
+			rs.Force = true
+			decide(Adopt, "exists with matching cairn tags: adopted into the graph")
+			continue
+		}
+		rs.PrevTemplateHash, rs.PrevParametersHash = p.TemplateHash, p.ParametersHash
+		var why []string
+		if tagsDiffer(wantTags, live.Tags) {
+			why = append(why, "tags changed")
+		}
+		if s.TerminationProtection != live.TerminationProtection {
+			why = append(why, "termination protection changed")
+		}
+		if len(why) > 0 {
+			rs.Force = true
+			decide(Update, strings.Join(why, ", "))
+			continue
+		}
+		if rs.TemplateHash != p.TemplateHash {
+			decide(Update, "template changed")
+			continue
+		}
+		decide(Check, "template unchanged; updated only if its parameters resolve differently")
+	}
+
+	res.deletions(in, cfg, prev)
+	sort.SliceStable(res.Decisions, func(i, j int) bool { return res.Decisions[i].Stack < res.Decisions[j].Stack })
+	return res, nil
+}
+
+func hasCairnTags(l Live) bool {
+	for k := range l.Tags {
+		if strings.HasPrefix(k, "cairn:") {
+			return true
+		}
+	}
+	return false
+}
+
+// deletions plans the stacks that left the config, dependents first, and applies the guards.
+func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
+	var gone []string
+	for _, name := range prev.Names() {
+		if cfg.Stack(name) == nil {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	if len(cfg.Stacks) == 0 {
+		res.Refusals = append(res.Refusals, fmt.Sprintf("the config has no stacks: refusing to delete the %d stack(s) of the graph; use `cairn destroy %s` to delete everything", len(gone), in.Deployment))
+		return
+	}
+	deleting := map[string]bool{}
+	for _, name := range gone {
+		ps := prev.Stacks[name]
+		live, exists := in.Live[ps.StackName]
+		decide := func(a Action, reason string) {
+			res.Decisions = append(res.Decisions, Decision{Stack: name, StackName: ps.StackName, Action: a, Reason: reason})
+		}
+		if !exists {
+			decide(Drop, "removed from the config and already gone from AWS: dropped from the graph")
+			continue
+		}
+		rs := &run.Stack{Name: name, StackName: ps.StackName, StackID: live.StackID, Intent: run.IntentDelete, Phase: run.Pending, Exists: true}
+		res.Run.Stacks[name] = rs
+		refuse := func(reason string) {
+			rs.Phase, rs.Reason = run.Failed, "deletion refused: "+reason
+			decide(Refuse, reason)
+		}
+		switch {
+		case !owned(live, prev.Namespace, prev.Key, name):
+			refuse(fmt.Sprintf("its tags do not say cairn created it for graph %s/%s (%s=%q, %s=%q, %s=%q)", prev.Namespace, prev.Key,
+				state.TagNamespace, live.Tags[state.TagNamespace], state.TagGraphKey, live.Tags[state.TagGraphKey], state.TagName, live.Tags[state.TagName]))
+		case live.TerminationProtection:
+			refuse("termination protection is on: turn it off (`aws cloudformation update-termination-protection --no-enable-termination-protection --stack-name " + ps.StackName + "`) and push again")
+		default:
+			deleting[name] = true
+			decide(Delete, "removed from the config")
+		}
+	}
+	// An export still imported by a stack that stays blocks the deletion.
+	staying := func(stackName string) bool {
+		for n, s := range res.Run.Stacks {
+			if s.StackName == stackName {
+				return !deleting[n]
+			}
+		}
+		return true
+	}
+	for _, name := range sortedKeys(deleting) {
+		rs := res.Run.Stacks[name]
+		live := in.Live[rs.StackName]
+		var blockers []string
+		for _, exp := range sortedValues(live.Exports) {
+			for _, imp := range in.Importers[exp] {
+				if staying(imp) {
+					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s", exp, imp))
+				}
+			}
+		}
+		if len(blockers) > 0 {
+			delete(deleting, name)
+			rs.Phase, rs.Reason = run.Failed, "deletion refused: "+strings.Join(blockers, "; ")+": remove the imports first"
+			for i := range res.Decisions {
+				if res.Decisions[i].Stack == name {
+					res.Decisions[i].Action, res.Decisions[i].Reason = Refuse, strings.Join(blockers, "; ")
+				}
+			}
+		}
+	}
+	// Dependents first: a deletion waits for the deletions of the stacks that depended on it
+	// in the graph as it was applied.
+	for _, name := range gone {
+		rs := res.Run.Stacks[name]
+		if rs == nil {
+			continue
+		}
+		for _, other := range gone {
+			if o := prev.Stacks[other]; o != nil && slices.Contains(o.Requires, name) && res.Run.Stacks[other] != nil {
+				rs.Requires = append(rs.Requires, other)
+			}
+		}
+	}
+	if max := cfg.DeletionPolicy.MaxDeletions; max > 0 && len(deleting) > max && !in.AllowDeletions {
+		res.Refusals = append(res.Refusals, fmt.Sprintf("the run would delete %d stacks (%s), more than deletion_policy.max_deletions %d: plan and approve it (`cairn plan PATH --deployment %s`)",
+			len(deleting), strings.Join(sortedKeys(deleting), ", "), max, in.Deployment))
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortedValues(m map[string]string) []string {
+	vals := make([]string, 0, len(m))
+	for _, v := range m {
+		vals = append(vals, v)
+	}
+	sort.Strings(vals)
+	return vals
+}

@@ -1,0 +1,272 @@
+package plan
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+const tmpl = `
+      Parameters:
+        In: {Type: String, Default: x}
+      Resources:
+        Topic: {Type: AWS::SNS::Topic}
+      Outputs:
+        Out: {Value: !Ref Topic}`
+
+// load builds a config of the named stacks; "b<-a" style edges come from output lookups.
+func load(t *testing.T, extra string, stacks ...string) *config.Config {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("namespace: shop\n" + extra + "stacks:\n")
+	for _, s := range stacks {
+		name, dep, _ := strings.Cut(s, "<-")
+		b.WriteString("  - name: " + name + "\n")
+		if dep != "" {
+			b.WriteString("    parameters: {In: '${output " + dep + "::Out}'}\n")
+		}
+		b.WriteString("    template_body: |" + tmpl + "\n")
+	}
+	cfg, err := config.LoadOptions{Deployment: "shop"}.Load(bundle.FromYAML("cairn.yaml", []byte(b.String())))
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, b.String())
+	}
+	return cfg
+}
+
+func liveOf(cfg *config.Config, names ...string) map[string]Live {
+	live := map[string]Live{}
+	for _, n := range names {
+		s := cfg.Stack(n)
+		live[s.StackName] = Live{StackName: s.StackName, StackID: "id-" + n, Status: "CREATE_COMPLETE",
+			Tags: Tags(cfg, s, state.BundleRef{}), Outputs: map[string]string{"Out": "arn:" + n}}
+	}
+	return live
+}
+
+// applied is the graph a successful run over cfg leaves behind.
+func applied(t *testing.T, cfg *config.Config) *state.Graph {
+	t.Helper()
+	g := &state.Graph{Namespace: "shop", Key: "shop", Stacks: map[string]*state.Stack{}}
+	dg, err := cfg.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cfg.Stacks {
+		g.Stacks[s.Name] = &state.Stack{Name: s.Name, StackName: s.StackName, Requires: dg.Dependencies(s.Name), TemplateHash: TemplateHash(s)}
+	}
+	return g
+}
+
+func actions(r *Result) map[string]Action {
+	m := map[string]Action{}
+	for _, d := range r.Decisions {
+		m[d.Stack] = d.Action
+	}
+	return m
+}
+
+func mustMake(t *testing.T, in Input) *Result {
+	t.Helper()
+	in.RunID, in.Deployment, in.Now = "r1", "shop", time.Unix(0, 0)
+	res, err := Make(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestFirstRunCreatesEverything(t *testing.T) {
+	cfg := load(t, "", "net", "db<-net", "app<-db")
+	res := mustMake(t, Input{Config: cfg})
+	if got := actions(res); !maps.Equal(got, map[string]Action{"net": Create, "db": Create, "app": Create}) {
+		t.Fatalf("actions %v", got)
+	}
+	if res.Refusals != nil {
+		t.Fatalf("refusals %v", res.Refusals)
+	}
+	if req := res.Run.Stacks["app"].Requires; !slices.Equal(req, []string{"db"}) {
+		t.Fatalf("app requires %v", req)
+	}
+	if res.Run.Stacks["net"].Exists || res.Run.Stacks["net"].StackName != "shop-net" {
+		t.Fatalf("net: %+v", res.Run.Stacks["net"])
+	}
+}
+
+func TestUnchangedRunOnlyChecks(t *testing.T) {
+	cfg := load(t, "", "net", "db<-net")
+	res := mustMake(t, Input{Config: cfg, Graph: applied(t, cfg), Live: liveOf(cfg, "net", "db")})
+	if got := actions(res); !maps.Equal(got, map[string]Action{"net": Check, "db": Check}) {
+		t.Fatalf("actions %v", got)
+	}
+	if s := res.Run.Stacks["db"]; !s.Exists || s.Force || s.Outputs["Out"] != "arn:db" {
+		t.Fatalf("db: %+v", s)
+	}
+}
+
+func TestUpdatesAndAdoption(t *testing.T) {
+	cfg := load(t, "", "net", "db<-net", "cache")
+	g := applied(t, cfg)
+	g.Stacks["net"].TemplateHash = "old"
+	delete(g.Stacks, "cache")
+	live := liveOf(cfg, "net", "db", "cache")
+	l := live["shop-db"]
+	l.Tags = maps.Clone(l.Tags)
+	l.Tags["team"] = "someone-else"
+	live["shop-db"] = l
+	res := mustMake(t, Input{Config: cfg, Graph: g, Live: live})
+	if got := actions(res); !maps.Equal(got, map[string]Action{"net": Update, "db": Check, "cache": Adopt}) {
+		t.Fatalf("actions %v", got)
+	}
+	// A tag the config does not set is not a reason to update; one it sets differently is.
+	cfg2 := load(t, "tags: {team: payments}\n", "net", "db<-net", "cache")
+	res = mustMake(t, Input{Config: cfg2, Graph: applied(t, cfg2), Live: live})
+	if got := actions(res)["db"]; got != Update || !res.Run.Stacks["db"].Force {
+		t.Fatalf("db %s", got)
+	}
+}
+
+func TestDeletionsDependentsFirstAndGuards(t *testing.T) {
+	old := load(t, "", "net", "db<-net", "app<-db", "keep", "guarded", "exporter")
+	cfg := load(t, "", "keep")
+	live := liveOf(old, "net", "db", "app", "keep", "guarded", "exporter")
+	g := applied(t, old)
+	gl := live["shop-guarded"]
+	gl.TerminationProtection = true
+	live["shop-guarded"] = gl
+	ex := live["shop-exporter"]
+	ex.Exports = map[string]string{"Out": "shop-exporter-Out"}
+	live["shop-exporter"] = ex
+	res := mustMake(t, Input{Config: cfg, Graph: g, Live: live, Importers: map[string][]string{"shop-exporter-Out": {"shop-keep"}}})
+	want := map[string]Action{"keep": Check, "net": Delete, "db": Delete, "app": Delete, "guarded": Refuse, "exporter": Refuse}
+	if got := actions(res); !maps.Equal(got, want) {
+		t.Fatalf("actions %v, want %v", got, want)
+	}
+	if r := res.Run.Stacks["net"].Requires; !slices.Equal(r, []string{"db"}) {
+		t.Fatalf("net waits for %v, want db", r)
+	}
+	if r := res.Run.Stacks["db"].Requires; !slices.Equal(r, []string{"app"}) {
+		t.Fatalf("db waits for %v, want app", r)
+	}
+	if s := res.Run.Stacks["exporter"]; s.Phase != run.Failed || s.Reason != "deletion refused: export shop-exporter-Out is imported by shop-keep: remove the imports first" {
+		t.Fatalf("exporter %s %q", s.Phase, s.Reason)
+	}
+	if s := res.Run.Stacks["guarded"]; s.Phase != run.Failed || !strings.HasPrefix(s.Reason, "deletion refused: termination protection is on") {
+		t.Fatalf("guarded %s %q", s.Phase, s.Reason)
+	}
+}
+
+func TestDeletionRequiresMatchingTags(t *testing.T) {
+	old := load(t, "", "keep", "other")
+	cfg := load(t, "", "keep")
+	live := liveOf(old, "keep", "other")
+	l := live["shop-other"]
+	l.Tags = map[string]string{"cairn:namespace": "shop", "cairn:graph-key": "elsewhere", "cairn:name": "other"}
+	live["shop-other"] = l
+	res := mustMake(t, Input{Config: cfg, Graph: applied(t, old), Live: live})
+	s := res.Run.Stacks["other"]
+	if s.Phase != run.Failed || !strings.Contains(s.Reason, `cairn:graph-key="elsewhere"`) {
+		t.Fatalf("other %s %q", s.Phase, s.Reason)
+	}
+}
+
+func TestMaxDeletionsRefusesTheRun(t *testing.T) {
+	old := load(t, "", "keep", "a", "b", "c")
+	cfg := load(t, "deletion_policy: {max_deletions: 2}\n", "keep")
+	in := Input{Config: cfg, Graph: applied(t, old), Live: liveOf(old, "keep", "a", "b", "c")}
+	res := mustMake(t, in)
+	want := "the run would delete 3 stacks (a, b, c), more than deletion_policy.max_deletions 2: plan and approve it (`cairn plan PATH --deployment shop`)"
+	if !slices.Equal(res.Refusals, []string{want}) {
+		t.Fatalf("refusals %q", res.Refusals)
+	}
+	in.AllowDeletions = true
+	if res := mustMake(t, in); res.Refusals != nil {
+		t.Fatalf("approved plan refused: %v", res.Refusals)
+	}
+}
+
+func TestVanishedStacks(t *testing.T) {
+	old := load(t, "", "keep", "gone")
+	cfg := load(t, "", "keep")
+	res := mustMake(t, Input{Config: cfg, Graph: applied(t, old), Live: map[string]Live{}})
+	if got := actions(res); !maps.Equal(got, map[string]Action{"keep": Create, "gone": Drop}) {
+		t.Fatalf("actions %v", got)
+	}
+	if _, ok := res.Run.Stacks["gone"]; ok {
+		t.Fatal("a vanished stack must not be deleted again")
+	}
+}
+
+func TestFailedAndForeignStacks(t *testing.T) {
+	cfg := load(t, "", "a", "b", "c", "d", "e")
+	live := liveOf(cfg, "a", "b", "c", "d", "e")
+	set := func(name, status string, tags map[string]string) {
+		l := live["shop-"+name]
+		l.Status = status
+		if tags != nil {
+			l.Tags = tags
+		}
+		live["shop-"+name] = l
+	}
+	set("a", "ROLLBACK_COMPLETE", nil)
+	set("b", "ROLLBACK_COMPLETE", map[string]string{})
+	set("c", "UPDATE_IN_PROGRESS", nil)
+	set("d", "UPDATE_ROLLBACK_FAILED", nil)
+	set("e", "CREATE_COMPLETE", map[string]string{"owner": "someone"})
+	g := applied(t, cfg)
+	delete(g.Stacks, "e")
+	res := mustMake(t, Input{Config: cfg, Graph: g, Live: live})
+	if res.Run.Stacks["a"].Intent != run.IntentRecreate || actions(res)["a"] != Recreate {
+		t.Fatalf("a: %s", res.Run.Stacks["a"].Intent)
+	}
+	want := []string{
+		"stack shop-b is ROLLBACK_COMPLETE but its cairn tags do not name namespace shop, graph shop, stack b: delete it by hand or tag it",
+		"stack shop-c is busy (UPDATE_IN_PROGRESS): wait until it settles, then push again",
+		"stack shop-d is UPDATE_ROLLBACK_FAILED: recover it with `cairn recover shop d`, then push again",
+		"stack shop-e exists but cairn did not create it (no cairn:* tags): rename the stack in the config, or tag it with cairn:namespace=shop, cairn:graph-key=shop, cairn:name=e to adopt it",
+	}
+	if !slices.Equal(res.Refusals, want) {
+		t.Fatalf("refusals\n%s", strings.Join(res.Refusals, "\n"))
+	}
+}
+
+func TestLockedAndDisabled(t *testing.T) {
+	cfg := load(t, "", "a", "b")
+	yaml := strings.Replace(strings.Replace(cfgYAML(t, "a", "b"), "  - name: a\n", "  - name: a\n    locked: true\n", 1), "  - name: b\n", "  - name: b\n    enabled: false\n", 1)
+	cfg2, err := config.LoadOptions{Deployment: "shop"}.Load(bundle.FromYAML("cairn.yaml", []byte(yaml)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := mustMake(t, Input{Config: cfg2, Graph: applied(t, cfg), Live: liveOf(cfg, "a", "b")})
+	if got := actions(res); !maps.Equal(got, map[string]Action{"a": Read, "b": Disabled}) {
+		t.Fatalf("actions %v", got)
+	}
+	if _, ok := res.Run.Stacks["b"]; ok {
+		t.Fatal("a disabled stack must not be in the run (and never deleted)")
+	}
+	if res.Run.External["b::Out"] != "arn:b" {
+		t.Fatalf("disabled stack's outputs not available to lookups: %v", res.Run.External)
+	}
+}
+
+func cfgYAML(t *testing.T, names ...string) string {
+	var b strings.Builder
+	b.WriteString("namespace: shop\nstacks:\n")
+	for _, n := range names {
+		b.WriteString("  - name: " + n + "\n    template_body: |" + tmpl + "\n")
+	}
+	return b.String()
+}
+
+func TestNoConfigChangesNothing(t *testing.T) {
+	if _, err := Make(Input{}); err == nil || err.Error() != "no valid config: nothing is deployed and nothing is deleted" {
+		t.Fatalf("err %v", err)
+	}
+}

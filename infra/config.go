@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Context keys that configure cairn's stack. They are read from cdk.json or
+// from `cdk synth -c KEY=VALUE`, so every value accepts both the JSON form
+// (a list or an object) and the flat string form the CLI passes.
+const (
+	ctxNamespaces     = "cairn:namespaces"
+	ctxPortPools      = "cairn:portPools"
+	ctxDriftSchedule  = "cairn:driftSchedule"
+	ctxCfnServiceRole = "cairn:cfnServiceRole"
+	ctxLambdaDir      = "cairn:lambdaDir"
+)
+
+// Defaults used when a context key is absent.
+const (
+	defaultPortPools     = "default=20000-29999"
+	defaultDriftSchedule = "rate(1 day)"
+	defaultLambdaDir     = "../bin/lambda"
+)
+
+// PortPool is a named, inclusive range of ports the ports Lambda allocates from.
+type PortPool struct {
+	Name  string
+	First int
+	Last  int
+}
+
+func (p PortPool) String() string { return fmt.Sprintf("%s=%d-%d", p.Name, p.First, p.Last) }
+
+// Config is cairn's deployment configuration, taken from CDK context.
+type Config struct {
+	// Namespaces are the stack name prefixes cairn may manage: a config with
+	// namespace "shop" creates stacks named "shop-*", and IAM allows exactly those.
+	Namespaces []string
+	// PortPools are sorted by name so the template does not change when the
+	// order in cdk.json does.
+	PortPools []PortPool
+	// DriftSchedule is an EventBridge schedule expression.
+	DriftSchedule string
+	// CfnServiceRole is the optional ARN of the role CloudFormation assumes for
+	// the stacks cairn deploys; empty means stacks run with the deployer's rights.
+	CfnServiceRole string
+	// LambdaDir holds deployer/bootstrap, ports/bootstrap and drift/bootstrap.
+	LambdaDir string
+}
+
+// Functions are the Lambda functions cairn consists of, named as their folders
+// under functions/ and bin/lambda/.
+var Functions = []string{"deployer", "ports", "drift"}
+
+var (
+	namespaceRe = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]{0,100}$`)
+	poolNameRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	scheduleRe  = regexp.MustCompile(`^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\))$`)
+	roleARNRe   = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$`)
+)
+
+// contextGetter is what Config needs of a construct node: constructs.Node
+// satisfies it, and tests can pass a map.
+type contextGetter interface {
+	TryGetContext(key *string) interface{}
+}
+
+// LoadConfig reads and validates cairn's context values. Every error names the
+// context key, the bad value and how to fix it.
+func LoadConfig(node contextGetter) (Config, error) {
+	get := func(key string) interface{} { k := key; return node.TryGetContext(&k) }
+	var cfg Config
+
+	ns, err := stringList(get(ctxNamespaces))
+	if err != nil {
+		return cfg, fmt.Errorf("context %s: %w", ctxNamespaces, err)
+	}
+	if len(ns) == 0 {
+		return cfg, fmt.Errorf("context %s is empty: cairn needs at least one namespace it may manage; set it in infra/cdk.json or pass -c %s=shop,web", ctxNamespaces, ctxNamespaces)
+	}
+	seen := map[string]bool{}
+	for _, n := range ns {
+		if !namespaceRe.MatchString(n) {
+			return cfg, fmt.Errorf("context %s: namespace %q is not a valid stack name prefix: use letters, digits and hyphens, starting with a letter", ctxNamespaces, n)
+		}
+		if seen[n] {
+			return cfg, fmt.Errorf("context %s: namespace %q is listed twice: remove the duplicate", ctxNamespaces, n)
+		}
+		seen[n] = true
+	}
+	sort.Strings(ns)
+	cfg.Namespaces = ns
+
+	pools, err := parsePortPools(get(ctxPortPools))
+	if err != nil {
+		return cfg, fmt.Errorf("context %s: %w", ctxPortPools, err)
+	}
+	cfg.PortPools = pools
+
+	cfg.DriftSchedule = defaultDriftSchedule
+	if v := get(ctxDriftSchedule); v != nil {
+		s, ok := v.(string)
+		if !ok || !scheduleRe.MatchString(strings.TrimSpace(s)) {
+			return cfg, fmt.Errorf("context %s: %v is not an EventBridge schedule expression: use e.g. \"rate(1 day)\", \"rate(6 hours)\" or \"cron(0 6 * * ? *)\"", ctxDriftSchedule, v)
+		}
+		cfg.DriftSchedule = strings.TrimSpace(s)
+	}
+
+	if v := get(ctxCfnServiceRole); v != nil {
+		s, ok := v.(string)
+		s = strings.TrimSpace(s)
+		if !ok || (s != "" && !roleARNRe.MatchString(s)) {
+			return cfg, fmt.Errorf("context %s: %v is not an IAM role ARN: use arn:aws:iam::ACCOUNT:role/NAME, or leave it unset", ctxCfnServiceRole, v)
+		}
+		cfg.CfnServiceRole = s
+	}
+
+	cfg.LambdaDir = defaultLambdaDir
+	if v := get(ctxLambdaDir); v != nil {
+		s, ok := v.(string)
+		if !ok || strings.TrimSpace(s) == "" {
+			return cfg, fmt.Errorf("context %s: %v is not a directory path: point it at the folder holding deployer/bootstrap, ports/bootstrap and drift/bootstrap", ctxLambdaDir, v)
+		}
+		cfg.LambdaDir = s
+	}
+	return cfg, nil
+}
+
+// NamespacesEnv is the CAIRN_NAMESPACES value: namespaces joined by commas.
+func (c Config) NamespacesEnv() string { return strings.Join(c.Namespaces, ",") }
+
+// PortPoolsEnv is the CAIRN_PORT_POOLS value: "NAME=FIRST-LAST" joined by commas,
+// sorted by name, e.g. "default=20000-29999,web=30000-30999".
+func (c Config) PortPoolsEnv() string {
+	s := make([]string, len(c.PortPools))
+	for i, p := range c.PortPools {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// stringList accepts a JSON list of strings or a comma-separated string.
+func stringList(v interface{}) ([]string, error) {
+	var raw []string
+	switch t := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		// The CLI's -c flag passes a string; a JSON list in it is accepted too.
+		if strings.HasPrefix(strings.TrimSpace(t), "[") {
+			if err := json.Unmarshal([]byte(t), &raw); err != nil {
+				return nil, fmt.Errorf("%q is not a JSON list of strings: %v", t, err)
+			}
+		} else {
+			raw = strings.Split(t, ",")
+		}
+	case []interface{}:
+		for _, e := range t {
+			s, ok := e.(string)
+			if !ok {
+				return nil, fmt.Errorf("element %v is a %T, not a string", e, e)
+			}
+			raw = append(raw, s)
+		}
+	default:
+		return nil, fmt.Errorf("%v is a %T: use a list of strings or a comma-separated string", v, v)
+	}
+	var out []string
+	for _, s := range raw {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// parsePortPools accepts "NAME=FIRST-LAST[,NAME=FIRST-LAST...]", a list of such
+// strings, or an object {"NAME": "FIRST-LAST"}.
+func parsePortPools(v interface{}) ([]PortPool, error) {
+	var specs []string
+	switch t := v.(type) {
+	case nil:
+		specs = []string{defaultPortPools}
+	case map[string]interface{}:
+		for name, r := range t {
+			rs, ok := r.(string)
+			if !ok {
+				return nil, fmt.Errorf("pool %q: range %v is a %T: write it as \"FIRST-LAST\"", name, r, r)
+			}
+			specs = append(specs, name+"="+rs)
+		}
+	default:
+		var err error
+		if specs, err = stringList(v); err != nil {
+			return nil, err
+		}
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("no pools: define at least one, e.g. %q", defaultPortPools)
+	}
+	var pools []PortPool
+	byName := map[string]bool{}
+	for _, spec := range specs {
+		p, err := parsePortPool(spec)
+		if err != nil {
+			return nil, err
+		}
+		if byName[p.Name] {
+			return nil, fmt.Errorf("pool %q is defined twice: keep one definition", p.Name)
+		}
+		byName[p.Name] = true
+		pools = append(pools, p)
+	}
+	sort.Slice(pools, func(i, j int) bool { return pools[i].First < pools[j].First })
+	for i := 1; i < len(pools); i++ {
+		if a, b := pools[i-1], pools[i]; b.First <= a.Last {
+			return nil, fmt.Errorf("pools %q (%d-%d) and %q (%d-%d) overlap: one port could be given to two resources; make the ranges disjoint", a.Name, a.First, a.Last, b.Name, b.First, b.Last)
+		}
+	}
+	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
+	return pools, nil
+}
+
+func parsePortPool(spec string) (PortPool, error) {
+	name, rng, ok := strings.Cut(strings.TrimSpace(spec), "=")
+	name = strings.TrimSpace(name)
+	if !ok || !poolNameRe.MatchString(name) {
+		return PortPool{}, fmt.Errorf("%q is not NAME=FIRST-LAST with a lower-case pool name, e.g. %q", spec, defaultPortPools)
+	}
+	lo, hi, ok := strings.Cut(strings.TrimSpace(rng), "-")
+	first, err1 := strconv.Atoi(strings.TrimSpace(lo))
+	last, err2 := strconv.Atoi(strings.TrimSpace(hi))
+	if !ok || err1 != nil || err2 != nil {
+		return PortPool{}, fmt.Errorf("pool %q: range %q is not FIRST-LAST, e.g. 20000-29999", name, rng)
+	}
+	if first < 1 || last > 65535 || first > last {
+		return PortPool{}, fmt.Errorf("pool %q: range %d-%d must satisfy 1 <= FIRST <= LAST <= 65535", name, first, last)
+	}
+	return PortPool{Name: name, First: first, Last: last}, nil
+}

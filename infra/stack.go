@@ -1,0 +1,535 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Names other tools rely on: the CLI finds the bucket through the export, and
+// templates of managed stacks import the ports ServiceToken.
+const (
+	ExportBucketName          = "cairn-bucket-name"
+	ExportPortsServiceToken   = "cairn-ports-service-token"
+	ExportNotificationsTopic  = "cairn-notifications-topic-arn"
+	uploadEvent               = "s3:ObjectCreated:*"
+	cloudFormationServiceName = "cloudformation.amazonaws.com"
+)
+
+// Upload prefixes whose new objects start work in the deployer (DESIGN.md,
+// "State in the bucket").
+var uploadPrefixes = []string{"deployments/", "plans/", "approvals/"}
+
+// Bucket prefixes each function may touch. Everything else in the bucket is
+// out of reach of that function's role.
+var (
+	deployerReadPrefixes  = []string{"deployments/", "approvals/"}
+	deployerWritePrefixes = []string{"plans/", "state/", "locks/", "runs/", "templates/"}
+	portsWritePrefixes    = []string{"ports/"}
+	driftReadPrefixes     = []string{"state/", "locks/"}
+	driftWritePrefixes    = []string{"drift/"}
+)
+
+// CloudFormation actions, split by the resource they can be limited to.
+var (
+	// deployerStackActions act on one named stack (or its change sets) and are
+	// limited to stacks named NAMESPACE-*.
+	deployerStackActions = []string{
+		"cloudformation:CreateChangeSet",
+		"cloudformation:DescribeChangeSet",
+		"cloudformation:ExecuteChangeSet",
+		"cloudformation:DeleteChangeSet",
+		"cloudformation:ListChangeSets",
+		"cloudformation:DescribeStackEvents",
+		"cloudformation:DescribeStackResource",
+		"cloudformation:DescribeStackResources",
+		"cloudformation:ListStackResources",
+		"cloudformation:GetTemplate",
+		"cloudformation:DeleteStack",
+		"cloudformation:UpdateTerminationProtection",
+		"cloudformation:ContinueUpdateRollback",
+		"cloudformation:RollbackStack",
+		"cloudformation:CancelUpdateStack",
+		"cloudformation:TagResource",
+		"cloudformation:UntagResource",
+	}
+	// deployerAccountActions support no resource-level permissions (or are
+	// called without a stack name, like the one paginated DescribeStacks per
+	// run), so IAM only accepts them on "*". All are read-only.
+	deployerAccountActions = []string{
+		"cloudformation:DescribeStacks",
+		"cloudformation:ListStacks",
+		"cloudformation:ListExports",
+		"cloudformation:ListImports",
+		"cloudformation:ValidateTemplate",
+		"cloudformation:GetTemplateSummary",
+	}
+	driftStackActions = []string{
+		"cloudformation:DetectStackDrift",
+		"cloudformation:DetectStackResourceDrift",
+		"cloudformation:DescribeStackResourceDrifts",
+		"cloudformation:DescribeStackResources",
+		"cloudformation:ListStackResources",
+	}
+	driftAccountActions = []string{
+		"cloudformation:DescribeStacks",
+		"cloudformation:ListStacks",
+		"cloudformation:DescribeStackDriftDetectionStatus",
+	}
+	// ReadOnlyAccountActions is every CloudFormation action cairn is allowed on
+	// Resource "*"; tests hold the template to it.
+	ReadOnlyAccountActions = append(append([]string{}, deployerAccountActions...), driftAccountActions...)
+)
+
+// CairnStackProps configures NewCairnStack. Everything else comes from CDK
+// context (see LoadConfig), so `cdk deploy -c ...` and cdk.json are the only
+// knobs a user needs.
+type CairnStackProps struct {
+	awscdk.StackProps
+}
+
+// fn describes one Lambda: sizes are chosen per function, see NewCairnStack.
+type fn struct {
+	name    string
+	memory  float64
+	timeout awscdk.Duration
+	desc    string
+}
+
+// NewCairnStack builds cairn's own stack: the bucket, queues, topics, rules,
+// the three Lambdas and their least-privilege roles. It fails, without
+// building anything, when the context is invalid or a Lambda binary is missing.
+func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps) (awscdk.Stack, error) {
+	cfg, err := LoadConfig(scope.Node())
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range Functions {
+		p := filepath.Join(cfg.LambdaDir, name, "bootstrap")
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			return nil, fmt.Errorf("lambda binary %s is missing: run `make build` from the repository root (it compiles functions/%s), or point context %s at the folder holding %s/bootstrap", p, name, ctxLambdaDir, name)
+		}
+	}
+
+	var sprops awscdk.StackProps
+	if props != nil {
+		sprops = props.StackProps
+	}
+	if sprops.Description == nil {
+		sprops.Description = jsii.String("cairn: event-driven deployer of CloudFormation stacks (bucket, queues, topics, deployer/ports/drift Lambdas)")
+	}
+	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
+	account, region, partition := awscdk.Aws_ACCOUNT_ID(), awscdk.Aws_REGION(), awscdk.Aws_PARTITION()
+
+	// Topics. The ports topic is the ServiceToken of Custom::PortAllocation;
+	// the notifications topic carries run summaries, drift reports and alarms.
+	// Both deny publishing without TLS. A topic policy replaces SNS's default
+	// one, so the AWS services that publish here are allowed explicitly, each
+	// only on behalf of this account.
+	portsTopic := awssns.NewTopic(stack, jsii.String("PortsTopic"), &awssns.TopicProps{
+		DisplayName: jsii.String("cairn Custom::PortAllocation requests"),
+		EnforceSSL:  jsii.Bool(true),
+	})
+	portsTopic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudFormationCustomResourceRequests"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String(cloudFormationServiceName), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  &[]*string{portsTopic.TopicArn()},
+		Conditions: &map[string]interface{}{"StringEquals": map[string]interface{}{"aws:SourceAccount": account}},
+	}))
+	notifications := awssns.NewTopic(stack, jsii.String("NotificationsTopic"), &awssns.TopicProps{
+		DisplayName: jsii.String("cairn notifications"),
+		EnforceSSL:  jsii.Bool(true),
+	})
+	notifications.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarms"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  &[]*string{notifications.TopicArn()},
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": account},
+			"ArnLike":      map[string]interface{}{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("cloudwatch"), Resource: jsii.String("alarm"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})},
+		},
+	}))
+
+	// Queues: SSE with SQS-managed keys (S3, SNS and EventBridge can deliver
+	// to them without a KMS key policy), TLS only, and a DLQ each.
+	deployDLQ := newQueue(stack, "DeployDLQ", awscdk.Duration_Days(jsii.Number(14)), awscdk.Duration_Seconds(jsii.Number(30)), nil)
+	deployQueue := newQueue(stack, "DeployQueue",
+		awscdk.Duration_Days(jsii.Number(4)),
+		// Longer than the deployer's timeout, so a message is never handed to
+		// a second invocation while the first still works on it.
+		awscdk.Duration_Minutes(jsii.Number(5)),
+		&awssqs.DeadLetterQueue{
+			Queue: deployDLQ,
+			// Generous: an upload that arrives during an open run is returned
+			// to the queue to wait, and each return counts as a receive.
+			MaxReceiveCount: jsii.Number(10),
+		})
+	portsDLQ := newQueue(stack, "PortsDLQ", awscdk.Duration_Days(jsii.Number(14)), awscdk.Duration_Seconds(jsii.Number(30)), nil)
+	portsQueue := newQueue(stack, "PortsQueue",
+		awscdk.Duration_Days(jsii.Number(4)),
+		awscdk.Duration_Minutes(jsii.Number(2)),
+		// A request that fails this often (malformed, or its ResponseURL is
+		// unreachable) is parked in the DLQ instead of looping.
+		&awssqs.DeadLetterQueue{Queue: portsDLQ, MaxReceiveCount: jsii.Number(5)})
+	portsTopic.AddSubscription(awssnssubscriptions.NewSqsSubscription(portsQueue, &awssnssubscriptions.SqsSubscriptionProps{
+		// The ports Lambda unwraps the SNS envelope itself (issue 8).
+		RawMessageDelivery: jsii.Bool(false),
+	}))
+
+	// The bucket. Its name is fixed per account and region so the deploy
+	// queue's policy can name it before the bucket exists: S3 checks that it
+	// may send to the queue when the notification configuration is created.
+	bucketName := fmt.Sprintf("cairn-%s-%s", *account, *region)
+	bucketARN := fmt.Sprintf("arn:%s:s3:::%s", *partition, bucketName)
+	bucket := awss3.NewBucket(stack, jsii.String("Bucket"), &awss3.BucketProps{
+		BucketName:        jsii.String(bucketName),
+		Versioned:         jsii.Bool(true),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		// The bucket holds the persistent graphs and locks: never delete it
+		// with the stack.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		LifecycleRules: &[]*awss3.LifecycleRule{
+			{
+				Id: jsii.String("expire-old-versions"),
+				// Rollback (`cairn rollback`) reads earlier bundle versions:
+				// keep the newest 20 noncurrent versions of every key, and any
+				// version younger than 90 days.
+				NoncurrentVersionExpiration:         awscdk.Duration_Days(jsii.Number(90)),
+				NoncurrentVersionsToRetain:          jsii.Number(20),
+				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(7)),
+				ExpiredObjectDeleteMarker:           jsii.Bool(true),
+			},
+			{
+				Id:         jsii.String("expire-old-run-reports"),
+				Prefix:     jsii.String("runs/"),
+				Expiration: awscdk.Duration_Days(jsii.Number(180)),
+			},
+			{
+				Id:         jsii.String("expire-old-drift-reports"),
+				Prefix:     jsii.String("drift/"),
+				Expiration: awscdk.Duration_Days(jsii.Number(90)),
+			},
+		},
+	})
+	// S3 notifications are set on the bucket resource itself rather than with
+	// bucket.AddEventNotification, which would add a custom resource backed by
+	// a CDK-provided Lambda: the template stays plain CloudFormation.
+	deployQueue.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("BucketUploads"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("s3.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  &[]*string{deployQueue.QueueArn()},
+		Conditions: &map[string]interface{}{
+			"ArnEquals":    map[string]interface{}{"aws:SourceArn": bucketARN},
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": account},
+		},
+	}))
+	var queueConfigs []interface{}
+	for _, prefix := range uploadPrefixes {
+		queueConfigs = append(queueConfigs, &awss3.CfnBucket_QueueConfigurationProperty{
+			Event: jsii.String(uploadEvent),
+			Queue: deployQueue.QueueArn(),
+			Filter: &awss3.CfnBucket_NotificationFilterProperty{
+				S3Key: &awss3.CfnBucket_S3KeyFilterProperty{
+					Rules: &[]interface{}{&awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("prefix"), Value: jsii.String(prefix)}},
+				},
+			},
+		})
+	}
+	cfnBucket := bucket.Node().DefaultChild().(awss3.CfnBucket)
+	cfnBucket.SetNotificationConfiguration(&awss3.CfnBucket_NotificationConfigurationProperty{QueueConfigurations: &queueConfigs})
+
+	// CloudFormation Stack Status Change events of the managed stacks (stack
+	// ids start with arn:...:stack/NAMESPACE-) advance the run that owns them.
+	var stackIDPrefixes []interface{}
+	for _, ns := range cfg.Namespaces {
+		stackIDPrefixes = append(stackIDPrefixes, map[string]interface{}{"prefix": stackIDPrefix(stack, ns)})
+	}
+	awsevents.NewRule(stack, jsii.String("StackEvents"), &awsevents.RuleProps{
+		Description: jsii.String("cairn: status changes of the stacks cairn manages, to the deploy queue"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("aws.cloudformation"),
+			DetailType: jsii.Strings("CloudFormation Stack Status Change"),
+			Account:    &[]*string{account},
+			Detail:     &map[string]interface{}{"stack-id": stackIDPrefixes},
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(deployQueue, nil)},
+	})
+	// The bucket's notification configuration is validated against the
+	// queue policy, so the policy (now holding every statement) comes first.
+	bucket.Node().AddDependency(deployQueue.Node().FindChild(jsii.String("Policy")))
+
+	// The Lambdas. Go on arm64 starts in tens of milliseconds; memory buys
+	// CPU, so it is sized by the work each function does.
+	common := map[string]*string{
+		"CAIRN_BUCKET":              bucket.BucketName(),
+		"CAIRN_NOTIFICATIONS_TOPIC": notifications.TopicArn(),
+		"CAIRN_NAMESPACES":          jsii.String(cfg.NamespacesEnv()),
+		"CAIRN_PORT_POOLS":          jsii.String(cfg.PortPoolsEnv()),
+	}
+	if cfg.CfnServiceRole != "" {
+		common["CAIRN_CFN_ROLE_ARN"] = jsii.String(cfg.CfnServiceRole)
+	}
+
+	// Deployer: each trigger loads a run, observes the stacks in flight,
+	// starts what became ready and returns; it never waits on CloudFormation.
+	// 2 minutes covers unzipping a bundle, hashing templates and backing off
+	// on throttling under the run's API budget; 512 MB gives the CPU for that.
+	// No reserved concurrency: it would carve capacity out of the account and,
+	// with an SQS source, throttled invocations count as receives and push
+	// messages into the DLQ. Concurrency is capped on the event source
+	// mapping instead, which the SQS poller respects without throttling;
+	// runs of one graph are serialised by the lock in the bucket anyway.
+	deployer := newFunction(stack, cfg, fn{
+		name: "deployer", memory: 512, timeout: awscdk.Duration_Minutes(jsii.Number(2)),
+		desc: "cairn deployer: runs deployments, plans and approvals as a persisted state machine",
+	}, withEnv(common, "CAIRN_DEPLOY_QUEUE_URL", deployQueue.QueueUrl()))
+	deployer.AddEventSource(awslambdaeventsources.NewSqsEventSource(deployQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(5),
+	}))
+	deployerRole := deployer.Role()
+	grantObjects(deployerRole, bucket, "DeployerReadUploads", deployerReadPrefixes, false)
+	grantObjects(deployerRole, bucket, "DeployerWriteState", deployerWritePrefixes, true)
+	grantList(deployerRole, bucket, "DeployerList", append(append([]string{}, deployerReadPrefixes...), deployerWritePrefixes...))
+	deployerRole.AddToPrincipalPolicy(allow("DeployerManagedStacks", deployerStackActions, stackARNs(stack, cfg.Namespaces)))
+	deployerRole.AddToPrincipalPolicy(allow("DeployerReadStacks", deployerAccountActions, []*string{jsii.String("*")}))
+	deployerRole.AddToPrincipalPolicy(allow("DeployerHeartbeats", []string{"sqs:SendMessage"}, []*string{deployQueue.QueueArn()}))
+	deployerRole.AddToPrincipalPolicy(allow("DeployerNotify", []string{"sns:Publish"}, []*string{notifications.TopicArn()}))
+	if cfg.CfnServiceRole != "" {
+		st := allow("PassCloudFormationServiceRole", []string{"iam:PassRole"}, []*string{jsii.String(cfg.CfnServiceRole)})
+		st.AddCondition(jsii.String("StringEquals"), map[string]interface{}{"iam:PassedToService": cloudFormationServiceName})
+		deployerRole.AddToPrincipalPolicy(st)
+	}
+
+	// Ports: a custom resource request must be answered well inside
+	// CloudFormation's wait; the work is a few conditional S3 writes and one
+	// HTTPS PUT, so 30 s is ample and 256 MB is enough. The SQS source uses
+	// the minimum concurrency: allocations in one pool conflict on ports/POOL.json.
+	ports := newFunction(stack, cfg, fn{
+		name: "ports", memory: 256, timeout: awscdk.Duration_Seconds(jsii.Number(30)),
+		desc: "cairn ports: serves Custom::PortAllocation requests",
+	}, common)
+	ports.AddEventSource(awslambdaeventsources.NewSqsEventSource(portsQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(2),
+	}))
+	grantObjects(ports.Role(), bucket, "PortsAllocations", portsWritePrefixes, true)
+	grantList(ports.Role(), bucket, "PortsList", portsWritePrefixes)
+
+	// Drift: starts detections under a concurrency limit and collects what
+	// finished, leaving the rest to a later invocation; 5 minutes lets one
+	// invocation cover many graphs, 512 MB parses large drift results.
+	drift := newFunction(stack, cfg, fn{
+		name: "drift", memory: 512, timeout: awscdk.Duration_Minutes(jsii.Number(5)),
+		desc: "cairn drift: detects drift of the stacks in every persistent graph",
+	}, common)
+	grantObjects(drift.Role(), bucket, "DriftReadState", driftReadPrefixes, false)
+	grantObjects(drift.Role(), bucket, "DriftReports", driftWritePrefixes, true)
+	grantList(drift.Role(), bucket, "DriftList", append(append([]string{}, driftReadPrefixes...), driftWritePrefixes...))
+	drift.Role().AddToPrincipalPolicy(allow("DriftManagedStacks", driftStackActions, stackARNs(stack, cfg.Namespaces)))
+	drift.Role().AddToPrincipalPolicy(allow("DriftReadStacks", driftAccountActions, []*string{jsii.String("*")}))
+	drift.Role().AddToPrincipalPolicy(allow("DriftNotify", []string{"sns:Publish"}, []*string{notifications.TopicArn()}))
+	awsevents.NewRule(stack, jsii.String("DriftSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("cairn: scheduled drift detection"),
+		Schedule:    awsevents.Schedule_Expression(jsii.String(cfg.DriftSchedule)),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(drift, &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   awscdk.Duration_Hours(jsii.Number(1)),
+		})},
+	})
+
+	// Alarms: anything in a DLQ is work cairn gave up on, and a failing drift
+	// run has no queue to park in; all of them notify the notifications topic.
+	alarmAction := awscloudwatchactions.NewSnsAction(notifications)
+	for _, q := range []struct {
+		id  string
+		dlq awssqs.Queue
+	}{{"DeployDLQNotEmpty", deployDLQ}, {"PortsDLQNotEmpty", portsDLQ}} {
+		a := awscloudwatch.NewAlarm(stack, jsii.String(q.id), &awscloudwatch.AlarmProps{
+			AlarmDescription:   jsii.String("cairn: messages in a dead-letter queue; inspect them, fix the cause, then redrive"),
+			Metric:             q.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum")}),
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		a.AddAlarmAction(alarmAction)
+	}
+	driftErrors := awscloudwatch.NewAlarm(stack, jsii.String("DriftErrors"), &awscloudwatch.AlarmProps{
+		AlarmDescription:   jsii.String("cairn: the drift Lambda failed; see its log group"),
+		Metric:             drift.MetricErrors(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}),
+		Threshold:          jsii.Number(1),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	driftErrors.AddAlarmAction(alarmAction)
+
+	output(stack, "BucketName", bucket.BucketName(), ExportBucketName, "cairn's bucket: push bundles to deployments/NAME.zip")
+	output(stack, "PortsServiceToken", portsTopic.TopicArn(), ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation")
+	output(stack, "NotificationsTopicArn", notifications.TopicArn(), ExportNotificationsTopic, "subscribe here for run summaries, drift reports and alarms")
+	output(stack, "DeployerRoleArn", deployerRole.RoleArn(), "", "role of the deployer Lambda: without cairn:cfnServiceRole, stacks create resources with its rights")
+	output(stack, "DriftRoleArn", drift.Role().RoleArn(), "", "role of the drift Lambda: attach read access to your stacks' resource types, drift detection reads them with it")
+
+	suppress(stack, cfg, bucket, map[string]awslambda.Function{"deployer": deployer, "ports": ports, "drift": drift})
+	return stack, nil
+}
+
+func newQueue(stack awscdk.Stack, id string, retention, visibility awscdk.Duration, dlq *awssqs.DeadLetterQueue) awssqs.Queue {
+	return awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		RetentionPeriod:   retention,
+		VisibilityTimeout: visibility,
+		DeadLetterQueue:   dlq,
+	})
+}
+
+// newFunction creates a Lambda with its own role and log group. The role is
+// created here rather than by CDK so it carries no managed policy: log
+// writing is granted on the function's own log group only.
+func newFunction(stack awscdk.Stack, cfg Config, f fn, env map[string]*string) awslambda.Function {
+	id := exportedID(f.name)
+	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_THREE_MONTHS,
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("cairn " + f.name + " Lambda"),
+	})
+	role.AddToPrincipalPolicy(allow(id+"Logs", []string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}))
+	function := awslambda.NewFunction(stack, jsii.String(id), &awslambda.FunctionProps{
+		Description:  jsii.String(f.desc),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.LambdaDir, f.name)), nil),
+		MemorySize:   jsii.Number(f.memory),
+		Timeout:      f.timeout,
+		Role:         role,
+		LogGroup:     logs,
+		// JSON logs: slog's JSON handler output and the platform's lines are
+		// both queryable in CloudWatch Logs Insights.
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel_INFO,
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		Environment:           &env,
+	})
+	// The function and its event source mappings need the role's policy in
+	// place: an SQS mapping is validated against it when it is created.
+	function.Node().AddDependency(role)
+	return function
+}
+
+func withEnv(base map[string]*string, key string, value *string) map[string]*string {
+	out := make(map[string]*string, len(base)+1)
+	for k, v := range base {
+		out[k] = v
+	}
+	out[key] = value
+	return out
+}
+
+func allow(sid string, actions []string, resources []*string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String(sid),
+		Effect:    awsiam.Effect_ALLOW,
+		Actions:   jsii.Strings(actions...),
+		Resources: &resources,
+	})
+}
+
+// grantObjects allows object reads (and writes when write is set) under the
+// given prefixes only. Actions are spelled out: a wildcard like s3:GetObject*
+// would also grant ACL and tagging reads cairn never makes.
+func grantObjects(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes []string, write bool) {
+	actions := []string{"s3:GetObject", "s3:GetObjectVersion"}
+	if write {
+		actions = append(actions, "s3:PutObject", "s3:DeleteObject")
+	}
+	var resources []*string
+	for _, p := range prefixes {
+		resources = append(resources, bucket.ArnForObjects(jsii.String(p+"*")))
+	}
+	role.AddToPrincipalPolicy(allow(sid, actions, resources))
+}
+
+// grantList allows listing (objects and versions) only under the given prefixes.
+func grantList(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes []string) {
+	var like []interface{}
+	for _, p := range prefixes {
+		like = append(like, p+"*")
+	}
+	st := allow(sid, []string{"s3:ListBucket", "s3:ListBucketVersions"}, []*string{bucket.BucketArn()})
+	st.AddCondition(jsii.String("StringLike"), map[string]interface{}{"s3:prefix": like})
+	role.AddToPrincipalPolicy(st)
+}
+
+// stackIDPrefix is the start of the stack id (ARN) of every stack in a
+// namespace: arn:PARTITION:cloudformation:REGION:ACCOUNT:stack/NAMESPACE-.
+func stackIDPrefix(stack awscdk.Stack, namespace string) *string {
+	return stack.FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("cloudformation"),
+		Resource:     jsii.String("stack"),
+		ResourceName: jsii.String(namespace + "-"),
+		ArnFormat:    awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+	})
+}
+
+// stackARNs are the IAM resources for every stack in the namespaces:
+// arn:PARTITION:cloudformation:REGION:ACCOUNT:stack/NAMESPACE-*/* (the last
+// part is the stack's unique id).
+func stackARNs(stack awscdk.Stack, namespaces []string) []*string {
+	var out []*string
+	for _, ns := range namespaces {
+		out = append(out, stack.FormatArn(&awscdk.ArnComponents{
+			Service:      jsii.String("cloudformation"),
+			Resource:     jsii.String("stack"),
+			ResourceName: jsii.String(ns + "-*/*"),
+			ArnFormat:    awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+		}))
+	}
+	return out
+}
+
+func output(stack awscdk.Stack, id string, value *string, export, desc string) {
+	props := &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)}
+	if export != "" {
+		props.ExportName = jsii.String(export)
+	}
+	awscdk.NewCfnOutput(stack, jsii.String(id), props)
+}
+
+// exportedID turns a function name into a construct id: "deployer" -> "Deployer".
+func exportedID(name string) string {
+	if name == "" {
+		return name
+	}
+	return string(name[0]-'a'+'A') + name[1:]
+}

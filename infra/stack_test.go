@@ -1,0 +1,833 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+const testRole = "arn:aws:iam::123456789012:role/cairn-cfn"
+
+// synthesized is one synthesized stack with cdk-nag applied: the assertions
+// template, its JSON, and every unsuppressed AwsSolutions error.
+type synthesized struct {
+	tmpl      assertions.Template
+	resources map[string]map[string]interface{}
+	outputs   map[string]interface{}
+	nagErrors []string
+}
+
+// lambdaDir writes placeholder bootstrap files where `make build` would put
+// the real ones.
+func lambdaDir(t *testing.T) string {
+	dir := t.TempDir()
+	for _, f := range Functions {
+		if err := os.MkdirAll(filepath.Join(dir, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f, "bootstrap"), []byte("placeholder "+f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// synth builds the stack the way main does, from context, with cdk-nag's
+// AwsSolutions checks applied to the whole app.
+func synth(t *testing.T, ctx map[string]interface{}) *synthesized {
+	t.Helper()
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+	stack, err := NewCairnStack(app, "Cairn", &CairnStackProps{StackProps: awscdk.StackProps{StackName: jsii.String(stackName)}})
+	if err != nil {
+		t.Fatalf("NewCairnStack: %v", err)
+	}
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	s := &synthesized{tmpl: assertions.Template_FromStack(stack, nil)}
+	for _, m := range *assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))) {
+		s.nagErrors = append(s.nagErrors, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))
+	}
+	// Round-trip through JSON so the template is plain Go maps.
+	b, err := json.Marshal(*s.tmpl.ToJSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resources map[string]map[string]interface{}
+		Outputs   map[string]interface{}
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s.resources, s.outputs = doc.Resources, doc.Outputs
+	return s
+}
+
+// assert runs one CDK assertion, turning the jsii panic it raises on a
+// mismatch into a test error.
+func assert(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	f()
+}
+
+// id finds the logical id of the one resource of a type whose id starts with prefix.
+func (s *synthesized) id(t *testing.T, typ, prefix string) string {
+	t.Helper()
+	var found []string
+	for id, r := range s.resources {
+		if r["Type"] == typ && regexp.MustCompile("^"+prefix+"[0-9A-F]{8}$").MatchString(id) {
+			found = append(found, id)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one %s named %s*, found %v", typ, prefix, found)
+	}
+	return found[0]
+}
+
+func (s *synthesized) ofType(typ string) map[string]map[string]interface{} {
+	out := map[string]map[string]interface{}{}
+	for id, r := range s.resources {
+		if r["Type"] == typ {
+			out[id] = r
+		}
+	}
+	return out
+}
+
+func props(r map[string]interface{}) map[string]interface{} {
+	p, _ := r["Properties"].(map[string]interface{})
+	return p
+}
+
+// flat renders an intrinsic the way cdk-nag does: Ref X -> <X>,
+// GetAtt X.Y -> <X.Y>, Fn::Join concatenated.
+func flat(v interface{}) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case map[string]interface{}:
+		if r, ok := t["Ref"]; ok {
+			return "<" + flat(r) + ">"
+		}
+		if g, ok := t["Fn::GetAtt"].([]interface{}); ok {
+			return "<" + flat(g[0]) + "." + flat(g[1]) + ">"
+		}
+		if j, ok := t["Fn::Join"].([]interface{}); ok {
+			var parts []string
+			for _, p := range j[1].([]interface{}) {
+				parts = append(parts, flat(p))
+			}
+			return strings.Join(parts, j[0].(string))
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func list(v interface{}) []interface{} {
+	if l, ok := v.([]interface{}); ok {
+		return l
+	}
+	if v == nil {
+		return nil
+	}
+	return []interface{}{v}
+}
+
+func flatList(v interface{}) []string {
+	var out []string
+	for _, e := range list(v) {
+		out = append(out, flat(e))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// statement is one IAM statement found in the template, with where it is.
+type statement struct {
+	where     string
+	sid       string
+	effect    string
+	actions   []string
+	resources []string
+	condition map[string]interface{}
+	raw       map[string]interface{}
+}
+
+// statements walks every policy document in the template: inline role
+// policies, AWS::IAM::Policy, and the bucket, queue and topic policies.
+func (s *synthesized) statements() []statement {
+	var out []statement
+	add := func(where string, doc interface{}) {
+		d, _ := doc.(map[string]interface{})
+		for _, st := range list(d["Statement"]) {
+			m := st.(map[string]interface{})
+			var acts []string
+			for _, a := range list(m["Action"]) {
+				acts = append(acts, a.(string))
+			}
+			cond, _ := m["Condition"].(map[string]interface{})
+			sid, _ := m["Sid"].(string)
+			out = append(out, statement{where: where, sid: sid, effect: m["Effect"].(string), actions: acts, resources: flatList(m["Resource"]), condition: cond, raw: m})
+		}
+	}
+	for id, r := range s.resources {
+		p := props(r)
+		switch r["Type"] {
+		case "AWS::IAM::Role":
+			for _, pol := range list(p["Policies"]) {
+				add(id, pol.(map[string]interface{})["PolicyDocument"])
+			}
+		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::S3::BucketPolicy", "AWS::SQS::QueuePolicy", "AWS::SNS::TopicPolicy":
+			add(id, p["PolicyDocument"])
+		}
+	}
+	return out
+}
+
+// roleStatements are the Allow statements of the policies attached to a role.
+func (s *synthesized) roleStatements(t *testing.T, rolePrefix string) []statement {
+	role := s.id(t, "AWS::IAM::Role", rolePrefix)
+	var out []statement
+	for _, st := range s.statements() {
+		p := props(s.resources[st.where])
+		if s.resources[st.where]["Type"] == "AWS::IAM::Policy" && slices.Contains(flatList(p["Roles"]), "<"+role+">") && st.effect == "Allow" {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func stackARNFlat(ns string) string {
+	return "arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/" + ns + "-*/*"
+}
+
+func TestMissingLambdaBinary(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &map[string]interface{}{ctxNamespaces: "shop", ctxLambdaDir: t.TempDir()}})
+	_, err := NewCairnStack(app, "Cairn", nil)
+	if err == nil || !strings.Contains(err.Error(), "deployer/bootstrap is missing: run `make build`") {
+		t.Fatalf("NewCairnStack without binaries: err = %v, want one naming deployer/bootstrap and `make build`", err)
+	}
+}
+
+// TestStack synthesizes the stack once, with every context value set, and
+// checks each resource, permission and output the issue names.
+func TestStack(t *testing.T) {
+	s := synth(t, map[string]interface{}{
+		ctxNamespaces:     []interface{}{"shop", "web"},
+		ctxPortPools:      "default=20000-29999,web=30000-30099",
+		ctxDriftSchedule:  "rate(6 hours)",
+		ctxCfnServiceRole: testRole,
+		ctxLambdaDir:      lambdaDir(t),
+	})
+	bucket := s.id(t, "AWS::S3::Bucket", "Bucket")
+	deployQueue := s.id(t, "AWS::SQS::Queue", "DeployQueue")
+	deployDLQ := s.id(t, "AWS::SQS::Queue", "DeployDLQ")
+	portsQueue := s.id(t, "AWS::SQS::Queue", "PortsQueue")
+	portsDLQ := s.id(t, "AWS::SQS::Queue", "PortsDLQ")
+	portsTopic := s.id(t, "AWS::SNS::Topic", "PortsTopic")
+	notifications := s.id(t, "AWS::SNS::Topic", "NotificationsTopic")
+
+	t.Run("cdk-nag AwsSolutions: no unsuppressed errors", func(t *testing.T) {
+		for _, e := range s.nagErrors {
+			t.Error(e)
+		}
+	})
+
+	t.Run("every suppression has a reason", func(t *testing.T) {
+		n := 0
+		for id, r := range s.resources {
+			md, _ := r["Metadata"].(map[string]interface{})
+			nag, _ := md["cdk_nag"].(map[string]interface{})
+			for _, sup := range list(nag["rules_to_suppress"]) {
+				m := sup.(map[string]interface{})
+				n++
+				if reason, _ := m["reason"].(string); len(reason) < 40 {
+					t.Errorf("%s: suppression of %v has no real reason: %q", id, m["id"], reason)
+				}
+				if m["id"] == "AwsSolutions-IAM5" && len(list(m["applies_to"])) == 0 {
+					t.Errorf("%s: IAM5 suppressed for every wildcard; list the ones meant in appliesTo", id)
+				}
+			}
+		}
+		if n == 0 {
+			t.Error("no suppressions found in resource metadata; the walk looks in the wrong place")
+		}
+	})
+
+	t.Run("bucket", func(t *testing.T) {
+		assert(t, "bucket properties", func() {
+			s.tmpl.HasResource(jsii.String("AWS::S3::Bucket"), map[string]interface{}{
+				"DeletionPolicy": "Retain",
+				"Properties": map[string]interface{}{
+					"VersioningConfiguration": map[string]interface{}{"Status": "Enabled"},
+					"BucketEncryption": map[string]interface{}{"ServerSideEncryptionConfiguration": []interface{}{
+						map[string]interface{}{"ServerSideEncryptionByDefault": map[string]interface{}{"SSEAlgorithm": "AES256"}},
+					}},
+					"PublicAccessBlockConfiguration": map[string]interface{}{
+						"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true,
+					},
+					"LifecycleConfiguration": map[string]interface{}{"Rules": assertions.Match_ArrayWith(&[]interface{}{
+						assertions.Match_ObjectLike(&map[string]interface{}{"NoncurrentVersionExpiration": map[string]interface{}{"NoncurrentDays": 90, "NewerNoncurrentVersions": 20}, "Status": "Enabled"}),
+						assertions.Match_ObjectLike(&map[string]interface{}{"Prefix": "runs/", "ExpirationInDays": 180, "Status": "Enabled"}),
+						assertions.Match_ObjectLike(&map[string]interface{}{"Prefix": "drift/", "ExpirationInDays": 90, "Status": "Enabled"}),
+					})},
+				},
+			})
+		})
+		tlsDeny := false
+		for _, st := range s.statements() {
+			if s.resources[st.where]["Type"] == "AWS::S3::BucketPolicy" && st.effect == "Deny" &&
+				fmt.Sprint(st.condition["Bool"]) == "map[aws:SecureTransport:false]" && slices.Contains(st.actions, "s3:*") {
+				tlsDeny = true
+			}
+		}
+		if !tlsDeny {
+			t.Error("bucket policy has no Deny s3:* when aws:SecureTransport is false")
+		}
+	})
+
+	t.Run("upload notifications go to the deploy queue", func(t *testing.T) {
+		nc := props(s.resources[bucket])["NotificationConfiguration"].(map[string]interface{})
+		var prefixes []string
+		for _, qc := range list(nc["QueueConfigurations"]) {
+			m := qc.(map[string]interface{})
+			if m["Event"] != "s3:ObjectCreated:*" || flat(m["Queue"]) != "<"+deployQueue+".Arn>" {
+				t.Errorf("queue configuration %v: want s3:ObjectCreated:* to the deploy queue", m)
+			}
+			rule := list(m["Filter"].(map[string]interface{})["S3Key"].(map[string]interface{})["Rules"])[0].(map[string]interface{})
+			prefixes = append(prefixes, rule["Name"].(string)+"="+rule["Value"].(string))
+		}
+		sort.Strings(prefixes)
+		if want := []string{"prefix=approvals/", "prefix=deployments/", "prefix=plans/"}; !slices.Equal(prefixes, want) {
+			t.Errorf("notification filters = %v, want %v", prefixes, want)
+		}
+		// S3 validates the destination when the configuration is created, so
+		// the queue policy allowing it must exist first.
+		policy := ""
+		for id, r := range s.ofType("AWS::SQS::QueuePolicy") {
+			if slices.Contains(flatList(props(r)["Queues"]), "<"+deployQueue+">") {
+				policy = id
+			}
+		}
+		if deps := flatList(s.resources[bucket]["DependsOn"]); !slices.Contains(deps, policy) {
+			t.Errorf("bucket DependsOn %v, want the deploy queue policy %s", deps, policy)
+		}
+		found := false
+		for _, st := range s.statements() {
+			if st.where == policy && st.effect == "Allow" && flat(st.raw["Principal"].(map[string]interface{})["Service"]) == "s3.amazonaws.com" {
+				found = true
+				if got := flat(st.condition["ArnEquals"].(map[string]interface{})["aws:SourceArn"]); got != "arn:<AWS::Partition>:s3:::cairn-<AWS::AccountId>-<AWS::Region>" {
+					t.Errorf("S3 may send from %s, want only cairn's bucket", got)
+				}
+			}
+		}
+		if !found {
+			t.Error("deploy queue policy does not allow s3.amazonaws.com")
+		}
+		if got := flat(props(s.resources[bucket])["BucketName"]); got != "cairn-<AWS::AccountId>-<AWS::Region>" {
+			t.Errorf("bucket name = %s", got)
+		}
+	})
+
+	t.Run("queues: encrypted, TLS only, DLQs with alarms", func(t *testing.T) {
+		queues := s.ofType("AWS::SQS::Queue")
+		if len(queues) != 4 {
+			t.Errorf("%d queues, want 4 (deploy, ports and their DLQs)", len(queues))
+		}
+		tlsOnly := map[string]bool{}
+		for _, st := range s.statements() {
+			if s.resources[st.where]["Type"] == "AWS::SQS::QueuePolicy" && st.effect == "Deny" && fmt.Sprint(st.condition["Bool"]) == "map[aws:SecureTransport:false]" {
+				for _, q := range flatList(props(s.resources[st.where])["Queues"]) {
+					tlsOnly[q] = true
+				}
+			}
+		}
+		for id, q := range queues {
+			if props(q)["SqsManagedSseEnabled"] != true {
+				t.Errorf("queue %s is not encrypted", id)
+			}
+			if !tlsOnly["<"+id+">"] {
+				t.Errorf("queue %s does not deny requests without TLS", id)
+			}
+		}
+		for q, dlq := range map[string]string{deployQueue: deployDLQ, portsQueue: portsDLQ} {
+			rp, _ := props(s.resources[q])["RedrivePolicy"].(map[string]interface{})
+			if flat(rp["deadLetterTargetArn"]) != "<"+dlq+".Arn>" {
+				t.Errorf("queue %s redrives to %v, want %s", q, rp, dlq)
+			}
+			assert(t, "alarm on "+dlq, func() {
+				s.tmpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), map[string]interface{}{
+					"MetricName":         "ApproximateNumberOfMessagesVisible",
+					"Namespace":          "AWS/SQS",
+					"Dimensions":         []interface{}{map[string]interface{}{"Name": "QueueName", "Value": map[string]interface{}{"Fn::GetAtt": []interface{}{dlq, "QueueName"}}}},
+					"Threshold":          1,
+					"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+					"AlarmActions":       []interface{}{map[string]interface{}{"Ref": notifications}},
+				})
+			})
+		}
+	})
+
+	t.Run("stack status events rule", func(t *testing.T) {
+		rules := s.ofType("AWS::Events::Rule")
+		var pattern map[string]interface{}
+		for _, r := range rules {
+			if p, ok := props(r)["EventPattern"].(map[string]interface{}); ok {
+				pattern = p
+				targets := list(props(r)["Targets"])
+				if len(targets) != 1 || flat(targets[0].(map[string]interface{})["Arn"]) != "<"+deployQueue+".Arn>" {
+					t.Errorf("stack events go to %v, want the deploy queue", targets)
+				}
+			}
+		}
+		if pattern == nil {
+			t.Fatal("no rule with an event pattern")
+		}
+		if got := flatList(pattern["source"]); !slices.Equal(got, []string{"aws.cloudformation"}) {
+			t.Errorf("source = %v", got)
+		}
+		if got := flatList(pattern["detail-type"]); !slices.Equal(got, []string{"CloudFormation Stack Status Change"}) {
+			t.Errorf("detail-type = %v", got)
+		}
+		var prefixes []string
+		for _, p := range list(pattern["detail"].(map[string]interface{})["stack-id"]) {
+			prefixes = append(prefixes, flat(p.(map[string]interface{})["prefix"]))
+		}
+		sort.Strings(prefixes)
+		want := []string{
+			"arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/shop-",
+			"arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/web-",
+		}
+		if !slices.Equal(prefixes, want) {
+			t.Errorf("stack-id prefixes = %v, want %v", prefixes, want)
+		}
+		if got := flatList(pattern["account"]); !slices.Equal(got, []string{"<AWS::AccountId>"}) {
+			t.Errorf("account = %v", got)
+		}
+		// EventBridge may send to the deploy queue, only from this rule.
+		found := false
+		for _, st := range s.statements() {
+			if svc, _ := st.raw["Principal"].(map[string]interface{}); st.effect == "Allow" && svc["Service"] == "events.amazonaws.com" && slices.Equal(st.resources, []string{"<" + deployQueue + ".Arn>"}) {
+				found = st.condition != nil
+			}
+		}
+		if !found {
+			t.Error("deploy queue policy does not allow events.amazonaws.com with a source condition")
+		}
+	})
+
+	t.Run("ports topic to ports queue to ports Lambda", func(t *testing.T) {
+		assert(t, "subscription", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::SNS::Subscription"), map[string]interface{}{
+				"Protocol": "sqs",
+				"TopicArn": map[string]interface{}{"Ref": portsTopic},
+				"Endpoint": map[string]interface{}{"Fn::GetAtt": []interface{}{portsQueue, "Arn"}},
+			})
+		})
+		scoped := false
+		for _, st := range s.statements() {
+			if svc, _ := st.raw["Principal"].(map[string]interface{}); st.effect == "Allow" && svc["Service"] == "sns.amazonaws.com" {
+				arnEq, _ := st.condition["ArnEquals"].(map[string]interface{})
+				if !slices.Equal(st.resources, []string{"<" + portsQueue + ".Arn>"}) || flat(arnEq["aws:SourceArn"]) != "<"+portsTopic+">" {
+					t.Errorf("SNS may send to %v from %v, want the ports queue from the ports topic only", st.resources, st.condition)
+				}
+				scoped = true
+			}
+		}
+		if !scoped {
+			t.Error("no queue policy statement for the ports topic")
+		}
+		ports := s.id(t, "AWS::Lambda::Function", "Ports")
+		assert(t, "ports event source", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]interface{}{
+				"EventSourceArn":        map[string]interface{}{"Fn::GetAtt": []interface{}{portsQueue, "Arn"}},
+				"FunctionName":          map[string]interface{}{"Ref": ports},
+				"FunctionResponseTypes": []interface{}{"ReportBatchItemFailures"},
+			})
+		})
+		deployer := s.id(t, "AWS::Lambda::Function", "Deployer")
+		assert(t, "deployer event source", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]interface{}{
+				"EventSourceArn":        map[string]interface{}{"Fn::GetAtt": []interface{}{deployQueue, "Arn"}},
+				"FunctionName":          map[string]interface{}{"Ref": deployer},
+				"FunctionResponseTypes": []interface{}{"ReportBatchItemFailures"},
+			})
+		})
+	})
+
+	t.Run("drift schedule from context", func(t *testing.T) {
+		drift := s.id(t, "AWS::Lambda::Function", "Drift")
+		assert(t, "schedule rule", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]interface{}{
+				"ScheduleExpression": "rate(6 hours)",
+				"Targets": []interface{}{assertions.Match_ObjectLike(&map[string]interface{}{
+					"Arn": map[string]interface{}{"Fn::GetAtt": []interface{}{drift, "Arn"}},
+				})},
+			})
+		})
+		assert(t, "invoke permission", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::Permission"), map[string]interface{}{
+				"Action": "lambda:InvokeFunction", "Principal": "events.amazonaws.com",
+				"FunctionName": map[string]interface{}{"Fn::GetAtt": []interface{}{drift, "Arn"}},
+			})
+		})
+	})
+
+	t.Run("functions", func(t *testing.T) {
+		fns := s.ofType("AWS::Lambda::Function")
+		if len(fns) != 3 {
+			t.Fatalf("%d functions, want 3", len(fns))
+		}
+		want := map[string]struct {
+			memory, timeout float64
+			env             map[string]string
+		}{
+			"Deployer": {512, 120, map[string]string{
+				"CAIRN_BUCKET": "<" + bucket + ">", "CAIRN_NOTIFICATIONS_TOPIC": "<" + notifications + ">",
+				"CAIRN_DEPLOY_QUEUE_URL": "<" + deployQueue + ">", "CAIRN_NAMESPACES": "shop,web",
+				"CAIRN_PORT_POOLS": "default=20000-29999,web=30000-30099", "CAIRN_CFN_ROLE_ARN": testRole,
+			}},
+			"Ports": {256, 30, map[string]string{
+				"CAIRN_BUCKET": "<" + bucket + ">", "CAIRN_NOTIFICATIONS_TOPIC": "<" + notifications + ">",
+				"CAIRN_NAMESPACES": "shop,web", "CAIRN_PORT_POOLS": "default=20000-29999,web=30000-30099", "CAIRN_CFN_ROLE_ARN": testRole,
+			}},
+			"Drift": {512, 300, map[string]string{
+				"CAIRN_BUCKET": "<" + bucket + ">", "CAIRN_NOTIFICATIONS_TOPIC": "<" + notifications + ">",
+				"CAIRN_NAMESPACES": "shop,web", "CAIRN_PORT_POOLS": "default=20000-29999,web=30000-30099", "CAIRN_CFN_ROLE_ARN": testRole,
+			}},
+		}
+		for name, w := range want {
+			p := props(s.resources[s.id(t, "AWS::Lambda::Function", name)])
+			logs := s.id(t, "AWS::Logs::LogGroup", name+"Logs")
+			if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" || flat(p["Architectures"]) != `["arm64"]` {
+				t.Errorf("%s: runtime %v, handler %v, architectures %v; want provided.al2023, bootstrap, [arm64]", name, p["Runtime"], p["Handler"], p["Architectures"])
+			}
+			lc, _ := p["LoggingConfig"].(map[string]interface{})
+			if lc["LogFormat"] != "JSON" || flat(lc["LogGroup"]) != "<"+logs+">" {
+				t.Errorf("%s: logging %v, want JSON to its own log group %s", name, lc, logs)
+			}
+			if p["MemorySize"] != w.memory || p["Timeout"] != w.timeout {
+				t.Errorf("%s: memory %v timeout %v, want %v and %v", name, p["MemorySize"], p["Timeout"], w.memory, w.timeout)
+			}
+			got := map[string]string{}
+			for k, v := range p["Environment"].(map[string]interface{})["Variables"].(map[string]interface{}) {
+				got[k] = flat(v)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(w.env) {
+				t.Errorf("%s: environment\n got %v\nwant %v", name, got, w.env)
+			}
+		}
+		// Roles carry no managed policy (no AWSLambdaBasicExecutionRole on "*" logs).
+		for id, r := range s.ofType("AWS::IAM::Role") {
+			if mp := props(r)["ManagedPolicyArns"]; mp != nil {
+				t.Errorf("role %s has managed policies %v", id, mp)
+			}
+		}
+	})
+
+	t.Run("IAM: nothing allows every action on every resource", func(t *testing.T) {
+		sts := s.statements()
+		if len(sts) < 20 {
+			t.Fatalf("only %d statements found; the walk misses policies", len(sts))
+		}
+		for _, st := range sts {
+			if st.effect != "Allow" {
+				continue
+			}
+			for _, a := range st.actions {
+				if a == "*" || strings.HasSuffix(a, ":*") {
+					t.Errorf("%s %s allows %s", st.where, st.sid, a)
+				}
+			}
+			if _, hasNotAction := st.raw["NotAction"]; hasNotAction {
+				t.Errorf("%s %s uses NotAction", st.where, st.sid)
+			}
+			if slices.Contains(st.resources, "*") {
+				for _, a := range st.actions {
+					if !slices.Contains(ReadOnlyAccountActions, a) {
+						t.Errorf("%s %s allows %s on every resource", st.where, st.sid, a)
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("IAM: CloudFormation limited to the namespaces", func(t *testing.T) {
+		wantStacks := []string{stackARNFlat("shop"), stackARNFlat("web")}
+		for _, role := range []string{"DeployerRole", "DriftRole", "PortsRole"} {
+			scoped := 0
+			for _, st := range s.roleStatements(t, role) {
+				var cfn []string
+				for _, a := range st.actions {
+					if strings.HasPrefix(a, "cloudformation:") {
+						cfn = append(cfn, a)
+					}
+				}
+				if len(cfn) == 0 {
+					continue
+				}
+				if role == "PortsRole" {
+					t.Errorf("ports role may call %v; it needs no CloudFormation API", cfn)
+				}
+				switch {
+				case slices.Equal(st.resources, []string{"*"}):
+				case slices.Equal(st.resources, wantStacks):
+					scoped++
+				default:
+					t.Errorf("%s %s: %v on %v, want stacks %v or only read-only actions on *", role, st.sid, cfn, st.resources, wantStacks)
+				}
+			}
+			if role != "PortsRole" && scoped != 1 {
+				t.Errorf("%s: %d statements scoped to the namespace stacks, want 1", role, scoped)
+			}
+		}
+	})
+
+	t.Run("IAM: PassRole only for the configured role", func(t *testing.T) {
+		n := 0
+		for _, st := range s.statements() {
+			if !slices.Contains(st.actions, "iam:PassRole") {
+				continue
+			}
+			n++
+			if !slices.Equal(st.resources, []string{testRole}) || len(st.actions) != 1 {
+				t.Errorf("%s: %v on %v, want only iam:PassRole on %s", st.where, st.actions, st.resources, testRole)
+			}
+			if fmt.Sprint(st.condition) != "map[StringEquals:map[iam:PassedToService:cloudformation.amazonaws.com]]" {
+				t.Errorf("PassRole condition = %v, want iam:PassedToService cloudformation.amazonaws.com", st.condition)
+			}
+			if !strings.HasPrefix(st.where, "DeployerRole") {
+				t.Errorf("PassRole granted in %s, want only the deployer's role", st.where)
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d PassRole statements, want 1", n)
+		}
+	})
+
+	t.Run("IAM: S3 limited to each function's prefixes", func(t *testing.T) {
+		want := map[string][]string{
+			"DeployerRole": {"approvals/", "deployments/", "locks/", "plans/", "runs/", "state/", "templates/"},
+			"PortsRole":    {"ports/"},
+			"DriftRole":    {"drift/", "locks/", "state/"},
+		}
+		writable := map[string][]string{
+			"DeployerRole": {"locks/", "plans/", "runs/", "state/", "templates/"},
+			"PortsRole":    {"ports/"},
+			"DriftRole":    {"drift/"},
+		}
+		objRe := regexp.MustCompile("^<" + bucket + `\.Arn>/([a-z]+/)\*$`)
+		for role, prefixes := range want {
+			var objects, writes, listed []string
+			for _, st := range s.roleStatements(t, role) {
+				for _, a := range st.actions {
+					if !strings.HasPrefix(a, "s3:") {
+						continue
+					}
+					for _, r := range st.resources {
+						if r == "<"+bucket+".Arn>" {
+							if a != "s3:ListBucket" && a != "s3:ListBucketVersions" {
+								t.Errorf("%s: %s on the whole bucket", role, a)
+							}
+							like, _ := st.condition["StringLike"].(map[string]interface{})
+							listed = flatList(like["s3:prefix"])
+							continue
+						}
+						m := objRe.FindStringSubmatch(r)
+						if m == nil {
+							t.Errorf("%s: %s on %s, outside cairn's prefixes", role, a, r)
+							continue
+						}
+						objects = appendNew(objects, m[1])
+						if a == "s3:PutObject" || a == "s3:DeleteObject" {
+							writes = appendNew(writes, m[1])
+						}
+					}
+				}
+			}
+			sort.Strings(objects)
+			sort.Strings(writes)
+			if !slices.Equal(objects, prefixes) {
+				t.Errorf("%s reads %v, want %v", role, objects, prefixes)
+			}
+			if !slices.Equal(writes, writable[role]) {
+				t.Errorf("%s writes %v, want %v", role, writes, writable[role])
+			}
+			var wantList []string
+			for _, p := range prefixes {
+				wantList = append(wantList, p+"*")
+			}
+			if !slices.Equal(listed, wantList) {
+				t.Errorf("%s lists %v, want %v", role, listed, wantList)
+			}
+		}
+	})
+
+	t.Run("IAM: SNS and SQS on their own topics and queues", func(t *testing.T) {
+		for role, want := range map[string][]string{
+			"DeployerRole": {"sns:Publish <" + notifications + ">", "sqs:SendMessage <" + deployQueue + ".Arn>"},
+			"DriftRole":    {"sns:Publish <" + notifications + ">"},
+			"PortsRole":    nil,
+		} {
+			var got []string
+			for _, st := range s.roleStatements(t, role) {
+				for _, a := range st.actions {
+					if a == "sns:Publish" || a == "sqs:SendMessage" {
+						for _, r := range st.resources {
+							got = append(got, a+" "+r)
+						}
+					}
+				}
+			}
+			sort.Strings(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("%s: %v, want %v", role, got, want)
+			}
+		}
+	})
+
+	t.Run("outputs and exports", func(t *testing.T) {
+		for export, value := range map[string]interface{}{
+			ExportBucketName:         map[string]interface{}{"Ref": bucket},
+			ExportPortsServiceToken:  map[string]interface{}{"Ref": portsTopic},
+			ExportNotificationsTopic: map[string]interface{}{"Ref": notifications},
+		} {
+			assert(t, "export "+export, func() {
+				s.tmpl.HasOutput(jsii.String("*"), map[string]interface{}{
+					"Value": value, "Export": map[string]interface{}{"Name": export},
+				})
+			})
+		}
+	})
+
+	t.Run("no dependency cycle", func(t *testing.T) {
+		// CloudFormation refuses a cycle only at deploy time; the bucket's
+		// notification configuration and the queue policy are the risk.
+		deps := map[string][]string{}
+		for id, r := range s.resources {
+			deps[id] = append(refsIn(r["Properties"], s.resources), flatList(r["DependsOn"])...)
+		}
+		done := map[string]bool{}
+		for len(done) < len(deps) {
+			progress := false
+			for id, ds := range deps {
+				if done[id] {
+					continue
+				}
+				ready := true
+				for _, d := range ds {
+					ready = ready && done[d]
+				}
+				if ready {
+					done[id], progress = true, true
+				}
+			}
+			if !progress {
+				var left []string
+				for id := range deps {
+					if !done[id] {
+						left = append(left, id)
+					}
+				}
+				sort.Strings(left)
+				t.Fatalf("dependency cycle among %v", left)
+			}
+		}
+	})
+
+	t.Run("resource types", func(t *testing.T) {
+		types := map[string]int{}
+		for _, r := range s.resources {
+			types[r["Type"].(string)]++
+		}
+		t.Logf("resource types in the template: %v", types)
+		for _, typ := range []string{"Custom::S3BucketNotifications", "Custom::AWS", "AWS::CloudFormation::CustomResource"} {
+			if types[typ] > 0 {
+				t.Errorf("template contains %s: cairn's stack must be plain CloudFormation", typ)
+			}
+		}
+	})
+}
+
+// refsIn lists the resources an intrinsic-bearing value refers to with Ref or Fn::GetAtt.
+func refsIn(v interface{}, resources map[string]map[string]interface{}) []string {
+	var out []string
+	switch t := v.(type) {
+	case map[string]interface{}:
+		for k, x := range t {
+			switch {
+			case k == "Ref":
+				if id, ok := x.(string); ok && resources[id] != nil {
+					out = append(out, id)
+				}
+			case k == "Fn::GetAtt":
+				out = append(out, list(x)[0].(string))
+			default:
+				out = append(out, refsIn(x, resources)...)
+			}
+		}
+	case []interface{}:
+		for _, x := range t {
+			out = append(out, refsIn(x, resources)...)
+		}
+	}
+	return out
+}
+
+func appendNew(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+// TestContextChangesTemplate synthesizes with other context values and checks
+// the template follows them: no service role means no PassRole at all.
+func TestContextChangesTemplate(t *testing.T) {
+	s := synth(t, map[string]interface{}{
+		ctxNamespaces: "ops",
+		ctxLambdaDir:  lambdaDir(t),
+	})
+	for _, e := range s.nagErrors {
+		t.Errorf("cdk-nag: %s", e)
+	}
+	for _, st := range s.statements() {
+		if slices.Contains(st.actions, "iam:PassRole") {
+			t.Errorf("%s grants iam:PassRole with no service role configured", st.where)
+		}
+		for _, r := range st.resources {
+			if strings.Contains(r, ":stack/") && r != stackARNFlat("ops") {
+				t.Errorf("%s %s: stack resource %s, want only %s", st.where, st.sid, r, stackARNFlat("ops"))
+			}
+		}
+	}
+	assert(t, "default schedule", func() {
+		s.tmpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]interface{}{"ScheduleExpression": "rate(1 day)"})
+	})
+	for id, r := range s.ofType("AWS::Lambda::Function") {
+		env := props(r)["Environment"].(map[string]interface{})["Variables"].(map[string]interface{})
+		if _, ok := env["CAIRN_CFN_ROLE_ARN"]; ok {
+			t.Errorf("%s has CAIRN_CFN_ROLE_ARN with no service role configured", id)
+		}
+		if env["CAIRN_NAMESPACES"] != "ops" || env["CAIRN_PORT_POOLS"] != "default=20000-29999" {
+			t.Errorf("%s: CAIRN_NAMESPACES=%v CAIRN_PORT_POOLS=%v, want ops and the default pool", id, env["CAIRN_NAMESPACES"], env["CAIRN_PORT_POOLS"])
+		}
+	}
+}

@@ -59,3 +59,37 @@ vet:
 
 clean:
 	rm -rf $(BIN) .cairn
+
+# --- cairn's own stack (infra/, the AWS CDK app in Go; see infra/README.md) ---
+INFRA_FUNCTIONS := deployer ports drift
+CDK             ?= npx --yes aws-cdk@2
+CDK_FLAGS       ?=
+
+.PHONY: infra-lambdas deploy
+
+# infra-lambdas: the three Lambda binaries the stack packages, built by `build`.
+infra-lambdas: build
+	@for f in $(INFRA_FUNCTIONS); do \
+		if [ ! -f $(BIN)/lambda/$$f/bootstrap ]; then \
+			echo "infra: $(BIN)/lambda/$$f/bootstrap is missing: functions/$$f does not exist yet or failed to build;" \
+				"cairn's stack needs all of $(INFRA_FUNCTIONS)" >&2; \
+			exit 1; \
+		fi; \
+	done
+
+# synth: writes the template to infra/cdk.out/Cairn.template.json. No AWS account or
+# credentials needed: the stack is environment-agnostic and context comes from infra/cdk.json.
+synth: infra-lambdas
+	cd infra && CDK_OUTDIR=cdk.out $(GO) run .
+	@echo "synth: wrote infra/cdk.out/Cairn.template.json"
+
+# deploy: `cdk deploy` of cairn's stack into the account and region of the current AWS
+# credentials (AWS_PROFILE, AWS_REGION...). Needs `cdk bootstrap` once per account and
+# region; pass context with CDK_FLAGS='-c cairn:namespaces=shop,web'.
+deploy: infra-lambdas
+	cd infra && $(CDK) deploy --require-approval broadening $(CDK_FLAGS)
+
+# test-awscli: drive `cairn local up` with the real AWS CLI (Debian's awscli) and check the
+# results; skipped with a message when aws is not installed.
+test-awscli: cli
+	@bash internal/awslocal/testdata/awscli.sh $(BIN)/cairn

@@ -1,0 +1,270 @@
+// Package awslocal is cairn's embedded AWS emulator: S3, SQS, SNS (and the CloudFormation
+// emulator, which plugs in through RegisterService and Mount) on one loopback port, routed
+// by protocol as LocalStack does on 4566, with the Lambda wiring — handlers, SQS event
+// source mappings, schedules and an event bus — run in process with the exact event JSON
+// AWS sends. A control endpoint under /_local/ counts calls and injects faults.
+//
+// It exists so that cairn runs end to end, and is tested, through the real aws-sdk-go-v2
+// clients with no AWS account. It is a test double of AWS, never a production path.
+// Emulators share no global state, so a test may run several.
+package awslocal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
+	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
+	"github.com/cairn-dev/cairn/internal/clock"
+)
+
+// Options configures an Emulator.
+type Options struct {
+	// Dir keeps state across restarts (one sub-folder per service); "" keeps it in memory.
+	Dir string
+	// Region defaults to us-east-1, AccountID to 000000000000.
+	Region, AccountID string
+	// Clock drives object times, SQS delays and visibility, schedules and fault latency
+	// (default clock.Real); tests pass a *clock.Fake.
+	Clock clock.Clock
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// FaultSeed seeds the random draws of fault injection so runs are reproducible
+	// (default 1); POST /_local/faults may reseed.
+	FaultSeed uint64
+}
+
+// Emulator serves the emulated AWS services.
+type Emulator struct {
+	opts Options
+	log  *slog.Logger
+	s3   *s3local.Service
+	sqs  *sqslocal.Service
+	sns  *snslocal.Service
+
+	mu       sync.Mutex
+	url      string
+	services map[string]http.Handler // by SigV4 signing name
+	mounts   map[string]http.Handler // by path prefix
+	calls    map[string]int
+	faults   []Fault
+	injected map[string]int // throttles injected per fault target, for Fault.Times
+	rng      *rand.Rand
+	funcs    map[string]*function
+	rules    map[string]rule
+	server   *http.Server
+
+	ctx    context.Context // ends background pollers and schedules
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds an Emulator; Start serves it on a port, Handler serves it in a test server.
+func New(opts Options) (*Emulator, error) {
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	if opts.AccountID == "" {
+		opts.AccountID = "000000000000"
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.FaultSeed == 0 {
+		opts.FaultSeed = 1
+	}
+	e := &Emulator{
+		opts:     opts,
+		log:      opts.Logger,
+		services: map[string]http.Handler{},
+		mounts:   map[string]http.Handler{},
+		calls:    map[string]int{},
+		injected: map[string]int{},
+		rng:      rand.New(rand.NewPCG(opts.FaultSeed, opts.FaultSeed)),
+		funcs:    map[string]*function{},
+		rules:    map[string]rule{},
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	dir := func(name string) string {
+		if opts.Dir == "" {
+			return ""
+		}
+		return filepath.Join(opts.Dir, name)
+	}
+	var err error
+	e.sqs, err = sqslocal.New(sqslocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("sqs"), BaseURL: e.URL, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	send := func(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute) error {
+		_, err := e.sqs.Send(ctx, queueARN, body, attrs, 0)
+		return err
+	}
+	e.sns, err = snslocal.New(snslocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("sns"), Send: send, Logger: opts.Logger})
+	if err != nil {
+		e.sqs.Close()
+		return nil, err
+	}
+	e.s3, err = s3local.New(s3local.Options{
+		Region: opts.Region, Dir: dir("s3"), Clock: opts.Clock, Logger: opts.Logger,
+		Notify: func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
+		Publish: func(ctx context.Context, topicARN, subject, message string) error {
+			_, err := e.sns.Publish(ctx, topicARN, subject, message)
+			return err
+		},
+	})
+	if err != nil {
+		e.sqs.Close()
+		e.sns.Close()
+		return nil, err
+	}
+	e.services["s3"] = e.s3
+	e.services["sqs"] = e.sqs
+	e.services["sns"] = e.sns
+	e.mounts[controlPrefix] = http.HandlerFunc(e.serveControl)
+	return e, nil
+}
+
+// S3 returns the emulated S3, for in-process callers.
+func (e *Emulator) S3() *s3local.Service { return e.s3 }
+
+// SQS returns the emulated SQS, for in-process callers.
+func (e *Emulator) SQS() *sqslocal.Service { return e.sqs }
+
+// SNS returns the emulated SNS, for in-process callers.
+func (e *Emulator) SNS() *snslocal.Service { return e.sns }
+
+// Region returns the emulated region.
+func (e *Emulator) Region() string { return e.opts.Region }
+
+// AccountID returns the emulated account.
+func (e *Emulator) AccountID() string { return e.opts.AccountID }
+
+// Clock returns the emulator's clock.
+func (e *Emulator) Clock() clock.Clock { return e.opts.Clock }
+
+// RegisterService routes requests signed for signingName (e.g. "cloudformation") to h,
+// with call counting and fault injection.
+func (e *Emulator) RegisterService(signingName string, h http.Handler) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.services[signingName] = h
+}
+
+// Mount serves every path under pathPrefix (e.g. "/_local/cloudformation/") with h,
+// before any service routing, without counting or faults.
+func (e *Emulator) Mount(pathPrefix string, h http.Handler) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.mounts[pathPrefix] = h
+}
+
+// Start listens on addr ("127.0.0.1:0" picks a free port) and serves in the background.
+func (e *Emulator) Start(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("emulator: listen on %s: %w (is another emulator running? pick another --addr)", addr, err)
+	}
+	srv := &http.Server{Handler: e.Handler(), ReadHeaderTimeout: 30 * time.Second}
+	e.mu.Lock()
+	e.url = "http://" + ln.Addr().String()
+	e.server = srv
+	e.mu.Unlock()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			e.log.Error("emulator: server stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// URL returns the base URL once Start ran ("" before).
+func (e *Emulator) URL() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.url
+}
+
+// SetURL records the address the emulator is reached at when it is served by someone else
+// (e.g. httptest.NewServer(e.Handler())), so SQS queue URLs point at it.
+func (e *Emulator) SetURL(url string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.url = strings.TrimRight(url, "/")
+}
+
+// Close stops the server, the pollers and schedules, and persists every service's state.
+func (e *Emulator) Close() error {
+	e.cancel()
+	e.mu.Lock()
+	srv := e.server
+	e.mu.Unlock()
+	var errs []error
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("emulator: stop server: %w", err))
+		}
+	}
+	// The SQS service ends long polls on Close, so pollers finish before the wait returns.
+	errs = append(errs, e.sqs.Close())
+	e.wg.Wait()
+	errs = append(errs, e.sns.Close(), e.s3.Close())
+	return errors.Join(errs...)
+}
+
+// AWSConfig returns an SDK configuration addressing this emulator with dummy credentials.
+// S3 clients built from it need UsePathStyle (awsclient.S3 sets it).
+func (e *Emulator) AWSConfig(ctx context.Context) (aws.Config, error) {
+	url := e.URL()
+	if url == "" {
+		return aws.Config{}, errors.New("emulator: AWSConfig called before Start: start the emulator first")
+	}
+	return config.LoadDefaultConfig(ctx,
+		config.WithRegion(e.opts.Region),
+		config.WithBaseEndpoint(url),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	)
+}
+
+// Env returns the environment (KEY=value) that points the SDK and the AWS CLI at the emulator.
+func (e *Emulator) Env() []string {
+	return []string{
+		"AWS_ENDPOINT_URL=" + e.URL(),
+		"AWS_REGION=" + e.opts.Region,
+		"AWS_DEFAULT_REGION=" + e.opts.Region,
+		"AWS_ACCESS_KEY_ID=test",
+		"AWS_SECRET_ACCESS_KEY=test",
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

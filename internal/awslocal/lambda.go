@@ -1,0 +1,260 @@
+package awslocal
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+)
+
+// DefaultTimeout is a registered function's timeout unless WithTimeout says otherwise.
+const DefaultTimeout = time.Minute
+
+type function struct {
+	name    string
+	handler lambda.Handler
+	timeout time.Duration
+}
+
+// FunctionOption configures a registered function.
+type FunctionOption func(*function)
+
+// WithTimeout sets the function's timeout: the invocation context's deadline, as Lambda's.
+func WithTimeout(d time.Duration) FunctionOption {
+	return func(f *function) { f.timeout = d }
+}
+
+// RegisterFunction makes handler (anything lambda.Start accepts, or a lambda.Handler)
+// invocable as function name by Invoke, event source mappings and schedules.
+func (e *Emulator) RegisterFunction(name string, handler any, opts ...FunctionOption) error {
+	if name == "" {
+		return errors.New("register function: empty name")
+	}
+	if err := validateHandler(handler); err != nil {
+		return fmt.Errorf("register function %s: %w", name, err)
+	}
+	f := &function{name: name, timeout: DefaultTimeout}
+	if h, ok := handler.(lambda.Handler); ok {
+		f.handler = h
+	} else {
+		f.handler = lambda.NewHandler(handler)
+	}
+	for _, o := range opts {
+		o(f)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.funcs[name] = f
+	return nil
+}
+
+// validateHandler applies lambda.Start's rules up front, so a bad handler fails at
+// registration rather than at the first event.
+func validateHandler(h any) error {
+	if _, ok := h.(lambda.Handler); ok {
+		return nil
+	}
+	t := reflect.TypeOf(h)
+	if t == nil || t.Kind() != reflect.Func {
+		return fmt.Errorf("handler is %T, want a func or a lambda.Handler", h)
+	}
+	ctxType := reflect.TypeOf((*context.Context)(nil)).Elem()
+	errType := reflect.TypeOf((*error)(nil)).Elem()
+	switch {
+	case t.NumIn() > 2:
+		return fmt.Errorf("handler takes %d arguments, at most 2 (context.Context, event) allowed", t.NumIn())
+	case t.NumIn() == 2 && !t.In(0).Implements(ctxType):
+		return errors.New("handler's first of two arguments must be a context.Context")
+	case t.NumOut() > 2:
+		return fmt.Errorf("handler returns %d values, at most 2 (result, error) allowed", t.NumOut())
+	case t.NumOut() >= 1 && !t.Out(t.NumOut()-1).Implements(errType):
+		return errors.New("handler's last return value must be an error")
+	}
+	return nil
+}
+
+// Invoke calls function with payload, as Lambda's synchronous Invoke does, and returns its
+// JSON response. The context carries a deadline of the function's timeout and a
+// lambdacontext.LambdaContext.
+func (e *Emulator) Invoke(ctx context.Context, name string, payload []byte) ([]byte, error) {
+	e.mu.Lock()
+	f := e.funcs[name]
+	known := sortedKeys(e.funcs)
+	e.mu.Unlock()
+	if f == nil {
+		return nil, fmt.Errorf("invoke %s: no such function (registered: %v)", name, known)
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
+		AwsRequestID:       newID(),
+		InvokedFunctionArn: "arn:aws:lambda:" + e.opts.Region + ":" + e.opts.AccountID + ":function:" + name,
+	})
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		out, err := f.handler.Invoke(ctx, payload)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("invoke %s: %w", name, r.err)
+		}
+		return r.out, nil
+	case <-ctx.Done():
+		// Lambda stops the function at its timeout; the handler's goroutine is abandoned.
+		return nil, fmt.Errorf("invoke %s: Task timed out after %.2f seconds", name, f.timeout.Seconds())
+	}
+}
+
+// ESMOptions configures an SQS event source mapping.
+type ESMOptions struct {
+	// BatchSize is the most records per invocation (default 10).
+	BatchSize int
+	// ReportBatchItemFailures makes a response's batchItemFailures return only those
+	// records to the queue.
+	ReportBatchItemFailures bool
+	// MaxBatchingWindow gathers records for up to this long before invoking.
+	MaxBatchingWindow time.Duration
+}
+
+// AddEventSourceMapping polls the queue and invokes function with events.SQSEvent batches,
+// as Lambda does: records of a successful invocation are deleted; records of a failed one
+// (or reported in batchItemFailures) return after the queue's visibility timeout and go
+// to its dead-letter queue after maxReceiveCount.
+func (e *Emulator) AddEventSourceMapping(queueName, function string, o ESMOptions) error {
+	if o.BatchSize <= 0 {
+		o.BatchSize = 10
+	}
+	if o.BatchSize > 10 {
+		return fmt.Errorf("event source mapping %s -> %s: batch size %d: the emulator supports at most 10", queueName, function, o.BatchSize)
+	}
+	e.mu.Lock()
+	_, ok := e.funcs[function]
+	e.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("event source mapping %s -> %s: no such function: register it first", queueName, function)
+	}
+	// Fail now on a missing queue rather than in the poller.
+	if err := e.queueExists(queueName); err != nil {
+		return fmt.Errorf("event source mapping %s -> %s: %w", queueName, function, err)
+	}
+	e.wg.Add(1)
+	go e.poll(queueName, function, o)
+	return nil
+}
+
+func (e *Emulator) poll(queueName, function string, o ESMOptions) {
+	defer e.wg.Done()
+	for e.ctx.Err() == nil {
+		msgs, err := e.sqs.Receive(e.ctx, queueName, o.BatchSize, 20*time.Second)
+		if err != nil {
+			if e.ctx.Err() != nil {
+				return
+			}
+			e.log.Error("event source mapping: receive failed", "queue", queueName, "function", function, "err", err)
+			select {
+			case <-e.opts.Clock.After(time.Second):
+			case <-e.ctx.Done():
+				return
+			}
+			continue
+		}
+		if len(msgs) == 0 {
+			continue
+		}
+		if o.MaxBatchingWindow > 0 && len(msgs) < o.BatchSize {
+			more, err := e.sqs.Receive(e.ctx, queueName, o.BatchSize-len(msgs), o.MaxBatchingWindow)
+			if err == nil {
+				msgs = append(msgs, more...)
+			}
+		}
+		e.deliverBatch(queueName, function, o, msgs)
+	}
+}
+
+func (e *Emulator) deliverBatch(queueName, function string, o ESMOptions, msgs []events.SQSMessage) {
+	payload, err := json.Marshal(events.SQSEvent{Records: msgs})
+	if err != nil {
+		e.log.Error("event source mapping: encode event", "err", err)
+		return
+	}
+	out, err := e.Invoke(e.ctx, function, payload)
+	if err != nil {
+		e.log.Info("event source mapping: invocation failed; records return after the visibility timeout",
+			"queue", queueName, "function", function, "records", len(msgs), "err", err)
+		return
+	}
+	failed := map[string]bool{}
+	if o.ReportBatchItemFailures && len(out) > 0 && string(out) != "null" {
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			e.log.Info("event source mapping: response is not a batch response; deleting the batch", "function", function, "err", err)
+		}
+		ids := map[string]bool{}
+		for _, m := range msgs {
+			ids[m.MessageId] = true
+		}
+		for _, f := range resp.BatchItemFailures {
+			if !ids[f.ItemIdentifier] {
+				// Lambda treats an unknown or empty identifier as failure of the whole batch.
+				e.log.Info("event source mapping: batchItemFailures names an unknown record; the whole batch fails",
+					"function", function, "itemIdentifier", f.ItemIdentifier)
+				return
+			}
+			failed[f.ItemIdentifier] = true
+		}
+	}
+	for _, m := range msgs {
+		if failed[m.MessageId] {
+			continue
+		}
+		if err := e.sqs.Delete(queueName, m.ReceiptHandle); err != nil {
+			e.log.Error("event source mapping: delete record", "queue", queueName, "messageId", m.MessageId, "err", err)
+		}
+	}
+}
+
+// queueExists asks SQS, in process, for the queue's URL.
+func (e *Emulator) queueExists(name string) error {
+	body, _ := json.Marshal(map[string]string{"QueueName": name})
+	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	req.Header.Set("X-Amz-Target", "AmazonSQS.GetQueueUrl")
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	w := httptest.NewRecorder()
+	e.sqs.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		return fmt.Errorf("queue %s: %s", name, strings.TrimSpace(w.Body.String()))
+	}
+	return nil
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

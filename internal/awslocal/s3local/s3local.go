@@ -1,0 +1,324 @@
+// Package s3local is the emulator's S3: path-style buckets on github.com/rclone/gofakes3
+// (versioning, tagging, conditional writes and deletes) plus what gofakes3 lacks and cairn
+// relies on: bucket notifications delivering AWS's exact S3 event JSON, and persistence.
+//
+// Persistence is a journal of every successful mutating request, replayed through the same
+// handler at start with the original clock readings and version-id seed, so version ids,
+// ETags and modification times survive a restart exactly as a client saw them.
+package s3local
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rclone/gofakes3"
+	"github.com/rclone/gofakes3/s3mem"
+
+	"github.com/cairn-dev/cairn/internal/clock"
+)
+
+// Options configures a Service.
+type Options struct {
+	// Region is reported in event records (default us-east-1).
+	Region string
+	// Dir keeps the journal that makes state persistent; "" keeps everything in memory.
+	Dir string
+	// Clock stamps objects and events (default clock.Real).
+	Clock clock.Clock
+	// Notify delivers a bucket notification body to an SQS queue ARN. Nil drops queue
+	// notifications (they are still accepted and returned by GetBucketNotificationConfiguration).
+	Notify func(ctx context.Context, queueARN, body string) error
+	// Publish delivers a bucket notification to an SNS topic ARN; nil drops them.
+	Publish func(ctx context.Context, topicARN, subject, message string) error
+	// Logger receives delivery failures (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Service is an http.Handler serving path-style S3.
+type Service struct {
+	opts    Options
+	backend *s3mem.Backend
+	handler http.Handler
+
+	// mu serialises mutating requests (so the journal's order is the order they took
+	// effect) against reads.
+	mu        sync.RWMutex
+	now       time.Time // the time of the mutating request in progress, zero otherwise
+	replaying bool
+	notif     map[string]*notificationConfiguration
+	sequencer uint64
+	journal   *os.File
+}
+
+// New returns a Service, replaying the journal under opts.Dir if there is one.
+func New(opts Options) (*Service, error) {
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Service{opts: opts, notif: map[string]*notificationConfiguration{}}
+	seed := opts.Clock.Now().UnixNano()
+	var records []record
+	if opts.Dir != "" {
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("s3 emulator: create state folder: %w", err)
+		}
+		var err error
+		seed, records, err = readJournal(filepath.Join(opts.Dir, "journal.jsonl"), seed)
+		if err != nil {
+			return nil, err
+		}
+	}
+	ts := timeSource{s}
+	s.backend = s3mem.New(s3mem.WithTimeSource(ts), s3mem.WithVersionSeed(seed))
+	fake := gofakes3.New(s.backend,
+		gofakes3.WithTimeSource(ts),
+		gofakes3.WithTimeSkewLimit(0), // a fake clock may be far from the signer's
+		gofakes3.WithIntegrityCheck(true),
+	)
+	s.handler = fake.Server()
+
+	if opts.Dir != "" {
+		if err := s.replay(records); err != nil {
+			return nil, err
+		}
+		path := filepath.Join(opts.Dir, "journal.jsonl")
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("s3 emulator: open journal: %w", err)
+		}
+		if len(records) == 0 {
+			if err := json.NewEncoder(f).Encode(record{Seed: seed}); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("s3 emulator: write journal %s: %w", path, err)
+			}
+		}
+		s.journal = f
+	}
+	return s, nil
+}
+
+// Close flushes and closes the journal. The Service must not be used afterwards.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journal == nil {
+		return nil
+	}
+	err := s.journal.Close()
+	s.journal = nil
+	return err
+}
+
+// GetObject returns the current content of bucket/key, for in-process callers such as the
+// CloudFormation emulator resolving a TemplateURL.
+func (s *Service) GetObject(ctx context.Context, bucket, key string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	obj, err := s.backend.GetObject(ctx, bucket, key, nil)
+	if err != nil {
+		return nil, fmt.Errorf("s3 emulator: get s3://%s/%s: %w", bucket, key, err)
+	}
+	defer obj.Contents.Close()
+	return io.ReadAll(obj.Contents)
+}
+
+// ServeHTTP serves one S3 request.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		s.route(w, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "IncompleteBody", "could not read the request body: "+err.Error(), "")
+		return
+	}
+	var pending []delivery
+	func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.now = s.opts.Clock.Now()
+		defer func() { s.now = time.Time{} }()
+		rec := &capture{ResponseWriter: w, status: http.StatusOK}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.route(rec, r)
+		if rec.status/100 != 2 {
+			return
+		}
+		if err := s.append(r, body); err != nil {
+			s.opts.Logger.Error("s3 emulator: state will not survive a restart", "err", err)
+		}
+		pending = s.events(r, rec)
+	}()
+	for _, d := range pending {
+		s.deliver(r.Context(), d)
+	}
+}
+
+// route handles the sub-resources gofakes3 lacks and passes the rest to it.
+func (s *Service) route(w http.ResponseWriter, r *http.Request) {
+	bucket, key := splitPath(r.URL.Path)
+	if _, ok := r.URL.Query()["notification"]; ok && bucket != "" && key == "" {
+		s.serveNotification(w, r, bucket)
+		return
+	}
+	s.handler.ServeHTTP(w, r)
+	if q := r.URL.Query(); r.Method == http.MethodDelete && key == "" && bucket != "" && (len(q) == 0 || len(q) == 1 && q.Has("x-id")) {
+		if exists, _ := s.backend.BucketExists(r.Context(), bucket); !exists {
+			delete(s.notif, bucket)
+		}
+	}
+}
+
+// capture records the status of a response while passing it through.
+type capture struct {
+	http.ResponseWriter
+	status int
+}
+
+func (c *capture) WriteHeader(code int) {
+	c.status = code
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// timeSource gives gofakes3 the time of the mutating request in progress (the recorded one
+// during replay), and the Service's clock otherwise.
+type timeSource struct{ s *Service }
+
+func (t timeSource) Now() time.Time {
+	if !t.s.now.IsZero() {
+		return t.s.now
+	}
+	return t.s.opts.Clock.Now()
+}
+
+func (t timeSource) Since(at time.Time) time.Duration { return t.Now().Sub(at) }
+
+// record is one journal line: the first holds only the version-id seed.
+type record struct {
+	Seed   int64       `json:"seed,omitempty"`
+	Time   time.Time   `json:"time,omitzero"`
+	Method string      `json:"method,omitempty"`
+	URI    string      `json:"uri,omitempty"`
+	Header http.Header `json:"header,omitempty"`
+	Body   []byte      `json:"body,omitempty"`
+}
+
+func readJournal(path string, seed int64) (int64, []record, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return seed, nil, nil
+	} else if err != nil {
+		return 0, nil, fmt.Errorf("s3 emulator: open journal: %w", err)
+	}
+	defer f.Close()
+	var records []record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for line := 1; sc.Scan(); line++ {
+		var rec record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			// A torn last line (the process died mid-write) loses only that request.
+			break
+		}
+		if line == 1 {
+			if rec.Seed == 0 {
+				return 0, nil, fmt.Errorf("s3 emulator: journal %s does not start with a seed: delete the folder to start afresh", path)
+			}
+			seed = rec.Seed
+		}
+		records = append(records, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return 0, nil, fmt.Errorf("s3 emulator: read journal %s: %w", path, err)
+	}
+	return seed, records, nil
+}
+
+func (s *Service) replay(records []record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replaying = true
+	defer func() { s.replaying, s.now = false, time.Time{} }()
+	for i, rec := range records {
+		if rec.Method == "" {
+			continue
+		}
+		req := httptest.NewRequest(rec.Method, rec.URI, bytes.NewReader(rec.Body))
+		req.Header = rec.Header
+		s.now = rec.Time
+		w := httptest.NewRecorder()
+		s.route(w, req)
+		if w.Code/100 != 2 {
+			s.opts.Logger.Warn("s3 emulator: journal entry no longer applies", "entry", i, "method", rec.Method, "uri", rec.URI, "status", w.Code)
+		}
+	}
+	return nil
+}
+
+func (s *Service) append(r *http.Request, body []byte) error {
+	if s.journal == nil || s.replaying {
+		return nil
+	}
+	line, err := json.Marshal(record{Time: s.now, Method: r.Method, URI: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
+	if err != nil {
+		return err
+	}
+	_, err = s.journal.Write(append(line, '\n'))
+	return err
+}
+
+func splitPath(p string) (bucket, key string) {
+	for len(p) > 0 && p[0] == '/' {
+		p = p[1:]
+	}
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' {
+			return p[:i], p[i+1:]
+		}
+	}
+	return p, ""
+}
+
+// writeError answers with S3's XML error document.
+func writeError(w http.ResponseWriter, status int, code, message, bucket string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	var b bytes.Buffer
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<Error><Code>")
+	xmlEscape(&b, code)
+	b.WriteString("</Code><Message>")
+	xmlEscape(&b, message)
+	b.WriteString("</Message>")
+	if bucket != "" {
+		b.WriteString("<BucketName>")
+		xmlEscape(&b, bucket)
+		b.WriteString("</BucketName>")
+	}
+	b.WriteString("<RequestId>" + strconv.FormatInt(time.Now().UnixNano(), 16) + "</RequestId></Error>")
+	w.Write(b.Bytes())
+}
+
+func xmlEscape(b *bytes.Buffer, s string) { xml.EscapeText(b, []byte(s)) }

@@ -1,0 +1,435 @@
+// Package snslocal emulates Amazon SNS (query protocol) for cairn's local mode: topics,
+// SQS subscriptions (with RawMessageDelivery) and Publish delivering the standard
+// Notification envelope, which is how CloudFormation custom-resource requests reach the
+// ports Lambda. It is a test double of AWS, never a production path.
+package snslocal
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/cairn-dev/cairn/internal/clock"
+)
+
+// Options configures a Service.
+type Options struct {
+	Region    string // default us-east-1
+	AccountID string // default 000000000000
+	Clock     clock.Clock
+	// Dir, when set, persists topics and subscriptions in Dir/sns.json.
+	Dir string
+	// Send enqueues a message on an SQS queue by ARN; subscriptions of protocol sqs use it.
+	Send   func(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute) error
+	Logger *slog.Logger
+}
+
+// Service is one emulated SNS endpoint; Services share nothing.
+type Service struct {
+	opts Options
+	path string
+
+	mu     sync.Mutex
+	topics map[string]*topic // by ARN
+}
+
+type topic struct {
+	ARN           string            `json:"arn"`
+	Attributes    map[string]string `json:"attributes,omitempty"`
+	Tags          map[string]string `json:"tags,omitempty"`
+	Subscriptions []*subscription   `json:"subscriptions,omitempty"`
+}
+
+type subscription struct {
+	ARN        string            `json:"arn"`
+	Protocol   string            `json:"protocol"`
+	Endpoint   string            `json:"endpoint"`
+	Attributes map[string]string `json:"attributes,omitempty"`
+}
+
+// Error is an SNS API error, answered with its code and HTTP status.
+type Error struct {
+	Code    string
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return "sns " + e.Code + ": " + e.Message }
+
+func notFound(format string, args ...any) *Error {
+	return &Error{Code: "NotFound", Status: 404, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalid(format string, args ...any) *Error {
+	return &Error{Code: "InvalidParameter", Status: 400, Message: "Invalid parameter: " + fmt.Sprintf(format, args...)}
+}
+
+// New returns a Service, loading Dir/sns.json when it exists.
+func New(opts Options) (*Service, error) {
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	if opts.AccountID == "" {
+		opts.AccountID = "000000000000"
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &Service{opts: opts, topics: map[string]*topic{}}
+	if opts.Dir != "" {
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sns emulator: create state folder: %w", err)
+		}
+		s.path = filepath.Join(opts.Dir, "sns.json")
+		b, err := os.ReadFile(s.path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, fmt.Errorf("sns emulator: read state: %w", err)
+		default:
+			if err := json.Unmarshal(b, &s.topics); err != nil {
+				return nil, fmt.Errorf("sns emulator: state %s is corrupt (%v): fix or delete the file", s.path, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// Close writes the state a last time.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saveLocked()
+}
+
+func (s *Service) saveLocked() error {
+	if s.path == "" {
+		return nil
+	}
+	b, err := json.MarshalIndent(s.topics, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := s.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("sns emulator: save state: %w", err)
+	}
+	return os.Rename(tmp, s.path)
+}
+
+func (s *Service) persistLocked() {
+	if err := s.saveLocked(); err != nil {
+		s.opts.Logger.Error("sns emulator: state will not survive a restart", "err", err)
+	}
+}
+
+// TopicARN returns the ARN a topic of that name has in this emulator.
+func (s *Service) TopicARN(name string) string {
+	return "arn:aws:sns:" + s.opts.Region + ":" + s.opts.AccountID + ":" + name
+}
+
+// CreateTopic creates a topic (or returns the existing one) and returns its ARN.
+func (s *Service) CreateTopic(name string, attrs, tags map[string]string) (string, error) {
+	if name == "" || len(name) > 256 || strings.IndexFunc(name, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.')
+	}) >= 0 {
+		return "", invalid("Topic Name")
+	}
+	if strings.HasSuffix(name, ".fifo") != (attrs["FifoTopic"] == "true") {
+		return "", invalid("Fifo Topic names must end with .fifo and must be made up of only uppercase and lowercase ASCII letters, numbers, underscores, and hyphens, and must be between 1 and 256 characters long.")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	arn := s.TopicARN(name)
+	if t, ok := s.topics[arn]; ok {
+		for k, v := range attrs {
+			if t.Attributes[k] != v {
+				return "", invalid("Attributes Reason: Topic already exists with different attributes")
+			}
+		}
+		return arn, nil
+	}
+	t := &topic{ARN: arn, Attributes: map[string]string{}, Tags: tags}
+	for k, v := range attrs {
+		t.Attributes[k] = v
+	}
+	s.topics[arn] = t
+	s.persistLocked()
+	return arn, nil
+}
+
+// DeleteTopic deletes a topic and its subscriptions; deleting a missing topic succeeds, as in AWS.
+func (s *Service) DeleteTopic(arn string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.topics, arn)
+	s.persistLocked()
+	return nil
+}
+
+// Subscribe subscribes an SQS queue (protocol "sqs", endpoint a queue ARN) to a topic and
+// returns the subscription ARN. Subscribing the same endpoint twice returns the first ARN.
+func (s *Service) Subscribe(topicARN, protocol, endpoint string, attrs map[string]string) (string, error) {
+	if protocol != "sqs" {
+		return "", invalid("Protocol %q is not supported by the local emulator (only sqs)", protocol)
+	}
+	if !strings.HasPrefix(endpoint, "arn:aws:sqs:") {
+		return "", invalid("SQS endpoint ARN")
+	}
+	for k, v := range attrs {
+		switch k {
+		case "RawMessageDelivery":
+			if v != "true" && v != "false" {
+				return "", invalid("Attributes Reason: RawMessageDelivery: Invalid value [%s]. Must be true or false.", v)
+			}
+		case "FilterPolicy", "FilterPolicyScope", "RedrivePolicy":
+			return "", invalid("Attributes Reason: %s is not supported by the local emulator", k)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[topicARN]
+	if !ok {
+		return "", notFound("Topic does not exist")
+	}
+	for _, sub := range t.Subscriptions {
+		if sub.Protocol == protocol && sub.Endpoint == endpoint {
+			return sub.ARN, nil
+		}
+	}
+	sub := &subscription{ARN: topicARN + ":" + newID(), Protocol: protocol, Endpoint: endpoint, Attributes: map[string]string{}}
+	for k, v := range attrs {
+		sub.Attributes[k] = v
+	}
+	t.Subscriptions = append(t.Subscriptions, sub)
+	s.persistLocked()
+	return sub.ARN, nil
+}
+
+// Unsubscribe removes a subscription; a missing one is not an error.
+func (s *Service) Unsubscribe(subscriptionARN string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.topics {
+		for i, sub := range t.Subscriptions {
+			if sub.ARN == subscriptionARN {
+				t.Subscriptions = append(t.Subscriptions[:i], t.Subscriptions[i+1:]...)
+				s.persistLocked()
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// SetSubscriptionAttribute sets one attribute (e.g. RawMessageDelivery) of a subscription.
+func (s *Service) SetSubscriptionAttribute(subscriptionARN, name, value string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.topics {
+		for _, sub := range t.Subscriptions {
+			if sub.ARN == subscriptionARN {
+				if name != "RawMessageDelivery" {
+					return invalid("AttributeName: %s is not supported by the local emulator", name)
+				}
+				sub.Attributes[name] = value
+				s.persistLocked()
+				return nil
+			}
+		}
+	}
+	return notFound("Subscription does not exist")
+}
+
+// Publish sends message to every subscription of a topic and returns the message id, for
+// in-process callers such as the CloudFormation emulator's custom resources.
+func (s *Service) Publish(ctx context.Context, topicARN, subject, message string) (string, error) {
+	return s.publish(ctx, topicARN, subject, message, nil)
+}
+
+// messageAttribute is an SNS message attribute (Type String, Number or Binary).
+type messageAttribute struct {
+	DataType    string
+	StringValue string
+	BinaryValue []byte
+}
+
+func (s *Service) publish(ctx context.Context, topicARN, subject, message string, attrs map[string]messageAttribute) (string, error) {
+	if message == "" {
+		return "", invalid("Empty message")
+	}
+	if len(message) > 256*1024 {
+		return "", invalid("Message too long")
+	}
+	s.mu.Lock()
+	t, ok := s.topics[topicARN]
+	var subs []subscription
+	if ok {
+		for _, sub := range t.Subscriptions {
+			subs = append(subs, *sub)
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		return "", notFound("Topic does not exist")
+	}
+	id := newID()
+	now := s.opts.Clock.Now().UTC()
+	for _, sub := range subs {
+		body := message
+		var sqsAttrs map[string]events.SQSMessageAttribute
+		if sub.Attributes["RawMessageDelivery"] == "true" {
+			sqsAttrs = map[string]events.SQSMessageAttribute{}
+			for k, a := range attrs {
+				v := events.SQSMessageAttribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
+				if a.BinaryValue == nil {
+					sv := a.StringValue
+					v.StringValue = &sv
+				}
+				sqsAttrs[k] = v
+			}
+		} else {
+			body = s.envelope(id, topicARN, sub.ARN, subject, message, now.Format("2006-01-02T15:04:05.000Z"), attrs)
+		}
+		if s.opts.Send == nil {
+			continue
+		}
+		if err := s.opts.Send(ctx, sub.Endpoint, body, sqsAttrs); err != nil {
+			// AWS retries and eventually drops; the emulator logs and goes on.
+			s.opts.Logger.Error("sns emulator: delivery failed", "topic", topicARN, "subscription", sub.ARN, "endpoint", sub.Endpoint, "err", err)
+		}
+	}
+	return id, nil
+}
+
+// envelopeAttribute is a message attribute as the Notification envelope carries it.
+type envelopeAttribute struct {
+	Type  string `json:"Type"`
+	Value string `json:"Value"`
+}
+
+// notification is the standard SNS envelope; fields are in AWS's order.
+type notification struct {
+	Type              string                       `json:"Type"`
+	MessageID         string                       `json:"MessageId"`
+	TopicArn          string                       `json:"TopicArn"`
+	Subject           string                       `json:"Subject,omitempty"`
+	Message           string                       `json:"Message"`
+	Timestamp         string                       `json:"Timestamp"`
+	SignatureVersion  string                       `json:"SignatureVersion"`
+	Signature         string                       `json:"Signature"`
+	SigningCertURL    string                       `json:"SigningCertURL"`
+	UnsubscribeURL    string                       `json:"UnsubscribeURL"`
+	MessageAttributes map[string]envelopeAttribute `json:"MessageAttributes,omitempty"`
+}
+
+func (s *Service) envelope(id, topicARN, subARN, subject, message, ts string, attrs map[string]messageAttribute) string {
+	host := "https://sns." + s.opts.Region + ".amazonaws.com"
+	sig := make([]byte, 256)
+	_, _ = rand.Read(sig)
+	n := notification{
+		Type: "Notification", MessageID: id, TopicArn: topicARN, Subject: subject, Message: message, Timestamp: ts,
+		SignatureVersion: "1",
+		Signature:        base64.StdEncoding.EncodeToString(sig),
+		SigningCertURL:   host + "/SimpleNotificationService-0000000000000000000000.pem",
+		UnsubscribeURL:   host + "/?Action=Unsubscribe&SubscriptionArn=" + url.QueryEscape(subARN),
+	}
+	if len(attrs) > 0 {
+		n.MessageAttributes = map[string]envelopeAttribute{}
+		for k, a := range attrs {
+			v := a.StringValue
+			if a.BinaryValue != nil {
+				v = base64.StdEncoding.EncodeToString(a.BinaryValue)
+			}
+			n.MessageAttributes[k] = envelopeAttribute{Type: a.DataType, Value: v}
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(n)
+	return strings.TrimSpace(b.String())
+}
+
+func (s *Service) listTopics() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.topics))
+	for arn := range s.topics {
+		out = append(out, arn)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Service) subscriptions(topicARN string) ([]subscription, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []subscription
+	for _, t := range s.topics {
+		if topicARN != "" && t.ARN != topicARN {
+			continue
+		}
+		for _, sub := range t.Subscriptions {
+			out = append(out, *sub)
+		}
+	}
+	if topicARN != "" {
+		if _, ok := s.topics[topicARN]; !ok {
+			return nil, notFound("Topic does not exist")
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ARN < out[j].ARN })
+	return out, nil
+}
+
+func (s *Service) topicAttributes(arn string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[arn]
+	if !ok {
+		return nil, notFound("Topic does not exist")
+	}
+	confirmed := len(t.Subscriptions)
+	out := map[string]string{
+		"TopicArn":                arn,
+		"Owner":                   s.opts.AccountID,
+		"DisplayName":             "",
+		"SubscriptionsConfirmed":  fmt.Sprint(confirmed),
+		"SubscriptionsPending":    "0",
+		"SubscriptionsDeleted":    "0",
+		"EffectiveDeliveryPolicy": `{"http":{"defaultHealthyRetryPolicy":{"minDelayTarget":20,"maxDelayTarget":20,"numRetries":3,"numMaxDelayRetries":0,"numNoDelayRetries":0,"numMinDelayRetries":0,"backoffFunction":"linear"},"disableSubscriptionOverrides":false}}`,
+	}
+	for k, v := range t.Attributes {
+		out[k] = v
+	}
+	return out, nil
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Drives `cairn local up` with the real AWS CLI (Debian's awscli package, v1) for the calls
+# cairn relies on, and checks each result. Usage: awscli.sh PATH/TO/cairn
+# Skips, successfully, when aws is not on PATH.
+set -euo pipefail
+
+cairn=${1:?usage: awscli.sh PATH/TO/cairn}
+if ! command -v aws >/dev/null 2>&1; then
+	echo "test-awscli: skipped: the AWS CLI is not installed (apt-get install -y awscli)"
+	exit 0
+fi
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+	if [ -n "$pid" ]; then kill -INT "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$cairn" local up --addr 127.0.0.1:0 --dir "$work/state" >"$work/env" 2>"$work/log" &
+pid=$!
+for _ in $(seq 100); do
+	grep -q '^export AWS_SECRET_ACCESS_KEY=' "$work/env" 2>/dev/null && break
+	kill -0 "$pid" 2>/dev/null || { echo "test-awscli: cairn local up exited:"; cat "$work/log"; exit 1; }
+	sleep 0.1
+done
+eval "$(grep '^export ' "$work/env")"
+# Only the emulator's environment: no profile, config or real credentials of the user.
+export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER=""
+unset AWS_PROFILE AWS_SESSION_TOKEN
+
+failures=0
+awsl() { aws --endpoint-url "$AWS_ENDPOINT_URL" "$@"; }
+# check NAME WANT GOT: compares one result.
+check() {
+	if [ "$2" = "$3" ]; then
+		echo "ok   $1"
+	else
+		echo "FAIL $1: want [$2], got [$3]"
+		failures=$((failures + 1))
+	fi
+}
+
+bucket=cairn-cli
+echo "bundle v1" >"$work/v1"
+echo "bundle v2" >"$work/v2"
+
+check "s3 mb" "make_bucket: $bucket" "$(awsl s3 mb "s3://$bucket" 2>&1)"
+awsl s3api put-bucket-versioning --bucket "$bucket" --versioning-configuration Status=Enabled
+check "s3api get-bucket-versioning" "Enabled" "$(awsl s3api get-bucket-versioning --bucket "$bucket" --query Status --output text)"
+awsl s3 cp "$work/v1" "s3://$bucket/deployments/shop.zip" >/dev/null
+awsl s3 cp "$work/v2" "s3://$bucket/deployments/shop.zip" >/dev/null
+check "s3 cp (download)" "bundle v2" "$(awsl s3 cp "s3://$bucket/deployments/shop.zip" -)"
+check "s3 ls" "shop.zip" "$(awsl s3 ls "s3://$bucket/deployments/" | awk '{print $4}')"
+check "s3api list-object-versions" "2" "$(awsl s3api list-object-versions --bucket "$bucket" --prefix deployments/ --query 'length(Versions)' --output text)"
+
+check "s3api put-object --if-none-match (new key)" "0" \
+	"$(awsl s3api put-object --bucket "$bucket" --key locks/shop.lock --body "$work/v1" --if-none-match '*' >/dev/null 2>&1; echo $?)"
+set +e
+out=$(awsl s3api put-object --bucket "$bucket" --key locks/shop.lock --body "$work/v2" --if-none-match '*' 2>&1)
+set -e
+check "s3api put-object --if-none-match (existing key) refused" "PreconditionFailed" "$(grep -o PreconditionFailed <<<"$out" | head -1)"
+check "lock unchanged" "bundle v1" "$(awsl s3 cp "s3://$bucket/locks/shop.lock" -)"
+
+awsl s3api put-object-tagging --bucket "$bucket" --key deployments/shop.zip --tagging 'TagSet=[{Key=team,Value=payments}]'
+check "s3api get-object-tagging" "team=payments" \
+	"$(awsl s3api get-object-tagging --bucket "$bucket" --key deployments/shop.zip --query 'TagSet[0].[Key,Value]' --output text | tr '\t' '=')"
+
+queue_url=$(awsl sqs create-queue --queue-name cli-queue --query QueueUrl --output text)
+check "sqs create-queue" "$AWS_ENDPOINT_URL/000000000000/cli-queue" "$queue_url"
+awsl sqs send-message --queue-url "$queue_url" --message-body "hello queue" >/dev/null
+check "sqs receive-message" "hello queue" \
+	"$(awsl sqs receive-message --queue-url "$queue_url" --wait-time-seconds 5 --query 'Messages[0].Body' --output text)"
+
+topic_arn=$(awsl sns create-topic --name cli-topic --query TopicArn --output text)
+check "sns create-topic" "arn:aws:sns:us-east-1:000000000000:cli-topic" "$topic_arn"
+notify_url=$(awsl sqs create-queue --queue-name cli-notify --query QueueUrl --output text)
+notify_arn=$(awsl sqs get-queue-attributes --queue-url "$notify_url" --attribute-names QueueArn --query Attributes.QueueArn --output text)
+sub_arn=$(awsl sns subscribe --topic-arn "$topic_arn" --protocol sqs --notification-endpoint "$notify_arn" --query SubscriptionArn --output text)
+check "sns subscribe" "$topic_arn:" "${sub_arn%:*}:"
+awsl sns publish --topic-arn "$topic_arn" --subject greeting --message "hello topic" >/dev/null
+body=$(awsl sqs receive-message --queue-url "$notify_url" --wait-time-seconds 5 --query 'Messages[0].Body' --output text)
+check "sns publish -> sqs envelope" '"Message": "hello topic",' "$(grep -o '"Message": "hello topic",' <<<"$body")"
+
+if command -v curl >/dev/null 2>&1; then
+	calls=$(curl -fsS "$AWS_ENDPOINT_URL/_local/calls" 2>/dev/null || true)
+	check "control endpoint counts sns.Publish" '"sns.Publish": 1' "$(grep -o '"sns.Publish": 1' <<<"$calls")"
+fi
+
+if [ "$failures" -gt 0 ]; then
+	echo "test-awscli: $failures check(s) failed; emulator log:"
+	cat "$work/log"
+	exit 1
+fi
+echo "test-awscli: all checks passed against $AWS_ENDPOINT_URL"

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { commands = append(commands, newGraphCmd) }
+
+func newGraphCmd() *cobra.Command {
+	var format, deployment string
+	cmd := &cobra.Command{
+		Use:   "graph PATH",
+		Short: "Print the stack dependency graph of a bundle",
+		Long: `Graph validates the bundle at PATH and prints its stacks and dependencies:
+as text in deploy order (the default), as JSON
+  {"stacks":[{"name":...,"stack_name":...,"requires":[...]}],"order":[...]}
+or as Graphviz DOT (transitively reduced, for a readable picture).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains([]string{"text", "json", "dot"}, format) {
+				return fmt.Errorf("unknown --format %q: use text, json or dot", format)
+			}
+			l, err := loadBundle(cmd.ErrOrStderr(), args[0], deployment)
+			if err != nil {
+				return err
+			}
+			return writeGraph(cmd.OutOrStdout(), l, format)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text, json or dot")
+	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name (the default persistent_graph_key)")
+	return cmd
+}
+
+type graphJSON struct {
+	Stacks []graphStackJSON `json:"stacks"`
+	Order  []string         `json:"order"`
+}
+
+type graphStackJSON struct {
+	Name      string   `json:"name"`
+	StackName string   `json:"stack_name"`
+	Requires  []string `json:"requires"`
+}
+
+func writeGraph(w io.Writer, l *loaded, format string) error {
+	order, err := l.graph.Order()
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "dot":
+		_, err = io.WriteString(w, l.graph.TransitiveReduction().DOT())
+		return err
+	case "json":
+		doc := graphJSON{Stacks: []graphStackJSON{}, Order: order}
+		for _, s := range l.config.Stacks {
+			deps := l.graph.Dependencies(s.Name)
+			if deps == nil {
+				deps = []string{}
+			}
+			doc.Stacks = append(doc.Stacks, graphStackJSON{Name: s.Name, StackName: s.StackName, Requires: deps})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	fmt.Fprintf(w, "%s: %d stacks, %d dependencies; deploy order:\n", l.bundle.ConfigFile, len(order), edgeCount(l.graph))
+	width, stackWidth := 0, 0
+	for _, name := range order {
+		width = max(width, len(name))
+		stackWidth = max(stackWidth, len(l.config.Stack(name).StackName))
+	}
+	for i, name := range order {
+		s := l.config.Stack(name)
+		line := fmt.Sprintf("%3d. %-*s  %-*s", i+1, width, name, stackWidth, s.StackName)
+		if deps := l.graph.Dependencies(name); len(deps) > 0 {
+			line += "  <- " + strings.Join(deps, ", ")
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	return nil
+}

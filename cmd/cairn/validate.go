@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/graph"
+)
+
+func init() { commands = append(commands, newValidateCmd) }
+
+func newValidateCmd() *cobra.Command {
+	var deployment string
+	cmd := &cobra.Command{
+		Use:   "validate PATH",
+		Short: "Check a bundle (directory, zip or single YAML file) and report every problem",
+		Long: `Validate loads the bundle at PATH and checks its cairn.yaml, its templates and the
+dependencies between its stacks. It prints a one-line summary and exits 0, or prints every
+problem on its own line as FILE:LINE:COL: KEY: message and exits 1.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			loaded, err := loadBundle(cmd.ErrOrStderr(), args[0], deployment)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %d stacks in namespace %q, %d dependencies, bundle sha256 %s\n",
+				loaded.bundle.ConfigFile, len(loaded.config.Stacks), loaded.config.Namespace,
+				edgeCount(loaded.graph), loaded.bundle.SHA256)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name (the default persistent_graph_key)")
+	return cmd
+}
+
+// loaded is a bundle whose config validated, with its dependency graph.
+type loaded struct {
+	bundle *bundle.Bundle
+	config *config.Config
+	graph  *graph.Graph
+}
+
+// loadBundle opens, loads and validates the bundle at path. On failure it writes every
+// problem to stderr, one per line, and returns exitError{1}.
+func loadBundle(stderr io.Writer, path, deployment string) (*loaded, error) {
+	b, err := bundle.Open(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, exitError{1}
+	}
+	c, err := config.LoadOptions{Deployment: deployment}.Load(b)
+	if err != nil {
+		var errs config.Errors
+		if errors.As(err, &errs) {
+			for _, e := range errs {
+				fmt.Fprintln(stderr, e)
+			}
+		} else {
+			fmt.Fprintf(stderr, "%s: %v\n", b.ConfigFile, err)
+		}
+		return nil, exitError{1}
+	}
+	g, err := c.Graph()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", b.ConfigFile, err)
+		return nil, exitError{1}
+	}
+	return &loaded{bundle: b, config: c, graph: g}, nil
+}
+
+func edgeCount(g *graph.Graph) int {
+	n := 0
+	for _, name := range g.Nodes() {
+		n += len(g.Dependencies(name))
+	}
+	return n
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const testBundles = "../../testdata/bundles"
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string // a regexp
+		wantStderr []string
+	}{
+		{
+			name:       "webshop",
+			args:       []string{"validate", filepath.Join(testBundles, "webshop")},
+			wantStdout: `^\.\./\.\./testdata/bundles/webshop/cairn\.yaml: ok: 5 stacks in namespace "shop", 6 dependencies, bundle sha256 [0-9a-f]{64}\n$`,
+		},
+		{
+			name:       "large30",
+			args:       []string{"validate", "--deployment", "orders-staging", filepath.Join(testBundles, "large30")},
+			wantStdout: `: ok: 30 stacks in namespace "orders", 58 dependencies, bundle sha256 [0-9a-f]{64}\n$`,
+		},
+		{
+			name:     "many errors",
+			args:     []string{"validate", filepath.Join(testBundles, "invalid", "many-errors")},
+			wantCode: 1,
+			wantStderr: []string{
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, stacks`,
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:8:7: stacks[0].parameters.Retention: template templates/queue.yaml declares no parameter "Retention"; it declares QueueName, RetentionSeconds`,
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:10:20: stacks[1].template_path: template file "templates/billing.yaml" not found in the bundle`,
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:11:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:12:5: stacks[2]: stack orders: template templates/queue.yaml requires parameter QueueName (no Default): set a value under parameters`,
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:12:11: stacks[2].name: duplicate stack name "orders": stacks[0] (line 4) has it already`,
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:14:13: stacks[2].locked: must be true or false, got 1`,
+			},
+		},
+		{
+			name:       "cycle",
+			args:       []string{"validate", filepath.Join(testBundles, "invalid", "cycle")},
+			wantCode:   1,
+			wantStderr: []string{`../../testdata/bundles/invalid/cycle/cairn.yaml:5:16: stacks[0].requires[0]: dependency cycle: app -> db -> cache -> app: remove one of these dependencies`},
+		},
+		{
+			name:       "missing bundle",
+			args:       []string{"validate", filepath.Join(testBundles, "nope")},
+			wantCode:   1,
+			wantStderr: []string{`open bundle: stat ../../testdata/bundles/nope: no such file or directory`},
+		},
+		{
+			name:     "no path",
+			args:     []string{"validate"},
+			wantCode: 2,
+			wantStderr: []string{
+				`cairn: accepts 1 arg(s), received 0`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, &out, &errOut)
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.wantCode, errOut.String())
+			}
+			if tt.wantStdout != "" && !regexp.MustCompile(tt.wantStdout).MatchString(out.String()) {
+				t.Errorf("stdout %q does not match %s", out.String(), tt.wantStdout)
+			}
+			if tt.wantStdout == "" && out.Len() > 0 {
+				t.Errorf("unexpected stdout %q", out.String())
+			}
+			if got := strings.TrimSuffix(errOut.String(), "\n"); got != strings.Join(tt.wantStderr, "\n") {
+				t.Errorf("stderr:\n%s\nwant:\n%s", got, strings.Join(tt.wantStderr, "\n"))
+			}
+		})
+	}
+}
+
+// TestValidateInvalidBundles runs validate on every invalid bundle: each exits 1 and
+// prints only FILE:LINE:COL: lines naming its own cairn.yaml. (The exact texts are
+// checked in internal/config.)
+func TestValidateInvalidBundles(t *testing.T) {
+	dirs, err := os.ReadDir(filepath.Join(testBundles, "invalid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		t.Run(d.Name(), func(t *testing.T) {
+			dir := filepath.Join(testBundles, "invalid", d.Name())
+			var out, errOut bytes.Buffer
+			if code := run([]string{"validate", dir}, &out, &errOut); code != 1 {
+				t.Fatalf("exit code %d, want 1", code)
+			}
+			line := regexp.MustCompile(`^` + regexp.QuoteMeta(filepath.Join(dir, "cairn.yaml")) + `:\d+:\d+: \S.*$`)
+			for _, l := range strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n") {
+				if !line.MatchString(l) {
+					t.Errorf("line %q is not FILE:LINE:COL: message", l)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateZipAndSingleFile(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	// A zip made from the web-shop directory validates with the same digest.
+	if code := run([]string{"validate", filepath.Join(testBundles, "webshop")}, &out, &errOut); code != 0 {
+		t.Fatal(errOut.String())
+	}
+	dirSum := out.String()[strings.LastIndex(out.String(), " ")+1:]
+	zipPath := filepath.Join(dir, "webshop.zip")
+	writeZipOf(t, filepath.Join(testBundles, "webshop"), zipPath)
+	out.Reset()
+	if code := run([]string{"validate", zipPath}, &out, &errOut); code != 0 {
+		t.Fatalf("zip: exit %d: %s", code, errOut.String())
+	}
+	if !strings.HasSuffix(out.String(), dirSum) {
+		t.Errorf("zip summary %q, want digest %s", out.String(), dirSum)
+	}
+
+	single := filepath.Join(dir, "shop.yaml")
+	if err := os.WriteFile(single, []byte(`namespace: tiny
+stacks:
+  - name: queue
+    template_body: |
+      Resources:
+        Queue: {Type: AWS::SQS::Queue}
+  - name: file
+    template_path: templates/queue.yaml
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"validate", single}, &out, &errOut); code != 1 {
+		t.Fatalf("exit code %d, want 1", code)
+	}
+	want := single + `:8:20: stacks[1].template_path: template file "templates/queue.yaml": a single-file bundle holds no files: put the template inline with template_body, or bundle a directory` + "\n"
+	if errOut.String() != want {
+		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+}

@@ -1,0 +1,122 @@
+// Package bundle reads deployment bundles: a directory, a zip archive, or a single YAML
+// file, each holding a cairn.yaml config and the templates it names.
+//
+// A bundle arrives from outside (an S3 upload), so reading one never trusts it: a zip may
+// not escape its root, hold links or duplicate names, or expand beyond the documented limits.
+package bundle
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ConfigName is the name of the config file at the root of a directory or zip bundle.
+const ConfigName = "cairn.yaml"
+
+// Bundle is a loaded deployment bundle.
+type Bundle struct {
+	// Path is where the bundle was read from ("" for a bundle built from bytes).
+	Path string
+	// ConfigFile names the config in messages: the path a user can open when possible.
+	ConfigFile string
+	// Config is the content of cairn.yaml (or of the single YAML file).
+	Config []byte
+	// FS gives the bundle's files by bundle-relative, slash-separated path. A single-file
+	// bundle has no other files: its templates are inline.
+	FS fs.FS
+	// SHA256 is the hex sha256 of the bundle: of the zip or YAML bytes as given, and for a
+	// directory of its deterministic zip (see Zip), so the same content has the same digest
+	// however it is shipped as a directory or zipped by Zip.
+	SHA256 string
+	// SingleFile reports whether the bundle is one YAML file with inline templates.
+	SingleFile bool
+}
+
+// Open reads the bundle at path: a directory holding cairn.yaml, a file ending in .zip, or
+// any other file taken as a single YAML config with inline template bodies.
+func Open(path string) (*Bundle, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	switch {
+	case info.IsDir():
+		return openDir(path)
+	case strings.EqualFold(filepath.Ext(path), ".zip"):
+		if info.Size() > MaxZipSize {
+			return nil, fmt.Errorf("bundle %s: zip is %d bytes, more than the limit of %d", path, info.Size(), MaxZipSize)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("open bundle: %w", err)
+		}
+		b, err := FromZip(data)
+		if err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", path, err)
+		}
+		b.Path = path
+		b.ConfigFile = filepath.Join(path, ConfigName)
+		return b, nil
+	default:
+		if info.Size() > MaxFileSize {
+			return nil, fmt.Errorf("bundle %s: file is %d bytes, more than the limit of %d", path, info.Size(), MaxFileSize)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("open bundle: %w", err)
+		}
+		b := FromYAML(path, data)
+		b.Path = path
+		return b, nil
+	}
+}
+
+// FromYAML makes a single-file bundle from config bytes; name is used in messages.
+func FromYAML(name string, data []byte) *Bundle {
+	return &Bundle{
+		ConfigFile: name,
+		Config:     data,
+		FS:         memFS{},
+		SHA256:     digest(data),
+		SingleFile: true,
+	}
+}
+
+func openDir(dir string) (*Bundle, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	// The root stays open for the life of the bundle: its FS refuses paths and symlinks
+	// that leave the directory.
+	fsys := root.FS()
+	config, err := fs.ReadFile(fsys, ConfigName)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("bundle %s: no %s at its root: create one or pass the config file itself", dir, ConfigName)
+		}
+		return nil, fmt.Errorf("bundle %s: read %s: %w", dir, ConfigName, err)
+	}
+	z, err := Zip(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Bundle{
+		Path:       dir,
+		ConfigFile: filepath.Join(dir, ConfigName),
+		Config:     config,
+		FS:         fsys,
+		SHA256:     digest(z),
+	}, nil
+}
+
+func digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

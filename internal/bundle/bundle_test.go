@@ -1,0 +1,348 @@
+package bundle
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const webshop = "../../testdata/bundles/webshop"
+
+// zipOf builds a zip from entries in order; a name ending in / is a directory, and
+// modes lets a test mark an entry as a symlink.
+func zipOf(t testing.TB, entries []entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range entries {
+		h := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
+		if e.mode != 0 {
+			h.SetMode(e.mode)
+		}
+		if e.raw != nil {
+			h.CRC32, h.UncompressedSize64 = uint32(e.raw.crc), e.raw.usize
+			h.CompressedSize64 = uint64(len(e.raw.data))
+			w, err := zw.CreateRaw(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(e.raw.data); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		w, err := zw.CreateHeader(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(e.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+type entry struct {
+	name string
+	body []byte
+	mode fs.FileMode
+	raw  *rawBody // pre-compressed body, to build large zips quickly
+}
+
+// rawBody is a deflated body with its header facts.
+type rawBody struct {
+	data       []byte
+	crc, usize uint64
+}
+
+// zeros deflates n zero bytes once, so tests can put many large entries in a zip cheaply.
+func zeros(t testing.TB, n int) *rawBody {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := flate.NewWriter(&buf, flate.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &rawBody{data: buf.Bytes(), crc: uint64(crc32.ChecksumIEEE(make([]byte, n))), usize: uint64(n)}
+}
+
+func file(name, body string) entry { return entry{name: name, body: []byte(body)} }
+
+func TestOpenDirectory(t *testing.T) {
+	b, err := Open(webshop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(webshop, "cairn.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b.Config, want) {
+		t.Error("Config is not the content of cairn.yaml")
+	}
+	if b.ConfigFile != filepath.Join(webshop, "cairn.yaml") {
+		t.Errorf("ConfigFile = %q", b.ConfigFile)
+	}
+	tmpl, err := fs.ReadFile(b.FS, "templates/network.yaml")
+	if err != nil || !bytes.Contains(tmpl, []byte("AWS::EC2::VPC")) {
+		t.Errorf("read templates/network.yaml: %v", err)
+	}
+	z, err := Zip(webshop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(z); b.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("SHA256 = %s, want the digest of Zip(dir)", b.SHA256)
+	}
+}
+
+func TestOpenDirectoryRefusesEscapingSymlink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(outside, []byte("Resources: {}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte("stacks: []"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(dir)
+	if err == nil || !strings.Contains(err.Error(), "link.yaml is a symlink") {
+		t.Fatalf("Open = %v, want a symlink error", err)
+	}
+}
+
+func TestOpenDirectoryWithoutConfig(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Open(dir)
+	want := "bundle " + dir + ": no cairn.yaml at its root: create one or pass the config file itself"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Open = %v, want %q", err, want)
+	}
+}
+
+func TestOpenZipAndSingleFile(t *testing.T) {
+	dir := t.TempDir()
+	z, err := Zip(webshop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zipPath := filepath.Join(dir, "shop.zip")
+	if err := os.WriteFile(zipPath, z, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zb, err := Open(zipPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(webshop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if zb.SHA256 != db.SHA256 {
+		t.Errorf("zip of the directory has sha256 %s, the directory %s", zb.SHA256, db.SHA256)
+	}
+	for _, name := range []string{"cairn.yaml", "templates/service.yaml", "templates/edge.yaml"} {
+		a, errA := fs.ReadFile(zb.FS, name)
+		b, errB := fs.ReadFile(db.FS, name)
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s differs between zip and directory (%v, %v)", name, errA, errB)
+		}
+	}
+	if err := fs.WalkDir(zb.FS, ".", func(string, fs.DirEntry, error) error { return nil }); err != nil {
+		t.Errorf("walk zip bundle: %v", err)
+	}
+	entries, err := fs.ReadDir(zb.FS, "templates")
+	if err != nil || len(entries) != 5 {
+		t.Errorf("ReadDir(templates) = %d entries, %v; want 5", len(entries), err)
+	}
+
+	single := filepath.Join(dir, "shop.yaml")
+	cfg := "namespace: shop\nstacks: []\n"
+	if err := os.WriteFile(single, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := Open(single)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sb.SingleFile || string(sb.Config) != cfg || sb.ConfigFile != single {
+		t.Errorf("single-file bundle = %+v", sb)
+	}
+	if _, err := fs.ReadFile(sb.FS, "templates/x.yaml"); err == nil {
+		t.Error("a single-file bundle has no other files")
+	}
+}
+
+func TestZipIsDeterministic(t *testing.T) {
+	a, err := Zip(webshop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Touch every file: times must not matter.
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(webshop)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Zip(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Error("zips of the same tree differ")
+	}
+}
+
+func TestFromZipRefuses(t *testing.T) {
+	config := file("cairn.yaml", "stacks: []")
+	full := zeros(t, MaxFileSize)
+	many := []entry{config}
+	for i := range MaxEntries {
+		many = append(many, file("templates/t"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+"/"+string(rune('a'+i/26%26))+".yaml", "x"))
+	}
+	var overTotal []entry
+	overTotal = append(overTotal, config)
+	for i := range MaxTotalSize/MaxFileSize + 1 {
+		overTotal = append(overTotal, entry{name: "big/" + string(rune('a'+i)) + ".bin", raw: full})
+	}
+	tests := []struct {
+		name    string
+		data    []byte
+		wantErr string
+	}{
+		{"traversal", zipOf(t, []entry{config, file("../evil.yaml", "x")}), `zip entry "../evil.yaml" leaves the bundle root (path traversal)`},
+		{"inner traversal", zipOf(t, []entry{config, file("templates/../../evil.yaml", "x")}), `zip entry "templates/../../evil.yaml" leaves the bundle root (path traversal)`},
+		{"absolute", zipOf(t, []entry{config, file("/etc/passwd", "x")}), `zip entry "/etc/passwd" has an absolute path: entries must be relative to the bundle root`},
+		{"drive letter", zipOf(t, []entry{config, file("C:/evil.yaml", "x")}), `zip entry "C:/evil.yaml" has an absolute path: entries must be relative to the bundle root`},
+		{"backslash", zipOf(t, []entry{config, file(`..\evil.yaml`, "x")}), `zip entry "..\\evil.yaml" contains a backslash: use / to separate directories`},
+		{"symlink", zipOf(t, []entry{config, {name: "templates/app.yaml", body: []byte("/etc/passwd"), mode: fs.ModeSymlink | 0o777}}), `zip entry "templates/app.yaml" is a symlink: bundles hold regular files only`},
+		{"duplicate", zipOf(t, []entry{config, file("templates/a.yaml", "1"), file("templates/a.yaml", "2")}), `zip entry "templates/a.yaml" appears more than once`},
+		{"duplicate after cleaning", zipOf(t, []entry{config, file("templates/a.yaml", "1"), file("templates/./a.yaml", "2")}), `zip entry "templates/./a.yaml" appears more than once`},
+		{"file and directory", zipOf(t, []entry{config, file("templates", "1"), file("templates/a.yaml", "2")}), `zip entry "templates" is both a file and the directory of "templates/a.yaml"`},
+		{"too many entries", zipOf(t, many), "zip has 2001 entries, more than the limit of 2000"},
+		{"bomb", zipOf(t, []entry{config, {name: "bomb.bin", raw: zeros(t, MaxFileSize+1)}}), `zip entry "bomb.bin" expands to more than 8388608 bytes (zip bomb?)`},
+		{"total", zipOf(t, overTotal), `zip entry "big/h.bin": bundle expands to more than 67108864 bytes (zip bomb?)`},
+		{"no config", zipOf(t, []entry{file("templates/a.yaml", "x")}), "zip has no cairn.yaml at its root"},
+		{"not a zip", []byte("namespace: shop\n"), "not a readable zip: zip: not a valid zip file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FromZip(tt.data)
+			if err == nil || err.Error() != tt.wantErr {
+				t.Fatalf("FromZip = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestFromZipIgnoresLyingHeaders checks that a header claiming a small size does not let
+// a large entry through: limits count the bytes actually decompressed.
+func TestFromZipIgnoresLyingHeaders(t *testing.T) {
+	data := zipOf(t, []entry{file("cairn.yaml", "stacks: []"), file("bomb.bin", strings.Repeat("A", MaxFileSize+10))})
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite the uncompressed size in the central directory to 1 byte.
+	f := zr.File[1]
+	var claimed [4]byte
+	claimed[0] = byte(f.UncompressedSize64)
+	claimed[1] = byte(f.UncompressedSize64 >> 8)
+	claimed[2] = byte(f.UncompressedSize64 >> 16)
+	claimed[3] = byte(f.UncompressedSize64 >> 24)
+	idx := bytes.LastIndex(data, append([]byte{}, claimed[:]...))
+	if idx < 0 {
+		t.Fatal("size not found in central directory")
+	}
+	forged := bytes.Clone(data)
+	copy(forged[idx:], []byte{1, 0, 0, 0})
+	_, err = FromZip(forged)
+	if err == nil {
+		t.Fatal("FromZip accepted an entry larger than its header claims")
+	}
+}
+
+func TestFromZipReadsBundle(t *testing.T) {
+	data := zipOf(t, []entry{
+		{name: "templates/"},
+		file("cairn.yaml", "namespace: shop\n"),
+		file("./templates/app.yaml", "Resources: {}"),
+	})
+	b, err := FromZip(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b.Config) != "namespace: shop\n" || b.ConfigFile != "cairn.yaml" {
+		t.Errorf("bundle = %+v", b)
+	}
+	got, err := fs.ReadFile(b.FS, "templates/app.yaml")
+	if err != nil || string(got) != "Resources: {}" {
+		t.Errorf("templates/app.yaml = %q, %v", got, err)
+	}
+	if sum := sha256.Sum256(data); b.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Error("SHA256 is not the digest of the zip bytes")
+	}
+}
+
+// FuzzZip feeds arbitrary bytes to the zip reader: it must never panic, and whatever it
+// accepts must be readable within the limits. Seeds come from testdata/fuzz/FuzzZip at
+// the repository root.
+func FuzzZip(f *testing.F) {
+	seeds, err := filepath.Glob("../../testdata/fuzz/FuzzZip/*")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if len(seeds) == 0 {
+		f.Fatal("no seeds in testdata/fuzz/FuzzZip")
+	}
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := FromZip(data)
+		if err != nil {
+			return
+		}
+		var total int
+		err = fs.WalkDir(b.FS, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			body, err := fs.ReadFile(b.FS, p)
+			total += len(body)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("walk accepted bundle: %v", err)
+		}
+		if total > MaxTotalSize {
+			t.Fatalf("accepted %d bytes, more than MaxTotalSize", total)
+		}
+	})
+}

@@ -1,0 +1,672 @@
+package config
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/internal/bundle"
+)
+
+const bundles = "../../testdata/bundles"
+
+func load(t testing.TB, dir string, o LoadOptions) *Config {
+	t.Helper()
+	b, err := bundle.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := o.Load(b)
+	if err != nil {
+		t.Fatalf("Load(%s):\n%v", dir, err)
+	}
+	return c
+}
+
+func TestLoadWebshop(t *testing.T) {
+	c := load(t, filepath.Join(bundles, "webshop"), LoadOptions{Deployment: "webshop-prod"})
+	if c.Namespace != "shop" || c.NamespaceDelimiter != "-" || c.PersistentGraphKey != "webshop-prod" ||
+		c.MaxConcurrency != 4 || c.DeletionPolicy.MaxDeletions != 1 {
+		t.Errorf("config = %+v", c)
+	}
+	if !c.Drift.Enabled || !slices.Equal(c.Drift.Ignore, []string{"edge"}) {
+		t.Errorf("drift = %+v", c.Drift)
+	}
+	var names, stackNames []string
+	for _, s := range c.Stacks {
+		names = append(names, s.Name)
+		stackNames = append(stackNames, s.StackName)
+	}
+	if !slices.Equal(names, []string{"network", "database", "cache", "service", "edge"}) {
+		t.Errorf("names = %v", names)
+	}
+	if !slices.Equal(stackNames, []string{"shop-network", "shop-database", "shop-cache", "shop-service", "shop-edge"}) {
+		t.Errorf("stack names = %v", stackNames)
+	}
+	db := c.Stack("database")
+	if !db.TerminationProtection || !db.Protected || !db.Enabled || db.Locked || db.Template == nil || db.TemplatePath != "templates/database.yaml" {
+		t.Errorf("database = %+v", db)
+	}
+	svc := c.Stack("service")
+	if !slices.Equal(svc.Capabilities, []string{"CAPABILITY_IAM"}) {
+		t.Errorf("capabilities = %v", svc.Capabilities)
+	}
+	if want := map[string]string{"team": "web", "cost-center": "4711", "service": "shop"}; !maps.Equal(svc.Tags, want) {
+		t.Errorf("service tags = %v, want %v", svc.Tags, want)
+	}
+	if svc.Parameters["DatabaseEndpoint"] != "${output database::Endpoint}" || svc.Parameters["Image"] != "public.ecr.aws/nginx/nginx:1.27" {
+		t.Errorf("service parameters = %v", svc.Parameters)
+	}
+	wantLookups := []Lookup{
+		{Kind: "output", Stack: "cache", StackName: "shop-cache", Output: "Endpoint", Param: "CacheEndpoint"},
+		{Kind: "output", Stack: "database", StackName: "shop-database", Output: "Endpoint", Param: "DatabaseEndpoint"},
+		{Kind: "output", Stack: "database", StackName: "shop-database", Output: "SecretArn", Param: "DatabaseSecretArn"},
+		{Kind: "output", Stack: "network", StackName: "shop-network", Output: "PrivateSubnetIds", Param: "PrivateSubnetIds"},
+		{Kind: "output", Stack: "network", StackName: "shop-network", Output: "PublicSubnetIds", Param: "PublicSubnetIds"},
+		{Kind: "output", Stack: "network", StackName: "shop-network", Output: "VpcId", Param: "VpcId"},
+	}
+	if !slices.Equal(svc.Lookups, wantLookups) {
+		t.Errorf("lookups = %+v", svc.Lookups)
+	}
+	// The dot form of an output lookup is the same lookup.
+	if l := c.Stack("cache").Lookups; len(l) != 2 || l[1] != (Lookup{Kind: "output", Stack: "network", StackName: "shop-network", Output: "VpcId", Param: "VpcId"}) {
+		t.Errorf("cache lookups = %+v", l)
+	}
+	g, err := c.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, err := g.Order()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, []string{"network", "cache", "database", "service", "edge"}) {
+		t.Errorf("order = %v", order)
+	}
+	if deps := g.Dependencies("service"); !slices.Equal(deps, []string{"cache", "database", "network"}) {
+		t.Errorf("service depends on %v", deps)
+	}
+}
+
+func TestLoadLarge30(t *testing.T) {
+	c := load(t, filepath.Join(bundles, "large30"), LoadOptions{})
+	if len(c.Stacks) != 30 || c.PersistentGraphKey != "orders" {
+		t.Fatalf("%d stacks, graph key %q", len(c.Stacks), c.PersistentGraphKey)
+	}
+	g, err := c.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, err := g.Order()
+	if err != nil || len(order) != 30 {
+		t.Fatalf("order = %v, %v", order, err)
+	}
+	pos := map[string]int{}
+	for i, n := range order {
+		pos[n] = i
+	}
+	for _, s := range c.Stacks {
+		for _, d := range g.Dependencies(s.Name) {
+			if pos[d] >= pos[s.Name] {
+				t.Errorf("%s deploys before its dependency %s", s.Name, d)
+			}
+		}
+	}
+	if deps := g.Dependencies("payments-worker"); !slices.Equal(deps, []string{"artifacts", "network", "payments-queue", "payments-sg", "payments-table"}) {
+		t.Errorf("payments-worker depends on %v", deps)
+	}
+}
+
+func TestLoadZipEqualsDirectory(t *testing.T) {
+	dir := filepath.Join(bundles, "webshop")
+	z, err := bundle.Zip(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.FromZip(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromZip, err := Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromDir := load(t, dir, LoadOptions{})
+	if len(fromZip.Stacks) != len(fromDir.Stacks) {
+		t.Fatal("stack counts differ")
+	}
+	for i, s := range fromZip.Stacks {
+		d := fromDir.Stacks[i]
+		if s.StackName != d.StackName || s.Template.SHA256 != d.Template.SHA256 || !maps.Equal(s.Parameters, d.Parameters) {
+			t.Errorf("stack %s differs between zip and directory", s.Name)
+		}
+	}
+}
+
+func TestLoadSingleFile(t *testing.T) {
+	cfg, err := os.ReadFile("../../testdata/fuzz/FuzzLoadConfig/inline.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(bundle.FromYAML("inline.yaml", cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, topic := c.Stack("queue"), c.Stack("topic")
+	if q.Template == nil || !q.Template.HasOutput("Url") || q.StackName != "inline-queue" {
+		t.Errorf("queue = %+v", q)
+	}
+	// template_body given as a mapping keeps its short-form tags through re-encoding.
+	if topic.Template == nil || topic.Template.Resources != 1 || !bytes.Contains(topic.TemplateBody, []byte("!GetAtt")) {
+		t.Errorf("topic template = %s", topic.TemplateBody)
+	}
+	if topic.Parameters["QueueUrl"] != "${output queue.Url}" {
+		t.Errorf("variables were not read as parameters: %v", topic.Parameters)
+	}
+	if c.Drift.Enabled || !slices.Equal(c.Drift.Ignore, []string{"legacy-*"}) {
+		t.Errorf("drift = %+v", c.Drift)
+	}
+	g, err := c.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if order, _ := g.Order(); !slices.Equal(order, []string{"audit", "queue", "topic"}) {
+		t.Errorf("order = %v, want audit (required_by queue), queue, topic (reads queue)", order)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	const cfg = `
+namespace: web
+stacks:
+  - name: app
+    template_body: "Resources: {Q: {Type: AWS::SQS::Queue}}"
+  - name: legacy
+    stack_name: LegacyApp
+    template_url: https://example.com/legacy.json
+    parameters: {Anything: goes}
+    enabled: false
+    locked: true
+`
+	c, err := LoadOptions{Deployment: "web-staging"}.Load(bundle.FromYAML("cairn.yaml", []byte(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NamespaceDelimiter != "-" || c.MaxConcurrency != 10 || c.PersistentGraphKey != "web-staging" || !c.Drift.Enabled || c.DeletionPolicy.MaxDeletions != 0 {
+		t.Errorf("defaults = %+v", c)
+	}
+	app, legacy := c.Stack("app"), c.Stack("legacy")
+	if app.StackName != "web-app" || !app.Enabled || app.Locked {
+		t.Errorf("app = %+v", app)
+	}
+	if legacy.StackName != "LegacyApp" || legacy.Enabled || !legacy.Locked || legacy.Template != nil || legacy.TemplateURL != "https://example.com/legacy.json" {
+		t.Errorf("legacy = %+v", legacy)
+	}
+	if c.Stack("nope") != nil {
+		t.Error("Stack of an unknown name is not nil")
+	}
+
+	c, err = Load(bundle.FromYAML("cairn.yaml", []byte("namespace: web\nnamespace_delimiter: \"\"\npersistent_graph_key: web.main\nstacks:\n  - name: App\n    template_body: \"Resources: {Q: {Type: AWS::SQS::Queue}}\"\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stacks[0].StackName != "webApp" || c.PersistentGraphKey != "web.main" {
+		t.Errorf("stack name %q, graph key %q", c.Stacks[0].StackName, c.PersistentGraphKey)
+	}
+}
+
+func TestAnchorsAndMergeKeys(t *testing.T) {
+	cfg, err := os.ReadFile("../../testdata/fuzz/FuzzLoadConfig/anchors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(fuzzBundle(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, db := c.Stack("app"), c.Stack("db")
+	if db.TemplatePath != "templates/app.yaml" || db.Parameters["Name"] != "${xref legacy-db::Url}" || db.Parameters["Size"] != "2" {
+		t.Errorf("db = %+v", db)
+	}
+	if db.Tags["team"] != "web" || app.Tags["team"] != "web" {
+		t.Errorf("tags: app %v, db %v", app.Tags, db.Tags)
+	}
+	if app.Parameters["Size"] != "${output db::Url}" || app.Parameters["Name"] != "app" {
+		t.Errorf("app = %+v", app)
+	}
+	if want := []Lookup{{Kind: "xref", Stack: "legacy-db", StackName: "legacy-db", Output: "Url", Param: "Name"}}; !slices.Equal(db.Lookups, want) {
+		t.Errorf("db lookups = %+v", db.Lookups)
+	}
+	// An xref adds no dependency; an output lookup does.
+	g, err := c.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.Dependencies("app"), []string{"db"}) || len(g.Dependencies("db")) != 0 {
+		t.Errorf("dependencies: app %v, db %v", g.Dependencies("app"), g.Dependencies("db"))
+	}
+}
+
+// TestLoadErrors checks each rule on the invalid bundles in testdata: every error, its
+// exact text and its position.
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		bundle string
+		want   []string
+	}{
+		{"unknown-key", []string{
+			`7:5: stacks[0].termination_protect: unknown key "termination_protect" (did you mean "termination_protection"?)`,
+		}},
+		{"wrong-type", []string{
+			`2:18: max_concurrency: must be an integer, got the string "many"`,
+			`8:14: stacks[0].enabled: must be true or false, got the string "yes"`,
+		}},
+		{"duplicate-stack", []string{
+			`7:11: stacks[1].name: duplicate stack name "orders": stacks[0] (line 3) has it already`,
+		}},
+		{"duplicate-stack-name", []string{
+			`8:17: stacks[1].stack_name: stack legacy-orders has the CloudFormation stack name "shop-orders" of stack orders (line 3): set a distinct stack_name`,
+		}},
+		{"unknown-requires", []string{
+			`9:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,
+		}},
+		{"unknown-required-by", []string{
+			`6:9: stacks[0].required_by[0]: required_by names unknown stack "shipping"`,
+		}},
+		{"unknown-lookup-stack", []string{
+			`10:18: stacks[1].parameters.QueueName: ${output payments::QueueUrl} names unknown stack "payments"`,
+		}},
+		{"unknown-output", []string{
+			`10:18: stacks[1].parameters.QueueName: stack orders has no output "QueueURL": its template declares QueueArn, QueueUrl`,
+		}},
+		{"missing-template", []string{
+			`4:20: stacks[0].template_path: template file "templates/orders.yaml" not found in the bundle`,
+		}},
+		{"template-outside-bundle", []string{
+			`4:20: stacks[0].template_path: template path "../unknown-key/templates/queue.yaml" leaves the bundle: give a path relative to the bundle root, such as templates/app.yaml`,
+		}},
+		{"invalid-stack-name", []string{
+			`3:11: stacks[0].name: CloudFormation stack name "shop-order_events" (namespace, delimiter and name joined) is invalid: it must start with a letter, hold only letters, digits and hyphens, and have at most 128 characters`,
+		}},
+		{"undeclared-parameter", []string{
+			`7:7: stacks[0].parameters.RetentionSecond: template templates/queue.yaml declares no parameter "RetentionSecond" (did you mean "RetentionSeconds"?); it declares QueueName, RetentionSeconds`,
+		}},
+		{"missing-required-parameter", []string{
+			`5:5: stacks[0].parameters: stack orders: template templates/queue.yaml requires parameter QueueName (no Default): set a value under parameters`,
+		}},
+		{"cycle", []string{
+			`5:16: stacks[0].requires[0]: dependency cycle: app -> db -> cache -> app: remove one of these dependencies`,
+		}},
+		{"not-a-template", []string{
+			`4:20: stacks[0].template_path: template templates/notes.yaml: line 2: unknown top-level section "QueueName": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+		}},
+		{"invalid-yaml", []string{
+			`6:1: invalid YAML: mapping values are not allowed in this context`,
+		}},
+		{"many-errors", []string{
+			`2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, stacks`,
+			`8:7: stacks[0].parameters.Retention: template templates/queue.yaml declares no parameter "Retention"; it declares QueueName, RetentionSeconds`,
+			`10:20: stacks[1].template_path: template file "templates/billing.yaml" not found in the bundle`,
+			`11:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,
+			`12:5: stacks[2]: stack orders: template templates/queue.yaml requires parameter QueueName (no Default): set a value under parameters`,
+			`12:11: stacks[2].name: duplicate stack name "orders": stacks[0] (line 4) has it already`,
+			`14:13: stacks[2].locked: must be true or false, got 1`,
+		}},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		seen[tt.bundle] = true
+		t.Run(tt.bundle, func(t *testing.T) {
+			dir := filepath.Join(bundles, "invalid", tt.bundle)
+			b, err := bundle.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(b)
+			if c != nil {
+				t.Error("Load returned a config with errors")
+			}
+			checkErrors(t, err, filepath.Join(dir, "cairn.yaml"), tt.want)
+		})
+	}
+	dirs, _ := os.ReadDir(filepath.Join(bundles, "invalid"))
+	for _, d := range dirs {
+		if !seen[d.Name()] {
+			t.Errorf("testdata/bundles/invalid/%s has no test case", d.Name())
+		}
+	}
+}
+
+// checkErrors asserts err is Errors with exactly the wanted lines, each "LINE:COL: ..."
+// after the file name.
+func checkErrors(t *testing.T, err error, file string, want []string) {
+	t.Helper()
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("Load = %v, want config.Errors", err)
+	}
+	var got []string
+	for _, e := range errs {
+		if e.File != file {
+			t.Errorf("error file %q, want %q", e.File, file)
+		}
+		got = append(got, strings.TrimPrefix(e.Error(), file+":"))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLoadRules checks the rules not covered by a bundle in testdata, on configs inline.
+// Templates: templates/app.yaml declares Name (required) and Size (default).
+func TestLoadRules(t *testing.T) {
+	tests := []struct {
+		name, cfg string
+		want      []string
+	}{
+		{"empty config", "", []string{`1:1: config must be a mapping with namespace and stacks, got an empty document`}},
+		{"config a list", "- a\n", []string{`1:1: config must be a mapping with namespace and stacks, got a list`}},
+		{"no stacks", "namespace: x\n", []string{`1:1: stacks: missing: a config needs a list of stacks`}},
+		{"stacks a mapping", "stacks: {a: 1}\n", []string{`1:9: stacks: must be a list of stacks, got a mapping`}},
+		{"stack a string", "stacks: [app]\n", []string{`1:10: stacks[0]: a stack must be a mapping with name and template_path, got the string "app"`}},
+		{"no name, no template", "stacks:\n  - tags: {}\n", []string{
+			`2:5: stacks[0].name: missing: every stack needs a name`,
+			`2:5: stacks[0]: no template: set template_path, template_url or template_body`,
+		}},
+		{"duplicate key", "namespace: a\nnamespace: b\nstacks: []\n", []string{`2:1: namespace: duplicate key (first at line 1)`}},
+		{"wrong types", `namespace: [x]
+namespace_delimiter: {a: b}
+persistent_graph_key: a/b
+tags: [x]
+deletion_policy: {max_deletions: -1, dry: true}
+max_concurrency: 0
+drift: {enabled: yes please, ignore: x}
+stacks:
+  - name: app
+    template_path: templates/app.yaml
+    parameters: {Name: {nested: map}}
+    requires: db
+    termination_protection: 1
+    capabilities: [CAPABILITY_IAM, CAPABILITY_EVERYTHING]
+`, []string{
+			`1:12: namespace: must be a string, got a list`,
+			`2:22: namespace_delimiter: must be a string, got a mapping`,
+			`3:23: persistent_graph_key: "a/b" is not a valid key: use letters, digits, '-', '_' and '.'`,
+			`4:7: tags: must be a mapping, got a list`,
+			`5:34: deletion_policy.max_deletions: must be 0 or more, got -1`,
+			`5:38: deletion_policy.dry: unknown key "dry": allowed keys are max_deletions`,
+			`6:18: max_concurrency: must be at least 1, got 0`,
+			`7:18: drift.enabled: must be true or false, got the string "yes please"`,
+			`7:38: drift.ignore: must be a list of strings, got the string "x"`,
+			`11:24: stacks[0].parameters.Name: must be a string, got a mapping`,
+			`12:15: stacks[0].requires: must be a list of strings, got the string "db"`,
+			`13:29: stacks[0].termination_protection: must be true or false, got 1`,
+			`14:36: stacks[0].capabilities[1]: unknown capability "CAPABILITY_EVERYTHING": use CAPABILITY_AUTO_EXPAND, CAPABILITY_IAM, CAPABILITY_NAMED_IAM`,
+		}},
+		{"bad namespace reported once", "namespace: 1shop\nstacks:\n  - {name: a, template_body: \"Resources: {Q: {Type: AWS::SQS::Queue}}\"}\n  - {name: b, template_body: \"Resources: {Q: {Type: AWS::SQS::Queue}}\"}\n", []string{
+			`1:12: namespace: "1shop" cannot start CloudFormation stack names: use letters, digits and hyphens, starting with a letter`,
+		}},
+		{"stack name too long", "stacks:\n  - name: a\n    stack_name: " + strings.Repeat("x", 129) + "\n    template_body: \"Resources: {Q: {Type: AWS::SQS::Queue}}\"\n", []string{
+			`3:17: stacks[0].stack_name: CloudFormation stack name "` + strings.Repeat("x", 129) + `" is invalid: it must start with a letter, hold only letters, digits and hyphens, and have at most 128 characters`,
+		}},
+		{"two templates", "stacks:\n  - name: a\n    template_path: templates/app.yaml\n    template_url: https://x/y.json\n    parameters: {Name: a}\n", []string{
+			`4:5: stacks[0].template_url: a stack takes one of template_path, template_url and template_body`,
+		}},
+		{"parameters and variables", "stacks:\n  - name: a\n    template_path: templates/app.yaml\n    parameters: {Name: a}\n    variables: {Name: b}\n", []string{
+			`5:5: stacks[0].variables: parameters and variables are the same key: use one`,
+		}},
+		{"template url scheme", "stacks:\n  - {name: a, template_url: ftp://x/y.json}\n", []string{
+			`2:29: stacks[0].template_url: "ftp://x/y.json" is not an https:// or s3:// URL`,
+		}},
+		{"absolute template path", "stacks:\n  - {name: a, template_path: /etc/app.yaml}\n", []string{
+			`2:30: stacks[0].template_path: template path "/etc/app.yaml" leaves the bundle: give a path relative to the bundle root, such as templates/app.yaml`,
+		}},
+		{"inline template invalid", "stacks:\n  - name: a\n    template_body: |\n      Description: no resources\n", []string{
+			`3:20: stacks[0].template_body: the inline template_body: not a CloudFormation template: no Resources section`,
+		}},
+		{"lookups", `namespace: s
+stacks:
+  - name: app
+    template_path: templates/app.yaml
+    parameters:
+      Name: ${output db}
+      Size: ${secret db/password}
+  - name: db
+    template_path: templates/app.yaml
+    parameters:
+      Name: ${xref nothing}
+`, []string{
+			`6:13: stacks[0].parameters.Name: malformed lookup ${output db}: write ${output STACK::Output}`,
+			`7:13: stacks[0].parameters.Size: unknown lookup ${secret db/password}: cairn supports ${output STACK::Output} and ${xref FULL-STACK-NAME::Output}`,
+			`11:13: stacks[1].parameters.Name: malformed lookup ${xref nothing}: write ${xref FULL-STACK-NAME::Output}`,
+		}},
+		{"reserved tags", "tags: {aws:owner: me, cairn:name: x, team: a}\nstacks: []\n", []string{
+			`1:8: tags.aws:owner: tag keys starting with aws: are reserved (cairn sets its own cairn: tags)`,
+			`1:23: tags.cairn:name: tag keys starting with cairn: are reserved (cairn sets its own cairn: tags)`,
+		}},
+		{"bad drift pattern", "drift: {ignore: [\"[bad\"]}\nstacks: []\n", []string{
+			`1:18: drift.ignore[0]: bad pattern "[bad": syntax error in pattern`,
+		}},
+		{"self dependency through a lookup", "stacks:\n  - name: app\n    template_path: templates/app.yaml\n    parameters: {Name: \"${output app::Url}\"}\n", []string{
+			`4:24: stacks[0].parameters.Name: dependency cycle: app -> app: remove one of these dependencies`,
+		}},
+		{"cycle through required_by", "stacks:\n  - {name: a, template_path: templates/app.yaml, parameters: {Name: a}, requires: [b]}\n  - {name: b, template_path: templates/app.yaml, parameters: {Name: b}, required_by: [a]}\n  - {name: c, template_path: templates/app.yaml, parameters: {Name: c}, required_by: [b], requires: [a]}\n", []string{
+			`2:84: stacks[0].requires[0]: dependency cycle: a -> b -> c -> a: remove one of these dependencies`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(fuzzBundle(t, []byte(tt.cfg)))
+			checkErrors(t, err, "cairn.yaml", tt.want)
+		})
+	}
+}
+
+const appTemplate = `Parameters:
+  Name: {Type: String}
+  Size: {Type: Number, Default: 1}
+Resources:
+  Queue:
+    Type: AWS::SQS::Queue
+    Properties: {QueueName: !Ref Name}
+Outputs:
+  Url: {Value: !Ref Queue}
+`
+
+// fataler is what fuzzBundle needs of a *testing.T or *rapid.T.
+type fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+// fuzzBundle zips cfg as cairn.yaml with templates/app.yaml beside it, so tests go
+// through the same zip reader as a pushed bundle.
+func fuzzBundle(t fataler, cfg []byte) *bundle.Bundle {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, body := range map[string][]byte{"cairn.yaml": cfg, "templates/app.yaml": []byte(appTemplate)} {
+		w, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bundle.FromZip(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestResolveParameters(t *testing.T) {
+	c := load(t, filepath.Join(bundles, "webshop"), LoadOptions{})
+	outputs := map[[2]string]string{
+		{"shop-network", "VpcId"}:            "vpc-1",
+		{"shop-network", "PublicSubnetIds"}:  "subnet-a,subnet-b",
+		{"shop-network", "PrivateSubnetIds"}: "subnet-c,subnet-d",
+		{"shop-database", "Endpoint"}:        "db.internal",
+		{"shop-cache", "Endpoint"}:           "cache.internal",
+	}
+	lookup := func(stack, output string) (string, bool) {
+		v, ok := outputs[[2]string{stack, output}]
+		return v, ok
+	}
+	_, err := ResolveParameters(c.Stack("service"), lookup)
+	want := "stack service: parameter DatabaseSecretArn: ${output database::SecretArn}: stack shop-database has no output SecretArn yet: deploy database first"
+	if err == nil || err.Error() != want {
+		t.Fatalf("ResolveParameters = %v, want %q", err, want)
+	}
+	outputs[[2]string{"shop-database", "SecretArn"}] = "arn:aws:secretsmanager:eu-west-1:1:secret:db"
+	got, err := ResolveParameters(c.Stack("service"), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantParams := map[string]string{
+		"VpcId": "vpc-1", "PublicSubnetIds": "subnet-a,subnet-b", "PrivateSubnetIds": "subnet-c,subnet-d",
+		"DatabaseEndpoint": "db.internal", "DatabaseSecretArn": "arn:aws:secretsmanager:eu-west-1:1:secret:db",
+		"CacheEndpoint": "cache.internal", "Image": "public.ecr.aws/nginx/nginx:1.27",
+	}
+	if !maps.Equal(got, wantParams) {
+		t.Errorf("resolved = %v", got)
+	}
+
+	// xref names the CloudFormation stack directly; text around lookups is kept.
+	s := &Stack{Name: "app", Parameters: map[string]string{"Url": "https://${xref legacy-api::Host}/v1 (${output db::Port})", "Plain": "${AWS::Region}"},
+		Lookups: []Lookup{{Kind: "xref", Stack: "legacy-api", StackName: "legacy-api", Output: "Host", Param: "Url"}, {Kind: "output", Stack: "db", StackName: "x-db", Output: "Port", Param: "Url"}}}
+	got, err = ResolveParameters(s, func(stack, output string) (string, bool) {
+		return map[string]string{"legacy-api/Host": "api.example.com", "x-db/Port": "5432"}[stack+"/"+output], true
+	})
+	if err != nil || got["Url"] != "https://api.example.com/v1 (5432)" || got["Plain"] != "${AWS::Region}" {
+		t.Errorf("resolved = %v, %v", got, err)
+	}
+}
+
+// TestAWSSamplesBundle builds a bundle from the ECS cluster and service samples (read
+// from the shared folder, never copied into the repository) and checks it validates.
+func TestAWSSamplesBundle(t *testing.T) {
+	const samples = "../../../shared/templates/aws-samples"
+	cluster, err := os.ReadFile(filepath.Join(samples, "ECS_FargateLaunchType_clusters_public-vpc.yaml"))
+	if err != nil {
+		t.Skipf("AWS sample templates absent (%v); skipping", err)
+	}
+	service, err := os.ReadFile(filepath.Join(samples, "ECS_FargateLaunchType_services_public-service.yaml"))
+	if err != nil {
+		t.Skipf("AWS sample templates absent (%v); skipping", err)
+	}
+	dir := t.TempDir()
+	files := map[string][]byte{
+		"templates/cluster.yaml": cluster,
+		"templates/service.yaml": service,
+		"cairn.yaml": []byte(`namespace: samples
+stacks:
+  - name: cluster
+    template_path: templates/cluster.yaml
+    capabilities: [CAPABILITY_IAM]
+  - name: service
+    template_path: templates/service.yaml
+    requires: [cluster]
+    parameters:
+      StackName: samples-cluster
+      ServiceName: web
+      ContainerPort: 8080
+`),
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := load(t, dir, LoadOptions{Deployment: "samples"})
+	g, err := c.Graph()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if order, _ := g.Order(); !slices.Equal(order, []string{"cluster", "service"}) {
+		t.Errorf("order = %v", order)
+	}
+	if !c.Stack("cluster").Template.HasOutput("PublicListener") || c.Stack("service").Template.Parameters["ContainerPort"].Type != "Number" {
+		t.Error("sample templates were not read")
+	}
+}
+
+// FuzzLoadConfig loads arbitrary YAML as cairn.yaml (with templates/app.yaml beside it):
+// no panic, and either a config whose graph builds or a non-empty Errors. Seeds come from
+// testdata/fuzz/FuzzLoadConfig at the repository root.
+func FuzzLoadConfig(f *testing.F) {
+	seeds, err := filepath.Glob("../../testdata/fuzz/FuzzLoadConfig/*")
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no seeds in testdata/fuzz/FuzzLoadConfig (%v)", err)
+	}
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, cfg []byte) {
+		if len(cfg) > 64<<10 {
+			return // a config is small; the zip reader's limits cover larger inputs
+		}
+		c, err := Load(fuzzBundle(t, cfg))
+		if err != nil {
+			var errs Errors
+			if !errors.As(err, &errs) || len(errs) == 0 {
+				t.Fatalf("Load error is not config.Errors: %v", err)
+			}
+			for _, e := range errs {
+				if e.Line < 1 || e.Col < 1 || e.Msg == "" {
+					t.Fatalf("error without a position or message: %+v", e)
+				}
+			}
+			return
+		}
+		if _, err := c.Graph(); err != nil {
+			t.Fatalf("Graph of a loaded config: %v", err)
+		}
+	})
+}
+
+func TestFindLookups(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string // kind|args of each match
+	}{
+		{"plain", nil},
+		{"${AWS::Region}", nil},
+		{"${output a::B}", []string{"output|a::B"}},
+		{"x-${output  a.B }-${xref c-d::E}", []string{"output|a.B ", "xref|c-d::E"}},
+		{"${${output a::B}", []string{"output|a::B"}},
+		{"${output a::B", nil},
+		{"${output}", nil},
+		{"${out_put\ta}", []string{"out_put|a"}},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, m := range findLookups(tt.in) {
+			got = append(got, m.kind+"|"+m.args)
+			if !strings.HasPrefix(tt.in[m.start:m.end], "${") || !strings.HasSuffix(tt.in[m.start:m.end], "}") {
+				t.Errorf("%q: match %q is not a ${...}", tt.in, tt.in[m.start:m.end])
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("findLookups(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

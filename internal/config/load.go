@@ -1,0 +1,800 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/graph"
+	"github.com/cairn-dev/cairn/internal/template"
+)
+
+// LoadOptions are facts about a deployment that are not in its config.
+type LoadOptions struct {
+	// Deployment is the deployment's name (NAME in deployments/NAME.zip); it is the default
+	// persistent_graph_key.
+	Deployment string
+}
+
+// Load loads and validates the bundle's config with no deployment name.
+func Load(b *bundle.Bundle) (*Config, error) { return LoadOptions{}.Load(b) }
+
+// Load loads and validates the bundle's config. On any problem it returns nil and the
+// Errors, all of them, in file order.
+func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
+	l := &loader{b: b, file: b.ConfigFile, templates: map[string]templateResult{}, files: map[string][]byte{}}
+	c := l.load(o)
+	if len(l.errs) > 0 {
+		slices.SortStableFunc(l.errs, func(a, b *Error) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Col - b.Col
+		})
+		return nil, l.errs
+	}
+	return c, nil
+}
+
+// stackNameRE is what CloudFormation accepts as a stack name (with at most 128 characters).
+var stackNameRE = regexp.MustCompile(`^[a-zA-Z][-a-zA-Z0-9]*$`)
+
+// graphKeyRE keeps a persistent graph key usable as one S3 key segment.
+var graphKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
+
+var capabilities = []string{"CAPABILITY_AUTO_EXPAND", "CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"}
+
+var (
+	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "tags",
+		"deletion_policy", "max_concurrency", "drift", "stacks"}
+	stackKeys = []string{"name", "stack_name", "template_path", "template_url", "template_body",
+		"parameters", "variables", "requires", "required_by", "tags", "termination_protection",
+		"protected", "enabled", "locked", "capabilities"}
+	deletionKeys = []string{"max_deletions"}
+	driftKeys    = []string{"enabled", "ignore"}
+)
+
+type loader struct {
+	b         *bundle.Bundle
+	file      string
+	errs      Errors
+	templates map[string]templateResult // by "path:" + template path or "body:" + body
+	files     map[string][]byte         // template files read, by path as written
+
+	// knownNames are the stack names, sorted, for suggestions; suggestions counts them,
+	// so a config with thousands of typos stays linear.
+	knownNames  []string
+	suggestions int
+}
+
+// maxSuggestions bounds the "did you mean" searches of unknown stack names in one load.
+const maxSuggestions = 20
+
+type templateResult struct {
+	t   *template.Template
+	err error
+}
+
+// stackDef is a stack with the nodes its errors point at.
+type stackDef struct {
+	s                          *Stack
+	key                        string // stacks[i]
+	node, nameNode, stackNameN *yaml.Node
+	templateNode, paramsNode   *yaml.Node
+	templateKey                string // the key holding the template: template_path, ...
+	templateOK                 bool   // the template key's value decoded
+	paramKeys                  map[string]*yaml.Node
+	requires, requiredBy       []*yaml.Node
+	lookups                    []lookupRef
+	ownTags                    map[string]string
+}
+
+type lookupRef struct {
+	l    Lookup
+	node *yaml.Node
+	key  string
+}
+
+// dep is one dependency with the node that declares it, for locating a cycle. Its key is
+// key, or else list[idx] (built only when reported: a large config has many deps).
+type dep struct {
+	from, to string
+	node     *yaml.Node
+	key      string
+	list     string
+	idx      int
+}
+
+func (d dep) fullKey() string {
+	if d.key != "" {
+		return d.key
+	}
+	return fmt.Sprintf("%s[%d]", d.list, d.idx)
+}
+
+func (l *loader) errorf(n *yaml.Node, key, format string, args ...any) {
+	e := &Error{File: l.file, Line: 1, Col: 1, Key: key, Msg: fmt.Sprintf(format, args...)}
+	if n != nil && n.Line > 0 {
+		e.Line, e.Col = n.Line, n.Column
+	}
+	l.errs = append(l.errs, e)
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func (l *loader) load(o LoadOptions) *Config {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(l.b.Config, &doc); err != nil {
+		line, msg := 1, strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = m[2]
+		}
+		l.errs = append(l.errs, &Error{File: l.file, Line: line, Col: 1, Msg: "invalid YAML: " + msg})
+		return nil
+	}
+	root := resolve(&doc)
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = resolve(root.Content[0])
+	}
+	if root.Kind != yaml.MappingNode {
+		l.errorf(root, "", "config must be a mapping with namespace and stacks, got %s", describe(root))
+		return nil
+	}
+	c := &Config{
+		File:               l.file,
+		NamespaceDelimiter: DefaultNamespaceDelimiter,
+		MaxConcurrency:     DefaultMaxConcurrency,
+		Drift:              Drift{Enabled: true},
+		Tags:               map[string]string{},
+		byName:             map[string]*Stack{},
+	}
+	var stacksNode, namespaceNode *yaml.Node
+	for _, f := range l.fields(root, "", topKeys) {
+		switch f.name {
+		case "namespace":
+			c.Namespace, _ = l.str(f.v, f.key)
+			namespaceNode = f.v
+		case "namespace_delimiter":
+			c.NamespaceDelimiter, _ = l.str(f.v, f.key)
+		case "persistent_graph_key":
+			if k, ok := l.str(f.v, f.key); ok {
+				if !graphKeyRE.MatchString(k) || strings.Contains(k, "..") {
+					l.errorf(f.v, f.key, "%q is not a valid key: use letters, digits, '-', '_' and '.'", k)
+				}
+				c.PersistentGraphKey = k
+			}
+		case "tags":
+			c.Tags = l.tags(f.v, f.key)
+		case "deletion_policy":
+			for _, g := range l.fields(f.v, f.key, deletionKeys) {
+				if n, ok := l.integer(g.v, g.key); ok {
+					if n < 0 {
+						l.errorf(g.v, g.key, "must be 0 or more, got %d", n)
+					}
+					c.DeletionPolicy.MaxDeletions = n
+				}
+			}
+		case "max_concurrency":
+			if n, ok := l.integer(f.v, f.key); ok {
+				if n < 1 {
+					l.errorf(f.v, f.key, "must be at least 1, got %d", n)
+				}
+				c.MaxConcurrency = n
+			}
+		case "drift":
+			for _, g := range l.fields(f.v, f.key, driftKeys) {
+				switch g.name {
+				case "enabled":
+					c.Drift.Enabled, _ = l.boolean(g.v, g.key)
+				case "ignore":
+					pats, nodes := l.strs(g.v, g.key)
+					for i, p := range pats {
+						if _, err := path.Match(p, ""); err != nil {
+							l.errorf(nodes[i], fmt.Sprintf("%s[%d]", g.key, i), "bad pattern %q: %v", p, err)
+						}
+					}
+					c.Drift.Ignore = pats
+				}
+			}
+		case "stacks":
+			stacksNode = f.v
+		}
+	}
+	namespaceOK := c.Namespace == "" || stackNameRE.MatchString(c.Namespace)
+	if !namespaceOK {
+		l.errorf(namespaceNode, "namespace", "%q cannot start CloudFormation stack names: use letters, digits and hyphens, starting with a letter", c.Namespace)
+	}
+	if c.PersistentGraphKey == "" {
+		c.PersistentGraphKey = o.Deployment
+	}
+	if c.PersistentGraphKey == "" {
+		c.PersistentGraphKey = c.Namespace
+	}
+	if stacksNode == nil {
+		l.errorf(root, "stacks", "missing: a config needs a list of stacks")
+		return c
+	}
+	if stacksNode.Kind != yaml.SequenceNode {
+		l.errorf(stacksNode, "stacks", "must be a list of stacks, got %s", describe(stacksNode))
+		return c
+	}
+	defs := make([]*stackDef, 0, len(stacksNode.Content))
+	for i, n := range stacksNode.Content {
+		if d := l.stack(c, resolve(n), fmt.Sprintf("stacks[%d]", i)); d != nil {
+			defs = append(defs, d)
+		}
+	}
+	l.names(c, defs, namespaceOK)
+	deps := l.references(c, defs)
+	l.cycles(c, deps)
+	return c
+}
+
+// stack decodes one stack; template and parameter checks that need other stacks come later.
+func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
+	if n.Kind != yaml.MappingNode {
+		l.errorf(n, key, "a stack must be a mapping with name and template_path, got %s", describe(n))
+		return nil
+	}
+	s := &Stack{Enabled: true, Parameters: map[string]string{}}
+	d := &stackDef{s: s, key: key, node: n, paramKeys: map[string]*yaml.Node{}}
+	for _, f := range l.fields(n, key, stackKeys) {
+		switch f.name {
+		case "name":
+			s.Name, _ = l.str(f.v, f.key)
+			d.nameNode = f.v
+		case "stack_name":
+			s.StackName, _ = l.str(f.v, f.key)
+			d.stackNameN = f.v
+		case "template_path", "template_url", "template_body":
+			if d.templateNode != nil {
+				l.errorf(f.k, f.key, "a stack takes one of template_path, template_url and template_body")
+				continue
+			}
+			d.templateNode, d.templateKey = f.v, f.name
+			switch f.name {
+			case "template_path":
+				s.TemplatePath, d.templateOK = l.str(f.v, f.key)
+			case "template_url":
+				if u, ok := l.str(f.v, f.key); ok {
+					d.templateOK = true
+					if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "s3://") {
+						l.errorf(f.v, f.key, "%q is not an https:// or s3:// URL", u)
+					}
+					s.TemplateURL = u
+				}
+			case "template_body":
+				if f.v.Kind == yaml.MappingNode {
+					body, err := yaml.Marshal(f.v)
+					if err != nil {
+						l.errorf(f.v, f.key, "cannot re-encode the inline template: %v", err)
+					}
+					s.TemplateBody, d.templateOK = body, err == nil
+				} else if b, ok := l.str(f.v, f.key); ok {
+					s.TemplateBody, d.templateOK = []byte(b), true
+				}
+			}
+		case "parameters", "variables":
+			if d.paramsNode != nil {
+				l.errorf(f.k, f.key, "parameters and variables are the same key: use one")
+				continue
+			}
+			d.paramsNode = f.k
+			for _, p := range l.fields(f.v, f.key, nil) {
+				d.paramKeys[p.name] = p.k // given, even if its value is wrong
+				v, ok := l.str(p.v, p.key)
+				if !ok {
+					continue
+				}
+				s.Parameters[p.name] = v
+				for _, m := range findLookups(v) {
+					lk, err := parseLookup(m.kind, m.args)
+					if err != nil {
+						l.errorf(p.v, p.key, "%v", err)
+						continue
+					}
+					lk.Param = p.name
+					d.lookups = append(d.lookups, lookupRef{l: lk, node: p.v, key: p.key})
+				}
+			}
+		case "requires":
+			s.Requires, d.requires = l.strs(f.v, f.key)
+		case "required_by":
+			s.RequiredBy, d.requiredBy = l.strs(f.v, f.key)
+		case "tags":
+			d.ownTags = l.tags(f.v, f.key)
+		case "termination_protection":
+			s.TerminationProtection, _ = l.boolean(f.v, f.key)
+		case "protected":
+			s.Protected, _ = l.boolean(f.v, f.key)
+		case "enabled":
+			s.Enabled, _ = l.boolean(f.v, f.key)
+		case "locked":
+			s.Locked, _ = l.boolean(f.v, f.key)
+		case "capabilities":
+			caps, nodes := l.strs(f.v, f.key)
+			for i, cp := range caps {
+				if !slices.Contains(capabilities, cp) {
+					l.errorf(nodes[i], fmt.Sprintf("%s[%d]", f.key, i), "unknown capability %q: use %s", cp, strings.Join(capabilities, ", "))
+				}
+			}
+			s.Capabilities = caps
+		}
+	}
+	if d.nameNode == nil {
+		l.errorf(n, key+".name", "missing: every stack needs a name")
+	}
+	if d.templateNode == nil {
+		l.errorf(n, key, "no template: set template_path, template_url or template_body")
+	}
+	s.Tags = maps.Clone(c.Tags)
+	maps.Copy(s.Tags, d.ownTags)
+	slices.SortFunc(d.lookups, func(a, b lookupRef) int { return strings.Compare(a.l.Param, b.l.Param) })
+	for _, lr := range d.lookups {
+		s.Lookups = append(s.Lookups, lr.l)
+	}
+	return d
+}
+
+// names checks stack names, config names and CloudFormation names alike, and indexes them.
+func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
+	byStackName := map[string]*stackDef{}
+	byName := map[string]*stackDef{}
+	for _, d := range defs {
+		s := d.s
+		if d.nameNode != nil {
+			if s.Name == "" {
+				if n := resolve(d.nameNode); n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+					l.errorf(d.nameNode, d.key+".name", "must not be empty")
+				} // else str reported the wrong type
+			} else if first, dup := byName[s.Name]; dup {
+				l.errorf(d.nameNode, d.key+".name", "duplicate stack name %q: %s (line %d) has it already", s.Name, first.key, first.nameNode.Line)
+			} else {
+				byName[s.Name] = d
+				c.byName[s.Name] = s
+			}
+		}
+		if d.nameNode != nil && c.byName[s.Name] != s {
+			continue // empty or duplicate name, reported above
+		}
+		derived := s.StackName == ""
+		at, atKey := d.stackNameN, d.key+".stack_name"
+		if derived {
+			at, atKey = d.nameNode, d.key+".name"
+			if s.Name == "" {
+				continue
+			}
+			s.StackName = s.Name
+			if c.Namespace != "" {
+				s.StackName = c.Namespace + c.NamespaceDelimiter + s.Name
+			}
+		}
+		if !stackNameRE.MatchString(s.StackName) || len(s.StackName) > 128 {
+			if derived && !namespaceOK {
+				continue // the namespace error says it once
+			}
+			how := ""
+			if derived {
+				how = " (namespace, delimiter and name joined)"
+			}
+			l.errorf(at, atKey, "CloudFormation stack name %q%s is invalid: it must start with a letter, hold only letters, digits and hyphens, and have at most 128 characters", s.StackName, how)
+		} else if first, dup := byStackName[s.StackName]; dup {
+			l.errorf(at, atKey, "stack %s has the CloudFormation stack name %q of stack %s (line %d): set a distinct stack_name", s.Name, s.StackName, first.s.Name, first.node.Line)
+		} else {
+			byStackName[s.StackName] = d
+		}
+	}
+	for _, d := range defs {
+		c.Stacks = append(c.Stacks, d.s)
+	}
+}
+
+// references checks requires, required_by, lookups, templates and parameters, and
+// returns the dependencies between known stacks.
+func (l *loader) references(c *Config, defs []*stackDef) []dep {
+	// Parse every template first: an output lookup may name a stack defined later.
+	for _, d := range defs {
+		l.template(d)
+	}
+	n := 0
+	for _, d := range defs {
+		n += len(d.requires) + len(d.requiredBy) + len(d.lookups)
+	}
+	deps := make([]dep, 0, n)
+	known := func(name string, n *yaml.Node, key, what string) bool {
+		if c.byName[name] != nil {
+			return true
+		}
+		hint := ""
+		if l.suggestions < maxSuggestions {
+			l.suggestions++
+			if l.knownNames == nil {
+				l.knownNames = slices.Sorted(maps.Keys(c.byName))
+			}
+			hint = suggestList(name, l.knownNames)
+		}
+		l.errorf(n, key, "%s unknown stack %q%s", what, name, hint)
+		return false
+	}
+	for _, d := range defs {
+		s := d.s
+		// Dependencies of an unnamed or duplicate stack would be attributed to another.
+		own := s.Name != "" && c.byName[s.Name] == s
+		for i, r := range s.Requires {
+			dp := dep{from: s.Name, to: r, node: d.requires[i], list: d.key + ".requires", idx: i}
+			if c.byName[r] != nil {
+				if own {
+					deps = append(deps, dp)
+				}
+			} else {
+				known(r, dp.node, dp.fullKey(), "requires")
+			}
+		}
+		for i, r := range s.RequiredBy {
+			dp := dep{from: r, to: s.Name, node: d.requiredBy[i], list: d.key + ".required_by", idx: i}
+			if c.byName[r] != nil {
+				if own {
+					deps = append(deps, dp)
+				}
+			} else {
+				known(r, dp.node, dp.fullKey(), "required_by names")
+			}
+		}
+		for i := range d.lookups {
+			lr := &d.lookups[i]
+			if lr.l.Kind != "output" {
+				continue
+			}
+			target := c.byName[lr.l.Stack]
+			if !known(lr.l.Stack, lr.node, lr.key, "${output "+lr.l.Stack+"::"+lr.l.Output+"} names") {
+				continue
+			}
+			s.Lookups[i].StackName = target.StackName
+			if own {
+				deps = append(deps, dep{from: s.Name, to: lr.l.Stack, node: lr.node, key: lr.key})
+			}
+			if t := target.Template; t != nil && !t.HasOutput(lr.l.Output) {
+				l.errorf(lr.node, lr.key, "stack %s has no output %q: its template declares %s", target.Name, lr.l.Output, list(t.Outputs, "no outputs"))
+			}
+		}
+	}
+	return deps
+}
+
+// template reads and parses a stack's template and checks its parameters against it.
+func (l *loader) template(d *stackDef) {
+	s := d.s
+	if !d.templateOK || d.templateKey == "template_url" {
+		return
+	}
+	key := d.key + "." + d.templateKey
+	label := "the inline template_body"
+	if d.templateKey == "template_path" {
+		label = "template " + s.TemplatePath
+		body, ok := l.readTemplate(d.templateNode, key, s.TemplatePath)
+		if !ok {
+			return
+		}
+		s.TemplateBody = body // shared by the stacks using this file
+	}
+	r := l.parse(s.TemplateBody, s.TemplatePath)
+	if r.err != nil {
+		l.errorf(d.templateNode, key, "%s: %v", label, r.err)
+		return
+	}
+	s.Template = r.t
+	// Errors are sorted by position at the end, so map order does not show.
+	for name, pk := range d.paramKeys {
+		if _, ok := r.t.Parameters[name]; !ok {
+			l.errorf(pk, d.key+".parameters."+name, "%s declares no parameter %q%s; it declares %s", label, name, suggestList(name, r.t.ParameterNames()), list(r.t.ParameterNames(), "none"))
+		}
+	}
+	var missing []string
+	for name, p := range r.t.Parameters {
+		if _, given := d.paramKeys[name]; !given && !p.HasDefault {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		at, atKey := d.paramsNode, d.key+".parameters"
+		if at == nil {
+			at, atKey = d.node, d.key
+		}
+		l.errorf(at, atKey, "stack %s: %s requires parameter %s (no Default): set a value under parameters", s.Name, label, strings.Join(missing, ", "))
+	}
+}
+
+// parse parses a template body once per file (by path) or inline body (by content).
+func (l *loader) parse(body []byte, file string) templateResult {
+	cacheKey := "path:" + file
+	if file == "" {
+		cacheKey = "body:" + string(body)
+	}
+	r, ok := l.templates[cacheKey]
+	if !ok {
+		r.t, r.err = template.Parse(body)
+		l.templates[cacheKey] = r
+	}
+	return r
+}
+
+// readTemplate reads a template file from the bundle, refusing paths that leave it. Each
+// file is read once; stacks sharing a template share its bytes.
+func (l *loader) readTemplate(n *yaml.Node, key, p string) ([]byte, bool) {
+	if body, ok := l.files[p]; ok {
+		return body, true
+	}
+	clean := path.Clean(p)
+	if p == "" || path.IsAbs(p) || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':') ||
+		clean == ".." || strings.HasPrefix(clean, "../") {
+		l.errorf(n, key, "template path %q leaves the bundle: give a path relative to the bundle root, such as templates/app.yaml", p)
+		return nil, false
+	}
+	if !fs.ValidPath(clean) {
+		l.errorf(n, key, "template path %q is not a valid bundle path: use / between directories", p)
+		return nil, false
+	}
+	body, err := fs.ReadFile(l.b.FS, clean)
+	switch {
+	case err == nil:
+		l.files[p] = body
+		return body, true
+	case errors.Is(err, fs.ErrNotExist) && l.b.SingleFile:
+		l.errorf(n, key, "template file %q: a single-file bundle holds no files: put the template inline with template_body, or bundle a directory", p)
+	case errors.Is(err, fs.ErrNotExist):
+		l.errorf(n, key, "template file %q not found in the bundle", p)
+	default:
+		l.errorf(n, key, "template file %q cannot be read: %v", p, err)
+	}
+	return nil, false
+}
+
+// cycles reports a dependency cycle among known stacks at the declaration of its first edge.
+func (l *loader) cycles(c *Config, deps []dep) {
+	g := graph.New()
+	for _, s := range c.Stacks {
+		if c.byName[s.Name] == s {
+			g.AddNode(s.Name)
+		}
+	}
+	for _, d := range deps {
+		if err := g.AddEdge(d.from, d.to); err != nil {
+			l.errorf(d.node, d.fullKey(), "%v", err)
+		}
+	}
+	var ce *graph.CycleError
+	err := g.Validate()
+	if errors.As(err, &ce) && len(ce.Cycle) > 1 {
+		// Report the cycle where its first edge is first declared.
+		for _, d := range deps {
+			if d.from == ce.Cycle[0] && d.to == ce.Cycle[1] {
+				l.errorf(d.node, d.fullKey(), "%v: remove one of these dependencies", ce)
+				break
+			}
+		}
+	} else if err == nil {
+		c.graph = g
+	}
+}
+
+// field is one key of a mapping.
+type field struct {
+	name string
+	key  string // full key path
+	k, v *yaml.Node
+}
+
+// fields returns the keys of mapping n, reporting a non-mapping, duplicate keys and, when
+// allowed is not nil, unknown keys. Merge keys (<<: *anchor) are expanded; explicit keys
+// win over merged ones.
+func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil // an empty value: "tags:" with nothing after it
+	}
+	if n.Kind != yaml.MappingNode {
+		l.errorf(n, key, "must be a mapping, got %s", describe(n))
+		return nil
+	}
+	var out []field
+	seen := map[string]*yaml.Node{}
+	var merged []field
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		if k.Tag == "!!merge" {
+			merged = append(merged, l.merge(v, key, allowed)...)
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			l.errorf(k, key, "keys must be strings, got %s", describe(k))
+			continue
+		}
+		fk := joinKey(key, k.Value)
+		if first, dup := seen[k.Value]; dup {
+			l.errorf(k, fk, "duplicate key (first at line %d)", first.Line)
+			continue
+		}
+		seen[k.Value] = k
+		if allowed != nil && !slices.Contains(allowed, k.Value) {
+			hint := suggestList(k.Value, allowed)
+			if hint == "" {
+				hint = ": allowed keys are " + strings.Join(allowed, ", ")
+			}
+			l.errorf(k, fk, "unknown key %q%s", k.Value, hint)
+			continue
+		}
+		out = append(out, field{name: k.Value, key: fk, k: k, v: v})
+	}
+	for _, f := range merged {
+		if seen[f.name] == nil {
+			seen[f.name] = f.k
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (l *loader) merge(v *yaml.Node, key string, allowed []string) []field {
+	if v.Kind == yaml.SequenceNode {
+		var out []field
+		for _, c := range v.Content {
+			out = append(out, l.fields(c, key, allowed)...)
+		}
+		return out
+	}
+	return l.fields(v, key, allowed)
+}
+
+func joinKey(key, name string) string {
+	if key == "" {
+		return name
+	}
+	return key + "." + name
+}
+
+// resolve follows aliases to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func (l *loader) str(n *yaml.Node, key string) (string, bool) {
+	n = resolve(n)
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		l.errorf(n, key, "must be a string, got %s", describe(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+func (l *loader) strs(n *yaml.Node, key string) ([]string, []*yaml.Node) {
+	n = resolve(n)
+	if n.Kind != yaml.SequenceNode {
+		l.errorf(n, key, "must be a list of strings, got %s", describe(n))
+		return nil, nil
+	}
+	var vals []string
+	var nodes []*yaml.Node
+	for i, c := range n.Content {
+		if v, ok := l.str(c, fmt.Sprintf("%s[%d]", key, i)); ok {
+			vals = append(vals, v)
+			nodes = append(nodes, resolve(c))
+		}
+	}
+	return vals, nodes
+}
+
+func (l *loader) boolean(n *yaml.Node, key string) (bool, bool) {
+	n = resolve(n)
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
+		l.errorf(n, key, "must be true or false, got %s", describe(n))
+		return false, false
+	}
+	return b, true
+}
+
+func (l *loader) integer(n *yaml.Node, key string) (int, bool) {
+	n = resolve(n)
+	var i int
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
+		l.errorf(n, key, "must be an integer, got %s", describe(n))
+		return 0, false
+	}
+	return i, true
+}
+
+// tags decodes a tag mapping; aws: and cairn: keys are reserved.
+func (l *loader) tags(n *yaml.Node, key string) map[string]string {
+	out := map[string]string{}
+	for _, f := range l.fields(n, key, nil) {
+		v, ok := l.str(f.v, f.key)
+		if !ok {
+			continue
+		}
+		if p, _, _ := strings.Cut(f.name, ":"); strings.Contains(f.name, ":") && (strings.EqualFold(p, "aws") || p == "cairn") {
+			l.errorf(f.k, f.key, "tag keys starting with %s: are reserved (cairn sets its own cairn: tags)", p)
+			continue
+		}
+		out[f.name] = v
+	}
+	return out
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return "nothing"
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		}
+		return n.Value
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "an empty document"
+}
+
+func list(names []string, none string) string {
+	if len(names) == 0 {
+		return none
+	}
+	return strings.Join(names, ", ")
+}
+
+// suggestList returns ` (did you mean "x"?)` for the closest candidate, if one is close.
+func suggestList(name string, candidates []string) string {
+	best, bestD := "", len(name)/3+2
+	for _, c := range candidates {
+		if d := distance(name, c, bestD); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// distance is the Levenshtein distance of a and b, or max when it is at least max.
+func distance(a, b string, max int) int {
+	if d := len(a) - len(b); d >= max || -d >= max {
+		return max
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], max)
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
+	"github.com/cairn-dev/cairn/internal/ports"
+)
+
+// portsEmulator points the CLI's AWS configuration at the emulator's S3 and returns a client
+// of it with bucket created.
+func portsEmulator(t *testing.T, bucket string) *s3.Client {
+	t.Helper()
+	svc, err := s3local.New(s3local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv(ports.BucketEnv, "")
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := awsclient.S3(cfg)
+	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+func TestPortsList(t *testing.T) {
+	client := portsEmulator(t, "cairn-ops")
+	pools, err := ports.ParsePools("default=20000-29999,web=8000-8099")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := ports.NewAllocator(ports.NewStore(client, "cairn-ops", nil), pools, nil, nil)
+	for _, r := range []struct{ logical, pool, count string }{
+		{"WebPort", "default", "1"}, {"AdminPorts", "default", "3"}, {"Listener", "web", "1"},
+	} {
+		_, err := alloc.Create(context.Background(), cfn.Event{
+			RequestType: cfn.RequestCreate, RequestID: "req-" + r.logical, ResourceType: ports.ResourceType,
+			StackID:            "arn:aws:cloudformation:us-east-1:123456789012:stack/shop-app/6f1c2a40-7e3b-11f0-9a1b-0a1b2c3d4e5f",
+			LogicalResourceID:  r.logical,
+			ResourceProperties: map[string]any{"Pool": r.pool, "Count": r.count},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	tests := []struct {
+		name     string
+		args     []string
+		env      string // CAIRN_BUCKET
+		code     int
+		want     []string // regexps, in order, on stdout
+		wantErr  string
+		wantNone []string
+	}{
+		{name: "all pools", args: []string{"ports", "list", "--bucket", "cairn-ops"}, want: []string{
+			`POOL\s+PORTS\s+STACK\s+LOGICAL ID\s+CREATED\s+PHYSICAL ID`,
+			`default\s+20000\s+shop-app\s+WebPort\s+\d{4}-\d\d-\d\dT\S+Z\s+default:20000:[0-9a-f]{8}`,
+			`default\s+20001-20003\s+shop-app\s+AdminPorts\s+\S+\s+default:20001-20003:[0-9a-f]{8}`,
+			`web\s+8000\s+shop-app\s+Listener\s+\S+\s+web:8000:[0-9a-f]{8}`,
+			`3 allocations holding 5 ports`,
+		}},
+		{name: "one pool, bucket from the environment", args: []string{"ports", "list", "web"}, env: "cairn-ops", want: []string{
+			`web\s+8000\s+shop-app\s+Listener`, `1 allocation holding 1 port`,
+		}, wantNone: []string{"WebPort"}},
+		{name: "pool without allocations", args: []string{"ports", "list", "gpu", "--bucket", "cairn-ops"},
+			want: []string{`no port allocations in pool gpu \(s3://cairn-ops/ports/\)`}},
+		{name: "no bucket", args: []string{"ports", "list"}, code: 2, wantErr: "no bucket: pass --bucket or set CAIRN_BUCKET"},
+		{name: "missing bucket", args: []string{"ports", "list", "default", "--bucket", "nope"}, code: 2,
+			wantErr: "bucket nope does not exist; check the bucket name (CAIRN_BUCKET, --bucket)"},
+		{name: "bad pool name", args: []string{"ports", "list", "../x", "--bucket", "cairn-ops"}, code: 2, wantErr: `"../x" is not a pool name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(ports.BucketEnv, tt.env)
+			var out, errOut bytes.Buffer
+			code := run(tt.args, &out, &errOut)
+			t.Logf("cairn %s:\n%s%s", strings.Join(tt.args, " "), out.String(), errOut.String())
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tt.code, out.String(), errOut.String())
+			}
+			rest := out.String()
+			for _, w := range tt.want {
+				loc := regexp.MustCompile(w).FindStringIndex(rest)
+				if loc == nil {
+					t.Fatalf("stdout lacks /%s/ (in order):\n%s", w, out.String())
+				}
+				rest = rest[loc[1]:]
+			}
+			for _, w := range tt.wantNone {
+				if strings.Contains(out.String(), w) {
+					t.Errorf("stdout has %q:\n%s", w, out.String())
+				}
+			}
+			if !strings.Contains(errOut.String(), tt.wantErr) {
+				t.Errorf("stderr %q lacks %q", errOut.String(), tt.wantErr)
+			}
+		})
+	}
+}

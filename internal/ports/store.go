@@ -1,0 +1,255 @@
+package ports
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/cairn-dev/cairn/internal/clock"
+)
+
+// S3API is the part of the S3 client the store uses.
+type S3API interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// Allocation is a contiguous block of ports held by one custom resource.
+type Allocation struct {
+	// ID is the resource's PhysicalResourceId: POOL:PORTS:HASH, where HASH digests the
+	// owner and the request, so an id is never reused for another owner.
+	ID                string    `json:"id"`
+	Pool              string    `json:"pool"`
+	First             int       `json:"first"`
+	Count             int       `json:"count"`
+	StackID           string    `json:"stackId"`
+	LogicalResourceID string    `json:"logicalResourceId"`
+	RequestID         string    `json:"requestId"`
+	Created           time.Time `json:"created"`
+}
+
+// Ports lists the allocated ports.
+func (a Allocation) Ports() []int {
+	ps := make([]int, a.Count)
+	for i := range ps {
+		ps[i] = a.First + i
+	}
+	return ps
+}
+
+// PortList is Ports as "p1,p2,...", the resource's Ports attribute.
+func (a Allocation) PortList() string {
+	s := make([]string, a.Count)
+	for i, p := range a.Ports() {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ",")
+}
+
+// StackName is the stack's name taken from its StackId ARN.
+func (a Allocation) StackName() string {
+	_, rest, ok := strings.Cut(a.StackID, ":stack/")
+	if !ok {
+		return a.StackID
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name
+}
+
+// poolState is the document stored at ports/POOL.json.
+type poolState struct {
+	Schema      int          `json:"schema"`
+	Pool        string       `json:"pool"`
+	Allocations []Allocation `json:"allocations"`
+}
+
+const (
+	schemaVersion = 1
+	keyPrefix     = "ports/"
+	// maxBackoff caps the jittered wait after a conflict: long enough to spread a burst
+	// of writers, short enough to keep the tail latency of a busy pool low.
+	maxBackoff = 250 * time.Millisecond
+)
+
+// Store reads and conditionally writes pool documents in a bucket.
+type Store struct {
+	client S3API
+	bucket string
+	clock  clock.Clock
+	// attempts bounds the read-modify-write rounds of one change under contention.
+	attempts int
+	backoff  time.Duration // cap of the first jittered wait, doubled per conflict
+	// locks serialise this process's writers of a pool (records of one SQS batch run
+	// concurrently), so conditional writes only arbitrate between processes.
+	locks sync.Map // pool name -> chan struct{} of capacity 1
+}
+
+// NewStore returns a Store of the pools in bucket; clk paces conflict retries.
+func NewStore(client S3API, bucket string, clk clock.Clock) *Store {
+	if clk == nil {
+		clk = clock.Real
+	}
+	return &Store{client: client, bucket: bucket, clock: clk, attempts: 60, backoff: 4 * time.Millisecond}
+}
+
+// Key is the object key of pool's document.
+func Key(pool string) string { return keyPrefix + pool + ".json" }
+
+func (s *Store) where(pool string) string { return "s3://" + s.bucket + "/" + Key(pool) }
+
+// Allocations returns pool's allocations in port order; none if the pool has no document.
+func (s *Store) Allocations(ctx context.Context, pool string) ([]Allocation, error) {
+	st, _, err := s.load(ctx, pool)
+	return st.Allocations, err
+}
+
+// Pools lists the pools that have a document in the bucket.
+func (s *Store) Pools(ctx context.Context) ([]string, error) {
+	var names []string
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(keyPrefix)}
+	for p := s3.NewListObjectsV2Paginator(s.client, in); p.HasMorePages(); {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w%s", s.bucket, keyPrefix, err, s.hint(err))
+		}
+		for _, o := range page.Contents {
+			name, ok := strings.CutSuffix(strings.TrimPrefix(aws.ToString(o.Key), keyPrefix), ".json")
+			if ok && ValidPoolName(name) {
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// load returns pool's document and its ETag ("" when there is none yet).
+func (s *Store) load(ctx context.Context, pool string) (poolState, string, error) {
+	empty := poolState{Schema: schemaVersion, Pool: pool}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(Key(pool))})
+	if err != nil {
+		if status(err) == http.StatusNotFound && code(err) != "NoSuchBucket" {
+			return empty, "", nil
+		}
+		return poolState{}, "", fmt.Errorf("read %s: %w%s", s.where(pool), err, s.hint(err))
+	}
+	defer out.Body.Close()
+	var st poolState
+	if err := json.NewDecoder(out.Body).Decode(&st); err != nil {
+		return poolState{}, "", fmt.Errorf("%s is not a port pool document (%v): restore a previous version of it (the bucket is versioned)", s.where(pool), err)
+	}
+	if st.Schema != schemaVersion {
+		return poolState{}, "", fmt.Errorf("%s has schema %d, this cairn reads %d: upgrade cairn", s.where(pool), st.Schema, schemaVersion)
+	}
+	return st, aws.ToString(out.ETag), nil
+}
+
+// update applies change to pool's document and writes it back only if nobody wrote it in
+// between (If-Match its ETag, or If-None-Match * when it does not exist yet). On a
+// conflict it waits a jittered, growing delay and starts over from a fresh read, so change
+// must derive everything from the state it is given. change reports whether it changed
+// anything; an error from it aborts without writing.
+func (s *Store) update(ctx context.Context, pool string, change func(*poolState) (bool, error)) error {
+	v, _ := s.locks.LoadOrStore(pool, make(chan struct{}, 1))
+	lock := v.(chan struct{})
+	select {
+	case lock <- struct{}{}:
+		defer func() { <-lock }()
+	case <-ctx.Done():
+		return fmt.Errorf("write %s: %w while waiting for this process's other writers", s.where(pool), ctx.Err())
+	}
+	wait := s.backoff
+	for attempt := 1; ; attempt++ {
+		st, etag, err := s.load(ctx, pool)
+		if err != nil {
+			return err
+		}
+		changed, err := change(&st)
+		if err != nil || !changed {
+			return err
+		}
+		sort.Slice(st.Allocations, func(i, j int) bool { return st.Allocations[i].First < st.Allocations[j].First })
+		body, err := json.MarshalIndent(st, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", s.where(pool), err)
+		}
+		in := &s3.PutObjectInput{
+			Bucket:      aws.String(s.bucket),
+			Key:         aws.String(Key(pool)),
+			Body:        bytes.NewReader(body),
+			ContentType: aws.String("application/json"),
+		}
+		if etag == "" {
+			in.IfNoneMatch = aws.String("*")
+		} else {
+			in.IfMatch = aws.String(etag)
+		}
+		_, err = s.client.PutObject(ctx, in)
+		if err == nil {
+			return nil
+		}
+		if !conflict(err) {
+			return fmt.Errorf("write %s: %w", s.where(pool), err)
+		}
+		if attempt >= s.attempts {
+			return fmt.Errorf("write %s: still conflicting with concurrent writers after %d attempts: retry the stack operation", s.where(pool), attempt)
+		}
+		select {
+		case <-s.clock.After(rand.N(wait) + time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("write %s: %w while retrying a conflicting write", s.where(pool), ctx.Err())
+		}
+		wait = min(2*wait, maxBackoff)
+	}
+}
+
+// hint says what to do about errors a user can fix.
+func (s *Store) hint(err error) string {
+	switch code(err) {
+	case "NoSuchBucket":
+		return fmt.Sprintf(": bucket %s does not exist; check the bucket name (%s, --bucket)", s.bucket, BucketEnv)
+	case "AccessDenied", "Forbidden":
+		return fmt.Sprintf(": grant s3:GetObject, s3:PutObject and s3:ListBucket on %s/%s*", s.bucket, keyPrefix)
+	}
+	return ""
+}
+
+func status(err error) int {
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func code(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// conflict reports whether a conditional write lost against another writer.
+func conflict(err error) bool {
+	switch code(err) {
+	case "PreconditionFailed", "ConditionalRequestConflict":
+		return true
+	}
+	return status(err) == http.StatusPreconditionFailed || status(err) == http.StatusConflict
+}

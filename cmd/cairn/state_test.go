@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// stateEmulator points the CLI's AWS configuration at the emulator's S3 and returns a
+// client of it with bucket created, versioned or not.
+func stateEmulator(t *testing.T, bucket string, versioned bool) *s3.Client {
+	t.Helper()
+	svc, err := s3local.New(s3local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv(stateBucketEnv, "")
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := awsclient.S3(cfg)
+	ctx := context.Background()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	if versioned {
+		if _, err := client.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+			VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return client
+}
+
+// deployState writes one generation per status of shop/main's graph, as deployer runs do.
+func deployState(t *testing.T, s *state.Store, statuses ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for i, status := range statuses {
+		l, err := s.Acquire(ctx, "shop", "main", "run-"+string(rune('1'+i)), state.Owner{Function: "cairn-deployer", RequestID: "req"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Read(ctx, l); err != nil && !errors.Is(err, state.ErrNotFound) {
+			t.Fatal(err)
+		}
+		g := &state.Graph{
+			Bundle: state.BundleRef{SHA256: "abc123", GitRef: "refs/heads/main", GitRemote: "git@example.com:shop.git", VersionID: "bv1"},
+			Stacks: map[string]*state.Stack{
+				"app": {Name: "app", StackName: "shop-app", Region: "us-east-1", Requires: []string{"vpc"}, Status: "CREATE_COMPLETE",
+					Outputs: map[string]string{"Url": "https://shop.example.com"}},
+				"vpc": {Name: "vpc", StackName: "shop-vpc", Region: "us-east-1", Status: status},
+			},
+		}
+		if err := s.Write(ctx, l, g); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestStateShowAndHistory(t *testing.T) {
+	client := stateEmulator(t, "cairn-state", true)
+	s := &state.Store{S3: client, Bucket: "cairn-state"}
+	deployState(t, s, "CREATE_COMPLETE", "UPDATE_COMPLETE")
+	if _, err := s.Acquire(context.Background(), "shop", "main", "run-live", state.Owner{Function: "cairn-deployer", RequestID: "req-live"}); err != nil {
+		t.Fatal(err)
+	}
+	versions, err := s.History(context.Background(), "shop", "main")
+	if err != nil || len(versions) != 2 {
+		t.Fatalf("history: %v, %v", versions, err)
+	}
+	first := versions[1].VersionID
+
+	tests := []struct {
+		name    string
+		args    []string
+		env     string // CAIRN_BUCKET
+		code    int
+		want    []string // regexps, in order, on stdout
+		wantErr string
+	}{
+		{name: "latest", args: []string{"state", "show", "shop", "main", "--bucket", "cairn-state"}, want: []string{
+			`state shop/main \(latest\): generation 2, written \S+Z by run run-2`,
+			`bundle: sha256 abc123, git git@example.com:shop.git refs/heads/main, bundle version bv1`,
+			`NAME\s+STACK\s+STATUS\s+REQUIRES\s+REGION\s+UPDATED\s+OUTPUTS`,
+			`vpc\s+shop-vpc\s+UPDATE_COMPLETE\s+-\s+us-east-1`, // dependency order: vpc first
+			`app\s+shop-app\s+CREATE_COMPLETE\s+vpc\s+us-east-1\s+-\s+Url=https://shop.example.com`,
+			`lock: held by run run-live \(function cairn-deployer, request req-live`,
+		}},
+		{name: "bucket from the environment", args: []string{"state", "show", "shop", "main"}, env: "cairn-state",
+			want: []string{`generation 2`}},
+		{name: "earlier version", args: []string{"state", "show", "shop", "main", "--version", first, "--bucket", "cairn-state"}, want: []string{
+			`state shop/main \(version ` + regexp.QuoteMeta(first) + `\): generation 1, written \S+ by run run-1`,
+			`vpc\s+shop-vpc\s+CREATE_COMPLETE`,
+		}},
+		{name: "history", args: []string{"state", "history", "shop", "main", "--bucket", "cairn-state"}, want: []string{
+			`VERSION\s+MODIFIED\s+GENERATION\s+RUN\s+STACKS\s+NOTE`,
+			regexp.QuoteMeta(versions[0].VersionID) + `\s+\S+Z\s+2\s+run-2\s+2\s+latest`,
+			regexp.QuoteMeta(first) + `\s+\S+Z\s+1\s+run-1\s+2`,
+		}},
+		{name: "missing graph", args: []string{"state", "show", "shop", "absent", "--bucket", "cairn-state"}, code: 1,
+			wantErr: "nothing has been deployed to shop/absent yet"},
+		{name: "unknown version", args: []string{"state", "show", "shop", "main", "--version", "nope", "--bucket", "cairn-state"}, code: 1,
+			wantErr: "version nope"},
+		{name: "no bucket", args: []string{"state", "show", "shop", "main"}, code: 2,
+			wantErr: "no bucket: pass --bucket or set CAIRN_BUCKET"},
+		{name: "bad namespace", args: []string{"state", "show", "a/b", "main", "--bucket", "cairn-state"}, code: 2,
+			wantErr: `invalid namespace "a/b"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(stateBucketEnv, tc.env)
+			var out, errOut bytes.Buffer
+			code := run(tc.args, &out, &errOut)
+			if code != tc.code {
+				t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, &out, &errOut)
+			}
+			rest := out.String()
+			for _, w := range tc.want {
+				loc := regexp.MustCompile(w).FindStringIndex(rest)
+				if loc == nil {
+					t.Fatalf("stdout lacks %q (in order):\n%s", w, &out)
+				}
+				rest = rest[loc[1]:]
+			}
+			if !strings.Contains(errOut.String(), tc.wantErr) {
+				t.Errorf("stderr %q lacks %q", &errOut, tc.wantErr)
+			}
+		})
+	}
+
+	t.Run("json", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		if code := run([]string{"state", "show", "shop", "main", "--json", "--bucket", "cairn-state"}, &out, &errOut); code != 0 {
+			t.Fatalf("exit %d: %s", code, &errOut)
+		}
+		g, err := state.Decode(out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Generation != 2 || g.Stacks["vpc"].Status != "UPDATE_COMPLETE" || !json.Valid(out.Bytes()) {
+			t.Errorf("json output = %s", &out)
+		}
+	})
+}
+
+func TestStateHistoryWarnsWithoutVersioning(t *testing.T) {
+	client := stateEmulator(t, "cairn-plain", false)
+	deployState(t, &state.Store{S3: client, Bucket: "cairn-plain"}, "CREATE_COMPLETE")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"state", "history", "shop", "main", "--bucket", "cairn-plain"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, &errOut)
+	}
+	if !strings.Contains(errOut.String(), "WARNING: bucket cairn-plain has versioning never enabled") {
+		t.Errorf("stderr %q lacks the versioning warning", &errOut)
+	}
+	if !regexp.MustCompile(`\s1\s+run-1\s+2\s+latest`).MatchString(out.String()) {
+		t.Errorf("stdout lacks the one version:\n%s", &out)
+	}
+}
+
+func TestUnlock(t *testing.T) {
+	client := stateEmulator(t, "cairn-state", true)
+	ctx := context.Background()
+	live := &state.Store{S3: client, Bucket: "cairn-state"}
+	if _, err := live.Acquire(ctx, "shop", "main", "run-live", state.Owner{Function: "cairn-deployer", RequestID: "req-live"}); err != nil {
+		t.Fatal(err)
+	}
+	crashed := &state.Store{S3: client, Bucket: "cairn-state", Clock: clock.NewFake(time.Now().Add(-time.Hour)), Lease: 10 * time.Minute}
+	if _, err := crashed.Acquire(ctx, "shop", "old", "run-crashed", state.Owner{Function: "cairn-deployer", RequestID: "req-old"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// In order: each step sees the previous one's effect.
+	steps := []struct {
+		name     string
+		args     []string
+		code     int
+		wantOut  string
+		wantErr  []string
+		lockLeft bool // locks/shop/main.lock still there afterwards
+	}{
+		{name: "live lock without --force", args: []string{"unlock", "shop", "main"}, code: 1,
+			wantErr: []string{"locked by a live run: run run-live (function cairn-deployer, request req-live", "cairn unlock shop main --force"}, lockLeft: true},
+		{name: "live lock with --force", args: []string{"unlock", "shop", "main", "--force"},
+			wantOut: "removed LIVE lock (forced) on state shop/main held by run run-live (function cairn-deployer, request req-live"},
+		{name: "no lock", args: []string{"unlock", "shop", "main"}, wantOut: "state shop/main is not locked: nothing to do"},
+		{name: "expired lock", args: []string{"unlock", "shop", "old"},
+			wantOut: "removed expired lock on state shop/old held by run run-crashed"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(append(st.args, "--bucket", "cairn-state"), &out, &errOut)
+			if code != st.code {
+				t.Fatalf("exit code %d, want %d\nstdout: %s\nstderr: %s", code, st.code, &out, &errOut)
+			}
+			if !strings.Contains(out.String(), st.wantOut) {
+				t.Errorf("stdout %q lacks %q", &out, st.wantOut)
+			}
+			for _, w := range st.wantErr {
+				if !strings.Contains(errOut.String(), w) {
+					t.Errorf("stderr %q lacks %q", &errOut, w)
+				}
+			}
+			_, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String("locks/shop/main.lock")})
+			if left := err == nil; left != st.lockLeft {
+				t.Errorf("lock left = %v, want %v", left, st.lockLeft)
+			}
+		})
+	}
+}

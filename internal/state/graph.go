@@ -1,0 +1,151 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/graph"
+)
+
+// SchemaVersion is the version of the state document this cairn writes. A document with a
+// higher version was written by a newer cairn and is refused rather than misread.
+const SchemaVersion = 1
+
+// Graph is the persistent graph: what cairn last applied in one namespace/key, so a later
+// run knows which stacks it created (and may delete) and in which order.
+type Graph struct {
+	SchemaVersion int    `json:"schema_version"`
+	Namespace     string `json:"namespace"`
+	Key           string `json:"key"`
+	// Generation grows by one with every write; Write sets it.
+	Generation int64     `json:"generation"`
+	Bundle     BundleRef `json:"bundle"`
+	// Stacks by config name.
+	Stacks    map[string]*Stack `json:"stacks"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	// LockToken and RunID identify the lock holder that wrote this generation (fencing).
+	LockToken string `json:"lock_token"`
+	RunID     string `json:"run_id,omitempty"`
+	// Rebuilt is set when this graph was reconstructed from stack tags because the state
+	// object was missing.
+	Rebuilt bool `json:"rebuilt,omitempty"`
+}
+
+// BundleRef identifies the applied bundle.
+type BundleRef struct {
+	VersionID string `json:"version_id,omitempty"`
+	SHA256    string `json:"sha256,omitempty"`
+	GitRef    string `json:"git_ref,omitempty"`
+	GitRemote string `json:"git_remote,omitempty"`
+}
+
+// Stack is one stack of the graph as last applied.
+type Stack struct {
+	// Name is the config name; StackName the real CloudFormation stack name.
+	Name      string `json:"name"`
+	StackName string `json:"stack_name"`
+	StackID   string `json:"stack_id,omitempty"`
+	Region    string `json:"region,omitempty"`
+	// Requires are the config names this stack depends on, refreshed on every write.
+	Requires       []string          `json:"requires,omitempty"`
+	TemplateHash   string            `json:"template_hash,omitempty"`
+	ParametersHash string            `json:"parameters_hash,omitempty"`
+	Status         string            `json:"status,omitempty"`
+	Outputs        map[string]string `json:"outputs,omitempty"`
+	Tags           map[string]string `json:"tags,omitempty"`
+	UpdatedAt      time.Time         `json:"updated_at,omitzero"`
+}
+
+// Names returns the config names of g's stacks in order.
+func (g *Graph) Names() []string {
+	names := make([]string, 0, len(g.Stacks))
+	for n := range g.Stacks {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Validate checks the document's invariants: every stack is named consistently, real stack
+// names are unique, every dependency exists and there are no cycles. All problems are
+// reported together.
+func (g *Graph) Validate() error {
+	if g == nil {
+		return errors.New("state: no graph")
+	}
+	var errs []error
+	where := fmt.Sprintf("state %s/%s", g.Namespace, g.Key)
+	realNames := map[string]string{}
+	for _, name := range g.Names() {
+		st := g.Stacks[name]
+		switch {
+		case st == nil:
+			errs = append(errs, fmt.Errorf("%s: stack %q has no entry", where, name))
+			continue
+		case name == "":
+			errs = append(errs, fmt.Errorf("%s: a stack has an empty name", where))
+		case st.Name != name:
+			errs = append(errs, fmt.Errorf("%s: stack %q is filed under %q: the entry's name must match its key", where, st.Name, name))
+		}
+		if st.StackName == "" {
+			errs = append(errs, fmt.Errorf("%s: stack %q has no real stack name", where, name))
+		} else if other, dup := realNames[st.StackName]; dup {
+			errs = append(errs, fmt.Errorf("%s: stacks %q and %q both use stack name %q: stack names must be unique", where, other, name, st.StackName))
+		} else {
+			realNames[st.StackName] = name
+		}
+		for _, dep := range st.Requires {
+			if dep == name {
+				errs = append(errs, fmt.Errorf("%s: stack %q requires itself", where, name))
+			} else if _, ok := g.Stacks[dep]; !ok {
+				errs = append(errs, fmt.Errorf("%s: stack %q requires %q, which is not in the graph", where, name, dep))
+			}
+		}
+	}
+	// Self and missing dependencies are reported above and left out of the graph.
+	if err := g.Dependencies().Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", where, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Dependencies returns the dependency graph of g's stacks (an edge a -> b: a requires b),
+// leaving out dependencies on stacks that are not in g; for example to delete stacks that
+// left the config in reverse dependency order.
+func (g *Graph) Dependencies() *graph.Graph {
+	dg := graph.New()
+	names := g.Names()
+	for _, n := range names {
+		dg.AddNode(n)
+	}
+	for _, n := range names {
+		st := g.Stacks[n]
+		if st == nil {
+			continue
+		}
+		for _, d := range st.Requires {
+			if d != n && dg.Has(d) {
+				_ = dg.AddEdge(n, d) // both ends were added above
+			}
+		}
+	}
+	return dg
+}
+
+// normalize sorts and de-duplicates dependencies so equal graphs encode equally.
+func (g *Graph) normalize() {
+	for _, st := range g.Stacks {
+		if st == nil {
+			continue
+		}
+		if len(st.Requires) == 0 {
+			st.Requires = nil
+			continue
+		}
+		sort.Strings(st.Requires)
+		st.Requires = slices.Compact(st.Requires)
+	}
+}

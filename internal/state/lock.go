@@ -1,0 +1,360 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Owner identifies the process holding a lock: in Lambda, the function name and the
+// request id of the invocation, so logs lead straight to it.
+type Owner struct {
+	Function  string `json:"function"`
+	RequestID string `json:"request_id"`
+}
+
+func (o Owner) String() string {
+	return fmt.Sprintf("function %s, request %s", orNone(o.Function), orNone(o.RequestID))
+}
+
+// Lock is a held (or observed) lock on one persistent graph. It is also the content of the
+// lock object. A Lock returned by Acquire carries the ETag of the lock object it wrote and
+// the ETag of the state it read; it is used by one goroutine at a time.
+type Lock struct {
+	Namespace  string    `json:"namespace"`
+	Key        string    `json:"key"`
+	RunID      string    `json:"run_id"`
+	Owner      Owner     `json:"owner"`
+	Token      string    `json:"token"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	// Generation counts the holders of the lock object since it was last created: 1 for a
+	// fresh lock, one more for each takeover.
+	Generation int64 `json:"generation"`
+	// Renewals counts renewals by this holder (it also keeps every write's ETag distinct).
+	Renewals int64 `json:"renewals"`
+	// TakenOverFrom is the expired lock this one replaced, if any.
+	TakenOverFrom *Lock `json:"taken_over_from,omitempty"`
+
+	etag      string // of the lock object as this holder last wrote it
+	stateRead bool   // Read was called under this lock
+	stateETag string // ETag of the state as read or last written; "" when it was missing
+	stateGen  int64  // generation of the state as read or last written
+}
+
+func (l *Lock) String() string {
+	return fmt.Sprintf("run %s (%s, token %s) since %s until %s", orNone(l.RunID), l.Owner, l.Token, stamp(l.AcquiredAt), stamp(l.ExpiresAt))
+}
+
+const maxAcquireAttempts = 5
+
+// errNotCairnLock: the lock object exists but cannot be read as a lock.
+var errNotCairnLock = errors.New("not a cairn lock")
+
+// Acquire takes the lock on namespace/key for runID, taking over an expired one (logged
+// and recorded in TakenOverFrom). A live lock held by someone else gives *ErrLocked.
+func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner Owner) (*Lock, error) {
+	if err := checkNames(namespace, key); err != nil {
+		return nil, err
+	}
+	lockKey := LockKey(namespace, key)
+	var lastErr error
+	for range maxAcquireAttempts {
+		now := s.clock().Now().UTC()
+		l := &Lock{
+			Namespace: namespace, Key: key, RunID: runID, Owner: owner,
+			Token: newToken(), AcquiredAt: now, ExpiresAt: now.Add(s.lease()), Generation: 1,
+		}
+		etag, err := s.putLock(ctx, l, "", true)
+		if err == nil {
+			l.etag = etag
+			return l, nil
+		}
+		if !isPrecondition(err) {
+			return nil, fmt.Errorf("lock s3://%s/%s: create: %w", s.Bucket, lockKey, err)
+		}
+		// Someone holds it (or held it): look at who, and whether the lease is over.
+		held, err := s.getLock(ctx, namespace, key)
+		if errors.Is(err, ErrNotLocked) {
+			lastErr = fmt.Errorf("lock s3://%s/%s was released while acquiring it", s.Bucket, lockKey)
+			continue // released meanwhile: try to create it again
+		}
+		if err != nil {
+			return nil, err
+		}
+		now = s.clock().Now().UTC()
+		if now.Before(held.ExpiresAt.Add(s.skew())) {
+			return nil, &ErrLocked{Holder: held, Now: now}
+		}
+		prev := *held
+		prev.TakenOverFrom = nil
+		l.AcquiredAt, l.ExpiresAt = now, now.Add(s.lease())
+		l.Generation = held.Generation + 1
+		l.TakenOverFrom = &prev
+		etag, err = s.putLock(ctx, l, held.etag, false)
+		if err == nil {
+			l.etag = etag
+			s.logger().Warn("state: took over an expired lock",
+				"namespace", namespace, "key", key, "run", runID, "owner", owner.String(),
+				"previous_run", held.RunID, "previous_owner", held.Owner.String(),
+				"previous_token", held.Token, "expired_at", held.ExpiresAt)
+			return l, nil
+		}
+		if !isPrecondition(err) && !isNotFound(err) {
+			return nil, fmt.Errorf("lock s3://%s/%s: take over expired lock of run %s: %w", s.Bucket, lockKey, held.RunID, err)
+		}
+		lastErr = fmt.Errorf("lock s3://%s/%s changed while taking it over: %w", s.Bucket, lockKey, err)
+	}
+	return nil, fmt.Errorf("%w; gave up after %d attempts: retry later", lastErr, maxAcquireAttempts)
+}
+
+// Resume re-attaches a later trigger of run runID (a stack event, a heartbeat) to the lock
+// that run acquired in an earlier invocation: with a compare-and-swap on the lock's ETag it
+// records owner as the holder and renews the lease, so any other invocation still holding
+// the old Lock fails its next Check. A lock that is missing, or held by another run, gives
+// ErrLockLost: the run must stop.
+func (s *Store) Resume(ctx context.Context, namespace, key, runID string, owner Owner) (*Lock, error) {
+	if err := checkNames(namespace, key); err != nil {
+		return nil, err
+	}
+	lockKey := LockKey(namespace, key)
+	var lastErr error
+	for range maxAcquireAttempts {
+		held, err := s.getLock(ctx, namespace, key)
+		if errors.Is(err, ErrNotLocked) {
+			return nil, fmt.Errorf("resume run %s on state %s/%s: its lock was removed (released or force-unlocked): stop the run: %w", orNone(runID), namespace, key, ErrLockLost)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if held.RunID != runID || runID == "" {
+			return nil, fmt.Errorf("resume run %s on state %s/%s: the lock is now held by %s: stop the run: %w", orNone(runID), namespace, key, held, ErrLockLost)
+		}
+		now := s.clock().Now().UTC()
+		next := *held
+		next.Owner, next.ExpiresAt, next.Renewals = owner, now.Add(s.lease()), held.Renewals+1
+		etag, err := s.putLock(ctx, &next, held.etag, false)
+		if err == nil {
+			next.etag = etag
+			if !now.Before(held.ExpiresAt) {
+				s.logger().Info("state: resumed a run whose lease had expired (nobody took it over)",
+					"namespace", namespace, "key", key, "run", runID, "expired_at", held.ExpiresAt)
+			}
+			return &next, nil
+		}
+		if !isPrecondition(err) && !isNotFound(err) {
+			return nil, fmt.Errorf("lock s3://%s/%s: resume run %s: %w", s.Bucket, lockKey, runID, err)
+		}
+		lastErr = fmt.Errorf("lock s3://%s/%s changed while resuming run %s: %w", s.Bucket, lockKey, runID, err)
+	}
+	return nil, fmt.Errorf("%w; gave up after %d attempts: retry later", lastErr, maxAcquireAttempts)
+}
+
+// Renew extends the lease of l from now, only while the lock object is still the one l
+// wrote (If-Match). It fails with ErrLockLost when the lock was taken over or removed.
+func (s *Store) Renew(ctx context.Context, l *Lock) error {
+	if err := usable(l); err != nil {
+		return err
+	}
+	next := *l
+	now := s.clock().Now().UTC()
+	next.ExpiresAt = now.Add(s.lease())
+	next.Renewals++
+	etag, err := s.putLock(ctx, &next, l.etag, false)
+	if err != nil {
+		if isPrecondition(err) || isNotFound(err) {
+			return s.lost(ctx, l, "renew")
+		}
+		return fmt.Errorf("lock s3://%s/%s: renew: %w", s.Bucket, LockKey(l.Namespace, l.Key), err)
+	}
+	l.ExpiresAt, l.Renewals, l.etag = next.ExpiresAt, next.Renewals, etag
+	return nil
+}
+
+// Release deletes the lock only while it is still ours; otherwise it returns ErrLockLost
+// and leaves the lock of whoever holds it now untouched.
+func (s *Store) Release(ctx context.Context, l *Lock) error {
+	lockKey := LockKey(l.Namespace, l.Key)
+	// The HEAD makes a lost lock an error even against an S3 that deletes a missing key
+	// happily; the conditional delete closes the window after it.
+	if err := s.headLock(ctx, l); err != nil {
+		return err
+	}
+	_, err := s.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: &lockKey, IfMatch: aws.String(l.etag)})
+	if err != nil {
+		if isPrecondition(err) || isNotFound(err) {
+			return s.lost(ctx, l, "release")
+		}
+		return fmt.Errorf("lock s3://%s/%s: release: %w", s.Bucket, lockKey, err)
+	}
+	return nil
+}
+
+// Check verifies that l is still held and its lease has not (nearly) run out. Call it
+// before every CloudFormation mutation; Write calls it before every state write.
+func (s *Store) Check(ctx context.Context, l *Lock) error {
+	if err := usable(l); err != nil {
+		return err
+	}
+	now := s.clock().Now()
+	if !now.Before(l.ExpiresAt.Add(-s.skew())) {
+		return fmt.Errorf("lock on state %s/%s of run %s: lease ends %s (now %s, margin %s): renew the lock before acting: %w",
+			l.Namespace, l.Key, orNone(l.RunID), stamp(l.ExpiresAt), stamp(now), s.skew(), ErrLeaseExpired)
+	}
+	return s.headLock(ctx, l)
+}
+
+// headLock confirms with a conditional HEAD that the lock object is still the one l wrote.
+func (s *Store) headLock(ctx context.Context, l *Lock) error {
+	if err := usable(l); err != nil {
+		return err
+	}
+	lockKey := LockKey(l.Namespace, l.Key)
+	_, err := s.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.Bucket, Key: &lockKey, IfMatch: aws.String(l.etag)})
+	if err == nil {
+		return nil
+	}
+	if isPrecondition(err) || isNotFound(err) {
+		return s.lost(ctx, l, "check")
+	}
+	return fmt.Errorf("lock s3://%s/%s: check: %w", s.Bucket, lockKey, err)
+}
+
+// usable refuses a Lock that did not come from Acquire or Resume (one decoded from JSON, say):
+// without the ETag it wrote, no operation could be made conditional on it.
+func usable(l *Lock) error {
+	if l == nil {
+		return fmt.Errorf("state: no lock given: %w", ErrLockLost)
+	}
+	if l.etag == "" {
+		return fmt.Errorf("lock on state %s/%s of run %s was not obtained from Acquire or Resume in this process: call Resume: %w",
+			l.Namespace, l.Key, orNone(l.RunID), ErrLockLost)
+	}
+	return nil
+}
+
+// lost builds the ErrLockLost error for l, naming the current holder when there is one.
+func (s *Store) lost(ctx context.Context, l *Lock, op string) error {
+	now, err := s.getLock(ctx, l.Namespace, l.Key)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s lock on state %s/%s of run %s (token %s): now held by %s; stop and let that run continue: %w",
+			op, l.Namespace, l.Key, orNone(l.RunID), l.Token, now, ErrLockLost)
+	case errors.Is(err, ErrNotLocked):
+		return fmt.Errorf("%s lock on state %s/%s of run %s (token %s): the lock was removed (released or force-unlocked): stop; a new run must acquire it: %w",
+			op, l.Namespace, l.Key, orNone(l.RunID), l.Token, ErrLockLost)
+	default:
+		return fmt.Errorf("%s lock on state %s/%s of run %s (token %s): no longer ours (%v): %w", op, l.Namespace, l.Key, orNone(l.RunID), l.Token, err, ErrLockLost)
+	}
+}
+
+// ForceUnlock removes the lock on namespace/key. An expired lock is removed freely; a live
+// one only with force. It returns the lock it removed (to say who held it); a live lock
+// without force gives *ErrLocked, no lock gives ErrNotLocked.
+func (s *Store) ForceUnlock(ctx context.Context, namespace, key string, force bool) (*Lock, error) {
+	if err := checkNames(namespace, key); err != nil {
+		return nil, err
+	}
+	held, err := s.getLock(ctx, namespace, key)
+	if errors.Is(err, errNotCairnLock) && force {
+		err = nil // remove it all the same: that is what the message asks for
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock().Now().UTC()
+	live := now.Before(held.ExpiresAt)
+	if live && !force {
+		return held, &ErrLocked{Holder: held, Now: now}
+	}
+	lockKey := LockKey(namespace, key)
+	_, err = s.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: &lockKey, IfMatch: aws.String(held.etag)})
+	if err != nil {
+		if isPrecondition(err) {
+			return nil, fmt.Errorf("unlock state %s/%s: the lock changed while removing it (renewed or taken over): look again with `cairn unlock %s %s`", namespace, key, namespace, key)
+		}
+		return nil, fmt.Errorf("unlock state %s/%s: delete s3://%s/%s: %w", namespace, key, s.Bucket, lockKey, err)
+	}
+	s.logger().Warn("state: removed lock by hand", "namespace", namespace, "key", key, "live", live,
+		"run", held.RunID, "owner", held.Owner.String(), "token", held.Token, "expires_at", held.ExpiresAt)
+	return held, nil
+}
+
+// CurrentLock returns the lock on namespace/key as stored, or ErrNotLocked.
+func (s *Store) CurrentLock(ctx context.Context, namespace, key string) (*Lock, error) {
+	if err := checkNames(namespace, key); err != nil {
+		return nil, err
+	}
+	l, err := s.getLock(ctx, namespace, key)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (s *Store) getLock(ctx context.Context, namespace, key string) (*Lock, error) {
+	lockKey := LockKey(namespace, key)
+	out, err := s.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: &lockKey})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("state %s/%s: no lock at s3://%s/%s: %w", namespace, key, s.Bucket, lockKey, ErrNotLocked)
+		}
+		return nil, fmt.Errorf("lock s3://%s/%s: read: %w", s.Bucket, lockKey, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("lock s3://%s/%s: read: %w", s.Bucket, lockKey, err)
+	}
+	var l Lock
+	if err := json.Unmarshal(body, &l); err != nil || l.Token == "" {
+		if err == nil {
+			err = errors.New("no token")
+		}
+		// The ETag still lets ForceUnlock remove exactly this object.
+		bad := &Lock{Namespace: namespace, Key: key, etag: aws.ToString(out.ETag)}
+		return bad, fmt.Errorf("lock s3://%s/%s is not a cairn lock (%v): inspect it, then remove it with `cairn unlock %s %s --force`: %w",
+			s.Bucket, lockKey, err, namespace, key, errNotCairnLock)
+	}
+	l.etag = aws.ToString(out.ETag)
+	return &l, nil
+}
+
+// putLock writes l as the lock object, created (create) or replacing ifMatch.
+func (s *Store) putLock(ctx context.Context, l *Lock, ifMatch string, create bool) (string, error) {
+	body, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	lockKey := LockKey(l.Namespace, l.Key)
+	in := &s3.PutObjectInput{Bucket: &s.Bucket, Key: &lockKey, Body: bytes.NewReader(body), ContentType: aws.String("application/json")}
+	if create {
+		in.IfNoneMatch = aws.String("*")
+	} else if ifMatch == "" {
+		return "", fmt.Errorf("lock s3://%s/%s: refusing an unconditional write", s.Bucket, lockKey)
+	} else {
+		in.IfMatch = aws.String(ifMatch)
+	}
+	out, err := s.S3.PutObject(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,238 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+)
+
+// Tags cairn puts on every stack it creates. From them alone the persistent graph can be
+// rebuilt if its object is lost, and anyone can tell which git ref is applied.
+const (
+	TagNamespace    = "cairn:namespace"
+	TagGraphKey     = "cairn:graph-key"
+	TagName         = "cairn:name"
+	TagGitRef       = "cairn:git-ref"
+	TagGitRemote    = "cairn:git-remote"
+	TagBundleSHA256 = "cairn:bundle-sha256"
+	// The tags below let Rebuild give back the graph exactly rather than approximately.
+	TagBundleVersion  = "cairn:bundle-version"
+	TagTemplateHash   = "cairn:template-sha256"
+	TagParametersHash = "cairn:parameters-sha256"
+	// TagRequires holds the comma-separated config names the stack requires; when that is
+	// longer than a tag value allows it continues in cairn:requires-2, cairn:requires-3...
+	TagRequires = "cairn:requires"
+)
+
+// maxTagValue is CloudFormation's limit on a tag value's length.
+const maxTagValue = 256
+
+// StackTags returns the cairn:* tags of stack st in graph namespace/key applied from
+// bundle. The deployer sets them on the stack; Rebuild reads them back. Empty values are
+// left out, since CloudFormation refuses empty tag values.
+func StackTags(namespace, key string, bundle BundleRef, st *Stack) map[string]string {
+	tags := map[string]string{}
+	set := func(k, v string) {
+		if v != "" {
+			tags[k] = v
+		}
+	}
+	set(TagNamespace, namespace)
+	set(TagGraphKey, key)
+	set(TagName, st.Name)
+	set(TagGitRef, bundle.GitRef)
+	set(TagGitRemote, bundle.GitRemote)
+	set(TagBundleSHA256, bundle.SHA256)
+	set(TagBundleVersion, bundle.VersionID)
+	set(TagTemplateHash, st.TemplateHash)
+	set(TagParametersHash, st.ParametersHash)
+	reqs := append([]string(nil), st.Requires...)
+	sort.Strings(reqs)
+	var chunk string
+	n := 1
+	flush := func() {
+		if chunk == "" {
+			return
+		}
+		k := TagRequires
+		if n > 1 {
+			k = fmt.Sprintf("%s-%d", TagRequires, n)
+		}
+		tags[k] = chunk
+		chunk = ""
+		n++
+	}
+	for _, r := range reqs {
+		if chunk != "" && len(chunk)+1+len(r) > maxTagValue {
+			flush()
+		}
+		if chunk != "" {
+			chunk += ","
+		}
+		chunk += r
+	}
+	flush()
+	return tags
+}
+
+// requiresFromTags reads back what StackTags wrote under TagRequires.
+func requiresFromTags(tags map[string]string) []string {
+	var reqs []string
+	for n := 1; ; n++ {
+		k := TagRequires
+		if n > 1 {
+			k = fmt.Sprintf("%s-%d", TagRequires, n)
+		}
+		v, ok := tags[k]
+		if !ok {
+			break
+		}
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				reqs = append(reqs, r)
+			}
+		}
+	}
+	sort.Strings(reqs)
+	return reqs
+}
+
+// CloudFormationAPI is the part of the CloudFormation client Rebuild uses.
+type CloudFormationAPI interface {
+	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+}
+
+// Rebuild reconstructs the graph of namespace/key from the tags of the live stacks
+// (DescribeStacks, all pages): every stack tagged with this namespace and graph key, whether
+// cairn created it or it was tagged to be adopted. The result has Rebuilt set when it found
+// any stack and Generation 0; it is not written (Write it under the lock).
+func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, namespace, key string) (*Graph, error) {
+	if err := checkNames(namespace, key); err != nil {
+		return nil, err
+	}
+	g := &Graph{SchemaVersion: SchemaVersion, Namespace: namespace, Key: key, Stacks: map[string]*Stack{}}
+	bundles := map[BundleRef]int{}
+	p := cloudformation.NewDescribeStacksPaginator(cfn, &cloudformation.DescribeStacksInput{})
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild state %s/%s from stack tags: describe stacks: %w", namespace, key, err)
+		}
+		for _, cs := range out.Stacks {
+			st, bundle, ok := stackFromTags(cs, namespace, key)
+			if !ok {
+				continue
+			}
+			if prev, dup := g.Stacks[st.Name]; dup {
+				return nil, fmt.Errorf("rebuild state %s/%s: stacks %s and %s are both tagged %s=%s: remove the tag from the one cairn should not manage",
+					namespace, key, prev.StackName, st.StackName, TagName, st.Name)
+			}
+			g.Stacks[st.Name] = st
+			bundles[bundle]++
+		}
+	}
+	g.Bundle = mostCommon(bundles)
+	if len(bundles) > 1 {
+		s.logger().Warn("state: stacks carry tags of different bundles; the graph records the most common",
+			"namespace", namespace, "key", key, "bundle_sha256", g.Bundle.SHA256, "git_ref", g.Bundle.GitRef, "bundles", len(bundles))
+	}
+	// A dependency on a stack that no longer exists cannot be honoured; the next write
+	// refreshes dependencies from the config anyway.
+	for _, st := range g.Stacks {
+		kept := st.Requires[:0]
+		for _, r := range st.Requires {
+			if _, ok := g.Stacks[r]; ok {
+				kept = append(kept, r)
+			} else {
+				s.logger().Warn("state: rebuilt stack requires a stack that was not found; dropping the dependency",
+					"namespace", namespace, "key", key, "stack", st.Name, "requires", r)
+			}
+		}
+		if len(kept) == 0 {
+			kept = nil
+		}
+		st.Requires = kept
+	}
+	if err := g.Validate(); err != nil {
+		return nil, fmt.Errorf("rebuild state %s/%s from stack tags: %w: correct the %s tags", namespace, key, err, TagRequires)
+	}
+	if len(g.Stacks) > 0 {
+		g.Rebuilt = true
+		s.logger().Warn("state: rebuilt the persistent graph from stack tags", "namespace", namespace, "key", key,
+			"stacks", strings.Join(g.Names(), ","), "bucket", s.Bucket, "object", StateKey(namespace, key))
+	}
+	return g, nil
+}
+
+// ReadOrRebuild reads the graph under l and, when its object is missing, rebuilds it from
+// stack tags (logged; Rebuilt says so, for the run report). A namespace without state and
+// without tagged stacks gives an empty graph. Write the result under the same lock.
+func (s *Store) ReadOrRebuild(ctx context.Context, l *Lock, cfn CloudFormationAPI) (*Graph, error) {
+	g, err := s.Read(ctx, l)
+	if !errors.Is(err, ErrNotFound) {
+		return g, err
+	}
+	return s.Rebuild(ctx, cfn, l.Namespace, l.Key)
+}
+
+func stackFromTags(cs cfntypes.Stack, namespace, key string) (*Stack, BundleRef, bool) {
+	if cs.StackStatus == cfntypes.StackStatusDeleteComplete {
+		return nil, BundleRef{}, false
+	}
+	tags := map[string]string{}
+	for _, t := range cs.Tags {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	if tags[TagNamespace] != namespace || tags[TagGraphKey] != key || tags[TagName] == "" {
+		return nil, BundleRef{}, false
+	}
+	st := &Stack{
+		Name:           tags[TagName],
+		StackName:      aws.ToString(cs.StackName),
+		StackID:        aws.ToString(cs.StackId),
+		Region:         regionOf(aws.ToString(cs.StackId)),
+		Requires:       requiresFromTags(tags),
+		TemplateHash:   tags[TagTemplateHash],
+		ParametersHash: tags[TagParametersHash],
+		Status:         string(cs.StackStatus),
+		Tags:           tags,
+		UpdatedAt:      aws.ToTime(cs.CreationTime).UTC(),
+	}
+	if cs.LastUpdatedTime != nil {
+		st.UpdatedAt = cs.LastUpdatedTime.UTC()
+	}
+	if len(cs.Outputs) > 0 {
+		st.Outputs = map[string]string{}
+		for _, o := range cs.Outputs {
+			st.Outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+		}
+	}
+	bundle := BundleRef{VersionID: tags[TagBundleVersion], SHA256: tags[TagBundleSHA256], GitRef: tags[TagGitRef], GitRemote: tags[TagGitRemote]}
+	return st, bundle, true
+}
+
+// regionOf returns the region of a stack ARN (arn:aws:cloudformation:REGION:ACCOUNT:stack/...).
+func regionOf(arn string) string {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) < 6 || parts[0] != "arn" {
+		return ""
+	}
+	return parts[3]
+}
+
+func mostCommon(counts map[BundleRef]int) BundleRef {
+	var best BundleRef
+	bestN := -1
+	for b, n := range counts {
+		if n > bestN || (n == bestN && b.SHA256+b.VersionID > best.SHA256+best.VersionID) {
+			best, bestN = b, n
+		}
+	}
+	return best
+}

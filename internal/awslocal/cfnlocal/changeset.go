@@ -1,0 +1,227 @@
+package cfnlocal
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// noChangesReason is AWS's exact reason for a change set without changes.
+const noChangesReason = "The submitted information didn't contain changes. Submit different information to create a change set."
+
+type changeSet struct {
+	ID, Name, StackID, StackName string
+	Type                         string // CREATE or UPDATE
+	Status, ExecutionStatus      string
+	StatusReason                 string
+	Description                  string
+	Created, ReadyAt             time.Time
+	Body                         string
+	Params                       map[string]string
+	Tags                         []tag
+	Capabilities                 []string
+	NotificationARNs             []string
+	ClientToken                  string
+	Changes                      []change
+	ExecToken                    string
+}
+
+type change struct {
+	Action, LogicalID, PhysicalID, Type, Replacement string
+	Scope                                            []string
+	Details                                          []changeDetail
+}
+
+type changeDetail struct {
+	Attribute, Name, RequiresRecreation, Evaluation, ChangeSource, CausingEntity string
+}
+
+// ExecutedChangeSet records one ExecuteChangeSet that started a stack operation.
+type ExecutedChangeSet struct {
+	StackName, StackID, ChangeSetName, ChangeSetID string
+	ClientRequestToken                             string
+	ExecutedAt                                     time.Time
+	Changes                                        int
+}
+
+// ExecutedChangeSets lists, oldest first, the change sets that were executed.
+func (s *Service) ExecutedChangeSets() []ExecutedChangeSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ExecutedChangeSet(nil), s.st.Executed...)
+}
+
+func (s *Service) findChangeSet(name, stackName string) *changeSet {
+	for i := len(s.st.ChangeSets) - 1; i >= 0; i-- {
+		cs := s.st.ChangeSets[i]
+		if cs.ID == name {
+			return cs
+		}
+		if cs.Name == name && stackName != "" {
+			st := s.findStack(stackName)
+			if st != nil && st.ID == cs.StackID {
+				return cs
+			}
+		}
+	}
+	return nil
+}
+
+func changeSetNotFound(name string) error {
+	return &apiError{Code: "ChangeSetNotFound", Message: fmt.Sprintf("ChangeSet [%s] does not exist", name), Status: 404}
+}
+
+func (s *Service) advanceChangeSets(now time.Time) {
+	for _, cs := range s.st.ChangeSets {
+		if cs.Status == "CREATE_IN_PROGRESS" && !cs.ReadyAt.After(now) {
+			s.completeChangeSet(cs)
+		}
+	}
+}
+
+// completeChangeSet computes the changes of a change set whose creation time has come.
+func (s *Service) completeChangeSet(cs *changeSet) {
+	st := s.byID[cs.StackID]
+	fail := func(reason string) {
+		cs.Status, cs.ExecutionStatus, cs.StatusReason = "FAILED", "UNAVAILABLE", reason
+	}
+	if st == nil {
+		fail("stack " + cs.StackName + " no longer exists")
+		return
+	}
+	p, err := s.plan(st, cs.Body, cs.Params, cs.NotificationARNs)
+	if err == nil {
+		err = s.checkImports(st, p)
+	}
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	cs.Changes = s.diff(st, p)
+	if cs.Type == "UPDATE" && len(cs.Changes) == 0 && s.sameOutputsAndTags(st, p, cs.Tags) {
+		fail(noChangesReason)
+		return
+	}
+	cs.Status, cs.ExecutionStatus = "CREATE_COMPLETE", "AVAILABLE"
+}
+
+func (s *Service) sameOutputsAndTags(st *stack, p *planned, tags []tag) bool {
+	return equalJSON(st.Outputs, p.outputs) && equalJSON(st.Tags, tags)
+}
+
+// diff lists what applying p to st would change.
+func (s *Service) diff(st *stack, p *planned) []change {
+	var out []change
+	byName := map[string]*change{}
+	active := map[string]bool{}
+	for _, name := range p.active {
+		active[name] = true
+		d := p.tpl.Resources[name]
+		cur := st.Resources[name]
+		props := p.props[name]
+		if cur == nil || cur.Status == "DELETE_COMPLETE" {
+			c := change{Action: "Add", LogicalID: name, Type: d.Type}
+			out = append(out, c)
+			byName[name] = &out[len(out)-1]
+			continue
+		}
+		c := change{Action: "Modify", LogicalID: name, PhysicalID: cur.PhysicalID, Type: d.Type, Replacement: "False"}
+		if cur.Type != d.Type {
+			c.Replacement = "True"
+		}
+		rt := resourceTypes[d.Type]
+		for _, k := range sortedKeys(union(cur.Props, props)) {
+			if equalJSON(cur.Props[k], props[k]) {
+				continue
+			}
+			det := changeDetail{Attribute: "Properties", Name: k, RequiresRecreation: "Never", Evaluation: "Static", ChangeSource: "DirectModification"}
+			if strings.Contains(scalarString(props[k]), knownAfterApply) {
+				det.Evaluation = "Dynamic"
+				det.ChangeSource = "ResourceReference"
+			}
+			if rt.requiresReplacement(k) {
+				det.RequiresRecreation = "Always"
+				if det.Evaluation == "Dynamic" {
+					det.RequiresRecreation = "Conditionally"
+					if c.Replacement == "False" {
+						c.Replacement = "Conditional"
+					}
+				} else {
+					c.Replacement = "True"
+				}
+			}
+			c.Details = append(c.Details, det)
+		}
+		if len(c.Details) == 0 && cur.Type == d.Type {
+			continue
+		}
+		c.Scope = []string{"Properties"}
+		out = append(out, c)
+		byName[name] = &out[len(out)-1]
+	}
+	// resources that reference a replaced resource change too
+	for _, name := range p.active {
+		if c := byName[name]; c != nil && c.Action == "Add" {
+			continue
+		}
+		for _, dep := range p.tpl.deps(name) {
+			dc := byName[dep]
+			if dc == nil || dc.Replacement != "True" {
+				continue
+			}
+			if byName[name] == nil {
+				cur := st.Resources[name]
+				out = append(out, change{Action: "Modify", LogicalID: name, PhysicalID: cur.PhysicalID, Type: cur.Type, Replacement: "False", Scope: []string{"Properties"}})
+				byName[name] = &out[len(out)-1]
+			}
+			c := byName[name]
+			c.Details = append(c.Details, changeDetail{Attribute: "Properties", RequiresRecreation: "Conditionally", Evaluation: "Dynamic", ChangeSource: "ResourceReference", CausingEntity: dep})
+			if c.Replacement == "False" {
+				c.Replacement = "Conditional"
+			}
+		}
+	}
+	for _, name := range sortedKeys(st.Resources) {
+		r := st.Resources[name]
+		if !active[name] && r.Status != "DELETE_COMPLETE" {
+			out = append(out, change{Action: "Remove", LogicalID: name, PhysicalID: r.PhysicalID, Type: r.Type})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LogicalID < out[j].LogicalID })
+	return out
+}
+
+// obsoleteChangeSets marks the stack's remaining change sets OBSOLETE after an update that
+// did not come from them.
+func (s *Service) obsoleteChangeSets(st *stack) {
+	for _, cs := range s.st.ChangeSets {
+		if cs.StackID == st.ID && cs.ExecutionStatus != "EXECUTE_COMPLETE" && cs.ExecutionStatus != "EXECUTE_IN_PROGRESS" && cs.ExecutionStatus != "EXECUTE_FAILED" {
+			if cs.Status == "CREATE_COMPLETE" || cs.Status == "CREATE_IN_PROGRESS" {
+				if cs.Status == "CREATE_IN_PROGRESS" {
+					s.completeChangeSet(cs)
+				}
+				cs.ExecutionStatus = "OBSOLETE"
+			}
+		}
+	}
+}
+
+// updateChangeSetExecution mirrors the stack's operation outcome onto its executed change set.
+func (s *Service) updateChangeSetExecution() {
+	for _, cs := range s.st.ChangeSets {
+		if cs.ExecutionStatus != "EXECUTE_IN_PROGRESS" {
+			continue
+		}
+		st := s.byID[cs.StackID]
+		if st == nil || st.inProgress() {
+			continue
+		}
+		switch st.Status {
+		case "CREATE_COMPLETE", "UPDATE_COMPLETE":
+			cs.ExecutionStatus = "EXECUTE_COMPLETE"
+		default:
+			cs.ExecutionStatus = "EXECUTE_FAILED"
+		}
+	}
+}

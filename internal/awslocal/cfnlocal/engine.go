@@ -1,0 +1,795 @@
+package cfnlocal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// operation is a stack operation in flight: a schedule of resource steps.
+type operation struct {
+	Kind        string // CREATE, UPDATE, DELETE, ROLLBACK, UPDATE_ROLLBACK
+	Phase       string // "main" or "cleanup"
+	Steps       []step
+	Cur         int
+	Started     bool      // the current step has begun
+	Due         time.Time // when the current step ends (or, if not started, begins)
+	Halted      bool      // waiting for a user action (UPDATE_FAILED, UPDATE_ROLLBACK_FAILED)
+	Rollback    bool      // steps are a rollback: faults do not apply unless asked
+	Fail        string    // the current step fails with this reason at Due
+	CRRequestID string
+	CRResult    *crResult
+	CROldProps  map[string]any
+
+	Body, OldBody      string
+	Params, OldParams  map[string]string
+	OldOutputs         []output
+	OldImports         []string
+	OldResources       map[string]*resource
+	Touched            []string    // resources changed by the main phase, in order
+	Cleanup            []*resource // physical resources to delete in the cleanup phase
+	Failed             []string
+	Skip               map[string]bool
+	OnFailureDelete    bool
+	ChangeSetID, Token string
+}
+
+type step struct {
+	Action    string // create, modify, delete, deleteOld, revert
+	LogicalID string
+	Old       *resource // for deleteOld
+}
+
+type crResult struct {
+	Status, Reason, PhysicalID string
+	Data                       map[string]any
+}
+
+// startOp installs op on st and runs it up to now.
+func (s *Service) startOp(st *stack, op *operation, now time.Time) {
+	op.Due = now
+	if op.Phase == "" {
+		op.Phase = "main"
+	}
+	st.Op = op
+	s.advanceStack(st, now)
+	if st.Op != nil && !st.Op.Halted {
+		s.poke(st.Op.Due)
+	}
+}
+
+// advance moves every stack in flight to now. Called with mu held.
+func (s *Service) advance(now time.Time) {
+	for _, st := range s.st.Stacks {
+		if st.Op != nil && !st.Op.Halted {
+			s.advanceStack(st, now)
+		}
+	}
+	s.advanceChangeSets(now)
+	s.advanceDrifts(now)
+	s.updateChangeSetExecution()
+}
+
+// nextDue reports the earliest time something is scheduled.
+func (s *Service) nextDue() (time.Time, bool) {
+	var next time.Time
+	found := false
+	consider := func(t time.Time) {
+		if !found || t.Before(next) {
+			next, found = t, true
+		}
+	}
+	for _, st := range s.st.Stacks {
+		if st.Op != nil && !st.Op.Halted {
+			consider(st.Op.Due)
+		}
+	}
+	for _, cs := range s.st.ChangeSets {
+		if cs.Status == "CREATE_IN_PROGRESS" || cs.Status == "CREATE_PENDING" {
+			consider(cs.ReadyAt)
+		}
+	}
+	for _, d := range s.st.Drifts {
+		if d.Status == "DETECTION_IN_PROGRESS" {
+			consider(d.ReadyAt)
+		}
+	}
+	return next, found
+}
+
+func (s *Service) advanceStack(st *stack, now time.Time) {
+	for st.Op != nil && !st.Op.Halted {
+		op := st.Op
+		if op.Due.After(now) {
+			return
+		}
+		if op.Cur >= len(op.Steps) {
+			s.finishPhase(st, op.Due)
+			continue
+		}
+		if !op.Started {
+			s.beginStep(st, op.Due)
+			continue
+		}
+		s.endStep(st, op.Due)
+	}
+}
+
+// targetEvaluator evaluates the operation's target template against the stack's state.
+func (s *Service) targetEvaluator(st *stack, body string, params map[string]string) (*evaluator, *template, error) {
+	tpl, err := s.parse(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := s.evaluator(st, tpl, params, st.NotificationARNs)
+	return e, tpl, err
+}
+
+func opVerb(action string) string {
+	switch action {
+	case "create":
+		return "CREATE"
+	case "delete", "deleteOld":
+		return "DELETE"
+	}
+	return "UPDATE"
+}
+
+func (s *Service) beginStep(st *stack, t time.Time) {
+	op := st.Op
+	sp := op.Steps[op.Cur]
+	op.Started, op.Fail, op.CRRequestID, op.CRResult = true, "", "", nil
+	delay := s.o.ResourceDelay
+	verb := opVerb(sp.Action)
+	var r *resource
+	var oldProps map[string]any
+	reqType := ""
+	switch sp.Action {
+	case "create", "modify":
+		e, tpl, err := s.targetEvaluator(st, op.Body, op.Params)
+		d := tpl.decl(sp.LogicalID)
+		var props map[string]any
+		if err == nil {
+			var v any
+			v, err = e.eval(d.Properties)
+			props, _ = v.(map[string]any)
+			if props == nil {
+				props = map[string]any{}
+			}
+		}
+		cur := st.Resources[sp.LogicalID]
+		if sp.Action == "create" || cur == nil || cur.Status == "DELETE_COMPLETE" {
+			r = &resource{LogicalID: sp.LogicalID, Type: d.Type, Seed: fmt.Sprintf("%s|%s|%d", st.ID, sp.LogicalID, s.nextSeq()),
+				DeletionPolicy: d.DeletionPolicy, UpdateReplacePolicy: d.UpdateReplacePolicy, Props: props}
+			st.Resources[sp.LogicalID] = r
+			verb, reqType = "CREATE", "Create"
+			if err == nil && !isCustomType(r.Type) {
+				r.PhysicalID = physicalID(r.Type, s.idCtx(st, r))
+			}
+			s.setResource(st, r, t, "CREATE_IN_PROGRESS", "")
+		} else {
+			r = cur
+			oldProps = cur.Props
+			replace := cur.Type != d.Type
+			if rt, ok := resourceTypes[cur.Type]; ok && !replace {
+				for k := range union(cur.Props, props) {
+					if rt.requiresReplacement(k) && !equalJSON(cur.Props[k], props[k]) {
+						replace = true
+					}
+				}
+			}
+			if err == nil {
+				if denied := s.policyDenies(st, cur, replace); denied != "" {
+					err = invalidf("%s", denied)
+				}
+			}
+			if replace && err == nil {
+				old := *cur
+				op.Cleanup = append(op.Cleanup, &old)
+				r = &resource{LogicalID: sp.LogicalID, Type: d.Type, Seed: fmt.Sprintf("%s|%s|%d", st.ID, sp.LogicalID, s.nextSeq()),
+					DeletionPolicy: d.DeletionPolicy, UpdateReplacePolicy: d.UpdateReplacePolicy, Props: props, Status: cur.Status}
+				if !isCustomType(r.Type) {
+					r.PhysicalID = physicalID(r.Type, s.idCtx(st, r))
+				}
+				st.Resources[sp.LogicalID] = r
+				s.setResource(st, r, t, "UPDATE_IN_PROGRESS", "Requested update requires the creation of a new physical resource; hence creating one.")
+				reqType = "Create"
+			} else {
+				r.DeletionPolicy, r.UpdateReplacePolicy = d.DeletionPolicy, d.UpdateReplacePolicy
+				if err == nil {
+					r.Props = props
+				}
+				s.setResource(st, r, t, "UPDATE_IN_PROGRESS", "")
+				reqType = "Update"
+			}
+		}
+		op.Touched = append(op.Touched, sp.LogicalID)
+		if err != nil {
+			op.Fail = err.Error()
+			delay = 0
+		}
+	case "revert":
+		old := op.OldResources[sp.LogicalID]
+		cur := st.Resources[sp.LogicalID]
+		if old == nil {
+			// created by the failed update: delete it
+			if cur == nil {
+				op.Started = false
+				op.Cur++
+				return
+			}
+			r = cur
+			verb, reqType = "DELETE", "Delete"
+			s.setResource(st, r, t, "DELETE_IN_PROGRESS", "")
+			break
+		}
+		restored := *old
+		if cur != nil && cur.PhysicalID != old.PhysicalID {
+			newer := *cur
+			op.Cleanup = append(op.Cleanup, &newer)
+		}
+		if cur != nil {
+			oldProps = cur.Props
+		}
+		st.Resources[sp.LogicalID] = &restored
+		r = &restored
+		reqType = "Update"
+		if cur != nil && cur.PhysicalID != old.PhysicalID {
+			reqType = "" // the old physical resource still exists unchanged
+		}
+		s.setResource(st, r, t, "UPDATE_IN_PROGRESS", "")
+	case "delete":
+		r = st.Resources[sp.LogicalID]
+		if r == nil || r.Status == "DELETE_COMPLETE" {
+			op.Started = false
+			op.Cur++
+			return
+		}
+		if r.DeletionPolicy == "Retain" && op.Kind != "ROLLBACK" {
+			s.setResource(st, r, t, "DELETE_SKIPPED", "")
+			st.RetainedResources = append(st.RetainedResources, r.LogicalID)
+			op.Started = false
+			op.Cur++
+			if op.Kind == "UPDATE" {
+				delete(st.Resources, r.LogicalID)
+			}
+			return
+		}
+		reqType = "Delete"
+		s.setResource(st, r, t, "DELETE_IN_PROGRESS", "")
+	case "deleteOld":
+		r = sp.Old
+		if r.UpdateReplacePolicy == "Retain" && op.Kind == "UPDATE" {
+			s.addEvent(st, t, r.LogicalID, r.PhysicalID, r.Type, "DELETE_SKIPPED", "", nil)
+			op.Started = false
+			op.Cur++
+			return
+		}
+		reqType = "Delete"
+		s.addEvent(st, t, r.LogicalID, r.PhysicalID, r.Type, "DELETE_IN_PROGRESS", "", nil)
+	}
+	if f := s.matchFault(st.Name, r.LogicalID, verb, op.Rollback); f != nil {
+		delay += f.Delay
+		if f.Reason != "" && op.Fail == "" {
+			op.Fail = f.Reason
+		}
+	}
+	op.Due = t.Add(delay)
+	if isCustomType(r.Type) && op.Fail == "" && reqType != "" {
+		if reqType == "Update" && equalJSON(oldProps, r.Props) && sp.Action != "revert" {
+			// nothing changed for the provider
+		} else {
+			s.sendCustomResource(st, r, reqType, oldProps, t)
+		}
+	}
+}
+
+func union(a, b map[string]any) map[string]bool {
+	m := map[string]bool{}
+	for k := range a {
+		m[k] = true
+	}
+	for k := range b {
+		m[k] = true
+	}
+	return m
+}
+
+func (t *template) decl(name string) resourceDecl {
+	if t == nil {
+		return resourceDecl{}
+	}
+	return t.Resources[name]
+}
+
+func (s *Service) endStep(st *stack, t time.Time) {
+	op := st.Op
+	sp := op.Steps[op.Cur]
+	op.Started = false
+	op.Cur++
+	fail := op.Fail
+	if op.CRRequestID != "" {
+		switch {
+		case op.CRResult == nil:
+			fail = fmt.Sprintf("CloudFormation did not receive a response from your Custom Resource. Please check your custom resource provider's logs for requestId [%s].", op.CRRequestID)
+		case op.CRResult.Status != "SUCCESS":
+			fail = op.CRResult.Reason
+			if fail == "" {
+				fail = "Custom resource failed without a reason (Status " + op.CRResult.Status + ")"
+			}
+		}
+	}
+	var r *resource
+	if sp.Action == "deleteOld" {
+		r = sp.Old
+	} else {
+		r = st.Resources[sp.LogicalID]
+	}
+	if r == nil {
+		return
+	}
+	if fail == "" && op.CRResult != nil && sp.Action != "deleteOld" && sp.Action != "delete" {
+		if id := op.CRResult.PhysicalID; id != "" && id != r.PhysicalID {
+			if r.PhysicalID != "" && sp.Action == "modify" {
+				// a new physical id from an Update means replacement: the old one is
+				// deleted in the cleanup phase
+				old := *r
+				old.Props = op.CROldProps
+				op.Cleanup = append(op.Cleanup, &old)
+			}
+			r.PhysicalID = id
+		}
+		r.Attrs = op.CRResult.Data
+	}
+	if r.PhysicalID == "" && isCustomType(r.Type) && fail == "" {
+		r.PhysicalID = st.Name + "-" + r.LogicalID + "-" + hashUpper(12, r.Seed)
+	}
+	verb := opVerb(sp.Action)
+	if sp.Action == "revert" && op.OldResources[sp.LogicalID] == nil {
+		verb = "DELETE"
+	}
+	if sp.Action == "modify" && r.Status == "CREATE_IN_PROGRESS" {
+		verb = "CREATE"
+	}
+	if fail != "" {
+		if sp.Action == "deleteOld" {
+			s.addEvent(st, t, r.LogicalID, r.PhysicalID, r.Type, "DELETE_FAILED", fail, nil)
+		} else {
+			s.setResource(st, r, t, verb+"_FAILED", fail)
+		}
+		s.stepFailed(st, r, sp, fail, t)
+		return
+	}
+	switch verb {
+	case "DELETE":
+		if sp.Action == "deleteOld" {
+			s.addEvent(st, t, r.LogicalID, r.PhysicalID, r.Type, "DELETE_COMPLETE", "", nil)
+			return
+		}
+		s.setResource(st, r, t, "DELETE_COMPLETE", "")
+		if op.Kind != "DELETE" {
+			delete(st.Resources, r.LogicalID)
+		}
+	default:
+		s.setResource(st, r, t, verb+"_COMPLETE", "")
+	}
+}
+
+// stepFailed reacts to a failed resource the way CloudFormation does for the operation.
+func (s *Service) stepFailed(st *stack, r *resource, sp step, reason string, t time.Time) {
+	op := st.Op
+	op.Failed = append(op.Failed, r.LogicalID)
+	switch {
+	case op.Kind == "CREATE":
+		why := fmt.Sprintf("The following resource(s) failed to create: [%s]. ", r.LogicalID)
+		if st.DisableRollback {
+			s.setStatus(st, t, "CREATE_FAILED", why)
+			st.Op = nil
+			return
+		}
+		s.startCreateRollback(st, why+"Rollback requested by user.", t)
+	case op.Kind == "UPDATE" && op.Phase == "main":
+		verb := "update"
+		if _, existed := op.OldResources[r.LogicalID]; !existed {
+			verb = "create"
+		}
+		why := fmt.Sprintf("The following resource(s) failed to %s: [%s]. ", verb, r.LogicalID)
+		if st.DisableRollback {
+			s.setStatus(st, t, "UPDATE_FAILED", why)
+			op.Halted = true
+			return
+		}
+		s.startUpdateRollback(st, why, t)
+	case op.Kind == "UPDATE" && op.Phase == "cleanup":
+		// CloudFormation ignores cleanup failures: the update stays complete.
+	case op.Kind == "DELETE":
+		s.setStatus(st, t, "DELETE_FAILED", fmt.Sprintf("The following resource(s) failed to delete: [%s]. ", r.LogicalID))
+		st.Op = nil
+	case op.Kind == "ROLLBACK":
+		s.setStatus(st, t, "ROLLBACK_FAILED", fmt.Sprintf("The following resource(s) failed to delete: [%s]. ", r.LogicalID))
+		st.Op = nil
+	case op.Kind == "UPDATE_ROLLBACK" && op.Phase == "main":
+		s.setStatus(st, t, "UPDATE_ROLLBACK_FAILED", fmt.Sprintf("The following resource(s) failed to update: [%s]. ", r.LogicalID))
+		op.Cur-- // ContinueUpdateRollback retries this step
+		op.Halted = true
+	case op.Kind == "UPDATE_ROLLBACK":
+		// cleanup failures are ignored
+	}
+}
+
+// startCreateRollback deletes what a failed create made, newest first.
+func (s *Service) startCreateRollback(st *stack, reason string, t time.Time) {
+	old := st.Op
+	s.setStatus(st, t, "ROLLBACK_IN_PROGRESS", reason)
+	var steps []step
+	names := make([]string, 0, len(old.Touched))
+	names = append(names, old.Touched...)
+	for i := len(names) - 1; i >= 0; i-- {
+		steps = append(steps, step{Action: "delete", LogicalID: names[i]})
+	}
+	st.Op = &operation{Kind: "ROLLBACK", Phase: "main", Steps: steps, Due: t, Rollback: true, OnFailureDelete: old.OnFailureDelete, Token: old.Token}
+}
+
+// startUpdateRollback reverts what a failed update changed, newest first.
+func (s *Service) startUpdateRollback(st *stack, reason string, t time.Time) {
+	op := st.Op
+	s.setStatus(st, t, "UPDATE_ROLLBACK_IN_PROGRESS", reason)
+	var steps []step
+	seen := map[string]bool{}
+	for i := len(op.Touched) - 1; i >= 0; i-- {
+		if !seen[op.Touched[i]] {
+			seen[op.Touched[i]] = true
+			steps = append(steps, step{Action: "revert", LogicalID: op.Touched[i]})
+		}
+	}
+	op.Kind, op.Phase, op.Steps, op.Cur, op.Started, op.Due = "UPDATE_ROLLBACK", "main", steps, 0, false, t
+	op.Rollback, op.Halted = true, false
+	// resources created by replacement are deleted in the rollback cleanup; the old
+	// ones they replaced are restored by revert
+	op.Cleanup = nil
+}
+
+// finishPhase ends the current phase of an operation whose steps are all done.
+func (s *Service) finishPhase(st *stack, t time.Time) {
+	op := st.Op
+	switch {
+	case op.Kind == "CREATE":
+		e, _, err := s.targetEvaluator(st, op.Body, op.Params)
+		var outs []output
+		if err == nil {
+			outs, err = s.evalOutputs(e, e.tpl)
+		}
+		if err == nil {
+			err = s.checkExportNames(st, outs)
+		}
+		if err != nil {
+			if st.DisableRollback {
+				s.setStatus(st, t, "CREATE_FAILED", err.Error())
+				st.Op = nil
+				return
+			}
+			s.startCreateRollback(st, err.Error(), t)
+			return
+		}
+		st.Outputs = outs
+		st.Op = nil
+		s.setStatus(st, t, "CREATE_COMPLETE", "")
+	case op.Kind == "UPDATE" && op.Phase == "main":
+		e, tpl, err := s.targetEvaluator(st, op.Body, op.Params)
+		var outs []output
+		if err == nil {
+			outs, err = s.evalOutputs(e, tpl)
+		}
+		if err == nil {
+			err = s.checkExportNames(st, outs)
+		}
+		if err == nil {
+			err = s.checkExportsInUse(st, outs)
+		}
+		var removed []string
+		if err == nil {
+			active := map[string]bool{}
+			for n, d := range tpl.Resources {
+				if d.Condition == "" {
+					active[n] = true
+				} else if ok, _ := e.condition(d.Condition); ok {
+					active[n] = true
+				}
+			}
+			oldTpl, _ := s.parse(op.OldBody)
+			order := sortedKeys(st.Resources)
+			if oldTpl != nil {
+				if o, oerr := oldTpl.order(); oerr == nil {
+					order = o
+				}
+			}
+			for i := len(order) - 1; i >= 0; i-- {
+				if r := st.Resources[order[i]]; r != nil && !active[order[i]] {
+					removed = append(removed, order[i])
+					if denied := s.policyDeniesAction(st, r, "Update:Delete"); denied != "" && err == nil {
+						err = invalidf("%s", denied)
+					}
+				}
+			}
+		}
+		if err != nil {
+			s.startUpdateRollback(st, err.Error(), t)
+			return
+		}
+		st.Outputs = outs
+		st.Body, st.tpl, st.Params = op.Body, tpl, op.Params
+		st.Description = tpl.Description
+		st.Imports = importsOf(st, tpl, s)
+		s.setStatus(st, t, "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", "")
+		var steps []step
+		for _, old := range op.Cleanup {
+			steps = append(steps, step{Action: "deleteOld", LogicalID: old.LogicalID, Old: old})
+		}
+		for _, n := range removed {
+			steps = append(steps, step{Action: "delete", LogicalID: n})
+		}
+		op.Phase, op.Steps, op.Cur, op.Started, op.Due = "cleanup", steps, 0, false, t
+	case op.Kind == "UPDATE":
+		st.Op = nil
+		s.setStatus(st, t, "UPDATE_COMPLETE", "")
+	case op.Kind == "DELETE":
+		st.Op = nil
+		s.setStatus(st, t, "DELETE_COMPLETE", "")
+	case op.Kind == "ROLLBACK":
+		st.Op = nil
+		s.setStatus(st, t, "ROLLBACK_COMPLETE", "")
+		if op.OnFailureDelete {
+			s.startDelete(st, t, op.Token)
+		}
+	case op.Kind == "UPDATE_ROLLBACK" && op.Phase == "main":
+		st.Body, st.Params, st.tpl = op.OldBody, op.OldParams, nil
+		st.Outputs, st.Imports = op.OldOutputs, op.OldImports
+		if tpl, err := st.template(); err == nil {
+			st.Description = tpl.Description
+		}
+		s.setStatus(st, t, "UPDATE_ROLLBACK_COMPLETE_CLEANUP_IN_PROGRESS", "")
+		var steps []step
+		for _, c := range op.Cleanup {
+			steps = append(steps, step{Action: "deleteOld", LogicalID: c.LogicalID, Old: c})
+		}
+		op.Phase, op.Steps, op.Cur, op.Started, op.Due = "cleanup", steps, 0, false, t
+	case op.Kind == "UPDATE_ROLLBACK":
+		st.Op = nil
+		s.setStatus(st, t, "UPDATE_ROLLBACK_COMPLETE", "")
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// importsOf lists the exports the stack's template imports (best effort).
+func importsOf(st *stack, tpl *template, s *Service) []string {
+	var names []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if iv, ok := x["Fn::ImportValue"]; ok && len(x) == 1 {
+				if n, ok := iv.(string); ok {
+					names = append(names, n)
+					return
+				}
+				e, err := s.evaluator(st, tpl, st.Params, st.NotificationARNs)
+				if err == nil {
+					if n, err := e.evalString(iv, "Fn::ImportValue"); err == nil {
+						names = append(names, n)
+					}
+				}
+				return
+			}
+			for _, vv := range x {
+				walk(vv)
+			}
+		case []any:
+			for _, vv := range x {
+				walk(vv)
+			}
+		}
+	}
+	for _, r := range tpl.Resources {
+		walk(r.Properties)
+	}
+	for _, o := range tpl.Outputs {
+		walk(o.Value)
+	}
+	sort.Strings(names)
+	return dedupe(names)
+}
+
+// checkExportNames refuses exports another stack already has.
+func (s *Service) checkExportNames(st *stack, outs []output) error {
+	ex := s.exports()
+	for _, o := range outs {
+		if o.ExportName == "" {
+			continue
+		}
+		if e, ok := ex[o.ExportName]; ok && e.stack != st {
+			return invalidf("Export with name %s is already exported by stack %s", o.ExportName, e.stack.Name)
+		}
+	}
+	return nil
+}
+
+// checkExportsInUse refuses removing or changing exports that other stacks import.
+func (s *Service) checkExportsInUse(st *stack, outs []output) error {
+	next := map[string]string{}
+	for _, o := range outs {
+		if o.ExportName != "" {
+			next[o.ExportName] = o.Value
+		}
+	}
+	for _, o := range st.Outputs {
+		if o.ExportName == "" {
+			continue
+		}
+		users := s.importers(o.ExportName)
+		if len(users) == 0 {
+			continue
+		}
+		v, ok := next[o.ExportName]
+		if !ok {
+			return invalidf("Export %s cannot be deleted as it is in use by %s", o.ExportName, users[0].Name)
+		}
+		if v != o.Value {
+			return invalidf("Cannot update export %s as it is in use by %s", o.ExportName, users[0].Name)
+		}
+	}
+	return nil
+}
+
+// startDelete begins deleting a stack, or puts it back when its exports are in use.
+func (s *Service) startDelete(st *stack, now time.Time, token string) {
+	prev := st.Status
+	st.LastClientToken = token
+	s.setStatus(st, now, "DELETE_IN_PROGRESS", "User Initiated")
+	for _, o := range st.Outputs {
+		if o.ExportName == "" {
+			continue
+		}
+		if users := s.importers(o.ExportName); len(users) > 0 {
+			s.setStatus(st, now, prev, fmt.Sprintf("Export %s cannot be deleted as it is in use by %s", o.ExportName, users[0].Name))
+			return
+		}
+	}
+	var steps []step
+	order := sortedKeys(st.Resources)
+	if tpl, err := st.template(); err == nil {
+		if o, err := tpl.order(); err == nil {
+			order = o
+		}
+	}
+	for i := len(order) - 1; i >= 0; i-- {
+		if _, ok := st.Resources[order[i]]; ok {
+			steps = append(steps, step{Action: "delete", LogicalID: order[i]})
+		}
+	}
+	st.Imports = nil
+	s.startOp(st, &operation{Kind: "DELETE", Steps: steps, Token: token}, now)
+}
+
+// sendCustomResource publishes a custom resource request to its ServiceToken topic.
+func (s *Service) sendCustomResource(st *stack, r *resource, reqType string, oldProps map[string]any, t time.Time) {
+	op := st.Op
+	token := scalarString(r.Props["ServiceToken"])
+	if reqType == "Delete" && token == "" && oldProps != nil {
+		token = scalarString(oldProps["ServiceToken"])
+	}
+	reqID := hashUUID("cr", st.ID, r.LogicalID, fmt.Sprint(s.nextSeq()))
+	op.CRRequestID = reqID
+	op.CROldProps = oldProps
+	timeout := s.o.CustomResourceTimeout
+	if v := scalarString(r.Props["ServiceTimeout"]); v != "" {
+		var secs int
+		if _, err := fmt.Sscanf(v, "%d", &secs); err == nil && secs > 0 {
+			timeout = time.Duration(secs) * time.Second
+		}
+	}
+	op.Due = t.Add(timeout)
+	if !strings.HasPrefix(token, "arn:aws:sns:") {
+		op.Fail = fmt.Sprintf("ServiceToken %q of %s is not an SNS topic ARN: the local emulator delivers custom resource requests only through SNS", token, r.LogicalID)
+		op.CRRequestID = ""
+		op.Due = t
+		return
+	}
+	req := map[string]any{
+		"RequestType":        reqType,
+		"ResponseURL":        strings.TrimRight(s.o.BaseURL(), "/") + ResponsePath + reqID,
+		"StackId":            st.ID,
+		"RequestId":          reqID,
+		"ResourceType":       r.Type,
+		"LogicalResourceId":  r.LogicalID,
+		"ResourceProperties": stringifyScalars(r.Props),
+	}
+	if reqType != "Create" {
+		req["PhysicalResourceId"] = r.PhysicalID
+	}
+	if reqType == "Update" {
+		req["OldResourceProperties"] = stringifyScalars(oldProps)
+	}
+	if reqType == "Delete" && r.Props == nil {
+		req["ResourceProperties"] = stringifyScalars(oldProps)
+	}
+	b, _ := json.Marshal(req)
+	msg := string(b)
+	s.outbox = append(s.outbox, func(ctx context.Context) {
+		if s.o.Publish == nil {
+			s.customResourceFailed(reqID, "the emulator has no SNS to deliver custom resource requests to")
+			return
+		}
+		if err := s.o.Publish(ctx, token, "AWS CloudFormation custom resource request", msg); err != nil {
+			s.customResourceFailed(reqID, fmt.Sprintf("could not publish the custom resource request to %s: %v", token, err))
+		}
+	})
+}
+
+// stringifyScalars converts scalars to strings as CloudFormation does for custom resources.
+func stringifyScalars(v map[string]any) map[string]any {
+	if v == nil {
+		return nil
+	}
+	var conv func(any) any
+	conv = func(x any) any {
+		switch y := x.(type) {
+		case map[string]any:
+			out := map[string]any{}
+			for k, vv := range y {
+				out[k] = conv(vv)
+			}
+			return out
+		case []any:
+			out := make([]any, len(y))
+			for i, vv := range y {
+				out[i] = conv(vv)
+			}
+			return out
+		case nil:
+			return nil
+		default:
+			return scalarString(y)
+		}
+	}
+	return conv(v).(map[string]any)
+}
+
+func (s *Service) customResourceFailed(reqID, reason string) {
+	s.mu.Lock()
+	s.deliverResponse(reqID, &crResult{Status: "FAILED", Reason: reason}, s.clk.Now())
+	out := s.takeOutbox()
+	s.mu.Unlock()
+	s.flush(out)
+}
+
+// deliverResponse records a custom resource response; called with mu held.
+func (s *Service) deliverResponse(reqID string, res *crResult, now time.Time) bool {
+	s.advance(now)
+	for _, st := range s.st.Stacks {
+		op := st.Op
+		if op == nil || op.CRRequestID != reqID || !op.Started || op.CRResult != nil {
+			continue
+		}
+		op.CRResult = res
+		if op.Due.After(now) {
+			op.Due = now
+		}
+		s.advanceStack(st, now)
+		if st.Op != nil && !st.Op.Halted {
+			s.poke(st.Op.Due)
+		}
+		return true
+	}
+	return false
+}

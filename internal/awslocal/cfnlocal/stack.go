@@ -1,0 +1,444 @@
+package cfnlocal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+)
+
+// stack is one CloudFormation stack, deleted or not.
+type stack struct {
+	ID, Name          string
+	Seq               int
+	Status, Reason    string
+	Created, Updated  time.Time
+	Deleted           time.Time
+	Description       string
+	Body              string            // current template
+	Params            map[string]string // effective parameter values as given
+	NoEcho            map[string]bool
+	Tags              []tag
+	Capabilities      []string
+	NotificationARNs  []string
+	DisableRollback   bool
+	TimeoutMinutes    int
+	Protected         bool
+	Policy            string
+	Outputs           []output
+	Resources         map[string]*resource
+	Events            []event // oldest first
+	Imports           []string
+	Op                *operation
+	ChangeSetID       string // change set of the last execution
+	DriftStatus       string
+	DriftChecked      time.Time
+	LastClientToken   string
+	RetainedResources []string
+
+	tpl *template // parsed Body, cached
+}
+
+type tag struct{ Key, Value string }
+
+type output struct {
+	Key, Value, Description, ExportName string
+}
+
+type resource struct {
+	LogicalID, Type, PhysicalID string
+	Status, Reason              string
+	Updated                     time.Time
+	Props                       map[string]any
+	Attrs                       map[string]any // custom resource Data
+	Seed                        string
+	DeletionPolicy              string
+	UpdateReplacePolicy         string
+	Tampered                    map[string]any // property path -> out-of-band value
+	DriftStatus                 string
+	DriftChecked                time.Time
+}
+
+type event struct {
+	ID, LogicalID, PhysicalID, Type string
+	Time                            time.Time
+	Status, Reason                  string
+	Props                           string
+	Token                           string
+}
+
+func (st *stack) template() (*template, error) {
+	if st.tpl == nil {
+		t, err := parseTemplate(st.Body)
+		if err != nil {
+			return nil, err
+		}
+		st.tpl = t
+	}
+	return st.tpl, nil
+}
+
+func (st *stack) deleted() bool { return st.Status == "DELETE_COMPLETE" }
+
+func (st *stack) inProgress() bool {
+	return strings.HasSuffix(st.Status, "_IN_PROGRESS") && st.Status != "REVIEW_IN_PROGRESS"
+}
+
+// findStack finds a live stack by name or any stack by id.
+func (s *Service) findStack(nameOrID string) *stack {
+	if st, ok := s.byID[nameOrID]; ok {
+		return st
+	}
+	for i := len(s.st.Stacks) - 1; i >= 0; i-- {
+		st := s.st.Stacks[i]
+		if st.Name == nameOrID && !st.deleted() {
+			return st
+		}
+	}
+	return nil
+}
+
+func (s *Service) mustStack(nameOrID string) (*stack, error) {
+	if nameOrID == "" {
+		return nil, validation("1 validation error detected: Value null at 'stackName' failed to satisfy constraint: Member must not be null")
+	}
+	st := s.findStack(nameOrID)
+	if st == nil {
+		return nil, stackNotFound(nameOrID)
+	}
+	return st, nil
+}
+
+func (s *Service) stackARN(name string) string {
+	return fmt.Sprintf("arn:aws:cloudformation:%s:%s:stack/%s/%s", s.o.Region, s.o.AccountID, name, hashUUID("stack", name, fmt.Sprint(s.nextSeq())))
+}
+
+// addEvent records one status change and sends it to the stack's NotificationARNs.
+func (s *Service) addEvent(st *stack, at time.Time, logicalID, physicalID, typ, status, reason string, props map[string]any) {
+	ev := event{
+		ID: hashUUID("event", st.ID, fmt.Sprint(len(st.Events))), LogicalID: logicalID, PhysicalID: physicalID,
+		Type: typ, Time: at, Status: status, Reason: reason, Token: st.LastClientToken,
+	}
+	if logicalID != st.Name || typ != "AWS::CloudFormation::Stack" {
+		ev.ID = logicalID + "-" + status + "-" + at.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	if props != nil {
+		b, _ := json.Marshal(props)
+		ev.Props = string(b)
+	}
+	st.Events = append(st.Events, ev)
+	for _, arn := range st.NotificationARNs {
+		msg := notification(s, st, ev)
+		s.outbox = append(s.outbox, func(ctx context.Context) {
+			if s.o.Publish == nil {
+				return
+			}
+			if err := s.o.Publish(ctx, arn, "AWS CloudFormation Notification", msg); err != nil {
+				s.log.Warn("cloudformation emulator: stack notification not delivered", "stack", st.Name, "topic", arn, "err", err)
+			}
+		})
+	}
+}
+
+func notification(s *Service, st *stack, ev event) string {
+	props := ev.Props
+	if props == "" {
+		props = "null"
+	}
+	token := ev.Token
+	if token == "" {
+		token = "null"
+	}
+	return fmt.Sprintf("StackId='%s'\nTimestamp='%s'\nEventId='%s'\nLogicalResourceId='%s'\nNamespace='%s'\nPhysicalResourceId='%s'\nPrincipalId='%s'\nResourceProperties='%s'\nResourceStatus='%s'\nResourceStatusReason='%s'\nResourceType='%s'\nStackName='%s'\nClientRequestToken='%s'\n",
+		st.ID, ev.Time.UTC().Format("2006-01-02T15:04:05.000Z"), ev.ID, ev.LogicalID, s.o.AccountID, ev.PhysicalID,
+		s.o.AccountID, props, ev.Status, ev.Reason, ev.Type, st.Name, token)
+}
+
+// setStatus changes the stack status, records the stack event and sends the EventBridge
+// "CloudFormation Stack Status Change" event.
+func (s *Service) setStatus(st *stack, at time.Time, status, reason string) {
+	st.Status, st.Reason = status, reason
+	s.addEvent(st, at, st.Name, st.ID, "AWS::CloudFormation::Stack", status, reason, nil)
+	if status == "DELETE_COMPLETE" {
+		st.Deleted = at
+	}
+	s.emitStatusChange(st, at, status, reason)
+}
+
+// setResource changes a resource status and records the event.
+func (s *Service) setResource(st *stack, r *resource, at time.Time, status, reason string) {
+	r.Status, r.Reason, r.Updated = status, reason, at
+	s.addEvent(st, at, r.LogicalID, r.PhysicalID, r.Type, status, reason, r.Props)
+}
+
+// evaluator builds an evaluator of tpl with the given parameters against the stack's
+// current resources. Resources that do not exist yet evaluate to knownAfterApply.
+func (s *Service) evaluator(st *stack, tpl *template, params map[string]string, notificationARNs []string) (*evaluator, error) {
+	vals, _, err := tpl.resolveParams(params, s.ssm)
+	if err != nil {
+		return nil, err
+	}
+	arns := make([]any, len(notificationARNs))
+	for i, a := range notificationARNs {
+		arns[i] = a
+	}
+	e := &evaluator{
+		tpl: tpl, params: vals, region: s.o.Region,
+		pseudo: map[string]any{
+			"AWS::AccountId": s.o.AccountID, "AWS::Region": s.o.Region, "AWS::StackName": st.Name,
+			"AWS::StackId": st.ID, "AWS::Partition": "aws", "AWS::URLSuffix": "amazonaws.com",
+			"AWS::NotificationARNs": arns,
+		},
+	}
+	e.ref = func(name string) (any, error) {
+		if c := tpl.Resources[name].Condition; c != "" {
+			if ok, _ := e.condition(c); !ok {
+				return nil, invalidf("Template format error: Unresolved resource dependencies [%s] in the Resources block of the template (its condition %s is false)", name, c)
+			}
+		}
+		r := st.Resources[name]
+		if r == nil || r.PhysicalID == "" || r.Type != tpl.Resources[name].Type {
+			return knownAfterApply, nil
+		}
+		return r.PhysicalID, nil
+	}
+	e.getAtt = func(name, attr string) (any, error) {
+		if c := tpl.Resources[name].Condition; c != "" {
+			if ok, _ := e.condition(c); !ok {
+				return nil, invalidf("Template error: Fn::GetAtt of %s whose condition %s is false", name, c)
+			}
+		}
+		r := st.Resources[name]
+		if r == nil || r.PhysicalID == "" || r.Type != tpl.Resources[name].Type {
+			return knownAfterApply, nil
+		}
+		return s.attr(st, r, attr)
+	}
+	e.importValue = func(name string) (string, error) {
+		ex, ok := s.exports()[name]
+		if !ok || ex.stack == st {
+			return "", invalidf("No export named %s found.", name)
+		}
+		return ex.value, nil
+	}
+	if err := e.evalConditions(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (s *Service) attr(st *stack, r *resource, attr string) (any, error) {
+	if isCustomType(r.Type) {
+		if v, ok := r.Attrs[attr]; ok {
+			return v, nil
+		}
+		return nil, invalidf("CustomResource attribute error: Vendor response doesn't contain %s key in object %s|%s|%s in S3 bucket cloudformation-custom-resource-storage-%s", attr, st.ID, r.LogicalID, r.PhysicalID, s.o.Region)
+	}
+	return attribute(r.Type, attr, s.idCtx(st, r)), nil
+}
+
+func (s *Service) idCtx(st *stack, r *resource) idCtx {
+	return idCtx{region: s.o.Region, account: s.o.AccountID, stack: st.Name, logicalID: r.LogicalID, seed: r.Seed, props: r.Props, physical: r.PhysicalID}
+}
+
+func (s *Service) ssm(name, typ string) (string, error) {
+	if s.o.SSMParameter != nil {
+		return s.o.SSMParameter(name, typ)
+	}
+	if strings.Contains(typ, "AWS::EC2::Image::Id") {
+		return "ami-" + hashHex(17, name), nil
+	}
+	return "ssm-" + hashHex(12, name), nil
+}
+
+type exportEntry struct {
+	stack *stack
+	value string
+}
+
+// exports lists the exports of all live stacks.
+func (s *Service) exports() map[string]exportEntry {
+	m := map[string]exportEntry{}
+	for _, st := range s.st.Stacks {
+		if st.deleted() {
+			continue
+		}
+		for _, o := range st.Outputs {
+			if o.ExportName != "" {
+				m[o.ExportName] = exportEntry{st, o.Value}
+			}
+		}
+	}
+	return m
+}
+
+// importers lists the live stacks that import the export name.
+func (s *Service) importers(name string) []*stack {
+	var out []*stack
+	for _, st := range s.st.Stacks {
+		if st.deleted() {
+			continue
+		}
+		for _, im := range st.Imports {
+			if im == name {
+				out = append(out, st)
+			}
+		}
+	}
+	return out
+}
+
+// planned is a template evaluated ahead of execution: what a stack would become.
+type planned struct {
+	tpl     *template
+	body    string
+	params  map[string]string
+	active  []string // resources whose condition holds, in dependency order
+	props   map[string]map[string]any
+	outputs []output
+	imports []string
+}
+
+// plan evaluates the template against the stack's current state; every unresolvable
+// expression is an error.
+func (s *Service) plan(st *stack, body string, params map[string]string, arns []string) (*planned, error) {
+	tpl, err := s.parse(body)
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.evaluator(st, tpl, params, arns)
+	if err != nil {
+		return nil, err
+	}
+	var imports []string
+	inner := e.importValue
+	e.importValue = func(name string) (string, error) {
+		imports = append(imports, name)
+		return inner(name)
+	}
+	order, err := tpl.order()
+	if err != nil {
+		return nil, err
+	}
+	_, eff, err := tpl.resolveParams(params, s.ssm)
+	if err != nil {
+		return nil, err
+	}
+	// the stack keeps every parameter's effective value, defaults included, so that
+	// UsePreviousValue works for parameters that were never given
+	p := &planned{tpl: tpl, body: body, params: eff, props: map[string]map[string]any{}}
+	for _, name := range order {
+		d := tpl.Resources[name]
+		if d.Condition != "" {
+			if ok, err := e.condition(d.Condition); err != nil {
+				return nil, err
+			} else if !ok {
+				continue
+			}
+		}
+		v, err := e.eval(d.Properties)
+		if err != nil {
+			return nil, fmt.Errorf("%w (in resource %s)", err, name)
+		}
+		props, _ := v.(map[string]any)
+		if props == nil {
+			props = map[string]any{}
+		}
+		if isCustomType(d.Type) {
+			if _, ok := props["ServiceToken"]; !ok {
+				return nil, invalidf("Template error: custom resource %s has no ServiceToken property", name)
+			}
+		}
+		p.active = append(p.active, name)
+		p.props[name] = props
+	}
+	outs, err := s.evalOutputs(e, tpl)
+	if err != nil {
+		return nil, err
+	}
+	p.outputs = outs
+	sort.Strings(imports)
+	p.imports = dedupe(imports)
+	return p, nil
+}
+
+func (s *Service) evalOutputs(e *evaluator, tpl *template) ([]output, error) {
+	names := make([]string, 0, len(tpl.Outputs))
+	for n := range tpl.Outputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var outs []output
+	for _, n := range names {
+		o := tpl.Outputs[n]
+		if o.Condition != "" {
+			if ok, err := e.condition(o.Condition); err != nil {
+				return nil, err
+			} else if !ok {
+				continue
+			}
+		}
+		v, err := e.eval(o.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%w (in output %s)", err, n)
+		}
+		val, err := outputString(v, n)
+		if err != nil {
+			return nil, err
+		}
+		out := output{Key: n, Value: val, Description: o.Description}
+		if o.Export != nil {
+			ev, err := e.eval(o.Export)
+			if err != nil {
+				return nil, fmt.Errorf("%w (in export of output %s)", err, n)
+			}
+			out.ExportName = scalarString(ev)
+		}
+		outs = append(outs, out)
+	}
+	return outs, nil
+}
+
+func outputString(v any, name string) (string, error) {
+	switch x := v.(type) {
+	case []any:
+		parts := make([]string, len(x))
+		for i, p := range x {
+			parts[i] = scalarString(p)
+		}
+		return strings.Join(parts, ","), nil
+	case map[string]any:
+		return "", invalidf("Template format error: Output %s is malformed: the Value must evaluate to a string or a list of strings", name)
+	}
+	return scalarString(v), nil
+}
+
+// checkImports refuses plans that import missing exports; it returns the first problem.
+func (s *Service) checkImports(st *stack, p *planned) error {
+	ex := s.exports()
+	for _, im := range p.imports {
+		if e, ok := ex[im]; !ok || e.stack == st {
+			return invalidf("No export named %s found.", im)
+		}
+	}
+	return nil
+}
+
+func equalJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb) || reflect.DeepEqual(a, b)
+}
+
+func copyProps(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	b, _ := json.Marshal(m)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
@@ -45,9 +46,17 @@ type Options struct {
 	Clock clock.Clock
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// CloudFormation tunes the emulated CloudFormation's timings (resource and change set
+	// durations, custom resource timeout); zero values take cfnlocal's defaults.
+	CloudFormation CloudFormationTimings
 	// FaultSeed seeds the random draws of fault injection so runs are reproducible
 	// (default 1); POST /_local/faults may reseed.
 	FaultSeed uint64
+}
+
+// CloudFormationTimings are the durations the emulated CloudFormation simulates.
+type CloudFormationTimings struct {
+	ResourceDelay, ChangeSetDelay, CustomResourceTimeout time.Duration
 }
 
 // Emulator serves the emulated AWS services.
@@ -57,6 +66,7 @@ type Emulator struct {
 	s3   *s3local.Service
 	sqs  *sqslocal.Service
 	sns  *snslocal.Service
+	cfn  *cfnlocal.Service
 
 	mu       sync.Mutex
 	url      string
@@ -137,9 +147,31 @@ func New(opts Options) (*Emulator, error) {
 		e.sns.Close()
 		return nil, err
 	}
+	e.cfn, err = cfnlocal.New(cfnlocal.Options{
+		Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("cloudformation"), Logger: opts.Logger,
+		GetObject: e.s3.GetObject,
+		Publish: func(ctx context.Context, topicARN, subject, message string) error {
+			_, err := e.sns.Publish(ctx, topicARN, subject, message)
+			return err
+		},
+		PutEvent:              e.PutEvent,
+		BaseURL:               e.URL,
+		ResourceDelay:         opts.CloudFormation.ResourceDelay,
+		ChangeSetDelay:        opts.CloudFormation.ChangeSetDelay,
+		CustomResourceTimeout: opts.CloudFormation.CustomResourceTimeout,
+	})
+	if err != nil {
+		e.sqs.Close()
+		e.sns.Close()
+		e.s3.Close()
+		return nil, err
+	}
 	e.services["s3"] = e.s3
 	e.services["sqs"] = e.sqs
 	e.services["sns"] = e.sns
+	e.services["cloudformation"] = e.cfn
+	e.mounts[cfnlocal.ResponsePath] = e.cfn.ResponseHandler()
+	e.mounts["/_local/cloudformation/"] = e.cfn.ControlHandler()
 	e.mounts[controlPrefix] = http.HandlerFunc(e.serveControl)
 	return e, nil
 }
@@ -152,6 +184,9 @@ func (e *Emulator) SQS() *sqslocal.Service { return e.sqs }
 
 // SNS returns the emulated SNS, for in-process callers.
 func (e *Emulator) SNS() *snslocal.Service { return e.sns }
+
+// CloudFormation returns the emulated CloudFormation, for fault injection and records.
+func (e *Emulator) CloudFormation() *cfnlocal.Service { return e.cfn }
 
 // Region returns the emulated region.
 func (e *Emulator) Region() string { return e.opts.Region }
@@ -229,7 +264,7 @@ func (e *Emulator) Close() error {
 	// The SQS service ends long polls on Close, so pollers finish before the wait returns.
 	errs = append(errs, e.sqs.Close())
 	e.wg.Wait()
-	errs = append(errs, e.sns.Close(), e.s3.Close())
+	errs = append(errs, e.cfn.Close(), e.sns.Close(), e.s3.Close())
 	return errors.Join(errs...)
 }
 

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/drift"
+)
+
+func init() {
+	commands = append(commands, newDriftCmd)
+	// Built at each invocation, so `cairn local up` starts even before CAIRN_BUCKET and
+	// CAIRN_DRIFT_QUEUE_URL are set; a missing one is reported by the invocation.
+	localFunctions["drift"] = func(context.Context) (any, error) {
+		return func(ctx context.Context, payload json.RawMessage) (*events.SQSEventResponse, error) {
+			h, err := drift.HandlerFromEnv(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return h(ctx, payload)
+		}, nil
+	}
+}
+
+func newDriftCmd() *cobra.Command {
+	var bucket, queueURL, topic string
+	var wait bool
+	var concurrency int
+	var poll time.Duration
+	cmd := &cobra.Command{
+		Use:   "drift [NAME]",
+		Short: "Check the stacks of every persistent graph (or of deployment NAME) for drift",
+		Long: `Drift starts drift detection on every stack of every persistent graph in cairn's bucket,
+or only of the graph of deployment NAME (a deployment, a graph key or NAMESPACE/KEY), at
+most --concurrency at a time. A graph whose lock is held (a deploy is running) is skipped
+and reported as not checked.
+
+Each graph's report goes to s3://BUCKET/drift/NAME/SWEEP.json and .md, and a summary to
+the notifications topic when something drifted or changed since the previous report.
+
+Without --wait the detections are started and the drift function finishes the sweep
+(the continuation goes to --queue-url, CAIRN_DRIFT_QUEUE_URL). With --wait this command
+follows the sweep to the end, prints each stack's status and exits like diff(1): 0 when
+nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on error.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			out := cmd.OutOrStdout()
+			filter := ""
+			if len(args) == 1 {
+				filter = args[0]
+			}
+			if queueURL == "" {
+				queueURL = os.Getenv("CAIRN_DRIFT_QUEUE_URL")
+			}
+			if topic == "" {
+				topic = os.Getenv("CAIRN_NOTIFICATIONS_TOPIC")
+			}
+			if !wait && queueURL == "" {
+				return errors.New("drift: without --wait the drift function finishes the sweep, through its queue: pass --queue-url or set CAIRN_DRIFT_QUEUE_URL (or use --wait)")
+			}
+			awsCfg, err := awsclient.Load(ctx)
+			if err != nil {
+				return err
+			}
+			bucket, err := resolveBucket(ctx, bucket, cloudformation.NewFromConfig(awsCfg))
+			if err != nil {
+				return err
+			}
+			d, err := drift.NewFromAWS(awsCfg, drift.Config{Bucket: bucket, QueueURL: queueURL, Topic: topic,
+				Concurrency: concurrency, PollInterval: poll, MaxWait: poll})
+			if err != nil {
+				return err
+			}
+			sw, err := d.Start(ctx, drift.Request{Trigger: "cli", Filter: filter}, wait)
+			if err != nil {
+				return err
+			}
+			if !wait {
+				fmt.Fprintf(out, "sweep %s started over %d graph(s), %d detection(s) in flight; the drift function finishes it.\n", sw.ID, len(sw.Graphs), sw.InFlight())
+				for _, g := range sw.Graphs {
+					fmt.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, bucket, strings.TrimSuffix(drift.ReportKey(g.Name, sw.ID), ".json")+".md")
+				}
+				return nil
+			}
+			return printSweep(out, bucket, sw)
+		},
+	}
+	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default: $CAIRN_BUCKET, or the export "+bucketExport+")")
+	cmd.Flags().StringVar(&queueURL, "queue-url", "", "the drift function's queue, for continuations (default: $CAIRN_DRIFT_QUEUE_URL)")
+	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $CAIRN_NOTIFICATIONS_TOPIC; none: no notification)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep to the end and print the result")
+	cmd.Flags().IntVar(&concurrency, "concurrency", drift.DefaultConcurrency, "most drift detections in flight at once")
+	cmd.Flags().DurationVar(&poll, "poll", drift.DefaultPollInterval, "how often to look at detections in flight")
+	return cmd
+}
+
+// printSweep prints each stack's result and returns exit code 1 when something drifted.
+func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GRAPH\tSTACK\tCLOUDFORMATION\tSTATUS\tDETAIL")
+	drifted := false
+	for _, g := range sw.Graphs {
+		drifted = drifted || g.Drifted()
+		for _, s := range g.Stacks {
+			detail := s.Reason
+			for _, r := range s.Resources {
+				if r.Ignored != "" {
+					continue
+				}
+				for _, df := range r.Differences {
+					detail = strings.TrimPrefix(detail+"; ", "; ") + fmt.Sprintf("%s %s: %s -> %s", r.LogicalID, df.Path, orDash(df.Expected), orDash(df.Actual))
+				}
+				if len(r.Differences) == 0 {
+					detail = strings.TrimPrefix(detail+"; ", "; ") + r.LogicalID + " " + r.Status
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.Name, s.Name, s.StackName, s.Status, detail)
+		}
+		for _, m := range g.Missing {
+			fmt.Fprintf(tw, "%s\t-\t%s\tMISSING\tin the graph, not in AWS\n", g.Name, m)
+		}
+		for _, u := range g.Untracked {
+			fmt.Fprintf(tw, "%s\t-\t%s\tUNTRACKED\ttagged for this graph, not in it\n", g.Name, u)
+		}
+	}
+	tw.Flush()
+	for _, g := range sw.Graphs {
+		if g.Report != "" {
+			fmt.Fprintf(w, "report of %s: s3://%s/%s\n", g.Name, bucket, strings.TrimSuffix(g.Report, ".json")+".md")
+		}
+	}
+	if drifted {
+		return exitError{1}
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// newLocalTamperCmd is `cairn local tamper`: it changes a resource of a stack in the
+// emulator out of band, as a person editing it in the console would, so drift detection
+// has something to find.
+func newLocalTamperCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "tamper STACK LOGICAL_ID PROPERTY=VALUE",
+		Short: "Change a resource property in the emulator out of band, to watch drift detection find it",
+		Long: `Tamper changes PROPERTY of resource LOGICAL_ID of STACK in the emulator's CloudFormation
+(at $AWS_ENDPOINT_URL, as printed by "cairn local up") without touching its template. PROPERTY
+is a path like VersioningConfiguration/Status or Tags/0/Value; VALUE is JSON when it parses
+as JSON, a string otherwise. The next "cairn drift --wait" reports the difference.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prop, value, ok := strings.Cut(args[2], "=")
+			if !ok || prop == "" {
+				return fmt.Errorf("local tamper: %q is not PROPERTY=VALUE (e.g. VersioningConfiguration/Status=Suspended)", args[2])
+			}
+			endpoint := strings.TrimRight(awsclient.Endpoint(), "/")
+			if endpoint == "" {
+				return errors.New("local tamper: AWS_ENDPOINT_URL is not set: start the emulator with `cairn local up` and export the environment it prints")
+			}
+			body, _ := json.Marshal(map[string]string{"stack": args[0], "logicalId": args[1], "property": prop, "value": value})
+			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, endpoint+"/_local/cloudformation/tamper", bytes.NewReader(body))
+			if err != nil {
+				return fmt.Errorf("local tamper: %w", err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return fmt.Errorf("local tamper: reach the emulator at %s: %w (is `cairn local up` running?)", endpoint, err)
+			}
+			defer resp.Body.Close()
+			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			if resp.StatusCode != http.StatusOK {
+				var e struct{ Error string }
+				if json.Unmarshal(answer, &e) == nil && e.Error != "" {
+					return fmt.Errorf("local tamper: %s", e.Error)
+				}
+				return fmt.Errorf("local tamper: the emulator answered %s: %s (does it serve CloudFormation?)", resp.Status, strings.TrimSpace(string(answer)))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "stack %s: %s %s set to %s out of band; run `cairn drift --wait` to see it reported\n", args[0], args[1], prop, value)
+			return nil
+		},
+	}
+}

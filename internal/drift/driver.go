@@ -1,0 +1,731 @@
+package drift
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"golang.org/x/time/rate"
+
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// Defaults of Config.
+const (
+	DefaultConcurrency   = 5
+	DefaultPollInterval  = 10 * time.Second
+	DefaultContinueAfter = 30 * time.Second
+	DefaultMargin        = 15 * time.Second
+	DefaultMaxWait       = 2 * time.Minute
+	DefaultMaxAge        = 6 * time.Hour
+)
+
+// SweepPrefix is where open sweeps are kept; a finished sweep's document is deleted (its
+// reports remain).
+const SweepPrefix = "drift/sweeps/"
+
+// SweepKey is the object key of an open sweep.
+func SweepKey(id string) string { return SweepPrefix + id + ".json" }
+
+// S3API is the part of *s3.Client the driver uses.
+type S3API interface {
+	state.S3API
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// CloudFormationAPI is the part of *cloudformation.Client the driver uses.
+type CloudFormationAPI interface {
+	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+	DetectStackDrift(ctx context.Context, in *cloudformation.DetectStackDriftInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DetectStackDriftOutput, error)
+	DescribeStackDriftDetectionStatus(ctx context.Context, in *cloudformation.DescribeStackDriftDetectionStatusInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackDriftDetectionStatusOutput, error)
+	DescribeStackResourceDrifts(ctx context.Context, in *cloudformation.DescribeStackResourceDriftsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackResourceDriftsOutput, error)
+}
+
+// SQSAPI sends continuations.
+type SQSAPI interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// SNSAPI publishes drift summaries.
+type SNSAPI interface {
+	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
+// Config configures a Driver.
+type Config struct {
+	Bucket string
+	// QueueURL receives continuations of sweeps that outlive an invocation ("" makes
+	// Continue-by-message impossible: only RunUntilDone finishes a sweep then).
+	QueueURL string
+	// Topic is the notifications topic ARN ("" publishes nothing).
+	Topic string
+	// Concurrency is the most drift detections in flight at once (default 5).
+	Concurrency int
+	// Budget returns the sweep's CloudFormation API budget (default 4 calls a second,
+	// bursts of 8).
+	Budget func() *rate.Limiter
+	// PollInterval is the wait between looks at detections in flight (default 10s).
+	PollInterval time.Duration
+	// ContinueAfter is the delay of a continuation message (default 30s, at most 15m).
+	ContinueAfter time.Duration
+	// Margin is how long before its deadline an invocation stops to save and hand off
+	// (default 15s).
+	Margin time.Duration
+	// MaxWait is the longest one invocation waits for detections before handing off
+	// (default 2m): a delayed message costs less than a Lambda waiting.
+	MaxWait time.Duration
+	// MaxAge ends a sweep whose detections have not finished after this long (default
+	// 6h); what is left is reported UNKNOWN.
+	MaxAge time.Duration
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Clients are the AWS APIs the driver calls.
+type Clients struct {
+	S3  S3API
+	CFN CloudFormationAPI
+	SQS SQSAPI
+	SNS SNSAPI
+}
+
+// Driver runs sweeps.
+type Driver struct {
+	cfg   Config
+	c     Clients
+	store *state.Store
+	clk   clock.Clock
+	log   *slog.Logger
+}
+
+// New returns a Driver.
+func New(cfg Config, c Clients) (*Driver, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("drift: no bucket configured: set CAIRN_BUCKET")
+	}
+	if c.S3 == nil || c.CFN == nil {
+		return nil, errors.New("drift: S3 and CloudFormation clients are required")
+	}
+	if cfg.QueueURL != "" && c.SQS == nil {
+		return nil, errors.New("drift: a queue URL is set but no SQS client")
+	}
+	if cfg.Topic != "" && c.SNS == nil {
+		return nil, errors.New("drift: a notifications topic is set but no SNS client")
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = func() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.ContinueAfter <= 0 {
+		cfg.ContinueAfter = DefaultContinueAfter
+	}
+	if cfg.ContinueAfter > 15*time.Minute {
+		return nil, fmt.Errorf("drift: continuation delay %s is longer than the 15 minutes SQS can delay a message", cfg.ContinueAfter)
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = DefaultMargin
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Driver{cfg: cfg, c: c, clk: cfg.Clock, log: cfg.Logger,
+		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger}}, nil
+}
+
+// Request asks for a new sweep.
+type Request struct {
+	// ID names the sweep; "" makes one from the time. A sweep with this ID that is already
+	// open is continued instead (a redelivered scheduled event starts nothing twice).
+	ID string
+	// Trigger says who asked ("schedule", "cli"), for the report.
+	Trigger string
+	// Filter limits the sweep to graphs whose report name, key or NAMESPACE/KEY is Filter.
+	Filter string
+}
+
+// NewID returns a sweep id that sorts by time: 20261130T120000Z-1a2b3c4d.
+func NewID(t time.Time, suffix string) string {
+	if suffix == "" {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		suffix = hex.EncodeToString(b)
+	}
+	var clean strings.Builder
+	for _, r := range suffix {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' {
+			clean.WriteRune(r)
+		}
+		if clean.Len() == 8 {
+			break
+		}
+	}
+	return t.UTC().Format("20060102T150405Z") + "-" + clean.String()
+}
+
+// invocation is one call's view of a sweep: its document, ETag, claim and time limits.
+type invocation struct {
+	sw     *Sweep
+	etag   string
+	token  string
+	stopAt time.Time // zero: no deadline (run until done)
+	budget *rate.Limiter
+	log    *slog.Logger
+}
+
+// Start creates the sweep of req and drives it as far as the invocation's deadline
+// allows (see Drive). It returns the sweep as it was left.
+func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep, error) {
+	now := d.clk.Now().UTC()
+	if req.ID == "" {
+		req.ID = NewID(now, "")
+	}
+	if req.Trigger == "" {
+		req.Trigger = "manual"
+	}
+	log := d.log.With("sweep", req.ID)
+	if sw, _, err := d.load(ctx, req.ID); err == nil {
+		log.Info("drift: sweep already exists; continuing it", "trigger", req.Trigger)
+		return d.Drive(ctx, sw.ID, -1, untilDone)
+	} else if !errors.Is(err, errNoSweep) {
+		return nil, err
+	}
+	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log}
+	inv.stopAt = d.stopAt(ctx, untilDone)
+	sw := &Sweep{ID: req.ID, Trigger: req.Trigger, Filter: req.Filter, StartedAt: now, Holder: inv.token, Invocations: 1}
+	sw.HeldUntil = d.leaseEnd(inv)
+	if err := d.plan(ctx, sw, inv); err != nil {
+		return nil, err
+	}
+	if req.Filter != "" && len(sw.Graphs) == 0 {
+		return nil, fmt.Errorf("drift: no persistent graph named %q in s3://%s/state/: name a deployment, a graph key or NAMESPACE/KEY (cairn state list shows them)", req.Filter, d.cfg.Bucket)
+	}
+	etag, err := d.put(ctx, sw, "", true)
+	if err != nil {
+		if isPrecondition(err) {
+			log.Info("drift: sweep created concurrently by another invocation; leaving it to that one")
+			return sw, nil
+		}
+		return nil, err
+	}
+	inv.sw, inv.etag = sw, etag
+	log.Info("drift: sweep started", "trigger", req.Trigger, "graphs", len(sw.Graphs))
+	return d.drive(ctx, inv, untilDone)
+}
+
+// Drive continues open sweep id. seq is the continuation number of the message that asks
+// (-1: not a continuation message); a stale one is ignored. A sweep claimed by a live
+// invocation is left to it. Drive returns the sweep as it was left, or nil when the
+// sweep is finished and gone.
+func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) (*Sweep, error) {
+	log := d.log.With("sweep", id)
+	sw, etag, err := d.load(ctx, id)
+	if errors.Is(err, errNoSweep) {
+		log.Info("drift: sweep already finished; nothing to do")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := d.clk.Now()
+	if seq >= 0 && seq < sw.Continuation {
+		log.Info("drift: stale continuation ignored", "seq", seq, "current", sw.Continuation)
+		return sw, nil
+	}
+	if sw.Holder != "" && now.Before(sw.HeldUntil) {
+		log.Info("drift: sweep is being driven by another invocation; leaving it to that one", "held_until", sw.HeldUntil)
+		if seq >= 0 {
+			// Look again later: if the holder hands off, this continuation is stale by
+			// then; if it died, its claim has expired and this one takes the sweep on.
+			return sw, d.sendContinuation(ctx, sw.ID, seq)
+		}
+		return sw, nil
+	}
+	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log}
+	inv.stopAt = d.stopAt(ctx, untilDone)
+	sw.Holder, sw.HeldUntil = inv.token, d.leaseEnd(inv)
+	sw.Invocations++
+	etag, err = d.put(ctx, sw, etag, false)
+	if err != nil {
+		if isPrecondition(err) {
+			log.Info("drift: sweep claimed concurrently by another invocation; leaving it to that one")
+			return sw, nil
+		}
+		return nil, err
+	}
+	inv.sw, inv.etag = sw, etag
+	return d.drive(ctx, inv, untilDone)
+}
+
+// stopAt is when this invocation stops driving: Margin before the context's deadline and
+// at most MaxWait from now; zero for until-done runs without a deadline.
+func (d *Driver) stopAt(ctx context.Context, untilDone bool) time.Time {
+	now := d.clk.Now()
+	dl, ok := ctx.Deadline()
+	if !ok {
+		if untilDone {
+			return time.Time{}
+		}
+		return now.Add(d.cfg.MaxWait)
+	}
+	// The deadline is wall time; the clock may be virtual, so carry over the time left.
+	left := time.Until(dl) - d.cfg.Margin
+	if !untilDone && left > d.cfg.MaxWait {
+		left = d.cfg.MaxWait
+	}
+	return now.Add(left)
+}
+
+func (d *Driver) leaseEnd(inv *invocation) time.Time {
+	now := d.clk.Now()
+	end := now.Add(2*d.cfg.PollInterval + d.cfg.Margin)
+	if !inv.stopAt.IsZero() && inv.stopAt.Add(d.cfg.Margin).After(end) {
+		end = inv.stopAt.Add(d.cfg.Margin)
+	}
+	return end
+}
+
+// drive runs passes until the sweep is done or this invocation must hand off.
+func (d *Driver) drive(ctx context.Context, inv *invocation, untilDone bool) (*Sweep, error) {
+	for {
+		if err := d.pass(ctx, inv); err != nil {
+			// Keep what this pass learned and let a continuation try again, rather than
+			// leave the sweep claimed by an invocation that gave up.
+			if herr := d.handOff(context.WithoutCancel(ctx), inv); herr != nil {
+				inv.log.Error("drift: sweep not handed off after a failed pass", "err", herr)
+			}
+			return inv.sw, err
+		}
+		if inv.sw.Done() {
+			if err := d.delete(ctx, inv); err != nil {
+				return inv.sw, err
+			}
+			inv.log.Info("drift: sweep finished", "invocations", inv.sw.Invocations)
+			return inv.sw, nil
+		}
+		now := d.clk.Now()
+		if !inv.stopAt.IsZero() && !now.Add(d.cfg.PollInterval).Before(inv.stopAt) {
+			return inv.sw, d.handOff(ctx, inv)
+		}
+		inv.sw.HeldUntil = d.leaseEnd(inv)
+		etag, err := d.put(ctx, inv.sw, inv.etag, false)
+		if err != nil {
+			return inv.sw, d.lost(inv, err)
+		}
+		inv.etag = etag
+		select {
+		case <-ctx.Done():
+			return inv.sw, d.handOff(context.WithoutCancel(ctx), inv)
+		case <-d.clk.After(d.cfg.PollInterval):
+		}
+	}
+}
+
+// handOff saves the sweep unclaimed and sends the next continuation. The message goes
+// first: if saving then fails, the message still resumes the sweep.
+func (d *Driver) handOff(ctx context.Context, inv *invocation) error {
+	sw := inv.sw
+	next := sw.Continuation + 1
+	if err := d.sendContinuation(ctx, sw.ID, next); err != nil {
+		return err
+	}
+	sw.Continuation = next
+	sw.Holder, sw.HeldUntil = "", time.Time{}
+	etag, err := d.put(ctx, sw, inv.etag, false)
+	if err != nil {
+		return d.lost(inv, err)
+	}
+	inv.etag = etag
+	inv.log.Info("drift: sweep handed off", "in_flight", sw.InFlight(), "continuation", next, "after", d.cfg.ContinueAfter)
+	return nil
+}
+
+// sendContinuation sends the delayed message that resumes sweep id as continuation seq.
+func (d *Driver) sendContinuation(ctx context.Context, id string, seq int) error {
+	if d.cfg.QueueURL == "" {
+		d.log.Warn("drift: no continuation queue configured (CAIRN_DRIFT_QUEUE_URL); the sweep continues at the next drift status event or schedule", "sweep", id)
+		return nil
+	}
+	body, _ := json.Marshal(continuation{Cairn: continueKind, Sweep: id, Seq: seq})
+	_, err := d.c.SQS.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(d.cfg.QueueURL), MessageBody: aws.String(string(body)),
+		DelaySeconds: int32(d.cfg.ContinueAfter / time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("drift: sweep %s: send continuation to %s: %w", id, d.cfg.QueueURL, err)
+	}
+	return nil
+}
+
+// lost turns a failed conditional save into the outcome: another invocation took the
+// sweep over (its lease ran out), which is not an error of this trigger.
+func (d *Driver) lost(inv *invocation, err error) error {
+	if isPrecondition(err) || isNotFound(err) {
+		inv.log.Warn("drift: sweep changed under this invocation (claim expired and taken over); stopping", "err", err)
+		return nil
+	}
+	return fmt.Errorf("drift: save sweep %s: %w", inv.sw.ID, err)
+}
+
+// pass observes detections in flight, starts pending ones up to the limit and writes the
+// report of every graph that settled.
+func (d *Driver) pass(ctx context.Context, inv *invocation) error {
+	sw := inv.sw
+	now := d.clk.Now()
+	expired := now.Sub(sw.StartedAt) > d.cfg.MaxAge
+	for _, g := range sw.Graphs {
+		for _, s := range g.Stacks {
+			if s.Status != Detecting {
+				continue
+			}
+			if err := d.observe(ctx, inv, g, s); err != nil {
+				return err
+			}
+		}
+	}
+	if expired {
+		for _, g := range sw.Graphs {
+			for _, s := range g.Stacks {
+				if !s.Status.Final() {
+					s.Status, s.Reason = Unknown, fmt.Sprintf("detection did not finish within %s of the sweep's start", d.cfg.MaxAge)
+				}
+			}
+		}
+	}
+	checkedLock := map[*Graph]bool{}
+	for _, s := range sw.Next(d.cfg.Concurrency) {
+		g := graphOf(sw, s)
+		if !checkedLock[g] {
+			checkedLock[g] = true
+			if why, err := d.lockReason(ctx, g); err != nil {
+				return err
+			} else if why != "" {
+				g.SkipPending(why)
+			}
+		}
+		if s.Status != Pending {
+			continue
+		}
+		if err := d.detect(ctx, inv, s); err != nil {
+			return err
+		}
+	}
+	for _, g := range sw.Graphs {
+		if g.Report == "" && g.Settled() {
+			if err := d.finishGraph(ctx, sw, g); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func graphOf(sw *Sweep, s *Stack) *Graph {
+	for _, g := range sw.Graphs {
+		for _, x := range g.Stacks {
+			if x == s {
+				return g
+			}
+		}
+	}
+	return nil
+}
+
+// lockReason returns why g must not be checked now: its lock is held (a deploy runs).
+func (d *Driver) lockReason(ctx context.Context, g *Graph) (string, error) {
+	l, err := d.store.CurrentLock(ctx, g.Namespace, g.Key)
+	if errors.Is(err, state.ErrNotLocked) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("drift: graph %s/%s: read its lock: %w", g.Namespace, g.Key, err)
+	}
+	why := fmt.Sprintf("deploy in progress (lock held by run %s, %s, since %s)", orNone(l.RunID), l.Owner, stamp(l.AcquiredAt))
+	if !d.clk.Now().Before(l.ExpiresAt) {
+		why += fmt.Sprintf("; the lock expired at %s: if no run is alive, `cairn unlock %s %s`", stamp(l.ExpiresAt), g.Namespace, g.Key)
+	}
+	return why, nil
+}
+
+// detect starts the detection of s.
+func (d *Driver) detect(ctx context.Context, inv *invocation, s *Stack) error {
+	if err := inv.budget.Wait(ctx); err != nil {
+		return fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
+	}
+	out, err := d.c.CFN.DetectStackDrift(ctx, &cloudformation.DetectStackDriftInput{StackName: aws.String(target(s))})
+	switch {
+	case err == nil:
+		s.Status, s.DetectionID, s.StartedAt = Detecting, aws.ToString(out.StackDriftDetectionId), d.clk.Now().UTC()
+		inv.log.Debug("drift: detection started", "stack", s.StackName, "detection", s.DetectionID)
+	case isThrottle(err):
+		inv.log.Warn("drift: detection not started (throttled); retried next pass", "stack", s.StackName, "err", err)
+	case isNoStack(err):
+		s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
+	default:
+		s.Status, s.Reason = Unknown, "detection could not start: "+apiMessage(err)
+	}
+	return nil
+}
+
+func target(s *Stack) string {
+	if s.StackID != "" {
+		return s.StackID
+	}
+	return s.StackName
+}
+
+// observe looks at s's detection and, when it has finished, collects its drifts.
+func (d *Driver) observe(ctx context.Context, inv *invocation, g *Graph, s *Stack) error {
+	if err := inv.budget.Wait(ctx); err != nil {
+		return fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
+	}
+	out, err := d.c.CFN.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(s.DetectionID)})
+	if err != nil {
+		if isThrottle(err) {
+			inv.log.Warn("drift: detection status not read (throttled); retried next pass", "stack", s.StackName, "err", err)
+			return nil
+		}
+		s.Status, s.Reason = Unknown, fmt.Sprintf("detection %s: status unreadable: %s", s.DetectionID, apiMessage(err))
+		return nil
+	}
+	switch out.DetectionStatus {
+	case cfntypes.StackDriftDetectionStatusDetectionInProgress:
+		return nil
+	case cfntypes.StackDriftDetectionStatusDetectionFailed:
+		if out.StackDriftStatus != cfntypes.StackDriftStatusDrifted {
+			s.Status, s.Reason = Unknown, "detection failed: "+aws.ToString(out.DetectionStatusReason)
+			s.CheckedAt = d.clk.Now().UTC()
+			return nil
+		}
+		s.Reason = "detection failed for some resources: " + aws.ToString(out.DetectionStatusReason)
+	}
+	s.CheckedAt = d.clk.Now().UTC()
+	switch out.StackDriftStatus {
+	case cfntypes.StackDriftStatusInSync:
+		s.Status = InSync
+		return nil
+	case cfntypes.StackDriftStatusDrifted:
+		res, err := d.resources(ctx, inv, s)
+		if err != nil {
+			if isThrottle(err) {
+				inv.log.Warn("drift: resource drifts not read (throttled); retried next pass", "stack", s.StackName, "err", err)
+				return nil
+			}
+			s.Status, s.Reason = Unknown, "drifted, but its resource drifts are unreadable: "+apiMessage(err)
+			return nil
+		}
+		s.Resources = res
+		applyIgnore(s, g.Ignore)
+		return nil
+	default:
+		s.Status, s.Reason = Unknown, fmt.Sprintf("detection finished with stack drift status %q", out.StackDriftStatus)
+		return nil
+	}
+}
+
+// resources lists the modified and deleted resources of s, all pages.
+func (d *Driver) resources(ctx context.Context, inv *invocation, s *Stack) ([]Resource, error) {
+	in := &cloudformation.DescribeStackResourceDriftsInput{
+		StackName: aws.String(target(s)),
+		StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{
+			cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted,
+		},
+	}
+	var out []Resource
+	for {
+		if err := inv.budget.Wait(ctx); err != nil {
+			return nil, err
+		}
+		page, err := d.c.CFN.DescribeStackResourceDrifts(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.StackResourceDrifts {
+			res := Resource{LogicalID: aws.ToString(r.LogicalResourceId), PhysicalID: aws.ToString(r.PhysicalResourceId),
+				Type: aws.ToString(r.ResourceType), Status: string(r.StackResourceDriftStatus)}
+			for _, p := range r.PropertyDifferences {
+				res.Differences = append(res.Differences, Difference{Path: aws.ToString(p.PropertyPath),
+					Expected: aws.ToString(p.ExpectedValue), Actual: aws.ToString(p.ActualValue), Type: string(p.DifferenceType)})
+			}
+			out = append(out, res)
+		}
+		if aws.ToString(page.NextToken) == "" {
+			return out, nil
+		}
+		in.NextToken = page.NextToken
+	}
+}
+
+var errNoSweep = errors.New("no such sweep")
+
+func (d *Driver) load(ctx context.Context, id string) (*Sweep, string, error) {
+	key := SweepKey(id)
+	out, err := d.c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(key)})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, "", errNoSweep
+		}
+		return nil, "", fmt.Errorf("drift: read sweep s3://%s/%s: %w", d.cfg.Bucket, key, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("drift: read sweep s3://%s/%s: %w", d.cfg.Bucket, key, err)
+	}
+	var sw Sweep
+	if err := json.Unmarshal(body, &sw); err != nil || sw.ID != id {
+		return nil, "", fmt.Errorf("drift: s3://%s/%s is not a sweep document (%v): delete it to let drift detection go on", d.cfg.Bucket, key, err)
+	}
+	return &sw, aws.ToString(out.ETag), nil
+}
+
+// put writes sw conditionally: created (If-None-Match) or replacing the ETag it read.
+func (d *Driver) put(ctx context.Context, sw *Sweep, etag string, create bool) (string, error) {
+	body, err := json.MarshalIndent(sw, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("drift: encode sweep %s: %w", sw.ID, err)
+	}
+	in := &s3.PutObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(SweepKey(sw.ID)),
+		Body: bytes.NewReader(body), ContentType: aws.String("application/json")}
+	if create {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(etag)
+	}
+	out, err := d.c.S3.PutObject(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+func (d *Driver) delete(ctx context.Context, inv *invocation) error {
+	_, err := d.c.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(SweepKey(inv.sw.ID)), IfMatch: aws.String(inv.etag)})
+	if err != nil && !isNotFound(err) {
+		return d.lost(inv, err)
+	}
+	return nil
+}
+
+// OpenSweeps lists the ids of sweeps not yet finished, oldest first.
+func (d *Driver) OpenSweeps(ctx context.Context) ([]string, error) {
+	var ids []string
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(SweepPrefix)}
+	for {
+		out, err := d.c.S3.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("drift: list open sweeps s3://%s/%s: %w", d.cfg.Bucket, SweepPrefix, err)
+		}
+		for _, o := range out.Contents {
+			k := strings.TrimPrefix(aws.ToString(o.Key), SweepPrefix)
+			if id, ok := strings.CutSuffix(k, ".json"); ok && !strings.Contains(id, "/") {
+				ids = append(ids, id)
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return ids, nil
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+}
+
+func newToken() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "(unknown)"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func httpStatus(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func isNotFound(err error) bool {
+	if httpStatus(err) == 404 {
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchVersion")
+}
+
+func isPrecondition(err error) bool {
+	switch httpStatus(err) {
+	case 412, 409:
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && (ae.ErrorCode() == "PreconditionFailed" || ae.ErrorCode() == "ConditionalRequestConflict")
+}
+
+func isThrottle(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded":
+		return true
+	}
+	return false
+}
+
+// isNoStack reports CloudFormation's answer for a stack that does not exist.
+func isNoStack(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist")
+}
+
+func apiMessage(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode() + ": " + ae.ErrorMessage()
+	}
+	return err.Error()
+}

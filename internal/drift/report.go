@@ -1,0 +1,269 @@
+package drift
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+)
+
+// Report is the document at drift/NAME/ID.json: one graph's result in one sweep.
+type Report struct {
+	Sweep     string    `json:"sweep"`
+	Trigger   string    `json:"trigger"`
+	StartedAt time.Time `json:"started_at"`
+	WrittenAt time.Time `json:"written_at"`
+	Graph     *Graph    `json:"graph"`
+	// Changes lists what differs from the previous report (see Graph.Changes).
+	Changes []string `json:"changes,omitempty"`
+	// Previous is the key of the report compared with.
+	Previous string `json:"previous,omitempty"`
+}
+
+// ReportPrefix is the folder of the reports of the graph named name.
+func ReportPrefix(name string) string { return "drift/" + name + "/" }
+
+// ReportKey is the object key of the JSON report of name in sweep id; the Markdown report
+// has the same key ending in .md.
+func ReportKey(name, id string) string { return ReportPrefix(name) + id + ".json" }
+
+// finishGraph writes g's report and publishes its summary when something drifted or
+// changed since the previous report.
+func (d *Driver) finishGraph(ctx context.Context, sw *Sweep, g *Graph) error {
+	key := ReportKey(g.Name, sw.ID)
+	prevKey, prev, err := d.previousReport(ctx, g.Name, key)
+	if err != nil {
+		d.log.Warn("drift: previous report unreadable; changes are not computed", "graph", g.Name, "err", err)
+	}
+	r := &Report{Sweep: sw.ID, Trigger: sw.Trigger, StartedAt: sw.StartedAt, WrittenAt: d.clk.Now().UTC(), Graph: g, Previous: prevKey}
+	if prev != nil {
+		r.Changes = g.Changes(prev.Graph)
+	}
+	notify := g.Drifted() || len(r.Changes) > 0
+	// Report is set only once everything is done, so a failure is retried by a later pass.
+	g.Report, g.Notified = key, notify && d.cfg.Topic != ""
+	body, err := json.MarshalIndent(r, "", "  ")
+	var md bytes.Buffer
+	Markdown(&md, r)
+	g.Report = ""
+	if err != nil {
+		return fmt.Errorf("drift: encode report %s: %w", key, err)
+	}
+	mdKey := strings.TrimSuffix(key, ".json") + ".md"
+	for _, o := range []struct {
+		key, ctype string
+		body       []byte
+	}{{key, "application/json", body}, {mdKey, "text/markdown; charset=utf-8", md.Bytes()}} {
+		if _, err := d.c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(o.key),
+			Body: bytes.NewReader(o.body), ContentType: aws.String(o.ctype)}); err != nil {
+			return fmt.Errorf("drift: write report s3://%s/%s: %w", d.cfg.Bucket, o.key, err)
+		}
+	}
+	d.log.Info("drift: report written", "graph", g.Name, "report", key, "drifted", g.Count(Drifted),
+		"in_sync", g.Count(InSync), "changes", len(r.Changes), "notify", g.Notified)
+	if g.Notified {
+		uri := fmt.Sprintf("s3://%s/%s", d.cfg.Bucket, mdKey)
+		if _, err := d.c.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(d.cfg.Topic),
+			Subject: aws.String(Subject(r)), Message: aws.String(Summary(r, uri))}); err != nil {
+			return fmt.Errorf("drift: publish the drift summary of %s to %s: %w", g.Name, d.cfg.Topic, err)
+		}
+	}
+	g.Report = key
+	return nil
+}
+
+// previousReport returns the newest report of name older than key, if any.
+func (d *Driver) previousReport(ctx context.Context, name, key string) (string, *Report, error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(ReportPrefix(name))}
+	var best string
+	for {
+		page, err := d.c.S3.ListObjectsV2(ctx, in)
+		if err != nil {
+			return "", nil, err
+		}
+		for _, o := range page.Contents {
+			k := aws.ToString(o.Key)
+			if strings.HasSuffix(k, ".json") && k < key && k > best {
+				best = k
+			}
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			break
+		}
+		in.ContinuationToken = page.NextContinuationToken
+	}
+	if best == "" {
+		return "", nil, nil
+	}
+	r, err := d.ReadReport(ctx, best)
+	return best, r, err
+}
+
+// ReadReport reads the JSON report at key.
+func (d *Driver) ReadReport(ctx context.Context, key string) (*Report, error) {
+	out, err := d.c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("read report s3://%s/%s: %w", d.cfg.Bucket, key, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read report s3://%s/%s: %w", d.cfg.Bucket, key, err)
+	}
+	var r Report
+	if err := json.Unmarshal(body, &r); err != nil || r.Graph == nil {
+		return nil, fmt.Errorf("s3://%s/%s is not a drift report (%v)", d.cfg.Bucket, key, err)
+	}
+	return &r, nil
+}
+
+// Subject is the notification's subject (SNS allows 100 characters).
+func Subject(r *Report) string {
+	g := r.Graph
+	var s string
+	switch {
+	case g.Count(Drifted) > 0:
+		s = fmt.Sprintf("cairn drift: %s: %d of %d stacks drifted", g.Name, g.Count(Drifted), len(g.Stacks))
+	case g.Drifted():
+		s = fmt.Sprintf("cairn drift: %s: stacks missing or untracked", g.Name)
+	default:
+		s = fmt.Sprintf("cairn drift: %s: drift changed, now in sync", g.Name)
+	}
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}
+
+// Summary is the notification's text: every drifted property, and where the report is.
+func Summary(r *Report, uri string) string {
+	g := r.Graph
+	var b strings.Builder
+	fmt.Fprintf(&b, "Drift of %s (graph %s/%s), sweep %s: %d drifted, %d in sync, %d unknown, %d not checked.\n",
+		g.Name, g.Namespace, g.Key, r.Sweep, g.Count(Drifted), g.Count(InSync), g.Count(Unknown), g.Count(NotChecked))
+	for _, s := range g.Stacks {
+		if s.Status != Drifted {
+			continue
+		}
+		for _, res := range s.Resources {
+			if res.Ignored != "" {
+				continue
+			}
+			if len(res.Differences) == 0 {
+				fmt.Fprintf(&b, "- %s %s (%s): %s\n", s.StackName, res.LogicalID, res.Type, res.Status)
+			}
+			for _, df := range res.Differences {
+				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", s.StackName, res.LogicalID, res.Type, df.Path, orEmpty(df.Expected), orEmpty(df.Actual), df.Type)
+			}
+		}
+	}
+	for _, m := range g.Missing {
+		fmt.Fprintf(&b, "- %s: in the graph but missing from AWS\n", m)
+	}
+	for _, u := range g.Untracked {
+		fmt.Fprintf(&b, "- %s: tagged for this graph but not in it\n", u)
+	}
+	for _, c := range r.Changes {
+		fmt.Fprintf(&b, "- changed: %s\n", c)
+	}
+	fmt.Fprintf(&b, "Report: %s\n", uri)
+	return b.String()
+}
+
+// Markdown writes r for people.
+func Markdown(w io.Writer, r *Report) {
+	g := r.Graph
+	fmt.Fprintf(w, "# Drift of %s\n\n", g.Name)
+	fmt.Fprintf(w, "Graph `%s/%s`", g.Namespace, g.Key)
+	if g.Bundle != "" {
+		fmt.Fprintf(w, ", bundle %s", g.Bundle)
+	}
+	fmt.Fprintf(w, ". Sweep `%s` (%s), started %s.\n\n", r.Sweep, r.Trigger, stamp(r.StartedAt))
+	if g.Skipped != "" {
+		fmt.Fprintf(w, "**Not checked:** %s\n\n", g.Skipped)
+	}
+	for _, n := range g.Notes {
+		fmt.Fprintf(w, "> %s\n\n", n)
+	}
+	fmt.Fprintf(w, "| Stack | CloudFormation | Status | Detail |\n|---|---|---|---|\n")
+	for _, s := range g.Stacks {
+		detail := s.Reason
+		if s.Status == Drifted || s.Status == InSync {
+			n := 0
+			for _, res := range s.Resources {
+				if res.Ignored == "" {
+					n++
+				}
+			}
+			if n > 0 {
+				detail = strings.TrimSpace(fmt.Sprintf("%d resource(s) drifted %s", n, detail))
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", cell(s.Name), cell(s.StackName), s.Status, cell(detail))
+	}
+	fmt.Fprintln(w)
+	for _, s := range g.Stacks {
+		if len(s.Resources) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "## %s\n\n", s.StackName)
+		for _, res := range s.Resources {
+			fmt.Fprintf(w, "### %s (%s): %s", res.LogicalID, res.Type, res.Status)
+			if res.Ignored != "" {
+				fmt.Fprintf(w, " (ignored by `%s`)", res.Ignored)
+			}
+			fmt.Fprintf(w, "\n\n")
+			if len(res.Differences) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "| Property | Expected | Actual | Difference |\n|---|---|---|---|\n")
+			for _, df := range res.Differences {
+				fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", cell(df.Path), cell(orEmpty(df.Expected)), cell(orEmpty(df.Actual)), df.Type)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if len(g.Missing) > 0 {
+		fmt.Fprintf(w, "## In the graph, missing from AWS\n\n")
+		for _, m := range g.Missing {
+			fmt.Fprintf(w, "- %s\n", m)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(g.Untracked) > 0 {
+		fmt.Fprintf(w, "## Tagged for this graph, not in it\n\n")
+		for _, u := range g.Untracked {
+			fmt.Fprintf(w, "- %s\n", u)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Changes) > 0 {
+		fmt.Fprintf(w, "## Changed since %s\n\n", r.Previous)
+		changes := append([]string(nil), r.Changes...)
+		sort.Strings(changes)
+		for _, c := range changes {
+			fmt.Fprintf(w, "- %s\n", c)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func orEmpty(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

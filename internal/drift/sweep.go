@@ -1,0 +1,300 @@
+// Package drift checks every stack cairn manages for drift, on an EventBridge schedule or
+// on demand, and reports what changed out of band down to the property.
+//
+// A check of the whole bucket is a sweep: a plain document (saved at
+// drift/sweeps/ID.json) holding, per persistent graph and per stack, where detection
+// stands: pending, detecting (with the detection id), then IN_SYNC, DRIFTED, UNKNOWN or
+// NOT_CHECKED with the reason. CloudFormation detects drift asynchronously and limits
+// concurrent detections, so no invocation waits for all of them: each one observes the
+// detections in flight, starts pending ones up to the concurrency limit, saves the sweep
+// and, when its Lambda deadline nears, hands the sweep on to a delayed SQS message (the
+// "CloudFormation Drift Detection Status Change" event may continue it sooner). A graph
+// whose stacks are all settled gets its report at drift/NAME/ID.json and .md, and a
+// notification when something drifted or changed since its previous report.
+package drift
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Status is where a stack's check stands.
+type Status string
+
+// Statuses of a stack in a sweep. Pending and Detecting are in progress; the others are
+// final.
+const (
+	Pending    Status = "PENDING"
+	Detecting  Status = "DETECTING"
+	InSync     Status = "IN_SYNC"
+	Drifted    Status = "DRIFTED"
+	Unknown    Status = "UNKNOWN"
+	NotChecked Status = "NOT_CHECKED"
+)
+
+// Final reports whether s is a result rather than a step on the way.
+func (s Status) Final() bool { return s != Pending && s != Detecting }
+
+// Sweep is one check of every persistent graph (or of one, on demand).
+type Sweep struct {
+	ID        string    `json:"id"`
+	Trigger   string    `json:"trigger"`
+	Filter    string    `json:"filter,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	// Continuation is the sequence number of the one continuation message that may resume
+	// the sweep; older messages are stale and ignored, so chains never multiply.
+	Continuation int `json:"continuation"`
+	// Holder and HeldUntil claim the sweep for one invocation at a time.
+	Holder      string    `json:"holder,omitempty"`
+	HeldUntil   time.Time `json:"held_until,omitzero"`
+	Invocations int       `json:"invocations"`
+	Graphs      []*Graph  `json:"graphs"`
+}
+
+// Graph is one persistent graph's part of a sweep, and the content of its report.
+type Graph struct {
+	// Name names the report folder: the deployment (deployments/NAME.zip) whose bundle
+	// the graph applied, or the graph key when that bundle cannot be found.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Key       string `json:"key"`
+	Bundle    string `json:"bundle,omitempty"`
+	// Skipped is why the whole graph is not checked (lock held, drift disabled).
+	Skipped string `json:"skipped,omitempty"`
+	// Notes are things a reader should know, e.g. the config could not be read.
+	Notes  []string `json:"notes,omitempty"`
+	Stacks []*Stack `json:"stacks"`
+	// Missing lists stacks of the graph that do not exist in AWS.
+	Missing []string `json:"missing,omitempty"`
+	// Untracked lists stacks tagged for this graph that the graph does not know.
+	Untracked []string `json:"untracked,omitempty"`
+	// Ignore holds the config's drift.ignore patterns.
+	Ignore []string `json:"ignore,omitempty"`
+	// Report is the report's object key once written; Notified tells whether it was
+	// published.
+	Report   string `json:"report,omitempty"`
+	Notified bool   `json:"notified,omitempty"`
+}
+
+// Stack is one stack's check.
+type Stack struct {
+	// Name is the config name, StackName the CloudFormation name.
+	Name        string     `json:"name"`
+	StackName   string     `json:"stack_name"`
+	StackID     string     `json:"stack_id,omitempty"`
+	Status      Status     `json:"status"`
+	Reason      string     `json:"reason,omitempty"`
+	DetectionID string     `json:"detection_id,omitempty"`
+	StartedAt   time.Time  `json:"started_at,omitzero"`
+	CheckedAt   time.Time  `json:"checked_at,omitzero"`
+	Resources   []Resource `json:"resources,omitempty"`
+}
+
+// Resource is a resource that drifted.
+type Resource struct {
+	LogicalID  string `json:"logical_id"`
+	PhysicalID string `json:"physical_id,omitempty"`
+	Type       string `json:"type"`
+	// Status is CloudFormation's: MODIFIED or DELETED.
+	Status      string       `json:"status"`
+	Differences []Difference `json:"differences,omitempty"`
+	// Ignored is the drift.ignore pattern that matched; an ignored resource does not make
+	// its stack DRIFTED.
+	Ignored string `json:"ignored,omitempty"`
+}
+
+// Difference is one property that differs from the template.
+type Difference struct {
+	Path     string `json:"path"`
+	Expected string `json:"expected"`
+	Actual   string `json:"actual"`
+	// Type is CloudFormation's difference type: ADD, REMOVE or NOT_EQUAL.
+	Type string `json:"type"`
+}
+
+// InFlight counts the detections started and not yet observed finished.
+func (sw *Sweep) InFlight() int {
+	n := 0
+	for _, g := range sw.Graphs {
+		for _, s := range g.Stacks {
+			if s.Status == Detecting {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Next returns the pending stacks to start now so that at most limit detections are in
+// flight, in graph then stack order.
+func (sw *Sweep) Next(limit int) []*Stack {
+	free := limit - sw.InFlight()
+	var out []*Stack
+	for _, g := range sw.Graphs {
+		for _, s := range g.Stacks {
+			if free <= 0 {
+				return out
+			}
+			if s.Status == Pending {
+				out = append(out, s)
+				free--
+			}
+		}
+	}
+	return out
+}
+
+// Settled reports whether every stack of g has its result.
+func (g *Graph) Settled() bool {
+	for _, s := range g.Stacks {
+		if !s.Status.Final() {
+			return false
+		}
+	}
+	return true
+}
+
+// Done reports whether every graph's report is written.
+func (sw *Sweep) Done() bool {
+	for _, g := range sw.Graphs {
+		if g.Report == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// SkipPending marks every stack of g that has not started as not checked, for why.
+func (g *Graph) SkipPending(why string) {
+	for _, s := range g.Stacks {
+		if s.Status == Pending {
+			s.Status, s.Reason = NotChecked, why
+		}
+	}
+}
+
+// Count returns how many stacks of g have status st.
+func (g *Graph) Count(st Status) int {
+	n := 0
+	for _, s := range g.Stacks {
+		if s.Status == st {
+			n++
+		}
+	}
+	return n
+}
+
+// Drifted reports whether anything in g needs a person: a drifted stack, a stack missing
+// from AWS or one tagged for the graph that it does not know.
+func (g *Graph) Drifted() bool {
+	return g.Count(Drifted) > 0 || len(g.Missing) > 0 || len(g.Untracked) > 0
+}
+
+// matchIgnore returns the first pattern that matches one of names.
+func matchIgnore(patterns []string, names ...string) string {
+	for _, p := range patterns {
+		for _, n := range names {
+			if n == "" {
+				continue
+			}
+			if ok, _ := path.Match(p, n); ok || p == n {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// applyIgnore marks drifted resources of s matched by patterns (by logical id, or
+// NAME/LOGICAL_ID with the stack's config or CloudFormation name) and settles s as DRIFTED
+// or IN_SYNC by the others.
+func applyIgnore(s *Stack, patterns []string) {
+	drifted := false
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		r.Ignored = matchIgnore(patterns, r.LogicalID, s.Name+"/"+r.LogicalID, s.StackName+"/"+r.LogicalID)
+		if r.Ignored == "" {
+			drifted = true
+		}
+	}
+	if drifted {
+		s.Status = Drifted
+	} else {
+		s.Status = InSync
+	}
+}
+
+// fingerprints returns, per stack that was checked (IN_SYNC or DRIFTED), a digest of its
+// drift: the status and every difference that is not ignored. Two reports whose common
+// checked stacks have equal digests say the same thing.
+func (g *Graph) fingerprints() map[string]string {
+	out := map[string]string{}
+	for _, s := range g.Stacks {
+		if s.Status != InSync && s.Status != Drifted {
+			continue
+		}
+		var lines []string
+		for _, r := range s.Resources {
+			if r.Ignored != "" {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("%s %s %s", r.LogicalID, r.Type, r.Status))
+			for _, d := range r.Differences {
+				lines = append(lines, fmt.Sprintf("%s %s %s %q %q", r.LogicalID, d.Path, d.Type, d.Expected, d.Actual))
+			}
+		}
+		sort.Strings(lines)
+		sum := sha256.Sum256([]byte(string(s.Status) + "\n" + strings.Join(lines, "\n")))
+		out[s.StackName] = hex.EncodeToString(sum[:8])
+	}
+	return out
+}
+
+// Changes lists what differs between prev (the graph's previous report; nil when there is
+// none) and g: stacks checked in both whose drift differs, and stacks newly missing or
+// untracked. Stacks not checked in one of the two say nothing, so a sweep that skipped a
+// graph during a deploy is not news.
+func (g *Graph) Changes(prev *Graph) []string {
+	if prev == nil {
+		return nil
+	}
+	var out []string
+	was, now := prev.fingerprints(), g.fingerprints()
+	status := map[string]Status{}
+	for _, s := range prev.Stacks {
+		status[s.StackName] = s.Status
+	}
+	for _, s := range g.Stacks {
+		if a, ok := was[s.StackName]; ok {
+			if b, ok := now[s.StackName]; ok && a != b {
+				out = append(out, fmt.Sprintf("stack %s: %s, was %s", s.StackName, s.Status, status[s.StackName]))
+			}
+		}
+	}
+	for _, m := range newIn(g.Missing, prev.Missing) {
+		out = append(out, fmt.Sprintf("stack %s: missing from AWS", m))
+	}
+	for _, m := range newIn(g.Untracked, prev.Untracked) {
+		out = append(out, fmt.Sprintf("stack %s: tagged for this graph but not in it", m))
+	}
+	return out
+}
+
+func newIn(now, before []string) []string {
+	seen := map[string]bool{}
+	for _, b := range before {
+		seen[b] = true
+	}
+	var out []string
+	for _, n := range now {
+		if !seen[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -90,7 +90,7 @@ func New(opts Options) (*Service, error) {
 	}
 	ts := timeSource{s}
 	s.backend = s3mem.New(s3mem.WithTimeSource(ts), s3mem.WithVersionSeed(seed))
-	fake := gofakes3.New(s.backend,
+	fake := gofakes3.New(listedBackend{s.backend},
 		gofakes3.WithTimeSource(ts),
 		gofakes3.WithTimeSkewLimit(0), // a fake clock may be far from the signer's
 		gofakes3.WithIntegrityCheck(true),
@@ -322,3 +322,23 @@ func writeError(w http.ResponseWriter, status int, code, message, bucket string)
 }
 
 func xmlEscape(b *bytes.Buffer, s string) { xml.EscapeText(b, []byte(s)) }
+
+// listedBackend hides keys whose current version is a delete marker from object listings,
+// as S3 does; s3mem lists them.
+type listedBackend struct{ *s3mem.Backend }
+
+func (b listedBackend) ListBucket(ctx context.Context, name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
+	list, err := b.Backend.ListBucket(ctx, name, prefix, page)
+	if err != nil {
+		return nil, err
+	}
+	kept := list.Contents[:0]
+	for _, c := range list.Contents {
+		if _, err := b.Backend.HeadObject(ctx, name, c.Key); gofakes3.HasErrorCode(err, gofakes3.ErrNoSuchKey) {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	list.Contents = kept
+	return list, nil
+}

@@ -338,3 +338,30 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// A key deleted in a versioned bucket keeps its versions but is no longer listed.
+func TestListOmitsDeletedKeysInVersionedBucket(t *testing.T) {
+	c, _ := start(t, s3local.Options{})
+	ctx := context.Background()
+	mustBucket(t, c, "listed", true)
+	put(t, c, "listed", "x/gone", "a")
+	put(t, c, "listed", "x/kept", "b")
+	if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String("listed"), Key: aws.String("x/gone")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("listed"), Prefix: aws.String("x/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, *o.Key)
+	}
+	if len(keys) != 1 || keys[0] != "x/kept" {
+		t.Fatalf("listed %v, want [x/kept]", keys)
+	}
+	versions, err := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String("listed"), Prefix: aws.String("x/gone")})
+	if err != nil || len(versions.Versions) != 1 || len(versions.DeleteMarkers) != 1 {
+		t.Fatalf("versions of x/gone: %d versions, %d markers, %v", len(versions.Versions), len(versions.DeleteMarkers), err)
+	}
+}

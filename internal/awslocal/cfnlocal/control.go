@@ -495,13 +495,13 @@ func (s *Service) emitDrift(st *stack, d *driftDetection) {
 		return
 	}
 	detail, _ := json.Marshal(map[string]any{
-		"stack-id":           st.ID,
-		"drift-detection-id": d.ID,
+		"stack-id":                 st.ID,
+		"stack-drift-detection-id": d.ID,
 		"status-details": map[string]any{
-			"stack-drift-status":           d.StackDrift,
-			"detection-status":             d.Status,
-			"drifted-stack-resource-count": d.Drifted,
+			"stack-drift-status": d.StackDrift,
+			"detection-status":   d.Status,
 		},
+		"drift-detection-details": map[string]any{"drifted-stack-resource-count": d.Drifted},
 	})
 	evt := events.CloudWatchEvent{
 		Version: "0", ID: hashUUID("drift-evt", d.ID), DetailType: "CloudFormation Drift Detection Status Change",

@@ -86,6 +86,11 @@ func TestDriftReportsTamperedPropertyValues(t *testing.T) {
 	if sd["stack-drift-status"] != "DRIFTED" || sd["detection-status"] != "DETECTION_COMPLETE" {
 		t.Errorf("drift event detail = %v", driftEvent)
 	}
+	// The documented detail shape: the detection id and the drifted count's own object.
+	details, _ := driftEvent["drift-detection-details"].(map[string]any)
+	if id, _ := driftEvent["stack-drift-detection-id"].(string); id == "" || details["drifted-stack-resource-count"] != float64(1) {
+		t.Errorf("drift event detail = %v", driftEvent)
+	}
 }
 
 func TestPaginationOverMoreThanOnePage(t *testing.T) {

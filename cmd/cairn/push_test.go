@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/deploy"
+)
+
+// deployWorld starts the emulator with a virtual clock running a thousand times faster
+// than the wall clock, sets up the bucket, the deploy queue and the stack event rule, and
+// runs the deployer behind them; the environment points the CLI at it.
+func deployWorld(t *testing.T) *s3.Client {
+	t.Helper()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	em, err := awslocal.New(awslocal.Options{Clock: clk, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				clk.Advance(500 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-stopped
+		em.Close()
+	})
+	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("CAIRN_BUCKET", "")
+	for _, kv := range em.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	cfg, err := awsclient.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3c := awsclient.S3(cfg)
+	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("cairn-state")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("cairn-state"),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	queueURL, err := em.SQS().CreateQueue("cairn-deploy", map[string]string{"VisibilityTimeout": "120"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arn := em.SQS().QueueARN("cairn-deploy")
+	if _, err := s3c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
+		Bucket: aws.String("cairn-state"),
+		NotificationConfiguration: &s3types.NotificationConfiguration{QueueConfigurations: []s3types.QueueConfiguration{{
+			QueueArn: aws.String(arn), Events: []s3types.Event{"s3:ObjectCreated:*"},
+		}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.PutRule("stack-events", awslocal.EventPattern{Source: []string{"aws.cloudformation"}}, arn); err != nil {
+		t.Fatal(err)
+	}
+	d, err := deploy.NewFromAWS(cfg, deploy.Config{Bucket: "cairn-state", QueueURL: queueURL, Clock: clk, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := em.RegisterFunction("deployer", d.Handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.AddEventSourceMapping("cairn-deploy", "deployer", awslocal.ESMOptions{ReportBatchItemFailures: true}); err != nil {
+		t.Fatal(err)
+	}
+	return s3c
+}
+
+// bundleDir writes a two-stack bundle.
+func bundleDir(t *testing.T, extra string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"cairn.yaml": `namespace: cli
+stacks:
+  - name: topic
+    template_path: topic.yaml
+  - name: param
+    template_path: param.yaml
+    parameters:
+      Value: ${output topic::Arn}
+` + extra,
+		"topic.yaml": "Resources:\n  Topic:\n    Type: AWS::SNS::Topic\nOutputs:\n  Arn:\n    Value: !Ref Topic\n",
+		"param.yaml": "Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !Ref Value\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestPushWaitAndStatus(t *testing.T) {
+	s3c := deployWorld(t)
+	dir := bundleDir(t, "")
+	ref := gitInit(t, dir, "https://example.com/cli.git")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"push", dir, "--deployment", "cli", "--bucket", "cairn-state", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("push --wait exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	for _, want := range []string{"pushed " + dir + " to s3://cairn-state/deployments/cli.zip (version ", "run ", "topic", "param", "create   done", "succeeded", "report: s3://cairn-state/runs/cli/"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("push output lacks %q:\n%s", want, out)
+		}
+	}
+	head, err := s3c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String("deployments/cli.zip")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.Metadata["git-ref"] != ref || head.Metadata["git-remote"] != "https://example.com/cli.git" {
+		t.Errorf("upload metadata %v, want git ref %s and the remote", head.Metadata, ref)
+	}
+
+	stdout.Reset()
+	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	if code := run([]string{"status", "cli"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("status exited %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"deployment cli, run ", ": succeeded", "STACK", "topic", "cli-topic", "create", "done"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("status output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+
+	// A failing run's exit code is 1: the second stack references an output that does not exist.
+	bad := bundleDir(t, "")
+	os.WriteFile(filepath.Join(bad, "param.yaml"), []byte("Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !GetAtt Nowhere.Arn\n"), 0o644)
+	stdout.Reset()
+	stderr.Reset()
+	code = run([]string{"push", bad, "--deployment", "cli", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), "failed") {
+		t.Fatalf("push of a failing bundle exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// gitInit makes dir a git work tree with one commit and an origin, and returns HEAD.
+func gitInit(t *testing.T, dir, remote string) string {
+	t.Helper()
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-q", "-m", "bundle")
+	git("remote", "add", "origin", remote)
+	return git("rev-parse", "HEAD")
+}
+
+func TestPushRefusesAnInvalidBundle(t *testing.T) {
+	dir := bundleDir(t, "  - name: broken\n")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"push", dir, "--deployment", "cli", "--bucket", "cairn-state"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "cairn.yaml:") || stdout.Len() != 0 {
+		t.Fatalf("code %d, stdout %q, stderr %q: want 1 and located errors, nothing uploaded", code, stdout.String(), stderr.String())
+	}
+	code = run([]string{"push", dir}, &stdout, &stderr)
+	if code != 2 || !strings.Contains(stderr.String(), "--deployment NAME is required") {
+		t.Fatalf("code %d, stderr %q", code, stderr.String())
+	}
+}

@@ -1,0 +1,284 @@
+// Package changeset performs a run's actions against CloudFormation and observes what they
+// did: it is the only place where the deploy engine talks to CloudFormation.
+//
+// Every call waits for the run's API budget (a rate limiter) before it is made, and the
+// SDK's retryer backs off on throttling; an error that outlasts both becomes an
+// Observation with Err set, classified as transient (retried by the run) or permanent
+// (the stack fails with the reason), so a run never loops and never dies of "Rate exceeded".
+package changeset
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/time/rate"
+
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// MaxTemplateBody is the largest template CloudFormation takes inline (TemplateBody);
+// larger ones are uploaded to the bucket and passed by TemplateURL.
+const MaxTemplateBody = 51200
+
+// API is the part of *cloudformation.Client the engine uses.
+type API interface {
+	CreateChangeSet(ctx context.Context, in *cloudformation.CreateChangeSetInput, optFns ...func(*cloudformation.Options)) (*cloudformation.CreateChangeSetOutput, error)
+	ExecuteChangeSet(ctx context.Context, in *cloudformation.ExecuteChangeSetInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ExecuteChangeSetOutput, error)
+	DeleteChangeSet(ctx context.Context, in *cloudformation.DeleteChangeSetInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DeleteChangeSetOutput, error)
+	DeleteStack(ctx context.Context, in *cloudformation.DeleteStackInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DeleteStackOutput, error)
+	ContinueUpdateRollback(ctx context.Context, in *cloudformation.ContinueUpdateRollbackInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ContinueUpdateRollbackOutput, error)
+	UpdateTerminationProtection(ctx context.Context, in *cloudformation.UpdateTerminationProtectionInput, optFns ...func(*cloudformation.Options)) (*cloudformation.UpdateTerminationProtectionOutput, error)
+	DescribeChangeSet(ctx context.Context, in *cloudformation.DescribeChangeSetInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeChangeSetOutput, error)
+	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+	DescribeStackEvents(ctx context.Context, in *cloudformation.DescribeStackEventsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackEventsOutput, error)
+	ListImports(ctx context.Context, in *cloudformation.ListImportsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListImportsOutput, error)
+}
+
+// Uploader is the part of *s3.Client that stores large templates.
+type Uploader interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+// Client performs actions and observations for one run.
+type Client struct {
+	CFN API
+	S3  Uploader
+	// Bucket and Region locate templates/SHA256.json for templates too large to pass inline.
+	Bucket, Region string
+	// Budget is the run's API budget; every CloudFormation call waits for it. nil: no limit.
+	Budget *rate.Limiter
+	Logger *slog.Logger
+}
+
+// DefaultBudget is the API budget of a run: CloudFormation's control plane allows a few
+// calls per second per account, shared with everyone else.
+func DefaultBudget() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
+
+func (c *Client) log() *slog.Logger {
+	if c.Logger == nil {
+		return slog.Default()
+	}
+	return c.Logger
+}
+
+func (c *Client) wait(ctx context.Context) error {
+	if c.Budget == nil {
+		return nil
+	}
+	return c.Budget.Wait(ctx)
+}
+
+// Inputs is what CreateChangeSet needs beyond the action: the stack's template,
+// capabilities and tags.
+type Inputs struct {
+	TemplateBody []byte
+	// TemplateURL is used as is when the config names a template_url.
+	TemplateURL  string
+	Capabilities []string
+	Tags         map[string]string
+}
+
+// Perform makes the call a and returns its result as an observation of a.Stack: Err and
+// Permanent when the call failed, the new ids when it succeeded. in is needed by
+// CreateChangeSet only.
+func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Observation {
+	o := run.Observation{Stack: a.Stack}
+	log := c.log().With("stack", a.Stack, "stack_name", a.StackName, "action", string(a.Kind), "change_set", a.ChangeSetName)
+	err := c.wait(ctx)
+	if err == nil {
+		err = c.perform(ctx, a, in, &o)
+	}
+	if err != nil {
+		o.Err = fmt.Sprintf("%s %s: %v", a.Kind, a.StackName, err)
+		o.Permanent = Classify(err)
+		log.Warn("changeset: action failed", "err", err, "permanent", o.Permanent)
+		return o
+	}
+	log.Info("changeset: action performed", "change_set_id", o.ChangeSetID)
+	return o
+}
+
+func stackRef(a run.Action) *string {
+	if a.StackID != "" {
+		return aws.String(a.StackID)
+	}
+	return aws.String(a.StackName)
+}
+
+func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.Observation) error {
+	switch a.Kind {
+	case run.CreateChangeSet:
+		if in == nil {
+			return fmt.Errorf("change set %s: no template given", a.ChangeSetName)
+		}
+		req := &cloudformation.CreateChangeSetInput{
+			StackName:     aws.String(a.StackName),
+			ChangeSetName: aws.String(a.ChangeSetName),
+			ChangeSetType: cfntypes.ChangeSetType(a.ChangeSetType),
+			ClientToken:   aws.String(a.Token),
+			Description:   aws.String("cairn " + a.ChangeSetName),
+			Parameters:    parameters(a.Parameters),
+			Tags:          tags(in.Tags),
+		}
+		for _, cp := range in.Capabilities {
+			req.Capabilities = append(req.Capabilities, cfntypes.Capability(cp))
+		}
+		switch {
+		case in.TemplateURL != "":
+			req.TemplateURL = aws.String(in.TemplateURL)
+		case len(in.TemplateBody) > MaxTemplateBody:
+			u, err := c.upload(ctx, in.TemplateBody)
+			if err != nil {
+				return err
+			}
+			req.TemplateURL = aws.String(u)
+		default:
+			req.TemplateBody = aws.String(string(in.TemplateBody))
+		}
+		out, err := c.CFN.CreateChangeSet(ctx, req)
+		if errorCode(err) == "AlreadyExistsException" {
+			// The change set is named after the run and step: it is ours, from an
+			// attempt whose answer was lost. Describing it tells the rest.
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		o.ChangeSetID, o.StackID = aws.ToString(out.Id), aws.ToString(out.StackId)
+	case run.ExecuteChangeSet:
+		req := &cloudformation.ExecuteChangeSetInput{ChangeSetName: aws.String(a.ChangeSetName), StackName: aws.String(a.StackName), ClientRequestToken: aws.String(a.Token)}
+		if a.ChangeSetID != "" {
+			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
+		}
+		_, err := c.CFN.ExecuteChangeSet(ctx, req)
+		if errorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {
+			return nil // an earlier attempt executed it; the stack's status tells the rest
+		}
+		return err
+	case run.DeleteChangeSet:
+		req := &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(a.ChangeSetName), StackName: aws.String(a.StackName)}
+		if a.ChangeSetID != "" {
+			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
+		}
+		_, err := c.CFN.DeleteChangeSet(ctx, req)
+		if errorCode(err) == "ChangeSetNotFound" {
+			return nil
+		}
+		return err
+	case run.DeleteStack:
+		_, err := c.CFN.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
+		return err
+	case run.ContinueUpdateRollback:
+		_, err := c.CFN.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
+		return err
+	default:
+		return fmt.Errorf("unknown action %q", a.Kind)
+	}
+	return nil
+}
+
+func tokenOr(a run.Action) *string {
+	if a.Token == "" {
+		return nil
+	}
+	return aws.String(a.Token)
+}
+
+func alreadyExecuted(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "EXECUTE_IN_PROGRESS") || strings.Contains(msg, "EXECUTE_COMPLETE")
+}
+
+// upload stores a large template content-addressed and returns its URL.
+func (c *Client) upload(ctx context.Context, body []byte) (string, error) {
+	if c.S3 == nil || c.Bucket == "" {
+		return "", fmt.Errorf("template is %d bytes, more than %d, and no bucket is configured to upload it to", len(body), MaxTemplateBody)
+	}
+	sum := sha256.Sum256(body)
+	key := "templates/" + hex.EncodeToString(sum[:]) + ".json"
+	_, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(key), Body: bytes.NewReader(body), ContentType: aws.String("application/json")})
+	if err != nil {
+		return "", fmt.Errorf("upload template to s3://%s/%s: %w", c.Bucket, key, err)
+	}
+	region := c.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+	return fmt.Sprintf("https://%s.s3.%s.amazonaws.com/%s", c.Bucket, region, key), nil
+}
+
+func parameters(m map[string]string) []cfntypes.Parameter {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]cfntypes.Parameter, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, cfntypes.Parameter{ParameterKey: aws.String(k), ParameterValue: aws.String(m[k])})
+	}
+	return out
+}
+
+func tags(m map[string]string) []cfntypes.Tag {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]cfntypes.Tag, 0, len(keys))
+	for _, k := range keys {
+		if m[k] == "" {
+			continue // CloudFormation refuses empty tag values
+		}
+		out = append(out, cfntypes.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return out
+}
+
+// SetTerminationProtection turns a stack's termination protection on or off.
+func (c *Client) SetTerminationProtection(ctx context.Context, stack string, on bool) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	_, err := c.CFN.UpdateTerminationProtection(ctx, &cloudformation.UpdateTerminationProtectionInput{StackName: aws.String(stack), EnableTerminationProtection: aws.Bool(on)})
+	if err != nil {
+		return fmt.Errorf("stack %s: set termination protection to %v: %w", stack, on, err)
+	}
+	return nil
+}
+
+// Importers returns, for each export name, the stacks importing it (ListImports, all
+// pages). An export nobody imports is absent.
+func (c *Client) Importers(ctx context.Context, exports []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, exp := range exports {
+		in := &cloudformation.ListImportsInput{ExportName: aws.String(exp)}
+		for {
+			if err := c.wait(ctx); err != nil {
+				return nil, err
+			}
+			page, err := c.CFN.ListImports(ctx, in)
+			if err != nil {
+				if errorCode(err) == "ValidationError" && strings.Contains(err.Error(), "not imported") {
+					break
+				}
+				return nil, fmt.Errorf("list imports of export %s: %w", exp, err)
+			}
+			out[exp] = append(out[exp], page.Imports...)
+			if aws.ToString(page.NextToken) == "" {
+				break
+			}
+			in.NextToken = page.NextToken
+		}
+		sort.Strings(out[exp])
+		if len(out[exp]) == 0 {
+			delete(out, exp)
+		}
+	}
+	return out, nil
+}

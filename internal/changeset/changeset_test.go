@@ -1,0 +1,334 @@
+package changeset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// fakeCFN answers from canned pages and records the requests it got. Unset methods fail
+// the test.
+type fakeCFN struct {
+	API
+	t          *testing.T
+	created    []*cloudformation.CreateChangeSetInput
+	executed   []*cloudformation.ExecuteChangeSetInput
+	createErr  error
+	executeErr error
+	changeSets []*cloudformation.DescribeChangeSetOutput // pages in order
+	csCalls    []*cloudformation.DescribeChangeSetInput
+	stacks     map[string]*cloudformation.DescribeStacksOutput // by StackName input ("" = list)
+	stacksErr  error
+	events     []*cloudformation.DescribeStackEventsOutput
+	eventCalls int
+	imports    map[string][]string
+}
+
+func (f *fakeCFN) CreateChangeSet(_ context.Context, in *cloudformation.CreateChangeSetInput, _ ...func(*cloudformation.Options)) (*cloudformation.CreateChangeSetOutput, error) {
+	f.created = append(f.created, in)
+	if f.createErr != nil {
+		return nil, f.createErr
+	}
+	return &cloudformation.CreateChangeSetOutput{Id: aws.String("arn:cs/" + aws.ToString(in.ChangeSetName)), StackId: aws.String("arn:stack/" + aws.ToString(in.StackName))}, nil
+}
+
+func (f *fakeCFN) ExecuteChangeSet(_ context.Context, in *cloudformation.ExecuteChangeSetInput, _ ...func(*cloudformation.Options)) (*cloudformation.ExecuteChangeSetOutput, error) {
+	f.executed = append(f.executed, in)
+	return &cloudformation.ExecuteChangeSetOutput{}, f.executeErr
+}
+
+func (f *fakeCFN) DescribeChangeSet(_ context.Context, in *cloudformation.DescribeChangeSetInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeChangeSetOutput, error) {
+	f.csCalls = append(f.csCalls, in)
+	i := 0
+	if in.NextToken != nil {
+		fmt.Sscan(*in.NextToken, &i)
+	}
+	return f.changeSets[i], nil
+}
+
+func (f *fakeCFN) DescribeStacks(_ context.Context, in *cloudformation.DescribeStacksInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error) {
+	if f.stacksErr != nil {
+		return nil, f.stacksErr
+	}
+	key := aws.ToString(in.StackName) + aws.ToString(in.NextToken)
+	out, ok := f.stacks[key]
+	if !ok {
+		f.t.Fatalf("unexpected DescribeStacks %q", key)
+	}
+	return out, nil
+}
+
+func (f *fakeCFN) DescribeStackEvents(_ context.Context, in *cloudformation.DescribeStackEventsInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeStackEventsOutput, error) {
+	i := f.eventCalls
+	f.eventCalls++
+	return f.events[i], nil
+}
+
+func (f *fakeCFN) ListImports(_ context.Context, in *cloudformation.ListImportsInput, _ ...func(*cloudformation.Options)) (*cloudformation.ListImportsOutput, error) {
+	imp, ok := f.imports[aws.ToString(in.ExportName)]
+	if !ok {
+		return nil, &smithy.GenericAPIError{Code: "ValidationError", Message: "Export '" + aws.ToString(in.ExportName) + "' is not imported by any stack."}
+	}
+	return &cloudformation.ListImportsOutput{Imports: imp}, nil
+}
+
+type fakeS3 struct {
+	puts map[string]string
+}
+
+func (f *fakeS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	b, _ := io.ReadAll(in.Body)
+	f.puts[aws.ToString(in.Bucket)+"/"+aws.ToString(in.Key)] = string(b)
+	return &s3.PutObjectOutput{}, nil
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		err       error
+		permanent bool
+	}{
+		{"throttling outlasting retries", &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}, false},
+		{"json throttling", &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}, false},
+		{"service failure", &smithy.GenericAPIError{Code: "InternalFailure", Fault: smithy.FaultServer}, false},
+		{"unknown server fault", &smithy.GenericAPIError{Code: "Whatever", Fault: smithy.FaultServer}, false},
+		{"lost connection", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, false},
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), false},
+		{"validation", &smithy.GenericAPIError{Code: "ValidationError", Message: "Template format error"}, true},
+		{"capabilities", &smithy.GenericAPIError{Code: "InsufficientCapabilitiesException", Message: "Requires capabilities : [CAPABILITY_IAM]"}, true},
+		{"access denied", &smithy.GenericAPIError{Code: "AccessDenied"}, true},
+		{"limit", &smithy.GenericAPIError{Code: "LimitExceededException"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Classify(tc.err); got != tc.permanent {
+				t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.permanent)
+			}
+		})
+	}
+}
+
+func TestCreateChangeSet(t *testing.T) {
+	small := []byte("Resources: {}\n")
+	large := []byte("Resources: {}\n#" + strings.Repeat("x", MaxTemplateBody))
+	for _, tc := range []struct {
+		name       string
+		in         Inputs
+		wantURL    bool
+		createErr  error
+		wantErr    string
+		permanent  bool
+		wantCSID   string
+		wantUpload bool
+	}{
+		{name: "small template inline", in: Inputs{TemplateBody: small, Capabilities: []string{"CAPABILITY_IAM"}, Tags: map[string]string{"b": "2", "a": "1", "empty": ""}}, wantCSID: "arn:cs/cairn-r1-1"},
+		{name: "large template by URL", in: Inputs{TemplateBody: large}, wantURL: true, wantUpload: true, wantCSID: "arn:cs/cairn-r1-1"},
+		{name: "template_url as given", in: Inputs{TemplateURL: "https://example.s3.amazonaws.com/t.yaml"}, wantURL: true, wantCSID: "arn:cs/cairn-r1-1"},
+		{name: "already exists is ours", in: Inputs{TemplateBody: small}, createErr: &smithy.GenericAPIError{Code: "AlreadyExistsException", Message: "ChangeSet cairn-r1-1 already exists"}},
+		{name: "validation error is permanent", in: Inputs{TemplateBody: small}, createErr: &smithy.GenericAPIError{Code: "ValidationError", Message: "Template format error: unresolved resource dependencies [Nope]"}, wantErr: "Template format error", permanent: true},
+		{name: "throttling is transient", in: Inputs{TemplateBody: small}, createErr: &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}, wantErr: "Rate exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfn := &fakeCFN{t: t, createErr: tc.createErr}
+			up := &fakeS3{puts: map[string]string{}}
+			c := &Client{CFN: cfn, S3: up, Bucket: "cairn-state", Region: "eu-west-1"}
+			a := run.Action{Kind: run.CreateChangeSet, Stack: "app", StackName: "shop-app", ChangeSetName: "cairn-r1-1", ChangeSetType: "CREATE",
+				Parameters: map[string]string{"Z": "26", "A": "1"}, Token: "cairn-r1-1"}
+			o := c.Perform(context.Background(), a, &tc.in)
+			if tc.wantErr != "" {
+				if !strings.Contains(o.Err, tc.wantErr) || o.Permanent != tc.permanent {
+					t.Fatalf("observation %+v, want error %q permanent %v", o, tc.wantErr, tc.permanent)
+				}
+				return
+			}
+			if o.Err != "" || o.ChangeSetID != tc.wantCSID {
+				t.Fatalf("observation %+v", o)
+			}
+			req := cfn.created[0]
+			if aws.ToString(req.ClientToken) != "cairn-r1-1" || req.ChangeSetType != cfntypes.ChangeSetTypeCreate || aws.ToString(req.StackName) != "shop-app" {
+				t.Errorf("request %+v", req)
+			}
+			if got := aws.ToString(req.Parameters[0].ParameterKey) + " " + aws.ToString(req.Parameters[1].ParameterKey); got != "A Z" {
+				t.Errorf("parameters in order %s", got)
+			}
+			if (req.TemplateURL != nil) != tc.wantURL || (req.TemplateBody != nil) == tc.wantURL {
+				t.Errorf("TemplateURL %v, TemplateBody set %v", aws.ToString(req.TemplateURL), req.TemplateBody != nil)
+			}
+			if tc.wantUpload {
+				if len(up.puts) != 1 {
+					t.Fatalf("uploads %v", up.puts)
+				}
+				for k, v := range up.puts {
+					if !strings.HasPrefix(k, "cairn-state/templates/") || !strings.HasSuffix(k, ".json") || v != string(large) {
+						t.Errorf("uploaded %s (%d bytes)", k, len(v))
+					}
+					if want := "https://cairn-state.s3.eu-west-1.amazonaws.com/" + strings.TrimPrefix(k, "cairn-state/"); aws.ToString(req.TemplateURL) != want {
+						t.Errorf("TemplateURL %s, want %s", aws.ToString(req.TemplateURL), want)
+					}
+				}
+			} else if len(up.puts) != 0 {
+				t.Errorf("uploaded %v", up.puts)
+			}
+			if len(tc.in.Tags) > 0 {
+				var keys []string
+				for _, tg := range req.Tags {
+					keys = append(keys, aws.ToString(tg.Key))
+				}
+				if strings.Join(keys, ",") != "a,b" {
+					t.Errorf("tags %v: want sorted, empty values left out", keys)
+				}
+			}
+		})
+	}
+}
+
+func TestExecuteAlreadyExecutedIsSuccess(t *testing.T) {
+	cfn := &fakeCFN{t: t, executeErr: &smithy.GenericAPIError{Code: "InvalidChangeSetStatus", Message: "ChangeSet [x] cannot be executed in its current status of [EXECUTE_COMPLETE]"}}
+	c := &Client{CFN: cfn}
+	o := c.Perform(context.Background(), run.Action{Kind: run.ExecuteChangeSet, Stack: "app", StackName: "shop-app", ChangeSetName: "cairn-r1-1", ChangeSetID: "arn:cs/1", Token: "cairn-r1-1"}, nil)
+	if o.Err != "" {
+		t.Fatalf("observation %+v", o)
+	}
+	if req := cfn.executed[0]; aws.ToString(req.ChangeSetName) != "arn:cs/1" || req.StackName != nil || aws.ToString(req.ClientRequestToken) != "cairn-r1-1" {
+		t.Errorf("request %+v", req)
+	}
+}
+
+// TestObserveChangeSetPaginates counts the changes over every page of DescribeChangeSet.
+func TestObserveChangeSetPaginates(t *testing.T) {
+	change := cfntypes.Change{Type: cfntypes.ChangeTypeResource}
+	cfn := &fakeCFN{t: t, changeSets: []*cloudformation.DescribeChangeSetOutput{
+		{ChangeSetId: aws.String("arn:cs/1"), StackId: aws.String("arn:stack/1"), Status: cfntypes.ChangeSetStatusCreateComplete, Changes: []cfntypes.Change{change, change}, NextToken: aws.String("1")},
+		{Changes: []cfntypes.Change{change, change, change}, NextToken: aws.String("2")},
+		{Changes: []cfntypes.Change{change}},
+	}}
+	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	if len(seen.Observations) != 1 {
+		t.Fatalf("observations %+v", seen.Observations)
+	}
+	o := seen.Observations[0]
+	if o.Changes != 6 || o.ChangeSetStatus != "CREATE_COMPLETE" || o.ChangeSetID != "arn:cs/1" || o.StackID != "arn:stack/1" {
+		t.Errorf("observation %+v, want 6 changes over 3 pages", o)
+	}
+	if len(cfn.csCalls) != 3 || aws.ToString(cfn.csCalls[0].ChangeSetName) != "cairn-r1-1" || aws.ToString(cfn.csCalls[0].StackName) != "shop-app" {
+		t.Errorf("calls %d, first %+v", len(cfn.csCalls), cfn.csCalls[0])
+	}
+}
+
+// TestObservePendingError reports the previous step's failed action without any call.
+func TestObservePendingError(t *testing.T) {
+	cfn := &fakeCFN{t: t}
+	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
+	pending := map[string]run.Observation{"app": {Stack: "app", Err: "CreateChangeSet shop-app: Rate exceeded"}}
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending)
+	if len(seen.Observations) != 1 || seen.Observations[0].Err == "" || len(cfn.csCalls) != 0 {
+		t.Errorf("observations %+v after %d calls", seen.Observations, len(cfn.csCalls))
+	}
+}
+
+func event(logical, typ, status, reason string) cfntypes.StackEvent {
+	phys := "phys-" + logical
+	if typ == "AWS::CloudFormation::Stack" {
+		phys = "arn:stack/1"
+	}
+	return cfntypes.StackEvent{StackId: aws.String("arn:stack/1"), StackName: aws.String("shop-app"), LogicalResourceId: aws.String(logical),
+		PhysicalResourceId: aws.String(phys), ResourceType: aws.String(typ), ResourceStatus: cfntypes.ResourceStatus(status),
+		ResourceStatusReason: aws.String(reason), Timestamp: aws.Time(time.Now())}
+}
+
+// TestObserveFailedStackReason takes the earliest failing resource of the current
+// operation, across pages, and ignores failures of earlier operations.
+func TestObserveFailedStackReason(t *testing.T) {
+	const stackType = "AWS::CloudFormation::Stack"
+	cfn := &fakeCFN{t: t,
+		stacks: map[string]*cloudformation.DescribeStacksOutput{"arn:stack/1": {Stacks: []cfntypes.Stack{{
+			StackName: aws.String("shop-app"), StackId: aws.String("arn:stack/1"), StackStatus: cfntypes.StackStatusUpdateRollbackComplete,
+			EnableTerminationProtection: aws.Bool(true),
+		}}}},
+		events: []*cloudformation.DescribeStackEventsOutput{
+			{StackEvents: []cfntypes.StackEvent{ // newest first
+				event("shop-app", stackType, "UPDATE_ROLLBACK_COMPLETE", ""),
+				event("Queue", "AWS::SQS::Queue", "UPDATE_FAILED", "Resource update cancelled"),
+				event("shop-app", stackType, "UPDATE_ROLLBACK_IN_PROGRESS", "The following resource(s) failed to update: [Topic]."),
+			}, NextToken: aws.String("p2")},
+			{StackEvents: []cfntypes.StackEvent{
+				event("Topic", "AWS::SNS::Topic", "UPDATE_FAILED", "Topic name already taken"),
+				event("Bucket", "AWS::S3::Bucket", "UPDATE_FAILED", "Access Denied"),
+				event("Bucket", "AWS::S3::Bucket", "UPDATE_IN_PROGRESS", ""),
+				event("shop-app", stackType, "UPDATE_IN_PROGRESS", "User Initiated"),
+				event("Old", "AWS::S3::Bucket", "CREATE_FAILED", "an earlier operation's failure"),
+			}},
+		},
+	}
+	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", StackID: "arn:stack/1", Phase: run.Executing}}}
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	if len(seen.Observations) != 1 {
+		t.Fatalf("observations %+v", seen.Observations)
+	}
+	o := seen.Observations[0]
+	if o.StackStatus != "UPDATE_ROLLBACK_COMPLETE" || o.Reason != "Bucket (AWS::S3::Bucket): Access Denied" {
+		t.Errorf("observation %+v", o)
+	}
+	if !seen.Protection["app"] {
+		t.Errorf("termination protection not reported")
+	}
+}
+
+func TestObserveGoneStack(t *testing.T) {
+	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id shop-app does not exist"}}
+	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Deleting}}}
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	if len(seen.Observations) != 1 || !seen.Observations[0].StackGone {
+		t.Errorf("observations %+v", seen.Observations)
+	}
+}
+
+// TestObserveTransientStackError leaves the stack unobserved rather than failing it.
+func TestObserveTransientStackError(t *testing.T) {
+	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}}
+	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Executing}}}
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	if len(seen.Observations) != 0 {
+		t.Errorf("observations %+v, want none", seen.Observations)
+	}
+}
+
+func TestLivePaginates(t *testing.T) {
+	cfn := &fakeCFN{t: t, stacks: map[string]*cloudformation.DescribeStacksOutput{
+		"": {Stacks: []cfntypes.Stack{{StackName: aws.String("a"), StackId: aws.String("arn:a"), StackStatus: cfntypes.StackStatusCreateComplete,
+			Tags:    []cfntypes.Tag{{Key: aws.String("cairn:name"), Value: aws.String("a")}},
+			Outputs: []cfntypes.Output{{OutputKey: aws.String("Arn"), OutputValue: aws.String("arn:x"), ExportName: aws.String("a-Arn")}}}}, NextToken: aws.String("t2")},
+		"t2": {Stacks: []cfntypes.Stack{{StackName: aws.String("b"), StackStatus: cfntypes.StackStatusDeleteComplete}, {StackName: aws.String("c"), StackStatus: cfntypes.StackStatusRollbackComplete}}},
+	}}
+	live, err := (&Client{CFN: cfn}).Live(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(live) != 2 || live["a"].Exports["Arn"] != "a-Arn" || live["a"].Outputs["Arn"] != "arn:x" || live["a"].Tags["cairn:name"] != "a" || live["c"].Status != "ROLLBACK_COMPLETE" {
+		t.Errorf("live %+v", live)
+	}
+}
+
+func TestImporters(t *testing.T) {
+	cfn := &fakeCFN{t: t, imports: map[string][]string{"a-Arn": {"z", "y"}}}
+	got, err := (&Client{CFN: cfn}).Importers(context.Background(), []string{"a-Arn", "b-Arn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "map[a-Arn:[y z]]" {
+		t.Errorf("importers %v", got)
+	}
+}

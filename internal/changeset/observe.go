@@ -1,0 +1,260 @@
+package changeset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// maxEventPages bounds the walk back through a stack's events to the start of its
+// current operation.
+const maxEventPages = 10
+
+// Live describes every stack of the account and region with one paginated DescribeStacks,
+// keyed by stack name: the plan's view of AWS, never one call per stack.
+func (c *Client) Live(ctx context.Context) (map[string]plan.Live, error) {
+	live := map[string]plan.Live{}
+	in := &cloudformation.DescribeStacksInput{}
+	for {
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		out, err := c.CFN.DescribeStacks(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("describe stacks: %w", err)
+		}
+		for _, s := range out.Stacks {
+			if s.StackStatus == cfntypes.StackStatusDeleteComplete {
+				continue
+			}
+			live[aws.ToString(s.StackName)] = toLive(s)
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return live, nil
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
+func toLive(s cfntypes.Stack) plan.Live {
+	l := plan.Live{
+		StackName: aws.ToString(s.StackName), StackID: aws.ToString(s.StackId), Status: string(s.StackStatus),
+		Tags: map[string]string{}, TerminationProtection: aws.ToBool(s.EnableTerminationProtection),
+		LastUpdated: aws.ToTime(s.CreationTime),
+	}
+	if s.LastUpdatedTime != nil {
+		l.LastUpdated = *s.LastUpdatedTime
+	}
+	for _, t := range s.Tags {
+		l.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	for _, o := range s.Outputs {
+		if l.Outputs == nil {
+			l.Outputs = map[string]string{}
+		}
+		l.Outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+		if e := aws.ToString(o.ExportName); e != "" {
+			if l.Exports == nil {
+				l.Exports = map[string]string{}
+			}
+			l.Exports[aws.ToString(o.OutputKey)] = e
+		}
+	}
+	return l
+}
+
+// Seen is one step's observations, and what else the driver needs of the stacks it saw.
+type Seen struct {
+	Observations []run.Observation
+	// Protection is the termination protection of each described stack, by config name.
+	Protection map[string]bool
+}
+
+// Observe describes what r.Watch() lists: change sets being created (DescribeChangeSet,
+// all pages, counting changes) and stacks in flight (DescribeStacks by id, and on failure
+// the first failing resource's reason from DescribeStackEvents). pending holds the results
+// of the previous step's actions, by config name: a failed action is reported as is,
+// without a call; a successful one lends its ids.
+func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation) Seen {
+	seen := Seen{Protection: map[string]bool{}}
+	done := map[string]bool{}
+	for name, p := range pending {
+		if p.Err != "" && r.Stacks[name] != nil {
+			seen.Observations = append(seen.Observations, p)
+			done[name] = true
+		}
+	}
+	changeSets, stacks := r.Watch()
+	for _, name := range changeSets {
+		if done[name] {
+			continue
+		}
+		s := r.Stacks[name]
+		id := nonEmpty(pending[name].ChangeSetID, s.ChangeSetID)
+		o := c.describeChangeSet(ctx, s, id)
+		o.StackID = nonEmpty(o.StackID, pending[name].StackID)
+		seen.Observations = append(seen.Observations, o)
+	}
+	for _, name := range stacks {
+		if done[name] {
+			continue
+		}
+		s := r.Stacks[name]
+		o, prot, ok := c.describeStack(ctx, s, nonEmpty(pending[name].StackID, s.StackID))
+		if ok {
+			seen.Protection[name] = prot
+		}
+		if o.Err != "" {
+			// A failed observation tells nothing: the stack is observed again next step,
+			// rather than counting as a failed action.
+			c.log().Warn("changeset: could not observe stack", "stack", name, "err", o.Err)
+			continue
+		}
+		seen.Observations = append(seen.Observations, o)
+	}
+	return seen
+}
+
+func nonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string) run.Observation {
+	o := run.Observation{Stack: s.Name, ChangeSetID: id}
+	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(s.ChangeSetName), StackName: aws.String(s.StackName)}
+	if id != "" {
+		in.ChangeSetName, in.StackName = aws.String(id), nil
+	}
+	for page := 0; ; page++ {
+		if err := c.wait(ctx); err != nil {
+			return run.Observation{Stack: s.Name, Err: err.Error()}
+		}
+		out, err := c.CFN.DescribeChangeSet(ctx, in)
+		if err != nil {
+			// A change set not found was never created (its creation failed) or is gone:
+			// creating it again under the same ClientToken is safe.
+			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %v", s.ChangeSetName, s.StackName, err), Permanent: Classify(err) && errorCode(err) != "ChangeSetNotFound"}
+		}
+		if page == 0 {
+			o.ChangeSetID = nonEmpty(aws.ToString(out.ChangeSetId), id)
+			o.StackID = aws.ToString(out.StackId)
+			o.ChangeSetStatus = string(out.Status)
+			o.ChangeSetReason = aws.ToString(out.StatusReason)
+		}
+		o.Changes += len(out.Changes)
+		if aws.ToString(out.NextToken) == "" {
+			return o
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
+// describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE).
+func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) (run.Observation, bool, bool) {
+	o := run.Observation{Stack: s.Name}
+	ref := nonEmpty(id, s.StackName)
+	if err := c.wait(ctx); err != nil {
+		o.Err = err.Error()
+		return o, false, false
+	}
+	out, err := c.CFN.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(ref)})
+	if err != nil {
+		if stackMissing(err) {
+			o.StackGone = true
+			return o, false, false
+		}
+		o.Err = fmt.Sprintf("describe stack %s: %v", s.StackName, err)
+		o.Permanent = Classify(err)
+		return o, false, false
+	}
+	if len(out.Stacks) == 0 {
+		o.StackGone = true
+		return o, false, false
+	}
+	st := out.Stacks[0]
+	o.StackID = aws.ToString(st.StackId)
+	o.StackStatus = string(st.StackStatus)
+	if st.StackStatus == cfntypes.StackStatusDeleteComplete {
+		o.StackGone = true
+	}
+	for _, out := range st.Outputs {
+		if o.Outputs == nil {
+			o.Outputs = map[string]string{}
+		}
+		o.Outputs[aws.ToString(out.OutputKey)] = aws.ToString(out.OutputValue)
+	}
+	if failed(o.StackStatus) {
+		o.Reason = c.FirstFailure(ctx, o.StackID)
+		if o.Reason == "" {
+			o.Reason = aws.ToString(st.StackStatusReason)
+		}
+	}
+	return o, aws.ToBool(st.EnableTerminationProtection), true
+}
+
+// failed reports the statuses whose reason the report needs.
+func failed(status string) bool {
+	return strings.HasSuffix(status, "_FAILED") || status == "ROLLBACK_COMPLETE" || status == "UPDATE_ROLLBACK_COMPLETE"
+}
+
+// operationStarts are the stack's own statuses that begin an operation a user or cairn
+// started; a rollback is part of the operation that failed.
+var operationStarts = map[string]bool{
+	"CREATE_IN_PROGRESS": true, "UPDATE_IN_PROGRESS": true, "DELETE_IN_PROGRESS": true,
+	"IMPORT_IN_PROGRESS": true, "REVIEW_IN_PROGRESS": true,
+}
+
+// FirstFailure returns the reason of the earliest *_FAILED resource event of the stack's
+// current operation, as "LogicalId (Type): reason", or "" when there is none. Events come
+// newest first, so it walks back to the event that started the operation.
+func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
+	in := &cloudformation.DescribeStackEventsInput{StackName: aws.String(stackID)}
+	var first string
+	var fallback string
+	for page := 0; page < maxEventPages; page++ {
+		if err := c.wait(ctx); err != nil {
+			break
+		}
+		out, err := c.CFN.DescribeStackEvents(ctx, in)
+		if err != nil {
+			c.log().Warn("changeset: could not read stack events for the failure reason", "stack_id", stackID, "err", err)
+			break
+		}
+		for _, e := range out.StackEvents {
+			status := string(e.ResourceStatus)
+			own := aws.ToString(e.PhysicalResourceId) == aws.ToString(e.StackId) || aws.ToString(e.ResourceType) == "AWS::CloudFormation::Stack" && aws.ToString(e.LogicalResourceId) == aws.ToString(e.StackName)
+			if own && operationStarts[status] {
+				return nonEmpty(first, fallback)
+			}
+			if !strings.HasSuffix(status, "_FAILED") {
+				continue
+			}
+			reason := aws.ToString(e.ResourceStatusReason)
+			if own {
+				if reason != "" {
+					fallback = reason
+				}
+				continue
+			}
+			if strings.Contains(reason, "Resource creation cancelled") || strings.Contains(reason, "Resource update cancelled") {
+				continue // a sibling of the real failure
+			}
+			first = fmt.Sprintf("%s (%s): %s", aws.ToString(e.LogicalResourceId), aws.ToString(e.ResourceType), reason)
+		}
+		if aws.ToString(out.NextToken) == "" {
+			break
+		}
+		in.NextToken = out.NextToken
+	}
+	return nonEmpty(first, fallback)
+}

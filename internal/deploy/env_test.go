@@ -1,0 +1,401 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+var epoch = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+const (
+	bucket    = "cairn-state"
+	queueName = "cairn-deploy"
+)
+
+// world is the emulator set up as `make deploy` sets up AWS: the versioned bucket with
+// upload notifications to the deploy queue, the stack status event rule, the
+// notifications topic and the deployer function behind an SQS event source mapping. Its
+// virtual clock runs about a thousand times faster than the wall clock.
+type world struct {
+	t     *testing.T
+	em    *awslocal.Emulator
+	cfn   *cfnlocal.Service
+	clk   *clock.Fake
+	s3    *s3.Client
+	cfnc  *cloudformation.Client
+	sqs   *sqs.Client
+	queue string
+	topic string
+	logs  *syncBuffer
+}
+
+type worldOptions struct {
+	// NoStackEvents leaves out the EventBridge rule: runs advance by heartbeats only.
+	NoStackEvents bool
+	// LambdaTimeout is the deployer's timeout (default one minute).
+	LambdaTimeout time.Duration
+	// ResourceDelay is how long each emulated resource operation takes (virtual time).
+	ResourceDelay time.Duration
+	// Lease is the lock's lease (default state.DefaultLease).
+	Lease time.Duration
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newWorld(t *testing.T, o worldOptions) *world {
+	t.Helper()
+	t.Setenv("AWS_CA_BUNDLE", "")
+	ctx := context.Background()
+	w := &world{t: t, clk: clock.NewFake(epoch), logs: &syncBuffer{}}
+	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if o.ResourceDelay == 0 {
+		o.ResourceDelay = 5 * time.Second
+	}
+	em, err := awslocal.New(awslocal.Options{Clock: w.clk, Logger: logger,
+		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: o.ResourceDelay, ChangeSetDelay: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	w.em, w.cfn = em, em.CloudFormation()
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() { // the virtual clock: 500ms per millisecond
+		defer close(ticked)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				w.clk.Advance(500 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-ticked
+		em.Close()
+		if t.Failed() {
+			t.Logf("emulator and deployer logs:\n%s", tail(w.logs.String(), 400))
+		}
+	})
+	cfg, err := em.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The retries the deployer gets from awsclient.Load in AWS.
+	cfg.Retryer = func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = awsclient.MaxAttempts })
+	}
+	w.s3, w.cfnc, w.sqs = awsclient.S3(cfg), cloudformation.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+
+	must(t, func() error {
+		_, err := w.s3.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+		return err
+	})
+	must(t, func() error {
+		_, err := w.s3.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+			VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}})
+		return err
+	})
+	if _, err := em.SQS().CreateQueue(queueName+"-dlq", nil); err != nil {
+		t.Fatal(err)
+	}
+	w.queue, err = em.SQS().CreateQueue(queueName, map[string]string{
+		"VisibilityTimeout": "120",
+		"RedrivePolicy":     `{"deadLetterTargetArn":"` + em.SQS().QueueARN(queueName+"-dlq") + `","maxReceiveCount":"10"}`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueARN := em.SQS().QueueARN(queueName)
+	w.topic, err = em.SNS().CreateTopic("cairn-notifications", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, func() error {
+		_, err := w.s3.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
+			Bucket: aws.String(bucket),
+			NotificationConfiguration: &s3types.NotificationConfiguration{QueueConfigurations: []s3types.QueueConfiguration{{
+				QueueArn: aws.String(queueARN), Events: []s3types.Event{"s3:ObjectCreated:*"},
+				Filter: &s3types.NotificationConfigurationFilter{Key: &s3types.S3KeyFilter{FilterRules: []s3types.FilterRule{
+					{Name: s3types.FilterRuleNamePrefix, Value: aws.String("deployments/")}}}},
+			}}},
+		})
+		return err
+	})
+	if !o.NoStackEvents {
+		if err := em.PutRule("cairn-stack-events", awslocal.EventPattern{Source: []string{"aws.cloudformation"}, DetailType: []string{deploy.StackStatusChange}}, queueARN); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.Lease == 0 {
+		// The virtual clock runs a thousand times faster than the SDK's backoff and a
+		// loaded machine: a real second is a quarter of an hour.
+		o.Lease = 12 * time.Hour
+	}
+	d, err := deploy.NewFromAWS(cfg, deploy.Config{
+		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := o.LambdaTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	if err := em.RegisterFunction("deployer", d.Handle, awslocal.WithTimeout(timeout)); err != nil {
+		t.Fatal(err)
+	}
+	if err := em.AddEventSourceMapping(queueName, "deployer", awslocal.ESMOptions{BatchSize: 10, ReportBatchItemFailures: true}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func must(t *testing.T, f func() error) {
+	t.Helper()
+	if err := f(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// copyBundle copies a bundle directory from testdata into a temporary directory, so a test
+// can change it.
+func copyBundle(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// edit replaces old with new in a bundle file; the text must be there.
+func edit(t *testing.T, dir, file, old, new string) {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("%s does not contain %q", file, old)
+	}
+	if err := os.WriteFile(p, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// push uploads the bundle directory as deployments/NAME.zip and returns the version id.
+func (w *world) push(name, dir string) string {
+	w.t.Helper()
+	data, err := bundle.Zip(dir)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return w.pushBytes(name, data)
+}
+
+func (w *world) pushBytes(name string, data []byte) string {
+	w.t.Helper()
+	out, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String("deployments/" + name + ".zip"), Body: bytes.NewReader(data),
+		Metadata: map[string]string{"git-ref": "0123456789abcdef0123456789abcdef01234567", "git-remote": "https://example.com/shop.git"},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return aws.ToString(out.VersionId)
+}
+
+// runs returns every run document of a deployment, oldest first.
+func (w *world) runs(name string) []*deploy.Document {
+	w.t.Helper()
+	ctx := context.Background()
+	out, err := w.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("runs/" + name + "/")})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		if strings.HasSuffix(aws.ToString(o.Key), ".json") {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	sort.Strings(keys)
+	var docs []*deploy.Document
+	for _, k := range keys {
+		docs = append(docs, w.doc(k))
+	}
+	return docs
+}
+
+func (w *world) doc(key string) *deploy.Document {
+	w.t.Helper()
+	body := w.object(key)
+	doc, err := deploy.DecodeDocument([]byte(body))
+	if err != nil {
+		w.t.Fatalf("%s: %v", key, err)
+	}
+	return doc
+}
+
+func (w *world) object(key string) string {
+	w.t.Helper()
+	out, err := w.s3.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		w.t.Fatalf("get %s: %v", key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return string(b)
+}
+
+// wait returns the finished run of the upload of version, waiting up to a minute of wall
+// time for it.
+func (w *world) wait(name, version string) *deploy.Document {
+	w.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, d := range w.runs(name) {
+			if d.Bundle.VersionID == version && d.Run.Status != run.Running {
+				return d
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var states []string
+	for _, d := range w.runs(name) {
+		b, _ := json.MarshalIndent(d.Run, "", " ")
+		states = append(states, string(b))
+	}
+	w.t.Fatalf("run of %s version %s did not finish; runs:\n%s", name, version, strings.Join(states, "\n"))
+	return nil
+}
+
+// graph returns the persistent graph of namespace/key.
+func (w *world) graph(namespace, key string) *state.Graph {
+	w.t.Helper()
+	g, err := state.Decode([]byte(w.object(state.StateKey(namespace, key))))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return g
+}
+
+// stacks returns the live stacks by name, with their status.
+func (w *world) stacks() map[string]cfntypes.Stack {
+	w.t.Helper()
+	out := map[string]cfntypes.Stack{}
+	p := cloudformation.NewDescribeStacksPaginator(w.cfnc, &cloudformation.DescribeStacksInput{})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, s := range page.Stacks {
+			out[aws.ToString(s.StackName)] = s
+		}
+	}
+	return out
+}
+
+// cfnCalls returns the emulator's CloudFormation call counts, from GET /_local/calls.
+func (w *world) cfnCalls() map[string]int {
+	w.t.Helper()
+	resp, err := http.Get(w.em.URL() + "/_local/calls")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var calls map[string]int
+	if err := json.NewDecoder(resp.Body).Decode(&calls); err != nil {
+		w.t.Fatalf("GET /_local/calls: %v", err)
+	}
+	out := map[string]int{}
+	for k, v := range calls {
+		if a, ok := strings.CutPrefix(k, "cloudformation."); ok {
+			out[a] = v
+		}
+	}
+	return out
+}
+
+func phases(d *deploy.Document) map[string]run.Phase {
+	out := map[string]run.Phase{}
+	for n, s := range d.Run.Stacks {
+		out[n] = s.Phase
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package deploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// TestHandlerRoutesRecordsByShape invokes the deployer as Lambda would, with the sample
+// events of events/ and a few bad records in one batch: only the bad ones are reported as
+// failures.
+func TestHandlerRoutesRecordsByShape(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	record := func(id, body string) events.SQSMessage {
+		return events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs"}
+	}
+	var statusEvent events.SQSEvent
+	if err := json.Unmarshal(mustRead(t, "../../events/stack-status-change.json"), &statusEvent); err != nil {
+		t.Fatal(err)
+	}
+	batch := events.SQSEvent{Records: []events.SQSMessage{
+		statusEvent.Records[0], // a stack no open run owns: ignored
+		record("not-json", "{{{"),
+		record("unknown-shape", `{"hello":"world"}`),
+		record("heartbeat-without-run", `{"cairn":"heartbeat","deployment":"shop"}`),
+		record("heartbeat-of-unknown-run", `{"cairn":"heartbeat","deployment":"shop","run":"20260101-000000-00000000"}`),
+		record("s3-test-event", `{"Service":"Amazon S3","Event":"s3:TestEvent","Time":"2026-11-30T08:00:00Z","Bucket":"cairn-state","RequestId":"1","HostId":"2"}`),
+		record("other-object", `{"Records":[{"eventSource":"aws:s3","eventName":"ObjectCreated:Put","eventTime":"2026-11-30T08:00:00Z","s3":{"bucket":{"name":"cairn-state"},"object":{"key":"notes/readme.txt","versionId":"v1","sequencer":"01"}}}]}`),
+	}}
+	payload, _ := json.Marshal(batch)
+	out, err := w.em.Invoke(context.Background(), "deployer", payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp events.SQSEventResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatalf("response %s: %v", out, err)
+	}
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	slices.Sort(failed)
+	if want := []string{"heartbeat-without-run", "not-json", "unknown-shape"}; !slices.Equal(failed, want) {
+		t.Errorf("batch item failures %v, want %v", failed, want)
+	}
+}
+
+// TestBadMessageDoesNotBlockARun puts a malformed message on the deploy queue next to an
+// upload: the run still finishes, and the bad message ends in the dead-letter queue.
+func TestBadMessageDoesNotBlockARun(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	if _, err := w.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(w.queue), MessageBody: aws.String("this is not an event")}); err != nil {
+		t.Fatal(err)
+	}
+	doc := w.wait("shop", w.push("shop", copyBundle(t, chain)))
+	if doc.Run.Status != run.Succeeded {
+		t.Fatalf("run: %s (%s)", doc.Run.Status, doc.Run.Reason)
+	}
+	dlq := w.em.SQS().QueueURL(queueName + "-dlq")
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := w.sqs.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Messages) > 0 {
+			if got := aws.ToString(out.Messages[0].Body); got != "this is not an event" {
+				t.Fatalf("dead-letter queue holds %q", got)
+			}
+			return
+		}
+	}
+	t.Fatal("the bad message never reached the dead-letter queue")
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		wantErr string
+		want    deploy.Config
+	}{
+		{name: "complete", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "https://q", "CAIRN_NOTIFICATIONS_TOPIC": "arn:t", "CAIRN_HEARTBEAT_SECONDS": "5"},
+			want: deploy.Config{Bucket: "b", QueueURL: "https://q", Topic: "arn:t", Heartbeat: 5 * time.Second}},
+		{name: "missing", env: map[string]string{}, wantErr: "deployer misconfigured: set CAIRN_BUCKET and CAIRN_DEPLOY_QUEUE_URL"},
+		{name: "bad heartbeat", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_HEARTBEAT_SECONDS": "901"}, wantErr: `CAIRN_HEARTBEAT_SECONDS="901"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, k := range []string{"CAIRN_BUCKET", "CAIRN_DEPLOY_QUEUE_URL", "CAIRN_NOTIFICATIONS_TOPIC", "CAIRN_HEARTBEAT_SECONDS"} {
+				t.Setenv(k, tc.env[k])
+				if _, ok := tc.env[k]; !ok {
+					os.Unsetenv(k)
+				}
+			}
+			got, err := deploy.ConfigFromEnv()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Bucket != tc.want.Bucket || got.QueueURL != tc.want.QueueURL || got.Topic != tc.want.Topic || got.Heartbeat != tc.want.Heartbeat {
+				t.Errorf("config %+v, %v", got, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,190 @@
+// Package report renders a deploy run for people: the Markdown report stored next to the
+// run document (runs/NAME/RUN_ID.md) and the short summary published to the notifications
+// topic. A reader learns from it what happened to every stack and why, without opening the
+// CloudFormation console.
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// Input is everything a report shows.
+type Input struct {
+	Run *run.Run
+	// Status overrides Run.Status for runs that never started (e.g. "superseded").
+	Status string
+	// Bundle describes the deployed upload: s3 key and version, sha256, git ref and remote.
+	Bundle    string
+	Decisions []plan.Decision
+	// Refusals failed the run before it changed anything.
+	Refusals []string
+	// Errors are config errors (file:line:col: key: message) or other reasons the run
+	// could not start.
+	Errors []string
+	// Warnings, such as bucket versioning being off.
+	Warnings []string
+}
+
+func (in Input) status() string {
+	if in.Status != "" {
+		return in.Status
+	}
+	if in.Run != nil {
+		return string(in.Run.Status)
+	}
+	return "unknown"
+}
+
+// Markdown writes the full report.
+func Markdown(w io.Writer, in Input) error {
+	var b strings.Builder
+	r := in.Run
+	fmt.Fprintf(&b, "# cairn run %s of deployment %s: %s\n\n", r.ID, r.Deployment, in.status())
+	if in.Bundle != "" {
+		fmt.Fprintf(&b, "- Bundle: %s\n", in.Bundle)
+	}
+	fmt.Fprintf(&b, "- Started: %s\n", stamp(r.StartedAt))
+	if !r.FinishedAt.IsZero() {
+		fmt.Fprintf(&b, "- Finished: %s (%s)\n", stamp(r.FinishedAt), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(&b, "- Reason: %s\n", r.Reason)
+	}
+	b.WriteString("\n")
+	for _, wn := range in.Warnings {
+		fmt.Fprintf(&b, "> **Warning:** %s\n\n", wn)
+	}
+	if len(in.Errors) > 0 {
+		b.WriteString("## Errors (nothing was changed)\n\n")
+		for _, e := range in.Errors {
+			fmt.Fprintf(&b, "- `%s`\n", e)
+		}
+		b.WriteString("\n")
+	}
+	if len(in.Refusals) > 0 {
+		b.WriteString("## Refused (the run stopped before changing anything)\n\n")
+		for _, e := range in.Refusals {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+		b.WriteString("\n")
+	}
+	if names := r.Names(); len(names) > 0 {
+		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Status | Duration | Changes | Reason |\n|---|---|---|---|---|---|---|\n")
+		for _, n := range names {
+			s := r.Stacks[n]
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s), s.Phase, duration(s), changes(s), cell(s.Reason))
+		}
+		b.WriteString("\n")
+	}
+	if len(in.Decisions) > 0 {
+		b.WriteString("## Plan\n\n")
+		for _, d := range in.Decisions {
+			fmt.Fprintf(&b, "- %s (%s): %s", d.Stack, d.StackName, d.Action)
+			if d.Reason != "" {
+				fmt.Fprintf(&b, " — %s", d.Reason)
+			}
+			b.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Action names what the run did (or tries to do) to a stack.
+func Action(s *run.Stack) string {
+	switch {
+	case s.Intent == run.IntentDelete:
+		return "delete"
+	case s.Intent == run.IntentRead:
+		return "read"
+	case s.Intent == run.IntentRecreate:
+		return "recreate"
+	case s.Phase == run.Unchanged:
+		return "none"
+	case s.ChangeSetType == "CREATE" || (!s.Exists && s.ChangeSetType == ""):
+		return "create"
+	default:
+		return "update"
+	}
+}
+
+func duration(s *run.Stack) string {
+	if s.StartedAt.IsZero() || s.FinishedAt.IsZero() {
+		return ""
+	}
+	return s.FinishedAt.Sub(s.StartedAt).Round(time.Second).String()
+}
+
+func changes(s *run.Stack) string {
+	if s.ChangeSetName == "" || s.Phase == run.Unchanged {
+		return ""
+	}
+	return fmt.Sprint(s.Changes)
+}
+
+func cell(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// Subject is the notification's subject line (at most 100 characters, as SNS requires).
+func Subject(in Input) string {
+	s := fmt.Sprintf("cairn %s: run %s %s", in.Run.Deployment, in.Run.ID, in.status())
+	if len(s) > 100 {
+		s = s[:100]
+	}
+	return s
+}
+
+// Summary is the notification's body: the outcome, one line per stack that did something
+// or failed, and the refusals and errors.
+func Summary(in Input, reportURI string) string {
+	var b strings.Builder
+	r := in.Run
+	fmt.Fprintf(&b, "Deployment %s, run %s: %s", r.Deployment, r.ID, in.status())
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", r.Reason)
+	}
+	b.WriteString("\n")
+	counts := map[run.Phase]int{}
+	for _, n := range r.Names() {
+		s := r.Stacks[n]
+		counts[s.Phase]++
+		if s.Phase == run.Unchanged {
+			continue
+		}
+		fmt.Fprintf(&b, "- %s: %s %s", n, Action(s), s.Phase)
+		if s.Reason != "" {
+			fmt.Fprintf(&b, ": %s", s.Reason)
+		}
+		b.WriteString("\n")
+	}
+	if counts[run.Unchanged] > 0 {
+		fmt.Fprintf(&b, "- %d stack(s) unchanged\n", counts[run.Unchanged])
+	}
+	for _, e := range in.Errors {
+		fmt.Fprintf(&b, "error: %s\n", e)
+	}
+	for _, e := range in.Refusals {
+		fmt.Fprintf(&b, "refused: %s\n", e)
+	}
+	for _, w := range in.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	if reportURI != "" {
+		fmt.Fprintf(&b, "Report: %s\n", reportURI)
+	}
+	return b.String()
+}

@@ -1,0 +1,82 @@
+package report
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+func sampleRun() *run.Run {
+	return &run.Run{ID: "20261130-080000-abcd", Deployment: "shop", Status: run.RunFailed, Reason: "1 stack(s) failed or blocked",
+		StartedAt: t0, FinishedAt: t0.Add(3 * time.Minute),
+		Stacks: map[string]*run.Stack{
+			"network": {Name: "network", StackName: "shop-network", Intent: run.IntentDeploy, Phase: run.Done, ChangeSetName: "cairn-x-1", ChangeSetType: "UPDATE", Changes: 4,
+				StartedAt: t0, FinishedAt: t0.Add(90 * time.Second)},
+			"cache": {Name: "cache", StackName: "shop-cache", Intent: run.IntentDeploy, Phase: run.Failed, ChangeSetName: "cairn-x-2", ChangeSetType: "CREATE",
+				Reason: "stack shop-cache is ROLLBACK_COMPLETE: Parameter (AWS::SSM::Parameter): a|b", StartedAt: t0, FinishedAt: t0.Add(2 * time.Minute)},
+			"app": {Name: "app", StackName: "shop-app", Intent: run.IntentDeploy, Phase: run.Unchanged, Exists: true, Reason: "inputs unchanged"},
+			"old": {Name: "old", StackName: "shop-old", Intent: run.IntentDelete, Phase: run.Blocked, Reason: "not deleted: stack cache failed, so the run stopped before deletions"},
+		}}
+}
+
+func TestMarkdown(t *testing.T) {
+	var b strings.Builder
+	in := Input{Run: sampleRun(), Bundle: "s3://cairn-state/deployments/shop.zip version 3", Warnings: []string{"WARNING: bucket versioning is off"},
+		Decisions: []plan.Decision{{Stack: "old", StackName: "shop-old", Action: plan.Delete, Reason: "removed from the config"}}}
+	if err := Markdown(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"# cairn run 20261130-080000-abcd of deployment shop: failed",
+		"- Finished: 2026-11-30T08:03:00Z (3m0s)",
+		"> **Warning:** WARNING: bucket versioning is off",
+		"| network | shop-network | update | done | 1m30s | 4 |  |",
+		`| cache | shop-cache | create | failed | 2m0s | 0 | stack shop-cache is ROLLBACK_COMPLETE: Parameter (AWS::SSM::Parameter): a\|b |`,
+		"| app | shop-app | none | unchanged |  |  | inputs unchanged |",
+		"| old | shop-old | delete | blocked |",
+		"- old (shop-old): delete — removed from the config",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestMarkdownOfRefusedRun(t *testing.T) {
+	var b strings.Builder
+	r := &run.Run{ID: "r", Deployment: "shop", Status: run.RunFailed, StartedAt: t0, FinishedAt: t0, Stacks: map[string]*run.Stack{}}
+	Markdown(&b, Input{Run: r, Errors: []string{"cairn.yaml:3:1: colour: unknown key"}, Refusals: []string{"the run would delete 4 stacks"}})
+	for _, want := range []string{"## Errors (nothing was changed)", "- `cairn.yaml:3:1: colour: unknown key`", "## Refused", "- the run would delete 4 stacks"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestSummary(t *testing.T) {
+	in := Input{Run: sampleRun()}
+	got := Summary(in, "s3://cairn-state/runs/shop/r.md")
+	for _, want := range []string{
+		"Deployment shop, run 20261130-080000-abcd: failed (1 stack(s) failed or blocked)",
+		"- cache: create failed: stack shop-cache is ROLLBACK_COMPLETE",
+		"- network: update done",
+		"- 1 stack(s) unchanged",
+		"Report: s3://cairn-state/runs/shop/r.md",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "- app:") {
+		t.Errorf("summary lists the unchanged stack:\n%s", got)
+	}
+	if s := Subject(Input{Run: &run.Run{ID: strings.Repeat("x", 120), Deployment: "shop", Status: run.Succeeded}}); len(s) > 100 {
+		t.Errorf("subject has %d characters, SNS allows 100", len(s))
+	}
+}

@@ -339,7 +339,7 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 	switch {
 	case errors.As(err, &held) && held.Holder.RunID == runID:
 		// This run took the lock before, and its Start did not finish: carry on with it.
-		lock, err = d.resumeLock(ctx, cfg.Namespace, cfg.PersistentGraphKey, held.Holder.Token)
+		lock, err = d.resumeLock(ctx, cfg.Namespace, cfg.PersistentGraphKey, runID, held.Holder.Token)
 		if err != nil {
 			return err
 		}
@@ -517,18 +517,16 @@ func (d *Driver) release(ctx context.Context, lock *state.Lock, log *slog.Logger
 	}
 }
 
-// resumeLock finds the lock this run holds, by its token, so a later step can renew and
-// check it.
-func (d *Driver) resumeLock(ctx context.Context, namespace, key, token string) (*state.Lock, error) {
-	l, err := d.store.CurrentLock(ctx, namespace, key)
+// resumeLock re-attaches this trigger to the lock the run acquired earlier (state.Resume
+// renews it and fences out any older invocation of the same run), and checks it is still
+// the same acquisition by its token.
+func (d *Driver) resumeLock(ctx context.Context, namespace, key, runID, token string) (*state.Lock, error) {
+	l, err := d.store.Resume(ctx, namespace, key, runID, owner(ctx))
 	if err != nil {
-		if errors.Is(err, state.ErrNotLocked) {
-			return nil, fmt.Errorf("the lock on %s/%s was released or removed by hand: %w", namespace, key, state.ErrLockLost)
-		}
 		return nil, err
 	}
 	if l.Token != token {
-		return nil, fmt.Errorf("the lock on %s/%s is now held by %s: %w", namespace, key, l, state.ErrLockLost)
+		return nil, fmt.Errorf("the lock on %s/%s was acquired again by run %s since this run started: %w", namespace, key, runID, state.ErrLockLost)
 	}
 	return l, nil
 }

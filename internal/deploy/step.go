@@ -56,10 +56,7 @@ func (d *Driver) Step(ctx context.Context, deployment, runID string, heartbeat b
 		log.Debug("deploy: trigger for a finished run ignored", "status", string(doc.Run.Status))
 		return nil
 	}
-	lock, err := d.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.LockToken)
-	if err == nil {
-		err = d.store.Renew(ctx, lock)
-	}
+	lock, err := d.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 	if errors.Is(err, state.ErrLockLost) {
 		return d.abandon(ctx, doc, etag, err, log)
 	}

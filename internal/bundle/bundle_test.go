@@ -212,6 +212,33 @@ func TestZipIsDeterministic(t *testing.T) {
 	}
 }
 
+func TestZipLeavesOutVersionControlAndLocalState(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(webshop)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".git/HEAD", ".git/objects/ab/cdef", ".cairn/local/s3/journal.jsonl", "templates/.git/x"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Zip(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Zip(webshop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		b, _ := FromZip(got)
+		t.Fatalf("zip differs from the tree without .git and .cairn; bundle %v", b)
+	}
+}
+
 func TestFromZipRefuses(t *testing.T) {
 	config := file("cairn.yaml", "stacks: []")
 	full := zeros(t, MaxFileSize)

@@ -145,9 +145,14 @@ func readEntry(f *zip.File, budget int64) ([]byte, error) {
 // on file names and contents (1980-01-01 is the earliest time a zip can hold).
 var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// skipDirs are folders Zip leaves out: version control and cairn's local state are never
+// part of a deployment (pushing a repository root must not upload .git).
+var skipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".cairn": true}
+
 // Zip archives the regular files under dir into a deterministic zip: entries in lexical
 // order, fixed times and modes, so the same tree always gives the same bytes and digest.
-// It refuses symlinks, which would not mean the same thing once zipped.
+// It refuses symlinks, which would not mean the same thing once zipped, and leaves out
+// skipDirs.
 func Zip(dir string) ([]byte, error) {
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
@@ -158,6 +163,9 @@ func Zip(dir string) ([]byte, error) {
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && rel != "." && skipDirs[d.Name()] {
+			return filepath.SkipDir
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
 			return fmt.Errorf("bundle %s: %s is a symlink: bundles hold regular files only", dir, rel)

@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       := bin
 FUNCTIONS := $(notdir $(wildcard functions/*))
-FUZZTIME  ?= 10s
+FUZZTIME  ?= 5s
 export GOFLAGS := -buildvcs=false
 
 .PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo fmt vet deps synth test-awscli clean

@@ -30,11 +30,24 @@ const (
 	ExportNotificationsTopic  = "cairn-notifications-topic-arn"
 	uploadEvent               = "s3:ObjectCreated:*"
 	cloudFormationServiceName = "cloudformation.amazonaws.com"
+	stackStatusChange         = "CloudFormation Stack Status Change"
+	driftStatusChange         = "CloudFormation Drift Detection Status Change"
 )
 
-// Upload prefixes whose new objects start work in the deployer (DESIGN.md,
-// "State in the bucket").
-var uploadPrefixes = []string{"deployments/", "plans/", "approvals/"}
+// uploadFilter is one S3 notification to the deploy queue: new objects under
+// prefix whose key ends in suffix ("" for any) start work in the deployer
+// (DESIGN.md, "State in the bucket").
+type uploadFilter struct{ prefix, suffix string }
+
+// uploadFilters are the uploads that start work. Users upload bundles as
+// deployments/NAME.zip and plans/NAME.zip; the deployer itself writes
+// plans/NAME/PLAN_ID.json (issue 7), which must never trigger it, so both
+// prefixes notify on .zip keys only.
+var uploadFilters = []uploadFilter{
+	{"deployments/", ".zip"},
+	{"plans/", ".zip"},
+	{"approvals/", ""},
+}
 
 // Bucket prefixes each function may touch. Everything else in the bucket is
 // out of reach of that function's role.
@@ -42,8 +55,28 @@ var (
 	deployerReadPrefixes  = []string{"deployments/", "approvals/"}
 	deployerWritePrefixes = []string{"plans/", "state/", "locks/", "runs/", "templates/"}
 	portsWritePrefixes    = []string{"ports/"}
-	driftReadPrefixes     = []string{"state/", "locks/"}
-	driftWritePrefixes    = []string{"drift/"}
+	// The drift function reads the graphs, their locks, and the bundle each
+	// graph applied (deployments/NAME.zip at its version, for drift.ignore).
+	driftReadPrefixes  = []string{"deployments/", "state/", "locks/"}
+	driftWritePrefixes = []string{"drift/"}
+)
+
+// S3 actions. They are spelled out: a wildcard like s3:GetObject* would also
+// grant ACL and tagging reads cairn never makes.
+var (
+	// objectRead reads current and earlier versions (state history, rollback,
+	// the bundle a graph applied).
+	objectRead = []string{"s3:GetObject", "s3:GetObjectVersion"}
+	// objectWrite adds deletes: locks are released by deleting them, with
+	// If-Match on their ETag.
+	objectWrite = []string{"s3:GetObject", "s3:GetObjectVersion", "s3:PutObject", "s3:DeleteObject"}
+	// listVersions lists keys and their versions (ListObjectsV2,
+	// ListObjectVersions for `cairn state history` and generations).
+	listVersions = []string{"s3:ListBucket", "s3:ListBucketVersions"}
+	// The ports function only reads and conditionally writes its pool
+	// documents, and lists them.
+	portsObjects = []string{"s3:GetObject", "s3:PutObject"}
+	portsList    = []string{"s3:ListBucket"}
 )
 
 // CloudFormation actions, split by the resource they can be limited to.
@@ -189,6 +222,14 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		// A request that fails this often (malformed, or its ResponseURL is
 		// unreachable) is parked in the DLQ instead of looping.
 		&awssqs.DeadLetterQueue{Queue: portsDLQ, MaxReceiveCount: jsii.Number(5)})
+	// The drift queue carries drift status change events and the drift
+	// function's own continuations (delayed messages {"cairn":"drift-continue"}).
+	// Its visibility exceeds the drift function's 5-minute timeout.
+	driftDLQ := newQueue(stack, "DriftDLQ", awscdk.Duration_Days(jsii.Number(14)), awscdk.Duration_Seconds(jsii.Number(30)), nil)
+	driftQueue := newQueue(stack, "DriftQueue",
+		awscdk.Duration_Days(jsii.Number(4)),
+		awscdk.Duration_Minutes(jsii.Number(6)),
+		&awssqs.DeadLetterQueue{Queue: driftDLQ, MaxReceiveCount: jsii.Number(5)})
 	portsTopic.AddSubscription(awssnssubscriptions.NewSqsSubscription(portsQueue, &awssnssubscriptions.SqsSubscriptionProps{
 		// The ports Lambda unwraps the SNS envelope itself (issue 8).
 		RawMessageDelivery: jsii.Bool(false),
@@ -222,6 +263,16 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 				ExpiredObjectDeleteMarker:           jsii.Bool(true),
 			},
 			{
+				Id: jsii.String("expire-old-lock-versions"),
+				// Every lock round (acquire, renew, release) leaves a noncurrent
+				// version or a delete marker, and nobody reads old locks. Where
+				// rules overlap S3 applies the shorter expiry, so this one wins
+				// over the 90 days above.
+				Prefix:                      jsii.String("locks/"),
+				NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
+				ExpiredObjectDeleteMarker:   jsii.Bool(true),
+			},
+			{
 				Id:         jsii.String("expire-old-run-reports"),
 				Prefix:     jsii.String("runs/"),
 				Expiration: awscdk.Duration_Days(jsii.Number(180)),
@@ -247,14 +298,16 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		},
 	}))
 	var queueConfigs []interface{}
-	for _, prefix := range uploadPrefixes {
+	for _, f := range uploadFilters {
+		rules := []interface{}{&awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("prefix"), Value: jsii.String(f.prefix)}}
+		if f.suffix != "" {
+			rules = append(rules, &awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("suffix"), Value: jsii.String(f.suffix)})
+		}
 		queueConfigs = append(queueConfigs, &awss3.CfnBucket_QueueConfigurationProperty{
 			Event: jsii.String(uploadEvent),
 			Queue: deployQueue.QueueArn(),
 			Filter: &awss3.CfnBucket_NotificationFilterProperty{
-				S3Key: &awss3.CfnBucket_S3KeyFilterProperty{
-					Rules: &[]interface{}{&awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("prefix"), Value: jsii.String(prefix)}},
-				},
+				S3Key: &awss3.CfnBucket_S3KeyFilterProperty{Rules: &rules},
 			},
 		})
 	}
@@ -271,11 +324,24 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		Description: jsii.String("cairn: status changes of the stacks cairn manages, to the deploy queue"),
 		EventPattern: &awsevents.EventPattern{
 			Source:     jsii.Strings("aws.cloudformation"),
-			DetailType: jsii.Strings("CloudFormation Stack Status Change"),
+			DetailType: jsii.Strings(stackStatusChange),
 			Account:    &[]*string{account},
 			Detail:     &map[string]interface{}{"stack-id": stackIDPrefixes},
 		},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(deployQueue, nil)},
+	})
+	// Drift detection status changes of the same stacks continue the drift
+	// sweeps waiting for them. They go to the drift queue only: the deployer
+	// dead-letters messages it does not know.
+	awsevents.NewRule(stack, jsii.String("DriftEvents"), &awsevents.RuleProps{
+		Description: jsii.String("cairn: drift detection status changes of the stacks cairn manages, to the drift queue"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("aws.cloudformation"),
+			DetailType: jsii.Strings(driftStatusChange),
+			Account:    &[]*string{account},
+			Detail:     &map[string]interface{}{"stack-id": stackIDPrefixes},
+		},
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(driftQueue, nil)},
 	})
 	// The bucket's notification configuration is validated against the
 	// queue policy, so the policy (now holding every statement) comes first.
@@ -312,9 +378,12 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		MaxConcurrency:          jsii.Number(5),
 	}))
 	deployerRole := deployer.Role()
-	grantObjects(deployerRole, bucket, "DeployerReadUploads", deployerReadPrefixes, false)
-	grantObjects(deployerRole, bucket, "DeployerWriteState", deployerWritePrefixes, true)
-	grantList(deployerRole, bucket, "DeployerList", append(append([]string{}, deployerReadPrefixes...), deployerWritePrefixes...))
+	grantObjects(deployerRole, bucket, "DeployerReadUploads", deployerReadPrefixes, objectRead)
+	grantObjects(deployerRole, bucket, "DeployerWriteState", deployerWritePrefixes, objectWrite)
+	grantList(deployerRole, bucket, "DeployerList", append(append([]string{}, deployerReadPrefixes...), deployerWritePrefixes...), listVersions)
+	// The state store warns in run reports when versioning is off (the graph
+	// then has no history). GetBucketVersioning has no prefix to limit it to.
+	deployerRole.AddToPrincipalPolicy(allow("DeployerBucketVersioning", []string{"s3:GetBucketVersioning"}, []*string{bucket.BucketArn()}))
 	deployerRole.AddToPrincipalPolicy(allow("DeployerManagedStacks", deployerStackActions, stackARNs(stack, cfg.Namespaces)))
 	deployerRole.AddToPrincipalPolicy(allow("DeployerReadStacks", deployerAccountActions, []*string{jsii.String("*")}))
 	deployerRole.AddToPrincipalPolicy(allow("DeployerHeartbeats", []string{"sqs:SendMessage"}, []*string{deployQueue.QueueArn()}))
@@ -338,19 +407,32 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		ReportBatchItemFailures: jsii.Bool(true),
 		MaxConcurrency:          jsii.Number(2),
 	}))
-	grantObjects(ports.Role(), bucket, "PortsAllocations", portsWritePrefixes, true)
-	grantList(ports.Role(), bucket, "PortsList", portsWritePrefixes)
+	// CAIRN_RESPONSE_URL_HOSTS stays unset: in AWS every ResponseURL is an
+	// https URL on amazonaws.com, which the handler accepts without it; any
+	// other host would be a request to refuse.
+	grantObjects(ports.Role(), bucket, "PortsAllocations", portsWritePrefixes, portsObjects)
+	grantList(ports.Role(), bucket, "PortsList", portsWritePrefixes, portsList)
 
-	// Drift: starts detections under a concurrency limit and collects what
-	// finished, leaving the rest to a later invocation; 5 minutes lets one
-	// invocation cover many graphs, 512 MB parses large drift results.
+	// Drift: starts detections under a concurrency limit, waits at most
+	// 2 minutes for them (stopping 15 s before its deadline), then saves the
+	// sweep and sends itself a delayed continuation through the drift queue.
+	// The timeout must exceed those 2m15s; 5 minutes leaves room for writing
+	// reports and backing off on throttling, and 512 MB parses large drift
+	// results. Concurrency 2 (the minimum) on the queue: sweeps are saved with
+	// If-Match, so a second invocation is safe but rarely useful.
 	drift := newFunction(stack, cfg, fn{
 		name: "drift", memory: 512, timeout: awscdk.Duration_Minutes(jsii.Number(5)),
 		desc: "cairn drift: detects drift of the stacks in every persistent graph",
-	}, common)
-	grantObjects(drift.Role(), bucket, "DriftReadState", driftReadPrefixes, false)
-	grantObjects(drift.Role(), bucket, "DriftReports", driftWritePrefixes, true)
-	grantList(drift.Role(), bucket, "DriftList", append(append([]string{}, driftReadPrefixes...), driftWritePrefixes...))
+	}, withEnv(common, "CAIRN_DRIFT_QUEUE_URL", driftQueue.QueueUrl()))
+	drift.AddEventSource(awslambdaeventsources.NewSqsEventSource(driftQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(2),
+	}))
+	grantObjects(drift.Role(), bucket, "DriftReadState", driftReadPrefixes, objectRead)
+	grantObjects(drift.Role(), bucket, "DriftReports", driftWritePrefixes, objectWrite)
+	grantList(drift.Role(), bucket, "DriftList", append(append([]string{}, driftReadPrefixes...), driftWritePrefixes...), listVersions)
+	drift.Role().AddToPrincipalPolicy(allow("DriftContinuations", []string{"sqs:SendMessage"}, []*string{driftQueue.QueueArn()}))
 	drift.Role().AddToPrincipalPolicy(allow("DriftManagedStacks", driftStackActions, stackARNs(stack, cfg.Namespaces)))
 	drift.Role().AddToPrincipalPolicy(allow("DriftReadStacks", driftAccountActions, []*string{jsii.String("*")}))
 	drift.Role().AddToPrincipalPolicy(allow("DriftNotify", []string{"sns:Publish"}, []*string{notifications.TopicArn()}))
@@ -369,7 +451,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	for _, q := range []struct {
 		id  string
 		dlq awssqs.Queue
-	}{{"DeployDLQNotEmpty", deployDLQ}, {"PortsDLQNotEmpty", portsDLQ}} {
+	}{{"DeployDLQNotEmpty", deployDLQ}, {"PortsDLQNotEmpty", portsDLQ}, {"DriftDLQNotEmpty", driftDLQ}} {
 		a := awscloudwatch.NewAlarm(stack, jsii.String(q.id), &awscloudwatch.AlarmProps{
 			AlarmDescription:   jsii.String("cairn: messages in a dead-letter queue; inspect them, fix the cause, then redrive"),
 			Metric:             q.dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum")}),
@@ -465,14 +547,8 @@ func allow(sid string, actions []string, resources []*string) awsiam.PolicyState
 	})
 }
 
-// grantObjects allows object reads (and writes when write is set) under the
-// given prefixes only. Actions are spelled out: a wildcard like s3:GetObject*
-// would also grant ACL and tagging reads cairn never makes.
-func grantObjects(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes []string, write bool) {
-	actions := []string{"s3:GetObject", "s3:GetObjectVersion"}
-	if write {
-		actions = append(actions, "s3:PutObject", "s3:DeleteObject")
-	}
+// grantObjects allows the object actions under the given prefixes only.
+func grantObjects(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes, actions []string) {
 	var resources []*string
 	for _, p := range prefixes {
 		resources = append(resources, bucket.ArnForObjects(jsii.String(p+"*")))
@@ -480,13 +556,13 @@ func grantObjects(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes [
 	role.AddToPrincipalPolicy(allow(sid, actions, resources))
 }
 
-// grantList allows listing (objects and versions) only under the given prefixes.
-func grantList(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes []string) {
+// grantList allows the list actions only under the given prefixes.
+func grantList(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes, actions []string) {
 	var like []interface{}
 	for _, p := range prefixes {
 		like = append(like, p+"*")
 	}
-	st := allow(sid, []string{"s3:ListBucket", "s3:ListBucketVersions"}, []*string{bucket.BucketArn()})
+	st := allow(sid, actions, []*string{bucket.BucketArn()})
 	st.AddCondition(jsii.String("StringLike"), map[string]interface{}{"s3:prefix": like})
 	role.AddToPrincipalPolicy(st)
 }

@@ -9,12 +9,17 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/cairn-dev/cairn/internal/customresource"
+	driftpkg "github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/ports"
 )
 
 const testRole = "arn:aws:iam::123456789012:role/cairn-cfn"
@@ -23,15 +28,19 @@ const testRole = "arn:aws:iam::123456789012:role/cairn-cfn"
 // template, its JSON, and every unsuppressed AwsSolutions error.
 type synthesized struct {
 	tmpl      assertions.Template
+	body      []byte // the template as JSON, as `cdk synth` writes it
 	resources map[string]map[string]interface{}
 	outputs   map[string]interface{}
 	nagErrors []string
 }
 
 // lambdaDir writes placeholder bootstrap files where `make build` would put
-// the real ones.
-func lambdaDir(t *testing.T) string {
-	dir := t.TempDir()
+// the real ones, in a new folder under parent.
+func lambdaDir(t *testing.T, parent string) string {
+	dir, err := os.MkdirTemp(parent, "lambda")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range Functions {
 		if err := os.MkdirAll(filepath.Join(dir, f), 0o755); err != nil {
 			t.Fatal(err)
@@ -43,11 +52,56 @@ func lambdaDir(t *testing.T) string {
 	return dir
 }
 
-// synth builds the stack the way main does, from context, with cdk-nag's
-// AwsSolutions checks applied to the whole app.
-func synth(t *testing.T, ctx map[string]interface{}) *synthesized {
+// sharedDir holds the shared synthesis's assets; TestMain removes it.
+var sharedDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cairn-infra-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sharedDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+var shared struct {
+	once sync.Once
+	s    *synthesized
+}
+
+// sharedStack synthesizes, once per test binary, the stack with every
+// context value set: a cold CDK synthesis costs tens of seconds, and
+// TestStack and TestEmulatorDeploy check the same template.
+func sharedStack(t *testing.T) *synthesized {
 	t.Helper()
-	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+	shared.once.Do(func() {
+		shared.s = synth(t, map[string]interface{}{
+			ctxNamespaces:     []interface{}{"shop", "web"},
+			ctxPortPools:      "default=20000-29999,web=30000-30099",
+			ctxDriftSchedule:  "rate(6 hours)",
+			ctxCfnServiceRole: testRole,
+			ctxLambdaDir:      lambdaDir(t, sharedDir),
+		}, sharedDir)
+	})
+	if shared.s == nil {
+		t.Fatal("the shared synthesis failed in an earlier test; see its error")
+	}
+	return shared.s
+}
+
+// synth builds the stack the way main does, from context, with cdk-nag's
+// AwsSolutions checks applied to the whole app, writing the cloud assembly
+// under dir.
+func synth(t *testing.T, ctx map[string]interface{}, dir string) *synthesized {
+	t.Helper()
+	out, err := os.MkdirTemp(dir, "cdk.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(out)})
 	stack, err := NewCairnStack(app, "Cairn", &CairnStackProps{StackProps: awscdk.StackProps{StackName: jsii.String(stackName)}})
 	if err != nil {
 		t.Fatalf("NewCairnStack: %v", err)
@@ -69,7 +123,7 @@ func synth(t *testing.T, ctx map[string]interface{}) *synthesized {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
-	s.resources, s.outputs = doc.Resources, doc.Outputs
+	s.body, s.resources, s.outputs = b, doc.Resources, doc.Outputs
 	return s
 }
 
@@ -229,18 +283,14 @@ func TestMissingLambdaBinary(t *testing.T) {
 // TestStack synthesizes the stack once, with every context value set, and
 // checks each resource, permission and output the issue names.
 func TestStack(t *testing.T) {
-	s := synth(t, map[string]interface{}{
-		ctxNamespaces:     []interface{}{"shop", "web"},
-		ctxPortPools:      "default=20000-29999,web=30000-30099",
-		ctxDriftSchedule:  "rate(6 hours)",
-		ctxCfnServiceRole: testRole,
-		ctxLambdaDir:      lambdaDir(t),
-	})
+	s := sharedStack(t)
 	bucket := s.id(t, "AWS::S3::Bucket", "Bucket")
 	deployQueue := s.id(t, "AWS::SQS::Queue", "DeployQueue")
 	deployDLQ := s.id(t, "AWS::SQS::Queue", "DeployDLQ")
 	portsQueue := s.id(t, "AWS::SQS::Queue", "PortsQueue")
 	portsDLQ := s.id(t, "AWS::SQS::Queue", "PortsDLQ")
+	driftQueue := s.id(t, "AWS::SQS::Queue", "DriftQueue")
+	driftDLQ := s.id(t, "AWS::SQS::Queue", "DriftDLQ")
 	portsTopic := s.id(t, "AWS::SNS::Topic", "PortsTopic")
 	notifications := s.id(t, "AWS::SNS::Topic", "NotificationsTopic")
 
@@ -305,18 +355,34 @@ func TestStack(t *testing.T) {
 
 	t.Run("upload notifications go to the deploy queue", func(t *testing.T) {
 		nc := props(s.resources[bucket])["NotificationConfiguration"].(map[string]interface{})
-		var prefixes []string
+		var filters []string
 		for _, qc := range list(nc["QueueConfigurations"]) {
 			m := qc.(map[string]interface{})
 			if m["Event"] != "s3:ObjectCreated:*" || flat(m["Queue"]) != "<"+deployQueue+".Arn>" {
 				t.Errorf("queue configuration %v: want s3:ObjectCreated:* to the deploy queue", m)
 			}
-			rule := list(m["Filter"].(map[string]interface{})["S3Key"].(map[string]interface{})["Rules"])[0].(map[string]interface{})
-			prefixes = append(prefixes, rule["Name"].(string)+"="+rule["Value"].(string))
+			var rules []string
+			for _, r := range list(m["Filter"].(map[string]interface{})["S3Key"].(map[string]interface{})["Rules"]) {
+				rule := r.(map[string]interface{})
+				rules = append(rules, rule["Name"].(string)+"="+rule["Value"].(string))
+			}
+			sort.Strings(rules)
+			filters = append(filters, strings.Join(rules, " "))
 		}
-		sort.Strings(prefixes)
-		if want := []string{"prefix=approvals/", "prefix=deployments/", "prefix=plans/"}; !slices.Equal(prefixes, want) {
-			t.Errorf("notification filters = %v, want %v", prefixes, want)
+		sort.Strings(filters)
+		// Users upload deployments/NAME.zip and plans/NAME.zip; the deployer
+		// writes plans/NAME/PLAN_ID.json itself, which must not trigger it.
+		want := []string{"prefix=approvals/", "prefix=deployments/ suffix=.zip", "prefix=plans/ suffix=.zip"}
+		if !slices.Equal(filters, want) {
+			t.Errorf("notification filters = %v, want %v", filters, want)
+		}
+		for key, fires := range map[string]bool{
+			"deployments/shop.zip": true, "plans/shop.zip": true, "approvals/shop/plan-1.json": true,
+			"plans/shop/plan-1.json": false, "deployments/shop.json": false, "runs/shop/1.json": false,
+		} {
+			if got := notifies(nc, key); got != fires {
+				t.Errorf("upload of %s notifies the deploy queue: %v, want %v", key, got, fires)
+			}
 		}
 		// S3 validates the destination when the configuration is created, so
 		// the queue policy allowing it must exist first.
@@ -348,8 +414,8 @@ func TestStack(t *testing.T) {
 
 	t.Run("queues: encrypted, TLS only, DLQs with alarms", func(t *testing.T) {
 		queues := s.ofType("AWS::SQS::Queue")
-		if len(queues) != 4 {
-			t.Errorf("%d queues, want 4 (deploy, ports and their DLQs)", len(queues))
+		if len(queues) != 6 {
+			t.Errorf("%d queues, want 6 (deploy, ports, drift and their DLQs)", len(queues))
 		}
 		tlsOnly := map[string]bool{}
 		for _, st := range s.statements() {
@@ -367,7 +433,7 @@ func TestStack(t *testing.T) {
 				t.Errorf("queue %s does not deny requests without TLS", id)
 			}
 		}
-		for q, dlq := range map[string]string{deployQueue: deployDLQ, portsQueue: portsDLQ} {
+		for q, dlq := range map[string]string{deployQueue: deployDLQ, portsQueue: portsDLQ, driftQueue: driftDLQ} {
 			rp, _ := props(s.resources[q])["RedrivePolicy"].(map[string]interface{})
 			if flat(rp["deadLetterTargetArn"]) != "<"+dlq+".Arn>" {
 				t.Errorf("queue %s redrives to %v, want %s", q, rp, dlq)
@@ -386,20 +452,7 @@ func TestStack(t *testing.T) {
 	})
 
 	t.Run("stack status events rule", func(t *testing.T) {
-		rules := s.ofType("AWS::Events::Rule")
-		var pattern map[string]interface{}
-		for _, r := range rules {
-			if p, ok := props(r)["EventPattern"].(map[string]interface{}); ok {
-				pattern = p
-				targets := list(props(r)["Targets"])
-				if len(targets) != 1 || flat(targets[0].(map[string]interface{})["Arn"]) != "<"+deployQueue+".Arn>" {
-					t.Errorf("stack events go to %v, want the deploy queue", targets)
-				}
-			}
-		}
-		if pattern == nil {
-			t.Fatal("no rule with an event pattern")
-		}
+		_, pattern := s.eventRule(t, "CloudFormation Stack Status Change", deployQueue)
 		if got := flatList(pattern["source"]); !slices.Equal(got, []string{"aws.cloudformation"}) {
 			t.Errorf("source = %v", got)
 		}
@@ -510,7 +563,7 @@ func TestStack(t *testing.T) {
 			}},
 			"Drift": {512, 300, map[string]string{
 				"CAIRN_BUCKET": "<" + bucket + ">", "CAIRN_NOTIFICATIONS_TOPIC": "<" + notifications + ">",
-				"CAIRN_NAMESPACES": "shop,web", "CAIRN_PORT_POOLS": "default=20000-29999,web=30000-30099", "CAIRN_CFN_ROLE_ARN": testRole,
+				"CAIRN_DRIFT_QUEUE_URL": "<" + driftQueue + ">", "CAIRN_NAMESPACES": "shop,web", "CAIRN_PORT_POOLS": "default=20000-29999,web=30000-30099", "CAIRN_CFN_ROLE_ARN": testRole,
 			}},
 		}
 		for name, w := range want {
@@ -626,7 +679,7 @@ func TestStack(t *testing.T) {
 		want := map[string][]string{
 			"DeployerRole": {"approvals/", "deployments/", "locks/", "plans/", "runs/", "state/", "templates/"},
 			"PortsRole":    {"ports/"},
-			"DriftRole":    {"drift/", "locks/", "state/"},
+			"DriftRole":    {"deployments/", "drift/", "locks/", "state/"},
 		}
 		writable := map[string][]string{
 			"DeployerRole": {"locks/", "plans/", "runs/", "state/", "templates/"},
@@ -643,11 +696,15 @@ func TestStack(t *testing.T) {
 					}
 					for _, r := range st.resources {
 						if r == "<"+bucket+".Arn>" {
-							if a != "s3:ListBucket" && a != "s3:ListBucketVersions" {
+							switch {
+							case a == "s3:ListBucket" || a == "s3:ListBucketVersions":
+								like, _ := st.condition["StringLike"].(map[string]interface{})
+								listed = flatList(like["s3:prefix"])
+							case a == "s3:GetBucketVersioning" && role == "DeployerRole":
+								// Bucket-level and read-only: the state store's versioning warning.
+							default:
 								t.Errorf("%s: %s on the whole bucket", role, a)
 							}
-							like, _ := st.condition["StringLike"].(map[string]interface{})
-							listed = flatList(like["s3:prefix"])
 							continue
 						}
 						m := objRe.FindStringSubmatch(r)
@@ -683,7 +740,7 @@ func TestStack(t *testing.T) {
 	t.Run("IAM: SNS and SQS on their own topics and queues", func(t *testing.T) {
 		for role, want := range map[string][]string{
 			"DeployerRole": {"sns:Publish <" + notifications + ">", "sqs:SendMessage <" + deployQueue + ".Arn>"},
-			"DriftRole":    {"sns:Publish <" + notifications + ">"},
+			"DriftRole":    {"sns:Publish <" + notifications + ">", "sqs:SendMessage <" + driftQueue + ".Arn>"},
 			"PortsRole":    nil,
 		} {
 			var got []string
@@ -700,6 +757,125 @@ func TestStack(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: %v, want %v", role, got, want)
 			}
+		}
+	})
+
+	t.Run("drift: own queue, drift status events, continuations", func(t *testing.T) {
+		drift := s.id(t, "AWS::Lambda::Function", "Drift")
+		rp, _ := props(s.resources[driftQueue])["RedrivePolicy"].(map[string]interface{})
+		if rp["maxReceiveCount"] != float64(5) {
+			t.Errorf("drift queue redrive policy %v, want 5 receives before the DLQ", rp)
+		}
+		// The handler waits at most 2 minutes and stops 15 s before its
+		// deadline; a shorter timeout would cut sweeps off before they hand off.
+		timeout, _ := props(s.resources[drift])["Timeout"].(float64)
+		if timeout <= 135 {
+			t.Errorf("drift timeout %vs, want more than 2m15s", timeout)
+		}
+		if vis, _ := props(s.resources[driftQueue])["VisibilityTimeout"].(float64); vis < timeout {
+			t.Errorf("drift queue visibility %vs is shorter than the drift timeout %vs: a message would be delivered twice at once", vis, timeout)
+		}
+		assert(t, "drift event source", func() {
+			s.tmpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]interface{}{
+				"EventSourceArn":        map[string]interface{}{"Fn::GetAtt": []interface{}{driftQueue, "Arn"}},
+				"FunctionName":          map[string]interface{}{"Ref": drift},
+				"FunctionResponseTypes": []interface{}{"ReportBatchItemFailures"},
+			})
+		})
+		rule, pattern := s.eventRule(t, "CloudFormation Drift Detection Status Change", driftQueue)
+		if got := flatList(pattern["source"]); !slices.Equal(got, []string{"aws.cloudformation"}) {
+			t.Errorf("drift events rule: source = %v", got)
+		}
+		if got := flatList(pattern["account"]); !slices.Equal(got, []string{"<AWS::AccountId>"}) {
+			t.Errorf("drift events rule: account = %v", got)
+		}
+		var prefixes []string
+		for _, p := range list(pattern["detail"].(map[string]interface{})["stack-id"]) {
+			prefixes = append(prefixes, flat(p.(map[string]interface{})["prefix"]))
+		}
+		sort.Strings(prefixes)
+		if want := []string{
+			"arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/shop-",
+			"arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/web-",
+		}; !slices.Equal(prefixes, want) {
+			t.Errorf("drift events rule: stack-id prefixes = %v, want %v", prefixes, want)
+		}
+		allowed := false
+		for _, st := range s.statements() {
+			if svc, _ := st.raw["Principal"].(map[string]interface{}); st.effect == "Allow" && svc["Service"] == "events.amazonaws.com" && slices.Equal(st.resources, []string{"<" + driftQueue + ".Arn>"}) {
+				arnEq, _ := st.condition["ArnEquals"].(map[string]interface{})
+				allowed = flat(arnEq["aws:SourceArn"]) == "<"+rule+".Arn>"
+			}
+		}
+		if !allowed {
+			t.Errorf("drift queue policy does not allow events.amazonaws.com from rule %s only", rule)
+		}
+		if _, ok := s.outputs["DriftRoleArn"]; !ok {
+			t.Error("no DriftRoleArn output: users attach read policies for drift detection to that role")
+		}
+		// The drift function starts with exactly the environment the stack sets.
+		setEnv(t, s.env(t, "Drift"))
+		c, err := driftpkg.ConfigFromEnv()
+		if err != nil {
+			t.Fatalf("drift.ConfigFromEnv with the stack's environment: %v", err)
+		}
+		if c.QueueURL != "<"+driftQueue+">" {
+			t.Errorf("drift continuations go to %q, want the drift queue %s", c.QueueURL, driftQueue)
+		}
+	})
+
+	t.Run("state and lock: versions, versioning, lock releases, lock version expiry", func(t *testing.T) {
+		got := s.grants(t, "DeployerRole")
+		b := "<" + bucket + ".Arn>"
+		for _, want := range []string{
+			"s3:GetBucketVersioning " + b,
+			"s3:ListBucketVersions " + b + " state/*", "s3:ListBucketVersions " + b + " locks/*",
+			"s3:GetObjectVersion " + b + "/state/*", "s3:GetObjectVersion " + b + "/locks/*",
+			"s3:DeleteObject " + b + "/locks/*",
+		} {
+			if !slices.Contains(got, want) {
+				t.Errorf("deployer role lacks %s", want)
+			}
+		}
+		var lockRules []map[string]interface{}
+		lc := props(s.resources[bucket])["LifecycleConfiguration"].(map[string]interface{})
+		for _, r := range list(lc["Rules"]) {
+			if m := r.(map[string]interface{}); m["Prefix"] == "locks/" {
+				lockRules = append(lockRules, m)
+			}
+		}
+		if len(lockRules) != 1 {
+			t.Fatalf("%d lifecycle rules for locks/, want 1", len(lockRules))
+		}
+		r := lockRules[0]
+		if nve := fmt.Sprint(r["NoncurrentVersionExpiration"]); r["Status"] != "Enabled" || nve != "map[NoncurrentDays:1]" || r["ExpiredObjectDeleteMarker"] != true {
+			t.Errorf("locks/ lifecycle rule %v: want noncurrent versions expired after 1 day (no newest kept) and expired delete markers removed", r)
+		}
+	})
+
+	t.Run("ports: no response host override, pool documents only", func(t *testing.T) {
+		env := s.env(t, "Ports")
+		if v, ok := env[customresource.HostsEnv]; ok {
+			t.Errorf("ports function has %s=%q; in AWS it must be unset (ResponseURLs are https on amazonaws.com)", customresource.HostsEnv, v)
+		}
+		setEnv(t, env)
+		c, err := ports.ConfigFromEnv()
+		if err != nil {
+			t.Fatalf("ports.ConfigFromEnv with the stack's environment: %v", err)
+		}
+		if len(c.Handler.AllowedHosts) != 0 || len(c.Pools) != 2 {
+			t.Errorf("ports config: allowed hosts %v, pools %v; want none and the 2 pools of the context", c.Handler.AllowedHosts, c.Pools)
+		}
+		b := "<" + bucket + ".Arn>"
+		var got []string
+		for _, g := range s.grants(t, "PortsRole") {
+			if strings.HasPrefix(g, "s3:") {
+				got = append(got, g)
+			}
+		}
+		sort.Strings(got)
+		if want := []string{"s3:GetObject " + b + "/ports/*", "s3:ListBucket " + b + " ports/*", "s3:PutObject " + b + "/ports/*"}; !slices.Equal(got, want) {
+			t.Errorf("ports role S3 grants\n got %v\nwant %v", got, want)
 		}
 	})
 
@@ -766,6 +942,108 @@ func TestStack(t *testing.T) {
 	})
 }
 
+// eventRule returns the one EventBridge rule routing detailType and its
+// pattern, failing unless its only target is queue: each kind of event must
+// reach exactly the queue whose consumer understands it.
+func (s *synthesized) eventRule(t *testing.T, detailType, queue string) (string, map[string]interface{}) {
+	t.Helper()
+	var id string
+	var pattern map[string]interface{}
+	for rid, r := range s.ofType("AWS::Events::Rule") {
+		p, ok := props(r)["EventPattern"].(map[string]interface{})
+		if !ok || !slices.Contains(flatList(p["detail-type"]), detailType) {
+			continue
+		}
+		if id != "" {
+			t.Errorf("rules %s and %s both route %q", id, rid, detailType)
+		}
+		id, pattern = rid, p
+		targets := list(props(r)["Targets"])
+		if len(targets) != 1 || flat(targets[0].(map[string]interface{})["Arn"]) != "<"+queue+".Arn>" {
+			t.Errorf("%q events go to %v, want only %s", detailType, targets, queue)
+		}
+	}
+	if id == "" {
+		t.Fatalf("no rule routes %q", detailType)
+	}
+	return id, pattern
+}
+
+// grants lists what a role's policies allow, one "ACTION RESOURCE" per pair,
+// with " PREFIX" appended for each s3:prefix a list action is limited to.
+func (s *synthesized) grants(t *testing.T, rolePrefix string) []string {
+	var out []string
+	for _, st := range s.roleStatements(t, rolePrefix) {
+		like, _ := st.condition["StringLike"].(map[string]interface{})
+		prefixes := flatList(like["s3:prefix"])
+		for _, a := range st.actions {
+			for _, r := range st.resources {
+				if len(prefixes) == 0 {
+					out = append(out, a+" "+r)
+				}
+				for _, p := range prefixes {
+					out = append(out, a+" "+r+" "+p)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// env is a function's environment as the template sets it, intrinsics
+// rendered by flat (a Ref to the drift queue is "<DriftQueue...>").
+func (s *synthesized) env(t *testing.T, function string) map[string]string {
+	t.Helper()
+	p := props(s.resources[s.id(t, "AWS::Lambda::Function", function)])
+	out := map[string]string{}
+	for k, v := range p["Environment"].(map[string]interface{})["Variables"].(map[string]interface{}) {
+		out[k] = flat(v)
+	}
+	return out
+}
+
+// setEnv makes env the process environment of cairn's variables for the rest
+// of the test: every CAIRN_ variable not in env is unset.
+func setEnv(t *testing.T, env map[string]string) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "CAIRN_") {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	for _, k := range []string{customresource.HostsEnv, "CAIRN_DRIFT_QUEUE_URL", "CAIRN_DRIFT_CONCURRENCY"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+}
+
+// notifies reports whether an upload of key matches one of the bucket's queue
+// configurations: every filter rule of it must match.
+func notifies(nc map[string]interface{}, key string) bool {
+	for _, qc := range list(nc["QueueConfigurations"]) {
+		match := true
+		for _, r := range list(qc.(map[string]interface{})["Filter"].(map[string]interface{})["S3Key"].(map[string]interface{})["Rules"]) {
+			rule := r.(map[string]interface{})
+			v, _ := rule["Value"].(string)
+			switch rule["Name"] {
+			case "prefix":
+				match = match && strings.HasPrefix(key, v)
+			case "suffix":
+				match = match && strings.HasSuffix(key, v)
+			default:
+				match = false
+			}
+		}
+		if match {
+			return true
+		}
+	}
+	return false
+}
+
 // refsIn lists the resources an intrinsic-bearing value refers to with Ref or Fn::GetAtt.
 func refsIn(v interface{}, resources map[string]map[string]interface{}) []string {
 	var out []string
@@ -801,10 +1079,11 @@ func appendNew(s []string, v string) []string {
 // TestContextChangesTemplate synthesizes with other context values and checks
 // the template follows them: no service role means no PassRole at all.
 func TestContextChangesTemplate(t *testing.T) {
+	dir := t.TempDir()
 	s := synth(t, map[string]interface{}{
 		ctxNamespaces: "ops",
-		ctxLambdaDir:  lambdaDir(t),
-	})
+		ctxLambdaDir:  lambdaDir(t, dir),
+	}, dir)
 	for _, e := range s.nagErrors {
 		t.Errorf("cdk-nag: %s", e)
 	}

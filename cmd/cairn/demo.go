@@ -1,9 +1,29 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/localcairn"
 )
 
 func init() { commands = append(commands, newDemoCmd) }
@@ -12,22 +32,332 @@ func init() { commands = append(commands, newDemoCmd) }
 // (make demo runs from there).
 const demoBundle = "testdata/bundles/webshop"
 
+// The demo's second version changes demoChanged and removes demoRemoved (edge depends on
+// service, so edge must go first).
+var (
+	demoChanged = "cache"
+	demoRemoved = []string{"service", "edge"}
+)
+
+// demoTimings make the emulated CloudFormation quick enough for a demo well under two
+// minutes, while stacks still go through every status.
+var demoTimings = awslocal.CloudFormationTimings{
+	ResourceDelay:         40 * time.Millisecond,
+	ChangeSetDelay:        40 * time.Millisecond,
+	CustomResourceTimeout: 30 * time.Second,
+}
+
+const demoDeployment = "webshop"
+
 func newDemoCmd() *cobra.Command {
-	return &cobra.Command{
+	var timeout time.Duration
+	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Validate the web-shop sample bundle and print its dependency graph",
-		Long: `Demo validates ` + demoBundle + ` and prints its dependency graph. Run it from the
-repository root (make demo does).`,
+		Short: "Deploy the web-shop sample into an in-process AWS emulator, change it, and show what cairn did",
+		Long: `Demo validates ` + demoBundle + ` and prints its dependency graph, then starts the AWS
+emulator in this process (state in memory), deploys cairn into it as "cairn local up"
+does, pushes the bundle and follows the run, shows the stacks and their outputs, pushes a
+second version that changes the ` + demoChanged + ` stack and removes ` + strings.Join(demoRemoved, " and ") + `, and shows
+the update, the dependents-first deletion and where the run reports are.
+
+Run it from the repository root (make demo does).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := loadBundle(cmd.ErrOrStderr(), demoBundle, "webshop")
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "validated %s: %d stacks in namespace %q, bundle sha256 %s\n\n",
-				demoBundle, len(l.config.Stacks), l.config.Namespace, l.bundle.SHA256)
-			return writeGraph(out, l, "text")
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			return runDemo(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up after this long")
+	return cmd
+}
+
+func runDemo(ctx context.Context, out, errOut io.Writer) error {
+	start := time.Now()
+	step := func(format string, a ...any) {
+		fmt.Fprintf(out, "\n==> [%4.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+	}
+
+	step("validating %s", demoBundle)
+	if _, err := os.Stat(demoBundle); err != nil {
+		return fmt.Errorf("demo: %w: run the demo from the repository root (make demo does)", err)
+	}
+	l, err := loadBundle(errOut, demoBundle, demoDeployment)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "validated %s: %d stacks in namespace %q, bundle sha256 %s\n\n",
+		demoBundle, len(l.config.Stacks), l.config.Namespace, l.bundle.SHA256)
+	if err := writeGraph(out, l, "text"); err != nil {
+		return err
+	}
+
+	step("starting the AWS emulator in process and deploying cairn into it")
+	// Only warnings and errors of the emulator and the in-process functions; the demo
+	// prints its own progress.
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(logger)
+	// Heartbeats every 2 seconds: a run goes on even if an event is lost.
+	os.Setenv("CAIRN_HEARTBEAT_SECONDS", "2")
+	loc, err := startLocal(ctx, awslocal.Options{Logger: logger, CloudFormation: demoTimings}, "127.0.0.1:0", localcairn.Options{})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer loc.e.Close()
+	fmt.Fprintf(out, "emulator at %s; bucket %s; functions %s\n", loc.e.URL(), loc.c.Bucket, strings.Join(loc.functions, ", "))
+	fmt.Fprintf(out, "exports: cairn-bucket-name, cairn-ports-service-token (%s), cairn-notifications-topic-arn\n", loc.c.PortsTopic)
+	awsCfg, err := awsclient.Load(ctx)
+	if err != nil {
+		return err
+	}
+	cf := cloudformation.NewFromConfig(awsCfg)
+	s3c := awsclient.S3(awsCfg)
+
+	step("pushing %s as deployment %s (version 1) and following the run", demoBundle, demoDeployment)
+	if err := demoPush(ctx, demoBundle, out, errOut); err != nil {
+		return err
+	}
+	step("stacks and their outputs")
+	if err := showStacks(ctx, cf, l.config.Namespace+"-", out); err != nil {
+		return err
+	}
+	step("ports allocated by Custom::PortAllocation")
+	if code := run([]string{"ports", "list"}, out, errOut); code != 0 {
+		return fmt.Errorf("demo: cairn ports list exited %d", code)
+	}
+
+	v2, err := demoVersion2(demoBundle)
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(v2)
+	step("pushing version 2: stack %s changed, stacks %s removed", demoChanged, strings.Join(demoRemoved, " and "))
+	if err := demoPush(ctx, v2, out, errOut); err != nil {
+		return err
+	}
+	step("stacks after version 2")
+	if err := showStacks(ctx, cf, l.config.Namespace+"-", out); err != nil {
+		return err
+	}
+	step("deleted stacks, in the order CloudFormation deleted them (dependents first)")
+	if err := showDeletions(ctx, cf, l.config.Namespace+"-", out); err != nil {
+		return err
+	}
+	step("ports after version 2 (the removed service's port is free again)")
+	if code := run([]string{"ports", "list"}, out, errOut); code != 0 {
+		return fmt.Errorf("demo: cairn ports list exited %d", code)
+	}
+
+	step("run reports")
+	if err := showReports(ctx, s3c, loc.c.Bucket, demoDeployment, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand: cairn local up, then cairn push %s --deployment %s --wait\n",
+		time.Since(start).Seconds(), demoBundle, demoDeployment)
+	return nil
+}
+
+// demoPush runs `cairn push PATH --deployment webshop --wait` as a user would.
+func demoPush(ctx context.Context, path string, out, errOut io.Writer) error {
+	deadline, _ := ctx.Deadline()
+	code := run([]string{"push", path, "--deployment", demoDeployment, "--wait", "--poll", "200ms",
+		"--timeout", time.Until(deadline).Round(time.Second).String()}, out, errOut)
+	if code != 0 {
+		return fmt.Errorf("demo: cairn push %s exited %d: the run did not succeed (see above)", path, code)
+	}
+	return nil
+}
+
+// demoVersion2 copies the bundle at dir into a temporary folder and edits its cairn.yaml:
+// a new parameter value for demoChanged, demoRemoved dropped, and a deletion allowance for
+// them. It returns the folder.
+func demoVersion2(dir string) (string, error) {
+	tmp, err := os.MkdirTemp("", "cairn-demo-v2-")
+	if err != nil {
+		return "", err
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(tmp, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(tmp, rel), b, 0o644)
+	})
+	if err == nil {
+		err = editDemoConfig(filepath.Join(tmp, "cairn.yaml"))
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("demo: build version 2 of %s: %w", dir, err)
+	}
+	return tmp, nil
+}
+
+// editDemoConfig rewrites the config through its YAML tree, so comments and order stay.
+func editDemoConfig(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	if len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return errors.New("cairn.yaml is not a mapping")
+	}
+	root := doc.Content[0]
+	stacks := mapValue(root, "stacks")
+	if stacks == nil || stacks.Kind != yaml.SequenceNode {
+		return errors.New("cairn.yaml has no stacks list")
+	}
+	var kept []*yaml.Node
+	changed := false
+	for _, s := range stacks.Content {
+		name := mapValue(s, "name")
+		switch {
+		case name == nil:
+			kept = append(kept, s)
+		case contains(demoRemoved, name.Value):
+		case name.Value == demoChanged:
+			params := mapValue(s, "parameters")
+			if params == nil {
+				params = &yaml.Node{Kind: yaml.MappingNode}
+				s.Content = append(s.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "parameters"}, params)
+			}
+			setScalar(params, "NodeType", "cache.t4g.small")
+			changed = true
+			kept = append(kept, s)
+		default:
+			kept = append(kept, s)
+		}
+	}
+	if !changed || len(kept) != len(stacks.Content)-len(demoRemoved) {
+		return fmt.Errorf("cairn.yaml lacks stack %s or one of %v", demoChanged, demoRemoved)
+	}
+	stacks.Content = kept
+	policy := mapValue(root, "deletion_policy")
+	if policy == nil {
+		policy = &yaml.Node{Kind: yaml.MappingNode}
+		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "deletion_policy"}, policy)
+	}
+	setScalar(policy, "max_deletions", fmt.Sprint(len(demoRemoved)))
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func setScalar(m *yaml.Node, key, value string) {
+	if v := mapValue(m, key); v != nil {
+		v.Kind, v.Tag, v.Value, v.Style = yaml.ScalarNode, "", value, 0
+		return
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &yaml.Node{Kind: yaml.ScalarNode, Value: value})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// showStacks prints the live stacks whose names start with prefix, and their outputs.
+func showStacks(ctx context.Context, cf *cloudformation.Client, prefix string, out io.Writer) error {
+	var stacks []cftypes.Stack
+	p := cloudformation.NewDescribeStacksPaginator(cf, &cloudformation.DescribeStacksInput{})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("demo: describe stacks: %w", err)
+		}
+		for _, s := range page.Stacks {
+			if strings.HasPrefix(aws.ToString(s.StackName), prefix) {
+				stacks = append(stacks, s)
+			}
+		}
+	}
+	sort.Slice(stacks, func(i, j int) bool { return aws.ToString(stacks[i].StackName) < aws.ToString(stacks[j].StackName) })
+	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STACK\tSTATUS\tOUTPUTS")
+	for _, s := range stacks {
+		var outputs []string
+		for _, o := range s.Outputs {
+			outputs = append(outputs, aws.ToString(o.OutputKey)+"="+aws.ToString(o.OutputValue))
+		}
+		sort.Strings(outputs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", aws.ToString(s.StackName), s.StackStatus, strings.Join(outputs, " "))
+	}
+	return tw.Flush()
+}
+
+// showDeletions prints the deleted stacks whose names start with prefix, oldest deletion
+// first, as CloudFormation's ListStacks records them.
+func showDeletions(ctx context.Context, cf *cloudformation.Client, prefix string, out io.Writer) error {
+	var deleted []cftypes.StackSummary
+	p := cloudformation.NewListStacksPaginator(cf, &cloudformation.ListStacksInput{StackStatusFilter: []cftypes.StackStatus{cftypes.StackStatusDeleteComplete}})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("demo: list deleted stacks: %w", err)
+		}
+		for _, s := range page.StackSummaries {
+			if strings.HasPrefix(aws.ToString(s.StackName), prefix) && s.DeletionTime != nil {
+				deleted = append(deleted, s)
+			}
+		}
+	}
+	sort.Slice(deleted, func(i, j int) bool { return deleted[i].DeletionTime.Before(*deleted[j].DeletionTime) })
+	if len(deleted) == 0 {
+		fmt.Fprintln(out, "no stack was deleted")
+	}
+	for i, s := range deleted {
+		fmt.Fprintf(out, "  %d. %-14s deleted at %s\n", i+1, aws.ToString(s.StackName), s.DeletionTime.UTC().Format("15:04:05.000"))
+	}
+	return nil
+}
+
+// showReports prints the S3 keys of the deployment's run reports.
+func showReports(ctx context.Context, s3c *s3.Client, bucket, deployment string, out io.Writer) error {
+	prefix := "runs/" + deployment + "/"
+	p := s3.NewListObjectsV2Paginator(s3c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	n := 0
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("demo: list s3://%s/%s: %w", bucket, prefix, err)
+		}
+		for _, o := range page.Contents {
+			fmt.Fprintf(out, "  s3://%s/%s\n", bucket, aws.ToString(o.Key))
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintf(out, "  none under s3://%s/%s\n", bucket, prefix)
+	}
+	return nil
 }

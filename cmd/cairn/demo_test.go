@@ -2,23 +2,63 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 )
 
 func TestDemo(t *testing.T) {
+	keepEnv(t)       // the demo exports the emulator's environment into the process
 	t.Chdir("../..") // make demo runs from the repository root
 	var out, errOut bytes.Buffer
 	if code := run([]string{"demo"}, &out, &errOut); code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
-	for _, want := range []string{
-		`validated testdata/bundles/webshop: 5 stacks in namespace "shop"`,
-		"  1. network   shop-network\n",
-		"  5. edge      shop-edge      <- service\n",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+	got := out.String()
+	section := func(title string) string {
+		_, rest, ok := strings.Cut(got, title)
+		if !ok {
+			t.Fatalf("demo output lacks the section %q:\n%s", title, got)
 		}
+		rest, _, _ = strings.Cut(rest, "\n==> ")
+		return rest
+	}
+	for _, tt := range []struct {
+		section string
+		want    []string // regular expressions, each matching a line
+		notWant []string
+	}{
+		{"validating testdata/bundles/webshop", []string{
+			`^validated testdata/bundles/webshop: 5 stacks in namespace "shop"`,
+			`^  1\. network   shop-network$`,
+			`^  5\. edge      shop-edge      <- service$`,
+		}, nil},
+		{"(version 1) and following the run", []string{`^run \S+ succeeded$`, `^  edge +create +done$`}, nil},
+		{"stacks and their outputs", []string{
+			`^shop-network +CREATE_COMPLETE +PrivateSubnetIds=subnet-`,
+			`^shop-service +CREATE_COMPLETE +ListenerPort=\d+ `,
+			`^shop-edge +CREATE_COMPLETE `,
+		}, nil},
+		{"ports allocated by Custom::PortAllocation", []string{`^default +\d+ +shop-service +Port `}, nil},
+		{"pushing version 2", []string{`^run \S+ succeeded$`, `^  cache +update +done$`, `^  service +delete +done$`, `^  network +none +unchanged`}, nil},
+		{"stacks after version 2", []string{`^shop-cache +UPDATE_COMPLETE `, `^shop-network +CREATE_COMPLETE `}, []string{"shop-service", "shop-edge"}},
+		{"(dependents first)", []string{`^  1\. shop-edge +deleted at `, `^  2\. shop-service +deleted at `}, nil},
+		{"ports after version 2", []string{`^no port allocations in any pool`}, nil},
+		{"run reports", []string{`^  s3://cairn-000000000000-us-east-1/runs/webshop/\S+\.md$`}, nil},
+	} {
+		text := section(tt.section)
+		for _, re := range tt.want {
+			if !regexp.MustCompile("(?m)" + re).MatchString(text) {
+				t.Errorf("section %q lacks a line matching %s:\n%s", tt.section, re, text)
+			}
+		}
+		for _, s := range tt.notWant {
+			if strings.Contains(text, s) {
+				t.Errorf("section %q names %s:\n%s", tt.section, s, text)
+			}
+		}
+	}
+	if n := strings.Count(section("run reports"), ".md\n"); n != 2 {
+		t.Errorf("%d run reports, want one per push", n)
 	}
 }

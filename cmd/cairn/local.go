@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/localcairn"
 )
 
 func init() { commands = append(commands, newLocalCmd) }
@@ -21,8 +22,10 @@ func init() { commands = append(commands, newLocalCmd) }
 // localFunctions maps each Lambda function's name to a constructor of its handler (anything
 // lambda.Start accepts). The issue that builds a function adds its entry, from an init in
 // its own file, so that `cairn local up` runs it in process and `cairn local invoke` calls
-// it. Constructors run after the emulator's environment is set, so AWS clients they build
-// from the environment talk to the emulator.
+// it. Constructors run after the emulator's and cairn's environment (AWS_ENDPOINT_URL,
+// CAIRN_BUCKET, ...) is set, so what they build from the environment talks to the
+// emulator. The deployer, ports and drift functions are wired to their queues and schedule
+// as in AWS (localcairn); any other function is only invocable.
 var localFunctions = map[string]func(ctx context.Context) (any, error){}
 
 func newLocalCmd() *cobra.Command {
@@ -36,11 +39,17 @@ func newLocalCmd() *cobra.Command {
 
 func newLocalUpCmd() *cobra.Command {
 	var addr, dir string
+	var o localcairn.Options
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "Serve the AWS emulator (S3, SQS, SNS, ...) in the foreground until interrupted",
-		Long: `Up serves the emulated AWS services on one loopback port and runs cairn's Lambda
-handlers in process. It prints the environment a shell needs; paste it, or run
+		Short: "Serve the AWS emulator with cairn deployed in it, in the foreground until interrupted",
+		Long: `Up serves the emulated AWS services (S3, SQS, SNS, CloudFormation, EventBridge) on one
+loopback port, creates in them what "make deploy" creates in AWS (the bucket with its
+upload notifications, the queues, topics, event rules, the drift schedule and the exports
+cairn-bucket-name, cairn-ports-service-token and cairn-notifications-topic-arn), and runs
+cairn's Lambda handlers in process, wired as in AWS.
+
+It prints the environment a shell needs; paste it, or run
   eval "$(cairn local up ... | grep ^export)"
 from a script. State persists under --dir, so the next "local up" sees it.`,
 		Args: cobra.NoArgs,
@@ -48,38 +57,18 @@ from a script. State persists under --dir, so the next "local up" sees it.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-			e, err := awslocal.New(awslocal.Options{Dir: dir, Logger: logger})
+			l, err := startLocal(ctx, awslocal.Options{Dir: dir, Logger: logger}, addr, o)
 			if err != nil {
 				return fmt.Errorf("local up: %w", err)
 			}
-			if err := e.Start(addr); err != nil {
-				e.Close()
-				return fmt.Errorf("local up: %w", err)
-			}
-			// In-process handlers reach the emulator exactly as product code does: through
-			// the environment.
-			for _, kv := range e.Env() {
-				k, v, _ := strings.Cut(kv, "=")
-				os.Setenv(k, v)
-			}
-			for _, name := range functionNames() {
-				h, err := localFunctions[name](ctx)
-				if err == nil {
-					err = e.RegisterFunction(name, h)
-				}
-				if err != nil {
-					e.Close()
-					return fmt.Errorf("local up: function %s: %w", name, err)
-				}
-			}
 			out := cmd.OutOrStdout()
-			for _, kv := range e.Env() {
+			for _, kv := range l.env {
 				fmt.Fprintf(out, "export %s\n", kv)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: serving %s (state in %s, functions: %s); Ctrl-C to stop\n",
-				e.URL(), orMemory(dir), orNone(functionNames()))
+			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: serving %s (state in %s, bucket %s, functions: %s); Ctrl-C to stop\n",
+				l.e.URL(), orMemory(dir), l.c.Bucket, orNone(l.functions))
 			<-ctx.Done()
-			if err := e.Close(); err != nil {
+			if err := l.e.Close(); err != nil {
 				return fmt.Errorf("local up: stopping: %w", err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: stopped; state saved in %s\n", orMemory(dir))
@@ -88,7 +77,69 @@ from a script. State persists under --dir, so the next "local up" sees it.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4566", "address to listen on (127.0.0.1:0 picks a free port)")
 	cmd.Flags().StringVar(&dir, "dir", ".cairn/local", `folder keeping the emulator's state ("" keeps it in memory)`)
+	cmd.Flags().StringVar(&o.DriftSchedule, "drift-schedule", localcairn.DefaultDriftSchedule, "schedule expression of the drift function")
+	cmd.Flags().StringVar(&o.PortPools, "port-pools", localcairn.DefaultPortPools, "port pools of Custom::PortAllocation, NAME=FIRST-LAST,...")
 	return cmd
+}
+
+// localCairn is an emulator serving cairn, with its handlers registered.
+type localCairn struct {
+	e         *awslocal.Emulator
+	c         *localcairn.Cairn
+	env       []string // KEY=value: the emulator's and cairn's environment
+	functions []string // registered
+}
+
+// startLocal starts an emulator on addr, provisions cairn in it, exports the environment
+// into this process (the in-process handlers reach the emulator exactly as product code
+// does: through the environment) and registers every function of localFunctions. The
+// caller closes l.e.
+func startLocal(ctx context.Context, eo awslocal.Options, addr string, o localcairn.Options) (*localCairn, error) {
+	e, err := awslocal.New(eo)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Start(addr); err != nil {
+		e.Close()
+		return nil, err
+	}
+	l := &localCairn{e: e}
+	if l.c, err = localcairn.Provision(ctx, e, o); err != nil {
+		e.Close()
+		return nil, err
+	}
+	l.env = append(e.Env(), l.c.Env()...)
+	for _, kv := range l.env {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	var h localcairn.Handlers
+	slots := map[string]*any{
+		localcairn.DeployerFunction: &h.Deployer,
+		localcairn.PortsFunction:    &h.Ports,
+		localcairn.DriftFunction:    &h.Drift,
+	}
+	for _, name := range functionNames() {
+		fn, err := localFunctions[name](ctx)
+		if err == nil {
+			if slot, ok := slots[name]; ok {
+				*slot = fn
+			} else {
+				// Not one of cairn's three: invocable, but wired to nothing.
+				err = e.RegisterFunction(name, fn)
+			}
+		}
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("function %s: %w", name, err)
+		}
+		l.functions = append(l.functions, name)
+	}
+	if err := l.c.Register(e, h); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return l, nil
 }
 
 func newLocalInvokeCmd() *cobra.Command {

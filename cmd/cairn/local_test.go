@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -79,46 +82,124 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestLocalUpServesUntilInterrupted(t *testing.T) {
-	// local up exports the emulator's environment into its own process, as it must for
-	// in-process handlers; keep that from leaking into other tests.
-	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+// portsTemplate allocates a port from the pool local up configures, with the ServiceToken
+// cairn's stack exports, as a user's template does.
+const portsTemplate = `Resources:
+  Port:
+    Type: Custom::PortAllocation
+    Properties:
+      ServiceToken: !ImportValue cairn-ports-service-token
+      Pool: default
+Outputs:
+  Port:
+    Value: !GetAtt Port.Port
+`
+
+// keepEnv restores, after the test, the environment local up exports into its own
+// process, as it must for in-process handlers.
+func keepEnv(t *testing.T) {
+	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+		"CAIRN_BUCKET", "CAIRN_NOTIFICATIONS_TOPIC", "CAIRN_DEPLOY_QUEUE_URL", "CAIRN_DRIFT_QUEUE_URL", "CAIRN_PORT_POOLS",
+		"CAIRN_NAMESPACES", "CAIRN_RESPONSE_URL_HOSTS", "CAIRN_HEARTBEAT_SECONDS"} {
 		t.Setenv(k, os.Getenv(k))
 	}
-	dir := t.TempDir()
+}
+
+// localUp runs `cairn local up` until stop is called, and returns the environment it exported.
+func localUp(t *testing.T, args ...string) (exports map[string]string, stop func() string) {
+	t.Helper()
 	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
-	go func() { done <- run([]string{"local", "up", "--addr", "127.0.0.1:0", "--dir", dir}, &stdout, &stderr) }()
-	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == ""; {
+	go func() {
+		done <- run(append([]string{"local", "up", "--addr", "127.0.0.1:0"}, args...), &stdout, &stderr)
+	}()
+	exports = map[string]string{}
+	for deadline := time.Now().Add(30 * time.Second); exports["CAIRN_RESPONSE_URL_HOSTS"] == ""; time.Sleep(10 * time.Millisecond) {
+		select {
+		case code := <-done:
+			t.Fatalf("local up exited %d early: %s", code, stderr.String())
+		default:
+		}
 		for _, line := range strings.Split(stdout.String(), "\n") {
-			if v, ok := strings.CutPrefix(line, "export AWS_ENDPOINT_URL="); ok && strings.Contains(stdout.String(), "AWS_SECRET_ACCESS_KEY=test") {
-				url = v
+			if kv, ok := strings.CutPrefix(line, "export "); ok {
+				k, v, _ := strings.Cut(kv, "=")
+				exports[k] = v
 			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no export lines; stdout %q stderr %q", stdout.String(), stderr.String())
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(url),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sqs.NewFromConfig(cfg).CreateQueue(context.Background(), &sqs.CreateQueueInput{QueueName: aws.String("kept")}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("exit code %d, stderr %s", code, stderr.String())
+	return exports, func() string {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("local up did not stop on interrupt")
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Fatalf("exit code %d, stderr %s", code, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("local up did not stop on interrupt")
+		}
+		return stderr.String()
+	}
+}
+
+func TestLocalUpServesCairnUntilInterrupted(t *testing.T) {
+	keepEnv(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	for i, stackName := range []string{"shop-first", "shop-second"} {
+		// The second time on the same --dir finds what the first created.
+		exports, stop := localUp(t, "--dir", dir)
+		for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_SECRET_ACCESS_KEY", "CAIRN_BUCKET", "CAIRN_DEPLOY_QUEUE_URL", "CAIRN_DRIFT_QUEUE_URL", "CAIRN_NOTIFICATIONS_TOPIC", "CAIRN_PORT_POOLS"} {
+			if exports[k] == "" {
+				t.Fatalf("local up exported no %s: %v", k, exports)
+			}
+		}
+		cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"), config.WithBaseEndpoint(exports["AWS_ENDPOINT_URL"]),
+			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf := cloudformation.NewFromConfig(cfg)
+		list, err := cf.ListExports(ctx, &cloudformation.ListExportsInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, x := range list.Exports {
+			got[aws.ToString(x.Name)] = aws.ToString(x.Value)
+		}
+		if got["cairn-bucket-name"] != exports["CAIRN_BUCKET"] || got["cairn-notifications-topic-arn"] != exports["CAIRN_NOTIFICATIONS_TOPIC"] || got["cairn-ports-service-token"] == "" {
+			t.Fatalf("exports %v do not match the environment %v", got, exports)
+		}
+		// The ports function runs in process, wired as in AWS: a stack allocating a port
+		// completes.
+		if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String(stackName), TemplateBody: aws.String(portsTemplate)}); err != nil {
+			t.Fatal(err)
+		}
+		var st cftypes.Stack
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stackName)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st = out.Stacks[0]; !strings.HasSuffix(string(st.StackStatus), "_IN_PROGRESS") || time.Now().After(deadline) {
+				break
+			}
+		}
+		if st.StackStatus != cftypes.StackStatusCreateComplete || len(st.Outputs) != 1 || aws.ToString(st.Outputs[0].OutputValue) != strconv.Itoa(20000+i) {
+			t.Fatalf("stack %s: %s (%s), outputs %+v; want CREATE_COMPLETE with port %d", stackName, st.StackStatus, aws.ToString(st.StackStatusReason), st.Outputs, 20000+i)
+		}
+		if _, err := sqs.NewFromConfig(cfg).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("kept")}); err != nil {
+			t.Fatal(err)
+		}
+		if log := stop(); !strings.Contains(log, "functions: deployer, drift, ports") {
+			t.Fatalf("local up did not run cairn's three functions: %s", log)
+		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "sqs", "sqs.json")); err != nil || !strings.Contains(string(b), "kept") {
 		t.Fatalf("state not saved under --dir: %v %s", err, b)

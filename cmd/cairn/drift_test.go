@@ -105,18 +105,9 @@ func driftEmulator(t *testing.T) {
 	}
 }
 
-// runTamper runs `cairn local tamper ARGS...` (the command as `cairn local` mounts it).
+// runTamper runs `cairn local tamper ARGS...` as a user types it.
 func runTamper(args []string, stdout, stderr *bytes.Buffer) int {
-	cmd := newLocalTamperCmd()
-	cmd.SetOut(stdout)
-	cmd.SetErr(stderr)
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	if err := cmd.Execute(); err != nil {
-		stderr.WriteString("cairn: " + err.Error() + "\n")
-		return 2
-	}
-	return 0
+	return run(append([]string{"local", "tamper"}, args...), stdout, stderr)
 }
 
 func TestDriftCommandReportsTamperedProperty(t *testing.T) {

@@ -33,7 +33,7 @@ func newLocalCmd() *cobra.Command {
 		Use:   "local",
 		Short: "Run cairn against the embedded AWS emulator",
 	}
-	local.AddCommand(newLocalUpCmd(), newLocalInvokeCmd())
+	local.AddCommand(newLocalUpCmd(), newLocalInvokeCmd(), newLocalTamperCmd())
 	return local
 }
 

@@ -157,8 +157,14 @@ func (c *Cairn) Env() []string {
 		"CAIRN_PORT_POOLS=" + c.PortPools,
 		"CAIRN_NAMESPACES=" + strings.Join(c.Namespaces, ","),
 		"CAIRN_RESPONSE_URL_HOSTS=" + c.ResponseHosts,
+		// The emulator's CloudFormation takes about a second per resource, so runs advance on
+		// a shorter heartbeat than AWS's default of 15 s.
+		"CAIRN_HEARTBEAT_SECONDS=" + strconv.Itoa(LocalHeartbeatSeconds),
 	}
 }
+
+// LocalHeartbeatSeconds is the deployer's heartbeat in the emulator.
+const LocalHeartbeatSeconds = 3
 
 // Provision creates cairn's resources in the started emulator e, or finds them when a
 // previous Provision on the same state created them, and routes stack status and drift

@@ -277,6 +277,7 @@ func TestProvisionResources(t *testing.T) {
 			"CAIRN_PORT_POOLS":          localcairn.DefaultPortPools,
 			"CAIRN_NAMESPACES":          "shop",
 			"CAIRN_RESPONSE_URL_HOSTS":  u.Host,
+			"CAIRN_HEARTBEAT_SECONDS":   "3",
 		}
 		if !reflect.DeepEqual(env, want) {
 			t.Fatalf("Env() = %v, want %v", env, want)

@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 )
 
-const samplesDir = "/work/shared/templates/aws-samples"
+const samplesDir = "../../../../shared/templates/aws-samples" // shared/ lies beside the repository
 
 // sampleTemplates lists the shared AWS sample templates, skipping when they are absent.
 func sampleTemplates(t *testing.T) ([]string, map[string]map[string]string) {

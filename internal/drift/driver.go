@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -232,7 +232,7 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep
 	}
 	etag, err := d.put(ctx, sw, "", true)
 	if err != nil {
-		if isPrecondition(err) {
+		if awsclient.PreconditionFailed(err) {
 			log.Info("drift: sweep created concurrently by another invocation; leaving it to that one")
 			return sw, nil
 		}
@@ -277,7 +277,7 @@ func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) 
 	sw.Invocations++
 	etag, err = d.put(ctx, sw, etag, false)
 	if err != nil {
-		if isPrecondition(err) {
+		if awsclient.PreconditionFailed(err) {
 			log.Info("drift: sweep claimed concurrently by another invocation; leaving it to that one")
 			return sw, nil
 		}
@@ -390,7 +390,7 @@ func (d *Driver) sendContinuation(ctx context.Context, id string, seq int) error
 // lost turns a failed conditional save into the outcome: another invocation took the
 // sweep over (its lease ran out), which is not an error of this trigger.
 func (d *Driver) lost(inv *invocation, err error) error {
-	if isPrecondition(err) || isNotFound(err) {
+	if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
 		inv.log.Warn("drift: sweep changed under this invocation (claim expired and taken over); stopping", "err", err)
 		return nil
 	}
@@ -592,7 +592,7 @@ func (d *Driver) load(ctx context.Context, id string) (*Sweep, string, error) {
 	key := SweepKey(id)
 	out, err := d.c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(key)})
 	if err != nil {
-		if isNotFound(err) {
+		if awsclient.NotFound(err) {
 			return nil, "", errNoSweep
 		}
 		return nil, "", fmt.Errorf("drift: read sweep s3://%s/%s: %w", d.cfg.Bucket, key, err)
@@ -631,7 +631,7 @@ func (d *Driver) put(ctx context.Context, sw *Sweep, etag string, create bool) (
 
 func (d *Driver) delete(ctx context.Context, inv *invocation) error {
 	_, err := d.c.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(SweepKey(inv.sw.ID)), IfMatch: aws.String(inv.etag)})
-	if err != nil && !isNotFound(err) {
+	if err != nil && !awsclient.NotFound(err) {
 		return d.lost(inv, err)
 	}
 	return nil
@@ -677,31 +677,6 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-func httpStatus(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
-func isNotFound(err error) bool {
-	if httpStatus(err) == 404 {
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchVersion")
-}
-
-func isPrecondition(err error) bool {
-	switch httpStatus(err) {
-	case 412, 409:
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode() == "PreconditionFailed" || ae.ErrorCode() == "ConditionalRequestConflict")
 }
 
 func isThrottle(err error) bool {

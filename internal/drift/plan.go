@@ -15,6 +15,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -197,7 +198,7 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 // the deployment name) at versionID, else whichever deployments/*.zip has that version.
 func (d *Driver) findBundle(ctx context.Context, key, versionID string, versioned bool) (string, []byte, error) {
 	data, err := d.getBundle(ctx, key, versionID, versioned)
-	if err == nil || !isNotFound(err) || !versioned {
+	if err == nil || !awsclient.NotFound(err) || !versioned {
 		return key, data, err
 	}
 	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String("deployments/")}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
 )
 
 // Owner identifies the process holding a lock: in Lambda, the function name and the
@@ -79,7 +81,7 @@ func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner
 			l.etag = etag
 			return l, nil
 		}
-		if !isPrecondition(err) {
+		if !awsclient.PreconditionFailed(err) {
 			return nil, fmt.Errorf("lock s3://%s/%s: create: %w", s.Bucket, lockKey, err)
 		}
 		// Someone holds it (or held it): look at who, and whether the lease is over.
@@ -109,7 +111,7 @@ func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner
 				"previous_token", held.Token, "expired_at", held.ExpiresAt)
 			return l, nil
 		}
-		if !isPrecondition(err) && !isNotFound(err) {
+		if !awsclient.PreconditionFailed(err) && !awsclient.NotFound(err) {
 			return nil, fmt.Errorf("lock s3://%s/%s: take over expired lock of run %s: %w", s.Bucket, lockKey, held.RunID, err)
 		}
 		lastErr = fmt.Errorf("lock s3://%s/%s changed while taking it over: %w", s.Bucket, lockKey, err)
@@ -151,7 +153,7 @@ func (s *Store) Resume(ctx context.Context, namespace, key, runID string, owner 
 			}
 			return &next, nil
 		}
-		if !isPrecondition(err) && !isNotFound(err) {
+		if !awsclient.PreconditionFailed(err) && !awsclient.NotFound(err) {
 			return nil, fmt.Errorf("lock s3://%s/%s: resume run %s: %w", s.Bucket, lockKey, runID, err)
 		}
 		lastErr = fmt.Errorf("lock s3://%s/%s changed while resuming run %s: %w", s.Bucket, lockKey, runID, err)
@@ -171,7 +173,7 @@ func (s *Store) Renew(ctx context.Context, l *Lock) error {
 	next.Renewals++
 	etag, err := s.putLock(ctx, &next, l.etag, false)
 	if err != nil {
-		if isPrecondition(err) || isNotFound(err) {
+		if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
 			return s.lost(ctx, l, "renew")
 		}
 		return fmt.Errorf("lock s3://%s/%s: renew: %w", s.Bucket, LockKey(l.Namespace, l.Key), err)
@@ -191,7 +193,7 @@ func (s *Store) Release(ctx context.Context, l *Lock) error {
 	}
 	_, err := s.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: &lockKey, IfMatch: aws.String(l.etag)})
 	if err != nil {
-		if isPrecondition(err) || isNotFound(err) {
+		if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
 			return s.lost(ctx, l, "release")
 		}
 		return fmt.Errorf("lock s3://%s/%s: release: %w", s.Bucket, lockKey, err)
@@ -223,7 +225,7 @@ func (s *Store) headLock(ctx context.Context, l *Lock) error {
 	if err == nil {
 		return nil
 	}
-	if isPrecondition(err) || isNotFound(err) {
+	if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
 		return s.lost(ctx, l, "check")
 	}
 	return fmt.Errorf("lock s3://%s/%s: check: %w", s.Bucket, lockKey, err)
@@ -279,7 +281,7 @@ func (s *Store) ForceUnlock(ctx context.Context, namespace, key string, force bo
 	lockKey := LockKey(namespace, key)
 	_, err = s.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: &lockKey, IfMatch: aws.String(held.etag)})
 	if err != nil {
-		if isPrecondition(err) {
+		if awsclient.PreconditionFailed(err) {
 			return nil, fmt.Errorf("unlock state %s/%s: the lock changed while removing it (renewed or taken over): look again with `cairn unlock %s %s`", namespace, key, namespace, key)
 		}
 		return nil, fmt.Errorf("unlock state %s/%s: delete s3://%s/%s: %w", namespace, key, s.Bucket, lockKey, err)
@@ -305,7 +307,7 @@ func (s *Store) getLock(ctx context.Context, namespace, key string) (*Lock, erro
 	lockKey := LockKey(namespace, key)
 	out, err := s.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: &lockKey})
 	if err != nil {
-		if isNotFound(err) {
+		if awsclient.NotFound(err) {
 			return nil, fmt.Errorf("state %s/%s: no lock at s3://%s/%s: %w", namespace, key, s.Bucket, lockKey, ErrNotLocked)
 		}
 		return nil, fmt.Errorf("lock s3://%s/%s: read: %w", s.Bucket, lockKey, err)

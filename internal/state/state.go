@@ -22,8 +22,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -149,34 +147,6 @@ func checkNames(namespace, key string) error {
 		}
 	}
 	return nil
-}
-
-// httpStatus returns the HTTP status of an S3 error, or 0 when there was no response.
-func httpStatus(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
-func isNotFound(err error) bool {
-	if httpStatus(err) == 404 {
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound" || ae.ErrorCode() == "NoSuchVersion")
-}
-
-// isPrecondition reports a failed If-Match/If-None-Match (412), or a concurrent conditional
-// write S3 refused (409 ConditionalRequestConflict).
-func isPrecondition(err error) bool {
-	switch httpStatus(err) {
-	case 412, 409:
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode() == "PreconditionFailed" || ae.ErrorCode() == "ConditionalRequestConflict")
 }
 
 func stamp(t time.Time) string {

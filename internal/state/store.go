@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
 )
 
 // Read returns the persistent graph guarded by l, only after confirming that l is still
@@ -118,7 +120,7 @@ func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
 	}
 	out, err := s.S3.PutObject(ctx, in)
 	if err != nil {
-		if isPrecondition(err) || isNotFound(err) {
+		if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
 			return &ErrConflict{Namespace: l.Namespace, Key: l.Key, ReadGeneration: l.stateGen, Err: err}
 		}
 		return fmt.Errorf("write state s3://%s/%s generation %d: %w", s.Bucket, stateKey, doc.Generation, err)
@@ -148,7 +150,7 @@ func (s *Store) get(ctx context.Context, namespace, key, versionID string) (*Gra
 	}
 	out, err := s.S3.GetObject(ctx, in)
 	if err != nil {
-		if isNotFound(err) {
+		if awsclient.NotFound(err) {
 			return nil, "", fmt.Errorf("state %s/%s: no object %s: %w", namespace, key, what, ErrNotFound)
 		}
 		return nil, "", fmt.Errorf("state %s/%s: read %s: %w", namespace, key, what, err)

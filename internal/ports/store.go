@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,10 +13,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -143,7 +140,7 @@ func (s *Store) load(ctx context.Context, pool string) (poolState, string, error
 	empty := poolState{Schema: schemaVersion, Pool: pool}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(Key(pool))})
 	if err != nil {
-		if status(err) == http.StatusNotFound && code(err) != "NoSuchBucket" {
+		if awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket" {
 			return empty, "", nil
 		}
 		return poolState{}, "", fmt.Errorf("read %s: %w%s", s.where(pool), err, s.hint(err))
@@ -203,7 +200,7 @@ func (s *Store) update(ctx context.Context, pool string, change func(*poolState)
 		if err == nil {
 			return nil
 		}
-		if !conflict(err) {
+		if !awsclient.PreconditionFailed(err) {
 			return fmt.Errorf("write %s: %w", s.where(pool), err)
 		}
 		if attempt >= s.attempts {
@@ -220,36 +217,11 @@ func (s *Store) update(ctx context.Context, pool string, change func(*poolState)
 
 // hint says what to do about errors a user can fix.
 func (s *Store) hint(err error) string {
-	switch code(err) {
+	switch awsclient.ErrorCode(err) {
 	case "NoSuchBucket":
 		return fmt.Sprintf(": bucket %s does not exist; check the bucket name (%s, --bucket)", s.bucket, BucketEnv)
 	case "AccessDenied", "Forbidden":
 		return fmt.Sprintf(": grant s3:GetObject, s3:PutObject and s3:ListBucket on %s/%s*", s.bucket, keyPrefix)
 	}
 	return ""
-}
-
-func status(err error) int {
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
-func code(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode()
-	}
-	return ""
-}
-
-// conflict reports whether a conditional write lost against another writer.
-func conflict(err error) bool {
-	switch code(err) {
-	case "PreconditionFailed", "ConditionalRequestConflict":
-		return true
-	}
-	return status(err) == http.StatusPreconditionFailed || status(err) == http.StatusConflict
 }

@@ -25,9 +25,10 @@ lambdas:
 			-o $(BIN)/lambda/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 
-# test: unit and integration tests with the race detector, then short fuzz runs, then the
+# test: unit and integration tests with the race detector, short fuzz runs, the emulator against
+# the real AWS CLI (skipped when it is not installed), then the
 # CDK app's tests in their own run (jsii is slow and large under -race).
-test: deps test-unit fuzz test-infra
+test: deps test-unit fuzz test-awscli test-infra
 
 test-unit:
 	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v /infra)

@@ -83,6 +83,47 @@ awsl sns publish --topic-arn "$topic_arn" --subject greeting --message "hello to
 body=$(awsl sqs receive-message --queue-url "$notify_url" --wait-time-seconds 5 --query 'Messages[0].Body' --output text)
 check "sns publish -> sqs envelope" '"Message": "hello topic",' "$(grep -o '"Message": "hello topic",' <<<"$body")"
 
+# CloudFormation: the CLI's own change-set command, twice (the second has nothing to change).
+cat >"$work/stack.yaml" <<'YAML'
+Parameters:
+  Env: {Type: String, Default: dev}
+Resources:
+  Topic:
+    Type: AWS::SNS::Topic
+    Properties: {TopicName: !Sub "cli-${Env}"}
+Outputs:
+  TopicArn:
+    Value: !Ref Topic
+    Export: {Name: !Sub "cli-${Env}-topic"}
+YAML
+check "cloudformation deploy (create)" "0" \
+	"$(awsl cloudformation deploy --stack-name cli-stack --template-file "$work/stack.yaml" >"$work/deploy1" 2>&1; echo $?)"
+check "cloudformation describe-stacks" "CREATE_COMPLETE" \
+	"$(awsl cloudformation describe-stacks --stack-name cli-stack --query 'Stacks[0].StackStatus' --output text)"
+sleep 1 # the CLI names its change sets by the second
+set +e
+out=$(awsl cloudformation deploy --stack-name cli-stack --template-file "$work/stack.yaml" 2>&1)
+code=$?
+set -e
+check "cloudformation deploy without changes fails" "255 No changes to deploy" "$code $(grep -o 'No changes to deploy' <<<"$out" | head -1)"
+sleep 1
+check "cloudformation deploy --no-fail-on-empty-changeset" "0" \
+	"$(awsl cloudformation deploy --stack-name cli-stack --template-file "$work/stack.yaml" --no-fail-on-empty-changeset >/dev/null 2>&1; echo $?)"
+sleep 1
+check "cloudformation deploy (update)" "0" \
+	"$(awsl cloudformation deploy --stack-name cli-stack --template-file "$work/stack.yaml" --parameter-overrides Env=prod >/dev/null 2>&1; echo $?)"
+check "cloudformation describe-stack-events" "UPDATE_COMPLETE" \
+	"$(awsl cloudformation describe-stack-events --stack-name cli-stack --query 'StackEvents[0].ResourceStatus' --output text)"
+cs_name=cli-review
+awsl cloudformation create-change-set --stack-name cli-stack --change-set-name "$cs_name" --template-body "file://$work/stack.yaml" \
+	--parameters ParameterKey=Env,ParameterValue=dev >/dev/null
+awsl cloudformation wait change-set-create-complete --stack-name cli-stack --change-set-name "$cs_name"
+check "cloudformation describe-change-set" "Modify Topic True" \
+	"$(awsl cloudformation describe-change-set --stack-name cli-stack --change-set-name "$cs_name" \
+		--query 'Changes[0].ResourceChange.[Action,LogicalResourceId,Replacement]' --output text | tr '\t' ' ')"
+check "cloudformation list-exports" "cli-prod-topic" \
+	"$(awsl cloudformation list-exports --query "Exports[?Name=='cli-prod-topic'].Name" --output text)"
+
 if command -v curl >/dev/null 2>&1; then
 	calls=$(curl -fsS "$AWS_ENDPOINT_URL/_local/calls" 2>/dev/null || true)
 	check "control endpoint counts sns.Publish" '"sns.Publish": 1' "$(grep -o '"sns.Publish": 1' <<<"$calls")"

@@ -64,6 +64,15 @@ func TestEventFiles(t *testing.T) {
 			t.Fatalf("record = %+v", ev.Records[0])
 		}
 	})
+	t.Run("deploy-heartbeat", func(t *testing.T) {
+		var hb struct{ Cairn, Deployment, Run string }
+		if err := json.Unmarshal([]byte(sqsBody(t, "deploy-heartbeat.json", "cairn-deploy")), &hb); err != nil {
+			t.Fatal(err)
+		}
+		if hb.Cairn != "heartbeat" || hb.Deployment != "shop" || hb.Run == "" {
+			t.Fatalf("heartbeat = %+v", hb)
+		}
+	})
 	t.Run("sns-in-sqs", func(t *testing.T) {
 		var n events.SNSEntity
 		if err := json.Unmarshal([]byte(sqsBody(t, "sns-in-sqs.json", "cairn-ports")), &n); err != nil {
@@ -126,7 +135,7 @@ func TestEventFiles(t *testing.T) {
 	})
 	t.Run("drift-status-change", func(t *testing.T) {
 		var ev events.CloudWatchEvent
-		if err := json.Unmarshal([]byte(sqsBody(t, "drift-status-change.json", "cairn-deploy")), &ev); err != nil {
+		if err := json.Unmarshal([]byte(sqsBody(t, "drift-status-change.json", "cairn-drift")), &ev); err != nil {
 			t.Fatal(err)
 		}
 		var d struct {

@@ -83,13 +83,14 @@ def custom_resource(kind):
         "RequestId": request_id,
         "LogicalResourceId": "ListenerPort",
         "ResourceType": "Custom::PortAllocation",
-        "ResourceProperties": {"ServiceToken": TOPIC, "Pool": "shop", "Service": "app"},
+        "ResourceProperties": {"ServiceToken": TOPIC, "Pool": "default"},
     }
     if kind != "Create":
-        req["PhysicalResourceId"] = "shop/app/ListenerPort"
+        req["PhysicalResourceId"] = "default:20000:5c2d7f1a"
     if kind == "Update":
-        req["ResourceProperties"] = {"ServiceToken": TOPIC, "Pool": "shop", "Service": "app-v2"}
-        req["OldResourceProperties"] = {"ServiceToken": TOPIC, "Pool": "shop", "Service": "app"}
+        # Count changes: the allocation is replaced (a new block and physical id).
+        req["ResourceProperties"] = {"ServiceToken": TOPIC, "Pool": "default", "Count": "2"}
+        req["OldResourceProperties"] = {"ServiceToken": TOPIC, "Pool": "default"}
     body = sns_envelope(dumps(req), "AWS CloudFormation custom resource request", "b0f5d6a4-2c1e-5f3a-8e7d-9c0b1a2d3e4f", "2026-11-30T08:00:00.456Z")
     return sqs_event("cairn-ports", body, "c8a2e3f4-5b6c-4d7e-8f90-a1b2c3d4e5f6", "AIDAIT2UOQQY3AUEKVGXU")
 
@@ -110,6 +111,8 @@ def cfn_event(detail_type, detail):
 
 EVENTS = {
     "s3-put-sqs.json": s3_put(),
+    "deploy-heartbeat.json": sqs_event("cairn-deploy", '{"cairn":"heartbeat","deployment":"shop","run":"20261130-080000-1a2b3c4d"}',
+                                       "5d1c2b3a-4e5f-4a6b-9c7d-8e9f0a1b2c3d", "AROAJ2UCCR6DPCEXAMPLE:cairn-deployer"),
     "sqs-message.json": sqs_event("cairn-deploy", '{"kind":"advance","run":"shop/20261130T080000Z-1a2b"}',
                                   "19dd0b57-b21e-4ac1-bd88-01bbb068cb78", "AIDAIENQZJOLO23YVJ4VO",
                                   attrs={"kind": {"stringValue": "advance", "stringListValues": [], "binaryListValues": [], "dataType": "String"}}),
@@ -135,7 +138,7 @@ EVENTS = {
         "status-details": {"status": "UPDATE_COMPLETE", "status-reason": ""},
         "client-request-token": "cairn-shop-20261130T080000Z-1a2b",
     })), "4f5e6d7c-8b9a-4c0d-9e1f-2a3b4c5d6e7f", "AIDAJXNJGGKNS7OSV23OI"),
-    "drift-status-change.json": sqs_event("cairn-deploy", dumps(cfn_event("CloudFormation Drift Detection Status Change", {
+    "drift-status-change.json": sqs_event("cairn-drift", dumps(cfn_event("CloudFormation Drift Detection Status Change", {
         "stack-id": STACK_ID,
         "stack-drift-detection-id": "d9c8b7a6-5f4e-4d3c-2b1a-0f9e8d7c6b5a",
         "status-details": {"stack-drift-status": "DRIFTED", "detection-status": "DETECTION_COMPLETE"},

@@ -325,5 +325,8 @@ func printOutcome(w io.Writer, doc *deploy.Document) {
 	for _, e := range doc.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", e)
 	}
+	for _, e := range doc.Notes {
+		fmt.Fprintf(w, "  note: %s\n", e)
+	}
 	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, deploy.ReportKey(doc.Run.Deployment, doc.Run.ID))
 }

@@ -40,7 +40,10 @@ func TestCloudFormationIsWiredIn(t *testing.T) {
 	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("wired"), TemplateBody: aws.String(body)}); err != nil {
 		t.Fatal(err)
 	}
-	w := cloudformation.NewStackCreateCompleteWaiter(cf, func(o *cloudformation.StackCreateCompleteWaiterOptions) { o.MinDelay = 50 * time.Millisecond; o.MaxDelay = 100 * time.Millisecond })
+	w := cloudformation.NewStackCreateCompleteWaiter(cf, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
+		o.MinDelay = 50 * time.Millisecond
+		o.MaxDelay = 100 * time.Millisecond
+	})
 	if err := w.Wait(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String("wired")}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}

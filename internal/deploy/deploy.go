@@ -41,6 +41,10 @@ import (
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
+// DestroyMetadata is the S3 object metadata key that makes a plans/NAME.zip upload plan
+// the deletion of every stack of the graph (set by cairn destroy).
+const DestroyMetadata = "cairn-destroy"
+
 // DefaultHeartbeat is how long a heartbeat waits in the queue before it advances its run.
 const DefaultHeartbeat = 15 * time.Second
 
@@ -80,6 +84,8 @@ type Config struct {
 	Lease time.Duration
 	// Budget returns a run's CloudFormation API budget (default changeset.DefaultBudget).
 	Budget func() *rate.Limiter
+	// PlanTTL is how long an unapplied plan stays approvable (default DefaultPlanTTL).
+	PlanTTL time.Duration
 	// Run tunes the state machine (retries, phase timeout).
 	Run    run.Options
 	Clock  clock.Clock
@@ -188,6 +194,8 @@ type loadedBundle struct {
 	cfg    *config.Config
 	bundle Bundle
 	errs   []string
+	// destroy: the upload asks for a plan deleting every stack (metadata cairn-destroy).
+	destroy bool
 }
 
 // fetch downloads exactly the uploaded version and loads its config. A bundle that cannot
@@ -214,7 +222,7 @@ func (d *Driver) fetch(ctx context.Context, b Bundle, deployment string) (*loade
 	b.GitRemote = out.Metadata["git-remote"]
 	sum := sha256.Sum256(data)
 	b.SHA256 = hex.EncodeToString(sum[:])
-	lb := &loadedBundle{bundle: b}
+	lb := &loadedBundle{bundle: b, destroy: out.Metadata[DestroyMetadata] == "true"}
 	if len(data) > bundle.MaxZipSize {
 		lb.errs = []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}
 		return lb, nil
@@ -286,9 +294,12 @@ func owner(ctx context.Context) state.Owner {
 // started, a failed or superseded run recorded, or the upload re-queued to wait for the
 // lock); an error asks for the event to be delivered again.
 func (d *Driver) Start(ctx context.Context, u Upload) error {
-	deployment := u.Deployment()
+	deployment, mode := u.Deployment(), run.ModeDeploy
 	if deployment == "" {
-		d.log.Info("deploy: ignoring an object that is not deployments/NAME.zip", "bucket", u.Bucket, "key", u.Key)
+		deployment, mode = u.PlanName(), run.ModePlan
+	}
+	if deployment == "" {
+		d.log.Info("deploy: ignoring an object that is not deployments/NAME.zip or plans/NAME.zip", "bucket", u.Bucket, "key", u.Key)
 		return nil
 	}
 	if u.Bucket == "" {
@@ -307,7 +318,7 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 	}
 	now := d.clk.Now().UTC()
 	doc := &Document{
-		Run:    &run.Run{ID: runID, Deployment: deployment, Mode: run.ModeDeploy, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now},
+		Run:    &run.Run{ID: runID, Deployment: deployment, Mode: mode, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now},
 		Bundle: Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID, Sequencer: u.Sequencer},
 	}
 	if warn, err := d.store.VersioningWarning(ctx); err != nil {
@@ -376,14 +387,19 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 		d.release(ctx, lock, log)
 		return err
 	}
-	importers, err := cs.Importers(ctx, exportsOfGone(cfg, g, live))
+	doc.Destroy = lb.destroy
+	planCfg := cfg
+	if doc.Destroy {
+		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
+	}
+	importers, err := cs.Importers(ctx, exportsOfGone(planCfg, g, live))
 	if err != nil {
 		d.release(ctx, lock, log)
 		return err
 	}
 	res, err := plan.Make(plan.Input{
-		RunID: runID, Deployment: deployment, Mode: run.ModeDeploy, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: now,
+		RunID: runID, Deployment: deployment, Mode: mode, Config: cfg, Graph: g, Live: live,
+		Importers: importers, Bundle: doc.Bundle.Ref(), Now: now, Destroy: doc.Destroy,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
@@ -395,11 +411,8 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
 		return d.failBeforeStart(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)
 	}
-	doc.Lookups, doc.Protection, doc.LiveProtection, doc.Statuses = map[string][]config.Lookup{}, map[string]bool{}, map[string]bool{}, map[string]string{}
+	doc.Lookups, doc.Protection, doc.LiveProtection, doc.Statuses = lookupsOf(cfg), map[string]bool{}, map[string]bool{}, map[string]string{}
 	for _, s := range cfg.Stacks {
-		if len(s.Lookups) > 0 {
-			doc.Lookups[s.Name] = s.Lookups
-		}
 		doc.Protection[s.Name] = s.TerminationProtection
 	}
 	for name, s := range doc.Run.Stacks {
@@ -500,6 +513,12 @@ func (d *Driver) failBeforeStart(ctx context.Context, doc *Document, lock *state
 		}
 	}
 	d.report(ctx, doc, log)
+	if doc.Run.Mode == run.ModePlan {
+		// The failed plan is recorded too, so whoever waits for it learns why.
+		if err := d.finishPlan(ctx, doc, nil, log); err != nil {
+			log.Warn("deploy: cannot record the failed plan", "err", err)
+		}
+	}
 	_, err := d.saveDocument(ctx, doc, "")
 	if lock != nil {
 		d.release(ctx, lock, log)

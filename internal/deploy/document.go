@@ -40,6 +40,8 @@ type Document struct {
 	Refusals  []string        `json:"refusals,omitempty"`
 	Errors    []string        `json:"errors,omitempty"`
 	Warnings  []string        `json:"warnings,omitempty"`
+	// Notes say what else the run did (e.g. removed the emptied graph).
+	Notes []string `json:"notes,omitempty"`
 	// Pending holds the results of the last step's actions, by config name, for the next
 	// step's Advance.
 	Pending map[string]run.Observation `json:"pending,omitempty"`
@@ -52,8 +54,12 @@ type Document struct {
 	// Statuses are the stacks' CloudFormation statuses as last seen.
 	Statuses map[string]string `json:"statuses,omitempty"`
 	// Drop lists stacks the plan dropped from the graph (gone from AWS and the config).
-	Drop  []string `json:"drop,omitempty"`
-	Steps int      `json:"steps"`
+	Drop []string `json:"drop,omitempty"`
+	// Plan is, for an apply run, the id of the approved plan it applies.
+	Plan string `json:"plan,omitempty"`
+	// Destroy marks a run (a plan or its apply) that deletes every stack of the graph.
+	Destroy bool `json:"destroy,omitempty"`
+	Steps   int  `json:"steps"`
 }
 
 // Bundle identifies the upload a run deploys.
@@ -91,7 +97,7 @@ func (b Bundle) String() string {
 
 // Report is the document as the report package shows it.
 func (d *Document) Report() report.Input {
-	in := report.Input{Run: d.Run, Bundle: d.Bundle.String(), Decisions: d.Decisions, Refusals: d.Refusals, Errors: d.Errors, Warnings: d.Warnings}
+	in := report.Input{Run: d.Run, Bundle: d.Bundle.String(), Decisions: d.Decisions, Refusals: d.Refusals, Errors: d.Errors, Warnings: d.Warnings, Notes: d.Notes}
 	return in
 }
 

@@ -66,6 +66,8 @@ type worldOptions struct {
 	ResourceDelay time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
+	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
+	PlanTTL time.Duration
 }
 
 type syncBuffer struct {
@@ -180,7 +182,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		o.Lease = 12 * time.Hour
 	}
 	d, err := deploy.NewFromAWS(cfg, deploy.Config{
-		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease,
+		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -196,7 +196,11 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 					Bucket: r.S3.Bucket.Name, Key: decodeKey(r.S3.Object.Key), VersionID: r.S3.Object.VersionID,
 					Sequencer: r.S3.Object.Sequencer, Time: r.EventTime, Body: rec.Body,
 				}
-				if err := d.Start(ctx, u); err != nil {
+				start := d.Start
+				if strings.HasPrefix(u.Key, "approvals/") {
+					start = d.Approve
+				}
+				if err := start(ctx, u); err != nil {
 					errs = append(errs, err)
 				}
 			}

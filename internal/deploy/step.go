@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/changeset"
@@ -192,16 +193,29 @@ func (d *Driver) step(ctx context.Context, doc *Document, etag string, lock *sta
 			return err
 		}
 	}
+	if ended && next.Mode == run.ModePlan {
+		// The plan document is what an approval applies: it is recorded under the lock,
+		// before the run is seen to end.
+		if err := d.finishPlan(ctx, doc, lock, log); err != nil {
+			return err
+		}
+	}
 	if ended {
 		d.report(ctx, doc, log)
 	}
 	if _, err := d.saveDocument(ctx, doc, etag); err != nil {
 		return err
 	}
+	if ended && doc.Plan != "" {
+		d.markApplied(ctx, doc, log)
+	}
 	if !ended {
 		return nil
 	}
 	log.Info("deploy: run ended", "status", string(next.Status), "reason", next.Reason, "steps", doc.Steps)
+	if next.Mode == run.ModeDeploy {
+		d.retireOpenPlans(ctx, doc, log)
+	}
 	d.budgets.Delete(next.ID)
 	if err := d.deleteIndex(ctx, next.ID); err != nil {
 		log.Warn("deploy: cannot remove the open-run index", "err", err)
@@ -265,6 +279,9 @@ func (d *Driver) inputs(doc *Document, r *run.Run, lb *loadedBundle, a run.Actio
 // writeGraph records in the persistent graph the stacks that finished (all of them when
 // the run ended, with the bundle when it succeeded), and drops what the plan dropped.
 func (d *Driver) writeGraph(ctx context.Context, lock *state.Lock, doc *Document, finished []string, ended bool) error {
+	if doc.Run.Mode == run.ModePlan {
+		return nil // a plan changes nothing, so the graph it was made against stays as it is
+	}
 	if len(finished) == 0 && !ended && len(doc.Drop) == 0 {
 		return nil
 	}
@@ -313,9 +330,10 @@ func (d *Driver) writeGraph(ctx context.Context, lock *state.Lock, doc *Document
 			}
 		case s.Phase == run.Done || s.Phase == run.Unchanged:
 			st := &state.Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
-				TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: doc.Statuses[name], Outputs: s.Outputs, UpdatedAt: now}
+				TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: doc.Statuses[name], Outputs: s.Outputs, UpdatedAt: now,
+				Region: d.cfg.Region}
 			if old != nil {
-				st.Region, st.Tags = old.Region, old.Tags
+				st.Tags = old.Tags
 				if st.StackID == "" {
 					st.StackID = old.StackID
 				}
@@ -337,7 +355,18 @@ func (d *Driver) writeGraph(ctx context.Context, lock *state.Lock, doc *Document
 		return nil
 	}
 	doc.Drop = nil
-	return d.store.Write(ctx, lock, g)
+	if err := d.store.Write(ctx, lock, g); err != nil {
+		return err
+	}
+	if ended && doc.Run.Status == run.Succeeded && doc.Destroy && len(g.Stacks) == 0 {
+		// Nothing is left to manage: the state object goes; its versions keep the history.
+		key := state.StateKey(doc.Namespace, doc.GraphKey)
+		if _, err := d.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.cfg.Bucket, Key: &key}); err != nil {
+			return fmt.Errorf("remove the emptied graph s3://%s/%s: %w", d.cfg.Bucket, key, err)
+		}
+		doc.Notes = append(doc.Notes, fmt.Sprintf("every stack is deleted: the emptied graph's state object s3://%s/%s was removed (its earlier versions keep the history)", d.cfg.Bucket, key))
+	}
+	return nil
 }
 
 func remove(g *state.Graph, name string) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -48,7 +49,10 @@ type Input struct {
 	Bundle state.BundleRef
 	// AllowDeletions lets an approved plan exceed deletion_policy.max_deletions.
 	AllowDeletions bool
-	Now            time.Time
+	// Destroy plans the deletion of every stack of the graph (cairn destroy); Config then
+	// only names the namespace and graph key, its stacks are ignored.
+	Destroy bool
+	Now     time.Time
 }
 
 // Action is the plan's decision for one stack, for reports.
@@ -150,6 +154,13 @@ func Make(in Input) (*Result, error) {
 	cfg := in.Config
 	if cfg == nil {
 		return nil, fmt.Errorf("no valid config: nothing is deployed and nothing is deleted")
+	}
+	if in.Destroy {
+		if res.Run.Mode != run.ModePlan {
+			return nil, fmt.Errorf("destroy is planned and approved, never deployed directly: run `cairn destroy %s`", in.Deployment)
+		}
+		// A config of no stacks (built afresh: Load's indexes would still name them).
+		cfg = &config.Config{File: cfg.File, Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, MaxConcurrency: cfg.MaxConcurrency}
 	}
 	res.Run.MaxConcurrency = cfg.MaxConcurrency
 	g, err := cfg.Graph()
@@ -272,6 +283,9 @@ func Make(in Input) (*Result, error) {
 	}
 
 	res.deletions(in, cfg, prev)
+	if res.Run.Mode == run.ModeDeploy {
+		res.protect(in, cfg, g)
+	}
 	sort.SliceStable(res.Decisions, func(i, j int) bool { return res.Decisions[i].Stack < res.Decisions[j].Stack })
 	return res, nil
 }
@@ -296,7 +310,7 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 	if len(gone) == 0 {
 		return
 	}
-	if len(cfg.Stacks) == 0 {
+	if len(cfg.Stacks) == 0 && !in.Destroy {
 		res.Refusals = append(res.Refusals, fmt.Sprintf("the config has no stacks: refusing to delete the %d stack(s) of the graph; use `cairn destroy %s` to delete everything", len(gone), in.Deployment))
 		return
 	}
@@ -371,7 +385,7 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			}
 		}
 	}
-	if max := cfg.DeletionPolicy.MaxDeletions; max > 0 && len(deleting) > max && !in.AllowDeletions {
+	if max := cfg.DeletionPolicy.MaxDeletions; max > 0 && len(deleting) > max && !in.AllowDeletions && res.Run.Mode != run.ModePlan {
 		res.Refusals = append(res.Refusals, fmt.Sprintf("the run would delete %d stacks (%s), more than deletion_policy.max_deletions %d: plan and approve it (`cairn plan PATH --deployment %s`)",
 			len(deleting), strings.Join(sortedKeys(deleting), ", "), max, in.Deployment))
 	}
@@ -393,4 +407,50 @@ func sortedValues(m map[string]string) []string {
 	}
 	sort.Strings(vals)
 	return vals
+}
+
+// protect refuses a direct deployment that would touch a protected stack: one it creates,
+// updates, re-creates or deletes, or one whose inputs come (directly or not) from a stack
+// the run changes. Such stacks change only through an approved plan.
+func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph) {
+	changing := map[string]bool{}
+	for _, d := range res.Decisions {
+		switch d.Action {
+		case Create, Update, Adopt, Recreate, Delete:
+			changing[d.Stack] = true
+		}
+	}
+	// A stack may change when a stack it depends on changes: propagate to a fixpoint.
+	via := map[string]string{}
+	for again := true; again; {
+		again = false
+		for _, s := range cfg.Stacks {
+			if changing[s.Name] || via[s.Name] != "" || !s.Enabled || s.Locked {
+				continue
+			}
+			for _, dep := range g.Dependencies(s.Name) {
+				if changing[dep] || via[dep] != "" {
+					via[s.Name] = dep
+					again = true
+					break
+				}
+			}
+		}
+	}
+	var touched []string
+	for _, s := range cfg.Stacks {
+		if !s.Protected || !s.Enabled || s.Locked {
+			continue
+		}
+		switch {
+		case changing[s.Name]:
+			touched = append(touched, s.Name)
+		case via[s.Name] != "":
+			touched = append(touched, s.Name+" (its input "+via[s.Name]+" may change)")
+		}
+	}
+	if len(touched) > 0 {
+		res.Refusals = append(res.Refusals, fmt.Sprintf("protected stack(s) %s change only through an approved plan: run `cairn plan PATH --deployment %s`, review it, then `cairn approve %s PLAN_ID`",
+			strings.Join(touched, ", "), in.Deployment, in.Deployment))
+	}
 }

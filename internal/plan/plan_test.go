@@ -270,3 +270,49 @@ func TestNoConfigChangesNothing(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestProtectedStacksChangeOnlyThroughAPlan(t *testing.T) {
+	protect := func(cfg *config.Config, name string) {
+		for _, s := range cfg.Stacks {
+			if s.Name == name {
+				s.Protected = true
+			}
+		}
+	}
+	tests := []struct {
+		name        string
+		changed     string // stack whose template changed
+		mode        run.Mode
+		wantRefusal string
+	}{
+		{name: "protected stack updated", changed: "db", mode: run.ModeDeploy, wantRefusal: "protected stack(s) db change only through an approved plan: run `cairn plan PATH --deployment shop`"},
+		{name: "input of a protected stack changes", changed: "net", mode: run.ModeDeploy, wantRefusal: "protected stack(s) db (its input net may change) change only"},
+		{name: "only a dependent changes", changed: "app", mode: run.ModeDeploy},
+		{name: "plan runs may touch it", changed: "db", mode: run.ModePlan},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := load(t, "", "net", "db<-net", "app<-db")
+			protect(cfg, "db")
+			g := applied(t, cfg)
+			g.Stacks[tt.changed].TemplateHash = "old"
+			res := mustMake(t, Input{Config: cfg, Graph: g, Live: liveOf(cfg, "net", "db", "app"), Mode: tt.mode})
+			got := strings.Join(res.Refusals, "\n")
+			if tt.wantRefusal == "" && got != "" || tt.wantRefusal != "" && !strings.Contains(got, tt.wantRefusal) {
+				t.Fatalf("refusals %q, want %q", got, tt.wantRefusal)
+			}
+		})
+	}
+}
+
+func TestPlanRunsMayExceedMaxDeletions(t *testing.T) {
+	old := load(t, "deletion_policy: {max_deletions: 1}\n", "a", "b", "keep")
+	cfg := load(t, "deletion_policy: {max_deletions: 1}\n", "keep")
+	for _, mode := range []run.Mode{run.ModeDeploy, run.ModePlan} {
+		res := mustMake(t, Input{Config: cfg, Graph: applied(t, old), Live: liveOf(old, "a", "b", "keep"), Mode: mode})
+		refused := strings.Contains(strings.Join(res.Refusals, "\n"), "more than deletion_policy.max_deletions 1: plan and approve it (`cairn plan PATH --deployment shop`)")
+		if refused != (mode == run.ModeDeploy) {
+			t.Errorf("mode %s: refusals %v", mode, res.Refusals)
+		}
+	}
+}

@@ -29,6 +29,8 @@ type Input struct {
 	Errors []string
 	// Warnings, such as bucket versioning being off.
 	Warnings []string
+	// Notes say what else the run did, such as removing an emptied graph.
+	Notes []string
 }
 
 func (in Input) status() string {
@@ -59,6 +61,9 @@ func Markdown(w io.Writer, in Input) error {
 	b.WriteString("\n")
 	for _, wn := range in.Warnings {
 		fmt.Fprintf(&b, "> **Warning:** %s\n\n", wn)
+	}
+	for _, n := range in.Notes {
+		fmt.Fprintf(&b, "> **Note:** %s\n\n", n)
 	}
 	if len(in.Errors) > 0 {
 		b.WriteString("## Errors (nothing was changed)\n\n")
@@ -182,6 +187,9 @@ func Summary(in Input, reportURI string) string {
 	}
 	for _, w := range in.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	for _, n := range in.Notes {
+		fmt.Fprintf(&b, "note: %s\n", n)
 	}
 	if reportURI != "" {
 		fmt.Fprintf(&b, "Report: %s\n", reportURI)

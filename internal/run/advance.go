@@ -379,6 +379,12 @@ func start(r *Run, now time.Time, opts Options) []Action {
 	}
 	for _, name := range names {
 		s := r.Stacks[name]
+		if s.Intent == IntentDelete && s.Phase == Pending && r.Mode == ModePlan {
+			// A plan records the deletion; only the apply run deletes.
+			setPhase(s, Ready, now)
+			s.FinishedAt = now
+			continue
+		}
 		if s.Intent != IntentDelete || s.Phase != Pending || inFlight >= limit || !satisfied(r, s) {
 			continue
 		}
@@ -408,15 +414,18 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	if s.StartedAt.IsZero() {
 		s.StartedAt = now
 	}
+	if r.Mode == ModePlan && planAtApply(r, s) {
+		// Its change set needs outputs (or a stack) that only the apply run creates.
+		s.AtApply = true
+		s.Reason = "created at apply"
+		setPhase(s, Ready, now)
+		s.FinishedAt = now
+		return nil
+	}
 	if s.Intent == IntentRecreate {
 		setPhase(s, DeletingOld, now)
 		*inFlight++
 		return []Action{{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}}
-	}
-	if s.ChangeSetID != "" && s.ChangeSetName != "" && r.Mode == ModeDeploy {
-		setPhase(s, Executing, now)
-		*inFlight++
-		return []Action{execute(s)}
 	}
 	params, err := opts.Resolve(s.Name, s.RawParameters, func(stack, output string) (string, bool) {
 		if d := r.Stacks[stack]; d != nil {
@@ -429,6 +438,36 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	if err != nil {
 		fail(s, now, "parameters: "+err.Error())
 		return nil
+	}
+	if r.Mode == ModeDeploy && s.PlannedParametersHash != "" {
+		if h := HashParameters(params); h != s.PlannedParametersHash {
+			what := "change set " + s.ChangeSetName
+			if s.ChangeSetName == "" {
+				what = "the plan (no changes)"
+			}
+			fail(s, now, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
+				s.StackName, what, describeParams(s.Parameters, params)))
+			return nil
+		}
+	}
+	if s.ChangeSetID != "" && s.ChangeSetName != "" && r.Mode == ModeDeploy {
+		// A reviewed change set of an approved plan: executed as it is, never re-made.
+		setPhase(s, Executing, now)
+		*inFlight++
+		return []Action{execute(s)}
+	}
+	if r.Mode == ModeDeploy && s.PlannedParametersHash != "" && !s.AtApply {
+		// Planned with no changes, and its inputs still resolve as planned.
+		s.Reason = "no changes in the plan"
+		setPhase(s, Unchanged, now)
+		return nil
+	}
+	if r.Mode == ModePlan {
+		for _, dep := range s.Requires {
+			if d := r.Stacks[dep]; d != nil && d.Phase == Ready && d.Intent != IntentDelete {
+				s.InputsMayChange = true
+			}
+		}
 	}
 	s.Parameters = params
 	s.ParametersHash = HashParameters(params)
@@ -449,6 +488,50 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	*inFlight++
 	return []Action{{Kind: CreateChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
 		ChangeSetName: s.ChangeSetName, ChangeSetType: s.ChangeSetType, Parameters: params, Token: s.ChangeSetName}}
+}
+
+// planAtApply reports whether, in a plan, s depends on a stack the plan creates (or
+// re-creates, or itself defers): its inputs do not exist yet.
+func planAtApply(r *Run, s *Stack) bool {
+	if s.Intent == IntentRecreate {
+		return true
+	}
+	for _, dep := range s.Requires {
+		d := r.Stacks[dep]
+		if d == nil || d.Intent == IntentDelete {
+			continue
+		}
+		if d.AtApply || (d.Phase == Ready && d.ChangeSetType == "CREATE") {
+			return true
+		}
+	}
+	return false
+}
+
+// describeParams names the parameters whose values differ between was and now.
+func describeParams(was, now map[string]string) string {
+	var diffs []string
+	keys := map[string]bool{}
+	for k := range was {
+		keys[k] = true
+	}
+	for k := range now {
+		keys[k] = true
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if was[k] != now[k] {
+			diffs = append(diffs, fmt.Sprintf("%s was %q, now %q", k, was[k], now[k]))
+		}
+	}
+	if len(diffs) == 0 {
+		return "parameters differ"
+	}
+	return strings.Join(diffs, ", ")
 }
 
 func finish(r *Run, now time.Time) {

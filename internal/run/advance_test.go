@@ -397,6 +397,9 @@ func TestPlanModeStopsAtReady(t *testing.T) {
 	w := newWorld(t)
 	r := chain("a", "b")
 	r.Mode = ModePlan
+	for _, s := range r.Stacks { // updates: a stack created by the plan defers its dependents
+		s.Exists = true
+	}
 	got := w.drive(r, Options{Resolve: func(_ string, raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
 		return raw, nil
 	}})
@@ -471,5 +474,107 @@ func TestRefusedDeletionKeepsItsDependencies(t *testing.T) {
 	}
 	if s := got.Stacks["db"]; s.Phase != Blocked || s.Reason != "not deleted: dependent stack app failed and still exists" {
 		t.Fatalf("db %s %q", s.Phase, s.Reason)
+	}
+}
+
+func TestPlanMarksCreatedAtApplyAndInputsMayChange(t *testing.T) {
+	resolve := Options{Resolve: resolveOutputs}
+	tests := []struct {
+		name        string
+		exists      map[string]bool
+		deletes     []string
+		wantCalls   []string
+		wantAtApply map[string]bool
+		wantMay     map[string]bool
+	}{
+		{name: "new chain: only the first change set is made", exists: map[string]bool{},
+			wantCalls: []string{"CreateChangeSet a"}, wantAtApply: map[string]bool{"b": true, "c": true}, wantMay: map[string]bool{}},
+		{name: "updates: dependents planned against current outputs", exists: map[string]bool{"a": true, "b": true, "c": true},
+			wantCalls: []string{"CreateChangeSet a", "CreateChangeSet b", "CreateChangeSet c"}, wantAtApply: map[string]bool{}, wantMay: map[string]bool{"b": true, "c": true}},
+		{name: "new stack in the middle", exists: map[string]bool{"a": true, "c": true},
+			wantCalls: []string{"CreateChangeSet a", "CreateChangeSet b"}, wantAtApply: map[string]bool{"c": true}, wantMay: map[string]bool{"b": true}},
+		{name: "deletions are recorded, never performed", exists: map[string]bool{"a": true, "b": true, "c": true}, deletes: []string{"old"},
+			wantCalls: []string{"CreateChangeSet a", "CreateChangeSet b", "CreateChangeSet c"}, wantAtApply: map[string]bool{}, wantMay: map[string]bool{"b": true, "c": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			r := chain("a", "b", "c")
+			r.Mode = ModePlan
+			for n, s := range r.Stacks {
+				s.Exists = tt.exists[n]
+				if s.Exists {
+					w.stacks[n] = &fakeStack{status: "UPDATE_COMPLETE", outputs: map[string]string{"Out": "live-" + n}}
+					s.Outputs = map[string]string{"Out": "live-" + n}
+				}
+			}
+			for _, d := range tt.deletes {
+				r.Stacks[d] = &Stack{Name: d, StackName: "shop-" + d, Intent: IntentDelete, Phase: Pending, Exists: true}
+			}
+			got := w.drive(r, resolve)
+			if k := kinds(w.calls); !slices.Equal(k, tt.wantCalls) {
+				t.Fatalf("calls %v, want %v", k, tt.wantCalls)
+			}
+			if got.Status != Succeeded {
+				t.Fatalf("status %s (%s), phases %v", got.Status, got.Reason, phases(got))
+			}
+			for n, s := range got.Stacks {
+				if s.Phase != Ready {
+					t.Errorf("%s: phase %s, want ready", n, s.Phase)
+				}
+				if s.AtApply != tt.wantAtApply[n] || s.InputsMayChange != tt.wantMay[n] {
+					t.Errorf("%s: at apply %v, inputs may change %v; want %v, %v", n, s.AtApply, s.InputsMayChange, tt.wantAtApply[n], tt.wantMay[n])
+				}
+				if s.AtApply && s.ChangeSetName != "" {
+					t.Errorf("%s: created at apply but has change set %s", n, s.ChangeSetName)
+				}
+			}
+		})
+	}
+}
+
+// An apply run executes the reviewed change sets in dependency order, creates only the
+// deferred one, and refuses a stack whose consumed outputs changed since the plan.
+func TestApplyExecutesReviewedChangeSets(t *testing.T) {
+	tests := []struct {
+		name       string
+		plannedB   string // the value b's parameter Dep had at plan time
+		wantCalls  []string
+		wantPhases map[string]Phase
+	}{
+		{name: "fresh", plannedB: "a:map[P:v]",
+			wantCalls:  []string{"ExecuteChangeSet a", "ExecuteChangeSet b", "CreateChangeSet c", "ExecuteChangeSet c"},
+			wantPhases: map[string]Phase{"a": Done, "b": Done, "c": Done}},
+		{name: "consumed output changed", plannedB: "a:old",
+			wantCalls:  []string{"ExecuteChangeSet a"},
+			wantPhases: map[string]Phase{"a": Done, "b": Failed, "c": Blocked}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			r := chain("a", "b", "c")
+			for n, s := range r.Stacks {
+				s.Exists = n != "c"
+				if n == "c" {
+					s.AtApply = true
+					continue
+				}
+				s.ChangeSetName, s.ChangeSetID, s.ChangeSetType = "cairn-plan-"+n, "arn:cs/"+n, "UPDATE"
+				w.stacks[n] = &fakeStack{status: "UPDATE_COMPLETE", csStatus: "CREATE_COMPLETE", params: map[string]string{"P": "v"}}
+			}
+			r.Stacks["a"].PlannedParametersHash = HashParameters(map[string]string{"P": "v"})
+			r.Stacks["b"].InputsMayChange = true
+			r.Stacks["b"].PlannedParametersHash = HashParameters(map[string]string{"P": "v", "Dep": tt.plannedB})
+			got := w.drive(r, Options{Resolve: resolveOutputs})
+			if k := kinds(w.calls); !slices.Equal(k, tt.wantCalls) {
+				t.Fatalf("calls %v, want %v", k, tt.wantCalls)
+			}
+			if p := phases(got); !maps.Equal(p, tt.wantPhases) {
+				t.Fatalf("phases %v, want %v", p, tt.wantPhases)
+			}
+			if b := got.Stacks["b"]; b.Phase == Failed && !strings.Contains(b.Reason, "change set cairn-plan-b is stale") || b.Phase == Failed && !strings.HasSuffix(b.Reason, ": re-plan") {
+				t.Errorf("b: reason %q", b.Reason)
+			}
+		})
 	}
 }

@@ -108,9 +108,19 @@ type Stack struct {
 	Rollbacks     int               `json:"rollbacks,omitempty"`
 	Reason        string            `json:"reason,omitempty"`
 	Outputs       map[string]string `json:"outputs,omitempty"`
-	StartedAt     time.Time         `json:"started_at,omitzero"`
-	PhaseSince    time.Time         `json:"phase_since,omitzero"`
-	FinishedAt    time.Time         `json:"finished_at,omitzero"`
+	// AtApply marks a plan's stack whose change set cannot be made yet, because a stack it
+	// depends on is created by the same plan: the apply run creates it ("created at apply").
+	AtApply bool `json:"at_apply,omitempty"`
+	// InputsMayChange marks a plan's stack whose parameters come from outputs of a stack the
+	// plan changes: its change set was made against the current outputs.
+	InputsMayChange bool `json:"inputs_may_change,omitempty"`
+	// PlannedParametersHash, in an apply run, is the hash of the parameters the reviewed
+	// change set was made with: a stack whose parameters now resolve differently is stale
+	// and is never executed.
+	PlannedParametersHash string    `json:"planned_parameters_hash,omitempty"`
+	StartedAt             time.Time `json:"started_at,omitzero"`
+	PhaseSince            time.Time `json:"phase_since,omitzero"`
+	FinishedAt            time.Time `json:"finished_at,omitzero"`
 }
 
 // Run is the whole state machine, persisted after every step.

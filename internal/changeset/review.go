@@ -1,0 +1,96 @@
+package changeset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+
+	"github.com/cairn-dev/cairn/internal/plan"
+)
+
+// ChangeSetState is what an approval checks of a reviewed change set.
+type ChangeSetState struct {
+	Found           bool
+	Status          string // CREATE_COMPLETE, FAILED, ...
+	ExecutionStatus string // AVAILABLE, EXECUTE_COMPLETE, OBSOLETE, ...
+	Changes         []plan.Change
+}
+
+// Describe reads the change set id (all pages) with its resource changes, for the plan
+// document and for an approval's freshness check. A change set that does not exist is
+// Found false, not an error.
+func (c *Client) Describe(ctx context.Context, id string) (ChangeSetState, error) {
+	var st ChangeSetState
+	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(id)}
+	for page := 0; ; page++ {
+		if err := c.wait(ctx); err != nil {
+			return st, err
+		}
+		out, err := c.CFN.DescribeChangeSet(ctx, in)
+		if err != nil {
+			if errorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
+				return ChangeSetState{}, nil
+			}
+			return st, fmt.Errorf("describe change set %s: %w", id, err)
+		}
+		if page == 0 {
+			st.Found, st.Status, st.ExecutionStatus = true, string(out.Status), string(out.ExecutionStatus)
+		}
+		for _, ch := range out.Changes {
+			rc := ch.ResourceChange
+			if rc == nil {
+				continue
+			}
+			pc := plan.Change{LogicalID: aws.ToString(rc.LogicalResourceId), PhysicalID: aws.ToString(rc.PhysicalResourceId),
+				Type: aws.ToString(rc.ResourceType), Action: string(rc.Action), Replacement: string(rc.Replacement)}
+			for _, d := range rc.Details {
+				if d.Target == nil {
+					continue
+				}
+				what := string(d.Target.Attribute)
+				if n := aws.ToString(d.Target.Name); n != "" {
+					what += " " + n
+				}
+				line := fmt.Sprintf("%s (recreation: %s, %s", what, nonEmpty(string(d.Target.RequiresRecreation), "Never"), nonEmpty(string(d.Evaluation), "Static"))
+				if src := string(d.ChangeSource); src != "" {
+					line += ", from " + src
+					if ce := aws.ToString(d.CausingEntity); ce != "" {
+						line += " " + ce
+					}
+				}
+				pc.Details = append(pc.Details, line+")")
+			}
+			st.Changes = append(st.Changes, pc)
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return st, nil
+		}
+		in.NextToken = out.NextToken
+	}
+}
+
+// DeleteChangeSet deletes a change set by id; one already gone is no error.
+func (c *Client) DeleteChangeSet(ctx context.Context, id string) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	_, err := c.CFN.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
+	if err != nil && errorCode(err) != "ChangeSetNotFound" {
+		return fmt.Errorf("delete change set %s: %w", id, err)
+	}
+	return nil
+}
+
+// DeleteStack deletes a stack by id or name.
+func (c *Client) DeleteStack(ctx context.Context, stack string) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	if _, err := c.CFN.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)}); err != nil {
+		return fmt.Errorf("delete stack %s: %w", stack, err)
+	}
+	return nil
+}

@@ -1,0 +1,678 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// DefaultPlanTTL is how long an unapplied plan stays approvable; after it, the plan
+// expires and its change sets are deleted.
+const DefaultPlanTTL = 7 * 24 * time.Hour
+
+// PlanName returns NAME of plans/NAME.zip, or "".
+func (u Upload) PlanName() string {
+	name, ok := strings.CutPrefix(u.Key, "plans/")
+	if !ok {
+		return ""
+	}
+	name, ok = strings.CutSuffix(name, ".zip")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return ""
+	}
+	return name
+}
+
+// Approval returns NAME and PLAN_ID of approvals/NAME/PLAN_ID, or "", "".
+func (u Upload) Approval() (deployment, planID string) {
+	rest, ok := strings.CutPrefix(u.Key, "approvals/")
+	if !ok {
+		return "", ""
+	}
+	deployment, planID, ok = strings.Cut(rest, "/")
+	if !ok || deployment == "" || planID == "" || strings.Contains(planID, "/") {
+		return "", ""
+	}
+	return deployment, planID
+}
+
+// ApprovalKey is the object whose creation approves plan planID of deployment.
+func ApprovalKey(deployment, planID string) string { return "approvals/" + deployment + "/" + planID }
+
+// planAction names what a plan does to a stack.
+func planAction(s *run.Stack) string {
+	switch {
+	case s.Intent == run.IntentDelete:
+		return "delete"
+	case s.Intent == run.IntentRecreate:
+		return "recreate"
+	case s.Intent == run.IntentRead || s.Phase == run.Unchanged:
+		return "none"
+	case s.ChangeSetType == "CREATE" || !s.Exists:
+		return "create"
+	default:
+		return "update"
+	}
+}
+
+// readPlan reads a plan document and its ETag.
+func (d *Driver) readPlan(ctx context.Context, deployment, id string) (*plan.Document, string, error) {
+	key := plan.Key(deployment, id)
+	out, err := d.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, "", fmt.Errorf("plan %s of deployment %s: no document s3://%s/%s: %w", id, deployment, d.cfg.Bucket, key, errNoRun)
+		}
+		return nil, "", fmt.Errorf("plan %s: read s3://%s/%s: %w", id, d.cfg.Bucket, key, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("plan %s: read s3://%s/%s: %w", id, d.cfg.Bucket, key, err)
+	}
+	p, err := plan.Decode(body)
+	if err != nil {
+		return nil, "", fmt.Errorf("plan %s: s3://%s/%s: %w", id, d.cfg.Bucket, key, err)
+	}
+	return p, aws.ToString(out.ETag), nil
+}
+
+// writePlan writes a plan document: created when etag is "", else only over etag.
+func (d *Driver) writePlan(ctx context.Context, p *plan.Document, etag string) (string, error) {
+	body, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("plan %s: encode: %w", p.ID, err)
+	}
+	key := plan.Key(p.Deployment, p.ID)
+	in := &s3.PutObjectInput{Bucket: &d.cfg.Bucket, Key: &key, Body: bytes.NewReader(body), ContentType: aws.String("application/json")}
+	if etag == "" {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(etag)
+	}
+	out, err := d.s3.PutObject(ctx, in)
+	if err != nil {
+		if isPrecondition(err) {
+			return "", fmt.Errorf("plan %s: write s3://%s/%s: %w", p.ID, d.cfg.Bucket, key, errRaceLost)
+		}
+		return "", fmt.Errorf("plan %s: write s3://%s/%s: %w", p.ID, d.cfg.Bucket, key, err)
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+// planDocument builds the plan document of a plan run that ended, recording what an
+// approval checks: the graph generation, each stack's status and LastUpdatedTime, and each
+// change set with its resource changes.
+func (d *Driver) planDocument(ctx context.Context, doc *Document, lock *state.Lock, cs *changeset.Client) (*plan.Document, error) {
+	p := &plan.Document{
+		ID: doc.Run.ID, Deployment: doc.Run.Deployment, Namespace: doc.Namespace, GraphKey: doc.GraphKey,
+		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
+		Bundle: plan.BundleVersion{Bucket: doc.Bundle.Bucket, Key: doc.Bundle.Key, VersionID: doc.Bundle.VersionID,
+			SHA256: doc.Bundle.SHA256, GitRef: doc.Bundle.GitRef, GitRemote: doc.Bundle.GitRemote},
+		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
+		Run: doc.Run, Lookups: doc.Lookups, Protection: doc.Protection, Drop: doc.Drop, Destroy: doc.Destroy,
+	}
+	if doc.Run.Status != run.Succeeded {
+		p.Status, p.Reason = plan.PlanFailed, nonEmpty(doc.Run.Reason, "the plan run failed")
+		for _, name := range doc.Run.Names() {
+			if s := doc.Run.Stacks[name]; s.Phase == run.Failed {
+				p.Refusals = append(p.Refusals, fmt.Sprintf("stack %s (%s): %s", name, s.StackName, s.Reason))
+			}
+		}
+	}
+	if lock != nil {
+		g, err := d.store.Read(ctx, lock)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			p.Generation = g.Generation
+		}
+	}
+	var live map[string]plan.Live
+	if len(doc.Run.Stacks) > 0 && lock != nil {
+		var err error
+		if live, err = cs.Live(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range doc.Run.Names() {
+		s := doc.Run.Stacks[name]
+		ps := plan.Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Action: planAction(s),
+			TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Parameters: s.Parameters,
+			InputsMayChange: s.InputsMayChange, CreatedAtApply: s.AtApply, Reason: s.Reason}
+		if s.Phase == run.Ready && s.ChangeSetID != "" {
+			ps.ChangeSetName, ps.ChangeSetID = s.ChangeSetName, s.ChangeSetID
+		}
+		if l, ok := live[s.StackName]; ok {
+			ps.Status, ps.LastUpdated, ps.StackID = l.Status, l.LastUpdated.UTC(), l.StackID
+		}
+		if s.Intent == run.IntentDelete {
+			p.Deletions = append(p.Deletions, name)
+		}
+		if ps.ChangeSetID != "" {
+			st, err := cs.Describe(ctx, ps.ChangeSetID)
+			if err != nil {
+				return nil, err
+			}
+			ps.Changes = st.Changes
+		}
+		p.Stacks = append(p.Stacks, ps)
+	}
+	return p, nil
+}
+
+// finishPlan records the plan of a plan run that ended and supersedes older plans.
+func (d *Driver) finishPlan(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger) error {
+	cs := d.changesets(doc.Run.ID, log)
+	p, err := d.planDocument(ctx, doc, lock, cs)
+	if err != nil {
+		return err
+	}
+	if _, err := d.writePlan(ctx, p, ""); err != nil && !errors.Is(err, errRaceLost) {
+		return err
+	}
+	// The pull-request comment, ready to post (plans/NAME/PLAN_ID.md).
+	var md bytes.Buffer
+	if err := report.PlanMarkdown(&md, p); err == nil {
+		key := strings.TrimSuffix(plan.Key(p.Deployment, p.ID), ".json") + ".md"
+		if _, err := d.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: &d.cfg.Bucket, Key: &key, Body: bytes.NewReader(md.Bytes()), ContentType: aws.String("text/markdown")}); err != nil {
+			log.Warn("deploy: cannot write the plan's Markdown", "key", key, "err", err)
+		}
+	}
+	log.Info("deploy: plan recorded", "plan", p.ID, "status", string(p.Status), "key", plan.Key(p.Deployment, p.ID))
+	if lock != nil {
+		d.sweepPlans(ctx, p, cs, log)
+	}
+	return nil
+}
+
+// sweepWindow bounds how many of a deployment's newest plans a sweep reads: every sweep
+// retires all older open plans, so at most the few newest can still be open.
+const sweepWindow = 20
+
+// sweepPlans supersedes every older unapplied plan of the deployment, and expires any that
+// outlived the plan TTL: their change sets are deleted, and so are stacks that exist only
+// for them (REVIEW_IN_PROGRESS, never executed) unless keep (the newest plan) uses them.
+// Failures are logged: hygiene never fails a run.
+func (d *Driver) sweepPlans(ctx context.Context, keep *plan.Document, cs *changeset.Client, log *slog.Logger) {
+	used := map[string]bool{}
+	for _, s := range keep.Stacks {
+		if s.StackID != "" {
+			used[s.StackID] = true
+		}
+	}
+	reason := func(old *plan.Document) string {
+		return fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; this plan is of version %s) and planned as plan %s",
+			keep.Bundle.Bucket, keep.Bundle.Key, keep.Bundle.VersionID, old.Bundle.VersionID, keep.ID)
+	}
+	d.sweep(ctx, keep.Deployment, keep.ID, used, reason, cs, log)
+}
+
+// sweep retires the open plans of deployment other than keepID: those older than keepID
+// as superseded (with the reason given), newer ones only once expired.
+func (d *Driver) sweep(ctx context.Context, deployment, keepID string, used map[string]bool, reason func(*plan.Document) string, cs *changeset.Client, log *slog.Logger) {
+	ids, err := d.planIDs(ctx, deployment)
+	if err != nil {
+		log.Warn("deploy: cannot list plans to clean up", "err", err)
+		return
+	}
+	if len(ids) > sweepWindow {
+		ids = ids[len(ids)-sweepWindow:]
+	}
+	now := d.clk.Now().UTC()
+	for _, id := range ids {
+		if id == keepID {
+			continue
+		}
+		old, etag, err := d.readPlan(ctx, deployment, id)
+		if err != nil || old.Status != plan.Planned {
+			continue
+		}
+		status, why := plan.Superseded, reason(old)
+		if id > keepID {
+			if now.Sub(old.CreatedAt) <= d.planTTL() {
+				continue // newer than what supersedes: still open
+			}
+			status, why = plan.Expired, fmt.Sprintf("expired after %s", d.planTTL())
+		}
+		d.retire(ctx, old, etag, status, why, used, cs, log)
+	}
+}
+
+// retireOpenPlans supersedes the open plans of a deployment once a deploy or apply run
+// changed its graph: they were made against the graph as it was, so they can never apply.
+func (d *Driver) retireOpenPlans(ctx context.Context, doc *Document, log *slog.Logger) {
+	used := map[string]bool{}
+	for _, s := range doc.Run.Stacks {
+		if s.StackID != "" {
+			used[s.StackID] = true
+		}
+	}
+	reason := func(*plan.Document) string {
+		return fmt.Sprintf("the persistent graph %s/%s changed since the plan: run %s (%s) applied in between", doc.Namespace, doc.GraphKey, doc.Run.ID, doc.Run.Status)
+	}
+	// Every id sorts before "~", so every open plan but expired newer ones is superseded.
+	d.sweep(ctx, doc.Run.Deployment, "~", used, reason, d.changesets(doc.Run.ID, log), log)
+}
+
+// retire deletes a plan's change sets and the stacks created only for it, and records why.
+func (d *Driver) retire(ctx context.Context, p *plan.Document, etag string, status plan.Status, reason string, keepStacks map[string]bool, cs *changeset.Client, log *slog.Logger) {
+	live, err := cs.Live(ctx)
+	if err != nil {
+		log.Warn("deploy: cannot describe stacks to clean up a plan", "plan", p.ID, "err", err)
+		return
+	}
+	for _, s := range p.Stacks {
+		if s.ChangeSetID == "" {
+			continue
+		}
+		l, ok := live[s.StackName]
+		if ok && s.Action == "create" && l.Status == "REVIEW_IN_PROGRESS" && l.StackID == s.StackID && !keepStacks[l.StackID] {
+			if err := cs.DeleteStack(ctx, l.StackID); err != nil {
+				log.Warn("deploy: cannot delete a stack created only for a plan", "plan", p.ID, "stack", s.StackName, "err", err)
+			}
+			continue
+		}
+		if err := cs.DeleteChangeSet(ctx, s.ChangeSetID); err != nil {
+			log.Warn("deploy: cannot delete a change set of a retired plan", "plan", p.ID, "change_set", s.ChangeSetID, "err", err)
+		}
+	}
+	p.Status, p.Reason = status, reason
+	if _, err := d.writePlan(ctx, p, etag); err != nil {
+		log.Warn("deploy: cannot record a retired plan", "plan", p.ID, "err", err)
+		return
+	}
+	log.Info("deploy: plan retired", "plan", p.ID, "status", string(status), "reason", reason)
+}
+
+func (d *Driver) planTTL() time.Duration {
+	if d.cfg.PlanTTL > 0 {
+		return d.cfg.PlanTTL
+	}
+	return DefaultPlanTTL
+}
+
+// planIDs lists the plan ids of a deployment, oldest first.
+func (d *Driver) planIDs(ctx context.Context, deployment string) ([]string, error) {
+	prefix := "plans/" + deployment + "/"
+	in := &s3.ListObjectsV2Input{Bucket: &d.cfg.Bucket, Prefix: aws.String(prefix)}
+	var ids []string
+	for {
+		out, err := d.s3.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list plans s3://%s/%s: %w", d.cfg.Bucket, prefix, err)
+		}
+		for _, o := range out.Contents {
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(aws.ToString(o.Key), prefix), ".json"); ok && !strings.Contains(id, "/") {
+				ids = append(ids, id)
+			}
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			break
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Approve starts the apply run of an approved plan (an object created at
+// approvals/NAME/PLAN_ID). Under the lock it checks the plan is fresh; a stale plan
+// executes nothing and its run report names each stack and reason, ending with
+// "re-plan". A fresh plan is marked applied (a plan applies at most once) and its exact
+// change sets are executed in dependency order; only stacks marked "created at apply" get
+// new change sets.
+func (d *Driver) Approve(ctx context.Context, u Upload) error {
+	deployment, planID := u.Approval()
+	if deployment == "" {
+		d.log.Info("deploy: ignoring an object that is not approvals/NAME/PLAN_ID", "key", u.Key)
+		return nil
+	}
+	if u.Bucket == "" {
+		u.Bucket = d.cfg.Bucket
+	}
+	if u.Time.IsZero() {
+		u.Time = d.clk.Now()
+	}
+	runID := u.RunID()
+	log := d.runLogger(deployment, runID).With("plan", planID)
+	if _, _, err := d.loadDocument(ctx, deployment, runID); err == nil {
+		log.Info("deploy: apply run already started for this approval; event redelivered")
+		return nil
+	} else if !errors.Is(err, errNoRun) {
+		return err
+	}
+	now := d.clk.Now().UTC()
+	doc := &Document{
+		Run:  &run.Run{ID: runID, Deployment: deployment, Mode: run.ModeDeploy, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now},
+		Plan: planID,
+	}
+	p, etag, err := d.readPlan(ctx, deployment, planID)
+	if errors.Is(err, errNoRun) {
+		doc.Refusals = []string{fmt.Sprintf("plan %s of deployment %s does not exist (no %s): check the plan id printed by `cairn plan`", planID, deployment, plan.Key(deployment, planID))}
+		return d.failBeforeStart(ctx, doc, nil, "refused: no such plan; nothing was executed", log)
+	}
+	if err != nil {
+		return err
+	}
+	doc.Bundle = Bundle{Bucket: p.Bundle.Bucket, Key: p.Bundle.Key, VersionID: p.Bundle.VersionID, SHA256: p.Bundle.SHA256, GitRef: p.Bundle.GitRef, GitRemote: p.Bundle.GitRemote}
+	doc.Namespace, doc.GraphKey = p.Namespace, p.GraphKey
+	doc.Decisions, doc.Lookups, doc.Protection, doc.Drop, doc.Destroy = p.Decisions, p.Lookups, p.Protection, p.Drop, p.Destroy
+	if p.Namespace == "" {
+		doc.Refusals = []string{fmt.Sprintf("plan %s failed before it planned anything (%s): nothing to apply; fix the bundle and re-plan", planID, p.Reason)}
+		return d.failBeforeStart(ctx, doc, nil, "refused: the plan failed; nothing was executed", log)
+	}
+	lock, err := d.store.Acquire(ctx, p.Namespace, p.GraphKey, runID, owner(ctx))
+	var held *state.ErrLocked
+	switch {
+	case errors.As(err, &held) && held.Holder.RunID == runID:
+		lock, err = d.resumeLock(ctx, p.Namespace, p.GraphKey, runID, held.Holder.Token)
+		if err != nil {
+			return err
+		}
+	case errors.As(err, &held):
+		log.Info("deploy: another run holds the lock; the approval waits", "holder_run", held.Holder.RunID)
+		return d.requeue(ctx, u)
+	case err != nil:
+		return err
+	}
+	doc.LockToken = lock.Token
+	// Re-read under the lock: an approval that ran meanwhile may have applied it.
+	if p, etag, err = d.readPlan(ctx, deployment, planID); err != nil {
+		d.release(ctx, lock, log)
+		return err
+	}
+	cs := d.changesets(runID, log)
+	reasons, live, err := d.freshness(ctx, p, lock, cs, now)
+	if err != nil {
+		d.release(ctx, lock, log)
+		return err
+	}
+	if p.Status == plan.Planned && now.Sub(p.CreatedAt) > d.planTTL() {
+		// Its change sets, and stacks that exist only for it, go now.
+		d.retire(ctx, p, etag, plan.Expired, fmt.Sprintf("expired after %s", d.planTTL()), nil, cs, log)
+	}
+	if len(reasons) > 0 {
+		doc.Refusals = reasons
+		log.Warn("deploy: approved plan refused; nothing is executed", "reasons", strings.Join(reasons, "; "))
+		return d.failBeforeStart(ctx, doc, lock, fmt.Sprintf("refused: plan %s cannot be applied; nothing was executed", planID), log)
+	}
+	// A plan applies at most once: record this run as its only apply before any change.
+	p.Status, p.AppliedBy, p.AppliedAt = plan.Applying, runID, now
+	if _, err := d.writePlan(ctx, p, etag); err != nil {
+		d.release(ctx, lock, log)
+		if errors.Is(err, errRaceLost) {
+			return nil // another approval got there first; its event is dealt with by that run
+		}
+		return err
+	}
+	doc.Run = applyRun(p, runID, live, now)
+	doc.Statuses, doc.LiveProtection = map[string]string{}, map[string]bool{}
+	for name, s := range doc.Run.Stacks {
+		if l, ok := live[s.StackName]; ok {
+			doc.Statuses[name], doc.LiveProtection[name] = l.Status, l.TerminationProtection
+		}
+	}
+	if err := d.writeGraph(ctx, lock, doc, nil, false); err != nil {
+		d.release(ctx, lock, log)
+		return err
+	}
+	etagDoc, err := d.saveDocument(ctx, doc, "")
+	if errors.Is(err, errRaceLost) {
+		return nil
+	}
+	if err != nil {
+		d.release(ctx, lock, log)
+		return err
+	}
+	if err := d.writeIndex(ctx, doc); err != nil {
+		log.Warn("deploy: cannot index the open run; it advances by heartbeats only", "err", err)
+	}
+	log.Info("deploy: apply run started", "stacks", len(doc.Run.Stacks))
+	if err := d.heartbeat(ctx, deployment, runID); err != nil {
+		log.Error("deploy: cannot enqueue the first heartbeat", "err", err)
+	}
+	if err := d.step(ctx, doc, etagDoc, lock, log); err != nil {
+		log.Warn("deploy: first step failed; the heartbeat retries it", "err", err)
+	}
+	return nil
+}
+
+// freshness lists why plan p cannot be applied now, each reason ending in "re-plan", and
+// returns the live stacks it saw.
+func (d *Driver) freshness(ctx context.Context, p *plan.Document, lock *state.Lock, cs *changeset.Client, now time.Time) ([]string, map[string]plan.Live, error) {
+	var reasons []string
+	switch p.Status {
+	case plan.Planned:
+	case plan.Applying, plan.Applied:
+		return []string{fmt.Sprintf("plan %s was already applied by run %s at %s: a plan applies at most once; re-plan", p.ID, p.AppliedBy, p.AppliedAt.UTC().Format(time.RFC3339))}, nil, nil
+	case plan.PlanFailed:
+		return []string{fmt.Sprintf("plan %s failed (%s): nothing to apply; re-plan", p.ID, p.Reason)}, nil, nil
+	default:
+		// Superseded or expired: say so, and what else changed since.
+		reasons = append(reasons, fmt.Sprintf("plan %s is %s (%s): re-plan", p.ID, p.Status, p.Reason))
+	}
+	if age := now.Sub(p.CreatedAt); age > d.planTTL() {
+		return append(reasons, fmt.Sprintf("plan %s expired: made %s ago, plans stay approvable for %s; re-plan", p.ID, age.Round(time.Minute), d.planTTL())), nil, nil
+	}
+	g, err := d.store.Read(ctx, lock)
+	gen := int64(0)
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+	case err != nil:
+		return nil, nil, err
+	default:
+		gen = g.Generation
+	}
+	if gen != p.Generation {
+		by := ""
+		if g != nil && g.RunID != "" {
+			by = " by run " + g.RunID
+		}
+		reasons = append(reasons, fmt.Sprintf("the persistent graph %s/%s changed since the plan (generation %d, planned at %d): another run applied%s in between: re-plan", p.Namespace, p.GraphKey, gen, p.Generation, by))
+	}
+	if p.Bundle.VersionID != "" && p.Bundle.VersionID != "null" {
+		latest, err := d.latestVersion(ctx, Upload{Bucket: p.Bundle.Bucket, Key: p.Bundle.Key})
+		if err != nil {
+			return nil, nil, err
+		}
+		if latest != p.Bundle.VersionID {
+			reasons = append(reasons, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; the plan is of version %s): re-plan", p.Bundle.Bucket, p.Bundle.Key, nonEmpty(latest, "none"), p.Bundle.VersionID))
+		}
+	}
+	live, err := cs.Live(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	planAt := p.CreatedAt.UTC().Format("15:04:05")
+	for _, s := range p.Stacks {
+		if s.Action == "none" && !s.InputsMayChange {
+			continue
+		}
+		what := "the plan"
+		if s.ChangeSetName != "" {
+			what = "change set " + s.ChangeSetName
+		}
+		l, exists := live[s.StackName]
+		switch {
+		case s.Status == "" && exists:
+			reasons = append(reasons, fmt.Sprintf("stack %s: %s is stale (stack created at %s after plan %s): re-plan", s.StackName, what, l.LastUpdated.UTC().Format("15:04:05"), planAt))
+			continue
+		case s.Status != "" && !exists:
+			reasons = append(reasons, fmt.Sprintf("stack %s: %s is stale (stack deleted after plan %s): re-plan", s.StackName, what, planAt))
+			continue
+		case exists && (l.Status != s.Status || !l.LastUpdated.Equal(s.LastUpdated)):
+			reasons = append(reasons, fmt.Sprintf("stack %s: %s is stale (stack updated %s after plan %s; now %s, was %s): re-plan", s.StackName, what, l.LastUpdated.UTC().Format("15:04:05"), planAt, l.Status, s.Status))
+			continue
+		}
+		if s.ChangeSetID != "" {
+			st, err := cs.Describe(ctx, s.ChangeSetID)
+			if err != nil {
+				return nil, nil, err
+			}
+			switch {
+			case !st.Found:
+				reasons = append(reasons, fmt.Sprintf("stack %s: change set %s no longer exists (deleted after plan %s): re-plan", s.StackName, s.ChangeSetName, planAt))
+				continue
+			case st.Status != "CREATE_COMPLETE" || st.ExecutionStatus != "AVAILABLE":
+				reasons = append(reasons, fmt.Sprintf("stack %s: change set %s is %s/%s, not CREATE_COMPLETE/AVAILABLE: re-plan", s.StackName, s.ChangeSetName, st.Status, st.ExecutionStatus))
+				continue
+			}
+		}
+		if s.InputsMayChange || s.CreatedAtApply || s.ParametersHash == "" {
+			continue // re-checked by the apply run once the stacks it consumes are applied
+		}
+		if diff := d.consumedChanged(p, s, live); diff != "" {
+			reasons = append(reasons, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan", s.StackName, what, diff))
+		}
+	}
+	return reasons, live, nil
+}
+
+// consumedChanged resolves the parameters of a planned stack against the outputs live
+// now, and describes how they differ from the planned ones ("" when they do not).
+func (d *Driver) consumedChanged(p *plan.Document, s plan.Stack, live map[string]plan.Live) string {
+	rs := p.Run.Stacks[s.Name]
+	if rs == nil {
+		return ""
+	}
+	doc := &Document{Run: p.Run, Lookups: p.Lookups}
+	opts := d.runOptions(doc)
+	params, err := opts.Resolve(s.Name, rs.RawParameters, func(stack, output string) (string, bool) {
+		if other := p.Run.Stacks[stack]; other != nil {
+			v, ok := live[other.StackName].Outputs[output]
+			return v, ok
+		}
+		if l, ok := live[stack]; ok {
+			v, ok := l.Outputs[output]
+			return v, ok
+		}
+		v, ok := p.Run.External[stack+"::"+output]
+		return v, ok
+	})
+	if err != nil {
+		return "its parameters no longer resolve: " + err.Error()
+	}
+	if run.HashParameters(params) == s.ParametersHash {
+		return ""
+	}
+	return describeDiff(s.Parameters, params)
+}
+
+func describeDiff(was, now map[string]string) string {
+	keys := map[string]bool{}
+	for k := range was {
+		keys[k] = true
+	}
+	for k := range now {
+		keys[k] = true
+	}
+	var names []string
+	for k := range keys {
+		if was[k] != now[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s was %q, now %q", k, was[k], now[k]))
+	}
+	if len(parts) == 0 {
+		return "parameters differ"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// applyRun turns the plan run into the apply run: reviewed change sets wait to be executed
+// in dependency order, stacks without changes are re-checked, and "created at apply" ones
+// get their change sets made once what they depend on exists.
+func applyRun(p *plan.Document, runID string, live map[string]plan.Live, now time.Time) *run.Run {
+	r := p.Run.Clone()
+	r.ID, r.Mode, r.Status, r.Reason = runID, run.ModeDeploy, run.Running, ""
+	r.StartedAt, r.UpdatedAt, r.FinishedAt, r.Seq = now, now, time.Time{}, 0
+	for _, s := range r.Stacks {
+		s.StartedAt, s.FinishedAt, s.PhaseSince, s.Attempts, s.Reason = time.Time{}, time.Time{}, now, 0, ""
+		l, exists := live[s.StackName]
+		if exists && l.Status != "REVIEW_IN_PROGRESS" {
+			s.Outputs = l.Outputs
+		}
+		switch {
+		case s.Intent == run.IntentDelete || s.Intent == run.IntentRead:
+			s.Phase = run.Pending
+		case s.Phase == run.Failed || s.Phase == run.Blocked:
+			// A plan that failed is never applied; kept as is for the report.
+		case s.AtApply:
+			s.Phase, s.ChangeSetName, s.ChangeSetID, s.ChangeSetType = run.Pending, "", "", ""
+			s.Exists = exists && l.Status != "REVIEW_IN_PROGRESS"
+			if exists {
+				s.StackID = l.StackID
+			}
+		default:
+			// Ready with a reviewed change set, or Unchanged: resolved parameters must
+			// match the plan's before anything is executed.
+			s.PlannedParametersHash = s.ParametersHash
+			if s.Phase == run.Unchanged {
+				s.ChangeSetName, s.ChangeSetID = "", ""
+			}
+			s.Phase = run.Pending
+		}
+	}
+	return r
+}
+
+// markApplied records the outcome of an apply run in its plan document.
+func (d *Driver) markApplied(ctx context.Context, doc *Document, log *slog.Logger) {
+	p, etag, err := d.readPlan(ctx, doc.Run.Deployment, doc.Plan)
+	if err != nil {
+		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)
+		return
+	}
+	if p.AppliedBy != doc.Run.ID {
+		return
+	}
+	p.Status, p.Reason = plan.Applied, fmt.Sprintf("applied by run %s: %s", doc.Run.ID, doc.Run.Status)
+	if doc.Run.Reason != "" {
+		p.Reason += " (" + doc.Run.Reason + ")"
+	}
+	if _, err := d.writePlan(ctx, p, etag); err != nil {
+		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)
+	}
+}
+
+// lookupsOf keeps each stack's output lookups, so parameters resolve without the bundle.
+func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
+	out := map[string][]config.Lookup{}
+	for _, s := range cfg.Stacks {
+		if len(s.Lookups) > 0 {
+			out[s.Name] = s.Lookups
+		}
+	}
+	return out
+}
+
+func nonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

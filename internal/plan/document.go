@@ -1,0 +1,168 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// Status of a reviewed plan.
+type Status string
+
+const (
+	// Planned: change sets created, waiting for approval.
+	Planned Status = "planned"
+	// PlanFailed: the plan could not be made; it can never be applied.
+	PlanFailed Status = "failed"
+	// Applying and Applied: an approval started the apply run (a plan applies at most once).
+	Applying Status = "applying"
+	Applied  Status = "applied"
+	// Stale: an approval found the plan out of date; nothing was executed.
+	Stale Status = "stale"
+	// Superseded and Expired plans had their change sets (and the stacks created only for
+	// them) deleted.
+	Superseded Status = "superseded"
+	Expired    Status = "expired"
+)
+
+// Document is a reviewed plan, stored at plans/NAME/PLAN_ID.json. It records what an
+// approval checks before anything runs: the graph generation, the bundle version, and for
+// every stack the exact change set and the stack's status and LastUpdatedTime at plan time.
+type Document struct {
+	ID         string    `json:"id"`
+	Deployment string    `json:"deployment"`
+	Namespace  string    `json:"namespace"`
+	GraphKey   string    `json:"graph_key"`
+	Status     Status    `json:"status"`
+	Reason     string    `json:"reason,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	// Generation is the persistent graph's generation at plan time (0: no graph yet).
+	Generation int64 `json:"generation"`
+	// Bundle is the planned upload: key, version id, sha256, git ref.
+	Bundle BundleVersion `json:"bundle"`
+	// Stacks in name order; Deletions are the config names the plan deletes.
+	Stacks    []Stack    `json:"stacks"`
+	Deletions []string   `json:"deletions,omitempty"`
+	Decisions []Decision `json:"decisions,omitempty"`
+	Refusals  []string   `json:"refusals,omitempty"`
+	Errors    []string   `json:"errors,omitempty"`
+	Warnings  []string   `json:"warnings,omitempty"`
+	// Destroy marks a plan that deletes every stack of the graph.
+	Destroy bool `json:"destroy,omitempty"`
+	// AppliedBy is the apply run an approval started; AppliedAt when.
+	AppliedBy string    `json:"applied_by,omitempty"`
+	AppliedAt time.Time `json:"applied_at,omitzero"`
+	// Run is the plan run as it ended; the apply run is built from it.
+	Run *run.Run `json:"run"`
+	// Lookups and Protection carry what the apply run needs without reloading the config.
+	Lookups    map[string][]config.Lookup `json:"lookups,omitempty"`
+	Protection map[string]bool            `json:"protection,omitempty"`
+	Drop       []string                   `json:"drop,omitempty"`
+}
+
+// BundleVersion identifies the exact upload a plan was made from.
+type BundleVersion struct {
+	Bucket    string `json:"bucket"`
+	Key       string `json:"key"`
+	VersionID string `json:"version_id,omitempty"`
+	SHA256    string `json:"sha256,omitempty"`
+	GitRef    string `json:"git_ref,omitempty"`
+	GitRemote string `json:"git_remote,omitempty"`
+}
+
+// Stack is one stack of a plan.
+type Stack struct {
+	Name      string `json:"name"`
+	StackName string `json:"stack_name"`
+	StackID   string `json:"stack_id,omitempty"`
+	// Action is create, update, delete, recreate or none.
+	Action        string `json:"action"`
+	ChangeSetName string `json:"change_set_name,omitempty"`
+	ChangeSetID   string `json:"change_set_id,omitempty"`
+	// Status and LastUpdated are the live stack's at plan time ("" and zero: no stack).
+	Status         string    `json:"status,omitempty"`
+	LastUpdated    time.Time `json:"last_updated,omitzero"`
+	TemplateHash   string    `json:"template_hash,omitempty"`
+	ParametersHash string    `json:"parameters_hash,omitempty"`
+	// Parameters are the resolved values the change set was made with.
+	Parameters      map[string]string `json:"parameters,omitempty"`
+	InputsMayChange bool              `json:"inputs_may_change,omitempty"`
+	CreatedAtApply  bool              `json:"created_at_apply,omitempty"`
+	Changes         []Change          `json:"changes,omitempty"`
+	Reason          string            `json:"reason,omitempty"`
+}
+
+// Change is one resource change of a change set.
+type Change struct {
+	LogicalID  string `json:"logical_id"`
+	PhysicalID string `json:"physical_id,omitempty"`
+	Type       string `json:"type"`
+	// Action is Add, Modify, Remove, Import or Dynamic.
+	Action string `json:"action"`
+	// Replacement is True, False or Conditional for Modify.
+	Replacement string   `json:"replacement,omitempty"`
+	Details     []string `json:"details,omitempty"`
+}
+
+// Marks returns the plan's notes about a stack: "inputs may change", "created at apply".
+func (s Stack) Marks() []string {
+	var m []string
+	if s.InputsMayChange {
+		m = append(m, "inputs may change")
+	}
+	if s.CreatedAtApply {
+		m = append(m, "created at apply")
+	}
+	return m
+}
+
+// Replacements counts the resources the stack's change set replaces (True or Conditional).
+func (s Stack) Replacements() int {
+	n := 0
+	for _, c := range s.Changes {
+		if c.Replacement == "True" || c.Replacement == "Conditional" {
+			n++
+		}
+	}
+	return n
+}
+
+// Stack returns the plan's stack of config name name, or nil.
+func (d *Document) Stack(name string) *Stack {
+	for i := range d.Stacks {
+		if d.Stacks[i].Name == name {
+			return &d.Stacks[i]
+		}
+	}
+	return nil
+}
+
+// Changing lists the stacks that change (every action but none).
+func (d *Document) Changing() []Stack {
+	var out []Stack
+	for _, s := range d.Stacks {
+		if s.Action != "none" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Key is the object key of a plan document.
+func Key(deployment, id string) string { return "plans/" + deployment + "/" + id + ".json" }
+
+// Decode parses a plan document.
+func Decode(body []byte) (*Document, error) {
+	var d Document
+	if err := json.Unmarshal(body, &d); err != nil {
+		return nil, fmt.Errorf("not a cairn plan document: %w", err)
+	}
+	if d.ID == "" || d.Run == nil {
+		return nil, errors.New("not a cairn plan document: no id or run")
+	}
+	return &d, nil
+}

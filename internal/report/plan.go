@@ -1,0 +1,221 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/plan"
+)
+
+// PlanMarkdown writes a plan as a pull-request comment: what it deletes and replaces
+// first, because that is what a reviewer must not miss; then a table of resource changes
+// per stack, with the property-level details folded away.
+func PlanMarkdown(w io.Writer, p *plan.Document) error {
+	var b strings.Builder
+	title := "plan"
+	if p.Destroy {
+		title = "destroy plan"
+	}
+	fmt.Fprintf(&b, "# cairn %s %s of deployment %s: %s\n\n", title, p.ID, p.Deployment, p.Status)
+	fmt.Fprintf(&b, "- Bundle: %s\n", bundleLine(p.Bundle))
+	fmt.Fprintf(&b, "- Graph: %s/%s at generation %d\n", p.Namespace, p.GraphKey, p.Generation)
+	fmt.Fprintf(&b, "- Planned: %s\n", stamp(p.CreatedAt))
+	if p.Reason != "" {
+		fmt.Fprintf(&b, "- Reason: %s\n", p.Reason)
+	}
+	if p.Status == plan.Planned {
+		fmt.Fprintf(&b, "- Apply exactly this plan: `cairn approve %s %s`\n", p.Deployment, p.ID)
+	}
+	b.WriteString("\n")
+	for _, wn := range p.Warnings {
+		fmt.Fprintf(&b, "> **Warning:** %s\n\n", wn)
+	}
+	section := func(title string, lines []string) {
+		if len(lines) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "## %s\n\n", title)
+		for _, l := range lines {
+			fmt.Fprintf(&b, "- %s\n", l)
+		}
+		b.WriteString("\n")
+	}
+	var errs []string
+	for _, e := range p.Errors {
+		errs = append(errs, "`"+e+"`")
+	}
+	section("Errors (nothing was planned)", errs)
+	section("Refused", p.Refusals)
+	section("Deletions and replacements", dangers(p))
+	changing := p.Changing()
+	if len(changing) == 0 && len(p.Errors) == 0 && len(p.Refusals) == 0 {
+		b.WriteString("No changes: every stack is up to date.\n")
+	}
+	if len(changing) > 0 {
+		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Resource changes | Replacements | Notes |\n|---|---|---|---|---|---|\n")
+		for _, s := range changing {
+			changes := fmt.Sprint(len(s.Changes))
+			if s.CreatedAtApply || s.Action == "delete" {
+				changes = "-"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), cell(strings.Join(s.Marks(), ", ")))
+		}
+		b.WriteString("\n")
+		if n := len(p.Stacks) - len(changing); n > 0 {
+			var names []string
+			for _, s := range p.Stacks {
+				if s.Action == "none" {
+					name := s.Name
+					if s.InputsMayChange {
+						name += " (inputs may change: re-checked at apply)"
+					}
+					names = append(names, name)
+				}
+			}
+			fmt.Fprintf(&b, "Unchanged: %s.\n\n", strings.Join(names, ", "))
+		}
+	}
+	for _, s := range changing {
+		fmt.Fprintf(&b, "### %s (%s): %s\n\n", s.Name, s.StackName, s.Action)
+		if s.ChangeSetName != "" {
+			fmt.Fprintf(&b, "Change set `%s`", s.ChangeSetName)
+			if s.Status != "" {
+				fmt.Fprintf(&b, " against the stack as it was at %s (%s)", stamp(s.LastUpdated), s.Status)
+			}
+			b.WriteString(".\n")
+		}
+		for _, m := range s.Marks() {
+			switch m {
+			case "inputs may change":
+				b.WriteString("> **Inputs may change:** its parameters come from outputs this plan changes; the change set uses today's values, and the apply refuses it if they differ.\n")
+			case "created at apply":
+				b.WriteString("> **Created at apply:** a stack it depends on is created by this plan, so its change set is made during the apply, from the outputs the new stack has.\n")
+			}
+		}
+		if s.Action == "delete" {
+			b.WriteString("The stack and every resource in it are deleted.\n\n")
+			continue
+		}
+		if len(s.Changes) == 0 {
+			b.WriteString("\n")
+			continue
+		}
+		b.WriteString("\n| Resource | Type | Action | Replacement |\n|---|---|---|---|\n")
+		var details []string
+		for _, c := range s.Changes {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(c.LogicalID), cell(c.Type), c.Action, nonEmpty(c.Replacement, "-"))
+			for _, d := range c.Details {
+				details = append(details, fmt.Sprintf("- %s: %s", c.LogicalID, d))
+			}
+		}
+		b.WriteString("\n")
+		if len(details) > 0 {
+			fmt.Fprintf(&b, "<details><summary>Details of %d change(s)</summary>\n\n%s\n\n</details>\n\n", len(details), strings.Join(details, "\n"))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// dangers lists what cannot be undone by applying the old bundle again: deleted stacks
+// and replaced resources.
+func dangers(p *plan.Document) []string {
+	var out []string
+	for _, s := range p.Stacks {
+		if s.Action == "delete" {
+			out = append(out, fmt.Sprintf("**delete stack** %s (%s)", s.StackName, s.Name))
+		}
+	}
+	for _, s := range p.Stacks {
+		if s.Action == "recreate" {
+			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", s.StackName, s.Name))
+		}
+		for _, c := range s.Changes {
+			switch {
+			case c.Action == "Remove":
+				out = append(out, fmt.Sprintf("**remove** %s (%s) from %s", c.LogicalID, c.Type, s.StackName))
+			case c.Replacement == "True":
+				out = append(out, fmt.Sprintf("**replace** %s (%s) in %s", c.LogicalID, c.Type, s.StackName))
+			case c.Replacement == "Conditional":
+				out = append(out, fmt.Sprintf("**may replace** %s (%s) in %s", c.LogicalID, c.Type, s.StackName))
+			}
+		}
+	}
+	return out
+}
+
+func bundleLine(b plan.BundleVersion) string {
+	s := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
+	if b.VersionID != "" {
+		s += " version " + b.VersionID
+	}
+	if b.SHA256 != "" {
+		s += ", sha256 " + b.SHA256
+	}
+	if b.GitRef != "" {
+		s += ", git " + b.GitRef
+	}
+	return s
+}
+
+func nonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// PlanJSON writes the plan document as indented JSON, for tools.
+func PlanJSON(w io.Writer, p *plan.Document) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+// PlanText writes a plan for a terminal: one line per changing stack, then its resource
+// changes, deletions and replacements flagged.
+func PlanText(w io.Writer, p *plan.Document) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "plan %s of deployment %s: %s\n", p.ID, p.Deployment, p.Status)
+	fmt.Fprintf(&b, "bundle: %s\n", bundleLine(p.Bundle))
+	fmt.Fprintf(&b, "graph:  %s/%s generation %d, planned %s\n", p.Namespace, p.GraphKey, p.Generation, p.CreatedAt.UTC().Format(time.RFC3339))
+	if p.Reason != "" {
+		fmt.Fprintf(&b, "reason: %s\n", p.Reason)
+	}
+	for _, e := range p.Errors {
+		fmt.Fprintf(&b, "error: %s\n", e)
+	}
+	for _, e := range p.Refusals {
+		fmt.Fprintf(&b, "refused: %s\n", e)
+	}
+	for _, d := range dangers(p) {
+		fmt.Fprintf(&b, "! %s\n", strings.ReplaceAll(d, "**", ""))
+	}
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	for _, s := range p.Stacks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.StackName, s.Action, strings.Join(s.Marks(), ", "))
+		for _, c := range s.Changes {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.LogicalID, c.Type, replacement(c.Replacement))
+		}
+	}
+	tw.Flush()
+	for _, wn := range p.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", wn)
+	}
+	if p.Status == plan.Planned {
+		fmt.Fprintf(&b, "apply exactly this plan: cairn approve %s %s\n", p.Deployment, p.ID)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func replacement(r string) string {
+	if r == "" {
+		return ""
+	}
+	return "replacement: " + r
+}

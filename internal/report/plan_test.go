@@ -1,0 +1,89 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/internal/plan"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func loadPlan(t *testing.T) *plan.Document {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestPlanMarkdownGolden renders a representative plan (an update with a replacement, a
+// deletion, a new stack and one created at apply, an input that may change) as the
+// pull-request comment reviewers see. Run with -update to accept a deliberate change.
+func TestPlanMarkdownGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := PlanMarkdown(&b, loadPlan(t)); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "plan.md")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got := b.String(); got != string(want) {
+		t.Errorf("Markdown differs from %s (go test -update accepts it):\n%s", golden, got)
+	}
+}
+
+func TestPlanViewsPutDangerFirst(t *testing.T) {
+	p := loadPlan(t)
+	render := map[string]func(*bytes.Buffer) error{
+		"markdown": func(b *bytes.Buffer) error { return PlanMarkdown(b, p) },
+		"text":     func(b *bytes.Buffer) error { return PlanText(b, p) },
+	}
+	for name, r := range render {
+		t.Run(name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := r(&b); err != nil {
+				t.Fatal(err)
+			}
+			out := b.String()
+			del := strings.Index(out, "delete stack shop-legacy")
+			if del < 0 {
+				del = strings.Index(out, "delete stack** shop-legacy")
+			}
+			repl := strings.Index(out, "Vpc (AWS::EC2::VPC) in shop-network")
+			first := strings.Index(out, "shop-app")
+			if del < 0 || repl < 0 || first < 0 || del > first || repl > first {
+				t.Errorf("deletion at %d, replacement at %d, first stack at %d; want both before any stack:\n%s", del, repl, first, out)
+			}
+			for _, want := range []string{"inputs may change", "created at apply", "cairn approve shop 20261130-115800-1a2b3c4d"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("missing %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+	var b bytes.Buffer
+	if err := PlanJSON(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	back, err := plan.Decode(b.Bytes())
+	if err != nil || back.Stack("network").Changes[0].Replacement != "True" || back.Stacks[5].CreatedAtApply != true {
+		t.Errorf("JSON round trip: %v %+v", err, back)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -114,9 +116,14 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	cf := cloudformation.NewFromConfig(awsCfg)
 	s3c := awsclient.S3(awsCfg)
 
-	step("pushing %s as deployment %s (version 1) and following the run", demoBundle, demoDeployment)
-	if err := demoPush(ctx, demoBundle, out, errOut); err != nil {
+	step("planning %s as deployment %s (version 1): its database is protected, so it changes only through an approved plan", demoBundle, demoDeployment)
+	planID, err := demoPlan(ctx, demoBundle, out, errOut)
+	if err != nil {
 		return err
+	}
+	step("approving plan %s: exactly the reviewed change sets are executed", planID)
+	if code := run([]string{"approve", demoDeployment, planID, "--wait", "--poll", "200ms"}, out, errOut); code != 0 {
+		return fmt.Errorf("demo: cairn approve exited %d: the plan was not applied (see above)", code)
 	}
 	step("stacks and their outputs")
 	if err := showStacks(ctx, cf, l.config.Namespace+"-", out); err != nil {
@@ -149,6 +156,15 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 		return fmt.Errorf("demo: cairn ports list exited %d", code)
 	}
 
+	step("changing shop-network's VPC out of band, then checking for drift")
+	if code := run([]string{"local", "tamper", l.config.Namespace + "-network", "Vpc", "CidrBlock=10.9.0.0/16"}, out, errOut); code != 0 {
+		return fmt.Errorf("demo: cairn local tamper exited %d", code)
+	}
+	// Exit code 1 means "something drifted", which is what the demo expects to see.
+	if code := run([]string{"drift", demoDeployment, "--wait", "--poll", "200ms"}, out, errOut); code != 1 {
+		return fmt.Errorf("demo: cairn drift exited %d, want 1 (drift found)", code)
+	}
+
 	step("run reports")
 	if err := showReports(ctx, s3c, loc.c.Bucket, demoDeployment, out); err != nil {
 		return err
@@ -156,6 +172,21 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	fmt.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand: cairn local up, then cairn push %s --deployment %s --wait\n",
 		time.Since(start).Seconds(), demoBundle, demoDeployment)
 	return nil
+}
+
+// demoPlan runs `cairn plan PATH --deployment webshop --wait` as a user would and returns
+// the plan id it prints.
+func demoPlan(ctx context.Context, path string, out, errOut io.Writer) (string, error) {
+	var info bytes.Buffer
+	code := run([]string{"plan", path, "--deployment", demoDeployment, "--wait", "--poll", "200ms"}, io.MultiWriter(out, &info), io.MultiWriter(errOut, &info))
+	if code != 0 {
+		return "", fmt.Errorf("demo: cairn plan %s exited %d: the plan failed (see above)", path, code)
+	}
+	m := regexp.MustCompile(`(?m)^plan id: (\S+)$`).FindStringSubmatch(info.String())
+	if m == nil {
+		return "", fmt.Errorf("demo: cairn plan printed no plan id")
+	}
+	return m[1], nil
 }
 
 // demoPush runs `cairn push PATH --deployment webshop --wait` as a user would.

@@ -33,7 +33,8 @@ func TestDemo(t *testing.T) {
 			`^  1\. network   shop-network$`,
 			`^  5\. edge      shop-edge      <- service$`,
 		}, nil},
-		{"(version 1) and following the run", []string{`^run \S+ succeeded$`, `^  edge +create +done$`}, nil},
+		{"(version 1): its database is protected", []string{`^network +shop-network +create`, `^  Add +Vpc +AWS::EC2::VPC`, `^database +shop-database +create +created at apply$`, `^plan id: \S+$`}, nil},
+		{"exactly the reviewed change sets are executed", []string{`^run \S+ succeeded$`, `^  edge +create +done$`, `^  database +create +done$`}, nil},
 		{"stacks and their outputs", []string{
 			`^shop-network +CREATE_COMPLETE +PrivateSubnetIds=subnet-`,
 			`^shop-service +CREATE_COMPLETE +ListenerPort=\d+ `,
@@ -44,6 +45,7 @@ func TestDemo(t *testing.T) {
 		{"stacks after version 2", []string{`^shop-cache +UPDATE_COMPLETE `, `^shop-network +CREATE_COMPLETE `}, []string{"shop-service", "shop-edge"}},
 		{"(dependents first)", []string{`^  1\. shop-edge +deleted at `, `^  2\. shop-service +deleted at `}, nil},
 		{"ports after version 2", []string{`^no port allocations in any pool`}, nil},
+		{"checking for drift", []string{`set to 10.9.0.0/16 out of band`, `^webshop +network +shop-network +DRIFTED +Vpc /CidrBlock: 10.20.0.0/16 -> 10.9.0.0/16$`, `^webshop +cache +shop-cache +IN_SYNC`}, nil},
 		{"run reports", []string{`^  s3://cairn-000000000000-us-east-1/runs/webshop/\S+\.md$`}, nil},
 	} {
 		text := section(tt.section)
@@ -58,7 +60,7 @@ func TestDemo(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(section("run reports"), ".md\n"); n != 2 {
-		t.Errorf("%d run reports, want one per push", n)
+	if n := strings.Count(section("run reports"), ".md\n"); n != 3 {
+		t.Errorf("%d run reports, want three: the plan run, its apply run and the push", n)
 	}
 }

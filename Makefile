@@ -31,7 +31,7 @@ lambdas:
 test: deps test-unit fuzz test-awscli test-infra
 
 test-unit:
-	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v /infra)
+	$(GO) test -race -count=1 -parallel 6 -timeout 15m $$($(GO) list ./... | grep -v /infra)
 
 test-infra:
 	@if [ -n "$$($(GO) list ./infra/... 2>/dev/null)" ]; then $(GO) test -count=1 -timeout 15m ./infra/...; fi

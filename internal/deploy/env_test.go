@@ -89,7 +89,9 @@ func (s *syncBuffer) String() string {
 
 func newWorld(t *testing.T, o worldOptions) *world {
 	t.Helper()
-	t.Setenv("AWS_CA_BUNDLE", "")
+	// Each world is its own emulator on its own virtual clock: the end-to-end tests spend
+	// their time waiting on that clock, so they run side by side.
+	t.Parallel()
 	ctx := context.Background()
 	w := &world{t: t, clk: clock.NewFake(epoch), logs: &syncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

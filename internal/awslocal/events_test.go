@@ -45,17 +45,23 @@ func sqsBody(t *testing.T, name, queue string) string {
 }
 
 func TestEventFiles(t *testing.T) {
-	t.Run("s3-put-sqs", func(t *testing.T) {
-		var s3ev events.S3Event
-		if err := json.Unmarshal([]byte(sqsBody(t, "s3-put-sqs.json", "cairn-deploy")), &s3ev); err != nil {
-			t.Fatal(err)
-		}
-		r := s3ev.Records[0]
-		if r.EventName != "ObjectCreated:Put" || r.S3.Bucket.Name != "cairn-state" || r.S3.Object.URLDecodedKey != "deployments/shop.zip" ||
-			r.S3.Object.VersionID == "" || r.S3.Object.Size == 0 || r.S3.Object.Sequencer == "" {
-			t.Fatalf("S3 record = %+v", r)
-		}
-	})
+	for _, tt := range []struct{ file, key, config string }{
+		{"s3-put-sqs.json", "deployments/shop.zip", "deployments"},
+		{"s3-plan-sqs.json", "plans/shop.zip", "plans"},
+		{"s3-approval-sqs.json", "approvals/shop/20261130-080500-9f8e7d6c", "approvals"},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			var s3ev events.S3Event
+			if err := json.Unmarshal([]byte(sqsBody(t, tt.file, "cairn-deploy")), &s3ev); err != nil {
+				t.Fatal(err)
+			}
+			r := s3ev.Records[0]
+			if r.EventName != "ObjectCreated:Put" || r.S3.Bucket.Name != "cairn-state" || r.S3.Object.URLDecodedKey != tt.key ||
+				r.S3.ConfigurationID != tt.config || r.S3.Object.VersionID == "" || r.S3.Object.Sequencer == "" {
+				t.Fatalf("S3 record = %+v", r)
+			}
+		})
+	}
 	t.Run("sqs-message", func(t *testing.T) {
 		var ev events.SQSEvent
 		readEvent(t, "sqs-message.json", &ev)

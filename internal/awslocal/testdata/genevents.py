@@ -52,7 +52,9 @@ def sns_envelope(message, subject, msg_id, ts):
     }, indent=2)
 
 
-def s3_put():
+def s3_put(key="deployments/shop.zip", size=2048, etag="0f343b0931126a20f133d67c2b018a3b",
+           version="3/L4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nr8X8gdRQBpUMLUo", sequencer="0067F1A2B3C4D5E6F7",
+           config="deployments", msg_id="059f36b4-87a3-44ab-83d2-661975830a7d"):
     record = {"Records": [{
         "eventVersion": "2.1",
         "eventSource": "aws:s3",
@@ -64,13 +66,12 @@ def s3_put():
         "responseElements": {"x-amz-request-id": "C3D13FE58DE4C810", "x-amz-id-2": "FMyUVURIY8/IgAtTv8xRjskZQpcIZ9KG4V5Wp6S7S/JRWeUWerMUE5JgHvANOjpD"},
         "s3": {
             "s3SchemaVersion": "1.0",
-            "configurationId": "deployments",
+            "configurationId": config,
             "bucket": {"name": BUCKET, "ownerIdentity": {"principalId": "A3NL1KOZZKExample"}, "arn": f"arn:aws:s3:::{BUCKET}"},
-            "object": {"key": "deployments/shop.zip", "size": 2048, "eTag": "0f343b0931126a20f133d67c2b018a3b",
-                       "versionId": "3/L4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY+MTRCxf3vjVBH40Nr8X8gdRQBpUMLUo", "sequencer": "0067F1A2B3C4D5E6F7"},
+            "object": {"key": key, "size": size, "eTag": etag, "versionId": version, "sequencer": sequencer},
         },
     }]}
-    return sqs_event("cairn-deploy", dumps(record), "059f36b4-87a3-44ab-83d2-661975830a7d", "AIDAJHIPRHEMV73VRJEBU")
+    return sqs_event("cairn-deploy", dumps(record), msg_id, "AIDAJHIPRHEMV73VRJEBU")
 
 
 def custom_resource(kind):
@@ -111,6 +112,11 @@ def cfn_event(detail_type, detail):
 
 EVENTS = {
     "s3-put-sqs.json": s3_put(),
+    "s3-plan-sqs.json": s3_put("plans/shop.zip", 2048, "6c1f5d7e8a9b0c1d2e3f4a5b6c7d8e9f", "3/Pq2Kb0nWm4Yx8Zc6Vd1Le7Rf9Tg3Hh5Jj2Kk4Ll6Mm8Nn0Oo",
+                               "0067F1A2B3C4D5E700", "plans", "2b7c9d1e-3f4a-4b5c-8d6e-7f8a9b0c1d2e"),
+    "s3-approval-sqs.json": s3_put("approvals/shop/20261130-080500-9f8e7d6c", 0, "d41d8cd98f00b204e9800998ecf8427e",
+                                   "3/Ap1Bq2Cr3Ds4Et5Fu6Gv7Hw8Ix9Jy0Kz1La2Mb3Nc4Od5Pe6", "0067F1A2B3C4D5E701", "approvals",
+                                   "8e9f0a1b-2c3d-4e5f-a6b7-c8d9e0f1a2b3"),
     "deploy-heartbeat.json": sqs_event("cairn-deploy", '{"cairn":"heartbeat","deployment":"shop","run":"20261130-080000-1a2b3c4d"}',
                                        "5d1c2b3a-4e5f-4a6b-9c7d-8e9f0a1b2c3d", "AROAJ2UCCR6DPCEXAMPLE:cairn-deployer"),
     "sqs-message.json": sqs_event("cairn-deploy", '{"kind":"advance","run":"shop/20261130T080000Z-1a2b"}',

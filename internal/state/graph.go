@@ -30,7 +30,8 @@ type Graph struct {
 	LockToken string `json:"lock_token"`
 	RunID     string `json:"run_id,omitempty"`
 	// Rebuilt is set when this graph was reconstructed from stack tags because the state
-	// object was missing.
+	// object was missing; stored, it marks the generation written from the rebuild (Read
+	// clears it, so later generations do not carry it).
 	Rebuilt bool `json:"rebuilt,omitempty"`
 }
 

@@ -21,7 +21,8 @@ import (
 )
 
 // fakeCFN serves DescribeStacks (all stacks, pageSize per page, NextToken an offset) the
-// way CloudFormation does, because the emulator's CloudFormation is not ready yet.
+// way CloudFormation does, so these tests can inject errors and odd tag sets cheaply;
+// rebuild_emulator_test.go runs Rebuild against the emulator's CloudFormation.
 type fakeCFN struct {
 	mu       sync.Mutex
 	stacks   []cfntypes.Stack

@@ -36,6 +36,10 @@ func (s *Store) Read(ctx context.Context, l *Lock) (*Graph, error) {
 		return nil, err
 	}
 	l.stateRead, l.stateETag, l.stateGen = true, etag, g.Generation
+	// Rebuilt marks the generation that was written from a rebuild (history shows it); the
+	// graph read now was found, not rebuilt, and writing it back must not mark the next
+	// generation too, or every later run would report a rebuild that never happened.
+	g.Rebuilt = false
 	return g, nil
 }
 

@@ -556,13 +556,28 @@ func grantObjects(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes, 
 	role.AddToPrincipalPolicy(allow(sid, actions, resources))
 }
 
-// grantList allows the list actions only under the given prefixes.
+// grantList allows the list actions. s3:ListBucket is granted on the bucket without a
+// prefix condition: S3 answers a read of a missing key with 404 only to a caller that may
+// list the bucket (otherwise 403 AccessDenied), and the state, lock and ports stores rely
+// on "not found" to create their objects. Listing reveals key names in cairn's own bucket
+// only. The other list actions (versions) stay limited to the given prefixes.
 func grantList(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes, actions []string) {
+	var scoped []string
+	for _, a := range actions {
+		if a == "s3:ListBucket" {
+			role.AddToPrincipalPolicy(allow(sid+"Keys", []string{a}, []*string{bucket.BucketArn()}))
+			continue
+		}
+		scoped = append(scoped, a)
+	}
+	if len(scoped) == 0 {
+		return
+	}
 	var like []interface{}
 	for _, p := range prefixes {
 		like = append(like, p+"*")
 	}
-	st := allow(sid, actions, []*string{bucket.BucketArn()})
+	st := allow(sid, scoped, []*string{bucket.BucketArn()})
 	st.AddCondition(jsii.String("StringLike"), map[string]interface{}{"s3:prefix": like})
 	role.AddToPrincipalPolicy(st)
 }

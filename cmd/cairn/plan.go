@@ -241,7 +241,7 @@ func approve(ctx context.Context, s3c *s3.Client, bucket, deployment, id string,
 			fmt.Fprintf(w, "apply run %s of plan %s\n", doc.Run.ID, id)
 			for _, name := range doc.Run.Names() {
 				s := doc.Run.Stacks[name]
-				fmt.Fprintf(w, "  %-20s %-8s %s", name, report.Action(s), s.Phase)
+				fmt.Fprintf(w, "  %-20s %-8s %s", name, report.Action(s, doc.Decisions...), s.Phase)
 				if s.Reason != "" {
 					fmt.Fprintf(w, ": %s", s.Reason)
 				}

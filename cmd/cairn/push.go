@@ -275,12 +275,12 @@ func follow(ctx context.Context, s3c *s3.Client, bucket, deployment, version str
 			}
 			for _, name := range doc.Run.Names() {
 				s := doc.Run.Stacks[name]
-				line := fmt.Sprintf("%s %s", report.Action(s), s.Phase)
+				line := fmt.Sprintf("%s %s", report.Action(s, doc.Decisions...), s.Phase)
 				if seen[name] == line {
 					continue
 				}
 				seen[name] = line
-				fmt.Fprintf(w, "  %-20s %-8s %s", name, report.Action(s), s.Phase)
+				fmt.Fprintf(w, "  %-20s %-8s %s", name, report.Action(s, doc.Decisions...), s.Phase)
 				if s.Phase.Terminal() && s.Reason != "" {
 					fmt.Fprintf(w, ": %s", s.Reason)
 				}

@@ -322,7 +322,11 @@ exits 0 when the stack is stable again, 1 otherwise, with the first failure's re
 						fmt.Fprintf(w, ": %s\n", aws.ToString(st.StackStatusReason))
 						return exitError{1}
 					}
-					fmt.Fprintf(w, ": recovered; push or plan again to apply the config\n")
+					fmt.Fprintf(w, ": recovered\n")
+					if err := recordRecovery(ctx, w, store, lock, st); err != nil {
+						return err
+					}
+					fmt.Fprintf(w, "push or plan again to apply the config\n")
 					return nil
 				}
 				if time.Now().After(deadline) {
@@ -343,6 +347,54 @@ exits 0 when the stack is stable again, 1 otherwise, with the first failure's re
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Hour, "how long to wait for the result")
 	cmd.Flags().DurationVar(&poll, "poll", 2*time.Second, "how often to look at the stack")
 	return cmd
+}
+
+// recordRecovery writes the recovered stack's new status and outputs into the persistent
+// graph under the recovery's lock, so the next plan starts from what is live rather than
+// from the failure the graph last saw.
+func recordRecovery(ctx context.Context, w io.Writer, store *state.Store, lock *state.Lock, st cfntypes.Stack) error {
+	name := aws.ToString(st.StackName)
+	g, err := store.Read(ctx, lock)
+	if errors.Is(err, state.ErrNotFound) {
+		fmt.Fprintf(w, "graph %s/%s does not exist: nothing recorded\n", lock.Namespace, lock.Key)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("recover %s: the stack recovered, but the graph %s/%s cannot be read to record it: %w; the next run records it", name, lock.Namespace, lock.Key, err)
+	}
+	var entry *state.Stack
+	for _, n := range g.Names() {
+		if s := g.Stacks[n]; s != nil && s.StackName == name {
+			entry = s
+			break
+		}
+	}
+	if entry == nil {
+		fmt.Fprintf(w, "stack %s is not in the graph %s/%s: nothing recorded\n", name, lock.Namespace, lock.Key)
+		return nil
+	}
+	was := entry.Status
+	entry.Status, entry.StackID, entry.UpdatedAt = string(st.StackStatus), aws.ToString(st.StackId), time.Now().UTC()
+	entry.Outputs = nil
+	for _, o := range st.Outputs {
+		if entry.Outputs == nil {
+			entry.Outputs = map[string]string{}
+		}
+		entry.Outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	if err := store.Write(ctx, lock, g); err != nil {
+		return fmt.Errorf("recover %s: the stack recovered, but recording it in the graph %s/%s failed: %w; the next run records it", name, lock.Namespace, lock.Key, err)
+	}
+	fmt.Fprintf(w, "graph %s/%s generation %d: stack %s recorded as %s (was %s), with %d output(s)\n",
+		lock.Namespace, lock.Key, g.Generation, entry.Name, entry.Status, nonEmptyStatus(was), len(entry.Outputs))
+	return nil
+}
+
+func nonEmptyStatus(s string) string {
+	if s == "" {
+		return "no status"
+	}
+	return s
 }
 
 func describeStack(ctx context.Context, cfn *cloudformation.Client, name string) (cfntypes.Stack, error) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
 const paramTemplate = "Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !Ref Value\nOutputs:\n  Name:\n    Value: !Ref P\n"
@@ -224,11 +226,30 @@ func TestRecoverFromUpdateRollbackFailed(t *testing.T) {
 		t.Fatalf("rb-a is %s, want %s", liveStacks(t, cfn)["rb-a"].StackStatus, want)
 	}
 	waitFor(cfntypes.StackStatusUpdateRollbackFailed)
+	graph := func() *state.Graph {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run([]string{"state", "show", "rb", "rb", "--json"}, &out, &errOut); code != 0 {
+			t.Fatalf("state show exited %d: %s", code, errOut.String())
+		}
+		g, err := state.Decode(out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	before := graph()
+	if s := before.Stacks["a"]; s == nil || s.Status == "UPDATE_ROLLBACK_COMPLETE" {
+		t.Fatalf("graph entry of a before the recovery: %+v", s)
+	}
 
 	stdout.Reset()
 	code := run([]string{"recover", "rb", "a", "--poll", "10ms", "--timeout", "30s"}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stdout.String(), "stack rb-a is UPDATE_ROLLBACK_FAILED") {
 		t.Fatalf("recover without skipping exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if g := graph(); g.Generation != before.Generation || g.Stacks["a"].Status != before.Stacks["a"].Status {
+		t.Errorf("a failed recovery wrote the graph: generation %d (was %d), a is %s", g.Generation, before.Generation, g.Stacks["a"].Status)
 	}
 	stdout.Reset()
 	code = run([]string{"recover", "rb", "a", "--skip", "P", "--poll", "10ms", "--timeout", "30s"}, &stdout, &stderr)
@@ -236,6 +257,20 @@ func TestRecoverFromUpdateRollbackFailed(t *testing.T) {
 		t.Fatalf("recover --skip P exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 	waitFor(cfntypes.StackStatusUpdateRollbackComplete)
+	after := graph()
+	recorded := fmt.Sprintf("graph rb/rb generation %d: stack a recorded as UPDATE_ROLLBACK_COMPLETE (was %s), with 1 output(s)", after.Generation, before.Stacks["a"].Status)
+	if !strings.Contains(stdout.String(), recorded) {
+		t.Errorf("recover output does not say what it recorded (%q):\n%s", recorded, stdout.String())
+	}
+	live := liveStacks(t, cfn)["rb-a"]
+	a := after.Stacks["a"]
+	if after.Generation != before.Generation+1 || a.Status != "UPDATE_ROLLBACK_COMPLETE" || a.StackID != aws.ToString(live.StackId) ||
+		len(live.Outputs) != 1 || a.Outputs[aws.ToString(live.Outputs[0].OutputKey)] != aws.ToString(live.Outputs[0].OutputValue) {
+		t.Errorf("graph after the recovery: generation %d (was %d), a %+v; live outputs %+v", after.Generation, before.Generation, a, live.Outputs)
+	}
+	if b := after.Stacks["b"]; b == nil || b.Status != before.Stacks["b"].Status || b.UpdatedAt != before.Stacks["b"].UpdatedAt {
+		t.Errorf("the recovery changed b's graph entry: %+v, was %+v", b, before.Stacks["b"])
+	}
 	stdout.Reset()
 	if code := run([]string{"recover", "rb", "a"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "needs UPDATE_ROLLBACK_FAILED") {
 		t.Errorf("recover of a stable stack exited %d: %s", code, stderr.String())

@@ -65,7 +65,7 @@ func newStatusCmd() *cobra.Command {
 					if s.ChangeSetName != "" && s.Phase != runstate.Unchanged {
 						changes = fmt.Sprint(s.Changes)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.StackName, report.Action(s), s.Phase, changes, s.Reason)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.StackName, report.Action(s, doc.Decisions...), s.Phase, changes, s.Reason)
 				}
 				tw.Flush()
 			}

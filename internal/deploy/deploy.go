@@ -26,6 +26,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -92,10 +93,18 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// CFNAPI is the CloudFormation API the driver calls: the change set client's, and
+// ListChangeSets, so plan hygiene never deletes a stack that holds a change set it did not
+// make.
+type CFNAPI interface {
+	changeset.API
+	ListChangeSets(ctx context.Context, in *cloudformation.ListChangeSetsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListChangeSetsOutput, error)
+}
+
 // Clients are the AWS APIs the driver calls.
 type Clients struct {
 	S3  S3API
-	CFN changeset.API
+	CFN CFNAPI
 	SQS SQSAPI
 	SNS SNSAPI
 }
@@ -104,7 +113,7 @@ type Clients struct {
 type Driver struct {
 	cfg   Config
 	s3    S3API
-	cfn   changeset.API
+	cfn   CFNAPI
 	sqs   SQSAPI
 	sns   SNSAPI
 	store *state.Store

@@ -137,9 +137,9 @@ func TestAdoptTaggedStackRefuseUntagged(t *testing.T) {
 		t.Errorf("extra: %+v, want done", s)
 	}
 	report := w.object("runs/shop/" + doc.Run.ID + ".md")
-	// The plan section carries the adoption; the stacks table shows the update it made.
+	// The plan section carries the adoption, and so does the stacks table.
 	if !strings.Contains(report, "- extra (shop-extra): adopt — exists with matching cairn tags: adopted into the graph") ||
-		!strings.Contains(report, "| extra | shop-extra | update | done |") {
+		!strings.Contains(report, "| extra | shop-extra | adopt | done |") {
 		t.Errorf("report does not say extra was adopted:\n%s", report)
 	}
 	g := w.graph("shop", "shop")

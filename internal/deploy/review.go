@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/changeset"
@@ -244,7 +245,7 @@ func (d *Driver) sweep(ctx context.Context, deployment, keepID string, used map[
 			continue
 		}
 		old, etag, err := d.readPlan(ctx, deployment, id)
-		if err != nil || old.Status != plan.Planned {
+		if err != nil || !retirable(old) {
 			continue
 		}
 		status, why := plan.Superseded, reason(old)
@@ -274,27 +275,69 @@ func (d *Driver) retireOpenPlans(ctx context.Context, doc *Document, log *slog.L
 	d.sweep(ctx, doc.Run.Deployment, "~", used, reason, d.changesets(doc.Run.ID, log), log)
 }
 
+// retirable reports whether a plan still has something to retire: it waits for approval, or it
+// failed after making change sets (which may have created REVIEW_IN_PROGRESS stacks).
+func retirable(p *plan.Document) bool {
+	return p.Status == plan.Planned || (p.Status == plan.PlanFailed && len(leftovers(p)) > 0)
+}
+
+// leftover is a change set a plan made, on the stack it was made for.
+type leftover struct {
+	stack       plan.Stack
+	changeSetID string
+}
+
+// leftovers lists the change sets a plan made: the reviewed ones and, in a plan that
+// failed, those of stacks that did not get as far as review (a CREATE change set that
+// failed still made its REVIEW_IN_PROGRESS stack). "No changes" change sets are deleted
+// by the plan run itself.
+func leftovers(p *plan.Document) []leftover {
+	var out []leftover
+	for _, s := range p.Stacks {
+		id := s.ChangeSetID
+		if rs := p.Run.Stacks[s.Name]; id == "" && rs != nil && rs.Phase != run.Unchanged {
+			id = rs.ChangeSetID
+		}
+		if id != "" {
+			out = append(out, leftover{stack: s, changeSetID: id})
+		}
+	}
+	return out
+}
+
 // retire deletes a plan's change sets and the stacks created only for it, and records why.
+// A stack goes only when it is still the REVIEW_IN_PROGRESS stack the plan's CREATE change
+// set made (same id), its cairn:* tags name the plan's graph and stack, keepStacks does not
+// hold it, and it has no change set but the plan's: anything else is someone else's.
 func (d *Driver) retire(ctx context.Context, p *plan.Document, etag string, status plan.Status, reason string, keepStacks map[string]bool, cs *changeset.Client, log *slog.Logger) {
 	live, err := cs.Live(ctx)
 	if err != nil {
 		log.Warn("deploy: cannot describe stacks to clean up a plan", "plan", p.ID, "err", err)
 		return
 	}
-	for _, s := range p.Stacks {
-		if s.ChangeSetID == "" {
-			continue
-		}
+	for _, lo := range leftovers(p) {
+		s := lo.stack
 		l, ok := live[s.StackName]
-		if ok && s.Action == "create" && l.Status == "REVIEW_IN_PROGRESS" && l.StackID == s.StackID && !keepStacks[l.StackID] {
-			if err := cs.DeleteStack(ctx, l.StackID); err != nil {
-				log.Warn("deploy: cannot delete a stack created only for a plan", "plan", p.ID, "stack", s.StackName, "err", err)
+		if ok && s.Action == "create" && l.Status == "REVIEW_IN_PROGRESS" && l.StackID == s.StackID && !keepStacks[l.StackID] && l.OwnedBy(p.Namespace, p.GraphKey, s.Name) {
+			others, err := d.otherChangeSets(ctx, l.StackID, lo.changeSetID)
+			switch {
+			case err != nil:
+				log.Warn("deploy: cannot list the change sets of a stack created for a plan; only the plan's change set is deleted", "plan", p.ID, "stack", s.StackName, "err", err)
+			case len(others) > 0:
+				log.Info("deploy: keeping a REVIEW_IN_PROGRESS stack that holds change sets the plan did not make", "plan", p.ID, "stack", s.StackName, "change_sets", others)
+			default:
+				if err := cs.DeleteStack(ctx, l.StackID); err != nil {
+					log.Warn("deploy: cannot delete a stack created only for a plan", "plan", p.ID, "stack", s.StackName, "err", err)
+				}
+				continue
 			}
-			continue
 		}
-		if err := cs.DeleteChangeSet(ctx, s.ChangeSetID); err != nil {
-			log.Warn("deploy: cannot delete a change set of a retired plan", "plan", p.ID, "change_set", s.ChangeSetID, "err", err)
+		if err := cs.DeleteChangeSet(ctx, lo.changeSetID); err != nil {
+			log.Warn("deploy: cannot delete a change set of a retired plan", "plan", p.ID, "change_set", lo.changeSetID, "err", err)
 		}
+	}
+	if p.Status == plan.PlanFailed {
+		reason += "; the plan had failed: " + p.Reason
 	}
 	p.Status, p.Reason = status, reason
 	if _, err := d.writePlan(ctx, p, etag); err != nil {
@@ -302,6 +345,27 @@ func (d *Driver) retire(ctx context.Context, p *plan.Document, etag string, stat
 		return
 	}
 	log.Info("deploy: plan retired", "plan", p.ID, "status", string(status), "reason", reason)
+}
+
+// otherChangeSets lists the change sets of a stack other than own.
+func (d *Driver) otherChangeSets(ctx context.Context, stackID, own string) ([]string, error) {
+	in := &cloudformation.ListChangeSetsInput{StackName: aws.String(stackID)}
+	var others []string
+	for {
+		out, err := d.cfn.ListChangeSets(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list change sets of stack %s: %w", stackID, err)
+		}
+		for _, c := range out.Summaries {
+			if aws.ToString(c.ChangeSetId) != own {
+				others = append(others, aws.ToString(c.ChangeSetName))
+			}
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return others, nil
+		}
+		in.NextToken = out.NextToken
+	}
 }
 
 func (d *Driver) planTTL() time.Duration {
@@ -407,7 +471,7 @@ func (d *Driver) Approve(ctx context.Context, u Upload) error {
 		d.release(ctx, lock, log)
 		return err
 	}
-	if p.Status == plan.Planned && now.Sub(p.CreatedAt) > d.planTTL() {
+	if retirable(p) && now.Sub(p.CreatedAt) > d.planTTL() {
 		// Its change sets, and stacks that exist only for it, go now.
 		d.retire(ctx, p, etag, plan.Expired, fmt.Sprintf("expired after %s", d.planTTL()), nil, cs, log)
 	}

@@ -137,8 +137,9 @@ func tagsDiffer(want, have map[string]string) bool {
 	return false
 }
 
-// owned reports whether a live stack's tags say this graph created it as name.
-func owned(l Live, namespace, key, name string) bool {
+// OwnedBy reports whether a live stack's cairn:* tags say the graph namespace/key created
+// it as stack name: only such a stack is cairn's to adopt, re-create or clean up.
+func (l Live) OwnedBy(namespace, key, name string) bool {
 	return l.Tags[state.TagNamespace] == namespace && l.Tags[state.TagGraphKey] == key && l.Tags[state.TagName] == name
 }
 
@@ -226,7 +227,7 @@ func Make(in Input) (*Result, error) {
 			}
 			continue
 		}
-		tagged := owned(live, ns, key, s.Name)
+		tagged := live.OwnedBy(ns, key, s.Name)
 		wantTags := Tags(cfg, s, in.Bundle)
 		switch st := live.Status; {
 		case st == "ROLLBACK_COMPLETE" || st == "REVIEW_IN_PROGRESS":
@@ -332,7 +333,7 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			decide(Refuse, reason)
 		}
 		switch {
-		case !owned(live, prev.Namespace, prev.Key, name):
+		case !live.OwnedBy(prev.Namespace, prev.Key, name):
 			refuse(fmt.Sprintf("its tags do not say cairn created it for graph %s/%s (%s=%q, %s=%q, %s=%q)", prev.Namespace, prev.Key,
 				state.TagNamespace, live.Tags[state.TagNamespace], state.TagGraphKey, live.Tags[state.TagGraphKey], state.TagName, live.Tags[state.TagName]))
 		case live.TerminationProtection:

@@ -83,7 +83,7 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Status | Duration | Changes | Reason |\n|---|---|---|---|---|---|---|\n")
 		for _, n := range names {
 			s := r.Stacks[n]
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s), s.Phase, duration(s), changes(s), cell(s.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s, in.Decisions...), s.Phase, duration(s), changes(s), cell(s.Reason))
 		}
 		b.WriteString("\n")
 	}
@@ -101,8 +101,10 @@ func Markdown(w io.Writer, in Input) error {
 	return err
 }
 
-// Action names what the run did (or tries to do) to a stack.
-func Action(s *run.Stack) string {
+// Action names what the run did (or tries to do) to a stack. decisions are the plan's
+// (the run document carries them): a stack the plan adopted into the graph shows as
+// adopt, not as the update that adopted it. Without decisions that cannot be told.
+func Action(s *run.Stack, decisions ...plan.Decision) string {
 	switch {
 	case s.Intent == run.IntentDelete:
 		return "delete"
@@ -112,11 +114,22 @@ func Action(s *run.Stack) string {
 		return "recreate"
 	case s.Phase == run.Unchanged:
 		return "none"
+	case adopted(s.Name, decisions):
+		return string(plan.Adopt)
 	case s.ChangeSetType == "CREATE" || (!s.Exists && s.ChangeSetType == ""):
 		return "create"
 	default:
 		return "update"
 	}
+}
+
+func adopted(name string, decisions []plan.Decision) bool {
+	for _, d := range decisions {
+		if d.Stack == name {
+			return d.Action == plan.Adopt
+		}
+	}
+	return false
 }
 
 func duration(s *run.Stack) string {
@@ -170,7 +183,7 @@ func Summary(in Input, reportURI string) string {
 		if s.Phase == run.Unchanged {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s: %s %s", n, Action(s), s.Phase)
+		fmt.Fprintf(&b, "- %s: %s %s", n, Action(s, in.Decisions...), s.Phase)
 		if s.Reason != "" {
 			fmt.Fprintf(&b, ": %s", s.Reason)
 		}

@@ -80,3 +80,36 @@ func TestSummary(t *testing.T) {
 		t.Errorf("subject has %d characters, SNS allows 100", len(s))
 	}
 }
+
+// TestActionOfAdoptedStack: the update that adopts a stack into the graph shows as adopt
+// when the plan's decisions are given; other decisions do not change the action.
+func TestActionOfAdoptedStack(t *testing.T) {
+	adopt := []plan.Decision{{Stack: "other", Action: plan.Update}, {Stack: "extra", StackName: "shop-extra", Action: plan.Adopt}}
+	tests := []struct {
+		name      string
+		stack     run.Stack
+		decisions []plan.Decision
+		want      string
+	}{
+		{"adopted", run.Stack{Name: "extra", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"}, adopt, "adopt"},
+		{"adopted, no decisions given", run.Stack{Name: "extra", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"}, nil, "update"},
+		{"adopted but unchanged", run.Stack{Name: "extra", Intent: run.IntentDeploy, Phase: run.Unchanged, Exists: true}, adopt, "none"},
+		{"another stack updated", run.Stack{Name: "other", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"}, adopt, "update"},
+		{"created", run.Stack{Name: "new", Intent: run.IntentDeploy, Phase: run.Done, ChangeSetType: "CREATE"}, adopt, "create"},
+		{"deleted", run.Stack{Name: "extra", Intent: run.IntentDelete, Phase: run.Done}, adopt, "delete"},
+	}
+	for _, tt := range tests {
+		if got := Action(&tt.stack, tt.decisions...); got != tt.want {
+			t.Errorf("%s: Action = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	r := sampleRun()
+	r.Stacks["extra"] = &run.Stack{Name: "extra", StackName: "shop-extra", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"}
+	var b strings.Builder
+	if err := Markdown(&b, Input{Run: r, Decisions: adopt}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| extra | shop-extra | adopt | done |") || !strings.Contains(Summary(Input{Run: r, Decisions: adopt}, ""), "- extra: adopt done") {
+		t.Errorf("report or summary does not show extra as adopted:\n%s", b.String())
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
@@ -217,7 +218,7 @@ func (d *Driver) fetch(ctx context.Context, b Bundle, deployment string) (*loade
 	}
 	out, err := d.s3.GetObject(ctx, in)
 	if err != nil {
-		if isNotFound(err) {
+		if awsclient.NotFound(err) {
 			return &loadedBundle{bundle: b, errs: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
 		}
 		return nil, fmt.Errorf("download bundle s3://%s/%s version %s: %w", b.Bucket, b.Key, b.VersionID, err)

@@ -12,9 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -120,30 +119,6 @@ type activeIndex struct {
 
 func activeKey(runID string) string { return activePrefix + runID + ".json" }
 
-func httpStatus(err error) int {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) {
-		return re.HTTPStatusCode()
-	}
-	return 0
-}
-
-func isNotFound(err error) bool {
-	if httpStatus(err) == 404 {
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound")
-}
-
-func isPrecondition(err error) bool {
-	if s := httpStatus(err); s == 412 || s == 409 {
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && (ae.ErrorCode() == "PreconditionFailed" || ae.ErrorCode() == "ConditionalRequestConflict")
-}
-
 // errRaceLost says another step wrote the run document since it was read.
 var errRaceLost = errors.New("run document changed since it was read")
 
@@ -155,7 +130,7 @@ func (d *Driver) loadDocument(ctx context.Context, deployment, runID string) (*D
 	key := RunKey(deployment, runID)
 	out, err := d.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
 	if err != nil {
-		if isNotFound(err) {
+		if awsclient.NotFound(err) {
 			return nil, "", fmt.Errorf("run %s of deployment %s: no document s3://%s/%s: %w", runID, deployment, d.cfg.Bucket, key, errNoRun)
 		}
 		return nil, "", fmt.Errorf("run %s of deployment %s: read s3://%s/%s: %w", runID, deployment, d.cfg.Bucket, key, err)
@@ -203,7 +178,7 @@ func (d *Driver) saveDocument(ctx context.Context, doc *Document, etag string) (
 	}
 	out, err := d.s3.PutObject(ctx, in)
 	if err != nil {
-		if isPrecondition(err) {
+		if awsclient.PreconditionFailed(err) {
 			return "", fmt.Errorf("run %s: write s3://%s/%s: %w", doc.Run.ID, d.cfg.Bucket, key, errRaceLost)
 		}
 		return "", fmt.Errorf("run %s: write s3://%s/%s: %w", doc.Run.ID, d.cfg.Bucket, key, err)
@@ -247,7 +222,7 @@ func (d *Driver) writeIndex(ctx context.Context, doc *Document) error {
 func (d *Driver) deleteIndex(ctx context.Context, runID string) error {
 	key := activeKey(runID)
 	_, err := d.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
-	if err != nil && !isNotFound(err) {
+	if err != nil && !awsclient.NotFound(err) {
 		return fmt.Errorf("run %s: delete index s3://%s/%s: %w", runID, d.cfg.Bucket, key, err)
 	}
 	return nil
@@ -268,7 +243,7 @@ func (d *Driver) findRun(ctx context.Context, stackName string) (*activeIndex, e
 		}
 		got, err := d.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
 		if err != nil {
-			if isNotFound(err) {
+			if awsclient.NotFound(err) {
 				continue // the run ended meanwhile
 			}
 			return nil, fmt.Errorf("read s3://%s/%s: %w", d.cfg.Bucket, key, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -78,7 +79,7 @@ func (d *Driver) readPlan(ctx context.Context, deployment, id string) (*plan.Doc
 	key := plan.Key(deployment, id)
 	out, err := d.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
 	if err != nil {
-		if isNotFound(err) {
+		if awsclient.NotFound(err) {
 			return nil, "", fmt.Errorf("plan %s of deployment %s: no document s3://%s/%s: %w", id, deployment, d.cfg.Bucket, key, errNoRun)
 		}
 		return nil, "", fmt.Errorf("plan %s: read s3://%s/%s: %w", id, d.cfg.Bucket, key, err)
@@ -110,7 +111,7 @@ func (d *Driver) writePlan(ctx context.Context, p *plan.Document, etag string) (
 	}
 	out, err := d.s3.PutObject(ctx, in)
 	if err != nil {
-		if isPrecondition(err) {
+		if awsclient.PreconditionFailed(err) {
 			return "", fmt.Errorf("plan %s: write s3://%s/%s: %w", p.ID, d.cfg.Bucket, key, errRaceLost)
 		}
 		return "", fmt.Errorf("plan %s: write s3://%s/%s: %w", p.ID, d.cfg.Bucket, key, err)

@@ -167,8 +167,11 @@ type Upload struct {
 }
 
 // Deployment returns NAME of deployments/NAME.zip, or "" when the key is not an upload.
-func (u Upload) Deployment() string {
-	name, ok := strings.CutPrefix(u.Key, "deployments/")
+func (u Upload) Deployment() string { return zipName(u.Key, "deployments/") }
+
+// zipName returns NAME of key PREFIX/NAME.zip, or "" when key is not of that form.
+func zipName(key, prefix string) string {
+	name, ok := strings.CutPrefix(key, prefix)
 	if !ok {
 		return ""
 	}

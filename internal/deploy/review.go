@@ -30,17 +30,7 @@ import (
 const DefaultPlanTTL = 7 * 24 * time.Hour
 
 // PlanName returns NAME of plans/NAME.zip, or "".
-func (u Upload) PlanName() string {
-	name, ok := strings.CutPrefix(u.Key, "plans/")
-	if !ok {
-		return ""
-	}
-	name, ok = strings.CutSuffix(name, ".zip")
-	if !ok || name == "" || strings.Contains(name, "/") {
-		return ""
-	}
-	return name
-}
+func (u Upload) PlanName() string { return zipName(u.Key, "plans/") }
 
 // Approval returns NAME and PLAN_ID of approvals/NAME/PLAN_ID, or "", "".
 func (u Upload) Approval() (deployment, planID string) {

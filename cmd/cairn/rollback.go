@@ -25,6 +25,17 @@ func init() { commands = append(commands, newRollbackCmd, newDestroyCmd, newReco
 
 // graphOf returns the namespace and graph key of a deployment, from its newest run that
 // loaded a config.
+// deploymentGraph resolves cairn's bucket (flag, CAIRN_BUCKET or the export) and the
+// namespace and graph key deployment NAME's runs recorded.
+func deploymentGraph(ctx context.Context, bucketFlag, deployment string) (s3c *s3.Client, bucket, ns, key string, err error) {
+	s3c, bucket, err = bucketClient(ctx, bucketFlag)
+	if err != nil {
+		return nil, "", "", "", err
+	}
+	ns, key, err = graphOf(ctx, s3c, bucket, deployment)
+	return s3c, bucket, ns, key, err
+}
+
 func graphOf(ctx context.Context, s3c *s3.Client, bucket, deployment string) (string, string, error) {
 	keys, err := runDocs(ctx, s3c, bucket, deployment)
 	if err != nil {
@@ -110,11 +121,7 @@ or review it and run ` + "`cairn approve NAME PLAN_ID`" + `.`,
 			if err != nil {
 				return err
 			}
-			s3c, bucket, err := bucketClient(ctx, bucket)
-			if err != nil {
-				return err
-			}
-			ns, key, err := graphOf(ctx, s3c, bucket, deployment)
+			s3c, bucket, ns, key, err := deploymentGraph(ctx, bucket, deployment)
 			if err != nil {
 				return err
 			}
@@ -202,11 +209,7 @@ when the graph is empty its state object is removed.`,
 			if err != nil {
 				return err
 			}
-			s3c, bucket, err := bucketClient(ctx, bucket)
-			if err != nil {
-				return err
-			}
-			ns, key, err := graphOf(ctx, s3c, bucket, deployment)
+			s3c, bucket, ns, key, err := deploymentGraph(ctx, bucket, deployment)
 			if err != nil {
 				return err
 			}

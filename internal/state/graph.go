@@ -142,6 +142,14 @@ func (g *Graph) normalize() {
 		if st == nil {
 			continue
 		}
+		// Empty and absent mean the same and are written the same (omitempty), so a document
+		// reads back exactly as it was written.
+		if len(st.Outputs) == 0 {
+			st.Outputs = nil
+		}
+		if len(st.Tags) == 0 {
+			st.Tags = nil
+		}
 		if len(st.Requires) == 0 {
 			st.Requires = nil
 			continue

@@ -191,6 +191,7 @@ func Decode(body []byte) (*Graph, error) {
 			return nil, fmt.Errorf("state document: stack %q is null: restore an earlier version (cairn state history)", name)
 		}
 	}
+	g.normalize()
 	return &g, nil
 }
 

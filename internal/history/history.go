@@ -1,0 +1,189 @@
+// Package history reads what a deployment's runs and plans recorded in cairn's bucket:
+// their documents, newest first, and what kind of run each one was. The command-line tool
+// answers "what happened, and what is deployed" from here; it never writes.
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// ErrNotFound says a run or plan document does not exist.
+var ErrNotFound = errors.New("not found")
+
+// S3API is the part of the S3 client history reads with.
+type S3API interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// Store reads the documents of cairn's bucket.
+type Store struct {
+	S3     S3API
+	Bucket string
+}
+
+// RunIDs lists the ids of deployment's runs, newest first (run ids start with their time).
+func (s *Store) RunIDs(ctx context.Context, deployment string) ([]string, error) {
+	return s.ids(ctx, "runs", runPrefix(deployment))
+}
+
+// PlanIDs lists the ids of deployment's plans, newest first (a plan's id is its plan run's).
+func (s *Store) PlanIDs(ctx context.Context, deployment string) ([]string, error) {
+	return s.ids(ctx, "plans", planPrefix(deployment))
+}
+
+func (s *Store) ids(ctx context.Context, what, prefix string) ([]string, error) {
+	var ids []string
+	p := s3.NewListObjectsV2Paginator(s.S3, &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list %s s3://%s/%s: %w", what, s.Bucket, prefix, err)
+		}
+		for _, o := range page.Contents {
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(aws.ToString(o.Key), prefix), ".json"); ok && id != "" && !strings.Contains(id, "/") {
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+	return ids, nil
+}
+
+// Run reads one run document; ErrNotFound when it does not exist.
+func (s *Store) Run(ctx context.Context, deployment, id string) (*deploy.Document, error) {
+	body, err := s.get(ctx, deploy.RunKey(deployment, id))
+	if err != nil {
+		return nil, fmt.Errorf("run %s of deployment %s: %w", id, deployment, err)
+	}
+	doc, err := deploy.DecodeDocument(body)
+	if err != nil {
+		return nil, fmt.Errorf("run %s of deployment %s: s3://%s/%s: %w", id, deployment, s.Bucket, deploy.RunKey(deployment, id), err)
+	}
+	return doc, nil
+}
+
+// Plan reads one plan document; ErrNotFound when it does not exist.
+func (s *Store) Plan(ctx context.Context, deployment, id string) (*plan.Document, error) {
+	body, err := s.get(ctx, plan.Key(deployment, id))
+	if err != nil {
+		return nil, fmt.Errorf("plan %s of deployment %s: %w", id, deployment, err)
+	}
+	p, err := plan.Decode(body)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s of deployment %s: s3://%s/%s: %w", id, deployment, s.Bucket, plan.Key(deployment, id), err)
+	}
+	return p, nil
+}
+
+// Runs reads the newest at most n runs of deployment (every run when n <= 0), newest
+// first. A document that cannot be read is skipped: a run being written is read next time.
+func (s *Store) Runs(ctx context.Context, deployment string, n int) ([]*deploy.Document, error) {
+	ids, err := s.RunIDs(ctx, deployment)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 && len(ids) > n {
+		ids = ids[:n]
+	}
+	var docs []*deploy.Document
+	for _, id := range ids {
+		doc, err := s.Run(ctx, deployment, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, doc)
+	}
+	return docs, nil
+}
+
+func (s *Store) get(ctx context.Context, key string) ([]byte, error) {
+	out, err := s.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
+	if err != nil {
+		if awsclient.NotFound(err) {
+			return nil, fmt.Errorf("no s3://%s/%s: %w", s.Bucket, key, ErrNotFound)
+		}
+		return nil, fmt.Errorf("read s3://%s/%s: %w", s.Bucket, key, err)
+	}
+	defer out.Body.Close()
+	body, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read s3://%s/%s: %w", s.Bucket, key, err)
+	}
+	return body, nil
+}
+
+// runPrefix and planPrefix are where deploy.RunKey and plan.Key put a deployment's
+// documents.
+func runPrefix(deployment string) string {
+	return strings.TrimSuffix(deploy.RunKey(deployment, ""), ".json")
+}
+
+func planPrefix(deployment string) string {
+	return strings.TrimSuffix(plan.Key(deployment, ""), ".json")
+}
+
+// Kind is what a run was for.
+type Kind string
+
+const (
+	// Push: a deploy run of an upload to deployments/NAME.zip.
+	Push Kind = "push"
+	// PlanRun: a plan run of an upload to plans/NAME.zip; it executes nothing.
+	PlanRun Kind = "plan"
+	// Apply: the apply run of an approved plan.
+	Apply Kind = "apply"
+)
+
+// KindOf tells plan runs from apply runs and pushes.
+func KindOf(doc *deploy.Document) Kind {
+	switch {
+	case doc.Run.Mode == run.ModePlan:
+		return PlanRun
+	case doc.Plan != "":
+		return Apply
+	}
+	return Push
+}
+
+// Acted reports whether a run got as far as its stacks: it was not superseded, refused
+// or stopped by config errors before it changed or checked anything.
+func Acted(doc *deploy.Document) bool {
+	if doc.Run.Status == deploy.Superseded {
+		return false
+	}
+	for _, s := range doc.Run.Stacks {
+		if s.Phase != run.Blocked && s.Phase != run.Pending {
+			return true
+		}
+	}
+	return false
+}
+
+// Deployed returns the newest run, among docs (newest first), that stands for what is
+// deployed: a push or an apply that acted on its stacks. Plan runs, superseded uploads
+// and refused approvals change nothing and are passed over. nil when there is none.
+func Deployed(docs []*deploy.Document) *deploy.Document {
+	for _, d := range docs {
+		if KindOf(d) != PlanRun && Acted(d) {
+			return d
+		}
+	}
+	return nil
+}

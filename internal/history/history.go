@@ -187,3 +187,26 @@ func Deployed(docs []*deploy.Document) *deploy.Document {
 	}
 	return nil
 }
+
+// ErrNothingDeployed says a deployment has no run that got as far as loading its config,
+// so it has no graph yet.
+var ErrNothingDeployed = errors.New("nothing was deployed yet")
+
+// Graph returns the namespace and graph key of deployment's persistent graph, as its
+// newest run that loaded a config recorded them.
+func (s *Store) Graph(ctx context.Context, deployment string) (namespace, key string, err error) {
+	ids, err := s.RunIDs(ctx, deployment)
+	if err != nil {
+		return "", "", err
+	}
+	for _, id := range ids {
+		doc, err := s.Run(ctx, deployment, id)
+		if err == nil && doc.Namespace != "" {
+			return doc.Namespace, doc.GraphKey, nil
+		}
+	}
+	if len(ids) == 0 {
+		return "", "", fmt.Errorf("deployment %s has no runs in s3://%s: %w (push a bundle with `cairn push PATH --deployment %s`)", deployment, s.Bucket, ErrNothingDeployed, deployment)
+	}
+	return "", "", fmt.Errorf("deployment %s has no run that loaded its config in s3://%s: %w", deployment, s.Bucket, ErrNothingDeployed)
+}

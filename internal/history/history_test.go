@@ -134,3 +134,21 @@ func TestKindAndDeployed(t *testing.T) {
 		}
 	}
 }
+
+func TestGraph(t *testing.T) {
+	c := bucket(t)
+	ctx := context.Background()
+	s := &history.Store{S3: c, Bucket: "cairn"}
+	if _, _, err := s.Graph(ctx, "shop"); !errors.Is(err, history.ErrNothingDeployed) ||
+		err.Error() != "deployment shop has no runs in s3://cairn: nothing was deployed yet (push a bundle with `cairn push PATH --deployment shop`)" {
+		t.Fatalf("Graph of a deployment without runs: %v", err)
+	}
+	loaded := doc("20261130-080000-aaaa", run.ModeDeploy, "", run.Succeeded, run.Done)
+	loaded.Namespace, loaded.GraphKey = "shop", "main"
+	put(t, c, deploy.RunKey("shop", loaded.Run.ID), loaded)
+	// A newer run that failed before it loaded its config names no graph.
+	put(t, c, deploy.RunKey("shop", "20261130-090000-bbbb"), doc("20261130-090000-bbbb", run.ModeDeploy, "", run.RunFailed, run.Blocked))
+	if ns, key, err := s.Graph(ctx, "shop"); err != nil || ns != "shop" || key != "main" {
+		t.Fatalf("Graph = %s/%s, %v; want shop/main", ns, key, err)
+	}
+}

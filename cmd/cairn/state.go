@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,32 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
 func init() { commands = append(commands, newStateCmd, newUnlockCmd) }
-
-// stateBucketEnv names cairn's bucket when --bucket is not given.
-const stateBucketEnv = "CAIRN_BUCKET"
-
-// openStateStore builds a state store on the bucket from --bucket or $CAIRN_BUCKET, with
-// AWS configuration from the environment.
-func openStateStore(cmd *cobra.Command, bucket string) (*state.Store, error) {
-	if bucket == "" {
-		bucket = os.Getenv(stateBucketEnv)
-	}
-	if bucket == "" {
-		return nil, fmt.Errorf("no bucket: pass --bucket or set %s to cairn's bucket", stateBucketEnv)
-	}
-	cfg, err := awsclient.Load(cmd.Context())
-	if err != nil {
-		return nil, err
-	}
-	// Commands print what matters themselves; only errors are logged on top.
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
-	return &state.Store{S3: awsclient.S3(cfg), Bucket: bucket, Logger: logger}, nil
-}
 
 func newStateCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -51,21 +28,27 @@ func newStateCmd() *cobra.Command {
 }
 
 func newStateShowCmd() *cobra.Command {
-	var bucket, version string
+	var version string
 	var asJSON bool
+	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "show NAMESPACE KEY",
 		Short: "Show a persistent graph (the latest, or --version ID) and who holds its lock",
 		Long: "Show the persistent graph state/NAMESPACE/KEY.json: the applied bundle and, in dependency\n" +
 			"order, every stack cairn manages with its real name, status and dependencies.\n" +
 			"--version shows an earlier version (see `cairn state history`); --json prints the document.",
-		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStateStore(cmd, bucket)
+			c, err := cf.open(cmd)
 			if err != nil {
 				return err
 			}
+			s := c.state
 			ctx, ns, key := cmd.Context(), args[0], args[1]
+			if version != "" {
+				if version, err = stateVersion(cmd, s, ns, key, version); err != nil {
+					return err
+				}
+			}
 			g, err := s.Show(ctx, ns, key, version)
 			if errors.Is(err, state.ErrNotFound) && version != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
@@ -101,7 +84,7 @@ func newStateShowCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default $"+stateBucketEnv+")")
+	cf.add(cmd)
 	cmd.Flags().StringVar(&version, "version", "", "S3 version id of the state object to show (default: the latest)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the state document as JSON")
 	return cmd
@@ -110,12 +93,12 @@ func newStateShowCmd() *cobra.Command {
 func printGraph(out io.Writer, g *state.Graph, version string) {
 	which := "latest"
 	if version != "" {
-		which = "version " + version
+		which = "version " + report.ShortVersion(version)
 	}
 	fmt.Fprintf(out, "state %s/%s (%s): generation %d, written %s by run %s\n", g.Namespace, g.Key, which, g.Generation,
 		g.UpdatedAt.UTC().Format(time.RFC3339), dash(g.RunID))
 	b := g.Bundle
-	fmt.Fprintf(out, "bundle: sha256 %s, git %s %s, bundle version %s\n", dash(b.SHA256), dash(b.GitRemote), dash(b.GitRef), dash(b.VersionID))
+	fmt.Fprintf(out, "bundle: sha256 %s, git %s %s, bundle version %s\n", dash(report.ShortSum(b.SHA256)), dash(b.GitRemote), dash(b.GitRef), dash(report.ShortVersion(b.VersionID)))
 	if g.Rebuilt {
 		fmt.Fprintln(out, "note: this graph was rebuilt from stack tags after its state object was lost")
 	}
@@ -147,20 +130,20 @@ func printGraph(out io.Writer, g *state.Graph, version string) {
 }
 
 func newStateHistoryCmd() *cobra.Command {
-	var bucket string
 	var limit int
+	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "history NAMESPACE KEY",
 		Short: "List earlier versions of a persistent graph, newest first",
 		Long: "List the S3 versions of state/NAMESPACE/KEY.json, newest first, with the generation and run\n" +
 			"that wrote each. Show one with `cairn state show NAMESPACE KEY --version ID`.\n" +
 			"History needs bucket versioning; without it cairn warns.",
-		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStateStore(cmd, bucket)
+			c, err := cf.open(cmd)
 			if err != nil {
 				return err
 			}
+			s := c.state
 			ctx, ns, key := cmd.Context(), args[0], args[1]
 			if warning, err := s.VersioningWarning(ctx); err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
@@ -200,36 +183,41 @@ func newStateHistoryCmd() *cobra.Command {
 				if v.IsLatest {
 					note = strings.TrimSpace("latest " + note)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.VersionID, v.LastModified.UTC().Format(time.RFC3339), gen, run, stacks, note)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", report.ShortVersion(v.VersionID), v.LastModified.UTC().Format(time.RFC3339), gen, run, stacks, note)
 			}
 			return w.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default $"+stateBucketEnv+")")
+	cf.add(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 20, "show at most this many versions (0: all)")
 	return cmd
 }
 
 func newUnlockCmd() *cobra.Command {
-	var bucket string
 	var force bool
+	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "unlock NAMESPACE KEY",
 		Short: "Remove the lock on a persistent graph: an expired one freely, a live one with --force",
 		Long: "Remove locks/NAMESPACE/KEY.lock. An expired lock (its run crashed or timed out) is removed\n" +
 			"freely. A live lock belongs to a run that may still be deploying: it is removed only with\n" +
 			"--force, and the command prints who held it; that run stops at its next lock check.",
-		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStateStore(cmd, bucket)
+			c, err := cf.open(cmd)
 			if err != nil {
 				return err
 			}
+			s := c.state
 			ns, key := args[0], args[1]
 			held, err := s.ForceUnlock(cmd.Context(), ns, key, force)
 			var locked *state.ErrLocked
 			switch {
 			case errors.Is(err, state.ErrNotLocked):
+				if _, serr := s.Show(cmd.Context(), ns, key, ""); errors.Is(serr, state.ErrNotFound) {
+					return refuse("there is no graph %s/%s (no s3://%s/%s) and no lock on it: check NAMESPACE and KEY (a deployment's are in `cairn status NAME`)", ns, key, c.bucket, state.StateKey(ns, key))
+				} else if serr != nil {
+					return serr
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "state %s/%s is not locked: nothing to do\n", ns, key)
 				return nil
 			case errors.As(err, &locked):
@@ -248,14 +236,32 @@ func newUnlockCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default $"+stateBucketEnv+")")
+	cf.add(cmd)
 	cmd.Flags().BoolVar(&force, "force", false, "also remove a live lock (prints who held it)")
 	return cmd
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
+// stateVersion resolves --version: a whole S3 version id of the state object, or a unique
+// end of one as cairn prints them.
+func stateVersion(cmd *cobra.Command, s *state.Store, ns, key, v string) (string, error) {
+	versions, err := s.History(cmd.Context(), ns, key)
+	if err != nil {
+		return "", err
 	}
-	return s
+	var match []string
+	for _, x := range versions {
+		if x.VersionID == v {
+			return v, nil
+		}
+		if end := strings.TrimPrefix(v, "…"); len(end) >= 6 && strings.HasSuffix(x.VersionID, end) {
+			match = append(match, x.VersionID)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return v, nil // Show says it does not exist
+	}
+	return "", refuse("--version %s names %d versions of state %s/%s: give more of it (see `cairn state history %s %s`)", v, len(match), ns, key, ns, key)
 }

@@ -78,6 +78,15 @@ const scanLimit = 20
 // Follow waits for the target's run to end and returns its document. On timeout it
 // returns what it last read (nil if the run never appeared) and ErrTimeout.
 func (f *Follower) Follow(ctx context.Context, t Target, o Observer) (*deploy.Document, error) {
+	return f.poll(ctx, t, o, false)
+}
+
+// Started waits only for the target's run to start, and returns its first document.
+func (f *Follower) Started(ctx context.Context, t Target) (*deploy.Document, error) {
+	return f.poll(ctx, t, nil, true)
+}
+
+func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bool) (*deploy.Document, error) {
 	clk := f.Clock
 	if clk == nil {
 		clk = clock.Real
@@ -111,7 +120,7 @@ func (f *Follower) Follow(ctx context.Context, t Target, o Observer) (*deploy.Do
 				}
 			}
 			last = doc
-			if doc.Run.Status != run.Running {
+			if untilFound || doc.Run.Status != run.Running {
 				return doc, nil
 			}
 		}
@@ -194,7 +203,8 @@ func (s Step) Doing() string {
 }
 
 // Steps lists the steps cur shows that prev did not, ordered by when they happened (then
-// by stack name). Stacks still pending have taken no step.
+// stacks finishing before stacks starting, then by stack name). Stacks still pending have
+// taken no step.
 func Steps(prev, cur *deploy.Document) []Step {
 	var out []Step
 	for _, name := range cur.Run.Names() {
@@ -215,7 +225,13 @@ func Steps(prev, cur *deploy.Document) []Step {
 		out = append(out, Step{Stack: name, StackName: s.StackName, Action: action, Phase: s.Phase, Reason: s.Reason,
 			Changes: s.Changes, At: at, Elapsed: max(0, at.Sub(cur.Run.StartedAt))})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	// At the same instant, a stack finishing comes first: it is what lets the others start.
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].At.Equal(out[j].At) {
+			return out[i].At.Before(out[j].At)
+		}
+		return out[i].Phase.Terminal() && !out[j].Phase.Terminal()
+	})
 	return out
 }
 

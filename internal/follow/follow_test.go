@@ -219,3 +219,40 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("Summarize = %q in %s", sum, sum.Duration)
 	}
 }
+
+func TestStarted(t *testing.T) {
+	s := &script{polls: []map[string]*deploy.Document{
+		{},
+		{"20261130-080000-aaaa": runDoc("20261130-080000-aaaa", "v2", run.Running, stack("web", run.IntentDeploy, run.Pending, 0, ""))},
+	}}
+	clk := clock.NewFake(t0)
+	f := &follow.Follower{Runs: s, Clock: clk, Poll: time.Second, Timeout: time.Minute}
+	done := make(chan *deploy.Document, 1)
+	go func() {
+		doc, err := f.Started(context.Background(), follow.Target{Deployment: "shop", Version: "v2"})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- doc
+	}()
+	if !clk.WaitForWaiters(1, 10*time.Second) {
+		t.Fatal("Started did not wait for the run")
+	}
+	s.next()
+	clk.Advance(time.Second)
+	if doc := <-done; doc == nil || doc.Run.ID != "20261130-080000-aaaa" || doc.Run.Status != run.Running {
+		t.Fatalf("Started = %v, want the running run", doc)
+	}
+}
+
+// TestStepsAtOneInstant: a stack finishing and the stack it lets start, seen at the same
+// instant, read in that order.
+func TestStepsAtOneInstant(t *testing.T) {
+	cur := runDoc("r", "v", run.Running,
+		stack("a-app", run.IntentDeploy, run.CreatingChangeSet, 17*time.Second, ""),
+		stack("z-net", run.IntentDeploy, run.Done, 17*time.Second, ""))
+	steps := follow.Steps(nil, cur)
+	if len(steps) != 2 || steps[0].Stack != "z-net" || steps[1].Stack != "a-app" {
+		t.Fatalf("Steps = %+v, want z-net done before a-app starts", steps)
+	}
+}

@@ -8,7 +8,6 @@
 package changeset
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -207,10 +207,9 @@ func (c *Client) upload(ctx context.Context, body []byte) (string, error) {
 		return "", fmt.Errorf("template is %d bytes, more than %d, and no bucket is configured to upload it to", len(body), MaxTemplateBody)
 	}
 	sum := sha256.Sum256(body)
-	key := "templates/" + hex.EncodeToString(sum[:]) + ".json"
-	_, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(key), Body: bytes.NewReader(body), ContentType: aws.String("application/json")})
-	if err != nil {
-		return "", fmt.Errorf("upload template to s3://%s/%s: %w", c.Bucket, key, err)
+	key := bucket.TemplateKey(hex.EncodeToString(sum[:]))
+	if _, err := bucket.Put(ctx, c.S3, c.Bucket, key, body, bucket.Write{ContentType: "application/json"}); err != nil {
+		return "", fmt.Errorf("upload template: %w", err)
 	}
 	region := c.Region
 	if region == "" {

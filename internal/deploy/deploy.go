@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -32,7 +31,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/time/rate"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
@@ -166,20 +165,25 @@ type Upload struct {
 	Body string
 }
 
-// Deployment returns NAME of deployments/NAME.zip, or "" when the key is not an upload.
-func (u Upload) Deployment() string { return zipName(u.Key, "deployments/") }
+// Deployment returns NAME of deployments/NAME.zip, or "" when the key is not one.
+func (u Upload) Deployment() string { return u.name(bucket.DeployUpload) }
 
-// zipName returns NAME of key PREFIX/NAME.zip, or "" when key is not of that form.
-func zipName(key, prefix string) string {
-	name, ok := strings.CutPrefix(key, prefix)
-	if !ok {
-		return ""
+// PlanName returns NAME of plans/NAME.zip, or "".
+func (u Upload) PlanName() string { return u.name(bucket.PlanUpload) }
+
+// Approval returns NAME and PLAN_ID of approvals/NAME/PLAN_ID, or "", "".
+func (u Upload) Approval() (deployment, planID string) {
+	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
+		return p.Deployment, p.PlanID
 	}
-	name, ok = strings.CutSuffix(name, ".zip")
-	if !ok || name == "" || strings.Contains(name, "/") {
-		return ""
+	return "", ""
+}
+
+func (u Upload) name(kind bucket.UploadKind) string {
+	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == kind {
+		return p.Deployment
 	}
-	return name
+	return ""
 }
 
 // RunID names the run of an upload: its time (so runs sort by time) and a digest of the
@@ -215,31 +219,26 @@ type loadedBundle struct {
 // be read or loaded gives errs (all of them), not an error: such a run fails and changes
 // nothing. An error means S3 itself failed; the event is retried.
 func (d *Driver) fetch(ctx context.Context, b Bundle, deployment string) (*loadedBundle, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(b.Bucket), Key: aws.String(b.Key)}
-	if b.VersionID != "" && b.VersionID != "null" {
-		in.VersionId = aws.String(b.VersionID)
+	version := b.VersionID
+	if version == "null" {
+		version = ""
 	}
-	out, err := d.s3.GetObject(ctx, in)
-	if err != nil {
-		if awsclient.NotFound(err) {
-			return &loadedBundle{bundle: b, errs: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
-		}
-		return nil, fmt.Errorf("download bundle s3://%s/%s version %s: %w", b.Bucket, b.Key, b.VersionID, err)
+	o, err := bucket.Get(ctx, d.s3, b.Bucket, b.Key, version, bundle.MaxZipSize)
+	var big *bucket.TooLargeError
+	switch {
+	case errors.Is(err, bucket.ErrNotFound):
+		return &loadedBundle{bundle: b, errs: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
+	case errors.As(err, &big):
+		return &loadedBundle{bundle: b, errs: []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}}, nil
+	case err != nil:
+		return nil, fmt.Errorf("download bundle: %w", err)
 	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(out.Body, bundle.MaxZipSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("download bundle s3://%s/%s: %w", b.Bucket, b.Key, err)
-	}
-	b.GitRef = out.Metadata["git-ref"]
-	b.GitRemote = out.Metadata["git-remote"]
+	data := o.Body
+	b.GitRef = o.Metadata["git-ref"]
+	b.GitRemote = o.Metadata["git-remote"]
 	sum := sha256.Sum256(data)
 	b.SHA256 = hex.EncodeToString(sum[:])
-	lb := &loadedBundle{bundle: b, destroy: out.Metadata[DestroyMetadata] == "true"}
-	if len(data) > bundle.MaxZipSize {
-		lb.errs = []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}
-		return lb, nil
-	}
+	lb := &loadedBundle{bundle: b, destroy: o.Metadata[DestroyMetadata] == "true"}
 	bb, err := bundle.FromZip(data)
 	if err != nil {
 		lb.errs = []string{fmt.Sprintf("bundle s3://%s/%s version %s: %v", b.Bucket, b.Key, b.VersionID, err)}
@@ -307,13 +306,19 @@ func owner(ctx context.Context) state.Owner {
 // started, a failed or superseded run recorded, or the upload re-queued to wait for the
 // lock); an error asks for the event to be delivered again.
 func (d *Driver) Start(ctx context.Context, u Upload) error {
-	deployment, mode := u.Deployment(), run.ModeDeploy
-	if deployment == "" {
-		deployment, mode = u.PlanName(), run.ModePlan
-	}
-	if deployment == "" {
-		d.log.Info("deploy: ignoring an object that is not deployments/NAME.zip or plans/NAME.zip", "bucket", u.Bucket, "key", u.Key)
+	up, ok := bucket.ParseUpload(u.Key)
+	if !ok || up.Kind == bucket.ApprovalUpload {
+		d.log.Info("deploy: ignoring an object that is not a bundle upload", "bucket", u.Bucket, "key", u.Key,
+			"want", bucket.DeploymentKey("NAME")+" or "+bucket.PlanUploadKey("NAME"))
 		return nil
+	}
+	if err := bucket.CheckDeployment(up.Deployment); err != nil {
+		d.log.Error("deploy: upload refused; nothing is recorded or changed", "key", u.Key, "err", err)
+		return nil
+	}
+	deployment, mode := up.Deployment, run.ModeDeploy
+	if up.Kind == bucket.PlanUpload {
+		mode = run.ModePlan
 	}
 	if u.Bucket == "" {
 		u.Bucket = d.cfg.Bucket
@@ -389,7 +394,7 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 		return err
 	}
 	if g.Rebuilt {
-		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the persistent graph %s was missing and was rebuilt from the tags of %d stack(s)", state.StateKey(cfg.Namespace, cfg.PersistentGraphKey), len(g.Stacks)))
+		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the persistent graph %s was missing and was rebuilt from the tags of %d stack(s)", bucket.StateKey(cfg.Namespace, cfg.PersistentGraphKey), len(g.Stacks)))
 		if err := d.store.Write(ctx, lock, g); err != nil {
 			d.release(ctx, lock, log)
 			return err
@@ -577,7 +582,7 @@ func (d *Driver) notify(ctx context.Context, doc *Document, log *slog.Logger) {
 		return
 	}
 	in := doc.Report()
-	uri := fmt.Sprintf("s3://%s/%s", d.cfg.Bucket, ReportKey(doc.Run.Deployment, doc.Run.ID))
+	uri := bucket.URI(d.cfg.Bucket, bucket.RunReportKey(doc.Run.Deployment, doc.Run.ID))
 	_, err := d.sns.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(d.cfg.Topic), Subject: aws.String(report.Subject(in)), Message: aws.String(report.Summary(in, uri)),
 	})

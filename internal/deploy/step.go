@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -360,9 +360,9 @@ func (d *Driver) writeGraph(ctx context.Context, lock *state.Lock, doc *Document
 	}
 	if ended && doc.Run.Status == run.Succeeded && doc.Destroy && len(g.Stacks) == 0 {
 		// Nothing is left to manage: the state object goes; its versions keep the history.
-		key := state.StateKey(doc.Namespace, doc.GraphKey)
-		if _, err := d.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.cfg.Bucket, Key: &key}); err != nil {
-			return fmt.Errorf("remove the emptied graph s3://%s/%s: %w", d.cfg.Bucket, key, err)
+		key := bucket.StateKey(doc.Namespace, doc.GraphKey)
+		if err := bucket.Delete(ctx, d.s3, d.cfg.Bucket, key, ""); err != nil {
+			return fmt.Errorf("remove the emptied graph: %w", err)
 		}
 		doc.Notes = append(doc.Notes, fmt.Sprintf("every stack is deleted: the emptied graph's state object s3://%s/%s was removed (its earlier versions keep the history)", d.cfg.Bucket, key))
 	}

@@ -1,14 +1,12 @@
 package drift
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -22,7 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 	"golang.org/x/time/rate"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -36,13 +34,6 @@ const (
 	DefaultMaxWait       = 2 * time.Minute
 	DefaultMaxAge        = 6 * time.Hour
 )
-
-// SweepPrefix is where open sweeps are kept; a finished sweep's document is deleted (its
-// reports remain).
-const SweepPrefix = "drift/sweeps/"
-
-// SweepKey is the object key of an open sweep.
-func SweepKey(id string) string { return SweepPrefix + id + ".json" }
 
 // S3API is the part of *s3.Client the driver uses.
 type S3API interface {
@@ -228,11 +219,11 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep
 		return nil, err
 	}
 	if req.Filter != "" && len(sw.Graphs) == 0 {
-		return nil, fmt.Errorf("drift: no persistent graph named %q in s3://%s/state/: name a deployment, a graph key or NAMESPACE/KEY (cairn state list shows them)", req.Filter, d.cfg.Bucket)
+		return nil, fmt.Errorf("drift: no persistent graph named %q in %s: name a deployment, a graph key or NAMESPACE/KEY (cairn state list shows them)", req.Filter, bucket.URI(d.cfg.Bucket, bucket.StatePrefix))
 	}
 	etag, err := d.put(ctx, sw, "", true)
 	if err != nil {
-		if awsclient.PreconditionFailed(err) {
+		if errors.Is(err, bucket.ErrConflict) {
 			log.Info("drift: sweep created concurrently by another invocation; leaving it to that one")
 			return sw, nil
 		}
@@ -277,7 +268,7 @@ func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) 
 	sw.Invocations++
 	etag, err = d.put(ctx, sw, etag, false)
 	if err != nil {
-		if awsclient.PreconditionFailed(err) {
+		if errors.Is(err, bucket.ErrConflict) {
 			log.Info("drift: sweep claimed concurrently by another invocation; leaving it to that one")
 			return sw, nil
 		}
@@ -390,7 +381,7 @@ func (d *Driver) sendContinuation(ctx context.Context, id string, seq int) error
 // lost turns a failed conditional save into the outcome: another invocation took the
 // sweep over (its lease ran out), which is not an error of this trigger.
 func (d *Driver) lost(inv *invocation, err error) error {
-	if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
+	if errors.Is(err, bucket.ErrConflict) {
 		inv.log.Warn("drift: sweep changed under this invocation (claim expired and taken over); stopping", "err", err)
 		return nil
 	}
@@ -589,49 +580,28 @@ func (d *Driver) resources(ctx context.Context, inv *invocation, s *Stack) ([]Re
 var errNoSweep = errors.New("no such sweep")
 
 func (d *Driver) load(ctx context.Context, id string) (*Sweep, string, error) {
-	key := SweepKey(id)
-	out, err := d.c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(key)})
-	if err != nil {
-		if awsclient.NotFound(err) {
-			return nil, "", errNoSweep
-		}
-		return nil, "", fmt.Errorf("drift: read sweep s3://%s/%s: %w", d.cfg.Bucket, key, err)
+	key := bucket.SweepKey(id)
+	o, err := bucket.Get(ctx, d.c.S3, d.cfg.Bucket, key, "", 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, "", errNoSweep
 	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("drift: read sweep s3://%s/%s: %w", d.cfg.Bucket, key, err)
+		return nil, "", fmt.Errorf("drift: sweep: %w", err)
 	}
 	var sw Sweep
-	if err := json.Unmarshal(body, &sw); err != nil || sw.ID != id {
-		return nil, "", fmt.Errorf("drift: s3://%s/%s is not a sweep document (%v): delete it to let drift detection go on", d.cfg.Bucket, key, err)
+	if err := json.Unmarshal(o.Body, &sw); err != nil || sw.ID != id {
+		return nil, "", fmt.Errorf("drift: %s is not a sweep document (%v): delete it to let drift detection go on", bucket.URI(d.cfg.Bucket, key), err)
 	}
-	return &sw, aws.ToString(out.ETag), nil
+	return &sw, o.ETag, nil
 }
 
 // put writes sw conditionally: created (If-None-Match) or replacing the ETag it read.
 func (d *Driver) put(ctx context.Context, sw *Sweep, etag string, create bool) (string, error) {
-	body, err := json.MarshalIndent(sw, "", "  ")
-	if err != nil {
-		return "", fmt.Errorf("drift: encode sweep %s: %w", sw.ID, err)
-	}
-	in := &s3.PutObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(SweepKey(sw.ID)),
-		Body: bytes.NewReader(body), ContentType: aws.String("application/json")}
-	if create {
-		in.IfNoneMatch = aws.String("*")
-	} else {
-		in.IfMatch = aws.String(etag)
-	}
-	out, err := d.c.S3.PutObject(ctx, in)
-	if err != nil {
-		return "", err
-	}
-	return aws.ToString(out.ETag), nil
+	return bucket.WriteJSON(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepKey(sw.ID), sw, bucket.Write{Create: create, IfMatch: etag})
 }
 
 func (d *Driver) delete(ctx context.Context, inv *invocation) error {
-	_, err := d.c.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(SweepKey(inv.sw.ID)), IfMatch: aws.String(inv.etag)})
-	if err != nil && !awsclient.NotFound(err) {
+	if err := bucket.Delete(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepKey(inv.sw.ID), inv.etag); err != nil {
 		return d.lost(inv, err)
 	}
 	return nil
@@ -639,24 +609,17 @@ func (d *Driver) delete(ctx context.Context, inv *invocation) error {
 
 // OpenSweeps lists the ids of sweeps not yet finished, oldest first.
 func (d *Driver) OpenSweeps(ctx context.Context) ([]string, error) {
-	var ids []string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(SweepPrefix)}
-	for {
-		out, err := d.c.S3.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("drift: list open sweeps s3://%s/%s: %w", d.cfg.Bucket, SweepPrefix, err)
-		}
-		for _, o := range out.Contents {
-			k := strings.TrimPrefix(aws.ToString(o.Key), SweepPrefix)
-			if id, ok := strings.CutSuffix(k, ".json"); ok && !strings.Contains(id, "/") {
-				ids = append(ids, id)
-			}
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			return ids, nil
-		}
-		in.ContinuationToken = out.NextContinuationToken
+	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("drift: open sweeps: %w", err)
 	}
+	var ids []string
+	for _, k := range keys {
+		if id, ok := bucket.SweepOf(k); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 func newToken() string {

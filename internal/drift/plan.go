@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
@@ -15,7 +14,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -116,26 +115,17 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 
 // graphKeys lists [namespace, key] of every state/NAMESPACE/KEY.json.
 func (d *Driver) graphKeys(ctx context.Context) ([][2]string, error) {
-	var out [][2]string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String("state/")}
-	for {
-		page, err := d.c.S3.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("drift: list persistent graphs s3://%s/state/: %w", d.cfg.Bucket, err)
-		}
-		for _, o := range page.Contents {
-			rest := strings.TrimPrefix(aws.ToString(o.Key), "state/")
-			ns, file, ok := strings.Cut(rest, "/")
-			key, isJSON := strings.CutSuffix(file, ".json")
-			if ok && isJSON && ns != "" && key != "" && !strings.Contains(key, "/") {
-				out = append(out, [2]string{ns, key})
-			}
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			return out, nil
-		}
-		in.ContinuationToken = page.NextContinuationToken
+	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.StatePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("drift: persistent graphs: %w", err)
 	}
+	var out [][2]string
+	for _, k := range keys {
+		if ns, key, ok := bucket.ParseStateKey(k); ok {
+			out = append(out, [2]string{ns, key})
+		}
+	}
+	return out, nil
 }
 
 // liveStacks lists every stack in the account and region, by name.
@@ -180,7 +170,7 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 	if !versioned && ref.SHA256 != "" {
 		sum := sha256.Sum256(data)
 		if hex.EncodeToString(sum[:]) != ref.SHA256 {
-			return nil, name, fmt.Sprintf("applied config not readable (deployments/%s.zip changed since sha256 %s was applied and the bucket keeps no versions): every stack is checked, no drift.ignore applies", name, ref.SHA256)
+			return nil, name, fmt.Sprintf("applied config not readable (%s changed since sha256 %s was applied and the bucket keeps no versions): every stack is checked, no drift.ignore applies", bucket.DeploymentKey(name), ref.SHA256)
 		}
 	}
 	b, err := bundle.FromZip(data)
@@ -191,17 +181,17 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 			return cfg, name, ""
 		}
 	}
-	return nil, name, fmt.Sprintf("applied config not readable (deployments/%s.zip: %v): every stack is checked, no drift.ignore applies", name, err)
+	return nil, name, fmt.Sprintf("applied config not readable (%s: %v): every stack is checked, no drift.ignore applies", bucket.DeploymentKey(name), err)
 }
 
 // findBundle fetches the applied bundle: deployments/KEY.zip (the graph key defaults to
 // the deployment name) at versionID, else whichever deployments/*.zip has that version.
 func (d *Driver) findBundle(ctx context.Context, key, versionID string, versioned bool) (string, []byte, error) {
 	data, err := d.getBundle(ctx, key, versionID, versioned)
-	if err == nil || !awsclient.NotFound(err) || !versioned {
+	if err == nil || !errors.Is(err, bucket.ErrNotFound) || !versioned {
 		return key, data, err
 	}
-	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String("deployments/")}
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(bucket.DeploymentsPrefix)}
 	for {
 		page, lerr := d.c.S3.ListObjectVersions(ctx, in)
 		if lerr != nil {
@@ -211,8 +201,7 @@ func (d *Driver) findBundle(ctx context.Context, key, versionID string, versione
 			if aws.ToString(v.VersionId) != versionID {
 				continue
 			}
-			k := aws.ToString(v.Key)
-			name, ok := strings.CutSuffix(strings.TrimPrefix(k, "deployments/"), ".zip")
+			name, ok := bucket.DeploymentOf(aws.ToString(v.Key))
 			if !ok {
 				continue
 			}
@@ -220,30 +209,21 @@ func (d *Driver) findBundle(ctx context.Context, key, versionID string, versione
 			return name, data, err
 		}
 		if !aws.ToBool(page.IsTruncated) {
-			return key, nil, fmt.Errorf("no deployments/*.zip has version %s (deleted?)", versionID)
+			return key, nil, fmt.Errorf("no %s has version %s (deleted?)", bucket.DeploymentKey("*"), versionID)
 		}
 		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
 	}
 }
 
 func (d *Driver) getBundle(ctx context.Context, name, versionID string, versioned bool) ([]byte, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String("deployments/" + name + ".zip")}
-	if versioned {
-		in.VersionId = aws.String(versionID)
+	if !versioned {
+		versionID = ""
 	}
-	out, err := d.c.S3.GetObject(ctx, in)
+	o, err := bucket.Get(ctx, d.c.S3, d.cfg.Bucket, bucket.DeploymentKey(name), versionID, bundle.MaxZipSize)
 	if err != nil {
 		return nil, err
 	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(out.Body, bundle.MaxZipSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > bundle.MaxZipSize {
-		return nil, fmt.Errorf("larger than %d bytes", bundle.MaxZipSize)
-	}
-	return data, nil
+	return o.Body, nil
 }
 
 func bundleString(b state.BundleRef) string {

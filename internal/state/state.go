@@ -9,7 +9,7 @@
 // checking that the lock is still ours (fencing), so a writer whose lease was taken over
 // fails before it writes, and a lost race is a typed error that never overwrites.
 //
-// Objects: state/NAMESPACE/KEY.json (the graph) and locks/NAMESPACE/KEY.lock (the lock).
+// The graph and its lock are the objects bucket.StateKey and bucket.LockKey name.
 // Bucket versioning gives the graph's history; without it cairn warns loudly.
 package state
 
@@ -101,12 +101,6 @@ func (e *ErrConflict) Error() string {
 }
 
 func (e *ErrConflict) Unwrap() error { return e.Err }
-
-// StateKey is the object key of a persistent graph.
-func StateKey(namespace, key string) string { return "state/" + namespace + "/" + key + ".json" }
-
-// LockKey is the object key of a persistent graph's lock.
-func LockKey(namespace, key string) string { return "locks/" + namespace + "/" + key + ".lock" }
 
 func (s *Store) clock() clock.Clock {
 	if s.Clock == nil {

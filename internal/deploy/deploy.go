@@ -31,8 +31,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -41,10 +41,6 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
-
-// DestroyMetadata is the S3 object metadata key that makes a plans/NAME.zip upload plan
-// the deletion of every stack of the graph (set by cairn destroy).
-const DestroyMetadata = "cairn-destroy"
 
 // DefaultHeartbeat is how long a heartbeat waits in the queue before it advances its run.
 const DefaultHeartbeat = 15 * time.Second
@@ -83,7 +79,7 @@ type Config struct {
 	LockRetry time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
-	// Budget returns a run's CloudFormation API budget (default changeset.DefaultBudget).
+	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget).
 	Budget func() *rate.Limiter
 	// PlanTTL is how long an unapplied plan stays approvable (default DefaultPlanTTL).
 	PlanTTL time.Duration
@@ -144,7 +140,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		cfg.LockRetry = cfg.Heartbeat
 	}
 	if cfg.Budget == nil {
-		cfg.Budget = changeset.DefaultBudget
+		cfg.Budget = awsclient.DefaultBudget
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real
@@ -204,60 +200,6 @@ func (d *Driver) changesets(runID string, log *slog.Logger) *changeset.Client {
 		budget, _ = d.budgets.LoadOrStore(runID, d.cfg.Budget())
 	}
 	return &changeset.Client{CFN: d.cfn, S3: d.s3, Bucket: d.cfg.Bucket, Region: d.cfg.Region, Budget: budget.(*rate.Limiter), Logger: log}
-}
-
-// loadedBundle is a downloaded, loaded upload.
-type loadedBundle struct {
-	cfg    *config.Config
-	bundle Bundle
-	errs   []string
-	// destroy: the upload asks for a plan deleting every stack (metadata cairn-destroy).
-	destroy bool
-}
-
-// fetch downloads exactly the uploaded version and loads its config. A bundle that cannot
-// be read or loaded gives errs (all of them), not an error: such a run fails and changes
-// nothing. An error means S3 itself failed; the event is retried.
-func (d *Driver) fetch(ctx context.Context, b Bundle, deployment string) (*loadedBundle, error) {
-	version := b.VersionID
-	if version == "null" {
-		version = ""
-	}
-	o, err := bucket.Get(ctx, d.s3, b.Bucket, b.Key, version, bundle.MaxZipSize)
-	var big *bucket.TooLargeError
-	switch {
-	case errors.Is(err, bucket.ErrNotFound):
-		return &loadedBundle{bundle: b, errs: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
-	case errors.As(err, &big):
-		return &loadedBundle{bundle: b, errs: []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}}, nil
-	case err != nil:
-		return nil, fmt.Errorf("download bundle: %w", err)
-	}
-	data := o.Body
-	b.GitRef = o.Metadata["git-ref"]
-	b.GitRemote = o.Metadata["git-remote"]
-	sum := sha256.Sum256(data)
-	b.SHA256 = hex.EncodeToString(sum[:])
-	lb := &loadedBundle{bundle: b, destroy: o.Metadata[DestroyMetadata] == "true"}
-	bb, err := bundle.FromZip(data)
-	if err != nil {
-		lb.errs = []string{fmt.Sprintf("bundle s3://%s/%s version %s: %v", b.Bucket, b.Key, b.VersionID, err)}
-		return lb, nil
-	}
-	cfg, err := config.LoadOptions{Deployment: deployment}.Load(bb)
-	if err != nil {
-		var ce config.Errors
-		if errors.As(err, &ce) {
-			for _, e := range ce {
-				lb.errs = append(lb.errs, e.Error())
-			}
-		} else {
-			lb.errs = []string{err.Error()}
-		}
-		return lb, nil
-	}
-	lb.cfg = cfg
-	return lb, nil
 }
 
 // latestVersion returns the newest version id of the upload's key, or "" when the bucket
@@ -349,17 +291,17 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 	} else if sup {
 		return d.recordSuperseded(ctx, doc, log)
 	}
-	lb, err := d.fetch(ctx, doc.Bundle, deployment)
+	lb, err := Download(ctx, d.s3, doc.Bundle, deployment)
 	if err != nil {
 		return err
 	}
-	doc.Bundle = lb.bundle
-	if len(lb.errs) > 0 {
-		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.errs, "; "))
-		doc.Errors = lb.errs
-		return d.failBeforeStart(ctx, doc, nil, fmt.Sprintf("invalid bundle: %d error(s); nothing was changed", len(lb.errs)), log)
+	doc.Bundle = lb.Bundle
+	if len(lb.Errors) > 0 {
+		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.Errors, "; "))
+		doc.Errors = lb.Errors
+		return d.failBeforeStart(ctx, doc, nil, fmt.Sprintf("invalid bundle: %d error(s); nothing was changed", len(lb.Errors)), log)
 	}
-	cfg := lb.cfg
+	cfg := lb.Config
 	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
 	log = log.With("namespace", cfg.Namespace, "graph_key", cfg.PersistentGraphKey)
 
@@ -405,7 +347,7 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 		d.release(ctx, lock, log)
 		return err
 	}
-	doc.Destroy = lb.destroy
+	doc.Destroy = lb.Destroy
 	planCfg := cfg
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}

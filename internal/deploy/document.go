@@ -13,7 +13,6 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
-	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // Superseded is the status of a run whose upload was no longer the newest version of its
@@ -54,39 +53,6 @@ type Document struct {
 	// Destroy marks a run (a plan or its apply) that deletes every stack of the graph.
 	Destroy bool `json:"destroy,omitempty"`
 	Steps   int  `json:"steps"`
-}
-
-// Bundle identifies the upload a run deploys.
-type Bundle struct {
-	Bucket    string `json:"bucket"`
-	Key       string `json:"key"`
-	VersionID string `json:"version_id,omitempty"`
-	Sequencer string `json:"sequencer,omitempty"`
-	SHA256    string `json:"sha256,omitempty"`
-	GitRef    string `json:"git_ref,omitempty"`
-	GitRemote string `json:"git_remote,omitempty"`
-}
-
-// Ref is the bundle as the persistent graph and the stack tags record it.
-func (b Bundle) Ref() state.BundleRef {
-	return state.BundleRef{VersionID: b.VersionID, SHA256: b.SHA256, GitRef: b.GitRef, GitRemote: b.GitRemote}
-}
-
-func (b Bundle) String() string {
-	s := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
-	if b.VersionID != "" {
-		s += " version " + b.VersionID
-	}
-	if b.SHA256 != "" {
-		s += ", sha256 " + b.SHA256
-	}
-	if b.GitRef != "" {
-		s += ", git " + b.GitRef
-	}
-	if b.GitRemote != "" {
-		s += " of " + b.GitRemote
-	}
-	return s
 }
 
 // Report is the document as the report package shows it.

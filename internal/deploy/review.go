@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,7 +85,7 @@ func (d *Driver) planDocument(ctx context.Context, doc *Document, lock *state.Lo
 		Run: doc.Run, Lookups: doc.Lookups, Protection: doc.Protection, Drop: doc.Drop, Destroy: doc.Destroy,
 	}
 	if doc.Run.Status != run.Succeeded {
-		p.Status, p.Reason = plan.PlanFailed, nonEmpty(doc.Run.Reason, "the plan run failed")
+		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")
 		for _, name := range doc.Run.Names() {
 			if s := doc.Run.Stacks[name]; s.Phase == run.Failed {
 				p.Refusals = append(p.Refusals, fmt.Sprintf("stack %s (%s): %s", name, s.StackName, s.Reason))
@@ -509,7 +510,7 @@ func (d *Driver) freshness(ctx context.Context, p *plan.Document, lock *state.Lo
 			return nil, nil, err
 		}
 		if latest != p.Bundle.VersionID {
-			reasons = append(reasons, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; the plan is of version %s): re-plan", p.Bundle.Bucket, p.Bundle.Key, nonEmpty(latest, "none"), p.Bundle.VersionID))
+			reasons = append(reasons, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; the plan is of version %s): re-plan", p.Bundle.Bucket, p.Bundle.Key, cmp.Or(latest, "none"), p.Bundle.VersionID))
 		}
 	}
 	live, err := cs.Live(ctx)
@@ -588,32 +589,7 @@ func (d *Driver) consumedChanged(p *plan.Document, s plan.Stack, live map[string
 	if run.HashParameters(params) == s.ParametersHash {
 		return ""
 	}
-	return describeDiff(s.Parameters, params)
-}
-
-func describeDiff(was, now map[string]string) string {
-	keys := map[string]bool{}
-	for k := range was {
-		keys[k] = true
-	}
-	for k := range now {
-		keys[k] = true
-	}
-	var names []string
-	for k := range keys {
-		if was[k] != now[k] {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	var parts []string
-	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%s was %q, now %q", k, was[k], now[k]))
-	}
-	if len(parts) == 0 {
-		return "parameters differ"
-	}
-	return strings.Join(parts, ", ")
+	return run.DescribeParameters(s.Parameters, params)
 }
 
 // applyRun turns the plan run into the apply run: reviewed change sets wait to be executed
@@ -681,11 +657,4 @@ func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
 		}
 	}
 	return out
-}
-
-func nonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -69,8 +70,8 @@ type Config struct {
 	Topic string
 	// Concurrency is the most drift detections in flight at once (default 5).
 	Concurrency int
-	// Budget returns the sweep's CloudFormation API budget (default 4 calls a second,
-	// bursts of 8).
+	// Budget returns the sweep's CloudFormation API budget (default
+	// awsclient.DefaultBudget).
 	Budget func() *rate.Limiter
 	// PollInterval is the wait between looks at detections in flight (default 10s).
 	PollInterval time.Duration
@@ -124,7 +125,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.Budget == nil {
-		cfg.Budget = func() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
+		cfg.Budget = awsclient.DefaultBudget
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -461,9 +462,9 @@ func (d *Driver) lockReason(ctx context.Context, g *Graph) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("drift: graph %s/%s: read its lock: %w", g.Namespace, g.Key, err)
 	}
-	why := fmt.Sprintf("deploy in progress (lock held by run %s, %s, since %s)", orNone(l.RunID), l.Owner, stamp(l.AcquiredAt))
+	why := fmt.Sprintf("deploy in progress (lock held by run %s, %s, since %s)", cmp.Or(l.RunID, "(none)"), l.Owner, clock.Stamp(l.AcquiredAt))
 	if !d.clk.Now().Before(l.ExpiresAt) {
-		why += fmt.Sprintf("; the lock expired at %s: if no run is alive, `cairn unlock %s %s`", stamp(l.ExpiresAt), g.Namespace, g.Key)
+		why += fmt.Sprintf("; the lock expired at %s: if no run is alive, `cairn unlock %s %s`", clock.Stamp(l.ExpiresAt), g.Namespace, g.Key)
 	}
 	return why, nil
 }
@@ -478,12 +479,12 @@ func (d *Driver) detect(ctx context.Context, inv *invocation, s *Stack) error {
 	case err == nil:
 		s.Status, s.DetectionID, s.StartedAt = Detecting, aws.ToString(out.StackDriftDetectionId), d.clk.Now().UTC()
 		inv.log.Debug("drift: detection started", "stack", s.StackName, "detection", s.DetectionID)
-	case isThrottle(err):
+	case awsclient.Throttled(err):
 		inv.log.Warn("drift: detection not started (throttled); retried next pass", "stack", s.StackName, "err", err)
-	case isNoStack(err):
+	case awsclient.StackMissing(err):
 		s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
 	default:
-		s.Status, s.Reason = Unknown, "detection could not start: "+apiMessage(err)
+		s.Status, s.Reason = Unknown, "detection could not start: "+awsclient.Message(err)
 	}
 	return nil
 }
@@ -502,11 +503,11 @@ func (d *Driver) observe(ctx context.Context, inv *invocation, g *Graph, s *Stac
 	}
 	out, err := d.c.CFN.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(s.DetectionID)})
 	if err != nil {
-		if isThrottle(err) {
+		if awsclient.Throttled(err) {
 			inv.log.Warn("drift: detection status not read (throttled); retried next pass", "stack", s.StackName, "err", err)
 			return nil
 		}
-		s.Status, s.Reason = Unknown, fmt.Sprintf("detection %s: status unreadable: %s", s.DetectionID, apiMessage(err))
+		s.Status, s.Reason = Unknown, fmt.Sprintf("detection %s: status unreadable: %s", s.DetectionID, awsclient.Message(err))
 		return nil
 	}
 	switch out.DetectionStatus {
@@ -528,11 +529,11 @@ func (d *Driver) observe(ctx context.Context, inv *invocation, g *Graph, s *Stac
 	case cfntypes.StackDriftStatusDrifted:
 		res, err := d.resources(ctx, inv, s)
 		if err != nil {
-			if isThrottle(err) {
+			if awsclient.Throttled(err) {
 				inv.log.Warn("drift: resource drifts not read (throttled); retried next pass", "stack", s.StackName, "err", err)
 				return nil
 			}
-			s.Status, s.Reason = Unknown, "drifted, but its resource drifts are unreadable: "+apiMessage(err)
+			s.Status, s.Reason = Unknown, "drifted, but its resource drifts are unreadable: "+awsclient.Message(err)
 			return nil
 		}
 		s.Resources = res
@@ -626,44 +627,4 @@ func newToken() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "(unknown)"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func isThrottle(err error) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	switch ae.ErrorCode() {
-	case "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded":
-		return true
-	}
-	return false
-}
-
-// isNoStack reports CloudFormation's answer for a stack that does not exist.
-func isNoStack(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist")
-}
-
-func apiMessage(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode() + ": " + ae.ErrorMessage()
-	}
-	return err.Error()
 }

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/clock"
 )
 
 // Report is the document at drift/NAME/ID.json: one graph's result in one sweep.
@@ -141,7 +143,7 @@ func Summary(r *Report, uri string) string {
 				fmt.Fprintf(&b, "- %s %s (%s): %s\n", s.StackName, res.LogicalID, res.Type, res.Status)
 			}
 			for _, df := range res.Differences {
-				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", s.StackName, res.LogicalID, res.Type, df.Path, orEmpty(df.Expected), orEmpty(df.Actual), df.Type)
+				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", s.StackName, res.LogicalID, res.Type, df.Path, cmp.Or(df.Expected, "(none)"), cmp.Or(df.Actual, "(none)"), df.Type)
 			}
 		}
 	}
@@ -166,7 +168,7 @@ func Markdown(w io.Writer, r *Report) {
 	if g.Bundle != "" {
 		fmt.Fprintf(w, ", bundle %s", g.Bundle)
 	}
-	fmt.Fprintf(w, ". Sweep `%s` (%s), started %s.\n\n", r.Sweep, r.Trigger, stamp(r.StartedAt))
+	fmt.Fprintf(w, ". Sweep `%s` (%s), started %s.\n\n", r.Sweep, r.Trigger, clock.Stamp(r.StartedAt))
 	if g.Skipped != "" {
 		fmt.Fprintf(w, "**Not checked:** %s\n\n", g.Skipped)
 	}
@@ -206,7 +208,7 @@ func Markdown(w io.Writer, r *Report) {
 			}
 			fmt.Fprintf(w, "| Property | Expected | Actual | Difference |\n|---|---|---|---|\n")
 			for _, df := range res.Differences {
-				fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", cell(df.Path), cell(orEmpty(df.Expected)), cell(orEmpty(df.Actual)), df.Type)
+				fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", cell(df.Path), cell(cmp.Or(df.Expected, "(none)")), cell(cmp.Or(df.Actual, "(none)")), df.Type)
 			}
 			fmt.Fprintln(w)
 		}
@@ -239,11 +241,4 @@ func Markdown(w io.Writer, r *Report) {
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "|", `\|`)
 	return strings.ReplaceAll(s, "\n", " ")
-}
-
-func orEmpty(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

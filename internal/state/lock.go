@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/clock"
 )
 
 // Owner identifies the process holding a lock: in Lambda, the function name and the
@@ -53,7 +54,7 @@ type Lock struct {
 }
 
 func (l *Lock) String() string {
-	return fmt.Sprintf("run %s (%s, token %s) since %s until %s", orNone(l.RunID), l.Owner, l.Token, stamp(l.AcquiredAt), stamp(l.ExpiresAt))
+	return fmt.Sprintf("run %s (%s, token %s) since %s until %s", orNone(l.RunID), l.Owner, l.Token, clock.Stamp(l.AcquiredAt), clock.Stamp(l.ExpiresAt))
 }
 
 const maxAcquireAttempts = 5
@@ -208,7 +209,7 @@ func (s *Store) Check(ctx context.Context, l *Lock) error {
 	now := s.clock().Now()
 	if !now.Before(l.ExpiresAt.Add(-s.skew())) {
 		return fmt.Errorf("lock on state %s/%s of run %s: lease ends %s (now %s, margin %s): renew the lock before acting: %w",
-			l.Namespace, l.Key, orNone(l.RunID), stamp(l.ExpiresAt), stamp(now), s.skew(), ErrLeaseExpired)
+			l.Namespace, l.Key, orNone(l.RunID), clock.Stamp(l.ExpiresAt), clock.Stamp(now), s.skew(), ErrLeaseExpired)
 	}
 	return s.headLock(ctx, l)
 }

@@ -83,7 +83,7 @@ type ErrLocked struct {
 func (e *ErrLocked) Error() string {
 	h := e.Holder
 	return fmt.Sprintf("state %s/%s is locked by run %s (%s) since %s until %s: wait for that run to finish, or once the lease has expired run `cairn unlock %s %s`",
-		h.Namespace, h.Key, orNone(h.RunID), h.Owner, stamp(h.AcquiredAt), stamp(h.ExpiresAt), h.Namespace, h.Key)
+		h.Namespace, h.Key, orNone(h.RunID), h.Owner, clock.Stamp(h.AcquiredAt), clock.Stamp(h.ExpiresAt), h.Namespace, h.Key)
 }
 
 // ErrConflict reports a state write that lost a race: the object changed since it was read
@@ -141,13 +141,6 @@ func checkNames(namespace, key string) error {
 		}
 	}
 	return nil
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "(unknown)"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func orNone(s string) string {

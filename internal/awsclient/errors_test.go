@@ -76,7 +76,6 @@ func TestPermanent(t *testing.T) {
 	}
 }
 
-
 func TestThrottledStackMissingMessage(t *testing.T) {
 	wrap := func(code, msg string) error {
 		return fmt.Errorf("operation error CloudFormation: DescribeStacks: %w", &smithy.GenericAPIError{Code: code, Message: msg})

@@ -183,7 +183,7 @@ func Provision(ctx context.Context, e *awslocal.Emulator, o Options) (*Cairn, er
 	if err != nil {
 		return nil, fmt.Errorf("provision cairn: emulator URL %q: %w", e.URL(), err)
 	}
-	cfg, err := e.AWSConfig(ctx)
+	cfg, err := e.SetupConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("provision cairn: %w", err)
 	}

@@ -241,6 +241,7 @@ func (e *Emulator) Start(addr string) error {
 	e.url = "http://" + ln.Addr().String()
 	e.server = srv
 	e.mu.Unlock()
+	e.cfn.Wake() // stacks resumed from Dir wait for the address their ResponseURLs need
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.log.Error("emulator: server stopped", "err", err)
@@ -260,8 +261,9 @@ func (e *Emulator) URL() string {
 // (e.g. httptest.NewServer(e.Handler())), so SQS queue URLs point at it.
 func (e *Emulator) SetURL(url string) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.url = strings.TrimRight(url, "/")
+	e.mu.Unlock()
+	e.cfn.Wake()
 }
 
 // Close stops the server, the pollers and schedules, and persists every service's state.

@@ -93,6 +93,11 @@ func (s *Service) nextDue() (time.Time, bool) {
 }
 
 func (s *Service) advanceStack(st *stack, now time.Time) {
+	if !s.addressed() {
+		// Resumed from Dir before the emulator listens: a custom resource request sent now
+		// would carry a ResponseURL without a host. Stacks wait for the address (Wake).
+		return
+	}
 	for st.Op != nil && !st.Op.Halted {
 		op := st.Op
 		if op.Due.After(now) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -38,6 +39,26 @@ func init() {
 		"DescribeStackDriftDetectionStatus": (*Service).describeStackDriftDetectionStatus,
 		"DescribeStackResourceDrifts":       (*Service).describeStackResourceDrifts,
 	}
+}
+
+// Name patterns CloudFormation enforces: stack names at CreateStack, and the API model's
+// patterns of CreateChangeSet's StackName (a name or an ARN) and ChangeSetName.
+var (
+	namePattern        = regexp.MustCompile(`^[a-zA-Z][-a-zA-Z0-9]*$`)
+	stackOrARNPattern  = regexp.MustCompile(`^(([a-zA-Z][-a-zA-Z0-9]*)|(arn:\b(aws|aws-us-gov|aws-cn)\b:[-a-zA-Z0-9:/._+]*))$`)
+	stackOrARNLiteral  = `([a-zA-Z][-a-zA-Z0-9]*)|(arn:\b(aws|aws-us-gov|aws-cn)\b:[-a-zA-Z0-9:/._+]*)`
+	namePatternLiteral = `[a-zA-Z][-a-zA-Z0-9]*`
+)
+
+// checkName refuses a name as CloudFormation's request validation does, with its wording.
+func checkName(field, value string, re *regexp.Regexp, literal string) error {
+	if len(value) > 128 && re == namePattern {
+		return validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must have length less than or equal to 128", value, field)
+	}
+	if !re.MatchString(value) {
+		return validation("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", value, field, literal)
+	}
+	return nil
 }
 
 // templateBody reads TemplateBody or TemplateURL (from the emulator's S3).

@@ -9,6 +9,12 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	if name == "" || csName == "" {
 		return nil, validation("StackName and ChangeSetName are required")
 	}
+	if err := checkName("stackName", name, stackOrARNPattern, stackOrARNLiteral); err != nil {
+		return nil, err
+	}
+	if err := checkName("changeSetName", csName, namePattern, namePatternLiteral); err != nil {
+		return nil, err
+	}
 	typ := orDefault(f.get("ChangeSetType"), "UPDATE")
 	st := s.findStack(name)
 	now := s.clk.Now()
@@ -222,13 +228,12 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 			return nil, err
 		}
 	}
-	p, err := s.plan(st, cs.Body, cs.Params, cs.NotificationARNs)
-	if err == nil {
-		err = s.checkImports(st, p)
-	}
+	p, err := s.planChange(st, cs.Body, cs.Params, cs.NotificationARNs)
 	if err != nil {
 		return nil, err
 	}
+	// A missing export fails the execution, not the call: the stack rolls back at once.
+	missingImport := s.checkImports(st, p)
 	now := s.clk.Now()
 	cs.ExecutionStatus, cs.ExecToken = "EXECUTE_IN_PROGRESS", tok
 	// executing deletes the stack's other change sets
@@ -250,13 +255,24 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	if cs.Type == "CREATE" {
 		st.Body, st.tpl, st.Params, st.Description, st.Imports = p.body, p.tpl, p.params, p.tpl.Description, p.imports
 		s.setStatus(st, now, "CREATE_IN_PROGRESS", "User Initiated")
-		s.startOp(st, s.createOp(p, tok, false), now)
+		op := s.createOp(p, tok, false)
+		if missingImport != nil {
+			st.Op = op
+			op.Touched = nil
+			s.startCreateRollback(st, missingImport.Error(), now)
+			op = st.Op
+		}
+		s.startOp(st, op, now)
 		return nil, nil
 	}
 	st.Updated = now
 	op := s.updateOp(st, p, tok)
 	op.ChangeSetID = cs.ID
 	s.setStatus(st, now, "UPDATE_IN_PROGRESS", "User Initiated")
+	if missingImport != nil {
+		st.Op = op
+		s.startUpdateRollback(st, missingImport.Error(), now)
+	}
 	s.startOp(st, op, now)
 	return nil, nil
 }

@@ -10,6 +10,9 @@ func (s *Service) createStack(f form) (any, error) {
 	if name == "" {
 		return nil, validation("1 validation error detected: Value null at 'stackName' failed to satisfy constraint: Member must not be null")
 	}
+	if err := checkName("stackName", name, namePattern, namePatternLiteral); err != nil {
+		return nil, err
+	}
 	if st := s.findStack(name); st != nil {
 		if tok := f.get("ClientRequestToken"); tok != "" && tok == st.LastClientToken {
 			return struct{ StackId string }{st.ID}, nil

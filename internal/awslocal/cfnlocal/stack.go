@@ -270,6 +270,16 @@ type planned struct {
 // plan evaluates the template against the stack's current state; every unresolvable
 // expression is an error.
 func (s *Service) plan(st *stack, body string, params map[string]string, arns []string) (*planned, error) {
+	return s.planImports(st, body, params, arns, false)
+}
+
+// planChange is plan for change sets: an import of an export that does not exist is known
+// only when the change set executes (checkImports then rolls the stack back), as in AWS.
+func (s *Service) planChange(st *stack, body string, params map[string]string, arns []string) (*planned, error) {
+	return s.planImports(st, body, params, arns, true)
+}
+
+func (s *Service) planImports(st *stack, body string, params map[string]string, arns []string, lateImports bool) (*planned, error) {
 	tpl, err := s.parse(body)
 	if err != nil {
 		return nil, err
@@ -282,7 +292,11 @@ func (s *Service) plan(st *stack, body string, params map[string]string, arns []
 	inner := e.importValue
 	e.importValue = func(name string) (string, error) {
 		imports = append(imports, name)
-		return inner(name)
+		v, err := inner(name)
+		if err != nil && lateImports {
+			return knownAfterApply, nil
+		}
+		return v, err
 	}
 	order, err := tpl.order()
 	if err != nil {

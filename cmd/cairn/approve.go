@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/internal/deploy"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 )
 
@@ -65,7 +65,7 @@ func approve(cmd *cobra.Command, c *cairn, deployment, id string, wf waitFlags, 
 	if err != nil {
 		return err
 	}
-	key := deploy.ApprovalKey(deployment, id)
+	key := layout.ApprovalKey(deployment, id)
 	if _, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key),
 		Body: strings.NewReader("approved " + time.Now().UTC().Format(time.RFC3339) + "\n")}); err != nil {
 		return fmt.Errorf("approve: write s3://%s/%s: %w", c.bucket, key, err)

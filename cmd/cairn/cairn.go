@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
@@ -65,8 +66,8 @@ func checkDeployment(cmd *cobra.Command, deployment, key string) error {
 	if deployment == "" {
 		return usageError{cmd: cmd, msg: "--deployment NAME is required (the upload goes to " + key + ")"}
 	}
-	if err := upload.CheckName(deployment); err != nil {
-		return usageError{cmd: cmd, msg: err.Error()}
+	if err := layout.CheckDeployment(deployment); err != nil {
+		return fmt.Errorf("%s: %w", cmd.Name(), err)
 	}
 	return nil
 }
@@ -188,7 +189,7 @@ func outcome(w io.Writer, doc *deploy.Document) error {
 		fmt.Fprintf(w, "  reason: %s\n", r.Reason)
 	}
 	notes(w, "  ", doc)
-	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, deploy.ReportKey(r.Deployment, r.ID))
+	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, layout.RunReportKey(r.Deployment, r.ID))
 	if r.Status != runstate.Succeeded {
 		return exitError{1}
 	}

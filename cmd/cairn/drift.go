@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/session"
 )
@@ -90,7 +91,7 @@ nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on
 				fmt.Fprintf(out, "sweep %s started over %d %s, %d %s in flight; the drift function finishes it.\n",
 					sw.ID, len(sw.Graphs), plural(len(sw.Graphs), "graph"), sw.InFlight(), plural(sw.InFlight(), "detection"))
 				for _, g := range sw.Graphs {
-					fmt.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, c.bucket, strings.TrimSuffix(drift.ReportKey(g.Name, sw.ID), ".json")+".md")
+					fmt.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, c.bucket, layout.DriftMarkdownKey(g.Name, sw.ID))
 				}
 				return nil
 			}
@@ -147,7 +148,7 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 	tw.Flush()
 	for _, g := range sw.Graphs {
 		if g.Report != "" {
-			fmt.Fprintf(w, "report of %s: s3://%s/%s\n", g.Name, bucket, strings.TrimSuffix(g.Report, ".json")+".md")
+			fmt.Fprintf(w, "report of %s: %s\n", g.Name, layout.URI(bucket, layout.DriftMarkdownKey(g.Name, sw.ID)))
 		}
 	}
 	if drifted {

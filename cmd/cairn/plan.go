@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -38,7 +39,7 @@ pull-request comment, or json) and its id; approve exactly that plan with
 ` + "`cairn approve NAME PLAN_ID`" + `. Exit codes: 0 planned, 1 the plan failed, 3 superseded by a
 newer upload, 4 timed out.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkDeployment(cmd, deployment, upload.PlanKey("NAME")); err != nil {
+			if err := checkDeployment(cmd, deployment, layout.PlanUploadKey("NAME")); err != nil {
 				return err
 			}
 			render, err := planRenderer(format)
@@ -59,7 +60,7 @@ newer upload, 4 timed out.`,
 				return err
 			}
 			since := time.Now().Add(-time.Minute)
-			key := upload.PlanKey(deployment)
+			key := layout.PlanUploadKey(deployment)
 			version, err := upload.Put(ctx, c.S3, c.bucket, key, b.Zip, b.Metadata)
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
@@ -78,7 +79,7 @@ newer upload, 4 timed out.`,
 			return err
 		},
 	}
-	deploymentFlag(cmd, &deployment, "plans/NAME.zip")
+	deploymentFlag(cmd, &deployment, layout.PlanUploadKey("NAME"))
 	cf.add(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "with --wait, how to print the plan: text, md or json")
 	wf.add(cmd, "plan run")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/upload"
@@ -30,7 +31,7 @@ failed, 3 superseded by a newer upload, 4 timed out.
 
 The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation export ` + session.BucketExport + `.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkDeployment(cmd, deployment, upload.DeploymentKey("NAME")); err != nil {
+			if err := checkDeployment(cmd, deployment, layout.DeploymentKey("NAME")); err != nil {
 				return err
 			}
 			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
@@ -49,7 +50,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 				}
 			}
 			since := time.Now().Add(-time.Minute)
-			key := upload.DeploymentKey(deployment)
+			key := layout.DeploymentKey(deployment)
 			version, err := upload.Put(ctx, c.S3, c.bucket, key, b.Zip, b.Metadata)
 			if err != nil {
 				return fmt.Errorf("push: %w", err)
@@ -66,7 +67,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 			return outcome(stdout, doc)
 		},
 	}
-	deploymentFlag(cmd, &deployment, "deployments/NAME.zip")
+	deploymentFlag(cmd, &deployment, layout.DeploymentKey("NAME"))
 	cf.add(cmd)
 	wf.add(cmd, "run")
 	return cmd

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -156,7 +157,7 @@ func newStateHistoryCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if len(versions) == 0 {
-				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, state.StateKey(ns, key))
+				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, layout.StateKey(ns, key))
 				return nil
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -214,7 +215,7 @@ func newUnlockCmd() *cobra.Command {
 			switch {
 			case errors.Is(err, state.ErrNotLocked):
 				if _, serr := s.Show(cmd.Context(), ns, key, ""); errors.Is(serr, state.ErrNotFound) {
-					return refuse("there is no graph %s/%s (no s3://%s/%s) and no lock on it: check NAMESPACE and KEY (a deployment's are in `cairn status NAME`)", ns, key, c.bucket, state.StateKey(ns, key))
+					return refuse("there is no graph %s/%s (no s3://%s/%s) and no lock on it: check NAMESPACE and KEY (a deployment's are in `cairn status NAME`)", ns, key, c.bucket, layout.StateKey(ns, key))
 				} else if serr != nil {
 					return serr
 				}

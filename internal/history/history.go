@@ -7,21 +7,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
-// ErrNotFound says a run or plan document does not exist.
-var ErrNotFound = errors.New("not found")
+// ErrNotFound says a run or plan document does not exist (it is the bucket layout's).
+var ErrNotFound = layout.ErrNotFound
 
 // S3API is the part of the S3 client history reads with.
 type S3API interface {
@@ -37,54 +34,55 @@ type Store struct {
 
 // RunIDs lists the ids of deployment's runs, newest first (run ids start with their time).
 func (s *Store) RunIDs(ctx context.Context, deployment string) ([]string, error) {
-	return s.ids(ctx, "runs", runPrefix(deployment))
+	keys, err := layout.List(ctx, s.S3, s.Bucket, layout.RunsOf(deployment))
+	if err != nil {
+		return nil, fmt.Errorf("runs of %s: %w", deployment, err)
+	}
+	return newestFirst(keys, func(k string) (string, bool) { return layout.RunIDOf(deployment, k) }), nil
 }
 
 // PlanIDs lists the ids of deployment's plans, newest first (a plan's id is its plan run's).
 func (s *Store) PlanIDs(ctx context.Context, deployment string) ([]string, error) {
-	return s.ids(ctx, "plans", planPrefix(deployment))
+	keys, err := layout.List(ctx, s.S3, s.Bucket, layout.PlansOf(deployment))
+	if err != nil {
+		return nil, fmt.Errorf("plans of %s: %w", deployment, err)
+	}
+	return newestFirst(keys, func(k string) (string, bool) { return layout.PlanIDOf(deployment, k) }), nil
 }
 
-func (s *Store) ids(ctx context.Context, what, prefix string) ([]string, error) {
+func newestFirst(keys []string, id func(string) (string, bool)) []string {
 	var ids []string
-	p := s3.NewListObjectsV2Paginator(s.S3, &s3.ListObjectsV2Input{Bucket: aws.String(s.Bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list %s s3://%s/%s: %w", what, s.Bucket, prefix, err)
-		}
-		for _, o := range page.Contents {
-			if id, ok := strings.CutSuffix(strings.TrimPrefix(aws.ToString(o.Key), prefix), ".json"); ok && id != "" && !strings.Contains(id, "/") {
-				ids = append(ids, id)
-			}
+	for _, k := range keys {
+		if v, ok := id(k); ok {
+			ids = append(ids, v)
 		}
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-	return ids, nil
+	return ids
 }
 
 // Run reads one run document; ErrNotFound when it does not exist.
 func (s *Store) Run(ctx context.Context, deployment, id string) (*deploy.Document, error) {
-	body, err := s.get(ctx, deploy.RunKey(deployment, id))
+	body, err := s.get(ctx, layout.RunKey(deployment, id))
 	if err != nil {
 		return nil, fmt.Errorf("run %s of deployment %s: %w", id, deployment, err)
 	}
 	doc, err := deploy.DecodeDocument(body)
 	if err != nil {
-		return nil, fmt.Errorf("run %s of deployment %s: s3://%s/%s: %w", id, deployment, s.Bucket, deploy.RunKey(deployment, id), err)
+		return nil, fmt.Errorf("run %s of deployment %s: %s: %w", id, deployment, layout.URI(s.Bucket, layout.RunKey(deployment, id)), err)
 	}
 	return doc, nil
 }
 
 // Plan reads one plan document; ErrNotFound when it does not exist.
 func (s *Store) Plan(ctx context.Context, deployment, id string) (*plan.Document, error) {
-	body, err := s.get(ctx, plan.Key(deployment, id))
+	body, err := s.get(ctx, layout.PlanKey(deployment, id))
 	if err != nil {
 		return nil, fmt.Errorf("plan %s of deployment %s: %w", id, deployment, err)
 	}
 	p, err := plan.Decode(body)
 	if err != nil {
-		return nil, fmt.Errorf("plan %s of deployment %s: s3://%s/%s: %w", id, deployment, s.Bucket, plan.Key(deployment, id), err)
+		return nil, fmt.Errorf("plan %s of deployment %s: %s: %w", id, deployment, layout.URI(s.Bucket, layout.PlanKey(deployment, id)), err)
 	}
 	return p, nil
 }
@@ -113,30 +111,15 @@ func (s *Store) Runs(ctx context.Context, deployment string, n int) ([]*deploy.D
 	return docs, nil
 }
 
+// documentLimit bounds the size of a run or plan document read.
+const documentLimit = 16 << 20
+
 func (s *Store) get(ctx context.Context, key string) ([]byte, error) {
-	out, err := s.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(key)})
+	o, err := layout.Get(ctx, s.S3, s.Bucket, key, "", documentLimit)
 	if err != nil {
-		if awsclient.NotFound(err) {
-			return nil, fmt.Errorf("no s3://%s/%s: %w", s.Bucket, key, ErrNotFound)
-		}
-		return nil, fmt.Errorf("read s3://%s/%s: %w", s.Bucket, key, err)
+		return nil, err
 	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, fmt.Errorf("read s3://%s/%s: %w", s.Bucket, key, err)
-	}
-	return body, nil
-}
-
-// runPrefix and planPrefix are where deploy.RunKey and plan.Key put a deployment's
-// documents.
-func runPrefix(deployment string) string {
-	return strings.TrimSuffix(deploy.RunKey(deployment, ""), ".json")
-}
-
-func planPrefix(deployment string) string {
-	return strings.TrimSuffix(plan.Key(deployment, ""), ".json")
+	return o.Body, nil
 }
 
 // Kind is what a run was for.

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -33,7 +34,7 @@ func bucket(t *testing.T) *s3.Client {
 	t.Cleanup(srv.Close)
 	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(srv.URL),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired), config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +74,11 @@ func TestStore(t *testing.T) {
 		doc("20261130-090000-bbbb", run.ModePlan, "", run.Succeeded, run.Ready),
 		doc("20261130-083000-cccc", run.ModeDeploy, "20261130-090000-bbbb", run.RunFailed, run.Blocked),
 	} {
-		put(t, c, deploy.RunKey("shop", d.Run.ID), d)
+		put(t, c, layout.RunKey("shop", d.Run.ID), d)
 	}
-	put(t, c, deploy.ReportKey("shop", "20261130-080000-aaaa"), "a report, not a run")
-	put(t, c, deploy.RunKey("shopping", "20261130-100000-dddd"), doc("20261130-100000-dddd", run.ModeDeploy, "", run.Succeeded, run.Done))
-	put(t, c, plan.Key("shop", "20261130-090000-bbbb"), &plan.Document{ID: "20261130-090000-bbbb", Deployment: "shop", Status: plan.Planned, Run: &run.Run{}})
+	put(t, c, layout.RunReportKey("shop", "20261130-080000-aaaa"), "a report, not a run")
+	put(t, c, layout.RunKey("shopping", "20261130-100000-dddd"), doc("20261130-100000-dddd", run.ModeDeploy, "", run.Succeeded, run.Done))
+	put(t, c, layout.PlanKey("shop", "20261130-090000-bbbb"), &plan.Document{ID: "20261130-090000-bbbb", Deployment: "shop", Status: plan.Planned, Run: &run.Run{}})
 	s := &history.Store{S3: c, Bucket: "cairn"}
 
 	ids, err := s.RunIDs(ctx, "shop")
@@ -95,7 +96,7 @@ func TestStore(t *testing.T) {
 		t.Fatalf("Plan = %v, %v", p, err)
 	}
 	_, err = s.Plan(ctx, "shop", "nope")
-	if !errors.Is(err, history.ErrNotFound) || err.Error() != "plan nope of deployment shop: no s3://cairn/plans/shop/nope.json: not found" {
+	if !errors.Is(err, history.ErrNotFound) || err.Error() != "plan nope of deployment shop: s3://cairn/plans/shop/nope.json: no such object" {
 		t.Fatalf("Plan(nope) error %v", err)
 	}
 	if _, err := s.Run(ctx, "shop", "nope"); !errors.Is(err, history.ErrNotFound) {
@@ -145,9 +146,9 @@ func TestGraph(t *testing.T) {
 	}
 	loaded := doc("20261130-080000-aaaa", run.ModeDeploy, "", run.Succeeded, run.Done)
 	loaded.Namespace, loaded.GraphKey = "shop", "main"
-	put(t, c, deploy.RunKey("shop", loaded.Run.ID), loaded)
+	put(t, c, layout.RunKey("shop", loaded.Run.ID), loaded)
 	// A newer run that failed before it loaded its config names no graph.
-	put(t, c, deploy.RunKey("shop", "20261130-090000-bbbb"), doc("20261130-090000-bbbb", run.ModeDeploy, "", run.RunFailed, run.Blocked))
+	put(t, c, layout.RunKey("shop", "20261130-090000-bbbb"), doc("20261130-090000-bbbb", run.ModeDeploy, "", run.RunFailed, run.Blocked))
 	if ns, key, err := s.Graph(ctx, "shop"); err != nil || ns != "shop" || key != "main" {
 		t.Fatalf("Graph = %s/%s, %v; want shop/main", ns, key, err)
 	}

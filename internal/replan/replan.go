@@ -8,13 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
@@ -106,31 +105,26 @@ func (p *Planner) replan(ctx context.Context, deployment string, up *Upload, ext
 	for k, v := range extra {
 		meta[k] = v
 	}
-	up.PlanKey = upload.PlanKey(deployment)
+	up.PlanKey = layout.PlanUploadKey(deployment)
 	up.Version, err = upload.Put(ctx, p.S3, p.Bucket, up.PlanKey, data, meta)
 	return err
 }
 
-// fetch downloads a version of the deployment's bundle, whichever of deployments/NAME.zip
-// and plans/NAME.zip holds it, with its metadata.
+// fetch downloads a version of the deployment's bundle, whichever of its deploy and plan
+// uploads holds it, with its metadata.
 func (p *Planner) fetch(ctx context.Context, deployment, version string) ([]byte, map[string]string, error) {
-	keys := []string{upload.DeploymentKey(deployment), upload.PlanKey(deployment)}
+	keys := []string{layout.DeploymentKey(deployment), layout.PlanUploadKey(deployment)}
 	for _, key := range keys {
-		out, err := p.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(p.Bucket), Key: aws.String(key), VersionId: aws.String(version)})
-		if awsclient.NotFound(err) || awsclient.HTTPStatus(err) == 400 {
+		o, err := layout.Get(ctx, p.S3, p.Bucket, key, version, bundle.MaxZipSize)
+		if errors.Is(err, layout.ErrNotFound) || awsclient.HTTPStatus(err) == 400 {
 			continue // not this key's version (S3 answers 400 for a version id of another key)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("read s3://%s/%s version %s: %w", p.Bucket, key, version, err)
+			return nil, nil, err
 		}
-		data, err := io.ReadAll(io.LimitReader(out.Body, bundle.MaxZipSize+1))
-		out.Body.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("read s3://%s/%s version %s: %w", p.Bucket, key, version, err)
-		}
-		return data, out.Metadata, nil
+		return o.Body, o.Metadata, nil
 	}
-	return nil, nil, fmt.Errorf("bundle version %s of deployment %s is in neither %s nor %s of s3://%s (expired by a lifecycle rule?)", version, deployment, keys[0], keys[1], p.Bucket)
+	return nil, nil, fmt.Errorf("bundle version %s of deployment %s is in neither %s nor %s (expired by a lifecycle rule?)", version, deployment, layout.URI(p.Bucket, keys[0]), layout.URI(p.Bucket, keys[1]))
 }
 
 // Applied lists the bundles the graph's history records as applied, newest first, each

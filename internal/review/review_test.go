@@ -17,6 +17,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
@@ -97,7 +98,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(srv.Close)
 	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(srv.URL),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
-		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired), config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,10 +163,10 @@ func TestReader(t *testing.T) {
 	refused := planDoc("20261130-082000-cccc", plan.Planned, t0.Add(20*time.Minute), 2, v2)
 	open := planDoc("20261130-083000-dddd", plan.Planned, t0.Add(30*time.Minute), 2, v2)
 	for _, p := range []*plan.Document{applied, refused, open} {
-		w.put(t, plan.Key("shop", p.ID), p)
+		w.put(t, layout.PlanKey("shop", p.ID), p)
 	}
 	// A refused approval of the second plan (it executed nothing).
-	w.put(t, deploy.RunKey("shop", "20261130-084000-eeee"), &deploy.Document{
+	w.put(t, layout.RunKey("shop", "20261130-084000-eeee"), &deploy.Document{
 		Run:  &run.Run{ID: "20261130-084000-eeee", Deployment: "shop", Mode: run.ModeDeploy, Status: run.RunFailed, Stacks: map[string]*run.Stack{}},
 		Plan: refused.ID, Refusals: []string{"stack shop-db: change set cairn-1 no longer exists (deleted after plan 08:20): re-plan"},
 	})

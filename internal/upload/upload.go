@@ -1,6 +1,6 @@
 // Package upload turns a bundle on disk into the object a deploy or plan run starts from:
 // it validates the config, zips the bundle, records the git ref and remote it came from,
-// and uploads it to deployments/NAME.zip (a deploy) or plans/NAME.zip (a plan).
+// and uploads it (to bucket.DeploymentKey for a deploy, bucket.PlanUploadKey for a plan).
 package upload
 
 import (
@@ -26,20 +26,6 @@ const (
 	GitRefMetadata    = "git-ref"
 	GitRemoteMetadata = "git-remote"
 )
-
-// DeploymentKey is the upload that deploys deployment NAME; PlanKey the one that plans it.
-func DeploymentKey(deployment string) string { return "deployments/" + deployment + ".zip" }
-
-// PlanKey is the upload that plans deployment NAME.
-func PlanKey(deployment string) string { return "plans/" + deployment + ".zip" }
-
-// CheckName refuses a deployment name that cannot be part of a key.
-func CheckName(deployment string) error {
-	if deployment == "" || strings.ContainsAny(deployment, "/\\ ") {
-		return fmt.Errorf("deployment %q: use a name without slashes or spaces", deployment)
-	}
-	return nil
-}
 
 // Bundle is a bundle ready to upload.
 type Bundle struct {

@@ -78,11 +78,3 @@ func TestPrepareRefusesAnInvalidConfig(t *testing.T) {
 		t.Fatalf("Prepare = %v, want the located config error", err)
 	}
 }
-
-func TestCheckName(t *testing.T) {
-	for name, ok := range map[string]bool{"shop": true, "shop-eu": true, "": false, "a/b": false, "a b": false, `a\b`: false} {
-		if err := upload.CheckName(name); (err == nil) != ok {
-			t.Errorf("CheckName(%q) = %v", name, err)
-		}
-	}
-}

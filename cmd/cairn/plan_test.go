@@ -7,11 +7,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
 )
 
@@ -111,4 +114,126 @@ func approvals(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(out.Contents)
+}
+
+// TestPlansAndStatusAsTerraformUsersExpect: `cairn plan` without --wait names the plan and
+// the next command; `cairn plans` lists each plan with what became of it; `cairn status`
+// shows the last apply as the deployment's state, not an approval refused after it.
+func TestPlansAndStatusAsTerraformUsersExpect(t *testing.T) {
+	s3c := deployWorld(t)
+	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	waitArgs := []string{"--wait", "--poll", "20ms", "--timeout", "1m"}
+	var stdout, stderr bytes.Buffer
+	if code := run(append([]string{"push", bundleDir(t, ""), "--deployment", "cli"}, waitArgs...), &stdout, &stderr); code != 0 {
+		t.Fatalf("push exited %d: %s %s", code, stdout.String(), stderr.String())
+	}
+
+	// Without --wait: the plan's id once its run started, and what to run next.
+	stdout.Reset()
+	first := bundleDir(t, "  - name: extra\n    template_path: topic.yaml\n")
+	if code := run([]string{"plan", first, "--deployment", "cli"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("plan exited %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	m := regexp.MustCompile("(?m)^plan (\\S+) is being made: show it with `cairn plans cli (\\S+)`, then apply exactly it with `cairn approve cli (\\S+)`$").FindStringSubmatch(stdout.String())
+	if m == nil || m[1] != m[2] || m[1] != m[3] {
+		t.Fatalf("plan without --wait:\n%s", stdout.String())
+	}
+	superseded := m[1]
+
+	stdout.Reset()
+	second := bundleDir(t, "  - name: other\n    template_path: topic.yaml\n")
+	if code := run(append([]string{"plan", second, "--deployment", "cli"}, waitArgs...), &stdout, &stderr); code != 0 {
+		t.Fatalf("plan --wait exited %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	id := regexp.MustCompile(`(?m)^plan id: (\S+)$`).FindStringSubmatch(stdout.String())[1]
+
+	list := func() string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run([]string{"plans", "cli"}, &out, &errOut); code != 0 {
+			t.Fatalf("plans exited %d: %s", code, errOut.String())
+		}
+		return out.String()
+	}
+	got := list()
+	for _, re := range []string{
+		`^PLAN +STATUS +AGE +CHANGES +BUNDLE +DETAIL$`,
+		`^` + id + ` +planned +\d+[smhd] +1 stack +…\S+ +cairn approve cli ` + id + `$`,
+		`^` + superseded + ` +superseded +\d+[smhd] +\d+ stacks? +…\S+ +a newer bundle was`,
+	} {
+		if !regexp.MustCompile("(?m)" + re).MatchString(got) {
+			t.Errorf("plans lacks a line matching %s:\n%s", re, got)
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"plans", "cli", "--latest"}, &stdout, &stderr); code != 0 || stdout.String() != id+"\n" {
+		t.Errorf("plans --latest: exit %d, %q; want %s", code, stdout.String(), id)
+	}
+	stdout.Reset()
+	if code := run([]string{"plans", "cli", id}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "plan "+id+" of deployment cli: planned") {
+		t.Errorf("plans cli %s: exit %d\n%s", id, code, stdout.String())
+	}
+	// Approving the superseded plan is refused at once, pointing at the newest.
+	stderr.Reset()
+	if code := run([]string{"approve", "cli", superseded}, &stdout, &stderr); code != 1 ||
+		!regexp.MustCompile("^cairn: plan "+superseded+" is superseded \\(.+\\): approve the newest plan instead: `cairn approve cli "+id+"`\n$").MatchString(stderr.String()) {
+		t.Errorf("approve of the superseded plan: exit %d, stderr %q", code, stderr.String())
+	}
+
+	stdout.Reset()
+	if code := run(append([]string{"approve", "cli", id}, waitArgs...), &stdout, &stderr); code != 0 {
+		t.Fatalf("approve exited %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	applied := regexp.MustCompile(`(?m)^run (\S+) of deployment cli: apply of plan `).FindStringSubmatch(stdout.String())[1]
+	if got := list(); !regexp.MustCompile(`(?m)^` + id + ` +applied +\S+ +1 stack +\S+ +applied at \S+ by run ` + applied + `$`).MatchString(got) {
+		t.Errorf("plans after the approval:\n%s", got)
+	}
+	stderr.Reset()
+	if code := run([]string{"plans", "cli", "--latest"}, &stdout, &stderr); code != 1 ||
+		stderr.String() != "cairn: deployment cli has no plan waiting for approval: make one with `cairn plan PATH --deployment cli`\n" {
+		t.Errorf("plans --latest with none open: exit %d, %q", code, stderr.String())
+	}
+
+	// An approval written again by hand (as `aws s3 cp` would) is refused by the deployer;
+	// the deployment's state is still the apply.
+	before := runIDs(t)
+	if _, err := s3c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String(layout.ApprovalKey("cli", id)), Body: strings.NewReader("again")}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(runIDs(t)) == len(before); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second approval started no run")
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"status", "cli"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("status exited %d: %s", code, stderr.String())
+	}
+	got = stdout.String()
+	for _, re := range []string{
+		`^deployment cli: succeeded by run ` + applied + ` \(apply of plan ` + id + `\)$`,
+		`^other +cli-other +create +done`,
+		`^  \S+ +apply of plan ` + id + ` +refused +\S+ ago +plan ` + id + ` was already applied`,
+		`^  ` + applied + ` +apply of plan ` + id + ` +succeeded +\S+ ago +1 created, 0 updated, 0 deleted, 2 unchanged, 0 failed$`,
+		`^  ` + id + ` +plan run +succeeded +\S+ ago +plan ` + id + `$`,
+		`^  \S+ +push +succeeded +\S+ ago +2 created`,
+	} {
+		if !regexp.MustCompile("(?m)" + re).MatchString(got) {
+			t.Errorf("status lacks a line matching %s:\n%s", re, got)
+		}
+	}
+}
+
+// runIDs lists the run documents of deployment cli.
+func runIDs(t *testing.T) []string {
+	t.Helper()
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := (&history.Store{S3: awsclient.S3(cfg), Bucket: "cairn-state"}).RunIDs(context.Background(), "cli")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -234,4 +235,38 @@ func asRefusal(err error) error {
 		return refuse("%v", err)
 	}
 	return err
+}
+
+// newTable is a tabwriter for a table on a terminal, whose lines end where their text
+// does, without the padding of an empty last cell.
+func newTable(w io.Writer, minwidth int) *tabwriter.Writer {
+	return tabwriter.NewWriter(&trimmer{w: w}, minwidth, 4, 2, ' ', 0)
+}
+
+// trimmer drops the spaces that end a line.
+type trimmer struct {
+	w      io.Writer
+	spaces int
+}
+
+func (t *trimmer) Write(p []byte) (int, error) {
+	var out []byte
+	for _, c := range p {
+		switch c {
+		case ' ':
+			t.spaces++
+			continue
+		case '\n':
+			t.spaces = 0
+		default:
+			for ; t.spaces > 0; t.spaces-- {
+				out = append(out, ' ')
+			}
+		}
+		out = append(out, c)
+	}
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

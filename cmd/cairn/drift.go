@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -118,7 +117,7 @@ func first(values ...string) string {
 
 // printSweep prints each stack's result and returns exit code 1 when something drifted.
 func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	tw := newTable(w, 2)
 	fmt.Fprintln(tw, "GRAPH\tSTACK\tCLOUDFORMATION\tSTATUS\tDETAIL")
 	drifted := false
 	for _, g := range sw.Graphs {

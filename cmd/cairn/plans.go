@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -68,7 +67,7 @@ when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --lates
 			if len(entries) == 0 {
 				return refuse("deployment %s has no plans: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			tw := newTable(out, 0)
 			fmt.Fprintln(tw, "PLAN\tSTATUS\tAGE\tCHANGES\tBUNDLE\tDETAIL")
 			for _, e := range entries {
 				p := e.Plan

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,7 +57,7 @@ func newPortsCmd() *cobra.Command {
 				fmt.Fprintf(out, "no port allocations in %s (%s)\n", where, layout.URI(bucket, layout.PortsPrefix))
 				return nil
 			}
-			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			w := newTable(out, 0)
 			fmt.Fprintln(w, "POOL\tPORTS\tSTACK\tLOGICAL ID\tCREATED\tPHYSICAL ID")
 			for _, a := range rows {
 				span := strconv.Itoa(a.First)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,7 +98,11 @@ func printGraph(out io.Writer, g *state.Graph, version string) {
 	fmt.Fprintf(out, "state %s/%s (%s): generation %d, written %s by run %s\n", g.Namespace, g.Key, which, g.Generation,
 		g.UpdatedAt.UTC().Format(time.RFC3339), dash(g.RunID))
 	b := g.Bundle
-	fmt.Fprintf(out, "bundle: sha256 %s, git %s %s, bundle version %s\n", dash(report.ShortSum(b.SHA256)), dash(b.GitRemote), dash(b.GitRef), dash(report.ShortVersion(b.VersionID)))
+	git := dash(b.GitRef)
+	if b.GitRemote != "" {
+		git += " of " + b.GitRemote
+	}
+	fmt.Fprintf(out, "bundle: version %s, sha256 %s, git %s\n", dash(report.ShortVersion(b.VersionID)), dash(report.ShortSum(b.SHA256)), git)
 	if g.Rebuilt {
 		fmt.Fprintln(out, "note: this graph was rebuilt from stack tags after its state object was lost")
 	}
@@ -111,7 +114,7 @@ func printGraph(out io.Writer, g *state.Graph, version string) {
 		fmt.Fprintln(out, "no stacks")
 		return
 	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	w := newTable(out, 0)
 	fmt.Fprintln(w, "NAME\tSTACK\tSTATUS\tREQUIRES\tREGION\tUPDATED\tOUTPUTS")
 	for _, n := range order {
 		st := g.Stacks[n]
@@ -160,7 +163,7 @@ func newStateHistoryCmd() *cobra.Command {
 				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, layout.StateKey(ns, key))
 				return nil
 			}
-			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			w := newTable(out, 0)
 			fmt.Fprintln(w, "VERSION\tMODIFIED\tGENERATION\tRUN\tSTACKS\tNOTE")
 			for i, v := range versions {
 				if limit > 0 && i == limit {

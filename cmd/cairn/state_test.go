@@ -109,7 +109,7 @@ func TestStateShowAndHistory(t *testing.T) {
 	}{
 		{name: "latest", args: []string{"state", "show", "shop", "main", "--bucket", "cairn-state"}, want: []string{
 			`state shop/main \(latest\): generation 2, written \S+Z by run run-2`,
-			`bundle: sha256 abc123, git git@example.com:shop.git refs/heads/main, bundle version bv1`,
+			`bundle: version bv1, sha256 abc123, git refs/heads/main of git@example.com:shop.git`,
 			`NAME\s+STACK\s+STATUS\s+REQUIRES\s+REGION\s+UPDATED\s+OUTPUTS`,
 			`vpc\s+shop-vpc\s+UPDATE_COMPLETE\s+-\s+us-east-1`, // dependency order: vpc first
 			`app\s+shop-app\s+CREATE_COMPLETE\s+vpc\s+us-east-1\s+-\s+Url=https://shop.example.com`,

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,7 +51,7 @@ open plan waiting for approval is named with the command that applies it.`,
 				fmt.Fprintf(w, "deployment %s: nothing deployed yet\n", deployment)
 			}
 			fmt.Fprintln(w, "\nrecent runs:")
-			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			tw := newTable(w, 0)
 			fmt.Fprintln(tw, "  RUN\tKIND\tSTATUS\tSTARTED\tSUMMARY")
 			for i, doc := range runs {
 				if i == 5 {
@@ -102,7 +101,7 @@ func printDeployed(w io.Writer, doc *deploy.Document) {
 		fmt.Fprintf(w, "reason:   %s\n", r.Reason)
 	}
 	if len(r.Stacks) > 0 {
-		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		tw := newTable(w, 2)
 		fmt.Fprintln(tw, "STACK\tCLOUDFORMATION\tACTION\tSTATUS\tCHANGES\tREASON")
 		for _, name := range r.Names() {
 			s := r.Stacks[name]

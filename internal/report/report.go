@@ -104,22 +104,22 @@ func Markdown(w io.Writer, in Input) error {
 // Action names what the run did (or tries to do) to a stack. decisions are the plan's
 // (the run document carries them): a stack the plan adopted into the graph shows as
 // adopt, not as the update that adopted it. Without decisions that cannot be told.
-func Action(s *run.Stack, decisions ...plan.Decision) string {
+func Action(s *run.Stack, decisions ...plan.Decision) plan.Action {
 	switch {
 	case s.Intent == run.IntentDelete:
-		return "delete"
+		return plan.Delete
 	case s.Intent == run.IntentRead:
-		return "read"
+		return plan.Read
 	case s.Intent == run.IntentRecreate:
-		return "recreate"
+		return plan.Recreate
 	case s.Phase == run.Unchanged:
-		return "none"
+		return plan.None
 	case adopted(s.Name, decisions):
-		return string(plan.Adopt)
+		return plan.Adopt
 	case s.ChangeSetType == "CREATE" || (!s.Exists && s.ChangeSetType == ""):
-		return "create"
+		return plan.Create
 	default:
-		return "update"
+		return plan.Update
 	}
 }
 

@@ -106,7 +106,9 @@ func TestStaleReasons(t *testing.T) {
 		}, []string{"stack shop-web: the plan is stale (stack created at 12:01:00 after plan 11:58:00): re-plan"}},
 		{"change set gone", func(o *Observed) { delete(o.ChangeSets, "cs-app") },
 			[]string{"stack shop-app: change set cairn-P1-1 no longer exists (deleted after plan 11:58:00): re-plan"}},
-		{"change set executed", func(o *Observed) { o.ChangeSets["cs-app"] = ChangeSet{Found: true, Status: "CREATE_COMPLETE", ExecutionStatus: "EXECUTE_COMPLETE"} },
+		{"change set executed", func(o *Observed) {
+			o.ChangeSets["cs-app"] = ChangeSet{Found: true, Status: "CREATE_COMPLETE", ExecutionStatus: "EXECUTE_COMPLETE"}
+		},
 			[]string{"stack shop-app: change set cairn-P1-1 is CREATE_COMPLETE/EXECUTE_COMPLETE, not CREATE_COMPLETE/AVAILABLE: re-plan"}},
 		{"consumed output changed", func(o *Observed) {
 			l := o.Live["shop-network"]

@@ -50,7 +50,7 @@ func TestRecord(t *testing.T) {
 		},
 		{
 			name: "failed stack keeps its applied inputs with its new status", status: run.Running, finished: []string{"app"},
-			stacks: map[string]*run.Stack{"app": {Name: "app", Intent: run.IntentDeploy, Phase: run.Failed, TemplateHash: "t9"}},
+			stacks:  map[string]*run.Stack{"app": {Name: "app", Intent: run.IntentDeploy, Phase: run.Failed, TemplateHash: "t9"}},
 			changed: true, bundle: "v1",
 			want: map[string]stackWant{"app": {status: "UPDATE_ROLLBACK_COMPLETE", templateHash: "t1", requires: []string{"vpc"}, updated: true}},
 		},
@@ -58,7 +58,7 @@ func TestRecord(t *testing.T) {
 			name: "deleted stack leaves the graph and its dependents' lists", status: run.Running, finished: []string{"vpc"},
 			stacks:  map[string]*run.Stack{"vpc": {Name: "vpc", Intent: run.IntentDelete, Phase: run.Done}},
 			changed: true, bundle: "v1",
-			want:    map[string]stackWant{"vpc": {}, "app": {status: "UPDATE_COMPLETE", templateHash: "t1"}},
+			want: map[string]stackWant{"vpc": {}, "app": {status: "UPDATE_COMPLETE", templateHash: "t1"}},
 		},
 		{
 			name: "blocked and refused deletions change nothing", status: run.Running, finished: []string{"old", "app"},
@@ -70,7 +70,7 @@ func TestRecord(t *testing.T) {
 			name: "locked stack refreshes its outputs", status: run.Running, finished: []string{"ext"},
 			stacks:  map[string]*run.Stack{"ext": {Name: "ext", Intent: run.IntentRead, Phase: run.Done, Outputs: map[string]string{"Zone": "z2"}}},
 			changed: true, bundle: "v1",
-			want:    map[string]stackWant{"ext": {outputs: map[string]string{"Zone": "z2"}}},
+			want: map[string]stackWant{"ext": {outputs: map[string]string{"Zone": "z2"}}},
 		},
 		{
 			name: "dropped stack leaves", status: run.Running, drop: []string{"old", "never-there"},

@@ -153,7 +153,8 @@ func New(opts Options) (*Emulator, error) {
 	}
 	e.s3, err = s3local.New(s3local.Options{
 		Region: opts.Region, Dir: dir("s3"), Clock: opts.Clock, Logger: opts.Logger,
-		Notify: func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
+		Notify:      func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
+		QueueExists: e.sqs.Exists, TopicExists: e.sns.Exists, FunctionExists: e.functionExists,
 		Publish: func(ctx context.Context, topicARN, subject, message string) error {
 			_, err := e.sns.Publish(ctx, topicARN, subject, message)
 			return err
@@ -241,6 +242,7 @@ func (e *Emulator) Start(addr string) error {
 	e.url = "http://" + ln.Addr().String()
 	e.server = srv
 	e.mu.Unlock()
+	e.cfn.Wake() // stacks resumed from Dir wait for the address their ResponseURLs need
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.log.Error("emulator: server stopped", "err", err)
@@ -260,8 +262,9 @@ func (e *Emulator) URL() string {
 // (e.g. httptest.NewServer(e.Handler())), so SQS queue URLs point at it.
 func (e *Emulator) SetURL(url string) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.url = strings.TrimRight(url, "/")
+	e.mu.Unlock()
+	e.cfn.Wake()
 }
 
 // Close stops the server, the pollers and schedules, and persists every service's state.

@@ -224,12 +224,13 @@ func (u Upload) name(kind bucket.UploadKind) string {
 	return ""
 }
 
-// RunID names the run of an upload: its time (so runs sort by time) and a digest of the
-// exact object version, so a redelivered event names the same run.
+// RunID names the run of an upload: its time to the millisecond, YYYYMMDD-HHMMSSmmm (so
+// ids sort as strings in upload order, S3 event times having milliseconds), and a digest of
+// the exact object version, so a redelivered event names the same run.
 func (u Upload) RunID() string {
 	sum := sha256.Sum256([]byte(u.Bucket + "\x00" + u.Key + "\x00" + u.VersionID + "\x00" + u.Sequencer))
 	t := u.Time.UTC()
-	return t.Format("20060102-150405") + "-" + hex.EncodeToString(sum[:4])
+	return fmt.Sprintf("%s%03d-%s", t.Format("20060102-150405"), t.Nanosecond()/int(time.Millisecond), hex.EncodeToString(sum[:4]))
 }
 
 func (b *base) runLogger(deployment, runID string) *slog.Logger {

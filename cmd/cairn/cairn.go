@@ -180,7 +180,7 @@ func kindOf(doc *deploy.Document) string {
 // report) and returns its exit code: 0 succeeded, 3 superseded, 1 otherwise.
 func outcome(w io.Writer, doc *deploy.Document) error {
 	r := doc.Run
-	if r.Status == deploy.Superseded {
+	if r.Status == runstate.Superseded {
 		fmt.Fprintf(w, "run %s superseded: %s\n", r.ID, r.Reason)
 		return exitError{3}
 	}

@@ -9,10 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
+	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
 
@@ -121,7 +121,7 @@ func waitPlan(cmd *cobra.Command, c *cairn, wf waitFlags, t follow.Target, rende
 	if err != nil {
 		return "", err
 	}
-	if doc.Run.Status == deploy.Superseded {
+	if doc.Run.Status == runstate.Superseded {
 		fmt.Fprintf(info, "plan run %s superseded: %s\n", doc.Run.ID, doc.Run.Reason)
 		return "", exitError{3}
 	}

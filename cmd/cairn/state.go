@@ -214,7 +214,7 @@ func newUnlockCmd() *cobra.Command {
 			s := c.state
 			ns, key := args[0], args[1]
 			held, err := s.ForceUnlock(cmd.Context(), ns, key, force)
-			var locked *state.ErrLocked
+			var locked *state.LockedError
 			switch {
 			case errors.Is(err, state.ErrNotLocked):
 				if _, serr := s.Show(cmd.Context(), ns, key, ""); errors.Is(serr, state.ErrNotFound) {

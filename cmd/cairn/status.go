@@ -133,7 +133,7 @@ func runSummary(doc *deploy.Document) string {
 		return doc.Refusals[0]
 	case len(doc.Errors) > 0:
 		return doc.Errors[0]
-	case doc.Run.Status == deploy.Superseded:
+	case doc.Run.Status == runstate.Superseded:
 		return doc.Run.Reason
 	case history.KindOf(doc) == history.PlanRun:
 		return "plan " + doc.Run.ID

@@ -99,8 +99,11 @@ func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Obse
 		err = c.perform(ctx, a, in, &o)
 	}
 	if err != nil {
-		o.Err = fmt.Sprintf("%s %s: %v", a.Kind, a.StackName, err)
-		o.Permanent = awsclient.Permanent(err)
+		err = fmt.Errorf("%s %s: %w", a.Kind, a.StackName, err)
+		if awsclient.Permanent(err) {
+			err = run.Permanent(err)
+		}
+		o = run.Failure(a.Stack, err)
 		log.Warn("changeset: action failed", "err", err, "permanent", o.Permanent)
 		return o
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -173,7 +174,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: intermediate stack status ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			idx, err := d.findRun(ctx, stackNameOf(det.StackID))
+			idx, err := d.runs.find(ctx, stackNameOf(det.StackID))
 			if err != nil {
 				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
 				fail(rec.MessageId)
@@ -231,4 +232,12 @@ func truncate(s string) string {
 		return s[:512] + "..."
 	}
 	return s
+}
+
+// decodeKey undoes the URL encoding of keys in S3 event notifications.
+func decodeKey(k string) string {
+	if s, err := url.QueryUnescape(k); err == nil {
+		return s
+	}
+	return k
 }

@@ -190,7 +190,7 @@ func TestPlanThenApproveExecutesExactlyThePlannedChangeSets(t *testing.T) {
 	if p.Status != plan.Planned {
 		t.Fatalf("plan %s: %s (%s) refusals %v errors %v", p.ID, p.Status, p.Reason, p.Refusals, p.Errors)
 	}
-	want := map[string]string{"network": "none", "database": "update", "cache": "none", "app": "none", "web": "update", "queue": "create", "worker": "create"}
+	want := map[string]plan.Action{"network": plan.None, "database": plan.Update, "cache": plan.None, "app": plan.None, "web": plan.Update, "queue": plan.Create, "worker": plan.Create}
 	for name, action := range want {
 		s := p.Stack(name)
 		if s == nil || s.Action != action {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 )
@@ -167,7 +168,7 @@ func (f *Follower) find(ctx context.Context, t Target, passed map[string]bool) (
 type Step struct {
 	Stack     string
 	StackName string
-	Action    string
+	Action    plan.Action
 	Phase     run.Phase
 	Reason    string
 	Changes   int
@@ -255,11 +256,11 @@ func Summarize(doc *deploy.Document) Summary {
 			sum.Unchanged++
 		case run.Done:
 			switch report.Action(s, doc.Decisions...) {
-			case "create", "recreate":
+			case plan.Create, plan.Recreate:
 				sum.Created++
-			case "delete":
+			case plan.Delete:
 				sum.Deleted++
-			case "read", "none":
+			case plan.Read, plan.None:
 				sum.Unchanged++
 			default:
 				sum.Updated++

@@ -148,7 +148,7 @@ func KindOf(doc *deploy.Document) Kind {
 // Acted reports whether a run got as far as its stacks: it was not superseded, refused
 // or stopped by config errors before it changed or checked anything.
 func Acted(doc *deploy.Document) bool {
-	if doc.Run.Status == deploy.Superseded {
+	if doc.Run.Status == run.Superseded {
 		return false
 	}
 	for _, s := range doc.Run.Stacks {

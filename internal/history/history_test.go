@@ -109,7 +109,7 @@ func TestKindAndDeployed(t *testing.T) {
 	planRun := doc("4-plan", run.ModePlan, "", run.Succeeded, run.Ready)
 	refusedApproval := doc("6-apply", run.ModeDeploy, "4-plan", run.RunFailed, run.Blocked)
 	apply := doc("3-apply", run.ModeDeploy, "2-plan", run.Succeeded, run.Done)
-	superseded := doc("7-push", run.ModeDeploy, "", deploy.Superseded, run.Pending)
+	superseded := doc("7-push", run.ModeDeploy, "", run.Superseded, run.Pending)
 	failedApply := doc("8-apply", run.ModeDeploy, "4-plan", run.RunFailed, run.Failed)
 	tests := []struct {
 		name string

@@ -69,6 +69,7 @@ const (
 	Disabled Action = "disabled" // enabled: false
 	Drop     Action = "drop"     // in the graph, gone from AWS, gone from the config
 	Refuse   Action = "refuse"   // a deletion the guards refuse
+	None     Action = "none"     // a reviewed plan's stack that does not change
 )
 
 // Decision is one line of the plan.
@@ -209,6 +210,7 @@ func Make(in Input) (*Result, error) {
 			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
 			RawParameters: maps.Clone(s.Parameters), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
+			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 		}
 		res.Run.Stacks[s.Name] = rs
 		if s.Locked {

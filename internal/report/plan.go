@@ -60,7 +60,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Resource changes | Replacements | Notes |\n|---|---|---|---|---|---|\n")
 		for _, s := range changing {
 			changes := fmt.Sprint(len(s.Changes))
-			if s.CreatedAtApply || s.Action == "delete" {
+			if s.CreatedAtApply || s.Action == plan.Delete {
 				changes = "-"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), cell(strings.Join(s.Marks(), ", ")))
@@ -69,7 +69,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		if n := len(p.Stacks) - len(changing); n > 0 {
 			var names []string
 			for _, s := range p.Stacks {
-				if s.Action == "none" {
+				if s.Action == plan.None {
 					name := s.Name
 					if s.InputsMayChange {
 						name += " (inputs may change: re-checked at apply)"
@@ -97,7 +97,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 				b.WriteString("> **Created at apply:** a stack it depends on is created by this plan, so its change set is made during the apply, from the outputs the new stack has.\n")
 			}
 		}
-		if s.Action == "delete" {
+		if s.Action == plan.Delete {
 			b.WriteString("The stack and every resource in it are deleted.\n\n")
 			continue
 		}
@@ -127,7 +127,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 func dangers(p *plan.Document) []string {
 	var out []string
 	for _, s := range p.Stacks {
-		if s.Action == "delete" {
+		if s.Action == plan.Delete {
 			out = append(out, fmt.Sprintf("**delete stack** %s (%s)", s.StackName, s.Name))
 		}
 	}

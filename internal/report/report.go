@@ -91,7 +91,7 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("## Plan\n\n")
 		for _, d := range in.Decisions {
 			// A stack of the run is named as the table names it: one action per stack.
-			action := string(d.Action)
+			action := d.Action
 			if s := r.Stacks[d.Stack]; s != nil {
 				action = Action(s, in.Decisions...)
 			}
@@ -111,22 +111,22 @@ func Markdown(w io.Writer, in Input) error {
 // adopt, not as the update that adopted it, and a re-created one as recreate even once
 // its failed stack is gone and the new one is being created. Without decisions that
 // cannot be told.
-func Action(s *run.Stack, decisions ...plan.Decision) string {
+func Action(s *run.Stack, decisions ...plan.Decision) plan.Action {
 	switch {
 	case s.Intent == run.IntentDelete:
-		return "delete"
+		return plan.Delete
 	case s.Intent == run.IntentRead:
-		return "read"
+		return plan.Read
 	case s.Intent == run.IntentRecreate || decided(s.Name, decisions) == plan.Recreate:
-		return "recreate"
+		return plan.Recreate
 	case s.Phase == run.Unchanged:
-		return "none"
+		return plan.None
 	case decided(s.Name, decisions) == plan.Adopt:
-		return string(plan.Adopt)
+		return plan.Adopt
 	case s.ChangeSetType == "CREATE" || (!s.Exists && s.ChangeSetType == ""):
-		return "create"
+		return plan.Create
 	default:
-		return "update"
+		return plan.Update
 	}
 }
 

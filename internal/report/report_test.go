@@ -89,7 +89,7 @@ func TestActionOfAdoptedStack(t *testing.T) {
 		name      string
 		stack     run.Stack
 		decisions []plan.Decision
-		want      string
+		want      plan.Action
 	}{
 		{"adopted", run.Stack{Name: "extra", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"}, adopt, "adopt"},
 		{"adopted, no decisions given", run.Stack{Name: "extra", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"}, nil, "update"},

@@ -52,7 +52,8 @@ type Observed struct {
 }
 
 // Classify says what became of plan p, and why in words. It is pure: the deployer's
-// freshness rules, as far as they can be told without CloudFormation.
+// freshness rules (plan.Document.Lapsed and StaleReasons), as far as they can be told
+// without CloudFormation, as one status a reviewer reads.
 func Classify(p *plan.Document, o Observed) (Status, string) {
 	switch p.Status {
 	case plan.Applying:
@@ -65,8 +66,6 @@ func Classify(p *plan.Document, o Observed) (Status, string) {
 		return Superseded, p.Reason
 	case plan.Expired:
 		return Expired, p.Reason
-	case plan.Stale:
-		return Stale, p.Reason
 	}
 	if age := o.Now.Sub(p.CreatedAt); o.TTL > 0 && age > o.TTL {
 		return Expired, fmt.Sprintf("made %s ago; plans stay approvable for %s", Age(age), Age(o.TTL))
@@ -74,7 +73,7 @@ func Classify(p *plan.Document, o Observed) (Status, string) {
 	if o.Generation >= 0 && o.Generation != p.Generation {
 		return Stale, fmt.Sprintf("the persistent graph %s/%s is at generation %d, the plan was made at %d: another run applied since", p.Namespace, p.GraphKey, o.Generation, p.Generation)
 	}
-	if v := p.Bundle.VersionID; v != "" && v != "null" && o.LatestBundle != "" && o.LatestBundle != v {
+	if p.Versioned() && o.LatestBundle != "" && o.LatestBundle != p.Bundle.VersionID {
 		return Superseded, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s since", p.Bundle.Bucket, p.Bundle.Key)
 	}
 	if len(o.Refusals) > 0 {

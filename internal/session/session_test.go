@@ -18,9 +18,9 @@ import (
 	"github.com/cairn-dev/cairn/internal/session"
 )
 
-// emulator serves the emulator with cairn provisioned in it (its exports included) and
-// points the environment at it, with no CAIRN_* variable set.
-func emulator(t *testing.T) *localcairn.Cairn {
+// serve serves the emulator, bare, and points the environment at it, with no CAIRN_*
+// variable set.
+func serve(t *testing.T) *awslocal.Emulator {
 	t.Helper()
 	e, err := awslocal.New(awslocal.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -35,7 +35,13 @@ func emulator(t *testing.T) *localcairn.Cairn {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	c, err := localcairn.Provision(context.Background(), e, localcairn.Options{})
+	return e
+}
+
+// emulator serves the emulator with cairn provisioned in it, its exports included.
+func emulator(t *testing.T) *localcairn.Cairn {
+	t.Helper()
+	c, err := localcairn.Provision(context.Background(), serve(t), localcairn.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,19 +111,7 @@ func TestBucketResolution(t *testing.T) {
 }
 
 func TestNoExport(t *testing.T) {
-	e, err := awslocal.New(awslocal.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	clearEnv(t)
-	for _, kv := range e.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	e := serve(t)
 	s, err := session.Open(context.Background(), session.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -228,10 +228,11 @@ func ago(now, t time.Time) string {
 	return review.Age(max(0, now.Sub(t))) + " ago"
 }
 
-// asRefusal turns the errors of expected conditions (an unknown plan) into refusals.
+// asRefusal turns the errors of expected conditions (an unknown plan, a deployment with
+// nothing deployed) into refusals.
 func asRefusal(err error) error {
 	var unknown *review.UnknownPlanError
-	if errors.As(err, &unknown) {
+	if errors.As(err, &unknown) || errors.Is(err, history.ErrNothingDeployed) {
 		return refuse("%v", err)
 	}
 	return err

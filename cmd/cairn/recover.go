@@ -36,7 +36,7 @@ stable again, 1 otherwise, with the first failure's reason.`,
 			}
 			ns, key, err := c.history.Graph(ctx, deployment)
 			if err != nil {
-				return err
+				return asRefusal(err)
 			}
 			r := &recovery.Recoverer{CFN: c.CloudFormation, State: c.state, Poll: poll, Timeout: timeout}
 			res, err := r.Recover(ctx, recovery.Request{Namespace: ns, Key: key, Stack: stack, Skip: skip, Rollback: rollback}, func(s recovery.Started) {

@@ -45,7 +45,7 @@ exactly what returns. Apply it with --approve, or review it and run
 			}
 			up, err := c.replanner().Rollback(cmd.Context(), deployment, to)
 			if err != nil {
-				return err
+				return asRefusal(err)
 			}
 			fmt.Fprintf(stdout, "planning bundle version %s (git %s) of deployment %s as %s\n",
 				report.ShortVersion(up.Bundle.VersionID), dash(up.Bundle.GitRef), deployment, uploaded(c.bucket, up.PlanKey, up.Version, nil))
@@ -96,7 +96,7 @@ when the graph is empty its state object is removed.`,
 			}
 			up, err := c.replanner().Destroy(cmd.Context(), deployment)
 			if err != nil {
-				return err
+				return asRefusal(err)
 			}
 			fmt.Fprintf(stdout, "planning the deletion of the %d %s of graph %s/%s (%s)\n", up.Stacks, plural(up.Stacks, "stack"), up.Namespace, up.Key, uploaded(c.bucket, up.PlanKey, up.Version, nil))
 			target := follow.Target{Deployment: deployment, Version: up.Version, Before: before}

@@ -73,11 +73,13 @@ func TestEveryCommandFindsTheBucketFromTheExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := c.Bucket
+	nothingDeployed := "cairn: deployment shop has no runs in s3://" + b + ": nothing was deployed yet (push a bundle with `cairn push PATH --deployment shop`)\n"
 	tests := []struct {
 		args     []string
 		code     int
 		out, err string // contained in stdout, and stderr exactly
 	}{
+		{args: []string{"state", "list"}, out: "shop       shop  1"},
 		{args: []string{"state", "show", "shop", "shop"}, out: "state shop/shop (latest): generation 1"},
 		{args: []string{"state", "history", "shop", "shop"}, out: "VERSION"},
 		{args: []string{"ports", "list"}, out: "no port allocations in any pool (s3://" + b + "/ports/)"},
@@ -85,6 +87,9 @@ func TestEveryCommandFindsTheBucketFromTheExport(t *testing.T) {
 		{args: []string{"status", "shop"}, code: 1, err: "cairn: deployment shop has no runs in s3://" + b + ": push a bundle with `cairn push PATH --deployment shop`\n"},
 		{args: []string{"plans", "shop"}, code: 1, err: "cairn: deployment shop has no plans: make one with `cairn plan PATH --deployment shop`\n"},
 		{args: []string{"drift", "shop", "--wait", "--poll", "10ms"}, out: "GRAPH"},
+		{args: []string{"rollback", "shop"}, code: 1, err: nothingDeployed},
+		{args: []string{"destroy", "shop"}, code: 1, err: nothingDeployed},
+		{args: []string{"recover", "shop", "app"}, code: 1, err: nothingDeployed},
 		{args: []string{"push", filepath.Join(testBundles, "webshop"), "--deployment", "shop"}, out: "pushed " + filepath.Join(testBundles, "webshop") + " to s3://" + b + "/deployments/shop.zip"},
 	}
 	for _, tt := range tests {

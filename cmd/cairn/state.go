@@ -23,7 +23,53 @@ func newStateCmd() *cobra.Command {
 		Use:   "state",
 		Short: "Inspect persistent graphs: what cairn last applied, and its history",
 	}
-	cmd.AddCommand(newStateShowCmd(), newStateHistoryCmd())
+	cmd.AddCommand(newStateListCmd(), newStateShowCmd(), newStateHistoryCmd())
+	return cmd
+}
+
+func newStateListCmd() *cobra.Command {
+	var cf cairnFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the persistent graphs in cairn's bucket, with their generation, stacks and lock",
+		Long: "List every persistent graph (state/NAMESPACE/KEY.json): the NAMESPACE and KEY the other\n" +
+			"state commands and unlock take, its generation, how many stacks it holds, when and by\n" +
+			"which run it was last written, and who holds its lock.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.open(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			graphs, err := c.history.Graphs(ctx)
+			if err != nil {
+				return err
+			}
+			if len(graphs) == 0 {
+				fmt.Fprintf(out, "no persistent graphs in %s: nothing was deployed yet\n", layout.URI(c.bucket, layout.StatePrefix))
+				return nil
+			}
+			w := newTable(out, 0)
+			fmt.Fprintln(w, "NAMESPACE\tKEY\tGENERATION\tSTACKS\tWRITTEN\tRUN\tLOCK")
+			for _, gk := range graphs {
+				gen, stacks, written, runID := "-", "-", "-", "-"
+				if g, err := c.state.Show(ctx, gk.Namespace, gk.Key, ""); err == nil {
+					gen, stacks, written, runID = fmt.Sprint(g.Generation), fmt.Sprint(len(g.Stacks)), g.UpdatedAt.UTC().Format(time.RFC3339), dash(g.RunID)
+				}
+				lock := "free"
+				switch l, err := c.state.CurrentLock(ctx, gk.Namespace, gk.Key); {
+				case errors.Is(err, state.ErrNotLocked):
+				case err != nil:
+					lock = "unknown"
+				default:
+					lock = "held by run " + l.RunID
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", gk.Namespace, gk.Key, gen, stacks, written, runID, lock)
+			}
+			return w.Flush()
+		},
+	}
+	cf.add(cmd)
 	return cmd
 }
 
@@ -218,7 +264,7 @@ func newUnlockCmd() *cobra.Command {
 			switch {
 			case errors.Is(err, state.ErrNotLocked):
 				if _, serr := s.Show(cmd.Context(), ns, key, ""); errors.Is(serr, state.ErrNotFound) {
-					return refuse("there is no graph %s/%s (no s3://%s/%s) and no lock on it: check NAMESPACE and KEY (a deployment's are in `cairn status NAME`)", ns, key, c.bucket, layout.StateKey(ns, key))
+					return refuse("there is no graph %s/%s (no %s) and no lock on it: check NAMESPACE and KEY (`cairn state list` lists the graphs)", ns, key, layout.URI(c.bucket, layout.StateKey(ns, key)))
 				} else if serr != nil {
 					return serr
 				}

@@ -115,6 +115,10 @@ func TestStateShowAndHistory(t *testing.T) {
 			`app\s+shop-app\s+CREATE_COMPLETE\s+vpc\s+us-east-1\s+-\s+Url=https://shop.example.com`,
 			`lock: held by run run-live \(function cairn-deployer, request req-live`,
 		}},
+		{name: "list", args: []string{"state", "list", "--bucket", "cairn-state"}, want: []string{
+			`NAMESPACE\s+KEY\s+GENERATION\s+STACKS\s+WRITTEN\s+RUN\s+LOCK`,
+			`shop\s+main\s+2\s+2\s+\S+Z\s+run-2\s+held by run run-live`,
+		}},
 		{name: "bucket from the environment", args: []string{"state", "show", "shop", "main"}, env: "cairn-state",
 			want: []string{`generation 2`}},
 		{name: "earlier version", args: []string{"state", "show", "shop", "main", "--version", first, "--bucket", "cairn-state"}, want: []string{
@@ -218,7 +222,7 @@ func TestUnlock(t *testing.T) {
 			wantOut: "removed LIVE lock (forced) on state shop/main held by run run-live (function cairn-deployer, request req-live"},
 		{name: "no lock", args: []string{"unlock", "shop", "main"}, wantOut: "state shop/main is not locked: nothing to do"},
 		{name: "no graph", args: []string{"unlock", "shop", "nope"}, code: 1,
-			wantErr: []string{"cairn: there is no graph shop/nope (no s3://cairn-state/state/shop/nope.json) and no lock on it: check NAMESPACE and KEY (a deployment's are in `cairn status NAME`)\n"}},
+			wantErr: []string{"cairn: there is no graph shop/nope (no s3://cairn-state/state/shop/nope.json) and no lock on it: check NAMESPACE and KEY (`cairn state list` lists the graphs)\n"}},
 		{name: "expired lock", args: []string{"unlock", "shop", "old"},
 			wantOut: "removed expired lock on state shop/old held by run run-crashed"},
 	}

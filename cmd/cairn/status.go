@@ -92,6 +92,9 @@ func printDeployed(w io.Writer, doc *deploy.Document) {
 	if b.GitRef != "" {
 		bundle += ", git " + b.GitRef
 	}
+	if doc.Namespace != "" {
+		fmt.Fprintf(w, "graph:    %s/%s (`cairn state show %s %s`)\n", doc.Namespace, doc.GraphKey, doc.Namespace, doc.GraphKey)
+	}
 	fmt.Fprintf(w, "bundle:   %s\n", bundle)
 	fmt.Fprintf(w, "started:  %s\n", r.StartedAt.UTC().Format(time.RFC3339))
 	if !r.FinishedAt.IsZero() {

@@ -193,3 +193,21 @@ func (s *Store) Graph(ctx context.Context, deployment string) (namespace, key st
 	}
 	return "", "", fmt.Errorf("deployment %s has no run that loaded its config in s3://%s: %w", deployment, s.Bucket, ErrNothingDeployed)
 }
+
+// GraphKey names a persistent graph.
+type GraphKey struct{ Namespace, Key string }
+
+// Graphs lists the persistent graphs in the bucket, in key order.
+func (s *Store) Graphs(ctx context.Context) ([]GraphKey, error) {
+	keys, err := layout.List(ctx, s.S3, s.Bucket, layout.StatePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("persistent graphs: %w", err)
+	}
+	var out []GraphKey
+	for _, k := range keys {
+		if ns, key, ok := layout.ParseStateKey(k); ok {
+			out = append(out, GraphKey{Namespace: ns, Key: key})
+		}
+	}
+	return out, nil
+}

@@ -153,3 +153,14 @@ func TestGraph(t *testing.T) {
 		t.Fatalf("Graph = %s/%s, %v; want shop/main", ns, key, err)
 	}
 }
+
+func TestGraphs(t *testing.T) {
+	c := bucket(t)
+	for _, k := range []string{layout.StateKey("shop", "shop"), layout.StateKey("web", "main"), layout.LockKey("shop", "shop"), layout.RunKey("shop", "r")} {
+		put(t, c, k, map[string]string{})
+	}
+	got, err := (&history.Store{S3: c, Bucket: "cairn"}).Graphs(context.Background())
+	if want := []history.GraphKey{{"shop", "shop"}, {"web", "main"}}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Graphs = %v, %v; want %v", got, err, want)
+	}
+}

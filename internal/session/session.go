@@ -191,7 +191,7 @@ func (s *Session) noExport(name string) string {
 	if ep := awsclient.Endpoint(); ep != "" {
 		return fmt.Sprintf("no CloudFormation export %s at %s (AWS_ENDPOINT_URL): is it a cairn emulator (`cairn local up`)?", name, ep)
 	}
-	return fmt.Sprintf("no CloudFormation export %s in %s: deploy cairn there first (make deploy), or set AWS_REGION to where it is", name, s.Region())
+	return fmt.Sprintf("no CloudFormation export %s in %s: deploy cairn there first (make deploy), or set AWS_REGION to where it is; for the local emulator run `eval \"$(cairn local env)\"`", name, s.Region())
 }
 
 func first(values ...string) string {

@@ -36,6 +36,12 @@ type Config struct {
 	}
 	MaxConcurrency int
 	Drift          Drift
+	// ExplicitCapabilities (capabilities: explicit) requires every stack to name its
+	// capabilities instead of being granted what its template needs.
+	ExplicitCapabilities bool
+	// Warnings are problems that do not stop a deployment, such as a deprecated Lambda
+	// runtime, in the form of errors.
+	Warnings Errors
 	// Stacks are in config order.
 	Stacks []*Stack
 
@@ -78,8 +84,11 @@ type Stack struct {
 	// Enabled is false for a stack the config keeps but does not deploy.
 	Enabled bool
 	// Locked stacks are created but never updated.
-	Locked       bool
-	Capabilities []string
+	Locked bool
+	// Capabilities are what CreateChangeSet acknowledges: the config's capabilities, or,
+	// when it names none, exactly those the template needs (CapabilitiesFromTemplate).
+	Capabilities             []string
+	CapabilitiesFromTemplate bool
 }
 
 // Stack returns the stack with the config name, or nil.

@@ -163,7 +163,7 @@ func TestLoadSingleFile(t *testing.T) {
 		t.Errorf("queue = %+v", q)
 	}
 	// template_body given as a mapping keeps its short-form tags through re-encoding.
-	if topic.Template == nil || topic.Template.Resources != 1 || !bytes.Contains(topic.TemplateBody, []byte("!GetAtt")) {
+	if topic.Template == nil || topic.Template.Resources != 1 || !bytes.Contains(topic.TemplateBody, []byte("!Ref")) {
 		t.Errorf("topic template = %s", topic.TemplateBody)
 	}
 	if topic.Parameters["QueueUrl"] != "${output queue.Url}" {
@@ -310,7 +310,7 @@ func TestLoadErrors(t *testing.T) {
 			`6:1: invalid YAML: mapping values are not allowed in this context`,
 		}},
 		{"many-errors", []string{
-			`2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, stacks`,
+			`2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, capabilities, stacks`,
 			`8:7: stacks[0].parameters.Retention: template templates/queue.yaml declares no parameter "Retention"; it declares QueueName, RetentionSeconds`,
 			`10:20: stacks[1].template_path: template file "templates/billing.yaml" not found in the bundle`,
 			`11:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/template"
 )
 
 // Heartbeat is the message that advances a run when no stack event does.
@@ -143,7 +144,7 @@ func (d *Driver) step(ctx context.Context, doc *Document, etag string, lock *sta
 			}
 			if err != nil {
 				alog.Warn("deploy: cannot prepare the change set", "err", err)
-				pending[a.Stack] = run.Observation{Stack: a.Stack, Err: err.Error(), Permanent: bundleCache != nil && bundleCache.cfg == nil}
+				pending[a.Stack] = run.Observation{Stack: a.Stack, Err: err.Error(), Permanent: bundleCache != nil && bundleCache.cfg == nil || errors.Is(err, template.ErrParameter)}
 				continue
 			}
 		}
@@ -266,6 +267,9 @@ func (d *Driver) inputs(doc *Document, r *run.Run, lb *loadedBundle, a run.Actio
 	cs := lb.cfg.Stack(a.Stack)
 	if cs == nil {
 		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	}
+	if err := config.CheckResolved(cs, a.Parameters); err != nil {
+		return nil, err
 	}
 	rs := r.Stacks[a.Stack]
 	ref := doc.Bundle.Ref()

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"maps"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -530,7 +531,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 	file := l.file
 	if d.templateKey == "template_path" {
 		label = "template " + s.TemplatePath
-		file = s.TemplatePath
+		file = filepath.Join(filepath.Dir(l.file), s.TemplatePath)
 		body, ok := l.readTemplate(d.templateNode, key, s.TemplatePath)
 		if !ok {
 			return
@@ -557,6 +558,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 		for _, p := range cr.problems {
 			e := &Error{File: file, Line: p.Line + line, Col: p.Col + col, Key: p.Path, Msg: p.Msg}
 			if p.Warning {
+				e.Msg = "warning: " + e.Msg
 				l.warnings = append(l.warnings, e)
 			} else {
 				l.errs = append(l.errs, e)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -1165,11 +1164,11 @@ func (d paramDecl) check(v string) error {
 			}
 		}
 		if d.AllowedPattern != "" {
-			re, err := regexp.Compile("^(?:" + d.AllowedPattern + ")$")
+			ok, err := matchAllowedPattern(d.AllowedPattern, x)
 			if err != nil {
 				return invalidf("Template format error: Parameter '%s' has an invalid AllowedPattern: %v", d.Name, err)
 			}
-			if !re.MatchString(x) {
+			if !ok {
 				return fail("must match pattern " + d.AllowedPattern)
 			}
 		}

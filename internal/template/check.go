@@ -625,8 +625,8 @@ func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, f
 	}
 }
 
-// cycles reports circular dependencies between resources, once per cycle, at the
-// resource that closes it first in template order.
+// cycles reports circular dependencies between resources, at each resource of a cycle
+// (as cfn-lint does), the cycle written from it.
 func (c *checker) cycles() {
 	const (
 		white = iota
@@ -646,14 +646,14 @@ func (c *checker) cycles() {
 				visit(d)
 			case grey:
 				i := slices.Index(stack, d)
-				cycle := append(slices.Clone(stack[i:]), d)
-				members := slices.Clone(cycle[:len(cycle)-1])
-				slices.Sort(members)
-				id := strings.Join(members, ",")
-				if !reported[id] {
-					reported[id] = true
-					r := c.resources[cycle[0]]
-					c.errorf(r.nameNode, "Resources."+cycle[0], "circular dependency between resources: %s: CloudFormation cannot order them; remove one of the references", strings.Join(cycle, " -> "))
+				members := slices.Clone(stack[i:])
+				for j, m := range members {
+					if reported[m] {
+						continue
+					}
+					reported[m] = true
+					cycle := append(slices.Clone(members[j:]), members[:j+1]...)
+					c.errorf(c.resources[m].nameNode, "Resources."+m, "circular dependency between resources: %s: CloudFormation cannot order them; remove one of the references", strings.Join(cycle, " -> "))
 				}
 			}
 		}

@@ -91,6 +91,10 @@ func pattern(p string) (*regexp2.Regexp, error) {
 		}
 		return nil, v.(error)
 	}
+	if _, err := regexp2.Compile(p); err != nil {
+		patterns.Store(p, err)
+		return nil, err
+	}
 	re, err := regexp2.Compile(`\A(?:` + p + `)\z`)
 	if err != nil {
 		patterns.Store(p, err)
@@ -128,8 +132,8 @@ func (p Parameter) CheckValue(value string) error {
 		return refused("parameter %s: value is %d bytes, more than CloudFormation's %d", p.Name, len(value), MaxParameterValue)
 	}
 	items := []string{value}
-	typ := strings.TrimSuffix(strings.TrimPrefix(p.Type, "AWS::SSM::Parameter::Value<"), ">")
-	if p.Type != typ {
+	typ := p.Type
+	if strings.HasPrefix(typ, "AWS::SSM::Parameter::Value<") {
 		typ = "AWS::SSM::Parameter::Name" // the value names the SSM parameter holding it
 	}
 	list := false

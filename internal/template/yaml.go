@@ -94,7 +94,11 @@ func normalize(doc *yaml.Node) (err error) {
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
-			saved = append(saved, pos{n, n.Line, n.Column, n.Tag == "!GetAtt" && n.Kind == yaml.ScalarNode})
+			p := pos{n, n.Line, n.Column, n.Tag == "!GetAtt" && n.Kind == yaml.ScalarNode}
+			if p.getAtt && n.Style&^yaml.TaggedStyle == 0 {
+				p.col += len(n.Tag) + 1 // the value after "!GetAtt "
+			}
+			saved = append(saved, p)
 		}
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {

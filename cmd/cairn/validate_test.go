@@ -85,7 +85,7 @@ func TestValidate(t *testing.T) {
 }
 
 // TestValidateInvalidBundles runs validate on every invalid bundle: each exits 1 and
-// prints only FILE:LINE:COL: lines naming its own cairn.yaml. (The exact texts are
+// prints only FILE:LINE:COL: lines naming its own cairn.yaml or templates. (The exact texts are
 // checked in internal/config.)
 func TestValidateInvalidBundles(t *testing.T) {
 	dirs, err := os.ReadDir(filepath.Join(testBundles, "invalid"))
@@ -99,7 +99,7 @@ func TestValidateInvalidBundles(t *testing.T) {
 			if code := run([]string{"validate", dir}, &out, &errOut); code != 1 {
 				t.Fatalf("exit code %d, want 1", code)
 			}
-			line := regexp.MustCompile(`^` + regexp.QuoteMeta(filepath.Join(dir, "cairn.yaml")) + `:\d+:\d+: \S.*$`)
+			line := regexp.MustCompile(`^` + regexp.QuoteMeta(dir+string(filepath.Separator)) + `(cairn\.yaml|templates/\S+):\d+:\d+: \S.*$`)
 			for _, l := range strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n") {
 				if !line.MatchString(l) {
 					t.Errorf("line %q is not FILE:LINE:COL: message", l)

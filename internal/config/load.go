@@ -36,22 +36,18 @@ func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
 	l := &loader{b: b, file: b.ConfigFile, templates: map[string]*templateResult{}, files: map[string][]byte{}}
 	c := l.load(o)
 	if c != nil {
-		sortErrors(l.warnings)
+		sortErrors(l.warnings, l.file)
 		c.Warnings = l.warnings
 	}
 	if len(l.errs) > 0 {
-		sortErrors(l.errs)
+		sortErrors(l.errs, l.file)
 		return nil, l.errs
 	}
 	return c, nil
 }
 
 // sortErrors orders errors by file (the config first), line and column.
-func sortErrors(es Errors) {
-	if len(es) == 0 {
-		return
-	}
-	first := es[0].File
+func sortErrors(es Errors, first string) {
 	slices.SortStableFunc(es, func(a, b *Error) int {
 		if a.File != b.File {
 			if a.File == first || b.File == first {

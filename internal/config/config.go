@@ -76,7 +76,8 @@ type Stack struct {
 	Lookups []Lookup
 	// Requires and RequiredBy are the explicit dependencies as written.
 	Requires, RequiredBy []string
-	// Tags are the config's tags overlaid with the stack's own.
+	// Tags are the config's tags overlaid with the stack's own; read-only (stacks without
+	// tags of their own share the config's map).
 	Tags                  map[string]string
 	TerminationProtection bool
 	// Protected stacks change only through an approved plan.

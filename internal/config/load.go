@@ -380,8 +380,11 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 	if d.templateNode == nil {
 		l.errorf(n, key, "no template: set template_path, template_url or template_body")
 	}
-	s.Tags = maps.Clone(c.Tags)
-	maps.Copy(s.Tags, d.ownTags)
+	s.Tags = c.Tags // shared, read-only, unless the stack has tags of its own
+	if len(d.ownTags) > 0 {
+		s.Tags = maps.Clone(c.Tags)
+		maps.Copy(s.Tags, d.ownTags)
+	}
 	slices.SortFunc(d.lookups, func(a, b lookupRef) int { return strings.Compare(a.l.Param, b.l.Param) })
 	for _, lr := range d.lookups {
 		s.Lookups = append(s.Lookups, lr.l)
@@ -805,8 +808,38 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 		l.errorf(n, key, "must be a mapping, got %s", describe(n))
 		return nil
 	}
-	var out []field
-	seen := map[string]*yaml.Node{}
+	out := make([]field, 0, len(n.Content)/2)
+	// Duplicates are found by a scan of out for the small mappings a config is made of,
+	// and by a map for large ones (a map per mapping is most of a 10,000-stack load's
+	// garbage).
+	var seenMap map[string]*yaml.Node
+	if len(n.Content) > 32 {
+		seenMap = make(map[string]*yaml.Node, len(n.Content)/2)
+	}
+	var rejected []*yaml.Node // keys not in out (unknown ones), still duplicates
+	seen := func(name string) *yaml.Node {
+		if seenMap != nil {
+			return seenMap[name]
+		}
+		for i := range out {
+			if out[i].name == name {
+				return out[i].k
+			}
+		}
+		for _, k := range rejected {
+			if k.Value == name {
+				return k
+			}
+		}
+		return nil
+	}
+	mark := func(k *yaml.Node, kept bool) {
+		if seenMap != nil {
+			seenMap[k.Value] = k
+		} else if !kept {
+			rejected = append(rejected, k)
+		}
+	}
 	var merged []field
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
@@ -819,12 +852,12 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 			continue
 		}
 		fk := joinKey(key, k.Value)
-		if first, dup := seen[k.Value]; dup {
+		if first := seen(k.Value); first != nil {
 			l.errorf(k, fk, "duplicate key (first at line %d)", first.Line)
 			continue
 		}
-		seen[k.Value] = k
 		if allowed != nil && !slices.Contains(allowed, k.Value) {
+			mark(k, false)
 			hint := suggestList(k.Value, allowed)
 			if hint == "" {
 				hint = ": allowed keys are " + strings.Join(allowed, ", ")
@@ -832,11 +865,12 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 			l.errorf(k, fk, "unknown key %q%s", k.Value, hint)
 			continue
 		}
+		mark(k, true)
 		out = append(out, field{name: k.Value, key: fk, k: k, v: v})
 	}
 	for _, f := range merged {
-		if seen[f.name] == nil {
-			seen[f.name] = f.k
+		if seen(f.name) == nil {
+			mark(f.k, true)
 			out = append(out, f)
 		}
 	}

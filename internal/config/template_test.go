@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,4 +137,22 @@ func dirBundle(t *testing.T, files map[string]string) *bundle.Bundle {
 	}
 	b.ConfigFile = "cairn.yaml"
 	return b
+}
+
+// TestTemplateLimits: a YAML alias bomb and a template over CloudFormation's 1 MB are
+// refused by validation, so neither reaches CreateChangeSet.
+func TestTemplateLimits(t *testing.T) {
+	var bomb strings.Builder
+	bomb.WriteString("Metadata:\n  a0: &a0 [x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i < 9; i++ {
+		fmt.Fprintf(&bomb, "  a%d: &a%d [*a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	bomb.WriteString("Resources:\n  T: {Type: AWS::SNS::Topic, Metadata: {m: *a8}}\n")
+	big := "Description: " + strings.Repeat("x", 7<<20) + "\nResources:\n  T: {Type: AWS::SNS::Topic}\n"
+	cfg := "namespace: shop\nstacks:\n  - name: bomb\n    template_path: bomb.yaml\n  - name: big\n    template_path: big.yaml\n"
+	_, err := Load(dirBundle(t, map[string]string{"cairn.yaml": cfg, "bomb.yaml": bomb.String(), "big.yaml": big}))
+	checkErrors(t, err, "cairn.yaml", []string{
+		`4:20: stacks[0].template_path: template bomb.yaml: line 6: the template's YAML aliases expand it to more than 11130 nodes (113 written): CloudFormation would expand every alias; repeat less through anchors`,
+		fmt.Sprintf(`6:20: stacks[1].template_path: template big.yaml: template is %d bytes, more than CloudFormation's limit of 1000000 (1 MB): split it into nested stacks or move code and data out of it`, len(big)),
+	})
 }

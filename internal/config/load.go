@@ -994,39 +994,4 @@ func list(names []string, none string) string {
 }
 
 // suggestList returns ` (did you mean "x"?)` for the closest candidate, if one is close.
-func suggestList(name string, candidates []string) string {
-	best, bestD := "", len(name)/3+2
-	for _, c := range candidates {
-		if d := distance(name, c, bestD); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// distance is the Levenshtein distance of a and b, or max when it is at least max.
-func distance(a, b string, max int) int {
-	if d := len(a) - len(b); d >= max || -d >= max {
-		return max
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], max)
-}
+func suggestList(name string, candidates []string) string { return template.Suggest(name, candidates) }

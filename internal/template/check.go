@@ -208,7 +208,7 @@ func (c *checker) resource(r *resource) {
 	for i := 0; i+1 < len(r.node.Content); i += 2 {
 		k := r.node.Content[i]
 		if !slices.Contains(resourceKeys, k.Value) {
-			c.errorf(k, base+"."+k.Value, "unknown resource attribute %q%s: a resource takes %s", k.Value, suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
+			c.errorf(k, base+"."+k.Value, "unknown resource attribute %q%s: a resource takes %s", k.Value, Suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
 		}
 	}
 	if r.typ == "" {
@@ -237,7 +237,7 @@ func (c *checker) resource(r *resource) {
 			c.add(key(r.node, "Type"), base+".Type", true, "%s is not an AWS type: a registry (third-party or private) type, so cairn does not check its properties", r.typ)
 			return
 		}
-		hint := suggest(r.typ, spec.TypeNames())
+		hint := Suggest(r.typ, spec.TypeNames())
 		if strings.HasPrefix(r.typ, "AWS::Serverless::") {
 			hint = ": add Transform: " + serverless + " to use the Serverless types"
 		}
@@ -343,7 +343,7 @@ func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node
 			p := sh.Properties[k.Value]
 			if p == nil {
 				if sh.Closed {
-					c.errorf(k, path+"."+k.Value, "unknown property %q of %s%s", k.Value, of, suggest(k.Value, sh.PropertyNames()))
+					c.errorf(k, path+"."+k.Value, "unknown property %q of %s%s", k.Value, of, Suggest(k.Value, sh.PropertyNames()))
 				}
 				continue
 			}
@@ -384,19 +384,6 @@ func kindOf(n *yaml.Node) string {
 	return "an empty document"
 }
 
-// key returns the key node of key in mapping n, or nil.
-func key(n *yaml.Node, k string) *yaml.Node {
-	n = resolve(n)
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == k {
-			return n.Content[i]
-		}
-	}
-	return nil
-}
 
 // references checks every Ref, Fn::GetAtt, Fn::Sub variable, DependsOn and Condition, and
 // records the dependencies between resources.
@@ -424,7 +411,7 @@ func (c *checker) references() {
 						continue
 					}
 					if _, ok := c.resources[it.Value]; !ok {
-						c.errorf(it, base+".DependsOn", "DependsOn names no resource %q%s", it.Value, suggest(it.Value, c.order))
+						c.errorf(it, base+".DependsOn", "DependsOn names no resource %q%s", it.Value, Suggest(it.Value, c.order))
 						continue
 					}
 					c.deps[name] = append(c.deps[name], it.Value)
@@ -470,7 +457,7 @@ func (c *checker) condition(v *yaml.Node, path string) {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		c.errorf(v, path, "names no condition %q%s; the template declares %s", v.Value, suggest(v.Value, names), listOr(names, "no conditions"))
+		c.errorf(v, path, "names no condition %q%s; the template declares %s", v.Value, Suggest(v.Value, names), listOr(names, "no conditions"))
 	}
 }
 
@@ -601,13 +588,13 @@ func (c *checker) ref(name string, at *yaml.Node, path, from string, locals map[
 		}
 		return
 	}
-	c.errorf(at, path, "Ref names nothing: %q is not a parameter, resource or pseudo parameter of the template%s", name, suggest(name, c.refNames))
+	c.errorf(at, path, "Ref names nothing: %q is not a parameter, resource or pseudo parameter of the template%s", name, Suggest(name, c.refNames))
 }
 
 func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, from string) {
 	r, ok := c.resources[res]
 	if !ok {
-		c.errorf(resNode, path, "Fn::GetAtt names no resource %q%s", res, suggest(res, c.order))
+		c.errorf(resNode, path, "Fn::GetAtt names no resource %q%s", res, Suggest(res, c.order))
 		return
 	}
 	if from != "" {
@@ -621,7 +608,7 @@ func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, f
 		return // custom, registry or unknown (reported) types
 	}
 	if !st.HasAttribute(attr) {
-		c.errorf(attrNode, path, "%s %s has no attribute %q for Fn::GetAtt%s; it has %s", r.typ, res, attr, suggest(attr, st.Attributes), listOr(st.Attributes, "none"))
+		c.errorf(attrNode, path, "%s %s has no attribute %q for Fn::GetAtt%s; it has %s", r.typ, res, attr, Suggest(attr, st.Attributes), listOr(st.Attributes, "none"))
 	}
 }
 
@@ -667,8 +654,9 @@ func (c *checker) cycles() {
 	}
 }
 
-// suggest returns ` (did you mean "x"?)` for the closest candidate, if one is close.
-func suggest(name string, candidates []string) string {
+// Suggest returns ` (did you mean "x"?)` for the candidate closest to name (a different
+// case of name, or within about a third of its length in edits), or "" when none is close.
+func Suggest(name string, candidates []string) string {
 	best, bestD := "", len(name)/3+2
 	lower := strings.ToLower(name)
 	for _, c := range candidates {

@@ -224,7 +224,7 @@ func (c *checker) checkParameters() {
 		p := c.t.Parameters[name]
 		base := "Parameters." + name
 		if !knownType(p.Type) {
-			c.errorf(value(p.node, "Type"), base+".Type", "unknown parameter type %q%s: use String, Number, List<Number>, CommaDelimitedList or an AWS-specific type such as AWS::EC2::VPC::Id", p.Type, suggest(p.Type, parameterTypes))
+			c.errorf(value(p.node, "Type"), base+".Type", "unknown parameter type %q%s: use String, Number, List<Number>, CommaDelimitedList or an AWS-specific type such as AWS::EC2::VPC::Id", p.Type, Suggest(p.Type, parameterTypes))
 			continue
 		}
 		if p.AllowedPattern != "" {

@@ -295,17 +295,31 @@ func (t *Template) outputs(n *yaml.Node) error {
 }
 
 // value returns the value of key in mapping n, or nil.
-func value(n *yaml.Node, key string) *yaml.Node {
-	n = resolve(n)
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return resolve(n.Content[i+1])
-		}
+func value(n *yaml.Node, k string) *yaml.Node {
+	if _, v := pair(n, k); v != nil {
+		return resolve(v)
 	}
 	return nil
+}
+
+// key returns the key node of k in mapping n, or nil.
+func key(n *yaml.Node, k string) *yaml.Node {
+	kn, _ := pair(n, k)
+	return kn
+}
+
+// pair returns the key and value nodes of k in mapping n, or nils.
+func pair(n *yaml.Node, k string) (*yaml.Node, *yaml.Node) {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == k {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
 }
 
 // resolve follows aliases to the node they name.

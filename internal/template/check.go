@@ -384,7 +384,6 @@ func kindOf(n *yaml.Node) string {
 	return "an empty document"
 }
 
-
 // references checks every Ref, Fn::GetAtt, Fn::Sub variable, DependsOn and Condition, and
 // records the dependencies between resources.
 func (c *checker) references() {

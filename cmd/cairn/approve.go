@@ -12,6 +12,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/review"
 )
 
 func init() { commands = append(commands, newApproveCmd) }
@@ -50,13 +51,20 @@ summary: exit 0 applied, 1 refused or failed, 4 timed out.`,
 func approve(cmd *cobra.Command, c *cairn, deployment, id string, wf waitFlags, w io.Writer) error {
 	ctx := cmd.Context()
 	r := c.review()
-	e, err := r.Get(ctx, deployment, id)
-	if err != nil {
-		return asRefusal(err)
-	}
 	recent, err := r.List(ctx, deployment, 10)
 	if err != nil {
 		return err
+	}
+	var e review.Entry
+	for _, x := range recent {
+		if x.Plan.ID == id {
+			e = x
+		}
+	}
+	if e.Plan == nil {
+		if e, err = r.Get(ctx, deployment, id); err != nil {
+			return asRefusal(err)
+		}
 	}
 	if err := e.Approvable(recent); err != nil {
 		return refuse("%v", err)

@@ -101,10 +101,30 @@ type Reader struct {
 	// TTL defaults to the deployer's, deploy.DefaultPlanTTL.
 	TTL   time.Duration
 	Clock clock.Clock
+
+	// refused caches, per deployment, the refused approvals of its newest runs: a Reader
+	// answers one command, which may ask about several plans.
+	refused map[string]map[string][]string
 }
 
 // runWindow is how many of a deployment's newest runs are read for refused approvals.
-const runWindow = 50
+const runWindow = 20
+
+// refusedOf returns the refusals of deployment's recently refused approvals, by plan id.
+func (r *Reader) refusedOf(ctx context.Context, deployment string) (map[string][]string, error) {
+	if m, ok := r.refused[deployment]; ok {
+		return m, nil
+	}
+	runs, err := r.History.Runs(ctx, deployment, runWindow)
+	if err != nil {
+		return nil, err
+	}
+	if r.refused == nil {
+		r.refused = map[string]map[string][]string{}
+	}
+	r.refused[deployment] = refusedApprovals(runs)
+	return r.refused[deployment], nil
+}
 
 // List returns the newest at most limit plans of deployment (all when limit <= 0), newest
 // first, each with its status.
@@ -119,11 +139,10 @@ func (r *Reader) List(ctx context.Context, deployment string, limit int) ([]Entr
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	runs, err := r.History.Runs(ctx, deployment, runWindow)
+	refused, err := r.refusedOf(ctx, deployment)
 	if err != nil {
 		return nil, err
 	}
-	refused := refusedApprovals(runs)
 	o := r.observer()
 	var out []Entry
 	for _, id := range ids {
@@ -157,11 +176,11 @@ func (r *Reader) Get(ctx context.Context, deployment, id string) (Entry, error) 
 	if err != nil {
 		return Entry{}, err
 	}
-	runs, err := r.History.Runs(ctx, deployment, runWindow)
+	refused, err := r.refusedOf(ctx, deployment)
 	if err != nil {
 		return Entry{}, err
 	}
-	return r.observer().entry(ctx, p, refusedApprovals(runs)[id])
+	return r.observer().entry(ctx, p, refused[id])
 }
 
 // observer caches what several plans of a deployment share: the graph's generation and

@@ -132,7 +132,7 @@ func dangers(p *plan.Document) []string {
 		}
 	}
 	for _, s := range p.Stacks {
-		if s.Action == "recreate" {
+		if s.Action == plan.Recreate {
 			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", s.StackName, s.Name))
 		}
 		for _, c := range s.Changes {

@@ -21,12 +21,11 @@ import (
 // refusedTemplate is a template the emulator refuses a change set for, as CloudFormation
 // does: its parameter's default breaks the parameter's own MaxLength.
 const refusedTemplate = `AWSTemplateFormatVersion: "2010-09-09"
-Description: A topic whose name parameter cannot hold its own default.
+Description: A topic whose name parameter cannot hold the output it is given.
 Parameters:
   TopicName:
     Type: String
     MaxLength: 3
-    Default: far-too-long
 Resources:
   Topic:
     Type: AWS::SNS::Topic
@@ -36,14 +35,15 @@ Resources:
 
 const brokenStack = `  - name: broken
     template_path: templates/refused.yaml
+    parameters: {TopicName: "${output network::VpcId}"}
 `
 
 func queueStack(name string) string {
 	return "  - name: " + name + "\n    template_path: templates/topic.yaml\n"
 }
 
-// TestFailedPlanIsCleanedUp makes plan runs that fail partway: stack broken's change set
-// is refused, after the CREATE change sets of new stacks made their REVIEW_IN_PROGRESS
+// TestFailedPlanIsCleanedUp makes plan runs that fail partway: stack broken's parameter
+// is refused before its change set is made (the output it reads is too long), after the CREATE change sets of new stacks made their REVIEW_IN_PROGRESS
 // stacks. A newer plan supersedes the first: its REVIEW_IN_PROGRESS stack is deleted, but
 // not one holding a change set someone else made (only the plan's change set goes). A
 // second failed plan expires on the virtual clock and is cleaned up the same way. A
@@ -103,7 +103,8 @@ func TestFailedPlanIsCleanedUp(t *testing.T) {
 	added := queueStack("queue") + queueStack("extra") + brokenStack
 	edit(t, dir, "cairn.yaml", tail, tail+added)
 	failed := w.planOf("shop", w.uploadPlan("shop", dir))
-	if failed.Status != plan.PlanFailed || failed.Run.Stacks["broken"].Phase != run.Failed {
+	if failed.Status != plan.PlanFailed || failed.Run.Stacks["broken"].Phase != run.Failed ||
+		!strings.Contains(failed.Run.Stacks["broken"].Reason, `stack broken: parameter TopicName: value "vpc-`) {
 		t.Fatalf("plan with a refused change set: %s (%s), broken %+v", failed.Status, failed.Reason, failed.Run.Stacks["broken"])
 	}
 	for _, name := range []string{"queue", "extra"} {

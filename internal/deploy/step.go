@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -248,6 +249,9 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action) (*changeset.Inp
 	cs := lb.Config.Stack(a.Stack)
 	if cs == nil {
 		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	}
+	if err := config.CheckResolved(cs, a.Parameters); err != nil {
+		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
 	}
 	rs := r.Stacks[a.Stack]
 	ref := doc.Bundle.Ref()

@@ -97,6 +97,9 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 				b.WriteString("> **Created at apply:** a stack it depends on is created by this plan, so its change set is made during the apply, from the outputs the new stack has.\n")
 			}
 		}
+		if c := capabilities(p, s.Name); c != "" {
+			fmt.Fprintf(&b, "Capabilities: %s.\n", c)
+		}
 		if s.Action == plan.Delete {
 			b.WriteString("The stack and every resource in it are deleted.\n\n")
 			continue
@@ -191,7 +194,11 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 	for _, s := range p.Stacks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.StackName, s.Action, strings.Join(s.Marks(), ", "))
+		marks := s.Marks()
+		if c := capabilities(p, s.Name); c != "" && s.Action != "none" && s.Action != "delete" {
+			marks = append(marks, "capabilities: "+c)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.StackName, s.Action, strings.Join(marks, ", "))
 		for _, c := range s.Changes {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.LogicalID, c.Type, replacement(c.Replacement))
 		}
@@ -205,6 +212,16 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// capabilities describes what the plan's decision for stack name acknowledges.
+func capabilities(p *plan.Document, name string) string {
+	for _, d := range p.Decisions {
+		if d.Stack == name {
+			return d.CapabilitiesText()
+		}
+	}
+	return ""
 }
 
 func replacement(r string) string {

@@ -94,6 +94,9 @@ func Markdown(w io.Writer, in Input) error {
 			if d.Reason != "" {
 				fmt.Fprintf(&b, " — %s", d.Reason)
 			}
+			if c := d.CapabilitiesText(); c != "" {
+				fmt.Fprintf(&b, "; capabilities: %s", c)
+			}
 			b.WriteString("\n")
 		}
 	}

@@ -40,8 +40,8 @@ func (s *Service) call(action string, body []byte) (any, error) {
 	case "PutParameter":
 		var in struct {
 			Name, Value, Type, Description, KeyId, AllowedPattern, DataType, Tier string
-			Overwrite                                                            bool
-			Tags                                                                 []struct{ Key, Value string }
+			Overwrite                                                             bool
+			Tags                                                                  []struct{ Key, Value string }
 		}
 		if err := decode(&in); err != nil {
 			return nil, err

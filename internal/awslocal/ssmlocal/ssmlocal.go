@@ -282,8 +282,8 @@ func (s *Service) Put(in PutInput) (int64, error) {
 // PutInput is PutParameter's request.
 type PutInput struct {
 	Name, Value, Type, Description, KeyID, AllowedPattern, DataType, Tier string
-	Overwrite                                                            bool
-	Tags                                                                 map[string]string
+	Overwrite                                                             bool
+	Tags                                                                  map[string]string
 }
 
 // Parameter is a parameter as GetParameter answers it.

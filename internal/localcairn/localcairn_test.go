@@ -363,7 +363,9 @@ func TestStackHasTheSynthesizedResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc struct{ Resources map[string]struct{ Type string } }
+	var doc struct {
+		Resources map[string]struct{ Type string }
+	}
 	if err := json.Unmarshal([]byte(body), &doc); err != nil {
 		t.Fatal(err)
 	}

@@ -136,8 +136,8 @@ var knownMotoDeviations = map[string]deviation{
 		source: "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_SetQueueAttributes.html (VisibilityTimeout \"An integer from 0 to 43,200 (12 hours)\")",
 	},
 	"sns/the notification envelope": {
-		aws: "type=Notification topic=arn:aws:sns:us-east-1:ACCOUNT:d-envelope subject=run r-1 message={\"status\":\"ok\"} attrs=[kind=map[Type:String Value:summary] stacks=map[Type:Number Value:3]] signatureVersion=1 signed=true cert=true unsubscribe=true",
-		why: "moto signs with SignatureVersion 2 on topics that did not ask for it",
+		aws:    "type=Notification topic=arn:aws:sns:us-east-1:ACCOUNT:d-envelope subject=run r-1 message={\"status\":\"ok\"} attrs=[kind=map[Type:String Value:summary] stacks=map[Type:Number Value:3]] signatureVersion=1 signed=true cert=true unsubscribe=true",
+		why:    "moto signs with SignatureVersion 2 on topics that did not ask for it",
 		source: "https://docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html (SignatureVersion 1, SHA1, unless the topic's SignatureVersion attribute is set to 2)",
 	},
 	"s3/put with If-None-Match other than *": {

@@ -63,7 +63,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 			if s.CreatedAtApply || s.Action == plan.Delete {
 				changes = "-"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), cell(strings.Join(s.Marks(), ", ")))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
 		}
 		b.WriteString("\n")
 		if n := len(p.Stacks) - len(changing); n > 0 {
@@ -111,7 +111,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		b.WriteString("\n| Resource | Type | Action | Replacement |\n|---|---|---|---|\n")
 		var details []string
 		for _, c := range s.Changes {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(c.LogicalID), cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Cell(c.LogicalID), Cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
 			for _, d := range c.Details {
 				details = append(details, fmt.Sprintf("- %s: %s", c.LogicalID, d))
 			}
@@ -135,7 +135,7 @@ func dangers(p *plan.Document) []string {
 		}
 	}
 	for _, s := range p.Stacks {
-		if s.Action == "recreate" {
+		if s.Action == plan.Recreate {
 			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", s.StackName, s.Name))
 		}
 		for _, c := range s.Changes {

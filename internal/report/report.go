@@ -83,7 +83,7 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Status | Duration | Changes | Reason |\n|---|---|---|---|---|---|---|\n")
 		for _, n := range names {
 			s := r.Stacks[n]
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s, in.Decisions...), s.Phase, duration(s), changes(s), cell(s.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s, in.Decisions...), s.Phase, duration(s), changes(s), Cell(s.Reason))
 		}
 		b.WriteString("\n")
 	}
@@ -157,7 +157,8 @@ func changes(s *run.Stack) string {
 	return fmt.Sprint(s.Changes)
 }
 
-func cell(s string) string {
+// Cell escapes s for a cell of a Markdown table: no pipe ends it, no newline breaks it.
+func Cell(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
 }
 

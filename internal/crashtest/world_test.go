@@ -55,9 +55,9 @@ type world struct {
 
 	deployerCfg    aws.Config
 	deployerLogger *slog.Logger
-	mu          sync.Mutex
-	process     func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) // nil: the next invocation starts a fresh process
-	processes   int
+	mu             sync.Mutex
+	process        func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) // nil: the next invocation starts a fresh process
+	processes      int
 }
 
 func newWorld(t testing.TB, inj *injector) *world {

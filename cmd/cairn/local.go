@@ -3,18 +3,23 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/localcairn"
+	"github.com/cairn-dev/cairn/internal/localdir"
 )
 
 func init() { commands = append(commands, newLocalCmd) }
@@ -33,12 +38,12 @@ func newLocalCmd() *cobra.Command {
 		Use:   "local",
 		Short: "Run cairn against the embedded AWS emulator",
 	}
-	local.AddCommand(newLocalUpCmd(), newLocalInvokeCmd(), newLocalTamperCmd())
+	local.AddCommand(newLocalUpCmd(), newLocalWaitCmd(), newLocalEnvCmd(), newLocalInvokeCmd(), newLocalTamperCmd())
 	return local
 }
 
 func newLocalUpCmd() *cobra.Command {
-	var addr, dir string
+	var addr, dir, logLevel, logFile string
 	var o localcairn.Options
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -49,36 +54,202 @@ upload notifications, the queues, topics, event rules, the drift schedule and th
 cairn-bucket-name, cairn-ports-service-token and cairn-notifications-topic-arn), and runs
 cairn's Lambda handlers in process, wired as in AWS.
 
-It prints the environment a shell needs; paste it, or run
-  eval "$(cairn local up ... | grep ^export)"
-from a script. State persists under --dir, so the next "local up" sees it.`,
+Requests that arrive before all of that exists wait for it, so a script may start
+"cairn local up &" and use it at once; "cairn local wait" waits for readiness and
+"cairn local env" prints the environment a shell needs:
+  cairn local up &
+  cairn local wait && eval "$(cairn local env)"
+Up prints one ready line and the same export lines; its log goes to --log-file
+(default: local.log under --dir). State persists under --dir, so the next "local up"
+sees it; one "local up" at a time may use a --dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-			l, err := startLocal(ctx, awslocal.Options{Dir: dir, Logger: logger}, addr, o)
-			if err != nil {
-				return fmt.Errorf("local up: %w", err)
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("local up: --log-level %q: want debug, info, warn or error", logLevel)
 			}
-			out := cmd.OutOrStdout()
-			for _, kv := range l.env {
-				fmt.Fprintf(out, "export %s\n", kv)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: serving %s (state in %s, bucket %s, functions: %s); Ctrl-C to stop\n",
-				l.e.URL(), orMemory(dir), l.c.Bucket, orNone(l.functions))
-			<-ctx.Done()
-			if err := l.e.Close(); err != nil {
-				return fmt.Errorf("local up: stopping: %w", err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: stopped; state saved in %s\n", orMemory(dir))
-			return nil
+			return serveLocal(cmd, addr, dir, logFile, level, o)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4566", "address to listen on (127.0.0.1:0 picks a free port)")
-	cmd.Flags().StringVar(&dir, "dir", ".cairn/local", `folder keeping the emulator's state ("" keeps it in memory)`)
+	cmd.Flags().StringVar(&dir, "dir", defaultLocalDir, `folder keeping the emulator's state ("" keeps it in memory)`)
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	cmd.Flags().StringVar(&logFile, "log-file", "", "file the emulator and the in-process functions log to (default: "+localdir.LogFile+" under --dir; stderr with --dir \"\")")
 	cmd.Flags().StringVar(&o.DriftSchedule, "drift-schedule", localcairn.DefaultDriftSchedule, "schedule expression of the drift function")
 	cmd.Flags().StringVar(&o.PortPools, "port-pools", localcairn.DefaultPortPools, "port pools of Custom::PortAllocation, NAME=FIRST-LAST,...")
+	return cmd
+}
+
+// defaultLocalDir is where local up keeps its state, and where wait and env look.
+const defaultLocalDir = ".cairn/local"
+
+// serveLocal runs `cairn local up` until interrupted.
+func serveLocal(cmd *cobra.Command, addr, dir, logFile string, level slog.Level, o localcairn.Options) error {
+	began := time.Now()
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var claim *localdir.Claim
+	if dir != "" {
+		var err error
+		if claim, err = localdir.Acquire(dir); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local up: %v\n", err)
+			return exitError{1}
+		}
+		defer claim.Release()
+		if logFile == "" {
+			logFile = filepath.Join(dir, localdir.LogFile)
+		}
+	}
+	logOut := cmd.ErrOrStderr()
+	if logFile != "" {
+		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fmt.Errorf("local up: log file: %w", err)
+		}
+		defer f.Close()
+		logOut = f
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	// The in-process functions log through the default logger, into the same file.
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(logger)
+
+	l, err := newLocal(awslocal.Options{Dir: dir, Logger: logger}, addr)
+	if err != nil {
+		return fmt.Errorf("local up: %w", err)
+	}
+	info := localdir.Info{URL: l.e.URL(), Log: logFile}
+	if claim != nil {
+		// Published before provisioning, so "cairn local wait" can watch it get ready.
+		if err := claim.Publish(info); err != nil {
+			l.e.Close()
+			return fmt.Errorf("local up: %w", err)
+		}
+	}
+	if err := l.provision(ctx, o); err != nil {
+		l.e.Close()
+		return fmt.Errorf("local up: %w", err)
+	}
+	info.Ready, info.Env = true, l.env
+	if claim != nil {
+		if err := claim.Publish(info); err != nil {
+			l.e.Close()
+			return fmt.Errorf("local up: %w", err)
+		}
+	}
+	fmt.Fprint(cmd.OutOrStdout(), info.Exports())
+	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s); Ctrl-C to stop\n",
+		l.e.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.c.Bucket, orNone(l.functions))
+	<-ctx.Done()
+	if err := l.e.Close(); err != nil {
+		return fmt.Errorf("local up: stopping: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: stopped; state saved in %s\n", orMemory(dir))
+	return nil
+}
+
+func newLocalWaitCmd() *cobra.Command {
+	var dir string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait",
+		Short: "Wait until the emulator of \"cairn local up\" on --dir is ready",
+		Long: `Wait returns (exit 0) as soon as the "cairn local up" holding --dir serves requests with
+cairn provisioned, and fails (exit 1) when none runs there or it is not ready within
+--timeout.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return localWait(cmd, dir, timeout)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", defaultLocalDir, "the --dir of the cairn local up to wait for")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "give up after this long")
+	return cmd
+}
+
+// startGrace is how long wait gives a just-started "local up" to claim its folder.
+const startGrace = 3 * time.Second
+
+func localWait(cmd *cobra.Command, dir string, timeout time.Duration) error {
+	began := time.Now()
+	grace := min(timeout, startGrace)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	client := &http.Client{Timeout: 2 * time.Second}
+	var info localdir.Info
+	for {
+		var err error
+		info, err = localdir.Find(dir)
+		switch {
+		case errors.Is(err, localdir.ErrNotRunning):
+			if time.Since(began) >= grace {
+				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local wait: nothing runs on %s: start it with `cairn local up --dir %s &`\n", dir, dir)
+				return exitError{1}
+			}
+		case err != nil:
+			return fmt.Errorf("local wait: %w", err)
+		case info.URL != "" && healthy(cmd.Context(), client, info.URL):
+			fmt.Fprintf(cmd.OutOrStdout(), "cairn local: ready at %s\n", info.URL)
+			return nil
+		}
+		if time.Since(began) >= timeout {
+			who := "cairn local up"
+			if info.PID > 0 {
+				who = fmt.Sprintf("cairn local up (pid %d)", info.PID)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local wait: %s on %s is not ready after %s: see its log %s\n", who, dir, timeout, orDefault(info.Log, filepath.Join(dir, localdir.LogFile)))
+			return exitError{1}
+		}
+		select {
+		case <-tick.C:
+		case <-cmd.Context().Done():
+			return cmd.Context().Err()
+		}
+	}
+}
+
+// healthy asks the emulator's health endpoint whether it is ready.
+func healthy(ctx context.Context, client *http.Client, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(url, "/")+"/_local/health", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var h awslocal.Health
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&h) == nil && h.Ready
+}
+
+func newLocalEnvCmd() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "env",
+		Short: "Print the environment of the running \"cairn local up\" on --dir, for eval",
+		Long: `Env prints the export lines of the emulator "cairn local up" serves on --dir
+(AWS_ENDPOINT_URL, dummy credentials, CAIRN_BUCKET, ...), so a script writes
+  eval "$(cairn local env)"
+It fails (exit 1) when none runs there or it is not ready yet (see "cairn local wait").`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info, err := localdir.Find(dir)
+			switch {
+			case errors.Is(err, localdir.ErrNotRunning):
+				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local env: nothing runs on %s: start it with `cairn local up --dir %s &`, then `cairn local wait --dir %s`\n", dir, dir, dir)
+				return exitError{1}
+			case err != nil:
+				return fmt.Errorf("local env: %w", err)
+			case !info.Ready:
+				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local env: cairn local up (pid %d) on %s is still starting: run `cairn local wait --dir %s` first\n", info.PID, dir, dir)
+				return exitError{1}
+			}
+			fmt.Fprint(cmd.OutOrStdout(), info.Exports())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", defaultLocalDir, "the --dir of the cairn local up")
 	return cmd
 }
 
@@ -90,11 +261,24 @@ type localCairn struct {
 	functions []string // registered
 }
 
-// startLocal starts an emulator on addr, provisions cairn in it, exports the environment
-// into this process (the in-process handlers reach the emulator exactly as product code
-// does: through the environment) and registers every function of localFunctions. The
+// startLocal starts an emulator on addr and provisions cairn in it (see provision). The
 // caller closes l.e.
 func startLocal(ctx context.Context, eo awslocal.Options, addr string, o localcairn.Options) (*localCairn, error) {
+	l, err := newLocal(eo, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.provision(ctx, o); err != nil {
+		l.e.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// newLocal starts an emulator on addr that holds every request until provision made it
+// ready. The caller closes l.e.
+func newLocal(eo awslocal.Options, addr string) (*localCairn, error) {
+	eo.HoldUntilReady = true
 	e, err := awslocal.New(eo)
 	if err != nil {
 		return nil, err
@@ -103,10 +287,17 @@ func startLocal(ctx context.Context, eo awslocal.Options, addr string, o localca
 		e.Close()
 		return nil, err
 	}
-	l := &localCairn{e: e}
+	return &localCairn{e: e}, nil
+}
+
+// provision provisions cairn in the emulator, exports the environment into this process
+// (the in-process handlers reach the emulator exactly as product code does: through the
+// environment), registers every function of localFunctions, and marks the emulator ready.
+func (l *localCairn) provision(ctx context.Context, o localcairn.Options) error {
+	e := l.e
+	var err error
 	if l.c, err = localcairn.Provision(ctx, e, o); err != nil {
-		e.Close()
-		return nil, err
+		return err
 	}
 	l.env = append(e.Env(), l.c.Env()...)
 	for _, kv := range l.env {
@@ -130,16 +321,15 @@ func startLocal(ctx context.Context, eo awslocal.Options, addr string, o localca
 			}
 		}
 		if err != nil {
-			e.Close()
-			return nil, fmt.Errorf("function %s: %w", name, err)
+			return fmt.Errorf("function %s: %w", name, err)
 		}
 		l.functions = append(l.functions, name)
 	}
 	if err := l.c.Register(e, h); err != nil {
-		e.Close()
-		return nil, err
+		return err
 	}
-	return l, nil
+	e.MarkReady()
+	return nil
 }
 
 func newLocalInvokeCmd() *cobra.Command {
@@ -200,6 +390,20 @@ func orNone(names []string) string {
 		return "none registered yet"
 	}
 	return strings.Join(names, ", ")
+}
+
+func orStderr(file string) string {
+	if file == "" {
+		return "stderr"
+	}
+	return file
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func orMemory(dir string) string {

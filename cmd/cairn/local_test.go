@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/localdir"
 )
 
 // withFunction registers a local function for the test's duration.
@@ -203,5 +208,127 @@ func TestLocalUpServesCairnUntilInterrupted(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "sqs", "sqs.json")); err != nil || !strings.Contains(string(b), "kept") {
 		t.Fatalf("state not saved under --dir: %v %s", err, b)
+	}
+}
+
+// TestLocalUpWaitEnv is the readiness contract as a script uses it: `cairn local up &`,
+// then at once `cairn local wait` (which waits through provisioning) and
+// `eval "$(cairn local env)"`; up prints only its ready line and the exports, logs to a
+// file under --dir, and refuses a second instance on the same --dir.
+func TestLocalUpWaitEnv(t *testing.T) {
+	keepEnv(t)
+	dir := t.TempDir()
+	var upOut, upErr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"local", "up", "--addr", "127.0.0.1:0", "--dir", dir}, &upOut, &upErr) }()
+
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"local", "wait", "--dir", dir, "--timeout", "60s"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("local wait: exit %d, stderr %s; up stderr %s", code, stderr.String(), upErr.String())
+	}
+	if !strings.HasPrefix(stdout.String(), "cairn local: ready at http://127.0.0.1:") {
+		t.Fatalf("local wait printed %q", stdout.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"local", "env", "--dir", dir}, &stdout, &stderr); code != 0 {
+		t.Fatalf("local env: exit %d, stderr %s", code, stderr.String())
+	}
+	env := stdout.String()
+	exports := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(env), "\n") {
+		kv, ok := strings.CutPrefix(line, "export ")
+		if !ok {
+			t.Fatalf("local env printed a line that is no export: %q", line)
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		exports[k] = v
+	}
+	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "CAIRN_BUCKET", "CAIRN_DEPLOY_QUEUE_URL"} {
+		if exports[k] == "" {
+			t.Fatalf("local env exports no %s:\n%s", k, env)
+		}
+	}
+	// local up printed the same exports, and on stderr exactly one line.
+	for deadline := time.Now().Add(10 * time.Second); upOut.String() != env; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("local up stdout %q, want the exports of local env %q", upOut.String(), env)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(upErr.String()), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "cairn local: ready at "+exports["AWS_ENDPOINT_URL"]) ||
+		!strings.Contains(lines[0], "log in "+filepath.Join(dir, "local.log")) {
+		t.Fatalf("local up stderr = %q, want one ready line naming the URL and the log file", upErr.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "local.log")); err != nil || !strings.Contains(string(b), "level=INFO") {
+		t.Fatalf("log file under --dir: %v %q", err, b)
+	}
+
+	// A second instance on the same --dir is refused, naming the holder.
+	stderr.Reset()
+	if code := run([]string{"local", "up", "--addr", "127.0.0.1:0", "--dir", dir}, &stdout, &stderr); code != 1 {
+		t.Fatalf("second local up: exit %d, want 1; stderr %s", code, stderr.String())
+	}
+	want := fmt.Sprintf("cairn local up: %s is in use by cairn local up (pid %d): stop it first, or pick another --dir\n", dir, os.Getpid())
+	if stderr.String() != want {
+		t.Fatalf("second local up said %q, want %q", stderr.String(), want)
+	}
+
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != 0 {
+		t.Fatalf("local up exit %d: %s", code, upErr.String())
+	}
+	// Stopped: nothing to wait for, no environment.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"local", "env", "--dir", dir}, fmt.Sprintf("cairn local env: nothing runs on %s: start it with `cairn local up --dir %s &`, then `cairn local wait --dir %s`\n", dir, dir, dir)},
+		{[]string{"local", "wait", "--dir", dir, "--timeout", "100ms"}, fmt.Sprintf("cairn local wait: nothing runs on %s: start it with `cairn local up --dir %s &`\n", dir, dir)},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run(tc.args, &stdout, &stderr); code != 1 || stderr.String() != tc.want || stdout.Len() != 0 {
+			t.Errorf("%v: exit %d stdout %q stderr %q; want exit 1 and %q", tc.args, code, stdout.String(), stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestLocalWaitTimesOut: an instance that holds its --dir but never gets ready makes
+// `local wait` fail after --timeout and `local env` refuse, both naming it.
+func TestLocalWaitTimesOut(t *testing.T) {
+	dir := t.TempDir()
+	claim, err := localdir.Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer claim.Release()
+	e, err := awslocal.New(awslocal.Options{HoldUntilReady: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := claim.Publish(localdir.Info{URL: e.URL()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"local", "wait", "--dir", dir, "--timeout", "200ms"}, fmt.Sprintf("cairn local wait: cairn local up (pid %d) on %s is not ready after 200ms: see its log %s\n", os.Getpid(), dir, filepath.Join(dir, "local.log"))},
+		{[]string{"local", "env", "--dir", dir}, fmt.Sprintf("cairn local env: cairn local up (pid %d) on %s is still starting: run `cairn local wait --dir %s` first\n", os.Getpid(), dir, dir)},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(tc.args, &stdout, &stderr); code != 1 || stderr.String() != tc.want {
+			t.Errorf("%v: exit %d stderr %q; want exit 1 and %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"local", "up", "--log-level", "loud"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `--log-level "loud": want debug, info, warn or error`) {
+		t.Errorf("bad --log-level: exit %d stderr %q", code, stderr.String())
 	}
 }

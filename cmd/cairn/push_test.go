@@ -202,3 +202,17 @@ func TestPushRefusesAnInvalidBundle(t *testing.T) {
 		t.Fatalf("code %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestPushAndPlanRefuseAReservedDeploymentName: a deployment named active would write its
+// runs into the index of open runs, so the CLI refuses it before reading the bundle.
+func TestPushAndPlanRefuseAReservedDeploymentName(t *testing.T) {
+	dir := bundleDir(t, "")
+	for _, cmd := range []string{"push", "plan"} {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{cmd, dir, "--deployment", "active", "--bucket", "cairn-state"}, &stdout, &stderr)
+		want := cmd + `: deployment "active": the name is reserved (runs/active/ holds the index of open runs): choose another name`
+		if code != 2 || !strings.Contains(stderr.String(), want) || stdout.Len() != 0 {
+			t.Errorf("%s: code %d, stdout %q, stderr %q: want 2 and %q", cmd, code, stdout.String(), stderr.String(), want)
+		}
+	}
+}

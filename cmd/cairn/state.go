@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -173,7 +174,7 @@ func newStateHistoryCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if len(versions) == 0 {
-				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, state.StateKey(ns, key))
+				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, layout.StateKey(ns, key))
 				return nil
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

@@ -21,12 +21,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
@@ -52,6 +54,11 @@ type Options struct {
 	// FaultSeed seeds the random draws of fault injection so runs are reproducible
 	// (default 1); POST /_local/faults may reseed.
 	FaultSeed uint64
+	// HoldUntilReady makes service requests wait until MarkReady is called, so a client
+	// that starts as soon as the port answers never sees a half-provisioned account.
+	// Requests made with SetupConfig, and the control endpoints under /_local/, are
+	// served at once. Without it the emulator is ready when it starts.
+	HoldUntilReady bool
 }
 
 // CloudFormationTimings are the durations the emulated CloudFormation simulates.
@@ -80,6 +87,11 @@ type Emulator struct {
 	rules    map[string]rule
 	server   *http.Server
 
+	ready      chan struct{} // closed when ready
+	readyOnce  sync.Once
+	setupToken string // the SetupConfig header value that passes the readiness gate
+	waiting    atomic.Int64
+
 	ctx    context.Context // ends background pollers and schedules
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -103,15 +115,20 @@ func New(opts Options) (*Emulator, error) {
 		opts.FaultSeed = 1
 	}
 	e := &Emulator{
-		opts:     opts,
-		log:      opts.Logger,
-		services: map[string]http.Handler{},
-		mounts:   map[string]http.Handler{},
-		calls:    map[string]int{},
-		injected: map[string]int{},
-		rng:      rand.New(rand.NewPCG(opts.FaultSeed, opts.FaultSeed)),
-		funcs:    map[string]*function{},
-		rules:    map[string]rule{},
+		opts:       opts,
+		log:        opts.Logger,
+		services:   map[string]http.Handler{},
+		mounts:     map[string]http.Handler{},
+		calls:      map[string]int{},
+		injected:   map[string]int{},
+		rng:        rand.New(rand.NewPCG(opts.FaultSeed, opts.FaultSeed)),
+		funcs:      map[string]*function{},
+		rules:      map[string]rule{},
+		ready:      make(chan struct{}),
+		setupToken: newID(),
+	}
+	if !opts.HoldUntilReady {
+		e.MarkReady()
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	dir := func(name string) string {
@@ -136,7 +153,8 @@ func New(opts Options) (*Emulator, error) {
 	}
 	e.s3, err = s3local.New(s3local.Options{
 		Region: opts.Region, Dir: dir("s3"), Clock: opts.Clock, Logger: opts.Logger,
-		Notify: func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
+		Notify:      func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
+		QueueExists: e.sqs.Exists, TopicExists: e.sns.Exists, FunctionExists: e.functionExists,
 		Publish: func(ctx context.Context, topicARN, subject, message string) error {
 			_, err := e.sns.Publish(ctx, topicARN, subject, message)
 			return err
@@ -224,6 +242,7 @@ func (e *Emulator) Start(addr string) error {
 	e.url = "http://" + ln.Addr().String()
 	e.server = srv
 	e.mu.Unlock()
+	e.cfn.Wake() // stacks resumed from Dir wait for the address their ResponseURLs need
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.log.Error("emulator: server stopped", "err", err)
@@ -243,8 +262,9 @@ func (e *Emulator) URL() string {
 // (e.g. httptest.NewServer(e.Handler())), so SQS queue URLs point at it.
 func (e *Emulator) SetURL(url string) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.url = strings.TrimRight(url, "/")
+	e.mu.Unlock()
+	e.cfn.Wake()
 }
 
 // Close stops the server, the pollers and schedules, and persists every service's state.
@@ -282,6 +302,37 @@ func (e *Emulator) AWSConfig(ctx context.Context) (aws.Config, error) {
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
 	)
+}
+
+// setupHeader carries SetupConfig's token past the readiness gate.
+const setupHeader = "X-Cairn-Local-Setup"
+
+// SetupConfig is AWSConfig for the code that makes the emulator ready (provisioning what
+// clients expect to find): its requests are served before MarkReady, while everyone
+// else's wait.
+func (e *Emulator) SetupConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := e.AWSConfig(ctx)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.APIOptions = append(cfg.APIOptions, smithyhttp.AddHeaderValue(setupHeader, e.setupToken))
+	return cfg, nil
+}
+
+// MarkReady lets waiting and later requests through the readiness gate (see
+// Options.HoldUntilReady). It may be called more than once.
+func (e *Emulator) MarkReady() {
+	e.readyOnce.Do(func() { close(e.ready) })
+}
+
+// Ready reports whether the emulator serves every request (GET /_local/health says so too).
+func (e *Emulator) Ready() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // Env returns the environment (KEY=value) that points the SDK and the AWS CLI at the emulator.

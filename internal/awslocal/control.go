@@ -182,6 +182,8 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 		enc.Encode(v)
 	}
 	switch {
+	case path == "health" && r.Method == http.MethodGet:
+		writeJSON(e.Health())
 	case path == "calls" && r.Method == http.MethodGet:
 		writeJSON(e.Calls())
 	case path == "calls/reset" && r.Method == http.MethodPost:
@@ -216,6 +218,26 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 		e.ClearFaults()
 		w.WriteHeader(http.StatusNoContent)
 	default:
-		http.Error(w, "unknown control endpoint "+r.Method+" "+r.URL.Path+": use GET /_local/calls, POST /_local/calls/reset, GET|POST|DELETE /_local/faults", http.StatusNotFound)
+		http.Error(w, "unknown control endpoint "+r.Method+" "+r.URL.Path+": use GET /_local/health, GET /_local/calls, POST /_local/calls/reset, GET|POST|DELETE /_local/faults", http.StatusNotFound)
 	}
+}
+
+// Health is the answer of GET /_local/health, shaped like LocalStack's
+// /_localstack/health: every service served, and whether the emulator is ready (see
+// Options.HoldUntilReady).
+type Health struct {
+	Services map[string]string `json:"services"`
+	Ready    bool              `json:"ready"`
+	// Waiting counts the requests held until the emulator is ready.
+	Waiting int    `json:"waiting"`
+	Version string `json:"version"`
+}
+
+// Health reports the services and readiness.
+func (e *Emulator) Health() Health {
+	h := Health{Services: map[string]string{}, Ready: e.Ready(), Waiting: int(e.waiting.Load()), Version: "cairn-local"}
+	for _, name := range e.serviceNames() {
+		h.Services[name] = "running"
+	}
+	return h
 }

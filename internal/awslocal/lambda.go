@@ -60,6 +60,18 @@ func (e *Emulator) RegisterFunction(name string, handler any, opts ...FunctionOp
 	return nil
 }
 
+// functionExists reports whether a function with that ARN (or name) is registered.
+func (e *Emulator) functionExists(arn string) bool {
+	name := arn
+	if i := strings.Index(arn, ":function:"); i >= 0 {
+		name, _, _ = strings.Cut(arn[i+len(":function:"):], ":")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.funcs[name]
+	return ok
+}
+
 // validateHandler applies lambda.Start's rules up front, so a bad handler fails at
 // registration rather than at the first event.
 func validateHandler(h any) error {

@@ -30,17 +30,14 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	service := serviceOf(r)
+	if !e.awaitReady(w, r, service) {
+		return
+	}
 	e.mu.Lock()
 	h := e.services[service]
 	e.mu.Unlock()
 	if h == nil {
-		protocol := "query"
-		if service == "s3" {
-			protocol = "s3"
-		} else if r.Header.Get("X-Amz-Target") != "" {
-			protocol = "json"
-		}
-		writeServiceError(w, protocol, http.StatusNotImplemented, "NotImplemented",
+		writeServiceError(w, protocolOf(r, service), http.StatusNotImplemented, "NotImplemented",
 			"the local emulator does not serve "+service+" (served: "+strings.Join(e.serviceNames(), ", ")+")")
 		return
 	}
@@ -53,6 +50,38 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.ServeHTTP(w, r)
+}
+
+// awaitReady holds a service request until the emulator is ready (Options.HoldUntilReady),
+// unless it comes from SetupConfig. It reports whether to serve it: false when the client
+// went away or the emulator stopped first (answered 503).
+func (e *Emulator) awaitReady(w http.ResponseWriter, r *http.Request, service string) bool {
+	if e.Ready() || r.Header.Get(setupHeader) == e.setupToken {
+		return true
+	}
+	e.waiting.Add(1)
+	defer e.waiting.Add(-1)
+	select {
+	case <-e.ready:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-e.ctx.Done():
+		writeServiceError(w, protocolOf(r, service), http.StatusServiceUnavailable, "ServiceUnavailable",
+			"the local emulator stopped before it was ready")
+		return false
+	}
+}
+
+// protocolOf names the error format writeServiceError answers a request in.
+func protocolOf(r *http.Request, service string) string {
+	switch {
+	case service == "s3":
+		return "s3"
+	case r.Header.Get("X-Amz-Target") != "":
+		return "json"
+	}
+	return "query"
 }
 
 func (e *Emulator) mount(path string) http.Handler {

@@ -8,7 +8,6 @@
 package changeset
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -57,14 +58,11 @@ type Client struct {
 	S3  Uploader
 	// Bucket and Region locate templates/SHA256.json for templates too large to pass inline.
 	Bucket, Region string
-	// Budget is the run's API budget; every CloudFormation call waits for it. nil: no limit.
+	// Budget is the run's API budget (awsclient.DefaultBudget); every CloudFormation call
+	// waits for it. nil: no limit.
 	Budget *rate.Limiter
 	Logger *slog.Logger
 }
-
-// DefaultBudget is the API budget of a run: CloudFormation's control plane allows a few
-// calls per second per account, shared with everyone else.
-func DefaultBudget() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
 
 func (c *Client) log() *slog.Logger {
 	if c.Logger == nil {
@@ -102,7 +100,7 @@ func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Obse
 	}
 	if err != nil {
 		o.Err = fmt.Sprintf("%s %s: %v", a.Kind, a.StackName, err)
-		o.Permanent = Classify(err)
+		o.Permanent = awsclient.Permanent(err)
 		log.Warn("changeset: action failed", "err", err, "permanent", o.Permanent)
 		return o
 	}
@@ -148,7 +146,7 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 			req.TemplateBody = aws.String(string(in.TemplateBody))
 		}
 		out, err := c.CFN.CreateChangeSet(ctx, req)
-		if errorCode(err) == "AlreadyExistsException" {
+		if awsclient.ErrorCode(err) == "AlreadyExistsException" {
 			// The change set is named after the run and step: it is ours, from an
 			// attempt whose answer was lost. Describing it tells the rest.
 			return nil
@@ -163,7 +161,7 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
 		}
 		_, err := c.CFN.ExecuteChangeSet(ctx, req)
-		if errorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {
+		if awsclient.ErrorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {
 			return nil // an earlier attempt executed it; the stack's status tells the rest
 		}
 		return err
@@ -173,7 +171,7 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
 		}
 		_, err := c.CFN.DeleteChangeSet(ctx, req)
-		if errorCode(err) == "ChangeSetNotFound" {
+		if awsclient.ErrorCode(err) == "ChangeSetNotFound" {
 			return nil
 		}
 		return err
@@ -207,10 +205,9 @@ func (c *Client) upload(ctx context.Context, body []byte) (string, error) {
 		return "", fmt.Errorf("template is %d bytes, more than %d, and no bucket is configured to upload it to", len(body), MaxTemplateBody)
 	}
 	sum := sha256.Sum256(body)
-	key := "templates/" + hex.EncodeToString(sum[:]) + ".json"
-	_, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(key), Body: bytes.NewReader(body), ContentType: aws.String("application/json")})
-	if err != nil {
-		return "", fmt.Errorf("upload template to s3://%s/%s: %w", c.Bucket, key, err)
+	key := bucket.TemplateKey(hex.EncodeToString(sum[:]))
+	if _, err := bucket.Put(ctx, c.S3, c.Bucket, key, body, bucket.Write{ContentType: "application/json"}); err != nil {
+		return "", fmt.Errorf("upload template: %w", err)
 	}
 	region := c.Region
 	if region == "" {
@@ -264,7 +261,7 @@ func (c *Client) Importers(ctx context.Context, exports []string) (map[string][]
 			}
 			page, err := c.CFN.ListImports(ctx, in)
 			if err != nil {
-				if errorCode(err) == "ValidationError" && strings.Contains(err.Error(), "not imported") {
+				if awsclient.ErrorCode(err) == "ValidationError" && strings.Contains(err.Error(), "not imported") {
 					break
 				}
 				return nil, fmt.Errorf("list imports of export %s: %w", exp, err)

@@ -2,10 +2,8 @@ package changeset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -93,31 +91,6 @@ func (f *fakeS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*
 	b, _ := io.ReadAll(in.Body)
 	f.puts[aws.ToString(in.Bucket)+"/"+aws.ToString(in.Key)] = string(b)
 	return &s3.PutObjectOutput{}, nil
-}
-
-func TestClassify(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		err       error
-		permanent bool
-	}{
-		{"throttling outlasting retries", &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}, false},
-		{"json throttling", &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}, false},
-		{"service failure", &smithy.GenericAPIError{Code: "InternalFailure", Fault: smithy.FaultServer}, false},
-		{"unknown server fault", &smithy.GenericAPIError{Code: "Whatever", Fault: smithy.FaultServer}, false},
-		{"lost connection", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, false},
-		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), false},
-		{"validation", &smithy.GenericAPIError{Code: "ValidationError", Message: "Template format error"}, true},
-		{"capabilities", &smithy.GenericAPIError{Code: "InsufficientCapabilitiesException", Message: "Requires capabilities : [CAPABILITY_IAM]"}, true},
-		{"access denied", &smithy.GenericAPIError{Code: "AccessDenied"}, true},
-		{"limit", &smithy.GenericAPIError{Code: "LimitExceededException"}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Classify(tc.err); got != tc.permanent {
-				t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.permanent)
-			}
-		})
-	}
 }
 
 func TestCreateChangeSet(t *testing.T) {

@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
 )
 
@@ -31,7 +33,7 @@ func (c *Client) Describe(ctx context.Context, id string) (ChangeSetState, error
 		}
 		out, err := c.CFN.DescribeChangeSet(ctx, in)
 		if err != nil {
-			if errorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
+			if awsclient.ErrorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
 				return ChangeSetState{}, nil
 			}
 			return st, fmt.Errorf("describe change set %s: %w", id, err)
@@ -54,7 +56,7 @@ func (c *Client) Describe(ctx context.Context, id string) (ChangeSetState, error
 				if n := aws.ToString(d.Target.Name); n != "" {
 					what += " " + n
 				}
-				line := fmt.Sprintf("%s (recreation: %s, %s", what, nonEmpty(string(d.Target.RequiresRecreation), "Never"), nonEmpty(string(d.Evaluation), "Static"))
+				line := fmt.Sprintf("%s (recreation: %s, %s", what, cmp.Or(string(d.Target.RequiresRecreation), "Never"), cmp.Or(string(d.Evaluation), "Static"))
 				if src := string(d.ChangeSource); src != "" {
 					line += ", from " + src
 					if ce := aws.ToString(d.CausingEntity); ce != "" {
@@ -78,7 +80,7 @@ func (c *Client) DeleteChangeSet(ctx context.Context, id string) error {
 		return err
 	}
 	_, err := c.CFN.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
-	if err != nil && errorCode(err) != "ChangeSetNotFound" {
+	if err != nil && awsclient.ErrorCode(err) != "ChangeSetNotFound" {
 		return fmt.Errorf("delete change set %s: %w", id, err)
 	}
 	return nil

@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -33,7 +32,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -42,10 +41,6 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
-
-// DestroyMetadata is the S3 object metadata key that makes a plans/NAME.zip upload plan
-// the deletion of every stack of the graph (set by cairn destroy).
-const DestroyMetadata = "cairn-destroy"
 
 // DefaultHeartbeat is how long a heartbeat waits in the queue before it advances its run.
 const DefaultHeartbeat = 15 * time.Second
@@ -84,7 +79,7 @@ type Config struct {
 	LockRetry time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
-	// Budget returns a run's CloudFormation API budget (default changeset.DefaultBudget).
+	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget).
 	Budget func() *rate.Limiter
 	// PlanTTL is how long an unapplied plan stays approvable (default DefaultPlanTTL).
 	PlanTTL time.Duration
@@ -145,7 +140,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		cfg.LockRetry = cfg.Heartbeat
 	}
 	if cfg.Budget == nil {
-		cfg.Budget = changeset.DefaultBudget
+		cfg.Budget = awsclient.DefaultBudget
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real
@@ -166,20 +161,25 @@ type Upload struct {
 	Body string
 }
 
-// Deployment returns NAME of deployments/NAME.zip, or "" when the key is not an upload.
-func (u Upload) Deployment() string { return zipName(u.Key, "deployments/") }
+// Deployment returns NAME of deployments/NAME.zip, or "" when the key is not one.
+func (u Upload) Deployment() string { return u.name(bucket.DeployUpload) }
 
-// zipName returns NAME of key PREFIX/NAME.zip, or "" when key is not of that form.
-func zipName(key, prefix string) string {
-	name, ok := strings.CutPrefix(key, prefix)
-	if !ok {
-		return ""
+// PlanName returns NAME of plans/NAME.zip, or "".
+func (u Upload) PlanName() string { return u.name(bucket.PlanUpload) }
+
+// Approval returns NAME and PLAN_ID of approvals/NAME/PLAN_ID, or "", "".
+func (u Upload) Approval() (deployment, planID string) {
+	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
+		return p.Deployment, p.PlanID
 	}
-	name, ok = strings.CutSuffix(name, ".zip")
-	if !ok || name == "" || strings.Contains(name, "/") {
-		return ""
+	return "", ""
+}
+
+func (u Upload) name(kind bucket.UploadKind) string {
+	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == kind {
+		return p.Deployment
 	}
-	return name
+	return ""
 }
 
 // RunID names the run of an upload: its time to the millisecond, YYYYMMDD-HHMMSSmmm (so
@@ -201,65 +201,6 @@ func (d *Driver) changesets(runID string, log *slog.Logger) *changeset.Client {
 		budget, _ = d.budgets.LoadOrStore(runID, d.cfg.Budget())
 	}
 	return &changeset.Client{CFN: d.cfn, S3: d.s3, Bucket: d.cfg.Bucket, Region: d.cfg.Region, Budget: budget.(*rate.Limiter), Logger: log}
-}
-
-// loadedBundle is a downloaded, loaded upload.
-type loadedBundle struct {
-	cfg    *config.Config
-	bundle Bundle
-	errs   []string
-	// destroy: the upload asks for a plan deleting every stack (metadata cairn-destroy).
-	destroy bool
-}
-
-// fetch downloads exactly the uploaded version and loads its config. A bundle that cannot
-// be read or loaded gives errs (all of them), not an error: such a run fails and changes
-// nothing. An error means S3 itself failed; the event is retried.
-func (d *Driver) fetch(ctx context.Context, b Bundle, deployment string) (*loadedBundle, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(b.Bucket), Key: aws.String(b.Key)}
-	if b.VersionID != "" && b.VersionID != "null" {
-		in.VersionId = aws.String(b.VersionID)
-	}
-	out, err := d.s3.GetObject(ctx, in)
-	if err != nil {
-		if awsclient.NotFound(err) {
-			return &loadedBundle{bundle: b, errs: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
-		}
-		return nil, fmt.Errorf("download bundle s3://%s/%s version %s: %w", b.Bucket, b.Key, b.VersionID, err)
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(out.Body, bundle.MaxZipSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("download bundle s3://%s/%s: %w", b.Bucket, b.Key, err)
-	}
-	b.GitRef = out.Metadata["git-ref"]
-	b.GitRemote = out.Metadata["git-remote"]
-	sum := sha256.Sum256(data)
-	b.SHA256 = hex.EncodeToString(sum[:])
-	lb := &loadedBundle{bundle: b, destroy: out.Metadata[DestroyMetadata] == "true"}
-	if len(data) > bundle.MaxZipSize {
-		lb.errs = []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}
-		return lb, nil
-	}
-	bb, err := bundle.FromZip(data)
-	if err != nil {
-		lb.errs = []string{fmt.Sprintf("bundle s3://%s/%s version %s: %v", b.Bucket, b.Key, b.VersionID, err)}
-		return lb, nil
-	}
-	cfg, err := config.LoadOptions{Deployment: deployment}.Load(bb)
-	if err != nil {
-		var ce config.Errors
-		if errors.As(err, &ce) {
-			for _, e := range ce {
-				lb.errs = append(lb.errs, e.Error())
-			}
-		} else {
-			lb.errs = []string{err.Error()}
-		}
-		return lb, nil
-	}
-	lb.cfg = cfg
-	return lb, nil
 }
 
 // latestVersion returns the newest version id of the upload's key, or "" when the bucket
@@ -308,13 +249,19 @@ func owner(ctx context.Context) state.Owner {
 // started, a failed or superseded run recorded, or the upload re-queued to wait for the
 // lock); an error asks for the event to be delivered again.
 func (d *Driver) Start(ctx context.Context, u Upload) error {
-	deployment, mode := u.Deployment(), run.ModeDeploy
-	if deployment == "" {
-		deployment, mode = u.PlanName(), run.ModePlan
-	}
-	if deployment == "" {
-		d.log.Info("deploy: ignoring an object that is not deployments/NAME.zip or plans/NAME.zip", "bucket", u.Bucket, "key", u.Key)
+	up, ok := bucket.ParseUpload(u.Key)
+	if !ok || up.Kind == bucket.ApprovalUpload {
+		d.log.Info("deploy: ignoring an object that is not a bundle upload", "bucket", u.Bucket, "key", u.Key,
+			"want", bucket.DeploymentKey("NAME")+" or "+bucket.PlanUploadKey("NAME"))
 		return nil
+	}
+	if err := bucket.CheckDeployment(up.Deployment); err != nil {
+		d.log.Error("deploy: upload refused; nothing is recorded or changed", "key", u.Key, "err", err)
+		return nil
+	}
+	deployment, mode := up.Deployment, run.ModeDeploy
+	if up.Kind == bucket.PlanUpload {
+		mode = run.ModePlan
 	}
 	if u.Bucket == "" {
 		u.Bucket = d.cfg.Bucket
@@ -345,17 +292,17 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 	} else if sup {
 		return d.recordSuperseded(ctx, doc, log)
 	}
-	lb, err := d.fetch(ctx, doc.Bundle, deployment)
+	lb, err := Download(ctx, d.s3, doc.Bundle, deployment)
 	if err != nil {
 		return err
 	}
-	doc.Bundle = lb.bundle
-	if len(lb.errs) > 0 {
-		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.errs, "; "))
-		doc.Errors = lb.errs
-		return d.failBeforeStart(ctx, doc, nil, fmt.Sprintf("invalid bundle: %d error(s); nothing was changed", len(lb.errs)), log)
+	doc.Bundle = lb.Bundle
+	if len(lb.Errors) > 0 {
+		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.Errors, "; "))
+		doc.Errors = lb.Errors
+		return d.failBeforeStart(ctx, doc, nil, fmt.Sprintf("invalid bundle: %d error(s); nothing was changed", len(lb.Errors)), log)
 	}
-	cfg := lb.cfg
+	cfg := lb.Config
 	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
 	log = log.With("namespace", cfg.Namespace, "graph_key", cfg.PersistentGraphKey)
 
@@ -390,7 +337,7 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 		return err
 	}
 	if g.Rebuilt {
-		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the persistent graph %s was missing and was rebuilt from the tags of %d stack(s)", state.StateKey(cfg.Namespace, cfg.PersistentGraphKey), len(g.Stacks)))
+		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the persistent graph %s was missing and was rebuilt from the tags of %d stack(s)", bucket.StateKey(cfg.Namespace, cfg.PersistentGraphKey), len(g.Stacks)))
 		if err := d.store.Write(ctx, lock, g); err != nil {
 			d.release(ctx, lock, log)
 			return err
@@ -401,7 +348,7 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 		d.release(ctx, lock, log)
 		return err
 	}
-	doc.Destroy = lb.destroy
+	doc.Destroy = lb.Destroy
 	planCfg := cfg
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
@@ -578,7 +525,7 @@ func (d *Driver) notify(ctx context.Context, doc *Document, log *slog.Logger) {
 		return
 	}
 	in := doc.Report()
-	uri := fmt.Sprintf("s3://%s/%s", d.cfg.Bucket, ReportKey(doc.Run.Deployment, doc.Run.ID))
+	uri := bucket.URI(d.cfg.Bucket, bucket.RunReportKey(doc.Run.Deployment, doc.Run.ID))
 	_, err := d.sns.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(d.cfg.Topic), Subject: aws.String(report.Subject(in)), Message: aws.String(report.Summary(in, uri)),
 	})

@@ -6,19 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
-	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // Superseded is the status of a run whose upload was no longer the newest version of its
@@ -61,63 +55,19 @@ type Document struct {
 	Steps   int  `json:"steps"`
 }
 
-// Bundle identifies the upload a run deploys.
-type Bundle struct {
-	Bucket    string `json:"bucket"`
-	Key       string `json:"key"`
-	VersionID string `json:"version_id,omitempty"`
-	Sequencer string `json:"sequencer,omitempty"`
-	SHA256    string `json:"sha256,omitempty"`
-	GitRef    string `json:"git_ref,omitempty"`
-	GitRemote string `json:"git_remote,omitempty"`
-}
-
-// Ref is the bundle as the persistent graph and the stack tags record it.
-func (b Bundle) Ref() state.BundleRef {
-	return state.BundleRef{VersionID: b.VersionID, SHA256: b.SHA256, GitRef: b.GitRef, GitRemote: b.GitRemote}
-}
-
-func (b Bundle) String() string {
-	s := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
-	if b.VersionID != "" {
-		s += " version " + b.VersionID
-	}
-	if b.SHA256 != "" {
-		s += ", sha256 " + b.SHA256
-	}
-	if b.GitRef != "" {
-		s += ", git " + b.GitRef
-	}
-	if b.GitRemote != "" {
-		s += " of " + b.GitRemote
-	}
-	return s
-}
-
 // Report is the document as the report package shows it.
 func (d *Document) Report() report.Input {
 	in := report.Input{Run: d.Run, Bundle: d.Bundle.String(), Decisions: d.Decisions, Refusals: d.Refusals, Errors: d.Errors, Warnings: d.Warnings, Notes: d.Notes}
 	return in
 }
 
-// RunKey is the object key of a run document; ReportKey that of its Markdown report.
-func RunKey(deployment, runID string) string { return "runs/" + deployment + "/" + runID + ".json" }
-
-// ReportKey is the object key of a run's Markdown report.
-func ReportKey(deployment, runID string) string { return "runs/" + deployment + "/" + runID + ".md" }
-
-// activePrefix holds one small index object per open run, so a stack status event finds
-// its run with one ListObjectsV2.
-const activePrefix = "runs/active/"
-
-// activeIndex is the content of runs/active/RUN_ID.json.
+// activeIndex is the content of an open run's index object (bucket.OpenRunKey), so a
+// stack status event finds its run with one listing.
 type activeIndex struct {
 	Deployment string   `json:"deployment"`
 	Run        string   `json:"run"`
 	Stacks     []string `json:"stacks"` // CloudFormation stack names
 }
-
-func activeKey(runID string) string { return activePrefix + runID + ".json" }
 
 // errRaceLost says another step wrote the run document since it was read.
 var errRaceLost = errors.New("run document changed since it was read")
@@ -127,24 +77,19 @@ var errNoRun = errors.New("no such run")
 
 // loadDocument reads a run document and its ETag.
 func (d *Driver) loadDocument(ctx context.Context, deployment, runID string) (*Document, string, error) {
-	key := RunKey(deployment, runID)
-	out, err := d.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
-	if err != nil {
-		if awsclient.NotFound(err) {
-			return nil, "", fmt.Errorf("run %s of deployment %s: no document s3://%s/%s: %w", runID, deployment, d.cfg.Bucket, key, errNoRun)
-		}
-		return nil, "", fmt.Errorf("run %s of deployment %s: read s3://%s/%s: %w", runID, deployment, d.cfg.Bucket, key, err)
+	key := bucket.RunKey(deployment, runID)
+	o, err := bucket.Get(ctx, d.s3, d.cfg.Bucket, key, "", 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, "", fmt.Errorf("run %s of deployment %s: no document %s: %w", runID, deployment, bucket.URI(d.cfg.Bucket, key), errNoRun)
 	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("run %s: read s3://%s/%s: %w", runID, d.cfg.Bucket, key, err)
+		return nil, "", fmt.Errorf("run %s of deployment %s: %w", runID, deployment, err)
 	}
-	doc, err := DecodeDocument(body)
+	doc, err := DecodeDocument(o.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("run %s: s3://%s/%s: %w", runID, d.cfg.Bucket, key, err)
+		return nil, "", fmt.Errorf("run %s: %s: %w", runID, bucket.URI(d.cfg.Bucket, key), err)
 	}
-	return doc, aws.ToString(out.ETag), nil
+	return doc, o.ETag, nil
 }
 
 // DecodeDocument parses a run document.
@@ -165,25 +110,15 @@ func DecodeDocument(body []byte) (*Document, error) {
 // saveDocument writes doc conditionally: created when etag is "", else only over etag.
 // It returns the new ETag, or errRaceLost.
 func (d *Driver) saveDocument(ctx context.Context, doc *Document, etag string) (string, error) {
-	body, err := json.MarshalIndent(doc, "", "  ")
+	key := bucket.RunKey(doc.Run.Deployment, doc.Run.ID)
+	etag, err := bucket.WriteJSON(ctx, d.s3, d.cfg.Bucket, key, doc, bucket.Write{Create: etag == "", IfMatch: etag})
+	if errors.Is(err, bucket.ErrConflict) {
+		return "", fmt.Errorf("run %s: %w: %w", doc.Run.ID, errRaceLost, err)
+	}
 	if err != nil {
-		return "", fmt.Errorf("run %s: encode document: %w", doc.Run.ID, err)
+		return "", fmt.Errorf("run %s: %w", doc.Run.ID, err)
 	}
-	key := RunKey(doc.Run.Deployment, doc.Run.ID)
-	in := &s3.PutObjectInput{Bucket: &d.cfg.Bucket, Key: &key, Body: bytes.NewReader(body), ContentType: aws.String("application/json")}
-	if etag == "" {
-		in.IfNoneMatch = aws.String("*")
-	} else {
-		in.IfMatch = aws.String(etag)
-	}
-	out, err := d.s3.PutObject(ctx, in)
-	if err != nil {
-		if awsclient.PreconditionFailed(err) {
-			return "", fmt.Errorf("run %s: write s3://%s/%s: %w", doc.Run.ID, d.cfg.Bucket, key, errRaceLost)
-		}
-		return "", fmt.Errorf("run %s: write s3://%s/%s: %w", doc.Run.ID, d.cfg.Bucket, key, err)
-	}
-	return aws.ToString(out.ETag), nil
+	return etag, nil
 }
 
 // writeReport stores the Markdown report next to the run document.
@@ -196,10 +131,8 @@ func (d *Driver) writeReport(ctx context.Context, doc *Document) error {
 	if err := report.Markdown(&b, in); err != nil {
 		return err
 	}
-	key := ReportKey(doc.Run.Deployment, doc.Run.ID)
-	_, err := d.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: &d.cfg.Bucket, Key: &key, Body: bytes.NewReader(b.Bytes()), ContentType: aws.String("text/markdown")})
-	if err != nil {
-		return fmt.Errorf("run %s: write report s3://%s/%s: %w", doc.Run.ID, d.cfg.Bucket, key, err)
+	if _, err := bucket.Put(ctx, d.s3, d.cfg.Bucket, bucket.RunReportKey(doc.Run.Deployment, doc.Run.ID), b.Bytes(), bucket.Write{ContentType: "text/markdown"}); err != nil {
+		return fmt.Errorf("run %s: report: %w", doc.Run.ID, err)
 	}
 	return nil
 }
@@ -210,20 +143,15 @@ func (d *Driver) writeIndex(ctx context.Context, doc *Document) error {
 		idx.Stacks = append(idx.Stacks, s.StackName)
 	}
 	sort.Strings(idx.Stacks)
-	body, _ := json.Marshal(idx)
-	key := activeKey(doc.Run.ID)
-	_, err := d.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: &d.cfg.Bucket, Key: &key, Body: bytes.NewReader(body), ContentType: aws.String("application/json")})
-	if err != nil {
-		return fmt.Errorf("run %s: write index s3://%s/%s: %w", doc.Run.ID, d.cfg.Bucket, key, err)
+	if _, err := bucket.WriteJSON(ctx, d.s3, d.cfg.Bucket, bucket.OpenRunKey(doc.Run.ID), idx, bucket.Write{}); err != nil {
+		return fmt.Errorf("run %s: index: %w", doc.Run.ID, err)
 	}
 	return nil
 }
 
 func (d *Driver) deleteIndex(ctx context.Context, runID string) error {
-	key := activeKey(runID)
-	_, err := d.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
-	if err != nil && !awsclient.NotFound(err) {
-		return fmt.Errorf("run %s: delete index s3://%s/%s: %w", runID, d.cfg.Bucket, key, err)
+	if err := bucket.Delete(ctx, d.s3, d.cfg.Bucket, bucket.OpenRunKey(runID), ""); err != nil {
+		return fmt.Errorf("run %s: index: %w", runID, err)
 	}
 	return nil
 }
@@ -231,30 +159,23 @@ func (d *Driver) deleteIndex(ctx context.Context, runID string) error {
 // findRun returns the open run that owns the CloudFormation stack named stackName, from
 // the active index: one ListObjectsV2 and a read of each open run's index.
 func (d *Driver) findRun(ctx context.Context, stackName string) (*activeIndex, error) {
-	in := &s3.ListObjectsV2Input{Bucket: &d.cfg.Bucket, Prefix: aws.String(activePrefix)}
-	out, err := d.s3.ListObjectsV2(ctx, in)
+	keys, err := bucket.List(ctx, d.s3, d.cfg.Bucket, bucket.OpenRunsPrefix)
 	if err != nil {
-		return nil, fmt.Errorf("list open runs s3://%s/%s: %w", d.cfg.Bucket, activePrefix, err)
+		return nil, fmt.Errorf("open runs: %w", err)
 	}
-	for _, o := range out.Contents {
-		key := aws.ToString(o.Key)
-		if !strings.HasSuffix(key, ".json") {
+	for _, key := range keys {
+		if _, ok := bucket.OpenRunOf(key); !ok {
 			continue
 		}
-		got, err := d.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
-		if err != nil {
-			if awsclient.NotFound(err) {
-				continue // the run ended meanwhile
-			}
-			return nil, fmt.Errorf("read s3://%s/%s: %w", d.cfg.Bucket, key, err)
+		o, err := bucket.Get(ctx, d.s3, d.cfg.Bucket, key, "", 0)
+		if errors.Is(err, bucket.ErrNotFound) {
+			continue // the run ended meanwhile
 		}
-		body, err := io.ReadAll(got.Body)
-		got.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("read s3://%s/%s: %w", d.cfg.Bucket, key, err)
+			return nil, err
 		}
 		var idx activeIndex
-		if err := json.Unmarshal(body, &idx); err != nil {
+		if err := json.Unmarshal(o.Body, &idx); err != nil {
 			d.log.Warn("deploy: ignoring a malformed open-run index", "key", key, "err", err)
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // StackStatusChange is the EventBridge detail-type of CloudFormation stack status events.
@@ -197,7 +198,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 					Sequencer: r.S3.Object.Sequencer, Time: r.EventTime, Body: rec.Body,
 				}
 				start := d.Start
-				if strings.HasPrefix(u.Key, "approvals/") {
+				if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
 					start = d.Approve
 				}
 				if err := start(ctx, u); err != nil {

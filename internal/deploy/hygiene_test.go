@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 )
@@ -89,7 +90,7 @@ func TestFailedPlanIsCleanedUp(t *testing.T) {
 	}
 	retired := func(p *plan.Document, want plan.Status) {
 		t.Helper()
-		after, err := plan.Decode([]byte(w.object(plan.Key("shop", p.ID))))
+		after, err := plan.Decode([]byte(w.object(layout.PlanKey("shop", p.ID))))
 		if err != nil || after.Status != want || !strings.Contains(after.Reason, "the plan had failed: "+p.Reason) {
 			t.Errorf("failed plan %s after cleanup: %v, status %s (%s), want %s saying it had failed", p.ID, err, after.Status, after.Reason, want)
 		}

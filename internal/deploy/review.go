@@ -2,11 +2,10 @@ package deploy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"strings"
@@ -14,9 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -28,25 +26,6 @@ import (
 // DefaultPlanTTL is how long an unapplied plan stays approvable; after it, the plan
 // expires and its change sets are deleted.
 const DefaultPlanTTL = 7 * 24 * time.Hour
-
-// PlanName returns NAME of plans/NAME.zip, or "".
-func (u Upload) PlanName() string { return zipName(u.Key, "plans/") }
-
-// Approval returns NAME and PLAN_ID of approvals/NAME/PLAN_ID, or "", "".
-func (u Upload) Approval() (deployment, planID string) {
-	rest, ok := strings.CutPrefix(u.Key, "approvals/")
-	if !ok {
-		return "", ""
-	}
-	deployment, planID, ok = strings.Cut(rest, "/")
-	if !ok || deployment == "" || planID == "" || strings.Contains(planID, "/") {
-		return "", ""
-	}
-	return deployment, planID
-}
-
-// ApprovalKey is the object whose creation approves plan planID of deployment.
-func ApprovalKey(deployment, planID string) string { return "approvals/" + deployment + "/" + planID }
 
 // planAction names what a plan does to a stack.
 func planAction(s *run.Stack) string {
@@ -66,47 +45,31 @@ func planAction(s *run.Stack) string {
 
 // readPlan reads a plan document and its ETag.
 func (d *Driver) readPlan(ctx context.Context, deployment, id string) (*plan.Document, string, error) {
-	key := plan.Key(deployment, id)
-	out, err := d.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: &d.cfg.Bucket, Key: &key})
-	if err != nil {
-		if awsclient.NotFound(err) {
-			return nil, "", fmt.Errorf("plan %s of deployment %s: no document s3://%s/%s: %w", id, deployment, d.cfg.Bucket, key, errNoRun)
-		}
-		return nil, "", fmt.Errorf("plan %s: read s3://%s/%s: %w", id, d.cfg.Bucket, key, err)
+	key := bucket.PlanKey(deployment, id)
+	o, err := bucket.Get(ctx, d.s3, d.cfg.Bucket, key, "", 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, "", fmt.Errorf("plan %s of deployment %s: no document %s: %w", id, deployment, bucket.URI(d.cfg.Bucket, key), errNoRun)
 	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("plan %s: read s3://%s/%s: %w", id, d.cfg.Bucket, key, err)
+		return nil, "", fmt.Errorf("plan %s: %w", id, err)
 	}
-	p, err := plan.Decode(body)
+	p, err := plan.Decode(o.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("plan %s: s3://%s/%s: %w", id, d.cfg.Bucket, key, err)
+		return nil, "", fmt.Errorf("plan %s: %s: %w", id, bucket.URI(d.cfg.Bucket, key), err)
 	}
-	return p, aws.ToString(out.ETag), nil
+	return p, o.ETag, nil
 }
 
 // writePlan writes a plan document: created when etag is "", else only over etag.
 func (d *Driver) writePlan(ctx context.Context, p *plan.Document, etag string) (string, error) {
-	body, err := json.MarshalIndent(p, "", "  ")
+	etag, err := bucket.WriteJSON(ctx, d.s3, d.cfg.Bucket, bucket.PlanKey(p.Deployment, p.ID), p, bucket.Write{Create: etag == "", IfMatch: etag})
+	if errors.Is(err, bucket.ErrConflict) {
+		return "", fmt.Errorf("plan %s: %w: %w", p.ID, errRaceLost, err)
+	}
 	if err != nil {
-		return "", fmt.Errorf("plan %s: encode: %w", p.ID, err)
+		return "", fmt.Errorf("plan %s: %w", p.ID, err)
 	}
-	key := plan.Key(p.Deployment, p.ID)
-	in := &s3.PutObjectInput{Bucket: &d.cfg.Bucket, Key: &key, Body: bytes.NewReader(body), ContentType: aws.String("application/json")}
-	if etag == "" {
-		in.IfNoneMatch = aws.String("*")
-	} else {
-		in.IfMatch = aws.String(etag)
-	}
-	out, err := d.s3.PutObject(ctx, in)
-	if err != nil {
-		if awsclient.PreconditionFailed(err) {
-			return "", fmt.Errorf("plan %s: write s3://%s/%s: %w", p.ID, d.cfg.Bucket, key, errRaceLost)
-		}
-		return "", fmt.Errorf("plan %s: write s3://%s/%s: %w", p.ID, d.cfg.Bucket, key, err)
-	}
-	return aws.ToString(out.ETag), nil
+	return etag, nil
 }
 
 // planDocument builds the plan document of a plan run that ended, recording what an
@@ -122,7 +85,7 @@ func (d *Driver) planDocument(ctx context.Context, doc *Document, lock *state.Lo
 		Run: doc.Run, Lookups: doc.Lookups, Protection: doc.Protection, Drop: doc.Drop, Destroy: doc.Destroy,
 	}
 	if doc.Run.Status != run.Succeeded {
-		p.Status, p.Reason = plan.PlanFailed, nonEmpty(doc.Run.Reason, "the plan run failed")
+		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")
 		for _, name := range doc.Run.Names() {
 			if s := doc.Run.Stacks[name]; s.Phase == run.Failed {
 				p.Refusals = append(p.Refusals, fmt.Sprintf("stack %s (%s): %s", name, s.StackName, s.Reason))
@@ -185,12 +148,12 @@ func (d *Driver) finishPlan(ctx context.Context, doc *Document, lock *state.Lock
 	// The pull-request comment, ready to post (plans/NAME/PLAN_ID.md).
 	var md bytes.Buffer
 	if err := report.PlanMarkdown(&md, p); err == nil {
-		key := strings.TrimSuffix(plan.Key(p.Deployment, p.ID), ".json") + ".md"
-		if _, err := d.s3.PutObject(ctx, &s3.PutObjectInput{Bucket: &d.cfg.Bucket, Key: &key, Body: bytes.NewReader(md.Bytes()), ContentType: aws.String("text/markdown")}); err != nil {
+		key := bucket.PlanMarkdownKey(p.Deployment, p.ID)
+		if _, err := bucket.Put(ctx, d.s3, d.cfg.Bucket, key, md.Bytes(), bucket.Write{ContentType: "text/markdown"}); err != nil {
 			log.Warn("deploy: cannot write the plan's Markdown", "key", key, "err", err)
 		}
 	}
-	log.Info("deploy: plan recorded", "plan", p.ID, "status", string(p.Status), "key", plan.Key(p.Deployment, p.ID))
+	log.Info("deploy: plan recorded", "plan", p.ID, "status", string(p.Status), "key", bucket.PlanKey(p.Deployment, p.ID))
 	if lock != nil {
 		d.sweepPlans(ctx, p, cs, log)
 	}
@@ -368,23 +331,15 @@ func (d *Driver) planTTL() time.Duration {
 
 // planIDs lists the plan ids of a deployment, oldest first.
 func (d *Driver) planIDs(ctx context.Context, deployment string) ([]string, error) {
-	prefix := "plans/" + deployment + "/"
-	in := &s3.ListObjectsV2Input{Bucket: &d.cfg.Bucket, Prefix: aws.String(prefix)}
+	keys, err := bucket.List(ctx, d.s3, d.cfg.Bucket, bucket.PlansOf(deployment))
+	if err != nil {
+		return nil, fmt.Errorf("plans of deployment %s: %w", deployment, err)
+	}
 	var ids []string
-	for {
-		out, err := d.s3.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("list plans s3://%s/%s: %w", d.cfg.Bucket, prefix, err)
+	for _, k := range keys {
+		if id, ok := bucket.PlanIDOf(deployment, k); ok {
+			ids = append(ids, id)
 		}
-		for _, o := range out.Contents {
-			if id, ok := strings.CutSuffix(strings.TrimPrefix(aws.ToString(o.Key), prefix), ".json"); ok && !strings.Contains(id, "/") {
-				ids = append(ids, id)
-			}
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			break
-		}
-		in.ContinuationToken = out.NextContinuationToken
 	}
 	sort.Strings(ids)
 	return ids, nil
@@ -399,7 +354,11 @@ func (d *Driver) planIDs(ctx context.Context, deployment string) ([]string, erro
 func (d *Driver) Approve(ctx context.Context, u Upload) error {
 	deployment, planID := u.Approval()
 	if deployment == "" {
-		d.log.Info("deploy: ignoring an object that is not approvals/NAME/PLAN_ID", "key", u.Key)
+		d.log.Info("deploy: ignoring an object that is not an approval", "key", u.Key, "want", bucket.ApprovalKey("NAME", "PLAN_ID"))
+		return nil
+	}
+	if err := bucket.CheckDeployment(deployment); err != nil {
+		d.log.Error("deploy: approval refused; nothing is recorded or changed", "key", u.Key, "err", err)
 		return nil
 	}
 	if u.Bucket == "" {
@@ -423,7 +382,7 @@ func (d *Driver) Approve(ctx context.Context, u Upload) error {
 	}
 	p, etag, err := d.readPlan(ctx, deployment, planID)
 	if errors.Is(err, errNoRun) {
-		doc.Refusals = []string{fmt.Sprintf("plan %s of deployment %s does not exist (no %s): check the plan id printed by `cairn plan`", planID, deployment, plan.Key(deployment, planID))}
+		doc.Refusals = []string{fmt.Sprintf("plan %s of deployment %s does not exist (no %s): check the plan id printed by `cairn plan`", planID, deployment, bucket.PlanKey(deployment, planID))}
 		return d.failBeforeStart(ctx, doc, nil, "refused: no such plan; nothing was executed", log)
 	}
 	if err != nil {
@@ -551,7 +510,7 @@ func (d *Driver) freshness(ctx context.Context, p *plan.Document, lock *state.Lo
 			return nil, nil, err
 		}
 		if latest != p.Bundle.VersionID {
-			reasons = append(reasons, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; the plan is of version %s): re-plan", p.Bundle.Bucket, p.Bundle.Key, nonEmpty(latest, "none"), p.Bundle.VersionID))
+			reasons = append(reasons, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; the plan is of version %s): re-plan", p.Bundle.Bucket, p.Bundle.Key, cmp.Or(latest, "none"), p.Bundle.VersionID))
 		}
 	}
 	live, err := cs.Live(ctx)
@@ -630,32 +589,7 @@ func (d *Driver) consumedChanged(p *plan.Document, s plan.Stack, live map[string
 	if run.HashParameters(params) == s.ParametersHash {
 		return ""
 	}
-	return describeDiff(s.Parameters, params)
-}
-
-func describeDiff(was, now map[string]string) string {
-	keys := map[string]bool{}
-	for k := range was {
-		keys[k] = true
-	}
-	for k := range now {
-		keys[k] = true
-	}
-	var names []string
-	for k := range keys {
-		if was[k] != now[k] {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	var parts []string
-	for _, k := range names {
-		parts = append(parts, fmt.Sprintf("%s was %q, now %q", k, was[k], now[k]))
-	}
-	if len(parts) == 0 {
-		return "parameters differ"
-	}
-	return strings.Join(parts, ", ")
+	return run.DescribeParameters(s.Parameters, params)
 }
 
 // applyRun turns the plan run into the apply run: reviewed change sets wait to be executed
@@ -723,11 +657,4 @@ func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
 		}
 	}
 	return out
-}
-
-func nonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

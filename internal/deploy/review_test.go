@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -87,7 +88,7 @@ func (w *world) planOf(name, version string) *plan.Document {
 	if doc.Run.Mode != run.ModePlan {
 		w.t.Fatalf("run %s of version %s is a %s run", doc.Run.ID, version, doc.Run.Mode)
 	}
-	p, err := plan.Decode([]byte(w.object(plan.Key(name, doc.Run.ID))))
+	p, err := plan.Decode([]byte(w.object(layout.PlanKey(name, doc.Run.ID))))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func (w *world) approve(name, planID string) *deploy.Document {
 		seen[d.Run.ID] = true
 	}
 	_, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{
-		Bucket: aws.String(bucket), Key: aws.String(deploy.ApprovalKey(name, planID)), Body: strings.NewReader("approved by reviewer"),
+		Bucket: aws.String(bucket), Key: aws.String(layout.ApprovalKey(name, planID)), Body: strings.NewReader("approved by reviewer"),
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -253,7 +254,7 @@ func TestPlanThenApproveExecutesExactlyThePlannedChangeSets(t *testing.T) {
 			t.Errorf("%s: %s after apply", n, st)
 		}
 	}
-	if after, err := plan.Decode([]byte(w.object(plan.Key("shop", p.ID)))); err != nil || after.Status != plan.Applied || after.AppliedBy != apply.Run.ID {
+	if after, err := plan.Decode([]byte(w.object(layout.PlanKey("shop", p.ID)))); err != nil || after.Status != plan.Applied || after.AppliedBy != apply.Run.ID {
 		t.Errorf("plan after apply: %v %s by %s", err, after.Status, after.AppliedBy)
 	}
 	if g := w.graph("shop", "shop"); g.Bundle.VersionID != p.Bundle.VersionID || g.Stacks["worker"] == nil {
@@ -375,7 +376,7 @@ func TestStalePlansExecuteNothing(t *testing.T) {
 			if n := len(w.executedIDs()); n != executed {
 				t.Errorf("a stale plan executed %d change set(s)", n-executed)
 			}
-			report := w.object(deploy.ReportKey("shop", apply.Run.ID))
+			report := w.object(layout.RunReportKey("shop", apply.Run.ID))
 			if !strings.Contains(report, tt.want(p)) {
 				t.Errorf("report does not name the reason:\n%s", report)
 			}
@@ -474,7 +475,7 @@ func TestDestroyFiveStacksOnlyAfterApproval(t *testing.T) {
 	if _, err := w.s3.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("state/shop/shop.json")}); err == nil {
 		t.Errorf("the emptied graph's state object still exists")
 	}
-	if r := w.object(deploy.ReportKey("shop", apply.Run.ID)); !strings.Contains(r, "the emptied graph's state object s3://cairn-state/state/shop/shop.json was removed") {
+	if r := w.object(layout.RunReportKey("shop", apply.Run.ID)); !strings.Contains(r, "the emptied graph's state object s3://cairn-state/state/shop/shop.json was removed") {
 		t.Errorf("report does not say the graph was removed:\n%s", r)
 	}
 }
@@ -500,7 +501,7 @@ func TestSupersededAndExpiredPlansAreCleanedUp(t *testing.T) {
 	}
 	gone := func(p *plan.Document, status plan.Status) {
 		t.Helper()
-		after, err := plan.Decode([]byte(w.object(plan.Key("shop", p.ID))))
+		after, err := plan.Decode([]byte(w.object(layout.PlanKey("shop", p.ID))))
 		if err != nil || after.Status != status {
 			t.Errorf("plan %s: %v, status %s, want %s", p.ID, err, after.Status, status)
 		}

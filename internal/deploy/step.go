@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -124,7 +124,7 @@ func (d *Driver) step(ctx context.Context, doc *Document, etag string, lock *sta
 	prev := doc.Run
 	next, actions := run.Advance(prev, seen.Observations, d.clk.Now().UTC(), d.runOptions(doc))
 	pending := map[string]run.Observation{}
-	var bundleCache *loadedBundle
+	var bundleCache *Loaded
 	lockErr := error(nil)
 	for _, a := range actions {
 		alog := log.With("stack", a.Stack)
@@ -136,14 +136,14 @@ func (d *Driver) step(ctx context.Context, doc *Document, etag string, lock *sta
 		if a.Kind == run.CreateChangeSet {
 			var err error
 			if bundleCache == nil {
-				bundleCache, err = d.fetch(ctx, doc.Bundle, doc.Run.Deployment)
+				bundleCache, err = Download(ctx, d.s3, doc.Bundle, doc.Run.Deployment)
 			}
 			if err == nil {
 				in, err = d.inputs(doc, next, bundleCache, a)
 			}
 			if err != nil {
 				alog.Warn("deploy: cannot prepare the change set", "err", err)
-				pending[a.Stack] = run.Observation{Stack: a.Stack, Err: err.Error(), Permanent: bundleCache != nil && bundleCache.cfg == nil}
+				pending[a.Stack] = run.Observation{Stack: a.Stack, Err: err.Error(), Permanent: bundleCache != nil && bundleCache.Config == nil}
 				continue
 			}
 		}
@@ -256,21 +256,21 @@ func (d *Driver) runOptions(doc *Document) run.Options {
 }
 
 // inputs gathers what CreateChangeSet needs from the loaded bundle.
-func (d *Driver) inputs(doc *Document, r *run.Run, lb *loadedBundle, a run.Action) (*changeset.Inputs, error) {
-	if lb.cfg == nil {
-		return nil, fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.errs, "; "))
+func (d *Driver) inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action) (*changeset.Inputs, error) {
+	if lb.Config == nil {
+		return nil, fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; "))
 	}
-	if lb.bundle.SHA256 != doc.Bundle.SHA256 {
-		return nil, fmt.Errorf("bundle %s changed since the run started (sha256 %s, was %s): push again", doc.Bundle, lb.bundle.SHA256, doc.Bundle.SHA256)
+	if lb.Bundle.SHA256 != doc.Bundle.SHA256 {
+		return nil, fmt.Errorf("bundle %s changed since the run started (sha256 %s, was %s): push again", doc.Bundle, lb.Bundle.SHA256, doc.Bundle.SHA256)
 	}
-	cs := lb.cfg.Stack(a.Stack)
+	cs := lb.Config.Stack(a.Stack)
 	if cs == nil {
 		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
 	}
 	rs := r.Stacks[a.Stack]
 	ref := doc.Bundle.Ref()
-	tags := plan.Tags(lb.cfg, cs, ref)
-	maps.Copy(tags, state.StackTags(lb.cfg.Namespace, lb.cfg.PersistentGraphKey, ref, &state.Stack{
+	tags := plan.Tags(lb.Config, cs, ref)
+	maps.Copy(tags, state.StackTags(lb.Config.Namespace, lb.Config.PersistentGraphKey, ref, &state.Stack{
 		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: run.HashParameters(a.Parameters), Requires: rs.Requires,
 	}))
 	return &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags}, nil
@@ -360,9 +360,9 @@ func (d *Driver) writeGraph(ctx context.Context, lock *state.Lock, doc *Document
 	}
 	if ended && doc.Run.Status == run.Succeeded && doc.Destroy && len(g.Stacks) == 0 {
 		// Nothing is left to manage: the state object goes; its versions keep the history.
-		key := state.StateKey(doc.Namespace, doc.GraphKey)
-		if _, err := d.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &d.cfg.Bucket, Key: &key}); err != nil {
-			return fmt.Errorf("remove the emptied graph s3://%s/%s: %w", d.cfg.Bucket, key, err)
+		key := bucket.StateKey(doc.Namespace, doc.GraphKey)
+		if err := bucket.Delete(ctx, d.s3, d.cfg.Bucket, key, ""); err != nil {
+			return fmt.Errorf("remove the emptied graph: %w", err)
 		}
 		doc.Notes = append(doc.Notes, fmt.Sprintf("every stack is deleted: the emptied graph's state object s3://%s/%s was removed (its earlier versions keep the history)", d.cfg.Bucket, key))
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
@@ -323,7 +324,7 @@ func (v *env) openSweeps() []string {
 	}
 	var open []string
 	for _, id := range ids {
-		_, err := v.s3.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(drift.SweepKey(id))})
+		_, err := v.s3.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(layout.SweepKey(id))})
 		if err == nil {
 			open = append(open, id)
 		}
@@ -334,7 +335,7 @@ func (v *env) openSweeps() []string {
 // reports returns the JSON reports under drift/NAME/, oldest first.
 func (v *env) reports(name string) []*drift.Report {
 	v.t.Helper()
-	out, err := v.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(drift.ReportPrefix(name))})
+	out, err := v.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(layout.DriftReportsOf(name))})
 	if err != nil {
 		v.t.Fatal(err)
 	}

@@ -82,7 +82,7 @@ func (d *Driver) Handle(ctx context.Context, payload json.RawMessage) (*events.S
 				}
 			}
 			if err != nil {
-				d.log.Error("drift: message failed; it is delivered again", "message_id", rec.MessageId, "err", err, "body", truncate(rec.Body))
+				d.log.Error("drift: message failed; it is delivered again", "message_id", rec.MessageId, "err", err, "body", fmt.Sprintf("%.512s", rec.Body), "body_bytes", len(rec.Body))
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			}
 		}
@@ -186,13 +186,6 @@ func waitsFor(sw *Sweep, stackID, detectionID string) bool {
 		}
 	}
 	return false
-}
-
-func truncate(s string) string {
-	if len(s) > 512 {
-		return s[:512] + "..."
-	}
-	return s
 }
 
 // ConfigFromEnv reads the drift function's configuration: CAIRN_BUCKET,

@@ -2,30 +2,20 @@ package drift
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/state"
 )
-
-// liveStack is a stack as DescribeStacks lists it.
-type liveStack struct {
-	id, status string
-	tags       map[string]string
-}
 
 // plan fills sw with every persistent graph (matching the filter) and its stacks, each
 // pending or already settled as NOT_CHECKED with the reason.
@@ -34,9 +24,9 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 	if err != nil {
 		return err
 	}
-	live, err := d.liveStacks(ctx, inv)
+	live, err := changeset.ListStacks(ctx, d.c.CFN, inv.budget)
 	if err != nil {
-		return err
+		return fmt.Errorf("drift: %w", err)
 	}
 	names := map[string]bool{}
 	for _, k := range keys {
@@ -86,17 +76,17 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 				s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
 				g.Missing = append(g.Missing, ps.StackName)
 			default:
-				s.StackID = l.id
+				s.StackID = l.StackID
 				if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
 					s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
-				} else if strings.HasSuffix(l.status, "_IN_PROGRESS") {
-					s.Status, s.Reason = NotChecked, "stack operation in progress ("+l.status+")"
+				} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {
+					s.Status, s.Reason = NotChecked, "stack operation in progress ("+l.Status+")"
 				}
 			}
 			g.Stacks = append(g.Stacks, s)
 		}
 		for name, l := range live {
-			if l.tags[state.TagNamespace] == g.Namespace && l.tags[state.TagGraphKey] == g.Key && !known[name] {
+			if l.Tags[state.TagNamespace] == g.Namespace && l.Tags[state.TagGraphKey] == g.Key && !known[name] {
 				g.Untracked = append(g.Untracked, name)
 			}
 		}
@@ -116,55 +106,17 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 
 // graphKeys lists [namespace, key] of every state/NAMESPACE/KEY.json.
 func (d *Driver) graphKeys(ctx context.Context) ([][2]string, error) {
+	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.StatePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("drift: persistent graphs: %w", err)
+	}
 	var out [][2]string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String("state/")}
-	for {
-		page, err := d.c.S3.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("drift: list persistent graphs s3://%s/state/: %w", d.cfg.Bucket, err)
+	for _, k := range keys {
+		if ns, key, ok := bucket.ParseStateKey(k); ok {
+			out = append(out, [2]string{ns, key})
 		}
-		for _, o := range page.Contents {
-			rest := strings.TrimPrefix(aws.ToString(o.Key), "state/")
-			ns, file, ok := strings.Cut(rest, "/")
-			key, isJSON := strings.CutSuffix(file, ".json")
-			if ok && isJSON && ns != "" && key != "" && !strings.Contains(key, "/") {
-				out = append(out, [2]string{ns, key})
-			}
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			return out, nil
-		}
-		in.ContinuationToken = page.NextContinuationToken
 	}
-}
-
-// liveStacks lists every stack in the account and region, by name.
-func (d *Driver) liveStacks(ctx context.Context, inv *invocation) (map[string]liveStack, error) {
-	out := map[string]liveStack{}
-	in := &cloudformation.DescribeStacksInput{}
-	for {
-		if err := inv.budget.Wait(ctx); err != nil {
-			return nil, err
-		}
-		page, err := d.c.CFN.DescribeStacks(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("drift: list stacks: %w", err)
-		}
-		for _, s := range page.Stacks {
-			if s.StackStatus == cfntypes.StackStatusDeleteComplete {
-				continue
-			}
-			tags := map[string]string{}
-			for _, t := range s.Tags {
-				tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
-			}
-			out[aws.ToString(s.StackName)] = liveStack{id: aws.ToString(s.StackId), status: string(s.StackStatus), tags: tags}
-		}
-		if aws.ToString(page.NextToken) == "" {
-			return out, nil
-		}
-		in.NextToken = page.NextToken
-	}
+	return out, nil
 }
 
 // appliedConfig loads the config of the bundle pg applied, from deployments/NAME.zip at
@@ -173,77 +125,56 @@ func (d *Driver) liveStacks(ctx context.Context, inv *invocation) (map[string]li
 func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Config, string, string) {
 	ref := pg.Bundle
 	versioned := ref.VersionID != "" && ref.VersionID != "null"
-	name, data, err := d.findBundle(ctx, pg.Key, ref.VersionID, versioned)
-	if err != nil {
-		return nil, name, fmt.Sprintf("applied config not readable (%v): every stack is checked, no drift.ignore applies", err)
+	unreadable := func(why string) string {
+		return fmt.Sprintf("applied config not readable (%s): every stack is checked, no drift.ignore applies", why)
 	}
-	if !versioned && ref.SHA256 != "" {
-		sum := sha256.Sum256(data)
-		if hex.EncodeToString(sum[:]) != ref.SHA256 {
-			return nil, name, fmt.Sprintf("applied config not readable (deployments/%s.zip changed since sha256 %s was applied and the bucket keeps no versions): every stack is checked, no drift.ignore applies", name, ref.SHA256)
+	version := ""
+	if versioned {
+		version = ref.VersionID
+	}
+	// The graph key defaults to the deployment name; else whichever deployments/*.zip
+	// has the applied version is the deployment.
+	name := pg.Key
+	lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: bucket.DeploymentKey(name), VersionID: version}, name)
+	if err == nil && lb.Missing && versioned {
+		found, ok, ferr := d.deploymentOf(ctx, ref.VersionID)
+		if ferr == nil && !ok {
+			return nil, name, unreadable(fmt.Sprintf("no %s has version %s (deleted?)", bucket.DeploymentKey("*"), ref.VersionID))
+		}
+		if err = ferr; err == nil {
+			name = found
+			lb, err = deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: bucket.DeploymentKey(name), VersionID: version}, name)
 		}
 	}
-	b, err := bundle.FromZip(data)
-	if err == nil {
-		var cfg *config.Config
-		cfg, err = config.LoadOptions{Deployment: name}.Load(b)
-		if err == nil {
-			return cfg, name, ""
-		}
+	switch {
+	case err != nil:
+		return nil, name, unreadable(err.Error())
+	case !versioned && ref.SHA256 != "" && !lb.Missing && lb.Bundle.SHA256 != ref.SHA256:
+		return nil, name, unreadable(fmt.Sprintf("%s changed since sha256 %s was applied and the bucket keeps no versions", bucket.DeploymentKey(name), ref.SHA256))
+	case lb.Config == nil:
+		return nil, name, unreadable(fmt.Sprintf("%s: %s", bucket.DeploymentKey(name), strings.Join(lb.Errors, "; ")))
 	}
-	return nil, name, fmt.Sprintf("applied config not readable (deployments/%s.zip: %v): every stack is checked, no drift.ignore applies", name, err)
+	return lb.Config, name, ""
 }
 
-// findBundle fetches the applied bundle: deployments/KEY.zip (the graph key defaults to
-// the deployment name) at versionID, else whichever deployments/*.zip has that version.
-func (d *Driver) findBundle(ctx context.Context, key, versionID string, versioned bool) (string, []byte, error) {
-	data, err := d.getBundle(ctx, key, versionID, versioned)
-	if err == nil || !awsclient.NotFound(err) || !versioned {
-		return key, data, err
-	}
-	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String("deployments/")}
+// deploymentOf finds the deployment whose deployments/NAME.zip has version versionID.
+func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bool, error) {
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(bucket.DeploymentsPrefix)}
 	for {
-		page, lerr := d.c.S3.ListObjectVersions(ctx, in)
-		if lerr != nil {
-			return key, nil, fmt.Errorf("look for bundle version %s: %w", versionID, lerr)
+		page, err := d.c.S3.ListObjectVersions(ctx, in)
+		if err != nil {
+			return "", false, fmt.Errorf("look for bundle version %s: %w", versionID, err)
 		}
 		for _, v := range page.Versions {
-			if aws.ToString(v.VersionId) != versionID {
-				continue
+			if name, ok := bucket.DeploymentOf(aws.ToString(v.Key)); ok && aws.ToString(v.VersionId) == versionID {
+				return name, true, nil
 			}
-			k := aws.ToString(v.Key)
-			name, ok := strings.CutSuffix(strings.TrimPrefix(k, "deployments/"), ".zip")
-			if !ok {
-				continue
-			}
-			data, err := d.getBundle(ctx, name, versionID, true)
-			return name, data, err
 		}
 		if !aws.ToBool(page.IsTruncated) {
-			return key, nil, fmt.Errorf("no deployments/*.zip has version %s (deleted?)", versionID)
+			return "", false, nil
 		}
 		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
 	}
-}
-
-func (d *Driver) getBundle(ctx context.Context, name, versionID string, versioned bool) ([]byte, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String("deployments/" + name + ".zip")}
-	if versioned {
-		in.VersionId = aws.String(versionID)
-	}
-	out, err := d.c.S3.GetObject(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(out.Body, bundle.MaxZipSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > bundle.MaxZipSize {
-		return nil, fmt.Errorf("larger than %d bytes", bundle.MaxZipSize)
-	}
-	return data, nil
 }
 
 func bundleString(b state.BundleRef) string {

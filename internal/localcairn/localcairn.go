@@ -35,6 +35,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
+
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // Names shared with infra/stack.go and the templates of managed stacks.
@@ -63,18 +65,6 @@ const (
 	DefaultPortPools     = "default=20000-29999"
 	DefaultNamespaces    = "shop"
 )
-
-// uploadFilter is one S3 notification to the deploy queue: new objects under prefix
-// whose key ends in suffix ("" for any) start work in the deployer.
-type uploadFilter struct{ prefix, suffix string }
-
-// uploadFilters are infra/stack.go's: bundles are uploaded as deployments/NAME.zip and
-// plans/NAME.zip, and the deployer's own plans/NAME/PLAN_ID.json must not trigger it.
-var uploadFilters = []uploadFilter{
-	{"deployments/", ".zip"},
-	{"plans/", ".zip"},
-	{"approvals/", ""},
-}
 
 // Queue settings, from infra/stack.go: the visibility timeout outlasts the consumer's
 // timeout, and a message received maxReceiveCount times moves to the dead-letter queue.
@@ -193,7 +183,7 @@ func Provision(ctx context.Context, e *awslocal.Emulator, o Options) (*Cairn, er
 	if err != nil {
 		return nil, fmt.Errorf("provision cairn: emulator URL %q: %w", e.URL(), err)
 	}
-	cfg, err := e.AWSConfig(ctx)
+	cfg, err := e.SetupConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("provision cairn: %w", err)
 	}
@@ -346,13 +336,13 @@ func (p provisioner) bucket(ctx context.Context, name, queueARN string) error {
 		return fmt.Errorf("provision cairn: turn on versioning of bucket %s: %w", name, err)
 	}
 	var queues []s3types.QueueConfiguration
-	for _, f := range uploadFilters {
-		rules := []s3types.FilterRule{{Name: s3types.FilterRuleNamePrefix, Value: aws.String(f.prefix)}}
-		if f.suffix != "" {
-			rules = append(rules, s3types.FilterRule{Name: s3types.FilterRuleNameSuffix, Value: aws.String(f.suffix)})
+	for _, f := range layout.UploadFilters() {
+		rules := []s3types.FilterRule{{Name: s3types.FilterRuleNamePrefix, Value: aws.String(f.Prefix)}}
+		if f.Suffix != "" {
+			rules = append(rules, s3types.FilterRule{Name: s3types.FilterRuleNameSuffix, Value: aws.String(f.Suffix)})
 		}
 		queues = append(queues, s3types.QueueConfiguration{
-			Id:       aws.String("cairn-" + strings.TrimSuffix(f.prefix, "/")),
+			Id:       aws.String("cairn-" + strings.TrimSuffix(f.Prefix, "/")),
 			QueueArn: aws.String(queueARN),
 			Events:   []s3types.Event{"s3:ObjectCreated:*"},
 			Filter:   &s3types.NotificationConfigurationFilter{Key: &s3types.S3KeyFilter{FilterRules: rules}},

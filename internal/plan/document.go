@@ -152,9 +152,6 @@ func (d *Document) Changing() []Stack {
 	return out
 }
 
-// Key is the object key of a plan document.
-func Key(deployment, id string) string { return "plans/" + deployment + "/" + id + ".json" }
-
 // Decode parses a plan document.
 func Decode(body []byte) (*Document, error) {
 	var d Document

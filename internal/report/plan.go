@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -107,7 +108,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		b.WriteString("\n| Resource | Type | Action | Replacement |\n|---|---|---|---|\n")
 		var details []string
 		for _, c := range s.Changes {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(c.LogicalID), cell(c.Type), c.Action, nonEmpty(c.Replacement, "-"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(c.LogicalID), cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
 			for _, d := range c.Details {
 				details = append(details, fmt.Sprintf("- %s: %s", c.LogicalID, d))
 			}
@@ -160,13 +161,6 @@ func bundleLine(b plan.BundleVersion) string {
 		s += ", git " + b.GitRef
 	}
 	return s
-}
-
-func nonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // PlanJSON writes the plan document as indented JSON, for tools.

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -262,23 +263,16 @@ func observeStack(s *Stack, o Observation, now time.Time, _ string) []Action {
 		}
 		fail(s, now, "update rollback failed again after ContinueUpdateRollback: "+firstReason(o)+": run `cairn recover`")
 	case st == "UPDATE_ROLLBACK_COMPLETE" && s.Phase == RollingBack:
-		fail(s, now, "update failed and was rolled back after ContinueUpdateRollback: "+nonEmpty(s.Reason, firstReason(o)))
+		fail(s, now, "update failed and was rolled back after ContinueUpdateRollback: "+cmp.Or(s.Reason, firstReason(o)))
 	case st == "ROLLBACK_COMPLETE", st == "ROLLBACK_FAILED", st == "CREATE_FAILED", st == "UPDATE_FAILED",
 		st == "UPDATE_ROLLBACK_COMPLETE", st == "DELETE_FAILED", st == "DELETE_COMPLETE", o.StackGone:
-		fail(s, now, fmt.Sprintf("stack %s is %s: %s", s.StackName, nonEmpty(st, "gone"), firstReason(o)))
+		fail(s, now, fmt.Sprintf("stack %s is %s: %s", s.StackName, cmp.Or(st, "gone"), firstReason(o)))
 	}
 	return nil
 }
 
 func firstReason(o Observation) string {
-	return nonEmpty(o.Reason, "no reason given")
-}
-
-func nonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return cmp.Or(o.Reason, "no reason given")
 }
 
 func execute(s *Stack) Action {
@@ -446,7 +440,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 				what = "the plan (no changes)"
 			}
 			fail(s, now, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
-				s.StackName, what, describeParams(s.Parameters, params)))
+				s.StackName, what, DescribeParameters(s.Parameters, params)))
 			return nil
 		}
 	}
@@ -508,8 +502,9 @@ func planAtApply(r *Run, s *Stack) bool {
 	return false
 }
 
-// describeParams names the parameters whose values differ between was and now.
-func describeParams(was, now map[string]string) string {
+// DescribeParameters names the parameters whose values differ between was and now, for
+// the reasons that a reviewed change set is stale.
+func DescribeParameters(was, now map[string]string) string {
 	var diffs []string
 	keys := map[string]bool{}
 	for k := range was {

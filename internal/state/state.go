@@ -9,7 +9,7 @@
 // checking that the lock is still ours (fencing), so a writer whose lease was taken over
 // fails before it writes, and a lost race is a typed error that never overwrites.
 //
-// Objects: state/NAMESPACE/KEY.json (the graph) and locks/NAMESPACE/KEY.lock (the lock).
+// The graph and its lock are the objects bucket.StateKey and bucket.LockKey name.
 // Bucket versioning gives the graph's history; without it cairn warns loudly.
 package state
 
@@ -83,7 +83,7 @@ type ErrLocked struct {
 func (e *ErrLocked) Error() string {
 	h := e.Holder
 	return fmt.Sprintf("state %s/%s is locked by run %s (%s) since %s until %s: wait for that run to finish, or once the lease has expired run `cairn unlock %s %s`",
-		h.Namespace, h.Key, orNone(h.RunID), h.Owner, stamp(h.AcquiredAt), stamp(h.ExpiresAt), h.Namespace, h.Key)
+		h.Namespace, h.Key, orNone(h.RunID), h.Owner, clock.Stamp(h.AcquiredAt), clock.Stamp(h.ExpiresAt), h.Namespace, h.Key)
 }
 
 // ErrConflict reports a state write that lost a race: the object changed since it was read
@@ -101,12 +101,6 @@ func (e *ErrConflict) Error() string {
 }
 
 func (e *ErrConflict) Unwrap() error { return e.Err }
-
-// StateKey is the object key of a persistent graph.
-func StateKey(namespace, key string) string { return "state/" + namespace + "/" + key + ".json" }
-
-// LockKey is the object key of a persistent graph's lock.
-func LockKey(namespace, key string) string { return "locks/" + namespace + "/" + key + ".lock" }
 
 func (s *Store) clock() clock.Clock {
 	if s.Clock == nil {
@@ -147,13 +141,6 @@ func checkNames(namespace, key string) error {
 		}
 	}
 	return nil
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "(unknown)"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func orNone(s string) string {

@@ -90,10 +90,7 @@ func (s *Service) completeChangeSet(cs *changeSet) {
 		fail("stack " + cs.StackName + " no longer exists")
 		return
 	}
-	p, err := s.plan(st, cs.Body, cs.Params, cs.NotificationARNs)
-	if err == nil {
-		err = s.checkImports(st, p)
-	}
+	p, err := s.planChange(st, cs.Body, cs.Params, cs.NotificationARNs)
 	if err != nil {
 		fail(err.Error())
 		return
@@ -115,6 +112,13 @@ func (s *Service) diff(st *stack, p *planned) []change {
 	var out []change
 	byName := map[string]*change{}
 	active := map[string]bool{}
+	oldTpl, _ := st.template()
+	changedParams := map[string]bool{}
+	for _, k := range sortedKeys(union(anyMap(st.Params), anyMap(p.params))) {
+		if st.Params[k] != p.params[k] {
+			changedParams[k] = true
+		}
+	}
 	for _, name := range p.active {
 		active[name] = true
 		d := p.tpl.Resources[name]
@@ -135,23 +139,24 @@ func (s *Service) diff(st *stack, p *planned) []change {
 			if equalJSON(cur.Props[k], props[k]) {
 				continue
 			}
-			det := changeDetail{Attribute: "Properties", Name: k, RequiresRecreation: "Never", Evaluation: "Static", ChangeSource: "DirectModification"}
-			if strings.Contains(scalarString(props[k]), knownAfterApply) {
-				det.Evaluation = "Dynamic"
-				det.ChangeSource = "ResourceReference"
-			}
-			if rt.requiresReplacement(k) {
-				det.RequiresRecreation = "Always"
-				if det.Evaluation == "Dynamic" {
-					det.RequiresRecreation = "Conditionally"
-					if c.Replacement == "False" {
-						c.Replacement = "Conditional"
-					}
-				} else {
-					c.Replacement = "True"
+			for _, det := range causes(oldTpl.decl(name).Properties[k], d.Properties[k], p.tpl, changedParams) {
+				det.Attribute, det.Name, det.RequiresRecreation = "Properties", k, "Never"
+				if strings.Contains(scalarString(props[k]), knownAfterApply) {
+					det.Evaluation, det.ChangeSource, det.CausingEntity = "Dynamic", "ResourceReference", ""
 				}
+				if rt.requiresReplacement(k) {
+					det.RequiresRecreation = "Always"
+					if det.Evaluation == "Dynamic" {
+						det.RequiresRecreation = "Conditionally"
+						if c.Replacement == "False" {
+							c.Replacement = "Conditional"
+						}
+					} else {
+						c.Replacement = "True"
+					}
+				}
+				c.Details = append(c.Details, det)
 			}
-			c.Details = append(c.Details, det)
 		}
 		if len(c.Details) == 0 && cur.Type == d.Type {
 			continue
@@ -224,4 +229,39 @@ func (s *Service) updateChangeSetExecution() {
 			cs.ExecutionStatus = "EXECUTE_FAILED"
 		}
 	}
+}
+
+// causes says why a property's value changed, as CloudFormation's change details do: its
+// template expression was edited (DirectModification), and/or a parameter it references
+// got another value (ParameterReference, naming the parameter as CausingEntity).
+func causes(oldRaw, newRaw any, tpl *template, changedParams map[string]bool) []changeDetail {
+	var out []changeDetail
+	if !equalJSON(oldRaw, newRaw) {
+		out = append(out, changeDetail{Evaluation: "Static", ChangeSource: "DirectModification"})
+	}
+	var params []string
+	_ = tpl.walkRefs(newRaw, func(kind, target string) error {
+		if _, isParam := tpl.Parameters[target]; kind == "Ref" && isParam && changedParams[target] {
+			params = append(params, target)
+		}
+		return nil
+	})
+	sort.Strings(params)
+	for _, p := range dedupe(params) {
+		out = append(out, changeDetail{Evaluation: "Static", ChangeSource: "ParameterReference", CausingEntity: p})
+	}
+	if len(out) == 0 {
+		// The value changed for another reason (a resource it references, an export it
+		// imports): CloudFormation names the modification itself.
+		out = append(out, changeDetail{Evaluation: "Static", ChangeSource: "DirectModification"})
+	}
+	return out
+}
+
+func anyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

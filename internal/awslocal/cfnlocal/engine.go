@@ -1,11 +1,8 @@
 package cfnlocal
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -41,11 +38,6 @@ type step struct {
 	Action    string // create, modify, delete, deleteOld, revert
 	LogicalID string
 	Old       *resource // for deleteOld
-}
-
-type crResult struct {
-	Status, Reason, PhysicalID string
-	Data                       map[string]any
 }
 
 // startOp installs op on st and runs it up to now.
@@ -101,6 +93,11 @@ func (s *Service) nextDue() (time.Time, bool) {
 }
 
 func (s *Service) advanceStack(st *stack, now time.Time) {
+	if !s.addressed() {
+		// Resumed from Dir before the emulator listens: a custom resource request sent now
+		// would carry a ResponseURL without a host. Stacks wait for the address (Wake).
+		return
+	}
 	for st.Op != nil && !st.Op.Halted {
 		op := st.Op
 		if op.Due.After(now) {
@@ -571,86 +568,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// importsOf lists the exports the stack's template imports (best effort).
-func importsOf(st *stack, tpl *template, s *Service) []string {
-	var names []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if iv, ok := x["Fn::ImportValue"]; ok && len(x) == 1 {
-				if n, ok := iv.(string); ok {
-					names = append(names, n)
-					return
-				}
-				e, err := s.evaluator(st, tpl, st.Params, st.NotificationARNs)
-				if err == nil {
-					if n, err := e.evalString(iv, "Fn::ImportValue"); err == nil {
-						names = append(names, n)
-					}
-				}
-				return
-			}
-			for _, vv := range x {
-				walk(vv)
-			}
-		case []any:
-			for _, vv := range x {
-				walk(vv)
-			}
-		}
-	}
-	for _, r := range tpl.Resources {
-		walk(r.Properties)
-	}
-	for _, o := range tpl.Outputs {
-		walk(o.Value)
-	}
-	sort.Strings(names)
-	return dedupe(names)
-}
-
-// checkExportNames refuses exports another stack already has.
-func (s *Service) checkExportNames(st *stack, outs []output) error {
-	ex := s.exports()
-	for _, o := range outs {
-		if o.ExportName == "" {
-			continue
-		}
-		if e, ok := ex[o.ExportName]; ok && e.stack != st {
-			return invalidf("Export with name %s is already exported by stack %s", o.ExportName, e.stack.Name)
-		}
-	}
-	return nil
-}
-
-// checkExportsInUse refuses removing or changing exports that other stacks import.
-func (s *Service) checkExportsInUse(st *stack, outs []output) error {
-	next := map[string]string{}
-	for _, o := range outs {
-		if o.ExportName != "" {
-			next[o.ExportName] = o.Value
-		}
-	}
-	for _, o := range st.Outputs {
-		if o.ExportName == "" {
-			continue
-		}
-		users := s.importers(o.ExportName)
-		if len(users) == 0 {
-			continue
-		}
-		v, ok := next[o.ExportName]
-		if !ok {
-			return invalidf("Export %s cannot be deleted as it is in use by %s", o.ExportName, users[0].Name)
-		}
-		if v != o.Value {
-			return invalidf("Cannot update export %s as it is in use by %s", o.ExportName, users[0].Name)
-		}
-	}
-	return nil
-}
-
 // startDelete begins deleting a stack, or puts it back when its exports are in use.
 func (s *Service) startDelete(st *stack, now time.Time, token string) {
 	prev := st.Status
@@ -679,117 +596,4 @@ func (s *Service) startDelete(st *stack, now time.Time, token string) {
 	}
 	st.Imports = nil
 	s.startOp(st, &operation{Kind: "DELETE", Steps: steps, Token: token}, now)
-}
-
-// sendCustomResource publishes a custom resource request to its ServiceToken topic.
-func (s *Service) sendCustomResource(st *stack, r *resource, reqType string, oldProps map[string]any, t time.Time) {
-	op := st.Op
-	token := scalarString(r.Props["ServiceToken"])
-	if reqType == "Delete" && token == "" && oldProps != nil {
-		token = scalarString(oldProps["ServiceToken"])
-	}
-	reqID := hashUUID("cr", st.ID, r.LogicalID, fmt.Sprint(s.nextSeq()))
-	op.CRRequestID = reqID
-	op.CROldProps = oldProps
-	timeout := s.o.CustomResourceTimeout
-	if v := scalarString(r.Props["ServiceTimeout"]); v != "" {
-		var secs int
-		if _, err := fmt.Sscanf(v, "%d", &secs); err == nil && secs > 0 {
-			timeout = time.Duration(secs) * time.Second
-		}
-	}
-	op.Due = t.Add(timeout)
-	if !strings.HasPrefix(token, "arn:aws:sns:") {
-		op.Fail = fmt.Sprintf("ServiceToken %q of %s is not an SNS topic ARN: the local emulator delivers custom resource requests only through SNS", token, r.LogicalID)
-		op.CRRequestID = ""
-		op.Due = t
-		return
-	}
-	req := map[string]any{
-		"RequestType":        reqType,
-		"ResponseURL":        strings.TrimRight(s.o.BaseURL(), "/") + ResponsePath + reqID,
-		"StackId":            st.ID,
-		"RequestId":          reqID,
-		"ResourceType":       r.Type,
-		"LogicalResourceId":  r.LogicalID,
-		"ResourceProperties": stringifyScalars(r.Props),
-	}
-	if reqType != "Create" {
-		req["PhysicalResourceId"] = r.PhysicalID
-	}
-	if reqType == "Update" {
-		req["OldResourceProperties"] = stringifyScalars(oldProps)
-	}
-	if reqType == "Delete" && r.Props == nil {
-		req["ResourceProperties"] = stringifyScalars(oldProps)
-	}
-	b, _ := json.Marshal(req)
-	msg := string(b)
-	s.outbox = append(s.outbox, func(ctx context.Context) {
-		if s.o.Publish == nil {
-			s.customResourceFailed(reqID, "the emulator has no SNS to deliver custom resource requests to")
-			return
-		}
-		if err := s.o.Publish(ctx, token, "AWS CloudFormation custom resource request", msg); err != nil {
-			s.customResourceFailed(reqID, fmt.Sprintf("could not publish the custom resource request to %s: %v", token, err))
-		}
-	})
-}
-
-// stringifyScalars converts scalars to strings as CloudFormation does for custom resources.
-func stringifyScalars(v map[string]any) map[string]any {
-	if v == nil {
-		return nil
-	}
-	var conv func(any) any
-	conv = func(x any) any {
-		switch y := x.(type) {
-		case map[string]any:
-			out := map[string]any{}
-			for k, vv := range y {
-				out[k] = conv(vv)
-			}
-			return out
-		case []any:
-			out := make([]any, len(y))
-			for i, vv := range y {
-				out[i] = conv(vv)
-			}
-			return out
-		case nil:
-			return nil
-		default:
-			return scalarString(y)
-		}
-	}
-	return conv(v).(map[string]any)
-}
-
-func (s *Service) customResourceFailed(reqID, reason string) {
-	s.mu.Lock()
-	s.deliverResponse(reqID, &crResult{Status: "FAILED", Reason: reason}, s.clk.Now())
-	out := s.takeOutbox()
-	s.mu.Unlock()
-	s.flush(out)
-}
-
-// deliverResponse records a custom resource response; called with mu held.
-func (s *Service) deliverResponse(reqID string, res *crResult, now time.Time) bool {
-	s.advance(now)
-	for _, st := range s.st.Stacks {
-		op := st.Op
-		if op == nil || op.CRRequestID != reqID || !op.Started || op.CRResult != nil {
-			continue
-		}
-		op.CRResult = res
-		if op.Due.After(now) {
-			op.Due = now
-		}
-		s.advanceStack(st, now)
-		if st.Op != nil && !st.Op.Halted {
-			s.poke(st.Op.Due)
-		}
-		return true
-	}
-	return false
 }

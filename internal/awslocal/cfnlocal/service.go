@@ -43,7 +43,9 @@ type Options struct {
 	Publish func(ctx context.Context, topicARN, subject, message string) error
 	// PutEvent sends stack status and drift detection events to EventBridge.
 	PutEvent func(ctx context.Context, evt events.CloudWatchEvent) error
-	// BaseURL is the emulator's URL; custom resource ResponseURLs are below it.
+	// BaseURL is the emulator's URL; custom resource ResponseURLs are below it. While it
+	// returns "" (the emulator does not listen yet) no stack advances; call Wake once it
+	// is known.
 	BaseURL func() string
 	Logger  *slog.Logger
 
@@ -205,7 +207,7 @@ func (s *Service) loop() {
 		now := s.clk.Now()
 		s.mu.Unlock()
 		var tick <-chan time.Time
-		if ok {
+		if ok && s.addressed() {
 			tick = s.clk.After(next.Sub(now))
 		}
 		select {
@@ -222,6 +224,19 @@ func (s *Service) loop() {
 			s.mu.Unlock()
 			s.flush(out)
 		}
+	}
+}
+
+// addressed reports whether the emulator's address (Options.BaseURL) is known, without
+// which stacks do not advance.
+func (s *Service) addressed() bool { return s.o.BaseURL() != "" }
+
+// Wake resumes stacks once the emulator's address is known (its server started): what fell
+// due meanwhile happens now.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 

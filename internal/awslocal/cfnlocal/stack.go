@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-lambda-go/events"
 )
 
 // stack is one CloudFormation stack, deleted or not.
@@ -254,43 +256,6 @@ func (s *Service) ssm(name, typ string) (string, error) {
 	return "ssm-" + hashHex(12, name), nil
 }
 
-type exportEntry struct {
-	stack *stack
-	value string
-}
-
-// exports lists the exports of all live stacks.
-func (s *Service) exports() map[string]exportEntry {
-	m := map[string]exportEntry{}
-	for _, st := range s.st.Stacks {
-		if st.deleted() {
-			continue
-		}
-		for _, o := range st.Outputs {
-			if o.ExportName != "" {
-				m[o.ExportName] = exportEntry{st, o.Value}
-			}
-		}
-	}
-	return m
-}
-
-// importers lists the live stacks that import the export name.
-func (s *Service) importers(name string) []*stack {
-	var out []*stack
-	for _, st := range s.st.Stacks {
-		if st.deleted() {
-			continue
-		}
-		for _, im := range st.Imports {
-			if im == name {
-				out = append(out, st)
-			}
-		}
-	}
-	return out
-}
-
 // planned is a template evaluated ahead of execution: what a stack would become.
 type planned struct {
 	tpl     *template
@@ -305,6 +270,16 @@ type planned struct {
 // plan evaluates the template against the stack's current state; every unresolvable
 // expression is an error.
 func (s *Service) plan(st *stack, body string, params map[string]string, arns []string) (*planned, error) {
+	return s.planImports(st, body, params, arns, false)
+}
+
+// planChange is plan for change sets: an import of an export that does not exist is known
+// only when the change set executes (checkImports then rolls the stack back), as in AWS.
+func (s *Service) planChange(st *stack, body string, params map[string]string, arns []string) (*planned, error) {
+	return s.planImports(st, body, params, arns, true)
+}
+
+func (s *Service) planImports(st *stack, body string, params map[string]string, arns []string, lateImports bool) (*planned, error) {
 	tpl, err := s.parse(body)
 	if err != nil {
 		return nil, err
@@ -317,7 +292,11 @@ func (s *Service) plan(st *stack, body string, params map[string]string, arns []
 	inner := e.importValue
 	e.importValue = func(name string) (string, error) {
 		imports = append(imports, name)
-		return inner(name)
+		v, err := inner(name)
+		if err != nil && lateImports {
+			return knownAfterApply, nil
+		}
+		return v, err
 	}
 	order, err := tpl.order()
 	if err != nil {
@@ -416,17 +395,6 @@ func outputString(v any, name string) (string, error) {
 	return scalarString(v), nil
 }
 
-// checkImports refuses plans that import missing exports; it returns the first problem.
-func (s *Service) checkImports(st *stack, p *planned) error {
-	ex := s.exports()
-	for _, im := range p.imports {
-		if e, ok := ex[im]; !ok || e.stack == st {
-			return invalidf("No export named %s found.", im)
-		}
-	}
-	return nil
-}
-
 func equalJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
@@ -441,4 +409,25 @@ func copyProps(m map[string]any) map[string]any {
 	var out map[string]any
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+func (s *Service) emitStatusChange(st *stack, at time.Time, status, reason string) {
+	if s.o.PutEvent == nil {
+		return
+	}
+	detail, _ := json.Marshal(map[string]any{
+		"stack-id":             st.ID,
+		"status-details":       map[string]string{"status": status, "status-reason": reason},
+		"client-request-token": st.LastClientToken,
+	})
+	evt := events.CloudWatchEvent{
+		Version: "0", ID: hashUUID("evt", st.ID, fmt.Sprint(len(st.Events))), DetailType: "CloudFormation Stack Status Change",
+		Source: "aws.cloudformation", AccountID: s.o.AccountID, Time: at.UTC().Truncate(time.Second), Region: s.o.Region,
+		Resources: []string{st.ID}, Detail: detail,
+	}
+	s.outbox = append(s.outbox, func(ctx context.Context) {
+		if err := s.o.PutEvent(ctx, evt); err != nil {
+			s.log.Warn("cloudformation emulator: status change event not delivered", "stack", st.Name, "err", err)
+		}
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -115,17 +114,9 @@ func (s *Service) serveNotification(w http.ResponseWriter, r *http.Request, buck
 			writeError(w, http.StatusBadRequest, "MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema: "+err.Error(), bucket)
 			return
 		}
-		for _, q := range cfg.Queues {
-			if err := validateDestination(q.destination, q.Queue); err != nil {
-				writeError(w, http.StatusBadRequest, "InvalidArgument", err.Error(), bucket)
-				return
-			}
-		}
-		for _, t := range cfg.Topics {
-			if err := validateDestination(t.destination, t.Topic); err != nil {
-				writeError(w, http.StatusBadRequest, "InvalidArgument", err.Error(), bucket)
-				return
-			}
+		if err := s.validate(&cfg); err != nil {
+			writeError(w, http.StatusBadRequest, err.code, err.message, bucket, err.elements()...)
+			return
 		}
 		cfg.Xmlns = ""
 		s.notif[bucket] = &cfg
@@ -135,24 +126,104 @@ func (s *Service) serveNotification(w http.ResponseWriter, r *http.Request, buck
 	}
 }
 
-func validateDestination(d destination, arn string) error {
-	if !strings.HasPrefix(arn, "arn:") {
-		return fmt.Errorf("Unable to validate the following destination configurations: %q is not an ARN", arn)
-	}
-	if len(d.Events) == 0 {
-		return fmt.Errorf("destination %s names no events", arn)
-	}
-	for _, e := range d.Events {
-		if !strings.HasPrefix(e, "s3:") {
-			return fmt.Errorf("The event is not supported for notifications: %s", e)
+// eventNames are the event types S3 notifications accept.
+var eventNames = map[string]bool{}
+
+func init() {
+	for family, kinds := range map[string][]string{
+		"ObjectCreated":       {"*", "Put", "Post", "Copy", "CompleteMultipartUpload"},
+		"ObjectRemoved":       {"*", "Delete", "DeleteMarkerCreated"},
+		"ObjectRestore":       {"*", "Post", "Completed", "Delete"},
+		"Replication":         {"*", "OperationFailedReplication", "OperationMissedThreshold", "OperationReplicatedAfterThreshold", "OperationNotTracked"},
+		"LifecycleExpiration": {"*", "Delete", "DeleteMarkerCreated"},
+		"ObjectTagging":       {"*", "Put", "Delete"},
+		"ObjectAcl":           {"Put"},
+	} {
+		for _, k := range kinds {
+			eventNames["s3:"+family+":"+k] = true
 		}
 	}
-	if d.Filter != nil {
-		for _, rule := range d.Filter.Rules {
-			if n := strings.ToLower(rule.Name); n != "prefix" && n != "suffix" {
-				return fmt.Errorf("filter rule name must be either prefix or suffix, not %q", rule.Name)
+	for _, e := range []string{"s3:ReducedRedundancyLostObject", "s3:LifecycleTransition", "s3:IntelligentTiering"} {
+		eventNames[e] = true
+	}
+}
+
+// configError is an InvalidArgument answer, with S3's ArgumentNameN/ArgumentValueN pairs.
+type configError struct {
+	code, message string
+	args          [][2]string
+}
+
+// elements renders the arguments: one as ArgumentName/ArgumentValue, several numbered.
+func (e *configError) elements() [][2]string {
+	var out [][2]string
+	for i, a := range e.args {
+		n := strconv.Itoa(i + 1)
+		if len(e.args) == 1 && !strings.HasPrefix(a[0], "arn:") {
+			n = ""
+		}
+		out = append(out, [2]string{"ArgumentName" + n, a[0]}, [2]string{"ArgumentValue" + n, a[1]})
+	}
+	return out
+}
+
+func invalidArgument(message string, args ...[2]string) *configError {
+	return &configError{code: "InvalidArgument", message: message, args: args}
+}
+
+// validate checks a notification configuration as S3 does before storing it: well-formed
+// ARNs, known event names, prefix and suffix filters, and destinations that exist (S3 sends
+// each a test event, which fails for a missing queue or topic).
+func (s *Service) validate(cfg *notificationConfiguration) *configError {
+	type dest struct {
+		d       destination
+		arn     string
+		service string // sqs, sns, lambda
+		kind    string // how S3 names it
+		exists  func(string) bool
+	}
+	var all []dest
+	for _, q := range cfg.Queues {
+		all = append(all, dest{q.destination, q.Queue, "sqs", "queue", s.opts.QueueExists})
+	}
+	for _, t := range cfg.Topics {
+		all = append(all, dest{t.destination, t.Topic, "sns", "topic", s.opts.TopicExists})
+	}
+	for _, l := range cfg.Lambdas {
+		all = append(all, dest{l.destination, l.Function, "lambda", "Lambda", s.opts.FunctionExists})
+	}
+	var missing [][2]string
+	for _, x := range all {
+		if !strings.HasPrefix(x.arn, "arn:aws:"+x.service+":") {
+			return invalidArgument("The ARN is not well formed", [2]string{"ARN", x.arn})
+		}
+		if len(x.d.Events) == 0 {
+			return invalidArgument("A specified event is not supported for notifications.")
+		}
+		for _, e := range x.d.Events {
+			if !eventNames[e] {
+				return invalidArgument("The event is not supported for notifications", [2]string{"Event", e})
 			}
 		}
+		if x.d.Filter != nil {
+			seen := map[string]bool{}
+			for _, rule := range x.d.Filter.Rules {
+				n := strings.ToLower(rule.Name)
+				if n != "prefix" && n != "suffix" {
+					return invalidArgument("filter rule name must be either prefix or suffix", [2]string{"FilterRule", rule.Name})
+				}
+				if seen[n] {
+					return invalidArgument("Cannot specify more than one "+n+" rule in a filter.", [2]string{"FilterRule", rule.Name})
+				}
+				seen[n] = true
+			}
+		}
+		if x.exists != nil && !s.replaying && !x.exists(x.arn) {
+			missing = append(missing, [2]string{x.arn, "The destination " + x.kind + " does not exist"})
+		}
+	}
+	if len(missing) > 0 {
+		return invalidArgument("Unable to validate the following destination configurations", missing...)
 	}
 	return nil
 }

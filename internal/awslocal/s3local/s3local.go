@@ -44,6 +44,10 @@ type Options struct {
 	Notify func(ctx context.Context, queueARN, body string) error
 	// Publish delivers a bucket notification to an SNS topic ARN; nil drops them.
 	Publish func(ctx context.Context, topicARN, subject, message string) error
+	// QueueExists, TopicExists and FunctionExists tell whether a notification destination
+	// exists; PutBucketNotificationConfiguration refuses a configuration naming one that
+	// does not, as S3 does. Nil accepts any.
+	QueueExists, TopicExists, FunctionExists func(arn string) bool
 	// Logger receives delivery failures (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -180,6 +184,11 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // route handles the sub-resources gofakes3 lacks and passes the rest to it.
 func (s *Service) route(w http.ResponseWriter, r *http.Request) {
 	bucket, key := splitPath(r.URL.Path)
+	if v, ok := r.Header["If-None-Match"]; ok && key != "" && writes(r) && (len(v) != 1 || v[0] != "*" || r.Header.Get("If-Match") != "") {
+		// S3 implements only If-None-Match: * (create if absent) on writes, and not with If-Match.
+		writeError(w, http.StatusNotImplemented, "NotImplemented", "A header you provided implies functionality that is not implemented", "", [2]string{"Header", "If-None-Match"})
+		return
+	}
 	if _, ok := r.URL.Query()["notification"]; ok && bucket != "" && key == "" {
 		s.serveNotification(w, r, bucket)
 		return
@@ -190,6 +199,19 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request) {
 			delete(s.notif, bucket)
 		}
 	}
+}
+
+// writes reports whether r writes an object: PutObject or CompleteMultipartUpload.
+func writes(r *http.Request) bool {
+	q := r.URL.Query()
+	q.Del("x-id")
+	switch r.Method {
+	case http.MethodPut:
+		return len(q) == 0 && r.Header.Get("X-Amz-Copy-Source") == ""
+	case http.MethodPost:
+		return q.Get("uploadId") != "" && len(q) == 1
+	}
+	return false
 }
 
 // capture records the status of a response while passing it through.
@@ -302,8 +324,9 @@ func splitPath(p string) (bucket, key string) {
 	return p, ""
 }
 
-// writeError answers with S3's XML error document.
-func writeError(w http.ResponseWriter, status int, code, message, bucket string) {
+// writeError answers with S3's XML error document; elems are further elements (name,
+// text) some errors carry, such as Header or ArgumentName1 and ArgumentValue1.
+func writeError(w http.ResponseWriter, status int, code, message, bucket string, elems ...[2]string) {
 	w.Header().Set("Content-Type", "application/xml")
 	w.WriteHeader(status)
 	var b bytes.Buffer
@@ -312,6 +335,11 @@ func writeError(w http.ResponseWriter, status int, code, message, bucket string)
 	b.WriteString("</Code><Message>")
 	xmlEscape(&b, message)
 	b.WriteString("</Message>")
+	for _, e := range elems {
+		b.WriteString("<" + e[0] + ">")
+		xmlEscape(&b, e[1])
+		b.WriteString("</" + e[0] + ">")
+	}
 	if bucket != "" {
 		b.WriteString("<BucketName>")
 		xmlEscape(&b, bucket)
@@ -341,4 +369,65 @@ func (b listedBackend) ListBucket(ctx context.Context, name string, prefix *gofa
 	}
 	list.Contents = kept
 	return list, nil
+}
+
+// ListBucketVersions lists each key's versions newest first, as S3 does (s3mem lists them
+// oldest first), paging by key-marker and version-id-marker over that order.
+func (b listedBackend) ListBucketVersions(name string, prefix *gofakes3.Prefix, page *gofakes3.ListBucketVersionsPage) (*gofakes3.ListBucketVersionsResult, error) {
+	all, err := b.Backend.ListBucketVersions(name, prefix, nil)
+	if err != nil {
+		return all, err
+	}
+	items := newestFirst(all.Versions)
+	res := gofakes3.NewListBucketVersionsResult(name, prefix, page)
+	start := 0
+	if page != nil && page.HasKeyMarker {
+		start = len(items)
+		for i, it := range items {
+			if k := versionKey(it); k > page.KeyMarker {
+				start = min(start, i)
+				break
+			} else if k == page.KeyMarker && page.HasVersionIDMarker && it.GetVersionID() == page.VersionIDMarker {
+				start = i + 1
+				break
+			}
+		}
+	}
+	if start == 0 {
+		res.CommonPrefixes = all.CommonPrefixes
+	}
+	items = items[start:]
+	if page != nil && page.MaxKeys > 0 && int64(len(items)) > page.MaxKeys {
+		items = items[:page.MaxKeys]
+		last := items[len(items)-1]
+		res.IsTruncated, res.NextKeyMarker, res.NextVersionIDMarker = true, versionKey(last), last.GetVersionID()
+	}
+	res.Versions = items
+	return res, nil
+}
+
+// newestFirst reverses the order of each key's versions, keeping keys in order.
+func newestFirst(items []gofakes3.VersionItem) []gofakes3.VersionItem {
+	out := make([]gofakes3.VersionItem, 0, len(items))
+	for i := 0; i < len(items); {
+		j := i
+		for j < len(items) && versionKey(items[j]) == versionKey(items[i]) {
+			j++
+		}
+		for k := j - 1; k >= i; k-- {
+			out = append(out, items[k])
+		}
+		i = j
+	}
+	return out
+}
+
+func versionKey(v gofakes3.VersionItem) string {
+	switch x := v.(type) {
+	case *gofakes3.Version:
+		return x.Key
+	case *gofakes3.DeleteMarker:
+		return x.Key
+	}
+	return ""
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,8 +128,8 @@ func (s *Service) publishForm(r *http.Request, f map[string][]string) (string, e
 			}
 			a.BinaryValue = raw
 		}
-		if a.DataType == "" {
-			return "", invalid("The message attribute '%s' must contain non-empty message attribute type", name)
+		if err := checkAttribute(name, a); err != nil {
+			return "", err
 		}
 		attrs[name] = a
 	}
@@ -218,3 +220,29 @@ func (s *Service) writeError(w http.ResponseWriter, err error) {
 type writer struct{ b *strings.Builder }
 
 func (w *writer) Write(p []byte) (int, error) { return w.b.Write(p) }
+
+// number is what SNS accepts as a Number attribute: an integer or decimal, with an
+// optional exponent (no NaN, no infinity).
+var number = regexp.MustCompile(`^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// checkAttribute validates one message attribute as Publish does, with SNS's wording.
+func checkAttribute(name string, a messageAttribute) error {
+	base, _, _ := strings.Cut(a.DataType, ".")
+	switch {
+	case a.DataType == "":
+		return attributeError("The message attribute '%s' must contain non-empty message attribute type.", name)
+	case base != "String" && base != "Number" && base != "Binary":
+		return attributeError("The message attribute '%s' has an invalid message attribute type, the set of supported type prefixes is Binary, Number, and String.", name)
+	case base == "Binary" && a.BinaryValue == nil || base != "Binary" && a.StringValue == "":
+		return attributeError("The message attribute '%s' must contain non-empty message attribute value for message attribute type '%s'.", name, base)
+	case base == "Number" && !number.MatchString(strings.TrimSpace(a.StringValue)):
+		return attributeError("Could not cast message attribute '%s' value to number.", name)
+	}
+	return nil
+}
+
+// attributeError is Publish's InvalidParameter for a message attribute, worded as SNS
+// words it (without the "Invalid parameter:" prefix of other parameters).
+func attributeError(format string, args ...any) *Error {
+	return &Error{Code: "InvalidParameter", Status: 400, Message: fmt.Sprintf(format, args...)}
+}

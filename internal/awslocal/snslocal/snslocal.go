@@ -433,3 +433,11 @@ func newID() string {
 	h := hex.EncodeToString(b[:])
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
+
+// Exists reports whether the topic with that ARN exists.
+func (s *Service) Exists(topicARN string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.topics[topicARN]
+	return ok
+}

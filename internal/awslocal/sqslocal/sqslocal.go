@@ -272,3 +272,14 @@ func receiptMessageID(handle string) (string, bool) {
 }
 
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// Exists reports whether the queue with that ARN exists.
+func (s *Service) Exists(queueARN string) bool {
+	if queueARN != s.QueueARN(queueARN[strings.LastIndex(queueARN, ":")+1:]) {
+		return false // another region or account
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.queues[queueARN[strings.LastIndex(queueARN, ":")+1:]]
+	return ok
+}

@@ -18,14 +18,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$cairn" local up --addr 127.0.0.1:0 --dir "$work/state" >"$work/env" 2>"$work/log" &
+# As a script uses it: start in the background, wait for readiness, take the environment.
+"$cairn" local up --addr 127.0.0.1:0 --dir "$work/state" >"$work/env" 2>"$work/stderr" &
 pid=$!
-for _ in $(seq 100); do
-	grep -q '^export AWS_SECRET_ACCESS_KEY=' "$work/env" 2>/dev/null && break
-	kill -0 "$pid" 2>/dev/null || { echo "test-awscli: cairn local up exited:"; cat "$work/log"; exit 1; }
-	sleep 0.1
-done
-eval "$(grep '^export ' "$work/env")"
+if ! "$cairn" local wait --dir "$work/state" --timeout 60s >/dev/null; then
+	echo "test-awscli: cairn local up did not get ready:"; cat "$work/stderr" "$work/state/local.log" 2>/dev/null; exit 1
+fi
+eval "$("$cairn" local env --dir "$work/state")"
 # Only the emulator's environment: no profile, config or real credentials of the user.
 export AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER=""
 unset AWS_PROFILE AWS_SESSION_TOKEN
@@ -131,7 +130,7 @@ fi
 
 if [ "$failures" -gt 0 ]; then
 	echo "test-awscli: $failures check(s) failed; emulator log:"
-	cat "$work/log"
+	cat "$work/stderr" "$work/state/local.log"
 	exit 1
 fi
 echo "test-awscli: all checks passed against $AWS_ENDPOINT_URL"

@@ -1,0 +1,297 @@
+package cfnlocal
+
+import (
+	"fmt"
+)
+
+func (s *Service) createChangeSet(f form) (any, error) {
+	name, csName := f.get("StackName"), f.get("ChangeSetName")
+	if name == "" || csName == "" {
+		return nil, validation("StackName and ChangeSetName are required")
+	}
+	if err := checkName("stackName", name, stackOrARNPattern, stackOrARNLiteral); err != nil {
+		return nil, err
+	}
+	if err := checkName("changeSetName", csName, namePattern, namePatternLiteral); err != nil {
+		return nil, err
+	}
+	typ := orDefault(f.get("ChangeSetType"), "UPDATE")
+	st := s.findStack(name)
+	now := s.clk.Now()
+	for _, cs := range s.st.ChangeSets {
+		if st != nil && cs.StackID == st.ID && cs.Name == csName {
+			if tok := f.get("ClientToken"); tok != "" && tok == cs.ClientToken {
+				return struct{ Id, StackId string }{cs.ID, cs.StackID}, nil
+			}
+			return nil, &apiError{Code: "AlreadyExistsException", Message: fmt.Sprintf("ChangeSet %s already exists", csName), Status: 400}
+		}
+	}
+	switch typ {
+	case "CREATE":
+		if st != nil && st.Status != "REVIEW_IN_PROGRESS" {
+			return nil, &apiError{Code: "AlreadyExistsException", Message: fmt.Sprintf("Stack [%s] already exists and cannot be created again with the changeSet [%s].", name, csName), Status: 400}
+		}
+	case "UPDATE":
+		if st == nil {
+			return nil, stackNotFound(name)
+		}
+		if st.Status == "REVIEW_IN_PROGRESS" {
+			return nil, validation("Stack [%s] is in REVIEW_IN_PROGRESS state and can not be updated; create its change set with ChangeSetType CREATE", st.Name)
+		}
+		if err := s.checkUpdatable(st); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, validation("ChangeSetType %s is not supported by the emulator (CREATE or UPDATE)", typ)
+	}
+	body, err := s.templateBody(f)
+	if err != nil {
+		return nil, err
+	}
+	if f.get("UsePreviousTemplate") == "true" && st != nil {
+		body = st.Body
+	}
+	if body == "" {
+		return nil, validation("Either Template URL or Template Body must be specified.")
+	}
+	var prev map[string]string
+	if st != nil {
+		prev = st.Params
+	}
+	params, err := givenParams(f, prev)
+	if err != nil {
+		return nil, err
+	}
+	tpl, err := s.parse(body)
+	if err != nil {
+		return nil, err
+	}
+	caps := f.list("Capabilities")
+	if err := checkCapabilities(tpl, caps); err != nil {
+		return nil, err
+	}
+	if _, _, err := tpl.resolveParams(params, s.ssm); err != nil {
+		return nil, err
+	}
+	if st == nil {
+		st = &stack{Name: name, Seq: s.nextSeq(), Created: now, Resources: map[string]*resource{}, Params: params,
+			Tags: givenTags(f), Capabilities: caps, NotificationARNs: f.list("NotificationARNs"), Body: body, tpl: tpl,
+			Description: tpl.Description}
+		st.ID = s.stackARN(name)
+		s.st.Stacks = append(s.st.Stacks, st)
+		s.byID[st.ID] = st
+		s.setStatus(st, now, "REVIEW_IN_PROGRESS", "User Initiated")
+	}
+	tags := givenTags(f)
+	if tags == nil {
+		tags = st.Tags
+	}
+	arns := f.list("NotificationARNs")
+	if !f.has("NotificationARNs.member.1") {
+		arns = st.NotificationARNs
+	}
+	cs := &changeSet{
+		ID:   fmt.Sprintf("arn:aws:cloudformation:%s:%s:changeSet/%s/%s", s.o.Region, s.o.AccountID, csName, hashUUID("cs", st.ID, csName, fmt.Sprint(s.nextSeq()))),
+		Name: csName, StackID: st.ID, StackName: st.Name, Type: typ, Status: "CREATE_IN_PROGRESS", ExecutionStatus: "UNAVAILABLE",
+		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: body, Params: params,
+		Tags: tags, Capabilities: caps, NotificationARNs: arns, ClientToken: f.get("ClientToken"),
+	}
+	s.st.ChangeSets = append(s.st.ChangeSets, cs)
+	s.poke(cs.ReadyAt)
+	return struct{ Id, StackId string }{cs.ID, cs.StackID}, nil
+}
+
+type xChange struct {
+	Type           string
+	ResourceChange struct {
+		Action             string
+		LogicalResourceId  string
+		PhysicalResourceId string `xml:",omitempty"`
+		ResourceType       string
+		Replacement        string    `xml:",omitempty"`
+		Scope              []string  `xml:"Scope>member"`
+		Details            []xDetail `xml:"Details>member"`
+	}
+}
+
+type xDetail struct {
+	Target struct {
+		Attribute          string
+		Name               string `xml:",omitempty"`
+		RequiresRecreation string
+	}
+	Evaluation    string
+	ChangeSource  string
+	CausingEntity string `xml:",omitempty"`
+}
+
+func (s *Service) describeChangeSet(f form) (any, error) {
+	csName := f.get("ChangeSetName")
+	cs := s.findChangeSet(csName, f.get("StackName"))
+	if cs == nil {
+		return nil, changeSetNotFound(csName)
+	}
+	var changes []xChange
+	for _, c := range cs.Changes {
+		var x xChange
+		x.Type = "Resource"
+		rc := &x.ResourceChange
+		rc.Action, rc.LogicalResourceId, rc.PhysicalResourceId, rc.ResourceType, rc.Replacement, rc.Scope =
+			c.Action, c.LogicalID, c.PhysicalID, c.Type, c.Replacement, c.Scope
+		for _, d := range c.Details {
+			var xd xDetail
+			xd.Target.Attribute, xd.Target.Name, xd.Target.RequiresRecreation = d.Attribute, d.Name, d.RequiresRecreation
+			xd.Evaluation, xd.ChangeSource, xd.CausingEntity = d.Evaluation, d.ChangeSource, d.CausingEntity
+			rc.Details = append(rc.Details, xd)
+		}
+		changes = append(changes, x)
+	}
+	pg, next, err := page(changes, f.get("NextToken"), s.o.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	var params []xParam
+	for _, k := range sortedKeys(cs.Params) {
+		params = append(params, xParam{ParameterKey: k, ParameterValue: cs.Params[k]})
+	}
+	var tags []xTag
+	for _, t := range cs.Tags {
+		tags = append(tags, xTag(t))
+	}
+	return struct {
+		ChangeSetName    string
+		ChangeSetId      string
+		StackId          string
+		StackName        string
+		Description      string   `xml:",omitempty"`
+		Parameters       []xParam `xml:"Parameters>member"`
+		CreationTime     *xtime
+		ExecutionStatus  string
+		Status           string
+		StatusReason     string    `xml:",omitempty"`
+		NotificationARNs []string  `xml:"NotificationARNs>member"`
+		Capabilities     []string  `xml:"Capabilities>member"`
+		Tags             []xTag    `xml:"Tags>member"`
+		Changes          []xChange `xml:"Changes>member"`
+		NextToken        string    `xml:",omitempty"`
+	}{cs.Name, cs.ID, cs.StackID, cs.StackName, cs.Description, params, tp(cs.Created), cs.ExecutionStatus, cs.Status,
+		cs.StatusReason, cs.NotificationARNs, cs.Capabilities, tags, pg, next}, nil
+}
+
+func (s *Service) listChangeSets(f form) (any, error) {
+	st, err := s.mustStack(f.get("StackName"))
+	if err != nil {
+		return nil, err
+	}
+	type summary struct {
+		StackId, StackName, ChangeSetId, ChangeSetName string
+		ExecutionStatus, Status                        string
+		StatusReason                                   string `xml:",omitempty"`
+		CreationTime                                   *xtime
+		Description                                    string `xml:",omitempty"`
+	}
+	var out []summary
+	for _, cs := range s.st.ChangeSets {
+		if cs.StackID == st.ID {
+			out = append(out, summary{cs.StackID, cs.StackName, cs.ID, cs.Name, cs.ExecutionStatus, cs.Status, cs.StatusReason, tp(cs.Created), cs.Description})
+		}
+	}
+	pg, next, err := page(out, f.get("NextToken"), s.o.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		Summaries []summary `xml:"Summaries>member"`
+		NextToken string    `xml:",omitempty"`
+	}{pg, next}, nil
+}
+
+func (s *Service) executeChangeSet(f form) (any, error) {
+	csName := f.get("ChangeSetName")
+	cs := s.findChangeSet(csName, f.get("StackName"))
+	if cs == nil {
+		return nil, changeSetNotFound(csName)
+	}
+	tok := f.get("ClientRequestToken")
+	if tok != "" && tok == cs.ExecToken && (cs.ExecutionStatus == "EXECUTE_IN_PROGRESS" || cs.ExecutionStatus == "EXECUTE_COMPLETE" || cs.ExecutionStatus == "EXECUTE_FAILED") {
+		return nil, nil // idempotent retry
+	}
+	if cs.ExecutionStatus != "AVAILABLE" {
+		return nil, &apiError{Code: "InvalidChangeSetStatus", Message: fmt.Sprintf("ChangeSet [%s] cannot be executed in its current status of [%s]", cs.ID, cs.ExecutionStatus), Status: 400}
+	}
+	st := s.byID[cs.StackID]
+	if st == nil || st.deleted() {
+		return nil, stackNotFound(cs.StackName)
+	}
+	if cs.Type == "UPDATE" {
+		if err := s.checkUpdatable(st); err != nil {
+			return nil, err
+		}
+	}
+	p, err := s.planChange(st, cs.Body, cs.Params, cs.NotificationARNs)
+	if err != nil {
+		return nil, err
+	}
+	// A missing export fails the execution, not the call: the stack rolls back at once.
+	missingImport := s.checkImports(st, p)
+	now := s.clk.Now()
+	cs.ExecutionStatus, cs.ExecToken = "EXECUTE_IN_PROGRESS", tok
+	// executing deletes the stack's other change sets
+	kept := s.st.ChangeSets[:0]
+	for _, o := range s.st.ChangeSets {
+		if o.StackID != st.ID || o == cs {
+			kept = append(kept, o)
+		}
+	}
+	s.st.ChangeSets = kept
+	s.st.Executed = append(s.st.Executed, ExecutedChangeSet{StackName: st.Name, StackID: st.ID, ChangeSetName: cs.Name,
+		ChangeSetID: cs.ID, ClientRequestToken: tok, ExecutedAt: now, Changes: len(cs.Changes)})
+	st.ChangeSetID = cs.ID
+	st.Tags, st.Capabilities, st.NotificationARNs = cs.Tags, cs.Capabilities, cs.NotificationARNs
+	if f.has("DisableRollback") {
+		st.DisableRollback = f.get("DisableRollback") == "true"
+	}
+	st.LastClientToken = tok
+	if cs.Type == "CREATE" {
+		st.Body, st.tpl, st.Params, st.Description, st.Imports = p.body, p.tpl, p.params, p.tpl.Description, p.imports
+		s.setStatus(st, now, "CREATE_IN_PROGRESS", "User Initiated")
+		op := s.createOp(p, tok, false)
+		if missingImport != nil {
+			st.Op = op
+			op.Touched = nil
+			s.startCreateRollback(st, missingImport.Error(), now)
+			op = st.Op
+		}
+		s.startOp(st, op, now)
+		return nil, nil
+	}
+	st.Updated = now
+	op := s.updateOp(st, p, tok)
+	op.ChangeSetID = cs.ID
+	s.setStatus(st, now, "UPDATE_IN_PROGRESS", "User Initiated")
+	if missingImport != nil {
+		st.Op = op
+		s.startUpdateRollback(st, missingImport.Error(), now)
+	}
+	s.startOp(st, op, now)
+	return nil, nil
+}
+
+func (s *Service) deleteChangeSet(f form) (any, error) {
+	csName := f.get("ChangeSetName")
+	cs := s.findChangeSet(csName, f.get("StackName"))
+	if cs == nil {
+		return nil, changeSetNotFound(csName)
+	}
+	if cs.ExecutionStatus == "EXECUTE_IN_PROGRESS" {
+		return nil, &apiError{Code: "InvalidChangeSetStatus", Message: fmt.Sprintf("ChangeSet [%s] cannot be deleted in its current status of [EXECUTE_IN_PROGRESS]", cs.ID), Status: 400}
+	}
+	kept := s.st.ChangeSets[:0]
+	for _, o := range s.st.ChangeSets {
+		if o != cs {
+			kept = append(kept, o)
+		}
+	}
+	s.st.ChangeSets = kept
+	return nil, nil
+}

@@ -1,0 +1,278 @@
+package cfnlocal
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws-cloudformation/rain/cft/parse"
+)
+
+var pseudoParams = map[string]bool{
+	"AWS::AccountId": true, "AWS::Region": true, "AWS::StackName": true, "AWS::StackId": true,
+	"AWS::Partition": true, "AWS::URLSuffix": true, "AWS::NotificationARNs": true, "AWS::NoValue": true,
+}
+
+// checkReferences verifies every Ref, GetAtt, Sub variable, DependsOn and Condition names
+// something the template declares, and that resources have no dependency cycle.
+func (t *template) checkReferences() error {
+	var unresolved []string
+	for name, r := range t.Resources {
+		for _, d := range r.DependsOn {
+			if _, ok := t.Resources[d]; !ok {
+				return invalidf("Template format error: Unresolved resource dependencies [%s] in the Resources block of the template", d)
+			}
+		}
+		if r.Condition != "" {
+			if _, ok := t.Conditions[r.Condition]; !ok {
+				return invalidf("Template format error: Unresolved dependencies [%s]. Cannot reference resources in the Conditions block of the template", r.Condition)
+			}
+		}
+		if err := t.walkRefs(r.Properties, func(kind, target string) error {
+			switch kind {
+			case "Ref":
+				if !t.nameDefined(target) {
+					unresolved = append(unresolved, target)
+				}
+			case "GetAtt":
+				if _, ok := t.Resources[target]; !ok {
+					return invalidf("Template error: instance of Fn::GetAtt references undefined resource %s", target)
+				}
+			case "Condition":
+				if _, ok := t.Conditions[target]; !ok {
+					return invalidf("Template error: unresolved condition dependency %s in Fn::If", target)
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("%w (resource %s)", err, name)
+		}
+	}
+	for name, o := range t.Outputs {
+		if err := t.walkRefs([]any{o.Value, o.Export}, func(kind, target string) error {
+			if kind == "Ref" && !t.nameDefined(target) {
+				unresolved = append(unresolved, target)
+			}
+			if kind == "GetAtt" {
+				if _, ok := t.Resources[target]; !ok {
+					return invalidf("Template error: instance of Fn::GetAtt references undefined resource %s", target)
+				}
+			}
+			return nil
+		}); err != nil {
+			return fmt.Errorf("%w (output %s)", err, name)
+		}
+		if o.Condition != "" {
+			if _, ok := t.Conditions[o.Condition]; !ok {
+				return invalidf("Template format error: Unresolved dependencies [%s] in the Outputs block of the template", o.Condition)
+			}
+		}
+	}
+	if len(unresolved) > 0 {
+		sort.Strings(unresolved)
+		return invalidf("Template format error: Unresolved resource dependencies [%s] in the Resources block of the template", strings.Join(dedupe(unresolved), ", "))
+	}
+	if _, err := t.order(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (t *template) nameDefined(n string) bool {
+	if pseudoParams[n] {
+		return true
+	}
+	if _, ok := t.Parameters[n]; ok {
+		return true
+	}
+	_, ok := t.Resources[n]
+	return ok
+}
+
+// walkRefs calls fn for every reference in v: ("Ref", name), ("GetAtt", resource) and
+// ("Condition", name).
+func (t *template) walkRefs(v any, fn func(kind, target string) error) error {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 1 {
+			for k, arg := range x {
+				switch k {
+				case "Ref":
+					if s, ok := arg.(string); ok {
+						return fn("Ref", s)
+					}
+				case "Fn::GetAtt":
+					if res, _, ok := getAttArgs(arg); ok {
+						if err := fn("GetAtt", res); err != nil {
+							return err
+						}
+					}
+					return t.walkRefs(arg, fn)
+				case "Fn::Sub":
+					str, vars := subArgs(arg)
+					words, err := parse.ParseSub(str, false)
+					if err != nil {
+						return invalidf("Template error: Fn::Sub %q is malformed: %v", str, err)
+					}
+					for _, w := range words {
+						if w.T == parse.STR {
+							continue
+						}
+						if w.T == parse.AWS {
+							w.W = "AWS::" + w.W
+						}
+						if _, ok := vars[w.W]; ok {
+							continue
+						}
+						name, kind := w.W, "Ref"
+						if w.T == parse.GETATT {
+							i := strings.Index(name, ".")
+							name, kind = name[:i], "GetAtt"
+						}
+						if err := fn(kind, name); err != nil {
+							return err
+						}
+					}
+					for _, vv := range vars {
+						if err := t.walkRefs(vv, fn); err != nil {
+							return err
+						}
+					}
+					return nil
+				case "Fn::If":
+					if l, ok := arg.([]any); ok && len(l) == 3 {
+						if c, ok := l[0].(string); ok {
+							if err := fn("Condition", c); err != nil {
+								return err
+							}
+						}
+						return t.walkRefs(l[1:], fn)
+					}
+				}
+			}
+		}
+		for _, vv := range x {
+			if err := t.walkRefs(vv, fn); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, vv := range x {
+			if err := t.walkRefs(vv, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func getAttArgs(arg any) (res, attr string, ok bool) {
+	switch a := arg.(type) {
+	case string:
+		i := strings.Index(a, ".")
+		if i <= 0 {
+			return "", "", false
+		}
+		return a[:i], a[i+1:], true
+	case []any:
+		if len(a) != 2 {
+			return "", "", false
+		}
+		r, ok1 := a[0].(string)
+		at, ok2 := a[1].(string)
+		return r, at, ok1 && ok2
+	}
+	return "", "", false
+}
+
+func subArgs(arg any) (string, map[string]any) {
+	switch a := arg.(type) {
+	case string:
+		return a, nil
+	case []any:
+		if len(a) == 2 {
+			s, _ := a[0].(string)
+			vars, _ := a[1].(map[string]any)
+			return s, vars
+		}
+	}
+	return "", nil
+}
+
+// deps returns the resources the named resource depends on.
+func (t *template) deps(name string) []string {
+	r := t.Resources[name]
+	set := map[string]bool{}
+	for _, d := range r.DependsOn {
+		set[d] = true
+	}
+	_ = t.walkRefs(r.Properties, func(kind, target string) error {
+		if kind == "Ref" || kind == "GetAtt" {
+			if _, ok := t.Resources[target]; ok {
+				set[target] = true
+			}
+		}
+		return nil
+	})
+	out := make([]string, 0, len(set))
+	for d := range set {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// order returns the resources in a deterministic dependency order (dependencies first).
+func (t *template) order() ([]string, error) {
+	names := make([]string, 0, len(t.Resources))
+	for n := range t.Resources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	indeg := map[string]int{}
+	rev := map[string][]string{}
+	for _, n := range names {
+		ds := t.deps(n)
+		indeg[n] = len(ds)
+		for _, d := range ds {
+			rev[d] = append(rev[d], n)
+		}
+	}
+	var out []string
+	done := map[string]bool{}
+	for len(out) < len(names) {
+		progressed := false
+		for _, n := range names {
+			if done[n] || indeg[n] > 0 {
+				continue
+			}
+			done[n] = true
+			out = append(out, n)
+			for _, m := range rev[n] {
+				indeg[m]--
+			}
+			progressed = true
+			break
+		}
+		if !progressed {
+			var cyc []string
+			for _, n := range names {
+				if !done[n] {
+					cyc = append(cyc, n)
+				}
+			}
+			return nil, invalidf("Template format error: Circular dependency between resources: [%s]", strings.Join(cyc, ", "))
+		}
+	}
+	return out, nil
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

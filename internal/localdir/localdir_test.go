@@ -1,0 +1,50 @@
+package localdir
+
+import (
+	"errors"
+	"os"
+	"testing"
+)
+
+func TestExportsQuoteForTheShell(t *testing.T) {
+	got := Info{Env: []string{"A=plain-value_1.2:3/4", "B=two words", "C=it's", "D="}}.Exports()
+	want := "export A=plain-value_1.2:3/4\nexport B='two words'\nexport C='it'\\''s'\nexport D=''\n"
+	if got != want {
+		t.Fatalf("Exports() = %q, want %q", got, want)
+	}
+}
+
+func TestClaimLifecycle(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Find(dir); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Find on a fresh folder: %v, want ErrNotRunning", err)
+	}
+	c, err := Acquire(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := Find(dir); err != nil || info.PID != os.Getpid() || info.Ready {
+		t.Fatalf("Find while claimed: %+v %v", info, err)
+	}
+	var inUse *InUseError
+	if _, err := Acquire(dir); !errors.As(err, &inUse) || inUse.PID != os.Getpid() {
+		t.Fatalf("second Acquire: %v, want an InUseError naming pid %d", err, os.Getpid())
+	}
+	if err := c.Publish(Info{URL: "http://127.0.0.1:1", Ready: true, Env: []string{"K=v"}}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := Find(dir); err != nil || !info.Ready || info.URL != "http://127.0.0.1:1" {
+		t.Fatalf("Find after Publish: %+v %v", info, err)
+	}
+	if err := c.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Find(dir); !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Find after Release: %v, want ErrNotRunning", err)
+	}
+	c2, err := Acquire(dir)
+	if err != nil {
+		t.Fatalf("Acquire after Release: %v", err)
+	}
+	c2.Release()
+}

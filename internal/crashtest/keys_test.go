@@ -1,26 +1,17 @@
 package crashtest
 
-import (
-	"path"
+import "github.com/cairn-dev/cairn/internal/bucket"
 
-	"github.com/cairn-dev/cairn/internal/deploy"
-	"github.com/cairn-dev/cairn/internal/state"
-)
+// The bucket keys the suite reads, all from internal/bucket, the owner of the layout.
 
-// The bucket keys the suite reads, in one place, each taken from the package that owns it.
+func uploadKey(deployment string) string { return bucket.DeploymentKey(deployment) }
 
-// uploadKey is where a user uploads a deployment's bundle (README: "What happens on a push").
-func uploadKey(deployment string) string { return "deployments/" + deployment + ".zip" }
+func runPrefix(deployment string) string { return bucket.RunsOf(deployment) }
 
-// runPrefix holds a deployment's run documents and reports.
-func runPrefix(deployment string) string { return path.Dir(deploy.RunKey(deployment, "run")) + "/" }
+func openRunPrefix() string { return bucket.OpenRunsPrefix }
 
-// openRunPrefix holds the index of open runs (README: "State in the bucket").
-func openRunPrefix() string { return runPrefix("active") }
+func planPrefix(deployment string) string { return bucket.PlansOf(deployment) }
 
-func graphKey(namespace, key string) string { return state.StateKey(namespace, key) }
+func graphKey(namespace, key string) string { return bucket.StateKey(namespace, key) }
 
-func lockKey(namespace, key string) string { return state.LockKey(namespace, key) }
-
-// planPrefix holds a deployment's plan documents (README: "State in the bucket").
-func planPrefix(deployment string) string { return "plans/" + deployment + "/" }
+func lockKey(namespace, key string) string { return bucket.LockKey(namespace, key) }

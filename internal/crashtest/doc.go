@@ -19,7 +19,7 @@
 // keeps, no change set executed twice, a graph that agrees with the stacks' tags, a free
 // lock, no run left running.
 //
-// `make test` runs the issue's named crash points and a few random seeds; `make crash`
-// (CAIRN_CRASH_SEEDS=N, CAIRN_CRASH_SWEEP=1 for every call boundary, CAIRN_CRASH_SEED=S
-// to replay one seed) runs more.
+// `make test` runs the named crash points and four random seeds; `make crash` runs more:
+// CAIRN_CRASH_SEEDS=N seeds from CAIRN_CRASH_FIRST_SEED (default 1), CAIRN_CRASH_SWEEP=1
+// for a crash before and after every call, CAIRN_CRASH_SEED=S to replay one seed.
 package crashtest

@@ -16,7 +16,6 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -132,7 +131,7 @@ func waitPlan(ctx context.Context, s3c *s3.Client, bucket, deployment, version s
 			return err
 		}
 		if doc != nil && doc.Run.Status != runstate.Running {
-			if doc.Run.Status == deploy.Superseded {
+			if doc.Run.Status == runstate.Superseded {
 				fmt.Fprintf(info, "plan run %s superseded: %s\n", doc.Run.ID, doc.Run.Reason)
 				return exitError{3}
 			}

@@ -284,7 +284,7 @@ func follow(ctx context.Context, s3c *s3.Client, bucket, deployment, version str
 				switch doc.Run.Status {
 				case runstate.Succeeded:
 					return nil
-				case deploy.Superseded:
+				case runstate.Superseded:
 					return exitError{3}
 				default:
 					return exitError{1}

@@ -160,9 +160,10 @@ func TestPushWaitAndStatus(t *testing.T) {
 		}
 	}
 
-	// A failing run's exit code is 1: the second stack references an output that does not exist.
+	// A failing run's exit code is 1: the second stack imports an export that does not exist
+	// (which only CloudFormation can tell).
 	bad := bundleDir(t, "")
-	os.WriteFile(filepath.Join(bad, "param.yaml"), []byte("Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !GetAtt Nowhere.Arn\n"), 0o644)
+	os.WriteFile(filepath.Join(bad, "param.yaml"), []byte("Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !ImportValue nowhere-export\n"), 0o644)
 	stdout.Reset()
 	stderr.Reset()
 	code = run([]string{"push", bad, "--deployment", "cli", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr)

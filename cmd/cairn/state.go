@@ -228,7 +228,7 @@ func newUnlockCmd() *cobra.Command {
 			}
 			ns, key := args[0], args[1]
 			held, err := s.ForceUnlock(cmd.Context(), ns, key, force)
-			var locked *state.ErrLocked
+			var locked *state.LockedError
 			switch {
 			case errors.Is(err, state.ErrNotLocked):
 				fmt.Fprintf(cmd.OutOrStdout(), "state %s/%s is not locked: nothing to do\n", ns, key)

@@ -189,10 +189,10 @@ func TestObserveChangeSetPaginates(t *testing.T) {
 	}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen.Observations) != 1 {
-		t.Fatalf("observations %+v", seen.Observations)
+	if len(seen) != 1 {
+		t.Fatalf("observations %+v", seen)
 	}
-	o := seen.Observations[0]
+	o := seen[0]
 	if o.Changes != 6 || o.ChangeSetStatus != "CREATE_COMPLETE" || o.ChangeSetID != "arn:cs/1" || o.StackID != "arn:stack/1" {
 		t.Errorf("observation %+v, want 6 changes over 3 pages", o)
 	}
@@ -207,8 +207,8 @@ func TestObservePendingError(t *testing.T) {
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
 	pending := map[string]run.Observation{"app": {Stack: "app", Err: "CreateChangeSet shop-app: Rate exceeded"}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending)
-	if len(seen.Observations) != 1 || seen.Observations[0].Err == "" || len(cfn.csCalls) != 0 {
-		t.Errorf("observations %+v after %d calls", seen.Observations, len(cfn.csCalls))
+	if len(seen) != 1 || seen[0].Err == "" || len(cfn.csCalls) != 0 {
+		t.Errorf("observations %+v after %d calls", seen, len(cfn.csCalls))
 	}
 }
 
@@ -248,14 +248,14 @@ func TestObserveFailedStackReason(t *testing.T) {
 	}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", StackID: "arn:stack/1", Phase: run.Executing}}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen.Observations) != 1 {
-		t.Fatalf("observations %+v", seen.Observations)
+	if len(seen) != 1 {
+		t.Fatalf("observations %+v", seen)
 	}
-	o := seen.Observations[0]
+	o := seen[0]
 	if o.StackStatus != "UPDATE_ROLLBACK_COMPLETE" || o.Reason != "Bucket (AWS::S3::Bucket): Access Denied" {
 		t.Errorf("observation %+v", o)
 	}
-	if !seen.Protection["app"] {
+	if p := seen[0].TerminationProtection; p == nil || !*p {
 		t.Errorf("termination protection not reported")
 	}
 }
@@ -264,8 +264,8 @@ func TestObserveGoneStack(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id shop-app does not exist"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Deleting}}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen.Observations) != 1 || !seen.Observations[0].StackGone {
-		t.Errorf("observations %+v", seen.Observations)
+	if len(seen) != 1 || !seen[0].StackGone {
+		t.Errorf("observations %+v", seen)
 	}
 }
 
@@ -274,8 +274,8 @@ func TestObserveTransientStackError(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Executing}}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen.Observations) != 0 {
-		t.Errorf("observations %+v, want none", seen.Observations)
+	if len(seen) != 0 {
+		t.Errorf("observations %+v, want none", seen)
 	}
 }
 

@@ -86,24 +86,17 @@ func toLive(s cfntypes.Stack) plan.Live {
 	return l
 }
 
-// Seen is one step's observations, and what else the driver needs of the stacks it saw.
-type Seen struct {
-	Observations []run.Observation
-	// Protection is the termination protection of each described stack, by config name.
-	Protection map[string]bool
-}
-
 // Observe describes what r.Watch() lists: change sets being created (DescribeChangeSet,
 // all pages, counting changes) and stacks in flight (DescribeStacks by id, and on failure
 // the first failing resource's reason from DescribeStackEvents). pending holds the results
 // of the previous step's actions, by config name: a failed action is reported as is,
 // without a call; a successful one lends its ids.
-func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation) Seen {
-	seen := Seen{Protection: map[string]bool{}}
+func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation) []run.Observation {
+	var seen []run.Observation
 	done := map[string]bool{}
 	for name, p := range pending {
 		if p.Err != "" && r.Stacks[name] != nil {
-			seen.Observations = append(seen.Observations, p)
+			seen = append(seen, p)
 			done[name] = true
 		}
 	}
@@ -116,24 +109,21 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 		id := cmp.Or(pending[name].ChangeSetID, s.ChangeSetID)
 		o := c.describeChangeSet(ctx, s, id)
 		o.StackID = cmp.Or(o.StackID, pending[name].StackID)
-		seen.Observations = append(seen.Observations, o)
+		seen = append(seen, o)
 	}
 	for _, name := range stacks {
 		if done[name] {
 			continue
 		}
 		s := r.Stacks[name]
-		o, prot, ok := c.describeStack(ctx, s, cmp.Or(pending[name].StackID, s.StackID))
-		if ok {
-			seen.Protection[name] = prot
-		}
+		o := c.describeStack(ctx, s, cmp.Or(pending[name].StackID, s.StackID))
 		if o.Err != "" {
 			// A failed observation tells nothing: the stack is observed again next step,
 			// rather than counting as a failed action.
 			c.log().Warn("changeset: could not observe stack", "stack", name, "err", o.Err)
 			continue
 		}
-		seen.Observations = append(seen.Observations, o)
+		seen = append(seen, o)
 	}
 	return seen
 }
@@ -168,27 +158,28 @@ func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string)
 	}
 }
 
-// describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE).
-func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) (run.Observation, bool, bool) {
+// describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE),
+// with its termination protection.
+func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) run.Observation {
 	o := run.Observation{Stack: s.Name}
 	ref := cmp.Or(id, s.StackName)
 	if err := c.wait(ctx); err != nil {
 		o.Err = err.Error()
-		return o, false, false
+		return o
 	}
 	out, err := c.CFN.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(ref)})
 	if err != nil {
 		if awsclient.StackMissing(err) {
 			o.StackGone = true
-			return o, false, false
+			return o
 		}
 		o.Err = fmt.Sprintf("describe stack %s: %v", s.StackName, err)
 		o.Permanent = awsclient.Permanent(err)
-		return o, false, false
+		return o
 	}
 	if len(out.Stacks) == 0 {
 		o.StackGone = true
-		return o, false, false
+		return o
 	}
 	st := out.Stacks[0]
 	o.StackID = aws.ToString(st.StackId)
@@ -208,7 +199,8 @@ func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) (ru
 			o.Reason = aws.ToString(st.StackStatusReason)
 		}
 	}
-	return o, aws.ToBool(st.EnableTerminationProtection), true
+	o.TerminationProtection = aws.Bool(aws.ToBool(st.EnableTerminationProtection))
+	return o
 }
 
 // failed reports the statuses whose reason the report needs.

@@ -13,19 +13,11 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 )
 
-// ChangeSetState is what an approval checks of a reviewed change set.
-type ChangeSetState struct {
-	Found           bool
-	Status          string // CREATE_COMPLETE, FAILED, ...
-	ExecutionStatus string // AVAILABLE, EXECUTE_COMPLETE, OBSOLETE, ...
-	Changes         []plan.Change
-}
-
 // Describe reads the change set id (all pages) with its resource changes, for the plan
 // document and for an approval's freshness check. A change set that does not exist is
 // Found false, not an error.
-func (c *Client) Describe(ctx context.Context, id string) (ChangeSetState, error) {
-	var st ChangeSetState
+func (c *Client) Describe(ctx context.Context, id string) (plan.ChangeSet, error) {
+	var st plan.ChangeSet
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(id)}
 	for page := 0; ; page++ {
 		if err := c.wait(ctx); err != nil {
@@ -34,7 +26,7 @@ func (c *Client) Describe(ctx context.Context, id string) (ChangeSetState, error
 		out, err := c.CFN.DescribeChangeSet(ctx, in)
 		if err != nil {
 			if awsclient.ErrorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
-				return ChangeSetState{}, nil
+				return plan.ChangeSet{}, nil
 			}
 			return st, fmt.Errorf("describe change set %s: %w", id, err)
 		}

@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -39,58 +41,13 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 			sw.Graphs = append(sw.Graphs, &Graph{Name: k[1], Namespace: k[0], Key: k[1], Skipped: "persistent graph unreadable: " + err.Error()})
 			continue
 		}
-		g := &Graph{Namespace: pg.Namespace, Key: pg.Key, Name: pg.Key}
 		cfg, name, note := d.appliedConfig(ctx, pg)
-		if name != "" {
-			g.Name = name
-		}
-		if names[g.Name] {
-			// Two graphs claim one report folder (say, a deployment that changed its
-			// namespace left its old graph behind): the later one uses NAMESPACE.KEY.
-			g.Name = g.Namespace + "." + g.Key
-		}
-		names[g.Name] = true
-		if sw.Filter != "" && sw.Filter != g.Name && sw.Filter != g.Key && sw.Filter != g.Namespace+"/"+g.Key {
+		name = ReportName(pg, name, names)
+		names[name] = true
+		if sw.Filter != "" && sw.Filter != name && sw.Filter != pg.Key && sw.Filter != pg.Namespace+"/"+pg.Key {
 			continue
 		}
-		g.Bundle = bundleString(pg.Bundle)
-		if note != "" {
-			g.Notes = append(g.Notes, note)
-		}
-		if cfg != nil {
-			g.Ignore = cfg.Drift.Ignore
-			if !cfg.Drift.Enabled {
-				g.Skipped = "drift detection disabled by drift.enabled: false in the applied config"
-			}
-		}
-		known := map[string]bool{}
-		for _, n := range pg.Names() {
-			ps := pg.Stacks[n]
-			s := &Stack{Name: ps.Name, StackName: ps.StackName, Status: Pending}
-			known[ps.StackName] = true
-			l, ok := live[ps.StackName]
-			switch {
-			case g.Skipped != "":
-				s.Status, s.Reason = NotChecked, g.Skipped
-			case !ok:
-				s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
-				g.Missing = append(g.Missing, ps.StackName)
-			default:
-				s.StackID = l.StackID
-				if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
-					s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
-				} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {
-					s.Status, s.Reason = NotChecked, "stack operation in progress ("+l.Status+")"
-				}
-			}
-			g.Stacks = append(g.Stacks, s)
-		}
-		for name, l := range live {
-			if l.Tags[state.TagNamespace] == g.Namespace && l.Tags[state.TagGraphKey] == g.Key && !known[name] {
-				g.Untracked = append(g.Untracked, name)
-			}
-		}
-		sort.Strings(g.Untracked)
+		g := NewGraph(pg, name, cfg, note, live)
 		if g.Skipped == "" {
 			if why, err := d.lockReason(ctx, g); err != nil {
 				return err
@@ -102,6 +59,64 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 		sw.Graphs = append(sw.Graphs, g)
 	}
 	return nil
+}
+
+// ReportName is the name of pg's report folder (drift/NAME/): the deployment that applied
+// it, else its key; NAMESPACE.KEY when another graph has that name already (say, a
+// deployment that changed its namespace left its old graph behind: taken holds the names
+// given so far) or when the name is one the bucket reserves.
+func ReportName(pg *state.Graph, deployment string, taken map[string]bool) string {
+	name := cmp.Or(deployment, pg.Key)
+	if taken[name] || bucket.Reserved(name) {
+		return pg.Namespace + "." + pg.Key
+	}
+	return name
+}
+
+// NewGraph is the part of a sweep of persistent graph pg, reported as name: each stack
+// pending, or settled as NOT_CHECKED with why (drift detection disabled by the applied
+// config cfg, the stack missing from AWS, ignored by drift.ignore, or busy), and the
+// stacks tagged for the graph that it does not know. note says why cfg is nil, if it is.
+func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, live map[string]plan.Live) *Graph {
+	g := &Graph{Namespace: pg.Namespace, Key: pg.Key, Name: name, Bundle: bundleString(pg.Bundle)}
+	if note != "" {
+		g.Notes = append(g.Notes, note)
+	}
+	if cfg != nil {
+		g.Ignore = cfg.Drift.Ignore
+		if !cfg.Drift.Enabled {
+			g.Skipped = "drift detection disabled by drift.enabled: false in the applied config"
+		}
+	}
+	known := map[string]bool{}
+	for _, n := range pg.Names() {
+		ps := pg.Stacks[n]
+		s := &Stack{Name: ps.Name, StackName: ps.StackName, Status: Pending}
+		known[ps.StackName] = true
+		l, ok := live[ps.StackName]
+		switch {
+		case g.Skipped != "":
+			s.Status, s.Reason = NotChecked, g.Skipped
+		case !ok:
+			s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
+			g.Missing = append(g.Missing, ps.StackName)
+		default:
+			s.StackID = l.StackID
+			if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
+				s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
+			} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {
+				s.Status, s.Reason = NotChecked, "stack operation in progress ("+l.Status+")"
+			}
+		}
+		g.Stacks = append(g.Stacks, s)
+	}
+	for name, l := range live {
+		if l.Tags[state.TagNamespace] == g.Namespace && l.Tags[state.TagGraphKey] == g.Key && !known[name] {
+			g.Untracked = append(g.Untracked, name)
+		}
+	}
+	sort.Strings(g.Untracked)
+	return g
 }
 
 // graphKeys lists [namespace, key] of every state/NAMESPACE/KEY.json.

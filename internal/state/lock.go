@@ -63,7 +63,7 @@ const maxAcquireAttempts = 5
 var errNotCairnLock = errors.New("not a cairn lock")
 
 // Acquire takes the lock on namespace/key for runID, taking over an expired one (logged
-// and recorded in TakenOverFrom). A live lock held by someone else gives *ErrLocked.
+// and recorded in TakenOverFrom). A live lock held by someone else gives *LockedError.
 func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner Owner) (*Lock, error) {
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
@@ -95,7 +95,7 @@ func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner
 		}
 		now = s.clock().Now().UTC()
 		if now.Before(held.ExpiresAt.Add(s.skew())) {
-			return nil, &ErrLocked{Holder: held, Now: now}
+			return nil, &LockedError{Holder: held, Now: now}
 		}
 		prev := *held
 		prev.TakenOverFrom = nil
@@ -260,7 +260,7 @@ func (s *Store) lost(ctx context.Context, l *Lock, op string) error {
 
 // ForceUnlock removes the lock on namespace/key. An expired lock is removed freely; a live
 // one only with force. It returns the lock it removed (to say who held it); a live lock
-// without force gives *ErrLocked, no lock gives ErrNotLocked.
+// without force gives *LockedError, no lock gives ErrNotLocked.
 func (s *Store) ForceUnlock(ctx context.Context, namespace, key string, force bool) (*Lock, error) {
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
@@ -275,7 +275,7 @@ func (s *Store) ForceUnlock(ctx context.Context, namespace, key string, force bo
 	now := s.clock().Now().UTC()
 	live := now.Before(held.ExpiresAt)
 	if live && !force {
-		return held, &ErrLocked{Holder: held, Now: now}
+		return held, &LockedError{Holder: held, Now: now}
 	}
 	err = bucket.Delete(ctx, s.S3, s.Bucket, bucket.LockKey(namespace, key), held.etag)
 	if errors.Is(err, bucket.ErrConflict) {

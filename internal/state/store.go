@@ -69,7 +69,7 @@ func (s *Store) lastGeneration(ctx context.Context, namespace, key string) int64
 // Write stores g as the next generation of the graph guarded by l. It validates g, checks
 // that l is still ours and within its lease (fencing: a writer whose lease was taken over
 // gets ErrLockLost and writes nothing), then writes with If-Match on the ETag Read saw (or
-// If-None-Match: * when the object was missing). A lost race gives *ErrConflict and
+// If-None-Match: * when the object was missing). A lost race gives *ConflictError and
 // overwrites nothing. On success it sets g's SchemaVersion, Namespace, Key, Generation
 // (the read generation + 1), LockToken, RunID and UpdatedAt.
 func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
@@ -115,7 +115,7 @@ func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
 		Metadata: map[string]string{"cairn-generation": fmt.Sprint(doc.Generation), "cairn-run": l.RunID},
 	})
 	if errors.Is(err, bucket.ErrConflict) {
-		return &ErrConflict{Namespace: l.Namespace, Key: l.Key, ReadGeneration: l.stateGen, Err: err}
+		return &ConflictError{Namespace: l.Namespace, Key: l.Key, ReadGeneration: l.stateGen, Err: err}
 	}
 	if err != nil {
 		return fmt.Errorf("state %s/%s generation %d: %w", l.Namespace, l.Key, doc.Generation, err)

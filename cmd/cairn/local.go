@@ -49,11 +49,12 @@ func newLocalUpCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Serve the AWS emulator with cairn deployed in it, in the foreground until interrupted",
-		Long: `Up serves the emulated AWS services (S3, SQS, SNS, CloudFormation, EventBridge) on one
-loopback port, creates in them what "make deploy" creates in AWS (the bucket with its
-upload notifications, the queues, topics, event rules, the drift schedule and the exports
-cairn-bucket-name, cairn-ports-service-token and cairn-notifications-topic-arn), and runs
-cairn's Lambda handlers in process, wired as in AWS.
+		Long: `Up serves the emulated AWS services (S3, SQS, SNS, SSM Parameter Store, CloudFormation,
+EventBridge) on one loopback port, deploys into them cairn's own stack from the template
+"make deploy" deploys to AWS (the bucket with its upload notifications, the queues, topics,
+event rules, the drift schedule, the functions and their event source mappings, and the
+exports cairn-bucket-name, cairn-ports-service-token and cairn-notifications-topic-arn), and
+runs cairn's Lambda handlers in process, bound to the stack's functions.
 
 Requests that arrive before all of that exists wait for it, so a script may start
 "cairn local up &" and use it at once; "cairn local wait" waits for readiness and

@@ -100,3 +100,10 @@ deploy: infra-lambdas
 # results; skipped with a message when aws is not installed.
 test-awscli: cli
 	@bash internal/awslocal/testdata/awscli.sh $(BIN)/cairn
+
+# spec: regenerate internal/spec/spec.txt, the CloudFormation resource specification
+# templates are checked against, from the provider schemas of the installed cfn-lint
+# (`pip install cfn-lint`). The file is committed: builds and CI never need this.
+.PHONY: spec
+spec:
+	python3 internal/spec/genspec.py > internal/spec/spec.txt.tmp && mv internal/spec/spec.txt.tmp internal/spec/spec.txt

@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // Names other tools rely on: the CLI finds the bucket through the export, and
@@ -34,31 +36,16 @@ const (
 	driftStatusChange         = "CloudFormation Drift Detection Status Change"
 )
 
-// uploadFilter is one S3 notification to the deploy queue: new objects under
-// prefix whose key ends in suffix ("" for any) start work in the deployer
-// (DESIGN.md, "State in the bucket").
-type uploadFilter struct{ prefix, suffix string }
-
-// uploadFilters are the uploads that start work. Users upload bundles as
-// deployments/NAME.zip and plans/NAME.zip; the deployer itself writes
-// plans/NAME/PLAN_ID.json (issue 7), which must never trigger it, so both
-// prefixes notify on .zip keys only.
-var uploadFilters = []uploadFilter{
-	{"deployments/", ".zip"},
-	{"plans/", ".zip"},
-	{"approvals/", ""},
-}
-
 // Bucket prefixes each function may touch. Everything else in the bucket is
 // out of reach of that function's role.
 var (
-	deployerReadPrefixes  = []string{"deployments/", "approvals/"}
-	deployerWritePrefixes = []string{"plans/", "state/", "locks/", "runs/", "templates/"}
-	portsWritePrefixes    = []string{"ports/"}
+	deployerReadPrefixes  = []string{layout.DeploymentsPrefix, layout.ApprovalsPrefix}
+	deployerWritePrefixes = []string{layout.PlansPrefix, layout.StatePrefix, layout.LocksPrefix, layout.RunsPrefix, layout.TemplatesPrefix}
+	portsWritePrefixes    = []string{layout.PortsPrefix}
 	// The drift function reads the graphs, their locks, and the bundle each
 	// graph applied (deployments/NAME.zip at its version, for drift.ignore).
-	driftReadPrefixes  = []string{"deployments/", "state/", "locks/"}
-	driftWritePrefixes = []string{"drift/"}
+	driftReadPrefixes  = []string{layout.DeploymentsPrefix, layout.StatePrefix, layout.LocksPrefix}
+	driftWritePrefixes = []string{layout.DriftPrefix}
 )
 
 // S3 actions. They are spelled out: a wildcard like s3:GetObject* would also
@@ -231,7 +218,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		awscdk.Duration_Minutes(jsii.Number(6)),
 		&awssqs.DeadLetterQueue{Queue: driftDLQ, MaxReceiveCount: jsii.Number(5)})
 	portsTopic.AddSubscription(awssnssubscriptions.NewSqsSubscription(portsQueue, &awssnssubscriptions.SqsSubscriptionProps{
-		// The ports Lambda unwraps the SNS envelope itself (issue 8).
+		// The ports Lambda unwraps the SNS envelope itself.
 		RawMessageDelivery: jsii.Bool(false),
 	}))
 
@@ -268,18 +255,18 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 				// version or a delete marker, and nobody reads old locks. Where
 				// rules overlap S3 applies the shorter expiry, so this one wins
 				// over the 90 days above.
-				Prefix:                      jsii.String("locks/"),
+				Prefix:                      jsii.String(layout.LocksPrefix),
 				NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
 				ExpiredObjectDeleteMarker:   jsii.Bool(true),
 			},
 			{
 				Id:         jsii.String("expire-old-run-reports"),
-				Prefix:     jsii.String("runs/"),
+				Prefix:     jsii.String(layout.RunsPrefix),
 				Expiration: awscdk.Duration_Days(jsii.Number(180)),
 			},
 			{
 				Id:         jsii.String("expire-old-drift-reports"),
-				Prefix:     jsii.String("drift/"),
+				Prefix:     jsii.String(layout.DriftPrefix),
 				Expiration: awscdk.Duration_Days(jsii.Number(90)),
 			},
 		},
@@ -298,10 +285,11 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		},
 	}))
 	var queueConfigs []interface{}
-	for _, f := range uploadFilters {
-		rules := []interface{}{&awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("prefix"), Value: jsii.String(f.prefix)}}
-		if f.suffix != "" {
-			rules = append(rules, &awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("suffix"), Value: jsii.String(f.suffix)})
+	// New bundles and approvals start work in the deployer (bucket.UploadFilters).
+	for _, f := range layout.UploadFilters() {
+		rules := []interface{}{&awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("prefix"), Value: jsii.String(f.Prefix)}}
+		if f.Suffix != "" {
+			rules = append(rules, &awss3.CfnBucket_FilterRuleProperty{Name: jsii.String("suffix"), Value: jsii.String(f.Suffix)})
 		}
 		queueConfigs = append(queueConfigs, &awss3.CfnBucket_QueueConfigurationProperty{
 			Event: jsii.String(uploadEvent),

@@ -25,6 +25,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 )
 
@@ -374,7 +375,7 @@ func showDeletions(ctx context.Context, cf *cloudformation.Client, prefix string
 
 // showReports prints the S3 keys of the deployment's run reports.
 func showReports(ctx context.Context, s3c *s3.Client, bucket, deployment string, out io.Writer) error {
-	prefix := "runs/" + deployment + "/"
+	prefix := layout.RunsOf(deployment)
 	p := s3.NewListObjectsV2Paginator(s3c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
 	n := 0
 	for p.HasMorePages() {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
 )
 
@@ -93,7 +94,7 @@ nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on
 			if !wait {
 				fmt.Fprintf(out, "sweep %s started over %d graph(s), %d detection(s) in flight; the drift function finishes it.\n", sw.ID, len(sw.Graphs), sw.InFlight())
 				for _, g := range sw.Graphs {
-					fmt.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, bucket, strings.TrimSuffix(drift.ReportKey(g.Name, sw.ID), ".json")+".md")
+					fmt.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, bucket, strings.TrimSuffix(layout.DriftReportKey(g.Name, sw.ID), ".json")+".md")
 				}
 				return nil
 			}

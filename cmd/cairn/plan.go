@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/deploy"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -53,8 +53,8 @@ planned, 1 the plan failed, 3 superseded by a newer upload, 4 timed out.`,
 			if deployment == "" {
 				return errors.New("plan: --deployment NAME is required (the upload goes to plans/NAME.zip)")
 			}
-			if strings.ContainsAny(deployment, "/\\ ") {
-				return fmt.Errorf("plan: deployment %q: use a name without slashes or spaces", deployment)
+			if err := layout.CheckDeployment(deployment); err != nil {
+				return fmt.Errorf("plan: %w", err)
 			}
 			render, err := planRenderer(format)
 			if err != nil {
@@ -70,7 +70,7 @@ planned, 1 the plan failed, 3 superseded by a newer upload, 4 timed out.`,
 			if err != nil {
 				return err
 			}
-			key := "plans/" + deployment + ".zip"
+			key := layout.PlanUploadKey(deployment)
 			meta := gitMetadata(args[0])
 			out, err := s3c.PutObject(ctx, &s3.PutObjectInput{
 				Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data),
@@ -131,7 +131,7 @@ func waitPlan(ctx context.Context, s3c *s3.Client, bucket, deployment, version s
 			return err
 		}
 		if doc != nil && doc.Run.Status != runstate.Running {
-			if doc.Run.Status == deploy.Superseded {
+			if doc.Run.Status == runstate.Superseded {
 				fmt.Fprintf(info, "plan run %s superseded: %s\n", doc.Run.ID, doc.Run.Reason)
 				return exitError{3}
 			}
@@ -161,7 +161,7 @@ func waitPlan(ctx context.Context, s3c *s3.Client, bucket, deployment, version s
 }
 
 func readPlan(ctx context.Context, s3c *s3.Client, bucket, deployment, id string) (*plan.Document, error) {
-	key := plan.Key(deployment, id)
+	key := layout.PlanKey(deployment, id)
 	out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
 		return nil, fmt.Errorf("read plan s3://%s/%s: %w (is %s a plan id of deployment %s?)", bucket, key, err, id, deployment)
@@ -215,7 +215,7 @@ func approve(ctx context.Context, s3c *s3.Client, bucket, deployment, id string,
 	for _, k := range existing {
 		seen[k] = true
 	}
-	key := deploy.ApprovalKey(deployment, id)
+	key := layout.ApprovalKey(deployment, id)
 	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key),
 		Body: strings.NewReader("approved " + time.Now().UTC().Format(time.RFC3339) + "\n")}); err != nil {
 		return fmt.Errorf("approve: write s3://%s/%s: %w", bucket, key, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/ports"
 )
 
@@ -63,7 +64,7 @@ func newPortsCmd() *cobra.Command {
 				if len(args) == 1 {
 					where = "pool " + args[0]
 				}
-				fmt.Fprintf(out, "no port allocations in %s (s3://%s/ports/)\n", where, bucket)
+				fmt.Fprintf(out, "no port allocations in %s (%s)\n", where, layout.URI(bucket, layout.PortsPrefix))
 				return nil
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
@@ -52,8 +53,8 @@ The bucket comes from --bucket, CAIRN_BUCKET, or the CloudFormation export ` + b
 			if deployment == "" {
 				return errors.New("push: --deployment NAME is required (the upload goes to deployments/NAME.zip)")
 			}
-			if strings.ContainsAny(deployment, "/\\ ") {
-				return fmt.Errorf("push: deployment %q: use a name without slashes or spaces", deployment)
+			if err := layout.CheckDeployment(deployment); err != nil {
+				return fmt.Errorf("push: %w", err)
 			}
 			ctx := cmd.Context()
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
@@ -70,7 +71,7 @@ The bucket comes from --bucket, CAIRN_BUCKET, or the CloudFormation export ` + b
 			if err != nil {
 				return err
 			}
-			key := "deployments/" + deployment + ".zip"
+			key := layout.DeploymentKey(deployment)
 			meta := gitMetadata(args[0])
 			out, err := s3c.PutObject(ctx, &s3.PutObjectInput{
 				Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data),
@@ -198,23 +199,15 @@ func resolveBucket(ctx context.Context, flag string, cfn exportLister) (string, 
 
 // runDocs lists the run documents of deployment, newest first.
 func runDocs(ctx context.Context, s3c *s3.Client, bucket, deployment string) ([]string, error) {
-	prefix := "runs/" + deployment + "/"
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)}
+	all, err := layout.List(ctx, s3c, bucket, layout.RunsOf(deployment))
+	if err != nil {
+		return nil, fmt.Errorf("runs of %s: %w", deployment, err)
+	}
 	var keys []string
-	for {
-		out, err := s3c.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("list runs s3://%s/%s: %w", bucket, prefix, err)
+	for _, k := range all {
+		if _, ok := layout.RunIDOf(deployment, k); ok {
+			keys = append(keys, k)
 		}
-		for _, o := range out.Contents {
-			if k := aws.ToString(o.Key); strings.HasSuffix(k, ".json") {
-				keys = append(keys, k)
-			}
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			break
-		}
-		in.ContinuationToken = out.NextContinuationToken
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
 	return keys, nil
@@ -291,7 +284,7 @@ func follow(ctx context.Context, s3c *s3.Client, bucket, deployment, version str
 				switch doc.Run.Status {
 				case runstate.Succeeded:
 					return nil
-				case deploy.Superseded:
+				case runstate.Superseded:
 					return exitError{3}
 				default:
 					return exitError{1}
@@ -328,5 +321,5 @@ func printOutcome(w io.Writer, doc *deploy.Document) {
 	for _, e := range doc.Notes {
 		fmt.Fprintf(w, "  note: %s\n", e)
 	}
-	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, deploy.ReportKey(doc.Run.Deployment, doc.Run.ID))
+	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, layout.RunReportKey(doc.Run.Deployment, doc.Run.ID))
 }

@@ -160,9 +160,10 @@ func TestPushWaitAndStatus(t *testing.T) {
 		}
 	}
 
-	// A failing run's exit code is 1: the second stack references an output that does not exist.
+	// A failing run's exit code is 1: the second stack imports an export that does not exist
+	// (which only CloudFormation can tell).
 	bad := bundleDir(t, "")
-	os.WriteFile(filepath.Join(bad, "param.yaml"), []byte("Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !GetAtt Nowhere.Arn\n"), 0o644)
+	os.WriteFile(filepath.Join(bad, "param.yaml"), []byte("Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !ImportValue nowhere-export\n"), 0o644)
 	stdout.Reset()
 	stderr.Reset()
 	code = run([]string{"push", bad, "--deployment", "cli", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr)
@@ -200,5 +201,19 @@ func TestPushRefusesAnInvalidBundle(t *testing.T) {
 	code = run([]string{"push", dir}, &stdout, &stderr)
 	if code != 2 || !strings.Contains(stderr.String(), "--deployment NAME is required") {
 		t.Fatalf("code %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestPushAndPlanRefuseAReservedDeploymentName: a deployment named active would write its
+// runs into the index of open runs, so the CLI refuses it before reading the bundle.
+func TestPushAndPlanRefuseAReservedDeploymentName(t *testing.T) {
+	dir := bundleDir(t, "")
+	for _, cmd := range []string{"push", "plan"} {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{cmd, dir, "--deployment", "active", "--bucket", "cairn-state"}, &stdout, &stderr)
+		want := cmd + `: deployment "active": the name is reserved (runs/active/ holds the index of open runs): choose another name`
+		if code != 2 || !strings.Contains(stderr.String(), want) || stdout.Len() != 0 {
+			t.Errorf("%s: code %d, stdout %q, stderr %q: want 2 and %q", cmd, code, stdout.String(), stderr.String(), want)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -76,7 +77,7 @@ func appliedBundles(ctx context.Context, store *state.Store, namespace, key stri
 // bundleVersion downloads a version of the deployment's bundle, whichever of
 // deployments/NAME.zip and plans/NAME.zip holds it, with its metadata.
 func bundleVersion(ctx context.Context, s3c *s3.Client, bucket, deployment, version string) ([]byte, map[string]string, error) {
-	for _, key := range []string{"deployments/" + deployment + ".zip", "plans/" + deployment + ".zip"} {
+	for _, key := range []string{layout.DeploymentKey(deployment), layout.PlanUploadKey(deployment)} {
 		out, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), VersionId: aws.String(version)})
 		if err != nil {
 			continue
@@ -88,11 +89,11 @@ func bundleVersion(ctx context.Context, s3c *s3.Client, bucket, deployment, vers
 		}
 		return data, out.Metadata, nil
 	}
-	return nil, nil, fmt.Errorf("bundle version %s of deployment %s is in neither deployments/%s.zip nor plans/%s.zip of s3://%s (expired by a lifecycle rule?)", version, deployment, deployment, deployment, bucket)
+	return nil, nil, fmt.Errorf("bundle version %s of deployment %s is in neither %s nor %s of s3://%s (expired by a lifecycle rule?)", version, deployment, layout.DeploymentKey(deployment), layout.PlanUploadKey(deployment), bucket)
 }
 
 func uploadPlanBundle(ctx context.Context, s3c *s3.Client, bucket, deployment string, data []byte, meta map[string]string) (string, error) {
-	key := "plans/" + deployment + ".zip"
+	key := layout.PlanUploadKey(deployment)
 	out, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data),
 		ContentType: aws.String("application/zip"), Metadata: meta})
 	if err != nil {
@@ -142,8 +143,8 @@ or review it and run ` + "`cairn approve NAME PLAN_ID`" + `.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "planning bundle version %s (git %s) of deployment %s as s3://%s/plans/%s.zip version %s\n",
-				target.VersionID, dash(target.GitRef), deployment, bucket, deployment, version)
+			fmt.Fprintf(stdout, "planning bundle version %s (git %s) of deployment %s as %s version %s\n",
+				target.VersionID, dash(target.GitRef), deployment, layout.URI(bucket, layout.PlanUploadKey(deployment)), version)
 			if !wf.wait && !approveToo {
 				return nil
 			}
@@ -232,7 +233,7 @@ when the graph is empty its state object is removed.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "planning the deletion of the %d stack(s) of graph %s/%s (s3://%s/plans/%s.zip version %s)\n", len(g.Stacks), ns, key, bucket, deployment, version)
+			fmt.Fprintf(stdout, "planning the deletion of the %d stack(s) of graph %s/%s (%s version %s)\n", len(g.Stacks), ns, key, layout.URI(bucket, layout.PlanUploadKey(deployment)), version)
 			if !wf.wait {
 				return nil
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -173,7 +174,7 @@ func newStateHistoryCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if len(versions) == 0 {
-				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, state.StateKey(ns, key))
+				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, layout.StateKey(ns, key))
 				return nil
 			}
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -227,7 +228,7 @@ func newUnlockCmd() *cobra.Command {
 			}
 			ns, key := args[0], args[1]
 			held, err := s.ForceUnlock(cmd.Context(), ns, key, force)
-			var locked *state.ErrLocked
+			var locked *state.LockedError
 			switch {
 			case errors.Is(err, state.ErrNotLocked):
 				fmt.Fprintf(cmd.OutOrStdout(), "state %s/%s is not locked: nothing to do\n", ns, key)

@@ -21,12 +21,17 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check a bundle (directory, zip or single YAML file) and report every problem",
 		Long: `Validate loads the bundle at PATH and checks its cairn.yaml, its templates and the
 dependencies between its stacks. It prints a one-line summary and exits 0, or prints every
-problem on its own line as FILE:LINE:COL: KEY: message and exits 1.`,
+problem on its own line as FILE:LINE:COL: KEY: message and exits 1. Templates are checked
+against the CloudFormation resource specification and CloudFormation's own rules (see the
+README); warnings, such as a deprecated Lambda runtime, are printed and do not fail.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			loaded, err := loadBundle(cmd.ErrOrStderr(), args[0], deployment)
 			if err != nil {
 				return err
+			}
+			for _, w := range loaded.config.Warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %d stacks in namespace %q, %d dependencies, bundle sha256 %s\n",
 				loaded.bundle.ConfigFile, len(loaded.config.Stacks), loaded.config.Namespace,

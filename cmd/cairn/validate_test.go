@@ -34,7 +34,7 @@ func TestValidate(t *testing.T) {
 			args:     []string{"validate", filepath.Join(testBundles, "invalid", "many-errors")},
 			wantCode: 1,
 			wantStderr: []string{
-				`../../testdata/bundles/invalid/many-errors/cairn.yaml:2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, stacks`,
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, capabilities, stacks`,
 				`../../testdata/bundles/invalid/many-errors/cairn.yaml:8:7: stacks[0].parameters.Retention: template templates/queue.yaml declares no parameter "Retention"; it declares QueueName, RetentionSeconds`,
 				`../../testdata/bundles/invalid/many-errors/cairn.yaml:10:20: stacks[1].template_path: template file "templates/billing.yaml" not found in the bundle`,
 				`../../testdata/bundles/invalid/many-errors/cairn.yaml:11:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,
@@ -85,7 +85,7 @@ func TestValidate(t *testing.T) {
 }
 
 // TestValidateInvalidBundles runs validate on every invalid bundle: each exits 1 and
-// prints only FILE:LINE:COL: lines naming its own cairn.yaml. (The exact texts are
+// prints only FILE:LINE:COL: lines naming its own cairn.yaml or templates. (The exact texts are
 // checked in internal/config.)
 func TestValidateInvalidBundles(t *testing.T) {
 	dirs, err := os.ReadDir(filepath.Join(testBundles, "invalid"))
@@ -99,7 +99,7 @@ func TestValidateInvalidBundles(t *testing.T) {
 			if code := run([]string{"validate", dir}, &out, &errOut); code != 1 {
 				t.Fatalf("exit code %d, want 1", code)
 			}
-			line := regexp.MustCompile(`^` + regexp.QuoteMeta(filepath.Join(dir, "cairn.yaml")) + `:\d+:\d+: \S.*$`)
+			line := regexp.MustCompile(`^` + regexp.QuoteMeta(dir+string(filepath.Separator)) + `(cairn\.yaml|templates/\S+):\d+:\d+: \S.*$`)
 			for _, l := range strings.Split(strings.TrimSuffix(errOut.String(), "\n"), "\n") {
 				if !line.MatchString(l) {
 					t.Errorf("line %q is not FILE:LINE:COL: message", l)

@@ -10,15 +10,22 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/time/rate"
 )
 
 // MaxAttempts bounds every SDK call's retries (throttling included, with backoff).
 const MaxAttempts = 8
+
+// DefaultBudget is the API budget of one run or drift sweep, which every CloudFormation
+// call waits for: the control plane allows a few calls per second per account, shared
+// with everyone else.
+func DefaultBudget() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
 
 // Load reads the shared AWS configuration from the environment.
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
@@ -44,6 +51,17 @@ func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.C
 // Endpoint returns the endpoint override the environment sets, or "" for real AWS.
 func Endpoint() string {
 	return os.Getenv("AWS_ENDPOINT_URL")
+}
+
+// StackName returns NAME of a CloudFormation stack id, arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/ID;
+// anything else is returned as it is (a stack name already).
+func StackName(stackID string) string {
+	_, rest, ok := strings.Cut(stackID, ":stack/")
+	if !ok {
+		return stackID
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name
 }
 
 // S3 returns an S3 client for cfg, path-style when an endpoint override is set.

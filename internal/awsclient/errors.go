@@ -1,8 +1,10 @@
 package awsclient
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -49,4 +51,56 @@ func PreconditionFailed(err error) bool {
 		return true
 	}
 	return false
+}
+
+// throttlingCodes are the codes AWS services answer when a caller exceeds its rate.
+var throttlingCodes = map[string]bool{
+	"Throttling": true, "ThrottlingException": true, "ThrottledException": true,
+	"RequestLimitExceeded": true, "RequestThrottled": true, "TooManyRequestsException": true,
+	"SlowDown": true,
+}
+
+// transientCodes are the other codes of calls that may succeed when made again: service
+// failures, timeouts and operations still in progress.
+var transientCodes = map[string]bool{
+	"ServiceUnavailable": true, "ServiceUnavailableException": true,
+	"InternalFailure": true, "InternalError": true, "InternalServiceError": true,
+	"RequestTimeout": true, "RequestTimeoutException": true, "RequestExpired": true,
+	"PriorRequestNotComplete": true, "OperationInProgressException": true,
+	"ConcurrentModificationException": true,
+}
+
+// Throttled reports an error that says the caller exceeded its rate: the SDK's retryer
+// backed off and gave up, and the call may succeed later.
+func Throttled(err error) bool { return throttlingCodes[ErrorCode(err)] }
+
+// Permanent reports whether retrying the same call cannot help: a validation error,
+// missing capabilities, access denied. Throttling, service failures, lost connections and
+// cancelled contexts are transient.
+func Permanent(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false // no answer from the service: a network error
+	}
+	code := ae.ErrorCode()
+	return !throttlingCodes[code] && !transientCodes[code] && ae.ErrorFault() != smithy.FaultServer
+}
+
+// StackMissing reports CloudFormation's answer for a stack that does not exist.
+func StackMissing(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist")
+}
+
+// Message is an AWS error as a person reads it, "Code: message", without the SDK's
+// operation and request details; other errors as they are.
+func Message(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode() + ": " + ae.ErrorMessage()
+	}
+	return err.Error()
 }

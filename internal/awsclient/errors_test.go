@@ -1,8 +1,10 @@
 package awsclient
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"testing"
 
@@ -41,6 +43,67 @@ func TestClassification(t *testing.T) {
 			}
 			if got := PreconditionFailed(tc.err); got != tc.precondition {
 				t.Errorf("PreconditionFailed = %v", got)
+			}
+		})
+	}
+}
+
+func TestPermanent(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		err       error
+		permanent bool
+	}{
+		{"throttling outlasting retries", &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}, false},
+		{"json throttling", &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}, false},
+		{"service failure", &smithy.GenericAPIError{Code: "InternalFailure", Fault: smithy.FaultServer}, false},
+		{"unknown server fault", &smithy.GenericAPIError{Code: "Whatever", Fault: smithy.FaultServer}, false},
+		{"lost connection", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, false},
+		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), false},
+		{"validation", &smithy.GenericAPIError{Code: "ValidationError", Message: "Template format error"}, true},
+		{"capabilities", &smithy.GenericAPIError{Code: "InsufficientCapabilitiesException", Message: "Requires capabilities : [CAPABILITY_IAM]"}, true},
+		{"access denied", &smithy.GenericAPIError{Code: "AccessDenied"}, true},
+		{"limit", &smithy.GenericAPIError{Code: "LimitExceededException"}, true},
+		{"throttling as S3 says it", &smithy.GenericAPIError{Code: "SlowDown"}, false},
+		{"cancelled", context.Canceled, false},
+		{"nil", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Permanent(tc.err); got != tc.permanent {
+				t.Errorf("Permanent(%v) = %v, want %v", tc.err, got, tc.permanent)
+			}
+		})
+	}
+}
+
+func TestThrottledStackMissingMessage(t *testing.T) {
+	wrap := func(code, msg string) error {
+		return fmt.Errorf("operation error CloudFormation: DescribeStacks: %w", &smithy.GenericAPIError{Code: code, Message: msg})
+	}
+	for _, tc := range []struct {
+		name                    string
+		err                     error
+		throttled, stackMissing bool
+		message                 string
+	}{
+		{"throttling", wrap("Throttling", "Rate exceeded"), true, false, "Throttling: Rate exceeded"},
+		{"json throttling", wrap("ThrottlingException", "Rate exceeded"), true, false, "ThrottlingException: Rate exceeded"},
+		{"too many requests", wrap("TooManyRequestsException", "slow down"), true, false, "TooManyRequestsException: slow down"},
+		{"request limit", wrap("RequestLimitExceeded", "x"), true, false, "RequestLimitExceeded: x"},
+		{"no stack", wrap("ValidationError", "Stack with id shop-app does not exist"), false, true, "ValidationError: Stack with id shop-app does not exist"},
+		{"other validation", wrap("ValidationError", "Template format error"), false, false, "ValidationError: Template format error"},
+		{"service failure", wrap("InternalFailure", "oops"), false, false, "InternalFailure: oops"},
+		{"no answer", errors.New("dial tcp: refused"), false, false, "dial tcp: refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Throttled(tc.err); got != tc.throttled {
+				t.Errorf("Throttled = %v", got)
+			}
+			if got := StackMissing(tc.err); got != tc.stackMissing {
+				t.Errorf("StackMissing = %v", got)
+			}
+			if got := Message(tc.err); got != tc.message {
+				t.Errorf("Message = %q, want %q", got, tc.message)
 			}
 		})
 	}

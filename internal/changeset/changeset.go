@@ -8,7 +8,6 @@
 package changeset
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -57,14 +58,11 @@ type Client struct {
 	S3  Uploader
 	// Bucket and Region locate templates/SHA256.json for templates too large to pass inline.
 	Bucket, Region string
-	// Budget is the run's API budget; every CloudFormation call waits for it. nil: no limit.
+	// Budget is the run's API budget (awsclient.DefaultBudget); every CloudFormation call
+	// waits for it. nil: no limit.
 	Budget *rate.Limiter
 	Logger *slog.Logger
 }
-
-// DefaultBudget is the API budget of a run: CloudFormation's control plane allows a few
-// calls per second per account, shared with everyone else.
-func DefaultBudget() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
 
 func (c *Client) log() *slog.Logger {
 	if c.Logger == nil {
@@ -101,8 +99,11 @@ func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Obse
 		err = c.perform(ctx, a, in, &o)
 	}
 	if err != nil {
-		o.Err = fmt.Sprintf("%s %s: %v", a.Kind, a.StackName, err)
-		o.Permanent = Classify(err)
+		err = fmt.Errorf("%s %s: %w", a.Kind, a.StackName, err)
+		if awsclient.Permanent(err) {
+			err = run.Permanent(err)
+		}
+		o = run.Failure(a.Stack, err)
 		log.Warn("changeset: action failed", "err", err, "permanent", o.Permanent)
 		return o
 	}
@@ -148,7 +149,7 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 			req.TemplateBody = aws.String(string(in.TemplateBody))
 		}
 		out, err := c.CFN.CreateChangeSet(ctx, req)
-		if errorCode(err) == "AlreadyExistsException" {
+		if awsclient.ErrorCode(err) == "AlreadyExistsException" {
 			// The change set is named after the run and step: it is ours, from an
 			// attempt whose answer was lost. Describing it tells the rest.
 			return nil
@@ -163,7 +164,7 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
 		}
 		_, err := c.CFN.ExecuteChangeSet(ctx, req)
-		if errorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {
+		if awsclient.ErrorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {
 			return nil // an earlier attempt executed it; the stack's status tells the rest
 		}
 		return err
@@ -173,7 +174,7 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
 		}
 		_, err := c.CFN.DeleteChangeSet(ctx, req)
-		if errorCode(err) == "ChangeSetNotFound" {
+		if awsclient.ErrorCode(err) == "ChangeSetNotFound" {
 			return nil
 		}
 		return err
@@ -183,6 +184,12 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 	case run.ContinueUpdateRollback:
 		_, err := c.CFN.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
 		return err
+	case run.SetTerminationProtection:
+		_, err := c.CFN.UpdateTerminationProtection(ctx, &cloudformation.UpdateTerminationProtectionInput{StackName: stackRef(a), EnableTerminationProtection: aws.Bool(a.Protect)})
+		if err != nil {
+			return fmt.Errorf("set termination protection to %v: %w", a.Protect, err)
+		}
+		return nil
 	default:
 		return fmt.Errorf("unknown action %q", a.Kind)
 	}
@@ -207,10 +214,9 @@ func (c *Client) upload(ctx context.Context, body []byte) (string, error) {
 		return "", fmt.Errorf("template is %d bytes, more than %d, and no bucket is configured to upload it to", len(body), MaxTemplateBody)
 	}
 	sum := sha256.Sum256(body)
-	key := "templates/" + hex.EncodeToString(sum[:]) + ".json"
-	_, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(key), Body: bytes.NewReader(body), ContentType: aws.String("application/json")})
-	if err != nil {
-		return "", fmt.Errorf("upload template to s3://%s/%s: %w", c.Bucket, key, err)
+	key := bucket.TemplateKey(hex.EncodeToString(sum[:]))
+	if _, err := bucket.Put(ctx, c.S3, c.Bucket, key, body, bucket.Write{ContentType: "application/json"}); err != nil {
+		return "", fmt.Errorf("upload template: %w", err)
 	}
 	region := c.Region
 	if region == "" {
@@ -240,18 +246,6 @@ func tags(m map[string]string) []cfntypes.Tag {
 	return out
 }
 
-// SetTerminationProtection turns a stack's termination protection on or off.
-func (c *Client) SetTerminationProtection(ctx context.Context, stack string, on bool) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	_, err := c.CFN.UpdateTerminationProtection(ctx, &cloudformation.UpdateTerminationProtectionInput{StackName: aws.String(stack), EnableTerminationProtection: aws.Bool(on)})
-	if err != nil {
-		return fmt.Errorf("stack %s: set termination protection to %v: %w", stack, on, err)
-	}
-	return nil
-}
-
 // Importers returns, for each export name, the stacks importing it (ListImports, all
 // pages). An export nobody imports is absent.
 func (c *Client) Importers(ctx context.Context, exports []string) (map[string][]string, error) {
@@ -264,7 +258,7 @@ func (c *Client) Importers(ctx context.Context, exports []string) (map[string][]
 			}
 			page, err := c.CFN.ListImports(ctx, in)
 			if err != nil {
-				if errorCode(err) == "ValidationError" && strings.Contains(err.Error(), "not imported") {
+				if awsclient.ErrorCode(err) == "ValidationError" && strings.Contains(err.Error(), "not imported") {
 					break
 				}
 				return nil, fmt.Errorf("list imports of export %s: %w", exp, err)

@@ -2,10 +2,8 @@ package changeset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -93,31 +91,6 @@ func (f *fakeS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*
 	b, _ := io.ReadAll(in.Body)
 	f.puts[aws.ToString(in.Bucket)+"/"+aws.ToString(in.Key)] = string(b)
 	return &s3.PutObjectOutput{}, nil
-}
-
-func TestClassify(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		err       error
-		permanent bool
-	}{
-		{"throttling outlasting retries", &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}, false},
-		{"json throttling", &smithy.GenericAPIError{Code: "ThrottlingException", Message: "Rate exceeded"}, false},
-		{"service failure", &smithy.GenericAPIError{Code: "InternalFailure", Fault: smithy.FaultServer}, false},
-		{"unknown server fault", &smithy.GenericAPIError{Code: "Whatever", Fault: smithy.FaultServer}, false},
-		{"lost connection", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, false},
-		{"deadline", fmt.Errorf("call: %w", context.DeadlineExceeded), false},
-		{"validation", &smithy.GenericAPIError{Code: "ValidationError", Message: "Template format error"}, true},
-		{"capabilities", &smithy.GenericAPIError{Code: "InsufficientCapabilitiesException", Message: "Requires capabilities : [CAPABILITY_IAM]"}, true},
-		{"access denied", &smithy.GenericAPIError{Code: "AccessDenied"}, true},
-		{"limit", &smithy.GenericAPIError{Code: "LimitExceededException"}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Classify(tc.err); got != tc.permanent {
-				t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.permanent)
-			}
-		})
-	}
 }
 
 func TestCreateChangeSet(t *testing.T) {
@@ -216,10 +189,10 @@ func TestObserveChangeSetPaginates(t *testing.T) {
 	}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen.Observations) != 1 {
-		t.Fatalf("observations %+v", seen.Observations)
+	if len(seen) != 1 {
+		t.Fatalf("observations %+v", seen)
 	}
-	o := seen.Observations[0]
+	o := seen[0]
 	if o.Changes != 6 || o.ChangeSetStatus != "CREATE_COMPLETE" || o.ChangeSetID != "arn:cs/1" || o.StackID != "arn:stack/1" {
 		t.Errorf("observation %+v, want 6 changes over 3 pages", o)
 	}
@@ -234,8 +207,8 @@ func TestObservePendingError(t *testing.T) {
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
 	pending := map[string]run.Observation{"app": {Stack: "app", Err: "CreateChangeSet shop-app: Rate exceeded"}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending)
-	if len(seen.Observations) != 1 || seen.Observations[0].Err == "" || len(cfn.csCalls) != 0 {
-		t.Errorf("observations %+v after %d calls", seen.Observations, len(cfn.csCalls))
+	if len(seen) != 1 || seen[0].Err == "" || len(cfn.csCalls) != 0 {
+		t.Errorf("observations %+v after %d calls", seen, len(cfn.csCalls))
 	}
 }
 
@@ -275,14 +248,14 @@ func TestObserveFailedStackReason(t *testing.T) {
 	}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", StackID: "arn:stack/1", Phase: run.Executing}}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen.Observations) != 1 {
-		t.Fatalf("observations %+v", seen.Observations)
+	if len(seen) != 1 {
+		t.Fatalf("observations %+v", seen)
 	}
-	o := seen.Observations[0]
+	o := seen[0]
 	if o.StackStatus != "UPDATE_ROLLBACK_COMPLETE" || o.Reason != "Bucket (AWS::S3::Bucket): Access Denied" {
 		t.Errorf("observation %+v", o)
 	}
-	if !seen.Protection["app"] {
+	if p := seen[0].TerminationProtection; p == nil || !*p {
 		t.Errorf("termination protection not reported")
 	}
 }
@@ -291,8 +264,8 @@ func TestObserveGoneStack(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id shop-app does not exist"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Deleting}}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen.Observations) != 1 || !seen.Observations[0].StackGone {
-		t.Errorf("observations %+v", seen.Observations)
+	if len(seen) != 1 || !seen[0].StackGone {
+		t.Errorf("observations %+v", seen)
 	}
 }
 
@@ -301,8 +274,8 @@ func TestObserveTransientStackError(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Executing}}}
 	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen.Observations) != 0 {
-		t.Errorf("observations %+v, want none", seen.Observations)
+	if len(seen) != 0 {
+		t.Errorf("observations %+v, want none", seen)
 	}
 }
 

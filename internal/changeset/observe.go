@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -8,7 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 )
@@ -17,16 +20,29 @@ import (
 // current operation.
 const maxEventPages = 10
 
-// Live describes every stack of the account and region with one paginated DescribeStacks,
-// keyed by stack name: the plan's view of AWS, never one call per stack.
+// Live describes every stack of the account and region (see ListStacks).
 func (c *Client) Live(ctx context.Context) (map[string]plan.Live, error) {
+	return ListStacks(ctx, c.CFN, c.Budget)
+}
+
+// StackLister lists stacks.
+type StackLister interface {
+	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
+}
+
+// ListStacks describes every stack of the account and region with one paginated
+// DescribeStacks, keyed by stack name: the plan's and the drift sweep's view of AWS, never
+// one call per stack. Each page waits for budget (nil: no limit).
+func ListStacks(ctx context.Context, api StackLister, budget *rate.Limiter) (map[string]plan.Live, error) {
 	live := map[string]plan.Live{}
 	in := &cloudformation.DescribeStacksInput{}
 	for {
-		if err := c.wait(ctx); err != nil {
-			return nil, err
+		if budget != nil {
+			if err := budget.Wait(ctx); err != nil {
+				return nil, err
+			}
 		}
-		out, err := c.CFN.DescribeStacks(ctx, in)
+		out, err := api.DescribeStacks(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("describe stacks: %w", err)
 		}
@@ -70,24 +86,17 @@ func toLive(s cfntypes.Stack) plan.Live {
 	return l
 }
 
-// Seen is one step's observations, and what else the driver needs of the stacks it saw.
-type Seen struct {
-	Observations []run.Observation
-	// Protection is the termination protection of each described stack, by config name.
-	Protection map[string]bool
-}
-
 // Observe describes what r.Watch() lists: change sets being created (DescribeChangeSet,
 // all pages, counting changes) and stacks in flight (DescribeStacks by id, and on failure
 // the first failing resource's reason from DescribeStackEvents). pending holds the results
 // of the previous step's actions, by config name: a failed action is reported as is,
 // without a call; a successful one lends its ids.
-func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation) Seen {
-	seen := Seen{Protection: map[string]bool{}}
+func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation) []run.Observation {
+	var seen []run.Observation
 	done := map[string]bool{}
 	for name, p := range pending {
 		if p.Err != "" && r.Stacks[name] != nil {
-			seen.Observations = append(seen.Observations, p)
+			seen = append(seen, p)
 			done[name] = true
 		}
 	}
@@ -97,36 +106,26 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 			continue
 		}
 		s := r.Stacks[name]
-		id := nonEmpty(pending[name].ChangeSetID, s.ChangeSetID)
+		id := cmp.Or(pending[name].ChangeSetID, s.ChangeSetID)
 		o := c.describeChangeSet(ctx, s, id)
-		o.StackID = nonEmpty(o.StackID, pending[name].StackID)
-		seen.Observations = append(seen.Observations, o)
+		o.StackID = cmp.Or(o.StackID, pending[name].StackID)
+		seen = append(seen, o)
 	}
 	for _, name := range stacks {
 		if done[name] {
 			continue
 		}
 		s := r.Stacks[name]
-		o, prot, ok := c.describeStack(ctx, s, nonEmpty(pending[name].StackID, s.StackID))
-		if ok {
-			seen.Protection[name] = prot
-		}
+		o := c.describeStack(ctx, s, cmp.Or(pending[name].StackID, s.StackID))
 		if o.Err != "" {
 			// A failed observation tells nothing: the stack is observed again next step,
 			// rather than counting as a failed action.
 			c.log().Warn("changeset: could not observe stack", "stack", name, "err", o.Err)
 			continue
 		}
-		seen.Observations = append(seen.Observations, o)
+		seen = append(seen, o)
 	}
 	return seen
-}
-
-func nonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string) run.Observation {
@@ -143,10 +142,10 @@ func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string)
 		if err != nil {
 			// A change set not found was never created (its creation failed) or is gone:
 			// creating it again under the same ClientToken is safe.
-			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %v", s.ChangeSetName, s.StackName, err), Permanent: Classify(err) && errorCode(err) != "ChangeSetNotFound"}
+			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %v", s.ChangeSetName, s.StackName, err), Permanent: awsclient.Permanent(err) && awsclient.ErrorCode(err) != "ChangeSetNotFound"}
 		}
 		if page == 0 {
-			o.ChangeSetID = nonEmpty(aws.ToString(out.ChangeSetId), id)
+			o.ChangeSetID = cmp.Or(aws.ToString(out.ChangeSetId), id)
 			o.StackID = aws.ToString(out.StackId)
 			o.ChangeSetStatus = string(out.Status)
 			o.ChangeSetReason = aws.ToString(out.StatusReason)
@@ -159,27 +158,28 @@ func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string)
 	}
 }
 
-// describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE).
-func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) (run.Observation, bool, bool) {
+// describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE),
+// with its termination protection.
+func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) run.Observation {
 	o := run.Observation{Stack: s.Name}
-	ref := nonEmpty(id, s.StackName)
+	ref := cmp.Or(id, s.StackName)
 	if err := c.wait(ctx); err != nil {
 		o.Err = err.Error()
-		return o, false, false
+		return o
 	}
 	out, err := c.CFN.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(ref)})
 	if err != nil {
-		if stackMissing(err) {
+		if awsclient.StackMissing(err) {
 			o.StackGone = true
-			return o, false, false
+			return o
 		}
 		o.Err = fmt.Sprintf("describe stack %s: %v", s.StackName, err)
-		o.Permanent = Classify(err)
-		return o, false, false
+		o.Permanent = awsclient.Permanent(err)
+		return o
 	}
 	if len(out.Stacks) == 0 {
 		o.StackGone = true
-		return o, false, false
+		return o
 	}
 	st := out.Stacks[0]
 	o.StackID = aws.ToString(st.StackId)
@@ -199,7 +199,8 @@ func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) (ru
 			o.Reason = aws.ToString(st.StackStatusReason)
 		}
 	}
-	return o, aws.ToBool(st.EnableTerminationProtection), true
+	o.TerminationProtection = aws.Bool(aws.ToBool(st.EnableTerminationProtection))
+	return o
 }
 
 // failed reports the statuses whose reason the report needs.
@@ -234,7 +235,7 @@ func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
 			status := string(e.ResourceStatus)
 			own := aws.ToString(e.PhysicalResourceId) == aws.ToString(e.StackId) || aws.ToString(e.ResourceType) == "AWS::CloudFormation::Stack" && aws.ToString(e.LogicalResourceId) == aws.ToString(e.StackName)
 			if own && operationStarts[status] {
-				return nonEmpty(first, fallback)
+				return cmp.Or(first, fallback)
 			}
 			if !strings.HasSuffix(status, "_FAILED") {
 				continue
@@ -256,5 +257,5 @@ func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
 		}
 		in.NextToken = out.NextToken
 	}
-	return nonEmpty(first, fallback)
+	return cmp.Or(first, fallback)
 }

@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -8,22 +9,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
 )
-
-// ChangeSetState is what an approval checks of a reviewed change set.
-type ChangeSetState struct {
-	Found           bool
-	Status          string // CREATE_COMPLETE, FAILED, ...
-	ExecutionStatus string // AVAILABLE, EXECUTE_COMPLETE, OBSOLETE, ...
-	Changes         []plan.Change
-}
 
 // Describe reads the change set id (all pages) with its resource changes, for the plan
 // document and for an approval's freshness check. A change set that does not exist is
 // Found false, not an error.
-func (c *Client) Describe(ctx context.Context, id string) (ChangeSetState, error) {
-	var st ChangeSetState
+func (c *Client) Describe(ctx context.Context, id string) (plan.ChangeSet, error) {
+	var st plan.ChangeSet
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(id)}
 	for page := 0; ; page++ {
 		if err := c.wait(ctx); err != nil {
@@ -31,8 +25,8 @@ func (c *Client) Describe(ctx context.Context, id string) (ChangeSetState, error
 		}
 		out, err := c.CFN.DescribeChangeSet(ctx, in)
 		if err != nil {
-			if errorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
-				return ChangeSetState{}, nil
+			if awsclient.ErrorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
+				return plan.ChangeSet{}, nil
 			}
 			return st, fmt.Errorf("describe change set %s: %w", id, err)
 		}
@@ -54,7 +48,7 @@ func (c *Client) Describe(ctx context.Context, id string) (ChangeSetState, error
 				if n := aws.ToString(d.Target.Name); n != "" {
 					what += " " + n
 				}
-				line := fmt.Sprintf("%s (recreation: %s, %s", what, nonEmpty(string(d.Target.RequiresRecreation), "Never"), nonEmpty(string(d.Evaluation), "Static"))
+				line := fmt.Sprintf("%s (recreation: %s, %s", what, cmp.Or(string(d.Target.RequiresRecreation), "Never"), cmp.Or(string(d.Evaluation), "Static"))
 				if src := string(d.ChangeSource); src != "" {
 					line += ", from " + src
 					if ce := aws.ToString(d.CausingEntity); ce != "" {
@@ -78,7 +72,7 @@ func (c *Client) DeleteChangeSet(ctx context.Context, id string) error {
 		return err
 	}
 	_, err := c.CFN.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
-	if err != nil && errorCode(err) != "ChangeSetNotFound" {
+	if err != nil && awsclient.ErrorCode(err) != "ChangeSetNotFound" {
 		return fmt.Errorf("delete change set %s: %w", id, err)
 	}
 	return nil

@@ -118,3 +118,11 @@ func (f *Fake) WaitForWaiters(n int, timeout time.Duration) bool {
 		}
 	}
 }
+
+// Stamp is t as people read it in messages: RFC 3339 in UTC, "(unknown)" when zero.
+func Stamp(t time.Time) string {
+	if t.IsZero() {
+		return "(unknown)"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -53,3 +53,17 @@ func TestFakeWaitForWaiters(t *testing.T) {
 		t.Fatal("no waiter expected")
 	}
 }
+
+func TestStamp(t *testing.T) {
+	for _, tc := range []struct {
+		t    time.Time
+		want string
+	}{
+		{time.Time{}, "(unknown)"},
+		{time.Date(2026, 11, 30, 9, 3, 0, 0, time.FixedZone("CET", 3600)), "2026-11-30T08:03:00Z"},
+	} {
+		if got := Stamp(tc.t); got != tc.want {
+			t.Errorf("Stamp(%v) = %q, want %q", tc.t, got, tc.want)
+		}
+	}
+}

@@ -36,6 +36,12 @@ type Config struct {
 	}
 	MaxConcurrency int
 	Drift          Drift
+	// ExplicitCapabilities (capabilities: explicit) requires every stack to name its
+	// capabilities instead of being granted what its template needs.
+	ExplicitCapabilities bool
+	// Warnings are problems that do not stop a deployment, such as a deprecated Lambda
+	// runtime, in the form of errors.
+	Warnings Errors
 	// Stacks are in config order.
 	Stacks []*Stack
 
@@ -70,7 +76,8 @@ type Stack struct {
 	Lookups []Lookup
 	// Requires and RequiredBy are the explicit dependencies as written.
 	Requires, RequiredBy []string
-	// Tags are the config's tags overlaid with the stack's own.
+	// Tags are the config's tags overlaid with the stack's own; read-only (stacks without
+	// tags of their own share the config's map).
 	Tags                  map[string]string
 	TerminationProtection bool
 	// Protected stacks change only through an approved plan.
@@ -78,8 +85,11 @@ type Stack struct {
 	// Enabled is false for a stack the config keeps but does not deploy.
 	Enabled bool
 	// Locked stacks are created but never updated.
-	Locked       bool
-	Capabilities []string
+	Locked bool
+	// Capabilities are what CreateChangeSet acknowledges: the config's capabilities, or,
+	// when it names none, exactly those the template needs (CapabilitiesFromTemplate).
+	Capabilities             []string
+	CapabilitiesFromTemplate bool
 }
 
 // Stack returns the stack with the config name, or nil.

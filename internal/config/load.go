@@ -1,11 +1,13 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,18 +33,33 @@ func Load(b *bundle.Bundle) (*Config, error) { return LoadOptions{}.Load(b) }
 // Load loads and validates the bundle's config. On any problem it returns nil and the
 // Errors, all of them, in file order.
 func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
-	l := &loader{b: b, file: b.ConfigFile, templates: map[string]templateResult{}, files: map[string][]byte{}}
+	l := &loader{b: b, file: b.ConfigFile, templates: map[string]*templateResult{}, files: map[string][]byte{}}
 	c := l.load(o)
+	if c != nil {
+		sortErrors(l.warnings, l.file)
+		c.Warnings = l.warnings
+	}
 	if len(l.errs) > 0 {
-		slices.SortStableFunc(l.errs, func(a, b *Error) int {
-			if a.Line != b.Line {
-				return a.Line - b.Line
-			}
-			return a.Col - b.Col
-		})
+		sortErrors(l.errs, l.file)
 		return nil, l.errs
 	}
 	return c, nil
+}
+
+// sortErrors orders errors by file (the config first), line and column.
+func sortErrors(es Errors, first string) {
+	slices.SortStableFunc(es, func(a, b *Error) int {
+		if a.File != b.File {
+			if a.File == first || b.File == first {
+				return map[bool]int{true: -1, false: 1}[a.File == first]
+			}
+			return strings.Compare(a.File, b.File)
+		}
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
 }
 
 // stackNameRE is what CloudFormation accepts as a stack name (with at most 128 characters).
@@ -55,7 +72,7 @@ var capabilities = []string{"CAPABILITY_AUTO_EXPAND", "CAPABILITY_IAM", "CAPABIL
 
 var (
 	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "tags",
-		"deletion_policy", "max_concurrency", "drift", "stacks"}
+		"deletion_policy", "max_concurrency", "drift", "capabilities", "stacks"}
 	stackKeys = []string{"name", "stack_name", "template_path", "template_url", "template_body",
 		"parameters", "variables", "requires", "required_by", "tags", "termination_protection",
 		"protected", "enabled", "locked", "capabilities"}
@@ -67,8 +84,10 @@ type loader struct {
 	b         *bundle.Bundle
 	file      string
 	errs      Errors
-	templates map[string]templateResult // by "path:" + template path or "body:" + body
-	files     map[string][]byte         // template files read, by path as written
+	warnings  Errors
+	templates map[string]*templateResult // by "path:" + template path or "body:" + body
+	checked   map[string]*checkResult    // template checks by sha256: identical templates are checked once
+	files     map[string][]byte          // template files read, by path as written
 
 	// knownNames are the stack names, sorted, for suggestions; suggestions counts them,
 	// so a config with thousands of typos stays linear.
@@ -82,6 +101,13 @@ const maxSuggestions = 20
 type templateResult struct {
 	t   *template.Template
 	err error
+	// reported: the template's own problems were reported (once per file or body).
+	reported bool
+}
+
+type checkResult struct {
+	problems []template.Problem
+	needs    []template.Need
 }
 
 // stackDef is a stack with the nodes its errors point at.
@@ -92,6 +118,8 @@ type stackDef struct {
 	templateNode, paramsNode   *yaml.Node
 	templateKey                string // the key holding the template: template_path, ...
 	templateOK                 bool   // the template key's value decoded
+	capsNode                   *yaml.Node
+	inline                     *yaml.Node // an inline template_body given as a mapping
 	paramKeys                  map[string]*yaml.Node
 	requires, requiredBy       []*yaml.Node
 	lookups                    []lookupRef
@@ -206,6 +234,16 @@ func (l *loader) load(o LoadOptions) *Config {
 					c.Drift.Ignore = pats
 				}
 			}
+		case "capabilities":
+			if v, ok := l.str(f.v, f.key); ok {
+				switch v {
+				case "explicit":
+					c.ExplicitCapabilities = true
+				case "template":
+				default:
+					l.errorf(f.v, f.key, "must be explicit (every stack names its capabilities) or template (the default: a stack naming none is granted what its template needs), got %q", v)
+				}
+			}
 		case "stacks":
 			stacksNode = f.v
 		}
@@ -237,6 +275,7 @@ func (l *loader) load(o LoadOptions) *Config {
 	l.names(c, defs, namespaceOK)
 	deps := l.references(c, defs)
 	l.cycles(c, deps)
+	l.exports(defs)
 	return c
 }
 
@@ -279,7 +318,7 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 					if err != nil {
 						l.errorf(f.v, f.key, "cannot re-encode the inline template: %v", err)
 					}
-					s.TemplateBody, d.templateOK = body, err == nil
+					s.TemplateBody, d.templateOK, d.inline = body, err == nil, f.v
 				} else if b, ok := l.str(f.v, f.key); ok {
 					s.TemplateBody, d.templateOK = []byte(b), true
 				}
@@ -322,6 +361,7 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 		case "locked":
 			s.Locked, _ = l.boolean(f.v, f.key)
 		case "capabilities":
+			d.capsNode = f.k
 			caps, nodes := l.strs(f.v, f.key)
 			for i, cp := range caps {
 				if !slices.Contains(capabilities, cp) {
@@ -329,6 +369,9 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 				}
 			}
 			s.Capabilities = caps
+			if s.Capabilities == nil {
+				s.Capabilities = []string{}
+			}
 		}
 	}
 	if d.nameNode == nil {
@@ -337,8 +380,11 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 	if d.templateNode == nil {
 		l.errorf(n, key, "no template: set template_path, template_url or template_body")
 	}
-	s.Tags = maps.Clone(c.Tags)
-	maps.Copy(s.Tags, d.ownTags)
+	s.Tags = c.Tags // shared, read-only, unless the stack has tags of its own
+	if len(d.ownTags) > 0 {
+		s.Tags = maps.Clone(c.Tags)
+		maps.Copy(s.Tags, d.ownTags)
+	}
 	slices.SortFunc(d.lookups, func(a, b lookupRef) int { return strings.Compare(a.l.Param, b.l.Param) })
 	for _, lr := range d.lookups {
 		s.Lookups = append(s.Lookups, lr.l)
@@ -404,7 +450,7 @@ func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
 func (l *loader) references(c *Config, defs []*stackDef) []dep {
 	// Parse every template first: an output lookup may name a stack defined later.
 	for _, d := range defs {
-		l.template(d)
+		l.template(c, d)
 	}
 	n := 0
 	for _, d := range defs {
@@ -471,32 +517,65 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 	return deps
 }
 
-// template reads and parses a stack's template and checks its parameters against it.
-func (l *loader) template(d *stackDef) {
+// template reads, parses and checks a stack's template, checks the stack's parameters
+// against it, and grants the capabilities it needs.
+func (l *loader) template(c *Config, d *stackDef) {
 	s := d.s
 	if !d.templateOK || d.templateKey == "template_url" {
+		l.capabilities(c, d, nil, "")
 		return
 	}
 	key := d.key + "." + d.templateKey
 	label := "the inline template_body"
+	file := l.file
 	if d.templateKey == "template_path" {
 		label = "template " + s.TemplatePath
+		file = filepath.Join(filepath.Dir(l.file), s.TemplatePath)
 		body, ok := l.readTemplate(d.templateNode, key, s.TemplatePath)
 		if !ok {
 			return
 		}
 		s.TemplateBody = body // shared by the stacks using this file
 	}
-	r := l.parse(s.TemplateBody, s.TemplatePath)
+	r := l.parse(s.TemplateBody, s.TemplatePath, d.inline)
 	if r.err != nil {
 		l.errorf(d.templateNode, key, "%s: %v", label, r.err)
 		return
 	}
 	s.Template = r.t
+	cr := l.check(r.t)
+	if !r.reported {
+		r.reported = true
+		line, col := 0, 0
+		if d.templateKey == "template_body" && d.inline == nil {
+			// A string body: its lines follow the template_body key's.
+			line, col = d.templateNode.Line, l.indent(d.templateNode.Line+1)
+			if d.templateNode.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+				line, col = d.templateNode.Line-1, d.templateNode.Column
+			}
+		}
+		for _, p := range cr.problems {
+			e := &Error{File: file, Line: p.Line + line, Col: p.Col + col, Key: p.Path, Msg: p.Msg}
+			if p.Warning {
+				e.Msg = "warning: " + e.Msg
+				l.warnings = append(l.warnings, e)
+			} else {
+				l.errs = append(l.errs, e)
+			}
+		}
+	}
 	// Errors are sorted by position at the end, so map order does not show.
 	for name, pk := range d.paramKeys {
-		if _, ok := r.t.Parameters[name]; !ok {
+		p, ok := r.t.Parameters[name]
+		if !ok {
 			l.errorf(pk, d.key+".parameters."+name, "%s declares no parameter %q%s; it declares %s", label, name, suggestList(name, r.t.ParameterNames()), list(r.t.ParameterNames(), "none"))
+			continue
+		}
+		if v, given := s.Parameters[name]; given && len(findLookups(v)) == 0 {
+			if err := p.CheckValue(v); err != nil {
+				at, _ := l.paramValue(d, name)
+				l.errorf(at, d.key+".parameters."+name, "%v (%s)", err, label)
+			}
 		}
 	}
 	var missing []string
@@ -513,20 +592,142 @@ func (l *loader) template(d *stackDef) {
 		}
 		l.errorf(at, atKey, "stack %s: %s requires parameter %s (no Default): set a value under parameters", s.Name, label, strings.Join(missing, ", "))
 	}
+	l.capabilities(c, d, cr.needs, file)
 }
 
-// parse parses a template body once per file (by path) or inline body (by content).
-func (l *loader) parse(body []byte, file string) templateResult {
+// paramValue returns the value node of a given parameter.
+func (l *loader) paramValue(d *stackDef, name string) (*yaml.Node, bool) {
+	k := d.paramKeys[name]
+	if d.paramsNode == nil {
+		return k, false
+	}
+	params := resolve(value(d.node, d.paramsNode.Value))
+	for i := 0; params != nil && i+1 < len(params.Content); i += 2 {
+		if params.Content[i] == k {
+			return resolve(params.Content[i+1]), true
+		}
+	}
+	return k, false
+}
+
+func value(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// indent is the indentation of line (1-based) of the config, as a column offset.
+func (l *loader) indent(line int) int {
+	rest := l.b.Config
+	for i := 1; i < line && len(rest) > 0; i++ {
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 {
+			return 0
+		}
+		rest = rest[j+1:]
+	}
+	n := 0
+	for n < len(rest) && rest[n] == ' ' {
+		n++
+	}
+	return n
+}
+
+// capabilities grants a stack naming none the capabilities its template needs, and checks
+// that a stack naming some covers the need.
+func (l *loader) capabilities(c *Config, d *stackDef, needs []template.Need, file string) {
+	s := d.s
+	where := func(n template.Need) string {
+		return fmt.Sprintf("%s (%s:%d:%d)", n.Why, file, n.Line, n.Col)
+	}
+	if d.capsNode == nil {
+		if c.ExplicitCapabilities {
+			want := "capabilities: []"
+			why := ""
+			if len(needs) > 0 {
+				want = "capabilities: [" + strings.Join(template.Capabilities(needs), ", ") + "]"
+				var ws []string
+				for _, n := range needs {
+					ws = append(ws, n.Capability+" for "+where(n))
+				}
+				why = "; its template needs " + strings.Join(ws, " and ")
+			}
+			l.errorf(d.node, d.key+".capabilities", "stack %s names no capabilities, and capabilities: explicit requires every stack to name its own%s: add %s", s.Name, why, want)
+			return
+		}
+		s.Capabilities, s.CapabilitiesFromTemplate = template.Capabilities(needs), true
+		return
+	}
+	for _, n := range template.Uncovered(needs, s.Capabilities) {
+		l.errorf(d.capsNode, d.key+".capabilities", "stack %s: capabilities [%s] do not cover %s, which %s needs: add %s, or leave capabilities out to grant what the template needs", s.Name, strings.Join(s.Capabilities, ", "), n.Capability, where(n), n.Capability)
+	}
+}
+
+// exports reports export names that two stacks of the bundle would both create:
+// CloudFormation refuses the second.
+func (l *loader) exports(defs []*stackDef) {
+	type owner struct {
+		d      *stackDef
+		output string
+	}
+	seen := map[string]owner{}
+	for _, d := range defs {
+		if d.s.Template == nil || d.s.StackName == "" {
+			continue
+		}
+		for _, e := range d.s.Template.Exports(d.s.StackName) {
+			if first, dup := seen[e.Name]; dup && first.d != d {
+				l.errorf(d.templateNode, d.key+"."+d.templateKey, "stack %s exports %q (output %s), as stack %s (%s) does with output %s: CloudFormation refuses a second export of a name in a region; make the name unique, e.g. with ${AWS::StackName}", d.s.Name, e.Name, e.Output, first.d.s.Name, first.d.key, first.output)
+				continue
+			}
+			seen[e.Name] = owner{d, e.Output}
+		}
+	}
+}
+
+// check checks a template once per content.
+func (l *loader) check(t *template.Template) *checkResult {
+	if l.checked == nil {
+		l.checked = map[string]*checkResult{}
+	}
+	if r, ok := l.checked[t.SHA256]; ok {
+		return r
+	}
+	r := &checkResult{problems: t.Check(), needs: t.Needs()}
+	l.checked[t.SHA256] = r
+	return r
+}
+
+// parse parses a template body once per file (by path) or inline body (by content); an
+// inline mapping is parsed from its node, so positions are the config's.
+func (l *loader) parse(body []byte, file string, inline *yaml.Node) *templateResult {
 	cacheKey := "path:" + file
 	if file == "" {
 		cacheKey = "body:" + string(body)
 	}
 	r, ok := l.templates[cacheKey]
 	if !ok {
-		r.t, r.err = template.Parse(body)
+		r = &templateResult{}
+		if inline != nil {
+			r.t, r.err = template.ParseNode(body, deepCopy(inline))
+		} else {
+			r.t, r.err = template.Parse(body)
+		}
 		l.templates[cacheKey] = r
 	}
 	return r
+}
+
+func deepCopy(n *yaml.Node) *yaml.Node {
+	cp := *n
+	cp.Content = make([]*yaml.Node, len(n.Content))
+	for i, c := range n.Content {
+		cp.Content[i] = deepCopy(c)
+	}
+	return &cp
 }
 
 // readTemplate reads a template file from the bundle, refusing paths that leave it. Each
@@ -607,8 +808,38 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 		l.errorf(n, key, "must be a mapping, got %s", describe(n))
 		return nil
 	}
-	var out []field
-	seen := map[string]*yaml.Node{}
+	out := make([]field, 0, len(n.Content)/2)
+	// Duplicates are found by a scan of out for the small mappings a config is made of,
+	// and by a map for large ones (a map per mapping is most of a 10,000-stack load's
+	// garbage).
+	var seenMap map[string]*yaml.Node
+	if len(n.Content) > 32 {
+		seenMap = make(map[string]*yaml.Node, len(n.Content)/2)
+	}
+	var rejected []*yaml.Node // keys not in out (unknown ones), still duplicates
+	seen := func(name string) *yaml.Node {
+		if seenMap != nil {
+			return seenMap[name]
+		}
+		for i := range out {
+			if out[i].name == name {
+				return out[i].k
+			}
+		}
+		for _, k := range rejected {
+			if k.Value == name {
+				return k
+			}
+		}
+		return nil
+	}
+	mark := func(k *yaml.Node, kept bool) {
+		if seenMap != nil {
+			seenMap[k.Value] = k
+		} else if !kept {
+			rejected = append(rejected, k)
+		}
+	}
 	var merged []field
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
@@ -621,12 +852,12 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 			continue
 		}
 		fk := joinKey(key, k.Value)
-		if first, dup := seen[k.Value]; dup {
+		if first := seen(k.Value); first != nil {
 			l.errorf(k, fk, "duplicate key (first at line %d)", first.Line)
 			continue
 		}
-		seen[k.Value] = k
 		if allowed != nil && !slices.Contains(allowed, k.Value) {
+			mark(k, false)
 			hint := suggestList(k.Value, allowed)
 			if hint == "" {
 				hint = ": allowed keys are " + strings.Join(allowed, ", ")
@@ -634,11 +865,12 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 			l.errorf(k, fk, "unknown key %q%s", k.Value, hint)
 			continue
 		}
+		mark(k, true)
 		out = append(out, field{name: k.Value, key: fk, k: k, v: v})
 	}
 	for _, f := range merged {
-		if seen[f.name] == nil {
-			seen[f.name] = f.k
+		if seen(f.name) == nil {
+			mark(f.k, true)
 			out = append(out, f)
 		}
 	}
@@ -762,39 +994,4 @@ func list(names []string, none string) string {
 }
 
 // suggestList returns ` (did you mean "x"?)` for the closest candidate, if one is close.
-func suggestList(name string, candidates []string) string {
-	best, bestD := "", len(name)/3+2
-	for _, c := range candidates {
-		if d := distance(name, c, bestD); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// distance is the Levenshtein distance of a and b, or max when it is at least max.
-func distance(a, b string, max int) int {
-	if d := len(a) - len(b); d >= max || -d >= max {
-		return max
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], max)
-}
+func suggestList(name string, candidates []string) string { return template.Suggest(name, candidates) }

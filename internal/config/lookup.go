@@ -143,3 +143,18 @@ func resolveOne(s *Stack, name, m string, lm lookupMatch, stackNames map[[2]stri
 	}
 	return v
 }
+
+// CheckResolved checks the parameter values s deploys with, its lookups resolved, against
+// its template's constraints, before its change set is made: a value read from another
+// stack's output can break an AllowedPattern that no literal could be checked for. The
+// error names the stack and each refused parameter (NoEcho values are not shown) and wraps
+// template.ErrParameter. A stack without a parsed template (template_url) passes.
+func CheckResolved(s *Stack, values map[string]string) error {
+	if s.Template == nil {
+		return nil
+	}
+	if err := s.Template.CheckParameters(values); err != nil {
+		return fmt.Errorf("stack %s: %w: fix the value in the config or the output it reads", s.Name, err)
+	}
+	return nil
+}

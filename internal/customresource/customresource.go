@@ -6,7 +6,8 @@
 // (Empire's port allocator did both). So a Handler answers through the ResponseURL on
 // success, on error, on panic and before the Lambda deadline, answers a failed Create with a
 // non-empty marker id that a later Delete accepts, and refuses to send anything to a host
-// that is not CloudFormation's response bucket or an explicitly configured emulator host.
+// that is not CloudFormation's response bucket or an explicitly configured emulator host
+// (following no redirect, so the body reaches that host or nobody).
 // A message it cannot answer (malformed, refused or unreachable ResponseURL) is reported as
 // an SQS batch item failure, so the queue retries it a bounded number of times (its
 // maxReceiveCount) and then moves it to the dead-letter queue.
@@ -75,7 +76,9 @@ type Options struct {
 	// amazonaws.com. An entry with a port matches that host:port only; an entry without a
 	// port matches the host on any port. See HostsFromEnv.
 	AllowedHosts []string
-	// HTTPClient sends the response PUT; default: a client with a 10-second timeout.
+	// HTTPClient sends the response PUT; default: a client with a 10-second timeout. The
+	// handler uses a copy that never follows redirects, whatever CheckRedirect says: the
+	// allow-list applies to the host that receives the body, not only to the first one.
 	HTTPClient *http.Client
 	// Clock measures the deadline and the retry backoff; default clock.Real.
 	Clock clock.Clock
@@ -122,6 +125,9 @@ func New(opts Options) *Handler {
 	if h.client == nil {
 		h.client = &http.Client{Timeout: 10 * time.Second}
 	}
+	c := *h.client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	h.client = &c
 	if h.clock == nil {
 		h.clock = clock.Real
 	}
@@ -200,14 +206,14 @@ func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) error
 	log := h.log.With("message_id", rec.MessageId, "receive_count", rec.Attributes["ApproximateReceiveCount"])
 	req, err := Decode(rec.Body)
 	if err != nil {
-		log.Error("custom resource message is malformed: not answered, left to SQS retries and the dead-letter queue", "error", err)
+		log.Error("custom resource message is malformed: not answered, left to SQS retries and the dead-letter queue", "err", err)
 		return err
 	}
 	log = log.With("request_id", req.RequestID, "stack_id", req.StackID, "logical_id", req.LogicalResourceID,
 		"request_type", string(req.RequestType), "resource_type", req.ResourceType)
 	target, err := h.checkURL(req.ResponseURL)
 	if err != nil {
-		log.Error("refusing to answer: not answered, left to SQS retries and the dead-letter queue", "error", err)
+		log.Error("refusing to answer: not answered, left to SQS retries and the dead-letter queue", "err", err)
 		return err
 	}
 	log = log.With("response_host", target)
@@ -215,11 +221,11 @@ func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) error
 	resp := h.dispatch(ctx, log, req)
 	body, err := encode(resp)
 	if err != nil {
-		log.Error("cannot encode the response: not answered", "error", err)
+		log.Error("cannot encode the response: not answered", "err", err)
 		return err
 	}
 	if err := h.put(ctx, req.ResponseURL, body); err != nil {
-		log.Error("response not delivered: left to SQS retries and the dead-letter queue", "error", err)
+		log.Error("response not delivered: left to SQS retries and the dead-letter queue", "err", err)
 		return err
 	}
 	attrs := []any{"status", string(resp.Status), "physical_id", resp.PhysicalResourceID}
@@ -481,6 +487,16 @@ func (h *Handler) putOnce(ctx context.Context, rawURL string, body []byte) (retr
 	msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 	if res.StatusCode/100 == 2 {
 		return false, nil
+	}
+	if res.StatusCode/100 == 3 {
+		// Only the host the allow-list let through may receive the body; a redirect
+		// elsewhere (or anywhere) is a failed delivery. The location's query, like the
+		// ResponseURL's, may be a credential: only its host is said.
+		to := "no location"
+		if loc, err := res.Location(); err == nil {
+			to = loc.Host
+		}
+		return false, fmt.Errorf("HTTP %d redirect to %s refused: a response goes only to the ResponseURL's host; CloudFormation's presigned URLs never redirect", res.StatusCode, to)
 	}
 	retryable := []int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout}

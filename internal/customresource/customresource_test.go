@@ -1,10 +1,13 @@
 package customresource_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -365,6 +368,75 @@ func TestUnanswerableRecordsAreBatchFailures(t *testing.T) {
 		})
 	}
 }
+
+// An allowed host answering with a redirect must not get the response delivered elsewhere:
+// the redirect is a failed delivery (left to SQS retries and the dead-letter queue), and
+// the host it points to receives nothing, whichever client the handler was given.
+func TestResponsePUTFollowsNoRedirect(t *testing.T) {
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		for _, client := range []string{"default", "given"} {
+			t.Run(fmt.Sprintf("%d %s client", status, client), func(t *testing.T) {
+				outside := newReceiver(t, http.StatusOK) // not in the allow-list
+				var redirects int
+				var mu sync.Mutex
+				allowed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					redirects++
+					mu.Unlock()
+					io.Copy(io.Discard, r.Body)
+					http.Redirect(w, r, outside.URL+"/collect?"+r.URL.RawQuery, status)
+				}))
+				t.Cleanup(allowed.Close)
+				var logs syncBuffer
+				opts := customresource.Options{
+					AllowedHosts: []string{strings.TrimPrefix(allowed.URL, "http://")},
+					PutAttempts:  3, PutBackoff: time.Millisecond,
+					Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+				}
+				if client == "given" {
+					opts.HTTPClient = &http.Client{Timeout: 5 * time.Second}
+				}
+				h := customresource.New(opts)
+				h.Register("Custom::Thing", provider{create: ok("thing-1", nil)})
+				out, err := h.HandleSQS(context.Background(), sqsEvent(t, request(cfn.RequestCreate, allowed.URL)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(out.BatchItemFailures) != 1 {
+					t.Errorf("batch failures %v, want the record: a redirect is not a delivery", out.BatchItemFailures)
+				}
+				if got := outside.got(); len(got) != 0 {
+					t.Fatalf("the host outside the allow-list received %d request(s), first %s %s", len(got), got[0].method, got[0].body)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if redirects != 1 {
+					t.Errorf("the allowed host got %d PUTs, want 1 (a redirect is not retried)", redirects)
+				}
+				if want := fmt.Sprintf("HTTP %d redirect to %s refused", status, outside.host()); !strings.Contains(logs.String(), want) {
+					t.Errorf("logs lack %q:\n%s", want, logs.String())
+				}
+				if strings.Contains(logs.String(), "X-Amz-Signature=secret") {
+					t.Errorf("logs show the ResponseURL's signature:\n%s", logs.String())
+				}
+			})
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the handler's concurrent records.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 const unreachableHost = "127.0.0.1:1"
 

@@ -4,9 +4,15 @@
 // No step waits for CloudFormation. A step loads the run document, renews the lock,
 // observes the stacks in flight, lets run.Advance decide, performs the actions (checking
 // the lock before each change), writes the run document conditionally on its ETag and the
-// persistent graph for every stack that finished, and returns. The heartbeat, a delayed
-// SQS message that re-enqueues itself while the run is open, makes a run finish even when
-// every stack event is lost, so a run may outlast any Lambda timeout.
+// persistent graph for every stack that finished (state.Record decides how), and returns.
+// The heartbeat, a delayed SQS message that re-enqueues itself while the run is open,
+// makes a run finish even when every stack event is lost, so a run may outlast any Lambda
+// timeout.
+//
+// The driver is a few small parts on one shared base: starter begins runs (uploads and
+// approvals), stepper advances them, runs and plans keep their documents, hygiene retires
+// plans that can no longer apply, and graphs records finished steps in the persistent
+// graph.
 package deploy
 
 import (
@@ -15,11 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,22 +35,20 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/config"
-	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
-// DestroyMetadata is the S3 object metadata key that makes a plans/NAME.zip upload plan
-// the deletion of every stack of the graph (set by cairn destroy).
-const DestroyMetadata = "cairn-destroy"
-
 // DefaultHeartbeat is how long a heartbeat waits in the queue before it advances its run.
 const DefaultHeartbeat = 15 * time.Second
+
+// DefaultPlanTTL is how long an unapplied plan stays approvable; after it, the plan
+// expires and its change sets are deleted.
+const DefaultPlanTTL = 7 * 24 * time.Hour
 
 // S3API is the part of *s3.Client the driver uses.
 type S3API interface {
@@ -64,6 +64,14 @@ type SQSAPI interface {
 // SNSAPI publishes run summaries.
 type SNSAPI interface {
 	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
+// CFNAPI is the CloudFormation API the driver calls: the change set client's, and
+// ListChangeSets, so plan hygiene never deletes a stack that holds a change set it did not
+// make.
+type CFNAPI interface {
+	changeset.API
+	ListChangeSets(ctx context.Context, in *cloudformation.ListChangeSetsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListChangeSetsOutput, error)
 }
 
 // Config configures a Driver.
@@ -84,7 +92,7 @@ type Config struct {
 	LockRetry time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
-	// Budget returns a run's CloudFormation API budget (default changeset.DefaultBudget).
+	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget).
 	Budget func() *rate.Limiter
 	// PlanTTL is how long an unapplied plan stays approvable (default DefaultPlanTTL).
 	PlanTTL time.Duration
@@ -92,14 +100,6 @@ type Config struct {
 	Run    run.Options
 	Clock  clock.Clock
 	Logger *slog.Logger
-}
-
-// CFNAPI is the CloudFormation API the driver calls: the change set client's, and
-// ListChangeSets, so plan hygiene never deletes a stack that holds a change set it did not
-// make.
-type CFNAPI interface {
-	changeset.API
-	ListChangeSets(ctx context.Context, in *cloudformation.ListChangeSetsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListChangeSetsOutput, error)
 }
 
 // Clients are the AWS APIs the driver calls.
@@ -110,8 +110,8 @@ type Clients struct {
 	SNS SNSAPI
 }
 
-// Driver runs deployments.
-type Driver struct {
+// base is what every part of the driver shares.
+type base struct {
 	cfg   Config
 	s3    S3API
 	cfn   CFNAPI
@@ -121,7 +121,16 @@ type Driver struct {
 	clk   clock.Clock
 	log   *slog.Logger
 
-	budgets sync.Map // run id → *rate.Limiter: a run's budget spans the steps a warm process makes
+	budgets *sync.Map // run id → *rate.Limiter: a run's budget spans the steps a warm process makes
+}
+
+// Driver runs deployments: Start and Approve begin runs, Step advances them, and Handle
+// routes the deployer's events to them.
+type Driver struct {
+	*base
+	runs  runs
+	start starter
+	step  stepper
 }
 
 // New returns a Driver.
@@ -144,8 +153,11 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.LockRetry <= 0 {
 		cfg.LockRetry = cfg.Heartbeat
 	}
+	if cfg.PlanTTL <= 0 {
+		cfg.PlanTTL = DefaultPlanTTL
+	}
 	if cfg.Budget == nil {
-		cfg.Budget = changeset.DefaultBudget
+		cfg.Budget = awsclient.DefaultBudget
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real
@@ -153,12 +165,37 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Driver{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, clk: cfg.Clock, log: cfg.Logger}
-	d.store = &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}
-	return d, nil
+	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, clk: cfg.Clock, log: cfg.Logger, budgets: &sync.Map{},
+		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
+	rs, ps := runs{b}, plans{b}
+	h := hygiene{b, ps}
+	st := stepper{base: b, runs: rs, plans: ps, hygiene: h, graphs: graphs{b}}
+	return &Driver{base: b, runs: rs, step: st, start: starter{stepper: st}}, nil
 }
 
-// Upload is an S3 ObjectCreated event of deployments/NAME.zip.
+// Start begins the run of an upload of a bundle (deployments/NAME.zip or plans/NAME.zip).
+// It returns nil when the event is dealt with (a run started, a failed or superseded run
+// recorded, or the upload re-queued to wait for the lock); an error asks for the event to
+// be delivered again.
+func (d *Driver) Start(ctx context.Context, u Upload) error { return d.start.upload(ctx, u) }
+
+// Approve starts the apply run of an approved plan (an object created at
+// approvals/NAME/PLAN_ID). Under the lock it checks the plan is fresh; a stale plan
+// executes nothing and its run report names each stack and reason, ending with
+// "re-plan". A fresh plan is marked applied (a plan applies at most once) and its exact
+// change sets are executed in dependency order; only stacks marked "created at apply" get
+// new change sets.
+func (d *Driver) Approve(ctx context.Context, u Upload) error { return d.start.approval(ctx, u) }
+
+// Step advances run runID of deployment by one step. A heartbeat step re-enqueues the
+// heartbeat while the run stays open; a stack event step does not (one chain of
+// heartbeats per run, no fan-out). It returns nil when the trigger is dealt with,
+// including when another step won the race to write the run document.
+func (d *Driver) Step(ctx context.Context, deployment, runID string, heartbeat bool) error {
+	return d.step.trigger(ctx, deployment, runID, heartbeat)
+}
+
+// Upload is an S3 ObjectCreated event of an upload.
 type Upload struct {
 	Bucket, Key, VersionID, Sequencer string
 	Time                              time.Time
@@ -166,125 +203,81 @@ type Upload struct {
 	Body string
 }
 
-// Deployment returns NAME of deployments/NAME.zip, or "" when the key is not an upload.
-func (u Upload) Deployment() string { return zipName(u.Key, "deployments/") }
+// Deployment returns NAME of deployments/NAME.zip, or "" when the key is not one.
+func (u Upload) Deployment() string { return u.name(bucket.DeployUpload) }
 
-// zipName returns NAME of key PREFIX/NAME.zip, or "" when key is not of that form.
-func zipName(key, prefix string) string {
-	name, ok := strings.CutPrefix(key, prefix)
-	if !ok {
-		return ""
+// PlanName returns NAME of plans/NAME.zip, or "".
+func (u Upload) PlanName() string { return u.name(bucket.PlanUpload) }
+
+// Approval returns NAME and PLAN_ID of approvals/NAME/PLAN_ID, or "", "".
+func (u Upload) Approval() (deployment, planID string) {
+	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
+		return p.Deployment, p.PlanID
 	}
-	name, ok = strings.CutSuffix(name, ".zip")
-	if !ok || name == "" || strings.Contains(name, "/") {
-		return ""
-	}
-	return name
+	return "", ""
 }
 
-// RunID names the run of an upload: its time (so runs sort by time) and a digest of the
-// exact object version, so a redelivered event names the same run.
+func (u Upload) name(kind bucket.UploadKind) string {
+	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == kind {
+		return p.Deployment
+	}
+	return ""
+}
+
+// RunID names the run of an upload: its time to the millisecond, YYYYMMDD-HHMMSSmmm (so
+// ids sort as strings in upload order, S3 event times having milliseconds), and a digest of
+// the exact object version, so a redelivered event names the same run.
 func (u Upload) RunID() string {
 	sum := sha256.Sum256([]byte(u.Bucket + "\x00" + u.Key + "\x00" + u.VersionID + "\x00" + u.Sequencer))
 	t := u.Time.UTC()
-	return t.Format("20060102-150405") + "-" + hex.EncodeToString(sum[:4])
+	return fmt.Sprintf("%s%03d-%s", t.Format("20060102-150405"), t.Nanosecond()/int(time.Millisecond), hex.EncodeToString(sum[:4]))
 }
 
-func (d *Driver) runLogger(deployment, runID string) *slog.Logger {
-	return d.log.With("deployment", deployment, "run", runID)
+func (b *base) runLogger(deployment, runID string) *slog.Logger {
+	return b.log.With("deployment", deployment, "run", runID)
 }
 
-func (d *Driver) changesets(runID string, log *slog.Logger) *changeset.Client {
-	budget, ok := d.budgets.Load(runID)
+func (b *base) changesets(runID string, log *slog.Logger) *changeset.Client {
+	budget, ok := b.budgets.Load(runID)
 	if !ok {
-		budget, _ = d.budgets.LoadOrStore(runID, d.cfg.Budget())
+		budget, _ = b.budgets.LoadOrStore(runID, b.cfg.Budget())
 	}
-	return &changeset.Client{CFN: d.cfn, S3: d.s3, Bucket: d.cfg.Bucket, Region: d.cfg.Region, Budget: budget.(*rate.Limiter), Logger: log}
+	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: budget.(*rate.Limiter), Logger: log}
 }
 
-// loadedBundle is a downloaded, loaded upload.
-type loadedBundle struct {
-	cfg    *config.Config
-	bundle Bundle
-	errs   []string
-	// destroy: the upload asks for a plan deleting every stack (metadata cairn-destroy).
-	destroy bool
+func (b *base) release(ctx context.Context, lock *state.Lock, log *slog.Logger) {
+	if err := b.store.Release(ctx, lock); err != nil {
+		log.Warn("deploy: cannot release the lock; it frees itself when the lease ends", "err", err)
+	}
 }
 
-// fetch downloads exactly the uploaded version and loads its config. A bundle that cannot
-// be read or loaded gives errs (all of them), not an error: such a run fails and changes
-// nothing. An error means S3 itself failed; the event is retried.
-func (d *Driver) fetch(ctx context.Context, b Bundle, deployment string) (*loadedBundle, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(b.Bucket), Key: aws.String(b.Key)}
-	if b.VersionID != "" && b.VersionID != "null" {
-		in.VersionId = aws.String(b.VersionID)
-	}
-	out, err := d.s3.GetObject(ctx, in)
+// resumeLock re-attaches this trigger to the lock the run acquired earlier (state.Resume
+// renews it and fences out any older invocation of the same run), and checks it is still
+// the same acquisition by its token.
+func (b *base) resumeLock(ctx context.Context, namespace, key, runID, token string) (*state.Lock, error) {
+	l, err := b.store.Resume(ctx, namespace, key, runID, owner(ctx))
 	if err != nil {
-		if awsclient.NotFound(err) {
-			return &loadedBundle{bundle: b, errs: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
-		}
-		return nil, fmt.Errorf("download bundle s3://%s/%s version %s: %w", b.Bucket, b.Key, b.VersionID, err)
+		return nil, err
 	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(out.Body, bundle.MaxZipSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("download bundle s3://%s/%s: %w", b.Bucket, b.Key, err)
+	if l.Token != token {
+		return nil, fmt.Errorf("the lock on %s/%s was acquired again by run %s since this run started: %w", namespace, key, runID, state.ErrLockLost)
 	}
-	b.GitRef = out.Metadata["git-ref"]
-	b.GitRemote = out.Metadata["git-remote"]
-	sum := sha256.Sum256(data)
-	b.SHA256 = hex.EncodeToString(sum[:])
-	lb := &loadedBundle{bundle: b, destroy: out.Metadata[DestroyMetadata] == "true"}
-	if len(data) > bundle.MaxZipSize {
-		lb.errs = []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}
-		return lb, nil
-	}
-	bb, err := bundle.FromZip(data)
-	if err != nil {
-		lb.errs = []string{fmt.Sprintf("bundle s3://%s/%s version %s: %v", b.Bucket, b.Key, b.VersionID, err)}
-		return lb, nil
-	}
-	cfg, err := config.LoadOptions{Deployment: deployment}.Load(bb)
-	if err != nil {
-		var ce config.Errors
-		if errors.As(err, &ce) {
-			for _, e := range ce {
-				lb.errs = append(lb.errs, e.Error())
-			}
-		} else {
-			lb.errs = []string{err.Error()}
-		}
-		return lb, nil
-	}
-	lb.cfg = cfg
-	return lb, nil
+	return l, nil
 }
 
-// latestVersion returns the newest version id of the upload's key, or "" when the bucket
-// keeps no versions.
-func (d *Driver) latestVersion(ctx context.Context, u Upload) (string, error) {
-	out, err := d.s3.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(u.Bucket), Prefix: aws.String(u.Key), MaxKeys: aws.Int32(20)})
+// notify publishes the summary of a run that ended.
+func (b *base) notify(ctx context.Context, doc *Document, log *slog.Logger) {
+	if b.sns == nil || b.cfg.Topic == "" {
+		return
+	}
+	in := doc.Report()
+	uri := bucket.URI(b.cfg.Bucket, bucket.RunReportKey(doc.Run.Deployment, doc.Run.ID))
+	_, err := b.sns.Publish(ctx, &sns.PublishInput{
+		TopicArn: aws.String(b.cfg.Topic), Subject: aws.String(report.Subject(in)), Message: aws.String(report.Summary(in, uri)),
+	})
 	if err != nil {
-		return "", fmt.Errorf("list versions of s3://%s/%s: %w", u.Bucket, u.Key, err)
+		log.Warn("deploy: cannot publish the run summary", "topic", b.cfg.Topic, "err", err)
 	}
-	for _, v := range out.Versions {
-		if aws.ToString(v.Key) == u.Key && aws.ToBool(v.IsLatest) {
-			return aws.ToString(v.VersionId), nil
-		}
-	}
-	return "", nil
-}
-
-func (d *Driver) superseded(ctx context.Context, u Upload) (bool, error) {
-	if u.VersionID == "" || u.VersionID == "null" {
-		return false, nil
-	}
-	latest, err := d.latestVersion(ctx, u)
-	if err != nil {
-		return false, err
-	}
-	return latest != "" && latest != u.VersionID, nil
 }
 
 func owner(ctx context.Context) state.Owner {
@@ -303,293 +296,7 @@ func owner(ctx context.Context) state.Owner {
 	return o
 }
 
-// Start begins the run of an upload. It returns nil when the event is dealt with (a run
-// started, a failed or superseded run recorded, or the upload re-queued to wait for the
-// lock); an error asks for the event to be delivered again.
-func (d *Driver) Start(ctx context.Context, u Upload) error {
-	deployment, mode := u.Deployment(), run.ModeDeploy
-	if deployment == "" {
-		deployment, mode = u.PlanName(), run.ModePlan
-	}
-	if deployment == "" {
-		d.log.Info("deploy: ignoring an object that is not deployments/NAME.zip or plans/NAME.zip", "bucket", u.Bucket, "key", u.Key)
-		return nil
-	}
-	if u.Bucket == "" {
-		u.Bucket = d.cfg.Bucket
-	}
-	if u.Time.IsZero() {
-		u.Time = d.clk.Now()
-	}
-	runID := u.RunID()
-	log := d.runLogger(deployment, runID).With("version", u.VersionID)
-	if _, _, err := d.loadDocument(ctx, deployment, runID); err == nil {
-		log.Info("deploy: run already started for this upload; event redelivered")
-		return nil
-	} else if !errors.Is(err, errNoRun) {
-		return err
-	}
-	now := d.clk.Now().UTC()
-	doc := &Document{
-		Run:    &run.Run{ID: runID, Deployment: deployment, Mode: mode, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now},
-		Bundle: Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID, Sequencer: u.Sequencer},
-	}
-	if warn, err := d.store.VersioningWarning(ctx); err != nil {
-		log.Warn("deploy: cannot read bucket versioning", "err", err)
-	} else if warn != "" {
-		doc.Warnings = append(doc.Warnings, warn)
-	}
-	if sup, err := d.superseded(ctx, u); err != nil {
-		return err
-	} else if sup {
-		return d.recordSuperseded(ctx, doc, log)
-	}
-	lb, err := d.fetch(ctx, doc.Bundle, deployment)
-	if err != nil {
-		return err
-	}
-	doc.Bundle = lb.bundle
-	if len(lb.errs) > 0 {
-		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.errs, "; "))
-		doc.Errors = lb.errs
-		return d.failBeforeStart(ctx, doc, nil, fmt.Sprintf("invalid bundle: %d error(s); nothing was changed", len(lb.errs)), log)
-	}
-	cfg := lb.cfg
-	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
-	log = log.With("namespace", cfg.Namespace, "graph_key", cfg.PersistentGraphKey)
-
-	lock, err := d.store.Acquire(ctx, cfg.Namespace, cfg.PersistentGraphKey, runID, owner(ctx))
-	var held *state.ErrLocked
-	switch {
-	case errors.As(err, &held) && held.Holder.RunID == runID:
-		// This run took the lock before, and its Start did not finish: carry on with it.
-		lock, err = d.resumeLock(ctx, cfg.Namespace, cfg.PersistentGraphKey, runID, held.Holder.Token)
-		if err != nil {
-			return err
-		}
-	case errors.As(err, &held):
-		log.Info("deploy: another run holds the lock; the upload waits", "holder_run", held.Holder.RunID, "retry_in", d.cfg.LockRetry.String())
-		return d.requeue(ctx, u)
-	case err != nil:
-		return err
-	}
-	doc.LockToken = lock.Token
-	// A newer upload may have arrived while this one waited for the lock.
-	if sup, err := d.superseded(ctx, u); err != nil {
-		d.release(ctx, lock, log)
-		return err
-	} else if sup {
-		d.release(ctx, lock, log)
-		return d.recordSuperseded(ctx, doc, log)
-	}
-	cs := d.changesets(runID, log)
-	g, err := d.store.ReadOrRebuild(ctx, lock, d.cfn)
-	if err != nil {
-		d.release(ctx, lock, log)
-		return err
-	}
-	if g.Rebuilt {
-		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the persistent graph %s was missing and was rebuilt from the tags of %d stack(s)", state.StateKey(cfg.Namespace, cfg.PersistentGraphKey), len(g.Stacks)))
-		if err := d.store.Write(ctx, lock, g); err != nil {
-			d.release(ctx, lock, log)
-			return err
-		}
-	}
-	live, err := cs.Live(ctx)
-	if err != nil {
-		d.release(ctx, lock, log)
-		return err
-	}
-	doc.Destroy = lb.destroy
-	planCfg := cfg
-	if doc.Destroy {
-		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
-	}
-	importers, err := cs.Importers(ctx, exportsOfGone(planCfg, g, live))
-	if err != nil {
-		d.release(ctx, lock, log)
-		return err
-	}
-	res, err := plan.Make(plan.Input{
-		RunID: runID, Deployment: deployment, Mode: mode, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: now, Destroy: doc.Destroy,
-	})
-	if err != nil {
-		doc.Errors = []string{err.Error()}
-		return d.failBeforeStart(ctx, doc, lock, "no plan: "+err.Error(), log)
-	}
-	doc.Run = res.Run
-	doc.Decisions, doc.Refusals = res.Decisions, res.Refusals
-	if len(res.Refusals) > 0 {
-		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
-		return d.failBeforeStart(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)
-	}
-	doc.Lookups, doc.Protection, doc.LiveProtection, doc.Statuses = lookupsOf(cfg), map[string]bool{}, map[string]bool{}, map[string]string{}
-	for _, s := range cfg.Stacks {
-		doc.Protection[s.Name] = s.TerminationProtection
-	}
-	for name, s := range doc.Run.Stacks {
-		if l, ok := live[s.StackName]; ok {
-			doc.LiveProtection[name] = l.TerminationProtection
-			doc.Statuses[name] = l.Status
-		}
-	}
-	for _, dec := range res.Decisions {
-		if dec.Action == plan.Drop {
-			doc.Drop = append(doc.Drop, dec.Stack)
-		}
-	}
-	if err := d.writeGraph(ctx, lock, doc, nil, false); err != nil {
-		d.release(ctx, lock, log)
-		return err
-	}
-	etag, err := d.saveDocument(ctx, doc, "")
-	if errors.Is(err, errRaceLost) {
-		// A duplicate delivery of this event started the run meanwhile, under this same
-		// lock: it is that run's to release.
-		log.Info("deploy: run already started by a duplicate of this event")
-		return nil
-	}
-	if err != nil {
-		d.release(ctx, lock, log)
-		return err
-	}
-	if err := d.writeIndex(ctx, doc); err != nil {
-		log.Warn("deploy: cannot index the open run; it advances by heartbeats only", "err", err)
-	}
-	log.Info("deploy: run started", "stacks", len(doc.Run.Stacks), "decisions", len(doc.Decisions))
-	if err := d.heartbeat(ctx, deployment, runID); err != nil {
-		// Without a heartbeat the run advances by stack events only; the first step below
-		// may still finish it. Ask for the upload event again so the chain starts.
-		log.Error("deploy: cannot enqueue the first heartbeat", "err", err)
-	}
-	if err := d.step(ctx, doc, etag, lock, log); err != nil {
-		log.Warn("deploy: first step failed; the heartbeat retries it", "err", err)
-	}
-	return nil
-}
-
-// exportsOfGone lists the export names of the live stacks the plan may delete (in the
-// graph, not in the config): only their imports are looked up.
-func exportsOfGone(cfg *config.Config, g *state.Graph, live map[string]plan.Live) []string {
-	var exports []string
-	for _, name := range g.Names() {
-		if cfg.Stack(name) != nil {
-			continue
-		}
-		if l, ok := live[g.Stacks[name].StackName]; ok {
-			exports = append(exports, slices.Sorted(maps.Values(l.Exports))...)
-		}
-	}
-	return exports
-}
-
-func (d *Driver) requeue(ctx context.Context, u Upload) error {
-	_, err := d.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(d.cfg.QueueURL), MessageBody: aws.String(u.Body), DelaySeconds: seconds(d.cfg.LockRetry),
-	})
-	if err != nil {
-		return fmt.Errorf("re-queue upload s3://%s/%s to wait for the lock: %w", u.Bucket, u.Key, err)
-	}
-	return nil
-}
-
 func seconds(d time.Duration) int32 {
 	s := int32((d + time.Second - 1) / time.Second)
 	return min(max(s, 0), 900)
-}
-
-// recordSuperseded stores a run that deploys nothing because a newer upload exists.
-func (d *Driver) recordSuperseded(ctx context.Context, doc *Document, log *slog.Logger) error {
-	now := d.clk.Now().UTC()
-	doc.Run.Status, doc.Run.FinishedAt = Superseded, now
-	doc.Run.Reason = fmt.Sprintf("version %s of s3://%s/%s is no longer the newest: the newer upload is deployed instead", doc.Bundle.VersionID, doc.Bundle.Bucket, doc.Bundle.Key)
-	log.Info("deploy: upload superseded by a newer version; nothing deployed")
-	d.report(ctx, doc, log)
-	if _, err := d.saveDocument(ctx, doc, ""); err != nil && !errors.Is(err, errRaceLost) {
-		return err
-	}
-	return nil
-}
-
-// failBeforeStart records a run that fails before it changes anything, releasing lock
-// (when held), and notifies.
-func (d *Driver) failBeforeStart(ctx context.Context, doc *Document, lock *state.Lock, reason string, log *slog.Logger) error {
-	now := d.clk.Now().UTC()
-	doc.Run.Status, doc.Run.Reason, doc.Run.FinishedAt, doc.Run.UpdatedAt = run.RunFailed, reason, now, now
-	for _, s := range doc.Run.Stacks {
-		if !s.Phase.Terminal() {
-			s.Phase, s.FinishedAt = run.Blocked, now
-			if s.Reason == "" {
-				s.Reason = "not started: the run was refused"
-			}
-		}
-	}
-	d.report(ctx, doc, log)
-	if doc.Run.Mode == run.ModePlan {
-		// The failed plan is recorded too, so whoever waits for it learns why.
-		if err := d.finishPlan(ctx, doc, nil, log); err != nil {
-			log.Warn("deploy: cannot record the failed plan", "err", err)
-		}
-	}
-	_, err := d.saveDocument(ctx, doc, "")
-	if lock != nil {
-		d.release(ctx, lock, log)
-	}
-	if err != nil && !errors.Is(err, errRaceLost) {
-		return err
-	}
-	d.notify(ctx, doc, log)
-	return nil
-}
-
-func (d *Driver) release(ctx context.Context, lock *state.Lock, log *slog.Logger) {
-	if err := d.store.Release(ctx, lock); err != nil {
-		log.Warn("deploy: cannot release the lock; it frees itself when the lease ends", "err", err)
-	}
-}
-
-// resumeLock re-attaches this trigger to the lock the run acquired earlier (state.Resume
-// renews it and fences out any older invocation of the same run), and checks it is still
-// the same acquisition by its token.
-func (d *Driver) resumeLock(ctx context.Context, namespace, key, runID, token string) (*state.Lock, error) {
-	l, err := d.store.Resume(ctx, namespace, key, runID, owner(ctx))
-	if err != nil {
-		return nil, err
-	}
-	if l.Token != token {
-		return nil, fmt.Errorf("the lock on %s/%s was acquired again by run %s since this run started: %w", namespace, key, runID, state.ErrLockLost)
-	}
-	return l, nil
-}
-
-// report writes the Markdown report of a run that ends. It is written before the final
-// run document, so whoever sees the run ended finds its report.
-func (d *Driver) report(ctx context.Context, doc *Document, log *slog.Logger) {
-	if err := d.writeReport(ctx, doc); err != nil {
-		log.Warn("deploy: cannot write the report", "err", err)
-	}
-}
-
-// notify publishes the summary of a run that ended.
-func (d *Driver) notify(ctx context.Context, doc *Document, log *slog.Logger) {
-	if d.sns == nil || d.cfg.Topic == "" {
-		return
-	}
-	in := doc.Report()
-	uri := fmt.Sprintf("s3://%s/%s", d.cfg.Bucket, ReportKey(doc.Run.Deployment, doc.Run.ID))
-	_, err := d.sns.Publish(ctx, &sns.PublishInput{
-		TopicArn: aws.String(d.cfg.Topic), Subject: aws.String(report.Subject(in)), Message: aws.String(report.Summary(in, uri)),
-	})
-	if err != nil {
-		log.Warn("deploy: cannot publish the run summary", "topic", d.cfg.Topic, "err", err)
-	}
-}
-
-// decodeKey undoes the URL encoding of keys in S3 event notifications.
-func decodeKey(k string) string {
-	if s, err := url.QueryUnescape(k); err == nil {
-		return s
-	}
-	return k
 }

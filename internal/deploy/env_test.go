@@ -26,6 +26,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/deploy"
@@ -351,7 +352,7 @@ func (w *world) wait(name, version string) *deploy.Document {
 // graph returns the persistent graph of namespace/key.
 func (w *world) graph(namespace, key string) *state.Graph {
 	w.t.Helper()
-	g, err := state.Decode([]byte(w.object(state.StateKey(namespace, key))))
+	g, err := state.Decode([]byte(w.object(layout.StateKey(namespace, key))))
 	if err != nil {
 		w.t.Fatal(err)
 	}

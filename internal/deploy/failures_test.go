@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -318,7 +319,7 @@ func TestRacingUploads(t *testing.T) {
 }
 
 func headLock() *s3.HeadObjectInput {
-	return &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(state.LockKey("shop", "shop"))}
+	return &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(layout.LockKey("shop", "shop"))}
 }
 
 func mustRead(t *testing.T, path string) []byte {

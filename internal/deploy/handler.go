@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // StackStatusChange is the EventBridge detail-type of CloudFormation stack status events.
@@ -103,16 +105,6 @@ type stackStatusDetail struct {
 	} `json:"status-details"`
 }
 
-// stackNameOf returns NAME of arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/ID.
-func stackNameOf(stackID string) string {
-	_, rest, ok := strings.Cut(stackID, ":stack/")
-	if !ok {
-		return stackID
-	}
-	name, _, _ := strings.Cut(rest, "/")
-	return name
-}
-
 // settles reports the stack statuses a run may act on; intermediate ones are ignored so
 // a stack's dozens of events cost one step.
 func settles(status string) bool {
@@ -172,7 +164,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: intermediate stack status ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			idx, err := d.findRun(ctx, stackNameOf(det.StackID))
+			idx, err := d.runs.find(ctx, awsclient.StackName(det.StackID))
 			if err != nil {
 				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
 				fail(rec.MessageId)
@@ -197,7 +189,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 					Sequencer: r.S3.Object.Sequencer, Time: r.EventTime, Body: rec.Body,
 				}
 				start := d.Start
-				if strings.HasPrefix(u.Key, "approvals/") {
+				if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
 					start = d.Approve
 				}
 				if err := start(ctx, u); err != nil {
@@ -230,4 +222,12 @@ func truncate(s string) string {
 		return s[:512] + "..."
 	}
 	return s
+}
+
+// decodeKey undoes the URL encoding of keys in S3 event notifications.
+func decodeKey(k string) string {
+	if s, err := url.QueryUnescape(k); err == nil {
+		return s
+	}
+	return k
 }

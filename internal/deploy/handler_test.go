@@ -11,8 +11,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
 )
@@ -115,5 +117,61 @@ func TestConfigFromEnv(t *testing.T) {
 				t.Errorf("config %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestReservedDeploymentNameIsRefused uploads deployments/active.zip: its runs would be
+// written where the index of open runs lives (runs/active/), so the deployer refuses it,
+// says why, and records or changes nothing.
+func TestReservedDeploymentNameIsRefused(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	w.push("active", copyBundle(t, chain))
+	want := `deployment \"active\": the name is reserved (runs/active/ holds the index of open runs): choose another name`
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(w.logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the deployer never refused deployments/active.zip with %q", want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(w.logs.String(), `msg="deploy: upload refused; nothing is recorded or changed" key=deployments/active.zip`) {
+		t.Errorf("the refusal does not name the upload:\n%s", tail(w.logs.String(), 40))
+	}
+	for _, prefix := range []string{layout.RunsPrefix, layout.StatePrefix, layout.LocksPrefix, layout.PlansPrefix} {
+		out, err := w.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range out.Contents {
+			t.Errorf("the refused upload wrote %s", aws.ToString(o.Key))
+		}
+	}
+	if stacks := w.stacks(); len(stacks) != 0 {
+		t.Errorf("the refused upload created stacks: %v", stacks)
+	}
+}
+
+func TestUploadKeys(t *testing.T) {
+	tests := []struct {
+		key                  string
+		deployment, planName string
+		approval             [2]string
+	}{
+		{key: "deployments/shop.zip", deployment: "shop"},
+		{key: "plans/shop.zip", planName: "shop"},
+		{key: "approvals/shop/20261130-115800-1a2b3c4d", approval: [2]string{"shop", "20261130-115800-1a2b3c4d"}},
+		{key: "plans/shop/20261130-115800-1a2b3c4d.json"},
+		{key: "plans/shop.tar"},
+		{key: "approvals/shop"},
+		{key: "approvals/shop/"},
+		{key: "approvals/shop/id/extra"},
+		{key: "runs/shop/x.json"},
+	}
+	for _, tt := range tests {
+		u := deploy.Upload{Key: tt.key}
+		d, p := u.Approval()
+		if u.Deployment() != tt.deployment || u.PlanName() != tt.planName || [2]string{d, p} != tt.approval {
+			t.Errorf("%s: deployment %q, plan %q, approval %q %q", tt.key, u.Deployment(), u.PlanName(), d, p)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 )
@@ -20,12 +21,11 @@ import (
 // refusedTemplate is a template the emulator refuses a change set for, as CloudFormation
 // does: its parameter's default breaks the parameter's own MaxLength.
 const refusedTemplate = `AWSTemplateFormatVersion: "2010-09-09"
-Description: A topic whose name parameter cannot hold its own default.
+Description: A topic whose name parameter cannot hold the output it is given.
 Parameters:
   TopicName:
     Type: String
     MaxLength: 3
-    Default: far-too-long
 Resources:
   Topic:
     Type: AWS::SNS::Topic
@@ -35,14 +35,15 @@ Resources:
 
 const brokenStack = `  - name: broken
     template_path: templates/refused.yaml
+    parameters: {TopicName: "${output network::VpcId}"}
 `
 
 func queueStack(name string) string {
 	return "  - name: " + name + "\n    template_path: templates/topic.yaml\n"
 }
 
-// TestFailedPlanIsCleanedUp makes plan runs that fail partway: stack broken's change set
-// is refused, after the CREATE change sets of new stacks made their REVIEW_IN_PROGRESS
+// TestFailedPlanIsCleanedUp makes plan runs that fail partway: stack broken's parameter
+// is refused before its change set is made (the output it reads is too long), after the CREATE change sets of new stacks made their REVIEW_IN_PROGRESS
 // stacks. A newer plan supersedes the first: its REVIEW_IN_PROGRESS stack is deleted, but
 // not one holding a change set someone else made (only the plan's change set goes). A
 // second failed plan expires on the virtual clock and is cleaned up the same way. A
@@ -89,7 +90,7 @@ func TestFailedPlanIsCleanedUp(t *testing.T) {
 	}
 	retired := func(p *plan.Document, want plan.Status) {
 		t.Helper()
-		after, err := plan.Decode([]byte(w.object(plan.Key("shop", p.ID))))
+		after, err := plan.Decode([]byte(w.object(layout.PlanKey("shop", p.ID))))
 		if err != nil || after.Status != want || !strings.Contains(after.Reason, "the plan had failed: "+p.Reason) {
 			t.Errorf("failed plan %s after cleanup: %v, status %s (%s), want %s saying it had failed", p.ID, err, after.Status, after.Reason, want)
 		}
@@ -102,7 +103,8 @@ func TestFailedPlanIsCleanedUp(t *testing.T) {
 	added := queueStack("queue") + queueStack("extra") + brokenStack
 	edit(t, dir, "cairn.yaml", tail, tail+added)
 	failed := w.planOf("shop", w.uploadPlan("shop", dir))
-	if failed.Status != plan.PlanFailed || failed.Run.Stacks["broken"].Phase != run.Failed {
+	if failed.Status != plan.PlanFailed || failed.Run.Stacks["broken"].Phase != run.Failed ||
+		!strings.Contains(failed.Run.Stacks["broken"].Reason, `stack broken: parameter TopicName: value "vpc-`) {
 		t.Fatalf("plan with a refused change set: %s (%s), broken %+v", failed.Status, failed.Reason, failed.Run.Stacks["broken"])
 	}
 	for _, name := range []string{"queue", "extra"} {
@@ -152,4 +154,59 @@ func TestFailedPlanIsCleanedUp(t *testing.T) {
 		t.Errorf("the expired plan's REVIEW_IN_PROGRESS stack shop-queue is %s, want DELETE_COMPLETE", st)
 	}
 	foreignIntact()
+}
+
+// TestSupersededAndExpiredPlansAreCleanedUp plans a change with a new stack (its change
+// set makes a REVIEW_IN_PROGRESS stack), then plans again without it: the first plan is
+// superseded, its change sets and its REVIEW_IN_PROGRESS stack are deleted. The second
+// plan, approved after the plan TTL, is refused as expired and cleaned up the same way.
+func TestSupersededAndExpiredPlansAreCleanedUp(t *testing.T) {
+	w := newReviewWorldWith(t, worldOptions{PlanTTL: 30 * time.Minute})
+	dir, _ := deployChain(t, w)
+	ctx := context.Background()
+	edit(t, dir, "cairn.yaml", "Value: ${output app::Name}\n      Size: small\n", "Value: ${output app::Name}\n      Size: medium\n"+workerStacks)
+	first := w.planOf("shop", w.uploadPlan("shop", dir))
+	if first.Status != plan.Planned || first.Stack("queue").Status != "REVIEW_IN_PROGRESS" {
+		t.Fatalf("first plan: %s %v, queue %+v", first.Status, first.Refusals, first.Stack("queue"))
+	}
+	queueID := first.Stack("queue").StackID
+	edit(t, dir, "cairn.yaml", workerStacks, "")
+	second := w.planOf("shop", w.uploadPlan("shop", dir))
+	if second.Status != plan.Planned {
+		t.Fatalf("second plan: %s %v", second.Status, second.Refusals)
+	}
+	gone := func(p *plan.Document, status plan.Status) {
+		t.Helper()
+		after, err := plan.Decode([]byte(w.object(layout.PlanKey("shop", p.ID))))
+		if err != nil || after.Status != status {
+			t.Errorf("plan %s: %v, status %s, want %s", p.ID, err, after.Status, status)
+		}
+		for _, s := range p.Stacks {
+			if s.ChangeSetID == "" || s.Action == "create" {
+				continue
+			}
+			if _, err := w.cfnc.DescribeChangeSet(ctx, &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(s.ChangeSetID)}); err == nil {
+				t.Errorf("plan %s (%s): change set %s of %s still exists", p.ID, status, s.ChangeSetName, s.StackName)
+			}
+		}
+	}
+	gone(first, plan.Superseded)
+	out, err := w.cfnc.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(queueID)})
+	if err != nil || len(out.Stacks) != 1 || out.Stacks[0].StackStatus != cfntypes.StackStatusDeleteComplete {
+		t.Errorf("the REVIEW_IN_PROGRESS stack of the superseded plan: %v %+v, want DELETE_COMPLETE", err, out)
+	}
+	if _, err := w.cfnc.DescribeChangeSet(ctx, &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(second.Stack("web").ChangeSetID)}); err != nil {
+		t.Errorf("the newest plan's change set was deleted: %v", err)
+	}
+
+	w.clk.Advance(31 * time.Minute)
+	executed := len(w.executedIDs())
+	apply := w.approve("shop", second.ID)
+	if r := strings.Join(apply.Refusals, "\n"); apply.Run.Status != run.RunFailed || !strings.Contains(r, "plan "+second.ID+" expired: made ") || !strings.HasSuffix(r, "re-plan") {
+		t.Errorf("approval after the TTL: %s, refusals %q", apply.Run.Status, r)
+	}
+	if len(w.executedIDs()) != executed {
+		t.Errorf("an expired plan executed change sets")
+	}
+	gone(second, plan.Expired)
 }

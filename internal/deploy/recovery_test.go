@@ -15,6 +15,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -37,7 +38,7 @@ func TestRecoveryAfterStateDeleted(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, worldOptions{})
 			dir, _ := deployChain(t, w)
-			key := state.StateKey("shop", "shop")
+			key := layout.StateKey("shop", "shop")
 			before := w.graph("shop", "shop")
 			if got := strings.Join(before.Stacks["app"].Requires, ","); got != "cache,database" {
 				t.Fatalf("graph before: app requires %q: the comparison of dependencies proves nothing", got)
@@ -154,7 +155,7 @@ func TestAdoptTaggedStackRefuseUntagged(t *testing.T) {
 	foreignID := w.createStack("shop-foreign", dir, map[string]string{"Value": "theirs", "Size": "large"}, map[string]string{"owner": "another team"})
 	foreignBefore := w.stacks()["shop-foreign"]
 	addStack(t, dir, "foreign")
-	graphBefore := w.object(state.StateKey("shop", "shop"))
+	graphBefore := w.object(layout.StateKey("shop", "shop"))
 	calls := w.cfnCalls()
 	doc = w.wait("shop", w.push("shop", dir))
 	if doc.Run.Status != run.RunFailed {
@@ -170,7 +171,7 @@ func TestAdoptTaggedStackRefuseUntagged(t *testing.T) {
 	if writes := cfnWrites(calls, w.cfnCalls()); len(writes) > 0 {
 		t.Errorf("the refused run made CloudFormation write calls: %v", writes)
 	}
-	if got := w.object(state.StateKey("shop", "shop")); got != graphBefore {
+	if got := w.object(layout.StateKey("shop", "shop")); got != graphBefore {
 		t.Errorf("the refused run changed the graph:\n%s\nwas:\n%s", got, graphBefore)
 	}
 	foreign := w.stacks()["shop-foreign"]

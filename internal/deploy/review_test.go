@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -87,7 +88,7 @@ func (w *world) planOf(name, version string) *plan.Document {
 	if doc.Run.Mode != run.ModePlan {
 		w.t.Fatalf("run %s of version %s is a %s run", doc.Run.ID, version, doc.Run.Mode)
 	}
-	p, err := plan.Decode([]byte(w.object(plan.Key(name, doc.Run.ID))))
+	p, err := plan.Decode([]byte(w.object(layout.PlanKey(name, doc.Run.ID))))
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func (w *world) approve(name, planID string) *deploy.Document {
 		seen[d.Run.ID] = true
 	}
 	_, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{
-		Bucket: aws.String(bucket), Key: aws.String(deploy.ApprovalKey(name, planID)), Body: strings.NewReader("approved by reviewer"),
+		Bucket: aws.String(bucket), Key: aws.String(layout.ApprovalKey(name, planID)), Body: strings.NewReader("approved by reviewer"),
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -189,7 +190,7 @@ func TestPlanThenApproveExecutesExactlyThePlannedChangeSets(t *testing.T) {
 	if p.Status != plan.Planned {
 		t.Fatalf("plan %s: %s (%s) refusals %v errors %v", p.ID, p.Status, p.Reason, p.Refusals, p.Errors)
 	}
-	want := map[string]string{"network": "none", "database": "update", "cache": "none", "app": "none", "web": "update", "queue": "create", "worker": "create"}
+	want := map[string]plan.Action{"network": plan.None, "database": plan.Update, "cache": plan.None, "app": plan.None, "web": plan.Update, "queue": plan.Create, "worker": plan.Create}
 	for name, action := range want {
 		s := p.Stack(name)
 		if s == nil || s.Action != action {
@@ -253,7 +254,7 @@ func TestPlanThenApproveExecutesExactlyThePlannedChangeSets(t *testing.T) {
 			t.Errorf("%s: %s after apply", n, st)
 		}
 	}
-	if after, err := plan.Decode([]byte(w.object(plan.Key("shop", p.ID)))); err != nil || after.Status != plan.Applied || after.AppliedBy != apply.Run.ID {
+	if after, err := plan.Decode([]byte(w.object(layout.PlanKey("shop", p.ID)))); err != nil || after.Status != plan.Applied || after.AppliedBy != apply.Run.ID {
 		t.Errorf("plan after apply: %v %s by %s", err, after.Status, after.AppliedBy)
 	}
 	if g := w.graph("shop", "shop"); g.Bundle.VersionID != p.Bundle.VersionID || g.Stacks["worker"] == nil {
@@ -375,7 +376,7 @@ func TestStalePlansExecuteNothing(t *testing.T) {
 			if n := len(w.executedIDs()); n != executed {
 				t.Errorf("a stale plan executed %d change set(s)", n-executed)
 			}
-			report := w.object(deploy.ReportKey("shop", apply.Run.ID))
+			report := w.object(layout.RunReportKey("shop", apply.Run.ID))
 			if !strings.Contains(report, tt.want(p)) {
 				t.Errorf("report does not name the reason:\n%s", report)
 			}
@@ -424,137 +425,6 @@ func TestProtectedStackChangesOnlyThroughAPlan(t *testing.T) {
 	for _, n := range chainStacks {
 		if st := live["shop-"+n].StackStatus; st != cfntypes.StackStatusCreateComplete {
 			t.Errorf("shop-%s: %s", n, st)
-		}
-	}
-}
-
-// TestDestroyFiveStacksOnlyAfterApproval plans the destruction of the 5-stack chain: with
-// the database's termination protection on, the plan fails naming it as the blocker; with
-// it off, the plan deletes nothing until approved, and the approval deletes every stack,
-// dependents first, and removes the emptied graph, saying so in the report.
-func TestDestroyFiveStacksOnlyAfterApproval(t *testing.T) {
-	w := newReviewWorld(t)
-	dir, _ := deployChain(t, w)
-	destroy := map[string]string{deploy.DestroyMetadata: "true"}
-
-	blocked := w.planOf("shop", w.uploadPlanMeta("shop", dir, destroy))
-	if blocked.Status != plan.PlanFailed || !strings.Contains(strings.Join(blocked.Refusals, "\n"), "stack database (shop-database): deletion refused: termination protection is on") {
-		t.Fatalf("destroy of a protected stack: %s, refusals %q", blocked.Status, blocked.Refusals)
-	}
-	edit(t, dir, "cairn.yaml", "    termination_protection: true\n", "")
-	if d := w.wait("shop", w.push("shop", dir)); d.Run.Status != run.Succeeded {
-		t.Fatalf("push: %s (%s)", d.Run.Status, d.Run.Reason)
-	}
-
-	p := w.planOf("shop", w.uploadPlanMeta("shop", dir, destroy))
-	if p.Status != plan.Planned || !p.Destroy || strings.Join(p.Deletions, ",") != "app,cache,database,network,web" {
-		t.Fatalf("destroy plan: %s (%s) destroy %v deletions %v refusals %v", p.Status, p.Reason, p.Destroy, p.Deletions, p.Refusals)
-	}
-	if calls := w.cfnCalls(); calls["DeleteStack"] != 0 {
-		t.Fatalf("the destroy plan deleted %d stack(s)", calls["DeleteStack"])
-	}
-	if n := len(w.stacks()); n != 5 {
-		t.Fatalf("%d stacks before approval, want 5", n)
-	}
-	apply := w.approve("shop", p.ID)
-	if apply.Run.Status != run.Succeeded {
-		t.Fatalf("apply: %s (%s) %v %v", apply.Run.Status, apply.Run.Reason, apply.Refusals, phases(apply))
-	}
-	for _, st := range w.stacks() {
-		if st.StackStatus != cfntypes.StackStatusDeleteComplete {
-			t.Errorf("%s is %s after destroy", aws.ToString(st.StackName), st.StackStatus)
-		}
-	}
-	s := apply.Run.Stacks
-	for _, e := range [][2]string{{"web", "app"}, {"app", "database"}, {"app", "cache"}, {"database", "network"}, {"cache", "network"}} {
-		if s[e[1]].StartedAt.Before(s[e[0]].FinishedAt) {
-			t.Errorf("%s deletion started before its dependent %s was gone", e[1], e[0])
-		}
-	}
-	if _, err := w.s3.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String("state/shop/shop.json")}); err == nil {
-		t.Errorf("the emptied graph's state object still exists")
-	}
-	if r := w.object(deploy.ReportKey("shop", apply.Run.ID)); !strings.Contains(r, "the emptied graph's state object s3://cairn-state/state/shop/shop.json was removed") {
-		t.Errorf("report does not say the graph was removed:\n%s", r)
-	}
-}
-
-// TestSupersededAndExpiredPlansAreCleanedUp plans a change with a new stack (its change
-// set makes a REVIEW_IN_PROGRESS stack), then plans again without it: the first plan is
-// superseded, its change sets and its REVIEW_IN_PROGRESS stack are deleted. The second
-// plan, approved after the plan TTL, is refused as expired and cleaned up the same way.
-func TestSupersededAndExpiredPlansAreCleanedUp(t *testing.T) {
-	w := newReviewWorldWith(t, worldOptions{PlanTTL: 30 * time.Minute})
-	dir, _ := deployChain(t, w)
-	ctx := context.Background()
-	edit(t, dir, "cairn.yaml", "Value: ${output app::Name}\n      Size: small\n", "Value: ${output app::Name}\n      Size: medium\n"+workerStacks)
-	first := w.planOf("shop", w.uploadPlan("shop", dir))
-	if first.Status != plan.Planned || first.Stack("queue").Status != "REVIEW_IN_PROGRESS" {
-		t.Fatalf("first plan: %s %v, queue %+v", first.Status, first.Refusals, first.Stack("queue"))
-	}
-	queueID := first.Stack("queue").StackID
-	edit(t, dir, "cairn.yaml", workerStacks, "")
-	second := w.planOf("shop", w.uploadPlan("shop", dir))
-	if second.Status != plan.Planned {
-		t.Fatalf("second plan: %s %v", second.Status, second.Refusals)
-	}
-	gone := func(p *plan.Document, status plan.Status) {
-		t.Helper()
-		after, err := plan.Decode([]byte(w.object(plan.Key("shop", p.ID))))
-		if err != nil || after.Status != status {
-			t.Errorf("plan %s: %v, status %s, want %s", p.ID, err, after.Status, status)
-		}
-		for _, s := range p.Stacks {
-			if s.ChangeSetID == "" || s.Action == "create" {
-				continue
-			}
-			if _, err := w.cfnc.DescribeChangeSet(ctx, &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(s.ChangeSetID)}); err == nil {
-				t.Errorf("plan %s (%s): change set %s of %s still exists", p.ID, status, s.ChangeSetName, s.StackName)
-			}
-		}
-	}
-	gone(first, plan.Superseded)
-	out, err := w.cfnc.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(queueID)})
-	if err != nil || len(out.Stacks) != 1 || out.Stacks[0].StackStatus != cfntypes.StackStatusDeleteComplete {
-		t.Errorf("the REVIEW_IN_PROGRESS stack of the superseded plan: %v %+v, want DELETE_COMPLETE", err, out)
-	}
-	if _, err := w.cfnc.DescribeChangeSet(ctx, &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(second.Stack("web").ChangeSetID)}); err != nil {
-		t.Errorf("the newest plan's change set was deleted: %v", err)
-	}
-
-	w.clk.Advance(31 * time.Minute)
-	executed := len(w.executedIDs())
-	apply := w.approve("shop", second.ID)
-	if r := strings.Join(apply.Refusals, "\n"); apply.Run.Status != run.RunFailed || !strings.Contains(r, "plan "+second.ID+" expired: made ") || !strings.HasSuffix(r, "re-plan") {
-		t.Errorf("approval after the TTL: %s, refusals %q", apply.Run.Status, r)
-	}
-	if len(w.executedIDs()) != executed {
-		t.Errorf("an expired plan executed change sets")
-	}
-	gone(second, plan.Expired)
-}
-
-func TestUploadKeys(t *testing.T) {
-	tests := []struct {
-		key                  string
-		deployment, planName string
-		approval             [2]string
-	}{
-		{key: "deployments/shop.zip", deployment: "shop"},
-		{key: "plans/shop.zip", planName: "shop"},
-		{key: "approvals/shop/20261130-115800-1a2b3c4d", approval: [2]string{"shop", "20261130-115800-1a2b3c4d"}},
-		{key: "plans/shop/20261130-115800-1a2b3c4d.json"},
-		{key: "plans/shop.tar"},
-		{key: "approvals/shop"},
-		{key: "approvals/shop/"},
-		{key: "approvals/shop/id/extra"},
-		{key: "runs/shop/x.json"},
-	}
-	for _, tt := range tests {
-		u := deploy.Upload{Key: tt.key}
-		d, p := u.Approval()
-		if u.Deployment() != tt.deployment || u.PlanName() != tt.planName || [2]string{d, p} != tt.approval {
-			t.Errorf("%s: deployment %q, plan %q, approval %q %q", tt.key, u.Deployment(), u.PlanName(), d, p)
 		}
 	}
 }

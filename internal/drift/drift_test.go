@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -78,7 +79,7 @@ func TestTamperedResourceIsReportedWithItsPropertyDifference(t *testing.T) {
 	if !slices.Equal(r.Graph.Untracked, []string{"shop-stray"}) {
 		t.Errorf("untracked = %v, want [shop-stray]", r.Graph.Untracked)
 	}
-	md := v.object(strings.TrimSuffix(drift.ReportKey("shop", r.Sweep), ".json") + ".md")
+	md := v.object(layout.DriftMarkdownKey("shop", r.Sweep))
 	for _, s := range []string{"| app | shop-app | DRIFTED |", "`/VersioningConfiguration/Status` | Enabled | Suspended | NOT_EQUAL", "shop-gone", "shop-stray"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("Markdown report lacks %q:\n%s", s, md)
@@ -259,7 +260,7 @@ func TestLongDetectionFinishesAcrossInvocations(t *testing.T) {
 func (v *env) sweep(id string) *drift.Sweep {
 	v.t.Helper()
 	var sw drift.Sweep
-	if err := json.Unmarshal([]byte(v.object(drift.SweepKey(id))), &sw); err != nil {
+	if err := json.Unmarshal([]byte(v.object(layout.SweepKey(id))), &sw); err != nil {
 		v.t.Fatal(err)
 	}
 	return &sw
@@ -378,7 +379,7 @@ func TestSweepClaimedByACrashedInvocationIsTakenOverOnceItsClaimExpires(t *testi
 	sw := v.sweep(id)
 	sw.Holder, sw.HeldUntil = "dead-invocation", v.clk.Now().Add(2*time.Minute)
 	body, _ := json.Marshal(sw)
-	v.must(v.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(drift.SweepKey(id)), Body: bytes.NewReader(body)}))
+	v.must(v.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(layout.SweepKey(id)), Body: bytes.NewReader(body)}))
 	rounds := v.pump(50)
 	if rounds < 4 {
 		t.Errorf("sweep finished after %d rounds of 30s, before the dead claim expired", rounds)

@@ -1,28 +1,25 @@
 package drift
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/smithy-go"
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -36,13 +33,6 @@ const (
 	DefaultMaxWait       = 2 * time.Minute
 	DefaultMaxAge        = 6 * time.Hour
 )
-
-// SweepPrefix is where open sweeps are kept; a finished sweep's document is deleted (its
-// reports remain).
-const SweepPrefix = "drift/sweeps/"
-
-// SweepKey is the object key of an open sweep.
-func SweepKey(id string) string { return SweepPrefix + id + ".json" }
 
 // S3API is the part of *s3.Client the driver uses.
 type S3API interface {
@@ -78,8 +68,8 @@ type Config struct {
 	Topic string
 	// Concurrency is the most drift detections in flight at once (default 5).
 	Concurrency int
-	// Budget returns the sweep's CloudFormation API budget (default 4 calls a second,
-	// bursts of 8).
+	// Budget returns the sweep's CloudFormation API budget (default
+	// awsclient.DefaultBudget).
 	Budget func() *rate.Limiter
 	// PollInterval is the wait between looks at detections in flight (default 10s).
 	PollInterval time.Duration
@@ -133,7 +123,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		cfg.Concurrency = DefaultConcurrency
 	}
 	if cfg.Budget == nil {
-		cfg.Budget = func() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
+		cfg.Budget = awsclient.DefaultBudget
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -228,11 +218,11 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep
 		return nil, err
 	}
 	if req.Filter != "" && len(sw.Graphs) == 0 {
-		return nil, fmt.Errorf("drift: no persistent graph named %q in s3://%s/state/: name a deployment, a graph key or NAMESPACE/KEY (cairn state list shows them)", req.Filter, d.cfg.Bucket)
+		return nil, fmt.Errorf("drift: no persistent graph named %q in %s: name a deployment, a graph key or NAMESPACE/KEY (cairn state list shows them)", req.Filter, bucket.URI(d.cfg.Bucket, bucket.StatePrefix))
 	}
 	etag, err := d.put(ctx, sw, "", true)
 	if err != nil {
-		if awsclient.PreconditionFailed(err) {
+		if errors.Is(err, bucket.ErrConflict) {
 			log.Info("drift: sweep created concurrently by another invocation; leaving it to that one")
 			return sw, nil
 		}
@@ -277,7 +267,7 @@ func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) 
 	sw.Invocations++
 	etag, err = d.put(ctx, sw, etag, false)
 	if err != nil {
-		if awsclient.PreconditionFailed(err) {
+		if errors.Is(err, bucket.ErrConflict) {
 			log.Info("drift: sweep claimed concurrently by another invocation; leaving it to that one")
 			return sw, nil
 		}
@@ -390,317 +380,9 @@ func (d *Driver) sendContinuation(ctx context.Context, id string, seq int) error
 // lost turns a failed conditional save into the outcome: another invocation took the
 // sweep over (its lease ran out), which is not an error of this trigger.
 func (d *Driver) lost(inv *invocation, err error) error {
-	if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
+	if errors.Is(err, bucket.ErrConflict) {
 		inv.log.Warn("drift: sweep changed under this invocation (claim expired and taken over); stopping", "err", err)
 		return nil
 	}
 	return fmt.Errorf("drift: save sweep %s: %w", inv.sw.ID, err)
-}
-
-// pass observes detections in flight, starts pending ones up to the limit and writes the
-// report of every graph that settled.
-func (d *Driver) pass(ctx context.Context, inv *invocation) error {
-	sw := inv.sw
-	now := d.clk.Now()
-	expired := now.Sub(sw.StartedAt) > d.cfg.MaxAge
-	for _, g := range sw.Graphs {
-		for _, s := range g.Stacks {
-			if s.Status != Detecting {
-				continue
-			}
-			if err := d.observe(ctx, inv, g, s); err != nil {
-				return err
-			}
-		}
-	}
-	if expired {
-		for _, g := range sw.Graphs {
-			for _, s := range g.Stacks {
-				if !s.Status.Final() {
-					s.Status, s.Reason = Unknown, fmt.Sprintf("detection did not finish within %s of the sweep's start", d.cfg.MaxAge)
-				}
-			}
-		}
-	}
-	checkedLock := map[*Graph]bool{}
-	for _, s := range sw.Next(d.cfg.Concurrency) {
-		g := graphOf(sw, s)
-		if !checkedLock[g] {
-			checkedLock[g] = true
-			if why, err := d.lockReason(ctx, g); err != nil {
-				return err
-			} else if why != "" {
-				g.SkipPending(why)
-			}
-		}
-		if s.Status != Pending {
-			continue
-		}
-		if err := d.detect(ctx, inv, s); err != nil {
-			return err
-		}
-	}
-	for _, g := range sw.Graphs {
-		if g.Report == "" && g.Settled() {
-			if err := d.finishGraph(ctx, sw, g); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func graphOf(sw *Sweep, s *Stack) *Graph {
-	for _, g := range sw.Graphs {
-		for _, x := range g.Stacks {
-			if x == s {
-				return g
-			}
-		}
-	}
-	return nil
-}
-
-// lockReason returns why g must not be checked now: its lock is held (a deploy runs).
-func (d *Driver) lockReason(ctx context.Context, g *Graph) (string, error) {
-	l, err := d.store.CurrentLock(ctx, g.Namespace, g.Key)
-	if errors.Is(err, state.ErrNotLocked) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("drift: graph %s/%s: read its lock: %w", g.Namespace, g.Key, err)
-	}
-	why := fmt.Sprintf("deploy in progress (lock held by run %s, %s, since %s)", orNone(l.RunID), l.Owner, stamp(l.AcquiredAt))
-	if !d.clk.Now().Before(l.ExpiresAt) {
-		why += fmt.Sprintf("; the lock expired at %s: if no run is alive, `cairn unlock %s %s`", stamp(l.ExpiresAt), g.Namespace, g.Key)
-	}
-	return why, nil
-}
-
-// detect starts the detection of s.
-func (d *Driver) detect(ctx context.Context, inv *invocation, s *Stack) error {
-	if err := inv.budget.Wait(ctx); err != nil {
-		return fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
-	}
-	out, err := d.c.CFN.DetectStackDrift(ctx, &cloudformation.DetectStackDriftInput{StackName: aws.String(target(s))})
-	switch {
-	case err == nil:
-		s.Status, s.DetectionID, s.StartedAt = Detecting, aws.ToString(out.StackDriftDetectionId), d.clk.Now().UTC()
-		inv.log.Debug("drift: detection started", "stack", s.StackName, "detection", s.DetectionID)
-	case isThrottle(err):
-		inv.log.Warn("drift: detection not started (throttled); retried next pass", "stack", s.StackName, "err", err)
-	case isNoStack(err):
-		s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
-	default:
-		s.Status, s.Reason = Unknown, "detection could not start: "+apiMessage(err)
-	}
-	return nil
-}
-
-func target(s *Stack) string {
-	if s.StackID != "" {
-		return s.StackID
-	}
-	return s.StackName
-}
-
-// observe looks at s's detection and, when it has finished, collects its drifts.
-func (d *Driver) observe(ctx context.Context, inv *invocation, g *Graph, s *Stack) error {
-	if err := inv.budget.Wait(ctx); err != nil {
-		return fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
-	}
-	out, err := d.c.CFN.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(s.DetectionID)})
-	if err != nil {
-		if isThrottle(err) {
-			inv.log.Warn("drift: detection status not read (throttled); retried next pass", "stack", s.StackName, "err", err)
-			return nil
-		}
-		s.Status, s.Reason = Unknown, fmt.Sprintf("detection %s: status unreadable: %s", s.DetectionID, apiMessage(err))
-		return nil
-	}
-	switch out.DetectionStatus {
-	case cfntypes.StackDriftDetectionStatusDetectionInProgress:
-		return nil
-	case cfntypes.StackDriftDetectionStatusDetectionFailed:
-		if out.StackDriftStatus != cfntypes.StackDriftStatusDrifted {
-			s.Status, s.Reason = Unknown, "detection failed: "+aws.ToString(out.DetectionStatusReason)
-			s.CheckedAt = d.clk.Now().UTC()
-			return nil
-		}
-		s.Reason = "detection failed for some resources: " + aws.ToString(out.DetectionStatusReason)
-	}
-	s.CheckedAt = d.clk.Now().UTC()
-	switch out.StackDriftStatus {
-	case cfntypes.StackDriftStatusInSync:
-		s.Status = InSync
-		return nil
-	case cfntypes.StackDriftStatusDrifted:
-		res, err := d.resources(ctx, inv, s)
-		if err != nil {
-			if isThrottle(err) {
-				inv.log.Warn("drift: resource drifts not read (throttled); retried next pass", "stack", s.StackName, "err", err)
-				return nil
-			}
-			s.Status, s.Reason = Unknown, "drifted, but its resource drifts are unreadable: "+apiMessage(err)
-			return nil
-		}
-		s.Resources = res
-		applyIgnore(s, g.Ignore)
-		return nil
-	default:
-		s.Status, s.Reason = Unknown, fmt.Sprintf("detection finished with stack drift status %q", out.StackDriftStatus)
-		return nil
-	}
-}
-
-// resources lists the modified and deleted resources of s, all pages.
-func (d *Driver) resources(ctx context.Context, inv *invocation, s *Stack) ([]Resource, error) {
-	in := &cloudformation.DescribeStackResourceDriftsInput{
-		StackName: aws.String(target(s)),
-		StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{
-			cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted,
-		},
-	}
-	var out []Resource
-	for {
-		if err := inv.budget.Wait(ctx); err != nil {
-			return nil, err
-		}
-		page, err := d.c.CFN.DescribeStackResourceDrifts(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page.StackResourceDrifts {
-			res := Resource{LogicalID: aws.ToString(r.LogicalResourceId), PhysicalID: aws.ToString(r.PhysicalResourceId),
-				Type: aws.ToString(r.ResourceType), Status: string(r.StackResourceDriftStatus)}
-			for _, p := range r.PropertyDifferences {
-				res.Differences = append(res.Differences, Difference{Path: aws.ToString(p.PropertyPath),
-					Expected: aws.ToString(p.ExpectedValue), Actual: aws.ToString(p.ActualValue), Type: string(p.DifferenceType)})
-			}
-			out = append(out, res)
-		}
-		if aws.ToString(page.NextToken) == "" {
-			return out, nil
-		}
-		in.NextToken = page.NextToken
-	}
-}
-
-var errNoSweep = errors.New("no such sweep")
-
-func (d *Driver) load(ctx context.Context, id string) (*Sweep, string, error) {
-	key := SweepKey(id)
-	out, err := d.c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(key)})
-	if err != nil {
-		if awsclient.NotFound(err) {
-			return nil, "", errNoSweep
-		}
-		return nil, "", fmt.Errorf("drift: read sweep s3://%s/%s: %w", d.cfg.Bucket, key, err)
-	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, "", fmt.Errorf("drift: read sweep s3://%s/%s: %w", d.cfg.Bucket, key, err)
-	}
-	var sw Sweep
-	if err := json.Unmarshal(body, &sw); err != nil || sw.ID != id {
-		return nil, "", fmt.Errorf("drift: s3://%s/%s is not a sweep document (%v): delete it to let drift detection go on", d.cfg.Bucket, key, err)
-	}
-	return &sw, aws.ToString(out.ETag), nil
-}
-
-// put writes sw conditionally: created (If-None-Match) or replacing the ETag it read.
-func (d *Driver) put(ctx context.Context, sw *Sweep, etag string, create bool) (string, error) {
-	body, err := json.MarshalIndent(sw, "", "  ")
-	if err != nil {
-		return "", fmt.Errorf("drift: encode sweep %s: %w", sw.ID, err)
-	}
-	in := &s3.PutObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(SweepKey(sw.ID)),
-		Body: bytes.NewReader(body), ContentType: aws.String("application/json")}
-	if create {
-		in.IfNoneMatch = aws.String("*")
-	} else {
-		in.IfMatch = aws.String(etag)
-	}
-	out, err := d.c.S3.PutObject(ctx, in)
-	if err != nil {
-		return "", err
-	}
-	return aws.ToString(out.ETag), nil
-}
-
-func (d *Driver) delete(ctx context.Context, inv *invocation) error {
-	_, err := d.c.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(SweepKey(inv.sw.ID)), IfMatch: aws.String(inv.etag)})
-	if err != nil && !awsclient.NotFound(err) {
-		return d.lost(inv, err)
-	}
-	return nil
-}
-
-// OpenSweeps lists the ids of sweeps not yet finished, oldest first.
-func (d *Driver) OpenSweeps(ctx context.Context) ([]string, error) {
-	var ids []string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(SweepPrefix)}
-	for {
-		out, err := d.c.S3.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("drift: list open sweeps s3://%s/%s: %w", d.cfg.Bucket, SweepPrefix, err)
-		}
-		for _, o := range out.Contents {
-			k := strings.TrimPrefix(aws.ToString(o.Key), SweepPrefix)
-			if id, ok := strings.CutSuffix(k, ".json"); ok && !strings.Contains(id, "/") {
-				ids = append(ids, id)
-			}
-		}
-		if !aws.ToBool(out.IsTruncated) {
-			return ids, nil
-		}
-		in.ContinuationToken = out.NextContinuationToken
-	}
-}
-
-func newToken() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "(unknown)"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func isThrottle(err error) bool {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	switch ae.ErrorCode() {
-	case "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded":
-		return true
-	}
-	return false
-}
-
-// isNoStack reports CloudFormation's answer for a stack that does not exist.
-func isNoStack(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist")
-}
-
-func apiMessage(err error) string {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		return ae.ErrorCode() + ": " + ae.ErrorMessage()
-	}
-	return err.Error()
 }

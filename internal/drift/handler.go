@@ -49,12 +49,10 @@ type envelope struct {
 	continuation
 }
 
-// driftDetail is the detail of a drift status change. AWS names the detection
-// stack-drift-detection-id; drift-detection-id is accepted too (the local emulator's name).
+// driftDetail is the detail of a drift status change.
 type driftDetail struct {
 	StackID       string `json:"stack-id"`
 	DetectionID   string `json:"stack-drift-detection-id"`
-	AltID         string `json:"drift-detection-id"`
 	StatusDetails struct {
 		DetectionStatus string `json:"detection-status"`
 	} `json:"status-details"`
@@ -82,7 +80,7 @@ func (d *Driver) Handle(ctx context.Context, payload json.RawMessage) (*events.S
 				}
 			}
 			if err != nil {
-				d.log.Error("drift: message failed; it is delivered again", "message_id", rec.MessageId, "err", err, "body", truncate(rec.Body))
+				d.log.Error("drift: message failed; it is delivered again", "message_id", rec.MessageId, "err", err, "body", fmt.Sprintf("%.512s", rec.Body), "body_bytes", len(rec.Body))
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			}
 		}
@@ -152,9 +150,6 @@ func (d *Driver) statusChanged(ctx context.Context, det driftDetail) error {
 		return nil
 	}
 	detID := det.DetectionID
-	if detID == "" {
-		detID = det.AltID
-	}
 	ids, err := d.OpenSweeps(ctx)
 	if err != nil {
 		return err
@@ -186,13 +181,6 @@ func waitsFor(sw *Sweep, stackID, detectionID string) bool {
 		}
 	}
 	return false
-}
-
-func truncate(s string) string {
-	if len(s) > 512 {
-		return s[:512] + "..."
-	}
-	return s
 }
 
 // ConfigFromEnv reads the drift function's configuration: CAIRN_BUCKET,

@@ -1,31 +1,23 @@
 package drift
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/state"
 )
-
-// liveStack is a stack as DescribeStacks lists it.
-type liveStack struct {
-	id, status string
-	tags       map[string]string
-}
 
 // plan fills sw with every persistent graph (matching the filter) and its stacks, each
 // pending or already settled as NOT_CHECKED with the reason.
@@ -34,9 +26,9 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 	if err != nil {
 		return err
 	}
-	live, err := d.liveStacks(ctx, inv)
+	live, err := changeset.ListStacks(ctx, d.c.CFN, inv.budget)
 	if err != nil {
-		return err
+		return fmt.Errorf("drift: %w", err)
 	}
 	names := map[string]bool{}
 	for _, k := range keys {
@@ -49,58 +41,13 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 			sw.Graphs = append(sw.Graphs, &Graph{Name: k[1], Namespace: k[0], Key: k[1], Skipped: "persistent graph unreadable: " + err.Error()})
 			continue
 		}
-		g := &Graph{Namespace: pg.Namespace, Key: pg.Key, Name: pg.Key}
 		cfg, name, note := d.appliedConfig(ctx, pg)
-		if name != "" {
-			g.Name = name
-		}
-		if names[g.Name] {
-			// Two graphs claim one report folder (say, a deployment that changed its
-			// namespace left its old graph behind): the later one uses NAMESPACE.KEY.
-			g.Name = g.Namespace + "." + g.Key
-		}
-		names[g.Name] = true
-		if sw.Filter != "" && sw.Filter != g.Name && sw.Filter != g.Key && sw.Filter != g.Namespace+"/"+g.Key {
+		name = ReportName(pg, name, names)
+		names[name] = true
+		if sw.Filter != "" && sw.Filter != name && sw.Filter != pg.Key && sw.Filter != pg.Namespace+"/"+pg.Key {
 			continue
 		}
-		g.Bundle = bundleString(pg.Bundle)
-		if note != "" {
-			g.Notes = append(g.Notes, note)
-		}
-		if cfg != nil {
-			g.Ignore = cfg.Drift.Ignore
-			if !cfg.Drift.Enabled {
-				g.Skipped = "drift detection disabled by drift.enabled: false in the applied config"
-			}
-		}
-		known := map[string]bool{}
-		for _, n := range pg.Names() {
-			ps := pg.Stacks[n]
-			s := &Stack{Name: ps.Name, StackName: ps.StackName, Status: Pending}
-			known[ps.StackName] = true
-			l, ok := live[ps.StackName]
-			switch {
-			case g.Skipped != "":
-				s.Status, s.Reason = NotChecked, g.Skipped
-			case !ok:
-				s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
-				g.Missing = append(g.Missing, ps.StackName)
-			default:
-				s.StackID = l.id
-				if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
-					s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
-				} else if strings.HasSuffix(l.status, "_IN_PROGRESS") {
-					s.Status, s.Reason = NotChecked, "stack operation in progress ("+l.status+")"
-				}
-			}
-			g.Stacks = append(g.Stacks, s)
-		}
-		for name, l := range live {
-			if l.tags[state.TagNamespace] == g.Namespace && l.tags[state.TagGraphKey] == g.Key && !known[name] {
-				g.Untracked = append(g.Untracked, name)
-			}
-		}
-		sort.Strings(g.Untracked)
+		g := NewGraph(pg, name, cfg, note, live)
 		if g.Skipped == "" {
 			if why, err := d.lockReason(ctx, g); err != nil {
 				return err
@@ -114,57 +61,77 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 	return nil
 }
 
-// graphKeys lists [namespace, key] of every state/NAMESPACE/KEY.json.
-func (d *Driver) graphKeys(ctx context.Context) ([][2]string, error) {
-	var out [][2]string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String("state/")}
-	for {
-		page, err := d.c.S3.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("drift: list persistent graphs s3://%s/state/: %w", d.cfg.Bucket, err)
-		}
-		for _, o := range page.Contents {
-			rest := strings.TrimPrefix(aws.ToString(o.Key), "state/")
-			ns, file, ok := strings.Cut(rest, "/")
-			key, isJSON := strings.CutSuffix(file, ".json")
-			if ok && isJSON && ns != "" && key != "" && !strings.Contains(key, "/") {
-				out = append(out, [2]string{ns, key})
-			}
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			return out, nil
-		}
-		in.ContinuationToken = page.NextContinuationToken
+// ReportName is the name of pg's report folder (drift/NAME/): the deployment that applied
+// it, else its key; NAMESPACE.KEY when another graph has that name already (say, a
+// deployment that changed its namespace left its old graph behind: taken holds the names
+// given so far) or when the name is one the bucket reserves.
+func ReportName(pg *state.Graph, deployment string, taken map[string]bool) string {
+	name := cmp.Or(deployment, pg.Key)
+	if taken[name] || bucket.Reserved(name) {
+		return pg.Namespace + "." + pg.Key
 	}
+	return name
 }
 
-// liveStacks lists every stack in the account and region, by name.
-func (d *Driver) liveStacks(ctx context.Context, inv *invocation) (map[string]liveStack, error) {
-	out := map[string]liveStack{}
-	in := &cloudformation.DescribeStacksInput{}
-	for {
-		if err := inv.budget.Wait(ctx); err != nil {
-			return nil, err
-		}
-		page, err := d.c.CFN.DescribeStacks(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("drift: list stacks: %w", err)
-		}
-		for _, s := range page.Stacks {
-			if s.StackStatus == cfntypes.StackStatusDeleteComplete {
-				continue
-			}
-			tags := map[string]string{}
-			for _, t := range s.Tags {
-				tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
-			}
-			out[aws.ToString(s.StackName)] = liveStack{id: aws.ToString(s.StackId), status: string(s.StackStatus), tags: tags}
-		}
-		if aws.ToString(page.NextToken) == "" {
-			return out, nil
-		}
-		in.NextToken = page.NextToken
+// NewGraph is the part of a sweep of persistent graph pg, reported as name: each stack
+// pending, or settled as NOT_CHECKED with why (drift detection disabled by the applied
+// config cfg, the stack missing from AWS, ignored by drift.ignore, or busy), and the
+// stacks tagged for the graph that it does not know. note says why cfg is nil, if it is.
+func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, live map[string]plan.Live) *Graph {
+	g := &Graph{Namespace: pg.Namespace, Key: pg.Key, Name: name, Bundle: bundleString(pg.Bundle)}
+	if note != "" {
+		g.Notes = append(g.Notes, note)
 	}
+	if cfg != nil {
+		g.Ignore = cfg.Drift.Ignore
+		if !cfg.Drift.Enabled {
+			g.Skipped = "drift detection disabled by drift.enabled: false in the applied config"
+		}
+	}
+	known := map[string]bool{}
+	for _, n := range pg.Names() {
+		ps := pg.Stacks[n]
+		s := &Stack{Name: ps.Name, StackName: ps.StackName, Status: Pending}
+		known[ps.StackName] = true
+		l, ok := live[ps.StackName]
+		switch {
+		case g.Skipped != "":
+			s.Status, s.Reason = NotChecked, g.Skipped
+		case !ok:
+			s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
+			g.Missing = append(g.Missing, ps.StackName)
+		default:
+			s.StackID = l.StackID
+			if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
+				s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
+			} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {
+				s.Status, s.Reason = NotChecked, "stack operation in progress ("+l.Status+")"
+			}
+		}
+		g.Stacks = append(g.Stacks, s)
+	}
+	for name, l := range live {
+		if l.Tags[state.TagNamespace] == g.Namespace && l.Tags[state.TagGraphKey] == g.Key && !known[name] {
+			g.Untracked = append(g.Untracked, name)
+		}
+	}
+	sort.Strings(g.Untracked)
+	return g
+}
+
+// graphKeys lists [namespace, key] of every state/NAMESPACE/KEY.json.
+func (d *Driver) graphKeys(ctx context.Context) ([][2]string, error) {
+	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.StatePrefix)
+	if err != nil {
+		return nil, fmt.Errorf("drift: persistent graphs: %w", err)
+	}
+	var out [][2]string
+	for _, k := range keys {
+		if ns, key, ok := bucket.ParseStateKey(k); ok {
+			out = append(out, [2]string{ns, key})
+		}
+	}
+	return out, nil
 }
 
 // appliedConfig loads the config of the bundle pg applied, from deployments/NAME.zip at
@@ -173,77 +140,56 @@ func (d *Driver) liveStacks(ctx context.Context, inv *invocation) (map[string]li
 func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Config, string, string) {
 	ref := pg.Bundle
 	versioned := ref.VersionID != "" && ref.VersionID != "null"
-	name, data, err := d.findBundle(ctx, pg.Key, ref.VersionID, versioned)
-	if err != nil {
-		return nil, name, fmt.Sprintf("applied config not readable (%v): every stack is checked, no drift.ignore applies", err)
+	unreadable := func(why string) string {
+		return fmt.Sprintf("applied config not readable (%s): every stack is checked, no drift.ignore applies", why)
 	}
-	if !versioned && ref.SHA256 != "" {
-		sum := sha256.Sum256(data)
-		if hex.EncodeToString(sum[:]) != ref.SHA256 {
-			return nil, name, fmt.Sprintf("applied config not readable (deployments/%s.zip changed since sha256 %s was applied and the bucket keeps no versions): every stack is checked, no drift.ignore applies", name, ref.SHA256)
+	version := ""
+	if versioned {
+		version = ref.VersionID
+	}
+	// The graph key defaults to the deployment name; else whichever deployments/*.zip
+	// has the applied version is the deployment.
+	name := pg.Key
+	lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: bucket.DeploymentKey(name), VersionID: version}, name)
+	if err == nil && lb.Missing && versioned {
+		found, ok, ferr := d.deploymentOf(ctx, ref.VersionID)
+		if ferr == nil && !ok {
+			return nil, name, unreadable(fmt.Sprintf("no %s has version %s (deleted?)", bucket.DeploymentKey("*"), ref.VersionID))
+		}
+		if err = ferr; err == nil {
+			name = found
+			lb, err = deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: bucket.DeploymentKey(name), VersionID: version}, name)
 		}
 	}
-	b, err := bundle.FromZip(data)
-	if err == nil {
-		var cfg *config.Config
-		cfg, err = config.LoadOptions{Deployment: name}.Load(b)
-		if err == nil {
-			return cfg, name, ""
-		}
+	switch {
+	case err != nil:
+		return nil, name, unreadable(err.Error())
+	case !versioned && ref.SHA256 != "" && !lb.Missing && lb.Bundle.SHA256 != ref.SHA256:
+		return nil, name, unreadable(fmt.Sprintf("%s changed since sha256 %s was applied and the bucket keeps no versions", bucket.DeploymentKey(name), ref.SHA256))
+	case lb.Config == nil:
+		return nil, name, unreadable(fmt.Sprintf("%s: %s", bucket.DeploymentKey(name), strings.Join(lb.Errors, "; ")))
 	}
-	return nil, name, fmt.Sprintf("applied config not readable (deployments/%s.zip: %v): every stack is checked, no drift.ignore applies", name, err)
+	return lb.Config, name, ""
 }
 
-// findBundle fetches the applied bundle: deployments/KEY.zip (the graph key defaults to
-// the deployment name) at versionID, else whichever deployments/*.zip has that version.
-func (d *Driver) findBundle(ctx context.Context, key, versionID string, versioned bool) (string, []byte, error) {
-	data, err := d.getBundle(ctx, key, versionID, versioned)
-	if err == nil || !awsclient.NotFound(err) || !versioned {
-		return key, data, err
-	}
-	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String("deployments/")}
+// deploymentOf finds the deployment whose deployments/NAME.zip has version versionID.
+func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bool, error) {
+	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(bucket.DeploymentsPrefix)}
 	for {
-		page, lerr := d.c.S3.ListObjectVersions(ctx, in)
-		if lerr != nil {
-			return key, nil, fmt.Errorf("look for bundle version %s: %w", versionID, lerr)
+		page, err := d.c.S3.ListObjectVersions(ctx, in)
+		if err != nil {
+			return "", false, fmt.Errorf("look for bundle version %s: %w", versionID, err)
 		}
 		for _, v := range page.Versions {
-			if aws.ToString(v.VersionId) != versionID {
-				continue
+			if name, ok := bucket.DeploymentOf(aws.ToString(v.Key)); ok && aws.ToString(v.VersionId) == versionID {
+				return name, true, nil
 			}
-			k := aws.ToString(v.Key)
-			name, ok := strings.CutSuffix(strings.TrimPrefix(k, "deployments/"), ".zip")
-			if !ok {
-				continue
-			}
-			data, err := d.getBundle(ctx, name, versionID, true)
-			return name, data, err
 		}
 		if !aws.ToBool(page.IsTruncated) {
-			return key, nil, fmt.Errorf("no deployments/*.zip has version %s (deleted?)", versionID)
+			return "", false, nil
 		}
 		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
 	}
-}
-
-func (d *Driver) getBundle(ctx context.Context, name, versionID string, versioned bool) ([]byte, error) {
-	in := &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String("deployments/" + name + ".zip")}
-	if versioned {
-		in.VersionId = aws.String(versionID)
-	}
-	out, err := d.c.S3.GetObject(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	defer out.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(out.Body, bundle.MaxZipSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > bundle.MaxZipSize {
-		return nil, fmt.Errorf("larger than %d bytes", bundle.MaxZipSize)
-	}
-	return data, nil
 }
 
 func bundleString(b state.BundleRef) string {

@@ -2,6 +2,7 @@ package drift
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,8 +12,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/report"
 )
 
 // Report is the document at drift/NAME/ID.json: one graph's result in one sweep.
@@ -28,17 +32,10 @@ type Report struct {
 	Previous string `json:"previous,omitempty"`
 }
 
-// ReportPrefix is the folder of the reports of the graph named name.
-func ReportPrefix(name string) string { return "drift/" + name + "/" }
-
-// ReportKey is the object key of the JSON report of name in sweep id; the Markdown report
-// has the same key ending in .md.
-func ReportKey(name, id string) string { return ReportPrefix(name) + id + ".json" }
-
 // finishGraph writes g's report and publishes its summary when something drifted or
 // changed since the previous report.
 func (d *Driver) finishGraph(ctx context.Context, sw *Sweep, g *Graph) error {
-	key := ReportKey(g.Name, sw.ID)
+	key := bucket.DriftReportKey(g.Name, sw.ID)
 	prevKey, prev, err := d.previousReport(ctx, g.Name, key)
 	if err != nil {
 		d.log.Warn("drift: previous report unreadable; changes are not computed", "graph", g.Name, "err", err)
@@ -57,20 +54,19 @@ func (d *Driver) finishGraph(ctx context.Context, sw *Sweep, g *Graph) error {
 	if err != nil {
 		return fmt.Errorf("drift: encode report %s: %w", key, err)
 	}
-	mdKey := strings.TrimSuffix(key, ".json") + ".md"
+	mdKey := bucket.DriftMarkdownKey(g.Name, sw.ID)
 	for _, o := range []struct {
 		key, ctype string
 		body       []byte
 	}{{key, "application/json", body}, {mdKey, "text/markdown; charset=utf-8", md.Bytes()}} {
-		if _, err := d.c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(o.key),
-			Body: bytes.NewReader(o.body), ContentType: aws.String(o.ctype)}); err != nil {
-			return fmt.Errorf("drift: write report s3://%s/%s: %w", d.cfg.Bucket, o.key, err)
+		if _, err := bucket.Put(ctx, d.c.S3, d.cfg.Bucket, o.key, o.body, bucket.Write{ContentType: o.ctype}); err != nil {
+			return fmt.Errorf("drift: report: %w", err)
 		}
 	}
 	d.log.Info("drift: report written", "graph", g.Name, "report", key, "drifted", g.Count(Drifted),
 		"in_sync", g.Count(InSync), "changes", len(r.Changes), "notify", g.Notified)
 	if g.Notified {
-		uri := fmt.Sprintf("s3://%s/%s", d.cfg.Bucket, mdKey)
+		uri := bucket.URI(d.cfg.Bucket, mdKey)
 		if _, err := d.c.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(d.cfg.Topic),
 			Subject: aws.String(Subject(r)), Message: aws.String(Summary(r, uri))}); err != nil {
 			return fmt.Errorf("drift: publish the drift summary of %s to %s: %w", g.Name, d.cfg.Topic, err)
@@ -82,23 +78,15 @@ func (d *Driver) finishGraph(ctx context.Context, sw *Sweep, g *Graph) error {
 
 // previousReport returns the newest report of name older than key, if any.
 func (d *Driver) previousReport(ctx context.Context, name, key string) (string, *Report, error) {
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(ReportPrefix(name))}
+	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.DriftReportsOf(name))
+	if err != nil {
+		return "", nil, err
+	}
 	var best string
-	for {
-		page, err := d.c.S3.ListObjectsV2(ctx, in)
-		if err != nil {
-			return "", nil, err
+	for _, k := range keys {
+		if _, ok := bucket.DriftReportOf(name, k); ok && k < key && k > best {
+			best = k
 		}
-		for _, o := range page.Contents {
-			k := aws.ToString(o.Key)
-			if strings.HasSuffix(k, ".json") && k < key && k > best {
-				best = k
-			}
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			break
-		}
-		in.ContinuationToken = page.NextContinuationToken
 	}
 	if best == "" {
 		return "", nil, nil
@@ -109,17 +97,12 @@ func (d *Driver) previousReport(ctx context.Context, name, key string) (string, 
 
 // ReadReport reads the JSON report at key.
 func (d *Driver) ReadReport(ctx context.Context, key string) (*Report, error) {
-	out, err := d.c.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.cfg.Bucket), Key: aws.String(key)})
+	o, err := bucket.Get(ctx, d.c.S3, d.cfg.Bucket, key, "", 0)
 	if err != nil {
-		return nil, fmt.Errorf("read report s3://%s/%s: %w", d.cfg.Bucket, key, err)
-	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
-	if err != nil {
-		return nil, fmt.Errorf("read report s3://%s/%s: %w", d.cfg.Bucket, key, err)
+		return nil, fmt.Errorf("report: %w", err)
 	}
 	var r Report
-	if err := json.Unmarshal(body, &r); err != nil || r.Graph == nil {
+	if err := json.Unmarshal(o.Body, &r); err != nil || r.Graph == nil {
 		return nil, fmt.Errorf("s3://%s/%s is not a drift report (%v)", d.cfg.Bucket, key, err)
 	}
 	return &r, nil
@@ -161,7 +144,7 @@ func Summary(r *Report, uri string) string {
 				fmt.Fprintf(&b, "- %s %s (%s): %s\n", s.StackName, res.LogicalID, res.Type, res.Status)
 			}
 			for _, df := range res.Differences {
-				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", s.StackName, res.LogicalID, res.Type, df.Path, orEmpty(df.Expected), orEmpty(df.Actual), df.Type)
+				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", s.StackName, res.LogicalID, res.Type, df.Path, cmp.Or(df.Expected, "(none)"), cmp.Or(df.Actual, "(none)"), df.Type)
 			}
 		}
 	}
@@ -186,7 +169,7 @@ func Markdown(w io.Writer, r *Report) {
 	if g.Bundle != "" {
 		fmt.Fprintf(w, ", bundle %s", g.Bundle)
 	}
-	fmt.Fprintf(w, ". Sweep `%s` (%s), started %s.\n\n", r.Sweep, r.Trigger, stamp(r.StartedAt))
+	fmt.Fprintf(w, ". Sweep `%s` (%s), started %s.\n\n", r.Sweep, r.Trigger, clock.Stamp(r.StartedAt))
 	if g.Skipped != "" {
 		fmt.Fprintf(w, "**Not checked:** %s\n\n", g.Skipped)
 	}
@@ -207,7 +190,7 @@ func Markdown(w io.Writer, r *Report) {
 				detail = strings.TrimSpace(fmt.Sprintf("%d resource(s) drifted %s", n, detail))
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", cell(s.Name), cell(s.StackName), s.Status, cell(detail))
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", report.Cell(s.Name), report.Cell(s.StackName), s.Status, report.Cell(detail))
 	}
 	fmt.Fprintln(w)
 	for _, s := range g.Stacks {
@@ -226,7 +209,7 @@ func Markdown(w io.Writer, r *Report) {
 			}
 			fmt.Fprintf(w, "| Property | Expected | Actual | Difference |\n|---|---|---|---|\n")
 			for _, df := range res.Differences {
-				fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", cell(df.Path), cell(orEmpty(df.Expected)), cell(orEmpty(df.Actual)), df.Type)
+				fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", report.Cell(df.Path), report.Cell(cmp.Or(df.Expected, "(none)")), report.Cell(cmp.Or(df.Actual, "(none)")), df.Type)
 			}
 			fmt.Fprintln(w)
 		}
@@ -254,16 +237,4 @@ func Markdown(w io.Writer, r *Report) {
 		}
 		fmt.Fprintln(w)
 	}
-}
-
-func cell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
-}
-
-func orEmpty(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

@@ -21,8 +21,6 @@ const (
 	// Applying and Applied: an approval started the apply run (a plan applies at most once).
 	Applying Status = "applying"
 	Applied  Status = "applied"
-	// Stale: an approval found the plan out of date; nothing was executed.
-	Stale Status = "stale"
 	// Superseded and Expired plans had their change sets (and the stacks created only for
 	// them) deleted.
 	Superseded Status = "superseded"
@@ -58,10 +56,12 @@ type Document struct {
 	AppliedAt time.Time `json:"applied_at,omitzero"`
 	// Run is the plan run as it ended; the apply run is built from it.
 	Run *run.Run `json:"run"`
-	// Lookups and Protection carry what the apply run needs without reloading the config.
-	Lookups    map[string][]config.Lookup `json:"lookups,omitempty"`
-	Protection map[string]bool            `json:"protection,omitempty"`
-	Drop       []string                   `json:"drop,omitempty"`
+	// Lookups carry what the apply run needs without reloading the config.
+	Lookups map[string][]config.Lookup `json:"lookups,omitempty"`
+	// Protection is read from plans recorded before the run's stacks carried the
+	// termination protection the config wants (run.Stack.Protect).
+	Protection map[string]bool `json:"protection,omitempty"`
+	Drop       []string        `json:"drop,omitempty"`
 }
 
 // BundleVersion identifies the exact upload a plan was made from.
@@ -79,8 +79,8 @@ type Stack struct {
 	Name      string `json:"name"`
 	StackName string `json:"stack_name"`
 	StackID   string `json:"stack_id,omitempty"`
-	// Action is create, update, delete, recreate or none.
-	Action        string `json:"action"`
+	// Action is Create, Update, Delete, Recreate or None.
+	Action        Action `json:"action"`
 	ChangeSetName string `json:"change_set_name,omitempty"`
 	ChangeSetID   string `json:"change_set_id,omitempty"`
 	// Status and LastUpdated are the live stack's at plan time ("" and zero: no stack).
@@ -145,15 +145,12 @@ func (d *Document) Stack(name string) *Stack {
 func (d *Document) Changing() []Stack {
 	var out []Stack
 	for _, s := range d.Stacks {
-		if s.Action != "none" {
+		if s.Action != None {
 			out = append(out, s)
 		}
 	}
 	return out
 }
-
-// Key is the object key of a plan document.
-func Key(deployment, id string) string { return "plans/" + deployment + "/" + id + ".json" }
 
 // Decode parses a plan document.
 func Decode(body []byte) (*Document, error) {

@@ -69,6 +69,7 @@ const (
 	Disabled Action = "disabled" // enabled: false
 	Drop     Action = "drop"     // in the graph, gone from AWS, gone from the config
 	Refuse   Action = "refuse"   // a deletion the guards refuse
+	None     Action = "none"     // a reviewed plan's stack that does not change
 )
 
 // Decision is one line of the plan.
@@ -77,6 +78,23 @@ type Decision struct {
 	StackName string `json:"stack_name"`
 	Action    Action `json:"action"`
 	Reason    string `json:"reason,omitempty"`
+	// Capabilities are what the stack's change sets acknowledge; FromTemplate says cairn
+	// granted them from what the template needs (the config names none).
+	Capabilities []string `json:"capabilities,omitempty"`
+	FromTemplate bool     `json:"capabilities_from_template,omitempty"`
+}
+
+// CapabilitiesText describes a decision's capabilities for people: "CAPABILITY_IAM
+// (granted: the template needs it)", or "" when there are none.
+func (d Decision) CapabilitiesText() string {
+	if len(d.Capabilities) == 0 {
+		return ""
+	}
+	s := strings.Join(d.Capabilities, ", ")
+	if d.FromTemplate {
+		s += " (granted: the template needs " + map[bool]string{true: "it", false: "them"}[len(d.Capabilities) == 1] + ")"
+	}
+	return s
 }
 
 // Result is a plan: the initial run, its decisions, and refusals that fail the whole run
@@ -195,7 +213,8 @@ func Make(in Input) (*Result, error) {
 		live, exists := in.Live[s.StackName]
 		p := prev.Stacks[s.Name]
 		decide := func(a Action, reason string) {
-			res.Decisions = append(res.Decisions, Decision{Stack: s.Name, StackName: s.StackName, Action: a, Reason: reason})
+			res.Decisions = append(res.Decisions, Decision{Stack: s.Name, StackName: s.StackName, Action: a, Reason: reason,
+				Capabilities: s.Capabilities, FromTemplate: s.CapabilitiesFromTemplate && len(s.Capabilities) > 0})
 		}
 		if !s.Enabled {
 			// Outside the run, but its outputs still feed lookups.
@@ -209,6 +228,7 @@ func Make(in Input) (*Result, error) {
 			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
 			RawParameters: maps.Clone(s.Parameters), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
+			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 		}
 		res.Run.Stacks[s.Name] = rs
 		if s.Locked {

@@ -27,6 +27,11 @@ const ResourceType = "Custom::PortAllocation"
 // to try; another free block is used when it is taken). Attributes: Port (first port) and
 // Ports (comma-separated). The physical id names the allocation. An Update that changes
 // neither Pool nor Count (Preferred alone, say) keeps the block and its id.
+//
+// An allocation belongs to the resource that created it (StackId and LogicalResourceId).
+// A request naming an allocation of another owner is treated as naming one this provider
+// does not hold: a Delete frees nothing and succeeds, an Update gets the requester its own
+// block (a replacement), so no stack can free or take over another stack's live port.
 type Allocator struct {
 	store *Store
 	pools Pools
@@ -154,7 +159,7 @@ func (a *Allocator) Update(ctx context.Context, req cfn.Event) (customresource.R
 	if err != nil {
 		return customresource.Result{}, err
 	}
-	old, found, err := a.find(ctx, req.PhysicalResourceID)
+	old, found, err := a.find(ctx, req)
 	if err != nil {
 		return customresource.Result{}, err
 	}
@@ -185,7 +190,7 @@ func (a *Allocator) Delete(ctx context.Context, req cfn.Event) (customresource.R
 		if _, known := a.pools[pool]; known {
 			_, err := a.release(ctx, pool, func(x Allocation) bool { return owned(x, req) && x.RequestID == reqID })
 			if err != nil {
-				a.log.Warn("could not check for a block left by a failed create; find it with `cairn ports list`", "pool", pool, "error", err)
+				a.log.Warn("could not check for a block left by a failed create; find it with `cairn ports list`", "pool", pool, "err", err)
 			}
 		}
 		return customresource.Result{PhysicalResourceID: id}, nil
@@ -195,14 +200,16 @@ func (a *Allocator) Delete(ctx context.Context, req cfn.Event) (customresource.R
 		a.log.Info("delete of an id that is not a port allocation: nothing to free", "physical_id", id)
 		return customresource.Result{PhysicalResourceID: id}, nil
 	}
-	freed, err := a.release(ctx, pool, func(x Allocation) bool { return x.ID == id })
+	freed, err := a.release(ctx, pool, func(x Allocation) bool { return x.ID == id && owned(x, req) })
 	if err != nil {
 		return customresource.Result{}, fmt.Errorf("free %s: %w; the ports stay allocated, retry the stack operation", id, err)
 	}
-	if freed == nil {
-		a.log.Info("delete of an unknown port allocation: nothing to free", "physical_id", id)
-	} else {
+	switch {
+	case freed != nil:
 		a.log.Info("port allocation freed", "physical_id", id, "ports", freed.PortList())
+	case a.heldByOther(ctx, pool, req):
+	default:
+		a.log.Info("delete of an unknown port allocation: nothing to free", "physical_id", id)
 	}
 	return customresource.Result{PhysicalResourceID: id}, nil
 }
@@ -272,8 +279,26 @@ func (a *Allocator) release(ctx context.Context, pool string, match func(Allocat
 	return freed, err
 }
 
-// find looks up the allocation named id.
-func (a *Allocator) find(ctx context.Context, id string) (Allocation, bool, error) {
+// heldByOther reports (and logs) whether req's physical id names an allocation of another
+// resource.
+func (a *Allocator) heldByOther(ctx context.Context, pool string, req cfn.Event) bool {
+	allocs, err := a.store.Allocations(ctx, pool)
+	if err != nil {
+		return false
+	}
+	i := slices.IndexFunc(allocs, func(x Allocation) bool { return x.ID == req.PhysicalResourceID })
+	if i < 0 || owned(allocs[i], req) {
+		return false
+	}
+	x := allocs[i]
+	a.log.Warn("delete names a port allocation of another resource: nothing freed", "physical_id", x.ID,
+		"owner_stack_id", x.StackID, "owner_logical_id", x.LogicalResourceID, "ports", x.PortList())
+	return true
+}
+
+// find looks up the allocation named by req's physical id, if req's resource owns it.
+func (a *Allocator) find(ctx context.Context, req cfn.Event) (Allocation, bool, error) {
+	id := req.PhysicalResourceID
 	pool, ok := poolOfID(id)
 	if !ok {
 		return Allocation{}, false, nil
@@ -284,6 +309,11 @@ func (a *Allocator) find(ctx context.Context, id string) (Allocation, bool, erro
 	}
 	i := slices.IndexFunc(allocs, func(x Allocation) bool { return x.ID == id })
 	if i < 0 {
+		return Allocation{}, false, nil
+	}
+	if x := allocs[i]; !owned(x, req) {
+		a.log.Warn("update names a port allocation of another resource: the requester gets its own block", "physical_id", id,
+			"owner_stack_id", x.StackID, "owner_logical_id", x.LogicalResourceID, "ports", x.PortList())
 		return Allocation{}, false, nil
 	}
 	return allocs[i], true, nil

@@ -231,6 +231,28 @@ func TestPortAllocation(t *testing.T) {
 			{fixture: "delete-web-port.json", physicalOf: 0, status: cfn.StatusSuccess, sameIDAs: 0},
 			{fixture: "delete-web-port.json", physicalOf: 0, status: cfn.StatusSuccess, sameIDAs: 0},
 		}, pools: map[string][]string{"default": {"20100,20101,20102"}}},
+		// A request names its owner (StackId, LogicalResourceId); one naming another
+		// owner's allocation is answered as CloudFormation expects of an id the provider
+		// does not hold (Delete: SUCCESS; Update: a replacement) and leaves that block alone.
+		{name: "delete from another stack naming a live allocation frees nothing", steps: []step{
+			{fixture: "create-web-port.json", physicalOf: none, status: cfn.StatusSuccess, ports: "20000", sameIDAs: none},
+			{fixture: "delete-foreign-stack.json", physicalOf: 0, status: cfn.StatusSuccess, sameIDAs: 0},
+			{fixture: "create-other-stack-preferred.json", physicalOf: none, status: cfn.StatusSuccess, ports: "20001", sameIDAs: none},
+		}, pools: map[string][]string{"default": {"20000", "20001"}}},
+		{name: "delete from another resource of the same stack frees nothing", steps: []step{
+			{fixture: "create-web-port.json", physicalOf: none, status: cfn.StatusSuccess, ports: "20000", sameIDAs: none},
+			{fixture: "delete-foreign-logical-id.json", physicalOf: 0, status: cfn.StatusSuccess, sameIDAs: 0},
+		}, pools: map[string][]string{"default": {"20000"}}},
+		{name: "update from another stack keeping Pool and Count gets its own block", steps: []step{
+			{fixture: "create-web-port.json", physicalOf: none, status: cfn.StatusSuccess, ports: "20000", sameIDAs: none},
+			{fixture: "update-foreign-stack-preferred.json", physicalOf: 0, status: cfn.StatusSuccess, ports: "20500", sameIDAs: none},
+			{fixture: "update-foreign-stack-preferred.json", physicalOf: 0, status: cfn.StatusSuccess, ports: "20500", sameIDAs: 1},
+		}, pools: map[string][]string{"default": {"20000", "20500"}}},
+		{name: "update from another stack changing Count replaces, and the cleanup delete frees nothing of the owner's", steps: []step{
+			{fixture: "create-web-port.json", physicalOf: none, status: cfn.StatusSuccess, ports: "20000", sameIDAs: none},
+			{fixture: "update-foreign-stack-count.json", physicalOf: 0, status: cfn.StatusSuccess, ports: "20001,20002", sameIDAs: none},
+			{fixture: "delete-foreign-stack.json", physicalOf: 0, status: cfn.StatusSuccess, sameIDAs: 0},
+		}, pools: map[string][]string{"default": {"20000", "20001,20002"}}},
 		{name: "a taken Preferred port falls back to the lowest free block", steps: []step{
 			{fixture: "create-admin-ports.json", physicalOf: none, status: cfn.StatusSuccess, ports: "20100,20101,20102", sameIDAs: none},
 			{fixture: "create-api-ports.json", physicalOf: none, status: cfn.StatusSuccess, ports: "20000,20001", sameIDAs: none},

@@ -1,9 +1,9 @@
 package ports
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -59,14 +59,7 @@ func (a Allocation) PortList() string {
 }
 
 // StackName is the stack's name taken from its StackId ARN.
-func (a Allocation) StackName() string {
-	_, rest, ok := strings.Cut(a.StackID, ":stack/")
-	if !ok {
-		return a.StackID
-	}
-	name, _, _ := strings.Cut(rest, "/")
-	return name
-}
+func (a Allocation) StackName() string { return awsclient.StackName(a.StackID) }
 
 // poolState is the document stored at ports/POOL.json.
 type poolState struct {
@@ -77,7 +70,6 @@ type poolState struct {
 
 const (
 	schemaVersion = 1
-	keyPrefix     = "ports/"
 	// maxBackoff caps the jittered wait after a conflict: long enough to spread a burst
 	// of writers, short enough to keep the tail latency of a busy pool low.
 	maxBackoff = 250 * time.Millisecond
@@ -104,10 +96,7 @@ func NewStore(client S3API, bucket string, clk clock.Clock) *Store {
 	return &Store{client: client, bucket: bucket, clock: clk, attempts: 60, backoff: 4 * time.Millisecond}
 }
 
-// Key is the object key of pool's document.
-func Key(pool string) string { return keyPrefix + pool + ".json" }
-
-func (s *Store) where(pool string) string { return "s3://" + s.bucket + "/" + Key(pool) }
+func (s *Store) where(pool string) string { return bucket.URI(s.bucket, bucket.PoolKey(pool)) }
 
 // Allocations returns pool's allocations in port order; none if the pool has no document.
 func (s *Store) Allocations(ctx context.Context, pool string) ([]Allocation, error) {
@@ -117,18 +106,14 @@ func (s *Store) Allocations(ctx context.Context, pool string) ([]Allocation, err
 
 // Pools lists the pools that have a document in the bucket.
 func (s *Store) Pools(ctx context.Context) ([]string, error) {
+	keys, err := bucket.List(ctx, s.client, s.bucket, bucket.PortsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w%s", err, s.hint(err))
+	}
 	var names []string
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(keyPrefix)}
-	for p := s3.NewListObjectsV2Paginator(s.client, in); p.HasMorePages(); {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("list s3://%s/%s: %w%s", s.bucket, keyPrefix, err, s.hint(err))
-		}
-		for _, o := range page.Contents {
-			name, ok := strings.CutSuffix(strings.TrimPrefix(aws.ToString(o.Key), keyPrefix), ".json")
-			if ok && ValidPoolName(name) {
-				names = append(names, name)
-			}
+	for _, k := range keys {
+		if name, ok := bucket.PoolOf(k); ok && ValidPoolName(name) {
+			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
@@ -138,22 +123,21 @@ func (s *Store) Pools(ctx context.Context) ([]string, error) {
 // load returns pool's document and its ETag ("" when there is none yet).
 func (s *Store) load(ctx context.Context, pool string) (poolState, string, error) {
 	empty := poolState{Schema: schemaVersion, Pool: pool}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(Key(pool))})
-	if err != nil {
-		if awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket" {
-			return empty, "", nil
-		}
-		return poolState{}, "", fmt.Errorf("read %s: %w%s", s.where(pool), err, s.hint(err))
+	o, err := bucket.Get(ctx, s.client, s.bucket, bucket.PoolKey(pool), "", 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return empty, "", nil
 	}
-	defer out.Body.Close()
+	if err != nil {
+		return poolState{}, "", fmt.Errorf("%w%s", err, s.hint(err))
+	}
 	var st poolState
-	if err := json.NewDecoder(out.Body).Decode(&st); err != nil {
+	if err := json.Unmarshal(o.Body, &st); err != nil {
 		return poolState{}, "", fmt.Errorf("%s is not a port pool document (%v): restore a previous version of it (the bucket is versioned)", s.where(pool), err)
 	}
 	if st.Schema != schemaVersion {
 		return poolState{}, "", fmt.Errorf("%s has schema %d, this cairn reads %d: upgrade cairn", s.where(pool), st.Schema, schemaVersion)
 	}
-	return st, aws.ToString(out.ETag), nil
+	return st, o.ETag, nil
 }
 
 // update applies change to pool's document and writes it back only if nobody wrote it in
@@ -181,27 +165,12 @@ func (s *Store) update(ctx context.Context, pool string, change func(*poolState)
 			return err
 		}
 		sort.Slice(st.Allocations, func(i, j int) bool { return st.Allocations[i].First < st.Allocations[j].First })
-		body, err := json.MarshalIndent(st, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", s.where(pool), err)
-		}
-		in := &s3.PutObjectInput{
-			Bucket:      aws.String(s.bucket),
-			Key:         aws.String(Key(pool)),
-			Body:        bytes.NewReader(body),
-			ContentType: aws.String("application/json"),
-		}
-		if etag == "" {
-			in.IfNoneMatch = aws.String("*")
-		} else {
-			in.IfMatch = aws.String(etag)
-		}
-		_, err = s.client.PutObject(ctx, in)
+		_, err = bucket.WriteJSON(ctx, s.client, s.bucket, bucket.PoolKey(pool), st, bucket.Write{Create: etag == "", IfMatch: etag})
 		if err == nil {
 			return nil
 		}
-		if !awsclient.PreconditionFailed(err) {
-			return fmt.Errorf("write %s: %w", s.where(pool), err)
+		if !errors.Is(err, bucket.ErrConflict) {
+			return err
 		}
 		if attempt >= s.attempts {
 			return fmt.Errorf("write %s: still conflicting with concurrent writers after %d attempts: retry the stack operation", s.where(pool), attempt)
@@ -221,7 +190,7 @@ func (s *Store) hint(err error) string {
 	case "NoSuchBucket":
 		return fmt.Sprintf(": bucket %s does not exist; check the bucket name (%s, --bucket)", s.bucket, BucketEnv)
 	case "AccessDenied", "Forbidden":
-		return fmt.Sprintf(": grant s3:GetObject, s3:PutObject and s3:ListBucket on %s/%s*", s.bucket, keyPrefix)
+		return fmt.Sprintf(": grant s3:GetObject, s3:PutObject and s3:ListBucket on %s/%s*", s.bucket, bucket.PortsPrefix)
 	}
 	return ""
 }

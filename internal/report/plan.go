@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -59,16 +60,16 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Resource changes | Replacements | Notes |\n|---|---|---|---|---|---|\n")
 		for _, s := range changing {
 			changes := fmt.Sprint(len(s.Changes))
-			if s.CreatedAtApply || s.Action == "delete" {
+			if s.CreatedAtApply || s.Action == plan.Delete {
 				changes = "-"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), cell(strings.Join(s.Marks(), ", ")))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
 		}
 		b.WriteString("\n")
 		if n := len(p.Stacks) - len(changing); n > 0 {
 			var names []string
 			for _, s := range p.Stacks {
-				if s.Action == "none" {
+				if s.Action == plan.None {
 					name := s.Name
 					if s.InputsMayChange {
 						name += " (inputs may change: re-checked at apply)"
@@ -96,7 +97,10 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 				b.WriteString("> **Created at apply:** a stack it depends on is created by this plan, so its change set is made during the apply, from the outputs the new stack has.\n")
 			}
 		}
-		if s.Action == "delete" {
+		if c := capabilities(p, s.Name); c != "" {
+			fmt.Fprintf(&b, "Capabilities: %s.\n", c)
+		}
+		if s.Action == plan.Delete {
 			b.WriteString("The stack and every resource in it are deleted.\n\n")
 			continue
 		}
@@ -107,7 +111,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		b.WriteString("\n| Resource | Type | Action | Replacement |\n|---|---|---|---|\n")
 		var details []string
 		for _, c := range s.Changes {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(c.LogicalID), cell(c.Type), c.Action, nonEmpty(c.Replacement, "-"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Cell(c.LogicalID), Cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
 			for _, d := range c.Details {
 				details = append(details, fmt.Sprintf("- %s: %s", c.LogicalID, d))
 			}
@@ -126,12 +130,12 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 func dangers(p *plan.Document) []string {
 	var out []string
 	for _, s := range p.Stacks {
-		if s.Action == "delete" {
+		if s.Action == plan.Delete {
 			out = append(out, fmt.Sprintf("**delete stack** %s (%s)", s.StackName, s.Name))
 		}
 	}
 	for _, s := range p.Stacks {
-		if s.Action == "recreate" {
+		if s.Action == plan.Recreate {
 			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", s.StackName, s.Name))
 		}
 		for _, c := range s.Changes {
@@ -162,13 +166,6 @@ func bundleLine(b plan.BundleVersion) string {
 	return s
 }
 
-func nonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // PlanJSON writes the plan document as indented JSON, for tools.
 func PlanJSON(w io.Writer, p *plan.Document) error {
 	enc := json.NewEncoder(w)
@@ -197,7 +194,11 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 	for _, s := range p.Stacks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.StackName, s.Action, strings.Join(s.Marks(), ", "))
+		marks := s.Marks()
+		if c := capabilities(p, s.Name); c != "" && s.Action != "none" && s.Action != "delete" {
+			marks = append(marks, "capabilities: "+c)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.StackName, s.Action, strings.Join(marks, ", "))
 		for _, c := range s.Changes {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.LogicalID, c.Type, replacement(c.Replacement))
 		}
@@ -211,6 +212,16 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// capabilities describes what the plan's decision for stack name acknowledges.
+func capabilities(p *plan.Document, name string) string {
+	for _, d := range p.Decisions {
+		if d.Stack == name {
+			return d.CapabilitiesText()
+		}
+	}
+	return ""
 }
 
 func replacement(r string) string {

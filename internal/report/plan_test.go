@@ -87,3 +87,29 @@ func TestPlanViewsPutDangerFirst(t *testing.T) {
 		t.Errorf("JSON round trip: %v %+v", err, back)
 	}
 }
+
+// TestPlanViewsShowCapabilities: a reviewer sees what each changing stack acknowledges,
+// and whether cairn granted it from the template.
+func TestPlanViewsShowCapabilities(t *testing.T) {
+	p := loadPlan(t)
+	p.Decisions = append(p.Decisions,
+		plan.Decision{Stack: "app", StackName: "shop-app", Action: plan.Update, Capabilities: []string{"CAPABILITY_IAM"}, FromTemplate: true},
+		plan.Decision{Stack: "queue", StackName: "shop-queue", Action: plan.Create, Capabilities: []string{"CAPABILITY_NAMED_IAM"}})
+	var md, text bytes.Buffer
+	if err := PlanMarkdown(&md, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := PlanText(&text, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Capabilities: CAPABILITY_IAM (granted: the template needs it).\n", "Capabilities: CAPABILITY_NAMED_IAM.\n"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	for _, want := range []string{"capabilities: CAPABILITY_IAM (granted: the template needs it)\n", "capabilities: CAPABILITY_NAMED_IAM\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+}

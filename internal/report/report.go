@@ -83,7 +83,7 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Status | Duration | Changes | Reason |\n|---|---|---|---|---|---|---|\n")
 		for _, n := range names {
 			s := r.Stacks[n]
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s, in.Decisions...), s.Phase, duration(s), changes(s), cell(s.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s, in.Decisions...), s.Phase, duration(s), changes(s), Cell(s.Reason))
 		}
 		b.WriteString("\n")
 	}
@@ -93,6 +93,9 @@ func Markdown(w io.Writer, in Input) error {
 			fmt.Fprintf(&b, "- %s (%s): %s", d.Stack, d.StackName, d.Action)
 			if d.Reason != "" {
 				fmt.Fprintf(&b, " — %s", d.Reason)
+			}
+			if c := d.CapabilitiesText(); c != "" {
+				fmt.Fprintf(&b, "; capabilities: %s", c)
 			}
 			b.WriteString("\n")
 		}
@@ -104,22 +107,22 @@ func Markdown(w io.Writer, in Input) error {
 // Action names what the run did (or tries to do) to a stack. decisions are the plan's
 // (the run document carries them): a stack the plan adopted into the graph shows as
 // adopt, not as the update that adopted it. Without decisions that cannot be told.
-func Action(s *run.Stack, decisions ...plan.Decision) string {
+func Action(s *run.Stack, decisions ...plan.Decision) plan.Action {
 	switch {
 	case s.Intent == run.IntentDelete:
-		return "delete"
+		return plan.Delete
 	case s.Intent == run.IntentRead:
-		return "read"
+		return plan.Read
 	case s.Intent == run.IntentRecreate:
-		return "recreate"
+		return plan.Recreate
 	case s.Phase == run.Unchanged:
-		return "none"
+		return plan.None
 	case adopted(s.Name, decisions):
-		return string(plan.Adopt)
+		return plan.Adopt
 	case s.ChangeSetType == "CREATE" || (!s.Exists && s.ChangeSetType == ""):
-		return "create"
+		return plan.Create
 	default:
-		return "update"
+		return plan.Update
 	}
 }
 
@@ -146,7 +149,8 @@ func changes(s *run.Stack) string {
 	return fmt.Sprint(s.Changes)
 }
 
-func cell(s string) string {
+// Cell escapes s for a cell of a Markdown table: no pipe ends it, no newline breaks it.
+func Cell(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
 }
 

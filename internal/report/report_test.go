@@ -27,7 +27,9 @@ func sampleRun() *run.Run {
 func TestMarkdown(t *testing.T) {
 	var b strings.Builder
 	in := Input{Run: sampleRun(), Bundle: "s3://cairn-state/deployments/shop.zip version 3", Warnings: []string{"WARNING: bucket versioning is off"},
-		Decisions: []plan.Decision{{Stack: "old", StackName: "shop-old", Action: plan.Delete, Reason: "removed from the config"}}}
+		Decisions: []plan.Decision{{Stack: "old", StackName: "shop-old", Action: plan.Delete, Reason: "removed from the config"},
+			{Stack: "cache", StackName: "shop-cache", Action: plan.Create, Capabilities: []string{"CAPABILITY_IAM"}, FromTemplate: true},
+			{Stack: "network", StackName: "shop-network", Action: plan.Update, Capabilities: []string{"CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"}}}}
 	if err := Markdown(&b, in); err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +43,8 @@ func TestMarkdown(t *testing.T) {
 		"| app | shop-app | none | unchanged |  |  | inputs unchanged |",
 		"| old | shop-old | delete | blocked |",
 		"- old (shop-old): delete — removed from the config",
+		"- cache (shop-cache): create; capabilities: CAPABILITY_IAM (granted: the template needs it)",
+		"- network (shop-network): update; capabilities: CAPABILITY_NAMED_IAM, CAPABILITY_AUTO_EXPAND\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
@@ -89,7 +93,7 @@ func TestActionOfAdoptedStack(t *testing.T) {
 		name      string
 		stack     run.Stack
 		decisions []plan.Decision
-		want      string
+		want      plan.Action
 	}{
 		{"adopted", run.Stack{Name: "extra", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"}, adopt, "adopt"},
 		{"adopted, no decisions given", run.Stack{Name: "extra", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"}, nil, "update"},

@@ -1,8 +1,10 @@
 package run
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,6 +20,9 @@ const (
 	DeleteChangeSet        ActionKind = "DeleteChangeSet"
 	DeleteStack            ActionKind = "DeleteStack"
 	ContinueUpdateRollback ActionKind = "ContinueUpdateRollback"
+	// SetTerminationProtection turns the stack's termination protection to Protect, once
+	// a deploy of it finished: the stack is done either way, a failure is a warning.
+	SetTerminationProtection ActionKind = "SetTerminationProtection"
 )
 
 // Action is one call for the driver. Every action is idempotent under its Token (the change
@@ -33,6 +38,7 @@ type Action struct {
 	ChangeSetType string            `json:"change_set_type,omitempty"`
 	Parameters    map[string]string `json:"parameters,omitempty"`
 	Token         string            `json:"token,omitempty"`
+	Protect       bool              `json:"protect,omitempty"`
 }
 
 // Observation is what the driver saw of one stack since the last step: the result of the
@@ -54,7 +60,24 @@ type Observation struct {
 	StackGone   bool              `json:"stack_gone,omitempty"` // does not exist (or DELETE_COMPLETE)
 	Reason      string            `json:"reason,omitempty"`     // first failing resource's reason, from the stack events
 	Outputs     map[string]string `json:"outputs,omitempty"`
+	// TerminationProtection is the described stack's, when it was described.
+	TerminationProtection *bool `json:"termination_protection,omitempty"`
 }
+
+// Failure is the observation of an action on stack that failed with err. It is permanent
+// (retrying cannot help, so the stack fails at once) when err was marked with Permanent.
+func Failure(stack string, err error) Observation {
+	var p permanentError
+	return Observation{Stack: stack, Err: err.Error(), Permanent: errors.As(err, &p)}
+}
+
+// Permanent marks err as one that retrying the same action cannot fix: a validation
+// error, a bundle that no longer loads. Its message is err's.
+func Permanent(err error) error { return permanentError{err} }
+
+type permanentError struct{ error }
+
+func (p permanentError) Unwrap() error { return p.error }
 
 // Resolver substitutes the output lookups in the raw parameter values of the stack named
 // stack (config name). outputs answers a lookup of STACK's OUTPUT, by the names used in the
@@ -142,8 +165,57 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	}
 	block(next, now)
 	actions = append(actions, start(next, now, opts)...)
+	actions = append(actions, protect(r, next)...)
 	finish(next, now)
 	return next, actions
+}
+
+// protect sets the termination protection the config wants on each stack whose deploy
+// finished in this step with another one.
+func protect(prev, next *Run) []Action {
+	var actions []Action
+	for _, name := range next.Names() {
+		s, p := next.Stacks[name], prev.Stacks[name]
+		if p != nil && p.Phase.Terminal() || !s.Phase.Terminal() || s.Intent == IntentDelete || s.Intent == IntentRead ||
+			(s.Phase != Done && s.Phase != Unchanged) || s.Protect == s.Protected {
+			continue
+		}
+		s.Protected = s.Protect
+		actions = append(actions, Action{Kind: SetTerminationProtection, Stack: s.Name, StackName: s.StackName, StackID: s.StackID, Protect: s.Protect})
+	}
+	return actions
+}
+
+// Fail ends a run that fails before (or without) starting its stacks: every stack not
+// finished is blocked, with why when it has no reason of its own.
+func Fail(r *Run, reason string, now time.Time) *Run {
+	next := r.Clone()
+	next.Status, next.Reason, next.FinishedAt, next.UpdatedAt = RunFailed, reason, now, now
+	for _, s := range next.Stacks {
+		if !s.Phase.Terminal() {
+			s.Phase, s.FinishedAt = Blocked, now
+			if s.Reason == "" {
+				s.Reason = "not started: the run was refused"
+			}
+		}
+	}
+	return next
+}
+
+// Supersede ends a run that deploys nothing because a newer upload exists.
+func Supersede(r *Run, reason string, now time.Time) *Run {
+	next := r.Clone()
+	next.Status, next.Reason, next.FinishedAt = Superseded, reason, now
+	return next
+}
+
+// Abandon ends a run that lost its lock: it changes nothing more, and its stacks stay as
+// they were last seen.
+func Abandon(r *Run, cause string, now time.Time) *Run {
+	next := r.Clone()
+	next.Status, next.FinishedAt, next.UpdatedAt = RunFailed, now, now
+	next.Reason = "stopped: " + cause
+	return next
 }
 
 func setPhase(s *Stack, p Phase, now time.Time) {
@@ -175,6 +247,9 @@ func retry(s *Stack, o Observation, back Phase, what string, now time.Time, opts
 func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Action {
 	if o.StackID != "" {
 		s.StackID = o.StackID
+	}
+	if o.TerminationProtection != nil {
+		s.Protected = *o.TerminationProtection
 	}
 	switch s.Phase {
 	case CreatingChangeSet:
@@ -262,23 +337,16 @@ func observeStack(s *Stack, o Observation, now time.Time, _ string) []Action {
 		}
 		fail(s, now, "update rollback failed again after ContinueUpdateRollback: "+firstReason(o)+": run `cairn recover`")
 	case st == "UPDATE_ROLLBACK_COMPLETE" && s.Phase == RollingBack:
-		fail(s, now, "update failed and was rolled back after ContinueUpdateRollback: "+nonEmpty(s.Reason, firstReason(o)))
+		fail(s, now, "update failed and was rolled back after ContinueUpdateRollback: "+cmp.Or(s.Reason, firstReason(o)))
 	case st == "ROLLBACK_COMPLETE", st == "ROLLBACK_FAILED", st == "CREATE_FAILED", st == "UPDATE_FAILED",
 		st == "UPDATE_ROLLBACK_COMPLETE", st == "DELETE_FAILED", st == "DELETE_COMPLETE", o.StackGone:
-		fail(s, now, fmt.Sprintf("stack %s is %s: %s", s.StackName, nonEmpty(st, "gone"), firstReason(o)))
+		fail(s, now, fmt.Sprintf("stack %s is %s: %s", s.StackName, cmp.Or(st, "gone"), firstReason(o)))
 	}
 	return nil
 }
 
 func firstReason(o Observation) string {
-	return nonEmpty(o.Reason, "no reason given")
-}
-
-func nonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+	return cmp.Or(o.Reason, "no reason given")
 }
 
 func execute(s *Stack) Action {
@@ -446,7 +514,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 				what = "the plan (no changes)"
 			}
 			fail(s, now, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
-				s.StackName, what, describeParams(s.Parameters, params)))
+				s.StackName, what, DescribeParameters(s.Parameters, params)))
 			return nil
 		}
 	}
@@ -508,8 +576,9 @@ func planAtApply(r *Run, s *Stack) bool {
 	return false
 }
 
-// describeParams names the parameters whose values differ between was and now.
-func describeParams(was, now map[string]string) string {
+// DescribeParameters names the parameters whose values differ between was and now, for
+// the reasons that a reviewed change set is stale.
+func DescribeParameters(was, now map[string]string) string {
 	var diffs []string
 	keys := map[string]bool{}
 	for k := range was {

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -439,11 +440,30 @@ func TestRandomRunsTerminate(t *testing.T) {
 			if rapid.IntRange(0, 7).Draw(rt, "fail"+name) == 0 {
 				w.failOn[name] = "UPDATE_ROLLBACK_COMPLETE"
 			}
+			s.Protect, s.Protected = rapid.Bool().Draw(rt, "protect"+name), rapid.Bool().Draw(rt, "protected"+name)
 			r.Stacks[name] = s
 		}
 		got := w.drive(r, Options{})
+		protections := map[string]int{}
+		for _, a := range w.calls {
+			if a.Kind == SetTerminationProtection {
+				protections[a.Stack]++
+				if a.Protect != r.Stacks[a.Stack].Protect {
+					rt.Fatalf("%s: termination protection set to %v, the config wants %v", a.Stack, a.Protect, r.Stacks[a.Stack].Protect)
+				}
+			}
+		}
 		for _, name := range got.Names() {
 			s := got.Stacks[name]
+			// Protection is set once, and only on a stack whose deploy finished with
+			// another one than the config wants.
+			want := 0
+			if s.Phase == Done && r.Stacks[name].Protect != r.Stacks[name].Protected {
+				want = 1
+			}
+			if protections[name] != want {
+				rt.Fatalf("%s (%s): termination protection set %d time(s), want %d", name, s.Phase, protections[name], want)
+			}
 			depBad := false
 			for _, d := range s.Requires {
 				if p := got.Stacks[d].Phase; p == Failed || p == Blocked {
@@ -576,5 +596,139 @@ func TestApplyExecutesReviewedChangeSets(t *testing.T) {
 				t.Errorf("b: reason %q", b.Reason)
 			}
 		})
+	}
+}
+
+func TestTerminationProtectionIsAnActionOfTheFinishedDeploy(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		intent             Intent
+		protect, protected bool
+		observed           *bool // what the last describe of the stack said
+		fail               bool
+		want               []string
+	}{
+		{name: "turned on after the deploy", intent: IntentDeploy, protect: true, want: []string{"CreateChangeSet", "ExecuteChangeSet", "SetTerminationProtection"}},
+		{name: "turned off after the deploy", intent: IntentDeploy, protected: true, want: []string{"CreateChangeSet", "ExecuteChangeSet", "SetTerminationProtection"}},
+		{name: "already as wanted", intent: IntentDeploy, protect: true, protected: true, want: []string{"CreateChangeSet", "ExecuteChangeSet"}},
+		{name: "seen turned on meanwhile", intent: IntentDeploy, protect: true, observed: ptrTo(true), want: []string{"CreateChangeSet", "ExecuteChangeSet"}},
+		{name: "seen turned off meanwhile", intent: IntentDeploy, protect: true, protected: true, observed: ptrTo(false), want: []string{"CreateChangeSet", "ExecuteChangeSet", "SetTerminationProtection"}},
+		{name: "failed deploy keeps it", intent: IntentDeploy, protect: true, fail: true, want: []string{"CreateChangeSet", "ExecuteChangeSet"}},
+		{name: "locked stack is never changed", intent: IntentRead, protect: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			if tc.fail {
+				w.failOn["app"] = "UPDATE_ROLLBACK_COMPLETE"
+			}
+			r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, Stacks: map[string]*Stack{
+				"app": {Name: "app", StackName: "shop-app", Intent: tc.intent, Phase: Pending, Exists: true, TemplateHash: "t2", PrevTemplateHash: "t1",
+					Protect: tc.protect, Protected: tc.protected},
+			}}
+			now := t0
+			var obs []Observation
+			for range 20 {
+				next, actions := Advance(r, obs, now, Options{})
+				for _, a := range actions {
+					if a.Kind == SetTerminationProtection && (a.Protect != tc.protect || a.StackName != "shop-app") {
+						t.Fatalf("action %+v", a)
+					}
+				}
+				r = next
+				w.perform(actions)
+				if r.Status != Running {
+					break
+				}
+				obs = w.tick(r, nil)
+				for i := range obs {
+					if obs[i].StackStatus != "" {
+						obs[i].TerminationProtection = tc.observed
+					}
+				}
+				now = now.Add(time.Minute)
+			}
+			var want []string
+			for _, k := range tc.want {
+				want = append(want, k+" app")
+			}
+			if got := kinds(w.calls); !slices.Equal(got, want) {
+				t.Errorf("calls %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestFailSupersedeAbandon(t *testing.T) {
+	start := func() *Run {
+		return &Run{ID: "r", Mode: ModeDeploy, Status: Running, StartedAt: t0, Stacks: map[string]*Stack{
+			"vpc": {Name: "vpc", Phase: Done, FinishedAt: t0},
+			"app": {Name: "app", Phase: Pending},
+			"db":  {Name: "db", Phase: Failed, Reason: "deletion refused: termination protection is on"},
+			"web": {Name: "web", Phase: Pending, Reason: "its own reason"},
+		}}
+	}
+	at := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name       string
+		do         func(*Run) *Run
+		status     Status
+		reason     string
+		updated    bool
+		phases     map[string]Phase
+		appReason  string
+		webReason  string
+		finishedAt time.Time
+	}{
+		{"fail", func(r *Run) *Run { return Fail(r, "refused: 1 reason(s); nothing was changed", at) }, RunFailed, "refused: 1 reason(s); nothing was changed", true,
+			map[string]Phase{"vpc": Done, "app": Blocked, "db": Failed, "web": Blocked}, "not started: the run was refused", "its own reason", at},
+		{"supersede", func(r *Run) *Run { return Supersede(r, "version v1 is no longer the newest", at) }, Superseded, "version v1 is no longer the newest", false,
+			map[string]Phase{"vpc": Done, "app": Pending, "db": Failed, "web": Pending}, "", "its own reason", at},
+		{"abandon", func(r *Run) *Run { return Abandon(r, "lock lost", at) }, RunFailed, "stopped: lock lost", true,
+			map[string]Phase{"vpc": Done, "app": Pending, "db": Failed, "web": Pending}, "", "its own reason", at},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := start()
+			got := tc.do(r)
+			if r.Status != Running || r.Stacks["app"].Phase != Pending {
+				t.Fatal("the transition changed its input")
+			}
+			if got.Status != tc.status || got.Reason != tc.reason || !got.FinishedAt.Equal(tc.finishedAt) || got.UpdatedAt.Equal(at) != tc.updated {
+				t.Errorf("run %s %q finished %v updated %v", got.Status, got.Reason, got.FinishedAt, got.UpdatedAt)
+			}
+			if !maps.Equal(phases(got), tc.phases) {
+				t.Errorf("phases %v, want %v", phases(got), tc.phases)
+			}
+			if got.Stacks["app"].Reason != tc.appReason || got.Stacks["web"].Reason != tc.webReason {
+				t.Errorf("reasons app %q web %q", got.Stacks["app"].Reason, got.Stacks["web"].Reason)
+			}
+			if next, actions := Advance(got, nil, at.Add(time.Minute), Options{}); len(actions) > 0 || next.Status != tc.status {
+				t.Errorf("an ended run advanced: %v, %s", actions, next.Status)
+			}
+		})
+	}
+}
+
+func TestFailure(t *testing.T) {
+	base := errors.New("CreateChangeSet shop-app: ValidationError: Template format error")
+	for _, tc := range []struct {
+		name      string
+		err       error
+		permanent bool
+	}{
+		{"transient", base, false},
+		{"permanent", Permanent(base), true},
+		{"permanent, wrapped", fmt.Errorf("prepare: %w", Permanent(base)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Failure("app", tc.err)
+			if o.Stack != "app" || o.Err != tc.err.Error() || o.Permanent != tc.permanent {
+				t.Errorf("%+v, want permanent %v", o, tc.permanent)
+			}
+		})
+	}
+	if !errors.Is(Permanent(base), base) || Permanent(base).Error() != base.Error() {
+		t.Error("Permanent hides the error it marks")
 	}
 }

@@ -79,6 +79,9 @@ const (
 	Running   Status = "running"
 	Succeeded Status = "succeeded"
 	RunFailed Status = "failed"
+	// Superseded is a run whose upload was no longer the newest version of its key when
+	// it arrived: nothing was deployed, and the newer upload's own run deploys it.
+	Superseded Status = "superseded"
 )
 
 // Stack is one stack's part in a run.
@@ -117,10 +120,14 @@ type Stack struct {
 	// PlannedParametersHash, in an apply run, is the hash of the parameters the reviewed
 	// change set was made with: a stack whose parameters now resolve differently is stale
 	// and is never executed.
-	PlannedParametersHash string    `json:"planned_parameters_hash,omitempty"`
-	StartedAt             time.Time `json:"started_at,omitzero"`
-	PhaseSince            time.Time `json:"phase_since,omitzero"`
-	FinishedAt            time.Time `json:"finished_at,omitzero"`
+	PlannedParametersHash string `json:"planned_parameters_hash,omitempty"`
+	// Protect is the termination protection the config wants; Protected what the stack
+	// has, as last seen. A deploy that finishes with them different sets it.
+	Protect    bool      `json:"termination_protection,omitempty"`
+	Protected  bool      `json:"live_termination_protection,omitempty"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	PhaseSince time.Time `json:"phase_since,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Run is the whole state machine, persisted after every step.

@@ -97,7 +97,7 @@ func contend(ctx context.Context, s *state.Store, ns, key string, worker, rounds
 	name := workerName(worker)
 	for done, waits := 0, 0; done < rounds; {
 		l, err := s.Acquire(ctx, ns, key, fmt.Sprintf("run-%d-%d", worker, done), state.Owner{Function: name, RequestID: strconv.Itoa(done)})
-		var locked *state.ErrLocked
+		var locked *state.LockedError
 		if errors.As(err, &locked) {
 			// Exponential backoff with jitter, as a deployer's retry would.
 			backoff := time.Millisecond << min(waits, 5)

@@ -25,10 +25,31 @@ const bucket = "cairn-state"
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
+// distinctClock is the wall clock, but never twice the same millisecond: S3 lists a key's
+// versions and its delete markers apart, and only their times order them, so two writes
+// within one millisecond would make a history whose order is a coin toss.
+type distinctClock struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (c *distinctClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now().Truncate(time.Millisecond)
+	if !now.After(c.last) {
+		now = c.last.Add(time.Millisecond)
+	}
+	c.last = now
+	return now
+}
+
+func (c *distinctClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
 // startS3 serves the emulator's S3 on a test server and returns its URL.
 func startS3(t testing.TB) string {
 	t.Helper()
-	svc, err := s3local.New(s3local.Options{Logger: quietLogger()})
+	svc, err := s3local.New(s3local.Options{Logger: quietLogger(), Clock: &distinctClock{}})
 	if err != nil {
 		t.Fatal(err)
 	}

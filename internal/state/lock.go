@@ -1,20 +1,20 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/clock"
 )
 
 // Owner identifies the process holding a lock: in Lambda, the function name and the
@@ -54,7 +54,7 @@ type Lock struct {
 }
 
 func (l *Lock) String() string {
-	return fmt.Sprintf("run %s (%s, token %s) since %s until %s", orNone(l.RunID), l.Owner, l.Token, stamp(l.AcquiredAt), stamp(l.ExpiresAt))
+	return fmt.Sprintf("run %s (%s, token %s) since %s until %s", orNone(l.RunID), l.Owner, l.Token, clock.Stamp(l.AcquiredAt), clock.Stamp(l.ExpiresAt))
 }
 
 const maxAcquireAttempts = 5
@@ -63,12 +63,12 @@ const maxAcquireAttempts = 5
 var errNotCairnLock = errors.New("not a cairn lock")
 
 // Acquire takes the lock on namespace/key for runID, taking over an expired one (logged
-// and recorded in TakenOverFrom). A live lock held by someone else gives *ErrLocked.
+// and recorded in TakenOverFrom). A live lock held by someone else gives *LockedError.
 func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner Owner) (*Lock, error) {
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
 	}
-	lockKey := LockKey(namespace, key)
+	lockKey := bucket.LockKey(namespace, key)
 	var lastErr error
 	for range maxAcquireAttempts {
 		now := s.clock().Now().UTC()
@@ -81,8 +81,8 @@ func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner
 			l.etag = etag
 			return l, nil
 		}
-		if !awsclient.PreconditionFailed(err) {
-			return nil, fmt.Errorf("lock s3://%s/%s: create: %w", s.Bucket, lockKey, err)
+		if !errors.Is(err, bucket.ErrConflict) {
+			return nil, fmt.Errorf("lock: create: %w", err)
 		}
 		// Someone holds it (or held it): look at who, and whether the lease is over.
 		held, err := s.getLock(ctx, namespace, key)
@@ -95,7 +95,7 @@ func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner
 		}
 		now = s.clock().Now().UTC()
 		if now.Before(held.ExpiresAt.Add(s.skew())) {
-			return nil, &ErrLocked{Holder: held, Now: now}
+			return nil, &LockedError{Holder: held, Now: now}
 		}
 		prev := *held
 		prev.TakenOverFrom = nil
@@ -111,8 +111,8 @@ func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner
 				"previous_token", held.Token, "expired_at", held.ExpiresAt)
 			return l, nil
 		}
-		if !awsclient.PreconditionFailed(err) && !awsclient.NotFound(err) {
-			return nil, fmt.Errorf("lock s3://%s/%s: take over expired lock of run %s: %w", s.Bucket, lockKey, held.RunID, err)
+		if !errors.Is(err, bucket.ErrConflict) {
+			return nil, fmt.Errorf("lock: take over expired lock of run %s: %w", held.RunID, err)
 		}
 		lastErr = fmt.Errorf("lock s3://%s/%s changed while taking it over: %w", s.Bucket, lockKey, err)
 	}
@@ -128,7 +128,7 @@ func (s *Store) Resume(ctx context.Context, namespace, key, runID string, owner 
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
 	}
-	lockKey := LockKey(namespace, key)
+	lockKey := bucket.LockKey(namespace, key)
 	var lastErr error
 	for range maxAcquireAttempts {
 		held, err := s.getLock(ctx, namespace, key)
@@ -153,8 +153,8 @@ func (s *Store) Resume(ctx context.Context, namespace, key, runID string, owner 
 			}
 			return &next, nil
 		}
-		if !awsclient.PreconditionFailed(err) && !awsclient.NotFound(err) {
-			return nil, fmt.Errorf("lock s3://%s/%s: resume run %s: %w", s.Bucket, lockKey, runID, err)
+		if !errors.Is(err, bucket.ErrConflict) {
+			return nil, fmt.Errorf("lock: resume run %s: %w", runID, err)
 		}
 		lastErr = fmt.Errorf("lock s3://%s/%s changed while resuming run %s: %w", s.Bucket, lockKey, runID, err)
 	}
@@ -172,11 +172,11 @@ func (s *Store) Renew(ctx context.Context, l *Lock) error {
 	next.ExpiresAt = now.Add(s.lease())
 	next.Renewals++
 	etag, err := s.putLock(ctx, &next, l.etag, false)
+	if errors.Is(err, bucket.ErrConflict) {
+		return s.lost(ctx, l, "renew")
+	}
 	if err != nil {
-		if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
-			return s.lost(ctx, l, "renew")
-		}
-		return fmt.Errorf("lock s3://%s/%s: renew: %w", s.Bucket, LockKey(l.Namespace, l.Key), err)
+		return fmt.Errorf("lock: renew: %w", err)
 	}
 	l.ExpiresAt, l.Renewals, l.etag = next.ExpiresAt, next.Renewals, etag
 	return nil
@@ -185,18 +185,17 @@ func (s *Store) Renew(ctx context.Context, l *Lock) error {
 // Release deletes the lock only while it is still ours; otherwise it returns ErrLockLost
 // and leaves the lock of whoever holds it now untouched.
 func (s *Store) Release(ctx context.Context, l *Lock) error {
-	lockKey := LockKey(l.Namespace, l.Key)
 	// The HEAD makes a lost lock an error even against an S3 that deletes a missing key
 	// happily; the conditional delete closes the window after it.
 	if err := s.headLock(ctx, l); err != nil {
 		return err
 	}
-	_, err := s.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: &lockKey, IfMatch: aws.String(l.etag)})
+	err := bucket.Delete(ctx, s.S3, s.Bucket, bucket.LockKey(l.Namespace, l.Key), l.etag)
+	if errors.Is(err, bucket.ErrConflict) {
+		return s.lost(ctx, l, "release")
+	}
 	if err != nil {
-		if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
-			return s.lost(ctx, l, "release")
-		}
-		return fmt.Errorf("lock s3://%s/%s: release: %w", s.Bucket, lockKey, err)
+		return fmt.Errorf("lock: release: %w", err)
 	}
 	return nil
 }
@@ -210,7 +209,7 @@ func (s *Store) Check(ctx context.Context, l *Lock) error {
 	now := s.clock().Now()
 	if !now.Before(l.ExpiresAt.Add(-s.skew())) {
 		return fmt.Errorf("lock on state %s/%s of run %s: lease ends %s (now %s, margin %s): renew the lock before acting: %w",
-			l.Namespace, l.Key, orNone(l.RunID), stamp(l.ExpiresAt), stamp(now), s.skew(), ErrLeaseExpired)
+			l.Namespace, l.Key, orNone(l.RunID), clock.Stamp(l.ExpiresAt), clock.Stamp(now), s.skew(), ErrLeaseExpired)
 	}
 	return s.headLock(ctx, l)
 }
@@ -220,7 +219,7 @@ func (s *Store) headLock(ctx context.Context, l *Lock) error {
 	if err := usable(l); err != nil {
 		return err
 	}
-	lockKey := LockKey(l.Namespace, l.Key)
+	lockKey := bucket.LockKey(l.Namespace, l.Key)
 	_, err := s.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.Bucket, Key: &lockKey, IfMatch: aws.String(l.etag)})
 	if err == nil {
 		return nil
@@ -261,7 +260,7 @@ func (s *Store) lost(ctx context.Context, l *Lock, op string) error {
 
 // ForceUnlock removes the lock on namespace/key. An expired lock is removed freely; a live
 // one only with force. It returns the lock it removed (to say who held it); a live lock
-// without force gives *ErrLocked, no lock gives ErrNotLocked.
+// without force gives *LockedError, no lock gives ErrNotLocked.
 func (s *Store) ForceUnlock(ctx context.Context, namespace, key string, force bool) (*Lock, error) {
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
@@ -276,15 +275,14 @@ func (s *Store) ForceUnlock(ctx context.Context, namespace, key string, force bo
 	now := s.clock().Now().UTC()
 	live := now.Before(held.ExpiresAt)
 	if live && !force {
-		return held, &ErrLocked{Holder: held, Now: now}
+		return held, &LockedError{Holder: held, Now: now}
 	}
-	lockKey := LockKey(namespace, key)
-	_, err = s.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.Bucket, Key: &lockKey, IfMatch: aws.String(held.etag)})
+	err = bucket.Delete(ctx, s.S3, s.Bucket, bucket.LockKey(namespace, key), held.etag)
+	if errors.Is(err, bucket.ErrConflict) {
+		return nil, fmt.Errorf("unlock state %s/%s: the lock changed while removing it (renewed or taken over): look again with `cairn unlock %s %s`", namespace, key, namespace, key)
+	}
 	if err != nil {
-		if awsclient.PreconditionFailed(err) {
-			return nil, fmt.Errorf("unlock state %s/%s: the lock changed while removing it (renewed or taken over): look again with `cairn unlock %s %s`", namespace, key, namespace, key)
-		}
-		return nil, fmt.Errorf("unlock state %s/%s: delete s3://%s/%s: %w", namespace, key, s.Bucket, lockKey, err)
+		return nil, fmt.Errorf("unlock state %s/%s: %w", namespace, key, err)
 	}
 	s.logger().Warn("state: removed lock by hand", "namespace", namespace, "key", key, "live", live,
 		"run", held.RunID, "owner", held.Owner.String(), "token", held.Token, "expires_at", held.ExpiresAt)
@@ -304,53 +302,35 @@ func (s *Store) CurrentLock(ctx context.Context, namespace, key string) (*Lock, 
 }
 
 func (s *Store) getLock(ctx context.Context, namespace, key string) (*Lock, error) {
-	lockKey := LockKey(namespace, key)
-	out, err := s.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.Bucket, Key: &lockKey})
-	if err != nil {
-		if awsclient.NotFound(err) {
-			return nil, fmt.Errorf("state %s/%s: no lock at s3://%s/%s: %w", namespace, key, s.Bucket, lockKey, ErrNotLocked)
-		}
-		return nil, fmt.Errorf("lock s3://%s/%s: read: %w", s.Bucket, lockKey, err)
+	lockKey := bucket.LockKey(namespace, key)
+	o, err := bucket.Get(ctx, s.S3, s.Bucket, lockKey, "", 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, fmt.Errorf("state %s/%s: no lock at %s: %w", namespace, key, bucket.URI(s.Bucket, lockKey), ErrNotLocked)
 	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, fmt.Errorf("lock s3://%s/%s: read: %w", s.Bucket, lockKey, err)
+		return nil, fmt.Errorf("lock: %w", err)
 	}
 	var l Lock
-	if err := json.Unmarshal(body, &l); err != nil || l.Token == "" {
+	if err := json.Unmarshal(o.Body, &l); err != nil || l.Token == "" {
 		if err == nil {
 			err = errors.New("no token")
 		}
 		// The ETag still lets ForceUnlock remove exactly this object.
-		bad := &Lock{Namespace: namespace, Key: key, etag: aws.ToString(out.ETag)}
+		bad := &Lock{Namespace: namespace, Key: key, etag: o.ETag}
 		return bad, fmt.Errorf("lock s3://%s/%s is not a cairn lock (%v): inspect it, then remove it with `cairn unlock %s %s --force`: %w",
 			s.Bucket, lockKey, err, namespace, key, errNotCairnLock)
 	}
-	l.etag = aws.ToString(out.ETag)
+	l.etag = o.ETag
 	return &l, nil
 }
 
 // putLock writes l as the lock object, created (create) or replacing ifMatch.
 func (s *Store) putLock(ctx context.Context, l *Lock, ifMatch string, create bool) (string, error) {
-	body, err := json.MarshalIndent(l, "", "  ")
-	if err != nil {
-		return "", err
+	lockKey := bucket.LockKey(l.Namespace, l.Key)
+	if !create && ifMatch == "" {
+		return "", fmt.Errorf("lock %s: refusing an unconditional write", bucket.URI(s.Bucket, lockKey))
 	}
-	lockKey := LockKey(l.Namespace, l.Key)
-	in := &s3.PutObjectInput{Bucket: &s.Bucket, Key: &lockKey, Body: bytes.NewReader(body), ContentType: aws.String("application/json")}
-	if create {
-		in.IfNoneMatch = aws.String("*")
-	} else if ifMatch == "" {
-		return "", fmt.Errorf("lock s3://%s/%s: refusing an unconditional write", s.Bucket, lockKey)
-	} else {
-		in.IfMatch = aws.String(ifMatch)
-	}
-	out, err := s.S3.PutObject(ctx, in)
-	if err != nil {
-		return "", err
-	}
-	return aws.ToString(out.ETag), nil
+	return bucket.WriteJSON(ctx, s.S3, s.Bucket, lockKey, l, bucket.Write{Create: create, IfMatch: ifMatch})
 }
 
 func newToken() string {

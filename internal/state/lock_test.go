@@ -40,13 +40,13 @@ func TestAcquireWritesLockObjectAndRefusesSecondHolder(t *testing.T) {
 	}
 
 	_, err = s.Acquire(ctx, "shop", "main", "run-b", ownerB)
-	var locked *state.ErrLocked
+	var locked *state.LockedError
 	if !errors.As(err, &locked) {
-		t.Fatalf("second Acquire: err = %v, want *ErrLocked", err)
+		t.Fatalf("second Acquire: err = %v, want *LockedError", err)
 	}
 	for _, want := range []string{"shop/main", "run-a", "cairn-deployer", "req-a", "2026-11-30T08:00:00Z", "2026-11-30T08:10:00Z", "cairn unlock shop main"} {
 		if !strings.Contains(err.Error(), want) {
-			t.Errorf("ErrLocked message %q lacks %q", err, want)
+			t.Errorf("LockedError message %q lacks %q", err, want)
 		}
 	}
 	// Another key is independent.
@@ -66,9 +66,9 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 
 	// At the lease's end, but within the skew allowance, it is still A's.
 	e.clock.Advance(10 * time.Minute)
-	var locked *state.ErrLocked
+	var locked *state.LockedError
 	if _, err := s.Acquire(ctx, "shop", "main", "run-b", ownerB); !errors.As(err, &locked) {
-		t.Fatalf("Acquire at expiry within skew: err = %v, want *ErrLocked", err)
+		t.Fatalf("Acquire at expiry within skew: err = %v, want *LockedError", err)
 	}
 
 	e.clock.Advance(state.DefaultSkew + time.Second)
@@ -118,9 +118,9 @@ func TestRenewExtendsLease(t *testing.T) {
 	// Past the original lease, the renewed lock holds others off and still checks out.
 	e.clock.Advance(9 * time.Minute)
 	_, err = s.Acquire(ctx, "shop", "main", "run-b", ownerB)
-	var locked *state.ErrLocked
+	var locked *state.LockedError
 	if !errors.As(err, &locked) || !locked.Holder.ExpiresAt.Equal(t0.Add(18*time.Minute)) {
-		t.Fatalf("Acquire after the original lease: err = %v, want *ErrLocked until 08:18", err)
+		t.Fatalf("Acquire after the original lease: err = %v, want *LockedError until 08:18", err)
 	}
 	if err := s.Check(ctx, a); err != nil {
 		t.Errorf("Check after renew: %v", err)
@@ -345,7 +345,7 @@ func TestForceUnlock(t *testing.T) {
 			}
 			e.clock.Advance(tc.advance)
 			held, err := s.ForceUnlock(ctx, "shop", "main", tc.force)
-			var locked *state.ErrLocked
+			var locked *state.LockedError
 			switch {
 			case tc.wantErr != nil:
 				if !errors.Is(err, tc.wantErr) {
@@ -360,7 +360,7 @@ func TestForceUnlock(t *testing.T) {
 				}
 			default:
 				if !errors.As(err, &locked) || locked.Holder.RunID != "run-a" {
-					t.Fatalf("err = %v, want *ErrLocked naming run-a", err)
+					t.Fatalf("err = %v, want *LockedError naming run-a", err)
 				}
 			}
 			if gone := !e.objectExists(t, "locks/shop/main.lock"); gone != (tc.wantGone || !tc.lock) {

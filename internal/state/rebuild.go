@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // Tags cairn puts on every stack it creates. From them alone the persistent graph can be
@@ -165,7 +167,7 @@ func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, namespace, k
 	if len(g.Stacks) > 0 {
 		g.Rebuilt = true
 		s.logger().Warn("state: rebuilt the persistent graph from stack tags", "namespace", namespace, "key", key,
-			"stacks", strings.Join(g.Names(), ","), "bucket", s.Bucket, "object", StateKey(namespace, key))
+			"stacks", strings.Join(g.Names(), ","), "bucket", s.Bucket, "object", bucket.StateKey(namespace, key))
 	}
 	return g, nil
 }

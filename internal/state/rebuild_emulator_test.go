@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -354,7 +355,7 @@ func TestReadOrRebuildAfterStateObjectDeleted(t *testing.T) {
 			if err := e.store.Release(ctx, l); err != nil {
 				t.Fatal(err)
 			}
-			deleteState(t, e.s3, state.StateKey(ns, key), tc.allVersions)
+			deleteState(t, e.s3, layout.StateKey(ns, key), tc.allVersions)
 
 			l, err = e.store.Acquire(ctx, ns, key, "run-2", state.Owner{Function: "deployer", RequestID: "r2"})
 			if err != nil {
@@ -389,12 +390,12 @@ func TestReadOrRebuildAfterStateObjectDeleted(t *testing.T) {
 			if shown, err := e.store.Show(ctx, ns, key, ""); err != nil || !shown.Rebuilt {
 				t.Errorf("Show of the generation written from the rebuild: rebuilt %v, err %v; want rebuilt", shown != nil && shown.Rebuilt, err)
 			}
-			if n := stateVersions(t, e.s3, state.StateKey(ns, key)); n != tc.wantVersions {
+			if n := stateVersions(t, e.s3, layout.StateKey(ns, key)); n != tc.wantVersions {
 				t.Errorf("state object has %d versions and delete markers, want %d", n, tc.wantVersions)
 			}
 		})
 		// The next case starts without state again.
-		deleteState(t, e.s3, state.StateKey("shop", "prod"), true)
+		deleteState(t, e.s3, layout.StateKey("shop", "prod"), true)
 	}
 }
 

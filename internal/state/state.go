@@ -9,7 +9,7 @@
 // checking that the lock is still ours (fencing), so a writer whose lease was taken over
 // fails before it writes, and a lost race is a typed error that never overwrites.
 //
-// Objects: state/NAMESPACE/KEY.json (the graph) and locks/NAMESPACE/KEY.lock (the lock).
+// The graph and its lock are the objects bucket.StateKey and bucket.LockKey name.
 // Bucket versioning gives the graph's history; without it cairn warns loudly.
 package state
 
@@ -73,40 +73,34 @@ var (
 	ErrNotLocked = errors.New("not locked")
 )
 
-// ErrLocked reports that another run holds a live lock.
-type ErrLocked struct {
+// LockedError reports that another run holds a live lock.
+type LockedError struct {
 	Holder *Lock
 	// Now is when the lock was found held.
 	Now time.Time
 }
 
-func (e *ErrLocked) Error() string {
+func (e *LockedError) Error() string {
 	h := e.Holder
 	return fmt.Sprintf("state %s/%s is locked by run %s (%s) since %s until %s: wait for that run to finish, or once the lease has expired run `cairn unlock %s %s`",
-		h.Namespace, h.Key, orNone(h.RunID), h.Owner, stamp(h.AcquiredAt), stamp(h.ExpiresAt), h.Namespace, h.Key)
+		h.Namespace, h.Key, orNone(h.RunID), h.Owner, clock.Stamp(h.AcquiredAt), clock.Stamp(h.ExpiresAt), h.Namespace, h.Key)
 }
 
-// ErrConflict reports a state write that lost a race: the object changed since it was read
+// ConflictError reports a state write that lost a race: the object changed since it was read
 // (or appeared although it was missing). Nothing was overwritten.
-type ErrConflict struct {
+type ConflictError struct {
 	Namespace, Key string
 	// ReadGeneration is the generation the writer read (0: the object was missing).
 	ReadGeneration int64
 	Err            error
 }
 
-func (e *ErrConflict) Error() string {
+func (e *ConflictError) Error() string {
 	return fmt.Sprintf("state %s/%s: changed by another writer since generation %d was read, nothing written: re-read it under the lock and retry (%v)",
 		e.Namespace, e.Key, e.ReadGeneration, e.Err)
 }
 
-func (e *ErrConflict) Unwrap() error { return e.Err }
-
-// StateKey is the object key of a persistent graph.
-func StateKey(namespace, key string) string { return "state/" + namespace + "/" + key + ".json" }
-
-// LockKey is the object key of a persistent graph's lock.
-func LockKey(namespace, key string) string { return "locks/" + namespace + "/" + key + ".lock" }
+func (e *ConflictError) Unwrap() error { return e.Err }
 
 func (s *Store) clock() clock.Clock {
 	if s.Clock == nil {
@@ -147,13 +141,6 @@ func checkNames(namespace, key string) error {
 		}
 	}
 	return nil
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "(unknown)"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func orNone(s string) string {

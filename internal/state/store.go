@@ -1,12 +1,10 @@
 package state
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"time"
 
@@ -14,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // Read returns the persistent graph guarded by l, only after confirming that l is still
@@ -71,14 +69,13 @@ func (s *Store) lastGeneration(ctx context.Context, namespace, key string) int64
 // Write stores g as the next generation of the graph guarded by l. It validates g, checks
 // that l is still ours and within its lease (fencing: a writer whose lease was taken over
 // gets ErrLockLost and writes nothing), then writes with If-Match on the ETag Read saw (or
-// If-None-Match: * when the object was missing). A lost race gives *ErrConflict and
+// If-None-Match: * when the object was missing). A lost race gives *ConflictError and
 // overwrites nothing. On success it sets g's SchemaVersion, Namespace, Key, Generation
 // (the read generation + 1), LockToken, RunID and UpdatedAt.
 func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
 	if l == nil {
 		return fmt.Errorf("write state: no lock given: %w", ErrLockLost)
 	}
-	stateKey := StateKey(l.Namespace, l.Key)
 	if !l.stateRead {
 		return fmt.Errorf("write state %s/%s: the graph was not read under this lock: call Read first, so the write is conditional on what was read", l.Namespace, l.Key)
 	}
@@ -113,23 +110,17 @@ func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
 	if err := s.Check(ctx, l); err != nil {
 		return fmt.Errorf("write state %s/%s generation %d: %w", l.Namespace, l.Key, doc.Generation, err)
 	}
-	in := &s3.PutObjectInput{
-		Bucket: &s.Bucket, Key: &stateKey, Body: bytes.NewReader(body), ContentType: aws.String("application/json"),
+	etag, err := bucket.Put(ctx, s.S3, s.Bucket, bucket.StateKey(l.Namespace, l.Key), body, bucket.Write{
+		Create: l.stateETag == "", IfMatch: l.stateETag, ContentType: "application/json",
 		Metadata: map[string]string{"cairn-generation": fmt.Sprint(doc.Generation), "cairn-run": l.RunID},
+	})
+	if errors.Is(err, bucket.ErrConflict) {
+		return &ConflictError{Namespace: l.Namespace, Key: l.Key, ReadGeneration: l.stateGen, Err: err}
 	}
-	if l.stateETag == "" {
-		in.IfNoneMatch = aws.String("*")
-	} else {
-		in.IfMatch = aws.String(l.stateETag)
-	}
-	out, err := s.S3.PutObject(ctx, in)
 	if err != nil {
-		if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
-			return &ErrConflict{Namespace: l.Namespace, Key: l.Key, ReadGeneration: l.stateGen, Err: err}
-		}
-		return fmt.Errorf("write state s3://%s/%s generation %d: %w", s.Bucket, stateKey, doc.Generation, err)
+		return fmt.Errorf("state %s/%s generation %d: %w", l.Namespace, l.Key, doc.Generation, err)
 	}
-	l.stateETag, l.stateGen = aws.ToString(out.ETag), doc.Generation
+	l.stateETag, l.stateGen = etag, doc.Generation
 	*g = doc
 	return nil
 }
@@ -145,33 +136,25 @@ func (s *Store) Show(ctx context.Context, namespace, key, versionID string) (*Gr
 }
 
 func (s *Store) get(ctx context.Context, namespace, key, versionID string) (*Graph, string, error) {
-	stateKey := StateKey(namespace, key)
-	in := &s3.GetObjectInput{Bucket: &s.Bucket, Key: &stateKey}
-	what := fmt.Sprintf("s3://%s/%s", s.Bucket, stateKey)
+	what := bucket.URI(s.Bucket, bucket.StateKey(namespace, key))
 	if versionID != "" {
-		in.VersionId = aws.String(versionID)
 		what += " version " + versionID
 	}
-	out, err := s.S3.GetObject(ctx, in)
-	if err != nil {
-		if awsclient.NotFound(err) {
-			return nil, "", fmt.Errorf("state %s/%s: no object %s: %w", namespace, key, what, ErrNotFound)
-		}
-		return nil, "", fmt.Errorf("state %s/%s: read %s: %w", namespace, key, what, err)
+	o, err := bucket.Get(ctx, s.S3, s.Bucket, bucket.StateKey(namespace, key), versionID, 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, "", fmt.Errorf("state %s/%s: no object %s: %w", namespace, key, what, ErrNotFound)
 	}
-	defer out.Body.Close()
-	body, err := io.ReadAll(out.Body)
 	if err != nil {
-		return nil, "", fmt.Errorf("state %s/%s: read %s: %w", namespace, key, what, err)
+		return nil, "", fmt.Errorf("state %s/%s: %w", namespace, key, err)
 	}
-	g, err := Decode(body)
+	g, err := Decode(o.Body)
 	if err != nil {
 		return nil, "", fmt.Errorf("state %s/%s: %s: %w", namespace, key, what, err)
 	}
 	if g.Namespace != namespace || g.Key != key {
 		return nil, "", fmt.Errorf("state %s/%s: %s holds the graph of %s/%s: restore the right version (cairn state history %s %s)", namespace, key, what, g.Namespace, g.Key, namespace, key)
 	}
-	return g, aws.ToString(out.ETag), nil
+	return g, o.ETag, nil
 }
 
 // Decode parses a state document, refusing one written by a newer schema.
@@ -212,7 +195,7 @@ func (s *Store) History(ctx context.Context, namespace, key string) ([]Version, 
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
 	}
-	stateKey := StateKey(namespace, key)
+	stateKey := bucket.StateKey(namespace, key)
 	in := &s3.ListObjectVersionsInput{Bucket: &s.Bucket, Prefix: &stateKey}
 	var versions []Version
 	for {

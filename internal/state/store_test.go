@@ -104,9 +104,9 @@ func TestWriteConflictNeverOverwrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := s.Write(ctx, l, twoStacks())
-			var conflict *state.ErrConflict
+			var conflict *state.ConflictError
 			if !errors.As(err, &conflict) {
-				t.Fatalf("Write: err = %v, want *ErrConflict", err)
+				t.Fatalf("Write: err = %v, want *ConflictError", err)
 			}
 			if !strings.Contains(err.Error(), "shop/main") || !strings.Contains(err.Error(), "re-read") {
 				t.Errorf("conflict message %q does not say what and what to do", err)

@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/aws-cloudformation/rain/cft/parse"
 	"gopkg.in/yaml.v3"
 )
 
@@ -27,17 +27,32 @@ type Template struct {
 	Outputs []string
 	// Resources is the number of resources.
 	Resources int
-	// Node is the template's YAML tree, with short-form intrinsics in long form.
+	// Node is the template's YAML tree, with short-form intrinsics in long form. Aliases
+	// are kept as alias nodes (their expansion is bounded by Parse).
 	Node *yaml.Node
+	// Transforms are the macros the template names in Transform.
+	Transforms []string
 }
 
-// Parameter is a declared template parameter.
+// Parameter is a declared template parameter and its constraints.
 type Parameter struct {
+	Name          string
 	Type          string
 	HasDefault    bool
 	Default       string
 	NoEcho        bool
 	AllowedValues []string
+	// AllowedPattern is "" when the template sets none.
+	AllowedPattern       string
+	MinLength, MaxLength *int
+	MinValue, MaxValue   *float64
+	// ConstraintDescription replaces cairn's own explanation when a value breaks a
+	// constraint, as CloudFormation does.
+	ConstraintDescription string
+	// Line and Col locate the parameter's name; DefaultLine and DefaultCol its Default.
+	Line, Col               int
+	DefaultLine, DefaultCol int
+	node                    *yaml.Node
 }
 
 // HasOutput reports whether the template declares the output.
@@ -63,29 +78,59 @@ var sections = map[string]bool{
 	"Transform": true, "Resources": true, "Outputs": true, "Hooks": true, "Globals": true,
 }
 
+// MaxBodySize is the largest template CloudFormation accepts (1 MB, from S3 by
+// TemplateURL; over changeset.MaxTemplateBody bytes cairn uploads it there).
+const MaxBodySize = 1_000_000
+
 // Parse parses a template body and checks it has the shape of a CloudFormation template:
-// a mapping with a non-empty Resources section whose resources have a Type, parameters
-// with a Type, and outputs with a Value. Errors give the line of the offending key.
+// at most MaxBodySize bytes, YAML whose aliases expand to a bounded size, a mapping with a
+// non-empty Resources section whose resources have a Type, parameters with a Type, and
+// outputs with a Value. Errors give the line of the offending key.
 func Parse(body []byte) (*Template, error) {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil, errors.New("template is empty")
 	}
-	cft, err := parse.String(string(body))
-	if err != nil {
+	if len(body) > MaxBodySize {
+		return nil, fmt.Errorf("template is %d bytes, more than CloudFormation's limit of %d (1 MB): split it into nested stacks or move code and data out of it", len(body), MaxBodySize)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("template does not parse: invalid YAML: %s", err)
+	}
+	return parseNode(body, &doc)
+}
+
+// ParseNode is Parse of a template given as a YAML tree already parsed from a larger
+// document (an inline template_body of cairn.yaml), so positions are in that document;
+// body is the template's text as sent to CloudFormation. The tree is changed in place.
+func ParseNode(body []byte, n *yaml.Node) (*Template, error) {
+	if len(body) > MaxBodySize {
+		return nil, fmt.Errorf("template is %d bytes, more than CloudFormation's limit of %d (1 MB): split it into nested stacks or move code and data out of it", len(body), MaxBodySize)
+	}
+	return parseNode(body, n)
+}
+
+func parseNode(body []byte, doc *yaml.Node) (*Template, error) {
+	if err := checkAliases(doc); err != nil {
+		return nil, err
+	}
+	if err := normalize(doc); err != nil {
 		return nil, fmt.Errorf("template does not parse: %w", err)
 	}
-	root := cft.Node
+	root := doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
+	root = resolve(root)
 	if root.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("line %d: not a CloudFormation template: expected a mapping with a Resources section, got %s", root.Line, kind(root))
 	}
 	sum := sha256.Sum256(body)
 	t := &Template{Body: body, SHA256: hex.EncodeToString(sum[:]), Parameters: map[string]Parameter{}, Node: root}
+	t.transforms(root)
 	var haveResources bool
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		k, v := root.Content[i], root.Content[i+1]
+		k, v := root.Content[i], resolve(root.Content[i+1])
 		if !sections[k.Value] {
 			return nil, fmt.Errorf("line %d: unknown top-level section %q: CloudFormation accepts only %s", k.Line, k.Value, sectionList())
 		}
@@ -116,12 +161,43 @@ func Parse(body []byte) (*Template, error) {
 	return t, nil
 }
 
+// transforms reads the Transform section: a name, a list of names, or macros with Name.
+func (t *Template) transforms(root *yaml.Node) {
+	v := value(root, "Transform")
+	if v == nil {
+		return
+	}
+	switch v.Kind {
+	case yaml.ScalarNode:
+		t.Transforms = []string{v.Value}
+	case yaml.SequenceNode:
+		for _, c := range v.Content {
+			if c = resolve(c); c.Kind == yaml.ScalarNode {
+				t.Transforms = append(t.Transforms, c.Value)
+			} else if name := value(c, "Name"); name != nil {
+				t.Transforms = append(t.Transforms, name.Value)
+			}
+		}
+	case yaml.MappingNode:
+		if name := value(v, "Name"); name != nil {
+			t.Transforms = append(t.Transforms, name.Value)
+		}
+	}
+}
+
+// HasTransform reports whether the template names the transform.
+func (t *Template) HasTransform(name string) bool { return slices.Contains(t.Transforms, name) }
+
 func (t *Template) resources(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
 		return fmt.Errorf("line %d: Resources must be a mapping with at least one resource, got %s", n.Line, kind(n))
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		name, r := n.Content[i], n.Content[i+1]
+		name, r := n.Content[i], resolve(n.Content[i+1])
+		if strings.HasPrefix(name.Value, "Fn::ForEach::") && t.HasTransform(languageExtensions) {
+			t.Resources++ // expanded by Check
+			continue
+		}
 		if r.Kind != yaml.MappingNode {
 			return fmt.Errorf("line %d: resource %s must be a mapping, got %s", name.Line, name.Value, kind(r))
 		}
@@ -139,7 +215,7 @@ func (t *Template) parameters(n *yaml.Node) error {
 		return fmt.Errorf("line %d: Parameters must be a mapping, got %s", n.Line, kind(n))
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		name, p := n.Content[i], n.Content[i+1]
+		name, p := n.Content[i], resolve(n.Content[i+1])
 		if p.Kind != yaml.MappingNode {
 			return fmt.Errorf("line %d: parameter %s must be a mapping, got %s", name.Line, name.Value, kind(p))
 		}
@@ -147,9 +223,10 @@ func (t *Template) parameters(n *yaml.Node) error {
 		if typ == nil || typ.Kind != yaml.ScalarNode || typ.Value == "" {
 			return fmt.Errorf("line %d: parameter %s needs a Type such as String", name.Line, name.Value)
 		}
-		param := Parameter{Type: typ.Value}
+		param := Parameter{Name: name.Value, Type: typ.Value, Line: name.Line, Col: name.Column, node: p}
 		if d := value(p, "Default"); d != nil {
 			param.HasDefault = true
+			param.DefaultLine, param.DefaultCol = d.Line, d.Column
 			switch d.Kind {
 			case yaml.ScalarNode:
 				param.Default = d.Value
@@ -163,9 +240,41 @@ func (t *Template) parameters(n *yaml.Node) error {
 		if av := value(p, "AllowedValues"); av != nil && av.Kind == yaml.SequenceNode {
 			param.AllowedValues = scalars(av)
 		}
+		if ap := value(p, "AllowedPattern"); ap != nil && ap.Kind == yaml.ScalarNode {
+			param.AllowedPattern = ap.Value
+		}
+		if cd := value(p, "ConstraintDescription"); cd != nil && cd.Kind == yaml.ScalarNode {
+			param.ConstraintDescription = cd.Value
+		}
+		param.MinLength, param.MaxLength = intValue(p, "MinLength"), intValue(p, "MaxLength")
+		param.MinValue, param.MaxValue = floatValue(p, "MinValue"), floatValue(p, "MaxValue")
 		t.Parameters[name.Value] = param
 	}
 	return nil
+}
+
+func intValue(n *yaml.Node, key string) *int {
+	v := value(n, key)
+	if v == nil || v.Kind != yaml.ScalarNode {
+		return nil
+	}
+	i, err := strconv.Atoi(v.Value)
+	if err != nil {
+		return nil
+	}
+	return &i
+}
+
+func floatValue(n *yaml.Node, key string) *float64 {
+	v := value(n, key)
+	if v == nil || v.Kind != yaml.ScalarNode {
+		return nil
+	}
+	f, err := strconv.ParseFloat(v.Value, 64)
+	if err != nil {
+		return nil
+	}
+	return &f
 }
 
 func (t *Template) outputs(n *yaml.Node) error {
@@ -173,7 +282,10 @@ func (t *Template) outputs(n *yaml.Node) error {
 		return fmt.Errorf("line %d: Outputs must be a mapping, got %s", n.Line, kind(n))
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		name, o := n.Content[i], n.Content[i+1]
+		name, o := n.Content[i], resolve(n.Content[i+1])
+		if strings.HasPrefix(name.Value, "Fn::ForEach::") && t.HasTransform(languageExtensions) {
+			continue // expanded by Check; their names are known only then
+		}
 		if o.Kind != yaml.MappingNode || value(o, "Value") == nil {
 			return fmt.Errorf("line %d: output %s needs a Value", name.Line, name.Value)
 		}
@@ -183,19 +295,45 @@ func (t *Template) outputs(n *yaml.Node) error {
 }
 
 // value returns the value of key in mapping n, or nil.
-func value(n *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
+func value(n *yaml.Node, k string) *yaml.Node {
+	if _, v := pair(n, k); v != nil {
+		return resolve(v)
 	}
 	return nil
+}
+
+// key returns the key node of k in mapping n, or nil.
+func key(n *yaml.Node, k string) *yaml.Node {
+	kn, _ := pair(n, k)
+	return kn
+}
+
+// pair returns the key and value nodes of k in mapping n, or nils.
+func pair(n *yaml.Node, k string) (*yaml.Node, *yaml.Node) {
+	n = resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == k {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+// resolve follows aliases to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
 }
 
 func scalars(n *yaml.Node) []string {
 	var out []string
 	for _, c := range n.Content {
-		if c.Kind == yaml.ScalarNode {
+		if c = resolve(c); c.Kind == yaml.ScalarNode {
 			out = append(out, c.Value)
 		}
 	}

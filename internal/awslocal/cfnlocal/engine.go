@@ -156,6 +156,9 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 			if props == nil {
 				props = map[string]any{}
 			}
+			if err == nil {
+				err = propertiesError(sp.LogicalID, d.Type, props)
+			}
 		}
 		cur := st.Resources[sp.LogicalID]
 		if sp.Action == "create" || cur == nil || cur.Status == "DELETE_COMPLETE" {

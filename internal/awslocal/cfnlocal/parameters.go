@@ -2,7 +2,6 @@ package cfnlocal
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -176,11 +175,11 @@ func (d paramDecl) check(v string) error {
 			}
 		}
 		if d.AllowedPattern != "" {
-			re, err := regexp.Compile("^(?:" + d.AllowedPattern + ")$")
+			ok, err := matchAllowedPattern(d.AllowedPattern, x)
 			if err != nil {
 				return invalidf("Template format error: Parameter '%s' has an invalid AllowedPattern: %v", d.Name, err)
 			}
-			if !re.MatchString(x) {
+			if !ok {
 				return fail("must match pattern " + d.AllowedPattern)
 			}
 		}

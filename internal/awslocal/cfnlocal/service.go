@@ -483,6 +483,9 @@ func (s *Service) parse(body string) (*template, error) {
 		return t, nil
 	}
 	t, err := parseTemplate(body)
+	if err == nil {
+		err = unrecognizedTypes(t)
+	}
 	if err != nil {
 		return nil, err
 	}

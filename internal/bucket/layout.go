@@ -1,0 +1,244 @@
+// Package bucket is the layout of cairn's one bucket: the key of every object cairn reads
+// or writes, the parsers of the keys users upload, and conditional JSON document I/O.
+//
+// Everything cairn keeps lives in one versioned bucket, in folders:
+//
+//	deployments/NAME.zip            bundle uploads that deploy
+//	plans/NAME.zip                  bundle uploads that only plan
+//	approvals/NAME/PLAN_ID          an approval of plan PLAN_ID
+//	plans/NAME/PLAN_ID.json, .md    plans and their pull-request comments
+//	state/NAMESPACE/KEY.json        persistent graphs
+//	locks/NAMESPACE/KEY.lock        their locks
+//	runs/NAME/RUN_ID.json, .md      runs and their reports
+//	runs/active/RUN_ID.json         the index of open runs
+//	templates/SHA256.json           templates passed by TemplateURL
+//	ports/POOL.json                 port allocations
+//	drift/NAME/SWEEP_ID.json, .md   drift reports
+//	drift/sweeps/SWEEP_ID.json      drift sweeps in progress
+//
+// No other package spells a key, so the layout changes in one place, and names that would
+// make two folders collide (a deployment named "active" would write its runs into the
+// open-run index) are refused here.
+package bucket
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The bucket's folders.
+const (
+	DeploymentsPrefix = "deployments/"
+	PlansPrefix       = "plans/"
+	ApprovalsPrefix   = "approvals/"
+	StatePrefix       = "state/"
+	LocksPrefix       = "locks/"
+	RunsPrefix        = "runs/"
+	TemplatesPrefix   = "templates/"
+	PortsPrefix       = "ports/"
+	DriftPrefix       = "drift/"
+	// OpenRunsPrefix holds one small index object per open run, so a stack status event
+	// finds its run with one listing.
+	OpenRunsPrefix = RunsPrefix + openRuns + "/"
+	// SweepsPrefix holds the drift sweeps in progress; a finished sweep's document is
+	// deleted (its reports remain).
+	SweepsPrefix = DriftPrefix + sweeps + "/"
+)
+
+const (
+	openRuns = "active"
+	sweeps   = "sweeps"
+	zip      = ".zip"
+	jsonExt  = ".json"
+	mdExt    = ".md"
+)
+
+// Filter selects the uploads that start work: new objects under Prefix whose key ends in
+// Suffix ("" for any).
+type Filter struct{ Prefix, Suffix string }
+
+// UploadFilters are the bucket notifications to the deploy queue. Bundles arrive as
+// deployments/NAME.zip and plans/NAME.zip; the deployer's own plans/NAME/PLAN_ID.json must
+// never trigger it, so both folders notify on .zip keys only.
+func UploadFilters() []Filter {
+	return []Filter{{DeploymentsPrefix, zip}, {PlansPrefix, zip}, {ApprovalsPrefix, ""}}
+}
+
+// DeploymentKey is the upload that deploys deployment name.
+func DeploymentKey(name string) string { return DeploymentsPrefix + name + zip }
+
+// PlanUploadKey is the upload that plans deployment name.
+func PlanUploadKey(name string) string { return PlansPrefix + name + zip }
+
+// ApprovalKey is the object whose creation approves plan planID of deployment name.
+func ApprovalKey(name, planID string) string { return ApprovalsPrefix + name + "/" + planID }
+
+// PlansOf is the folder of deployment name's plan documents.
+func PlansOf(name string) string { return PlansPrefix + name + "/" }
+
+// PlanKey is the document of plan planID of deployment name.
+func PlanKey(name, planID string) string { return PlansOf(name) + planID + jsonExt }
+
+// PlanMarkdownKey is the pull-request comment of plan planID of deployment name.
+func PlanMarkdownKey(name, planID string) string { return PlansOf(name) + planID + mdExt }
+
+// StateKey is the persistent graph of namespace/key.
+func StateKey(namespace, key string) string { return StatePrefix + namespace + "/" + key + jsonExt }
+
+// LockKey is the lock of the persistent graph of namespace/key.
+func LockKey(namespace, key string) string { return LocksPrefix + namespace + "/" + key + ".lock" }
+
+// RunsOf is the folder of deployment name's runs.
+func RunsOf(name string) string { return RunsPrefix + name + "/" }
+
+// RunKey is the document of run runID of deployment name.
+func RunKey(name, runID string) string { return RunsOf(name) + runID + jsonExt }
+
+// RunReportKey is the Markdown report of run runID of deployment name.
+func RunReportKey(name, runID string) string { return RunsOf(name) + runID + mdExt }
+
+// OpenRunKey is the index object of open run runID.
+func OpenRunKey(runID string) string { return OpenRunsPrefix + runID + jsonExt }
+
+// TemplateKey is a template uploaded for TemplateURL, addressed by its sha256 (hex).
+func TemplateKey(sha256 string) string { return TemplatesPrefix + sha256 + jsonExt }
+
+// PoolKey is the allocations document of port pool pool.
+func PoolKey(pool string) string { return PortsPrefix + pool + jsonExt }
+
+// DriftReportsOf is the folder of the drift reports of the graph reported as name.
+func DriftReportsOf(name string) string { return DriftPrefix + name + "/" }
+
+// DriftReportKey is the JSON drift report of name in sweep sweepID.
+func DriftReportKey(name, sweepID string) string { return DriftReportsOf(name) + sweepID + jsonExt }
+
+// DriftMarkdownKey is the Markdown drift report of name in sweep sweepID.
+func DriftMarkdownKey(name, sweepID string) string { return DriftReportsOf(name) + sweepID + mdExt }
+
+// SweepKey is the document of open drift sweep id.
+func SweepKey(id string) string { return SweepsPrefix + id + jsonExt }
+
+// Reserved reports whether name cannot name a deployment (nor a drift report folder): its
+// folder would be the bucket's own, runs/active/ (the open-run index) or drift/sweeps/.
+func Reserved(name string) bool { return name == openRuns || name == sweeps }
+
+// CheckDeployment refuses a deployment name that cannot make keys of its own: empty, with
+// slashes or spaces, or reserved.
+func CheckDeployment(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("deployment name is empty: name the deployment")
+	case strings.ContainsAny(name, "/\\ "):
+		return fmt.Errorf("deployment %q: use a name without slashes or spaces", name)
+	case name == openRuns:
+		return fmt.Errorf("deployment %q: the name is reserved (%s holds the index of open runs): choose another name", name, OpenRunsPrefix)
+	case name == sweeps:
+		return fmt.Errorf("deployment %q: the name is reserved (%s holds the drift sweeps in progress): choose another name", name, SweepsPrefix)
+	}
+	return nil
+}
+
+// UploadKind says what an upload asks for.
+type UploadKind int
+
+const (
+	// DeployUpload is deployments/NAME.zip: deploy the bundle.
+	DeployUpload UploadKind = iota + 1
+	// PlanUpload is plans/NAME.zip: plan the bundle, execute nothing.
+	PlanUpload
+	// ApprovalUpload is approvals/NAME/PLAN_ID: apply that plan.
+	ApprovalUpload
+)
+
+// Upload is what the key of an uploaded object names.
+type Upload struct {
+	Kind       UploadKind
+	Deployment string
+	// PlanID is the approved plan of an ApprovalUpload.
+	PlanID string
+}
+
+// ParseUpload reads the key of an uploaded object. ok is false for a key that is no upload
+// (the deployer's own documents, anything else). The deployment name is returned as the
+// key spells it: CheckDeployment says whether it is usable.
+func ParseUpload(key string) (u Upload, ok bool) {
+	if name, ok := zipName(key, DeploymentsPrefix); ok {
+		return Upload{Kind: DeployUpload, Deployment: name}, true
+	}
+	if name, ok := zipName(key, PlansPrefix); ok {
+		return Upload{Kind: PlanUpload, Deployment: name}, true
+	}
+	rest, ok := strings.CutPrefix(key, ApprovalsPrefix)
+	if !ok {
+		return Upload{}, false
+	}
+	name, planID, ok := strings.Cut(rest, "/")
+	if !ok || name == "" || planID == "" || strings.Contains(planID, "/") {
+		return Upload{}, false
+	}
+	return Upload{Kind: ApprovalUpload, Deployment: name, PlanID: planID}, true
+}
+
+// zipName returns NAME of key PREFIX/NAME.zip.
+func zipName(key, prefix string) (string, bool) {
+	name, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(name, zip)
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return "", false
+	}
+	return name, true
+}
+
+// leaf returns NAME of key FOLDER/NAME.EXT: a file directly in folder, with that extension.
+func leaf(key, folder, ext string) (string, bool) {
+	name, ok := strings.CutPrefix(key, folder)
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(name, ext)
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return "", false
+	}
+	return name, true
+}
+
+// DeploymentOf returns NAME of deployments/NAME.zip.
+func DeploymentOf(key string) (string, bool) { return zipName(key, DeploymentsPrefix) }
+
+// PlanIDOf returns PLAN_ID of plans/NAME/PLAN_ID.json, for deployment name.
+func PlanIDOf(name, key string) (string, bool) { return leaf(key, PlansOf(name), jsonExt) }
+
+// RunIDOf returns RUN_ID of runs/NAME/RUN_ID.json, for deployment name.
+func RunIDOf(name, key string) (string, bool) { return leaf(key, RunsOf(name), jsonExt) }
+
+// OpenRunOf returns RUN_ID of the open-run index object runs/active/RUN_ID.json.
+func OpenRunOf(key string) (string, bool) { return leaf(key, OpenRunsPrefix, jsonExt) }
+
+// PoolOf returns POOL of ports/POOL.json.
+func PoolOf(key string) (string, bool) { return leaf(key, PortsPrefix, jsonExt) }
+
+// SweepOf returns SWEEP_ID of the open sweep drift/sweeps/SWEEP_ID.json.
+func SweepOf(key string) (string, bool) { return leaf(key, SweepsPrefix, jsonExt) }
+
+// DriftReportOf returns SWEEP_ID of the JSON drift report drift/NAME/SWEEP_ID.json.
+func DriftReportOf(name, key string) (string, bool) { return leaf(key, DriftReportsOf(name), jsonExt) }
+
+// ParseStateKey returns NAMESPACE and KEY of state/NAMESPACE/KEY.json.
+func ParseStateKey(key string) (namespace, graphKey string, ok bool) {
+	rest, ok := strings.CutPrefix(key, StatePrefix)
+	if !ok {
+		return "", "", false
+	}
+	namespace, file, ok := strings.Cut(rest, "/")
+	graphKey, isJSON := strings.CutSuffix(file, jsonExt)
+	if !ok || !isJSON || namespace == "" || graphKey == "" || strings.Contains(graphKey, "/") {
+		return "", "", false
+	}
+	return namespace, graphKey, true
+}
+
+// URI is the s3:// address of key in bucket name, for messages.
+func URI(name, key string) string { return "s3://" + name + "/" + key }

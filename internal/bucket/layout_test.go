@@ -1,0 +1,199 @@
+package bucket
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestKeys(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{DeploymentKey("shop"), "deployments/shop.zip"},
+		{PlanUploadKey("shop"), "plans/shop.zip"},
+		{ApprovalKey("shop", "20261130-080000-1a2b3c4d"), "approvals/shop/20261130-080000-1a2b3c4d"},
+		{PlanKey("shop", "P1"), "plans/shop/P1.json"},
+		{PlanMarkdownKey("shop", "P1"), "plans/shop/P1.md"},
+		{StateKey("shop", "prod"), "state/shop/prod.json"},
+		{LockKey("shop", "prod"), "locks/shop/prod.lock"},
+		{RunKey("shop", "R1"), "runs/shop/R1.json"},
+		{RunReportKey("shop", "R1"), "runs/shop/R1.md"},
+		{OpenRunKey("R1"), "runs/active/R1.json"},
+		{TemplateKey("ab12"), "templates/ab12.json"},
+		{PoolKey("default"), "ports/default.json"},
+		{DriftReportKey("shop", "S1"), "drift/shop/S1.json"},
+		{DriftMarkdownKey("shop", "S1"), "drift/shop/S1.md"},
+		{SweepKey("S1"), "drift/sweeps/S1.json"},
+		{URI("cairn-state", "runs/shop/R1.json"), "s3://cairn-state/runs/shop/R1.json"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("key %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestParseUpload(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want Upload
+		ok   bool
+	}{
+		{"deployments/shop.zip", Upload{Kind: DeployUpload, Deployment: "shop"}, true},
+		{"plans/shop.zip", Upload{Kind: PlanUpload, Deployment: "shop"}, true},
+		{"approvals/shop/P1", Upload{Kind: ApprovalUpload, Deployment: "shop", PlanID: "P1"}, true},
+		{"deployments/active.zip", Upload{Kind: DeployUpload, Deployment: "active"}, true}, // parsed; CheckDeployment refuses it
+		{"deployments/.zip", Upload{}, false},
+		{"deployments/a/b.zip", Upload{}, false},
+		{"deployments/shop.tar", Upload{}, false},
+		{"plans/shop/P1.json", Upload{}, false}, // the deployer's own plan document
+		{"approvals/shop", Upload{}, false},
+		{"approvals/shop/", Upload{}, false},
+		{"approvals//P1", Upload{}, false},
+		{"approvals/shop/P1/x", Upload{}, false},
+		{"runs/shop/R1.json", Upload{}, false},
+		{"", Upload{}, false},
+	} {
+		got, ok := ParseUpload(tc.key)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ParseUpload(%q) = %+v, %v; want %+v, %v", tc.key, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestUploadFiltersMatchTheUploads checks that the bucket notifications select exactly the
+// keys ParseUpload accepts, among the keys cairn writes.
+func TestUploadFiltersMatchTheUploads(t *testing.T) {
+	matches := func(key string) bool {
+		for _, f := range UploadFilters() {
+			if strings.HasPrefix(key, f.Prefix) && strings.HasSuffix(key, f.Suffix) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, key := range []string{
+		DeploymentKey("shop"), PlanUploadKey("shop"), ApprovalKey("shop", "P1"),
+		PlanKey("shop", "P1"), PlanMarkdownKey("shop", "P1"), StateKey("shop", "shop"), LockKey("shop", "shop"),
+		RunKey("shop", "R1"), RunReportKey("shop", "R1"), OpenRunKey("R1"), TemplateKey("ab"), PoolKey("default"),
+		DriftReportKey("shop", "S1"), DriftMarkdownKey("shop", "S1"), SweepKey("S1"),
+	} {
+		_, upload := ParseUpload(key)
+		if matches(key) != upload {
+			t.Errorf("%s: notified %v, upload %v", key, matches(key), upload)
+		}
+	}
+}
+
+func TestCheckDeployment(t *testing.T) {
+	for _, tc := range []struct{ name, err string }{
+		{"shop", ""},
+		{"shop-prod_2", ""},
+		{"", "deployment name is empty"},
+		{"a/b", `deployment "a/b": use a name without slashes or spaces`},
+		{`a\b`, "without slashes or spaces"},
+		{"a b", "without slashes or spaces"},
+		{"active", `deployment "active": the name is reserved (runs/active/ holds the index of open runs): choose another name`},
+		{"sweeps", `deployment "sweeps": the name is reserved (drift/sweeps/ holds the drift sweeps in progress): choose another name`},
+	} {
+		err := CheckDeployment(tc.name)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%q: %v", tc.name, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: error %v, want %q", tc.name, err, tc.err)
+		}
+		if Reserved(tc.name) != (tc.name == "active" || tc.name == "sweeps") {
+			t.Errorf("Reserved(%q) = %v", tc.name, Reserved(tc.name))
+		}
+	}
+}
+
+// TestReservedNamesAreTheCollisions shows why the reserved names are refused: their runs
+// and drift reports would share keys with the open-run index and the open sweeps.
+func TestReservedNamesAreTheCollisions(t *testing.T) {
+	if RunKey("active", "R1") != OpenRunKey("R1") {
+		t.Error("a deployment named active no longer collides with the open-run index: update Reserved")
+	}
+	if DriftReportKey("sweeps", "S1") != SweepKey("S1") {
+		t.Error("drift reports named sweeps no longer collide with the open sweeps: update Reserved")
+	}
+	if _, ok := RunIDOf("shop", OpenRunKey("R1")); ok {
+		t.Error("an index object reads as a run of deployment shop")
+	}
+}
+
+func TestParsers(t *testing.T) {
+	type parsed struct {
+		a, b string
+		ok   bool
+	}
+	one := func(f func(string) (string, bool)) func(string) parsed {
+		return func(k string) parsed { v, ok := f(k); return parsed{v, "", ok} }
+	}
+	of := func(f func(string, string) (string, bool), name string) func(string) parsed {
+		return func(k string) parsed { v, ok := f(name, k); return parsed{v, "", ok} }
+	}
+	state := func(k string) parsed { ns, key, ok := ParseStateKey(k); return parsed{ns, key, ok} }
+	for _, tc := range []struct {
+		what  string
+		parse func(string) parsed
+		key   string
+		want  parsed
+	}{
+		{"deployment", one(DeploymentOf), "deployments/shop.zip", parsed{"shop", "", true}},
+		{"deployment", one(DeploymentOf), "deployments/a/shop.zip", parsed{}},
+		{"deployment", one(DeploymentOf), "plans/shop.zip", parsed{}},
+		{"plan", of(PlanIDOf, "shop"), "plans/shop/P1.json", parsed{"P1", "", true}},
+		{"plan", of(PlanIDOf, "shop"), "plans/shop/P1.md", parsed{}},
+		{"plan", of(PlanIDOf, "shop"), "plans/shop.zip", parsed{}},
+		{"plan", of(PlanIDOf, "shop"), "plans/shop-prod/P1.json", parsed{}},
+		{"run", of(RunIDOf, "shop"), "runs/shop/R1.json", parsed{"R1", "", true}},
+		{"run", of(RunIDOf, "shop"), "runs/shop/R1.md", parsed{}},
+		{"open run", one(OpenRunOf), "runs/active/R1.json", parsed{"R1", "", true}},
+		{"open run", one(OpenRunOf), "runs/shop/R1.json", parsed{}},
+		{"pool", one(PoolOf), "ports/default.json", parsed{"default", "", true}},
+		{"pool", one(PoolOf), "ports/a/b.json", parsed{}},
+		{"sweep", one(SweepOf), "drift/sweeps/S1.json", parsed{"S1", "", true}},
+		{"sweep", one(SweepOf), "drift/shop/S1.json", parsed{}},
+		{"drift report", of(DriftReportOf, "shop"), "drift/shop/S1.json", parsed{"S1", "", true}},
+		{"drift report", of(DriftReportOf, "shop"), "drift/shop/S1.md", parsed{}},
+		{"state", state, "state/shop/prod.json", parsed{"shop", "prod", true}},
+		{"state", state, "state/shop/a/prod.json", parsed{}},
+		{"state", state, "state//prod.json", parsed{}},
+		{"state", state, "state/shop/.json", parsed{}},
+		{"state", state, "locks/shop/prod.lock", parsed{}},
+	} {
+		if got := tc.parse(tc.key); got != tc.want {
+			t.Errorf("%s %q: %+v, want %+v", tc.what, tc.key, got, tc.want)
+		}
+	}
+}
+
+// FuzzParseUpload checks that every key ParseUpload accepts is the key of what it parsed,
+// so an upload can never name a deployment or plan other than the one it spells.
+func FuzzParseUpload(f *testing.F) {
+	for _, k := range []string{"deployments/shop.zip", "plans/shop.zip", "approvals/shop/P1", "approvals/a/b/c", "plans/shop/P1.json", "deployments/.zip"} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		u, ok := ParseUpload(key)
+		if !ok {
+			return
+		}
+		var back string
+		switch u.Kind {
+		case DeployUpload:
+			back = DeploymentKey(u.Deployment)
+		case PlanUpload:
+			back = PlanUploadKey(u.Deployment)
+		case ApprovalUpload:
+			back = ApprovalKey(u.Deployment, u.PlanID)
+		default:
+			t.Fatalf("%q: kind %d", key, u.Kind)
+		}
+		if back != key {
+			t.Fatalf("%q parses as %+v, whose key is %q", key, u, back)
+		}
+		if u.Deployment == "" || strings.Contains(u.Deployment, "/") || strings.Contains(u.PlanID, "/") {
+			t.Fatalf("%q parses as %+v", key, u)
+		}
+	})
+}

@@ -1,0 +1,194 @@
+package bucket
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+)
+
+// Sentinel errors of object I/O, wrapped with the object's address.
+var (
+	// ErrNotFound: the object (or the version asked for) does not exist.
+	ErrNotFound = errors.New("no such object")
+	// ErrConflict: a conditional write or delete lost: the object changed since it was
+	// read (If-Match), or exists although it was to be created (If-None-Match). Nothing
+	// was written.
+	ErrConflict = errors.New("object changed since it was read")
+)
+
+// TooLargeError reports an object larger than a reader accepts.
+type TooLargeError struct {
+	Object string // its s3:// address
+	Limit  int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %d bytes", e.Object, e.Limit)
+}
+
+// Getter reads objects.
+type Getter interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// Putter writes objects.
+type Putter interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+// Deleter deletes objects.
+type Deleter interface {
+	DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error)
+}
+
+// Lister lists keys.
+type Lister interface {
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// Object is an object as read.
+type Object struct {
+	Body     []byte
+	ETag     string
+	Metadata map[string]string
+}
+
+// Get reads the object key of bucket name, at versionID when it is not "". A missing
+// object, or version, gives ErrNotFound; a missing bucket is an error of its own. limit > 0
+// refuses a body larger than limit bytes.
+func Get(ctx context.Context, api Getter, name, key, versionID string, limit int64) (*Object, error) {
+	in := &s3.GetObjectInput{Bucket: aws.String(name), Key: aws.String(key)}
+	where := URI(name, key)
+	if versionID != "" {
+		in.VersionId = aws.String(versionID)
+		where += " version " + versionID
+	}
+	out, err := api.GetObject(ctx, in)
+	if err != nil {
+		if awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket" {
+			return nil, fmt.Errorf("%s: %w", where, ErrNotFound)
+		}
+		return nil, fmt.Errorf("read %s: %w", where, err)
+	}
+	defer out.Body.Close()
+	r := io.Reader(out.Body)
+	if limit > 0 {
+		r = io.LimitReader(out.Body, limit+1)
+	}
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", where, err)
+	}
+	if limit > 0 && int64(len(body)) > limit {
+		return nil, &TooLargeError{Object: where, Limit: limit}
+	}
+	return &Object{Body: body, ETag: aws.ToString(out.ETag), Metadata: out.Metadata}, nil
+}
+
+// ReadJSON decodes the JSON document key of bucket name into v and returns its ETag, for
+// a later conditional write. A missing document gives ErrNotFound.
+func ReadJSON(ctx context.Context, api Getter, name, key string, v any) (etag string, err error) {
+	o, err := Get(ctx, api, name, key, "", 0)
+	if err != nil {
+		return "", err
+	}
+	if err := json.Unmarshal(o.Body, v); err != nil {
+		return "", fmt.Errorf("%s is not a JSON document: %w", URI(name, key), err)
+	}
+	return o.ETag, nil
+}
+
+// Write says how an object is written.
+type Write struct {
+	// Create writes only when no object exists yet (If-None-Match: *).
+	Create bool
+	// IfMatch writes only over the object with this ETag. Neither Create nor IfMatch:
+	// the write is unconditional.
+	IfMatch     string
+	ContentType string
+	Metadata    map[string]string
+}
+
+// Put writes body as the object key of bucket name and returns its new ETag. A lost
+// condition gives ErrConflict and writes nothing.
+func Put(ctx context.Context, api Putter, name, key string, body []byte, w Write) (string, error) {
+	in := &s3.PutObjectInput{Bucket: aws.String(name), Key: aws.String(key), Body: bytes.NewReader(body), Metadata: w.Metadata}
+	if w.ContentType != "" {
+		in.ContentType = aws.String(w.ContentType)
+	}
+	switch {
+	case w.Create:
+		in.IfNoneMatch = aws.String("*")
+	case w.IfMatch != "":
+		in.IfMatch = aws.String(w.IfMatch)
+	}
+	out, err := api.PutObject(ctx, in)
+	if err != nil {
+		conditional := w.Create || w.IfMatch != ""
+		if conditional && (awsclient.PreconditionFailed(err) || (w.IfMatch != "" && awsclient.NotFound(err))) {
+			return "", fmt.Errorf("write %s: %w (%w)", URI(name, key), ErrConflict, err)
+		}
+		return "", fmt.Errorf("write %s: %w", URI(name, key), err)
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+// WriteJSON encodes v, indented, as the JSON document key of bucket name (see Put).
+func WriteJSON(ctx context.Context, api Putter, name, key string, v any, w Write) (string, error) {
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encode %s: %w", URI(name, key), err)
+	}
+	if w.ContentType == "" {
+		w.ContentType = "application/json"
+	}
+	return Put(ctx, api, name, key, body, w)
+}
+
+// Delete deletes the object key of bucket name. Without ifMatch an object already gone is
+// no error; with it, the object is deleted only while it is the one with that ETag, and
+// anything else (changed, or gone) gives ErrConflict.
+func Delete(ctx context.Context, api Deleter, name, key, ifMatch string) error {
+	in := &s3.DeleteObjectInput{Bucket: aws.String(name), Key: aws.String(key)}
+	if ifMatch != "" {
+		in.IfMatch = aws.String(ifMatch)
+	}
+	_, err := api.DeleteObject(ctx, in)
+	gone := awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket"
+	switch {
+	case err == nil:
+		return nil
+	case ifMatch != "" && (gone || awsclient.PreconditionFailed(err)):
+		return fmt.Errorf("delete %s: %w (%w)", URI(name, key), ErrConflict, err)
+	case gone:
+		return nil
+	}
+	return fmt.Errorf("delete %s: %w", URI(name, key), err)
+}
+
+// List returns every key under prefix in bucket name, in key order, all pages.
+func List(ctx context.Context, api Lister, name, prefix string) ([]string, error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(name), Prefix: aws.String(prefix)}
+	var keys []string
+	for {
+		out, err := api.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", URI(name, prefix), err)
+		}
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		if !aws.ToBool(out.IsTruncated) {
+			return keys, nil
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+}

@@ -1,0 +1,108 @@
+package deploy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// DestroyMetadata is the S3 object metadata key that makes a plans/NAME.zip upload plan
+// the deletion of every stack of the graph (set by cairn destroy).
+const DestroyMetadata = "cairn-destroy"
+
+// Bundle identifies the upload a run deploys.
+type Bundle struct {
+	Bucket    string `json:"bucket"`
+	Key       string `json:"key"`
+	VersionID string `json:"version_id,omitempty"`
+	Sequencer string `json:"sequencer,omitempty"`
+	SHA256    string `json:"sha256,omitempty"`
+	GitRef    string `json:"git_ref,omitempty"`
+	GitRemote string `json:"git_remote,omitempty"`
+}
+
+// Ref is the bundle as the persistent graph and the stack tags record it.
+func (b Bundle) Ref() state.BundleRef {
+	return state.BundleRef{VersionID: b.VersionID, SHA256: b.SHA256, GitRef: b.GitRef, GitRemote: b.GitRemote}
+}
+
+func (b Bundle) String() string {
+	s := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
+	if b.VersionID != "" {
+		s += " version " + b.VersionID
+	}
+	if b.SHA256 != "" {
+		s += ", sha256 " + b.SHA256
+	}
+	if b.GitRef != "" {
+		s += ", git " + b.GitRef
+	}
+	if b.GitRemote != "" {
+		s += " of " + b.GitRemote
+	}
+	return s
+}
+
+// Loaded is a downloaded upload and the config it holds.
+type Loaded struct {
+	// Bundle is the upload, with its sha256 and git metadata as downloaded.
+	Bundle Bundle
+	// Config is nil when the bundle cannot be read or loaded; Errors say why, all of them.
+	Config *config.Config
+	Errors []string
+	// Missing: the object, or the version asked for, does not exist.
+	Missing bool
+	// Destroy: the upload asks for a plan deleting every stack (DestroyMetadata).
+	Destroy bool
+}
+
+// Download fetches exactly the version of the upload b names (the newest when b has no
+// version) and loads its config for deployment. A bundle that cannot be read or loaded
+// gives Errors, not an error: a run of it fails and changes nothing. An error means S3
+// itself failed, and the caller tries again.
+func Download(ctx context.Context, api bucket.Getter, b Bundle, deployment string) (*Loaded, error) {
+	version := b.VersionID
+	if version == "null" {
+		version = ""
+	}
+	o, err := bucket.Get(ctx, api, b.Bucket, b.Key, version, bundle.MaxZipSize)
+	var big *bucket.TooLargeError
+	switch {
+	case errors.Is(err, bucket.ErrNotFound):
+		return &Loaded{Bundle: b, Missing: true, Errors: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
+	case errors.As(err, &big):
+		return &Loaded{Bundle: b, Errors: []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}}, nil
+	case err != nil:
+		return nil, fmt.Errorf("download bundle: %w", err)
+	}
+	b.GitRef = o.Metadata["git-ref"]
+	b.GitRemote = o.Metadata["git-remote"]
+	sum := sha256.Sum256(o.Body)
+	b.SHA256 = hex.EncodeToString(sum[:])
+	lb := &Loaded{Bundle: b, Destroy: o.Metadata[DestroyMetadata] == "true"}
+	bb, err := bundle.FromZip(o.Body)
+	if err != nil {
+		lb.Errors = []string{fmt.Sprintf("bundle s3://%s/%s version %s: %v", b.Bucket, b.Key, b.VersionID, err)}
+		return lb, nil
+	}
+	cfg, err := config.LoadOptions{Deployment: deployment}.Load(bb)
+	var ce config.Errors
+	switch {
+	case errors.As(err, &ce):
+		for _, e := range ce {
+			lb.Errors = append(lb.Errors, e.Error())
+		}
+	case err != nil:
+		lb.Errors = []string{err.Error()}
+	default:
+		lb.Config = cfg
+	}
+	return lb, nil
+}

@@ -1,0 +1,183 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+
+	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// hygiene retires the plans that can no longer apply: their change sets go, and so do
+// the stacks created only for them. Failures are logged: hygiene never fails a run.
+type hygiene struct {
+	*base
+	plans plans
+}
+
+// sweepWindow bounds how many of a deployment's newest plans a sweep reads: every sweep
+// retires all older open plans, so at most the few newest can still be open.
+const sweepWindow = 20
+
+// afterPlan supersedes every older unapplied plan of the deployment, and expires any that
+// outlived the plan TTL: their change sets are deleted, and so are stacks that exist only
+// for them (REVIEW_IN_PROGRESS, never executed) unless keep (the newest plan) uses them.
+// Failures are logged: hygiene never fails a run.
+func (h hygiene) afterPlan(ctx context.Context, keep *plan.Document, cs *changeset.Client, log *slog.Logger) {
+	used := map[string]bool{}
+	for _, s := range keep.Stacks {
+		if s.StackID != "" {
+			used[s.StackID] = true
+		}
+	}
+	reason := func(old *plan.Document) string {
+		return fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; this plan is of version %s) and planned as plan %s",
+			keep.Bundle.Bucket, keep.Bundle.Key, keep.Bundle.VersionID, old.Bundle.VersionID, keep.ID)
+	}
+	h.sweep(ctx, keep.Deployment, keep.ID, used, reason, cs, log)
+}
+
+// sweep retires the open plans of deployment other than keepID: those older than keepID
+// as superseded (with the reason given), newer ones only once expired.
+func (h hygiene) sweep(ctx context.Context, deployment, keepID string, used map[string]bool, reason func(*plan.Document) string, cs *changeset.Client, log *slog.Logger) {
+	ids, err := h.plans.ids(ctx, deployment)
+	if err != nil {
+		log.Warn("deploy: cannot list plans to clean up", "err", err)
+		return
+	}
+	if len(ids) > sweepWindow {
+		ids = ids[len(ids)-sweepWindow:]
+	}
+	now := h.clk.Now().UTC()
+	for _, id := range ids {
+		if id == keepID {
+			continue
+		}
+		old, etag, err := h.plans.read(ctx, deployment, id)
+		if err != nil || !retirable(old) {
+			continue
+		}
+		status, why := plan.Superseded, reason(old)
+		if id > keepID {
+			if now.Sub(old.CreatedAt) <= h.cfg.PlanTTL {
+				continue // newer than what supersedes: still open
+			}
+			status, why = plan.Expired, fmt.Sprintf("expired after %s", h.cfg.PlanTTL)
+		}
+		h.retire(ctx, old, etag, status, why, used, cs, log)
+	}
+}
+
+// afterApply supersedes the open plans of a deployment once a deploy or apply run
+// changed its graph: they were made against the graph as it was, so they can never apply.
+func (h hygiene) afterApply(ctx context.Context, doc *Document, log *slog.Logger) {
+	used := map[string]bool{}
+	for _, s := range doc.Run.Stacks {
+		if s.StackID != "" {
+			used[s.StackID] = true
+		}
+	}
+	reason := func(*plan.Document) string {
+		return fmt.Sprintf("the persistent graph %s/%s changed since the plan: run %s (%s) applied in between", doc.Namespace, doc.GraphKey, doc.Run.ID, doc.Run.Status)
+	}
+	// Every id sorts before "~", so every open plan but expired newer ones is superseded.
+	h.sweep(ctx, doc.Run.Deployment, "~", used, reason, h.changesets(doc.Run.ID, log), log)
+}
+
+// retirable reports whether a plan still has something to retire: it waits for approval, or it
+// failed after making change sets (which may have created REVIEW_IN_PROGRESS stacks).
+func retirable(p *plan.Document) bool {
+	return p.Status == plan.Planned || (p.Status == plan.PlanFailed && len(leftovers(p)) > 0)
+}
+
+// leftover is a change set a plan made, on the stack it was made for.
+type leftover struct {
+	stack       plan.Stack
+	changeSetID string
+}
+
+// leftovers lists the change sets a plan made: the reviewed ones and, in a plan that
+// failed, those of stacks that did not get as far as review (a CREATE change set that
+// failed still made its REVIEW_IN_PROGRESS stack). "No changes" change sets are deleted
+// by the plan run itself.
+func leftovers(p *plan.Document) []leftover {
+	var out []leftover
+	for _, s := range p.Stacks {
+		id := s.ChangeSetID
+		if rs := p.Run.Stacks[s.Name]; id == "" && rs != nil && rs.Phase != run.Unchanged {
+			id = rs.ChangeSetID
+		}
+		if id != "" {
+			out = append(out, leftover{stack: s, changeSetID: id})
+		}
+	}
+	return out
+}
+
+// retire deletes a plan's change sets and the stacks created only for it, and records why.
+// A stack goes only when it is still the REVIEW_IN_PROGRESS stack the plan's CREATE change
+// set made (same id), its cairn:* tags name the plan's graph and stack, keepStacks does not
+// hold it, and it has no change set but the plan's: anything else is someone else's.
+func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, status plan.Status, reason string, keepStacks map[string]bool, cs *changeset.Client, log *slog.Logger) {
+	live, err := cs.Live(ctx)
+	if err != nil {
+		log.Warn("deploy: cannot describe stacks to clean up a plan", "plan", p.ID, "err", err)
+		return
+	}
+	for _, lo := range leftovers(p) {
+		s := lo.stack
+		l, ok := live[s.StackName]
+		if ok && s.Action == plan.Create && l.Status == "REVIEW_IN_PROGRESS" && l.StackID == s.StackID && !keepStacks[l.StackID] && l.OwnedBy(p.Namespace, p.GraphKey, s.Name) {
+			others, err := h.otherChangeSets(ctx, l.StackID, lo.changeSetID)
+			switch {
+			case err != nil:
+				log.Warn("deploy: cannot list the change sets of a stack created for a plan; only the plan's change set is deleted", "plan", p.ID, "stack", s.StackName, "err", err)
+			case len(others) > 0:
+				log.Info("deploy: keeping a REVIEW_IN_PROGRESS stack that holds change sets the plan did not make", "plan", p.ID, "stack", s.StackName, "change_sets", others)
+			default:
+				if err := cs.DeleteStack(ctx, l.StackID); err != nil {
+					log.Warn("deploy: cannot delete a stack created only for a plan", "plan", p.ID, "stack", s.StackName, "err", err)
+				}
+				continue
+			}
+		}
+		if err := cs.DeleteChangeSet(ctx, lo.changeSetID); err != nil {
+			log.Warn("deploy: cannot delete a change set of a retired plan", "plan", p.ID, "change_set", lo.changeSetID, "err", err)
+		}
+	}
+	if p.Status == plan.PlanFailed {
+		reason += "; the plan had failed: " + p.Reason
+	}
+	p.Status, p.Reason = status, reason
+	if _, err := h.plans.write(ctx, p, etag); err != nil {
+		log.Warn("deploy: cannot record a retired plan", "plan", p.ID, "err", err)
+		return
+	}
+	log.Info("deploy: plan retired", "plan", p.ID, "status", string(status), "reason", reason)
+}
+
+// otherChangeSets lists the change sets of a stack other than own.
+func (h hygiene) otherChangeSets(ctx context.Context, stackID, own string) ([]string, error) {
+	in := &cloudformation.ListChangeSetsInput{StackName: aws.String(stackID)}
+	var others []string
+	for {
+		out, err := h.cfn.ListChangeSets(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list change sets of stack %s: %w", stackID, err)
+		}
+		for _, c := range out.Summaries {
+			if aws.ToString(c.ChangeSetId) != own {
+				others = append(others, aws.ToString(c.ChangeSetName))
+			}
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return others, nil
+		}
+		in.NextToken = out.NextToken
+	}
+}

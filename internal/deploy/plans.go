@@ -1,0 +1,160 @@
+package deploy
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// plans keeps the plan documents: what a plan run recorded and an approval applies.
+type plans struct{ *base }
+
+// read reads a plan document and its ETag.
+func (ps plans) read(ctx context.Context, deployment, id string) (*plan.Document, string, error) {
+	key := bucket.PlanKey(deployment, id)
+	o, err := bucket.Get(ctx, ps.s3, ps.cfg.Bucket, key, "", 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, "", fmt.Errorf("plan %s of deployment %s: no document %s: %w", id, deployment, bucket.URI(ps.cfg.Bucket, key), errNoRun)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("plan %s: %w", id, err)
+	}
+	p, err := plan.Decode(o.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("plan %s: %s: %w", id, bucket.URI(ps.cfg.Bucket, key), err)
+	}
+	return p, o.ETag, nil
+}
+
+// write writes a plan document: created when etag is "", else only over etag.
+func (ps plans) write(ctx context.Context, p *plan.Document, etag string) (string, error) {
+	etag, err := bucket.WriteJSON(ctx, ps.s3, ps.cfg.Bucket, bucket.PlanKey(p.Deployment, p.ID), p, bucket.Write{Create: etag == "", IfMatch: etag})
+	if errors.Is(err, bucket.ErrConflict) {
+		return "", fmt.Errorf("plan %s: %w: %w", p.ID, errRaceLost, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("plan %s: %w", p.ID, err)
+	}
+	return etag, nil
+}
+
+// ids lists the plan ids of a deployment, oldest first.
+func (ps plans) ids(ctx context.Context, deployment string) ([]string, error) {
+	keys, err := bucket.List(ctx, ps.s3, ps.cfg.Bucket, bucket.PlansOf(deployment))
+	if err != nil {
+		return nil, fmt.Errorf("plans of deployment %s: %w", deployment, err)
+	}
+	var ids []string
+	for _, k := range keys {
+		if id, ok := bucket.PlanIDOf(deployment, k); ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// document builds the plan document of a plan run that ended, recording what an approval
+// checks: the graph generation, each stack's status and LastUpdatedTime, and each change
+// set with its resource changes.
+func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, cs *changeset.Client) (*plan.Document, error) {
+	p := &plan.Document{
+		ID: doc.Run.ID, Deployment: doc.Run.Deployment, Namespace: doc.Namespace, GraphKey: doc.GraphKey,
+		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
+		Bundle: plan.BundleVersion{Bucket: doc.Bundle.Bucket, Key: doc.Bundle.Key, VersionID: doc.Bundle.VersionID,
+			SHA256: doc.Bundle.SHA256, GitRef: doc.Bundle.GitRef, GitRemote: doc.Bundle.GitRemote},
+		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
+		Run: doc.Run, Lookups: doc.Lookups, Drop: doc.Drop, Destroy: doc.Destroy,
+	}
+	if doc.Run.Status != run.Succeeded {
+		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")
+		for _, name := range doc.Run.Names() {
+			if s := doc.Run.Stacks[name]; s.Phase == run.Failed {
+				p.Refusals = append(p.Refusals, fmt.Sprintf("stack %s (%s): %s", name, s.StackName, s.Reason))
+			}
+		}
+	}
+	if lock != nil {
+		g, err := ps.store.Read(ctx, lock)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			p.Generation = g.Generation
+		}
+	}
+	var live map[string]plan.Live
+	if len(doc.Run.Stacks) > 0 && lock != nil {
+		var err error
+		if live, err = cs.Live(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range doc.Run.Names() {
+		s := doc.Run.Stacks[name]
+		pst := plan.Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Action: plan.ActionOf(s),
+			TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Parameters: s.Parameters,
+			InputsMayChange: s.InputsMayChange, CreatedAtApply: s.AtApply, Reason: s.Reason}
+		if s.Phase == run.Ready && s.ChangeSetID != "" {
+			pst.ChangeSetName, pst.ChangeSetID = s.ChangeSetName, s.ChangeSetID
+		}
+		if l, ok := live[s.StackName]; ok {
+			pst.Status, pst.LastUpdated, pst.StackID = l.Status, l.LastUpdated.UTC(), l.StackID
+		}
+		if s.Intent == run.IntentDelete {
+			p.Deletions = append(p.Deletions, name)
+		}
+		if pst.ChangeSetID != "" {
+			st, err := cs.Describe(ctx, pst.ChangeSetID)
+			if err != nil {
+				return nil, err
+			}
+			pst.Changes = st.Changes
+		}
+		p.Stacks = append(p.Stacks, pst)
+	}
+	return p, nil
+}
+
+// markdown writes the plan's pull-request comment, ready to post.
+func (ps plans) markdown(ctx context.Context, p *plan.Document, log *slog.Logger) {
+	var md bytes.Buffer
+	if err := report.PlanMarkdown(&md, p); err != nil {
+		return
+	}
+	key := bucket.PlanMarkdownKey(p.Deployment, p.ID)
+	if _, err := bucket.Put(ctx, ps.s3, ps.cfg.Bucket, key, md.Bytes(), bucket.Write{ContentType: "text/markdown"}); err != nil {
+		log.Warn("deploy: cannot write the plan's Markdown", "key", key, "err", err)
+	}
+}
+
+// markApplied records the outcome of an apply run in its plan document.
+func (ps plans) markApplied(ctx context.Context, doc *Document, log *slog.Logger) {
+	p, etag, err := ps.read(ctx, doc.Run.Deployment, doc.Plan)
+	if err != nil {
+		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)
+		return
+	}
+	if p.AppliedBy != doc.Run.ID {
+		return
+	}
+	p.Status, p.Reason = plan.Applied, fmt.Sprintf("applied by run %s: %s", doc.Run.ID, doc.Run.Status)
+	if doc.Run.Reason != "" {
+		p.Reason += " (" + doc.Run.Reason + ")"
+	}
+	if _, err := ps.write(ctx, p, etag); err != nil {
+		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)
+	}
+}

@@ -1,0 +1,326 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// starter begins runs: of an uploaded bundle (a deploy or a plan), and of an approved
+// plan (its apply run). Both share one beginning (begin, acquire) and one end (launch).
+type starter struct{ stepper }
+
+// begin is the beginning every run shares: the run's id and logger, and the document of a
+// run that is not started yet. It returns a nil document when the run exists already (the
+// event was delivered again).
+func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode run.Mode) (*Document, *slog.Logger, error) {
+	if u.Bucket == "" {
+		u.Bucket = s.cfg.Bucket
+	}
+	if u.Time.IsZero() {
+		u.Time = s.clk.Now()
+	}
+	runID := u.RunID()
+	log := s.runLogger(deployment, runID)
+	if _, _, err := s.runs.load(ctx, deployment, runID); err == nil {
+		log.Info("deploy: run already started for this event; event redelivered", "key", u.Key)
+		return nil, log, nil
+	} else if !errors.Is(err, errNoRun) {
+		return nil, log, err
+	}
+	now := s.clk.Now().UTC()
+	return &Document{Run: &run.Run{ID: runID, Deployment: deployment, Mode: mode, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now}}, log, nil
+}
+
+// acquire takes the lock of namespace/key for doc's run. A lock this run took before (its
+// start did not finish) is carried on; one another run holds makes the upload wait on the
+// queue: then the lock is nil, and so is the error.
+func (s starter) acquire(ctx context.Context, u Upload, doc *Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
+	runID := doc.Run.ID
+	lock, err := s.store.Acquire(ctx, namespace, key, runID, owner(ctx))
+	var held *state.LockedError
+	switch {
+	case errors.As(err, &held) && held.Holder.RunID == runID:
+		lock, err = s.resumeLock(ctx, namespace, key, runID, held.Holder.Token)
+	case errors.As(err, &held):
+		log.Info("deploy: another run holds the lock; the "+waiter(u)+" waits", "holder_run", held.Holder.RunID, "retry_in", s.cfg.LockRetry.String())
+		return nil, s.requeue(ctx, u)
+	}
+	if err != nil {
+		return nil, err
+	}
+	doc.LockToken = lock.Token
+	return lock, nil
+}
+
+func waiter(u Upload) string {
+	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
+		return "approval"
+	}
+	return "upload"
+}
+
+// launch is the end every start shares: the graph records what the plan dropped, the run
+// document is created (or a duplicate delivery that created it first wins), the run is
+// indexed for stack events, its heartbeat chain starts, and its first step is made.
+func (s starter) launch(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger, what string) error {
+	if err := s.graphs.record(ctx, lock, doc, nil); err != nil {
+		s.release(ctx, lock, log)
+		return err
+	}
+	etag, err := s.runs.save(ctx, doc, "")
+	if errors.Is(err, errRaceLost) {
+		// A duplicate delivery of this event started the run meanwhile, under this same
+		// lock: it is that run's to release.
+		log.Info("deploy: run already started by a duplicate of this event")
+		return nil
+	}
+	if err != nil {
+		s.release(ctx, lock, log)
+		return err
+	}
+	s.runs.index(ctx, doc, log)
+	log.Info("deploy: "+what+" started", "stacks", len(doc.Run.Stacks), "decisions", len(doc.Decisions))
+	if err := s.heartbeat(ctx, doc.Run.Deployment, doc.Run.ID); err != nil {
+		// Without a heartbeat the run advances by stack events only; the first step below
+		// may still finish it.
+		log.Error("deploy: cannot enqueue the first heartbeat", "err", err)
+	}
+	if err := s.step(ctx, doc, etag, lock, log); err != nil {
+		log.Warn("deploy: first step failed; the heartbeat retries it", "err", err)
+	}
+	return nil
+}
+
+// upload begins the run of a bundle upload: a deploy run, or a plan run.
+func (s starter) upload(ctx context.Context, u Upload) error {
+	up, ok := bucket.ParseUpload(u.Key)
+	if !ok || up.Kind == bucket.ApprovalUpload {
+		s.log.Info("deploy: ignoring an object that is not a bundle upload", "bucket", u.Bucket, "key", u.Key,
+			"want", bucket.DeploymentKey("NAME")+" or "+bucket.PlanUploadKey("NAME"))
+		return nil
+	}
+	if err := bucket.CheckDeployment(up.Deployment); err != nil {
+		s.log.Error("deploy: upload refused; nothing is recorded or changed", "key", u.Key, "err", err)
+		return nil
+	}
+	mode := run.ModeDeploy
+	if up.Kind == bucket.PlanUpload {
+		mode = run.ModePlan
+	}
+	doc, log, err := s.begin(ctx, &u, up.Deployment, mode)
+	if doc == nil {
+		return err
+	}
+	log = log.With("version", u.VersionID)
+	doc.Bundle = Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID, Sequencer: u.Sequencer}
+	if warn, err := s.store.VersioningWarning(ctx); err != nil {
+		log.Warn("deploy: cannot read bucket versioning", "err", err)
+	} else if warn != "" {
+		doc.Warnings = append(doc.Warnings, warn)
+	}
+	if sup, err := s.superseded(ctx, u); err != nil {
+		return err
+	} else if sup {
+		return s.supersede(ctx, doc, log)
+	}
+	lb, err := Download(ctx, s.s3, doc.Bundle, up.Deployment)
+	if err != nil {
+		return err
+	}
+	doc.Bundle = lb.Bundle
+	if len(lb.Errors) > 0 {
+		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.Errors, "; "))
+		doc.Errors = lb.Errors
+		return s.fail(ctx, doc, nil, fmt.Sprintf("invalid bundle: %d error(s); nothing was changed", len(lb.Errors)), log)
+	}
+	cfg := lb.Config
+	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
+	log = log.With("namespace", cfg.Namespace, "graph_key", cfg.PersistentGraphKey)
+	lock, err := s.acquire(ctx, u, doc, cfg.Namespace, cfg.PersistentGraphKey, log)
+	if lock == nil {
+		return err
+	}
+	// A newer upload may have arrived while this one waited for the lock.
+	if sup, err := s.superseded(ctx, u); err != nil || sup {
+		s.release(ctx, lock, log)
+		if err != nil {
+			return err
+		}
+		return s.supersede(ctx, doc, log)
+	}
+	if failed, err := s.decide(ctx, doc, lock, lb, log); failed || err != nil {
+		if !failed {
+			s.release(ctx, lock, log)
+		}
+		return err
+	}
+	return s.launch(ctx, doc, lock, log, "run")
+}
+
+// decide makes the run of an upload under its lock: the persistent graph (rebuilt from the
+// stacks' tags when it is missing), one look at every stack, and plan.Make's decisions. A
+// plan that fails or is refused is recorded as a failed run (failed, and the lock is
+// released); an error is one of AWS.
+func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb *Loaded, log *slog.Logger) (failed bool, err error) {
+	cfg := lb.Config
+	cs := s.changesets(doc.Run.ID, log)
+	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn)
+	if err != nil {
+		return false, err
+	}
+	if g.Rebuilt {
+		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the persistent graph %s was missing and was rebuilt from the tags of %d stack(s)", bucket.StateKey(cfg.Namespace, cfg.PersistentGraphKey), len(g.Stacks)))
+		if err := s.store.Write(ctx, lock, g); err != nil {
+			return false, err
+		}
+	}
+	live, err := cs.Live(ctx)
+	if err != nil {
+		return false, err
+	}
+	doc.Destroy = lb.Destroy
+	planCfg := cfg
+	if doc.Destroy {
+		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
+	}
+	importers, err := cs.Importers(ctx, exportsOfGone(planCfg, g, live))
+	if err != nil {
+		return false, err
+	}
+	res, err := plan.Make(plan.Input{
+		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
+		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy,
+	})
+	if err != nil {
+		doc.Errors = []string{err.Error()}
+		return true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
+	}
+	doc.Run = res.Run
+	doc.Decisions, doc.Refusals = res.Decisions, res.Refusals
+	if len(res.Refusals) > 0 {
+		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
+		return true, s.fail(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)
+	}
+	doc.Lookups, doc.Statuses = lookupsOf(cfg), map[string]string{}
+	for name, rs := range doc.Run.Stacks {
+		if l, ok := live[rs.StackName]; ok {
+			doc.Statuses[name] = l.Status
+		}
+	}
+	for _, dec := range res.Decisions {
+		if dec.Action == plan.Drop {
+			doc.Drop = append(doc.Drop, dec.Stack)
+		}
+	}
+	return false, nil
+}
+
+// exportsOfGone lists the export names of the live stacks the plan may delete (in the
+// graph, not in the config): only their imports are looked up.
+func exportsOfGone(cfg *config.Config, g *state.Graph, live map[string]plan.Live) []string {
+	var exports []string
+	for _, name := range g.Names() {
+		if cfg.Stack(name) != nil {
+			continue
+		}
+		if l, ok := live[g.Stacks[name].StackName]; ok {
+			exports = append(exports, slices.Sorted(maps.Values(l.Exports))...)
+		}
+	}
+	return exports
+}
+
+// lookupsOf keeps each stack's output lookups, so parameters resolve without the bundle.
+func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
+	out := map[string][]config.Lookup{}
+	for _, s := range cfg.Stacks {
+		if len(s.Lookups) > 0 {
+			out[s.Name] = s.Lookups
+		}
+	}
+	return out
+}
+
+func (s starter) requeue(ctx context.Context, u Upload) error {
+	_, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(s.cfg.QueueURL), MessageBody: aws.String(u.Body), DelaySeconds: seconds(s.cfg.LockRetry),
+	})
+	if err != nil {
+		return fmt.Errorf("re-queue upload s3://%s/%s to wait for the lock: %w", u.Bucket, u.Key, err)
+	}
+	return nil
+}
+
+// latestVersion returns the newest version id of key in bucket name, or "" when the
+// bucket keeps no versions.
+func (s starter) latestVersion(ctx context.Context, name, key string) (string, error) {
+	out, err := s.s3.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: aws.String(name), Prefix: aws.String(key), MaxKeys: aws.Int32(20)})
+	if err != nil {
+		return "", fmt.Errorf("list versions of s3://%s/%s: %w", name, key, err)
+	}
+	for _, v := range out.Versions {
+		if aws.ToString(v.Key) == key && aws.ToBool(v.IsLatest) {
+			return aws.ToString(v.VersionId), nil
+		}
+	}
+	return "", nil
+}
+
+func (s starter) superseded(ctx context.Context, u Upload) (bool, error) {
+	if u.VersionID == "" || u.VersionID == "null" {
+		return false, nil
+	}
+	latest, err := s.latestVersion(ctx, u.Bucket, u.Key)
+	if err != nil {
+		return false, err
+	}
+	return latest != "" && latest != u.VersionID, nil
+}
+
+// supersede records a run that deploys nothing because a newer upload exists.
+func (s starter) supersede(ctx context.Context, doc *Document, log *slog.Logger) error {
+	doc.Run = run.Supersede(doc.Run, fmt.Sprintf("version %s of s3://%s/%s is no longer the newest: the newer upload is deployed instead", doc.Bundle.VersionID, doc.Bundle.Bucket, doc.Bundle.Key), s.clk.Now().UTC())
+	log.Info("deploy: upload superseded by a newer version; nothing deployed")
+	s.runs.report(ctx, doc, log)
+	if _, err := s.runs.save(ctx, doc, ""); err != nil && !errors.Is(err, errRaceLost) {
+		return err
+	}
+	return nil
+}
+
+// fail records a run that fails before it changes anything, releasing lock (when held),
+// and notifies.
+func (s starter) fail(ctx context.Context, doc *Document, lock *state.Lock, reason string, log *slog.Logger) error {
+	doc.Run = run.Fail(doc.Run, reason, s.clk.Now().UTC())
+	s.runs.report(ctx, doc, log)
+	if doc.Run.Mode == run.ModePlan {
+		// The failed plan is recorded too, so whoever waits for it learns why.
+		if err := s.recordPlan(ctx, doc, nil, log); err != nil {
+			log.Warn("deploy: cannot record the failed plan", "err", err)
+		}
+	}
+	_, err := s.runs.save(ctx, doc, "")
+	if lock != nil {
+		s.release(ctx, lock, log)
+	}
+	if err != nil && !errors.Is(err, errRaceLost) {
+		return err
+	}
+	s.notify(ctx, doc, log)
+	return nil
+}

@@ -1,0 +1,167 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// ChangeSet is what an approval checks of a reviewed change set.
+type ChangeSet struct {
+	Found           bool
+	Status          string // CREATE_COMPLETE, FAILED, ...
+	ExecutionStatus string // AVAILABLE, EXECUTE_COMPLETE, OBSOLETE, ...
+	Changes         []Change
+}
+
+// Observed is what an approval saw of the world its plan was made against.
+type Observed struct {
+	// Generation of the persistent graph now (0: there is none), and the run that wrote it.
+	Generation int64
+	GraphRunID string
+	// LatestVersion is the newest version of the planned upload ("" when there is none);
+	// it is looked at only for a plan of a versioned upload.
+	LatestVersion string
+	Live          map[string]Live
+	// ChangeSets are the reviewed change sets as described now, by id (see ChangeSetsToCheck).
+	ChangeSets map[string]ChangeSet
+}
+
+// Lapsed lists why p cannot be applied whatever the stacks are like now, each reason
+// ending in "re-plan": applied already, failed, superseded, expired. final says no
+// observation can add to them, so none needs to be made.
+func (p *Document) Lapsed(now time.Time, ttl time.Duration) (reasons []string, final bool) {
+	switch p.Status {
+	case Planned:
+	case Applying, Applied:
+		return []string{fmt.Sprintf("plan %s was already applied by run %s at %s: a plan applies at most once; re-plan", p.ID, p.AppliedBy, p.AppliedAt.UTC().Format(time.RFC3339))}, true
+	case PlanFailed:
+		return []string{fmt.Sprintf("plan %s failed (%s): nothing to apply; re-plan", p.ID, p.Reason)}, true
+	default:
+		// Superseded or expired: say so, and what else changed since.
+		reasons = append(reasons, fmt.Sprintf("plan %s is %s (%s): re-plan", p.ID, p.Status, p.Reason))
+	}
+	if age := now.Sub(p.CreatedAt); age > ttl {
+		return append(reasons, fmt.Sprintf("plan %s expired: made %s ago, plans stay approvable for %s; re-plan", p.ID, age.Round(time.Minute), ttl)), true
+	}
+	return reasons, false
+}
+
+// Versioned reports whether the plan was made of a versioned upload, whose newest version
+// an approval compares.
+func (p *Document) Versioned() bool { return p.Bundle.VersionID != "" && p.Bundle.VersionID != "null" }
+
+// checked lists the stacks whose freshness an approval checks: every one that changes, or
+// whose inputs may.
+func (p *Document) checked() []Stack {
+	var out []Stack
+	for _, s := range p.Stacks {
+		if s.Action != None || s.InputsMayChange {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ChangeSetsToCheck lists the ids of the reviewed change sets an approval describes: those
+// of stacks still as they were planned in live.
+func (p *Document) ChangeSetsToCheck(live map[string]Live) []string {
+	var ids []string
+	for _, s := range p.checked() {
+		if s.ChangeSetID != "" && stackStale(s, live, "", "") == "" {
+			ids = append(ids, s.ChangeSetID)
+		}
+	}
+	return ids
+}
+
+// StaleReasons lists why p cannot be applied against what o saw, each reason naming the
+// stack and ending in "re-plan": the graph changed, a newer bundle was uploaded, a stack
+// changed since the plan, a reviewed change set is gone or no longer available, or the
+// outputs a stack consumes now resolve differently.
+func (p *Document) StaleReasons(o Observed) []string {
+	var reasons []string
+	if o.Generation != p.Generation {
+		by := ""
+		if o.GraphRunID != "" {
+			by = " by run " + o.GraphRunID
+		}
+		reasons = append(reasons, fmt.Sprintf("the persistent graph %s/%s changed since the plan (generation %d, planned at %d): another run applied%s in between: re-plan", p.Namespace, p.GraphKey, o.Generation, p.Generation, by))
+	}
+	if p.Versioned() && o.LatestVersion != p.Bundle.VersionID {
+		reasons = append(reasons, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; the plan is of version %s): re-plan", p.Bundle.Bucket, p.Bundle.Key, cmp.Or(o.LatestVersion, "none"), p.Bundle.VersionID))
+	}
+	planAt := p.CreatedAt.UTC().Format("15:04:05")
+	resolve := Resolver(p.Run, p.Lookups)
+	for _, s := range p.checked() {
+		what := "the plan"
+		if s.ChangeSetName != "" {
+			what = "change set " + s.ChangeSetName
+		}
+		if why := stackStale(s, o.Live, what, planAt); why != "" {
+			reasons = append(reasons, why)
+			continue
+		}
+		if s.ChangeSetID != "" {
+			switch cs := o.ChangeSets[s.ChangeSetID]; {
+			case !cs.Found:
+				reasons = append(reasons, fmt.Sprintf("stack %s: change set %s no longer exists (deleted after plan %s): re-plan", s.StackName, s.ChangeSetName, planAt))
+				continue
+			case cs.Status != "CREATE_COMPLETE" || cs.ExecutionStatus != "AVAILABLE":
+				reasons = append(reasons, fmt.Sprintf("stack %s: change set %s is %s/%s, not CREATE_COMPLETE/AVAILABLE: re-plan", s.StackName, s.ChangeSetName, cs.Status, cs.ExecutionStatus))
+				continue
+			}
+		}
+		if s.InputsMayChange || s.CreatedAtApply || s.ParametersHash == "" {
+			continue // re-checked by the apply run once the stacks it consumes are applied
+		}
+		if diff := p.consumedChanged(s, o.Live, resolve); diff != "" {
+			reasons = append(reasons, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan", s.StackName, what, diff))
+		}
+	}
+	return reasons
+}
+
+// stackStale says how the live stack differs from s as planned ("" when it does not).
+func stackStale(s Stack, live map[string]Live, what, planAt string) string {
+	l, exists := live[s.StackName]
+	switch {
+	case s.Status == "" && exists:
+		return fmt.Sprintf("stack %s: %s is stale (stack created at %s after plan %s): re-plan", s.StackName, what, l.LastUpdated.UTC().Format("15:04:05"), planAt)
+	case s.Status != "" && !exists:
+		return fmt.Sprintf("stack %s: %s is stale (stack deleted after plan %s): re-plan", s.StackName, what, planAt)
+	case exists && (l.Status != s.Status || !l.LastUpdated.Equal(s.LastUpdated)):
+		return fmt.Sprintf("stack %s: %s is stale (stack updated %s after plan %s; now %s, was %s): re-plan", s.StackName, what, l.LastUpdated.UTC().Format("15:04:05"), planAt, l.Status, s.Status)
+	}
+	return ""
+}
+
+// consumedChanged resolves the parameters of a planned stack against the outputs live
+// now, and describes how they differ from the planned ones ("" when they do not).
+func (p *Document) consumedChanged(s Stack, live map[string]Live, resolve run.Resolver) string {
+	rs := p.Run.Stacks[s.Name]
+	if rs == nil {
+		return ""
+	}
+	params, err := resolve(s.Name, rs.RawParameters, func(stack, output string) (string, bool) {
+		if other := p.Run.Stacks[stack]; other != nil {
+			v, ok := live[other.StackName].Outputs[output]
+			return v, ok
+		}
+		if l, ok := live[stack]; ok {
+			v, ok := l.Outputs[output]
+			return v, ok
+		}
+		v, ok := p.Run.External[stack+"::"+output]
+		return v, ok
+	})
+	if err != nil {
+		return "its parameters no longer resolve: " + err.Error()
+	}
+	if run.HashParameters(params) == s.ParametersHash {
+		return ""
+	}
+	return run.DescribeParameters(s.Parameters, params)
+}

@@ -1,0 +1,124 @@
+package state
+
+import (
+	"slices"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// Recording is what one step of a run gives its persistent graph.
+type Recording struct {
+	Run *run.Run
+	// Finished are the stacks that finished in the step; once the run has ended, every
+	// stack of it is recorded.
+	Finished []string
+	// Drop lists the stacks the plan dropped: gone from AWS and from the config.
+	Drop []string
+	// Statuses are the stacks' CloudFormation statuses as last seen, by config name.
+	Statuses map[string]string
+	// Bundle is the deployed bundle, recorded once the run succeeded.
+	Bundle BundleRef
+	Region string
+	Now    time.Time
+}
+
+// Idle reports whether the step can change no graph at all, so the graph need not be read:
+// a plan's, or one in which nothing finished and nothing is dropped.
+func (rec Recording) Idle() bool {
+	return rec.Run.Mode == run.ModePlan || (len(rec.Finished) == 0 && rec.Run.Status == run.Running && len(rec.Drop) == 0)
+}
+
+// Record returns the graph g becomes after a step of a run, and whether it differs: a
+// stack deployed (or found unchanged) is recorded with its inputs, outputs and status, a
+// deleted or dropped one leaves, a failed one keeps its last applied inputs with its new
+// status, a locked one refreshes its outputs, and a run that succeeded records its
+// bundle. A plan changes nothing: the graph it was made against stays as it is. g itself
+// is not changed.
+func Record(g *Graph, rec Recording) (*Graph, bool) {
+	if rec.Idle() {
+		return g, false
+	}
+	r := rec.Run
+	ended := r.Status != run.Running
+	next := g.clone()
+	names := rec.Finished
+	if ended {
+		names = r.Names()
+	}
+	changed := false
+	for _, name := range rec.Drop {
+		if _, ok := next.Stacks[name]; ok {
+			next.remove(name)
+			changed = true
+		}
+	}
+	for _, name := range names {
+		s := r.Stacks[name]
+		old := next.Stacks[name]
+		switch {
+		case s.Intent == run.IntentDelete && s.Phase == run.Done:
+			if old != nil {
+				next.remove(name)
+				changed = true
+			}
+		case s.Intent == run.IntentDelete || s.Phase == run.Blocked:
+		case s.Phase == run.Failed:
+			if old != nil {
+				old.Status = rec.Statuses[name]
+				old.UpdatedAt = rec.Now
+				changed = true
+			}
+		case s.Intent == run.IntentRead:
+			if old != nil {
+				old.Outputs = s.Outputs
+				old.Requires = s.Requires
+				changed = true
+			}
+		case s.Phase == run.Done || s.Phase == run.Unchanged:
+			st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
+				TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], Outputs: s.Outputs,
+				UpdatedAt: rec.Now, Region: rec.Region}
+			if old != nil {
+				st.Tags = old.Tags
+				if st.StackID == "" {
+					st.StackID = old.StackID
+				}
+			}
+			next.Stacks[name] = st
+			changed = true
+		}
+	}
+	// Dependencies on stacks the graph does not hold (disabled, never deployed) cannot be
+	// honoured by a later deletion and would make the graph invalid.
+	for _, st := range next.Stacks {
+		st.Requires = slices.DeleteFunc(st.Requires, func(r string) bool { _, ok := next.Stacks[r]; return !ok })
+	}
+	if ended && r.Status == run.Succeeded {
+		next.Bundle = rec.Bundle
+		changed = true
+	}
+	if !changed {
+		return g, false
+	}
+	return next, true
+}
+
+// clone copies g deeply enough for Record: its stacks and their dependency lists.
+func (g *Graph) clone() *Graph {
+	c := *g
+	c.Stacks = make(map[string]*Stack, len(g.Stacks))
+	for n, st := range g.Stacks {
+		cs := *st
+		cs.Requires = slices.Clone(st.Requires)
+		c.Stacks[n] = &cs
+	}
+	return &c
+}
+
+func (g *Graph) remove(name string) {
+	delete(g.Stacks, name)
+	for _, st := range g.Stacks {
+		st.Requires = slices.DeleteFunc(st.Requires, func(r string) bool { return r == name })
+	}
+}

@@ -1,0 +1,167 @@
+package state_test
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+func recorded() *state.Graph {
+	return &state.Graph{Namespace: "shop", Key: "shop", Generation: 4, Bundle: state.BundleRef{VersionID: "v1"}, Stacks: map[string]*state.Stack{
+		"vpc": {Name: "vpc", StackName: "shop-vpc", StackID: "id-vpc", TemplateHash: "t1", ParametersHash: "p1", Status: "CREATE_COMPLETE",
+			Outputs: map[string]string{"VpcId": "vpc-1"}, Tags: map[string]string{"team": "net"}, UpdatedAt: t0},
+		"app": {Name: "app", StackName: "shop-app", StackID: "id-app", Requires: []string{"vpc"}, TemplateHash: "t1", Status: "UPDATE_COMPLETE", UpdatedAt: t0},
+		"old": {Name: "old", StackName: "shop-old", StackID: "id-old", Requires: []string{"vpc"}, Status: "CREATE_COMPLETE", UpdatedAt: t0},
+		"ext": {Name: "ext", StackName: "shop-ext", StackID: "id-ext", Outputs: map[string]string{"Zone": "z1"}, UpdatedAt: t0},
+	}}
+}
+
+func TestRecord(t *testing.T) {
+	now := t0.Add(time.Hour)
+	v2 := state.BundleRef{VersionID: "v2", SHA256: "ab"}
+	type stackWant struct {
+		status, templateHash string
+		requires             []string
+		outputs              map[string]string
+		updated              bool
+	}
+	for _, tc := range []struct {
+		name     string
+		status   run.Status
+		mode     run.Mode
+		stacks   map[string]*run.Stack
+		finished []string
+		drop     []string
+		changed  bool
+		want     map[string]stackWant // nil: the stack is gone
+		bundle   string
+	}{
+		{
+			name: "deployed stack recorded with its new inputs, keeping tags and id", status: run.Running, finished: []string{"vpc"},
+			stacks: map[string]*run.Stack{"vpc": {Name: "vpc", StackName: "shop-vpc", Intent: run.IntentDeploy, Phase: run.Done, TemplateHash: "t2", ParametersHash: "p2",
+				Outputs: map[string]string{"VpcId": "vpc-2"}}},
+			changed: true, bundle: "v1",
+			want: map[string]stackWant{"vpc": {status: "UPDATE_COMPLETE", templateHash: "t2", outputs: map[string]string{"VpcId": "vpc-2"}, updated: true},
+				"app": {status: "UPDATE_COMPLETE", templateHash: "t1", requires: []string{"vpc"}}},
+		},
+		{
+			name: "failed stack keeps its applied inputs with its new status", status: run.Running, finished: []string{"app"},
+			stacks:  map[string]*run.Stack{"app": {Name: "app", Intent: run.IntentDeploy, Phase: run.Failed, TemplateHash: "t9"}},
+			changed: true, bundle: "v1",
+			want: map[string]stackWant{"app": {status: "UPDATE_ROLLBACK_COMPLETE", templateHash: "t1", requires: []string{"vpc"}, updated: true}},
+		},
+		{
+			name: "deleted stack leaves the graph and its dependents' lists", status: run.Running, finished: []string{"vpc"},
+			stacks:  map[string]*run.Stack{"vpc": {Name: "vpc", Intent: run.IntentDelete, Phase: run.Done}},
+			changed: true, bundle: "v1",
+			want: map[string]stackWant{"vpc": {}, "app": {status: "UPDATE_COMPLETE", templateHash: "t1"}},
+		},
+		{
+			name: "blocked and refused deletions change nothing", status: run.Running, finished: []string{"old", "app"},
+			stacks: map[string]*run.Stack{"old": {Name: "old", Intent: run.IntentDelete, Phase: run.Failed},
+				"app": {Name: "app", Intent: run.IntentDeploy, Phase: run.Blocked}},
+			bundle: "v1",
+		},
+		{
+			name: "locked stack refreshes its outputs", status: run.Running, finished: []string{"ext"},
+			stacks:  map[string]*run.Stack{"ext": {Name: "ext", Intent: run.IntentRead, Phase: run.Done, Outputs: map[string]string{"Zone": "z2"}}},
+			changed: true, bundle: "v1",
+			want: map[string]stackWant{"ext": {outputs: map[string]string{"Zone": "z2"}}},
+		},
+		{
+			name: "dropped stack leaves", status: run.Running, drop: []string{"old", "never-there"},
+			stacks: map[string]*run.Stack{}, changed: true, bundle: "v1",
+			want: map[string]stackWant{"old": {}},
+		},
+		{
+			name: "a run that succeeded records its bundle, and every stack", status: run.Succeeded,
+			stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Intent: run.IntentDeploy, Phase: run.Unchanged, TemplateHash: "t1",
+				Requires: []string{"vpc", "disabled"}}},
+			changed: true, bundle: "v2",
+			want: map[string]stackWant{"app": {status: "UPDATE_ROLLBACK_COMPLETE", templateHash: "t1", requires: []string{"vpc"}, updated: true}},
+		},
+		{
+			name: "a run that failed keeps the applied bundle", status: run.RunFailed,
+			stacks: map[string]*run.Stack{"app": {Name: "app", Intent: run.IntentDeploy, Phase: run.Blocked}},
+			bundle: "v1",
+		},
+		{
+			name: "a plan changes nothing", status: run.Succeeded, mode: run.ModePlan, drop: []string{"old"},
+			stacks: map[string]*run.Stack{"vpc": {Name: "vpc", Intent: run.IntentDelete, Phase: run.Done}},
+			bundle: "v1",
+		},
+		{
+			name: "nothing finished, nothing dropped", status: run.Running,
+			stacks: map[string]*run.Stack{"vpc": {Name: "vpc", Intent: run.IntentDeploy, Phase: run.Executing}},
+			bundle: "v1",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := recorded()
+			before, _ := json.Marshal(g)
+			mode := tc.mode
+			if mode == "" {
+				mode = run.ModeDeploy
+			}
+			r := &run.Run{ID: "r2", Mode: mode, Status: tc.status, Stacks: tc.stacks}
+			next, changed := state.Record(g, state.Recording{Run: r, Finished: tc.finished, Drop: tc.drop, Bundle: v2, Region: "eu-west-1", Now: now,
+				Statuses: map[string]string{"vpc": "UPDATE_COMPLETE", "app": "UPDATE_ROLLBACK_COMPLETE"}})
+			if after, _ := json.Marshal(g); string(after) != string(before) {
+				t.Fatalf("Record changed its input:\n%s\n%s", before, after)
+			}
+			if changed != tc.changed {
+				t.Fatalf("changed %v, want %v", changed, tc.changed)
+			}
+			if !changed && next != g {
+				t.Error("an unchanged graph is not the one given")
+			}
+			if next.Bundle.VersionID != tc.bundle {
+				t.Errorf("bundle %s, want %s", next.Bundle.VersionID, tc.bundle)
+			}
+			for name, w := range tc.want {
+				st := next.Stacks[name]
+				if w.status == "" && w.templateHash == "" && w.outputs == nil {
+					if st != nil {
+						t.Errorf("%s still in the graph", name)
+					}
+					continue
+				}
+				if st == nil {
+					t.Fatalf("%s missing", name)
+				}
+				if st.Status != w.status || st.TemplateHash != w.templateHash || !slices.Equal(st.Requires, w.requires) ||
+					(w.outputs != nil && st.Outputs["VpcId"]+st.Outputs["Zone"] != w.outputs["VpcId"]+w.outputs["Zone"]) || st.UpdatedAt.Equal(now) != w.updated {
+					t.Errorf("%s: %+v, want %+v", name, st, w)
+				}
+			}
+			if vpc := next.Stacks["vpc"]; vpc != nil && (vpc.StackID != "id-vpc" || vpc.Tags["team"] != "net") {
+				t.Errorf("vpc lost its id or tags: %+v", vpc)
+			}
+			if vpc := next.Stacks["vpc"]; tc.changed && vpc != nil && vpc.UpdatedAt.Equal(now) && vpc.Region != "eu-west-1" {
+				t.Errorf("vpc recorded without the region: %+v", vpc)
+			}
+		})
+	}
+}
+
+func TestRecordingIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rec  state.Recording
+		idle bool
+	}{
+		{"plan", state.Recording{Run: &run.Run{Mode: run.ModePlan, Status: run.Succeeded}, Finished: []string{"a"}}, true},
+		{"nothing finished", state.Recording{Run: &run.Run{Mode: run.ModeDeploy, Status: run.Running}}, true},
+		{"a stack finished", state.Recording{Run: &run.Run{Mode: run.ModeDeploy, Status: run.Running}, Finished: []string{"a"}}, false},
+		{"ended", state.Recording{Run: &run.Run{Mode: run.ModeDeploy, Status: run.RunFailed}}, false},
+		{"a drop", state.Recording{Run: &run.Run{Mode: run.ModeDeploy, Status: run.Running}, Drop: []string{"a"}}, false},
+	} {
+		if got := tc.rec.Idle(); got != tc.idle {
+			t.Errorf("%s: Idle = %v, want %v", tc.name, got, tc.idle)
+		}
+	}
+}

@@ -1,0 +1,697 @@
+package template
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws-cloudformation/rain/cft/parse"
+	"gopkg.in/yaml.v3"
+
+	"github.com/cairn-dev/cairn/internal/spec"
+)
+
+// Transforms cairn understands; any other is a macro that may rewrite the template.
+const (
+	languageExtensions = "AWS::LanguageExtensions"
+	serverless         = "AWS::Serverless-2016-10-31"
+)
+
+// CloudFormation's template quotas (AWS's quota page).
+const (
+	MaxResources  = 500
+	MaxParameters = 200
+	MaxOutputs    = 200
+	MaxMappings   = 200
+	maxNameLength = 255
+)
+
+// Problem is something in a template that CloudFormation refuses or, as a Warning, that
+// works today but should change. It is located at the key or value cfn-lint points at.
+type Problem struct {
+	Line, Col int
+	// Path is the offending key, such as Resources.Queue.Properties.VisibiltyTimeout.
+	Path    string
+	Msg     string
+	Warning bool
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%d:%d: %s: %s", p.Line, p.Col, p.Path, p.Msg) }
+
+// resource is one resource of the template, ForEach loops expanded.
+type resource struct {
+	name     string
+	nameNode *yaml.Node
+	node     *yaml.Node
+	typ      string
+	typeNode *yaml.Node
+}
+
+var pseudoParameters = []string{"AWS::AccountId", "AWS::NoValue", "AWS::NotificationARNs", "AWS::Partition",
+	"AWS::Region", "AWS::StackId", "AWS::StackName", "AWS::URLSuffix"}
+
+var resourceKeys = []string{"Type", "Properties", "DependsOn", "Condition", "Metadata", "DeletionPolicy",
+	"UpdateReplacePolicy", "CreationPolicy", "UpdatePolicy", "Version"}
+
+type checker struct {
+	t          *Template
+	probs      []Problem
+	resources  map[string]*resource
+	order      []string
+	conditions map[string]bool
+	mappings   map[string]bool
+	// sam: the Serverless transform generates resources, so references are not checked;
+	// macros: some other transform may rewrite anything, so nothing past the structure is.
+	sam, macros bool
+	refNames    []string // parameters, resources and pseudo parameters, for suggestions
+	deps        map[string][]string
+}
+
+// Check checks the template against the CloudFormation resource specification and the
+// rules CloudFormation applies before it creates anything: resource types, properties
+// (nested ones too), required properties, lists against single values, Fn::GetAtt
+// attributes, Ref, DependsOn and Condition targets, circular dependencies, quotas,
+// parameter declarations and deprecated Lambda runtimes (a warning). Problems come in
+// template order.
+func (t *Template) Check() []Problem {
+	c := &checker{t: t, resources: map[string]*resource{}, conditions: map[string]bool{}, mappings: map[string]bool{}, deps: map[string][]string{}}
+	for _, tr := range t.Transforms {
+		switch tr {
+		case languageExtensions:
+		case serverless:
+			c.sam = true
+		default:
+			c.macros = true
+		}
+	}
+	c.collect()
+	if !c.macros {
+		c.checkParameters()
+		for _, name := range c.order {
+			c.resource(c.resources[name])
+		}
+		if !c.sam {
+			c.references()
+			c.cycles()
+		}
+	}
+	slices.SortStableFunc(c.probs, func(a, b Problem) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	return c.probs
+}
+
+func (c *checker) errorf(n *yaml.Node, path, format string, args ...any) {
+	c.add(n, path, false, format, args...)
+}
+
+func (c *checker) add(n *yaml.Node, path string, warning bool, format string, args ...any) {
+	p := Problem{Line: 1, Col: 1, Path: path, Msg: fmt.Sprintf(format, args...), Warning: warning}
+	if n != nil && n.Line > 0 {
+		p.Line, p.Col = n.Line, n.Column
+	}
+	c.probs = append(c.probs, p)
+}
+
+// collect indexes the sections and checks the quotas.
+func (c *checker) collect() {
+	root := c.t.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], resolve(root.Content[i+1])
+		switch k.Value {
+		case "Resources":
+			entries := c.expand(v, "Resources")
+			for _, e := range entries {
+				r := &resource{name: e.key.Value, nameNode: e.key, node: resolve(e.value)}
+				if r.node.Kind != yaml.MappingNode {
+					c.errorf(e.key, "Resources."+r.name, "resource %s must be a mapping, got %s", r.name, kind(r.node))
+					continue
+				}
+				if tn := value(r.node, "Type"); tn != nil && tn.Kind == yaml.ScalarNode {
+					r.typ, r.typeNode = tn.Value, tn
+				}
+				if _, dup := c.resources[r.name]; dup {
+					c.errorf(e.key, "Resources."+r.name, "resource %s is declared twice (a Fn::ForEach loop makes the same name twice?)", r.name)
+					continue
+				}
+				c.resources[r.name] = r
+				c.order = append(c.order, r.name)
+				c.name(e.key, "Resources."+r.name, "resource")
+			}
+			if len(entries) > MaxResources {
+				c.errorf(k, "Resources", "%d resources, more than CloudFormation's quota of %d: split the template into stacks", len(entries), MaxResources)
+			}
+		case "Parameters":
+			if n := len(v.Content) / 2; n > MaxParameters {
+				c.errorf(k, "Parameters", "%d parameters, more than CloudFormation's quota of %d", n, MaxParameters)
+			}
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				c.name(v.Content[j], "Parameters."+v.Content[j].Value, "parameter")
+			}
+		case "Outputs":
+			if v.Kind == yaml.MappingNode {
+				entries := c.expand(v, "Outputs")
+				if len(entries) > MaxOutputs {
+					c.errorf(k, "Outputs", "%d outputs, more than CloudFormation's quota of %d", len(entries), MaxOutputs)
+				}
+			}
+		case "Mappings":
+			if v.Kind == yaml.MappingNode {
+				if n := len(v.Content) / 2; n > MaxMappings {
+					c.errorf(k, "Mappings", "%d mappings, more than CloudFormation's quota of %d", n, MaxMappings)
+				}
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					c.mappings[v.Content[j].Value] = true
+				}
+			}
+		case "Conditions":
+			if v.Kind == yaml.MappingNode {
+				for _, e := range c.expand(v, "Conditions") {
+					c.conditions[e.key.Value] = true
+				}
+			}
+		}
+	}
+	for name := range c.t.Parameters {
+		c.refNames = append(c.refNames, name)
+	}
+	c.refNames = append(c.refNames, c.order...)
+	c.refNames = append(c.refNames, pseudoParameters...)
+}
+
+func (c *checker) name(k *yaml.Node, path, what string) {
+	if len(k.Value) > maxNameLength {
+		c.errorf(k, path, "%s name is %d characters, more than CloudFormation's %d", what, len(k.Value), maxNameLength)
+	} else if !strings.HasPrefix(k.Value, "Fn::ForEach::") && !alphanumeric(k.Value) {
+		c.errorf(k, path, "%s name %q must be alphanumeric (A-Z, a-z, 0-9)", what, k.Value)
+	}
+}
+
+func alphanumeric(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// resource checks one resource's keys, type and properties.
+func (c *checker) resource(r *resource) {
+	base := "Resources." + r.name
+	for i := 0; i+1 < len(r.node.Content); i += 2 {
+		k := r.node.Content[i]
+		if !slices.Contains(resourceKeys, k.Value) {
+			c.errorf(k, base+"."+k.Value, "unknown resource attribute %q%s: a resource takes %s", k.Value, Suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
+		}
+	}
+	if r.typ == "" {
+		c.errorf(r.nameNode, base+".Type", "resource %s needs a Type such as AWS::S3::Bucket", r.name)
+		return
+	}
+	props := value(r.node, "Properties")
+	propsKey := key(r.node, "Properties")
+	switch {
+	case strings.HasPrefix(r.typ, "Custom::") || r.typ == "AWS::CloudFormation::CustomResource":
+		if props == nil || props.Kind == yaml.MappingNode && value(props, "ServiceToken") == nil {
+			at := propsKey
+			if at == nil {
+				at = r.nameNode
+			}
+			c.errorf(at, base+".Properties", "custom resource %s needs a ServiceToken: the ARN of the Lambda function or SNS topic that answers it", r.name)
+		}
+		return
+	case strings.HasPrefix(r.typ, "AWS::Serverless::") && c.sam:
+		return
+	}
+	st := spec.Lookup(r.typ)
+	if st == nil {
+		parts := strings.Split(r.typ, "::")
+		if len(parts) == 3 && parts[0] != "AWS" && parts[0] != "Alexa" && !slices.Contains(parts, "") {
+			c.add(key(r.node, "Type"), base+".Type", true, "%s is not an AWS type: a registry (third-party or private) type, so cairn does not check its properties", r.typ)
+			return
+		}
+		hint := Suggest(r.typ, spec.TypeNames())
+		if strings.HasPrefix(r.typ, "AWS::Serverless::") {
+			hint = ": add Transform: " + serverless + " to use the Serverless types"
+		}
+		c.errorf(key(r.node, "Type"), base+".Type", "unknown resource type %q%s", r.typ, hint)
+		return
+	}
+	if props == nil {
+		if missing := st.Properties.Required; len(missing) > 0 {
+			c.errorf(r.nameNode, base, "%s requires %s %s: add them under Properties", r.typ, plural(len(missing), "property", "properties"), strings.Join(missing, ", "))
+		}
+		return
+	}
+	c.value(props, st.Properties, base+".Properties", propsKey, r.typ, "")
+	if r.typ == "AWS::Lambda::Function" {
+		if rt := value(props, "Runtime"); rt != nil && rt.Kind == yaml.ScalarNode {
+			if life, ok := spec.LookupRuntime(rt.Value); ok && life.Deprecated != "" && life.Deprecated <= today() {
+				next := ""
+				if life.Successor != "" {
+					next = ": move to " + life.Successor
+				}
+				c.add(rt, base+".Properties.Runtime", true, "Lambda runtime %s is deprecated since %s%s", rt.Value, life.Deprecated, next)
+			}
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// intrinsic returns the function name of a mapping that is a call ({"Ref": x},
+// {"Fn::If": [...]}), or "".
+func intrinsic(n *yaml.Node) string {
+	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
+		return ""
+	}
+	k := n.Content[0].Value
+	// Rain::Embed and the like are rain's directives, resolved before CloudFormation sees them.
+	if k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::") || strings.HasPrefix(k, "Rain::") {
+		return k
+	}
+	return ""
+}
+
+// value checks a property value against its shape; at is the key holding it (or the list
+// item), where problems with the value itself are reported. where names the enclosing
+// property for nested messages.
+func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node, typ, where string) {
+	n = resolve(n)
+	if at == nil {
+		at = n
+	}
+	if fn := intrinsic(n); fn != "" {
+		if fn == "Fn::If" {
+			if args := resolve(n.Content[1]); args.Kind == yaml.SequenceNode && len(args.Content) == 3 {
+				c.value(args.Content[1], sh, path, args.Content[1], typ, where)
+				c.value(args.Content[2], sh, path, args.Content[2], typ, where)
+			}
+		}
+		return
+	}
+	of := typ
+	if where != "" {
+		of = where + " of " + typ
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		c.errorf(at, path, "has no value: CloudFormation refuses null values; remove the key or give it a value")
+		return
+	}
+	switch {
+	case sh.Kind == spec.Any:
+	case sh.Kind.Scalar():
+		if n.Kind != yaml.ScalarNode {
+			c.errorf(at, path, "must be a single value (a string, number or boolean), not %s", kindOf(n))
+		}
+	case sh.Kind == spec.List:
+		if n.Kind != yaml.SequenceNode {
+			c.errorf(at, path, "must be a list, not %s", kindOf(n))
+			return
+		}
+		for i, item := range n.Content {
+			c.value(item, sh.Elem, fmt.Sprintf("%s[%d]", path, i), item, typ, fmt.Sprintf("%s[%d]", lastKey(path), i))
+		}
+	case sh.Kind == spec.Map:
+		if n.Kind != yaml.MappingNode {
+			c.errorf(at, path, "must be a mapping, not %s", kindOf(n))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			c.value(n.Content[i+1], sh.Elem, path+"."+k.Value, k, typ, lastKey(path)+"."+k.Value)
+		}
+	case sh.Kind == spec.Object:
+		if n.Kind != yaml.MappingNode {
+			c.errorf(at, path, "must be a mapping, not %s", kindOf(n))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			p := sh.Properties[k.Value]
+			if p == nil {
+				if sh.Closed {
+					c.errorf(k, path+"."+k.Value, "unknown property %q of %s%s", k.Value, of, Suggest(k.Value, sh.PropertyNames()))
+				}
+				continue
+			}
+			sub := k.Value
+			if where != "" {
+				sub = where + "." + k.Value
+			}
+			c.value(n.Content[i+1], p, path+"."+k.Value, k, typ, sub)
+		}
+		var missing []string
+		for _, r := range sh.Required {
+			if key(n, r) == nil {
+				missing = append(missing, r)
+			}
+		}
+		if len(missing) > 0 {
+			c.errorf(at, path, "%s requires %s %s", of, plural(len(missing), "property", "properties"), strings.Join(missing, ", "))
+		}
+	}
+}
+
+func lastKey(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+func kindOf(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the single value %q", n.Value)
+	}
+	return "an empty document"
+}
+
+// references checks every Ref, Fn::GetAtt, Fn::Sub variable, DependsOn and Condition, and
+// records the dependencies between resources.
+func (c *checker) references() {
+	for _, name := range c.order {
+		r := c.resources[name]
+		base := "Resources." + name
+		for i := 0; i+1 < len(r.node.Content); i += 2 {
+			k, v := r.node.Content[i], resolve(r.node.Content[i+1])
+			switch k.Value {
+			case "DependsOn":
+				var items []*yaml.Node
+				switch v.Kind {
+				case yaml.ScalarNode:
+					items = []*yaml.Node{v}
+				case yaml.SequenceNode:
+					items = v.Content
+				default:
+					c.errorf(k, base+".DependsOn", "must be a resource name or a list of them, not %s", kindOf(v))
+				}
+				for j, it := range items {
+					it = resolve(it)
+					if it.Kind != yaml.ScalarNode {
+						c.errorf(it, fmt.Sprintf("%s.DependsOn[%d]", base, j), "must be a resource name, not %s", kindOf(it))
+						continue
+					}
+					if _, ok := c.resources[it.Value]; !ok {
+						c.errorf(it, base+".DependsOn", "DependsOn names no resource %q%s", it.Value, Suggest(it.Value, c.order))
+						continue
+					}
+					c.deps[name] = append(c.deps[name], it.Value)
+				}
+			case "Condition":
+				c.condition(v, base+".Condition")
+			case "Type":
+			default:
+				c.walk(v, base+"."+k.Value, name, nil)
+			}
+		}
+	}
+	root := c.t.Node
+	if outs := value(root, "Outputs"); outs != nil && outs.Kind == yaml.MappingNode {
+		for _, e := range c.expand(outs, "") {
+			o := resolve(e.value)
+			base := "Outputs." + e.key.Value
+			for i := 0; i+1 < len(o.Content); i += 2 {
+				k, v := o.Content[i], o.Content[i+1]
+				if k.Value == "Condition" {
+					c.condition(resolve(v), base+".Condition")
+					continue
+				}
+				c.walk(v, base+"."+k.Value, "", nil)
+			}
+		}
+	}
+	if conds := value(root, "Conditions"); conds != nil && conds.Kind == yaml.MappingNode {
+		for _, e := range c.expand(conds, "") {
+			c.walk(e.value, "Conditions."+e.key.Value, "", nil)
+		}
+	}
+}
+
+func (c *checker) condition(v *yaml.Node, path string) {
+	if v.Kind != yaml.ScalarNode {
+		c.errorf(v, path, "must be a condition name, not %s", kindOf(v))
+		return
+	}
+	if !c.conditions[v.Value] {
+		names := make([]string, 0, len(c.conditions))
+		for n := range c.conditions {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		c.errorf(v, path, "names no condition %q%s; the template declares %s", v.Value, Suggest(v.Value, names), listOr(names, "no conditions"))
+	}
+}
+
+func listOr(names []string, none string) string {
+	if len(names) == 0 {
+		return none
+	}
+	return strings.Join(names, ", ")
+}
+
+// walk checks the intrinsics under n; from is the resource n belongs to ("" for outputs
+// and conditions), locals the names an enclosing Fn::Sub defines.
+func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) {
+	n = resolve(n)
+	switch n.Kind {
+	case yaml.SequenceNode:
+		for i, it := range n.Content {
+			c.walk(it, fmt.Sprintf("%s[%d]", path, i), from, locals)
+		}
+		return
+	case yaml.MappingNode:
+	default:
+		return
+	}
+	fn := intrinsic(n)
+	if fn == "" {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			c.walk(n.Content[i+1], path+"."+n.Content[i].Value, from, locals)
+		}
+		return
+	}
+	k, arg := n.Content[0], resolve(n.Content[1])
+	switch fn {
+	case "Ref":
+		if arg.Kind == yaml.ScalarNode {
+			c.ref(arg.Value, arg, path, from, locals)
+		} else {
+			c.walk(arg, path, from, locals)
+		}
+	case "Fn::GetAtt":
+		if arg.Kind == yaml.SequenceNode && len(arg.Content) == 2 {
+			res, attr := resolve(arg.Content[0]), resolve(arg.Content[1])
+			if res.Kind == yaml.ScalarNode {
+				a := ""
+				if attr.Kind == yaml.ScalarNode {
+					a = attr.Value
+				} else {
+					c.walk(attr, path, from, locals)
+				}
+				c.getAtt(res.Value, a, res, attr, path, from)
+			}
+			return
+		}
+		c.errorf(k, path, "Fn::GetAtt takes [Resource, Attribute] or Resource.Attribute")
+	case "Fn::Sub":
+		var s *yaml.Node
+		vars := map[string]bool{}
+		for name := range locals {
+			vars[name] = true
+		}
+		switch arg.Kind {
+		case yaml.ScalarNode:
+			s = arg
+		case yaml.SequenceNode:
+			if len(arg.Content) == 2 {
+				s = resolve(arg.Content[0])
+				if m := resolve(arg.Content[1]); m.Kind == yaml.MappingNode {
+					for i := 0; i+1 < len(m.Content); i += 2 {
+						vars[m.Content[i].Value] = true
+						c.walk(m.Content[i+1], path, from, locals)
+					}
+				}
+			}
+		}
+		if s == nil || s.Kind != yaml.ScalarNode {
+			c.walk(arg, path, from, locals)
+			return
+		}
+		words, err := parse.ParseSub(s.Value, true)
+		if err != nil {
+			c.errorf(s, path, "Fn::Sub string does not parse: %v", err)
+			return
+		}
+		for _, w := range words {
+			switch {
+			case w.T == parse.STR || w.T == parse.AWS || w.T == parse.RAIN:
+			case vars[w.W]:
+			case w.T == parse.GETATT:
+				res, attr, _ := strings.Cut(w.W, ".")
+				if !vars[res] {
+					c.getAtt(res, attr, s, s, path, from)
+				}
+			default:
+				c.ref(w.W, s, path, from, nil)
+			}
+		}
+	case "Fn::If":
+		if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
+			c.condition(resolve(arg.Content[0]), path)
+			for i, it := range arg.Content[1:] {
+				c.walk(it, fmt.Sprintf("%s[%d]", path, i+1), from, locals)
+			}
+		}
+	case "Condition":
+		c.condition(arg, path)
+	case "Fn::FindInMap":
+		if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
+			if m := resolve(arg.Content[0]); m.Kind == yaml.ScalarNode && !c.mappings[m.Value] {
+				c.errorf(m, path, "Fn::FindInMap names no mapping %q", m.Value)
+			}
+		}
+		c.walk(arg, path, from, locals)
+	default:
+		c.walk(arg, path, from, locals)
+	}
+}
+
+func (c *checker) ref(name string, at *yaml.Node, path, from string, locals map[string]bool) {
+	if locals[name] || slices.Contains(pseudoParameters, name) {
+		return
+	}
+	if _, ok := c.t.Parameters[name]; ok {
+		return
+	}
+	if _, ok := c.resources[name]; ok {
+		if from != "" {
+			c.deps[from] = append(c.deps[from], name)
+		}
+		return
+	}
+	c.errorf(at, path, "Ref names nothing: %q is not a parameter, resource or pseudo parameter of the template%s", name, Suggest(name, c.refNames))
+}
+
+func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, from string) {
+	r, ok := c.resources[res]
+	if !ok {
+		c.errorf(resNode, path, "Fn::GetAtt names no resource %q%s", res, Suggest(res, c.order))
+		return
+	}
+	if from != "" {
+		c.deps[from] = append(c.deps[from], res)
+	}
+	if attr == "" {
+		return
+	}
+	st := spec.Lookup(r.typ)
+	if st == nil || r.typ == "AWS::CloudFormation::Stack" && strings.HasPrefix(attr, "Outputs.") {
+		return // custom, registry or unknown (reported) types
+	}
+	if !st.HasAttribute(attr) {
+		c.errorf(attrNode, path, "%s %s has no attribute %q for Fn::GetAtt%s; it has %s", r.typ, res, attr, Suggest(attr, st.Attributes), listOr(st.Attributes, "none"))
+	}
+}
+
+// cycles reports circular dependencies between resources, at each resource of a cycle
+// (as cfn-lint does), the cycle written from it.
+func (c *checker) cycles() {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	reported := map[string]bool{}
+	var visit func(n string)
+	visit = func(n string) {
+		color[n] = grey
+		stack = append(stack, n)
+		for _, d := range c.deps[n] {
+			switch color[d] {
+			case white:
+				visit(d)
+			case grey:
+				i := slices.Index(stack, d)
+				members := slices.Clone(stack[i:])
+				for j, m := range members {
+					if reported[m] {
+						continue
+					}
+					reported[m] = true
+					cycle := append(slices.Clone(members[j:]), members[:j+1]...)
+					c.errorf(c.resources[m].nameNode, "Resources."+m, "circular dependency between resources: %s: CloudFormation cannot order them; remove one of the references", strings.Join(cycle, " -> "))
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+	}
+	for _, n := range c.order {
+		if color[n] == white {
+			visit(n)
+		}
+	}
+}
+
+// Suggest returns ` (did you mean "x"?)` for the candidate closest to name (a different
+// case of name, or within about a third of its length in edits), or "" when none is close.
+func Suggest(name string, candidates []string) string {
+	best, bestD := "", len(name)/3+2
+	lower := strings.ToLower(name)
+	for _, c := range candidates {
+		if strings.ToLower(c) == lower && c != name {
+			return fmt.Sprintf(" (did you mean %q?)", c)
+		}
+		if d := distance(name, c, bestD); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if best == "" || best == name {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// distance is the Levenshtein distance of a and b, or max when it is at least max.
+func distance(a, b string, max int) int {
+	if d := len(a) - len(b); d >= max || -d >= max {
+		return max
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], max)
+}

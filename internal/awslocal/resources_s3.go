@@ -2,7 +2,6 @@ package awslocal
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"fmt"
 	"net/http"
@@ -10,15 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
-	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
-	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 )
-
-type ctxT = context.Context
-
-func patternParse(doc string) (*pattern.Pattern, error) { return pattern.Parse([]byte(doc)) }
-
-func sqslocalDefaults() map[string]string { return sqslocal.Defaults() }
 
 // s3Do sends one request to the emulated S3 in process, through its handler, so it is
 // journaled (persisted) and notifies as a client's request would. It returns the status

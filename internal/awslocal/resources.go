@@ -1,7 +1,6 @@
 package awslocal
 
 import (
-	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -87,8 +86,6 @@ func orDefault(s, d string) string {
 	}
 	return s
 }
-
-type ctxT = context.Context
 
 func patternParse(doc string) (*pattern.Pattern, error) { return pattern.Parse([]byte(doc)) }
 

@@ -1,6 +1,7 @@
 package awslocal
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -36,12 +37,14 @@ func (e *Emulator) ruleProvider() cfnlocal.Provider {
 		return e.putRule(r.PhysicalID, rl)
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			return r.PhysicalID, nil, install(r)
 		},
-		Update:  func(_ ctxT, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) { return nil, install(r) },
-		Delete:  func(_ ctxT, r cfnlocal.Resource) error { e.deleteRule(r.PhysicalID); return nil },
-		Restore: func(_ ctxT, r cfnlocal.Resource) error { return install(r) },
+		Update: func(_ context.Context, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
+			return nil, install(r)
+		},
+		Delete:  func(_ context.Context, r cfnlocal.Resource) error { e.deleteRule(r.PhysicalID); return nil },
+		Restore: func(_ context.Context, r cfnlocal.Resource) error { return install(r) },
 	}
 }
 
@@ -58,11 +61,13 @@ func (e *Emulator) scheduleProvider() cfnlocal.Provider {
 			text(target["Arn"]), text(target["Input"]), text(r.Props["State"]) != "DISABLED")
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			return r.PhysicalID, nil, install(r)
 		},
-		Update:  func(_ ctxT, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) { return nil, install(r) },
-		Delete:  func(_ ctxT, r cfnlocal.Resource) error { e.deleteSchedule(key(r)); return nil },
-		Restore: func(_ ctxT, r cfnlocal.Resource) error { return install(r) },
+		Update: func(_ context.Context, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
+			return nil, install(r)
+		},
+		Delete:  func(_ context.Context, r cfnlocal.Resource) error { e.deleteSchedule(key(r)); return nil },
+		Restore: func(_ context.Context, r cfnlocal.Resource) error { return install(r) },
 	}
 }

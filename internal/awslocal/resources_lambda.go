@@ -1,6 +1,7 @@
 package awslocal
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -24,19 +25,19 @@ func (e *Emulator) functionProvider() cfnlocal.Provider {
 		e.defineFunction(r.PhysicalID, timeout, env)
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			if e.functionExists(r.PhysicalID) && r.Props["FunctionName"] != nil {
 				return "", nil, fmt.Errorf("Function already exist: %s", r.PhysicalID)
 			}
 			define(r)
 			return r.PhysicalID, nil, nil
 		},
-		Update: func(_ ctxT, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
+		Update: func(_ context.Context, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
 			define(r)
 			return nil, nil
 		},
-		Delete:  func(_ ctxT, r cfnlocal.Resource) error { e.removeFunction(r.PhysicalID); return nil },
-		Restore: func(_ ctxT, r cfnlocal.Resource) error { define(r); return nil },
+		Delete:  func(_ context.Context, r cfnlocal.Resource) error { e.removeFunction(r.PhysicalID); return nil },
+		Restore: func(_ context.Context, r cfnlocal.Resource) error { define(r); return nil },
 	}
 }
 
@@ -70,11 +71,13 @@ func (e *Emulator) eventSourceMappingProvider() cfnlocal.Provider {
 		return e.startMapping(r.PhysicalID, lastSegment(source), fn, o)
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			return r.PhysicalID, nil, install(r)
 		},
-		Update:  func(_ ctxT, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) { return nil, install(r) },
-		Delete:  func(_ ctxT, r cfnlocal.Resource) error { e.stopMapping(r.PhysicalID); return nil },
-		Restore: func(_ ctxT, r cfnlocal.Resource) error { return install(r) },
+		Update: func(_ context.Context, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
+			return nil, install(r)
+		},
+		Delete:  func(_ context.Context, r cfnlocal.Resource) error { e.stopMapping(r.PhysicalID); return nil },
+		Restore: func(_ context.Context, r cfnlocal.Resource) error { return install(r) },
 	}
 }

@@ -1,6 +1,7 @@
 package awslocal
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -30,7 +31,7 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 		return nil
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			name := lastSegment(r.PhysicalID)
 			arn := e.sns.TopicARN(name)
 			if e.sns.Exists(arn) {
@@ -47,7 +48,7 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 			}
 			return arn, nil, subscribe(arn, subscriptions(r.Props))
 		},
-		Update: func(_ ctxT, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
+		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			for _, k := range []string{"DisplayName", "KmsMasterKeyId", "TracingConfig", "SignatureVersion"} {
 				if text(r.Props[k]) != text(old[k]) {
 					if err := e.sns.SetTopicAttribute(r.PhysicalID, k, text(r.Props[k])); err != nil {
@@ -65,8 +66,8 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 			}
 			return nil, subscribe(r.PhysicalID, want)
 		},
-		Delete: func(_ ctxT, r cfnlocal.Resource) error { return e.sns.DeleteTopic(r.PhysicalID) },
-		Read: func(_ ctxT, r cfnlocal.Resource) (map[string]any, bool, error) {
+		Delete: func(_ context.Context, r cfnlocal.Resource) error { return e.sns.DeleteTopic(r.PhysicalID) },
+		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
 			attrs, err := e.sns.TopicAttributes(r.PhysicalID)
 			if err != nil {
 				return nil, false, nil
@@ -90,13 +91,13 @@ func (e *Emulator) topicPolicyProvider() cfnlocal.Provider {
 		return nil
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			return r.PhysicalID, nil, apply(list(r.Props["Topics"]), text(r.Props["PolicyDocument"]))
 		},
-		Update: func(_ ctxT, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
+		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			return nil, apply(list(r.Props["Topics"]), text(r.Props["PolicyDocument"]))
 		},
-		Delete: func(_ ctxT, r cfnlocal.Resource) error {
+		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			for _, t := range list(r.Props["Topics"]) {
 				_ = e.sns.SetTopicAttribute(text(t), "Policy", "")
 			}
@@ -119,11 +120,11 @@ func (e *Emulator) subscriptionProvider() cfnlocal.Provider {
 		return out
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			arn, err := e.sns.Subscribe(text(r.Props["TopicArn"]), text(r.Props["Protocol"]), text(r.Props["Endpoint"]), attrs(r.Props))
 			return arn, nil, err
 		},
-		Update: func(_ ctxT, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
+		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			now := attrs(r.Props)
 			for k := range attrs(old) {
 				if _, kept := now[k]; !kept {
@@ -137,8 +138,8 @@ func (e *Emulator) subscriptionProvider() cfnlocal.Provider {
 			}
 			return nil, nil
 		},
-		Delete: func(_ ctxT, r cfnlocal.Resource) error { return e.sns.Unsubscribe(r.PhysicalID) },
-		Read: func(_ ctxT, r cfnlocal.Resource) (map[string]any, bool, error) {
+		Delete: func(_ context.Context, r cfnlocal.Resource) error { return e.sns.Unsubscribe(r.PhysicalID) },
+		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
 			a, err := e.sns.SubscriptionAttributes(r.PhysicalID)
 			if err != nil {
 				return nil, false, nil

@@ -1,6 +1,7 @@
 package awslocal
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
@@ -22,7 +23,7 @@ func queueAttrs(props map[string]any) map[string]string {
 
 func (e *Emulator) queueProvider() cfnlocal.Provider {
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			if text(r.Props["FifoQueue"]) == "true" {
 				return "", nil, fmt.Errorf("FIFO queues are not emulated by cairn's local SQS; use a standard queue")
 			}
@@ -41,7 +42,7 @@ func (e *Emulator) queueProvider() cfnlocal.Provider {
 			}
 			return url, nil, nil
 		},
-		Update: func(_ ctxT, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
+		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			attrs := queueAttrs(r.Props)
 			defaults := sqslocalDefaults()
 			for k := range queueAttrs(old) {
@@ -52,14 +53,14 @@ func (e *Emulator) queueProvider() cfnlocal.Provider {
 			}
 			return nil, e.sqs.SetAttributes(lastSegment(r.PhysicalID), attrs)
 		},
-		Delete: func(_ ctxT, r cfnlocal.Resource) error {
+		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			err := e.sqs.DeleteQueue(lastSegment(r.PhysicalID))
 			if err != nil && !e.sqs.Exists(e.sqs.QueueARN(lastSegment(r.PhysicalID))) {
 				return nil // already gone
 			}
 			return err
 		},
-		Read: func(_ ctxT, r cfnlocal.Resource) (map[string]any, bool, error) {
+		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
 			attrs, err := e.sqs.Attributes(lastSegment(r.PhysicalID))
 			if err != nil {
 				return nil, false, nil
@@ -89,10 +90,10 @@ func (e *Emulator) queuePolicyProvider() cfnlocal.Provider {
 		return nil
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			return r.PhysicalID, nil, apply(list(r.Props["Queues"]), text(r.Props["PolicyDocument"]))
 		},
-		Update: func(_ ctxT, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
+		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			kept := map[string]bool{}
 			for _, q := range list(r.Props["Queues"]) {
 				kept[text(q)] = true
@@ -108,13 +109,13 @@ func (e *Emulator) queuePolicyProvider() cfnlocal.Provider {
 			}
 			return nil, apply(list(r.Props["Queues"]), text(r.Props["PolicyDocument"]))
 		},
-		Delete: func(_ ctxT, r cfnlocal.Resource) error {
+		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			for _, q := range list(r.Props["Queues"]) {
 				_ = e.sqs.SetAttributes(lastSegment(text(q)), map[string]string{"Policy": ""})
 			}
 			return nil
 		},
-		Read: func(_ ctxT, r cfnlocal.Resource) (map[string]any, bool, error) {
+		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
 			qs := list(r.Props["Queues"])
 			if len(qs) == 0 {
 				return nil, true, nil

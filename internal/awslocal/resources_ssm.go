@@ -1,6 +1,7 @@
 package awslocal
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -18,19 +19,19 @@ func (e *Emulator) parameterProvider() cfnlocal.Provider {
 		return err
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			return r.PhysicalID, nil, put(r, false)
 		},
-		Update: func(_ ctxT, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
+		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			return nil, put(r, true)
 		},
-		Delete: func(_ ctxT, r cfnlocal.Resource) error {
+		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			if err := e.ssm.Delete(r.PhysicalID); err != nil && !strings.Contains(err.Error(), "ParameterNotFound") {
 				return err
 			}
 			return nil
 		},
-		Read: func(_ ctxT, r cfnlocal.Resource) (map[string]any, bool, error) {
+		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
 			p, err := e.ssm.Get(r.PhysicalID, false)
 			if err != nil {
 				return nil, false, nil

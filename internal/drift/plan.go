@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -134,9 +135,10 @@ func (d *Driver) graphKeys(ctx context.Context) ([][2]string, error) {
 	return out, nil
 }
 
-// appliedConfig loads the config of the bundle pg applied, from deployments/NAME.zip at
-// the graph's bundle version. It returns the config (nil when unreadable), the deployment
-// name when found, and a note for the report when the config could not be used.
+// appliedConfig loads the config of the bundle pg applied, at the graph's bundle version,
+// wherever that bundle was uploaded: deployments/NAME.zip by a push, plans/NAME.zip by a
+// plan and its approval. It returns the config (nil when unreadable), the deployment name
+// when found, and a note for the report when the config could not be used.
 func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Config, string, string) {
 	ref := pg.Bundle
 	versioned := ref.VersionID != "" && ref.VersionID != "null"
@@ -147,49 +149,76 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 	if versioned {
 		version = ref.VersionID
 	}
-	// The graph key defaults to the deployment name; else whichever deployments/*.zip
-	// has the applied version is the deployment.
+	// The graph key defaults to the deployment name; else whichever upload has the applied
+	// version names the deployment.
 	name := pg.Key
-	lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: bucket.DeploymentKey(name), VersionID: version}, name)
-	if err == nil && lb.Missing && versioned {
+	lb, key, err := d.appliedBundle(ctx, name, version, ref.SHA256)
+	if err == nil && lb == nil && versioned {
 		found, ok, ferr := d.deploymentOf(ctx, ref.VersionID)
 		if ferr == nil && !ok {
-			return nil, name, unreadable(fmt.Sprintf("no %s has version %s (deleted?)", bucket.DeploymentKey("*"), ref.VersionID))
+			return nil, name, unreadable(fmt.Sprintf("no %s or %s has version %s (deleted?)", bucket.DeploymentKey("*"), bucket.PlanUploadKey("*"), ref.VersionID))
 		}
 		if err = ferr; err == nil {
 			name = found
-			lb, err = deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: bucket.DeploymentKey(name), VersionID: version}, name)
+			lb, key, err = d.appliedBundle(ctx, name, version, ref.SHA256)
 		}
 	}
 	switch {
 	case err != nil:
 		return nil, name, unreadable(err.Error())
-	case !versioned && ref.SHA256 != "" && !lb.Missing && lb.Bundle.SHA256 != ref.SHA256:
-		return nil, name, unreadable(fmt.Sprintf("%s changed since sha256 %s was applied and the bucket keeps no versions", bucket.DeploymentKey(name), ref.SHA256))
+	case lb == nil && !versioned:
+		return nil, name, unreadable(fmt.Sprintf("neither %s nor %s holds sha256 %s, and the bucket keeps no versions", bucket.DeploymentKey(name), bucket.PlanUploadKey(name), ref.SHA256))
+	case lb == nil:
+		return nil, name, unreadable(fmt.Sprintf("neither %s nor %s has version %s (deleted?)", bucket.DeploymentKey(name), bucket.PlanUploadKey(name), ref.VersionID))
 	case lb.Config == nil:
-		return nil, name, unreadable(fmt.Sprintf("%s: %s", bucket.DeploymentKey(name), strings.Join(lb.Errors, "; ")))
+		return nil, name, unreadable(fmt.Sprintf("%s: %s", key, strings.Join(lb.Errors, "; ")))
 	}
 	return lb.Config, name, ""
 }
 
-// deploymentOf finds the deployment whose deployments/NAME.zip has version versionID.
-func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bool, error) {
-	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(bucket.DeploymentsPrefix)}
-	for {
-		page, err := d.c.S3.ListObjectVersions(ctx, in)
-		if err != nil {
-			return "", false, fmt.Errorf("look for bundle version %s: %w", versionID, err)
+// appliedBundle downloads deployment name's bundle at version from its deploy upload, else
+// from its plan upload. Without a version (an unversioned bucket) an upload counts only
+// when it is the one applied (its sha256). It returns nil when neither holds it.
+func (d *Driver) appliedBundle(ctx context.Context, name, version, sha string) (*deploy.Loaded, string, error) {
+	for _, key := range []string{bucket.DeploymentKey(name), bucket.PlanUploadKey(name)} {
+		lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: key, VersionID: version}, name)
+		if err != nil && version != "" && awsclient.HTTPStatus(err) == 400 {
+			continue // S3 refuses a version id of another key
 		}
-		for _, v := range page.Versions {
-			if name, ok := bucket.DeploymentOf(aws.ToString(v.Key)); ok && aws.ToString(v.VersionId) == versionID {
-				return name, true, nil
-			}
+		switch {
+		case err != nil:
+			return nil, key, err
+		case lb.Missing:
+		case version == "" && sha != "" && lb.Bundle.SHA256 != sha:
+		default:
+			return lb, key, nil
 		}
-		if !aws.ToBool(page.IsTruncated) {
-			return "", false, nil
-		}
-		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
 	}
+	return nil, "", nil
+}
+
+// deploymentOf finds the deployment whose deploy or plan upload has version versionID.
+func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bool, error) {
+	for _, prefix := range []string{bucket.DeploymentsPrefix, bucket.PlansPrefix} {
+		in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(prefix)}
+		for {
+			page, err := d.c.S3.ListObjectVersions(ctx, in)
+			if err != nil {
+				return "", false, fmt.Errorf("look for bundle version %s: %w", versionID, err)
+			}
+			for _, v := range page.Versions {
+				u, ok := bucket.ParseUpload(aws.ToString(v.Key))
+				if ok && (u.Kind == bucket.DeployUpload || u.Kind == bucket.PlanUpload) && aws.ToString(v.VersionId) == versionID {
+					return u.Deployment, true, nil
+				}
+			}
+			if !aws.ToBool(page.IsTruncated) {
+				break
+			}
+			in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
+		}
+	}
+	return "", false, nil
 }
 
 func bundleString(b state.BundleRef) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // Status of a reviewed plan.
@@ -69,9 +70,33 @@ type BundleVersion struct {
 	Bucket    string `json:"bucket"`
 	Key       string `json:"key"`
 	VersionID string `json:"version_id,omitempty"`
+	// Sequencer orders the upload's S3 events (it names the run of the upload).
+	Sequencer string `json:"sequencer,omitempty"`
 	SHA256    string `json:"sha256,omitempty"`
 	GitRef    string `json:"git_ref,omitempty"`
 	GitRemote string `json:"git_remote,omitempty"`
+}
+
+// Ref is the bundle as the persistent graph and the stack tags record it.
+func (b BundleVersion) Ref() state.BundleRef {
+	return state.BundleRef{VersionID: b.VersionID, SHA256: b.SHA256, GitRef: b.GitRef, GitRemote: b.GitRemote}
+}
+
+func (b BundleVersion) String() string {
+	s := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
+	if b.VersionID != "" {
+		s += " version " + b.VersionID
+	}
+	if b.SHA256 != "" {
+		s += ", sha256 " + b.SHA256
+	}
+	if b.GitRef != "" {
+		s += ", git " + b.GitRef
+	}
+	if b.GitRemote != "" {
+		s += " of " + b.GitRemote
+	}
+	return s
 }
 
 // Stack is one stack of a plan.

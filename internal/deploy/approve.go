@@ -17,6 +17,9 @@ import (
 // fresh (plan.Document.Lapsed and StaleReasons decide it from what is observed here),
 // and then it is marked applied before anything runs.
 func (s starter) approval(ctx context.Context, u Upload) error {
+	if !s.ownBucket(u) {
+		return nil
+	}
 	deployment, planID := u.Approval()
 	if deployment == "" {
 		s.log.Info("deploy: ignoring an object that is not an approval", "key", u.Key, "want", bucket.ApprovalKey("NAME", "PLAN_ID"))

@@ -106,8 +106,24 @@ func (s starter) launch(ctx context.Context, doc *Document, lock *state.Lock, lo
 	return nil
 }
 
+// ownBucket reports whether u is an event of cairn's own bucket (an event that names no
+// bucket is). An event naming any other bucket is forged or misrouted: whoever may send to
+// the deploy queue could otherwise make cairn deploy a bundle of their own bucket. It is
+// refused and logged, and nothing is recorded.
+func (s starter) ownBucket(u Upload) bool {
+	if u.Bucket == "" || u.Bucket == s.cfg.Bucket {
+		return true
+	}
+	s.log.Error("deploy: upload refused: the event names another bucket than cairn's; nothing is recorded or changed",
+		"bucket", u.Bucket, "key", u.Key, "version", u.VersionID, "want", s.cfg.Bucket)
+	return false
+}
+
 // upload begins the run of a bundle upload: a deploy run, or a plan run.
 func (s starter) upload(ctx context.Context, u Upload) error {
+	if !s.ownBucket(u) {
+		return nil
+	}
 	up, ok := bucket.ParseUpload(u.Key)
 	if !ok || up.Kind == bucket.ApprovalUpload {
 		s.log.Info("deploy: ignoring an object that is not a bundle upload", "bucket", u.Bucket, "key", u.Key,

@@ -10,12 +10,17 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // waitLog waits (a minute of wall time at most) until the deployer's log holds want.
@@ -98,4 +103,118 @@ func TestForgedEventOfAnotherBucketIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fence takes the lock of the shop graph away from the run holding it, as an operator or
+// another writer would, and returns a function that gives it back (releases it).
+type fence struct {
+	name string
+	take func(t *testing.T, w *world) (release func())
+}
+
+var fences = []fence{
+	{"cairn unlock --force", func(t *testing.T, w *world) func() {
+		if _, err := w.store().ForceUnlock(context.Background(), "shop", "shop", true); err != nil {
+			t.Fatal(err)
+		}
+		return func() {}
+	}},
+	{"lease takeover", func(t *testing.T, w *world) func() {
+		// Another writer whose clock says the lease is long over takes the lock over.
+		later := clock.NewFake(w.clk.Now().Add(24 * time.Hour))
+		s := w.store()
+		s.Clock = later
+		l, err := s.Acquire(context.Background(), "shop", "shop", "taker", state.Owner{Function: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if err := s.Release(context.Background(), l); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}},
+}
+
+func (w *world) store() *state.Store {
+	return &state.Store{S3: w.s3, Bucket: bucket, Clock: w.clk}
+}
+
+// waitFor polls cond for a minute of wall time.
+func (w *world) waitFor(what string, cond func() bool) {
+	w.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFencedChangeIsReplanned fences a run while CloudFormation executes its slow update of
+// shop-web: the run stops, CloudFormation finishes the update (the stack now holds the new
+// value and the new cairn:parameters-sha256 tag), and the graph still records the old
+// inputs. The next push of the old bundle must see that the live stack's hash tags disagree
+// with the graph and update the stack back, not call it unchanged.
+func TestFencedChangeIsReplanned(t *testing.T) {
+	for _, f := range fences {
+		t.Run(f.name, func(t *testing.T) {
+			w := newWorld(t, worldOptions{})
+			dir, _ := deployChain(t, w)
+			old, err := bundle.Zip(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.fault(cfnlocal.Fault{Stack: "shop-web", LogicalID: "Parameter", Operation: "UPDATE", Delay: 5 * time.Minute})
+			edit(t, dir, "cairn.yaml", "      Value: ${output app::Name}\n      Size: small", "      Value: ${output app::Name}\n      Size: large")
+			v2 := w.push("shop", dir)
+			w.waitFor("shop-web to update", func() bool { return w.stacks()["shop-web"].StackStatus == cfntypes.StackStatusUpdateInProgress })
+			release := f.take(t, w)
+			doc := w.wait("shop", v2)
+			release()
+			if doc.Run.Status == run.Succeeded {
+				t.Fatalf("the fenced run succeeded: %s", doc.Run.Reason)
+			}
+			w.waitFor("shop-web's update to finish", func() bool { return w.stacks()["shop-web"].StackStatus == cfntypes.StackStatusUpdateComplete })
+			if got := parameter(w.stacks()["shop-web"], "Size"); got != "large" {
+				t.Fatalf("shop-web Size %q after the fenced update, want large", got)
+			}
+
+			back := w.wait("shop", w.pushBytes("shop", old))
+			if back.Run.Status != run.Succeeded {
+				t.Fatalf("push of the old bundle: %s (%s); stacks %v", back.Run.Status, back.Run.Reason, phases(back))
+			}
+			web := back.Run.Stacks["web"]
+			if web.Phase != run.Done || web.ChangeSetName == "" {
+				t.Errorf("web: %s (%s), want updated back", web.Phase, web.Reason)
+			}
+			var reason string
+			for _, d := range back.Decisions {
+				if d.Stack == "web" {
+					reason = string(d.Action) + ": " + d.Reason
+				}
+			}
+			if !strings.HasPrefix(reason, "update: ") || !strings.Contains(reason, state.TagParametersHash) {
+				t.Errorf("web decision %q, want an update naming the disagreeing tag", reason)
+			}
+			if got := parameter(w.stacks()["shop-web"], "Size"); got != "small" {
+				t.Errorf("shop-web Size %q, want small again", got)
+			}
+			for _, n := range []string{"network", "database", "cache", "app"} {
+				if s := back.Run.Stacks[n]; s.Phase != run.Unchanged {
+					t.Errorf("stack %s: %s (%s), want unchanged", n, s.Phase, s.Reason)
+				}
+			}
+		})
+	}
+}
+
+func parameter(s cfntypes.Stack, key string) string {
+	for _, p := range s.Parameters {
+		if aws.ToString(p.ParameterKey) == key {
+			return aws.ToString(p.ParameterValue)
+		}
+	}
+	return ""
 }

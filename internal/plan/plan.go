@@ -285,6 +285,12 @@ func Make(in Input) (*Result, error) {
 		}
 		rs.PrevTemplateHash, rs.PrevParametersHash = p.TemplateHash, p.ParametersHash
 		var why []string
+		if d := disagreement(p, live); d != "" {
+			// The graph's hashes say what cairn last applied; the stack's own tags say what
+			// its last executed change set carried. Only where both agree may the graph's
+			// hashes spare the stack a change set.
+			why = append(why, d)
+		}
 		if tagsDiffer(wantTags, live.Tags) {
 			why = append(why, "tags changed")
 		}
@@ -309,6 +315,35 @@ func Make(in Input) (*Result, error) {
 	}
 	sort.SliceStable(res.Decisions, func(i, j int) bool { return res.Decisions[i].Stack < res.Decisions[j].Stack })
 	return res, nil
+}
+
+// disagreement says how the input hash tags of a live stack differ from what the graph
+// records of it, or "" when they agree. They differ when the stack was changed by anyone
+// but a run that recorded it: a run stopped by `cairn unlock --force` or a lease takeover
+// while CloudFormation went on executing its change set, or an update outside cairn.
+func disagreement(p *state.Stack, live Live) string {
+	var diffs []string
+	for _, c := range []struct{ tag, graph string }{
+		{state.TagTemplateHash, p.TemplateHash}, {state.TagParametersHash, p.ParametersHash},
+	} {
+		if have := live.Tags[c.tag]; have != c.graph {
+			diffs = append(diffs, fmt.Sprintf("tag %s is %s where the graph says %s", c.tag, shortHash(have), shortHash(c.graph)))
+		}
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return "the live stack's " + strings.Join(diffs, ", and ") + " (it changed outside the runs that recorded the graph, e.g. by a run that was stopped): re-planned"
+}
+
+func shortHash(h string) string {
+	switch {
+	case h == "":
+		return "(none)"
+	case len(h) > 12:
+		return h[:12]
+	}
+	return h
 }
 
 func hasCairnTags(l Live) bool {

@@ -322,7 +322,7 @@ func TestLoadErrors(t *testing.T) {
 			`10:5: stacks[2].capabilities: stack other names no capabilities, and capabilities: explicit requires every stack to name its own: add capabilities: []`,
 		}},
 		{"many-errors", []string{
-			`2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, capabilities, stacks`,
+			`2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, take_over_graph_from, tags, deletion_policy, max_concurrency, drift, capabilities, stacks`,
 			`8:7: stacks[0].parameters.Retention: template templates/queue.yaml declares no parameter "Retention"; it declares QueueName, RetentionSeconds`,
 			`10:20: stacks[1].template_path: template file "templates/billing.yaml" not found in the bundle`,
 			`11:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,

@@ -25,6 +25,9 @@ type LoadOptions struct {
 	// Deployment is the deployment's name (NAME in deployments/NAME.zip); it is the default
 	// persistent_graph_key.
 	Deployment string
+	// Namespaces is the allow-list of namespaces (empty: every namespace); a namespace or
+	// a stack name outside it is an error.
+	Namespaces Namespaces
 }
 
 // Load loads and validates the bundle's config with no deployment name.
@@ -71,7 +74,7 @@ var graphKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
 var capabilities = []string{"CAPABILITY_AUTO_EXPAND", "CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"}
 
 var (
-	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "tags",
+	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "take_over_graph_from", "tags",
 		"deletion_policy", "max_concurrency", "drift", "capabilities", "stacks"}
 	stackKeys = []string{"name", "stack_name", "template_path", "template_url", "template_body",
 		"parameters", "variables", "requires", "required_by", "tags", "termination_protection",
@@ -201,6 +204,8 @@ func (l *loader) load(o LoadOptions) *Config {
 				}
 				c.PersistentGraphKey = k
 			}
+		case "take_over_graph_from":
+			l.takeOver(c, f)
 		case "tags":
 			c.Tags = l.tags(f.v, f.key)
 		case "deletion_policy":
@@ -273,6 +278,7 @@ func (l *loader) load(o LoadOptions) *Config {
 		}
 	}
 	l.names(c, defs, namespaceOK)
+	l.allowed(o, c, namespaceNode, defs)
 	deps := l.references(c, defs)
 	l.cycles(c, deps)
 	l.exports(defs)

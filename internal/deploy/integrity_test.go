@@ -218,3 +218,49 @@ func parameter(s cfntypes.Stack, key string) string {
 	}
 	return ""
 }
+
+// TestAnotherDeploymentMayNotWriteAGraph: deployment guard owns the graph guard; deployment
+// other, whose config names persistent_graph_key: guard and leaves out one of guard's
+// stacks, is refused with the owner's name and deletes nothing. Naming the owner in
+// take_over_graph_from (a rename) takes the graph over; then guard itself is refused.
+func TestAnotherDeploymentMayNotWriteAGraph(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	guard := copyBundle(t, chain)
+	if doc := w.wait("guard", w.push("guard", guard)); doc.Run.Status != run.Succeeded {
+		t.Fatalf("guard: %s (%s)", doc.Run.Status, doc.Run.Reason)
+	}
+	if g := w.graph("shop", "guard"); g.Deployment != "guard" {
+		t.Fatalf("graph shop/guard records owner %q, want guard", g.Deployment)
+	}
+	other := copyBundle(t, chain)
+	edit(t, other, "cairn.yaml", "namespace: shop\n", "namespace: shop\npersistent_graph_key: guard\n")
+	edit(t, other, "cairn.yaml", "  - name: web\n    template_path: templates/parameter.yaml\n    parameters:\n      Value: ${output app::Name}\n      Size: small\n", "")
+
+	doc := w.wait("other", w.push("other", other))
+	want := "the persistent graph shop/guard belongs to deployment guard: deployment other may not write it; if other is guard renamed, set `take_over_graph_from: guard` in cairn.yaml and push again"
+	if doc.Run.Status != run.RunFailed || !strings.Contains(strings.Join(doc.Refusals, "\n"), want) {
+		t.Fatalf("other's run: %s (%s), refusals %q; want refused with %q", doc.Run.Status, doc.Run.Reason, doc.Refusals, want)
+	}
+	if _, ok := w.stacks()["shop-web"]; !ok {
+		t.Fatal("deployment other deleted shop-web of guard's graph")
+	}
+	if g := w.graph("shop", "guard"); g.Deployment != "guard" || g.Stacks["web"] == nil {
+		t.Fatalf("graph after the refusal: owner %q, stacks %v", g.Deployment, g.Names())
+	}
+
+	edit(t, other, "cairn.yaml", "persistent_graph_key: guard\n", "persistent_graph_key: guard\ntake_over_graph_from: guard\n")
+	doc = w.wait("other", w.push("other", other))
+	if doc.Run.Status != run.Succeeded || doc.Run.Stacks["web"] == nil || doc.Run.Stacks["web"].Phase != run.Done {
+		t.Fatalf("the takeover: %s (%s); stacks %v", doc.Run.Status, doc.Run.Reason, phases(doc))
+	}
+	if !strings.Contains(strings.Join(doc.Notes, "\n"), "deployment other takes over the persistent graph shop/guard from deployment guard") {
+		t.Errorf("the takeover's notes %q do not say so", doc.Notes)
+	}
+	if g := w.graph("shop", "guard"); g.Deployment != "other" {
+		t.Errorf("owner after the takeover %q, want other", g.Deployment)
+	}
+	doc = w.wait("guard", w.push("guard", guard))
+	if doc.Run.Status != run.RunFailed || !strings.Contains(strings.Join(doc.Refusals, "\n"), "belongs to deployment other: deployment guard may not write it") {
+		t.Errorf("guard after the takeover: %s, refusals %q", doc.Run.Status, doc.Refusals)
+	}
+}

@@ -228,6 +228,10 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	doc.Run = res.Run
 	doc.Decisions, doc.Refusals = res.Decisions, res.Refusals
+	if res.TakesOverFrom != "" {
+		doc.Notes = append(doc.Notes, fmt.Sprintf("deployment %s takes over the persistent graph %s/%s from deployment %s (take_over_graph_from)",
+			doc.Run.Deployment, cfg.Namespace, cfg.PersistentGraphKey, res.TakesOverFrom))
+	}
 	if len(res.Refusals) > 0 {
 		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
 		return true, s.fail(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)

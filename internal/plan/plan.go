@@ -103,6 +103,9 @@ type Result struct {
 	Run       *run.Run
 	Decisions []Decision
 	Refusals  []string
+	// TakesOverFrom is the deployment that owned the graph, when this run's config takes
+	// it over (take_over_graph_from): the run's first write makes its deployment the owner.
+	TakesOverFrom string
 }
 
 // informational tags say which bundle last changed a stack and what its inputs were (so
@@ -179,7 +182,7 @@ func Make(in Input) (*Result, error) {
 			return nil, fmt.Errorf("destroy is planned and approved, never deployed directly: run `cairn destroy %s`", in.Deployment)
 		}
 		// A config of no stacks (built afresh: Load's indexes would still name them).
-		cfg = &config.Config{File: cfg.File, Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, MaxConcurrency: cfg.MaxConcurrency}
+		cfg = &config.Config{File: cfg.File, Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, MaxConcurrency: cfg.MaxConcurrency, TakeOverGraphFrom: cfg.TakeOverGraphFrom}
 	}
 	res.Run.MaxConcurrency = cfg.MaxConcurrency
 	g, err := cfg.Graph()
@@ -191,6 +194,14 @@ func Make(in Input) (*Result, error) {
 		prev = &state.Graph{Stacks: map[string]*state.Stack{}}
 	}
 	ns, key := cfg.Namespace, cfg.PersistentGraphKey
+	if owner := prev.Deployment; owner != "" && owner != in.Deployment {
+		if cfg.TakeOverGraphFrom != owner {
+			res.Refusals = append(res.Refusals, fmt.Sprintf("the persistent graph %s/%s belongs to deployment %s: deployment %s may not write it; if %s is %s renamed, set `take_over_graph_from: %s` in %s and push again, else choose another persistent_graph_key",
+				ns, key, owner, in.Deployment, in.Deployment, owner, owner, cfg.File))
+			return res, nil
+		}
+		res.TakesOverFrom = owner
+	}
 	inConfig := map[string]bool{}
 	for _, s := range cfg.Stacks {
 		inConfig[s.Name] = true

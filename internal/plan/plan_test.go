@@ -373,3 +373,42 @@ func TestGraphHashesTrustedOnlyWhereTheLiveTagsAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestGraphOwner: a graph another deployment owns is refused before anything is decided,
+// naming the owner and the way to take it over; take_over_graph_from naming the owner lets
+// the run take it over; a graph with no owner recorded is anyone's first.
+func TestGraphOwner(t *testing.T) {
+	tests := []struct {
+		name, owner, extra string
+		wantRefusal        string
+		wantTakeOver       string
+	}{
+		{name: "own graph", owner: "shop"},
+		{name: "no owner recorded", owner: ""},
+		{name: "another deployment's", owner: "guard", wantRefusal: "the persistent graph shop/shop belongs to deployment guard: deployment shop may not write it; if shop is guard renamed, set `take_over_graph_from: guard` in cairn.yaml and push again, else choose another persistent_graph_key"},
+		{name: "taken over", owner: "guard", extra: "take_over_graph_from: guard\n", wantTakeOver: "guard"},
+		{name: "take over names another", owner: "guard", extra: "take_over_graph_from: someone\n", wantRefusal: "belongs to deployment guard"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := load(t, "", "net", "gone")
+			cfg := load(t, tt.extra, "net")
+			g := applied(t, old)
+			g.Deployment = tt.owner
+			res := mustMake(t, Input{Config: cfg, Graph: g, Live: liveOf(old, "net", "gone")})
+			got := strings.Join(res.Refusals, "\n")
+			if tt.wantRefusal == "" && got != "" || tt.wantRefusal != "" && !strings.Contains(got, tt.wantRefusal) {
+				t.Fatalf("refusals %q, want %q", got, tt.wantRefusal)
+			}
+			if tt.wantRefusal != "" && (len(res.Decisions) > 0 || len(res.Run.Stacks) > 0) {
+				t.Errorf("a refused graph got decisions %v", res.Decisions)
+			}
+			if tt.wantRefusal == "" && actions(res)["gone"] != Delete {
+				t.Errorf("actions %v", actions(res))
+			}
+			if res.TakesOverFrom != tt.wantTakeOver {
+				t.Errorf("takes over from %q, want %q", res.TakesOverFrom, tt.wantTakeOver)
+			}
+		})
+	}
+}

@@ -101,6 +101,8 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 	if !changed {
 		return g, false
 	}
+	// The run's deployment owns what it wrote (plan.Make refused any other's run).
+	next.Deployment = r.Deployment
 	return next, true
 }
 

@@ -107,7 +107,7 @@ func TestRecord(t *testing.T) {
 			if mode == "" {
 				mode = run.ModeDeploy
 			}
-			r := &run.Run{ID: "r2", Mode: mode, Status: tc.status, Stacks: tc.stacks}
+			r := &run.Run{ID: "r2", Deployment: "shop-eu", Mode: mode, Status: tc.status, Stacks: tc.stacks}
 			next, changed := state.Record(g, state.Recording{Run: r, Finished: tc.finished, Drop: tc.drop, Bundle: v2, Region: "eu-west-1", Now: now,
 				Statuses: map[string]string{"vpc": "UPDATE_COMPLETE", "app": "UPDATE_ROLLBACK_COMPLETE"}})
 			if after, _ := json.Marshal(g); string(after) != string(before) {
@@ -118,6 +118,9 @@ func TestRecord(t *testing.T) {
 			}
 			if !changed && next != g {
 				t.Error("an unchanged graph is not the one given")
+			}
+			if owner := map[bool]string{true: "shop-eu"}[changed]; next.Deployment != owner {
+				t.Errorf("owner %q, want %q: a graph a run wrote belongs to the run's deployment", next.Deployment, owner)
 			}
 			if next.Bundle.VersionID != tc.bundle {
 				t.Errorf("bundle %s, want %s", next.Bundle.VersionID, tc.bundle)

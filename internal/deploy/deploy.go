@@ -38,6 +38,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -84,6 +85,10 @@ type Config struct {
 	Topic string
 	// Region places large templates' URLs.
 	Region string
+	// Namespaces are the namespaces the deployer may manage (CAIRN_NAMESPACES; empty:
+	// every namespace). A bundle or plan naming another namespace, or a stack named
+	// outside them, is refused before any CloudFormation call.
+	Namespaces config.Namespaces
 	// Heartbeat is the delay of heartbeat messages (default DefaultHeartbeat; SQS allows
 	// at most 15 minutes).
 	Heartbeat time.Duration
@@ -231,6 +236,11 @@ func (u Upload) RunID() string {
 	sum := sha256.Sum256([]byte(u.Bucket + "\x00" + u.Key + "\x00" + u.VersionID + "\x00" + u.Sequencer))
 	t := u.Time.UTC()
 	return fmt.Sprintf("%s%03d-%s", t.Format("20060102-150405"), t.Nanosecond()/int(time.Millisecond), hex.EncodeToString(sum[:4]))
+}
+
+// loadOptions are how the deployer loads the config of deployment's bundles.
+func (b *base) loadOptions(deployment string) config.LoadOptions {
+	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces}
 }
 
 func (b *base) runLogger(deployment, runID string) *slog.Logger {

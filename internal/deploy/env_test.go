@@ -29,6 +29,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -69,6 +70,8 @@ type worldOptions struct {
 	Lease time.Duration
 	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
 	PlanTTL time.Duration
+	// Namespaces is the deployer's CAIRN_NAMESPACES (default: every namespace).
+	Namespaces string
 }
 
 type syncBuffer struct {
@@ -184,8 +187,13 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		// loaded machine: a real second is a quarter of an hour.
 		o.Lease = 12 * time.Hour
 	}
+	allowed, err := config.ParseNamespaces(o.Namespaces)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d, err := deploy.NewFromAWS(cfg, deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
+		Namespaces: allowed,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -19,19 +19,27 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/config"
 )
 
 // StackStatusChange is the EventBridge detail-type of CloudFormation stack status events.
 const StackStatusChange = "CloudFormation Stack Status Change"
 
 // ConfigFromEnv reads the deployer's configuration: CAIRN_BUCKET, CAIRN_DEPLOY_QUEUE_URL,
-// CAIRN_NOTIFICATIONS_TOPIC and CAIRN_HEARTBEAT_SECONDS (default 15).
+// CAIRN_NOTIFICATIONS_TOPIC, CAIRN_HEARTBEAT_SECONDS (default 15) and CAIRN_NAMESPACES
+// (the CDK context cairn:namespaces, comma-separated; unset or empty allows every
+// namespace, as `cairn local up` does by default).
 func ConfigFromEnv() (Config, error) {
 	c := Config{
 		Bucket:   os.Getenv("CAIRN_BUCKET"),
 		QueueURL: os.Getenv("CAIRN_DEPLOY_QUEUE_URL"),
 		Topic:    os.Getenv("CAIRN_NOTIFICATIONS_TOPIC"),
 	}
+	ns, err := config.ParseNamespaces(os.Getenv("CAIRN_NAMESPACES"))
+	if err != nil {
+		return c, fmt.Errorf("CAIRN_NAMESPACES: %w", err)
+	}
+	c.Namespaces = ns
 	if v := os.Getenv("CAIRN_HEARTBEAT_SECONDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 900 {

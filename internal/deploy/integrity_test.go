@@ -264,3 +264,36 @@ func TestAnotherDeploymentMayNotWriteAGraph(t *testing.T) {
 		t.Errorf("guard after the takeover: %s, refusals %q", doc.Run.Status, doc.Refusals)
 	}
 }
+
+// TestNamespacesOutsideTheAllowListAreRefused: with CAIRN_NAMESPACES=shop, a bundle of
+// namespace other, and one naming a stack finance-ledger, are refused before any
+// CloudFormation call, with the errors cairn validate gives; nothing is created.
+func TestNamespacesOutsideTheAllowListAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"namespace", "namespace: shop\n", "namespace: other\n",
+			`cairn.yaml:3:12: namespace: namespace "other" is not one this cairn may manage (allowed: shop)`},
+		{"stack name", "  - name: web\n", "  - name: web\n    stack_name: finance-ledger\n",
+			`stacks[4].stack_name: stack name "finance-ledger" is outside the namespaces this cairn may manage: it must be named shop-*`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, worldOptions{Namespaces: "shop"})
+			dir := copyBundle(t, chain)
+			edit(t, dir, "cairn.yaml", tc.old, tc.new)
+			before := w.cfnCalls()
+			doc := w.wait("shop", w.push("shop", dir))
+			if doc.Run.Status != run.RunFailed || !strings.Contains(strings.Join(doc.Errors, "\n"), tc.want) {
+				t.Fatalf("run %s (%s), errors %q; want failed with %q", doc.Run.Status, doc.Run.Reason, doc.Errors, tc.want)
+			}
+			for action, n := range w.cfnCalls() {
+				if n != before[action] {
+					t.Errorf("the refused bundle made %d CloudFormation %s call(s)", n-before[action], action)
+				}
+			}
+			if stacks := w.stacks(); len(stacks) != 0 {
+				t.Errorf("the refused bundle created %d stack(s)", len(stacks))
+			}
+		})
+	}
+}

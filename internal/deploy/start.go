@@ -154,7 +154,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 	} else if sup {
 		return s.supersede(ctx, doc, log)
 	}
-	lb, err := Download(ctx, s.s3, doc.Bundle, up.Deployment)
+	lb, err := Download(ctx, s.s3, doc.Bundle, s.loadOptions(up.Deployment))
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy,
+		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, Namespaces: s.cfg.Namespaces,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}

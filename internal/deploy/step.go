@@ -191,7 +191,7 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 		case run.CreateChangeSet:
 			var err error
 			if loaded == nil {
-				loaded, err = Download(ctx, st.s3, doc.Bundle, doc.Run.Deployment)
+				loaded, err = Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment))
 			}
 			var in *changeset.Inputs
 			if err == nil {

@@ -181,7 +181,7 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 // when it is the one applied (its sha256). It returns nil when neither holds it.
 func (d *Driver) appliedBundle(ctx context.Context, name, version, sha string) (*deploy.Loaded, string, error) {
 	for _, key := range []string{bucket.DeploymentKey(name), bucket.PlanUploadKey(name)} {
-		lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: key, VersionID: version}, name)
+		lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: key, VersionID: version}, config.LoadOptions{Deployment: name})
 		if err != nil && version != "" && awsclient.HTTPStatus(err) == 400 {
 			continue // S3 refuses a version id of another key
 		}

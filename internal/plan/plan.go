@@ -47,6 +47,9 @@ type Input struct {
 	Importers map[string][]string
 	// Bundle is the bundle being deployed; its git ref and sha256 become tags.
 	Bundle state.BundleRef
+	// Namespaces are the namespaces cairn may manage (empty: every one): a stack of the
+	// graph named outside them is never deleted.
+	Namespaces config.Namespaces
 	// AllowDeletions lets an approved plan exceed deletion_policy.max_deletions.
 	AllowDeletions bool
 	// Destroy plans the deletion of every stack of the graph (cairn destroy); Config then
@@ -399,6 +402,8 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			decide(Refuse, reason)
 		}
 		switch {
+		case !in.Namespaces.AllowsStack(ps.StackName):
+			refuse(in.Namespaces.Refusal("", ps.StackName))
 		case !live.OwnedBy(prev.Namespace, prev.Key, name):
 			refuse(fmt.Sprintf("its tags do not say cairn created it for graph %s/%s (%s=%q, %s=%q, %s=%q)", prev.Namespace, prev.Key,
 				state.TagNamespace, live.Tags[state.TagNamespace], state.TagGraphKey, live.Tags[state.TagGraphKey], state.TagName, live.Tags[state.TagName]))

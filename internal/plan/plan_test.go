@@ -412,3 +412,30 @@ func TestGraphOwner(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespacesOutsideTheAllowList: a stack of the graph named outside the allowed
+// namespaces is never deleted, and a plan whose stacks are outside them cannot be applied.
+func TestNamespacesOutsideTheAllowList(t *testing.T) {
+	old := load(t, "", "net", "gone")
+	cfg := load(t, "", "net")
+	g := applied(t, old)
+	g.Stacks["gone"].StackName = "finance-gone"
+	live := liveOf(old, "net", "gone")
+	l := live["shop-gone"]
+	l.StackName = "finance-gone"
+	live = map[string]Live{"shop-net": live["shop-net"], "finance-gone": l}
+	res := mustMake(t, Input{Config: cfg, Graph: g, Live: live, Namespaces: config.Namespaces{"shop"}})
+	if s := res.Run.Stacks["gone"]; actions(res)["gone"] != Refuse || s.Reason != `deletion refused: stack name "finance-gone" is outside the namespaces this cairn may manage: it must be named shop-*` {
+		t.Errorf("gone: %s %q", actions(res)["gone"], s.Reason)
+	}
+	p := &Document{ID: "p1", Namespace: "shop", Stacks: []Stack{{Name: "net", StackName: "shop-net"}, {Name: "x", StackName: "web-x"}}}
+	if got := p.Outside(config.Namespaces{"shop", "web"}); got != nil {
+		t.Errorf("allowed plan refused: %v", got)
+	}
+	if got := strings.Join(p.Outside(config.Namespaces{"shop"}), "\n"); got != `plan p1: stack x: stack name "web-x" is outside the namespaces this cairn may manage: it must be named shop-*; re-plan` {
+		t.Errorf("outside: %q", got)
+	}
+	if got := strings.Join(p.Outside(config.Namespaces{"web"}), "\n"); !strings.HasPrefix(got, `plan p1: namespace "shop" is not one this cairn may manage (allowed: web)`) {
+		t.Errorf("outside: %q", got)
+	}
+}

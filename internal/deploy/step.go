@@ -117,7 +117,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 		}
 	}
 	opts := st.cfg.Run
-	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups)
+	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
 	prev := doc.Run
 	next, actions := run.Advance(prev, seen, st.clk.Now().UTC(), opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)

@@ -267,11 +267,14 @@ func (l *loader) load(o LoadOptions) *Config {
 	}
 	l.variables(varsNode, o)
 	if tagsNode != nil {
-		c.Tags, l.topTags = l.tags(tagsNode, "tags")
-		for _, lr := range l.topTags {
+		var lookups []lookupRef
+		c.Tags, lookups = l.tags(tagsNode, "tags")
+		for _, lr := range lookups {
 			if lr.l.Kind == "output" {
 				l.errorf(lr.node, lr.key, "the config's tags cannot read ${output %s::%s}: every stack would depend on stack %s; put the tag on the stacks that need it", lr.l.Stack, lr.l.Output, lr.l.Stack)
+				continue
 			}
+			l.topTags = append(l.topTags, lr)
 		}
 	}
 	namespaceOK := c.Namespace == "" || stackNameRE.MatchString(c.Namespace)

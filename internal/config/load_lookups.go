@@ -148,14 +148,15 @@ func (l *loader) decodeData(codecPath string) (string, error) {
 		return base64.StdEncoding.EncodeToString(body), nil
 	case "json":
 		var buf bytes.Buffer
-		if err := json.Compact(&buf, body); err != nil {
+		if err := json.Unmarshal(body, new(any)); err != nil {
 			var se *json.SyntaxError
 			if errors.As(err, &se) {
-				line, col := position(body, int(se.Offset))
+				line, col := position(body, int(se.Offset)-1) // Offset is past the bad byte
 				return "", fmt.Errorf("file %s:%d:%d: invalid JSON: %v", p, line, col, err)
 			}
 			return "", fmt.Errorf("file %s: invalid JSON: %v", p, err)
 		}
+		_ = json.Compact(&buf, body) // valid, so it compacts
 		return buf.String(), nil
 	case "yaml":
 		var doc any
@@ -215,14 +216,18 @@ func (l *loader) bundleFile(what, example, inline, p string) ([]byte, error) {
 	if !fs.ValidPath(clean) {
 		return nil, fmt.Errorf("%s path %q is not a valid bundle path: use / between directories", what, p)
 	}
+	noun := what + " file"
+	if what == "file" {
+		noun = what
+	}
 	body, err := fs.ReadFile(l.b.FS, clean)
 	switch {
 	case err == nil:
 		return body, nil
 	case errors.Is(err, fs.ErrNotExist) && l.b.SingleFile:
-		return nil, fmt.Errorf("%s file %q: a single-file bundle holds no files: %s", what, p, inline)
+		return nil, fmt.Errorf("%s %q: a single-file bundle holds no files: %s", noun, p, inline)
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%s file %q not found in the bundle", what, p)
+		return nil, fmt.Errorf("%s %q not found in the bundle", noun, p)
 	}
-	return nil, fmt.Errorf("%s file %q cannot be read: %v", what, p, err)
+	return nil, fmt.Errorf("%s %q cannot be read: %v", noun, p, err)
 }

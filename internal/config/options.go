@@ -192,7 +192,7 @@ func checkPolicy(body []byte) string {
 	if err := json.Unmarshal(body, &doc); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			line, col := position(body, int(se.Offset))
+			line, col := position(body, int(se.Offset)-1) // Offset is past the bad byte
 			return fmt.Sprintf("is not JSON (%d:%d): %v", line, col, err)
 		}
 		return "is not a policy document: " + err.Error()

@@ -80,11 +80,15 @@ infra-lambdas: build
 		fi; \
 	done
 
-# synth: writes the template to infra/cdk.out/Cairn.template.json. No AWS account or
-# credentials needed: the stack is environment-agnostic and context comes from infra/cdk.json.
+# synth: writes the template to infra/cdk.out/Cairn.template.json, and the golden copy local
+# mode deploys (internal/localcairn/cairn.template.json, with placeholder Lambda code so its
+# asset hashes do not change with every build). No AWS account or credentials needed: the
+# stack is environment-agnostic and context comes from infra/cdk.json.
 synth: infra-lambdas
 	cd infra && CDK_OUTDIR=cdk.out $(GO) run .
 	@echo "synth: wrote infra/cdk.out/Cairn.template.json"
+	cd infra && $(GO) test -count=1 -run '^TestGoldenTemplate$$' . -update
+	@echo "synth: wrote internal/localcairn/cairn.template.json (what cairn local up deploys; placeholder Lambda code)"
 
 # deploy: `cdk deploy` of cairn's stack into the account and region of the current AWS
 # credentials (AWS_PROFILE, AWS_REGION...). Needs `cdk bootstrap` once per account and

@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
@@ -19,26 +21,24 @@ import (
 
 // TestEmulatorDeploy validates and deploys the synthesized template (the one
 // TestStack checks) in the local emulator's CloudFormation, the way
-// `cdk deploy` does with the default synthesizer: the template is uploaded to
-// the bootstrap assets bucket and passed by URL, with CAPABILITY_IAM and
-// CAPABILITY_NAMED_IAM. Then it checks the exports other tools rely on.
+// `cdk deploy` does with the default synthesizer: the bootstrap version
+// parameter exists (cdk bootstrap makes it), the template is uploaded to the
+// bootstrap assets bucket and passed by URL, with CAPABILITY_IAM and
+// CAPABILITY_NAMED_IAM. Then it checks the exports other tools rely on, and
+// that the resources the emulator's services provide exist: the bucket, the
+// queues, the topics.
 //
 // The template is synthesized with the default synthesizer, unchanged. The
-// emulator accepts it as is, but simulates less than AWS, so this test does
-// not show:
+// emulator simulates less than AWS, so this test does not show:
 //   - the CheckBootstrapVersion rule: the emulator parses the Rules section
 //     and does not evaluate it;
-//   - the BootstrapVersion parameter (AWS::SSM::Parameter::Value<String>):
-//     the emulator resolves it to a fake value, not from SSM;
 //   - the Lambda code: its S3 location (the bootstrap assets bucket) is a
 //     plain property the emulator never reads;
-//   - any resource's real behaviour: the emulator's CloudFormation keeps
-//     stacks as data, with generated physical ids and attributes; it creates
-//     nothing in the emulator's S3, SQS or SNS, and evaluates no IAM policy,
-//     queue policy, notification configuration or event pattern. Every
-//     resource type of the template (IAM, Lambda, SQS, SNS, S3, EventBridge,
-//     CloudWatch, Logs) is simulated that way. `cairn local up`
-//     (internal/localcairn) builds the working wiring itself.
+//   - IAM, CloudWatch and Logs resources: simulated, with generated ids; no
+//     IAM policy, queue policy or topic policy is evaluated.
+//
+// `cairn local up` deploys the same template (internal/localcairn keeps it as
+// a golden file, which TestGoldenTemplate holds to what infra synthesizes).
 func TestEmulatorDeploy(t *testing.T) {
 	s := sharedStack(t)
 	e, err := awslocal.New(awslocal.Options{CloudFormation: awslocal.CloudFormationTimings{
@@ -58,6 +58,10 @@ func TestEmulatorDeploy(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/cdk-bootstrap/hnb659fds/version"),
+		Value: aws.String("30"), Type: ssmtypes.ParameterTypeString}); err != nil {
+		t.Fatal(err)
+	}
 	assets := "cdk-hnb659fds-assets-" + e.AccountID() + "-" + e.Region()
 	s3c := awsclient.S3(cfg)
 	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(assets)}); err != nil {
@@ -151,5 +155,21 @@ func TestEmulatorDeploy(t *testing.T) {
 	}
 	if exports[ExportPortsServiceToken] == exports[ExportNotificationsTopic] {
 		t.Errorf("ports ServiceToken and notifications topic are the same topic %s", exports[ExportPortsServiceToken])
+	}
+	// The emulator's services made what the stack holds.
+	if _, err := s3c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(exports[ExportBucketName])}); err != nil {
+		t.Errorf("the stack's bucket %s does not exist: %v", exports[ExportBucketName], err)
+	}
+	for id, phys := range physical {
+		switch typ := s.resources[id]["Type"]; typ {
+		case "AWS::SQS::Queue":
+			if !strings.HasPrefix(phys, e.URL()+"/") || !e.SQS().Exists(e.SQS().QueueARN(phys[strings.LastIndex(phys, "/")+1:])) {
+				t.Errorf("queue %s (%s) does not exist in the emulator's SQS", id, phys)
+			}
+		case "AWS::SNS::Topic":
+			if !e.SNS().Exists(phys) {
+				t.Errorf("topic %s (%s) does not exist in the emulator's SNS", id, phys)
+			}
+		}
 	}
 }

@@ -38,7 +38,7 @@ func suppress(stack awscdk.Stack, cfg Config, bucket awss3.Bucket, fns map[strin
 	}
 
 	const (
-		prefixReason = "S3 access is limited to the key prefixes this function owns (DESIGN.md, State in the bucket); " +
+		prefixReason = "S3 access is limited to the key prefixes this function owns (internal/bucket names every key); " +
 			"object names under a prefix are chosen at run time (deployment, plan, namespace, run id), so the prefix ends in a wildcard."
 		stackReason = "CloudFormation actions are limited to the stacks of the namespaces configured in cairn:namespaces " +
 			"(stack names NAMESPACE-*); the trailing /* is the stack's unique id, unknown until CloudFormation creates it."

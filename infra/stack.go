@@ -218,7 +218,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		awscdk.Duration_Minutes(jsii.Number(6)),
 		&awssqs.DeadLetterQueue{Queue: driftDLQ, MaxReceiveCount: jsii.Number(5)})
 	portsTopic.AddSubscription(awssnssubscriptions.NewSqsSubscription(portsQueue, &awssnssubscriptions.SqsSubscriptionProps{
-		// The ports Lambda unwraps the SNS envelope itself (issue 8).
+		// The ports Lambda unwraps the SNS envelope itself.
 		RawMessageDelivery: jsii.Bool(false),
 	}))
 

@@ -8,18 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/session"
 )
 
 func init() {
@@ -38,52 +36,49 @@ func init() {
 }
 
 func newDriftCmd() *cobra.Command {
-	var bucket, queueURL, topic string
+	var queueURL, topic string
 	var wait bool
 	var concurrency int
 	var poll time.Duration
+	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "drift [NAME]",
 		Short: "Check the stacks of every persistent graph (or of deployment NAME) for drift",
 		Long: `Drift starts drift detection on every stack of every persistent graph in cairn's bucket,
 or only of the graph of deployment NAME (a deployment, a graph key or NAMESPACE/KEY), at
 most --concurrency at a time. A graph whose lock is held (a deploy is running) is skipped
-and reported as not checked.
+and reported as not checked. Stacks the applied config's drift.ignore names are not
+checked.
 
 Each graph's report goes to s3://BUCKET/drift/NAME/SWEEP.json and .md, and a summary to
-the notifications topic when something drifted or changed since the previous report.
+the notifications topic (--topic, ` + session.TopicEnv + `, or the export ` + session.TopicExport + `)
+when something drifted or changed since the previous report.
 
 Without --wait the detections are started and the drift function finishes the sweep
-(the continuation goes to --queue-url, CAIRN_DRIFT_QUEUE_URL). With --wait this command
+(the continuation goes to --queue-url, ` + session.DriftQueueEnv + `). With --wait this command
 follows the sweep to the end, prints each stack's status and exits like diff(1): 0 when
 nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on error.`,
-		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			out := cmd.OutOrStdout()
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
 			filter := ""
 			if len(args) == 1 {
 				filter = args[0]
 			}
-			if queueURL == "" {
-				queueURL = os.Getenv("CAIRN_DRIFT_QUEUE_URL")
+			c, err := cf.open(cmd)
+			if err != nil {
+				return err
+			}
+			queue := first(queueURL, c.DriftQueue())
+			if !wait && queue == "" {
+				return usageError{cmd: cmd, msg: "without --wait the drift function finishes the sweep, through its queue: pass --queue-url or set " + session.DriftQueueEnv + " (or use --wait)"}
 			}
 			if topic == "" {
-				topic = os.Getenv("CAIRN_NOTIFICATIONS_TOPIC")
+				if topic, err = c.Topic(ctx); err != nil {
+					return err
+				}
 			}
-			if !wait && queueURL == "" {
-				return errors.New("drift: without --wait the drift function finishes the sweep, through its queue: pass --queue-url or set CAIRN_DRIFT_QUEUE_URL (or use --wait)")
-			}
-			awsCfg, err := awsclient.Load(ctx)
-			if err != nil {
-				return err
-			}
-			bucket, err := resolveBucket(ctx, bucket, cloudformation.NewFromConfig(awsCfg))
-			if err != nil {
-				return err
-			}
-			d, err := drift.NewFromAWS(awsCfg, drift.Config{Bucket: bucket, QueueURL: queueURL, Topic: topic,
-				Concurrency: concurrency, PollInterval: poll, MaxWait: poll})
+			d, err := drift.NewFromAWS(c.AWS, drift.Config{Bucket: c.bucket, QueueURL: queue, Topic: topic,
+				Concurrency: concurrency, PollInterval: poll, MaxWait: poll, Logger: c.Logger})
 			if err != nil {
 				return err
 			}
@@ -92,27 +87,37 @@ nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on
 				return err
 			}
 			if !wait {
-				fmt.Fprintf(out, "sweep %s started over %d graph(s), %d detection(s) in flight; the drift function finishes it.\n", sw.ID, len(sw.Graphs), sw.InFlight())
+				fmt.Fprintf(out, "sweep %s started over %d %s, %d %s in flight; the drift function finishes it.\n",
+					sw.ID, len(sw.Graphs), plural(len(sw.Graphs), "graph"), sw.InFlight(), plural(sw.InFlight(), "detection"))
 				for _, g := range sw.Graphs {
-					fmt.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, bucket, strings.TrimSuffix(layout.DriftReportKey(g.Name, sw.ID), ".json")+".md")
+					fmt.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, c.bucket, layout.DriftMarkdownKey(g.Name, sw.ID))
 				}
 				return nil
 			}
-			return printSweep(out, bucket, sw)
+			return printSweep(out, c.bucket, sw)
 		},
 	}
-	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default: $CAIRN_BUCKET, or the export "+bucketExport+")")
-	cmd.Flags().StringVar(&queueURL, "queue-url", "", "the drift function's queue, for continuations (default: $CAIRN_DRIFT_QUEUE_URL)")
-	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $CAIRN_NOTIFICATIONS_TOPIC; none: no notification)")
+	cf.add(cmd)
+	cmd.Flags().StringVar(&queueURL, "queue-url", "", "the drift function's queue, for continuations (default: $"+session.DriftQueueEnv+")")
+	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $"+session.TopicEnv+", or the export "+session.TopicExport+")")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep to the end and print the result")
 	cmd.Flags().IntVar(&concurrency, "concurrency", drift.DefaultConcurrency, "most drift detections in flight at once")
 	cmd.Flags().DurationVar(&poll, "poll", drift.DefaultPollInterval, "how often to look at detections in flight")
 	return cmd
 }
 
+func first(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // printSweep prints each stack's result and returns exit code 1 when something drifted.
 func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	tw := newTable(w, 2)
 	fmt.Fprintln(tw, "GRAPH\tSTACK\tCLOUDFORMATION\tSTATUS\tDETAIL")
 	drifted := false
 	for _, g := range sw.Graphs {
@@ -142,7 +147,7 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 	tw.Flush()
 	for _, g := range sw.Graphs {
 		if g.Report != "" {
-			fmt.Fprintf(w, "report of %s: s3://%s/%s\n", g.Name, bucket, strings.TrimSuffix(g.Report, ".json")+".md")
+			fmt.Fprintf(w, "report of %s: %s\n", g.Name, layout.URI(bucket, layout.DriftMarkdownKey(g.Name, sw.ID)))
 		}
 	}
 	if drifted {
@@ -187,14 +192,15 @@ as JSON, a string otherwise. The next "cairn drift --wait" reports the differenc
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
-				return fmt.Errorf("local tamper: reach the emulator at %s: %w (is `cairn local up` running?)", endpoint, err)
+				return session.Explain(err)
 			}
 			defer resp.Body.Close()
 			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			if resp.StatusCode != http.StatusOK {
 				var e struct{ Error string }
 				if json.Unmarshal(answer, &e) == nil && e.Error != "" {
-					return fmt.Errorf("local tamper: %s", e.Error)
+					// The emulator names its own operation; say it once.
+					return fmt.Errorf("local tamper: %s", strings.TrimPrefix(e.Error, "tamper: "))
 				}
 				return fmt.Errorf("local tamper: the emulator answered %s: %s (does it serve CloudFormation?)", resp.Status, strings.TrimSpace(string(answer)))
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log"
 	"log/slog"
 	"os"
 	"strings"
@@ -118,15 +119,21 @@ func TestDriftCommandReportsTamperedProperty(t *testing.T) {
 		args        []string
 		code        int
 		out, errOut string
+		exact       bool // stderr is exactly errOut
 	}{
 		{name: "in sync", args: []string{"drift", "shop", "--wait", "--poll", "20ms"}, code: 0, out: "shop   app    shop-app        IN_SYNC"},
 		{name: "bad property", tamper: []string{"shop-app", "Bucket", "Versioning"}, code: 2, errOut: "is not PROPERTY=VALUE"},
-		{name: "no such resource", tamper: []string{"shop-app", "Nope", "A=b"}, code: 2, errOut: "stack shop-app has no resource Nope (it has Bucket, Queue)"},
+		{name: "no such resource", tamper: []string{"shop-app", "Nope", "A=b"}, code: 2, errOut: "cairn: local tamper: stack shop-app has no resource Nope (it has Bucket, Queue)\n", exact: true},
 		{name: "tamper", tamper: []string{"shop-app", "Bucket", "VersioningConfiguration/Status=Suspended"}, code: 0, out: "Bucket VersioningConfiguration/Status set to Suspended"},
 		{name: "drifted", args: []string{"drift", "--wait", "--poll", "20ms"}, code: 1, out: "DRIFTED  Bucket /VersioningConfiguration/Status: Enabled -> Suspended"},
 		{name: "unknown graph", args: []string{"drift", "nope", "--wait"}, code: 2, errOut: `no persistent graph named "nope"`},
 		{name: "no queue without --wait", args: []string{"drift"}, code: 2, errOut: "pass --queue-url or set CAIRN_DRIFT_QUEUE_URL"},
 	}
+	// Log lines of the libraries the command calls go nowhere near the terminal: neither to
+	// the command's stderr nor through the default logger.
+	var logged bytes.Buffer
+	log.SetOutput(&logged)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	for _, st := range steps {
 		var stdout, stderr bytes.Buffer
 		var code int
@@ -134,6 +141,15 @@ func TestDriftCommandReportsTamperedProperty(t *testing.T) {
 			code = runTamper(st.tamper, &stdout, &stderr)
 		} else {
 			code = run(st.args, &stdout, &stderr)
+		}
+		if st.errOut == "" || st.exact {
+			if got := stderr.String(); got != st.errOut {
+				t.Errorf("%s: stderr %q, want %q", st.name, got, st.errOut)
+			}
+		}
+		if logged.Len() > 0 {
+			t.Errorf("%s: the command logged through the default logger:\n%s", st.name, logged.String())
+			logged.Reset()
 		}
 		if code != st.code || !strings.Contains(stdout.String(), st.out) || !strings.Contains(stderr.String(), st.errOut) {
 			t.Fatalf("%s: code %d\nstdout:\n%s\nstderr:\n%s\nwant code %d, stdout with %q, stderr with %q", st.name, code, stdout.String(), stderr.String(), st.code, st.out, st.errOut)

@@ -52,7 +52,7 @@ func TestGraphText(t *testing.T) {
 	if code := run([]string{"graph", filepath.Join(testBundles, "webshop")}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	want := `../../testdata/bundles/webshop/cairn.yaml: 5 stacks, 6 dependencies; deploy order:
+	want := `../../testdata/bundles/webshop/cairn.yaml: 5 stacks, 6 dependencies (5 drawn by --format dot, which leaves out those implied by longer paths); deploy order:
   1. network   shop-network
   2. cache     shop-cache     <- network
   3. database  shop-database  <- network
@@ -76,8 +76,12 @@ func TestGraphDOT(t *testing.T) {
 			t.Errorf("DOT lacks %s:\n%s", edge, got)
 		}
 	}
-	if strings.Contains(got, `"service" -> "network"`) || !strings.HasPrefix(got, "digraph cairn {") {
+	if strings.Contains(got, `"service" -> "network"`) || !strings.Contains(got, "\ndigraph cairn {\n") || strings.Count(got, `" -> "`) != 5 {
 		t.Errorf("DOT is not the reduced graph:\n%s", got)
+	}
+	// It says so, with the text format's count of dependencies.
+	if first, _, _ := strings.Cut(got, "\n"); first != "// ../../testdata/bundles/webshop/cairn.yaml: 5 stacks, 6 dependencies, transitively reduced to the 5 drawn: the others are implied by longer paths" {
+		t.Errorf("DOT's first line %q does not say it is reduced", first)
 	}
 }
 

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/internal/session"
 )
 
 // commands lists constructors of the sub-commands; each command's file adds itself in init,
@@ -20,6 +23,14 @@ var commands []func() *cobra.Command
 type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// refusal is an expected condition the user can act on (an unknown plan, a graph that
+// does not exist, a plan already applied): its message, and exit code 1.
+type refusal struct{ msg string }
+
+func (r refusal) Error() string { return r.msg }
+
+func refuse(format string, a ...any) error { return refusal{msg: fmt.Sprintf(format, a...)} }
 
 func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
@@ -33,7 +44,53 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
+	checkArguments(root)
 	return root
+}
+
+// checkArguments makes every command check its arguments against the names its usage
+// line gives them, so an error names what is missing or extra.
+func checkArguments(c *cobra.Command) {
+	if c.Runnable() && c.HasParent() {
+		c.Args = usageArgs
+	}
+	for _, sub := range c.Commands() {
+		checkArguments(sub)
+	}
+}
+
+// usageArgs checks the positional arguments of a command against its usage line: words
+// before the first flag are required, [WORD] ones optional.
+func usageArgs(cmd *cobra.Command, args []string) error {
+	var required, optional []string
+	for _, w := range strings.Fields(cmd.Use)[1:] {
+		if strings.HasPrefix(w, "-") || strings.HasPrefix(w, "[-") {
+			break
+		}
+		if name, ok := strings.CutPrefix(w, "["); ok {
+			optional = append(optional, strings.TrimSuffix(name, "]"))
+			continue
+		}
+		required = append(required, w)
+	}
+	switch {
+	case len(args) < len(required):
+		return usageError{cmd: cmd, msg: "missing " + strings.Join(required[len(args):], " ")}
+	case len(args) > len(required)+len(optional):
+		extra := args[len(required)+len(optional):]
+		return usageError{cmd: cmd, msg: fmt.Sprintf("unexpected argument %q", strings.Join(extra, " "))}
+	}
+	return nil
+}
+
+// usageError is an argument error: it names the arguments and shows the usage line.
+type usageError struct {
+	cmd *cobra.Command
+	msg string
+}
+
+func (e usageError) Error() string {
+	return fmt.Sprintf("%s: usage: %s", e.msg, e.cmd.UseLine())
 }
 
 // run executes the CLI with args and returns the process exit code. Tests call it exactly
@@ -49,7 +106,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.code
 	}
-	fmt.Fprintf(stderr, "cairn: %v\n", err)
+	var r refusal
+	if errors.As(err, &r) {
+		fmt.Fprintf(stderr, "cairn: %s\n", r.msg)
+		return 1
+	}
+	fmt.Fprintf(stderr, "cairn: %v\n", session.Explain(err))
 	return 2
 }
 

@@ -2,14 +2,11 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/ports"
 )
@@ -21,31 +18,24 @@ func newPortsCmd() *cobra.Command {
 		Use:   "ports",
 		Short: "Inspect the ports allocated by Custom::PortAllocation resources",
 	}
-	var bucket string
+	var cf cairnFlags
 	list := &cobra.Command{
 		Use:   "list [POOL]",
 		Short: "List port allocations and the stack resources that own them",
 		Long: "List the port allocations recorded in cairn's bucket (ports/POOL.json), with the stack\n" +
 			"and logical resource id owning each, for one pool or for all of them.",
-		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if bucket == "" {
-				bucket = os.Getenv(ports.BucketEnv)
+			if len(args) == 1 && !ports.ValidPoolName(args[0]) {
+				return usageError{cmd: cmd, msg: fmt.Sprintf("%q is not a pool name: use letters, digits, '.', '_' or '-'", args[0])}
 			}
-			if bucket == "" {
-				return fmt.Errorf("no bucket: pass --bucket or set %s to cairn's bucket", ports.BucketEnv)
-			}
-			ctx := cmd.Context()
-			cfg, err := awsclient.Load(ctx)
+			c, err := cf.open(cmd)
 			if err != nil {
 				return err
 			}
-			store := ports.NewStore(awsclient.S3(cfg), bucket, nil)
+			ctx, bucket := cmd.Context(), c.bucket
+			store := ports.NewStore(c.S3, bucket, nil)
 			var pools []string
 			if len(args) == 1 {
-				if !ports.ValidPoolName(args[0]) {
-					return fmt.Errorf("%q is not a pool name: use letters, digits, '.', '_' or '-'", args[0])
-				}
 				pools = args
 			} else if pools, err = store.Pools(ctx); err != nil {
 				return err
@@ -67,7 +57,7 @@ func newPortsCmd() *cobra.Command {
 				fmt.Fprintf(out, "no port allocations in %s (%s)\n", where, layout.URI(bucket, layout.PortsPrefix))
 				return nil
 			}
-			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			w := newTable(out, 0)
 			fmt.Fprintln(w, "POOL\tPORTS\tSTACK\tLOGICAL ID\tCREATED\tPHYSICAL ID")
 			for _, a := range rows {
 				span := strconv.Itoa(a.First)
@@ -88,14 +78,7 @@ func newPortsCmd() *cobra.Command {
 			return nil
 		},
 	}
-	list.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default $"+ports.BucketEnv+")")
+	cf.add(list)
 	cmd.AddCommand(list)
 	return cmd
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }

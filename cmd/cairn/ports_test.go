@@ -87,10 +87,10 @@ func TestPortsList(t *testing.T) {
 		}, wantNone: []string{"WebPort"}},
 		{name: "pool without allocations", args: []string{"ports", "list", "gpu", "--bucket", "cairn-ops"},
 			want: []string{`no port allocations in pool gpu \(s3://cairn-ops/ports/\)`}},
-		{name: "no bucket", args: []string{"ports", "list"}, code: 2, wantErr: "no bucket: pass --bucket or set CAIRN_BUCKET"},
 		{name: "missing bucket", args: []string{"ports", "list", "default", "--bucket", "nope"}, code: 2,
-			wantErr: "bucket nope does not exist; check the bucket name (CAIRN_BUCKET, --bucket)"},
-		{name: "bad pool name", args: []string{"ports", "list", "../x", "--bucket", "cairn-ops"}, code: 2, wantErr: `"../x" is not a pool name`},
+			wantErr: "cairn: bucket nope (from --bucket) does not exist: check the name, or the AWS account and region (us-east-1) you point at\n"},
+		{name: "bad pool name", args: []string{"ports", "list", "../x", "--bucket", "cairn-ops"}, code: 2,
+			wantErr: `cairn: "../x" is not a pool name: use letters, digits, '.', '_' or '-': usage: cairn ports list [POOL] [flags]` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,10 +138,29 @@ func TestPushWaitAndStatus(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("push --wait exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
 	}
-	for _, want := range []string{"pushed " + dir + " to s3://cairn-state/deployments/cli.zip (version ", "run ", "topic", "param", "create   done", "succeeded", "report: s3://cairn-state/runs/cli/"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("push output lacks %q:\n%s", want, out)
+	// Each stack's steps as they happen, with the time since the run started, in the order
+	// they happened; then the summary and the report.
+	for _, re := range []string{
+		`^pushed ` + regexp.QuoteMeta(dir) + ` to s3://cairn-state/deployments/cli\.zip \(version …\S{8}\) at git ` + ref + `$`,
+		`^run (\S+) of deployment cli: push$`,
+		`^  \d\d:\d\d  topic  create    done$`,
+		`^  \d\d:\d\d  param  create    (creating change set|executing change set \(1 change\))$`,
+		`^  \d\d:\d\d  param  create    done$`,
+		`^run \S+ succeeded in \S+: 2 created, 0 updated, 0 deleted, 0 unchanged, 0 failed$`,
+		`^report: s3://cairn-state/runs/cli/\S+\.md$`,
+	} {
+		loc := regexp.MustCompile("(?m)" + re).FindStringIndex(out)
+		if loc == nil {
+			t.Fatalf("push output lacks, in order, a line matching %s:\n%s", re, stdout.String())
 		}
+		out = out[loc[1]:]
+	}
+	var elapsed []string
+	for _, m := range regexp.MustCompile(`(?m)^  (\d\d:\d\d)  `).FindAllStringSubmatch(stdout.String(), -1) {
+		elapsed = append(elapsed, m[1])
+	}
+	if !slices.IsSorted(elapsed) || len(elapsed) < 4 {
+		t.Errorf("steps not in the order they happened: %v", elapsed)
 	}
 	head, err := s3c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String("deployments/cli.zip")})
 	if err != nil {
@@ -154,9 +175,14 @@ func TestPushWaitAndStatus(t *testing.T) {
 	if code := run([]string{"status", "cli"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("status exited %d: %s", code, stderr.String())
 	}
-	for _, want := range []string{"deployment cli, run ", ": succeeded", "STACK", "topic", "cli-topic", "create", "done"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("status output lacks %q:\n%s", want, stdout.String())
+	for _, re := range []string{
+		`^deployment cli: succeeded by run \S+ \(push\)$`,
+		`^STACK +CLOUDFORMATION +ACTION +STATUS +CHANGES +REASON$`,
+		`^topic +cli-topic +create +done +1`,
+		`^  \S+ +push +succeeded +\S+ ago +2 created, 0 updated, 0 deleted, 0 unchanged, 0 failed$`,
+	} {
+		if !regexp.MustCompile("(?m)" + re).MatchString(stdout.String()) {
+			t.Errorf("status output lacks a line matching %s:\n%s", re, stdout.String())
 		}
 	}
 
@@ -167,7 +193,7 @@ func TestPushWaitAndStatus(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	code = run([]string{"push", bad, "--deployment", "cli", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr)
-	if code != 1 || !strings.Contains(stdout.String(), "failed") {
+	if code != 1 || !regexp.MustCompile(`(?m)^run \S+ failed in \S+: 0 created, 0 updated, 0 deleted, 1 unchanged, 1 failed$`).MatchString(stdout.String()) {
 		t.Fatalf("push of a failing bundle exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 }

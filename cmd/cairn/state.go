@@ -5,68 +5,96 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
 func init() { commands = append(commands, newStateCmd, newUnlockCmd) }
-
-// stateBucketEnv names cairn's bucket when --bucket is not given.
-const stateBucketEnv = "CAIRN_BUCKET"
-
-// openStateStore builds a state store on the bucket from --bucket or $CAIRN_BUCKET, with
-// AWS configuration from the environment.
-func openStateStore(cmd *cobra.Command, bucket string) (*state.Store, error) {
-	if bucket == "" {
-		bucket = os.Getenv(stateBucketEnv)
-	}
-	if bucket == "" {
-		return nil, fmt.Errorf("no bucket: pass --bucket or set %s to cairn's bucket", stateBucketEnv)
-	}
-	cfg, err := awsclient.Load(cmd.Context())
-	if err != nil {
-		return nil, err
-	}
-	// Commands print what matters themselves; only errors are logged on top.
-	logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelError}))
-	return &state.Store{S3: awsclient.S3(cfg), Bucket: bucket, Logger: logger}, nil
-}
 
 func newStateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
 		Short: "Inspect persistent graphs: what cairn last applied, and its history",
 	}
-	cmd.AddCommand(newStateShowCmd(), newStateHistoryCmd())
+	cmd.AddCommand(newStateListCmd(), newStateShowCmd(), newStateHistoryCmd())
+	return cmd
+}
+
+func newStateListCmd() *cobra.Command {
+	var cf cairnFlags
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the persistent graphs in cairn's bucket, with their generation, stacks and lock",
+		Long: "List every persistent graph (state/NAMESPACE/KEY.json): the NAMESPACE and KEY the other\n" +
+			"state commands and unlock take, its generation, how many stacks it holds, when and by\n" +
+			"which run it was last written, and who holds its lock.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.open(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			graphs, err := c.history.Graphs(ctx)
+			if err != nil {
+				return err
+			}
+			if len(graphs) == 0 {
+				fmt.Fprintf(out, "no persistent graphs in %s: nothing was deployed yet\n", layout.URI(c.bucket, layout.StatePrefix))
+				return nil
+			}
+			w := newTable(out, 0)
+			fmt.Fprintln(w, "NAMESPACE\tKEY\tGENERATION\tSTACKS\tWRITTEN\tRUN\tLOCK")
+			for _, gk := range graphs {
+				gen, stacks, written, runID := "-", "-", "-", "-"
+				if g, err := c.state.Show(ctx, gk.Namespace, gk.Key, ""); err == nil {
+					gen, stacks, written, runID = fmt.Sprint(g.Generation), fmt.Sprint(len(g.Stacks)), g.UpdatedAt.UTC().Format(time.RFC3339), dash(g.RunID)
+				}
+				lock := "free"
+				switch l, err := c.state.CurrentLock(ctx, gk.Namespace, gk.Key); {
+				case errors.Is(err, state.ErrNotLocked):
+				case err != nil:
+					lock = "unknown"
+				default:
+					lock = "held by run " + l.RunID
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", gk.Namespace, gk.Key, gen, stacks, written, runID, lock)
+			}
+			return w.Flush()
+		},
+	}
+	cf.add(cmd)
 	return cmd
 }
 
 func newStateShowCmd() *cobra.Command {
-	var bucket, version string
+	var version string
 	var asJSON bool
+	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "show NAMESPACE KEY",
 		Short: "Show a persistent graph (the latest, or --version ID) and who holds its lock",
 		Long: "Show the persistent graph state/NAMESPACE/KEY.json: the applied bundle and, in dependency\n" +
 			"order, every stack cairn manages with its real name, status and dependencies.\n" +
 			"--version shows an earlier version (see `cairn state history`); --json prints the document.",
-		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStateStore(cmd, bucket)
+			c, err := cf.open(cmd)
 			if err != nil {
 				return err
 			}
+			s := c.state
 			ctx, ns, key := cmd.Context(), args[0], args[1]
+			if version != "" {
+				if version, err = stateVersion(cmd, s, ns, key, version); err != nil {
+					return err
+				}
+			}
 			g, err := s.Show(ctx, ns, key, version)
 			if errors.Is(err, state.ErrNotFound) && version != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
@@ -102,7 +130,7 @@ func newStateShowCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default $"+stateBucketEnv+")")
+	cf.add(cmd)
 	cmd.Flags().StringVar(&version, "version", "", "S3 version id of the state object to show (default: the latest)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the state document as JSON")
 	return cmd
@@ -111,12 +139,16 @@ func newStateShowCmd() *cobra.Command {
 func printGraph(out io.Writer, g *state.Graph, version string) {
 	which := "latest"
 	if version != "" {
-		which = "version " + version
+		which = "version " + report.ShortVersion(version)
 	}
 	fmt.Fprintf(out, "state %s/%s (%s): generation %d, written %s by run %s\n", g.Namespace, g.Key, which, g.Generation,
 		g.UpdatedAt.UTC().Format(time.RFC3339), dash(g.RunID))
 	b := g.Bundle
-	fmt.Fprintf(out, "bundle: sha256 %s, git %s %s, bundle version %s\n", dash(b.SHA256), dash(b.GitRemote), dash(b.GitRef), dash(b.VersionID))
+	git := dash(b.GitRef)
+	if b.GitRemote != "" {
+		git += " of " + b.GitRemote
+	}
+	fmt.Fprintf(out, "bundle: version %s, sha256 %s, git %s\n", dash(report.ShortVersion(b.VersionID)), dash(report.ShortSum(b.SHA256)), git)
 	if g.Rebuilt {
 		fmt.Fprintln(out, "note: this graph was rebuilt from stack tags after its state object was lost")
 	}
@@ -128,7 +160,7 @@ func printGraph(out io.Writer, g *state.Graph, version string) {
 		fmt.Fprintln(out, "no stacks")
 		return
 	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	w := newTable(out, 0)
 	fmt.Fprintln(w, "NAME\tSTACK\tSTATUS\tREQUIRES\tREGION\tUPDATED\tOUTPUTS")
 	for _, n := range order {
 		st := g.Stacks[n]
@@ -148,20 +180,20 @@ func printGraph(out io.Writer, g *state.Graph, version string) {
 }
 
 func newStateHistoryCmd() *cobra.Command {
-	var bucket string
 	var limit int
+	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "history NAMESPACE KEY",
 		Short: "List earlier versions of a persistent graph, newest first",
 		Long: "List the S3 versions of state/NAMESPACE/KEY.json, newest first, with the generation and run\n" +
 			"that wrote each. Show one with `cairn state show NAMESPACE KEY --version ID`.\n" +
 			"History needs bucket versioning; without it cairn warns.",
-		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStateStore(cmd, bucket)
+			c, err := cf.open(cmd)
 			if err != nil {
 				return err
 			}
+			s := c.state
 			ctx, ns, key := cmd.Context(), args[0], args[1]
 			if warning, err := s.VersioningWarning(ctx); err != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
@@ -177,7 +209,7 @@ func newStateHistoryCmd() *cobra.Command {
 				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, layout.StateKey(ns, key))
 				return nil
 			}
-			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			w := newTable(out, 0)
 			fmt.Fprintln(w, "VERSION\tMODIFIED\tGENERATION\tRUN\tSTACKS\tNOTE")
 			for i, v := range versions {
 				if limit > 0 && i == limit {
@@ -201,36 +233,41 @@ func newStateHistoryCmd() *cobra.Command {
 				if v.IsLatest {
 					note = strings.TrimSpace("latest " + note)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.VersionID, v.LastModified.UTC().Format(time.RFC3339), gen, run, stacks, note)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", report.ShortVersion(v.VersionID), v.LastModified.UTC().Format(time.RFC3339), gen, run, stacks, note)
 			}
 			return w.Flush()
 		},
 	}
-	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default $"+stateBucketEnv+")")
+	cf.add(cmd)
 	cmd.Flags().IntVar(&limit, "limit", 20, "show at most this many versions (0: all)")
 	return cmd
 }
 
 func newUnlockCmd() *cobra.Command {
-	var bucket string
 	var force bool
+	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "unlock NAMESPACE KEY",
 		Short: "Remove the lock on a persistent graph: an expired one freely, a live one with --force",
 		Long: "Remove locks/NAMESPACE/KEY.lock. An expired lock (its run crashed or timed out) is removed\n" +
 			"freely. A live lock belongs to a run that may still be deploying: it is removed only with\n" +
 			"--force, and the command prints who held it; that run stops at its next lock check.",
-		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStateStore(cmd, bucket)
+			c, err := cf.open(cmd)
 			if err != nil {
 				return err
 			}
+			s := c.state
 			ns, key := args[0], args[1]
 			held, err := s.ForceUnlock(cmd.Context(), ns, key, force)
 			var locked *state.LockedError
 			switch {
 			case errors.Is(err, state.ErrNotLocked):
+				if _, serr := s.Show(cmd.Context(), ns, key, ""); errors.Is(serr, state.ErrNotFound) {
+					return refuse("there is no graph %s/%s (no %s) and no lock on it: check NAMESPACE and KEY (`cairn state list` lists the graphs)", ns, key, layout.URI(c.bucket, layout.StateKey(ns, key)))
+				} else if serr != nil {
+					return serr
+				}
 				fmt.Fprintf(cmd.OutOrStdout(), "state %s/%s is not locked: nothing to do\n", ns, key)
 				return nil
 			case errors.As(err, &locked):
@@ -249,14 +286,32 @@ func newUnlockCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default $"+stateBucketEnv+")")
+	cf.add(cmd)
 	cmd.Flags().BoolVar(&force, "force", false, "also remove a live lock (prints who held it)")
 	return cmd
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
+// stateVersion resolves --version: a whole S3 version id of the state object, or a unique
+// end of one as cairn prints them.
+func stateVersion(cmd *cobra.Command, s *state.Store, ns, key, v string) (string, error) {
+	versions, err := s.History(cmd.Context(), ns, key)
+	if err != nil {
+		return "", err
 	}
-	return s
+	var match []string
+	for _, x := range versions {
+		if x.VersionID == v {
+			return v, nil
+		}
+		if end := strings.TrimPrefix(v, "…"); len(end) >= 6 && strings.HasSuffix(x.VersionID, end) {
+			match = append(match, x.VersionID)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return v, nil // Show says it does not exist
+	}
+	return "", refuse("--version %s names %d versions of state %s/%s: give more of it (see `cairn state history %s %s`)", v, len(match), ns, key, ns, key)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -37,7 +38,7 @@ func stateEmulator(t *testing.T, bucket string, versioned bool) *s3.Client {
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_CA_BUNDLE", "")
 	t.Setenv("AWS_PROFILE", "")
-	t.Setenv(stateBucketEnv, "")
+	t.Setenv("CAIRN_BUCKET", "")
 	cfg, err := awsclient.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -108,35 +109,42 @@ func TestStateShowAndHistory(t *testing.T) {
 	}{
 		{name: "latest", args: []string{"state", "show", "shop", "main", "--bucket", "cairn-state"}, want: []string{
 			`state shop/main \(latest\): generation 2, written \S+Z by run run-2`,
-			`bundle: sha256 abc123, git git@example.com:shop.git refs/heads/main, bundle version bv1`,
+			`bundle: version bv1, sha256 abc123, git refs/heads/main of git@example.com:shop.git`,
 			`NAME\s+STACK\s+STATUS\s+REQUIRES\s+REGION\s+UPDATED\s+OUTPUTS`,
 			`vpc\s+shop-vpc\s+UPDATE_COMPLETE\s+-\s+us-east-1`, // dependency order: vpc first
 			`app\s+shop-app\s+CREATE_COMPLETE\s+vpc\s+us-east-1\s+-\s+Url=https://shop.example.com`,
 			`lock: held by run run-live \(function cairn-deployer, request req-live`,
 		}},
+		{name: "list", args: []string{"state", "list", "--bucket", "cairn-state"}, want: []string{
+			`NAMESPACE\s+KEY\s+GENERATION\s+STACKS\s+WRITTEN\s+RUN\s+LOCK`,
+			`shop\s+main\s+2\s+2\s+\S+Z\s+run-2\s+held by run run-live`,
+		}},
 		{name: "bucket from the environment", args: []string{"state", "show", "shop", "main"}, env: "cairn-state",
 			want: []string{`generation 2`}},
 		{name: "earlier version", args: []string{"state", "show", "shop", "main", "--version", first, "--bucket", "cairn-state"}, want: []string{
-			`state shop/main \(version ` + regexp.QuoteMeta(first) + `\): generation 1, written \S+ by run run-1`,
+			`state shop/main \(version ` + regexp.QuoteMeta(report.ShortVersion(first)) + `\): generation 1, written \S+ by run run-1`,
 			`vpc\s+shop-vpc\s+CREATE_COMPLETE`,
+		}},
+		{name: "earlier version as history shortens it", args: []string{"state", "show", "shop", "main", "--version", report.ShortVersion(first), "--bucket", "cairn-state"}, want: []string{
+			`state shop/main \(version ` + regexp.QuoteMeta(report.ShortVersion(first)) + `\): generation 1`,
 		}},
 		{name: "history", args: []string{"state", "history", "shop", "main", "--bucket", "cairn-state"}, want: []string{
 			`VERSION\s+MODIFIED\s+GENERATION\s+RUN\s+STACKS\s+NOTE`,
-			regexp.QuoteMeta(versions[0].VersionID) + `\s+\S+Z\s+2\s+run-2\s+2\s+latest`,
-			regexp.QuoteMeta(first) + `\s+\S+Z\s+1\s+run-1\s+2`,
+			regexp.QuoteMeta(report.ShortVersion(versions[0].VersionID)) + `\s+\S+Z\s+2\s+run-2\s+2\s+latest`,
+			regexp.QuoteMeta(report.ShortVersion(first)) + `\s+\S+Z\s+1\s+run-1\s+2`,
 		}},
 		{name: "missing graph", args: []string{"state", "show", "shop", "absent", "--bucket", "cairn-state"}, code: 1,
 			wantErr: "nothing has been deployed to shop/absent yet"},
 		{name: "unknown version", args: []string{"state", "show", "shop", "main", "--version", "nope", "--bucket", "cairn-state"}, code: 1,
 			wantErr: "version nope"},
-		{name: "no bucket", args: []string{"state", "show", "shop", "main"}, code: 2,
-			wantErr: "no bucket: pass --bucket or set CAIRN_BUCKET"},
+		{name: "no such bucket", args: []string{"state", "show", "shop", "main", "--bucket", "nope"}, code: 2,
+			wantErr: "cairn: bucket nope (from --bucket) does not exist: check the name, or the AWS account and region (us-east-1) you point at\n"},
 		{name: "bad namespace", args: []string{"state", "show", "a/b", "main", "--bucket", "cairn-state"}, code: 2,
 			wantErr: `invalid namespace "a/b"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Setenv(stateBucketEnv, tc.env)
+			t.Setenv("CAIRN_BUCKET", tc.env)
 			var out, errOut bytes.Buffer
 			code := run(tc.args, &out, &errOut)
 			if code != tc.code {
@@ -190,6 +198,7 @@ func TestUnlock(t *testing.T) {
 	client := stateEmulator(t, "cairn-state", true)
 	ctx := context.Background()
 	live := &state.Store{S3: client, Bucket: "cairn-state"}
+	deployState(t, live, "CREATE_COMPLETE")
 	if _, err := live.Acquire(ctx, "shop", "main", "run-live", state.Owner{Function: "cairn-deployer", RequestID: "req-live"}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +221,8 @@ func TestUnlock(t *testing.T) {
 		{name: "live lock with --force", args: []string{"unlock", "shop", "main", "--force"},
 			wantOut: "removed LIVE lock (forced) on state shop/main held by run run-live (function cairn-deployer, request req-live"},
 		{name: "no lock", args: []string{"unlock", "shop", "main"}, wantOut: "state shop/main is not locked: nothing to do"},
+		{name: "no graph", args: []string{"unlock", "shop", "nope"}, code: 1,
+			wantErr: []string{"cairn: there is no graph shop/nope (no s3://cairn-state/state/shop/nope.json) and no lock on it: check NAMESPACE and KEY (`cairn state list` lists the graphs)\n"}},
 		{name: "expired lock", args: []string{"unlock", "shop", "old"},
 			wantOut: "removed expired lock on state shop/old held by run run-crashed"},
 	}

@@ -2,85 +2,144 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
+	"io"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 )
 
 func init() { commands = append(commands, newStatusCmd) }
 
+// statusRuns is how many of the newest runs status reads and lists.
+const statusRuns = 20
+
 func newStatusCmd() *cobra.Command {
-	var bucket string
+	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "status NAME",
-		Short: "Show the latest run of a deployment and each of its stacks",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show what is deployed (the last push or apply) and each stack, and the recent runs",
+		Long: `Status shows the deployment's state: the last push or apply run that acted on its stacks,
+with each stack's action and status. Plan runs, uploads superseded by newer ones and
+approvals refused before they changed anything are not the deployment's state: they are
+listed among the recent runs, each with its kind (push, plan run, apply of plan P). An
+open plan waiting for approval is named with the command that applies it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			deployment := args[0]
-			awsCfg, err := awsclient.Load(ctx)
+			ctx, deployment := cmd.Context(), args[0]
+			c, err := cf.open(cmd)
 			if err != nil {
 				return err
 			}
-			s3c := awsclient.S3(awsCfg)
-			bucket, err := resolveBucket(ctx, bucket, cloudformation.NewFromConfig(awsCfg))
+			runs, err := c.history.Runs(ctx, deployment, statusRuns)
 			if err != nil {
 				return err
 			}
-			keys, err := runDocs(ctx, s3c, bucket, deployment)
-			if err != nil {
-				return err
-			}
-			if len(keys) == 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "deployment %s has no runs in s3://%s: push a bundle with `cairn push PATH --deployment %s`\n", deployment, bucket, deployment)
-				return exitError{1}
-			}
-			doc, err := readRun(ctx, s3c, bucket, keys[0])
-			if err != nil {
-				return err
+			if len(runs) == 0 {
+				return refuse("deployment %s has no runs in s3://%s: push a bundle with `cairn push PATH --deployment %s`", deployment, c.bucket, deployment)
 			}
 			w := cmd.OutOrStdout()
-			r := doc.Run
-			fmt.Fprintf(w, "deployment %s, run %s: %s\n", deployment, r.ID, r.Status)
-			fmt.Fprintf(w, "bundle:   %s\n", doc.Bundle)
-			fmt.Fprintf(w, "started:  %s\n", r.StartedAt.UTC().Format(time.RFC3339))
-			if !r.FinishedAt.IsZero() {
-				fmt.Fprintf(w, "finished: %s (%s)\n", r.FinishedAt.UTC().Format(time.RFC3339), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
+			now := time.Now()
+			if doc := history.Deployed(runs); doc != nil {
+				printDeployed(w, doc)
+			} else {
+				fmt.Fprintf(w, "deployment %s: nothing deployed yet\n", deployment)
 			}
-			if r.Reason != "" {
-				fmt.Fprintf(w, "reason:   %s\n", r.Reason)
-			}
-			if len(r.Stacks) > 0 {
-				tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "STACK\tCLOUDFORMATION\tACTION\tSTATUS\tCHANGES\tREASON")
-				for _, name := range r.Names() {
-					s := r.Stacks[name]
-					changes := "-"
-					if s.ChangeSetName != "" && s.Phase != runstate.Unchanged {
-						changes = fmt.Sprint(s.Changes)
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.StackName, report.Action(s, doc.Decisions...), s.Phase, changes, s.Reason)
+			fmt.Fprintln(w, "\nrecent runs:")
+			tw := newTable(w, 0)
+			fmt.Fprintln(tw, "  RUN\tKIND\tSTATUS\tSTARTED\tSUMMARY")
+			for i, doc := range runs {
+				if i == 5 {
+					break
 				}
-				tw.Flush()
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", doc.Run.ID, kindOf(doc), runStatus(doc), ago(now, doc.Run.StartedAt), runSummary(doc))
 			}
-			for _, e := range doc.Errors {
-				fmt.Fprintf(w, "error: %s\n", e)
+			tw.Flush()
+			plans, err := c.review().List(ctx, deployment, 10)
+			if err != nil {
+				return err
 			}
-			for _, e := range doc.Refusals {
-				fmt.Fprintf(w, "refused: %s\n", e)
-			}
-			for _, e := range doc.Warnings {
-				fmt.Fprintf(w, "warning: %s\n", e)
+			for _, e := range plans {
+				if e.Status == review.Planned {
+					fmt.Fprintf(w, "\nplan %s waits for approval (made %s): apply it with `cairn approve %s %s`\n", e.Plan.ID, ago(now, e.Plan.CreatedAt), deployment, e.Plan.ID)
+					break
+				}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&bucket, "bucket", "", "cairn's bucket (default: $CAIRN_BUCKET, or the export "+bucketExport+")")
+	cf.add(cmd)
 	return cmd
+}
+
+// printDeployed prints the run that stands for what is deployed, and its stacks.
+func printDeployed(w io.Writer, doc *deploy.Document) {
+	r := doc.Run
+	fmt.Fprintf(w, "deployment %s: %s by run %s (%s)\n", r.Deployment, r.Status, r.ID, kindOf(doc))
+	b := doc.Bundle
+	bundle := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
+	if b.VersionID != "" {
+		bundle += " version " + report.ShortVersion(b.VersionID)
+	}
+	if b.SHA256 != "" {
+		bundle += ", sha256 " + report.ShortSum(b.SHA256)
+	}
+	if b.GitRef != "" {
+		bundle += ", git " + b.GitRef
+	}
+	if doc.Namespace != "" {
+		fmt.Fprintf(w, "graph:    %s/%s (`cairn state show %s %s`)\n", doc.Namespace, doc.GraphKey, doc.Namespace, doc.GraphKey)
+	}
+	fmt.Fprintf(w, "bundle:   %s\n", bundle)
+	fmt.Fprintf(w, "started:  %s\n", r.StartedAt.UTC().Format(time.RFC3339))
+	if !r.FinishedAt.IsZero() {
+		fmt.Fprintf(w, "finished: %s (%s)\n", r.FinishedAt.UTC().Format(time.RFC3339), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
+	}
+	if r.Reason != "" && r.Status != runstate.Succeeded {
+		fmt.Fprintf(w, "reason:   %s\n", r.Reason)
+	}
+	if len(r.Stacks) > 0 {
+		tw := newTable(w, 2)
+		fmt.Fprintln(tw, "STACK\tCLOUDFORMATION\tACTION\tSTATUS\tCHANGES\tREASON")
+		for _, name := range r.Names() {
+			s := r.Stacks[name]
+			changes := "-"
+			if s.ChangeSetName != "" && s.Phase != runstate.Unchanged {
+				changes = fmt.Sprint(s.Changes)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.StackName, report.Action(s, doc.Decisions...), s.Phase, changes, s.Reason)
+		}
+		tw.Flush()
+	}
+	notes(w, "", doc)
+}
+
+// runStatus is a run's status, "refused" for a run refused before it changed anything.
+func runStatus(doc *deploy.Document) string {
+	if doc.Run.Status == runstate.RunFailed && len(doc.Refusals) > 0 && !history.Acted(doc) {
+		return "refused"
+	}
+	return string(doc.Run.Status)
+}
+
+// runSummary is one line about a run: its counts, or why it changed nothing.
+func runSummary(doc *deploy.Document) string {
+	switch {
+	case doc.Run.Status == runstate.Running:
+		return "running"
+	case len(doc.Refusals) > 0:
+		return doc.Refusals[0]
+	case len(doc.Errors) > 0:
+		return doc.Errors[0]
+	case doc.Run.Status == runstate.Superseded:
+		return doc.Run.Reason
+	case history.KindOf(doc) == history.PlanRun:
+		return "plan " + doc.Run.ID
+	}
+	return follow.Summarize(doc).String()
 }

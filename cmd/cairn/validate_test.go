@@ -60,7 +60,7 @@ func TestValidate(t *testing.T) {
 			args:     []string{"validate"},
 			wantCode: 2,
 			wantStderr: []string{
-				`cairn: accepts 1 arg(s), received 0`,
+				`cairn: missing PATH: usage: cairn validate PATH [flags]`,
 			},
 		},
 	}

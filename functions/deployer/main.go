@@ -18,7 +18,7 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	h, err := deploy.HandlerFromEnv(context.Background())
 	if err != nil {
-		slog.Error("deployer function misconfigured", "error", err)
+		slog.Error("deployer function misconfigured", "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(h)

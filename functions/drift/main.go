@@ -18,7 +18,7 @@ func main() {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 	h, err := drift.HandlerFromEnv(context.Background())
 	if err != nil {
-		slog.Error("drift function misconfigured", "error", err)
+		slog.Error("drift function misconfigured", "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(h)

@@ -19,17 +19,17 @@ func main() {
 	ctx := context.Background()
 	cfg, err := ports.ConfigFromEnv()
 	if err != nil {
-		slog.Error("ports function misconfigured", "error", err)
+		slog.Error("ports function misconfigured", "err", err)
 		os.Exit(1)
 	}
 	aws, err := awsclient.Load(ctx)
 	if err != nil {
-		slog.Error("ports function cannot load its AWS configuration", "error", err)
+		slog.Error("ports function cannot load its AWS configuration", "err", err)
 		os.Exit(1)
 	}
 	h, err := ports.NewHandler(awsclient.S3(aws), cfg)
 	if err != nil {
-		slog.Error("ports function misconfigured", "error", err)
+		slog.Error("ports function misconfigured", "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(h.HandleSQS)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -50,6 +51,17 @@ func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.C
 // Endpoint returns the endpoint override the environment sets, or "" for real AWS.
 func Endpoint() string {
 	return os.Getenv("AWS_ENDPOINT_URL")
+}
+
+// StackName returns NAME of a CloudFormation stack id, arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/ID;
+// anything else is returned as it is (a stack name already).
+func StackName(stackID string) string {
+	_, rest, ok := strings.Cut(stackID, ":stack/")
+	if !ok {
+		return stackID
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	return name
 }
 
 // S3 returns an S3 client for cfg, path-style when an endpoint override is set.

@@ -34,6 +34,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -73,6 +74,7 @@ type Emulator struct {
 	s3   *s3local.Service
 	sqs  *sqslocal.Service
 	sns  *snslocal.Service
+	ssm  *ssmlocal.Service
 	cfn  *cfnlocal.Service
 
 	mu       sync.Mutex
@@ -84,8 +86,12 @@ type Emulator struct {
 	injected map[string]int // throttles injected per fault target, for Fault.Times
 	rng      *rand.Rand
 	funcs    map[string]*function
-	rules    map[string]rule
-	server   *http.Server
+	// funcsChanged is closed and replaced whenever a function or its handler changes.
+	funcsChanged chan struct{}
+	mappings     map[string]*mapping // by event source mapping id
+	rules        map[string]*rule
+	schedules    map[string]*scheduled // EventBridge Scheduler schedules, by group/name
+	server       *http.Server
 
 	ready      chan struct{} // closed when ready
 	readyOnce  sync.Once
@@ -115,17 +121,20 @@ func New(opts Options) (*Emulator, error) {
 		opts.FaultSeed = 1
 	}
 	e := &Emulator{
-		opts:       opts,
-		log:        opts.Logger,
-		services:   map[string]http.Handler{},
-		mounts:     map[string]http.Handler{},
-		calls:      map[string]int{},
-		injected:   map[string]int{},
-		rng:        rand.New(rand.NewPCG(opts.FaultSeed, opts.FaultSeed)),
-		funcs:      map[string]*function{},
-		rules:      map[string]rule{},
-		ready:      make(chan struct{}),
-		setupToken: newID(),
+		opts:         opts,
+		log:          opts.Logger,
+		services:     map[string]http.Handler{},
+		mounts:       map[string]http.Handler{},
+		calls:        map[string]int{},
+		injected:     map[string]int{},
+		rng:          rand.New(rand.NewPCG(opts.FaultSeed, opts.FaultSeed)),
+		funcs:        map[string]*function{},
+		rules:        map[string]*rule{},
+		funcsChanged: make(chan struct{}),
+		mappings:     map[string]*mapping{},
+		schedules:    map[string]*scheduled{},
+		ready:        make(chan struct{}),
+		setupToken:   newID(),
 	}
 	if !opts.HoldUntilReady {
 		e.MarkReady()
@@ -151,6 +160,12 @@ func New(opts Options) (*Emulator, error) {
 		e.sqs.Close()
 		return nil, err
 	}
+	e.ssm, err = ssmlocal.New(ssmlocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("ssm"), Logger: opts.Logger})
+	if err != nil {
+		e.sqs.Close()
+		e.sns.Close()
+		return nil, err
+	}
 	e.s3, err = s3local.New(s3local.Options{
 		Region: opts.Region, Dir: dir("s3"), Clock: opts.Clock, Logger: opts.Logger,
 		Notify:      func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
@@ -173,6 +188,8 @@ func New(opts Options) (*Emulator, error) {
 			return err
 		},
 		PutEvent:              e.PutEvent,
+		SSMParameter:          e.ssmParameter,
+		Providers:             e.providers(),
 		BaseURL:               e.URL,
 		ResourceDelay:         opts.CloudFormation.ResourceDelay,
 		ChangeSetDelay:        opts.CloudFormation.ChangeSetDelay,
@@ -187,10 +204,14 @@ func New(opts Options) (*Emulator, error) {
 	e.services["s3"] = e.s3
 	e.services["sqs"] = e.sqs
 	e.services["sns"] = e.sns
+	e.services["ssm"] = e.ssm
 	e.services["cloudformation"] = e.cfn
 	e.mounts[cfnlocal.ResponsePath] = e.cfn.ResponseHandler()
 	e.mounts["/_local/cloudformation/"] = e.cfn.ControlHandler()
 	e.mounts[controlPrefix] = http.HandlerFunc(e.serveControl)
+	// What stacks made and the emulator keeps in memory only (functions, event source
+	// mappings, rules, schedules) comes back from the stacks' state.
+	e.cfn.Restore()
 	return e, nil
 }
 
@@ -202,6 +223,23 @@ func (e *Emulator) SQS() *sqslocal.Service { return e.sqs }
 
 // SNS returns the emulated SNS, for in-process callers.
 func (e *Emulator) SNS() *snslocal.Service { return e.sns }
+
+// SSM returns the emulated Parameter Store, for in-process callers.
+func (e *Emulator) SSM() *ssmlocal.Service { return e.ssm }
+
+// ssmParameter resolves an AWS::SSM::Parameter::Value<...> stack parameter from the
+// Parameter Store, as CloudFormation does. AWS's public parameters (/aws/service/...), which
+// exist in every account, get a stable stand-in value.
+func (e *Emulator) ssmParameter(name, typ string) (string, error) {
+	p, err := e.ssm.Get(name, false)
+	if err == nil {
+		return p.Value, nil
+	}
+	if strings.HasPrefix(name, "/aws/service/") {
+		return cfnlocal.PublicParameter(name, typ), nil
+	}
+	return "", fmt.Errorf("Unable to fetch parameters [%s] from parameter store for this account.", name)
+}
 
 // CloudFormation returns the emulated CloudFormation, for fault injection and records.
 func (e *Emulator) CloudFormation() *cfnlocal.Service { return e.cfn }
@@ -284,7 +322,7 @@ func (e *Emulator) Close() error {
 	// The SQS service ends long polls on Close, so pollers finish before the wait returns.
 	errs = append(errs, e.sqs.Close())
 	e.wg.Wait()
-	errs = append(errs, e.cfn.Close(), e.sns.Close(), e.s3.Close())
+	errs = append(errs, e.cfn.Close(), e.sns.Close(), e.ssm.Close(), e.s3.Close())
 	return errors.Join(errs...)
 }
 

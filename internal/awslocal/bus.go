@@ -5,38 +5,119 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
 )
 
 // EventPattern selects events by source and detail-type, each matching when empty or when
-// the event's value is listed — the subset of EventBridge patterns cairn uses.
+// the event's value is listed — the subset of EventBridge patterns the Go API takes; rules
+// made by stacks (AWS::Events::Rule) take any pattern.
 type EventPattern struct {
 	Source     []string
 	DetailType []string
 }
 
+// rule is an EventBridge rule of the default bus: an event pattern, a schedule, or both
+// never (one of them), and its targets.
 type rule struct {
-	pattern EventPattern
-	target  string // queue ARN
+	pattern  *pattern.Pattern
+	schedule string
+	enabled  bool
+	targets  []ruleTarget
+	stop     context.CancelFunc // ends the schedule's goroutine
+}
+
+// ruleTarget is one target of a rule: an SQS queue, SNS topic or Lambda function ARN, with
+// the constant Input that replaces the event when set.
+type ruleTarget struct {
+	ID, ARN, Input string
 }
 
 // PutRule creates or replaces an event bus rule sending matching events to an SQS queue.
-func (e *Emulator) PutRule(name string, pattern EventPattern, targetQueueARN string) error {
+func (e *Emulator) PutRule(name string, p EventPattern, targetQueueARN string) error {
 	if name == "" || targetQueueARN == "" {
 		return errors.New("put rule: name and target queue ARN are required")
 	}
+	doc := map[string]any{}
+	if len(p.Source) > 0 {
+		doc["source"] = p.Source
+	}
+	if len(p.DetailType) > 0 {
+		doc["detail-type"] = p.DetailType
+	}
+	b, _ := json.Marshal(doc)
+	pat, err := pattern.Parse(b)
+	if err != nil {
+		return fmt.Errorf("put rule %s: %w", name, err)
+	}
+	return e.putRule(name, &rule{pattern: pat, enabled: true, targets: []ruleTarget{{ID: "Target0", ARN: targetQueueARN}}})
+}
+
+// AddSchedule invokes function on the emulator's clock as an EventBridge schedule rule
+// named name does, with expression "rate(5 minutes)" or "cron(0 12 * * ? *)" (UTC), passing
+// the scheduled event JSON (detail-type "Scheduled Event", source "aws.events").
+func (e *Emulator) AddSchedule(name, expression, function string) error {
+	if _, err := parseSchedule(expression); err != nil {
+		return fmt.Errorf("schedule %s: %w", name, err)
+	}
+	if !e.functionExists(function) {
+		return fmt.Errorf("schedule %s: no such function %s: register it first", name, function)
+	}
+	return e.putRule(name, &rule{schedule: expression, enabled: true, targets: []ruleTarget{{ID: "Target0", ARN: e.functionARN(function)}}})
+}
+
+// putRule installs r under name, replacing (and stopping) a rule of that name.
+func (e *Emulator) putRule(name string, r *rule) error {
+	var sched schedule
+	if r.schedule != "" {
+		var err error
+		if sched, err = parseSchedule(r.schedule); err != nil {
+			return fmt.Errorf("rule %s: %w", name, err)
+		}
+	}
+	e.deleteRule(name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.rules[name] = rule{pattern, targetQueueARN}
+	if sched != nil && r.enabled {
+		ctx, cancel := context.WithCancel(e.ctx)
+		r.stop = cancel
+		arn := "arn:aws:events:" + e.opts.Region + ":" + e.opts.AccountID + ":rule/" + name
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.runSchedule(ctx, sched, func(at time.Time) {
+				payload, _ := json.Marshal(events.CloudWatchEvent{
+					Version: "0", ID: newID(), DetailType: "Scheduled Event", Source: "aws.events",
+					AccountID: e.opts.AccountID, Time: at.UTC().Truncate(time.Second), Region: e.opts.Region,
+					Resources: []string{arn}, Detail: json.RawMessage("{}"),
+				})
+				e.deliverTargets(ctx, name, r.targets, payload)
+			})
+		}()
+	}
+	e.rules[name] = r
 	return nil
 }
 
-// PutEvent puts an event on the default bus: every matching rule's queue receives it as
-// EventBridge delivers events to SQS (the event JSON as the message body). Empty Version,
-// ID, Time, AccountID and Region are filled in as EventBridge does.
+// deleteRule removes a rule and stops its schedule.
+func (e *Emulator) deleteRule(name string) {
+	e.mu.Lock()
+	r := e.rules[name]
+	delete(e.rules, name)
+	e.mu.Unlock()
+	if r != nil && r.stop != nil {
+		r.stop()
+	}
+}
+
+// PutEvent puts an event on the default bus: every enabled rule whose pattern matches sends
+// it to its targets as EventBridge does (the event JSON as an SQS message body, an SNS
+// message or a Lambda payload). Empty Version, ID, Time, AccountID and Region are filled in
+// as EventBridge does.
 func (e *Emulator) PutEvent(ctx context.Context, ev events.CloudWatchEvent) error {
 	if ev.Source == "" || ev.DetailType == "" {
 		return errors.New("put event: source and detail-type are required")
@@ -66,21 +147,72 @@ func (e *Emulator) PutEvent(ctx context.Context, ev events.CloudWatchEvent) erro
 	if err != nil {
 		return fmt.Errorf("put event: %w", err)
 	}
+	var doc any
+	_ = json.Unmarshal(body, &doc)
 	e.mu.Lock()
-	var targets []string
+	type match struct {
+		name    string
+		targets []ruleTarget
+	}
+	var matched []match
 	for _, name := range sortedKeys(e.rules) {
 		r := e.rules[name]
-		if (len(r.pattern.Source) == 0 || slices.Contains(r.pattern.Source, ev.Source)) &&
-			(len(r.pattern.DetailType) == 0 || slices.Contains(r.pattern.DetailType, ev.DetailType)) {
-			targets = append(targets, r.target)
+		if r.enabled && r.pattern != nil && r.pattern.Match(doc) {
+			matched = append(matched, match{name, r.targets})
 		}
 	}
 	e.mu.Unlock()
 	var errs []error
-	for _, t := range targets {
-		if _, err := e.sqs.Send(ctx, t, string(body), nil, 0); err != nil {
-			errs = append(errs, fmt.Errorf("put event: deliver to %s: %w", t, err))
+	for _, m := range matched {
+		if err := e.deliverTargets(ctx, m.name, m.targets, body); err != nil {
+			errs = append(errs, fmt.Errorf("put event: %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// deliverTargets sends payload (or a target's Input) to each target: SQS and SNS at once,
+// Lambda asynchronously, as EventBridge invokes functions.
+func (e *Emulator) deliverTargets(ctx context.Context, source string, targets []ruleTarget, payload []byte) error {
+	var errs []error
+	for _, t := range targets {
+		body := string(payload)
+		if t.Input != "" {
+			body = t.Input
+		}
+		if err := e.deliver(ctx, t.ARN, body); err != nil {
+			errs = append(errs, fmt.Errorf("deliver %s's target %s: %w", source, t.ARN, err))
+			e.log.Warn("emulator: event not delivered", "rule", source, "target", t.ARN, "err", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// deliver sends a message to an SQS queue, SNS topic or Lambda function ARN.
+func (e *Emulator) deliver(ctx context.Context, arn, body string) error {
+	switch {
+	case strings.HasPrefix(arn, "arn:aws:sqs:"):
+		_, err := e.sqs.Send(ctx, arn, body, nil, 0)
+		return err
+	case strings.HasPrefix(arn, "arn:aws:sns:"):
+		_, err := e.sns.Publish(ctx, arn, "", body)
+		return err
+	case strings.HasPrefix(arn, "arn:aws:lambda:"):
+		name := functionName(arn)
+		if !e.functionExists(name) {
+			return fmt.Errorf("function %s does not exist", name)
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			if !e.awaitHandler(e.ctx, name) {
+				return
+			}
+			if _, err := e.Invoke(e.ctx, name, []byte(body)); err != nil {
+				e.log.Info("emulator: asynchronous invocation failed", "function", name, "err", err)
+			}
+		}()
+		return nil
+	}
+	return fmt.Errorf("targets of type %s are not emulated (SQS queues, SNS topics and Lambda functions are)", arn)
 }

@@ -22,10 +22,13 @@ import (
 // DefaultTimeout is a registered function's timeout unless WithTimeout says otherwise.
 const DefaultTimeout = time.Minute
 
+// function is a Lambda function: recorded by a stack (AWS::Lambda::Function) or by
+// RegisterFunction, and invocable once an in-process handler is registered for it.
 type function struct {
 	name    string
-	handler lambda.Handler
+	handler lambda.Handler // nil until registered
 	timeout time.Duration
+	env     map[string]string
 }
 
 // FunctionOption configures a registered function.
@@ -45,27 +48,113 @@ func (e *Emulator) RegisterFunction(name string, handler any, opts ...FunctionOp
 	if err := validateHandler(handler); err != nil {
 		return fmt.Errorf("register function %s: %w", name, err)
 	}
-	f := &function{name: name, timeout: DefaultTimeout}
-	if h, ok := handler.(lambda.Handler); ok {
-		f.handler = h
-	} else {
-		f.handler = lambda.NewHandler(handler)
-	}
-	for _, o := range opts {
-		o(f)
+	h, ok := handler.(lambda.Handler)
+	if !ok {
+		h = lambda.NewHandler(handler)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.funcs[name] = f
+	f := e.funcs[name]
+	if f == nil {
+		// Not made by a stack: registering makes it.
+		f = &function{name: name, timeout: DefaultTimeout}
+		e.funcs[name] = f
+	}
+	f.handler = h
+	for _, o := range opts {
+		o(f)
+	}
+	e.funcsChangedLocked()
 	return nil
 }
 
-// functionExists reports whether a function with that ARN (or name) is registered.
-func (e *Emulator) functionExists(arn string) bool {
-	name := arn
-	if i := strings.Index(arn, ":function:"); i >= 0 {
-		name, _, _ = strings.Cut(arn[i+len(":function:"):], ":")
+// funcsChangedLocked wakes what waits for a function's handler. Called with mu held.
+func (e *Emulator) funcsChangedLocked() {
+	close(e.funcsChanged)
+	e.funcsChanged = make(chan struct{})
+}
+
+// defineFunction records a function a stack made or changed, keeping a registered handler.
+func (e *Emulator) defineFunction(name string, timeout time.Duration, env map[string]string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f := e.funcs[name]
+	if f == nil {
+		f = &function{name: name}
+		e.funcs[name] = f
 	}
+	f.timeout, f.env = timeout, env
+	e.funcsChangedLocked()
+}
+
+func (e *Emulator) removeFunction(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.funcs, name)
+	e.funcsChangedLocked()
+}
+
+// FunctionConfig describes a function as Lambda's GetFunctionConfiguration would.
+type FunctionConfig struct {
+	Name, ARN   string
+	Timeout     time.Duration
+	Environment map[string]string
+	// Bound says an in-process handler is registered for it.
+	Bound bool
+}
+
+// Function returns the function named name, made by a stack or registered.
+func (e *Emulator) Function(name string) (FunctionConfig, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f := e.funcs[name]
+	if f == nil {
+		return FunctionConfig{}, false
+	}
+	env := map[string]string{}
+	for k, v := range f.env {
+		env[k] = v
+	}
+	return FunctionConfig{Name: name, ARN: e.functionARN(name), Timeout: f.timeout, Environment: env, Bound: f.handler != nil}, true
+}
+
+func (e *Emulator) functionARN(name string) string {
+	return "arn:aws:lambda:" + e.opts.Region + ":" + e.opts.AccountID + ":function:" + name
+}
+
+// functionName accepts a function name, ARN or partial ARN, as Lambda does.
+func functionName(nameOrARN string) string {
+	if i := strings.Index(nameOrARN, ":function:"); i >= 0 {
+		n, _, _ := strings.Cut(nameOrARN[i+len(":function:"):], ":")
+		return n
+	}
+	if n, _, ok := strings.Cut(nameOrARN, ":"); ok {
+		return n
+	}
+	return nameOrARN
+}
+
+// awaitHandler blocks until the function has a handler; false when ctx ends first.
+func (e *Emulator) awaitHandler(ctx context.Context, name string) bool {
+	for {
+		e.mu.Lock()
+		f, changed := e.funcs[name], e.funcsChanged
+		bound := f != nil && f.handler != nil
+		e.mu.Unlock()
+		if bound {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// functionExists reports whether a function with that ARN (or name) exists.
+func (e *Emulator) functionExists(arn string) bool {
+	name := functionName(arn)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	_, ok := e.funcs[name]
@@ -102,17 +191,24 @@ func validateHandler(h any) error {
 // lambdacontext.LambdaContext.
 func (e *Emulator) Invoke(ctx context.Context, name string, payload []byte) ([]byte, error) {
 	e.mu.Lock()
-	f := e.funcs[name]
+	var f function
+	p := e.funcs[name]
+	if p != nil {
+		f = *p // a copy: a stack update or a registration may change the record meanwhile
+	}
 	known := sortedKeys(e.funcs)
 	e.mu.Unlock()
-	if f == nil {
+	if p == nil {
 		return nil, fmt.Errorf("invoke %s: no such function (registered: %v)", name, known)
+	}
+	if f.handler == nil {
+		return nil, fmt.Errorf("invoke %s: the function exists but no in-process handler is registered for it", name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	ctx = lambdacontext.NewContext(ctx, &lambdacontext.LambdaContext{
 		AwsRequestID:       newID(),
-		InvokedFunctionArn: "arn:aws:lambda:" + e.opts.Region + ":" + e.opts.AccountID + ":function:" + name,
+		InvokedFunctionArn: e.functionARN(name),
 	})
 	type result struct {
 		out []byte
@@ -156,39 +252,78 @@ type ESMOptions struct {
 // (or reported in batchItemFailures) return after the queue's visibility timeout and go
 // to its dead-letter queue after maxReceiveCount.
 func (e *Emulator) AddEventSourceMapping(queueName, function string, o ESMOptions) error {
-	if o.BatchSize <= 0 {
-		o.BatchSize = 10
-	}
-	if o.BatchSize > 10 {
-		return fmt.Errorf("event source mapping %s -> %s: batch size %d: the emulator supports at most 10", queueName, function, o.BatchSize)
-	}
 	e.mu.Lock()
 	_, ok := e.funcs[function]
 	e.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("event source mapping %s -> %s: no such function: register it first", queueName, function)
 	}
+	return e.startMapping(newID(), queueName, function, o)
+}
+
+// mapping is one running SQS event source mapping.
+type mapping struct {
+	queue, function string
+	o               ESMOptions
+	cancel          context.CancelFunc
+}
+
+// startMapping starts (or restarts) the mapping id. Its poller receives only while the
+// function has a handler, so messages wait in the queue for one, as for a function whose
+// code is still being deployed.
+func (e *Emulator) startMapping(id, queueName, function string, o ESMOptions) error {
+	if o.BatchSize <= 0 {
+		o.BatchSize = 10
+	}
+	if o.BatchSize > 10 {
+		return fmt.Errorf("event source mapping %s -> %s: batch size %d: the emulator supports at most 10", queueName, function, o.BatchSize)
+	}
 	// Fail now on a missing queue rather than in the poller.
 	if err := e.queueExists(queueName); err != nil {
 		return fmt.Errorf("event source mapping %s -> %s: %w", queueName, function, err)
 	}
+	e.stopMapping(id)
+	ctx, cancel := context.WithCancel(e.ctx)
+	m := &mapping{queue: queueName, function: function, o: o, cancel: cancel}
+	e.mu.Lock()
+	e.mappings[id] = m
+	e.mu.Unlock()
 	e.wg.Add(1)
-	go e.poll(queueName, function, o)
+	go func() {
+		defer e.wg.Done()
+		e.poll(ctx, m)
+	}()
 	return nil
 }
 
-func (e *Emulator) poll(queueName, function string, o ESMOptions) {
-	defer e.wg.Done()
-	for e.ctx.Err() == nil {
-		msgs, err := e.sqs.Receive(e.ctx, queueName, o.BatchSize, 20*time.Second)
+// stopMapping stops the mapping id: its poller takes no more messages (a batch it is
+// invoking finishes). It does not wait, because a stack deleting a mapping may hold locks
+// the function being invoked needs.
+func (e *Emulator) stopMapping(id string) {
+	e.mu.Lock()
+	m := e.mappings[id]
+	delete(e.mappings, id)
+	e.mu.Unlock()
+	if m != nil {
+		m.cancel()
+	}
+}
+
+func (e *Emulator) poll(ctx context.Context, m *mapping) {
+	queueName, function, o := m.queue, m.function, m.o
+	for ctx.Err() == nil {
+		if !e.awaitHandler(ctx, function) {
+			return
+		}
+		msgs, err := e.sqs.Receive(ctx, queueName, o.BatchSize, 20*time.Second)
 		if err != nil {
-			if e.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			e.log.Error("event source mapping: receive failed", "queue", queueName, "function", function, "err", err)
 			select {
 			case <-e.opts.Clock.After(time.Second):
-			case <-e.ctx.Done():
+			case <-ctx.Done():
 				return
 			}
 			continue
@@ -197,7 +332,7 @@ func (e *Emulator) poll(queueName, function string, o ESMOptions) {
 			continue
 		}
 		if o.MaxBatchingWindow > 0 && len(msgs) < o.BatchSize {
-			more, err := e.sqs.Receive(e.ctx, queueName, o.BatchSize-len(msgs), o.MaxBatchingWindow)
+			more, err := e.sqs.Receive(ctx, queueName, o.BatchSize-len(msgs), o.MaxBatchingWindow)
 			if err == nil {
 				msgs = append(msgs, more...)
 			}

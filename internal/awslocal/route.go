@@ -15,6 +15,7 @@ import (
 // requests may arrive unsigned.
 var targetServices = map[string]string{
 	"AmazonSQS": "sqs",
+	"AmazonSSM": "ssm",
 	"AWSEvents": "events",
 }
 

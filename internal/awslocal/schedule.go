@@ -1,13 +1,11 @@
 package awslocal
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 )
 
 // schedule says when a rule fires next after a given time.
@@ -15,54 +13,22 @@ type schedule interface {
 	next(after time.Time) time.Time
 }
 
-// AddSchedule invokes function on the emulator's clock as an EventBridge schedule rule
-// named name does, with expression "rate(5 minutes)" or "cron(0 12 * * ? *)" (UTC), passing
-// the scheduled event JSON (detail-type "Scheduled Event", source "aws.events").
-func (e *Emulator) AddSchedule(name, expression, function string) error {
-	s, err := parseSchedule(expression)
-	if err != nil {
-		return fmt.Errorf("schedule %s: %w", name, err)
-	}
-	e.mu.Lock()
-	_, ok := e.funcs[function]
-	e.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("schedule %s: no such function %s: register it first", name, function)
-	}
-	e.wg.Add(1)
-	go e.runSchedule(name, function, s)
-	return nil
-}
-
-func (e *Emulator) runSchedule(name, function string, s schedule) {
-	defer e.wg.Done()
+// runSchedule calls fire at each time s says, on the emulator's clock, until ctx ends or s
+// has no next time. A clock that jumped past several firings fires once, as a late
+// EventBridge rule does.
+func (e *Emulator) runSchedule(ctx context.Context, s schedule, fire func(at time.Time)) {
 	at := s.next(e.opts.Clock.Now())
-	for {
+	for !at.IsZero() {
 		select {
 		case <-e.opts.Clock.After(at.Sub(e.opts.Clock.Now())):
-		case <-e.ctx.Done():
+		case <-ctx.Done():
 			return
 		}
 		now := e.opts.Clock.Now()
 		if now.Before(at) {
 			continue
 		}
-		ev := events.CloudWatchEvent{
-			Version:    "0",
-			ID:         newID(),
-			DetailType: "Scheduled Event",
-			Source:     "aws.events",
-			AccountID:  e.opts.AccountID,
-			Time:       at.UTC().Truncate(time.Second),
-			Region:     e.opts.Region,
-			Resources:  []string{"arn:aws:events:" + e.opts.Region + ":" + e.opts.AccountID + ":rule/" + name},
-			Detail:     json.RawMessage("{}"),
-		}
-		payload, _ := json.Marshal(ev)
-		if _, err := e.Invoke(e.ctx, function, payload); err != nil {
-			e.log.Info("schedule: invocation failed", "rule", name, "function", function, "err", err)
-		}
-		// A clock that jumped past several firings fires once, as a late EventBridge rule does.
+		fire(at)
 		at = s.next(now)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -199,5 +202,39 @@ func TestListReadsEveryPage(t *testing.T) {
 	got, err := bucket.List(context.Background(), p, name, bucket.RunsOf("shop"))
 	if err != nil || !slices.Equal(got, keys) || p.calls != 3 {
 		t.Fatalf("%q in %d calls, %v; want %q in 3", got, p.calls, err, keys)
+	}
+}
+
+// deleter answers DeleteObject with err.
+type deleter struct{ err error }
+
+func (d deleter) DeleteObject(context.Context, *s3.DeleteObjectInput, ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	return &s3.DeleteObjectOutput{}, d.err
+}
+
+func TestDeleteClassifiesTheAnswer(t *testing.T) {
+	answer := func(status int, code string) error {
+		return &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
+			Err: &smithy.GenericAPIError{Code: code, Message: "m"}}
+	}
+	for _, tc := range []struct {
+		name         string
+		err          error
+		ifMatch      string
+		ok, conflict bool
+	}{
+		{"deleted", nil, "", true, false},
+		{"already gone", answer(404, "NoSuchKey"), "", true, false},
+		{"gone, while it was to be the one read", answer(404, "NoSuchKey"), `"e1"`, false, true},
+		{"changed since read", answer(412, "PreconditionFailed"), `"e1"`, false, true},
+		{"no bucket", answer(404, "NoSuchBucket"), "", false, false},
+		{"denied", answer(403, "AccessDenied"), "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := bucket.Delete(context.Background(), deleter{tc.err}, name, bucket.OpenRunKey("R1"), tc.ifMatch)
+			if (err == nil) != tc.ok || errors.Is(err, bucket.ErrConflict) != tc.conflict {
+				t.Errorf("err %v, want ok %v conflict %v", err, tc.ok, tc.conflict)
+			}
+		})
 	}
 }

@@ -207,6 +207,12 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 	case run.ContinueUpdateRollback:
 		_, err := c.CFN.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
 		return err
+	case run.SetTerminationProtection:
+		_, err := c.CFN.UpdateTerminationProtection(ctx, &cloudformation.UpdateTerminationProtectionInput{StackName: stackRef(a), EnableTerminationProtection: aws.Bool(a.Protect)})
+		if err != nil {
+			return fmt.Errorf("set termination protection to %v: %w", a.Protect, err)
+		}
+		return nil
 	default:
 		return fmt.Errorf("unknown action %q", a.Kind)
 	}
@@ -261,18 +267,6 @@ func tags(m map[string]string) []cfntypes.Tag {
 		out = append(out, cfntypes.Tag{Key: aws.String(k), Value: aws.String(m[k])})
 	}
 	return out
-}
-
-// SetTerminationProtection turns a stack's termination protection on or off.
-func (c *Client) SetTerminationProtection(ctx context.Context, stack string, on bool) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	_, err := c.CFN.UpdateTerminationProtection(ctx, &cloudformation.UpdateTerminationProtectionInput{StackName: aws.String(stack), EnableTerminationProtection: aws.Bool(on)})
-	if err != nil {
-		return fmt.Errorf("stack %s: set termination protection to %v: %w", stack, on, err)
-	}
-	return nil
 }
 
 // Importers returns, for each export name, the stacks importing it (ListImports, all

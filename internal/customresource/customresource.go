@@ -206,14 +206,14 @@ func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) error
 	log := h.log.With("message_id", rec.MessageId, "receive_count", rec.Attributes["ApproximateReceiveCount"])
 	req, err := Decode(rec.Body)
 	if err != nil {
-		log.Error("custom resource message is malformed: not answered, left to SQS retries and the dead-letter queue", "error", err)
+		log.Error("custom resource message is malformed: not answered, left to SQS retries and the dead-letter queue", "err", err)
 		return err
 	}
 	log = log.With("request_id", req.RequestID, "stack_id", req.StackID, "logical_id", req.LogicalResourceID,
 		"request_type", string(req.RequestType), "resource_type", req.ResourceType)
 	target, err := h.checkURL(req.ResponseURL)
 	if err != nil {
-		log.Error("refusing to answer: not answered, left to SQS retries and the dead-letter queue", "error", err)
+		log.Error("refusing to answer: not answered, left to SQS retries and the dead-letter queue", "err", err)
 		return err
 	}
 	log = log.With("response_host", target)
@@ -221,11 +221,11 @@ func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) error
 	resp := h.dispatch(ctx, log, req)
 	body, err := encode(resp)
 	if err != nil {
-		log.Error("cannot encode the response: not answered", "error", err)
+		log.Error("cannot encode the response: not answered", "err", err)
 		return err
 	}
 	if err := h.put(ctx, req.ResponseURL, body); err != nil {
-		log.Error("response not delivered: left to SQS retries and the dead-letter queue", "error", err)
+		log.Error("response not delivered: left to SQS retries and the dead-letter queue", "err", err)
 		return err
 	}
 	attrs := []any{"status", string(resp.Status), "physical_id", resp.PhysicalResourceID}

@@ -107,16 +107,6 @@ type stackStatusDetail struct {
 	} `json:"status-details"`
 }
 
-// stackNameOf returns NAME of arn:aws:cloudformation:REGION:ACCOUNT:stack/NAME/ID.
-func stackNameOf(stackID string) string {
-	_, rest, ok := strings.Cut(stackID, ":stack/")
-	if !ok {
-		return stackID
-	}
-	name, _, _ := strings.Cut(rest, "/")
-	return name
-}
-
 // settles reports the stack statuses a run may act on; intermediate ones are ignored so
 // a stack's dozens of events cost one step.
 func settles(status string) bool {
@@ -176,7 +166,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: intermediate stack status ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			idx, err := d.runs.find(ctx, stackNameOf(det.StackID))
+			idx, err := d.runs.find(ctx, awsclient.StackName(det.StackID))
 			if err != nil {
 				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
 				fail(rec.MessageId)

@@ -155,3 +155,58 @@ func TestFailedPlanIsCleanedUp(t *testing.T) {
 	}
 	foreignIntact()
 }
+
+// TestSupersededAndExpiredPlansAreCleanedUp plans a change with a new stack (its change
+// set makes a REVIEW_IN_PROGRESS stack), then plans again without it: the first plan is
+// superseded, its change sets and its REVIEW_IN_PROGRESS stack are deleted. The second
+// plan, approved after the plan TTL, is refused as expired and cleaned up the same way.
+func TestSupersededAndExpiredPlansAreCleanedUp(t *testing.T) {
+	w := newReviewWorldWith(t, worldOptions{PlanTTL: 30 * time.Minute})
+	dir, _ := deployChain(t, w)
+	ctx := context.Background()
+	edit(t, dir, "cairn.yaml", "Value: ${output app::Name}\n      Size: small\n", "Value: ${output app::Name}\n      Size: medium\n"+workerStacks)
+	first := w.planOf("shop", w.uploadPlan("shop", dir))
+	if first.Status != plan.Planned || first.Stack("queue").Status != "REVIEW_IN_PROGRESS" {
+		t.Fatalf("first plan: %s %v, queue %+v", first.Status, first.Refusals, first.Stack("queue"))
+	}
+	queueID := first.Stack("queue").StackID
+	edit(t, dir, "cairn.yaml", workerStacks, "")
+	second := w.planOf("shop", w.uploadPlan("shop", dir))
+	if second.Status != plan.Planned {
+		t.Fatalf("second plan: %s %v", second.Status, second.Refusals)
+	}
+	gone := func(p *plan.Document, status plan.Status) {
+		t.Helper()
+		after, err := plan.Decode([]byte(w.object(layout.PlanKey("shop", p.ID))))
+		if err != nil || after.Status != status {
+			t.Errorf("plan %s: %v, status %s, want %s", p.ID, err, after.Status, status)
+		}
+		for _, s := range p.Stacks {
+			if s.ChangeSetID == "" || s.Action == "create" {
+				continue
+			}
+			if _, err := w.cfnc.DescribeChangeSet(ctx, &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(s.ChangeSetID)}); err == nil {
+				t.Errorf("plan %s (%s): change set %s of %s still exists", p.ID, status, s.ChangeSetName, s.StackName)
+			}
+		}
+	}
+	gone(first, plan.Superseded)
+	out, err := w.cfnc.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(queueID)})
+	if err != nil || len(out.Stacks) != 1 || out.Stacks[0].StackStatus != cfntypes.StackStatusDeleteComplete {
+		t.Errorf("the REVIEW_IN_PROGRESS stack of the superseded plan: %v %+v, want DELETE_COMPLETE", err, out)
+	}
+	if _, err := w.cfnc.DescribeChangeSet(ctx, &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(second.Stack("web").ChangeSetID)}); err != nil {
+		t.Errorf("the newest plan's change set was deleted: %v", err)
+	}
+
+	w.clk.Advance(31 * time.Minute)
+	executed := len(w.executedIDs())
+	apply := w.approve("shop", second.ID)
+	if r := strings.Join(apply.Refusals, "\n"); apply.Run.Status != run.RunFailed || !strings.Contains(r, "plan "+second.ID+" expired: made ") || !strings.HasSuffix(r, "re-plan") {
+		t.Errorf("approval after the TTL: %s, refusals %q", apply.Run.Status, r)
+	}
+	if len(w.executedIDs()) != executed {
+		t.Errorf("an expired plan executed change sets")
+	}
+	gone(second, plan.Expired)
+}

@@ -163,7 +163,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 		}
 		return s.supersede(ctx, doc, log)
 	}
-	if failed, err := s.plan(ctx, doc, lock, lb, log); failed || err != nil {
+	if failed, err := s.decide(ctx, doc, lock, lb, log); failed || err != nil {
 		if !failed {
 			s.release(ctx, lock, log)
 		}
@@ -172,11 +172,11 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 	return s.launch(ctx, doc, lock, log, "run")
 }
 
-// plan makes the run of an upload under its lock: the persistent graph (rebuilt from the
+// decide makes the run of an upload under its lock: the persistent graph (rebuilt from the
 // stacks' tags when it is missing), one look at every stack, and plan.Make's decisions. A
 // plan that fails or is refused is recorded as a failed run (failed, and the lock is
 // released); an error is one of AWS.
-func (s starter) plan(ctx context.Context, doc *Document, lock *state.Lock, lb *Loaded, log *slog.Logger) (failed bool, err error) {
+func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb *Loaded, log *slog.Logger) (failed bool, err error) {
 	cfg := lb.Config
 	cs := s.changesets(doc.Run.ID, log)
 	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn)

@@ -186,11 +186,9 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 		switch a.Kind {
 		case run.SetTerminationProtection:
 			// The stack is done either way; a failure is a warning of the report.
-			if err := cs.SetTerminationProtection(ctx, a.StackName, a.Protect); err != nil {
-				log.Warn("deploy: cannot set termination protection", "stack", a.Stack, "err", err)
-				doc.Warnings = append(doc.Warnings, err.Error())
+			if o := cs.Perform(ctx, a, nil); o.Err != "" {
+				doc.Warnings = append(doc.Warnings, o.Err)
 			}
-			continue
 		case run.CreateChangeSet:
 			var err error
 			if loaded == nil {

@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -308,6 +309,34 @@ func TestAppliedConfigDecidesWhatIsChecked(t *testing.T) {
 	}
 	if len(shop.Graph.Notes) != 1 || !strings.Contains(shop.Graph.Notes[0], "applied config not readable") || !strings.Contains(shop.Graph.Notes[0], "every stack is checked") {
 		t.Errorf("shop notes = %q, want the unreadable config explained", shop.Graph.Notes)
+	}
+}
+
+// TestDriftIgnoreAppliesToABundleAppliedThroughAPlan: a bundle planned and approved was
+// uploaded to plans/NAME.zip, not deployments/NAME.zip; its drift.ignore still applies.
+func TestDriftIgnoreAppliesToABundleAppliedThroughAPlan(t *testing.T) {
+	v := newEnv(t, envOptions{})
+	g := v.deployment("testdata/bundle", "shop", "shop", "app", "cache")
+	zipped, err := bundle.Zip("testdata/bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := v.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(layout.PlanUploadKey("shop")), Body: bytes.NewReader(zipped)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Bundle.VersionID = aws.ToString(put.VersionId)
+	v.writeGraph("shop", "shop", g)
+	v.tamper("shop-cache", "Queue", "VisibilityTimeout", "60") // drift.ignore: [cache]
+	v.invoke(v.scheduledEvent())
+	v.pump(50)
+
+	r := onlyReport(t, v, "shop")
+	if s := stackOf(t, r, "cache"); s.Status != drift.NotChecked || !strings.Contains(s.Reason, `drift.ignore pattern "cache"`) {
+		t.Errorf("cache: %s (%s), want NOT_CHECKED by the applied config's drift.ignore", s.Status, s.Reason)
+	}
+	if len(r.Graph.Notes) != 0 {
+		t.Errorf("notes = %q, want none: the applied config was read from %s", r.Graph.Notes, layout.PlanUploadKey("shop"))
 	}
 }
 

@@ -49,12 +49,10 @@ type envelope struct {
 	continuation
 }
 
-// driftDetail is the detail of a drift status change. AWS names the detection
-// stack-drift-detection-id; drift-detection-id is accepted too (the local emulator's name).
+// driftDetail is the detail of a drift status change.
 type driftDetail struct {
 	StackID       string `json:"stack-id"`
 	DetectionID   string `json:"stack-drift-detection-id"`
-	AltID         string `json:"drift-detection-id"`
 	StatusDetails struct {
 		DetectionStatus string `json:"detection-status"`
 	} `json:"status-details"`
@@ -152,9 +150,6 @@ func (d *Driver) statusChanged(ctx context.Context, det driftDetail) error {
 		return nil
 	}
 	detID := det.DetectionID
-	if detID == "" {
-		detID = det.AltID
-	}
 	ids, err := d.OpenSweeps(ctx)
 	if err != nil {
 		return err

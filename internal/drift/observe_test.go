@@ -83,9 +83,11 @@ func TestDetectStartsOrSettlesByAnswer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d, inv := testDriver(t, &fakeCFN{detectErr: tc.err})
 			s := &Stack{Name: "app", StackName: "shop-app", Status: Pending}
-			if err := d.detect(context.Background(), inv, s); err != nil {
+			answer, err := d.detect(context.Background(), inv, s)
+			if err != nil {
 				t.Fatal(err)
 			}
+			s = Start(&Sweep{Graphs: []*Graph{{Stacks: []*Stack{s}}}}, []Started{answer}, d.clk.Now()).Graphs[0].Stacks[0]
 			if s.Status != tc.want || !strings.Contains(s.Reason, tc.reason) {
 				t.Fatalf("%s (%q), want %s containing %q", s.Status, s.Reason, tc.want, tc.reason)
 			}
@@ -121,9 +123,12 @@ func TestObserveSettlesFinishedDetections(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d, inv := testDriver(t, tc.cfn)
 			s := &Stack{Name: "app", StackName: "shop-app", Status: Detecting, DetectionID: "det-1"}
-			if err := d.observe(context.Background(), inv, &Graph{}, s); err != nil {
+			seen, err := d.look(context.Background(), inv, s)
+			if err != nil {
 				t.Fatal(err)
 			}
+			sw := &Sweep{StartedAt: d.clk.Now(), Graphs: []*Graph{{Stacks: []*Stack{s}}}}
+			s = Observe(sw, []Detection{seen}, d.clk.Now(), time.Hour).Graphs[0].Stacks[0]
 			if s.Status != tc.want || !strings.Contains(s.Reason, tc.reason) || len(s.Resources) != tc.resources {
 				t.Fatalf("%s (%q) with %d resources, want %s containing %q with %d", s.Status, s.Reason, len(s.Resources), tc.want, tc.reason, tc.resources)
 			}

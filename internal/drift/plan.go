@@ -1,6 +1,7 @@
 package drift
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -39,58 +42,13 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 			sw.Graphs = append(sw.Graphs, &Graph{Name: k[1], Namespace: k[0], Key: k[1], Skipped: "persistent graph unreadable: " + err.Error()})
 			continue
 		}
-		g := &Graph{Namespace: pg.Namespace, Key: pg.Key, Name: pg.Key}
 		cfg, name, note := d.appliedConfig(ctx, pg)
-		if name != "" {
-			g.Name = name
-		}
-		if names[g.Name] {
-			// Two graphs claim one report folder (say, a deployment that changed its
-			// namespace left its old graph behind): the later one uses NAMESPACE.KEY.
-			g.Name = g.Namespace + "." + g.Key
-		}
-		names[g.Name] = true
-		if sw.Filter != "" && sw.Filter != g.Name && sw.Filter != g.Key && sw.Filter != g.Namespace+"/"+g.Key {
+		name = ReportName(pg, name, names)
+		names[name] = true
+		if sw.Filter != "" && sw.Filter != name && sw.Filter != pg.Key && sw.Filter != pg.Namespace+"/"+pg.Key {
 			continue
 		}
-		g.Bundle = bundleString(pg.Bundle)
-		if note != "" {
-			g.Notes = append(g.Notes, note)
-		}
-		if cfg != nil {
-			g.Ignore = cfg.Drift.Ignore
-			if !cfg.Drift.Enabled {
-				g.Skipped = "drift detection disabled by drift.enabled: false in the applied config"
-			}
-		}
-		known := map[string]bool{}
-		for _, n := range pg.Names() {
-			ps := pg.Stacks[n]
-			s := &Stack{Name: ps.Name, StackName: ps.StackName, Status: Pending}
-			known[ps.StackName] = true
-			l, ok := live[ps.StackName]
-			switch {
-			case g.Skipped != "":
-				s.Status, s.Reason = NotChecked, g.Skipped
-			case !ok:
-				s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
-				g.Missing = append(g.Missing, ps.StackName)
-			default:
-				s.StackID = l.StackID
-				if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
-					s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
-				} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {
-					s.Status, s.Reason = NotChecked, "stack operation in progress ("+l.Status+")"
-				}
-			}
-			g.Stacks = append(g.Stacks, s)
-		}
-		for name, l := range live {
-			if l.Tags[state.TagNamespace] == g.Namespace && l.Tags[state.TagGraphKey] == g.Key && !known[name] {
-				g.Untracked = append(g.Untracked, name)
-			}
-		}
-		sort.Strings(g.Untracked)
+		g := NewGraph(pg, name, cfg, note, live)
 		if g.Skipped == "" {
 			if why, err := d.lockReason(ctx, g); err != nil {
 				return err
@@ -102,6 +60,64 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 		sw.Graphs = append(sw.Graphs, g)
 	}
 	return nil
+}
+
+// ReportName is the name of pg's report folder (drift/NAME/): the deployment that applied
+// it, else its key; NAMESPACE.KEY when another graph has that name already (say, a
+// deployment that changed its namespace left its old graph behind: taken holds the names
+// given so far) or when the name is one the bucket reserves.
+func ReportName(pg *state.Graph, deployment string, taken map[string]bool) string {
+	name := cmp.Or(deployment, pg.Key)
+	if taken[name] || bucket.Reserved(name) {
+		return pg.Namespace + "." + pg.Key
+	}
+	return name
+}
+
+// NewGraph is the part of a sweep of persistent graph pg, reported as name: each stack
+// pending, or settled as NOT_CHECKED with why (drift detection disabled by the applied
+// config cfg, the stack missing from AWS, ignored by drift.ignore, or busy), and the
+// stacks tagged for the graph that it does not know. note says why cfg is nil, if it is.
+func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, live map[string]plan.Live) *Graph {
+	g := &Graph{Namespace: pg.Namespace, Key: pg.Key, Name: name, Bundle: bundleString(pg.Bundle)}
+	if note != "" {
+		g.Notes = append(g.Notes, note)
+	}
+	if cfg != nil {
+		g.Ignore = cfg.Drift.Ignore
+		if !cfg.Drift.Enabled {
+			g.Skipped = "drift detection disabled by drift.enabled: false in the applied config"
+		}
+	}
+	known := map[string]bool{}
+	for _, n := range pg.Names() {
+		ps := pg.Stacks[n]
+		s := &Stack{Name: ps.Name, StackName: ps.StackName, Status: Pending}
+		known[ps.StackName] = true
+		l, ok := live[ps.StackName]
+		switch {
+		case g.Skipped != "":
+			s.Status, s.Reason = NotChecked, g.Skipped
+		case !ok:
+			s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
+			g.Missing = append(g.Missing, ps.StackName)
+		default:
+			s.StackID = l.StackID
+			if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
+				s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
+			} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {
+				s.Status, s.Reason = NotChecked, "stack operation in progress ("+l.Status+")"
+			}
+		}
+		g.Stacks = append(g.Stacks, s)
+	}
+	for name, l := range live {
+		if l.Tags[state.TagNamespace] == g.Namespace && l.Tags[state.TagGraphKey] == g.Key && !known[name] {
+			g.Untracked = append(g.Untracked, name)
+		}
+	}
+	sort.Strings(g.Untracked)
+	return g
 }
 
 // graphKeys lists [namespace, key] of every state/NAMESPACE/KEY.json.
@@ -119,9 +135,10 @@ func (d *Driver) graphKeys(ctx context.Context) ([][2]string, error) {
 	return out, nil
 }
 
-// appliedConfig loads the config of the bundle pg applied, from deployments/NAME.zip at
-// the graph's bundle version. It returns the config (nil when unreadable), the deployment
-// name when found, and a note for the report when the config could not be used.
+// appliedConfig loads the config of the bundle pg applied, at the graph's bundle version,
+// wherever that bundle was uploaded: deployments/NAME.zip by a push, plans/NAME.zip by a
+// plan and its approval. It returns the config (nil when unreadable), the deployment name
+// when found, and a note for the report when the config could not be used.
 func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Config, string, string) {
 	ref := pg.Bundle
 	versioned := ref.VersionID != "" && ref.VersionID != "null"
@@ -132,49 +149,76 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 	if versioned {
 		version = ref.VersionID
 	}
-	// The graph key defaults to the deployment name; else whichever deployments/*.zip
-	// has the applied version is the deployment.
+	// The graph key defaults to the deployment name; else whichever upload has the applied
+	// version names the deployment.
 	name := pg.Key
-	lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: bucket.DeploymentKey(name), VersionID: version}, name)
-	if err == nil && lb.Missing && versioned {
+	lb, key, err := d.appliedBundle(ctx, name, version, ref.SHA256)
+	if err == nil && lb == nil && versioned {
 		found, ok, ferr := d.deploymentOf(ctx, ref.VersionID)
 		if ferr == nil && !ok {
-			return nil, name, unreadable(fmt.Sprintf("no %s has version %s (deleted?)", bucket.DeploymentKey("*"), ref.VersionID))
+			return nil, name, unreadable(fmt.Sprintf("no %s or %s has version %s (deleted?)", bucket.DeploymentKey("*"), bucket.PlanUploadKey("*"), ref.VersionID))
 		}
 		if err = ferr; err == nil {
 			name = found
-			lb, err = deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: bucket.DeploymentKey(name), VersionID: version}, name)
+			lb, key, err = d.appliedBundle(ctx, name, version, ref.SHA256)
 		}
 	}
 	switch {
 	case err != nil:
 		return nil, name, unreadable(err.Error())
-	case !versioned && ref.SHA256 != "" && !lb.Missing && lb.Bundle.SHA256 != ref.SHA256:
-		return nil, name, unreadable(fmt.Sprintf("%s changed since sha256 %s was applied and the bucket keeps no versions", bucket.DeploymentKey(name), ref.SHA256))
+	case lb == nil && !versioned:
+		return nil, name, unreadable(fmt.Sprintf("neither %s nor %s holds sha256 %s, and the bucket keeps no versions", bucket.DeploymentKey(name), bucket.PlanUploadKey(name), ref.SHA256))
+	case lb == nil:
+		return nil, name, unreadable(fmt.Sprintf("neither %s nor %s has version %s (deleted?)", bucket.DeploymentKey(name), bucket.PlanUploadKey(name), ref.VersionID))
 	case lb.Config == nil:
-		return nil, name, unreadable(fmt.Sprintf("%s: %s", bucket.DeploymentKey(name), strings.Join(lb.Errors, "; ")))
+		return nil, name, unreadable(fmt.Sprintf("%s: %s", key, strings.Join(lb.Errors, "; ")))
 	}
 	return lb.Config, name, ""
 }
 
-// deploymentOf finds the deployment whose deployments/NAME.zip has version versionID.
-func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bool, error) {
-	in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(bucket.DeploymentsPrefix)}
-	for {
-		page, err := d.c.S3.ListObjectVersions(ctx, in)
-		if err != nil {
-			return "", false, fmt.Errorf("look for bundle version %s: %w", versionID, err)
+// appliedBundle downloads deployment name's bundle at version from its deploy upload, else
+// from its plan upload. Without a version (an unversioned bucket) an upload counts only
+// when it is the one applied (its sha256). It returns nil when neither holds it.
+func (d *Driver) appliedBundle(ctx context.Context, name, version, sha string) (*deploy.Loaded, string, error) {
+	for _, key := range []string{bucket.DeploymentKey(name), bucket.PlanUploadKey(name)} {
+		lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: key, VersionID: version}, name)
+		if err != nil && version != "" && awsclient.HTTPStatus(err) == 400 {
+			continue // S3 refuses a version id of another key
 		}
-		for _, v := range page.Versions {
-			if name, ok := bucket.DeploymentOf(aws.ToString(v.Key)); ok && aws.ToString(v.VersionId) == versionID {
-				return name, true, nil
-			}
+		switch {
+		case err != nil:
+			return nil, key, err
+		case lb.Missing:
+		case version == "" && sha != "" && lb.Bundle.SHA256 != sha:
+		default:
+			return lb, key, nil
 		}
-		if !aws.ToBool(page.IsTruncated) {
-			return "", false, nil
-		}
-		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
 	}
+	return nil, "", nil
+}
+
+// deploymentOf finds the deployment whose deploy or plan upload has version versionID.
+func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bool, error) {
+	for _, prefix := range []string{bucket.DeploymentsPrefix, bucket.PlansPrefix} {
+		in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(prefix)}
+		for {
+			page, err := d.c.S3.ListObjectVersions(ctx, in)
+			if err != nil {
+				return "", false, fmt.Errorf("look for bundle version %s: %w", versionID, err)
+			}
+			for _, v := range page.Versions {
+				u, ok := bucket.ParseUpload(aws.ToString(v.Key))
+				if ok && (u.Kind == bucket.DeployUpload || u.Kind == bucket.PlanUpload) && aws.ToString(v.VersionId) == versionID {
+					return u.Deployment, true, nil
+				}
+			}
+			if !aws.ToBool(page.IsTruncated) {
+				break
+			}
+			in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
+		}
+	}
+	return "", false, nil
 }
 
 func bundleString(b state.BundleRef) string {

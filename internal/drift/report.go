@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/report"
 )
 
 // Report is the document at drift/NAME/ID.json: one graph's result in one sweep.
@@ -189,7 +190,7 @@ func Markdown(w io.Writer, r *Report) {
 				detail = strings.TrimSpace(fmt.Sprintf("%d resource(s) drifted %s", n, detail))
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", cell(s.Name), cell(s.StackName), s.Status, cell(detail))
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", report.Cell(s.Name), report.Cell(s.StackName), s.Status, report.Cell(detail))
 	}
 	fmt.Fprintln(w)
 	for _, s := range g.Stacks {
@@ -208,7 +209,7 @@ func Markdown(w io.Writer, r *Report) {
 			}
 			fmt.Fprintf(w, "| Property | Expected | Actual | Difference |\n|---|---|---|---|\n")
 			for _, df := range res.Differences {
-				fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", cell(df.Path), cell(cmp.Or(df.Expected, "(none)")), cell(cmp.Or(df.Actual, "(none)")), df.Type)
+				fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", report.Cell(df.Path), report.Cell(cmp.Or(df.Expected, "(none)")), report.Cell(cmp.Or(df.Actual, "(none)")), df.Type)
 			}
 			fmt.Fprintln(w)
 		}
@@ -236,9 +237,4 @@ func Markdown(w io.Writer, r *Report) {
 		}
 		fmt.Fprintln(w)
 	}
-}
-
-func cell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
 }

@@ -133,15 +133,23 @@ func (sw *Sweep) InFlight() int {
 // Next returns the pending stacks to start now so that at most limit detections are in
 // flight, in graph then stack order.
 func (sw *Sweep) Next(limit int) []*Stack {
-	free := limit - sw.InFlight()
 	var out []*Stack
-	for _, g := range sw.Graphs {
-		for _, s := range g.Stacks {
+	for _, r := range sw.next(limit) {
+		out = append(out, sw.stack(r))
+	}
+	return out
+}
+
+func (sw *Sweep) next(limit int) []Ref {
+	free := limit - sw.InFlight()
+	var out []Ref
+	for i, g := range sw.Graphs {
+		for j, s := range g.Stacks {
 			if free <= 0 {
 				return out
 			}
 			if s.Status == Pending {
-				out = append(out, s)
+				out = append(out, Ref{i, j})
 				free--
 			}
 		}

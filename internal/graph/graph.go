@@ -127,8 +127,8 @@ func (g *Graph) Dependents(name string) []string {
 }
 
 // sorted returns the node numbers in name order and each node's position in it. It is
-// computed once, O(V log V), and reused until a node is added, because Order, Ready and the
-// formatters all need it and Ready runs on every step of a run.
+// computed once, O(V log V), and reused until a node is added, because Order and the
+// formatters all need it.
 func (g *Graph) sorted() (byName, rank []int32) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -262,140 +262,6 @@ func TestOrder(t *testing.T) {
 	}
 }
 
-func doneSet(names ...string) func(string) bool {
-	set := map[string]bool{}
-	for _, n := range names {
-		set[n] = true
-	}
-	return func(n string) bool { return set[n] }
-}
-
-func TestReady(t *testing.T) {
-	const shop = "service>database service>cache service>network database>network cache>network edge>service"
-	tests := []struct {
-		name       string
-		spec       string
-		done       []string
-		ready      []string
-		readyToDel []string
-	}{
-		{name: "empty graph", spec: "", ready: nil, readyToDel: nil},
-		{name: "nothing done", spec: shop, ready: []string{"network"}, readyToDel: []string{"edge"}},
-		{name: "root done", spec: shop, done: []string{"network"}, ready: []string{"cache", "database"}, readyToDel: []string{"edge"}},
-		{name: "one of two deps done", spec: shop, done: []string{"network", "cache"}, ready: []string{"database"}, readyToDel: []string{"edge"}},
-		{name: "all deps done", spec: shop, done: []string{"network", "cache", "database"}, ready: []string{"service"}, readyToDel: []string{"edge"}},
-		{name: "everything done", spec: shop, done: []string{"network", "cache", "database", "service", "edge"}, ready: nil, readyToDel: nil},
-		{name: "deletion half way", spec: shop, done: []string{"edge", "service"}, ready: []string{"network"}, readyToDel: []string{"cache", "database"}},
-		{name: "done set not closed under dependencies", spec: shop, done: []string{"service"}, ready: []string{"edge", "network"}, readyToDel: []string{"cache", "database", "edge"}},
-		{name: "unknown names in done are ignored", spec: "b>a", done: []string{"zzz"}, ready: []string{"a"}, readyToDel: []string{"b"}},
-		{name: "cycle never ready", spec: "a>b b>a c", ready: []string{"c"}, readyToDel: []string{"c"}},
-		{name: "independent nodes sorted", spec: "m z a", ready: []string{"a", "m", "z"}, readyToDel: []string{"a", "m", "z"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := build(t, tt.spec)
-			if got := g.Ready(doneSet(tt.done...)); !slices.Equal(got, tt.ready) {
-				t.Errorf("Ready() = %q, want %q", got, tt.ready)
-			}
-			if got := g.ReadyToDelete(doneSet(tt.done...)); !slices.Equal(got, tt.readyToDel) {
-				t.Errorf("ReadyToDelete() = %q, want %q", got, tt.readyToDel)
-			}
-			// A Walk with the same nodes marked gives the same answers.
-			w, rw := g.Walk(), g.WalkReverse()
-			for _, n := range tt.done {
-				if !g.Has(n) {
-					continue
-				}
-				if _, err := w.Done(n); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := rw.Done(n); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := w.Ready(); !slices.Equal(got, tt.ready) && !(len(got) == 0 && len(tt.ready) == 0) {
-				t.Errorf("Walk().Ready() = %q, want %q", got, tt.ready)
-			}
-			if got := rw.Ready(); !slices.Equal(got, tt.readyToDel) && !(len(got) == 0 && len(tt.readyToDel) == 0) {
-				t.Errorf("WalkReverse().Ready() = %q, want %q", got, tt.readyToDel)
-			}
-		})
-	}
-}
-
-func TestReadyCallsDoneOncePerNode(t *testing.T) {
-	g := build(t, "a>b a>c b>c d>c")
-	calls := map[string]int{}
-	g.Ready(func(n string) bool { calls[n]++; return n == "c" })
-	for _, n := range g.Nodes() {
-		if calls[n] != 1 {
-			t.Errorf("done(%q) called %d times, want 1", n, calls[n])
-		}
-	}
-}
-
-func TestWalk(t *testing.T) {
-	g := build(t, "app>db app>cache db>net cache>net")
-	steps := []struct {
-		done      string
-		woke      []string
-		ready     []string
-		remaining int
-	}{
-		{done: "", ready: []string{"net"}, remaining: 4},
-		{done: "net", woke: []string{"cache", "db"}, ready: []string{"cache", "db"}, remaining: 3},
-		{done: "db", woke: nil, ready: []string{"cache"}, remaining: 2},
-		{done: "db", woke: nil, ready: []string{"cache"}, remaining: 2}, // twice is a no-op
-		{done: "cache", woke: []string{"app"}, ready: []string{"app"}, remaining: 1},
-		{done: "app", woke: nil, ready: []string{}, remaining: 0},
-	}
-	w := g.Walk()
-	for _, s := range steps {
-		if s.done != "" {
-			woke, err := w.Done(s.done)
-			if err != nil {
-				t.Fatalf("Done(%q): %v", s.done, err)
-			}
-			if !slices.Equal(woke, s.woke) {
-				t.Errorf("Done(%q) = %q, want %q", s.done, woke, s.woke)
-			}
-		}
-		if got := w.Ready(); !slices.Equal(got, s.ready) {
-			t.Errorf("after Done(%q): Ready() = %q, want %q", s.done, got, s.ready)
-		}
-		if got := w.Remaining(); got != s.remaining {
-			t.Errorf("after Done(%q): Remaining() = %d, want %d", s.done, got, s.remaining)
-		}
-	}
-	woke, err := w.Done("web")
-	if err == nil || err.Error() != `mark web done: unknown stack "web": the walk covers only the graph's nodes` || !errors.Is(err, ErrUnknownStack) || woke != nil {
-		t.Errorf("Done(unknown) = %q, %v", woke, err)
-	}
-}
-
-func TestWalkReverse(t *testing.T) {
-	g := build(t, "app>db app>cache db>net cache>net")
-	w := g.WalkReverse()
-	if got := w.Ready(); !slices.Equal(got, []string{"app"}) {
-		t.Fatalf("Ready() = %q, want [app]", got)
-	}
-	steps := []struct{ done, woke []string }{
-		{done: []string{"app"}, woke: []string{"cache", "db"}},
-		{done: []string{"cache"}, woke: nil},
-		{done: []string{"db"}, woke: []string{"net"}},
-		{done: []string{"net"}, woke: nil},
-	}
-	for _, s := range steps {
-		woke, err := w.Done(s.done[0])
-		if err != nil || !slices.Equal(woke, s.woke) {
-			t.Errorf("Done(%q) = %q, %v; want %q", s.done[0], woke, err, s.woke)
-		}
-	}
-	if w.Remaining() != 0 {
-		t.Errorf("Remaining() = %d, want 0", w.Remaining())
-	}
-}
-
 func TestSubgraph(t *testing.T) {
 	const shop = "service>database service>cache service>network database>network cache>network edge>service"
 	tests := []struct {
@@ -544,33 +410,22 @@ func TestMarshalJSON(t *testing.T) {
 }
 
 // TestConcurrentReaders runs the read-only methods from several goroutines on a fresh
-// graph, so the lazily built name index is raced for under -race, and drives one Walk
-// from several goroutines.
+// graph, so the lazily built name index is raced for under -race.
 func TestConcurrentReaders(t *testing.T) {
 	g := build(t, shopSpec)
 	wantOrder := []string{"network", "cache", "database", "service", "edge"}
-	w := g.Walk()
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			if got, err := g.Order(); err != nil || !slices.Equal(got, wantOrder) {
 				t.Errorf("Order() = %q, %v", got, err)
 			}
-			if got := g.Ready(doneSet("network")); !slices.Equal(got, []string{"cache", "database"}) {
-				t.Errorf("Ready() = %q", got)
+			if got := g.Dependencies("service"); len(got) == 0 {
+				t.Errorf("Dependencies(service) = %q", got)
 			}
 			g.DOT()
 			g.TransitiveReduction()
-			for _, n := range wantOrder {
-				if _, err := w.Done(n); err != nil {
-					t.Error(err)
-				}
-				w.Ready()
-			}
 		})
 	}
 	wg.Wait()
-	if w.Remaining() != 0 {
-		t.Errorf("Remaining() = %d after every node was marked done", w.Remaining())
-	}
 }

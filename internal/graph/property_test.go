@@ -255,85 +255,6 @@ func TestPropertyCycles(t *testing.T) {
 	})
 }
 
-// TestPropertyReadyLoop drives a deployment and a deletion the way the run engine does:
-// ask what is ready, finish some of it (at least one, in any order), repeat. Every node
-// must be visited exactly once, each after (or, deleting, before) its dependencies, and
-// Walk must agree with Ready at every step.
-func TestPropertyReadyLoop(t *testing.T) {
-	for _, dir := range []struct {
-		name  string
-		ready func(*Graph, func(string) bool) []string
-		walk  func(*Graph) *Walk
-		need  func(*Graph, string) []string // what must be done before a node is ready
-	}{
-		{"deploy", (*Graph).Ready, (*Graph).Walk, (*Graph).Dependencies},
-		{"delete", (*Graph).ReadyToDelete, (*Graph).WalkReverse, (*Graph).Dependents},
-	} {
-		t.Run(dir.name, func(t *testing.T) {
-			rapid.Check(t, func(t *rapid.T) {
-				g := genDAG(t, 30)
-				w := dir.walk(g)
-				done := map[string]bool{}
-				var visited []string
-				for len(visited) < g.Len() {
-					ready := dir.ready(g, func(n string) bool { return done[n] })
-					if len(ready) == 0 {
-						t.Fatalf("nothing ready with %d of %d done", len(visited), g.Len())
-					}
-					if !slices.IsSorted(ready) {
-						t.Fatalf("ready set %q not sorted", ready)
-					}
-					if wr := w.Ready(); !slices.Equal(wr, ready) {
-						t.Fatalf("Walk.Ready() = %q, Ready() = %q", wr, ready)
-					}
-					for _, n := range ready {
-						if done[n] {
-							t.Fatalf("%q ready but already done", n)
-						}
-						for _, d := range dir.need(g, n) {
-							if !done[d] {
-								t.Fatalf("%q ready before %q", n, d)
-							}
-						}
-					}
-					finish := rapid.SliceOfNDistinct(rapid.SampledFrom(ready), 1, len(ready), rapid.ID[string]).Draw(t, "finish")
-					var woke []string
-					for _, n := range finish {
-						done[n] = true
-						visited = append(visited, n)
-						got, err := w.Done(n)
-						if err != nil {
-							t.Fatalf("Walk.Done(%q): %v", n, err)
-						}
-						woke = append(woke, got...)
-					}
-					// What Done reported waking is exactly what became ready.
-					var want []string
-					for _, n := range dir.ready(g, func(n string) bool { return done[n] }) {
-						if !slices.Contains(ready, n) {
-							want = append(want, n)
-						}
-					}
-					slices.Sort(woke)
-					if !slices.Equal(woke, want) {
-						t.Fatalf("Walk.Done woke %q, newly ready %q", woke, want)
-					}
-					if w.Remaining() != g.Len()-len(visited) {
-						t.Fatalf("Walk.Remaining() = %d, want %d", w.Remaining(), g.Len()-len(visited))
-					}
-				}
-				if dir.name == "delete" {
-					slices.Reverse(visited)
-				}
-				checkRespects(t, g, visited)
-				if r := dir.ready(g, func(string) bool { return true }); len(r) != 0 {
-					t.Fatalf("ready after everything is done: %q", r)
-				}
-			})
-		})
-	}
-}
-
 func TestPropertySubgraph(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		g := genDAG(t, 20)
@@ -392,21 +313,5 @@ func FuzzGraph(f *testing.F) {
 			}
 		}
 		checkGraph(t, g)
-		// Finish one node at a time, smallest ready first, cross-checking Walk and Ready.
-		w := g.Walk()
-		done := map[string]bool{}
-		for {
-			ready := g.Ready(func(n string) bool { return done[n] })
-			if wr := w.Ready(); !slices.Equal(wr, ready) && len(wr)+len(ready) > 0 {
-				t.Fatalf("Walk.Ready() = %q, Ready() = %q", wr, ready)
-			}
-			if len(ready) == 0 {
-				break
-			}
-			done[ready[0]] = true
-			if _, err := w.Done(ready[0]); err != nil {
-				t.Fatal(err)
-			}
-		}
 	})
 }

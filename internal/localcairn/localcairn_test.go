@@ -211,8 +211,8 @@ func TestProvisionResources(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("exports %v, want %v", got, want)
 		}
-		if v.c.Bucket != "cairn-000000000000-us-east-1" || !strings.HasSuffix(v.c.PortsTopic, ":cairn-ports") {
-			t.Fatalf("names differ from infra's: bucket %s, ports topic %s", v.c.Bucket, v.c.PortsTopic)
+		if v.c.Bucket != "cairn-000000000000-us-east-1" || !strings.HasPrefix(v.c.PortsTopic, "arn:aws:sns:us-east-1:000000000000:cairn-PortsTopic") {
+			t.Fatalf("names differ from the ones CloudFormation gives infra's resources: bucket %s, ports topic %s", v.c.Bucket, v.c.PortsTopic)
 		}
 	})
 
@@ -327,23 +327,82 @@ func TestProvisionIsIdempotent(t *testing.T) {
 	second.receive(t, second.c.Deploy.URL, func(b string) bool { return strings.Contains(b, aws.ToString(out.StackId)) })
 }
 
-func TestProvisionUpdatesChangedExports(t *testing.T) {
+// TestProvisionUpdatesChangedOptions: options that change the template (as CDK context
+// would) update cairn's stack in place, and the functions' environment with it.
+func TestProvisionUpdatesChangedOptions(t *testing.T) {
 	v := start(t, "", localcairn.Options{})
-	c, err := localcairn.Provision(v.ctx, v.e, localcairn.Options{Bucket: "cairn-renamed"})
+	c, err := localcairn.Provision(v.ctx, v.e, localcairn.Options{PortPools: "default=30000-30099", Namespaces: []string{"shop", "web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.StackID != v.c.StackID {
+	if c.StackID != v.c.StackID || c.Deploy.URL != v.c.Deploy.URL {
 		t.Fatalf("the stack was re-created (%s, was %s); want it updated", c.StackID, v.c.StackID)
 	}
-	out, err := v.cfn.ListExports(v.ctx, &cloudformation.ListExportsInput{})
+	st, err := v.cfn.DescribeStacks(v.ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(localcairn.StackName)})
+	if err != nil || st.Stacks[0].StackStatus != cfntypes.StackStatusUpdateComplete {
+		t.Fatalf("cairn stack %+v %v, want UPDATE_COMPLETE", st, err)
+	}
+	env := strings.Join(c.Env(), "\n")
+	if !strings.Contains(env, "CAIRN_PORT_POOLS=default=30000-30099") || !strings.Contains(env, "CAIRN_NAMESPACES=shop,web") {
+		t.Fatalf("functions' environment after the update:\n%s", env)
+	}
+	// Stacks of the new namespace reach the deployer too.
+	out, err := v.cfn.CreateStack(v.ctx, &cloudformation.CreateStackInput{StackName: aws.String("web-site"), TemplateBody: aws.String(
+		"Resources:\n  Handle:\n    Type: AWS::CloudFormation::WaitConditionHandle\n")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, x := range out.Exports {
-		if aws.ToString(x.Name) == localcairn.ExportBucketName && aws.ToString(x.Value) != "cairn-renamed" {
-			t.Fatalf("export %s = %s after the update, want cairn-renamed", localcairn.ExportBucketName, aws.ToString(x.Value))
+	v.receive(t, c.Deploy.URL, func(b string) bool { return strings.Contains(b, aws.ToString(out.StackId)) })
+}
+
+// TestStackHasTheSynthesizedResources: `cairn local up` shows cairn's stack with exactly the
+// resources of the template infra/ synthesizes, all made.
+func TestStackHasTheSynthesizedResources(t *testing.T) {
+	v := start(t, "", localcairn.Options{})
+	body, err := localcairn.Template(localcairn.Options{DriftSchedule: localcairn.DefaultDriftSchedule, PortPools: localcairn.DefaultPortPools, Namespaces: []string{"shop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Resources map[string]struct{ Type string }
+	}
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	res, err := v.cfn.DescribeStackResources(v.ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(localcairn.StackName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range res.StackResources {
+		got[aws.ToString(r.LogicalResourceId)] = aws.ToString(r.ResourceType)
+		if r.ResourceStatus != cfntypes.ResourceStatusCreateComplete {
+			t.Errorf("%s: %s", aws.ToString(r.LogicalResourceId), r.ResourceStatus)
 		}
+	}
+	if len(got) != len(doc.Resources) || len(got) < 40 {
+		t.Fatalf("stack has %d resources, the synthesized template %d", len(got), len(doc.Resources))
+	}
+	for id, r := range doc.Resources {
+		if got[id] != r.Type {
+			t.Errorf("resource %s: stack has %q, template %q", id, got[id], r.Type)
+		}
+	}
+}
+
+// TestTemplateTakesTheLocalContext: the options land where the CDK puts the context values.
+func TestTemplateTakesTheLocalContext(t *testing.T) {
+	body, err := localcairn.Template(localcairn.Options{DriftSchedule: "rate(6 hours)", PortPools: "default=1000-1999", Namespaces: []string{"shop", "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"ScheduleExpression":"rate(6 hours)"`, `"CAIRN_PORT_POOLS":"default=1000-1999"`, `"CAIRN_NAMESPACES":"shop,web"`, `":stack/shop-"`, `":stack/web-"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("template lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "rate(1 day)") || strings.Contains(body, "default=20000-29999") {
+		t.Error("template keeps cdk.json's defaults")
 	}
 }
 
@@ -420,8 +479,8 @@ func TestRegisterWiresHandlers(t *testing.T) {
 	}
 	waitFor(t, drift, func(b string) bool { return strings.Contains(b, `"sweep":"s1"`) })
 
-	// Invocable by name, as `cairn local invoke` does.
-	if _, err := v.e.Invoke(v.ctx, localcairn.DeployerFunction, []byte(`{"Records":[]}`)); err != nil {
+	// Invocable by the function's name.
+	if _, err := v.e.Invoke(v.ctx, v.c.Functions[localcairn.DeployerFunction], []byte(`{"Records":[]}`)); err != nil {
 		t.Fatalf("invoke the registered deployer: %v", err)
 	}
 }
@@ -431,8 +490,8 @@ func TestRegisterSkipsMissingHandlers(t *testing.T) {
 	if err := v.c.Register(v.e, localcairn.Handlers{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := v.e.Invoke(v.ctx, localcairn.PortsFunction, []byte(`{}`)); err == nil {
-		t.Fatal("a function without a handler was registered")
+	if _, err := v.e.Invoke(v.ctx, v.c.Functions[localcairn.PortsFunction], []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "no in-process handler") {
+		t.Fatalf("invoking a function without a handler: %v", err)
 	}
 }
 
@@ -488,7 +547,7 @@ func TestDriftSchedule(t *testing.T) {
 			fake.Advance(time.Hour)
 		}
 	}
-	if got != "Scheduled Event arn:aws:events:us-east-1:000000000000:rule/cairn-drift-schedule" {
-		t.Fatalf("drift function got %q; want the scheduled event of rule cairn-drift-schedule", got)
+	if !strings.HasPrefix(got, "Scheduled Event arn:aws:events:us-east-1:000000000000:rule/cairn-DriftSchedule") {
+		t.Fatalf("drift function got %q; want the scheduled event of the template's DriftSchedule rule", got)
 	}
 }

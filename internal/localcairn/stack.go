@@ -1,7 +1,12 @@
 package localcairn
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,64 +15,163 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awslocal"
 )
 
-// stackTemplate is the local stand-in for cairn's own stack: its resources are made by
-// Provision through the service APIs (the emulated CloudFormation only simulates
-// resources), so the stack holds a placeholder and exports what infra/stack.go exports.
-const stackTemplate = `AWSTemplateFormatVersion: "2010-09-09"
-Description: cairn's own resources in the local emulator (made by cairn local up); exports as in AWS
-Parameters:
-  BucketName:
-    Type: String
-  PortsTopicArn:
-    Type: String
-  NotificationsTopicArn:
-    Type: String
-Resources:
-  Provisioned:
-    Type: AWS::CloudFormation::WaitConditionHandle
-Outputs:
-  BucketName:
-    Description: "cairn's bucket: push bundles to deployments/NAME.zip"
-    Value: !Ref BucketName
-    Export:
-      Name: ` + ExportBucketName + `
-  PortsServiceToken:
-    Description: ServiceToken of Custom::PortAllocation
-    Value: !Ref PortsTopicArn
-    Export:
-      Name: ` + ExportPortsServiceToken + `
-  NotificationsTopicArn:
-    Description: subscribe here for run summaries, drift reports and alarms
-    Value: !Ref NotificationsTopicArn
-    Export:
-      Name: ` + ExportNotificationsTopic + `
-`
+// goldenName is the synthesized template's file; infra's TestGoldenTemplate fails when it
+// differs from what infra/ synthesizes with cdk.json's context, and `make synth` rewrites it.
+const goldenName = "internal/localcairn/cairn.template.json"
+
+//go:embed cairn.template.json
+var golden []byte
+
+// What `cdk bootstrap` makes, which the synthesized template relies on: the bootstrap
+// version parameter its BootstrapVersion parameter reads, and the assets bucket `cdk deploy`
+// uploads the template to.
+const (
+	bootstrapParameter = "/cdk-bootstrap/hnb659fds/version"
+	bootstrapVersion   = "30"
+	assetsBucketPrefix = "cdk-hnb659fds-assets-"
+)
+
+// Template returns the synthesized template with local mode's context values in the places
+// the CDK puts them (as `cdk synth -c cairn:...=...` would): the functions' CAIRN_NAMESPACES
+// and CAIRN_PORT_POOLS, the drift schedule's expression, and the stack-id prefixes the event
+// rules select.
+func Template(o Options) (string, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(golden, &doc); err != nil {
+		return "", fmt.Errorf("%s is not JSON: %v (run make synth)", goldenName, err)
+	}
+	resources, _ := doc["Resources"].(map[string]any)
+	var functions, schedules, rules int
+	for id, v := range resources {
+		r, _ := v.(map[string]any)
+		props, _ := r["Properties"].(map[string]any)
+		switch r["Type"] {
+		case "AWS::Lambda::Function":
+			vars, _ := dig(props, "Environment", "Variables").(map[string]any)
+			if vars == nil {
+				return "", fmt.Errorf("%s: function %s has no environment", goldenName, id)
+			}
+			vars["CAIRN_NAMESPACES"] = strings.Join(o.Namespaces, ",")
+			vars["CAIRN_PORT_POOLS"] = o.PortPools
+			functions++
+		case "AWS::Events::Rule":
+			if _, ok := props["ScheduleExpression"]; ok {
+				props["ScheduleExpression"] = o.DriftSchedule
+				schedules++
+			}
+			detail, _ := dig(props, "EventPattern", "detail").(map[string]any)
+			if detail == nil {
+				continue
+			}
+			prefixes, _ := detail["stack-id"].([]any)
+			if len(prefixes) == 0 {
+				return "", fmt.Errorf("%s: rule %s selects no stack ids", goldenName, id)
+			}
+			var out []any
+			for _, ns := range o.Namespaces {
+				p, err := withNamespace(prefixes[0], ns)
+				if err != nil {
+					return "", fmt.Errorf("%s: rule %s: %w", goldenName, id, err)
+				}
+				out = append(out, p)
+			}
+			detail["stack-id"] = out
+			rules++
+		}
+	}
+	if functions != 3 || schedules != 1 || rules != 2 {
+		return "", fmt.Errorf("%s has %d functions, %d schedules and %d stack-event rules; local mode expects 3, 1 and 2: update internal/localcairn with infra/stack.go", goldenName, functions, schedules, rules)
+	}
+	b, err := json.Marshal(doc)
+	return string(b), err
+}
+
+// withNamespace copies a stack-id prefix matcher, {"prefix": {"Fn::Join": ["", [...,
+// ":stack/NS-"]]}}, for another namespace.
+func withNamespace(matcher any, ns string) (any, error) {
+	b, _ := json.Marshal(matcher)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	join, _ := dig(m, "prefix", "Fn::Join").([]any)
+	if len(join) != 2 {
+		return nil, errors.New("the stack-id matcher is not a prefix of an Fn::Join")
+	}
+	parts, _ := join[1].([]any)
+	if len(parts) == 0 {
+		return nil, errors.New("the stack-id prefix has no parts")
+	}
+	last, _ := parts[len(parts)-1].(string)
+	i := strings.LastIndex(last, ":stack/")
+	if i < 0 {
+		return nil, fmt.Errorf("the stack-id prefix ends in %q, not :stack/NAMESPACE-", last)
+	}
+	parts[len(parts)-1] = last[:i] + ":stack/" + ns + "-"
+	return m, nil
+}
+
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		if m == nil {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+type provisioner struct {
+	e   *awslocal.Emulator
+	cfn *cloudformation.Client
+}
+
+// bootstrap makes what `cdk bootstrap` makes and uploads the template to the assets bucket,
+// as `cdk deploy` does; it returns the template's URL.
+func (p provisioner) bootstrap(ctx context.Context, cfg aws.Config, body string) (string, error) {
+	params := ssm.NewFromConfig(cfg)
+	if _, err := params.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(bootstrapParameter)}); err != nil {
+		if _, err := params.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(bootstrapParameter), Value: aws.String(bootstrapVersion),
+			Type: ssmtypes.ParameterTypeString, Description: aws.String("The version of the bootstrap resources that are currently mastered in this stack")}); err != nil {
+			return "", fmt.Errorf("provision cairn: bootstrap parameter %s: %w", bootstrapParameter, err)
+		}
+	}
+	c := awsclient.S3(cfg)
+	bucket := assetsBucketPrefix + p.e.AccountID() + "-" + p.e.Region()
+	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+			return "", fmt.Errorf("provision cairn: create the CDK assets bucket %s: %w", bucket, err)
+		}
+	}
+	sum := sha256.Sum256([]byte(body))
+	key := hex.EncodeToString(sum[:]) + ".json"
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader([]byte(body))}); err != nil {
+		return "", fmt.Errorf("provision cairn: upload the template to %s: %w", bucket, err)
+	}
+	return p.e.URL() + "/" + bucket + "/" + key, nil
+}
 
 // pollInterval is how often Provision looks at the cairn stack while it settles.
-const pollInterval = 50 * time.Millisecond
+const pollInterval = 20 * time.Millisecond
 
-// stack creates the cairn stack, or updates it when its exports differ from c's, or
+// stack creates the cairn stack, or updates it when its template differs from body, or
 // re-creates it when an earlier attempt left it failed, and waits until it is complete.
-func (p provisioner) stack(ctx context.Context, c *Cairn, timeout time.Duration) (string, error) {
+func (p provisioner) stack(ctx context.Context, body, templateURL string, timeout time.Duration) (*cfntypes.Stack, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	want := map[string]string{
-		ExportBucketName:         c.Bucket,
-		ExportPortsServiceToken:  c.PortsTopic,
-		ExportNotificationsTopic: c.Notifications,
-	}
-	params := []cfntypes.Parameter{
-		{ParameterKey: aws.String("BucketName"), ParameterValue: aws.String(c.Bucket)},
-		{ParameterKey: aws.String("PortsTopicArn"), ParameterValue: aws.String(c.PortsTopic)},
-		{ParameterKey: aws.String("NotificationsTopicArn"), ParameterValue: aws.String(c.Notifications)},
-	}
+	caps := []cfntypes.Capability{cfntypes.CapabilityCapabilityIam, cfntypes.CapabilityCapabilityNamedIam}
 	done := map[string]bool{} // actions taken, each at most once: a stack that fails again is an error
 	act := func(action string, f func() error) error {
 		if done[action] {
-			return fmt.Errorf("provision cairn: stack %s is still not as wanted after %s it: see cairn's stack events (aws cloudformation describe-stack-events --stack-name %s)",
+			return fmt.Errorf("provision cairn: stack %s is still not as wanted after %s it: see its events (aws cloudformation describe-stack-events --stack-name %s)",
 				StackName, strings.ToLower(action), StackName)
 		}
 		done[action] = true
@@ -76,13 +180,13 @@ func (p provisioner) stack(ctx context.Context, c *Cairn, timeout time.Duration)
 	for {
 		st, err := p.describe(ctx)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		switch {
 		case st == nil:
 			err = act("creating", func() error {
 				_, err := p.cfn.CreateStack(ctx, &cloudformation.CreateStackInput{
-					StackName: aws.String(StackName), TemplateBody: aws.String(stackTemplate), Parameters: params,
+					StackName: aws.String(StackName), TemplateURL: aws.String(templateURL), Capabilities: caps,
 				})
 				return err
 			})
@@ -90,12 +194,19 @@ func (p provisioner) stack(ctx context.Context, c *Cairn, timeout time.Duration)
 			// Settling, perhaps from before a restart: wait.
 		case st.StackStatus == cfntypes.StackStatusCreateComplete || st.StackStatus == cfntypes.StackStatusUpdateComplete ||
 			st.StackStatus == cfntypes.StackStatusUpdateRollbackComplete:
-			if exports(st) == fmt.Sprint(want) {
-				return aws.ToString(st.StackId), nil
+			cur, err := p.cfn.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(StackName)})
+			if err != nil {
+				return nil, fmt.Errorf("provision cairn: read the template of stack %s: %w", StackName, err)
+			}
+			if aws.ToString(cur.TemplateBody) == body {
+				return st, nil
+			}
+			if strings.Contains(aws.ToString(cur.TemplateBody), "AWS::CloudFormation::WaitConditionHandle") {
+				return nil, fmt.Errorf("provision cairn: the state folder holds cairn's stack as an earlier cairn made it by hand, not from infra's template: delete the folder (or pass another --dir) and start again")
 			}
 			err = act("updating", func() error {
 				_, err := p.cfn.UpdateStack(ctx, &cloudformation.UpdateStackInput{
-					StackName: aws.String(StackName), TemplateBody: aws.String(stackTemplate), Parameters: params,
+					StackName: aws.String(StackName), TemplateURL: aws.String(templateURL), Capabilities: caps,
 				})
 				return err
 			})
@@ -107,16 +218,16 @@ func (p provisioner) stack(ctx context.Context, c *Cairn, timeout time.Duration)
 			})
 		}
 		if err != nil {
-			return "", fmt.Errorf("provision cairn: stack %s: %w", StackName, err)
+			return nil, fmt.Errorf("provision cairn: stack %s: %w", StackName, err)
 		}
 		select {
-		case <-p.clk.After(pollInterval):
+		case <-p.e.Clock().After(pollInterval):
 		case <-ctx.Done():
 			status := "missing"
 			if st != nil {
 				status = string(st.StackStatus)
 			}
-			return "", fmt.Errorf("provision cairn: stack %s did not settle within %s (last status %s): %w", StackName, timeout, status, ctx.Err())
+			return nil, fmt.Errorf("provision cairn: stack %s did not settle within %s (last status %s): %w", StackName, timeout, status, ctx.Err())
 		}
 	}
 }
@@ -137,15 +248,4 @@ func (p provisioner) describe(ctx context.Context) (*cfntypes.Stack, error) {
 		}
 	}
 	return nil, nil
-}
-
-// exports renders a stack's exports as fmt prints a map, for comparison.
-func exports(st *cfntypes.Stack) string {
-	m := map[string]string{}
-	for _, o := range st.Outputs {
-		if n := aws.ToString(o.ExportName); n != "" {
-			m[n] = aws.ToString(o.OutputValue)
-		}
-	}
-	return fmt.Sprint(m)
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // File names inside the folder.
@@ -67,6 +68,10 @@ func (e *InUseError) Error() string {
 	return fmt.Sprintf("%s is in use by %s: stop it first, or pick another --dir", e.Dir, who)
 }
 
+// probeGrace is how long Acquire retries a folder whose lock is held, in case the holder
+// is a Find probing it rather than a running instance.
+const probeGrace = 500 * time.Millisecond
+
 // Claim is the hold of one instance on its folder; Release ends it.
 type Claim struct {
 	dir  string
@@ -83,7 +88,17 @@ func Acquire(dir string) (*Claim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local state folder %s: %w", dir, err)
 	}
-	if err := tryLock(f); err != nil && !errors.Is(err, errNoLocks) {
+	err = tryLock(f)
+	// Find probes by taking the lock for an instant: a `cairn local wait` started together
+	// with this `local up` may hold it right now. Only a holder that stays is one.
+	for deadline := time.Now().Add(probeGrace); errors.Is(err, errLocked) && time.Now().Before(deadline); {
+		if info, _ := read(dir); info.PID == os.Getpid() {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+		err = tryLock(f)
+	}
+	if err != nil && !errors.Is(err, errNoLocks) {
 		f.Close()
 		if errors.Is(err, errLocked) {
 			info, _ := read(dir)

@@ -3,6 +3,7 @@ package localdir
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -47,4 +48,41 @@ func TestClaimLifecycle(t *testing.T) {
 		t.Fatalf("Acquire after Release: %v", err)
 	}
 	c2.Release()
+}
+
+// TestAcquireWhileProbed: `cairn local up &` then `cairn local wait` at once: wait's Find
+// takes the lock for an instant to probe it, and up's Acquire must not take that for a
+// running instance. Here a prober calls Find as fast as it can while claims come and go.
+func TestAcquireWhileProbed(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := os.Create(filepath.Join(dir, lockFile)); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	probed := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				probed <- n
+				return
+			default:
+				Find(dir)
+				n++
+			}
+		}
+	}()
+	for i := 0; i < 200; i++ {
+		c, err := Acquire(dir)
+		if err != nil {
+			close(stop)
+			t.Fatalf("claim %d while probed: %v", i, err)
+		}
+		c.Release()
+	}
+	close(stop)
+	if n := <-probed; n == 0 {
+		t.Fatal("the prober never ran")
+	}
 }

@@ -190,7 +190,7 @@ func (a *Allocator) Delete(ctx context.Context, req cfn.Event) (customresource.R
 		if _, known := a.pools[pool]; known {
 			_, err := a.release(ctx, pool, func(x Allocation) bool { return owned(x, req) && x.RequestID == reqID })
 			if err != nil {
-				a.log.Warn("could not check for a block left by a failed create; find it with `cairn ports list`", "pool", pool, "error", err)
+				a.log.Warn("could not check for a block left by a failed create; find it with `cairn ports list`", "pool", pool, "err", err)
 			}
 		}
 		return customresource.Result{PhysicalResourceID: id}, nil

@@ -59,14 +59,7 @@ func (a Allocation) PortList() string {
 }
 
 // StackName is the stack's name taken from its StackId ARN.
-func (a Allocation) StackName() string {
-	_, rest, ok := strings.Cut(a.StackID, ":stack/")
-	if !ok {
-		return a.StackID
-	}
-	name, _, _ := strings.Cut(rest, "/")
-	return name
-}
+func (a Allocation) StackName() string { return awsclient.StackName(a.StackID) }
 
 // poolState is the document stored at ports/POOL.json.
 type poolState struct {

@@ -63,7 +63,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 			if s.CreatedAtApply || s.Action == plan.Delete {
 				changes = "-"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), cell(strings.Join(s.Marks(), ", ")))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
 		}
 		b.WriteString("\n")
 		if n := len(p.Stacks) - len(changing); n > 0 {
@@ -111,7 +111,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		b.WriteString("\n| Resource | Type | Action | Replacement |\n|---|---|---|---|\n")
 		var details []string
 		for _, c := range s.Changes {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(c.LogicalID), cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Cell(c.LogicalID), Cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
 			for _, d := range c.Details {
 				details = append(details, fmt.Sprintf("- %s: %s", c.LogicalID, d))
 			}
@@ -135,7 +135,7 @@ func dangers(p *plan.Document) []string {
 		}
 	}
 	for _, s := range p.Stacks {
-		if s.Action == "recreate" {
+		if s.Action == plan.Recreate {
 			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", s.StackName, s.Name))
 		}
 		for _, c := range s.Changes {
@@ -153,12 +153,18 @@ func dangers(p *plan.Document) []string {
 }
 
 func bundleLine(b plan.BundleVersion) string {
+	return bundleText(b, func(s string) string { return s }, func(s string) string { return s })
+}
+
+// bundleText describes a plan's bundle, with its version id and sha256 as version and sum
+// render them.
+func bundleText(b plan.BundleVersion, version, sum func(string) string) string {
 	s := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
 	if b.VersionID != "" {
-		s += " version " + b.VersionID
+		s += " version " + version(b.VersionID)
 	}
 	if b.SHA256 != "" {
-		s += ", sha256 " + b.SHA256
+		s += ", sha256 " + sum(b.SHA256)
 	}
 	if b.GitRef != "" {
 		s += ", git " + b.GitRef
@@ -178,7 +184,7 @@ func PlanJSON(w io.Writer, p *plan.Document) error {
 func PlanText(w io.Writer, p *plan.Document) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan %s of deployment %s: %s\n", p.ID, p.Deployment, p.Status)
-	fmt.Fprintf(&b, "bundle: %s\n", bundleLine(p.Bundle))
+	fmt.Fprintf(&b, "bundle: %s\n", bundleText(p.Bundle, ShortVersion, ShortSum))
 	fmt.Fprintf(&b, "graph:  %s/%s generation %d, planned %s\n", p.Namespace, p.GraphKey, p.Generation, p.CreatedAt.UTC().Format(time.RFC3339))
 	if p.Reason != "" {
 		fmt.Fprintf(&b, "reason: %s\n", p.Reason)
@@ -192,7 +198,8 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	for _, d := range dangers(p) {
 		fmt.Fprintf(&b, "! %s\n", strings.ReplaceAll(d, "**", ""))
 	}
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 2, 4, 2, ' ', 0)
 	for _, s := range p.Stacks {
 		marks := s.Marks()
 		if c := capabilities(p, s.Name); c != "" && s.Action != "none" && s.Action != "delete" {
@@ -204,6 +211,12 @@ func PlanText(w io.Writer, p *plan.Document) error {
 		}
 	}
 	tw.Flush()
+	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		b.WriteString(strings.TrimRight(line, " \n"))
+		if strings.HasSuffix(line, "\n") {
+			b.WriteString("\n")
+		}
+	}
 	for _, wn := range p.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", wn)
 	}
@@ -229,4 +242,23 @@ func replacement(r string) string {
 		return ""
 	}
 	return "replacement: " + r
+}
+
+// ShortVersion shortens an S3 version id for a terminal: its last characters, which tell
+// versions of one key apart (emulated ones share their beginning). Commands taking a
+// version accept it so shortened. JSON and Markdown keep whole ids.
+func ShortVersion(v string) string {
+	const keep = 8
+	if len(v) <= keep+4 {
+		return v
+	}
+	return "…" + v[len(v)-keep:]
+}
+
+// ShortSum shortens a sha256 for a terminal, as git shortens commit ids.
+func ShortSum(s string) string {
+	if len(s) <= 12 {
+		return s
+	}
+	return s[:12]
 }

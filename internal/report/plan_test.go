@@ -88,6 +88,30 @@ func TestPlanViewsPutDangerFirst(t *testing.T) {
 	}
 }
 
+// TestPlanTextIsShortForATerminal: the text view shortens the bundle's version id and
+// sha256 (the JSON keeps them whole) and ends no line in spaces.
+func TestPlanTextIsShortForATerminal(t *testing.T) {
+	p := loadPlan(t)
+	p.Bundle.VersionID = "3/60O30C1G60O30C1G60O30C1G60O30C1G60O30C9H00MU4SS8K6T5AFO="
+	p.Bundle.SHA256 = "4d7905d78601fb82f45d0786e86faab6587feac0e72c32aabeecef231dbe3f55"
+	var b bytes.Buffer
+	if err := PlanText(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	if want := "bundle: s3://cairn-state/plans/shop.zip version …K6T5AFO=, sha256 4d7905d78601"; !strings.Contains(b.String(), want) {
+		t.Errorf("text plan lacks %q:\n%s", want, b.String())
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.HasSuffix(line, " ") {
+			t.Errorf("line ends in spaces: %q", line)
+		}
+	}
+	b.Reset()
+	if err := PlanJSON(&b, p); err != nil || !strings.Contains(b.String(), p.Bundle.VersionID) || !strings.Contains(b.String(), p.Bundle.SHA256) {
+		t.Errorf("JSON does not keep the whole ids: %v", err)
+	}
+}
+
 // TestPlanViewsShowCapabilities: a reviewer sees what each changing stack acknowledges,
 // and whether cairn granted it from the template.
 func TestPlanViewsShowCapabilities(t *testing.T) {

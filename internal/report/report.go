@@ -83,14 +83,19 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Status | Duration | Changes | Reason |\n|---|---|---|---|---|---|---|\n")
 		for _, n := range names {
 			s := r.Stacks[n]
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s, in.Decisions...), s.Phase, duration(s), changes(s), cell(s.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s, in.Decisions...), s.Phase, duration(s), changes(s), Cell(s.Reason))
 		}
 		b.WriteString("\n")
 	}
 	if len(in.Decisions) > 0 {
 		b.WriteString("## Plan\n\n")
 		for _, d := range in.Decisions {
-			fmt.Fprintf(&b, "- %s (%s): %s", d.Stack, d.StackName, d.Action)
+			// A stack of the run is named as the table names it: one action per stack.
+			action := d.Action
+			if s := r.Stacks[d.Stack]; s != nil {
+				action = Action(s, in.Decisions...)
+			}
+			fmt.Fprintf(&b, "- %s (%s): %s", d.Stack, d.StackName, action)
 			if d.Reason != "" {
 				fmt.Fprintf(&b, " — %s", d.Reason)
 			}
@@ -106,18 +111,20 @@ func Markdown(w io.Writer, in Input) error {
 
 // Action names what the run did (or tries to do) to a stack. decisions are the plan's
 // (the run document carries them): a stack the plan adopted into the graph shows as
-// adopt, not as the update that adopted it. Without decisions that cannot be told.
+// adopt, not as the update that adopted it, and a re-created one as recreate even once
+// its failed stack is gone and the new one is being created. Without decisions that
+// cannot be told.
 func Action(s *run.Stack, decisions ...plan.Decision) plan.Action {
 	switch {
 	case s.Intent == run.IntentDelete:
 		return plan.Delete
 	case s.Intent == run.IntentRead:
 		return plan.Read
-	case s.Intent == run.IntentRecreate:
+	case s.Intent == run.IntentRecreate || decided(s.Name, decisions) == plan.Recreate:
 		return plan.Recreate
 	case s.Phase == run.Unchanged:
 		return plan.None
-	case adopted(s.Name, decisions):
+	case decided(s.Name, decisions) == plan.Adopt:
 		return plan.Adopt
 	case s.ChangeSetType == "CREATE" || (!s.Exists && s.ChangeSetType == ""):
 		return plan.Create
@@ -126,13 +133,14 @@ func Action(s *run.Stack, decisions ...plan.Decision) plan.Action {
 	}
 }
 
-func adopted(name string, decisions []plan.Decision) bool {
+// decided is the plan's decision for stack name, "" without one.
+func decided(name string, decisions []plan.Decision) plan.Action {
 	for _, d := range decisions {
 		if d.Stack == name {
-			return d.Action == plan.Adopt
+			return d.Action
 		}
 	}
-	return false
+	return ""
 }
 
 func duration(s *run.Stack) string {
@@ -149,7 +157,8 @@ func changes(s *run.Stack) string {
 	return fmt.Sprint(s.Changes)
 }
 
-func cell(s string) string {
+// Cell escapes s for a cell of a Markdown table: no pipe ends it, no newline breaks it.
+func Cell(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
 }
 

@@ -117,3 +117,41 @@ func TestActionOfAdoptedStack(t *testing.T) {
 		t.Errorf("report or summary does not show extra as adopted:\n%s", b.String())
 	}
 }
+
+// TestOneActionPerStack: a report names each stack's action once, the same in the stacks
+// table, the plan section and the summary, however the run got there (a re-created stack
+// is created again once its failed stack is gone).
+func TestOneActionPerStack(t *testing.T) {
+	r := &run.Run{ID: "r", Deployment: "shop", Status: run.Succeeded, StartedAt: t0, FinishedAt: t0.Add(time.Minute), Stacks: map[string]*run.Stack{
+		// After DeletingOld the run deploys the stack afresh: Intent deploy, a CREATE change set.
+		"db": {Name: "db", StackName: "shop-db", Intent: run.IntentDeploy, Phase: run.Done, ChangeSetType: "CREATE", Force: true},
+		// Checked, and updated because its inputs resolved differently.
+		"app": {Name: "app", StackName: "shop-app", Intent: run.IntentDeploy, Phase: run.Done, Exists: true, ChangeSetType: "UPDATE"},
+		// Checked, and nothing changed.
+		"web": {Name: "web", StackName: "shop-web", Intent: run.IntentDeploy, Phase: run.Unchanged, Exists: true},
+	}}
+	decisions := []plan.Decision{
+		{Stack: "app", StackName: "shop-app", Action: plan.Check, Reason: "template unchanged; updated only if its parameters resolve differently"},
+		{Stack: "db", StackName: "shop-db", Action: plan.Recreate, Reason: "ROLLBACK_COMPLETE after a failed create: deleted and created again"},
+		{Stack: "legacy", StackName: "shop-legacy", Action: plan.Disabled, Reason: "enabled: false"},
+		{Stack: "web", StackName: "shop-web", Action: plan.Check, Reason: "template unchanged"},
+	}
+	var b strings.Builder
+	if err := Markdown(&b, Input{Run: r, Decisions: decisions}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"| db | shop-db | recreate | done |", "- db (shop-db): recreate — ROLLBACK_COMPLETE",
+		"| app | shop-app | update | done |", "- app (shop-app): update — template unchanged; updated only",
+		"| web | shop-web | none | unchanged |", "- web (shop-web): none — template unchanged",
+		"- legacy (shop-legacy): disabled — enabled: false",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if sum := Summary(Input{Run: r, Decisions: decisions}, ""); !strings.Contains(sum, "- db: recreate done") {
+		t.Errorf("summary does not name db's action as the report does:\n%s", sum)
+	}
+}

@@ -3,8 +3,10 @@ package state_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
+	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -28,6 +30,29 @@ func BenchmarkLockedWrite(b *testing.B) {
 		}
 		if err := s.Release(ctx, l); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRecord10k records the end of a 10,000-stack run in its persistent graph.
+func BenchmarkRecord10k(b *testing.B) {
+	const n = 10_000
+	g := &state.Graph{Namespace: "shop", Key: "shop", Stacks: map[string]*state.Stack{}}
+	r := &run.Run{ID: "b", Mode: run.ModeDeploy, Status: run.Succeeded, Stacks: map[string]*run.Stack{}}
+	for i := range n {
+		name := fmt.Sprintf("s%05d", i)
+		var req []string
+		if i > 0 {
+			req = []string{fmt.Sprintf("s%05d", (i-1)/2)}
+		}
+		g.Stacks[name] = &state.Stack{Name: name, StackName: "x-" + name, Requires: req, TemplateHash: "t1"}
+		r.Stacks[name] = &run.Stack{Name: name, StackName: "x-" + name, Intent: run.IntentDeploy, Phase: run.Done, Requires: req, TemplateHash: "t2"}
+	}
+	rec := state.Recording{Run: r, Bundle: state.BundleRef{VersionID: "v2"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, changed := state.Record(g, rec); !changed {
+			b.Fatal("nothing recorded")
 		}
 	}
 }

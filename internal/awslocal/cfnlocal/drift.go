@@ -66,17 +66,7 @@ func normPath(p string) string {
 	return p
 }
 
-// actualProps applies tampering to the expected properties.
-func actualProps(r *resource) map[string]any {
-	m := copyProps(r.Props)
-	if m == nil {
-		m = map[string]any{}
-	}
-	for p, v := range r.Tampered {
-		setPath(m, strings.Split(strings.TrimPrefix(p, "/"), "/"), v)
-	}
-	return m
-}
+func splitPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "/"), "/") }
 
 func setPath(m map[string]any, parts []string, v any) {
 	if len(parts) == 1 {
@@ -138,8 +128,11 @@ func (s *Service) advanceDrifts(now time.Time) {
 			rd := resourceDrift{LogicalID: n, PhysicalID: r.PhysicalID, Type: r.Type, Time: d.ReadyAt}
 			if isCustomType(r.Type) {
 				rd.Status = "NOT_CHECKED"
+			} else if act, found := s.readLive(st, r); !found {
+				exp, _ := json.Marshal(orEmpty(r.Props))
+				rd.Expected, rd.Status = string(exp), "DELETED"
+				d.Drifted++
 			} else {
-				act := actualProps(r)
 				exp, _ := json.Marshal(orEmpty(r.Props))
 				actB, _ := json.Marshal(act)
 				rd.Expected, rd.Actual = string(exp), string(actB)

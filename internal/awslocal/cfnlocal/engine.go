@@ -139,7 +139,7 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 	op := st.Op
 	sp := op.Steps[op.Cur]
 	op.Started, op.Fail, op.CRRequestID, op.CRResult = true, "", "", nil
-	delay := s.o.ResourceDelay
+	delay := s.resourceDelay(st.Name)
 	verb := opVerb(sp.Action)
 	var r *resource
 	var oldProps map[string]any
@@ -166,7 +166,7 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 				DeletionPolicy: d.DeletionPolicy, UpdateReplacePolicy: d.UpdateReplacePolicy, Props: props}
 			st.Resources[sp.LogicalID] = r
 			verb, reqType = "CREATE", "Create"
-			if err == nil && !isCustomType(r.Type) {
+			if err == nil && !isCustomType(r.Type) && !s.provides(r.Type) {
 				r.PhysicalID = physicalID(r.Type, s.idCtx(st, r))
 			}
 			s.setResource(st, r, t, "CREATE_IN_PROGRESS", "")
@@ -191,7 +191,7 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 				op.Cleanup = append(op.Cleanup, &old)
 				r = &resource{LogicalID: sp.LogicalID, Type: d.Type, Seed: fmt.Sprintf("%s|%s|%d", st.ID, sp.LogicalID, s.nextSeq()),
 					DeletionPolicy: d.DeletionPolicy, UpdateReplacePolicy: d.UpdateReplacePolicy, Props: props, Status: cur.Status}
-				if !isCustomType(r.Type) {
+				if !isCustomType(r.Type) && !s.provides(r.Type) {
 					r.PhysicalID = physicalID(r.Type, s.idCtx(st, r))
 				}
 				st.Resources[sp.LogicalID] = r
@@ -278,6 +278,11 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 		}
 	}
 	op.Due = t.Add(delay)
+	if s.provides(r.Type) && op.Fail == "" && reqType != "" && !(reqType == "Update" && equalJSON(oldProps, r.Props) && sp.Action != "revert") {
+		if reason := s.provide(st, r, reqType, oldProps, t); reason != "" {
+			op.Fail, op.Due = reason, t
+		}
+	}
 	if isCustomType(r.Type) && op.Fail == "" && reqType != "" {
 		if reqType == "Update" && equalJSON(oldProps, r.Props) && sp.Action != "revert" {
 			// nothing changed for the provider

@@ -126,7 +126,7 @@ func (t *template) resolveParams(given map[string]string, ssm func(name, typ str
 		if strings.HasPrefix(d.Type, "AWS::SSM::Parameter::Value<") {
 			r, err := ssm(v, d.Type)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, invalidf("%s", err.Error())
 			}
 			v = r
 		}

@@ -61,6 +61,8 @@ type Options struct {
 	// SSMParameter resolves AWS::SSM::Parameter::Value<...> parameters; by default a
 	// deterministic fake value (an ami- id for image ids) is used.
 	SSMParameter func(name, typ string) (string, error)
+	// Providers make the real resources of the types they serve (see Provider), by type.
+	Providers map[string]Provider
 }
 
 // Service is the CloudFormation emulator.
@@ -76,7 +78,8 @@ type Service struct {
 	scheduled time.Time // due time the background loop waits for
 	calls     map[string]int
 	callCount int
-	templates map[string]*template // parsed templates by body; they are never mutated
+	templates map[string]*template     // parsed templates by body; they are never mutated
+	delays    map[string]time.Duration // resource delays by stack name (SetResourceDelay)
 
 	wake   chan struct{}
 	done   chan struct{}

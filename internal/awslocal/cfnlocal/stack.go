@@ -239,6 +239,9 @@ func (s *Service) attr(st *stack, r *resource, attr string) (any, error) {
 		}
 		return nil, invalidf("CustomResource attribute error: Vendor response doesn't contain %s key in object %s|%s|%s in S3 bucket cloudformation-custom-resource-storage-%s", attr, st.ID, r.LogicalID, r.PhysicalID, s.o.Region)
 	}
+	if v, ok := r.Attrs[attr]; ok && s.provides(r.Type) {
+		return v, nil
+	}
 	return attribute(r.Type, attr, s.idCtx(st, r)), nil
 }
 
@@ -250,10 +253,16 @@ func (s *Service) ssm(name, typ string) (string, error) {
 	if s.o.SSMParameter != nil {
 		return s.o.SSMParameter(name, typ)
 	}
+	return PublicParameter(name, typ), nil
+}
+
+// PublicParameter is the stand-in value of an SSM parameter the emulator does not hold:
+// an ami- id for image ids, a stable string otherwise.
+func PublicParameter(name, typ string) string {
 	if strings.Contains(typ, "AWS::EC2::Image::Id") {
-		return "ami-" + hashHex(17, name), nil
+		return "ami-" + hashHex(17, name)
 	}
-	return "ssm-" + hashHex(12, name), nil
+	return "ssm-" + hashHex(12, name)
 }
 
 // planned is a template evaluated ahead of execution: what a stack would become.

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -148,6 +150,16 @@ func init() {
 	}
 }
 
+// supportedEvents lists the event names as S3's error message does: sorted and quoted.
+func supportedEvents() string {
+	names := make([]string, 0, len(eventNames))
+	for n := range eventNames {
+		names = append(names, "'"+n+"'")
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
 // configError is an InvalidArgument answer, with S3's ArgumentNameN/ArgumentValueN pairs.
 type configError struct {
 	code, message string
@@ -202,7 +214,7 @@ func (s *Service) validate(cfg *notificationConfiguration) *configError {
 		}
 		for _, e := range x.d.Events {
 			if !eventNames[e] {
-				return invalidArgument("The event is not supported for notifications", [2]string{"Event", e})
+				return invalidArgument(fmt.Sprintf("The event '%s' is not supported for notifications. Supported events are as follows: [%s]", e, supportedEvents()), [2]string{"Event", e})
 			}
 		}
 		if x.d.Filter != nil {

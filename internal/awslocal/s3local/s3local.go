@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +65,7 @@ type Service struct {
 	now       time.Time // the time of the mutating request in progress, zero otherwise
 	replaying bool
 	notif     map[string]*notificationConfiguration
+	policies  map[string]string // bucket policies, by bucket
 	sequencer uint64
 	journal   *os.File
 }
@@ -79,7 +81,7 @@ func New(opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Service{opts: opts, notif: map[string]*notificationConfiguration{}}
+	s := &Service{opts: opts, notif: map[string]*notificationConfiguration{}, policies: map[string]string{}}
 	seed := opts.Clock.Now().UnixNano()
 	var records []record
 	if opts.Dir != "" {
@@ -193,10 +195,15 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request) {
 		s.serveNotification(w, r, bucket)
 		return
 	}
+	if _, ok := r.URL.Query()["policy"]; ok && bucket != "" && key == "" {
+		s.servePolicy(w, r, bucket)
+		return
+	}
 	s.handler.ServeHTTP(w, r)
 	if q := r.URL.Query(); r.Method == http.MethodDelete && key == "" && bucket != "" && (len(q) == 0 || len(q) == 1 && q.Has("x-id")) {
 		if exists, _ := s.backend.BucketExists(r.Context(), bucket); !exists {
 			delete(s.notif, bucket)
+			delete(s.policies, bucket)
 		}
 	}
 }
@@ -430,4 +437,45 @@ func versionKey(v gofakes3.VersionItem) string {
 		return x.Key
 	}
 	return ""
+}
+
+// servePolicy serves GetBucketPolicy, PutBucketPolicy and DeleteBucketPolicy, which
+// gofakes3 lacks. The emulator stores policies; it does not enforce them.
+func (s *Service) servePolicy(w http.ResponseWriter, r *http.Request, bucket string) {
+	if exists, _ := s.backend.BucketExists(r.Context(), bucket); !exists {
+		writeError(w, http.StatusNotFound, "NoSuchBucket", "The specified bucket does not exist", bucket)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		p, ok := s.policies[bucket]
+		if !ok {
+			writeError(w, http.StatusNotFound, "NoSuchBucketPolicy", "The bucket policy does not exist", bucket)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(p))
+	case http.MethodPut:
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "IncompleteBody", err.Error(), bucket)
+			return
+		}
+		var doc map[string]any
+		if trimmed := strings.TrimSpace(string(body)); !strings.HasPrefix(trimmed, "{") || json.Unmarshal(body, &doc) != nil {
+			writeError(w, http.StatusBadRequest, "MalformedPolicy", "Policies must be valid JSON and the first byte must be '{'", bucket)
+			return
+		}
+		if _, ok := doc["Statement"]; !ok {
+			writeError(w, http.StatusBadRequest, "MalformedPolicy", "Missing required field Statement", bucket)
+			return
+		}
+		s.policies[bucket] = string(body)
+		w.WriteHeader(http.StatusNoContent)
+	case http.MethodDelete:
+		delete(s.policies, bucket)
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "The specified method is not allowed against this resource.", bucket)
+	}
 }

@@ -21,6 +21,8 @@ import (
 // TestNotificationConfigurationIsValidated: S3 refuses a notification configuration
 // naming a destination that does not exist or an event it does not know, with its own
 // wording, and keeps the configuration it had.
+const supported = "'s3:IntelligentTiering', 's3:LifecycleExpiration:*', 's3:LifecycleExpiration:Delete', 's3:LifecycleExpiration:DeleteMarkerCreated', 's3:LifecycleTransition', 's3:ObjectAcl:Put', 's3:ObjectCreated:*', 's3:ObjectCreated:CompleteMultipartUpload', 's3:ObjectCreated:Copy', 's3:ObjectCreated:Post', 's3:ObjectCreated:Put', 's3:ObjectRemoved:*', 's3:ObjectRemoved:Delete', 's3:ObjectRemoved:DeleteMarkerCreated', 's3:ObjectRestore:*', 's3:ObjectRestore:Completed', 's3:ObjectRestore:Delete', 's3:ObjectRestore:Post', 's3:ObjectTagging:*', 's3:ObjectTagging:Delete', 's3:ObjectTagging:Put', 's3:ReducedRedundancyLostObject', 's3:Replication:*', 's3:Replication:OperationFailedReplication', 's3:Replication:OperationMissedThreshold', 's3:Replication:OperationNotTracked', 's3:Replication:OperationReplicatedAfterThreshold'"
+
 func TestNotificationConfigurationIsValidated(t *testing.T) {
 	const queue = "arn:aws:sqs:us-east-1:000000000000:deploy"
 	const topic = "arn:aws:sns:us-east-1:000000000000:uploads"
@@ -55,9 +57,9 @@ func TestNotificationConfigurationIsValidated(t *testing.T) {
 			[]string{"<ArgumentValue1>The destination topic does not exist</ArgumentValue1>"}},
 		{"both missing", config(queue+"-a", topic+"-b", "s3:ObjectCreated:Put"), "Unable to validate the following destination configurations",
 			[]string{"<ArgumentName1>" + queue + "-a</ArgumentName1>", "<ArgumentName2>" + topic + "-b</ArgumentName2>"}},
-		{"unknown event", config(queue, "", "s3:ObjectCreated:Upload"), "The event is not supported for notifications",
+		{"unknown event", config(queue, "", "s3:ObjectCreated:Upload"), "The event 's3:ObjectCreated:Upload' is not supported for notifications. Supported events are as follows: ['s3:IntelligentTiering', 's3:LifecycleExpiration:*', 's3:LifecycleExpiration:Delete', 's3:LifecycleExpiration:DeleteMarkerCreated', 's3:LifecycleTransition', 's3:ObjectAcl:Put', 's3:ObjectCreated:*', 's3:ObjectCreated:CompleteMultipartUpload', 's3:ObjectCreated:Copy', 's3:ObjectCreated:Post', 's3:ObjectCreated:Put', 's3:ObjectRemoved:*', 's3:ObjectRemoved:Delete', 's3:ObjectRemoved:DeleteMarkerCreated', 's3:ObjectRestore:*', 's3:ObjectRestore:Completed', 's3:ObjectRestore:Delete', 's3:ObjectRestore:Post', 's3:ObjectTagging:*', 's3:ObjectTagging:Delete', 's3:ObjectTagging:Put', 's3:ReducedRedundancyLostObject', 's3:Replication:*', 's3:Replication:OperationFailedReplication', 's3:Replication:OperationMissedThreshold', 's3:Replication:OperationNotTracked', 's3:Replication:OperationReplicatedAfterThreshold']",
 			[]string{"<ArgumentName>Event</ArgumentName>", "<ArgumentValue>s3:ObjectCreated:Upload</ArgumentValue>"}},
-		{"event without s3: prefix", config(queue, "", "ObjectCreated:*"), "The event is not supported for notifications", nil},
+		{"event without s3: prefix", config(queue, "", "ObjectCreated:*"), "The event 'ObjectCreated:*' is not supported for notifications. Supported events are as follows: [" + supported + "]", nil},
 		{"queue ARN of another service", config(topic, "", "s3:ObjectCreated:*"), "The ARN is not well formed", nil},
 	}
 	for _, tt := range tests {

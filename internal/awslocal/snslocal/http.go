@@ -58,6 +58,14 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err = s.Unsubscribe(f.Get("SubscriptionArn"))
 	case "SetSubscriptionAttributes":
 		err = s.SetSubscriptionAttribute(f.Get("SubscriptionArn"), f.Get("AttributeName"), f.Get("AttributeValue"))
+	case "GetSubscriptionAttributes":
+		var attrs map[string]string
+		attrs, err = s.SubscriptionAttributes(f.Get("SubscriptionArn"))
+		result = struct {
+			Attributes entries `xml:"Attributes>entry"`
+		}{toEntries(attrs)}
+	case "SetTopicAttributes":
+		err = s.SetTopicAttribute(f.Get("TopicArn"), f.Get("AttributeName"), f.Get("AttributeValue"))
 	case "ListSubscriptionsByTopic", "ListSubscriptions":
 		var subs []subscription
 		subs, err = s.subscriptions(f.Get("TopicArn"))

@@ -19,11 +19,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -195,13 +197,8 @@ func (s *Service) Subscribe(topicARN, protocol, endpoint string, attrs map[strin
 		return "", invalid("SQS endpoint ARN")
 	}
 	for k, v := range attrs {
-		switch k {
-		case "RawMessageDelivery":
-			if v != "true" && v != "false" {
-				return "", invalid("Attributes Reason: RawMessageDelivery: Invalid value [%s]. Must be true or false.", v)
-			}
-		case "FilterPolicy", "FilterPolicyScope", "RedrivePolicy":
-			return "", invalid("Attributes Reason: %s is not supported by the local emulator", k)
+		if err := checkSubscriptionAttribute(k, v); err != nil {
+			return "", err
 		}
 	}
 	s.mu.Lock()
@@ -240,23 +237,114 @@ func (s *Service) Unsubscribe(subscriptionARN string) error {
 	return nil
 }
 
-// SetSubscriptionAttribute sets one attribute (e.g. RawMessageDelivery) of a subscription.
+// checkSubscriptionAttribute validates an attribute Subscribe or SetSubscriptionAttributes sets.
+func checkSubscriptionAttribute(name, value string) error {
+	switch name {
+	case "RawMessageDelivery":
+		if value != "true" && value != "false" {
+			return invalid("Attributes Reason: RawMessageDelivery: Invalid value [%s]. Must be true or false.", value)
+		}
+	case "FilterPolicy":
+		if value == "" {
+			return nil
+		}
+		if _, err := pattern.Parse([]byte(value)); err != nil {
+			return invalid("Filter policy: %v", err)
+		}
+	case "FilterPolicyScope":
+		if value != "MessageAttributes" && value != "MessageBody" {
+			return invalid("Attributes Reason: FilterPolicyScope: Invalid value [%s]. Please use either MessageBody or MessageAttributes", value)
+		}
+	case "RedrivePolicy":
+		if value != "" && !json.Valid([]byte(value)) {
+			return invalid("RedrivePolicy: failed to parse JSON.")
+		}
+	default:
+		return invalid("AttributeName")
+	}
+	return nil
+}
+
+// SetSubscriptionAttribute sets one attribute (RawMessageDelivery, FilterPolicy,
+// FilterPolicyScope, RedrivePolicy) of a subscription; an empty FilterPolicy removes it.
 func (s *Service) SetSubscriptionAttribute(subscriptionARN, name, value string) error {
+	if err := checkSubscriptionAttribute(name, value); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	sub := s.subscriptionLocked(subscriptionARN)
+	if sub == nil {
+		return notFound("Subscription does not exist")
+	}
+	if value == "" && name != "RawMessageDelivery" {
+		delete(sub.Attributes, name)
+	} else {
+		sub.Attributes[name] = value
+	}
+	s.persistLocked()
+	return nil
+}
+
+func (s *Service) subscriptionLocked(arn string) *subscription {
 	for _, t := range s.topics {
 		for _, sub := range t.Subscriptions {
-			if sub.ARN == subscriptionARN {
-				if name != "RawMessageDelivery" {
-					return invalid("AttributeName: %s is not supported by the local emulator", name)
-				}
-				sub.Attributes[name] = value
-				s.persistLocked()
-				return nil
+			if sub.ARN == arn {
+				return sub
 			}
 		}
 	}
-	return notFound("Subscription does not exist")
+	return nil
+}
+
+// SubscriptionAttributes returns a subscription's attributes as GetSubscriptionAttributes
+// does.
+func (s *Service) SubscriptionAttributes(subscriptionARN string) (map[string]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sub := s.subscriptionLocked(subscriptionARN)
+	if sub == nil {
+		return nil, notFound("Subscription does not exist")
+	}
+	topicARN := sub.ARN[:strings.LastIndexByte(sub.ARN, ':')]
+	out := map[string]string{
+		"SubscriptionArn": sub.ARN, "TopicArn": topicARN, "Protocol": sub.Protocol, "Endpoint": sub.Endpoint,
+		"Owner": s.opts.AccountID, "ConfirmationWasAuthenticated": "true", "PendingConfirmation": "false",
+		"RawMessageDelivery": "false",
+	}
+	for k, v := range sub.Attributes {
+		out[k] = v
+	}
+	if _, ok := out["FilterPolicy"]; ok && out["FilterPolicyScope"] == "" {
+		out["FilterPolicyScope"] = "MessageAttributes"
+	}
+	return out, nil
+}
+
+// SetTopicAttribute sets one attribute of a topic (DisplayName, Policy, DeliveryPolicy,
+// KmsMasterKeyId, ...).
+func (s *Service) SetTopicAttribute(topicARN, name, value string) error {
+	switch name {
+	case "DisplayName", "Policy", "DeliveryPolicy", "KmsMasterKeyId", "TracingConfig", "SignatureVersion", "ArchivePolicy", "DataProtectionPolicy":
+	default:
+		return invalid("AttributeName")
+	}
+	if name == "Policy" && value != "" && !json.Valid([]byte(value)) {
+		return invalid("Policy: failed to parse JSON.")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[topicARN]
+	if !ok {
+		return notFound("Topic does not exist")
+	}
+	if value == "" {
+		delete(t.Attributes, name)
+	} else {
+		t.Attributes[name] = value
+	}
+	s.persistLocked()
+	return nil
 }
 
 // Publish sends message to every subscription of a topic and returns the message id, for
@@ -294,6 +382,9 @@ func (s *Service) publish(ctx context.Context, topicARN, subject, message string
 	id := newID()
 	now := s.opts.Clock.Now().UTC()
 	for _, sub := range subs {
+		if !sub.accepts(message, attrs) {
+			continue
+		}
 		body := message
 		var sqsAttrs map[string]events.SQSMessageAttribute
 		if sub.Attributes["RawMessageDelivery"] == "true" {
@@ -440,4 +531,65 @@ func (s *Service) Exists(topicARN string) bool {
 	defer s.mu.Unlock()
 	_, ok := s.topics[topicARN]
 	return ok
+}
+
+// accepts applies the subscription's filter policy: to the message attributes (String as
+// text, Number as a number, String.Array as its JSON array; Binary is never matched) or,
+// with FilterPolicyScope MessageBody, to the message parsed as JSON.
+func (sub subscription) accepts(message string, attrs map[string]messageAttribute) bool {
+	policy := sub.Attributes["FilterPolicy"]
+	if policy == "" {
+		return true
+	}
+	p, err := pattern.Parse([]byte(policy))
+	if err != nil {
+		return false
+	}
+	var doc any
+	if sub.Attributes["FilterPolicyScope"] == "MessageBody" {
+		if json.Unmarshal([]byte(message), &doc) != nil {
+			return false
+		}
+		return p.Match(doc)
+	}
+	m := map[string]any{}
+	for k, a := range attrs {
+		base, _, _ := strings.Cut(a.DataType, ".")
+		switch base {
+		case "String":
+			if a.DataType == "String.Array" {
+				var list []any
+				if json.Unmarshal([]byte(a.StringValue), &list) == nil {
+					m[k] = list
+				}
+				continue
+			}
+			m[k] = a.StringValue
+		case "Number":
+			if f, err := strconv.ParseFloat(a.StringValue, 64); err == nil {
+				m[k] = f
+			}
+		}
+	}
+	return p.Match(m)
+}
+
+// TopicAttributes returns a topic's attributes as GetTopicAttributes does.
+func (s *Service) TopicAttributes(topicARN string) (map[string]string, error) {
+	return s.topicAttributes(topicARN)
+}
+
+// SubscriptionARN returns the ARN of the topic's subscription of endpoint, "" when there
+// is none.
+func (s *Service) SubscriptionARN(topicARN, protocol, endpoint string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.topics[topicARN]; ok {
+		for _, sub := range t.Subscriptions {
+			if sub.Protocol == protocol && sub.Endpoint == endpoint {
+				return sub.ARN
+			}
+		}
+	}
+	return ""
 }

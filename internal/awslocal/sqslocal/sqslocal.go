@@ -283,3 +283,33 @@ func (s *Service) Exists(queueARN string) bool {
 	_, ok := s.queues[queueARN[strings.LastIndex(queueARN, ":")+1:]]
 	return ok
 }
+
+// SetAttributes sets queue attributes as SetQueueAttributes does ("" removes
+// RedrivePolicy, Policy and RedriveAllowPolicy).
+func (s *Service) SetAttributes(queueName string, attrs map[string]string) error {
+	return s.setQueueAttributes(queueName, attrs)
+}
+
+// Attributes returns every attribute of a queue, as GetQueueAttributes with All does.
+func (s *Service) Attributes(queueName string) (map[string]string, error) {
+	return s.getQueueAttributes(queueName, []string{"All"})
+}
+
+// DeleteQueue deletes a queue and its messages.
+func (s *Service) DeleteQueue(queueName string) error {
+	return s.deleteQueue(queueName)
+}
+
+// Defaults returns the value each settable attribute has when nobody set it.
+func Defaults() map[string]string {
+	out := map[string]string{}
+	for k, v := range queueDefaults {
+		out[k] = v
+	}
+	return out
+}
+
+// Tag adds tags to a queue, as TagQueue does.
+func (s *Service) Tag(queueName string, tags map[string]string) error {
+	return s.tagQueue(queueName, tags, nil)
+}

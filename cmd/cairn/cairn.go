@@ -1,0 +1,273 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/review"
+	runstate "github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/upload"
+)
+
+// cairnFlags finds cairn: the --bucket flag every command that reads or writes the bucket
+// takes, resolved with the session's one resolver.
+type cairnFlags struct{ bucket string }
+
+func (f *cairnFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.bucket, "bucket", "", "cairn's bucket (default: $"+session.BucketEnv+", or the export "+session.BucketExport+")")
+}
+
+// cairn is one command's session with cairn's bucket resolved.
+type cairn struct {
+	*session.Session
+	bucket  string
+	history *history.Store
+	state   *state.Store
+}
+
+func (f *cairnFlags) open(cmd *cobra.Command) (*cairn, error) {
+	s, err := session.Open(cmd.Context(), session.Options{Bucket: f.bucket, Stderr: cmd.ErrOrStderr()})
+	if err != nil {
+		return nil, err
+	}
+	bucket, err := s.Bucket(cmd.Context())
+	if err != nil {
+		return nil, err
+	}
+	return &cairn{Session: s, bucket: bucket,
+		history: &history.Store{S3: s.S3, Bucket: bucket},
+		state:   &state.Store{S3: s.S3, Bucket: bucket, Logger: s.Logger},
+	}, nil
+}
+
+func (c *cairn) review() *review.Reader {
+	return &review.Reader{History: c.history, State: c.state, S3: c.S3}
+}
+
+// deploymentFlag is --deployment NAME of push and plan.
+func deploymentFlag(cmd *cobra.Command, name *string, where string) {
+	cmd.Flags().StringVar(name, "deployment", "", "deployment name: the upload goes to "+where)
+}
+
+// checkDeployment refuses a missing or unusable --deployment.
+func checkDeployment(cmd *cobra.Command, deployment, key string) error {
+	if deployment == "" {
+		return usageError{cmd: cmd, msg: "--deployment NAME is required (the upload goes to " + key + ")"}
+	}
+	if err := layout.CheckDeployment(deployment); err != nil {
+		return fmt.Errorf("%s: %w", cmd.Name(), err)
+	}
+	return nil
+}
+
+// prepare validates and zips the bundle at path; a config that does not validate prints
+// every problem on its own line and exits 1.
+func prepare(stderr io.Writer, path, deployment string) (*upload.Bundle, error) {
+	b, err := upload.Prepare(path, deployment)
+	var errs config.Errors
+	switch {
+	case errors.As(err, &errs):
+		for _, e := range errs {
+			fmt.Fprintln(stderr, e)
+		}
+		return nil, exitError{1}
+	case err != nil:
+		fmt.Fprintln(stderr, err)
+		return nil, exitError{1}
+	}
+	return b, nil
+}
+
+// uploaded describes an upload: "s3://B/KEY (version …abc) at git REF".
+func uploaded(bucket, key, version string, meta map[string]string) string {
+	s := fmt.Sprintf("s3://%s/%s", bucket, key)
+	if version != "" {
+		s += " (version " + report.ShortVersion(version) + ")"
+	}
+	if ref := meta[upload.GitRefMetadata]; ref != "" {
+		s += " at git " + ref
+	}
+	return s
+}
+
+// waitFlags are the flags of commands that follow a run.
+type waitFlags struct {
+	wait          bool
+	timeout, poll time.Duration
+}
+
+func (f *waitFlags) add(cmd *cobra.Command, what string) {
+	cmd.Flags().BoolVar(&f.wait, "wait", false, "follow the "+what+" and exit with its result")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", time.Hour, "with --wait, how long to follow it")
+	cmd.Flags().DurationVar(&f.poll, "poll", 2*time.Second, "with --wait, how often to read the bucket")
+}
+
+// follow follows the target's run with the one follower, printing its steps to w when w
+// is not nil. A timeout prints where to look and exits 4.
+func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.Writer) (*deploy.Document, error) {
+	var o follow.Observer
+	if w != nil {
+		o = &stepPrinter{w: w}
+	}
+	fl := &follow.Follower{Runs: c.history, Poll: f.poll, Timeout: f.timeout}
+	doc, err := fl.Follow(cmd.Context(), t, o)
+	if errors.Is(err, follow.ErrTimeout) {
+		out := w
+		if out == nil {
+			out = cmd.ErrOrStderr()
+		}
+		fmt.Fprintf(out, "gave up waiting after %s: the run goes on; see `cairn status %s`\n", f.timeout, t.Deployment)
+		return nil, exitError{4}
+	}
+	return doc, err
+}
+
+// stepPrinter prints a run's steps as they happen:
+//
+//	run 20261201-092934-20253e1b of deployment shop: apply of plan 20261201-092919-1bebd4eb
+//	  00:03  network   create  executing change set (11 changes)
+type stepPrinter struct {
+	w     io.Writer
+	width int
+}
+
+func (p *stepPrinter) Found(doc *deploy.Document) {
+	fmt.Fprintf(p.w, "run %s of deployment %s: %s\n", doc.Run.ID, doc.Run.Deployment, kindOf(doc))
+	for name := range doc.Run.Stacks {
+		p.width = max(p.width, len(name))
+	}
+}
+
+func (p *stepPrinter) Stepped(s follow.Step) {
+	fmt.Fprintf(p.w, "  %s  %-*s  %-8s  %s\n", clockTime(s.Elapsed), p.width, s.Stack, s.Action, s.Doing())
+}
+
+// clockTime is an elapsed time as mm:ss (h:mm:ss past an hour).
+func clockTime(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%02d:%02d", m, s)
+}
+
+// kindOf names what a run is for: "push", "plan run", "apply of plan P".
+func kindOf(doc *deploy.Document) string {
+	switch history.KindOf(doc) {
+	case history.Apply:
+		return "apply of plan " + doc.Plan
+	case history.PlanRun:
+		return "plan run"
+	}
+	return "push"
+}
+
+// outcome prints how a run ended (a summary, what it refused or warned about, and its
+// report) and returns its exit code: 0 succeeded, 3 superseded, 1 otherwise.
+func outcome(w io.Writer, doc *deploy.Document) error {
+	r := doc.Run
+	if r.Status == runstate.Superseded {
+		fmt.Fprintf(w, "run %s superseded: %s\n", r.ID, r.Reason)
+		return exitError{3}
+	}
+	sum := follow.Summarize(doc)
+	fmt.Fprintf(w, "run %s %s in %s: %s\n", r.ID, r.Status, sum.Duration.Round(time.Second), sum)
+	if r.Reason != "" && r.Status != runstate.Succeeded {
+		fmt.Fprintf(w, "  reason: %s\n", r.Reason)
+	}
+	notes(w, "  ", doc)
+	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, layout.RunReportKey(r.Deployment, r.ID))
+	if r.Status != runstate.Succeeded {
+		return exitError{1}
+	}
+	return nil
+}
+
+// notes prints a run's errors, refusals, warnings and notes, each on its own line.
+func notes(w io.Writer, indent string, doc *deploy.Document) {
+	for _, list := range []struct {
+		label string
+		lines []string
+	}{{"error", doc.Errors}, {"refused", doc.Refusals}, {"warning", doc.Warnings}, {"note", doc.Notes}} {
+		for _, l := range list.lines {
+			fmt.Fprintf(w, "%s%s: %s\n", indent, list.label, l)
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// ago says how long ago t was, as review ages read: "5m ago".
+func ago(now, t time.Time) string {
+	return review.Age(max(0, now.Sub(t))) + " ago"
+}
+
+// asRefusal turns the errors of expected conditions (an unknown plan, a deployment with
+// nothing deployed) into refusals.
+func asRefusal(err error) error {
+	var unknown *review.UnknownPlanError
+	if errors.As(err, &unknown) || errors.Is(err, history.ErrNothingDeployed) {
+		return refuse("%v", err)
+	}
+	return err
+}
+
+// newTable is a tabwriter for a table on a terminal, whose lines end where their text
+// does, without the padding of an empty last cell.
+func newTable(w io.Writer, minwidth int) *tabwriter.Writer {
+	return tabwriter.NewWriter(&trimmer{w: w}, minwidth, 4, 2, ' ', 0)
+}
+
+// trimmer drops the spaces that end a line.
+type trimmer struct {
+	w      io.Writer
+	spaces int
+}
+
+func (t *trimmer) Write(p []byte) (int, error) {
+	var out []byte
+	for _, c := range p {
+		switch c {
+		case ' ':
+			t.spaces++
+			continue
+		case '\n':
+			t.spaces = 0
+		default:
+			for ; t.spaces > 0; t.spaces-- {
+				out = append(out, ' ')
+			}
+		}
+		out = append(out, c)
+	}
+	if _, err := t.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/review"
+)
+
+func init() { commands = append(commands, newPlansCmd) }
+
+func newPlansCmd() *cobra.Command {
+	var cf cairnFlags
+	var format string
+	var limit int
+	var latest bool
+	cmd := &cobra.Command{
+		Use:   "plans NAME [PLAN_ID]",
+		Short: "List a deployment's plans with their status and age, or show one",
+		Long: `Plans lists the newest plans of deployment NAME, newest first, with what became of each:
+planned (waiting for approval), applied (when, by which run), stale (what it was made
+against changed), superseded (a newer bundle was planned or pushed), expired (older than
+7 days) or failed, and how old it is.
+
+With PLAN_ID it prints that plan, as ` + "`cairn plan --wait`" + ` does (--format text, md or json).
+With --latest it prints only the id of the newest plan that can still be approved (exit 1
+when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --latest)".`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			render, err := planRenderer(format)
+			if err != nil {
+				return usageError{cmd: cmd, msg: err.Error()}
+			}
+			c, err := cf.open(cmd)
+			if err != nil {
+				return err
+			}
+			ctx, out, deployment := cmd.Context(), cmd.OutOrStdout(), args[0]
+			r := c.review()
+			if len(args) == 2 {
+				e, err := r.Get(ctx, deployment, args[1])
+				if err != nil {
+					return asRefusal(err)
+				}
+				if err := render(out, e.Plan); err != nil {
+					return err
+				}
+				if format == "text" && e.Status != review.Planned {
+					fmt.Fprintf(out, "status now: %s (%s)\n", e.Status, e.Why)
+				}
+				return nil
+			}
+			entries, err := r.List(ctx, deployment, limit)
+			if err != nil {
+				return err
+			}
+			if latest {
+				for _, e := range entries {
+					if e.Status == review.Planned {
+						fmt.Fprintln(out, e.Plan.ID)
+						return nil
+					}
+				}
+				return refuse("deployment %s has no plan waiting for approval: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
+			}
+			if len(entries) == 0 {
+				return refuse("deployment %s has no plans: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
+			}
+			tw := newTable(out, 0)
+			fmt.Fprintln(tw, "PLAN\tSTATUS\tAGE\tCHANGES\tBUNDLE\tDETAIL")
+			for _, e := range entries {
+				p := e.Plan
+				changes := fmt.Sprintf("%d %s", len(p.Changing()), plural(len(p.Changing()), "stack"))
+				if p.Destroy {
+					changes += " (destroy)"
+				}
+				bundle := report.ShortVersion(p.Bundle.VersionID)
+				if p.Bundle.GitRef != "" {
+					bundle += " git " + report.ShortSum(p.Bundle.GitRef)
+				}
+				detail := e.Why
+				if e.Status == review.Planned {
+					detail = fmt.Sprintf("cairn approve %s %s", deployment, p.ID)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, e.Status, review.Age(e.Age), changes, dash(bundle), detail)
+			}
+			return tw.Flush()
+		},
+	}
+	cf.add(cmd)
+	cmd.Flags().StringVar(&format, "format", "text", "with PLAN_ID, how to print the plan: text, md or json")
+	cmd.Flags().IntVar(&limit, "limit", 20, "list at most this many plans (0: all)")
+	cmd.Flags().BoolVar(&latest, "latest", false, "print only the id of the newest plan that can be approved")
+	return cmd
+}

@@ -1,0 +1,132 @@
+package ssmlocal
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target AmazonSSM.ACTION, a JSON body.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, action, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, &Error{Code: "SerializationException", Message: err.Error(), Status: 400})
+		return
+	}
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	res, err := s.call(action, body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	_ = json.NewEncoder(w).Encode(res)
+}
+
+func (s *Service) call(action string, body []byte) (any, error) {
+	decode := func(v any) error {
+		if err := json.Unmarshal(body, v); err != nil {
+			return &Error{Code: "SerializationException", Message: "could not read the request: " + err.Error(), Status: 400}
+		}
+		return nil
+	}
+	switch action {
+	case "PutParameter":
+		var in struct {
+			Name, Value, Type, Description, KeyId, AllowedPattern, DataType, Tier string
+			Overwrite                                                             bool
+			Tags                                                                  []struct{ Key, Value string }
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		tags := map[string]string{}
+		for _, t := range in.Tags {
+			tags[t.Key] = t.Value
+		}
+		if len(tags) == 0 {
+			tags = nil
+		}
+		v, err := s.Put(PutInput{Name: in.Name, Value: in.Value, Type: in.Type, Description: in.Description, KeyID: in.KeyId,
+			AllowedPattern: in.AllowedPattern, DataType: in.DataType, Tier: in.Tier, Overwrite: in.Overwrite, Tags: tags})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"Version": v, "Tier": "Standard"}, nil
+	case "GetParameter":
+		var in struct {
+			Name           string
+			WithDecryption bool
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		p, err := s.Get(in.Name, in.WithDecryption)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"Parameter": p}, nil
+	case "GetParameters":
+		var in struct {
+			Names          []string
+			WithDecryption bool
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		found, invalid, err := s.GetMany(in.Names, in.WithDecryption)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"Parameters": orEmpty(found), "InvalidParameters": orEmpty(invalid)}, nil
+	case "GetParametersByPath":
+		var in struct {
+			Path                      string
+			Recursive, WithDecryption bool
+			MaxResults                int
+			NextToken                 string
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		ps, next, err := s.ByPath(in.Path, in.Recursive, in.WithDecryption, in.MaxResults, in.NextToken)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{"Parameters": orEmpty(ps)}
+		if next != "" {
+			out["NextToken"] = next
+		}
+		return out, nil
+	case "DeleteParameter":
+		var in struct{ Name string }
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return struct{}{}, s.Delete(in.Name)
+	}
+	return nil, &Error{Code: "InvalidAction", Message: fmt.Sprintf("The action %s is not valid for this endpoint (the local emulator serves PutParameter, GetParameter, GetParameters, GetParametersByPath and DeleteParameter)", action), Status: 400}
+}
+
+func orEmpty[T any](l []T) []T {
+	if l == nil {
+		return []T{}
+	}
+	return l
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Code: "InternalServerError", Message: err.Error(), Status: 500}
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "message": e.Message})
+}

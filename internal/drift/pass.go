@@ -1,0 +1,161 @@
+package drift
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// pass is one look at a sweep: it observes the detections in flight, lets Observe settle
+// them, reads the locks of the graphs whose stacks are next, lets Schedule choose the
+// detections to start, starts them, and writes the report of every graph that settled.
+func (d *Driver) pass(ctx context.Context, inv *invocation) error {
+	var seen []Detection
+	for _, r := range inv.sw.Watch() {
+		det, err := d.look(ctx, inv, inv.sw.stack(r))
+		if err != nil {
+			return err
+		}
+		det.Ref = r
+		seen = append(seen, det)
+	}
+	sw := Observe(inv.sw, seen, d.clk.Now(), d.cfg.MaxAge)
+	locked := map[int]string{}
+	for _, g := range sw.Locks(d.cfg.Concurrency) {
+		why, err := d.lockReason(ctx, sw.Graphs[g])
+		if err != nil {
+			inv.sw = sw
+			return err
+		}
+		locked[g] = why
+	}
+	sw, starts := Schedule(sw, d.cfg.Concurrency, locked)
+	var answers []Started
+	for _, r := range starts {
+		a, err := d.detect(ctx, inv, sw.stack(r))
+		if err != nil {
+			inv.sw = Start(sw, answers, d.clk.Now())
+			return err
+		}
+		a.Ref = r
+		answers = append(answers, a)
+	}
+	inv.sw = Start(sw, answers, d.clk.Now())
+	for _, g := range inv.sw.Unreported() {
+		if err := d.finishGraph(ctx, inv.sw, inv.sw.Graphs[g]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockReason returns why g must not be checked now: its lock is held (a deploy runs).
+func (d *Driver) lockReason(ctx context.Context, g *Graph) (string, error) {
+	l, err := d.store.CurrentLock(ctx, g.Namespace, g.Key)
+	if errors.Is(err, state.ErrNotLocked) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("drift: graph %s/%s: read its lock: %w", g.Namespace, g.Key, err)
+	}
+	why := fmt.Sprintf("deploy in progress (lock held by run %s, %s, since %s)", cmp.Or(l.RunID, "(none)"), l.Owner, clock.Stamp(l.AcquiredAt))
+	if !d.clk.Now().Before(l.ExpiresAt) {
+		why += fmt.Sprintf("; the lock expired at %s: if no run is alive, `cairn unlock %s %s`", clock.Stamp(l.ExpiresAt), g.Namespace, g.Key)
+	}
+	return why, nil
+}
+
+// detect starts the detection of s and returns CloudFormation's answer.
+func (d *Driver) detect(ctx context.Context, inv *invocation, s *Stack) (Started, error) {
+	if err := inv.budget.Wait(ctx); err != nil {
+		return Started{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
+	}
+	out, err := d.c.CFN.DetectStackDrift(ctx, &cloudformation.DetectStackDriftInput{StackName: aws.String(target(s))})
+	switch {
+	case err == nil:
+		inv.log.Debug("drift: detection started", "stack", s.StackName, "detection", aws.ToString(out.StackDriftDetectionId))
+		return Started{DetectionID: aws.ToString(out.StackDriftDetectionId)}, nil
+	case awsclient.Throttled(err):
+		inv.log.Warn("drift: detection not started (throttled); retried next pass", "stack", s.StackName, "err", err)
+		return Started{Throttled: true}, nil
+	case awsclient.StackMissing(err):
+		return Started{Missing: true}, nil
+	default:
+		return Started{Err: awsclient.Message(err)}, nil
+	}
+}
+
+func target(s *Stack) string {
+	if s.StackID != "" {
+		return s.StackID
+	}
+	return s.StackName
+}
+
+// look reads the state of s's detection and, once it found drift, the drifted resources.
+func (d *Driver) look(ctx context.Context, inv *invocation, s *Stack) (Detection, error) {
+	if err := inv.budget.Wait(ctx); err != nil {
+		return Detection{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
+	}
+	out, err := d.c.CFN.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(s.DetectionID)})
+	if err != nil {
+		if awsclient.Throttled(err) {
+			inv.log.Warn("drift: detection status not read (throttled); retried next pass", "stack", s.StackName, "err", err)
+		}
+		return Detection{StatusErr: awsclient.Message(err), Throttled: awsclient.Throttled(err)}, nil
+	}
+	det := Detection{Status: string(out.DetectionStatus), DriftStatus: string(out.StackDriftStatus), Reason: aws.ToString(out.DetectionStatusReason)}
+	if NeedsResources(det.Status, det.DriftStatus) {
+		res, err := d.resources(ctx, inv, s)
+		if err != nil {
+			if awsclient.Throttled(err) {
+				inv.log.Warn("drift: resource drifts not read (throttled); retried next pass", "stack", s.StackName, "err", err)
+			}
+			det.ResourcesErr, det.Throttled = awsclient.Message(err), awsclient.Throttled(err)
+		}
+		det.Resources = res
+	}
+	return det, nil
+}
+
+// resources lists the modified and deleted resources of s, all pages.
+func (d *Driver) resources(ctx context.Context, inv *invocation, s *Stack) ([]Resource, error) {
+	in := &cloudformation.DescribeStackResourceDriftsInput{
+		StackName: aws.String(target(s)),
+		StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{
+			cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted,
+		},
+	}
+	var out []Resource
+	for {
+		if err := inv.budget.Wait(ctx); err != nil {
+			return nil, err
+		}
+		page, err := d.c.CFN.DescribeStackResourceDrifts(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.StackResourceDrifts {
+			res := Resource{LogicalID: aws.ToString(r.LogicalResourceId), PhysicalID: aws.ToString(r.PhysicalResourceId),
+				Type: aws.ToString(r.ResourceType), Status: string(r.StackResourceDriftStatus)}
+			for _, p := range r.PropertyDifferences {
+				res.Differences = append(res.Differences, Difference{Path: aws.ToString(p.PropertyPath),
+					Expected: aws.ToString(p.ExpectedValue), Actual: aws.ToString(p.ActualValue), Type: string(p.DifferenceType)})
+			}
+			out = append(out, res)
+		}
+		if aws.ToString(page.NextToken) == "" {
+			return out, nil
+		}
+		in.NextToken = page.NextToken
+	}
+}

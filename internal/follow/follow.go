@@ -1,0 +1,293 @@
+// Package follow follows one run of a deployment to its end, the way `--wait` shows it:
+// it finds the run an upload or an approval started, reads its document every poll, and
+// reports each stack's steps in the order they happened. Every command that waits for a
+// run (push, plan, approve, rollback, destroy) uses the same Follower.
+//
+// The run itself lives in the bucket and goes on without the follower: giving up (a
+// timeout, Ctrl-C) never changes it.
+package follow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// ErrTimeout says the follower gave up before the run ended.
+var ErrTimeout = errors.New("gave up waiting")
+
+// Runs is what the follower reads; history.Store provides it.
+type Runs interface {
+	RunIDs(ctx context.Context, deployment string) ([]string, error)
+	Run(ctx context.Context, deployment, id string) (*deploy.Document, error)
+}
+
+// Target says which run to follow.
+type Target struct {
+	Deployment string
+	// Version is the S3 version id of the upload whose run is followed.
+	Version string
+	// Since, for an upload to an unversioned bucket (no Version), picks the first run that
+	// started at or after it.
+	Since time.Time
+	// Plan, for an approval, picks the apply run of that plan id.
+	Plan string
+	// Before lists the runs that existed before the upload or approval: never the target.
+	Before []string
+}
+
+// Matches reports whether doc is the target's run.
+func (t Target) Matches(doc *deploy.Document) bool {
+	switch {
+	case t.Plan != "":
+		return doc.Plan == t.Plan && doc.Run.Mode == run.ModeDeploy
+	case t.Version != "":
+		return doc.Bundle.VersionID == t.Version
+	}
+	return !doc.Run.StartedAt.Before(t.Since)
+}
+
+// Observer is told what the follower sees.
+type Observer interface {
+	// Found is called once, when the run is first read.
+	Found(doc *deploy.Document)
+	// Stepped is called for each stack step, in the order they happened.
+	Stepped(s Step)
+}
+
+// Follower polls the bucket for one run.
+type Follower struct {
+	Runs    Runs
+	Clock   clock.Clock
+	Poll    time.Duration
+	Timeout time.Duration
+}
+
+// scanLimit bounds how many unread runs one poll reads while looking for the target: a
+// new run is among the newest.
+const scanLimit = 20
+
+// Follow waits for the target's run to end and returns its document. On timeout it
+// returns what it last read (nil if the run never appeared) and ErrTimeout.
+func (f *Follower) Follow(ctx context.Context, t Target, o Observer) (*deploy.Document, error) {
+	return f.poll(ctx, t, o, false)
+}
+
+// Started waits only for the target's run to start, and returns its first document.
+func (f *Follower) Started(ctx context.Context, t Target) (*deploy.Document, error) {
+	return f.poll(ctx, t, nil, true)
+}
+
+func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bool) (*deploy.Document, error) {
+	clk := f.Clock
+	if clk == nil {
+		clk = clock.Real
+	}
+	deadline := clk.Now().Add(f.Timeout)
+	passed := map[string]bool{}
+	for _, id := range t.Before {
+		passed[id] = true
+	}
+	var id string
+	var last *deploy.Document
+	for {
+		if id == "" {
+			found, err := f.find(ctx, t, passed)
+			if err != nil {
+				return nil, err
+			}
+			id = found
+		}
+		if id != "" {
+			doc, err := f.Runs.Run(ctx, t.Deployment, id)
+			if err != nil {
+				return last, err
+			}
+			if last == nil && o != nil {
+				o.Found(doc)
+			}
+			if o != nil {
+				for _, s := range Steps(last, doc) {
+					o.Stepped(s)
+				}
+			}
+			last = doc
+			if untilFound || doc.Run.Status != run.Running {
+				return doc, nil
+			}
+		}
+		if !clk.Now().Before(deadline) {
+			return last, ErrTimeout
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-clk.After(f.Poll):
+		}
+	}
+}
+
+// find returns the id of the target's run, or "" while it does not exist yet. Runs read
+// and found not to match are remembered in passed: what identifies a run never changes.
+func (f *Follower) find(ctx context.Context, t Target, passed map[string]bool) (string, error) {
+	ids, err := f.Runs.RunIDs(ctx, t.Deployment)
+	if err != nil {
+		return "", err
+	}
+	read := 0
+	for _, id := range ids {
+		if passed[id] {
+			continue
+		}
+		if read == scanLimit {
+			break
+		}
+		read++
+		doc, err := f.Runs.Run(ctx, t.Deployment, id)
+		if err != nil {
+			continue // being written, or gone: looked at again next poll
+		}
+		if t.Matches(doc) {
+			return id, nil
+		}
+		passed[id] = true
+	}
+	return "", nil
+}
+
+// Step is one stack reaching a phase.
+type Step struct {
+	Stack     string
+	StackName string
+	Action    plan.Action
+	Phase     run.Phase
+	Reason    string
+	Changes   int
+	// At is when the stack reached the phase; Elapsed the time since the run started.
+	At      time.Time
+	Elapsed time.Duration
+}
+
+// Doing says what the stack is doing, in words.
+func (s Step) Doing() string {
+	var what string
+	switch s.Phase {
+	case run.DeletingOld:
+		what = "deleting the failed stack"
+	case run.CreatingChangeSet:
+		what = "creating change set"
+	case run.Ready:
+		what = "change set ready"
+	case run.Executing:
+		what = "executing change set"
+	case run.RollingBack:
+		what = "continuing rollback"
+	default:
+		what = strings.ReplaceAll(string(s.Phase), "-", " ")
+	}
+	if s.Changes > 0 && (s.Phase == run.Ready || s.Phase == run.Executing) {
+		what += fmt.Sprintf(" (%d %s)", s.Changes, plural(s.Changes, "change"))
+	}
+	if s.Reason != "" && (s.Phase.Terminal() || s.Phase == run.Ready) {
+		what += ": " + s.Reason
+	}
+	return what
+}
+
+// Steps lists the steps cur shows that prev did not, ordered by when they happened (then
+// stacks finishing before stacks starting, then by stack name). Stacks still pending have
+// taken no step.
+func Steps(prev, cur *deploy.Document) []Step {
+	var out []Step
+	for _, name := range cur.Run.Names() {
+		s := cur.Run.Stacks[name]
+		if s.Phase == run.Pending {
+			continue
+		}
+		action := report.Action(s, cur.Decisions...)
+		if prev != nil {
+			if p := prev.Run.Stacks[name]; p != nil && p.Phase == s.Phase && report.Action(p, prev.Decisions...) == action && p.PhaseSince.Equal(s.PhaseSince) {
+				continue
+			}
+		}
+		at := s.PhaseSince
+		if at.IsZero() {
+			at = cur.Run.UpdatedAt
+		}
+		out = append(out, Step{Stack: name, StackName: s.StackName, Action: action, Phase: s.Phase, Reason: s.Reason,
+			Changes: s.Changes, At: at, Elapsed: max(0, at.Sub(cur.Run.StartedAt))})
+	}
+	// At the same instant, a stack finishing comes first: it is what lets the others start.
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].At.Equal(out[j].At) {
+			return out[i].At.Before(out[j].At)
+		}
+		return out[i].Phase.Terminal() && !out[j].Phase.Terminal()
+	})
+	return out
+}
+
+// Summary counts what a run did to its stacks.
+type Summary struct {
+	Created, Updated, Deleted, Unchanged, Failed, Blocked int
+	// Duration is from the run's start to its end (to its last update while it runs).
+	Duration time.Duration
+}
+
+// Summarize counts the stacks of a run by outcome.
+func Summarize(doc *deploy.Document) Summary {
+	var sum Summary
+	for _, s := range doc.Run.Stacks {
+		switch s.Phase {
+		case run.Failed:
+			sum.Failed++
+		case run.Blocked:
+			sum.Blocked++
+		case run.Unchanged:
+			sum.Unchanged++
+		case run.Done:
+			switch report.Action(s, doc.Decisions...) {
+			case plan.Create, plan.Recreate:
+				sum.Created++
+			case plan.Delete:
+				sum.Deleted++
+			case plan.Read, plan.None:
+				sum.Unchanged++
+			default:
+				sum.Updated++
+			}
+		}
+	}
+	end := doc.Run.FinishedAt
+	if end.IsZero() {
+		end = doc.Run.UpdatedAt
+	}
+	sum.Duration = max(0, end.Sub(doc.Run.StartedAt))
+	return sum
+}
+
+// String is "2 created, 1 updated, 0 deleted, 3 unchanged, 0 failed", with the blocked
+// stacks when there are any.
+func (s Summary) String() string {
+	out := fmt.Sprintf("%d created, %d updated, %d deleted, %d unchanged, %d failed", s.Created, s.Updated, s.Deleted, s.Unchanged, s.Failed)
+	if s.Blocked > 0 {
+		out += fmt.Sprintf(", %d blocked", s.Blocked)
+	}
+	return out
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

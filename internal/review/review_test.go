@@ -1,0 +1,216 @@
+package review_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/review"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+func planDoc(id string, status plan.Status, created time.Time, generation int64, version string) *plan.Document {
+	return &plan.Document{ID: id, Deployment: "shop", Namespace: "shop", GraphKey: "shop", Status: status, CreatedAt: created,
+		Generation: generation, Bundle: plan.BundleVersion{Bucket: "cairn", Key: "plans/shop.zip", VersionID: version}, Run: &run.Run{ID: id}}
+}
+
+func TestClassify(t *testing.T) {
+	now := t0.Add(time.Hour)
+	week := 7 * 24 * time.Hour
+	applied := planDoc("p", plan.Applied, t0, 3, "v1")
+	applied.AppliedBy, applied.AppliedAt = "20261130-081000-abcd", t0.Add(10*time.Minute)
+	tests := []struct {
+		name     string
+		plan     *plan.Document
+		observed review.Observed
+		want     review.Status
+		why      string
+	}{
+		{"open and fresh", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 3, LatestBundle: "v1"}, review.Planned, ""},
+		{"applied", applied, review.Observed{Now: now, TTL: week, Generation: 4}, review.Applied, "applied at 2026-11-30T08:10:00Z by run 20261130-081000-abcd"},
+		{"expired by age", planDoc("p", plan.Planned, t0.Add(-8*24*time.Hour), 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 3, LatestBundle: "v1"},
+			review.Expired, "made 8d ago; plans stay approvable for 7d"},
+		{"the graph moved on", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 4, LatestBundle: "v1"},
+			review.Stale, "the persistent graph shop/shop is at generation 4, the plan was made at 3: another run applied since"},
+		{"a newer upload not planned yet", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 3, LatestBundle: "v2"},
+			review.Superseded, "a newer bundle was uploaded to s3://cairn/plans/shop.zip since"},
+		{"an approval was refused", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 3, LatestBundle: "v1",
+			Refusals: []string{"stack shop-db: change set cairn-1 is stale (stack updated 08:03 after plan 08:00): re-plan"}},
+			review.Stale, "an approval was refused: stack shop-db: change set cairn-1 is stale (stack updated 08:03 after plan 08:00): re-plan"},
+		{"unknown generation and bundle", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: -1}, review.Planned, ""},
+		{"superseded by the deployer", func() *plan.Document {
+			p := planDoc("p", plan.Superseded, t0, 3, "v1")
+			p.Reason = "a newer bundle was planned as plan q"
+			return p
+		}(), review.Observed{Now: now, TTL: week}, review.Superseded, "a newer bundle was planned as plan q"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := review.Classify(tt.plan, tt.observed)
+			if got != tt.want || why != tt.why {
+				t.Fatalf("Classify = %s (%q), want %s (%q)", got, why, tt.want, tt.why)
+			}
+		})
+	}
+}
+
+func TestAge(t *testing.T) {
+	for d, want := range map[time.Duration]string{42 * time.Second: "42s", 5*time.Minute + 3*time.Second: "5m", 3 * time.Hour: "3h", 47 * time.Hour: "47h", 50 * time.Hour: "2d"} {
+		if got := review.Age(d); got != want {
+			t.Errorf("Age(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// world is a versioned bucket "cairn" with deployment shop's plans and runs.
+type world struct {
+	s3     *s3.Client
+	reader *review.Reader
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	svc, err := s3local.New(s3local.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(srv.URL),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired), config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("cairn")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("cairn"),
+		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+	return &world{s3: c, reader: &review.Reader{
+		History: &history.Store{S3: c, Bucket: "cairn"}, State: &state.Store{S3: c, Bucket: "cairn"}, S3: c,
+		Clock: clock.NewFake(t0.Add(time.Hour)),
+	}}
+}
+
+func (w *world) put(t *testing.T, key string, v any) string {
+	t.Helper()
+	body, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("cairn"), Key: aws.String(key), Body: bytes.NewReader(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return aws.ToString(out.VersionId)
+}
+
+// graphAt writes shop/shop's graph until it is at generation n.
+func (w *world) graphAt(t *testing.T, n int) {
+	t.Helper()
+	ctx := context.Background()
+	store := &state.Store{S3: w.s3, Bucket: "cairn"}
+	for i := 0; i < n; i++ {
+		l, err := store.Acquire(ctx, "shop", "shop", "run", state.Owner{Function: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Read(ctx, l); err != nil && !errors.Is(err, state.ErrNotFound) {
+			t.Fatal(err)
+		}
+		if err := store.Write(ctx, l, &state.Graph{Stacks: map[string]*state.Stack{}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReader(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.graphAt(t, 2)
+	v1 := w.put(t, "plans/shop.zip", "bundle 1")
+	v2 := w.put(t, "plans/shop.zip", "bundle 2")
+	applied := planDoc("20261130-080000-aaaa", plan.Applied, t0, 1, v1)
+	applied.AppliedBy, applied.AppliedAt = "20261130-081000-bbbb", t0.Add(10*time.Minute)
+	refused := planDoc("20261130-082000-cccc", plan.Planned, t0.Add(20*time.Minute), 2, v2)
+	open := planDoc("20261130-083000-dddd", plan.Planned, t0.Add(30*time.Minute), 2, v2)
+	for _, p := range []*plan.Document{applied, refused, open} {
+		w.put(t, layout.PlanKey("shop", p.ID), p)
+	}
+	// A refused approval of the second plan (it executed nothing).
+	w.put(t, layout.RunKey("shop", "20261130-084000-eeee"), &deploy.Document{
+		Run:  &run.Run{ID: "20261130-084000-eeee", Deployment: "shop", Mode: run.ModeDeploy, Status: run.RunFailed, Stacks: map[string]*run.Stack{}},
+		Plan: refused.ID, Refusals: []string{"stack shop-db: change set cairn-1 no longer exists (deleted after plan 08:20): re-plan"},
+	})
+
+	entries, err := w.reader.List(ctx, "shop", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Plan.ID+" "+string(e.Status)+" "+review.Age(e.Age))
+	}
+	want := []string{"20261130-083000-dddd planned 30m", "20261130-082000-cccc stale 40m", "20261130-080000-aaaa applied 1h"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("List:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	tests := []struct {
+		id      string
+		wantErr string
+	}{
+		{open.ID, ""},
+		{applied.ID, "plan 20261130-080000-aaaa was already applied at 2026-11-30T08:10:00Z by run 20261130-081000-bbbb: a plan applies at most once; approve the newest plan instead: `cairn approve shop 20261130-083000-dddd`"},
+		{refused.ID, "plan 20261130-082000-cccc is stale (an approval was refused: stack shop-db: change set cairn-1 no longer exists (deleted after plan 08:20): re-plan): approve the newest plan instead: `cairn approve shop 20261130-083000-dddd`"},
+	}
+	for _, tt := range tests {
+		e, err := w.reader.Get(ctx, "shop", tt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = e.Approvable(entries)
+		if (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) {
+			t.Errorf("Approvable(%s) = %v, want %q", tt.id, err, tt.wantErr)
+		}
+	}
+
+	_, err = w.reader.Get(ctx, "shop", "nope")
+	var unknown *review.UnknownPlanError
+	wantMsg := "deployment shop has no plan nope; its recent plans: 20261130-083000-dddd (planned, 30m ago), 20261130-082000-cccc (stale, 40m ago), 20261130-080000-aaaa (applied, 1h ago) (see `cairn plans shop`)"
+	if !errors.As(err, &unknown) || err.Error() != wantMsg {
+		t.Fatalf("Get(nope) = %v, want %q", err, wantMsg)
+	}
+	_, err = w.reader.Get(ctx, "web", "nope")
+	if err == nil || err.Error() != "deployment web has no plan nope, and no plans at all: make one with `cairn plan PATH --deployment web`" {
+		t.Fatalf("Get of a deployment without plans = %v", err)
+	}
+}

@@ -1,0 +1,127 @@
+// Package upload turns a bundle on disk into the object a deploy or plan run starts from:
+// it validates the config, zips the bundle, records the git ref and remote it came from,
+// and uploads it (to bucket.DeploymentKey for a deploy, bucket.PlanUploadKey for a plan).
+package upload
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/config"
+)
+
+// Metadata keys of an upload: where in git the bundle came from.
+const (
+	GitRefMetadata    = "git-ref"
+	GitRemoteMetadata = "git-remote"
+)
+
+// Bundle is a bundle ready to upload.
+type Bundle struct {
+	Path string
+	Zip  []byte
+	// Metadata holds the git ref and remote of the work tree holding Path, if any.
+	Metadata map[string]string
+}
+
+// Prepare loads and validates the bundle at path (a directory, a .zip or a single YAML
+// file) as deployment would, and zips it. A config that does not validate returns the
+// config package's error (config.Errors lists each problem with its location).
+func Prepare(path, deployment string) (*Bundle, error) {
+	b, err := bundle.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := (config.LoadOptions{Deployment: deployment}).Load(b); err != nil {
+		return nil, err
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	var data []byte
+	switch {
+	case info.IsDir():
+		data, err = bundle.Zip(path)
+	case strings.EqualFold(filepath.Ext(path), ".zip"):
+		data, err = os.ReadFile(path)
+	default:
+		data, err = singleFile(b.Config)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("zip %s: %w", path, err)
+	}
+	return &Bundle{Path: path, Zip: data, Metadata: gitMetadata(path)}, nil
+}
+
+// singleFile zips a single YAML file as the cairn.yaml of a zip.
+func singleFile(cfg []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: bundle.ConfigName, Method: zip.Deflate, Modified: time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)})
+	if err == nil {
+		_, err = w.Write(cfg)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// gitMetadata returns the git ref and remote of the work tree holding path, or nothing.
+func gitMetadata(path string) map[string]string {
+	dir := path
+	if info, err := os.Stat(path); err == nil && !info.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if git("rev-parse", "--is-inside-work-tree") != "true" {
+		return nil
+	}
+	meta := map[string]string{}
+	if ref := git("rev-parse", "HEAD"); ref != "" {
+		meta[GitRefMetadata] = ref
+	}
+	if remote := git("remote", "get-url", "origin"); remote != "" {
+		meta[GitRemoteMetadata] = remote
+	}
+	return meta
+}
+
+// PutAPI is the part of the S3 client an upload needs.
+type PutAPI interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+// Put uploads a zip to key with its metadata and returns the new object version ("" when
+// the bucket keeps no versions).
+func Put(ctx context.Context, c PutAPI, bucket, key string, data []byte, meta map[string]string) (string, error) {
+	out, err := c.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(data),
+		ContentType: aws.String("application/zip"), Metadata: meta,
+	})
+	if err != nil {
+		return "", fmt.Errorf("upload s3://%s/%s: %w", bucket, key, err)
+	}
+	return aws.ToString(out.VersionId), nil
+}

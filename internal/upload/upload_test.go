@@ -1,0 +1,80 @@
+package upload_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/upload"
+)
+
+const topic = "Resources:\n  Topic:\n    Type: AWS::SNS::Topic\n"
+
+func write(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestPrepareDirectoryInGit(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"cairn.yaml": "namespace: up\nstacks:\n  - name: topic\n    template_path: topic.yaml\n", "topic.yaml": topic})
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-q", "-m", "bundle")
+	git("remote", "add", "origin", "https://example.com/up.git")
+	b, err := upload.Prepare(dir, "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Metadata[upload.GitRefMetadata] != git("rev-parse", "HEAD") || b.Metadata[upload.GitRemoteMetadata] != "https://example.com/up.git" {
+		t.Errorf("metadata %v", b.Metadata)
+	}
+	zb, err := bundle.FromZip(b.Zip)
+	if err != nil || !strings.Contains(string(zb.Config), "namespace: up") {
+		t.Fatalf("zip: %v", err)
+	}
+}
+
+func TestPrepareSingleFile(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"shop.yaml": "namespace: up\nstacks:\n  - name: topic\n    template_body: |\n      Resources:\n        Topic:\n          Type: AWS::SNS::Topic\n"})
+	b, err := upload.Prepare(filepath.Join(dir, "shop.yaml"), "up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Metadata != nil {
+		t.Errorf("metadata %v outside a git work tree", b.Metadata)
+	}
+	zb, err := bundle.FromZip(b.Zip)
+	if err != nil || zb.ConfigFile != bundle.ConfigName {
+		t.Fatalf("a single file travels as the cairn.yaml of a zip: %v %v", zb, err)
+	}
+}
+
+func TestPrepareRefusesAnInvalidConfig(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"cairn.yaml": "namespace: up\ncolour: red\nstacks:\n  - name: topic\n    template_path: topic.yaml\n", "topic.yaml": topic})
+	_, err := upload.Prepare(dir, "up")
+	var errs config.Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "colour") {
+		t.Fatalf("Prepare = %v, want the located config error", err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -369,4 +371,86 @@ func containsLine(messages []string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+const migrationBundle = "../../testdata/bundles/stacker-migration"
+
+// TestStackerMigrationDeploys deploys the README's migration example, a Stacker config
+// converted to cairn.yaml (namespace, variables, lookups, stack options), end to end.
+func TestStackerMigrationDeploys(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"stacker.yaml", "cairn.yaml"} {
+		b, err := os.ReadFile(filepath.Join(migrationBundle, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(readme, b) {
+			t.Errorf("the README does not show %s/%s as it is", migrationBundle, f)
+		}
+	}
+
+	w := newWorld(t, worldOptions{})
+	ctx := context.Background()
+	w.putParameter("/shop/api-key", "SecureString", "k-4711-very-secret")
+	w.putParameter("/shop/zones", "StringList", "us-east-1a,us-east-1b")
+	if _, err := w.em.SNS().CreateTopic("shop-stack-events", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := os.ReadFile(filepath.Join(migrationBundle, "templates", "legacy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.cfnc.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("shop-legacy"), TemplateBody: aws.String(string(legacy))}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); w.stacks()["shop-legacy"].StackStatus != "CREATE_COMPLETE"; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("shop-legacy was never created")
+		}
+	}
+
+	doc := w.wait("shop", w.push("shop", copyBundle(t, migrationBundle)))
+	if doc.Run.Status != run.Succeeded {
+		t.Fatalf("run: %s (%s); stacks %v", doc.Run.Status, doc.Run.Reason, phases(doc))
+	}
+	queueURL := doc.Run.Stacks["queues"].Outputs["QueueUrl"]
+	settings, err := w.ssmClient().GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(doc.Run.Stacks["app"].Outputs["Settings"])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := queueURL + "|us-east-1a|Welcome to the shop|https://legacy.example.com"; aws.ToString(settings.Parameter.Value) != want {
+		t.Errorf("app settings %q, want %q", aws.ToString(settings.Parameter.Value), want)
+	}
+	live := w.stacks()
+	app, queues := live["shop-app"], live["shop-queues"]
+	tagOf := func(name, key string) string {
+		for _, tg := range live[name].Tags {
+			if aws.ToString(tg.Key) == key {
+				return aws.ToString(tg.Value)
+			}
+		}
+		return ""
+	}
+	if tagOf("shop-app", "team") != "checkout" || tagOf("shop-queues", "team") != "payments" {
+		t.Errorf("team tags: app %q, queues %q; want the stack's own tag to win", tagOf("shop-app", "team"), tagOf("shop-queues", "team"))
+	}
+	if len(app.NotificationARNs) != 1 || app.NotificationARNs[0] != "arn:aws:sns:us-east-1:000000000000:shop-stack-events" || len(queues.NotificationARNs) != 0 {
+		t.Errorf("notification ARNs: app %v, queues %v", app.NotificationARNs, queues.NotificationARNs)
+	}
+	if p := app.EnableTerminationProtection; p == nil || !*p {
+		t.Errorf("shop-app termination protection %v", p)
+	}
+	pol, err := w.cfnc.GetStackPolicy(ctx, &cloudformation.GetStackPolicyInput{StackName: aws.String("shop-app")})
+	if err != nil || !strings.Contains(aws.ToString(pol.StackPolicyBody), "LogicalResourceId/Key") {
+		t.Errorf("shop-app stack policy %v, %v", pol, err)
+	}
+	for _, p := range app.Parameters {
+		if aws.ToString(p.ParameterKey) == "ApiKey" && aws.ToString(p.ParameterValue) != "****" {
+			t.Errorf("DescribeStacks shows ApiKey as %q, want it masked (NoEcho)", aws.ToString(p.ParameterValue))
+		}
+	}
+	w.scanBucket("k-4711-very-secret")
 }

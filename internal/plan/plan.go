@@ -241,6 +241,7 @@ func Make(in Input) (*Result, error) {
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
 			RawParameters: maps.Clone(s.Parameters), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
+			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute,
 		}
 		res.Run.Stacks[s.Name] = rs
 		res.Warnings = append(res.Warnings, secretWarnings(s, in.SSM)...)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
@@ -75,8 +76,8 @@ func checkDeployment(cmd *cobra.Command, deployment, key string) error {
 
 // prepare validates and zips the bundle at path; a config that does not validate prints
 // every problem on its own line and exits 1.
-func prepare(stderr io.Writer, path, deployment string) (*upload.Bundle, error) {
-	b, err := upload.Prepare(path, deployment)
+func prepare(stderr io.Writer, path, deployment, varFile string) (*upload.Bundle, error) {
+	b, err := upload.PrepareWithVars(path, deployment, varFile)
 	var errs config.Errors
 	switch {
 	case errors.As(err, &errs):
@@ -270,4 +271,10 @@ func (t *trimmer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// varFileFlag adds --var-file: a YAML file of variables for ${var} lookups, stored in the
+// bundle as cairn.vars.yaml.
+func varFileFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "var-file", "", "YAML file of variables for ${var NAME} lookups, overriding the config's variables; stored in the bundle as "+bundle.VarsName)
 }

@@ -23,7 +23,7 @@ func init() { commands = append(commands, newPlanCmd) }
 const planStart = 5 * time.Second
 
 func newPlanCmd() *cobra.Command {
-	var deployment, format string
+	var deployment, format, varFile string
 	var cf cairnFlags
 	var wf waitFlags
 	cmd := &cobra.Command{
@@ -47,7 +47,7 @@ newer upload, 4 timed out.`,
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
 			ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			b, err := prepare(stderr, args[0], deployment)
+			b, err := prepare(stderr, args[0], deployment, varFile)
 			if err != nil {
 				return err
 			}
@@ -80,6 +80,7 @@ newer upload, 4 timed out.`,
 		},
 	}
 	deploymentFlag(cmd, &deployment, layout.PlanUploadKey("NAME"))
+	varFileFlag(cmd, &varFile)
 	cf.add(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "with --wait, how to print the plan: text, md or json")
 	wf.add(cmd, "plan run")

@@ -74,7 +74,7 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
 		Bundle:    doc.Bundle,
 		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
-		Run: doc.Run, Lookups: doc.Lookups, Drop: doc.Drop, Destroy: doc.Destroy,
+		Run: doc.Run, Lookups: doc.Lookups, SSM: doc.SSM, Drop: doc.Drop, Destroy: doc.Destroy,
 	}
 	if doc.Run.Status != run.Succeeded {
 		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")

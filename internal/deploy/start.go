@@ -218,9 +218,15 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if err != nil {
 		return false, err
 	}
+	if !doc.Destroy {
+		if doc.SSM, err = s.ssmValues(ctx, cfg.SSMNames()); err != nil {
+			return false, err
+		}
+	}
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, Namespaces: s.cfg.Namespaces,
+		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
+		Namespaces: s.cfg.Namespaces,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
@@ -232,6 +238,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 		doc.Notes = append(doc.Notes, fmt.Sprintf("deployment %s takes over the persistent graph %s/%s from deployment %s (take_over_graph_from)",
 			doc.Run.Deployment, cfg.Namespace, cfg.PersistentGraphKey, res.TakesOverFrom))
 	}
+	doc.Warnings = append(doc.Warnings, res.Warnings...)
 	if len(res.Refusals) > 0 {
 		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
 		return true, s.fail(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)
@@ -265,7 +272,7 @@ func exportsOfGone(cfg *config.Config, g *state.Graph, live map[string]plan.Live
 	return exports
 }
 
-// lookupsOf keeps each stack's output lookups, so parameters resolve without the bundle.
+// lookupsOf keeps each stack's lookups, so parameters resolve without the bundle.
 func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
 	out := map[string][]config.Lookup{}
 	for _, s := range cfg.Stacks {

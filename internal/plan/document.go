@@ -59,6 +59,9 @@ type Document struct {
 	Run *run.Run `json:"run"`
 	// Lookups carry what the apply run needs without reloading the config.
 	Lookups map[string][]config.Lookup `json:"lookups,omitempty"`
+	// SSM holds the SSM parameters the lookups read when the plan was made (SecureStrings
+	// by hash only).
+	SSM map[string]config.SSMValue `json:"ssm,omitempty"`
 	// Protection is read from plans recorded before the run's stacks carried the
 	// termination protection the config wants (run.Stack.Protect).
 	Protection map[string]bool `json:"protection,omitempty"`

@@ -45,7 +45,7 @@ func liveOf(cfg *config.Config, names ...string) map[string]Live {
 	live := map[string]Live{}
 	for _, n := range names {
 		s := cfg.Stack(n)
-		tags := Tags(cfg, s, state.BundleRef{})
+		tags := Tags(cfg, s, s.Tags, state.BundleRef{})
 		maps.Copy(tags, state.StackTags(cfg.Namespace, cfg.PersistentGraphKey, state.BundleRef{}, &state.Stack{Name: n, TemplateHash: TemplateHash(s)}))
 		live[s.StackName] = Live{StackName: s.StackName, StackID: "id-" + n, Status: "CREATE_COMPLETE",
 			Tags: tags, Outputs: map[string]string{"Out": "arn:" + n}}

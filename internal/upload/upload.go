@@ -38,12 +38,24 @@ type Bundle struct {
 // Prepare loads and validates the bundle at path (a directory, a .zip or a single YAML
 // file) as deployment would, and zips it. A config that does not validate returns the
 // config package's error (config.Errors lists each problem with its location).
-func Prepare(path, deployment string) (*Bundle, error) {
+func Prepare(path, deployment string) (*Bundle, error) { return PrepareWithVars(path, deployment, "") }
+
+// PrepareWithVars is Prepare with a var file (--var-file; "" for none): its values
+// override the config's variables, and it travels in the zip as bundle.VarsName, so the
+// run is reproducible from the bundle alone.
+func PrepareWithVars(path, deployment, varFile string) (*Bundle, error) {
 	b, err := bundle.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := (config.LoadOptions{Deployment: deployment}).Load(b); err != nil {
+	opts := config.LoadOptions{Deployment: deployment}
+	if varFile != "" {
+		if opts.Vars, err = os.ReadFile(varFile); err != nil {
+			return nil, fmt.Errorf("--var-file: %w", err)
+		}
+		opts.VarsFile = varFile
+	}
+	if _, err := opts.Load(b); err != nil {
 		return nil, err
 	}
 	info, err := os.Stat(path)
@@ -58,6 +70,9 @@ func Prepare(path, deployment string) (*Bundle, error) {
 		data, err = os.ReadFile(path)
 	default:
 		data, err = singleFile(b.Config)
+	}
+	if err == nil && opts.Vars != nil {
+		data, err = bundle.WithFile(data, bundle.VarsName, opts.Vars)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("zip %s: %w", path, err)

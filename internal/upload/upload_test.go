@@ -2,6 +2,7 @@ package upload_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,5 +77,42 @@ func TestPrepareRefusesAnInvalidConfig(t *testing.T) {
 	var errs config.Errors
 	if !errors.As(err, &errs) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "colour") {
 		t.Fatalf("Prepare = %v, want the located config error", err)
+	}
+}
+
+func TestPrepareWithVarFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "namespace: up\nvariables: {env: dev}\nstacks:\n  - name: topic\n    template_path: topic.yaml\n    tags: {env: \"${var env}\"}\n"
+	write(t, dir, map[string]string{"cairn.yaml": cfg, "topic.yaml": topic, bundle.VarsName: "env: stale\n"})
+	vars := filepath.Join(t.TempDir(), "prod.yaml")
+	write(t, filepath.Dir(vars), map[string]string{"prod.yaml": "env: prod\n"})
+	b, err := upload.PrepareWithVars(dir, "up", vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zb, err := bundle.FromZip(b.Zip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := fs.ReadFile(zb.FS, bundle.VarsName)
+	if err != nil || string(stored) != "env: prod\n" {
+		t.Fatalf("the zip's %s = %q, %v: want the --var-file", bundle.VarsName, stored, err)
+	}
+	c, err := config.Load(zb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tags, err := config.ResolveTags(c.Stack("topic"), config.Values{}); err != nil || tags["env"] != "prod" {
+		t.Errorf("the pushed bundle alone resolves env to %q (%v), want prod", tags["env"], err)
+	}
+
+	write(t, filepath.Dir(vars), map[string]string{"prod.yaml": "env: [a, b]\n"})
+	_, err = upload.PrepareWithVars(dir, "up", vars)
+	var errs config.Errors
+	if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Error() != vars+":1:6: env: must be a string, number or boolean (a variable holds text), got a list" {
+		t.Errorf("PrepareWithVars = %v, want the error located in the var file", err)
+	}
+	if _, err := upload.PrepareWithVars(dir, "up", filepath.Join(dir, "nope.yaml")); err == nil || !strings.Contains(err.Error(), "--var-file") {
+		t.Errorf("a missing var file: %v", err)
 	}
 }

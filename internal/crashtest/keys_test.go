@@ -10,7 +10,6 @@ func runPrefix(deployment string) string { return bucket.RunsOf(deployment) }
 
 func openRunPrefix() string { return bucket.OpenRunsPrefix }
 
-func planPrefix(deployment string) string { return bucket.PlansOf(deployment) }
 
 func graphKey(namespace, key string) string { return bucket.StateKey(namespace, key) }
 

@@ -47,6 +47,11 @@ import (
 // DefaultHeartbeat is how long a heartbeat waits in the queue before it advances its run.
 const DefaultHeartbeat = 15 * time.Second
 
+// DefaultStallAfter is how long a run's heartbeat may be late before the run counts as
+// stalled (its heartbeat lost) and the next invocation of any kind resumes it: four
+// heartbeats of the default 15 s, so a stalled run goes on within about a minute.
+const DefaultStallAfter = time.Minute
+
 // DefaultPlanTTL is how long an unapplied plan stays approvable; after it, the plan
 // expires and its change sets are deleted.
 const DefaultPlanTTL = 7 * 24 * time.Hour
@@ -95,6 +100,10 @@ type Config struct {
 	// LockRetry is how long an upload waits before it tries the lock again (default:
 	// Heartbeat).
 	LockRetry time.Duration
+	// StallAfter is how long an open run's heartbeat chain may go without a beat before
+	// any invocation of the deployer resumes it with a new one (default DefaultStallAfter,
+	// at least twice Heartbeat).
+	StallAfter time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
 	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget).
@@ -161,6 +170,12 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.LockRetry <= 0 {
 		cfg.LockRetry = cfg.Heartbeat
 	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = max(DefaultStallAfter, 4*cfg.Heartbeat)
+	}
+	if cfg.StallAfter < 2*cfg.Heartbeat {
+		return nil, fmt.Errorf("deploy: stall after %s is less than two heartbeats (%s): every run would be found stalled", cfg.StallAfter, cfg.Heartbeat)
+	}
 	if cfg.PlanTTL <= 0 {
 		cfg.PlanTTL = DefaultPlanTTL
 	}
@@ -200,7 +215,11 @@ func (d *Driver) Approve(ctx context.Context, u Upload) error { return d.start.a
 // heartbeats per run, no fan-out). It returns nil when the trigger is dealt with,
 // including when another step won the race to write the run document.
 func (d *Driver) Step(ctx context.Context, deployment, runID string, heartbeat bool) error {
-	return d.step.trigger(ctx, deployment, runID, heartbeat)
+	var c cue
+	if heartbeat {
+		c.beats = []int{0}
+	}
+	return d.step.trigger(ctx, deployment, runID, c)
 }
 
 // Upload is an S3 ObjectCreated event of an upload.

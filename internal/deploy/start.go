@@ -26,7 +26,8 @@ type starter struct{ stepper }
 
 // begin is the beginning every run shares: the run's id and logger, and the document of a
 // run that is not started yet. It returns a nil document when the run exists already (the
-// event was delivered again).
+// event was delivered again); a run whose start was killed before its first step is then
+// resumed, and one that ended gets the rest of its clean-up.
 func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode run.Mode) (*Document, *slog.Logger, error) {
 	if u.Bucket == "" {
 		u.Bucket = s.cfg.Bucket
@@ -36,9 +37,14 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 	}
 	runID := u.RunID()
 	log := s.runLogger(deployment, runID)
-	if _, _, err := s.runs.load(ctx, deployment, runID); err == nil {
-		log.Info("deploy: run already started for this event; event redelivered", "key", u.Key)
-		return nil, log, nil
+	if doc, _, err := s.runs.load(ctx, deployment, runID); err == nil {
+		log.Info("deploy: run already started for this event; event redelivered", "key", u.Key, "status", string(doc.Run.Status), "steps", doc.Steps)
+		if doc.Run.Status == run.Running && doc.Steps > 0 {
+			return nil, log, nil // its heartbeat chain was started before its first step
+		}
+		// Killed before its first step, so maybe before its first heartbeat: nothing else
+		// would advance it. Or it ended, maybe before its clean-up.
+		return nil, log, s.trigger(ctx, deployment, runID, cue{restart: doc.Run.Status == run.Running})
 	} else if !errors.Is(err, errNoRun) {
 		return nil, log, err
 	}
@@ -95,7 +101,7 @@ func (s starter) launch(ctx context.Context, doc *Document, lock *state.Lock, lo
 	}
 	s.runs.index(ctx, doc, log)
 	log.Info("deploy: "+what+" started", "stacks", len(doc.Run.Stacks), "decisions", len(doc.Decisions))
-	if err := s.heartbeat(ctx, doc.Run.Deployment, doc.Run.ID); err != nil {
+	if err := s.heartbeat(ctx, doc.Run.Deployment, doc.Run.ID, doc.Beat); err != nil {
 		// Without a heartbeat the run advances by stack events only; the first step below
 		// may still finish it.
 		log.Error("deploy: cannot enqueue the first heartbeat", "err", err)

@@ -213,13 +213,39 @@ func Supersede(r *Run, reason string, now time.Time) *Run {
 	return next
 }
 
-// Abandon ends a run that lost its lock: it changes nothing more, and its stacks stay as
-// they were last seen.
-func Abandon(r *Run, cause string, now time.Time) *Run {
+// Abandon ends a run that lost its lock: it changes nothing more. Each stack it had not
+// finished is blocked with what CloudFormation may still be doing to it, and the actions
+// returned delete the change sets the run made and may not have executed (deleting one
+// that did execute fails harmlessly): nothing else may be done without the lock.
+func Abandon(r *Run, cause string, now time.Time) (*Run, []Action) {
 	next := r.Clone()
-	next.Status, next.FinishedAt, next.UpdatedAt = RunFailed, now, now
-	next.Reason = "stopped: " + cause
-	return next
+	next.Status, next.FinishedAt, next.UpdatedAt = Abandoned, now, now
+	next.Reason = "abandoned: " + cause
+	var actions []Action
+	for _, name := range next.Names() {
+		s := next.Stacks[name]
+		if s.Phase.Terminal() {
+			continue
+		}
+		var doing string
+		switch s.Phase {
+		case Pending:
+			doing = "not started"
+		case CreatingChangeSet, Ready:
+			doing = "its change set " + s.ChangeSetName + " was never executed and is deleted"
+		case Executing:
+			doing = "CloudFormation may still be executing its change set " + s.ChangeSetName + "; the next run re-plans the stack from its live tags"
+		default:
+			doing = "CloudFormation may still be working on it (" + string(s.Phase) + "); the next run re-plans the stack from its live tags"
+		}
+		if s.ChangeSetName != "" || s.ChangeSetID != "" {
+			actions = append(actions, Action{Kind: DeleteChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
+				ChangeSetName: s.ChangeSetName, ChangeSetID: s.ChangeSetID})
+		}
+		s.Reason = "the run lost its lock: " + doing
+		setPhase(s, Blocked, now)
+	}
+	return next, actions
 }
 
 func setPhase(s *Stack, p Phase, now time.Time) {

@@ -82,6 +82,11 @@ const (
 	// Superseded is a run whose upload was no longer the newest version of its key when
 	// it arrived: nothing was deployed, and the newer upload's own run deploys it.
 	Superseded Status = "superseded"
+	// Abandoned is a run that lost its lock (removed by `cairn unlock --force`, or taken
+	// over once its lease ended) and stopped: it changes nothing more, the change sets it
+	// made and did not execute are deleted, and whatever CloudFormation still does to its
+	// stacks is re-planned by the next run from their live tags.
+	Abandoned Status = "abandoned"
 )
 
 // Stack is one stack's part in a run.

@@ -72,6 +72,8 @@ type worldOptions struct {
 	PlanTTL time.Duration
 	// Namespaces is the deployer's CAIRN_NAMESPACES (default: every namespace).
 	Namespaces string
+	// Heartbeat is the deployer's heartbeat (default deploy.DefaultHeartbeat).
+	Heartbeat time.Duration
 }
 
 type syncBuffer struct {
@@ -193,7 +195,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	}
 	d, err := deploy.NewFromAWS(cfg, deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
-		Namespaces: allowed,
+		Namespaces: allowed, Heartbeat: o.Heartbeat,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -177,8 +177,11 @@ func TestFencedChangeIsReplanned(t *testing.T) {
 			release := f.take(t, w)
 			doc := w.wait("shop", v2)
 			release()
-			if doc.Run.Status == run.Succeeded {
-				t.Fatalf("the fenced run succeeded: %s", doc.Run.Reason)
+			if doc.Run.Status != run.Abandoned {
+				t.Fatalf("the fenced run: %s (%s), want abandoned", doc.Run.Status, doc.Run.Reason)
+			}
+			if keys := w.openRuns(); len(keys) > 0 {
+				t.Errorf("the open-run index still lists %v", keys)
 			}
 			w.waitFor("shop-web's update to finish", func() bool { return w.stacks()["shop-web"].StackStatus == cfntypes.StackStatusUpdateComplete })
 			if got := parameter(w.stacks()["shop-web"], "Size"); got != "large" {

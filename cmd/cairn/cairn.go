@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -75,8 +76,8 @@ func checkDeployment(cmd *cobra.Command, deployment, key string) error {
 
 // prepare validates and zips the bundle at path; a config that does not validate prints
 // every problem on its own line and exits 1.
-func prepare(stderr io.Writer, path, deployment string) (*upload.Bundle, error) {
-	b, err := upload.Prepare(path, deployment)
+func prepare(stderr io.Writer, path, deployment string, src provenance.Options) (*upload.Bundle, error) {
+	b, err := upload.Prepare(path, deployment, src)
 	var errs config.Errors
 	switch {
 	case errors.As(err, &errs):
@@ -91,14 +92,17 @@ func prepare(stderr io.Writer, path, deployment string) (*upload.Bundle, error) 
 	return b, nil
 }
 
-// uploaded describes an upload: "s3://B/KEY (version …abc) at git REF".
-func uploaded(bucket, key, version string, meta map[string]string) string {
+// uploaded describes an upload: "s3://B/KEY (version …abc) at git COMMIT, pull request #7".
+func uploaded(bucket, key, version string, src provenance.Source) string {
 	s := fmt.Sprintf("s3://%s/%s", bucket, key)
 	if version != "" {
 		s += " (version " + report.ShortVersion(version) + ")"
 	}
-	if ref := meta[upload.GitRefMetadata]; ref != "" {
-		s += " at git " + ref
+	if src.Commit != "" {
+		s += " at git " + src.Commit
+	}
+	if src.PullRequest > 0 {
+		s += fmt.Sprintf(", pull request #%d", src.PullRequest)
 	}
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/upload"
@@ -24,6 +25,7 @@ const planStart = 5 * time.Second
 
 func newPlanCmd() *cobra.Command {
 	var deployment, format string
+	var pr int
 	var cf cairnFlags
 	var wf waitFlags
 	cmd := &cobra.Command{
@@ -47,7 +49,7 @@ newer upload, 4 timed out.`,
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
 			ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			b, err := prepare(stderr, args[0], deployment)
+			b, err := prepare(stderr, args[0], deployment, provenance.Options{PullRequest: pr})
 			if err != nil {
 				return err
 			}
@@ -70,7 +72,7 @@ newer upload, 4 timed out.`,
 			if format == "text" {
 				info = stdout
 			}
-			fmt.Fprintf(info, "uploaded %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Metadata))
+			fmt.Fprintf(info, "uploaded %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
 			target := follow.Target{Deployment: deployment, Version: version, Since: since, Before: before}
 			if !wf.wait {
 				return announcePlan(cmd, c, target, info)
@@ -82,6 +84,7 @@ newer upload, 4 timed out.`,
 	deploymentFlag(cmd, &deployment, layout.PlanUploadKey("NAME"))
 	cf.add(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "with --wait, how to print the plan: text, md or json")
+	cmd.Flags().IntVar(&pr, "pr", 0, "the pull request the plan is for (default: from GitHub Actions' environment)")
 	wf.add(cmd, "plan run")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
@@ -35,7 +36,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 				return err
 			}
 			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment)
+			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, provenance.Options{})
 			if err != nil {
 				return err
 			}
@@ -55,7 +56,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 			if err != nil {
 				return fmt.Errorf("push: %w", err)
 			}
-			fmt.Fprintf(stdout, "pushed %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Metadata))
+			fmt.Fprintf(stdout, "pushed %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
 			if !wf.wait {
 				fmt.Fprintf(stdout, "the upload starts a run: see it with `cairn status %s`\n", deployment)
 				return nil

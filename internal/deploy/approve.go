@@ -40,7 +40,7 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 	if err != nil {
 		return err
 	}
-	doc.Bundle = Bundle{Bucket: p.Bundle.Bucket, Key: p.Bundle.Key, VersionID: p.Bundle.VersionID, SHA256: p.Bundle.SHA256, GitRef: p.Bundle.GitRef, GitRemote: p.Bundle.GitRemote}
+	doc.Bundle = Bundle{Bucket: p.Bundle.Bucket, Key: p.Bundle.Key, VersionID: p.Bundle.VersionID, SHA256: p.Bundle.SHA256, GitRef: p.Bundle.GitRef, GitRemote: p.Bundle.GitRemote, Source: p.Bundle.Source}
 	doc.Namespace, doc.GraphKey = p.Namespace, p.GraphKey
 	doc.Decisions, doc.Lookups, doc.Drop, doc.Destroy = p.Decisions, p.Lookups, p.Drop, p.Destroy
 	if p.Namespace == "" {

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -26,6 +27,8 @@ type Bundle struct {
 	SHA256    string `json:"sha256,omitempty"`
 	GitRef    string `json:"git_ref,omitempty"`
 	GitRemote string `json:"git_remote,omitempty"`
+	// Source is where the upload came from (its metadata): ref, pull request, CI run.
+	Source provenance.Source `json:"source,omitzero"`
 }
 
 // Ref is the bundle as the persistent graph and the stack tags record it.
@@ -82,8 +85,8 @@ func Download(ctx context.Context, api bucket.Getter, b Bundle, deployment strin
 	case err != nil:
 		return nil, fmt.Errorf("download bundle: %w", err)
 	}
-	b.GitRef = o.Metadata["git-ref"]
-	b.GitRemote = o.Metadata["git-remote"]
+	b.Source = provenance.FromMetadata(o.Metadata)
+	b.GitRef, b.GitRemote = b.Source.Commit, b.Source.Remote
 	sum := sha256.Sum256(o.Body)
 	b.SHA256 = hex.EncodeToString(sum[:])
 	lb := &Loaded{Bundle: b, Destroy: o.Metadata[DestroyMetadata] == "true"}

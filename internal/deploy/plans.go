@@ -73,7 +73,7 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 		ID: doc.Run.ID, Deployment: doc.Run.Deployment, Namespace: doc.Namespace, GraphKey: doc.GraphKey,
 		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
 		Bundle: plan.BundleVersion{Bucket: doc.Bundle.Bucket, Key: doc.Bundle.Key, VersionID: doc.Bundle.VersionID,
-			SHA256: doc.Bundle.SHA256, GitRef: doc.Bundle.GitRef, GitRemote: doc.Bundle.GitRemote},
+			SHA256: doc.Bundle.SHA256, GitRef: doc.Bundle.GitRef, GitRemote: doc.Bundle.GitRemote, Source: doc.Bundle.Source},
 		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
 		Run: doc.Run, Lookups: doc.Lookups, Drop: doc.Drop, Destroy: doc.Destroy,
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -72,6 +73,9 @@ type BundleVersion struct {
 	SHA256    string `json:"sha256,omitempty"`
 	GitRef    string `json:"git_ref,omitempty"`
 	GitRemote string `json:"git_remote,omitempty"`
+	// Source is where the upload came from (its commit and remote are GitRef and
+	// GitRemote, as the graph records them): its ref, pull request and CI run.
+	Source provenance.Source `json:"source,omitzero"`
 }
 
 // Stack is one stack of a plan.

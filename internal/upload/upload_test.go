@@ -1,7 +1,10 @@
 package upload_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
 
@@ -40,12 +44,17 @@ func TestPrepareDirectoryInGit(t *testing.T) {
 	git("add", ".")
 	git("commit", "-q", "-m", "bundle")
 	git("remote", "add", "origin", "https://example.com/up.git")
-	b, err := upload.Prepare(dir, "up")
+	t.Setenv("GITHUB_ACTIONS", "")
+	b, err := upload.Prepare(dir, "up", provenance.Options{PullRequest: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Metadata[upload.GitRefMetadata] != git("rev-parse", "HEAD") || b.Metadata[upload.GitRemoteMetadata] != "https://example.com/up.git" {
-		t.Errorf("metadata %v", b.Metadata)
+	want := map[string]string{"git-ref": git("rev-parse", "HEAD"), "git-ref-name": git("symbolic-ref", "HEAD"), "git-remote": "https://example.com/up.git", "pull-request": "7"}
+	if !maps.Equal(b.Metadata, want) {
+		t.Errorf("metadata %v, want %v", b.Metadata, want)
+	}
+	if sum := sha256.Sum256(b.Zip); b.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("SHA256 %s is not the zip's", b.SHA256)
 	}
 	zb, err := bundle.FromZip(b.Zip)
 	if err != nil || !strings.Contains(string(zb.Config), "namespace: up") {
@@ -56,7 +65,8 @@ func TestPrepareDirectoryInGit(t *testing.T) {
 func TestPrepareSingleFile(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"shop.yaml": "namespace: up\nstacks:\n  - name: topic\n    template_body: |\n      Resources:\n        Topic:\n          Type: AWS::SNS::Topic\n"})
-	b, err := upload.Prepare(filepath.Join(dir, "shop.yaml"), "up")
+	t.Setenv("GITHUB_ACTIONS", "")
+	b, err := upload.Prepare(filepath.Join(dir, "shop.yaml"), "up", provenance.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +82,7 @@ func TestPrepareSingleFile(t *testing.T) {
 func TestPrepareRefusesAnInvalidConfig(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"cairn.yaml": "namespace: up\ncolour: red\nstacks:\n  - name: topic\n    template_path: topic.yaml\n", "topic.yaml": topic})
-	_, err := upload.Prepare(dir, "up")
+	_, err := upload.Prepare(dir, "up", provenance.Options{})
 	var errs config.Errors
 	if !errors.As(err, &errs) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "colour") {
 		t.Fatalf("Prepare = %v, want the located config error", err)

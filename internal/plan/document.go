@@ -97,7 +97,16 @@ type Stack struct {
 	InputsMayChange bool              `json:"inputs_may_change,omitempty"`
 	CreatedAtApply  bool              `json:"created_at_apply,omitempty"`
 	Changes         []Change          `json:"changes,omitempty"`
-	Reason          string            `json:"reason,omitempty"`
+	// Resources are what the template declares, for a stack the plan creates that has no
+	// change set yet (created at apply): what its creation will add.
+	Resources []Resource `json:"resources,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+}
+
+// Resource is a resource a stack's template declares.
+type Resource struct {
+	LogicalID string `json:"logical_id"`
+	Type      string `json:"type"`
 }
 
 // Change is one resource change of a change set.

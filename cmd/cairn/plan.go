@@ -44,7 +44,7 @@ newer upload, 4 timed out.`,
 			if err := checkDeployment(cmd, deployment, layout.PlanUploadKey("NAME")); err != nil {
 				return err
 			}
-			render, err := planRenderer(format)
+			render, err := planRenderer(format, true)
 			if err != nil {
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
@@ -89,11 +89,16 @@ newer upload, 4 timed out.`,
 	return cmd
 }
 
-func planRenderer(format string) (func(io.Writer, *plan.Document) error, error) {
+// planRenderer prints a plan in format; as a comment, its Markdown fits in a pull-request
+// comment (pointing to the whole plan when it is longer).
+func planRenderer(format string, comment bool) (func(io.Writer, *plan.Document) error, error) {
 	switch format {
 	case "text", "":
 		return report.PlanText, nil
 	case "md", "markdown":
+		if comment {
+			return func(w io.Writer, p *plan.Document) error { return report.PlanComment(w, p, 0) }, nil
+		}
 		return report.PlanMarkdown, nil
 	case "json":
 		return report.PlanJSON, nil

@@ -30,7 +30,7 @@ when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --lates
 With --commit SHA it lists only the plans made from that commit (the commit checked out,
 or a pull request's head), abbreviated to 7 hex digits or more.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			render, err := planRenderer(format)
+			render, err := planRenderer(format, false)
 			if err != nil {
 				return usageError{cmd: cmd, msg: err.Error()}
 			}

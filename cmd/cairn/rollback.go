@@ -32,7 +32,7 @@ exactly what returns. Apply it with --approve, or review it and run
 ` + "`cairn approve NAME PLAN_ID`" + `.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			deployment, stdout := args[0], cmd.OutOrStdout()
-			render, err := planRenderer(format)
+			render, err := planRenderer(format, true)
 			if err != nil {
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
@@ -83,7 +83,7 @@ the plan fails. Nothing is deleted until the plan is approved with ` + "`cairn a
 when the graph is empty its state object is removed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			deployment, stdout := args[0], cmd.OutOrStdout()
-			render, err := planRenderer(format)
+			render, err := planRenderer(format, true)
 			if err != nil {
 				return usageError{cmd: cmd, msg: err.Error()}
 			}

@@ -5,7 +5,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 FUZZTIME  ?= 50000x
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo fmt vet deps synth test-awscli clean
+.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo fmt vet deps synth test-awscli crash clean
 
 all: build
 
@@ -47,6 +47,13 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
+
+# crash: the crash suite's long run (internal/crashtest): SEEDS random seeds of one to three
+# crash points each, and with SWEEP=1 a crash before and after every AWS call of the scenario.
+SEEDS ?= 200
+SWEEP ?=
+crash:
+	CAIRN_CRASH_SEEDS=$(SEEDS) CAIRN_CRASH_SWEEP=$(SWEEP) $(GO) test -race -count=1 -timeout 3h -v -run 'TestCrash' ./internal/crashtest/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /infra)

@@ -7,9 +7,9 @@ import (
 	"github.com/spf13/cobra"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
+	"github.com/cairn-dev/cairn/internal/upload"
 )
 
 func init() { commands = append(commands, newApplyCmd) }
@@ -39,7 +39,7 @@ applied, 1 refused or failed, 4 timed out.`,
 				return fmt.Errorf("%s: %w", cmd.Name(), err)
 			}
 			stdout := cmd.OutOrStdout()
-			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, provenance.Options{})
+			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{})
 			if err != nil {
 				return err
 			}

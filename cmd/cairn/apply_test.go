@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/plan"
-	"github.com/cairn-dev/cairn/internal/provenance"
+	"github.com/cairn-dev/cairn/internal/upload"
 )
 
 // emulatorGet decodes the JSON of a control endpoint of the emulator AWS_ENDPOINT_URL
@@ -193,7 +193,7 @@ func TestApplyFindsTheReviewedPlanByContent(t *testing.T) {
 // sha256Of is the digest cairn records of the bundle at dir.
 func sha256Of(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := prepare(&bytes.Buffer{}, dir, "cli", provenance.Options{})
+	b, err := prepare(&bytes.Buffer{}, dir, "cli", upload.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
@@ -76,8 +77,8 @@ func checkDeployment(cmd *cobra.Command, deployment, key string) error {
 
 // prepare validates and zips the bundle at path; a config that does not validate prints
 // every problem on its own line and exits 1.
-func prepare(stderr io.Writer, path, deployment string, src provenance.Options) (*upload.Bundle, error) {
-	b, err := upload.Prepare(path, deployment, src)
+func prepare(stderr io.Writer, path, deployment string, o upload.Options) (*upload.Bundle, error) {
+	b, err := upload.Prepare(path, deployment, o)
 	var errs config.Errors
 	switch {
 	case errors.As(err, &errs):
@@ -274,4 +275,10 @@ func (t *trimmer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// varFileFlag adds --var-file: a YAML file of variables for ${var} lookups, stored in the
+// bundle as cairn.vars.yaml.
+func varFileFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "var-file", "", "YAML file of variables for ${var NAME} lookups, overriding the config's variables; stored in the bundle as "+bundle.VarsName)
 }

@@ -45,14 +45,16 @@ func newLocalCmd() *cobra.Command {
 func newLocalUpCmd() *cobra.Command {
 	var addr, dir, logLevel, logFile string
 	var o localcairn.Options
+	var timings awslocal.CloudFormationTimings
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Serve the AWS emulator with cairn deployed in it, in the foreground until interrupted",
-		Long: `Up serves the emulated AWS services (S3, SQS, SNS, CloudFormation, EventBridge) on one
-loopback port, creates in them what "make deploy" creates in AWS (the bucket with its
-upload notifications, the queues, topics, event rules, the drift schedule and the exports
-cairn-bucket-name, cairn-ports-service-token and cairn-notifications-topic-arn), and runs
-cairn's Lambda handlers in process, wired as in AWS.
+		Long: `Up serves the emulated AWS services (S3, SQS, SNS, SSM Parameter Store, CloudFormation,
+EventBridge) on one loopback port, deploys into them cairn's own stack from the template
+"make deploy" deploys to AWS (the bucket with its upload notifications, the queues, topics,
+event rules, the drift schedule, the functions and their event source mappings, and the
+exports cairn-bucket-name, cairn-ports-service-token and cairn-notifications-topic-arn), and
+runs cairn's Lambda handlers in process, bound to the stack's functions.
 
 Requests that arrive before all of that exists wait for it, so a script may start
 "cairn local up &" and use it at once; "cairn local wait" waits for readiness and
@@ -68,7 +70,7 @@ sees it; one "local up" at a time may use a --dir.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("local up: --log-level %q: want debug, info, warn or error", logLevel)
 			}
-			return serveLocal(cmd, addr, dir, logFile, level, o)
+			return serveLocal(cmd, awslocal.Options{Dir: dir, CloudFormation: timings}, addr, logFile, level, o)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4566", "address to listen on (127.0.0.1:0 picks a free port)")
@@ -77,6 +79,8 @@ sees it; one "local up" at a time may use a --dir.`,
 	cmd.Flags().StringVar(&logFile, "log-file", "", "file the emulator and the in-process functions log to (default: "+localdir.LogFile+" under --dir; stderr with --dir \"\")")
 	cmd.Flags().StringVar(&o.DriftSchedule, "drift-schedule", localcairn.DefaultDriftSchedule, "schedule expression of the drift function")
 	cmd.Flags().StringVar(&o.PortPools, "port-pools", localcairn.DefaultPortPools, "port pools of Custom::PortAllocation, NAME=FIRST-LAST,...")
+	cmd.Flags().DurationVar(&timings.ResourceDelay, "resource-delay", time.Second, "how long each resource operation of a stack takes (cairn's own stack takes none)")
+	cmd.Flags().DurationVar(&timings.ChangeSetDelay, "change-set-delay", time.Second, "how long a change set takes to create")
 	return cmd
 }
 
@@ -84,7 +88,8 @@ sees it; one "local up" at a time may use a --dir.`,
 const defaultLocalDir = ".cairn/local"
 
 // serveLocal runs `cairn local up` until interrupted.
-func serveLocal(cmd *cobra.Command, addr, dir, logFile string, level slog.Level, o localcairn.Options) error {
+func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, level slog.Level, o localcairn.Options) error {
+	dir := eo.Dir
 	began := time.Now()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -114,7 +119,8 @@ func serveLocal(cmd *cobra.Command, addr, dir, logFile string, level slog.Level,
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(logger)
 
-	l, err := newLocal(awslocal.Options{Dir: dir, Logger: logger}, addr)
+	eo.Logger = logger
+	l, err := newLocal(eo, addr)
 	if err != nil {
 		return fmt.Errorf("local up: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -330,5 +331,52 @@ func TestLocalWaitTimesOut(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"local", "up", "--log-level", "loud"}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), `--log-level "loud": want debug, info, warn or error`) {
 		t.Errorf("bad --log-level: exit %d stderr %q", code, stderr.String())
+	}
+}
+
+// TestLocalUpRestartResumesCustomResources: `cairn local up` stopped while a stack waits to
+// send a custom resource request, and started again on the same --dir and --addr, sends
+// the request with a ResponseURL on its address, so the ports function's answer completes
+// the stack.
+func TestLocalUpRestartResumesCustomResources(t *testing.T) {
+	keepEnv(t)
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	args := []string{"--addr", addr, "--dir", dir, "--resource-delay", "300ms"}
+	exports, stop := localUp(t, args...)
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"), config.WithBaseEndpoint(exports["AWS_ENDPOINT_URL"]),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := cloudformation.NewFromConfig(cfg)
+	// First makes the stack wait before the request for Port goes out.
+	body := "Resources:\n  First:\n    Type: AWS::CloudFormation::WaitConditionHandle\n" +
+		strings.Replace(strings.TrimPrefix(portsTemplate, "Resources:\n"), "    Properties:", "    DependsOn: First\n    Properties:", 1)
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("shop-restart"), TemplateBody: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	exports, stop = localUp(t, args...)
+	defer stop()
+	var st cftypes.Stack
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out, err := cf.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String("shop-restart")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st = out.Stacks[0]; !strings.HasSuffix(string(st.StackStatus), "_IN_PROGRESS") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if st.StackStatus != cftypes.StackStatusCreateComplete || len(st.Outputs) != 1 || aws.ToString(st.Outputs[0].OutputValue) != "20000" {
+		t.Fatalf("stack after the restart: %s (%s), outputs %+v; want CREATE_COMPLETE with port 20000", st.StackStatus, aws.ToString(st.StackStatusReason), st.Outputs)
 	}
 }

@@ -24,7 +24,7 @@ func init() { commands = append(commands, newPlanCmd) }
 const planStart = 5 * time.Second
 
 func newPlanCmd() *cobra.Command {
-	var deployment, format string
+	var deployment, format, varFile string
 	var pr int
 	var cf cairnFlags
 	var wf waitFlags
@@ -49,7 +49,7 @@ newer upload, 4 timed out.`,
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
 			ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			b, err := prepare(stderr, args[0], deployment, provenance.Options{PullRequest: pr})
+			b, err := prepare(stderr, args[0], deployment, upload.Options{VarFile: varFile, Source: provenance.Options{PullRequest: pr}})
 			if err != nil {
 				return err
 			}
@@ -82,6 +82,7 @@ newer upload, 4 timed out.`,
 		},
 	}
 	deploymentFlag(cmd, &deployment, layout.PlanUploadKey("NAME"))
+	varFileFlag(cmd, &varFile)
 	cf.add(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "with --wait, how to print the plan: text, md or json")
 	cmd.Flags().IntVar(&pr, "pr", 0, "the pull request the plan is for (default: from GitHub Actions' environment)")

@@ -8,7 +8,6 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
-	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
@@ -16,7 +15,7 @@ import (
 func init() { commands = append(commands, newPushCmd) }
 
 func newPushCmd() *cobra.Command {
-	var deployment string
+	var deployment, varFile string
 	var cf cairnFlags
 	var wf waitFlags
 	cmd := &cobra.Command{
@@ -36,7 +35,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 				return err
 			}
 			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, provenance.Options{})
+			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{VarFile: varFile})
 			if err != nil {
 				return err
 			}
@@ -69,6 +68,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 		},
 	}
 	deploymentFlag(cmd, &deployment, layout.DeploymentKey("NAME"))
+	varFileFlag(cmd, &varFile)
 	cf.add(cmd)
 	wf.add(cmd, "run")
 	return cmd

@@ -10,15 +10,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
-	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
-	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 )
-
-type ctxT = context.Context
-
-func patternParse(doc string) (*pattern.Pattern, error) { return pattern.Parse([]byte(doc)) }
-
-func sqslocalDefaults() map[string]string { return sqslocal.Defaults() }
 
 // s3Do sends one request to the emulated S3 in process, through its handler, so it is
 // journaled (persisted) and notifies as a client's request would. It returns the status
@@ -151,7 +143,7 @@ func (e *Emulator) bucketProvider() cfnlocal.Provider {
 		return nil
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			name := r.PhysicalID
 			if _, err := e.s3Do(http.MethodHead, "/"+name, nil); err == nil {
 				return "", nil, fmt.Errorf("%s already exists", name)
@@ -161,17 +153,17 @@ func (e *Emulator) bucketProvider() cfnlocal.Provider {
 			}
 			return name, nil, configure(name, r.Props, nil)
 		},
-		Update: func(_ ctxT, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
+		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			return nil, configure(r.PhysicalID, r.Props, old)
 		},
-		Delete: func(_ ctxT, r cfnlocal.Resource) error {
+		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			if _, err := e.s3Do(http.MethodHead, "/"+r.PhysicalID, nil); err != nil {
 				return nil // already gone
 			}
 			_, err := e.s3Do(http.MethodDelete, "/"+r.PhysicalID, nil)
 			return err
 		},
-		Read: func(_ ctxT, r cfnlocal.Resource) (map[string]any, bool, error) {
+		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
 			if _, err := e.s3Do(http.MethodHead, "/"+r.PhysicalID, nil); err != nil {
 				return nil, false, nil
 			}
@@ -196,18 +188,20 @@ func (e *Emulator) bucketPolicyProvider() cfnlocal.Provider {
 		return err
 	}
 	return cfnlocal.Provider{
-		Create: func(_ ctxT, r cfnlocal.Resource) (string, map[string]any, error) { return r.PhysicalID, nil, put(r) },
-		Update: func(_ ctxT, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
+			return r.PhysicalID, nil, put(r)
+		},
+		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			if text(old["Bucket"]) != text(r.Props["Bucket"]) {
 				_, _ = e.s3Do(http.MethodDelete, "/"+text(old["Bucket"])+"?policy", nil)
 			}
 			return nil, put(r)
 		},
-		Delete: func(_ ctxT, r cfnlocal.Resource) error {
+		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			_, _ = e.s3Do(http.MethodDelete, "/"+text(r.Props["Bucket"])+"?policy", nil)
 			return nil
 		},
-		Read: func(_ ctxT, r cfnlocal.Resource) (map[string]any, bool, error) {
+		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
 			b, err := e.s3Do(http.MethodGet, "/"+text(r.Props["Bucket"])+"?policy", nil)
 			if err != nil {
 				return nil, false, nil

@@ -292,3 +292,38 @@ func emptyBucket(t *testing.T, c *s3.Client, bucket string) {
 		}
 	}
 }
+
+// TestStackParametersFromParameterStore: an AWS::SSM::Parameter::Value parameter takes the
+// Parameter Store's value, and one naming a parameter that does not exist is refused as
+// CloudFormation refuses it; AWS's public parameters get a stand-in.
+func TestStackParametersFromParameterStore(t *testing.T) {
+	v := start(t, awslocal.Options{Logger: quiet(), CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: time.Millisecond, ChangeSetDelay: time.Millisecond}})
+	ctx := context.Background()
+	cfg, _ := v.e.AWSConfig(ctx)
+	cf := cloudformation.NewFromConfig(cfg)
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/shop/env"), Value: aws.String("prod"), Type: "String"}); err != nil {
+		t.Fatal(err)
+	}
+	tpl := func(name string) string {
+		return `Parameters:
+  Env: {Type: "AWS::SSM::Parameter::Value<String>", Default: ` + name + `}
+  Image: {Type: "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>", Default: /aws/service/ami-amazon-linux-latest/al2023-ami-kernel-6.1-arm64}
+Resources:
+  Topic: {Type: AWS::SNS::Topic, Properties: {DisplayName: !Ref Env}}
+Outputs:
+  Env: {Value: !Ref Env}
+  Image: {Value: !Ref Image}
+`
+	}
+	if _, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("shop-params"), TemplateBody: aws.String(tpl("/shop/env"))}); err != nil {
+		t.Fatal(err)
+	}
+	out := waitStack(t, cf, "shop-params", cfntypes.StackStatusCreateComplete)
+	if out["Env"] != "prod" || !strings.HasPrefix(out["Image"], "ami-") {
+		t.Fatalf("outputs %v", out)
+	}
+	_, err := cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("shop-params-2"), TemplateBody: aws.String(tpl("/shop/missing"))})
+	if err == nil || !strings.Contains(err.Error(), "ValidationError: Unable to fetch parameters [/shop/missing] from parameter store for this account.") {
+		t.Fatalf("CreateStack with a missing parameter: %v", err)
+	}
+}

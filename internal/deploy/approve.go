@@ -40,9 +40,9 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 	if err != nil {
 		return err
 	}
-	doc.Bundle = Bundle{Bucket: p.Bundle.Bucket, Key: p.Bundle.Key, VersionID: p.Bundle.VersionID, SHA256: p.Bundle.SHA256, GitRef: p.Bundle.GitRef, GitRemote: p.Bundle.GitRemote, Source: p.Bundle.Source}
+	doc.Bundle = p.Bundle
 	doc.Namespace, doc.GraphKey = p.Namespace, p.GraphKey
-	doc.Decisions, doc.Lookups, doc.Drop, doc.Destroy = p.Decisions, p.Lookups, p.Drop, p.Destroy
+	doc.Decisions, doc.Lookups, doc.SSM, doc.Drop, doc.Destroy = p.Decisions, p.Lookups, p.SSM, p.Drop, p.Destroy
 	if p.Namespace == "" {
 		doc.Refusals = []string{fmt.Sprintf("plan %s failed before it planned anything (%s): nothing to apply; fix the bundle and re-plan", planID, p.Reason)}
 		return s.fail(ctx, doc, nil, "refused: the plan failed; nothing was executed", log)

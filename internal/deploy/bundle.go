@@ -11,48 +11,16 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/provenance"
-	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // DestroyMetadata is the S3 object metadata key that makes a plans/NAME.zip upload plan
 // the deletion of every stack of the graph (set by cairn destroy).
 const DestroyMetadata = "cairn-destroy"
 
-// Bundle identifies the upload a run deploys.
-type Bundle struct {
-	Bucket    string `json:"bucket"`
-	Key       string `json:"key"`
-	VersionID string `json:"version_id,omitempty"`
-	Sequencer string `json:"sequencer,omitempty"`
-	SHA256    string `json:"sha256,omitempty"`
-	GitRef    string `json:"git_ref,omitempty"`
-	GitRemote string `json:"git_remote,omitempty"`
-	// Source is where the upload came from (its metadata): ref, pull request, CI run.
-	Source provenance.Source `json:"source,omitzero"`
-}
-
-// Ref is the bundle as the persistent graph and the stack tags record it.
-func (b Bundle) Ref() state.BundleRef {
-	return state.BundleRef{VersionID: b.VersionID, SHA256: b.SHA256, GitRef: b.GitRef, GitRemote: b.GitRemote}
-}
-
-func (b Bundle) String() string {
-	s := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
-	if b.VersionID != "" {
-		s += " version " + b.VersionID
-	}
-	if b.SHA256 != "" {
-		s += ", sha256 " + b.SHA256
-	}
-	if b.GitRef != "" {
-		s += ", git " + b.GitRef
-	}
-	if b.GitRemote != "" {
-		s += " of " + b.GitRemote
-	}
-	return s
-}
+// Bundle identifies the upload a run deploys: the same fact a plan records of its upload.
+type Bundle = plan.BundleVersion
 
 // Loaded is a downloaded upload and the config it holds.
 type Loaded struct {

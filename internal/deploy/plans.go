@@ -72,10 +72,9 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 	p := &plan.Document{
 		ID: doc.Run.ID, Deployment: doc.Run.Deployment, Namespace: doc.Namespace, GraphKey: doc.GraphKey,
 		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
-		Bundle: plan.BundleVersion{Bucket: doc.Bundle.Bucket, Key: doc.Bundle.Key, VersionID: doc.Bundle.VersionID,
-			SHA256: doc.Bundle.SHA256, GitRef: doc.Bundle.GitRef, GitRemote: doc.Bundle.GitRemote, Source: doc.Bundle.Source},
+		Bundle:    doc.Bundle,
 		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
-		Run: doc.Run, Lookups: doc.Lookups, Drop: doc.Drop, Destroy: doc.Destroy,
+		Run: doc.Run, Lookups: doc.Lookups, SSM: doc.SSM, Drop: doc.Drop, Destroy: doc.Destroy,
 	}
 	if doc.Run.Status != run.Succeeded {
 		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")

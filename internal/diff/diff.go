@@ -188,13 +188,13 @@ func resolve(s *config.Stack, stacks map[string]*state.Stack) (map[string]string
 	for _, gs := range stacks {
 		byStackName[gs.StackName] = gs
 	}
-	v, err := config.ResolveParameters(s, func(stackName, output string) (string, bool) {
+	v, err := config.ResolveParameters(s, config.Values{Outputs: func(stackName, output string) (string, bool) {
 		if gs := byStackName[stackName]; gs != nil {
 			o, ok := gs.Outputs[output]
 			return o, ok
 		}
 		return "", false
-	})
+	}})
 	return v, err == nil
 }
 

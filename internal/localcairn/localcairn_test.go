@@ -388,6 +388,32 @@ func TestStackHasTheSynthesizedResources(t *testing.T) {
 			t.Errorf("resource %s: stack has %q, template %q", id, got[id], r.Type)
 		}
 	}
+	// Read back from the services that made them, the untouched resources are in sync with
+	// the template.
+	det, err := v.cfn.DetectStackDrift(v.ctx, &cloudformation.DetectStackDriftInput{StackName: aws.String(localcairn.StackName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		st, err := v.cfn.DescribeStackDriftDetectionStatus(v.ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: det.StackDriftDetectionId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.DetectionStatus != cfntypes.StackDriftDetectionStatusDetectionInProgress {
+			if st.StackDriftStatus != cfntypes.StackDriftStatusInSync {
+				drifts, _ := v.cfn.DescribeStackResourceDrifts(v.ctx, &cloudformation.DescribeStackResourceDriftsInput{StackName: aws.String(localcairn.StackName),
+					StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted}})
+				for _, d := range drifts.StackResourceDrifts {
+					t.Errorf("%s %s: %+v", aws.ToString(d.LogicalResourceId), d.StackResourceDriftStatus, d.PropertyDifferences)
+				}
+				t.Fatalf("cairn's stack, untouched, is %s", st.StackDriftStatus)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("drift detection did not complete")
+		}
+	}
 }
 
 // TestTemplateTakesTheLocalContext: the options land where the CDK puts the context values.

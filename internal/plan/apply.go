@@ -23,26 +23,55 @@ func ActionOf(s *run.Stack) Action {
 	}
 }
 
-// Resolver resolves the parameters of r's stacks from the output lookups recorded when
-// the run was planned (lookups, by config name), so a later step needs no bundle.
-func Resolver(r *run.Run, lookups map[string][]config.Lookup) run.Resolver {
-	byStackName := map[string]string{}
+// Resolver resolves the parameters of r's stacks from the lookups recorded when the run
+// was planned (lookups, by config name) and the SSM parameters read then (ssm), so a later
+// step needs no bundle.
+func Resolver(r *run.Run, lookups map[string][]config.Lookup, ssm map[string]config.SSMValue) run.Resolver {
+	byStackName := configNames(r)
+	return func(stack string, raw map[string]string, outputs func(stack, output string) (string, bool)) (map[string]string, error) {
+		cs := &config.Stack{Name: stack, Parameters: raw, Lookups: lookups[stack]}
+		return config.ResolveParameters(cs, values(byStackName, lookups[stack], ssm, outputs))
+	}
+}
+
+func configNames(r *run.Run) map[string]string {
+	byStackName := make(map[string]string, len(r.Stacks))
 	for name, s := range r.Stacks {
 		byStackName[s.StackName] = name
 	}
-	return func(stack string, raw map[string]string, outputs func(stack, output string) (string, bool)) (map[string]string, error) {
-		cs := &config.Stack{Name: stack, Parameters: raw, Lookups: lookups[stack]}
-		return config.ResolveParameters(cs, func(stackName, output string) (string, bool) {
-			if name, ok := byStackName[stackName]; ok {
-				return outputs(name, output)
+	return byStackName
+}
+
+// Values are what the lookups of one stack of r read: outputs answers by config name
+// (run.Resolver's), and the SSM parameters read when the run was planned.
+func Values(r *run.Run, lookups []config.Lookup, ssm map[string]config.SSMValue, outputs func(stack, output string) (string, bool)) config.Values {
+	return values(configNames(r), lookups, ssm, outputs)
+}
+
+func values(byStackName map[string]string, lookups []config.Lookup, ssm map[string]config.SSMValue, outputs func(stack, output string) (string, bool)) config.Values {
+	return config.Values{SSM: ssm, Outputs: func(stackName, output string) (string, bool) {
+		if name, ok := byStackName[stackName]; ok {
+			return outputs(name, output)
+		}
+		for _, l := range lookups {
+			if l.StackName == stackName && l.Kind == "output" {
+				return outputs(l.Stack, output) // a disabled stack: its outputs are External
 			}
-			for _, l := range lookups[stack] {
-				if l.StackName == stackName && l.Kind == "output" {
-					return outputs(l.Stack, output) // a disabled stack: its outputs are External
-				}
-			}
-			return outputs(stackName, output)
-		})
+		}
+		return outputs(stackName, output)
+	}}
+}
+
+// Outputs answers a lookup of a stack's output in r by config name: a stack of the run,
+// or one outside it (External), as run.Advance does.
+func Outputs(r *run.Run) func(stack, output string) (string, bool) {
+	return func(stack, output string) (string, bool) {
+		if d := r.Stacks[stack]; d != nil {
+			v, ok := d.Outputs[output]
+			return v, ok
+		}
+		v, ok := r.External[stack+"::"+output]
+		return v, ok
 	}
 }
 

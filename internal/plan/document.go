@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // Status of a reviewed plan.
@@ -59,6 +60,9 @@ type Document struct {
 	Run *run.Run `json:"run"`
 	// Lookups carry what the apply run needs without reloading the config.
 	Lookups map[string][]config.Lookup `json:"lookups,omitempty"`
+	// SSM holds the SSM parameters the lookups read when the plan was made (SecureStrings
+	// by hash only).
+	SSM map[string]config.SSMValue `json:"ssm,omitempty"`
 	// Protection is read from plans recorded before the run's stacks carried the
 	// termination protection the config wants (run.Stack.Protect).
 	Protection map[string]bool `json:"protection,omitempty"`
@@ -70,12 +74,36 @@ type BundleVersion struct {
 	Bucket    string `json:"bucket"`
 	Key       string `json:"key"`
 	VersionID string `json:"version_id,omitempty"`
+	// Sequencer orders the upload's S3 events (it names the run of the upload).
+	Sequencer string `json:"sequencer,omitempty"`
 	SHA256    string `json:"sha256,omitempty"`
 	GitRef    string `json:"git_ref,omitempty"`
 	GitRemote string `json:"git_remote,omitempty"`
 	// Source is where the upload came from (its commit and remote are GitRef and
 	// GitRemote, as the graph records them): its ref, pull request and CI run.
 	Source provenance.Source `json:"source,omitzero"`
+}
+
+// Ref is the bundle as the persistent graph and the stack tags record it.
+func (b BundleVersion) Ref() state.BundleRef {
+	return state.BundleRef{VersionID: b.VersionID, SHA256: b.SHA256, GitRef: b.GitRef, GitRemote: b.GitRemote}
+}
+
+func (b BundleVersion) String() string {
+	s := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
+	if b.VersionID != "" {
+		s += " version " + b.VersionID
+	}
+	if b.SHA256 != "" {
+		s += ", sha256 " + b.SHA256
+	}
+	if b.GitRef != "" {
+		s += ", git " + b.GitRef
+	}
+	if b.GitRemote != "" {
+		s += " of " + b.GitRemote
+	}
+	return s
 }
 
 // Stack is one stack of a plan.

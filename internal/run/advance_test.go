@@ -732,3 +732,25 @@ func TestFailure(t *testing.T) {
 		t.Error("Permanent hides the error it marks")
 	}
 }
+
+func TestCreateTimeoutFailsACreateOnly(t *testing.T) {
+	for _, typ := range []string{"CREATE", "UPDATE"} {
+		r := chain("a", "b")
+		a := r.Stacks["a"]
+		a.Phase, a.ChangeSetType, a.ChangeSetName, a.PhaseSince, a.CreateTimeout = Executing, typ, "cairn-r1-1", t0, 20*time.Minute
+		got, _ := Advance(r, nil, t0.Add(21*time.Minute), Options{})
+		s, b := got.Stacks["a"], got.Stacks["b"]
+		if typ == "UPDATE" {
+			if s.Phase != Executing {
+				t.Errorf("an update past the create timeout: %s %q, want still executing", s.Phase, s.Reason)
+			}
+			continue
+		}
+		if s.Phase != Failed || s.Reason != "stack shop-a: the create did not finish within timeout_in_minutes (20m0s): check the stack in the CloudFormation console" {
+			t.Errorf("create past its timeout: %s %q", s.Phase, s.Reason)
+		}
+		if b.Phase != Blocked {
+			t.Errorf("its dependent: %s, want blocked", b.Phase)
+		}
+	}
+}

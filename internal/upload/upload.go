@@ -35,16 +35,34 @@ type Bundle struct {
 	Metadata map[string]string
 }
 
+// Options are what Prepare reads besides the bundle.
+type Options struct {
+	// VarFile is --var-file ("" for none): its values override the config's variables,
+	// and it travels in the zip as bundle.VarsName, so the run is reproducible from the
+	// bundle alone.
+	VarFile string
+	// Source says where the bundle comes from: the --pr flag and the environment.
+	Source provenance.Options
+}
+
 // Prepare loads and validates the bundle at path (a directory, a .zip or a single YAML
-// file) as deployment would, zips it, and says where it came from (src: the --pr flag and
-// the environment). A config that does not validate returns the config package's error
-// (config.Errors lists each problem with its location).
-func Prepare(path, deployment string, src provenance.Options) (*Bundle, error) {
+// file) as deployment would, zips it, and says where it came from. A config that does not
+// validate returns the config package's error (config.Errors lists each problem with its
+// location).
+func Prepare(path, deployment string, o Options) (*Bundle, error) {
+	varFile := o.VarFile
 	b, err := bundle.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := (config.LoadOptions{Deployment: deployment}).Load(b); err != nil {
+	opts := config.LoadOptions{Deployment: deployment}
+	if varFile != "" {
+		if opts.Vars, err = os.ReadFile(varFile); err != nil {
+			return nil, fmt.Errorf("--var-file: %w", err)
+		}
+		opts.VarsFile = varFile
+	}
+	if _, err := opts.Load(b); err != nil {
 		return nil, err
 	}
 	info, err := os.Stat(path)
@@ -60,10 +78,13 @@ func Prepare(path, deployment string, src provenance.Options) (*Bundle, error) {
 	default:
 		data, err = singleFile(b.Config)
 	}
+	if err == nil && opts.Vars != nil {
+		data, err = bundle.WithFile(data, bundle.VarsName, opts.Vars)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zip %s: %w", path, err)
 	}
-	source := provenance.Detect(path, src)
+	source := provenance.Detect(path, o.Source)
 	sum := sha256.Sum256(data)
 	return &Bundle{Path: path, Zip: data, SHA256: hex.EncodeToString(sum[:]), Source: source, Metadata: source.Metadata()}, nil
 }

@@ -19,7 +19,8 @@ cleanup() {
 trap cleanup EXIT
 
 # As a script uses it: start in the background, wait for readiness, take the environment.
-"$cairn" local up --addr 127.0.0.1:0 --dir "$work/state" >"$work/env" 2>"$work/stderr" &
+# Simulated durations of a nanosecond: the CLI's waiters poll every 5 to 30 s and must see the result at their first look.
+"$cairn" local up --addr 127.0.0.1:0 --dir "$work/state" --resource-delay 1ns --change-set-delay 1ns >"$work/env" 2>"$work/stderr" &
 pid=$!
 if ! "$cairn" local wait --dir "$work/state" --timeout 60s >/dev/null; then
 	echo "test-awscli: cairn local up did not get ready:"; cat "$work/stderr" "$work/state/local.log" 2>/dev/null; exit 1
@@ -123,9 +124,106 @@ check "cloudformation describe-change-set" "Modify Topic True" \
 check "cloudformation list-exports" "cli-prod-topic" \
 	"$(awsl cloudformation list-exports --query "Exports[?Name=='cli-prod-topic'].Name" --output text)"
 
+# check_err NAME WANT COMMAND...: the command fails and its output contains WANT.
+check_err() {
+	local name=$1 want=$2 out
+	shift 2
+	set +e
+	out=$("$@" 2>&1)
+	local code=$?
+	set -e
+	if [ "$code" -ne 0 ] && grep -qF -- "$want" <<<"$out"; then
+		echo "ok   $name"
+	else
+		echo "FAIL $name: want a failure containing [$want], got exit $code: $out"
+		failures=$((failures + 1))
+	fi
+}
+
+# --- Strict where AWS is strict ---
+check_err "s3 notification to a missing queue refused" "Unable to validate the following destination configurations" \
+	awsl s3api put-bucket-notification-configuration --bucket "$bucket" --notification-configuration \
+	'{"QueueConfigurations":[{"QueueArn":"arn:aws:sqs:us-east-1:000000000000:no-such-queue","Events":["s3:ObjectCreated:*"]}]}'
+check_err "s3 notification with an unknown event refused" "is not supported for notifications" \
+	awsl s3api put-bucket-notification-configuration --bucket "$bucket" --notification-configuration \
+	"{\"QueueConfigurations\":[{\"QueueArn\":\"$notify_arn\",\"Events\":[\"s3:ObjectCreated:Upload\"]}]}"
+etag=$(awsl s3api head-object --bucket "$bucket" --key locks/shop.lock --query ETag --output text)
+check_err "s3 put-object --if-none-match ETAG refused" "NotImplemented" \
+	awsl s3api put-object --bucket "$bucket" --key locks/shop.lock --body "$work/v2" --if-none-match "$etag"
+latest=$(awsl s3api head-object --bucket "$bucket" --key deployments/shop.zip --query VersionId --output text)
+check "s3api list-object-versions lists the newest first" "$latest True" \
+	"$(awsl s3api list-object-versions --bucket "$bucket" --prefix deployments/ --query 'Versions[0].[VersionId,IsLatest]' --output text | tr '\t' ' ')"
+check_err "sns publish with an invalid Number attribute refused" "InvalidParameter" \
+	awsl sns publish --topic-arn "$topic_arn" --message m --message-attributes '{"n":{"DataType":"Number","StringValue":"many"}}'
+check_err "cloudformation create-stack with an invalid name refused" "failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z][-a-zA-Z0-9]*" \
+	awsl cloudformation create-stack --stack-name cli_stack --template-body "file://$work/stack.yaml"
+check_err "cloudformation create-change-set with an invalid name refused" "Value 'cli_review' at 'changeSetName' failed to satisfy constraint" \
+	awsl cloudformation create-change-set --stack-name cli-stack --change-set-name cli_review --template-body "file://$work/stack.yaml"
+check "cloudformation describe-change-set: a change caused by a parameter" "ParameterReference Env" \
+	"$(awsl cloudformation describe-change-set --stack-name cli-stack --change-set-name "$cs_name" \
+		--query 'Changes[0].ResourceChange.Details[0].[ChangeSource,CausingEntity]' --output text | tr '\t' ' ')"
+cat >"$work/import.yaml" <<'YAML'
+Resources:
+  Topic:
+    Type: AWS::SNS::Topic
+    Properties: {DisplayName: !ImportValue cli-missing-export}
+YAML
+awsl cloudformation create-change-set --stack-name cli-import --change-set-name cli-import --change-set-type CREATE \
+	--template-body "file://$work/import.yaml" >/dev/null
+awsl cloudformation wait change-set-create-complete --stack-name cli-import --change-set-name cli-import
+check "cloudformation: a change set importing a missing export is created" "CREATE_COMPLETE" \
+	"$(awsl cloudformation describe-change-set --stack-name cli-import --change-set-name cli-import --query Status --output text)"
+awsl cloudformation execute-change-set --stack-name cli-import --change-set-name cli-import
+for _ in $(seq 50); do
+	status=$(awsl cloudformation describe-stacks --stack-name cli-import --query 'Stacks[0].StackStatus' --output text)
+	case "$status" in *_IN_PROGRESS) sleep 0.2 ;; *) break ;; esac
+done
+check "cloudformation: ... and the stack rolls back" "ROLLBACK_COMPLETE No export named cli-missing-export found." \
+	"$status $(awsl cloudformation describe-stack-events --stack-name cli-import --query "StackEvents[?ResourceStatus=='ROLLBACK_IN_PROGRESS'].ResourceStatusReason" --output text)"
+
+# --- Resources a stack makes exist ---
+cat >"$work/resources.yaml" <<'YAML'
+Resources:
+  Queue:
+    Type: AWS::SQS::Queue
+    Properties: {VisibilityTimeout: 40}
+  Topic:
+    Type: AWS::SNS::Topic
+  Subscription:
+    Type: AWS::SNS::Subscription
+    Properties: {TopicArn: !Ref Topic, Protocol: sqs, Endpoint: !GetAtt Queue.Arn, RawMessageDelivery: true}
+  Setting:
+    Type: AWS::SSM::Parameter
+    Properties: {Name: /cli/greeting, Type: String, Value: hello}
+Outputs:
+  QueueUrl: {Value: !Ref Queue}
+  TopicArn: {Value: !Ref Topic}
+YAML
+check "cloudformation deploy (real resources)" "0" \
+	"$(awsl cloudformation deploy --stack-name cli-resources --template-file "$work/resources.yaml" >/dev/null 2>&1; echo $?)"
+stack_queue=$(awsl cloudformation describe-stacks --stack-name cli-resources --query "Stacks[0].Outputs[?OutputKey=='QueueUrl'].OutputValue" --output text)
+stack_topic=$(awsl cloudformation describe-stacks --stack-name cli-resources --query "Stacks[0].Outputs[?OutputKey=='TopicArn'].OutputValue" --output text)
+awsl sns publish --topic-arn "$stack_topic" --message "through the stack" >/dev/null
+check "sns publish to a stack's topic -> sqs receive on the stack's queue" "through the stack" \
+	"$(awsl sqs receive-message --queue-url "$stack_queue" --wait-time-seconds 5 --query 'Messages[0].Body' --output text)"
+check "ssm get-parameter of a stack's parameter" "hello" \
+	"$(awsl ssm get-parameter --name /cli/greeting --query Parameter.Value --output text)"
+awsl sqs set-queue-attributes --queue-url "$stack_queue" --attributes VisibilityTimeout=99
+drift_id=$(awsl cloudformation detect-stack-drift --stack-name cli-resources --query StackDriftDetectionId --output text)
+for _ in $(seq 50); do
+	[ "$(awsl cloudformation describe-stack-drift-detection-status --stack-drift-detection-id "$drift_id" --query DetectionStatus --output text)" = DETECTION_COMPLETE ] && break
+	sleep 0.2
+done
+check "sqs set-queue-attributes on a stack's queue is drift" "Queue /VisibilityTimeout 40 99" \
+	"$(awsl cloudformation describe-stack-resource-drifts --stack-name cli-resources --stack-resource-drift-status-filters MODIFIED \
+		--query 'StackResourceDrifts[0].[LogicalResourceId,PropertyDifferences[0].PropertyPath,PropertyDifferences[0].ExpectedValue,PropertyDifferences[0].ActualValue]' --output text | tr '\t' ' ')"
+want_resources=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["Resources"]))' internal/localcairn/cairn.template.json)
+check "cloudformation describe-stack-resources: cairn's stack holds the synthesized template's resources" "$want_resources" \
+	"$(awsl cloudformation describe-stack-resources --stack-name cairn --query 'length(StackResources)' --output text)"
+
 if command -v curl >/dev/null 2>&1; then
 	calls=$(curl -fsS "$AWS_ENDPOINT_URL/_local/calls" 2>/dev/null || true)
-	check "control endpoint counts sns.Publish" '"sns.Publish": 1' "$(grep -o '"sns.Publish": 1' <<<"$calls")"
+	check "control endpoint counts sns.Publish" '"sns.Publish": 3' "$(grep -o '"sns.Publish": [0-9]*' <<<"$calls")"
 fi
 
 if [ "$failures" -gt 0 ]; then

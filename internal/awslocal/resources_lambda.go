@@ -1,0 +1,83 @@
+package awslocal
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+)
+
+func (e *Emulator) functionProvider() cfnlocal.Provider {
+	define := func(r cfnlocal.Resource) {
+		timeout := 3 * time.Second // Lambda's default
+		if v := text(r.Props["Timeout"]); v != "" {
+			if n, err := strconv.Atoi(v); err == nil && n > 0 {
+				timeout = time.Duration(n) * time.Second
+			}
+		}
+		env := map[string]string{}
+		for k, v := range object(object(r.Props["Environment"])["Variables"]) {
+			env[k] = text(v)
+		}
+		e.defineFunction(r.PhysicalID, timeout, env)
+	}
+	return cfnlocal.Provider{
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
+			if e.functionExists(r.PhysicalID) && r.Props["FunctionName"] != nil {
+				return "", nil, fmt.Errorf("Function already exist: %s", r.PhysicalID)
+			}
+			define(r)
+			return r.PhysicalID, nil, nil
+		},
+		Update: func(_ context.Context, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
+			define(r)
+			return nil, nil
+		},
+		Delete:  func(_ context.Context, r cfnlocal.Resource) error { e.removeFunction(r.PhysicalID); return nil },
+		Restore: func(_ context.Context, r cfnlocal.Resource) error { define(r); return nil },
+	}
+}
+
+func (e *Emulator) eventSourceMappingProvider() cfnlocal.Provider {
+	install := func(r cfnlocal.Resource) error {
+		source := text(r.Props["EventSourceArn"])
+		if !strings.HasPrefix(source, "arn:aws:sqs:") {
+			return fmt.Errorf("event source %s: the emulator maps SQS queues only", source)
+		}
+		fn := functionName(text(r.Props["FunctionName"]))
+		if !e.functionExists(fn) {
+			return fmt.Errorf("Function not found: %s", e.functionARN(fn))
+		}
+		o := ESMOptions{}
+		if v := text(r.Props["BatchSize"]); v != "" {
+			o.BatchSize, _ = strconv.Atoi(v)
+		}
+		if v := text(r.Props["MaximumBatchingWindowInSeconds"]); v != "" {
+			n, _ := strconv.Atoi(v)
+			o.MaxBatchingWindow = time.Duration(n) * time.Second
+		}
+		for _, t := range list(r.Props["FunctionResponseTypes"]) {
+			if text(t) == "ReportBatchItemFailures" {
+				o.ReportBatchItemFailures = true
+			}
+		}
+		if text(r.Props["Enabled"]) == "false" {
+			e.stopMapping(r.PhysicalID)
+			return nil
+		}
+		return e.startMapping(r.PhysicalID, lastSegment(source), fn, o)
+	}
+	return cfnlocal.Provider{
+		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
+			return r.PhysicalID, nil, install(r)
+		},
+		Update: func(_ context.Context, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
+			return nil, install(r)
+		},
+		Delete:  func(_ context.Context, r cfnlocal.Resource) error { e.stopMapping(r.PhysicalID); return nil },
+		Restore: func(_ context.Context, r cfnlocal.Resource) error { return install(r) },
+	}
+}

@@ -1,0 +1,286 @@
+package crashtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/time/rate"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/localcairn"
+)
+
+var epoch = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+const (
+	// speed is how much virtual time passes per millisecond of wall time.
+	speed = 500 * time.Millisecond
+	// lease is the deployer's lock lease: long against a step on a loaded machine (an hour
+	// is 7 s of wall time), short enough that a lock left by a dead run frees itself
+	// within the wait for a world to settle.
+	lease = time.Hour
+	// settleTimeout bounds, in wall time, the wait for a world to settle.
+	settleTimeout = 90 * time.Second
+)
+
+// world is the emulator provisioned as `cairn local up` provisions it, on a virtual clock,
+// with the deployer behind the deploy queue. The deployer's AWS clients carry the crash
+// injector; the world's own clients (s3, cfn, sqs) do not.
+type world struct {
+	t     testing.TB
+	em    *awslocal.Emulator
+	clk   *clock.Fake
+	cairn *localcairn.Cairn
+	inj   *injector
+	s3    *s3.Client
+	cfn   *cloudformation.Client
+	sqs   *sqs.Client
+	logs  *syncBuffer
+
+	deployerCfg    aws.Config
+	deployerLogger *slog.Logger
+	mu             sync.Mutex
+	process        func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) // nil: the next invocation starts a fresh process
+	processes      int
+}
+
+func newWorld(t testing.TB, inj *injector) *world {
+	t.Helper()
+	ctx := context.Background()
+	w := &world{t: t, clk: clock.NewFake(epoch), inj: inj, logs: &syncBuffer{}}
+	inj.clock = w.clk
+	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	em, err := awslocal.New(awslocal.Options{Clock: w.clk, Logger: logger,
+		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: 2 * time.Second, ChangeSetDelay: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := em.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	w.em = em
+	stop, ticked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ticked)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				w.clk.Advance(speed)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-ticked
+		em.Close()
+		if t.Failed() {
+			t.Logf("emulator and deployer logs (last 300 lines):\n%s", tail(w.logs.String(), 300))
+		}
+	})
+	w.cairn, err = localcairn.Provision(ctx, em, localcairn.Options{Namespaces: []string{"shop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := em.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.s3, w.cfn, w.sqs = awsclient.S3(cfg), cloudformation.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	// The deployer's configuration: the retries awsclient.Load gives it in AWS, and the
+	// crash injector on every client.
+	w.deployerCfg = cfg.Copy()
+	w.deployerCfg.Retryer = func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = awsclient.MaxAttempts })
+	}
+	w.deployerCfg.APIOptions = append(w.deployerCfg.APIOptions, inj.middleware)
+	w.deployerLogger = logger
+	if err := w.cairn.Register(em, localcairn.Handlers{Deployer: w.handle}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// handle is the deployer function as the emulator invokes it. Each invocation runs in the
+// current process, or in a fresh one after a crash; a crashed invocation fails as a
+// killed Lambda does, so its whole batch returns to the queue after the visibility
+// timeout.
+func (w *world) handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
+	w.mu.Lock()
+	if w.process == nil {
+		w.process, err = w.newProcess()
+		if err != nil {
+			w.mu.Unlock()
+			return resp, err
+		}
+		w.processes++
+	}
+	process := w.process
+	w.mu.Unlock()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	inv := &invocation{cancel: cancel}
+	w.inj.begin(inv)
+	defer w.inj.end()
+	defer func() {
+		p := inv.crash()
+		if p == nil {
+			return
+		}
+		if r := recover(); r != nil {
+			if _, ok := r.(crashed); !ok {
+				panic(r)
+			}
+		}
+		w.mu.Lock()
+		w.process = nil // the process died with it
+		w.mu.Unlock()
+		resp, err = events.SQSEventResponse{}, fmt.Errorf("crashtest: the deployer was killed %s", *p)
+	}()
+	return process(context.WithValue(ctx, invocationKey{}, inv), ev)
+}
+
+// newProcess starts a deployer process: what functions/deployer builds at a cold start,
+// with the world's clock and a lease suited to it.
+func (w *world) newProcess() (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	d, err := deploy.NewFromAWS(w.deployerCfg, deploy.Config{
+		Bucket: w.cairn.Bucket, QueueURL: w.cairn.Deploy.URL, Topic: w.cairn.Notifications,
+		Heartbeat: localcairn.LocalHeartbeatSeconds * time.Second, Lease: lease,
+		Clock: w.clk, Logger: w.deployerLogger,
+		// The API budget paces calls on the wall clock, which the virtual clock outruns a
+		// hundredfold; unlimited here, the plays take seconds instead of minutes.
+		Budget: func() *rate.Limiter { return rate.NewLimiter(rate.Inf, 1) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d.Handle, nil
+}
+
+// push uploads a bundle as deployments/NAME.zip, as `aws s3 cp` (or `cairn push`) does,
+// and returns its version id.
+func (w *world) push(deployment string, zip []byte) string {
+	w.t.Helper()
+	out, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{
+		Bucket: aws.String(w.cairn.Bucket), Key: aws.String(uploadKey(deployment)), Body: bytes.NewReader(zip),
+		Metadata: map[string]string{"git-ref": gitRef, "git-remote": gitRemote},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return aws.ToString(out.VersionId)
+}
+
+const (
+	gitRef    = "0123456789abcdef0123456789abcdef01234567"
+	gitRemote = "https://example.com/shop.git"
+)
+
+// settle waits until nothing can happen any more: the deploy queue holds no message
+// (visible, in flight or delayed), no stack operation is in progress, and the deployer made
+// no call since the previous look, half a virtual minute earlier.
+func (w *world) settle() error {
+	ctx := context.Background()
+	deadline := time.Now().Add(settleTimeout)
+	quietSince, quietCalls := time.Time{}, -1
+	for time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		busy, err := w.busy(ctx)
+		if err != nil {
+			return err
+		}
+		calls := w.inj.activity()
+		switch {
+		case busy != "" || calls != quietCalls:
+			quietSince, quietCalls = w.clk.Now(), calls
+			if busy != "" {
+				quietCalls = -1
+			}
+		case w.clk.Now().Sub(quietSince) >= 30*time.Second:
+			return nil
+		}
+	}
+	busy, _ := w.busy(ctx)
+	return fmt.Errorf("the world did not settle in %s of wall time (%s of virtual time): %s", settleTimeout, w.clk.Now().Sub(epoch).Round(time.Second), busy)
+}
+
+// busy says what is still going on, or "".
+func (w *world) busy(ctx context.Context) (string, error) {
+	q, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.cairn.Deploy.URL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	if err != nil {
+		return "", fmt.Errorf("deploy queue attributes: %w", err)
+	}
+	var counts []string
+	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+		if n := q.Attributes[a]; n != "0" {
+			counts = append(counts, a+"="+n)
+		}
+	}
+	if len(counts) > 0 {
+		return "deploy queue " + strings.Join(counts, " "), nil
+	}
+	live, err := w.liveStacks(ctx)
+	if err != nil {
+		return "", err
+	}
+	for name, st := range live {
+		if strings.HasSuffix(string(st.StackStatus), "_IN_PROGRESS") {
+			return "stack " + name + " " + string(st.StackStatus), nil
+		}
+	}
+	return "", nil
+}
+
+// deadLetters is how many messages the deploy queue moved to its dead-letter queue.
+func (w *world) deadLetters(ctx context.Context) (string, error) {
+	q, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.cairn.DeployDLQ.URL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages}})
+	if err != nil {
+		return "", fmt.Errorf("dead-letter queue attributes: %w", err)
+	}
+	return q.Attributes["ApproximateNumberOfMessages"], nil
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}

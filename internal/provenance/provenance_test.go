@@ -126,3 +126,25 @@ func TestMatchesAndString(t *testing.T) {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
+
+// FuzzMetadata: whatever a work tree or CI says, its metadata is ASCII and reads back as
+// the same Source; metadata of any content never makes FromMetadata fail.
+func FuzzMetadata(f *testing.F) {
+	f.Add("0123456789abcdef", "refs/heads/été 100%", "https://example.com/p.git", 7, "feature", "%zz")
+	f.Add("", "", "", 0, "", "")
+	f.Fuzz(func(t *testing.T, commit, ref, remote string, pr int, head, run string) {
+		s := Source{Commit: commit, Ref: ref, Remote: remote, PullRequest: max(pr, 0), HeadRef: head, HeadCommit: commit, RunURL: run}
+		m := s.Metadata()
+		for k, v := range m {
+			for i := 0; i < len(v); i++ {
+				if v[i] < 0x20 || v[i] > 0x7e {
+					t.Fatalf("metadata %s = %q is not printable ASCII", k, v)
+				}
+			}
+		}
+		if back := FromMetadata(m); back != s {
+			t.Fatalf("FromMetadata(Metadata(%+v)) = %+v", s, back)
+		}
+		FromMetadata(map[string]string{CommitMetadata: commit, PullRequestMetadata: ref, RefMetadata: run})
+	})
+}

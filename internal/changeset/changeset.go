@@ -45,6 +45,7 @@ type API interface {
 	DescribeChangeSet(ctx context.Context, in *cloudformation.DescribeChangeSetInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeChangeSetOutput, error)
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 	DescribeStackEvents(ctx context.Context, in *cloudformation.DescribeStackEventsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackEventsOutput, error)
+	DescribeStackResources(ctx context.Context, in *cloudformation.DescribeStackResourcesInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackResourcesOutput, error)
 	ListImports(ctx context.Context, in *cloudformation.ListImportsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListImportsOutput, error)
 }
 
@@ -202,7 +203,7 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 		}
 		return err
 	case run.DeleteStack:
-		_, err := c.CFN.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
+		_, err := c.CFN.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a), RetainResources: a.Retain})
 		return err
 	case run.ContinueUpdateRollback:
 		_, err := c.CFN.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})

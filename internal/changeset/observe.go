@@ -215,6 +215,26 @@ var operationStarts = map[string]bool{
 	"IMPORT_IN_PROGRESS": true, "REVIEW_IN_PROGRESS": true,
 }
 
+// Undeletable lists the resources of a stack that CloudFormation failed to delete (status
+// DELETE_FAILED), which a stack left ROLLBACK_FAILED or DELETE_FAILED can only be deleted
+// without: its way out is a deletion that keeps them.
+func (c *Client) Undeletable(ctx context.Context, stackID string) ([]plan.Resource, error) {
+	if err := c.wait(ctx); err != nil {
+		return nil, err
+	}
+	out, err := c.CFN.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stackID)})
+	if err != nil {
+		return nil, fmt.Errorf("describe the resources of stack %s: %w", awsclient.StackName(stackID), err)
+	}
+	var res []plan.Resource
+	for _, r := range out.StackResources {
+		if r.ResourceStatus == cfntypes.ResourceStatusDeleteFailed {
+			res = append(res, plan.Resource{LogicalID: aws.ToString(r.LogicalResourceId), Type: aws.ToString(r.ResourceType), Reason: aws.ToString(r.ResourceStatusReason)})
+		}
+	}
+	return res, nil
+}
+
 // FirstFailure returns the reason of the earliest *_FAILED resource event of the stack's
 // current operation, as "LogicalId (Type): reason", or "" when there is none. Events come
 // newest first, so it walks back to the event that started the operation.

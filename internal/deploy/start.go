@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -224,6 +225,10 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if err != nil {
 		return false, err
 	}
+	undeletable, err := s.undeletable(ctx, cs, cfg, g, live)
+	if err != nil {
+		return false, err
+	}
 	if !doc.Destroy {
 		if doc.SSM, err = s.ssmValues(ctx, cfg.SSMNames()); err != nil {
 			return false, err
@@ -231,7 +236,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
+		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM, Undeletable: undeletable,
 		Namespaces: s.cfg.Namespaces,
 	})
 	if err != nil {
@@ -276,6 +281,32 @@ func exportsOfGone(cfg *config.Config, g *state.Graph, live map[string]plan.Live
 		}
 	}
 	return exports
+}
+
+// undeletable reads, for each stack of the config or the graph that CloudFormation left
+// ROLLBACK_FAILED or DELETE_FAILED, the resources it failed to delete: the plan's way out
+// for such a stack is a deletion that keeps them.
+func (s starter) undeletable(ctx context.Context, cs *changeset.Client, cfg *config.Config, g *state.Graph, live map[string]plan.Live) (map[string][]plan.Resource, error) {
+	names := map[string]bool{}
+	for _, st := range cfg.Stacks {
+		names[st.StackName] = true
+	}
+	for _, st := range g.Stacks {
+		names[st.StackName] = true
+	}
+	out := map[string][]plan.Resource{}
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		l, ok := live[name]
+		if !ok || l.Status != "ROLLBACK_FAILED" && l.Status != "DELETE_FAILED" {
+			continue
+		}
+		res, err := cs.Undeletable(ctx, l.StackID)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = res
+	}
+	return out, nil
 }
 
 // lookupsOf keeps each stack's lookups, so parameters resolve without the bundle.

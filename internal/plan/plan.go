@@ -45,6 +45,10 @@ type Input struct {
 	// Importers maps an export name to the real names of the stacks importing it
 	// (ListImports), for the exports of stacks the plan would delete.
 	Importers map[string][]string
+	// Undeletable holds, for each live stack left ROLLBACK_FAILED or DELETE_FAILED (by real
+	// name), the resources CloudFormation failed to delete: such a stack can only be
+	// deleted keeping them, and only through an approved plan that lists them.
+	Undeletable map[string][]Resource
 	// Bundle is the bundle being deployed; its git ref and sha256 become tags.
 	Bundle state.BundleRef
 	// Namespaces are the namespaces cairn may manage (empty: every one): a stack of the
@@ -298,8 +302,22 @@ func Make(in Input) (*Result, error) {
 		case st == "CREATE_FAILED":
 			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is CREATE_FAILED (disable_rollback kept its resources): roll it back with `cairn recover %s %s --rollback`, then push again", s.StackName, in.Deployment, s.Name))
 			continue
-		case st == "UPDATE_ROLLBACK_FAILED" || st == "ROLLBACK_FAILED" || st == "DELETE_FAILED":
+		case st == "UPDATE_ROLLBACK_FAILED":
 			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is %s: recover it with `cairn recover %s %s`, then push again", s.StackName, st, in.Deployment, s.Name))
+			continue
+		case st == "ROLLBACK_FAILED" || st == "DELETE_FAILED":
+			if !tagged {
+				res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is %s but its cairn tags do not name namespace %s, graph %s, stack %s: delete it by hand or tag it", s.StackName, st, ns, key, s.Name))
+				continue
+			}
+			keep := in.Undeletable[s.StackName]
+			if res.Run.Mode != run.ModePlan {
+				res.Refusals = append(res.Refusals, onlyDeletable(s.StackName, st, keep, in.Deployment, "creates it again"))
+				continue
+			}
+			rs.Intent = run.IntentRecreate
+			rs.Retain, rs.Retaining = logicalIDs(keep), st == "DELETE_FAILED"
+			decide(Recreate, fmt.Sprintf("%s: CloudFormation can only delete it: deleted%s, then created again", st, keeping(keep)))
 			continue
 		}
 		if p == nil {
@@ -384,6 +402,39 @@ func shortHash(h string) string {
 	return h
 }
 
+// onlyDeletable refuses a direct change of a stack CloudFormation can only delete
+// (ROLLBACK_FAILED, DELETE_FAILED) and says the way out: an approved plan, which lists the
+// resources the deletion keeps and then does what (creates it again, or deletes it).
+func onlyDeletable(stackName, status string, keep []Resource, deployment, then string) string {
+	return fmt.Sprintf("stack %s is %s: CloudFormation can only delete it%s: plan it (`cairn plan PATH --deployment %s`) and approve that plan (`cairn approve %s PLAN_ID`), which lists what the deletion keeps, deletes the stack and %s",
+		stackName, status, keeping(keep), deployment, deployment, then)
+}
+
+// keeping says which resources a deletion keeps: " keeping Bucket (AWS::S3::Bucket: The
+// bucket you tried to delete is not empty), which CloudFormation failed to delete".
+func keeping(keep []Resource) string {
+	if len(keep) == 0 {
+		return ""
+	}
+	var rs []string
+	for _, r := range keep {
+		what := r.Type
+		if r.Reason != "" {
+			what += ": " + r.Reason
+		}
+		rs = append(rs, fmt.Sprintf("%s (%s)", r.LogicalID, what))
+	}
+	return " keeping " + strings.Join(rs, ", ") + ", which CloudFormation failed to delete"
+}
+
+func logicalIDs(rs []Resource) []string {
+	var ids []string
+	for _, r := range rs {
+		ids = append(ids, r.LogicalID)
+	}
+	return ids
+}
+
 func hasCairnTags(l Live) bool {
 	for k := range l.Tags {
 		if strings.HasPrefix(k, "cairn:") {
@@ -433,6 +484,15 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 				state.TagNamespace, live.Tags[state.TagNamespace], state.TagGraphKey, live.Tags[state.TagGraphKey], state.TagName, live.Tags[state.TagName]))
 		case live.TerminationProtection:
 			refuse("termination protection is on: turn it off (`aws cloudformation update-termination-protection --no-enable-termination-protection --stack-name " + ps.StackName + "`) and push again")
+		case live.Status == "ROLLBACK_FAILED" || live.Status == "DELETE_FAILED":
+			keep := in.Undeletable[ps.StackName]
+			if res.Run.Mode != run.ModePlan {
+				refuse(onlyDeletable(ps.StackName, live.Status, keep, in.Deployment, "deletes it"))
+				continue
+			}
+			deleting[name] = true
+			rs.Retain, rs.Retaining = logicalIDs(keep), live.Status == "DELETE_FAILED"
+			decide(Delete, fmt.Sprintf("removed from the config; %s: deleted%s", live.Status, keeping(keep)))
 		default:
 			deleting[name] = true
 			decide(Delete, "removed from the config")

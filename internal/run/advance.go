@@ -39,6 +39,8 @@ type Action struct {
 	Parameters    map[string]string `json:"parameters,omitempty"`
 	Token         string            `json:"token,omitempty"`
 	Protect       bool              `json:"protect,omitempty"`
+	// Retain are the resources a DeleteStack keeps (RetainResources).
+	Retain []string `json:"retain,omitempty"`
 }
 
 // Observation is what the driver saw of one stack since the last step: the result of the
@@ -348,7 +350,17 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 			return nil
 		}
 		if o.StackStatus == "DELETE_FAILED" {
-			fail(s, now, "delete failed: "+firstReason(o))
+			switch {
+			case len(s.Retain) > 0 && !s.Retaining:
+				// A ROLLBACK_FAILED stack is DELETE_FAILED now: deleted again, keeping
+				// the resources the plan listed.
+				s.Retaining = true
+				return []Action{deleteStack(s)}
+			case s.Retaining:
+				fail(s, now, fmt.Sprintf("delete failed although it kept %s: %s: another resource fails to delete: re-plan, so the plan lists it", strings.Join(s.Retain, ", "), firstReason(o)))
+			default:
+				fail(s, now, "delete failed: "+firstReason(o))
+			}
 		}
 	}
 	return nil
@@ -380,6 +392,15 @@ func observeStack(s *Stack, o Observation, now time.Time, _ string) []Action {
 
 func firstReason(o Observation) string {
 	return cmp.Or(o.Reason, "no reason given")
+}
+
+// deleteStack deletes s, keeping the resources it retains once it is DELETE_FAILED.
+func deleteStack(s *Stack) Action {
+	a := Action{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}
+	if s.Retaining {
+		a.Retain = append([]string(nil), s.Retain...)
+	}
+	return a
 }
 
 func execute(s *Stack) Action {
@@ -493,7 +514,7 @@ func start(r *Run, now time.Time, opts Options) []Action {
 			s.StartedAt = now
 		}
 		setPhase(s, Deleting, now)
-		actions = append(actions, Action{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID})
+		actions = append(actions, deleteStack(s))
 		inFlight++
 	}
 	return actions
@@ -526,7 +547,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	if s.Intent == IntentRecreate {
 		setPhase(s, DeletingOld, now)
 		*inFlight++
-		return []Action{{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}}
+		return []Action{deleteStack(s)}
 	}
 	params, err := opts.Resolve(s.Name, s.RawParameters, func(stack, output string) (string, bool) {
 		if d := r.Stacks[stack]; d != nil {

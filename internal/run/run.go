@@ -126,6 +126,13 @@ type Stack struct {
 	// change set was made with: a stack whose parameters now resolve differently is stale
 	// and is never executed.
 	PlannedParametersHash string `json:"planned_parameters_hash,omitempty"`
+	// Retain lists the resources (logical ids) a deletion of the stack keeps because
+	// CloudFormation fails to delete them: a stack left ROLLBACK_FAILED or DELETE_FAILED,
+	// deleted only through an approved plan that lists them. Retaining says the stack is
+	// DELETE_FAILED, so the next DeleteStack keeps them (CloudFormation keeps resources of
+	// a DELETE_FAILED stack only); a ROLLBACK_FAILED stack is deleted once without.
+	Retain    []string `json:"retain,omitempty"`
+	Retaining bool     `json:"retaining,omitempty"`
 	// Protect is the termination protection the config wants; Protected what the stack
 	// has, as last seen. A deploy that finishes with them different sets it.
 	Protect bool `json:"termination_protection,omitempty"`
@@ -176,6 +183,7 @@ func (r *Run) Clone() *Run {
 	for n, s := range r.Stacks {
 		cs := *s
 		cs.Requires = append([]string(nil), s.Requires...)
+		cs.Retain = append([]string(nil), s.Retain...)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

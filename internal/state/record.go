@@ -63,10 +63,18 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 				changed = true
 			}
 		case s.Intent == run.IntentDelete || s.Phase == run.Blocked:
+		case s.Phase == run.Failed && old != nil:
+			old.Status = rec.Statuses[name]
+			old.UpdatedAt = rec.Now
+			changed = true
 		case s.Phase == run.Failed:
-			if old != nil {
-				old.Status = rec.Statuses[name]
-				old.UpdatedAt = rec.Now
+			// A create that failed still made the stack (ROLLBACK_COMPLETE, or
+			// REVIEW_IN_PROGRESS when its change set failed), tagged with the inputs it
+			// was tried with: cairn created it, so the graph holds it, as a rebuild from
+			// the tags would.
+			if s.StackID != "" && rec.Statuses[name] != "DELETE_COMPLETE" {
+				next.Stacks[name] = &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
+					TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], UpdatedAt: rec.Now, Region: rec.Region}
 				changed = true
 			}
 		case s.Intent == run.IntentRead:
@@ -98,12 +106,29 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 		next.Bundle = rec.Bundle
 		changed = true
 	}
+	if ended && g.Generation == 0 && touched(r) {
+		// A run that made any CloudFormation call writes the graph, even an empty one, so
+		// the next run does not find it missing and rebuild it from tags as if it had
+		// been lost.
+		changed = true
+	}
 	if !changed {
 		return g, false
 	}
 	// The run's deployment owns what it wrote (plan.Make refused any other's run).
 	next.Deployment = r.Deployment
 	return next, true
+}
+
+// touched reports whether the run made a change set. (A graph never written has no
+// stacks to delete, so a first run touches CloudFormation only with change sets.)
+func touched(r *run.Run) bool {
+	for _, s := range r.Stacks {
+		if s.ChangeSetName != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // clone copies g deeply enough for Record: its stacks and their dependency lists.

@@ -111,12 +111,13 @@ func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Obse
 		err = c.perform(ctx, a, in, &o)
 	}
 	if err != nil {
-		err = fmt.Errorf("%s %s: %w", a.Kind, a.StackName, err)
+		// The reason keeps CloudFormation's words only; the log has the SDK's whole error.
+		reason := fmt.Errorf("%s %s: %s", a.Kind, a.StackName, awsclient.Reason(err))
 		if awsclient.Permanent(err) {
-			err = run.Permanent(err)
+			reason = run.Permanent(reason)
 		}
-		o = run.Failure(a.Stack, err)
-		log.Warn("changeset: action failed", "err", err, "permanent", o.Permanent)
+		o = run.Failure(a.Stack, reason)
+		log.Warn("changeset: action failed", "err", reason, "permanent", o.Permanent, "detail", err)
 		return o
 	}
 	log.Info("changeset: action performed", "change_set_id", o.ChangeSetID)

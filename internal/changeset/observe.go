@@ -142,7 +142,7 @@ func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string)
 		if err != nil {
 			// A change set not found was never created (its creation failed) or is gone:
 			// creating it again under the same ClientToken is safe.
-			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %v", s.ChangeSetName, s.StackName, err), Permanent: awsclient.Permanent(err) && awsclient.ErrorCode(err) != "ChangeSetNotFound"}
+			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %s", s.ChangeSetName, s.StackName, awsclient.Reason(err)), Permanent: awsclient.Permanent(err) && awsclient.ErrorCode(err) != "ChangeSetNotFound"}
 		}
 		if page == 0 {
 			o.ChangeSetID = cmp.Or(aws.ToString(out.ChangeSetId), id)
@@ -173,7 +173,7 @@ func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) run
 			o.StackGone = true
 			return o
 		}
-		o.Err = fmt.Sprintf("describe stack %s: %v", s.StackName, err)
+		o.Err = fmt.Sprintf("describe stack %s: %s", s.StackName, awsclient.Reason(err))
 		o.Permanent = awsclient.Permanent(err)
 		return o
 	}

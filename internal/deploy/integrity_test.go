@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -423,4 +425,46 @@ func (w *world) openRuns() []string {
 		keys = append(keys, aws.ToString(o.Key))
 	}
 	return keys
+}
+
+// TestUserErrorReasonIsTheAWSMessage: a change set CloudFormation refuses at once for a
+// reason the user caused and no check could see before (an SSM parameter type naming a
+// parameter that does not exist) fails its stack with CloudFormation's message, never the
+// SDK's dump of the operation, status code and request id.
+func TestUserErrorReasonIsTheAWSMessage(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	dir := t.TempDir()
+	writeFile(t, dir, "cairn.yaml", "namespace: shop\nstacks:\n  - name: ami\n    template_path: ami.yaml\n    parameters: {ImageId: /shop/golden-ami}\n")
+	writeFile(t, dir, "ami.yaml", `Parameters:
+  ImageId: {Type: "AWS::SSM::Parameter::Value<String>"}
+Resources:
+  Handle:
+    Type: AWS::CloudFormation::WaitConditionHandle
+Outputs:
+  Image: {Value: !Ref ImageId}
+`)
+	doc := w.wait("shop", w.push("shop", dir))
+	s := doc.Run.Stacks["ami"]
+	if s == nil {
+		t.Fatalf("run %s (%s): no stack ami; errors %q, refusals %q", doc.Run.Status, doc.Run.Reason, doc.Errors, doc.Refusals)
+	}
+	if doc.Run.Status != run.RunFailed || s.Phase != run.Failed {
+		t.Fatalf("run %s, ami %s (%s): want the stack failed", doc.Run.Status, s.Phase, s.Reason)
+	}
+	const want = " failed after 1 attempt(s): CreateChangeSet shop-ami: Unable to fetch parameters [/shop/golden-ami] from parameter store for this account."
+	if !strings.HasPrefix(s.Reason, "create change set cairn-") || !strings.HasSuffix(s.Reason, want) {
+		t.Errorf("ami's reason %q, want CloudFormation's message: %q", s.Reason, want)
+	}
+	for _, dump := range []string{"operation error", "RequestID", "api error", "StatusCode", "https response error"} {
+		if strings.Contains(s.Reason, dump) {
+			t.Errorf("ami's reason holds the SDK's %q: %s", dump, s.Reason)
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -309,12 +309,13 @@ func (s starter) undeletable(ctx context.Context, cs *changeset.Client, cfg *con
 	return out, nil
 }
 
-// lookupsOf keeps each stack's lookups, so parameters resolve without the bundle.
+// lookupsOf keeps each stack's lookups as a run stores them (config.StoredLookups: none
+// holding a NoEcho value), so parameters resolve without the bundle.
 func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
 	out := map[string][]config.Lookup{}
 	for _, s := range cfg.Stacks {
-		if len(s.Lookups) > 0 {
-			out[s.Name] = s.Lookups
+		if l := s.StoredLookups(); len(l) > 0 {
+			out[s.Name] = l
 		}
 	}
 	return out

@@ -213,6 +213,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	}
 	opts := st.cfg.Run
 	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
+	opts.Seal = plan.Seal
 	prev := doc.Run
 	next, actions := run.Advance(prev, seen, st.clk.Now().UTC(), opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
@@ -282,8 +283,12 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 			var in *changeset.Inputs
 			var plain map[string]string
 			var secret []string
+			var stack *config.Stack
 			if err == nil {
-				plain, secret, err = st.unseal(ctx, a.Parameters)
+				stack, err = bundleStack(doc, loaded, a)
+			}
+			if err == nil {
+				plain, secret, err = st.unseal(ctx, a.Parameters, stack)
 			}
 			if err == nil {
 				in, err = inputs(doc, next, loaded, a, plain, secret)
@@ -349,15 +354,9 @@ func finishedNow(prev, next *run.Run, name string) bool {
 // A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
 // is retried.
 func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string) (*changeset.Inputs, error) {
-	if lb.Config == nil {
-		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
-	}
-	if lb.Bundle.SHA256 != doc.Bundle.SHA256 {
-		return nil, fmt.Errorf("bundle %s changed since the run started (sha256 %s, was %s): push again", doc.Bundle, lb.Bundle.SHA256, doc.Bundle.SHA256)
-	}
-	cs := lb.Config.Stack(a.Stack)
-	if cs == nil {
-		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	cs, err := bundleStack(doc, lb, a)
+	if err != nil {
+		return nil, err
 	}
 	if err := config.CheckResolved(cs, plain, secret...); err != nil {
 		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
@@ -370,7 +369,7 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	ref := doc.Bundle.Ref()
 	tags := plan.Tags(lb.Config, cs, own, ref)
 	maps.Copy(tags, state.StackTags(lb.Config.Namespace, lb.Config.PersistentGraphKey, ref, &state.Stack{
-		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: run.HashParameters(a.Parameters), Requires: rs.Requires,
+		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: rs.ParametersHash, Requires: rs.Requires,
 	}))
 	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags,
 		NotificationARNs: cs.Options.NotificationARNs}
@@ -386,6 +385,23 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 		}
 	}
 	return in, nil
+}
+
+// bundleStack is the stack of action a in the bundle the run deploys, as downloaded again.
+// A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
+// is retried.
+func bundleStack(doc *Document, lb *Loaded, a run.Action) (*config.Stack, error) {
+	if lb.Config == nil {
+		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
+	}
+	if lb.Bundle.SHA256 != doc.Bundle.SHA256 {
+		return nil, fmt.Errorf("bundle %s changed since the run started (sha256 %s, was %s): push again", doc.Bundle, lb.Bundle.SHA256, doc.Bundle.SHA256)
+	}
+	cs := lb.Config.Stack(a.Stack)
+	if cs == nil {
+		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	}
+	return cs, nil
 }
 
 // executeInputs gathers what ExecuteChangeSet needs from the loaded bundle: the stack

@@ -257,7 +257,7 @@ func Make(in Input) (*Result, error) {
 		rs := &run.Stack{
 			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
-			RawParameters: maps.Clone(s.Parameters), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
+			RawParameters: s.StoredParameters(), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute,
 		}

@@ -89,6 +89,10 @@ type Resolver func(stack string, raw map[string]string, outputs func(stack, outp
 // Options are the knobs of Advance.
 type Options struct {
 	Resolve Resolver
+	// Seal returns a stack's resolved parameters as the run stores them, its secrets
+	// (NoEcho values) by hash only (default: as they are). The hash of what it returns
+	// is the stack's input hash; the call is made with the parameters resolved.
+	Seal func(s *Stack, params map[string]string) map[string]string
 	// MaxAttempts bounds retries of one action after API errors (default 3).
 	MaxAttempts int
 	// PhaseTimeout fails a stack that stays in one in-flight phase longer (default 3h): a
@@ -102,6 +106,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PhaseTimeout <= 0 {
 		o.PhaseTimeout = 3 * time.Hour
+	}
+	if o.Seal == nil {
+		o.Seal = func(_ *Stack, params map[string]string) map[string]string { return params }
 	}
 	if o.Resolve == nil {
 		o.Resolve = func(_ string, raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
@@ -561,14 +568,16 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		fail(s, now, "parameters: "+err.Error())
 		return nil
 	}
+	// The run keeps the parameters as stored (secrets by hash only); the call gets params.
+	stored := opts.Seal(s, params)
 	if r.Mode == ModeDeploy && s.PlannedParametersHash != "" {
-		if h := HashParameters(params); h != s.PlannedParametersHash {
+		if h := HashParameters(stored); h != s.PlannedParametersHash {
 			what := "change set " + s.ChangeSetName
 			if s.ChangeSetName == "" {
 				what = "the plan (no changes)"
 			}
 			fail(s, now, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
-				s.StackName, what, DescribeParameters(s.Parameters, params)))
+				s.StackName, what, DescribeParameters(s.Parameters, stored)))
 			return nil
 		}
 	}
@@ -591,8 +600,8 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 			}
 		}
 	}
-	s.Parameters = params
-	s.ParametersHash = HashParameters(params)
+	s.Parameters = stored
+	s.ParametersHash = HashParameters(stored)
 	if s.Exists && !s.Force && s.TemplateHash == s.PrevTemplateHash && s.ParametersHash == s.PrevParametersHash {
 		s.Reason = "inputs unchanged"
 		setPhase(s, Unchanged, now)

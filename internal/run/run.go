@@ -98,13 +98,17 @@ type Stack struct {
 	// Exists says whether a stack is live, so the change set is an UPDATE rather than a CREATE.
 	Exists bool `json:"exists"`
 	// Inputs and the previous applied inputs; equal hashes mean nothing to do.
-	TemplateHash       string            `json:"template_hash,omitempty"`
-	PrevTemplateHash   string            `json:"prev_template_hash,omitempty"`
-	PrevParametersHash string            `json:"prev_parameters_hash,omitempty"`
-	Force              bool              `json:"force,omitempty"` // tags, termination protection or status require an update
-	RawParameters      map[string]string `json:"raw_parameters,omitempty"`
-	Parameters         map[string]string `json:"parameters,omitempty"` // resolved when the stack starts
-	ParametersHash     string            `json:"parameters_hash,omitempty"`
+	TemplateHash       string `json:"template_hash,omitempty"`
+	PrevTemplateHash   string `json:"prev_template_hash,omitempty"`
+	PrevParametersHash string `json:"prev_parameters_hash,omitempty"`
+	Force              bool   `json:"force,omitempty"` // tags, termination protection or status require an update
+	// RawParameters are the parameters as written, lookups unresolved, and Parameters
+	// those the stack started with, resolved; both as stored (Options.Seal): the values of
+	// the NoEcho parameters (named in NoEcho) are sealed references, never the values.
+	RawParameters  map[string]string `json:"raw_parameters,omitempty"`
+	NoEcho         []string          `json:"no_echo,omitempty"`
+	Parameters     map[string]string `json:"parameters,omitempty"` // resolved when the stack starts
+	ParametersHash string            `json:"parameters_hash,omitempty"`
 
 	Phase         Phase             `json:"phase"`
 	StackID       string            `json:"stack_id,omitempty"`
@@ -184,6 +188,7 @@ func (r *Run) Clone() *Run {
 		cs := *s
 		cs.Requires = append([]string(nil), s.Requires...)
 		cs.Retain = append([]string(nil), s.Retain...)
+		cs.NoEcho = append([]string(nil), s.NoEcho...)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

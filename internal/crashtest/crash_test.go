@@ -88,6 +88,47 @@ func TestCrashAtNamedPoints(t *testing.T) {
 	}
 }
 
+// restartPoints are step boundaries where `cairn local up` itself is killed and started
+// again on the same --dir: with a change set just made, with a stack operation in flight,
+// just after the graph was written, and with the lock about to be released.
+var restartPoints = []point{
+	{When: before, Label: "sqs.SendMessage", Occurrence: 1, How: restarts},
+	{When: after, Label: "cloudformation.CreateChangeSet", Occurrence: 1, How: restarts},
+	{When: after, Label: "cloudformation.ExecuteChangeSet", Occurrence: 2, How: restarts},
+	{When: after, Label: "s3.PutObject " + graphFolder + " if-match", Occurrence: 1, How: restarts},
+	{When: before, Label: "s3.DeleteObject " + lockFolder + " if-match", Occurrence: 2, How: restarts},
+}
+
+// TestCrashRestart kills the deployer and `cairn local up` with it at each restart point,
+// starts the emulator again on the same --dir and address (as a user does), and lets the
+// redelivered triggers carry on: the same invariants hold. CAIRN_CRASH_RESTART_SEEDS
+// random plays more (from CAIRN_CRASH_FIRST_SEED) restart at the points a seed draws.
+func TestCrashRestart(t *testing.T) {
+	ref := uncrashed(t)
+	suite := newTally("restarts of cairn local up")
+	t.Cleanup(func() { suite.report(t) })
+	for _, p := range restartPoints {
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			out := suite.play(t, p.String(), []point{p}, &ref, "replay: go test ./internal/crashtest -run 'TestCrashRestart/"+regexpQuote(p.String())+"'")
+			if len(out.Unfired) > 0 || out.Restarts != 1 {
+				t.Errorf("restart point %s: %d unfired, %d restart(s)", p, len(out.Unfired), out.Restarts)
+			}
+		})
+	}
+	first, count := envInt(t, "CAIRN_CRASH_FIRST_SEED", 1), envInt(t, "CAIRN_CRASH_RESTART_SEEDS", 0)
+	for seed := first; seed < first+count; seed++ {
+		points := draw(uint64(seed), ref.Calls)
+		for i := range points {
+			points[i].How = restarts
+		}
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			t.Parallel()
+			suite.play(t, fmt.Sprintf("restart seed %d", seed), points, &ref, fmt.Sprintf("replay: CAIRN_CRASH_FIRST_SEED=%d CAIRN_CRASH_RESTART_SEEDS=1 go test ./internal/crashtest -run 'TestCrashRestart/seed'", seed))
+		})
+	}
+}
+
 // TestCrashRandom crashes the deployer at one to three points drawn from the calls of the
 // uncrashed play, a seed per play: CAIRN_CRASH_SEEDS plays (default 4), seeds from
 // CAIRN_CRASH_FIRST_SEED (default 1), or only CAIRN_CRASH_SEED.
@@ -161,6 +202,7 @@ type tally struct {
 	armed      int
 	fired      int
 	processes  int
+	restarts   int
 	found      []finding
 	knownSeen  map[int]bool
 	boundaries map[string]bool
@@ -187,12 +229,13 @@ func (s *tally) play(t *testing.T, name string, points []point, ref *outcome, re
 	s.armed += len(points)
 	s.fired += len(out.Fired)
 	s.processes += out.Processes
+	s.restarts += out.Restarts
 	var fired []string
 	for _, f := range out.Fired {
 		fired = append(fired, f.Phase+": "+f.point.String())
 		s.boundaries[f.When.String()+" "+f.Label] = true
 	}
-	t.Logf("crash points armed %v; fired %v; deployer processes %d; dead-lettered %s", points, fired, out.Processes, out.DeadLetter)
+	t.Logf("crash points armed %v; fired %v; deployer processes %d; emulator restarts %d; dead-lettered %s", points, fired, out.Processes, out.Restarts, out.DeadLetter)
 	for i, vs := range out.Violations {
 		for _, v := range vs {
 			f := finding{play: name, step: scenario[i].Name, v: v, fired: out.Fired}
@@ -235,8 +278,8 @@ func (s *tally) report(t *testing.T) {
 		c := byInvariant[inv]
 		lines = append(lines, fmt.Sprintf("  %-45s %d unexpected, %d known", inv, c[0], c[1]))
 	}
-	t.Logf("crash suite, %s: %d play(s), %d crash point(s) armed, %d fired at %d distinct boundaries, %d deployer process(es); violations:\n%s\n%d of the %d known violations were seen",
-		s.name, s.plays, s.armed, s.fired, len(s.boundaries), s.processes, strings.Join(lines, "\n"), len(s.knownSeen), len(knownViolations))
+	t.Logf("crash suite, %s: %d play(s), %d crash point(s) armed, %d fired at %d distinct boundaries, %d deployer process(es), %d emulator restart(s); violations:\n%s\n%d of the %d known violations were seen",
+		s.name, s.plays, s.armed, s.fired, len(s.boundaries), s.processes, s.restarts, strings.Join(lines, "\n"), len(s.knownSeen), len(knownViolations))
 }
 
 func envInt(t *testing.T, name string, def int) int {

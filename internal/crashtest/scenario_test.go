@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -82,6 +83,7 @@ type outcome struct {
 	Fired      []firedPoint
 	Unfired    []point
 	Processes  int
+	Restarts   int // of the emulator
 	DeadLetter string
 }
 
@@ -92,7 +94,11 @@ func play(t testing.TB, points []point, ref *outcome) outcome {
 	t.Helper()
 	ctx := context.Background()
 	inj := newInjector(points)
-	w := newWorld(t, inj)
+	dir := ""
+	if slices.ContainsFunc(points, func(p point) bool { return p.How == restarts }) {
+		dir = t.TempDir() // `cairn local up --dir`, so it can be restarted on it
+	}
+	w := newWorld(t, inj, dir)
 	var out outcome
 	steps := map[string]string{}
 	for i, st := range scenario {
@@ -119,7 +125,7 @@ func play(t testing.TB, points []point, ref *outcome) outcome {
 	}
 	out.Calls, out.Fired, out.Unfired = inj.log()
 	w.mu.Lock()
-	out.Processes = w.processes
+	out.Processes, out.Restarts = w.processes, w.restarts
 	w.mu.Unlock()
 	out.DeadLetter, _ = w.deadLetters(ctx)
 	return out

@@ -58,23 +58,37 @@ type world struct {
 	mu             sync.Mutex
 	process        func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) // nil: the next invocation starts a fresh process
 	processes      int
+
+	// A world on a --dir can be restarted as `cairn local up` is: stopped, and started
+	// again on the same folder and address (restarts crash points).
+	emOpts    awslocal.Options
+	addr      string
+	restarts  int // asked for
+	restarted int // done
 }
 
-func newWorld(t testing.TB, inj *injector) *world {
+// newWorld builds a world; with dir set its emulator keeps its state there, as `cairn
+// local up --dir` does, so it can be restarted.
+func newWorld(t testing.TB, inj *injector, dir string) *world {
 	t.Helper()
 	ctx := context.Background()
-	w := &world{t: t, clk: clock.NewFake(epoch), inj: inj, logs: &syncBuffer{}}
+	w := &world{t: t, clk: clock.NewFake(epoch), inj: inj, logs: &syncBuffer{}, addr: "127.0.0.1:0"}
 	inj.clock = w.clk
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	em, err := awslocal.New(awslocal.Options{Clock: w.clk, Logger: logger,
-		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: 2 * time.Second, ChangeSetDelay: time.Second}})
+	w.emOpts = awslocal.Options{Dir: dir, Clock: w.clk, Logger: logger,
+		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: 2 * time.Second, ChangeSetDelay: time.Second}}
+	em, err := awslocal.New(w.emOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := em.Start("127.0.0.1:0"); err != nil {
+	if err := em.Start(w.addr); err != nil {
 		t.Fatal(err)
 	}
+	w.addr = strings.TrimPrefix(em.URL(), "http://")
 	w.em = em
+	if dir != "" {
+		inj.restart = w.restart
+	}
 	stop, ticked := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ticked)
@@ -88,9 +102,12 @@ func newWorld(t testing.TB, inj *injector) *world {
 		}
 	}()
 	t.Cleanup(func() {
+		for w.inRestart() {
+			time.Sleep(5 * time.Millisecond)
+		}
 		close(stop)
 		<-ticked
-		em.Close()
+		w.emulator().Close()
 		if t.Failed() {
 			t.Logf("emulator and deployer logs (last 300 lines):\n%s", tail(w.logs.String(), 300))
 		}
@@ -116,6 +133,63 @@ func newWorld(t testing.TB, inj *injector) *world {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// emulator returns the emulator running now.
+func (w *world) emulator() *awslocal.Emulator {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.em
+}
+
+// restart stops `cairn local up` and starts it again on the same --dir and address, as a
+// user does after killing it, in the background: the killed invocation that asks for it
+// runs on one of the emulator's pollers, which stopping waits for.
+func (w *world) restart(p point) {
+	w.mu.Lock()
+	w.restarts++
+	w.mu.Unlock()
+	go func() {
+		defer func() {
+			w.mu.Lock()
+			w.restarted++
+			w.mu.Unlock()
+		}()
+		ctx := context.Background()
+		old := w.emulator()
+		if err := old.Close(); err != nil {
+			w.t.Errorf("restart at %s: stop the emulator: %v", p, err)
+			return
+		}
+		em, err := awslocal.New(w.emOpts)
+		if err == nil {
+			err = em.Start(w.addr)
+		}
+		var c *localcairn.Cairn
+		if err == nil {
+			c, err = localcairn.Provision(ctx, em, localcairn.Options{Namespaces: []string{"shop"}})
+		}
+		if err == nil {
+			err = c.Register(em, localcairn.Handlers{Deployer: w.handle})
+		}
+		if err != nil {
+			w.t.Errorf("restart at %s: start the emulator again on %s: %v", p, w.emOpts.Dir, err)
+			return
+		}
+		if c.Bucket != w.cairn.Bucket || c.Deploy.URL != w.cairn.Deploy.URL {
+			w.t.Errorf("restart at %s: cairn's stack came back with bucket %s and deploy queue %s, was %s and %s", p, c.Bucket, c.Deploy.URL, w.cairn.Bucket, w.cairn.Deploy.URL)
+		}
+		w.mu.Lock()
+		w.em = em
+		w.mu.Unlock()
+	}()
+}
+
+// inRestart reports whether a restart is under way.
+func (w *world) inRestart() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.restarts != w.restarted
 }
 
 // handle is the deployer function as the emulator invokes it. Each invocation runs in the
@@ -203,6 +277,10 @@ func (w *world) settle() error {
 	quietSince, quietCalls := time.Time{}, -1
 	for time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
+		if w.inRestart() {
+			quietSince, quietCalls = w.clk.Now(), -1
+			continue
+		}
 		busy, err := w.busy(ctx)
 		if err != nil {
 			return err

@@ -54,7 +54,7 @@ func (e *Emulator) alarmProvider() cfnlocal.Provider {
 				}
 			}
 			if a.Threshold != nil {
-				out["Threshold"] = *a.Threshold
+				out["Threshold"] = float64(*a.Threshold)
 			}
 			return out, true, nil
 		},

@@ -77,7 +77,7 @@ type Alarm struct {
 	Unit                               string            `json:"Unit,omitempty" xml:"Unit,omitempty"`
 	EvaluationPeriods                  *int32            `json:"EvaluationPeriods,omitempty" xml:"EvaluationPeriods,omitempty"`
 	DatapointsToAlarm                  *int32            `json:"DatapointsToAlarm,omitempty" xml:"DatapointsToAlarm,omitempty"`
-	Threshold                          *float64          `json:"Threshold,omitempty" xml:"Threshold,omitempty"`
+	Threshold                          *Double           `json:"Threshold,omitempty" xml:"Threshold,omitempty"`
 	ComparisonOperator                 string            `json:"ComparisonOperator,omitempty" xml:"ComparisonOperator,omitempty"`
 	TreatMissingData                   string            `json:"TreatMissingData,omitempty" xml:"TreatMissingData,omitempty"`
 	EvaluateLowSampleCountPercentile   string            `json:"EvaluateLowSampleCountPercentile,omitempty" xml:"EvaluateLowSampleCountPercentile,omitempty"`
@@ -386,7 +386,7 @@ func (s *Service) PutMetricAlarm(in MetricAlarmInput) error {
 		StateUpdatedTimestamp: Timestamp(now), StateTransitionedTimestamp: Timestamp(now),
 		MetricName: in.MetricName, Namespace: in.Namespace, Statistic: in.Statistic, ExtendedStatistic: in.ExtendedStatistic,
 		Dimensions: orEmpty(in.Dimensions), Period: in.Period, Unit: in.Unit, EvaluationPeriods: in.EvaluationPeriods,
-		DatapointsToAlarm: in.DatapointsToAlarm, Threshold: in.Threshold, ComparisonOperator: in.ComparisonOperator,
+		DatapointsToAlarm: in.DatapointsToAlarm, Threshold: (*Double)(in.Threshold), ComparisonOperator: in.ComparisonOperator,
 		TreatMissingData: in.TreatMissingData, EvaluateLowSampleCountPercentile: in.EvaluateLowSampleCountPercentile,
 		Metrics: in.Metrics, ThresholdMetricId: in.ThresholdMetricId,
 	}

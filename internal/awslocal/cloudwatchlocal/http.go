@@ -396,6 +396,26 @@ func (t Timestamp) MarshalText() ([]byte, error) {
 	return []byte(time.Time(t).UTC().Format("2006-01-02T15:04:05.000Z")), nil
 }
 
+// Double is a number of the model's double type, which JSON and XML write with a decimal
+// point (5.0, not 5) as AWS does.
+type Double float64
+
+func (d Double) MarshalText() ([]byte, error) {
+	f := float64(d)
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, fmt.Errorf("%v cannot be written as a number", f)
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return []byte(s), nil
+}
+
+func (d Double) MarshalJSON() ([]byte, error) { return d.MarshalText() }
+
+func (d Double) MarshalCBOR() ([]byte, error) { return cbor.Marshal(float64(d)) }
+
 func encodeToken(i int) string { return strconv.FormatInt(int64(i), 36) }
 
 func decodeToken(s string) (int, bool) {

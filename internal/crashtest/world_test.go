@@ -168,6 +168,7 @@ func (w *world) restart(p point) {
 			return // another crash point restarted it meanwhile
 		}
 		ctx := context.Background()
+		w.emOpts.Logger.Info("crashtest: stopping the emulator", "point", p.String())
 		if err := old.Close(); err != nil {
 			// Its server did not stop in time (a long poll in progress): what matters,
 			// its state saved and its port free, is done.
@@ -194,7 +195,15 @@ func (w *world) restart(p point) {
 		w.mu.Lock()
 		w.em = em
 		w.mu.Unlock()
+		w.emOpts.Logger.Info("crashtest: the emulator was restarted", "point", p.String())
 	}()
+}
+
+// restartsAsked is how many restarts crash points asked for so far.
+func (w *world) restartsAsked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.restarts
 }
 
 // inRestart reports whether a restart is under way.
@@ -289,11 +298,15 @@ func (w *world) settle() error {
 	quietSince, quietCalls := time.Time{}, -1
 	for time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
+		restarts := w.restartsAsked()
 		if w.inRestart() {
 			quietSince, quietCalls = w.clk.Now(), -1
 			continue
 		}
 		busy, err := w.busy(ctx)
+		if err != nil && (w.inRestart() || w.restartsAsked() != restarts) {
+			continue // the emulator went down while it was asked: look again once it is back
+		}
 		if err != nil {
 			return err
 		}
@@ -317,7 +330,9 @@ func (w *world) busy(ctx context.Context) (string, error) {
 	q, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.cairn.Deploy.URL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
 	if err != nil {
-		return "", fmt.Errorf("deploy queue attributes: %w", err)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return "", fmt.Errorf("deploy queue attributes (restarts asked %d, done %d): %w", w.restarts, w.restarted, err)
 	}
 	var counts []string
 	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {

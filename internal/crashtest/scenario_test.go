@@ -109,6 +109,7 @@ func play(t testing.TB, points []point, ref *outcome) outcome {
 		if err := w.settle(); err != nil {
 			vs = append(vs, violation{converges, err.Error()})
 		}
+		w.waitRestarts()
 		snap, more, err := w.observe(ctx, v, st.Keep, steps)
 		if err != nil {
 			t.Fatalf("%s: %v", st.Name, err)

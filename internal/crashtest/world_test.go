@@ -108,9 +108,7 @@ func newWorld(t testing.TB, inj *injector, dir string) *world {
 		}
 	}()
 	t.Cleanup(func() {
-		for w.inRestart() {
-			time.Sleep(5 * time.Millisecond)
-		}
+		w.waitRestarts()
 		close(stop)
 		<-ticked
 		w.emulator().Close()
@@ -274,14 +272,28 @@ func (w *world) newProcess() (func(context.Context, events.SQSEvent) (events.SQS
 // and returns its version id.
 func (w *world) push(deployment string, zip []byte) string {
 	w.t.Helper()
-	out, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{
-		Bucket: aws.String(w.cairn.Bucket), Key: aws.String(uploadKey(deployment)), Body: bytes.NewReader(zip),
-		Metadata: map[string]string{"git-ref": gitRef, "git-remote": gitRemote},
-	})
-	if err != nil {
-		w.t.Fatal(err)
+	for {
+		w.waitRestarts()
+		restarts := w.restartsAsked()
+		out, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{
+			Bucket: aws.String(w.cairn.Bucket), Key: aws.String(uploadKey(deployment)), Body: bytes.NewReader(zip),
+			Metadata: map[string]string{"git-ref": gitRef, "git-remote": gitRemote},
+		})
+		if err != nil && w.restartsAsked() != restarts {
+			continue // the emulator went down meanwhile: push again once it is back
+		}
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return aws.ToString(out.VersionId)
 	}
-	return aws.ToString(out.VersionId)
+}
+
+// waitRestarts waits until no restart is under way.
+func (w *world) waitRestarts() {
+	for w.inRestart() {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 const (
@@ -317,7 +329,7 @@ func (w *world) settle() error {
 			if busy != "" {
 				quietCalls = -1
 			}
-		case w.clk.Now().Sub(quietSince) >= 30*time.Second:
+		case w.clk.Now().Sub(quietSince) >= 30*time.Second && w.restartsAsked() == restarts:
 			return nil
 		}
 	}

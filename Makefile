@@ -94,7 +94,7 @@ infra-lambdas: build
 synth: infra-lambdas
 	cd infra && CDK_OUTDIR=cdk.out $(GO) run .
 	@echo "synth: wrote infra/cdk.out/Cairn.template.json"
-	cd infra && $(GO) test -count=1 -run '^TestGoldenTemplate$$' . -update
+	cd infra && $(GO) test -count=1 -run '^(TestGoldenTemplate|TestLocalModeMatchesSynthesis)$$' . -update
 	@echo "synth: wrote internal/localcairn/cairn.template.json (what cairn local up deploys; placeholder Lambda code)"
 
 # deploy: `cdk deploy` of cairn's stack into the account and region of the current AWS

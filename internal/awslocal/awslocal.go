@@ -342,7 +342,12 @@ const setupHeader = "X-Cairn-Local-Setup"
 // clients expect to find): its requests are served before MarkReady, while everyone
 // else's wait.
 func (e *Emulator) SetupConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := e.AWSConfig(ctx)
+	return e.SetupConfigAt(ctx, e.opts.AccountID, e.opts.Region)
+}
+
+// SetupConfigAt is SetupConfig for account in region (see AWSConfigAt).
+func (e *Emulator) SetupConfigAt(ctx context.Context, account, region string) (aws.Config, error) {
+	cfg, err := e.AWSConfigAt(ctx, account, region)
 	if err != nil {
 		return cfg, err
 	}

@@ -364,4 +364,3 @@ func (c Config) TargetAccounts() []string {
 	sort.Strings(out)
 	return out
 }
-

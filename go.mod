@@ -19,6 +19,7 @@ require (
 	github.com/aws/smithy-go v1.28.9
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
 	github.com/dlclark/regexp2/v2 v2.13.0
+	github.com/pmezard/go-difflib v1.0.0
 	github.com/rclone/gofakes3 v0.0.12
 	github.com/spf13/cobra v1.10.2
 	golang.org/x/time v0.16.0

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -76,8 +77,8 @@ func checkDeployment(cmd *cobra.Command, deployment, key string) error {
 
 // prepare validates and zips the bundle at path; a config that does not validate prints
 // every problem on its own line and exits 1.
-func prepare(stderr io.Writer, path, deployment, varFile string) (*upload.Bundle, error) {
-	b, err := upload.PrepareWithVars(path, deployment, varFile)
+func prepare(stderr io.Writer, path, deployment string, o upload.Options) (*upload.Bundle, error) {
+	b, err := upload.Prepare(path, deployment, o)
 	var errs config.Errors
 	switch {
 	case errors.As(err, &errs):
@@ -92,14 +93,17 @@ func prepare(stderr io.Writer, path, deployment, varFile string) (*upload.Bundle
 	return b, nil
 }
 
-// uploaded describes an upload: "s3://B/KEY (version …abc) at git REF".
-func uploaded(bucket, key, version string, meta map[string]string) string {
+// uploaded describes an upload: "s3://B/KEY (version …abc) at git COMMIT, pull request #7".
+func uploaded(bucket, key, version string, src provenance.Source) string {
 	s := fmt.Sprintf("s3://%s/%s", bucket, key)
 	if version != "" {
 		s += " (version " + report.ShortVersion(version) + ")"
 	}
-	if ref := meta[upload.GitRefMetadata]; ref != "" {
-		s += " at git " + ref
+	if src.Commit != "" {
+		s += " at git " + src.Commit
+	}
+	if src.PullRequest > 0 {
+		s += fmt.Sprintf(", pull request #%d", src.PullRequest)
 	}
 	return s
 }

@@ -35,7 +35,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 				return err
 			}
 			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, varFile)
+			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{VarFile: varFile})
 			if err != nil {
 				return err
 			}
@@ -55,7 +55,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 			if err != nil {
 				return fmt.Errorf("push: %w", err)
 			}
-			fmt.Fprintf(stdout, "pushed %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Metadata))
+			fmt.Fprintf(stdout, "pushed %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
 			if !wf.wait {
 				fmt.Fprintf(stdout, "the upload starts a run: see it with `cairn status %s`\n", deployment)
 				return nil

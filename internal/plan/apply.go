@@ -84,7 +84,7 @@ func (p *Document) ApplyRun(runID string, live map[string]Live, now time.Time) *
 	r.ID, r.Mode, r.Status, r.Reason = runID, run.ModeDeploy, run.Running, ""
 	r.StartedAt, r.UpdatedAt, r.FinishedAt, r.Seq = now, now, time.Time{}, 0
 	for name, s := range r.Stacks {
-		s.StartedAt, s.FinishedAt, s.PhaseSince, s.Attempts, s.Reason = time.Time{}, time.Time{}, now, 0, ""
+		s.StartedAt, s.FinishedAt, s.ExecutedAt, s.PhaseSince, s.Attempts, s.Reason = time.Time{}, time.Time{}, time.Time{}, now, 0, ""
 		if want, ok := p.Protection[name]; ok {
 			s.Protect = want // a plan recorded before its stacks carried it
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -78,6 +79,9 @@ type BundleVersion struct {
 	SHA256    string `json:"sha256,omitempty"`
 	GitRef    string `json:"git_ref,omitempty"`
 	GitRemote string `json:"git_remote,omitempty"`
+	// Source is where the upload came from (its commit and remote are GitRef and
+	// GitRemote, as the graph records them): its ref, pull request and CI run.
+	Source provenance.Source `json:"source,omitzero"`
 }
 
 // Ref is the bundle as the persistent graph and the stack tags record it.
@@ -121,7 +125,16 @@ type Stack struct {
 	InputsMayChange bool              `json:"inputs_may_change,omitempty"`
 	CreatedAtApply  bool              `json:"created_at_apply,omitempty"`
 	Changes         []Change          `json:"changes,omitempty"`
-	Reason          string            `json:"reason,omitempty"`
+	// Resources are what the template declares, for a stack the plan creates that has no
+	// change set yet (created at apply): what its creation will add.
+	Resources []Resource `json:"resources,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+}
+
+// Resource is a resource a stack's template declares.
+type Resource struct {
+	LogicalID string `json:"logical_id"`
+	Type      string `json:"type"`
 }
 
 // Change is one resource change of a change set.

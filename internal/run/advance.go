@@ -227,6 +227,9 @@ func setPhase(s *Stack, p Phase, now time.Time) {
 		s.Phase = p
 		s.PhaseSince = now
 	}
+	if p == Executing && s.ExecutedAt.IsZero() {
+		s.ExecutedAt = now
+	}
 	if p.Terminal() {
 		s.FinishedAt = now
 	}

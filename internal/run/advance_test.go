@@ -224,6 +224,16 @@ func TestDeployChainInOrder(t *testing.T) {
 	if r.Stacks["network"].ChangeSetType != "CREATE" || r.Stacks["network"].ChangeSetName != "cairn-r1-1" {
 		t.Fatalf("network change set %s %s", r.Stacks["network"].ChangeSetType, r.Stacks["network"].ChangeSetName)
 	}
+	// The report's timeline: each stack made its change set, then executed it, then ended.
+	for _, n := range r.Names() {
+		s := r.Stacks[n]
+		if s.StartedAt.IsZero() || s.ExecutedAt.Before(s.StartedAt) || s.FinishedAt.Before(s.ExecutedAt) || s.ExecutedAt.IsZero() {
+			t.Errorf("stack %s: started %s, executed %s, finished %s", n, s.StartedAt, s.ExecutedAt, s.FinishedAt)
+		}
+	}
+	if r.Stacks["database"].ExecutedAt.Before(r.Stacks["network"].FinishedAt) {
+		t.Errorf("database executed at %s, before network finished at %s", r.Stacks["database"].ExecutedAt, r.Stacks["network"].FinishedAt)
+	}
 }
 
 // applied turns a finished run into the next run's starting point, as the persistent graph does.

@@ -130,7 +130,10 @@ type Stack struct {
 	Protected     bool          `json:"live_termination_protection,omitempty"`
 	StartedAt     time.Time     `json:"started_at,omitzero"`
 	PhaseSince    time.Time     `json:"phase_since,omitzero"`
-	FinishedAt    time.Time     `json:"finished_at,omitzero"`
+	// ExecutedAt is when its change set was first executed: the run report's timeline
+	// tells the making of the change set from its execution by it.
+	ExecutedAt time.Time `json:"executed_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Run is the whole state machine, persisted after every step.

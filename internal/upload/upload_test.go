@@ -1,8 +1,11 @@
 package upload_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
 
@@ -41,12 +45,17 @@ func TestPrepareDirectoryInGit(t *testing.T) {
 	git("add", ".")
 	git("commit", "-q", "-m", "bundle")
 	git("remote", "add", "origin", "https://example.com/up.git")
-	b, err := upload.Prepare(dir, "up")
+	t.Setenv("GITHUB_ACTIONS", "")
+	b, err := upload.Prepare(dir, "up", upload.Options{Source: provenance.Options{PullRequest: 7}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Metadata[upload.GitRefMetadata] != git("rev-parse", "HEAD") || b.Metadata[upload.GitRemoteMetadata] != "https://example.com/up.git" {
-		t.Errorf("metadata %v", b.Metadata)
+	want := map[string]string{"git-ref": git("rev-parse", "HEAD"), "git-ref-name": git("symbolic-ref", "HEAD"), "git-remote": "https://example.com/up.git", "pull-request": "7"}
+	if !maps.Equal(b.Metadata, want) {
+		t.Errorf("metadata %v, want %v", b.Metadata, want)
+	}
+	if sum := sha256.Sum256(b.Zip); b.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("SHA256 %s is not the zip's", b.SHA256)
 	}
 	zb, err := bundle.FromZip(b.Zip)
 	if err != nil || !strings.Contains(string(zb.Config), "namespace: up") {
@@ -57,7 +66,8 @@ func TestPrepareDirectoryInGit(t *testing.T) {
 func TestPrepareSingleFile(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"shop.yaml": "namespace: up\nstacks:\n  - name: topic\n    template_body: |\n      Resources:\n        Topic:\n          Type: AWS::SNS::Topic\n"})
-	b, err := upload.Prepare(filepath.Join(dir, "shop.yaml"), "up")
+	t.Setenv("GITHUB_ACTIONS", "")
+	b, err := upload.Prepare(filepath.Join(dir, "shop.yaml"), "up", upload.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +83,7 @@ func TestPrepareSingleFile(t *testing.T) {
 func TestPrepareRefusesAnInvalidConfig(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"cairn.yaml": "namespace: up\ncolour: red\nstacks:\n  - name: topic\n    template_path: topic.yaml\n", "topic.yaml": topic})
-	_, err := upload.Prepare(dir, "up")
+	_, err := upload.Prepare(dir, "up", upload.Options{})
 	var errs config.Errors
 	if !errors.As(err, &errs) || len(errs) != 1 || !strings.Contains(errs[0].Error(), "colour") {
 		t.Fatalf("Prepare = %v, want the located config error", err)
@@ -86,7 +96,7 @@ func TestPrepareWithVarFile(t *testing.T) {
 	write(t, dir, map[string]string{"cairn.yaml": cfg, "topic.yaml": topic, bundle.VarsName: "env: stale\n"})
 	vars := filepath.Join(t.TempDir(), "prod.yaml")
 	write(t, filepath.Dir(vars), map[string]string{"prod.yaml": "env: prod\n"})
-	b, err := upload.PrepareWithVars(dir, "up", vars)
+	b, err := upload.Prepare(dir, "up", upload.Options{VarFile: vars})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +117,12 @@ func TestPrepareWithVarFile(t *testing.T) {
 	}
 
 	write(t, filepath.Dir(vars), map[string]string{"prod.yaml": "env: [a, b]\n"})
-	_, err = upload.PrepareWithVars(dir, "up", vars)
+	_, err = upload.Prepare(dir, "up", upload.Options{VarFile: vars})
 	var errs config.Errors
 	if !errors.As(err, &errs) || len(errs) != 1 || errs[0].Error() != vars+":1:6: env: must be a string, number or boolean (a variable holds text), got a list" {
-		t.Errorf("PrepareWithVars = %v, want the error located in the var file", err)
+		t.Errorf("Prepare with a var file = %v, want the error located in the var file", err)
 	}
-	if _, err := upload.PrepareWithVars(dir, "up", filepath.Join(dir, "nope.yaml")); err == nil || !strings.Contains(err.Error(), "--var-file") {
+	if _, err := upload.Prepare(dir, "up", upload.Options{VarFile: filepath.Join(dir, "nope.yaml")}); err == nil || !strings.Contains(err.Error(), "--var-file") {
 		t.Errorf("a missing var file: %v", err)
 	}
 }

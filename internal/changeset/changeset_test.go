@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // fakeCFN answers from canned pages and records the requests it got. Unset methods fail
@@ -286,7 +287,7 @@ func TestLivePaginates(t *testing.T) {
 			Outputs: []cfntypes.Output{{OutputKey: aws.String("Arn"), OutputValue: aws.String("arn:x"), ExportName: aws.String("a-Arn")}}}}, NextToken: aws.String("t2")},
 		"t2": {Stacks: []cfntypes.Stack{{StackName: aws.String("b"), StackStatus: cfntypes.StackStatusDeleteComplete}, {StackName: aws.String("c"), StackStatus: cfntypes.StackStatusRollbackComplete}}},
 	}}
-	live, err := (&Client{CFN: cfn}).Live(context.Background())
+	live, err := (&Client{CFN: cfn}).Live(context.Background(), target.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestLivePaginates(t *testing.T) {
 
 func TestImporters(t *testing.T) {
 	cfn := &fakeCFN{t: t, imports: map[string][]string{"a-Arn": {"z", "y"}}}
-	got, err := (&Client{CFN: cfn}).Importers(context.Background(), []string{"a-Arn", "b-Arn"})
+	got, err := (&Client{CFN: cfn}).Importers(context.Background(), target.Spec{}, []string{"a-Arn", "b-Arn"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,37 +8,12 @@ import (
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
-// Target is where a stack lives and how the deployer reaches it: Stacker's and Sceptre's
-// per-stack region and role, Runway's assume_role. The zero Target is cairn's own account
-// and region, reached with the deployer's own credentials.
-type Target struct {
-	// Region is the stack's region; "" is cairn's own.
-	Region string `json:"region,omitempty"`
-	// RoleARN is the role the deployer assumes (through STS) to reach the stack; its
-	// account is the stack's. "": the deployer's own credentials, cairn's account.
-	RoleARN string `json:"role_arn,omitempty"`
-	// ExternalID is passed with AssumeRole when the role's trust policy demands one.
-	ExternalID string `json:"external_id,omitempty"`
-	// ServiceRole is the CloudFormation service role of the stack (passed as RoleARN of
-	// its change sets): Stacker's service_role, Sceptre's cloudformation_service_role.
-	ServiceRole string `json:"service_role,omitempty"`
-}
+// Target is where a stack lives and how the deployer reaches it (see target.Spec).
+type Target = target.Spec
 
-// Account returns the account of RoleARN, "" (cairn's own) without one.
-func (t Target) Account() string {
-	if m := roleARNRE.FindStringSubmatch(t.RoleARN); m != nil {
-		return m[1]
-	}
-	return ""
-}
+var externalIDRE = regexp.MustCompile(`^[\w+=,.@:/-]+$`)
 
-// IsHome reports whether t is cairn's own account and region with its own credentials.
-func (t Target) IsHome() bool { return t.Region == "" && t.RoleARN == "" }
-
-var (
-	roleARNRE    = regexp.MustCompile(`^arn:aws[a-z-]*:iam::(\d{12}):role/(?:[\w+=,.@-]+/)*[\w+=,.@-]{1,64}$`)
-	externalIDRE = regexp.MustCompile(`^[\w+=,.@:/-]+$`)
-)
+var roleARNRE = target.RoleARNPattern()
 
 // targetKeys are the keys of a Target, at the top of cairn.yaml (the default of every
 // stack) and per stack.

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -144,7 +146,12 @@ func survey(ctx context.Context, cs *changeset.Client, where map[target.Target]t
 			if loc == (target.Target{}) {
 				return nil, nil, err
 			}
-			unreachable[loc] = fmt.Sprintf("cannot reach %s: %s", describePlace(loc), awsclient.Message(err))
+			why := awsclient.Message(err)
+			var refused *reach.Refused
+			if errors.As(err, &refused) {
+				why = refused.Error()
+			}
+			unreachable[loc] = fmt.Sprintf("cannot reach %s: %s", describePlace(loc), why)
 			continue
 		}
 		for name, v := range l {

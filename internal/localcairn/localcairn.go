@@ -185,19 +185,9 @@ func Provision(ctx context.Context, e *awslocal.Emulator, o Options) (*Cairn, er
 	}
 	// The target stacks first: cairn's stack subscribes its ports queue to their topics, as
 	// `cdk deploy --all` orders them.
-	var targets []Target
-	if len(o.Targets) > 0 {
-		tbody, err := TargetTemplate(o)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range sortedTargets(o.Targets) {
-			info, err := provisionTarget(ctx, e, t, tbody, o.StackTimeout)
-			if err != nil {
-				return nil, err
-			}
-			targets = append(targets, info)
-		}
+	targets, err := ProvisionTargets(ctx, e, o)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := e.SetupConfig(ctx)
 	if err != nil {
@@ -229,6 +219,29 @@ type Target struct {
 	target.Target
 	// DeployRole is the role_arn of stacks deployed there; PortsTopic its ServiceToken.
 	DeployRole, PortsTopic string
+}
+
+// ProvisionTargets deploys the target stack into each of o.Targets, for cairn in the
+// emulator's home account and region (Provision does it first).
+func ProvisionTargets(ctx context.Context, e *awslocal.Emulator, o Options) ([]Target, error) {
+	o.Home = target.Target{Account: e.AccountID(), Region: e.Region()}
+	o = o.withDefaults()
+	if len(o.Targets) == 0 {
+		return nil, nil
+	}
+	tbody, err := TargetTemplate(o)
+	if err != nil {
+		return nil, err
+	}
+	var out []Target
+	for _, t := range sortedTargets(o.Targets) {
+		info, err := provisionTarget(ctx, e, t, tbody, o.StackTimeout)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
 }
 
 // provisionTarget deploys the target stack into t, as `cdk deploy` does there (bootstrap

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -131,7 +132,8 @@ func (r *Reacher) Assume(ctx context.Context, session, role, externalID string) 
 		if externalID != "" {
 			how = " with its external_id"
 		}
-		return aws.Credentials{}, fmt.Errorf("cannot assume role %s%s: %w (its trust policy must admit cairn's deployer and drift roles: the target stack's deploy role does)", role, how, err)
+		return aws.Credentials{}, &Refused{msg: fmt.Sprintf("cannot assume role %s%s: %s (its trust policy must admit cairn's deployer and drift roles: the target stack's deploy role does)",
+			role, how, awsclient.Message(err)), err: err}
 	}
 	c = aws.Credentials{
 		AccessKeyID: aws.ToString(out.Credentials.AccessKeyId), SecretAccessKey: aws.ToString(out.Credentials.SecretAccessKey),
@@ -172,3 +174,13 @@ func (a assumed) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	c.Expires = time.Now()
 	return c, err
 }
+
+// Refused is a failed AssumeRole: STS's answer as a person reads it, and the SDK's error
+// beneath, for its classification (permanent, throttled).
+type Refused struct {
+	msg string
+	err error
+}
+
+func (e *Refused) Error() string { return e.msg }
+func (e *Refused) Unwrap() error { return e.err }

@@ -278,4 +278,3 @@ func postFault(t *testing.T, url, body string) {
 		t.Fatalf("POST /_local/faults: %s", resp.Status)
 	}
 }
-

@@ -85,7 +85,7 @@ const (
 	// Unreachable: the stack's account or region could not be reached; it fails, and
 	// blocks the stacks depending on it.
 	Unreachable Action = "unreachable"
-	None     Action = "none"     // a reviewed plan's stack that does not change
+	None        Action = "none" // a reviewed plan's stack that does not change
 )
 
 // Decision is one line of the plan.

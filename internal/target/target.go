@@ -163,3 +163,12 @@ func OfStackID(id string) (Target, bool) {
 	}
 	return Target{Account: parts[4], Region: parts[3]}, true
 }
+
+// ParseKey splits a Key into its place and stack name.
+func ParseKey(key string) (Target, string) {
+	parts := strings.SplitN(key, "/", 3)
+	if len(parts) != 3 {
+		return Target{}, key
+	}
+	return Target{Account: parts[0], Region: parts[1]}, parts[2]
+}

@@ -86,6 +86,16 @@ check "summary (home) reads remote's queue" "$(output 111111111111 eu-west-1 sho
 check "remote's parameter is in its account and region only" "absent" "$(param test eu-west-1 /shop/remote/upstream)"
 check "remote's port, from its region's ports topic" "20000" "$(output 111111111111 eu-west-1 shop-remote Port)"
 
+# Drift detection checks each stack where it lives: a change made out of band to the
+# second account's stack is found there.
+"$cairn" drift --wait >"$work/drift1" 2>&1 || true
+check "drift: shop-remote in sync" "IN_SYNC" "$(awk '$2 == "remote" {print $4}' "$work/drift1")"
+curl -fsS -X POST "$AWS_ENDPOINT_URL/_local/cloudformation/tamper?account=111111111111&region=eu-west-1" \
+	-d '{"stack":"shop-remote","logicalId":"Link","property":"Value","value":"tampered"}' >/dev/null
+"$cairn" drift --wait >"$work/drift2" 2>&1 || true
+check "drift: shop-remote drifted in 111111111111/eu-west-1, the others in sync" "DRIFTED IN_SYNC IN_SYNC IN_SYNC" \
+	"$(awk '$2 == "remote" {print $4}' "$work/drift2") $(awk '$1 == "shop" && $2 != "remote" {print $4}' "$work/drift2" | tr '\n' ' ' | sed 's/ $//')"
+
 # Removing the second account's stack deletes it there and nothing else.
 before=$(for s in network replica summary; do p=${home[$s]}; at "${p%%:*}" "${p#*:}" cloudformation describe-stacks --stack-name "shop-$s" --query 'Stacks[0].[StackName,StackStatus,LastUpdatedTime]' --output text; done)
 python3 - "$bundle/cairn.yaml" <<'EOF'

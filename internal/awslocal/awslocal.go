@@ -1,8 +1,9 @@
-// Package awslocal is cairn's embedded AWS emulator: S3, SQS, SNS (and the CloudFormation
-// emulator, which plugs in through RegisterService and Mount) on one loopback port, routed
-// by protocol as LocalStack does on 4566, with the Lambda wiring — handlers, SQS event
-// source mappings, schedules and an event bus — run in process with the exact event JSON
-// AWS sends. A control endpoint under /_local/ counts calls and injects faults.
+// Package awslocal is cairn's embedded AWS emulator: S3, SQS, SNS, SSM Parameter Store,
+// CloudWatch alarms (and the CloudFormation emulator, which plugs in through
+// RegisterService and Mount) on one loopback port, routed by protocol as LocalStack does on
+// 4566, with the Lambda wiring — handlers, SQS event source mappings, schedules and an event
+// bus — run in process with the exact event JSON AWS sends. A control endpoint under
+// /_local/ counts calls and injects faults.
 //
 // It exists so that cairn runs end to end, and is tested, through the real aws-sdk-go-v2
 // clients with no AWS account. It is a test double of AWS, never a production path.
@@ -30,6 +31,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
@@ -215,6 +217,10 @@ func (e *Emulator) CloudFormation() *cfnlocal.Service { return e.home.cfn }
 // STS returns the emulated Security Token Service.
 func (e *Emulator) STS() *stslocal.Service { return e.sts }
 
+// CloudWatch returns the emulated CloudWatch alarms of the home account and region, for
+// in-process callers.
+func (e *Emulator) CloudWatch() *cloudwatchlocal.Service { return e.home.cw }
+
 // Region returns the home region: where requests signed for no region go.
 func (e *Emulator) Region() string { return e.opts.Region }
 
@@ -302,7 +308,7 @@ func (e *Emulator) Close() error {
 	}
 	e.wg.Wait()
 	for _, p := range places {
-		errs = append(errs, p.cfn.Close(), p.sns.Close(), p.ssm.Close())
+		errs = append(errs, p.cfn.Close(), p.sns.Close(), p.ssm.Close(), p.cw.Close())
 	}
 	errs = append(errs, e.sts.Close(), e.s3.Close())
 	return errors.Join(errs...)

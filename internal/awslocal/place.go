@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
@@ -30,6 +31,7 @@ type Place struct {
 	sqs             *sqslocal.Service
 	sns             *snslocal.Service
 	ssm             *ssmlocal.Service
+	cw              *cloudwatchlocal.Service
 	cfn             *cfnlocal.Service
 	services        map[string]http.Handler // by signing name
 
@@ -79,6 +81,18 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.sns.Close()
 		return nil, err
 	}
+	p.cw, err = cloudwatchlocal.New(cloudwatchlocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("cloudwatch"), Logger: o.Logger,
+		OnStateChange: func(string, string) {
+			if p.cfn != nil {
+				p.cfn.AlarmStateChanged()
+			}
+		}})
+	if err != nil {
+		p.sqs.Close()
+		p.sns.Close()
+		p.ssm.Close()
+		return nil, err
+	}
 	p.cfn, err = cfnlocal.New(cfnlocal.Options{
 		Region: region, AccountID: account, Clock: o.Clock, Dir: sub("cloudformation"), Logger: o.Logger,
 		GetObject: e.s3.GetObject,
@@ -88,6 +102,7 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		},
 		PutEvent:              p.PutEvent,
 		SSMParameter:          p.ssmParameter,
+		Alarm:                 p.cw.State,
 		Providers:             p.providers(),
 		BaseURL:               p.baseURL,
 		ResourceDelay:         o.CloudFormation.ResourceDelay,
@@ -98,9 +113,10 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.sqs.Close()
 		p.sns.Close()
 		p.ssm.Close()
+		p.cw.Close()
 		return nil, err
 	}
-	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "cloudformation": p.cfn}
+	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "monitoring": p.cw, "cloudformation": p.cfn}
 	return p, nil
 }
 
@@ -211,6 +227,7 @@ func (e *Emulator) closePlaces() {
 		p.cfn.Close()
 		p.sns.Close()
 		p.ssm.Close()
+		p.cw.Close()
 	}
 }
 
@@ -285,6 +302,9 @@ func (p *Place) SNS() *snslocal.Service { return p.sns }
 
 // SSM returns the place's Parameter Store, for in-process callers.
 func (p *Place) SSM() *ssmlocal.Service { return p.ssm }
+
+// CloudWatch returns the place's CloudWatch alarms, for in-process callers.
+func (p *Place) CloudWatch() *cloudwatchlocal.Service { return p.cw }
 
 // CloudFormation returns the place's CloudFormation, for fault injection and records.
 func (p *Place) CloudFormation() *cfnlocal.Service { return p.cfn }

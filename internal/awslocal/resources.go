@@ -27,6 +27,7 @@ func (p *Place) providers() map[string]cfnlocal.Provider {
 		"AWS::SNS::TopicPolicy":       p.topicPolicyProvider(),
 		"AWS::SNS::Subscription":      p.subscriptionProvider(),
 		"AWS::SSM::Parameter":         p.parameterProvider(),
+		"AWS::CloudWatch::Alarm":      p.alarmProvider(),
 		"AWS::Events::Rule":           p.ruleProvider(),
 		"AWS::Events::EventBusPolicy": p.busPolicyProvider(),
 		"AWS::IAM::Role":              p.roleProvider(),

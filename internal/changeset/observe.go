@@ -231,8 +231,9 @@ var operationStarts = map[string]bool{
 }
 
 // FirstFailure returns the reason of the earliest *_FAILED resource event of the current
-// operation of the stack t and stackID name, as "LogicalId (Type): reason", or "" when
-// there is none.
+// operation of the stack at t with id stackID, as "LogicalId (Type): reason"; else the
+// stack's own failure reason, or why its rollback began (a rollback trigger's alarm fails no
+// resource); "" when there is none.
 func (c *Client) FirstFailure(ctx context.Context, t target.Spec, stackID string) string {
 	api, budget, err := c.At(ctx, t)
 	if err != nil {
@@ -246,7 +247,7 @@ func (c *Client) FirstFailure(ctx context.Context, t target.Spec, stackID string
 func (c *Client) firstFailure(ctx context.Context, api API, budget *rate.Limiter, stackID string) string {
 	in := &cloudformation.DescribeStackEventsInput{StackName: aws.String(stackID)}
 	var first string
-	var fallback string
+	var fallback, rolledBack string
 	for page := 0; page < maxEventPages; page++ {
 		if err := wait(ctx, budget); err != nil {
 			break
@@ -260,12 +261,15 @@ func (c *Client) firstFailure(ctx context.Context, api API, budget *rate.Limiter
 			status := string(e.ResourceStatus)
 			own := aws.ToString(e.PhysicalResourceId) == aws.ToString(e.StackId) || aws.ToString(e.ResourceType) == "AWS::CloudFormation::Stack" && aws.ToString(e.LogicalResourceId) == aws.ToString(e.StackName)
 			if own && operationStarts[status] {
-				return cmp.Or(first, fallback)
+				return cmp.Or(first, fallback, rolledBack)
+			}
+			reason := aws.ToString(e.ResourceStatusReason)
+			if own && strings.HasSuffix(status, "ROLLBACK_IN_PROGRESS") && reason != "" {
+				rolledBack = reason
 			}
 			if !strings.HasSuffix(status, "_FAILED") {
 				continue
 			}
-			reason := aws.ToString(e.ResourceStatusReason)
 			if own {
 				if reason != "" {
 					fallback = reason
@@ -282,5 +286,5 @@ func (c *Client) firstFailure(ctx context.Context, api API, budget *rate.Limiter
 		}
 		in.NextToken = out.NextToken
 	}
-	return cmp.Or(first, fallback)
+	return cmp.Or(first, fallback, rolledBack)
 }

@@ -104,22 +104,10 @@ func synthApp(t *testing.T, ctx map[string]interface{}) *app {
 			continue
 		}
 		id := *st.Node().Id()
-		s := &synthesized{tmpl: assertions.Template_FromStack(st, nil)}
-		for _, m := range *assertions.Annotations_FromStack(st).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))) {
-			res.nagErrors = append(res.nagErrors, fmt.Sprintf("%s %s: %v", id, *m.Id, m.Entry.Data))
+		s := synthesizedOf(t, st)
+		for _, e := range s.nagErrors {
+			res.nagErrors = append(res.nagErrors, id+" "+e)
 		}
-		b, err := json.Marshal(*s.tmpl.ToJSON())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc struct {
-			Resources map[string]map[string]interface{}
-			Outputs   map[string]interface{}
-		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			t.Fatal(err)
-		}
-		s.body, s.resources, s.outputs = b, doc.Resources, doc.Outputs
 		res.stacks[id] = s
 		for _, d := range *st.Dependencies() {
 			res.deps[id] = append(res.deps[id], *d.Node().Id())

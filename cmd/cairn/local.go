@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/localdir"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 func init() { commands = append(commands, newLocalCmd) }
@@ -45,6 +46,7 @@ func newLocalCmd() *cobra.Command {
 
 func newLocalUpCmd() *cobra.Command {
 	var addr, dir, logLevel, logFile, namespaces string
+	var targets []string
 	var o localcairn.Options
 	var timings awslocal.CloudFormationTimings
 	cmd := &cobra.Command{
@@ -76,6 +78,13 @@ sees it; one "local up" at a time may use a --dir.`,
 				return fmt.Errorf("local up: --namespaces: %w", err)
 			}
 			o.Namespaces = ns
+			for _, s := range targets {
+				t, err := target.Parse(s)
+				if err != nil {
+					return fmt.Errorf("local up: --targets: %w", err)
+				}
+				o.Targets = append(o.Targets, t)
+			}
 			return serveLocal(cmd, awslocal.Options{Dir: dir, CloudFormation: timings}, addr, logFile, level, o)
 		},
 	}
@@ -86,6 +95,7 @@ sees it; one "local up" at a time may use a --dir.`,
 	cmd.Flags().StringVar(&o.DriftSchedule, "drift-schedule", localcairn.DefaultDriftSchedule, "schedule expression of the drift function")
 	cmd.Flags().StringVar(&o.PortPools, "port-pools", localcairn.DefaultPortPools, "port pools of Custom::PortAllocation, NAME=FIRST-LAST,...")
 	cmd.Flags().StringVar(&namespaces, "namespaces", "", `namespaces cairn may manage, NS,... (the CDK context cairn:namespaces; "" allows every namespace)`)
+	cmd.Flags().StringSliceVar(&targets, "targets", nil, "other accounts and regions to deploy into, ACCOUNT:REGION,...: each gets the target stack (deploy role, event forwarding, ports topic)")
 	cmd.Flags().DurationVar(&timings.ResourceDelay, "resource-delay", time.Second, "how long each resource operation of a stack takes (cairn's own stack takes none)")
 	cmd.Flags().DurationVar(&timings.ChangeSetDelay, "change-set-delay", time.Second, "how long a change set takes to create")
 	return cmd
@@ -151,8 +161,8 @@ func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, l
 		}
 	}
 	fmt.Fprint(cmd.OutOrStdout(), info.Exports())
-	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s); Ctrl-C to stop\n",
-		l.e.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.c.Bucket, orNone(l.functions))
+	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s%s); Ctrl-C to stop\n",
+		l.e.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.c.Bucket, orNone(l.functions), targetsNote(l.c.Targets))
 	<-ctx.Done()
 	if err := l.e.Close(); err != nil {
 		return fmt.Errorf("local up: stopping: %w", err)
@@ -403,6 +413,19 @@ func orNone(names []string) string {
 		return "none registered yet"
 	}
 	return strings.Join(names, ", ")
+}
+
+// targetsNote lists the target stacks of the ready line: their accounts, regions and
+// deploy roles.
+func targetsNote(ts []localcairn.Target) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, t := range ts {
+		parts = append(parts, t.Target.String()+" (role_arn "+t.DeployRole+")")
+	}
+	return "; targets: " + strings.Join(parts, ", ")
 }
 
 func orStderr(file string) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // starter begins runs: of an uploaded bundle (a deploy or a plan), and of an approved
@@ -213,7 +214,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 			return false, err
 		}
 	}
-	live, err := cs.Live(ctx)
+	home, err := s.home(ctx, hasRole(cfg, g))
 	if err != nil {
 		return false, err
 	}
@@ -222,11 +223,18 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
 	}
-	importers, err := cs.Importers(ctx, exportsOfGone(planCfg, g, live))
+	live, unreachable, err := survey(ctx, cs, places(home, configSpecs(planCfg), graphSpecs(g)))
 	if err != nil {
 		return false, err
 	}
-	undeletable, err := s.undeletable(ctx, cs, cfg, g, live)
+	for loc, why := range unreachable {
+		log.Warn("deploy: an account and region of the run cannot be reached; its stacks fail", "account", loc.Account, "region", loc.Region, "reason", why)
+	}
+	imports, err := importers(ctx, cs, planCfg, g, home, live)
+	if err != nil {
+		return false, err
+	}
+	undeletable, err := s.undeletable(ctx, cs, cfg, g, home, live)
 	if err != nil {
 		return false, err
 	}
@@ -242,8 +250,8 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM, Undeletable: undeletable,
-		Namespaces: s.cfg.Namespaces,
+		Importers: imports, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
+		Home: home, Unreachable: unreachable, Undeletable: undeletable, Namespaces: s.cfg.Namespaces,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
@@ -262,7 +270,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	doc.Lookups, doc.Statuses = lookupsOf(cfg), map[string]string{}
 	for name, rs := range doc.Run.Stacks {
-		if l, ok := live[rs.StackName]; ok {
+		if l, ok := live[rs.Key()]; ok {
 			doc.Statuses[name] = l.Status
 		}
 	}
@@ -274,43 +282,28 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	return false, nil
 }
 
-// exportsOfGone lists the export names of the live stacks the plan may delete (in the
-// graph, not in the config): only their imports are looked up.
-func exportsOfGone(cfg *config.Config, g *state.Graph, live map[string]plan.Live) []string {
-	var exports []string
-	for _, name := range g.Names() {
-		if cfg.Stack(name) != nil {
-			continue
-		}
-		if l, ok := live[g.Stacks[name].StackName]; ok {
-			exports = append(exports, slices.Sorted(maps.Values(l.Exports))...)
-		}
-	}
-	return exports
-}
-
 // undeletable reads, for each stack of the config or the graph that CloudFormation left
-// ROLLBACK_FAILED or DELETE_FAILED, the resources it failed to delete: the plan's way out
-// for such a stack is a deletion that keeps them.
-func (s starter) undeletable(ctx context.Context, cs *changeset.Client, cfg *config.Config, g *state.Graph, live map[string]plan.Live) (map[string][]plan.Resource, error) {
-	names := map[string]bool{}
+// ROLLBACK_FAILED or DELETE_FAILED, the resources it failed to delete, keyed as live: the
+// plan's way out for such a stack is a deletion that keeps them.
+func (s starter) undeletable(ctx context.Context, cs *changeset.Client, cfg *config.Config, g *state.Graph, home target.Target, live map[string]plan.Live) (map[string][]plan.Resource, error) {
+	specs := map[string]target.Spec{}
 	for _, st := range cfg.Stacks {
-		names[st.StackName] = true
+		specs[target.Key(st.Target.Location(home), st.StackName)] = st.Target
 	}
 	for _, st := range g.Stacks {
-		names[st.StackName] = true
+		specs[target.Key(st.Target.Location(home), st.StackName)] = st.Target
 	}
 	out := map[string][]plan.Resource{}
-	for _, name := range slices.Sorted(maps.Keys(names)) {
-		l, ok := live[name]
+	for _, key := range slices.Sorted(maps.Keys(specs)) {
+		l, ok := live[key]
 		if !ok || l.Status != "ROLLBACK_FAILED" && l.Status != "DELETE_FAILED" {
 			continue
 		}
-		res, err := cs.Undeletable(ctx, l.StackID)
+		res, err := cs.Undeletable(ctx, specs[key], l.StackID)
 		if err != nil {
 			return nil, err
 		}
-		out[name] = res
+		out[key] = res
 	}
 	return out, nil
 }

@@ -144,7 +144,7 @@ func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause
 		}
 		return err
 	}
-	st.budgets.Delete(doc.Run.ID)
+	st.forget(doc.Run.ID)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	st.notify(ctx, doc, log)
 	return nil
@@ -190,7 +190,7 @@ func (st stepper) finish(ctx context.Context, doc *Document, lock *state.Lock, l
 	if doc.Run.Mode == run.ModeDeploy {
 		st.hygiene.afterApply(ctx, doc, log)
 	}
-	st.budgets.Delete(doc.Run.ID)
+	st.forget(doc.Run.ID)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	st.release(ctx, lock, log)
 	st.notify(ctx, doc, log)
@@ -291,7 +291,7 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 				plain, secret, err = st.unseal(ctx, a.Parameters, stack)
 			}
 			if err == nil {
-				in, err = inputs(doc, next, loaded, a, plain, secret)
+				in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
 			}
 			if err != nil {
 				log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
@@ -353,7 +353,7 @@ func finishedNow(prev, next *run.Run, name string) bool {
 // parameters with their SecureStrings unsealed (those of the parameters named in secret).
 // A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
 // is retried.
-func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string) (*changeset.Inputs, error) {
+func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
 	cs, err := bundleStack(doc, lb, a)
 	if err != nil {
 		return nil, err
@@ -361,7 +361,7 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	if err := config.CheckResolved(cs, plain, secret...); err != nil {
 		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
 	}
-	own, err := config.ResolveTags(cs, plan.Values(r, cs.Lookups, doc.SSM, plan.Outputs(r)))
+	own, err := config.ResolveTags(cs, plan.Values(r, cs.Name, doc.SSM, plan.Outputs(r)))
 	if err != nil {
 		return nil, run.Permanent(err)
 	}
@@ -372,7 +372,10 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: rs.ParametersHash, Requires: rs.Requires,
 	}))
 	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags,
-		NotificationARNs: cs.Options.NotificationARNs}
+		NotificationARNs: cs.Options.NotificationARNs, ServiceRole: cs.Target.ServiceRole}
+	if in.ServiceRole == "" && cs.Target.RoleARN == "" {
+		in.ServiceRole = serviceRole // cairn's own, for stacks of its account
+	}
 	if a.ChangeSetType == "UPDATE" {
 		// What the config no longer names is cleared, so the stack keeps in sync: an empty
 		// list of triggers removes the stack's, where none at all would keep them.

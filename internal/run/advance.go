@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cairn-dev/cairn/internal/target"
 	"sort"
 	"strings"
 	"time"
@@ -41,6 +42,9 @@ type Action struct {
 	Protect       bool              `json:"protect,omitempty"`
 	// Retain are the resources a DeleteStack keeps (RetainResources).
 	Retain []string `json:"retain,omitempty"`
+	// Target is where the stack lives and how it is reached: the driver picks the client
+	// for it.
+	Target target.Spec `json:"target,omitzero"`
 }
 
 // Observation is what the driver saw of one stack since the last step: the result of the
@@ -180,6 +184,11 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	actions = append(actions, start(next, now, opts)...)
 	actions = append(actions, protect(r, next)...)
 	finish(next, now)
+	for i := range actions {
+		if s := next.Stacks[actions[i].Stack]; s != nil {
+			actions[i].Target = s.Target
+		}
+	}
 	return next, actions
 }
 
@@ -249,7 +258,7 @@ func Abandon(r *Run, cause string, now time.Time) (*Run, []Action) {
 		}
 		if s.ChangeSetName != "" || s.ChangeSetID != "" {
 			actions = append(actions, Action{Kind: DeleteChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
-				ChangeSetName: s.ChangeSetName, ChangeSetID: s.ChangeSetID})
+				ChangeSetName: s.ChangeSetName, ChangeSetID: s.ChangeSetID, Target: s.Target})
 		}
 		s.Reason = "the run lost its lock: " + doing
 		setPhase(s, Blocked, now)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Recording is what one step of a run gives its persistent graph.
@@ -73,8 +74,9 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 			// was tried with: cairn created it, so the graph holds it, as a rebuild from
 			// the tags would.
 			if s.StackID != "" && rec.Statuses[name] != "DELETE_COMPLETE" {
-				next.Stacks[name] = &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
-					TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], UpdatedAt: rec.Now, Region: rec.Region}
+				st := applied(name, s, rec)
+				st.Outputs = nil
+				next.Stacks[name] = st
 				changed = true
 			}
 		case s.Intent == run.IntentRead:
@@ -84,13 +86,12 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 				changed = true
 			}
 		case s.Phase == run.Done || s.Phase == run.Unchanged:
-			st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
-				TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], Outputs: s.Outputs,
-				UpdatedAt: rec.Now, Region: rec.Region}
+			st := applied(name, s, rec)
 			if old != nil {
 				st.Tags = old.Tags
 				if st.StackID == "" {
 					st.StackID = old.StackID
+					st.locate(s.Target)
 				}
 			}
 			next.Stacks[name] = st
@@ -118,6 +119,24 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 	// The run's deployment owns what it wrote (plan.Make refused any other's run).
 	next.Deployment = r.Deployment
 	return next, true
+}
+
+// applied is the graph's entry of stack name as the run's step left it.
+func applied(name string, s *run.Stack, rec Recording) *Stack {
+	st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
+		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], Outputs: s.Outputs,
+		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target}
+	st.locate(s.Target)
+	return st
+}
+
+// locate sets where the stack lives: from its id, else from its target's region.
+func (st *Stack) locate(t target.Spec) {
+	if at, ok := target.OfStackID(st.StackID); ok {
+		st.Account, st.Region = at.Account, at.Region
+	} else if t.Region != "" {
+		st.Region = t.Region
+	}
 }
 
 // touched reports whether the run made a change set. (A graph never written has no

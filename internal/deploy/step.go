@@ -137,6 +137,9 @@ func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause
 		}
 		doc.Notes = append(doc.Notes, fmt.Sprintf("stack %s: change set %s deleted (the run was abandoned)", a.Stack, a.ChangeSetName))
 	}
+	if doc.Plan != "" {
+		st.plans.markApplied(ctx, doc, log) // the plan was consumed: it applies at most once
+	}
 	st.runs.report(ctx, doc, log)
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {
 		if errors.Is(err, errRaceLost) {
@@ -181,8 +184,9 @@ func (st stepper) finishEnded(ctx context.Context, doc *Document, log *slog.Logg
 }
 
 // finish is what follows the save of a run that ended, under its lock: the applied plan
-// is marked, open plans it outdated are retired, the run leaves the index of open runs,
-// the lock is released and the summary published. Each part may run again (finishEnded).
+// is marked (again: step marks it before the save), open plans it outdated are retired,
+// the run leaves the index of open runs, the lock is released and the summary published.
+// Each part may run again (finishEnded).
 func (st stepper) finish(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger) {
 	if doc.Plan != "" {
 		st.plans.markApplied(ctx, doc, log)
@@ -247,6 +251,10 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 		}
 	}
 	if ended {
+		if doc.Plan != "" {
+			// Whoever sees the apply run ended finds its plan marked applied.
+			st.plans.markApplied(ctx, doc, log)
+		}
 		st.runs.report(ctx, doc, log)
 	}
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {

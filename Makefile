@@ -49,11 +49,14 @@ fuzz:
 	done
 
 # crash: the crash suite's long run (internal/crashtest): SEEDS random seeds of one to three
-# crash points each, and with SWEEP=1 a crash before and after every AWS call of the scenario.
+# crash points each, RESTART_SEEDS more that also restart `cairn local up` on its --dir at
+# the points they draw, and with SWEEP=1 a crash before and after every AWS call of the
+# scenario.
 SEEDS ?= 200
+RESTART_SEEDS ?= 50
 SWEEP ?=
 crash:
-	CAIRN_CRASH_SEEDS=$(SEEDS) CAIRN_CRASH_SWEEP=$(SWEEP) $(GO) test -race -count=1 -timeout 3h -v -run 'TestCrash' ./internal/crashtest/
+	CAIRN_CRASH_SEEDS=$(SEEDS) CAIRN_CRASH_RESTART_SEEDS=$(RESTART_SEEDS) CAIRN_CRASH_SWEEP=$(SWEEP) $(GO) test -race -count=1 -timeout 3h -v -run 'TestCrash' ./internal/crashtest/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /infra)

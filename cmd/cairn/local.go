@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/localdir"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -44,7 +45,7 @@ func newLocalCmd() *cobra.Command {
 }
 
 func newLocalUpCmd() *cobra.Command {
-	var addr, dir, logLevel, logFile string
+	var addr, dir, logLevel, logFile, namespaces string
 	var targets []string
 	var o localcairn.Options
 	var timings awslocal.CloudFormationTimings
@@ -72,6 +73,11 @@ sees it; one "local up" at a time may use a --dir.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("local up: --log-level %q: want debug, info, warn or error", logLevel)
 			}
+			ns, err := config.ParseNamespaces(namespaces)
+			if err != nil {
+				return fmt.Errorf("local up: --namespaces: %w", err)
+			}
+			o.Namespaces = ns
 			for _, s := range targets {
 				t, err := target.Parse(s)
 				if err != nil {
@@ -88,6 +94,7 @@ sees it; one "local up" at a time may use a --dir.`,
 	cmd.Flags().StringVar(&logFile, "log-file", "", "file the emulator and the in-process functions log to (default: "+localdir.LogFile+" under --dir; stderr with --dir \"\")")
 	cmd.Flags().StringVar(&o.DriftSchedule, "drift-schedule", localcairn.DefaultDriftSchedule, "schedule expression of the drift function")
 	cmd.Flags().StringVar(&o.PortPools, "port-pools", localcairn.DefaultPortPools, "port pools of Custom::PortAllocation, NAME=FIRST-LAST,...")
+	cmd.Flags().StringVar(&namespaces, "namespaces", "", `namespaces cairn may manage, NS,... (the CDK context cairn:namespaces; "" allows every namespace)`)
 	cmd.Flags().StringSliceVar(&targets, "targets", nil, "other accounts and regions to deploy into, ACCOUNT:REGION,...: each gets the target stack (deploy role, event forwarding, ports topic)")
 	cmd.Flags().DurationVar(&timings.ResourceDelay, "resource-delay", time.Second, "how long each resource operation of a stack takes (cairn's own stack takes none)")
 	cmd.Flags().DurationVar(&timings.ChangeSetDelay, "change-set-delay", time.Second, "how long a change set takes to create")

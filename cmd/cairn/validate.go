@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +16,7 @@ import (
 func init() { commands = append(commands, newValidateCmd) }
 
 func newValidateCmd() *cobra.Command {
-	var deployment string
+	var deployment, namespaces string
 	cmd := &cobra.Command{
 		Use:   "validate PATH",
 		Short: "Check a bundle (directory, zip or single YAML file) and report every problem",
@@ -26,7 +27,11 @@ against the CloudFormation resource specification and CloudFormation's own rules
 README); warnings, such as a deprecated Lambda runtime, are printed and do not fail.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			loaded, err := loadBundle(cmd.ErrOrStderr(), args[0], deployment)
+			ns, err := config.ParseNamespaces(namespaces)
+			if err != nil {
+				return usageError{cmd: cmd, msg: "--namespaces: " + err.Error()}
+			}
+			loaded, err := loadBundleWith(cmd.ErrOrStderr(), args[0], config.LoadOptions{Deployment: deployment, Namespaces: ns})
 			if err != nil {
 				return err
 			}
@@ -40,6 +45,7 @@ README); warnings, such as a deprecated Lambda runtime, are printed and do not f
 		},
 	}
 	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name (the default persistent_graph_key)")
+	cmd.Flags().StringVar(&namespaces, "namespaces", os.Getenv("CAIRN_NAMESPACES"), "namespaces cairn may manage, NS,... (as the CDK context cairn:namespaces; default $CAIRN_NAMESPACES; \"\" allows every namespace)")
 	return cmd
 }
 
@@ -53,12 +59,17 @@ type loaded struct {
 // loadBundle opens, loads and validates the bundle at path. On failure it writes every
 // problem to stderr, one per line, and returns exitError{1}.
 func loadBundle(stderr io.Writer, path, deployment string) (*loaded, error) {
+	return loadBundleWith(stderr, path, config.LoadOptions{Deployment: deployment})
+}
+
+// loadBundleWith is loadBundle with every load option.
+func loadBundleWith(stderr io.Writer, path string, o config.LoadOptions) (*loaded, error) {
 	b, err := bundle.Open(path)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return nil, exitError{1}
 	}
-	c, err := config.LoadOptions{Deployment: deployment}.Load(b)
+	c, err := o.Load(b)
 	if err != nil {
 		var errs config.Errors
 		if errors.As(err, &errs) {

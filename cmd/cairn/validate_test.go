@@ -44,6 +44,17 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name:       "allowed namespaces",
+			args:       []string{"validate", "--namespaces", "web,shop", filepath.Join(testBundles, "webshop")},
+			wantStdout: `: ok: 5 stacks in namespace "shop"`,
+		},
+		{
+			name:       "namespace outside the allowed ones",
+			args:       []string{"validate", "--namespaces", "web", filepath.Join(testBundles, "webshop")},
+			wantCode:   1,
+			wantStderr: []string{`../../testdata/bundles/webshop/cairn.yaml:3:12: namespace: namespace "shop" is not one this cairn may manage (allowed: web): use one of those, or have cairn deployed with it in the CDK context cairn:namespaces`},
+		},
+		{
 			name:       "cycle",
 			args:       []string{"validate", filepath.Join(testBundles, "invalid", "cycle")},
 			wantCode:   1,
@@ -64,6 +75,7 @@ func TestValidate(t *testing.T) {
 			},
 		},
 	}
+	t.Setenv("CAIRN_NAMESPACES", "")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -147,5 +159,16 @@ stacks:
 	want := single + `:8:20: stacks[1].template_path: template file "templates/queue.yaml": a single-file bundle holds no files: put the template inline with template_body, or bundle a directory` + "\n"
 	if errOut.String() != want {
 		t.Errorf("stderr %q, want %q", errOut.String(), want)
+	}
+}
+
+// TestValidateNamespacesFromTheEnvironment: CAIRN_NAMESPACES, as the deployer reads it, is
+// the allow-list validate checks when --namespaces is not given.
+func TestValidateNamespacesFromTheEnvironment(t *testing.T) {
+	t.Setenv("CAIRN_NAMESPACES", "web")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"validate", filepath.Join(testBundles, "webshop")}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), `namespace "shop" is not one this cairn may manage (allowed: web)`) {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
 }

@@ -95,6 +95,21 @@ func StackMissing(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist")
 }
 
+// Reason is an AWS error as a stack's failure reason says it, without the SDK's operation,
+// status code and request id: for a condition the caller caused (a validation error,
+// missing capabilities, access denied: Permanent) CloudFormation's message alone, else
+// "Code: message" (throttling, a service failure); other errors (no answer) as they are.
+func Reason(err error) string {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return err.Error()
+	}
+	if Permanent(err) && ae.ErrorMessage() != "" {
+		return ae.ErrorMessage()
+	}
+	return Message(err)
+}
+
 // Message is an AWS error as a person reads it, "Code: message", without the SDK's
 // operation and request details; other errors as they are.
 func Message(err error) string {

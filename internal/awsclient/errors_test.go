@@ -108,3 +108,27 @@ func TestThrottledStackMissingMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestReason: a failure reason keeps the service's words, never the SDK's dump of the
+// operation, status code and request id; a condition the caller caused is the message
+// alone, others keep their code.
+func TestReason(t *testing.T) {
+	dump := func(code, msg string) error {
+		return fmt.Errorf("operation error CloudFormation: CreateChangeSet, https response error StatusCode: 400, RequestID: 1a2b: %w",
+			&smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 400}}, Err: &smithy.GenericAPIError{Code: code, Message: msg}})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"validation error", dump("ValidationError", "Template error: unresolved resource dependencies [Topic]"), "Template error: unresolved resource dependencies [Topic]"},
+		{"missing capabilities", dump("InsufficientCapabilitiesException", "Requires capabilities : [CAPABILITY_IAM]"), "Requires capabilities : [CAPABILITY_IAM]"},
+		{"throttling keeps its code", dump("Throttling", "Rate exceeded"), "Throttling: Rate exceeded"},
+		{"no answer", errors.New("dial tcp 127.0.0.1:4566: connection refused"), "dial tcp 127.0.0.1:4566: connection refused"},
+	} {
+		if got := Reason(tc.err); got != tc.want {
+			t.Errorf("%s: Reason = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -176,18 +177,35 @@ func Delete(ctx context.Context, api Deleter, name, key, ifMatch string) error {
 
 // List returns every key under prefix in bucket name, in key order, all pages.
 func List(ctx context.Context, api Lister, name, prefix string) ([]string, error) {
+	listed, err := ListModified(ctx, api, name, prefix)
+	keys := make([]string, len(listed))
+	for i, l := range listed {
+		keys[i] = l.Key
+	}
+	return keys, err
+}
+
+// Listed is one object of a listing: its key and when it was last written.
+type Listed struct {
+	Key          string
+	LastModified time.Time
+}
+
+// ListModified returns every object under prefix in bucket name, in key order, all
+// pages, with the time each was last written.
+func ListModified(ctx context.Context, api Lister, name, prefix string) ([]Listed, error) {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(name), Prefix: aws.String(prefix)}
-	var keys []string
+	var listed []Listed
 	for {
 		out, err := api.ListObjectsV2(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", URI(name, prefix), err)
 		}
 		for _, o := range out.Contents {
-			keys = append(keys, aws.ToString(o.Key))
+			listed = append(listed, Listed{Key: aws.ToString(o.Key), LastModified: aws.ToTime(o.LastModified)})
 		}
 		if !aws.ToBool(out.IsTruncated) {
-			return keys, nil
+			return listed, nil
 		}
 		in.ContinuationToken = out.NextContinuationToken
 	}

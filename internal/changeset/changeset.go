@@ -46,6 +46,7 @@ type API interface {
 	DescribeChangeSet(ctx context.Context, in *cloudformation.DescribeChangeSetInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeChangeSetOutput, error)
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 	DescribeStackEvents(ctx context.Context, in *cloudformation.DescribeStackEventsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackEventsOutput, error)
+	DescribeStackResources(ctx context.Context, in *cloudformation.DescribeStackResourcesInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackResourcesOutput, error)
 	ListImports(ctx context.Context, in *cloudformation.ListImportsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListImportsOutput, error)
 	ListChangeSets(ctx context.Context, in *cloudformation.ListChangeSetsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListChangeSetsOutput, error)
 }
@@ -136,12 +137,13 @@ func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Obse
 		err = c.perform(ctx, api, a, in, &o)
 	}
 	if err != nil {
-		err = fmt.Errorf("%s %s: %w", a.Kind, a.StackName, err)
+		// The reason keeps CloudFormation's words only; the log has the SDK's whole error.
+		reason := fmt.Errorf("%s %s: %s", a.Kind, a.StackName, awsclient.Reason(err))
 		if awsclient.Permanent(err) {
-			err = run.Permanent(err)
+			reason = run.Permanent(reason)
 		}
-		o = run.Failure(a.Stack, err)
-		log.Warn("changeset: action failed", "err", err, "permanent", o.Permanent)
+		o = run.Failure(a.Stack, reason)
+		log.Warn("changeset: action failed", "err", reason, "permanent", o.Permanent, "detail", err)
 		return o
 	}
 	log.Info("changeset: action performed", "change_set_id", o.ChangeSetID)
@@ -231,7 +233,7 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 		}
 		return err
 	case run.DeleteStack:
-		_, err := api.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
+		_, err := api.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a), RetainResources: a.Retain})
 		return err
 	case run.ContinueUpdateRollback:
 		_, err := api.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})

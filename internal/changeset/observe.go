@@ -157,7 +157,7 @@ func (c *Client) describeChangeSet(ctx context.Context, api API, budget *rate.Li
 		if err != nil {
 			// A change set not found was never created (its creation failed) or is gone:
 			// creating it again under the same ClientToken is safe.
-			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %v", s.ChangeSetName, s.StackName, err), Permanent: awsclient.Permanent(err) && awsclient.ErrorCode(err) != "ChangeSetNotFound"}
+			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %s", s.ChangeSetName, s.StackName, awsclient.Reason(err)), Permanent: awsclient.Permanent(err) && awsclient.ErrorCode(err) != "ChangeSetNotFound"}
 		}
 		if page == 0 {
 			o.ChangeSetID = cmp.Or(aws.ToString(out.ChangeSetId), id)
@@ -188,7 +188,7 @@ func (c *Client) describeStack(ctx context.Context, api API, budget *rate.Limite
 			o.StackGone = true
 			return o
 		}
-		o.Err = fmt.Sprintf("describe stack %s: %v", s.StackName, err)
+		o.Err = fmt.Sprintf("describe stack %s: %s", s.StackName, awsclient.Reason(err))
 		o.Permanent = awsclient.Permanent(err)
 		return o
 	}
@@ -228,6 +228,30 @@ func failed(status string) bool {
 var operationStarts = map[string]bool{
 	"CREATE_IN_PROGRESS": true, "UPDATE_IN_PROGRESS": true, "DELETE_IN_PROGRESS": true,
 	"IMPORT_IN_PROGRESS": true, "REVIEW_IN_PROGRESS": true,
+}
+
+// Undeletable lists the resources of the stack at t with id stackID that CloudFormation
+// failed to delete (status DELETE_FAILED), which a stack left ROLLBACK_FAILED or
+// DELETE_FAILED can only be deleted without: its way out is a deletion that keeps them.
+func (c *Client) Undeletable(ctx context.Context, t target.Spec, stackID string) ([]plan.Resource, error) {
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(ctx, budget); err != nil {
+		return nil, err
+	}
+	out, err := api.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stackID)})
+	if err != nil {
+		return nil, fmt.Errorf("describe the resources of stack %s: %w", awsclient.StackName(stackID), err)
+	}
+	var res []plan.Resource
+	for _, r := range out.StackResources {
+		if r.ResourceStatus == cfntypes.ResourceStatusDeleteFailed {
+			res = append(res, plan.Resource{LogicalID: aws.ToString(r.LogicalResourceId), Type: aws.ToString(r.ResourceType), Reason: aws.ToString(r.ResourceStatusReason)})
+		}
+	}
+	return res, nil
 }
 
 // FirstFailure returns the reason of the earliest *_FAILED resource event of the current

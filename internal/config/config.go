@@ -27,6 +27,11 @@ type Config struct {
 	// PersistentGraphKey names the persistent graph and lock; it defaults to the
 	// deployment name (LoadOptions.Deployment), or to the namespace when that is unknown.
 	PersistentGraphKey string
+	// TakeOverGraphFrom (take_over_graph_from) names the deployment that owns the
+	// persistent graph now, when this deployment is its new name: the first run of this
+	// deployment takes the graph over. Without it, a graph another deployment owns is
+	// never written.
+	TakeOverGraphFrom string
 	// Tags apply to every stack; Stack.Tags already includes them.
 	Tags           map[string]string
 	DeletionPolicy struct {

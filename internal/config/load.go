@@ -26,6 +26,9 @@ type LoadOptions struct {
 	// Deployment is the deployment's name (NAME in deployments/NAME.zip); it is the default
 	// persistent_graph_key.
 	Deployment string
+	// Namespaces is the allow-list of namespaces (empty: every namespace); a namespace or
+	// a stack name outside it is an error.
+	Namespaces Namespaces
 	// Vars is the content of a var file (push --var-file) whose values override the
 	// config's variables; when nil, the bundle's cairn.vars.yaml is read if it has one.
 	// VarsFile names it in messages.
@@ -77,7 +80,7 @@ var graphKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
 var capabilities = []string{"CAPABILITY_AUTO_EXPAND", "CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"}
 
 var (
-	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "tags",
+	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "take_over_graph_from", "tags",
 		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks",
 		"region", "role_arn", "external_id", "service_role"}
 	stackKeys = []string{"name", "stack_name", "template_path", "template_url", "template_body",
@@ -223,6 +226,8 @@ func (l *loader) load(o LoadOptions) *Config {
 				}
 				c.PersistentGraphKey = k
 			}
+		case "take_over_graph_from":
+			l.takeOver(c, f)
 		case "tags":
 			tagsNode = f.v
 		case "variables":
@@ -315,6 +320,7 @@ func (l *loader) load(o LoadOptions) *Config {
 		}
 	}
 	l.names(c, defs, namespaceOK)
+	l.allowed(o, c, namespaceNode, defs)
 	deps := l.references(c, defs)
 	l.cycles(c, deps)
 	l.exports(defs)

@@ -251,15 +251,15 @@ stacks:
 	if got := Sealed(params); !slices.Equal(got, []string{"/staging/db/password"}) {
 		t.Errorf("Sealed = %q", got)
 	}
-	plain, err := Unseal(params, map[string]string{"/staging/db/password": "hunter2"})
+	plain, err := Unseal(params, Plain{SSM: map[string]string{"/staging/db/password": "hunter2"}})
 	if err != nil || plain["Password"] != "hunter2" || plain["B"] != params["B"] {
 		t.Errorf("Unseal = %v, %v", plain, err)
 	}
-	_, err = Unseal(params, map[string]string{"/staging/db/password": "hunter3"})
+	_, err = Unseal(params, Plain{SSM: map[string]string{"/staging/db/password": "hunter3"}})
 	if want := "parameter Password: SecureString /staging/db/password changed since the run resolved it: push again to deploy the new value"; err == nil || err.Error() != want {
 		t.Errorf("Unseal of a changed value = %v, want %q", err, want)
 	}
-	if _, err := Unseal(params, nil); err == nil || !strings.Contains(err.Error(), "is gone from SSM") {
+	if _, err := Unseal(params, Plain{}); err == nil || !strings.Contains(err.Error(), "is gone from SSM") {
 		t.Errorf("Unseal of a deleted value = %v", err)
 	}
 

@@ -54,19 +54,22 @@ func secretHash(name, value string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// sealed is the reference a SecureString resolves to in parameters; '@' is not allowed in
-// SSM names.
-var sealedRE = regexp.MustCompile(`\{\{cairn:ssm-secure:([a-zA-Z0-9_.\-/:]+)@([0-9a-f]{64})\}\}`)
+// sealedRE matches the sealed references that stand for secrets in stored parameter
+// values (see secret.go): {{cairn:ssm-secure:NAME@HASH}} for a SecureString ('@' is not
+// allowed in SSM names), {{cairn:bundle@HASH}} for a NoEcho value the bundle gives, and
+// {{cairn:noecho@HASH}} for a NoEcho value as a run stores it once resolved.
+var sealedRE = regexp.MustCompile(`\{\{cairn:(ssm-secure:([a-zA-Z0-9_.\-/:]+)|bundle|noecho)@([0-9a-f]{64})\}\}`)
 
 func seal(name, hash string) string { return "{{cairn:ssm-secure:" + name + "@" + hash + "}}" }
 
-// Sealed lists the SecureString parameters named by sealed references in params, sorted.
+// Sealed lists the SecureString parameters named by sealed references in params, sorted:
+// what the deployer reads from SSM to unseal them.
 func Sealed(params map[string]string) []string {
 	var names []string
 	for _, v := range params {
 		for _, m := range sealedRE.FindAllStringSubmatch(v, -1) {
-			if !slices.Contains(names, m[1]) {
-				names = append(names, m[1])
+			if m[2] != "" && !slices.Contains(names, m[2]) {
+				names = append(names, m[2])
 			}
 		}
 	}
@@ -74,25 +77,48 @@ func Sealed(params map[string]string) []string {
 	return names
 }
 
-// Unseal replaces the sealed references in params with the SecureString values plain
-// holds (by name), fetched by the deployer just now. A value whose hash is not the one
-// the run resolved changed meanwhile: the run must not deploy what it did not plan.
-// Errors never hold a value.
-func Unseal(params map[string]string, plain map[string]string) (map[string]string, error) {
+// Plain is where the values of sealed references are read again, by the deployer, just
+// before they go to CloudFormation.
+type Plain struct {
+	// SSM holds the SecureStrings fetched just now, by name.
+	SSM map[string]string
+	// Stack is the stack whose parameters are unsealed, and Bundle the NoEcho values its
+	// bundle gives (Stack.BundleSecrets of the downloaded bundle).
+	Stack  string
+	Bundle []string
+}
+
+// Unseal replaces the sealed references in params with the values plain holds. A value
+// whose hash is not the one the run resolved changed meanwhile: the run must not deploy
+// what it did not plan. Errors never hold a value.
+func Unseal(params map[string]string, plain Plain) (map[string]string, error) {
 	out := make(map[string]string, len(params))
 	var errs []error
 	for k, v := range params {
 		out[k] = sealedRE.ReplaceAllStringFunc(v, func(m string) string {
 			sm := sealedRE.FindStringSubmatch(m)
-			name, hash := sm[1], sm[2]
-			p, ok := plain[name]
+			name, hash := sm[2], sm[3]
 			switch {
-			case !ok:
-				errs = append(errs, fmt.Errorf("parameter %s: SecureString %s is gone from SSM: restore it or change the config, then push again", k, name))
-			case secretHash(name, p) != hash:
-				errs = append(errs, fmt.Errorf("parameter %s: SecureString %s changed since the run resolved it: push again to deploy the new value", k, name))
+			case name != "":
+				p, ok := plain.SSM[name]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("parameter %s: SecureString %s is gone from SSM: restore it or change the config, then push again", k, name))
+				case secretHash(name, p) != hash:
+					errs = append(errs, fmt.Errorf("parameter %s: SecureString %s changed since the run resolved it: push again to deploy the new value", k, name))
+				}
+				return p
+			case sm[1] == "bundle":
+				for _, p := range plain.Bundle {
+					if bundleHash(plain.Stack, p) == hash {
+						return p
+					}
+				}
+				errs = append(errs, fmt.Errorf("parameter %s: the NoEcho value the run resolved is not in the bundle of stack %s any more: push again", k, plain.Stack))
+			default:
+				errs = append(errs, fmt.Errorf("parameter %s: a NoEcho value as a run stores it (a hash) cannot be deployed: resolve it again from the bundle", k))
 			}
-			return p
+			return m
 		})
 	}
 	if len(errs) > 0 {

@@ -12,45 +12,14 @@ import (
 	"testing"
 )
 
-// knownViolations are the invariant violations the suite finds that the second phase of
-// the integrity work fixes, in the run engine (internal/deploy) being restructured now. A
+// knownViolations are the invariant violations the suite finds that are not fixed yet. A
 // violation of one of an entry's Invariants, in a play where a crash point matching its
 // Point fired, is expected: it is reported and does not fail the suite. Remove an entry
 // when its fix lands, so the suite fails if it comes back; the report says how many
-// entries the plays matched.
-var knownViolations = []known{
-	// Start records the run (its document, then the open-run index), queues the first
-	// heartbeat and takes the first step. Killed in between, the redelivered upload finds
-	// the document, logs "run already started for this upload" and returns: nothing ever
-	// advances the run. It stays running, holds the lock until the lease ends (and then
-	// still says running), creates nothing, and a first push leaves no graph.
-	// Phase 2: an upload (or any trigger) of a run still running resumes it.
-	{Point: "after s3.PutObject " + runFolder + " if-none-match", Invariants: stalled, Why: startWithoutHeartbeat},
-	{Point: "s3.PutObject " + openRunFolder, Invariants: stalled, Why: startWithoutHeartbeat},
-	{Point: "before sqs.SendMessage", Invariants: stalled, Why: startWithoutHeartbeat},
-
-	// The last step saves the ended run, then retires open plans, removes the open-run
-	// index entry, checks and releases the lock. Killed in between, the redelivered trigger
-	// finds the run finished and ignores it: the index entry stays, and the lock stays
-	// until its lease ends, so the next push waits for it.
-	// Phase 2: a trigger of a finished run finishes its clean-up (index entry, and the lock
-	// while it still holds the run's token).
-	{Point: "after s3.PutObject " + runFolder + " if-match", Invariants: leftOpen, Why: endWithoutCleanUp},
-	{Point: "s3.ListObjectsV2 " + planFolder, Invariants: leftOpen, Why: endWithoutCleanUp},
-	{Point: "s3.DeleteObject " + openRunFolder, Invariants: leftOpen, Why: endWithoutCleanUp},
-	{Point: "s3.HeadObject " + lockFolder, Invariants: []string{lockFree}, Why: endWithoutCleanUp},
-	{Point: "before s3.DeleteObject " + lockFolder, Invariants: []string{lockFree}, Why: endWithoutCleanUp},
-}
-
-var (
-	stalled  = []string{converges, runsClosed, lockFree, graphTags}
-	leftOpen = []string{runsClosed, lockFree}
-)
-
-const (
-	startWithoutHeartbeat = "killed after Start recorded the run and before it queued the first heartbeat: the redelivered upload finds the run and stops, so nothing advances it (phase 2)"
-	endWithoutCleanUp     = "killed after the last step saved the ended run and before its clean-up: the redelivered trigger ignores a finished run, so the index entry and the lock stay (phase 2)"
-)
+// entries the plays matched. It is empty: every violation found so far is fixed (a start
+// killed before its first heartbeat is resumed by the upload's redelivery, a last step
+// killed before its clean-up is finished by the next trigger of the run).
+var knownViolations = []known{}
 
 // known is a class of expected violations: of any of Invariants, in a play where a crash
 // point matching Point fired.
@@ -78,15 +47,20 @@ var (
 	lockFolder    = path.Dir(lockKey(namespace, graphKeyName))
 	runFolder     = strings.TrimSuffix(runPrefix(deployment), "/")
 	openRunFolder = strings.TrimSuffix(openRunPrefix(), "/")
-	planFolder    = strings.TrimSuffix(planPrefix(deployment), "/")
 )
 
-// namedPoints are the step boundaries the issue names, in the order a run meets them.
+// namedPoints are the step boundaries the issue names, in the order a run meets them, and
+// those where the suite once found violations: a start killed after recording its run
+// and before its first heartbeat, and a last step killed after saving the ended run and
+// before removing its index entry.
 var namedPoints = []point{
+	{When: after, Label: "s3.PutObject " + runFolder + " if-none-match", Occurrence: 1, How: panics},
+	{When: before, Label: "sqs.SendMessage", Occurrence: 1, How: cancels},
 	{When: after, Label: "cloudformation.CreateChangeSet", Occurrence: 1, How: cancels},
 	{When: after, Label: "cloudformation.ExecuteChangeSet", Occurrence: 1, How: panics},
 	{When: after, Label: "s3.PutObject " + graphFolder + " if-none-match", Occurrence: 1, How: cancels},
 	{When: after, Label: "s3.PutObject " + graphFolder + " if-match", Occurrence: 1, How: panics},
+	{When: before, Label: "s3.DeleteObject " + openRunFolder, Occurrence: 1, How: panics},
 	{When: before, Label: "s3.DeleteObject " + lockFolder + " if-match", Occurrence: 1, How: panics},
 	{When: before, Label: "cloudformation.DeleteStack", Occurrence: 1, How: cancels},
 	{When: after, Label: "cloudformation.DeleteStack", Occurrence: 1, How: panics},
@@ -110,6 +84,46 @@ func TestCrashAtNamedPoints(t *testing.T) {
 				}
 				t.Errorf("crash point %s never fired: the deployer no longer makes that call; its calls are %s", p, strings.Join(labels, ", "))
 			}
+		})
+	}
+}
+
+// restartPoints are step boundaries where `cairn local up` itself is killed and started
+// again on the same --dir: a run recorded and its first heartbeat not yet queued, a stack
+// operation in flight, and the lock about to be released. (make crash restarts at many
+// more: CAIRN_CRASH_RESTART_SEEDS.)
+var restartPoints = []point{
+	{When: before, Label: "sqs.SendMessage", Occurrence: 1, How: restarts},
+	{When: after, Label: "cloudformation.ExecuteChangeSet", Occurrence: 2, How: restarts},
+	{When: before, Label: "s3.DeleteObject " + lockFolder + " if-match", Occurrence: 2, How: restarts},
+}
+
+// TestCrashRestart kills the deployer and `cairn local up` with it at each restart point,
+// starts the emulator again on the same --dir and address (as a user does), and lets the
+// redelivered triggers carry on: the same invariants hold. CAIRN_CRASH_RESTART_SEEDS
+// random plays more (from CAIRN_CRASH_FIRST_SEED) restart at the points a seed draws.
+func TestCrashRestart(t *testing.T) {
+	ref := uncrashed(t)
+	suite := newTally("restarts of cairn local up")
+	t.Cleanup(func() { suite.report(t) })
+	for _, p := range restartPoints {
+		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			out := suite.play(t, p.String(), []point{p}, &ref, "replay: go test ./internal/crashtest -run 'TestCrashRestart/"+regexpQuote(p.String())+"'")
+			if len(out.Unfired) > 0 || out.Restarts != 1 {
+				t.Errorf("restart point %s: %d unfired, %d restart(s)", p, len(out.Unfired), out.Restarts)
+			}
+		})
+	}
+	first, count := envInt(t, "CAIRN_CRASH_FIRST_SEED", 1), envInt(t, "CAIRN_CRASH_RESTART_SEEDS", 0)
+	for seed := first; seed < first+count; seed++ {
+		points := draw(uint64(seed), ref.Calls)
+		for i := range points {
+			points[i].How = restarts
+		}
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			t.Parallel()
+			suite.play(t, fmt.Sprintf("restart seed %d", seed), points, &ref, fmt.Sprintf("replay: CAIRN_CRASH_FIRST_SEED=%d CAIRN_CRASH_RESTART_SEEDS=1 go test ./internal/crashtest -run 'TestCrashRestart/seed'", seed))
 		})
 	}
 }
@@ -187,6 +201,7 @@ type tally struct {
 	armed      int
 	fired      int
 	processes  int
+	restarts   int
 	found      []finding
 	knownSeen  map[int]bool
 	boundaries map[string]bool
@@ -213,12 +228,13 @@ func (s *tally) play(t *testing.T, name string, points []point, ref *outcome, re
 	s.armed += len(points)
 	s.fired += len(out.Fired)
 	s.processes += out.Processes
+	s.restarts += out.Restarts
 	var fired []string
 	for _, f := range out.Fired {
 		fired = append(fired, f.Phase+": "+f.point.String())
 		s.boundaries[f.When.String()+" "+f.Label] = true
 	}
-	t.Logf("crash points armed %v; fired %v; deployer processes %d; dead-lettered %s", points, fired, out.Processes, out.DeadLetter)
+	t.Logf("crash points armed %v; fired %v; deployer processes %d; emulator restarts %d; dead-lettered %s", points, fired, out.Processes, out.Restarts, out.DeadLetter)
 	for i, vs := range out.Violations {
 		for _, v := range vs {
 			f := finding{play: name, step: scenario[i].Name, v: v, fired: out.Fired}
@@ -231,7 +247,7 @@ func (s *tally) play(t *testing.T, name string, points []point, ref *outcome, re
 			}
 			s.found = append(s.found, f)
 			if f.known != nil {
-				t.Logf("known violation (phase 2) after %s: %s [%s]", scenario[i].Name, v, f.known.Why)
+				t.Logf("known violation after %s: %s [%s]", scenario[i].Name, v, f.known.Why)
 				continue
 			}
 			t.Errorf("%s: after %s, with crashes %v: %s\n%s", name, scenario[i].Name, fired, v, replay)
@@ -261,8 +277,8 @@ func (s *tally) report(t *testing.T) {
 		c := byInvariant[inv]
 		lines = append(lines, fmt.Sprintf("  %-45s %d unexpected, %d known", inv, c[0], c[1]))
 	}
-	t.Logf("crash suite, %s: %d play(s), %d crash point(s) armed, %d fired at %d distinct boundaries, %d deployer process(es); violations:\n%s\n%d of the %d known violations (phase 2) were seen",
-		s.name, s.plays, s.armed, s.fired, len(s.boundaries), s.processes, strings.Join(lines, "\n"), len(s.knownSeen), len(knownViolations))
+	t.Logf("crash suite, %s: %d play(s), %d crash point(s) armed, %d fired at %d distinct boundaries, %d deployer process(es), %d emulator restart(s); violations:\n%s\n%d of the %d known violations were seen",
+		s.name, s.plays, s.armed, s.fired, len(s.boundaries), s.processes, s.restarts, strings.Join(lines, "\n"), len(s.knownSeen), len(knownViolations))
 }
 
 func envInt(t *testing.T, name string, def int) int {

@@ -12,6 +12,8 @@
 // crash point, the Nth call of an operation (counted over the whole scenario, so retried
 // work counts too), the call panics or the invocation's context is cancelled, either
 // before the call reaches AWS or after AWS acted but before the deployer sees the answer.
+// A restart point also kills `cairn local up`: the emulator, which keeps its state in a
+// --dir for these plays, is stopped and started again on the same folder and address.
 // From then on the invocation is a killed process: none of its calls reach AWS, its SQS
 // messages return after the visibility timeout (the re-trigger), and the next invocation
 // runs in a fresh process. After the world settles, invariants are checked against an
@@ -19,7 +21,8 @@
 // keeps, no change set executed twice, a graph that agrees with the stacks' tags, a free
 // lock, no run left running.
 //
-// `make test` runs the named crash points and four random seeds; `make crash` runs more:
-// CAIRN_CRASH_SEEDS=N seeds from CAIRN_CRASH_FIRST_SEED (default 1), CAIRN_CRASH_SWEEP=1
-// for a crash before and after every call, CAIRN_CRASH_SEED=S to replay one seed.
+// `make test` runs the named crash points, the restart points and four random seeds;
+// `make crash` runs more: CAIRN_CRASH_SEEDS=N seeds from CAIRN_CRASH_FIRST_SEED (default 1),
+// CAIRN_CRASH_RESTART_SEEDS=N seeds restarting the emulator, CAIRN_CRASH_SWEEP=1 for a
+// crash before and after every call, CAIRN_CRASH_SEED=S to replay one seed.
 package crashtest

@@ -30,6 +30,9 @@ type how string
 const (
 	panics  how = "panic"  // the call panics: the handler unwinds from there
 	cancels how = "cancel" // the invocation's context is cancelled and the call fails
+	// restarts kills the invocation as cancel does, and with it `cairn local up`: the
+	// emulator is stopped and started again on the same --dir and address.
+	restarts how = "restart"
 )
 
 // point is a crash point: the Occurrence-th deployer call labelled Label in the whole
@@ -120,6 +123,9 @@ type injector struct {
 	fired   []firedPoint
 	current *invocation // invocations are sequential: one event source mapping, one poller
 	clock   clock.Clock
+	// restart, when set, is called (once per fired restart point) to stop and start the
+	// emulator again; it must not block.
+	restart func(point)
 }
 
 type firedPoint struct {
@@ -175,6 +181,9 @@ func (inj *injector) middleware(stack *middleware.Stack) error {
 				_, md, _ = next.HandleInitialize(ctx, in) // AWS acted; the answer is lost
 			}
 			inv.kill(*p)
+			if p.How == restarts && inj.restart != nil {
+				inj.restart(*p)
+			}
 			if p.How == panics {
 				panic(crashed{*p})
 			}

@@ -196,7 +196,7 @@ func (w *world) observe(ctx context.Context, version string, keep []string, step
 
 	// once: every executed change set is another change.
 	seen := map[string]bool{}
-	for _, e := range w.em.CloudFormation().ExecutedChangeSets() {
+	for _, e := range w.emulator().CloudFormation().ExecutedChangeSets() {
 		if !strings.HasPrefix(e.StackName, namespace+"-") {
 			continue
 		}

@@ -10,8 +10,6 @@ func runPrefix(deployment string) string { return bucket.RunsOf(deployment) }
 
 func openRunPrefix() string { return bucket.OpenRunsPrefix }
 
-func planPrefix(deployment string) string { return bucket.PlansOf(deployment) }
-
 func graphKey(namespace, key string) string { return bucket.StateKey(namespace, key) }
 
 func lockKey(namespace, key string) string { return bucket.LockKey(namespace, key) }

@@ -58,23 +58,38 @@ type world struct {
 	mu             sync.Mutex
 	process        func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) // nil: the next invocation starts a fresh process
 	processes      int
+
+	// A world on a --dir can be restarted as `cairn local up` is: stopped, and started
+	// again on the same folder and address (restarts crash points).
+	emOpts    awslocal.Options
+	addr      string
+	restartMu sync.Mutex // one restart at a time
+	restarts  int        // asked for
+	restarted int        // done
 }
 
-func newWorld(t testing.TB, inj *injector) *world {
+// newWorld builds a world; with dir set its emulator keeps its state there, as `cairn
+// local up --dir` does, so it can be restarted.
+func newWorld(t testing.TB, inj *injector, dir string) *world {
 	t.Helper()
 	ctx := context.Background()
-	w := &world{t: t, clk: clock.NewFake(epoch), inj: inj, logs: &syncBuffer{}}
+	w := &world{t: t, clk: clock.NewFake(epoch), inj: inj, logs: &syncBuffer{}, addr: "127.0.0.1:0"}
 	inj.clock = w.clk
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	em, err := awslocal.New(awslocal.Options{Clock: w.clk, Logger: logger,
-		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: 2 * time.Second, ChangeSetDelay: time.Second}})
+	w.emOpts = awslocal.Options{Dir: dir, Clock: w.clk, Logger: logger,
+		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: 2 * time.Second, ChangeSetDelay: time.Second}}
+	em, err := awslocal.New(w.emOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := em.Start("127.0.0.1:0"); err != nil {
+	if err := em.Start(w.addr); err != nil {
 		t.Fatal(err)
 	}
+	w.addr = strings.TrimPrefix(em.URL(), "http://")
 	w.em = em
+	if dir != "" {
+		inj.restart = w.restart
+	}
 	stop, ticked := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ticked)
@@ -83,14 +98,20 @@ func newWorld(t testing.TB, inj *injector) *world {
 			case <-stop:
 				return
 			case <-time.After(time.Millisecond):
-				w.clk.Advance(speed)
+				// The virtual clock stands still while the emulator restarts: stopping
+				// it waits for its HTTP server, seconds of wall time that would be
+				// virtual hours.
+				if !w.inRestart() {
+					w.clk.Advance(speed)
+				}
 			}
 		}
 	}()
 	t.Cleanup(func() {
+		w.waitRestarts()
 		close(stop)
 		<-ticked
-		em.Close()
+		w.emulator().Close()
 		if t.Failed() {
 			t.Logf("emulator and deployer logs (last 300 lines):\n%s", tail(w.logs.String(), 300))
 		}
@@ -116,6 +137,78 @@ func newWorld(t testing.TB, inj *injector) *world {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// emulator returns the emulator running now.
+func (w *world) emulator() *awslocal.Emulator {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.em
+}
+
+// restart stops `cairn local up` and starts it again on the same --dir and address, as a
+// user does after killing it, in the background: the killed invocation that asks for it
+// runs on one of the emulator's pollers, which stopping waits for.
+func (w *world) restart(p point) {
+	w.mu.Lock()
+	w.restarts++
+	old := w.em
+	w.mu.Unlock()
+	go func() {
+		defer func() {
+			w.mu.Lock()
+			w.restarted++
+			w.mu.Unlock()
+		}()
+		w.restartMu.Lock()
+		defer w.restartMu.Unlock()
+		if w.emulator() != old {
+			return // another crash point restarted it meanwhile
+		}
+		ctx := context.Background()
+		w.emOpts.Logger.Info("crashtest: stopping the emulator", "point", p.String())
+		if err := old.Close(); err != nil {
+			// Its server did not stop in time (a long poll in progress): what matters,
+			// its state saved and its port free, is done.
+			w.t.Logf("restart at %s: stopping the emulator: %v", p, err)
+		}
+		em, err := awslocal.New(w.emOpts)
+		if err == nil {
+			err = em.Start(w.addr)
+		}
+		var c *localcairn.Cairn
+		if err == nil {
+			c, err = localcairn.Provision(ctx, em, localcairn.Options{Namespaces: []string{"shop"}})
+		}
+		if err == nil {
+			err = c.Register(em, localcairn.Handlers{Deployer: w.handle})
+		}
+		if err != nil {
+			w.t.Errorf("restart at %s: start the emulator again on %s: %v", p, w.emOpts.Dir, err)
+			return
+		}
+		if c.Bucket != w.cairn.Bucket || c.Deploy.URL != w.cairn.Deploy.URL {
+			w.t.Errorf("restart at %s: cairn's stack came back with bucket %s and deploy queue %s, was %s and %s", p, c.Bucket, c.Deploy.URL, w.cairn.Bucket, w.cairn.Deploy.URL)
+		}
+		w.mu.Lock()
+		w.em = em
+		w.mu.Unlock()
+		w.emOpts.Logger.Info("crashtest: the emulator was restarted", "point", p.String())
+	}()
+}
+
+// restartsAsked is how many restarts crash points asked for so far.
+func (w *world) restartsAsked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.restarts
+}
+
+// inRestart reports whether a restart is under way.
+func (w *world) inRestart() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.restarts != w.restarted
 }
 
 // handle is the deployer function as the emulator invokes it. Each invocation runs in the
@@ -179,14 +272,28 @@ func (w *world) newProcess() (func(context.Context, events.SQSEvent) (events.SQS
 // and returns its version id.
 func (w *world) push(deployment string, zip []byte) string {
 	w.t.Helper()
-	out, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{
-		Bucket: aws.String(w.cairn.Bucket), Key: aws.String(uploadKey(deployment)), Body: bytes.NewReader(zip),
-		Metadata: map[string]string{"git-ref": gitRef, "git-remote": gitRemote},
-	})
-	if err != nil {
-		w.t.Fatal(err)
+	for {
+		w.waitRestarts()
+		restarts := w.restartsAsked()
+		out, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{
+			Bucket: aws.String(w.cairn.Bucket), Key: aws.String(uploadKey(deployment)), Body: bytes.NewReader(zip),
+			Metadata: map[string]string{"git-ref": gitRef, "git-remote": gitRemote},
+		})
+		if err != nil && w.restartsAsked() != restarts {
+			continue // the emulator went down meanwhile: push again once it is back
+		}
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return aws.ToString(out.VersionId)
 	}
-	return aws.ToString(out.VersionId)
+}
+
+// waitRestarts waits until no restart is under way.
+func (w *world) waitRestarts() {
+	for w.inRestart() {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 const (
@@ -203,7 +310,15 @@ func (w *world) settle() error {
 	quietSince, quietCalls := time.Time{}, -1
 	for time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
+		restarts := w.restartsAsked()
+		if w.inRestart() {
+			quietSince, quietCalls = w.clk.Now(), -1
+			continue
+		}
 		busy, err := w.busy(ctx)
+		if err != nil && (w.inRestart() || w.restartsAsked() != restarts) {
+			continue // the emulator went down while it was asked: look again once it is back
+		}
 		if err != nil {
 			return err
 		}
@@ -214,7 +329,7 @@ func (w *world) settle() error {
 			if busy != "" {
 				quietCalls = -1
 			}
-		case w.clk.Now().Sub(quietSince) >= 30*time.Second:
+		case w.clk.Now().Sub(quietSince) >= 30*time.Second && w.restartsAsked() == restarts:
 			return nil
 		}
 	}
@@ -227,7 +342,9 @@ func (w *world) busy(ctx context.Context) (string, error) {
 	q, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.cairn.Deploy.URL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
 	if err != nil {
-		return "", fmt.Errorf("deploy queue attributes: %w", err)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return "", fmt.Errorf("deploy queue attributes (restarts asked %d, done %d): %w", w.restarts, w.restarted, err)
 	}
 	var counts []string
 	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {

@@ -17,6 +17,9 @@ import (
 // fresh (plan.Document.Lapsed and StaleReasons decide it from what is observed here),
 // and then it is marked applied before anything runs.
 func (s starter) approval(ctx context.Context, u Upload) error {
+	if !s.ownBucket(u) {
+		return nil
+	}
 	deployment, planID := u.Approval()
 	if deployment == "" {
 		s.log.Info("deploy: ignoring an object that is not an approval", "key", u.Key, "want", bucket.ApprovalKey("NAME", "PLAN_ID"))
@@ -46,6 +49,11 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 	if p.Namespace == "" {
 		doc.Refusals = []string{fmt.Sprintf("plan %s failed before it planned anything (%s): nothing to apply; fix the bundle and re-plan", planID, p.Reason)}
 		return s.fail(ctx, doc, nil, "refused: the plan failed; nothing was executed", log)
+	}
+	if outside := p.Outside(s.cfg.Namespaces); len(outside) > 0 {
+		doc.Refusals = outside
+		log.Warn("deploy: approved plan refused: outside the allowed namespaces; nothing is executed", "reasons", strings.Join(outside, "; "))
+		return s.fail(ctx, doc, nil, fmt.Sprintf("refused: plan %s is outside the namespaces this cairn may manage; nothing was executed", planID), log)
 	}
 	lock, err := s.acquire(ctx, u, doc, p.Namespace, p.GraphKey, log)
 	if lock == nil {

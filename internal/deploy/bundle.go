@@ -36,10 +36,10 @@ type Loaded struct {
 }
 
 // Download fetches exactly the version of the upload b names (the newest when b has no
-// version) and loads its config for deployment. A bundle that cannot be read or loaded
-// gives Errors, not an error: a run of it fails and changes nothing. An error means S3
-// itself failed, and the caller tries again.
-func Download(ctx context.Context, api bucket.Getter, b Bundle, deployment string) (*Loaded, error) {
+// version) and loads its config with opts (the deployment's name, the namespaces allowed).
+// A bundle that cannot be read or loaded gives Errors, not an error: a run of it fails and
+// changes nothing. An error means S3 itself failed, and the caller tries again.
+func Download(ctx context.Context, api bucket.Getter, b Bundle, opts config.LoadOptions) (*Loaded, error) {
 	version := b.VersionID
 	if version == "null" {
 		version = ""
@@ -64,7 +64,7 @@ func Download(ctx context.Context, api bucket.Getter, b Bundle, deployment strin
 		lb.Errors = []string{fmt.Sprintf("bundle s3://%s/%s version %s: %v", b.Bucket, b.Key, b.VersionID, err)}
 		return lb, nil
 	}
-	cfg, err := config.LoadOptions{Deployment: deployment}.Load(bb)
+	cfg, err := opts.Load(bb)
 	var ce config.Errors
 	switch {
 	case errors.As(err, &ce):
@@ -85,7 +85,7 @@ func Download(ctx context.Context, api bucket.Getter, b Bundle, deployment strin
 // applied (its sha256). It returns nil, and the key, when neither holds it.
 func DownloadApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*Loaded, string, error) {
 	for _, key := range []string{bucket.DeploymentKey(name), bucket.PlanUploadKey(name)} {
-		lb, err := Download(ctx, api, Bundle{Bucket: bucketName, Key: key, VersionID: version}, name)
+		lb, err := Download(ctx, api, Bundle{Bucket: bucketName, Key: key, VersionID: version}, config.LoadOptions{Deployment: name})
 		if err != nil && version != "" && awsclient.HTTPStatus(err) == 400 {
 			continue // S3 refuses a version id of another key
 		}

@@ -37,6 +37,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -46,6 +47,11 @@ import (
 
 // DefaultHeartbeat is how long a heartbeat waits in the queue before it advances its run.
 const DefaultHeartbeat = 15 * time.Second
+
+// DefaultStallAfter is how long a run's heartbeat may be late before the run counts as
+// stalled (its heartbeat lost) and the next invocation of any kind resumes it: four
+// heartbeats of the default 15 s, so a stalled run goes on within about a minute.
+const DefaultStallAfter = time.Minute
 
 // DefaultPlanTTL is how long an unapplied plan stays approvable; after it, the plan
 // expires and its change sets are deleted.
@@ -83,6 +89,10 @@ type Config struct {
 	// Region is cairn's own region (home): stacks without a region of their own live here,
 	// and large templates' URLs point here.
 	Region string
+	// Namespaces are the namespaces the deployer may manage (CAIRN_NAMESPACES; empty:
+	// every namespace). A bundle or plan naming another namespace, or a stack named
+	// outside them, is refused before any CloudFormation call.
+	Namespaces config.Namespaces
 	// ServiceRole is the CloudFormation service role (cairn:cfnServiceRole) of stacks in
 	// cairn's own account that name none (service_role) themselves; "" none.
 	ServiceRole string
@@ -92,6 +102,10 @@ type Config struct {
 	// LockRetry is how long an upload waits before it tries the lock again (default:
 	// Heartbeat).
 	LockRetry time.Duration
+	// StallAfter is how long an open run's heartbeat chain may go without a beat before
+	// any invocation of the deployer resumes it with a new one (default DefaultStallAfter,
+	// at least twice Heartbeat).
+	StallAfter time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
 	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget).
@@ -162,6 +176,12 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.LockRetry <= 0 {
 		cfg.LockRetry = cfg.Heartbeat
 	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = max(DefaultStallAfter, 4*cfg.Heartbeat)
+	}
+	if cfg.StallAfter < 2*cfg.Heartbeat {
+		return nil, fmt.Errorf("deploy: stall after %s is less than two heartbeats (%s): every run would be found stalled", cfg.StallAfter, cfg.Heartbeat)
+	}
 	if cfg.PlanTTL <= 0 {
 		cfg.PlanTTL = DefaultPlanTTL
 	}
@@ -205,7 +225,11 @@ func (d *Driver) Approve(ctx context.Context, u Upload) error { return d.start.a
 // heartbeats per run, no fan-out). It returns nil when the trigger is dealt with,
 // including when another step won the race to write the run document.
 func (d *Driver) Step(ctx context.Context, deployment, runID string, heartbeat bool) error {
-	return d.step.trigger(ctx, deployment, runID, heartbeat)
+	var c cue
+	if heartbeat {
+		c.beats = []int{0}
+	}
+	return d.step.trigger(ctx, deployment, runID, c)
 }
 
 // Upload is an S3 ObjectCreated event of an upload.
@@ -244,6 +268,11 @@ func (u Upload) RunID() string {
 	sum := sha256.Sum256([]byte(u.Bucket + "\x00" + u.Key + "\x00" + u.VersionID + "\x00" + u.Sequencer))
 	t := u.Time.UTC()
 	return fmt.Sprintf("%s%03d-%s", t.Format("20060102-150405"), t.Nanosecond()/int(time.Millisecond), hex.EncodeToString(sum[:4]))
+}
+
+// loadOptions are how the deployer loads the config of deployment's bundles.
+func (b *base) loadOptions(deployment string) config.LoadOptions {
+	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces}
 }
 
 func (b *base) runLogger(deployment, runID string) *slog.Logger {

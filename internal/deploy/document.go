@@ -49,6 +49,10 @@ type Document struct {
 	// Destroy marks a run (a plan or its apply) that deletes every stack of the graph.
 	Destroy bool `json:"destroy,omitempty"`
 	Steps   int  `json:"steps"`
+	// Beat is the number of the run's live heartbeat chain: each time the run is found
+	// stalled (its heartbeat lost) a new chain starts with the next number, and heartbeats
+	// of older chains are not sent on.
+	Beat int `json:"beat,omitempty"`
 }
 
 // Report is the document as the report package shows it.

@@ -32,6 +32,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -72,6 +73,10 @@ type worldOptions struct {
 	Lease time.Duration
 	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
 	PlanTTL time.Duration
+	// Namespaces is the deployer's CAIRN_NAMESPACES (default: every namespace).
+	Namespaces string
+	// Heartbeat is the deployer's heartbeat (default deploy.DefaultHeartbeat).
+	Heartbeat time.Duration
 	// FastRetries makes the SDK's retries back off a millisecond (of wall time), for runs
 	// that meet throttling on purpose.
 	FastRetries bool
@@ -199,6 +204,10 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		// loaded machine: a real second is a quarter of an hour.
 		o.Lease = 12 * time.Hour
 	}
+	allowed, err := config.ParseNamespaces(o.Namespaces)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dcfg := cfg
 	if o.DenySSM != "" {
 		dcfg = cfg.Copy()
@@ -206,6 +215,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	}
 	d, err := deploy.NewFromAWS(dcfg, deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
+		Namespaces: allowed, Heartbeat: o.Heartbeat,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/reach"
 )
 
@@ -27,8 +28,9 @@ import (
 const StackStatusChange = "CloudFormation Stack Status Change"
 
 // ConfigFromEnv reads the deployer's configuration: CAIRN_BUCKET, CAIRN_DEPLOY_QUEUE_URL,
-// CAIRN_NOTIFICATIONS_TOPIC, CAIRN_CFN_ROLE_ARN (optional) and CAIRN_HEARTBEAT_SECONDS
-// (default 15).
+// CAIRN_NOTIFICATIONS_TOPIC, CAIRN_CFN_ROLE_ARN (optional), CAIRN_HEARTBEAT_SECONDS (default
+// 15) and CAIRN_NAMESPACES (the CDK context cairn:namespaces, comma-separated; unset or
+// empty allows every namespace, as `cairn local up` does by default).
 func ConfigFromEnv() (Config, error) {
 	c := Config{
 		Bucket:      os.Getenv("CAIRN_BUCKET"),
@@ -36,6 +38,11 @@ func ConfigFromEnv() (Config, error) {
 		Topic:       os.Getenv("CAIRN_NOTIFICATIONS_TOPIC"),
 		ServiceRole: os.Getenv("CAIRN_CFN_ROLE_ARN"),
 	}
+	ns, err := config.ParseNamespaces(os.Getenv("CAIRN_NAMESPACES"))
+	if err != nil {
+		return c, fmt.Errorf("CAIRN_NAMESPACES: %w", err)
+	}
+	c.Namespaces = ns
 	if v := os.Getenv("CAIRN_HEARTBEAT_SECONDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 900 {
@@ -102,6 +109,7 @@ type message struct {
 	Cairn      string `json:"cairn"`
 	Deployment string `json:"deployment"`
 	Run        string `json:"run"`
+	Beat       int    `json:"beat"`
 }
 
 type stackStatusDetail struct {
@@ -120,24 +128,22 @@ func settles(status string) bool {
 // Handle is the deployer Lambda's handler: each SQS record is an S3 upload event, a
 // CloudFormation stack status event or a heartbeat. Records that fail are reported in
 // batchItemFailures, so one bad message never holds back the others. Several triggers of
-// one run in a batch make one step.
+// one run in a batch make one step. Every invocation then looks for open runs whose
+// heartbeat was lost, and resumes them (resumeStalled).
 func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
-	type stepKey struct{ deployment, run string }
-	type stepReq struct {
-		heartbeat bool
-		records   []string
-	}
 	var order []stepKey
 	steps := map[stepKey]*stepReq{}
-	addStep := func(k stepKey, heartbeat bool, id string) {
+	addStep := func(k stepKey, beat *int, id string) {
 		r := steps[k]
 		if r == nil {
 			r = &stepReq{}
 			steps[k] = r
 			order = append(order, k)
 		}
-		r.heartbeat = r.heartbeat || heartbeat
+		if beat != nil {
+			r.beats = append(r.beats, *beat)
+		}
 		r.records = append(r.records, id)
 	}
 	fail := func(id string) {
@@ -158,7 +164,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				fail(rec.MessageId)
 				continue
 			}
-			addStep(stepKey{m.Deployment, m.Run}, true, rec.MessageId)
+			addStep(stepKey{m.Deployment, m.Run}, &m.Beat, rec.MessageId)
 		case m.DetailType == StackStatusChange && m.Source == "aws.cloudformation":
 			var det stackStatusDetail
 			if err := json.Unmarshal(m.Detail, &det); err != nil || det.StackID == "" {
@@ -180,7 +186,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: stack event of no open run ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			addStep(stepKey{idx.Deployment, idx.Run}, false, rec.MessageId)
+			addStep(stepKey{idx.Deployment, idx.Run}, nil, rec.MessageId)
 		case m.Event == "s3:TestEvent":
 			log.Info("deploy: S3 test event ignored")
 		case len(m.Records) > 0:
@@ -213,14 +219,45 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	}
 	for _, k := range order {
 		r := steps[k]
-		if err := d.Step(ctx, k.deployment, k.run, r.heartbeat); err != nil {
+		if err := d.step.trigger(ctx, k.deployment, k.run, cue{beats: r.beats}); err != nil {
 			d.runLogger(k.deployment, k.run).Error("deploy: step failed; its trigger is delivered again", "err", err)
 			for _, id := range r.records {
 				fail(id)
 			}
 		}
 	}
+	d.resumeStalled(ctx, steps)
 	return resp, nil
+}
+
+type stepKey struct{ deployment, run string }
+
+// stepReq gathers the triggers of one run in a batch: the heartbeats' chains, and the
+// records to report failed when its step fails.
+type stepReq struct {
+	beats   []int
+	records []string
+}
+
+// resumeStalled resumes the open runs whose heartbeat chain has not beaten for
+// Config.StallAfter (a lost heartbeat), other than those stepped just now, with a new
+// chain: whatever triggers the deployer, a stalled run is carried on within about a
+// minute, and one fenced meanwhile is closed as abandoned. Failures are logged: the next
+// invocation looks again.
+func (d *Driver) resumeStalled(ctx context.Context, stepped map[stepKey]*stepReq) {
+	stalled, err := d.runs.stalled(ctx, d.clk.Now().Add(-d.cfg.StallAfter))
+	if err != nil {
+		d.log.Warn("deploy: cannot look for stalled runs", "err", err)
+		return
+	}
+	for _, idx := range stalled {
+		if _, ok := stepped[stepKey{idx.Deployment, idx.Run}]; ok {
+			continue
+		}
+		if err := d.step.trigger(ctx, idx.Deployment, idx.Run, cue{restart: true}); err != nil {
+			d.runLogger(idx.Deployment, idx.Run).Warn("deploy: cannot resume a stalled run; the next invocation tries again", "err", err)
+		}
+	}
 }
 
 func truncate(s string) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
 )
@@ -98,9 +99,12 @@ func TestConfigFromEnv(t *testing.T) {
 			want: deploy.Config{Bucket: "b", QueueURL: "https://q", Topic: "arn:t", Heartbeat: 5 * time.Second}},
 		{name: "missing", env: map[string]string{}, wantErr: "deployer misconfigured: set CAIRN_BUCKET and CAIRN_DEPLOY_QUEUE_URL"},
 		{name: "bad heartbeat", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_HEARTBEAT_SECONDS": "901"}, wantErr: `CAIRN_HEARTBEAT_SECONDS="901"`},
+		{name: "namespaces", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_NAMESPACES": "shop,web"},
+			want: deploy.Config{Bucket: "b", QueueURL: "q", Namespaces: config.Namespaces{"shop", "web"}}},
+		{name: "bad namespaces", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_NAMESPACES": "shop,a/b"}, wantErr: `CAIRN_NAMESPACES: namespace "a/b"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"CAIRN_BUCKET", "CAIRN_DEPLOY_QUEUE_URL", "CAIRN_NOTIFICATIONS_TOPIC", "CAIRN_HEARTBEAT_SECONDS"} {
+			for _, k := range []string{"CAIRN_BUCKET", "CAIRN_DEPLOY_QUEUE_URL", "CAIRN_NOTIFICATIONS_TOPIC", "CAIRN_HEARTBEAT_SECONDS", "CAIRN_NAMESPACES"} {
 				t.Setenv(k, tc.env[k])
 				if _, ok := tc.env[k]; !ok {
 					os.Unsetenv(k)
@@ -113,7 +117,8 @@ func TestConfigFromEnv(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got.Bucket != tc.want.Bucket || got.QueueURL != tc.want.QueueURL || got.Topic != tc.want.Topic || got.Heartbeat != tc.want.Heartbeat {
+			if err != nil || got.Bucket != tc.want.Bucket || got.QueueURL != tc.want.QueueURL || got.Topic != tc.want.Topic || got.Heartbeat != tc.want.Heartbeat ||
+				!slices.Equal(got.Namespaces, tc.want.Namespaces) {
 				t.Errorf("config %+v, %v", got, err)
 			}
 		})

@@ -142,7 +142,7 @@ func (ps plans) templateResources(ctx context.Context, doc *Document, p *plan.Do
 	if len(atApply) == 0 {
 		return nil
 	}
-	lb, err := Download(ctx, ps.s3, doc.Bundle, doc.Run.Deployment)
+	lb, err := Download(ctx, ps.s3, doc.Bundle, ps.loadOptions(doc.Run.Deployment))
 	if err != nil {
 		return err
 	}
@@ -178,8 +178,8 @@ func (ps plans) markApplied(ctx context.Context, doc *Document, log *slog.Logger
 		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)
 		return
 	}
-	if p.AppliedBy != doc.Run.ID {
-		return
+	if p.AppliedBy != doc.Run.ID || p.Status == plan.Applied {
+		return // another run's, or marked already
 	}
 	p.Status, p.Reason = plan.Applied, fmt.Sprintf("applied by run %s: %s", doc.Run.ID, doc.Run.Status)
 	if doc.Run.Reason != "" {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -75,6 +76,48 @@ func (rs runs) index(ctx context.Context, doc *Document, log *slog.Logger) {
 	}
 }
 
+// stalled returns the open runs whose index object was last written before since: the
+// index is written when a run starts and at every beat of its heartbeat chain, so those
+// runs' chains are lost (or they ended before their clean-up). One listing; each one found
+// costs a read of its index object.
+func (rs runs) stalled(ctx context.Context, since time.Time) ([]activeIndex, error) {
+	listed, err := bucket.ListModified(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("open runs: %w", err)
+	}
+	var out []activeIndex
+	for _, l := range listed {
+		if _, ok := bucket.OpenRunOf(l.Key); !ok || !l.LastModified.Before(since) {
+			continue
+		}
+		idx, err := rs.readIndex(ctx, l.Key)
+		if err != nil {
+			return nil, err
+		}
+		if idx != nil {
+			out = append(out, *idx)
+		}
+	}
+	return out, nil
+}
+
+// readIndex reads an open-run index object; nil when it is gone or malformed (logged).
+func (rs runs) readIndex(ctx context.Context, key string) (*activeIndex, error) {
+	o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, key, "", 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, nil // the run ended meanwhile
+	}
+	if err != nil {
+		return nil, err
+	}
+	var idx activeIndex
+	if err := json.Unmarshal(o.Body, &idx); err != nil || idx.Deployment == "" || idx.Run == "" {
+		rs.log.Warn("deploy: ignoring a malformed open-run index", "key", key, "err", err)
+		return nil, nil
+	}
+	return &idx, nil
+}
+
 // unindex removes a run that ended from the index of open runs.
 func (rs runs) unindex(ctx context.Context, runID string, log *slog.Logger) {
 	if err := bucket.Delete(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunKey(runID), ""); err != nil {
@@ -94,21 +137,16 @@ func (rs runs) find(ctx context.Context, stackID string) (*activeIndex, error) {
 		if _, ok := bucket.OpenRunOf(key); !ok {
 			continue
 		}
-		o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, key, "", 0)
-		if errors.Is(err, bucket.ErrNotFound) {
-			continue // the run ended meanwhile
-		}
+		idx, err := rs.readIndex(ctx, key)
 		if err != nil {
 			return nil, err
 		}
-		var idx activeIndex
-		if err := json.Unmarshal(o.Body, &idx); err != nil {
-			rs.log.Warn("deploy: ignoring a malformed open-run index", "key", key, "err", err)
+		if idx == nil {
 			continue
 		}
 		for _, s := range idx.Stacks {
 			if slices.Contains(keys, s) {
-				return &idx, nil
+				return idx, nil
 			}
 		}
 	}

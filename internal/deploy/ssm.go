@@ -91,36 +91,39 @@ func (b *base) ssmValues(ctx context.Context, names []string) (map[string]config
 	return out, nil
 }
 
-// unseal reads the SecureStrings params refer to and returns params with their values,
-// for the CreateChangeSet call only, and the names of the parameters holding one. An error
-// is permanent when SSM answered: the value is gone or changed since the run resolved it.
-func (b *base) unseal(ctx context.Context, params map[string]string) (map[string]string, []string, error) {
-	names := config.Sealed(params)
-	if len(names) == 0 {
+// unseal reads the secrets params refer to (config.Unseal: SecureStrings from SSM, NoEcho
+// values from cs, the stack of the bundle the run deploys) and returns params with their
+// values, for the CreateChangeSet call only, and the names of the parameters holding one.
+// An error is permanent when the source answered: the value is gone or changed since the
+// run resolved it.
+func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.Stack) (map[string]string, []string, error) {
+	var secret []string
+	for k, v := range params {
+		if config.HoldsSealed(v) {
+			secret = append(secret, k)
+		}
+	}
+	if len(secret) == 0 {
 		return params, nil, nil
 	}
-	read, err := b.readSSM(ctx, names)
-	if err != nil && awsclient.Permanent(err) {
-		return nil, nil, run.Permanent(err)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	plain := make(map[string]string, len(read))
-	for name, p := range read {
-		if p.Type == config.SecureString {
-			plain[name] = p.Value
+	plain := config.Plain{Stack: cs.Name, Bundle: cs.BundleSecrets(), SSM: map[string]string{}}
+	if names := config.Sealed(params); len(names) > 0 {
+		read, err := b.readSSM(ctx, names)
+		if err != nil && awsclient.Permanent(err) {
+			return nil, nil, run.Permanent(err)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		for name, p := range read {
+			if p.Type == config.SecureString {
+				plain.SSM[name] = p.Value
+			}
 		}
 	}
 	out, err := config.Unseal(params, plain)
 	if err != nil {
 		return nil, nil, run.Permanent(err)
-	}
-	var secret []string
-	for k, v := range params {
-		if len(config.Sealed(map[string]string{k: v})) > 0 {
-			secret = append(secret, k)
-		}
 	}
 	return out, secret, nil
 }

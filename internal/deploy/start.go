@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,10 +15,12 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // starter begins runs: of an uploaded bundle (a deploy or a plan), and of an approved
@@ -25,7 +29,8 @@ type starter struct{ stepper }
 
 // begin is the beginning every run shares: the run's id and logger, and the document of a
 // run that is not started yet. It returns a nil document when the run exists already (the
-// event was delivered again).
+// event was delivered again); a run whose start was killed before its first step is then
+// resumed, and one that ended gets the rest of its clean-up.
 func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode run.Mode) (*Document, *slog.Logger, error) {
 	if u.Bucket == "" {
 		u.Bucket = s.cfg.Bucket
@@ -35,9 +40,14 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 	}
 	runID := u.RunID()
 	log := s.runLogger(deployment, runID)
-	if _, _, err := s.runs.load(ctx, deployment, runID); err == nil {
-		log.Info("deploy: run already started for this event; event redelivered", "key", u.Key)
-		return nil, log, nil
+	if doc, _, err := s.runs.load(ctx, deployment, runID); err == nil {
+		log.Info("deploy: run already started for this event; event redelivered", "key", u.Key, "status", string(doc.Run.Status), "steps", doc.Steps)
+		if doc.Run.Status == run.Running && doc.Steps > 0 {
+			return nil, log, nil // its heartbeat chain was started before its first step
+		}
+		// Killed before its first step, so maybe before its first heartbeat: nothing else
+		// would advance it. Or it ended, maybe before its clean-up.
+		return nil, log, s.trigger(ctx, deployment, runID, cue{restart: doc.Run.Status == run.Running})
 	} else if !errors.Is(err, errNoRun) {
 		return nil, log, err
 	}
@@ -94,7 +104,7 @@ func (s starter) launch(ctx context.Context, doc *Document, lock *state.Lock, lo
 	}
 	s.runs.index(ctx, doc, log)
 	log.Info("deploy: "+what+" started", "stacks", len(doc.Run.Stacks), "decisions", len(doc.Decisions))
-	if err := s.heartbeat(ctx, doc.Run.Deployment, doc.Run.ID); err != nil {
+	if err := s.heartbeat(ctx, doc.Run.Deployment, doc.Run.ID, doc.Beat); err != nil {
 		// Without a heartbeat the run advances by stack events only; the first step below
 		// may still finish it.
 		log.Error("deploy: cannot enqueue the first heartbeat", "err", err)
@@ -105,8 +115,24 @@ func (s starter) launch(ctx context.Context, doc *Document, lock *state.Lock, lo
 	return nil
 }
 
+// ownBucket reports whether u is an event of cairn's own bucket (an event that names no
+// bucket is). An event naming any other bucket is forged or misrouted: whoever may send to
+// the deploy queue could otherwise make cairn deploy a bundle of their own bucket. It is
+// refused and logged, and nothing is recorded.
+func (s starter) ownBucket(u Upload) bool {
+	if u.Bucket == "" || u.Bucket == s.cfg.Bucket {
+		return true
+	}
+	s.log.Error("deploy: upload refused: the event names another bucket than cairn's; nothing is recorded or changed",
+		"bucket", u.Bucket, "key", u.Key, "version", u.VersionID, "want", s.cfg.Bucket)
+	return false
+}
+
 // upload begins the run of a bundle upload: a deploy run, or a plan run.
 func (s starter) upload(ctx context.Context, u Upload) error {
+	if !s.ownBucket(u) {
+		return nil
+	}
 	up, ok := bucket.ParseUpload(u.Key)
 	if !ok || up.Kind == bucket.ApprovalUpload {
 		s.log.Info("deploy: ignoring an object that is not a bundle upload", "bucket", u.Bucket, "key", u.Key,
@@ -137,7 +163,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 	} else if sup {
 		return s.supersede(ctx, doc, log)
 	}
-	lb, err := Download(ctx, s.s3, doc.Bundle, up.Deployment)
+	lb, err := Download(ctx, s.s3, doc.Bundle, s.loadOptions(up.Deployment))
 	if err != nil {
 		return err
 	}
@@ -208,6 +234,10 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if err != nil {
 		return false, err
 	}
+	undeletable, err := s.undeletable(ctx, cs, cfg, g, home, live)
+	if err != nil {
+		return false, err
+	}
 	if !doc.Destroy {
 		if doc.SSM, err = s.ssmValues(ctx, cfg.SSMNames()); err != nil {
 			if !awsclient.Permanent(err) {
@@ -221,7 +251,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
 		Importers: imports, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
-		Home: home, Unreachable: unreachable,
+		Home: home, Unreachable: unreachable, Undeletable: undeletable, Namespaces: s.cfg.Namespaces,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
@@ -229,6 +259,10 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	doc.Run = res.Run
 	doc.Decisions, doc.Refusals = res.Decisions, res.Refusals
+	if res.TakesOverFrom != "" {
+		doc.Notes = append(doc.Notes, fmt.Sprintf("deployment %s takes over the persistent graph %s/%s from deployment %s (take_over_graph_from)",
+			doc.Run.Deployment, cfg.Namespace, cfg.PersistentGraphKey, res.TakesOverFrom))
+	}
 	doc.Warnings = append(doc.Warnings, res.Warnings...)
 	if len(res.Refusals) > 0 {
 		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
@@ -248,12 +282,39 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	return false, nil
 }
 
-// lookupsOf keeps each stack's lookups, so parameters resolve without the bundle.
+// undeletable reads, for each stack of the config or the graph that CloudFormation left
+// ROLLBACK_FAILED or DELETE_FAILED, the resources it failed to delete, keyed as live: the
+// plan's way out for such a stack is a deletion that keeps them.
+func (s starter) undeletable(ctx context.Context, cs *changeset.Client, cfg *config.Config, g *state.Graph, home target.Target, live map[string]plan.Live) (map[string][]plan.Resource, error) {
+	specs := map[string]target.Spec{}
+	for _, st := range cfg.Stacks {
+		specs[target.Key(st.Target.Location(home), st.StackName)] = st.Target
+	}
+	for _, st := range g.Stacks {
+		specs[target.Key(st.Target.Location(home), st.StackName)] = st.Target
+	}
+	out := map[string][]plan.Resource{}
+	for _, key := range slices.Sorted(maps.Keys(specs)) {
+		l, ok := live[key]
+		if !ok || l.Status != "ROLLBACK_FAILED" && l.Status != "DELETE_FAILED" {
+			continue
+		}
+		res, err := cs.Undeletable(ctx, specs[key], l.StackID)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = res
+	}
+	return out, nil
+}
+
+// lookupsOf keeps each stack's lookups as a run stores them (config.StoredLookups: none
+// holding a NoEcho value), so parameters resolve without the bundle.
 func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
 	out := map[string][]config.Lookup{}
 	for _, s := range cfg.Stacks {
-		if len(s.Lookups) > 0 {
-			out[s.Name] = s.Lookups
+		if l := s.StoredLookups(); len(l) > 0 {
+			out[s.Name] = l
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,6 +27,10 @@ type Heartbeat struct {
 	Cairn      string `json:"cairn"` // always "heartbeat"
 	Deployment string `json:"deployment"`
 	Run        string `json:"run"`
+	// Beat numbers the run's heartbeat chain (Document.Beat): a heartbeat of an older chain
+	// still makes a step but is not sent on, so a run has one chain however often it was
+	// resumed. 0 (absent) is the chain a run starts with.
+	Beat int `json:"beat,omitempty"`
 }
 
 // stepper advances runs: load, observe, decide (run.Advance), act, save.
@@ -37,8 +42,8 @@ type stepper struct {
 	graphs  graphs
 }
 
-func (st stepper) heartbeat(ctx context.Context, deployment, runID string) error {
-	body, _ := json.Marshal(Heartbeat{Cairn: "heartbeat", Deployment: deployment, Run: runID})
+func (st stepper) heartbeat(ctx context.Context, deployment, runID string, beat int) error {
+	body, _ := json.Marshal(Heartbeat{Cairn: "heartbeat", Deployment: deployment, Run: runID, Beat: beat})
 	_, err := st.sqs.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(st.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: seconds(st.cfg.Heartbeat),
 	})
@@ -48,8 +53,18 @@ func (st stepper) heartbeat(ctx context.Context, deployment, runID string) error
 	return nil
 }
 
-// trigger is one step of run runID, asked for by a stack event or a heartbeat.
-func (st stepper) trigger(ctx context.Context, deployment, runID string, heartbeat bool) error {
+// cue is what asks for a step of a run.
+type cue struct {
+	// beats are the chains of the heartbeats that asked (none: a stack event did).
+	beats []int
+	// restart: the run's heartbeat chain is lost (or never started); the step starts a
+	// new one.
+	restart bool
+}
+
+// trigger is one step of run runID. A finished run only gets the clean-up its last step
+// may not have finished (finishEnded).
+func (st stepper) trigger(ctx context.Context, deployment, runID string, c cue) error {
 	log := st.runLogger(deployment, runID)
 	doc, etag, err := st.runs.load(ctx, deployment, runID)
 	if errors.Is(err, errNoRun) {
@@ -60,23 +75,30 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, heartbe
 		return err
 	}
 	if doc.Run.Status != run.Running {
-		log.Debug("deploy: trigger for a finished run ignored", "status", string(doc.Run.Status))
-		return nil
+		return st.finishEnded(ctx, doc, log)
 	}
+	if c.restart {
+		doc.Beat++
+		log.Warn("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it", "beat", doc.Beat, "steps", doc.Steps)
+	}
+	chained := c.restart || slices.Contains(c.beats, doc.Beat)
 	lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 	if errors.Is(err, state.ErrLockLost) {
-		return st.abandon(ctx, doc, etag, err, log)
+		return st.lost(ctx, doc, etag, err, log)
 	}
 	if err != nil {
 		return err
 	}
 	err = st.step(ctx, doc, etag, lock, log)
-	if heartbeat && (err == nil || errors.Is(err, errRaceLost)) && doc.Run.Status == run.Running {
-		// After a lost race the run may have ended meanwhile; the next heartbeat then
-		// finds it finished and stops the chain.
-		if herr := st.heartbeat(ctx, deployment, runID); herr != nil {
+	// After a lost race the run may have ended meanwhile; the next heartbeat then finds
+	// it finished and stops the chain. A restart whose new chain number was not saved
+	// sends nothing: the run is found stalled again.
+	if chained && doc.Run.Status == run.Running && (err == nil || errors.Is(err, errRaceLost) && !c.restart) {
+		if herr := st.heartbeat(ctx, deployment, runID, doc.Beat); herr != nil {
 			return herr // delivered again, so the chain is not lost
 		}
+		// The index object's time says when the chain last beat (runs.stalled).
+		st.runs.index(ctx, doc, log)
 	}
 	if errors.Is(err, errRaceLost) {
 		log.Info("deploy: another step advanced the run first; this one ends", "err", err)
@@ -85,11 +107,39 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, heartbe
 	return err
 }
 
+// lost deals with a lock check that failed (cause). While the lock still holds this run's
+// token, another invocation of the same run resumed it since (a stack event and a
+// heartbeat at once, or a restart): that one carries on, and this step ends without a
+// trace. Otherwise the run was fenced and is abandoned.
+func (st stepper) lost(ctx context.Context, doc *Document, etag string, cause error, log *slog.Logger) error {
+	if errors.Is(cause, state.ErrLockLost) {
+		l, err := st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey)
+		if err == nil && l.RunID == doc.Run.ID && l.Token == doc.LockToken {
+			log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", cause)
+			return nil
+		}
+	}
+	return st.abandon(ctx, doc, etag, cause, log)
+}
+
 // abandon ends a run whose lock was taken over or removed: it must not change anything
-// more, and the lock is not its own to release.
+// more, and the lock is not its own to release. It is closed as abandoned, the change sets
+// it made and did not execute are deleted, and it leaves the index of open runs.
 func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause error, log *slog.Logger) error {
 	log.Error("deploy: run lost its lock and stops", "err", cause)
-	doc.Run = run.Abandon(doc.Run, cause.Error(), st.clk.Now().UTC())
+	next, actions := run.Abandon(doc.Run, cause.Error(), st.clk.Now().UTC())
+	doc.Run = next
+	cs := st.changesets(doc.Run.ID, log)
+	for _, a := range actions {
+		if o := cs.Perform(ctx, a, nil); o.Err != "" {
+			log.Info("deploy: a change set of the abandoned run was not deleted (it was executed, or is still being made)", "stack", a.Stack, "change_set", a.ChangeSetName, "err", o.Err)
+			continue
+		}
+		doc.Notes = append(doc.Notes, fmt.Sprintf("stack %s: change set %s deleted (the run was abandoned)", a.Stack, a.ChangeSetName))
+	}
+	if doc.Plan != "" {
+		st.plans.markApplied(ctx, doc, log) // the plan was consumed: it applies at most once
+	}
 	st.runs.report(ctx, doc, log)
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {
 		if errors.Is(err, errRaceLost) {
@@ -97,9 +147,57 @@ func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause
 		}
 		return err
 	}
+	st.forget(doc.Run.ID)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	st.notify(ctx, doc, log)
 	return nil
+}
+
+// finishEnded finishes the clean-up of a run that ended, which its last step may not have
+// finished (killed after saving it): while the lock still holds the run's token, nothing
+// ran since, so all of it (finish); otherwise only its own entry in the index of open
+// runs, which nobody else removes.
+func (st stepper) finishEnded(ctx context.Context, doc *Document, log *slog.Logger) error {
+	if doc.LockToken == "" {
+		log.Debug("deploy: trigger for a run that ended without a lock ignored", "status", string(doc.Run.Status))
+		return nil
+	}
+	l, err := st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey)
+	switch {
+	case err == nil && l.RunID == doc.Run.ID && l.Token == doc.LockToken:
+		lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
+		if errors.Is(err, state.ErrLockLost) {
+			break // gone meanwhile: someone else's now
+		}
+		if err != nil {
+			return err
+		}
+		log.Info("deploy: finishing the clean-up of a run that ended", "status", string(doc.Run.Status))
+		st.finish(ctx, doc, lock, log)
+		return nil
+	case err != nil && !errors.Is(err, state.ErrNotLocked):
+		return err
+	}
+	log.Debug("deploy: trigger for a finished run", "status", string(doc.Run.Status))
+	st.runs.unindex(ctx, doc.Run.ID, log)
+	return nil
+}
+
+// finish is what follows the save of a run that ended, under its lock: the applied plan
+// is marked (again: step marks it before the save), open plans it outdated are retired,
+// the run leaves the index of open runs, the lock is released and the summary published.
+// Each part may run again (finishEnded).
+func (st stepper) finish(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger) {
+	if doc.Plan != "" {
+		st.plans.markApplied(ctx, doc, log)
+	}
+	if doc.Run.Mode == run.ModeDeploy {
+		st.hygiene.afterApply(ctx, doc, log)
+	}
+	st.forget(doc.Run.ID)
+	st.runs.unindex(ctx, doc.Run.ID, log)
+	st.release(ctx, lock, log)
+	st.notify(ctx, doc, log)
 }
 
 // step observes, advances, acts and records, under lock.
@@ -119,13 +217,14 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	}
 	opts := st.cfg.Run
 	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
+	opts.Seal = plan.Seal
 	prev := doc.Run
 	next, actions := run.Advance(prev, seen, st.clk.Now().UTC(), opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
 	doc.Run, doc.Pending = next, pending
 	doc.Steps++
 	if lockErr != nil {
-		return st.abandon(ctx, doc, etag, lockErr, log)
+		return st.lost(ctx, doc, etag, lockErr, log)
 	}
 	var finished []string
 	for _, name := range next.Names() {
@@ -139,7 +238,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	if len(finished) > 0 || ended {
 		if err := st.graphs.record(ctx, lock, doc, finished); err != nil {
 			if errors.Is(err, state.ErrLockLost) || errors.Is(err, state.ErrLeaseExpired) {
-				return st.abandon(ctx, doc, etag, err, log)
+				return st.lost(ctx, doc, etag, err, log)
 			}
 			return err
 		}
@@ -152,6 +251,10 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 		}
 	}
 	if ended {
+		if doc.Plan != "" {
+			// Whoever sees the apply run ended finds its plan marked applied.
+			st.plans.markApplied(ctx, doc, log)
+		}
 		st.runs.report(ctx, doc, log)
 	}
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {
@@ -160,17 +263,8 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	if !ended {
 		return nil
 	}
-	if doc.Plan != "" {
-		st.plans.markApplied(ctx, doc, log)
-	}
 	log.Info("deploy: run ended", "status", string(next.Status), "reason", next.Reason, "steps", doc.Steps)
-	if next.Mode == run.ModeDeploy {
-		st.hygiene.afterApply(ctx, doc, log)
-	}
-	st.forget(next.ID)
-	st.runs.unindex(ctx, next.ID, log)
-	st.release(ctx, lock, log)
-	st.notify(ctx, doc, log)
+	st.finish(ctx, doc, lock, log)
 	return nil
 }
 
@@ -192,13 +286,17 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 		case run.CreateChangeSet:
 			var err error
 			if loaded == nil {
-				loaded, err = Download(ctx, st.s3, doc.Bundle, doc.Run.Deployment)
+				loaded, err = Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment))
 			}
 			var in *changeset.Inputs
 			var plain map[string]string
 			var secret []string
+			var stack *config.Stack
 			if err == nil {
-				plain, secret, err = st.unseal(ctx, a.Parameters)
+				stack, err = bundleStack(doc, loaded, a)
+			}
+			if err == nil {
+				plain, secret, err = st.unseal(ctx, a.Parameters, stack)
 			}
 			if err == nil {
 				in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
@@ -213,7 +311,7 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 		case run.ExecuteChangeSet:
 			var err error
 			if loaded == nil {
-				loaded, err = Download(ctx, st.s3, doc.Bundle, doc.Run.Deployment)
+				loaded, err = Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment))
 			}
 			var in *changeset.Inputs
 			if err == nil {
@@ -264,15 +362,9 @@ func finishedNow(prev, next *run.Run, name string) bool {
 // A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
 // is retried.
 func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
-	if lb.Config == nil {
-		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
-	}
-	if lb.Bundle.SHA256 != doc.Bundle.SHA256 {
-		return nil, fmt.Errorf("bundle %s changed since the run started (sha256 %s, was %s): push again", doc.Bundle, lb.Bundle.SHA256, doc.Bundle.SHA256)
-	}
-	cs := lb.Config.Stack(a.Stack)
-	if cs == nil {
-		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	cs, err := bundleStack(doc, lb, a)
+	if err != nil {
+		return nil, err
 	}
 	if err := config.CheckResolved(cs, plain, secret...); err != nil {
 		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
@@ -285,7 +377,7 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	ref := doc.Bundle.Ref()
 	tags := plan.Tags(lb.Config, cs, own, ref)
 	maps.Copy(tags, state.StackTags(lb.Config.Namespace, lb.Config.PersistentGraphKey, ref, &state.Stack{
-		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: run.HashParameters(a.Parameters), Requires: rs.Requires,
+		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: rs.ParametersHash, Requires: rs.Requires,
 	}))
 	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags,
 		NotificationARNs: cs.Options.NotificationARNs, ServiceRole: cs.Target.ServiceRole}
@@ -306,6 +398,23 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 		}
 	}
 	return in, nil
+}
+
+// bundleStack is the stack of action a in the bundle the run deploys, as downloaded again.
+// A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
+// is retried.
+func bundleStack(doc *Document, lb *Loaded, a run.Action) (*config.Stack, error) {
+	if lb.Config == nil {
+		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
+	}
+	if lb.Bundle.SHA256 != doc.Bundle.SHA256 {
+		return nil, fmt.Errorf("bundle %s changed since the run started (sha256 %s, was %s): push again", doc.Bundle, lb.Bundle.SHA256, doc.Bundle.SHA256)
+	}
+	cs := lb.Config.Stack(a.Stack)
+	if cs == nil {
+		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	}
+	return cs, nil
 }
 
 // executeInputs gathers what ExecuteChangeSet needs from the loaded bundle: the stack

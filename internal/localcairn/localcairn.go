@@ -52,11 +52,11 @@ const (
 )
 
 // Defaults of Options, the same as infra/cdk.json's context, so a bundle that works locally
-// works in AWS.
+// works in AWS. Namespaces are the exception: local mode allows every namespace unless told
+// otherwise, so a local trial of any bundle works.
 const (
 	DefaultDriftSchedule = "rate(1 day)"
 	DefaultPortPools     = "default=20000-29999"
-	DefaultNamespaces    = "shop"
 )
 
 // LocalHeartbeatSeconds is the deployer's heartbeat in the emulator: its CloudFormation
@@ -71,7 +71,9 @@ type Options struct {
 	DriftSchedule string
 	// PortPools is the CAIRN_PORT_POOLS value (DefaultPortPools).
 	PortPools string
-	// Namespaces are the stack name prefixes cairn manages (DefaultNamespaces).
+	// Namespaces are the namespaces cairn may manage, as cairn:namespaces names them; empty
+	// allows every namespace (CAIRN_NAMESPACES is empty, and the stack event rules select
+	// every stack).
 	Namespaces []string
 	// StackTimeout bounds the wait for the cairn stack to settle (default 2 minutes).
 	StackTimeout time.Duration
@@ -90,9 +92,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PortPools == "" {
 		o.PortPools = DefaultPortPools
-	}
-	if len(o.Namespaces) == 0 {
-		o.Namespaces = strings.Split(DefaultNamespaces, ",")
 	}
 	if o.StackTimeout <= 0 {
 		o.StackTimeout = 2 * time.Minute

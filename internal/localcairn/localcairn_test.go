@@ -152,6 +152,22 @@ func TestProvisionSendsUploadsToTheDeployQueue(t *testing.T) {
 	}
 }
 
+// TestEveryNamespaceByDefault: without Namespaces, local mode allows every namespace: the
+// deployer gets an empty CAIRN_NAMESPACES, and the stack events of a stack of any namespace
+// reach the deploy queue (cairn's own stack's do not, see above).
+func TestEveryNamespaceByDefault(t *testing.T) {
+	v := start(t, "", localcairn.Options{})
+	if env := strings.Join(v.c.Env(), "\n"); !strings.Contains(env, "CAIRN_NAMESPACES=\n") {
+		t.Errorf("CAIRN_NAMESPACES is not empty:\n%s", env)
+	}
+	out, err := v.cfn.CreateStack(v.ctx, &cloudformation.CreateStackInput{StackName: aws.String("finance-ledger"), TemplateBody: aws.String(
+		"Resources:\n  Handle:\n    Type: AWS::CloudFormation::WaitConditionHandle\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.receive(t, v.c.Deploy.URL, func(b string) bool { return strings.Contains(b, aws.ToString(out.StackId)) })
+}
+
 func TestProvisionRoutesStackEvents(t *testing.T) {
 	v := start(t, "", localcairn.Options{})
 	out, err := v.cfn.CreateStack(v.ctx, &cloudformation.CreateStackInput{StackName: aws.String("shop-events"), TemplateBody: aws.String(
@@ -275,7 +291,7 @@ func TestProvisionResources(t *testing.T) {
 			"CAIRN_DEPLOY_QUEUE_URL":    v.c.Deploy.URL,
 			"CAIRN_DRIFT_QUEUE_URL":     v.c.Drift.URL,
 			"CAIRN_PORT_POOLS":          localcairn.DefaultPortPools,
-			"CAIRN_NAMESPACES":          "shop",
+			"CAIRN_NAMESPACES":          "", // every namespace
 			"CAIRN_RESPONSE_URL_HOSTS":  u.Host,
 			"CAIRN_HEARTBEAT_SECONDS":   "3",
 		}

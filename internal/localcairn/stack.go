@@ -86,6 +86,14 @@ func Template(o Options) (string, error) {
 				}
 				out = append(out, p)
 			}
+			if len(o.Namespaces) == 0 {
+				// Every namespace: every stack but cairn's own.
+				p, err := everyStackBut(prefixes[0], StackName)
+				if err != nil {
+					return "", fmt.Errorf("%s: rule %s: %w", goldenName, id, err)
+				}
+				out = append(out, p)
+			}
 			detail["stack-id"] = out
 			rules++
 		}
@@ -103,6 +111,21 @@ func Template(o Options) (string, error) {
 // withNamespace copies a stack-id prefix matcher, {"prefix": {"Fn::Join": ["", [...,
 // ":stack/NS-"]]}}, for another namespace.
 func withNamespace(matcher any, ns string) (any, error) {
+	return withStackPrefix(matcher, ns+"-")
+}
+
+// everyStackBut turns a stack-id prefix matcher into one of every stack but stackName:
+// {"anything-but": {"prefix": {"Fn::Join": ["", [..., ":stack/NAME/"]]}}}.
+func everyStackBut(matcher any, stackName string) (any, error) {
+	m, err := withStackPrefix(matcher, stackName+"/")
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"anything-but": m}, nil
+}
+
+// withStackPrefix copies a stack-id prefix matcher with what follows ":stack/" replaced.
+func withStackPrefix(matcher any, prefix string) (map[string]any, error) {
 	b, _ := json.Marshal(matcher)
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
@@ -119,7 +142,7 @@ func withNamespace(matcher any, ns string) (any, error) {
 	if i < 0 {
 		return nil, fmt.Errorf("the stack-id prefix ends in %q, not :stack/NAMESPACE-", last)
 	}
-	parts[len(parts)-1] = last[:i] + ":stack/" + ns + "-"
+	parts[len(parts)-1] = last[:i] + ":stack/" + prefix
 	return m, nil
 }
 

@@ -49,6 +49,9 @@ func TargetTemplate(o Options) (string, error) {
 					continue
 				}
 				res, err := perNamespace(m["Resource"], "-*/*", o.Namespaces)
+				if len(o.Namespaces) == 0 {
+					res, err = withStackName(m["Resource"], "*/*") // every namespace
+				}
 				if err != nil {
 					return "", fmt.Errorf("%s: %s: %w", targetGoldenName, id, err)
 				}
@@ -69,6 +72,14 @@ func TargetTemplate(o Options) (string, error) {
 					return "", fmt.Errorf("%s: rule %s: %w", targetGoldenName, id, err)
 				}
 				out = append(out, c)
+			}
+			if len(o.Namespaces) == 0 {
+				// Every namespace: every stack of the target.
+				c, err := withStackName(p["prefix"], "")
+				if err != nil {
+					return "", fmt.Errorf("%s: rule %s: %w", targetGoldenName, id, err)
+				}
+				out = append(out, map[string]any{"prefix": c})
 			}
 			detail["stack-id"] = out
 			rules++
@@ -259,12 +270,16 @@ func addTargets(doc map[string]any, o Options) error {
 		var prefixes []any
 		for _, p := range asList(detail["stack-id"]) {
 			prefixes = append(prefixes, p)
-			ns, err := namespaceOf(p)
-			if err != nil {
-				return fmt.Errorf("%s: rule %s: %w", goldenName, rule, err)
+			stacks := ""
+			if dig(p, "anything-but") == nil { // every namespace: every stack of the target
+				ns, err := namespaceOf(p)
+				if err != nil {
+					return fmt.Errorf("%s: rule %s: %w", goldenName, rule, err)
+				}
+				stacks = ns + "-"
 			}
 			for _, t := range ts {
-				prefixes = append(prefixes, map[string]any{"prefix": partitionJoin(":cloudformation:" + t.Region + ":" + t.Account + ":stack/" + ns + "-")})
+				prefixes = append(prefixes, map[string]any{"prefix": partitionJoin(":cloudformation:" + t.Region + ":" + t.Account + ":stack/" + stacks)})
 			}
 		}
 		detail["stack-id"] = prefixes

@@ -21,7 +21,7 @@ import (
 // queue; a stack outside the namespaces sends nothing.
 func TestProvisionTargets(t *testing.T) {
 	targets := []target.Target{{Account: "111111111111", Region: "eu-west-1"}, {Account: "000000000000", Region: "us-west-2"}}
-	v := start(t, "", localcairn.Options{Targets: targets})
+	v := start(t, "", localcairn.Options{Targets: targets, Namespaces: []string{"shop"}})
 	if len(v.c.Targets) != 2 {
 		t.Fatalf("targets provisioned: %+v", v.c.Targets)
 	}
@@ -71,4 +71,21 @@ func TestProvisionTargets(t *testing.T) {
 	if !strings.Contains(req, `\"ServiceToken\":\"arn:aws:sns:eu-west-1:111111111111:cairn-ports\"`) {
 		t.Errorf("port request %s: want one through the target's topic", req)
 	}
+}
+
+// TestTargetsOfEveryNamespace: without Namespaces, a target's stacks of any namespace send
+// their status events to cairn's deploy queue, as at home.
+func TestTargetsOfEveryNamespace(t *testing.T) {
+	targets := []target.Target{{Account: "111111111111", Region: "eu-west-1"}}
+	v := start(t, "", localcairn.Options{Targets: targets})
+	eu, err := v.e.AWSConfigAt(v.ctx, "111111111111", "eu-west-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cloudformation.NewFromConfig(eu).CreateStack(v.ctx, &cloudformation.CreateStackInput{StackName: aws.String("finance-ledger"), TemplateBody: aws.String(
+		"Resources:\n  Handle:\n    Type: AWS::CloudFormation::WaitConditionHandle\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.receive(t, v.c.Deploy.URL, func(b string) bool { return strings.Contains(b, aws.ToString(out.StackId)) })
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"maps"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
@@ -22,6 +23,21 @@ func ActionOf(s *run.Stack) Action {
 	default:
 		return Update
 	}
+}
+
+// Seal returns the resolved parameters of a stack as a run stores them: the value of each
+// NoEcho parameter sealed (config.SealNoEcho), the others as they are.
+func Seal(s *run.Stack, params map[string]string) map[string]string {
+	if len(s.NoEcho) == 0 {
+		return params
+	}
+	out := maps.Clone(params)
+	for _, k := range s.NoEcho {
+		if v, ok := out[k]; ok {
+			out[k] = config.SealNoEcho(s.Name, k, v)
+		}
+	}
+	return out
 }
 
 // Resolver resolves the parameters of r's stacks from the lookups recorded when the run

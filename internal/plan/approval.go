@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -48,6 +49,22 @@ func (p *Document) Lapsed(now time.Time, ttl time.Duration) (reasons []string, f
 		return append(reasons, fmt.Sprintf("plan %s expired: made %s ago, plans stay approvable for %s; re-plan", p.ID, age.Round(time.Minute), ttl)), true
 	}
 	return reasons, false
+}
+
+// Outside lists why the namespaces allowed now refuse p: its namespace, or the stacks
+// it would change, are outside them (the allow-list changed since the plan was made).
+// Each reason ends in "re-plan".
+func (p *Document) Outside(allowed config.Namespaces) []string {
+	var reasons []string
+	if r := allowed.Refusal(p.Namespace, ""); r != "" {
+		return []string{fmt.Sprintf("plan %s: %s; re-plan", p.ID, r)}
+	}
+	for _, s := range p.Stacks {
+		if r := allowed.Refusal("", s.StackName); r != "" {
+			reasons = append(reasons, fmt.Sprintf("plan %s: stack %s: %s; re-plan", p.ID, s.Name, r))
+		}
+	}
+	return reasons
 }
 
 // Versioned reports whether the plan was made of a versioned upload, whose newest version

@@ -131,10 +131,12 @@ type Stack struct {
 	Reason    string     `json:"reason,omitempty"`
 }
 
-// Resource is a resource a stack's template declares.
+// Resource is a resource a stack's template declares, or one of a live stack.
 type Resource struct {
 	LogicalID string `json:"logical_id"`
 	Type      string `json:"type"`
+	// Reason is why CloudFormation failed to delete it (Input.Undeletable).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Change is one resource change of a change set.

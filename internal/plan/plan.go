@@ -55,8 +55,15 @@ type Input struct {
 	// names of the stacks there importing it (ListImports), for the exports of stacks the
 	// plan would delete.
 	Importers map[string][]string
+	// Undeletable holds, for each live stack left ROLLBACK_FAILED or DELETE_FAILED (keyed
+	// as Live), the resources CloudFormation failed to delete: such a stack can only be
+	// deleted keeping them, and only through an approved plan that lists them.
+	Undeletable map[string][]Resource
 	// Bundle is the bundle being deployed; its git ref and sha256 become tags.
 	Bundle state.BundleRef
+	// Namespaces are the namespaces cairn may manage (empty: every one): a stack of the
+	// graph named outside them is never deleted.
+	Namespaces config.Namespaces
 	// AllowDeletions lets an approved plan exceed deletion_policy.max_deletions.
 	AllowDeletions bool
 	// Destroy plans the deletion of every stack of the graph (cairn destroy); Config then
@@ -119,6 +126,9 @@ type Result struct {
 	Run       *run.Run
 	Decisions []Decision
 	Refusals  []string
+	// TakesOverFrom is the deployment that owned the graph, when this run's config takes
+	// it over (take_over_graph_from): the run's first write makes its deployment the owner.
+	TakesOverFrom string
 	// Warnings do not stop the run: a SecureString given to a parameter that is not
 	// NoEcho, say.
 	Warnings []string
@@ -200,7 +210,7 @@ func Make(in Input) (*Result, error) {
 			return nil, fmt.Errorf("destroy is planned and approved, never deployed directly: run `cairn destroy %s`", in.Deployment)
 		}
 		// A config of no stacks (built afresh: Load's indexes would still name them).
-		cfg = &config.Config{File: cfg.File, Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, MaxConcurrency: cfg.MaxConcurrency}
+		cfg = &config.Config{File: cfg.File, Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, MaxConcurrency: cfg.MaxConcurrency, TakeOverGraphFrom: cfg.TakeOverGraphFrom}
 	}
 	res.Run.MaxConcurrency = cfg.MaxConcurrency
 	g, err := cfg.Graph()
@@ -212,6 +222,14 @@ func Make(in Input) (*Result, error) {
 		prev = &state.Graph{Stacks: map[string]*state.Stack{}}
 	}
 	ns, key := cfg.Namespace, cfg.PersistentGraphKey
+	if owner := prev.Deployment; owner != "" && owner != in.Deployment {
+		if cfg.TakeOverGraphFrom != owner {
+			res.Refusals = append(res.Refusals, fmt.Sprintf("the persistent graph %s/%s belongs to deployment %s: deployment %s may not write it; if %s is %s renamed, set `take_over_graph_from: %s` in %s and push again, else choose another persistent_graph_key",
+				ns, key, owner, in.Deployment, in.Deployment, owner, owner, cfg.File))
+			return res, nil
+		}
+		res.TakesOverFrom = owner
+	}
 	inConfig := map[string]bool{}
 	for _, s := range cfg.Stacks {
 		inConfig[s.Name] = true
@@ -265,7 +283,7 @@ func Make(in Input) (*Result, error) {
 		rs := &run.Stack{
 			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending, Target: s.Target, At: at,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
-			RawParameters: maps.Clone(s.Parameters), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
+			RawParameters: s.StoredParameters(), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute,
 		}
@@ -315,8 +333,22 @@ func Make(in Input) (*Result, error) {
 		case st == "CREATE_FAILED":
 			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is CREATE_FAILED (disable_rollback kept its resources): roll it back with `cairn recover %s %s --rollback`, then push again", s.StackName, in.Deployment, s.Name))
 			continue
-		case st == "UPDATE_ROLLBACK_FAILED" || st == "ROLLBACK_FAILED" || st == "DELETE_FAILED":
+		case st == "UPDATE_ROLLBACK_FAILED":
 			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is %s: recover it with `cairn recover %s %s`, then push again", s.StackName, st, in.Deployment, s.Name))
+			continue
+		case st == "ROLLBACK_FAILED" || st == "DELETE_FAILED":
+			if !tagged {
+				res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is %s but its cairn tags do not name namespace %s, graph %s, stack %s: delete it by hand or tag it", s.StackName, st, ns, key, s.Name))
+				continue
+			}
+			keep := in.Undeletable[target.Key(at, s.StackName)]
+			if res.Run.Mode != run.ModePlan {
+				res.Refusals = append(res.Refusals, onlyDeletable(s.StackName, st, keep, in.Deployment, "creates it again"))
+				continue
+			}
+			rs.Intent = run.IntentRecreate
+			rs.Retain, rs.Retaining = logicalIDs(keep), st == "DELETE_FAILED"
+			decide(Recreate, fmt.Sprintf("%s: CloudFormation can only delete it: deleted%s, then created again", st, keeping(keep)))
 			continue
 		}
 		if p == nil {
@@ -334,6 +366,12 @@ func Make(in Input) (*Result, error) {
 		}
 		rs.PrevTemplateHash, rs.PrevParametersHash = p.TemplateHash, p.ParametersHash
 		var why []string
+		if d := disagreement(p, live); d != "" {
+			// The graph's hashes say what cairn last applied; the stack's own tags say what
+			// its last executed change set carried. Only where both agree may the graph's
+			// hashes spare the stack a change set.
+			why = append(why, d)
+		}
 		switch {
 		case tagsErr != nil:
 			why = append(why, "its tags read values known only when it deploys")
@@ -364,6 +402,68 @@ func Make(in Input) (*Result, error) {
 	}
 	sort.SliceStable(res.Decisions, func(i, j int) bool { return res.Decisions[i].Stack < res.Decisions[j].Stack })
 	return res, nil
+}
+
+// disagreement says how the input hash tags of a live stack differ from what the graph
+// records of it, or "" when they agree. They differ when the stack was changed by anyone
+// but a run that recorded it: a run stopped by `cairn unlock --force` or a lease takeover
+// while CloudFormation went on executing its change set, or an update outside cairn.
+func disagreement(p *state.Stack, live Live) string {
+	var diffs []string
+	for _, c := range []struct{ tag, graph string }{
+		{state.TagTemplateHash, p.TemplateHash}, {state.TagParametersHash, p.ParametersHash},
+	} {
+		if have := live.Tags[c.tag]; have != c.graph {
+			diffs = append(diffs, fmt.Sprintf("tag %s is %s where the graph says %s", c.tag, shortHash(have), shortHash(c.graph)))
+		}
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	return "the live stack's " + strings.Join(diffs, ", and ") + " (it changed outside the runs that recorded the graph, e.g. by a run that was stopped): re-planned"
+}
+
+func shortHash(h string) string {
+	switch {
+	case h == "":
+		return "(none)"
+	case len(h) > 12:
+		return h[:12]
+	}
+	return h
+}
+
+// onlyDeletable refuses a direct change of a stack CloudFormation can only delete
+// (ROLLBACK_FAILED, DELETE_FAILED) and says the way out: an approved plan, which lists the
+// resources the deletion keeps and then does what (creates it again, or deletes it).
+func onlyDeletable(stackName, status string, keep []Resource, deployment, then string) string {
+	return fmt.Sprintf("stack %s is %s: CloudFormation can only delete it%s: plan it (`cairn plan PATH --deployment %s`) and approve that plan (`cairn approve %s PLAN_ID`), which lists what the deletion keeps, deletes the stack and %s",
+		stackName, status, keeping(keep), deployment, deployment, then)
+}
+
+// keeping says which resources a deletion keeps: " keeping Bucket (AWS::S3::Bucket: The
+// bucket you tried to delete is not empty), which CloudFormation failed to delete".
+func keeping(keep []Resource) string {
+	if len(keep) == 0 {
+		return ""
+	}
+	var rs []string
+	for _, r := range keep {
+		what := r.Type
+		if r.Reason != "" {
+			what += ": " + r.Reason
+		}
+		rs = append(rs, fmt.Sprintf("%s (%s)", r.LogicalID, what))
+	}
+	return " keeping " + strings.Join(rs, ", ") + ", which CloudFormation failed to delete"
+}
+
+func logicalIDs(rs []Resource) []string {
+	var ids []string
+	for _, r := range rs {
+		ids = append(ids, r.LogicalID)
+	}
+	return ids
 }
 
 func hasCairnTags(l Live) bool {
@@ -418,11 +518,22 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			decide(Refuse, reason)
 		}
 		switch {
+		case !in.Namespaces.AllowsStack(ps.StackName):
+			refuse(in.Namespaces.Refusal("", ps.StackName))
 		case !live.OwnedBy(prev.Namespace, prev.Key, name):
 			refuse(fmt.Sprintf("its tags do not say cairn created it for graph %s/%s (%s=%q, %s=%q, %s=%q)", prev.Namespace, prev.Key,
 				state.TagNamespace, live.Tags[state.TagNamespace], state.TagGraphKey, live.Tags[state.TagGraphKey], state.TagName, live.Tags[state.TagName]))
 		case live.TerminationProtection:
 			refuse("termination protection is on: turn it off (`aws cloudformation update-termination-protection --no-enable-termination-protection --stack-name " + ps.StackName + "`) and push again")
+		case live.Status == "ROLLBACK_FAILED" || live.Status == "DELETE_FAILED":
+			keep := in.Undeletable[target.Key(at, ps.StackName)]
+			if res.Run.Mode != run.ModePlan {
+				refuse(onlyDeletable(ps.StackName, live.Status, keep, in.Deployment, "deletes it"))
+				continue
+			}
+			deleting[name] = true
+			rs.Retain, rs.Retaining = logicalIDs(keep), live.Status == "DELETE_FAILED"
+			decide(Delete, fmt.Sprintf("removed from the config; %s: deleted%s", live.Status, keeping(keep)))
 		default:
 			deleting[name] = true
 			decide(Delete, "removed from the config")

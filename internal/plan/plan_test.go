@@ -45,10 +45,22 @@ func liveOf(cfg *config.Config, names ...string) map[string]Live {
 	live := map[string]Live{}
 	for _, n := range names {
 		s := cfg.Stack(n)
+		tags := Tags(cfg, s, s.Tags, state.BundleRef{})
+		maps.Copy(tags, state.StackTags(cfg.Namespace, cfg.PersistentGraphKey, state.BundleRef{}, &state.Stack{Name: n, TemplateHash: TemplateHash(s)}))
 		live[s.StackName] = Live{StackName: s.StackName, StackID: "id-" + n, Status: "CREATE_COMPLETE",
-			Tags: Tags(cfg, s, s.Tags, state.BundleRef{}), Outputs: map[string]string{"Out": "arn:" + n}}
+			Tags: tags, Outputs: map[string]string{"Out": "arn:" + n}}
 	}
 	return live
+}
+
+// oldTemplate makes stack name of g and live as a run applied it before its template
+// changed: the graph and the stack's tag both hold the old template's hash.
+func oldTemplate(g *state.Graph, live map[string]Live, name string) {
+	g.Stacks[name].TemplateHash = "old"
+	l := live[g.Stacks[name].StackName]
+	l.Tags = maps.Clone(l.Tags)
+	l.Tags[state.TagTemplateHash] = "old"
+	live[l.StackName] = l
 }
 
 // applied is the graph a successful run over cfg leaves behind.
@@ -114,9 +126,9 @@ func TestUnchangedRunOnlyChecks(t *testing.T) {
 func TestUpdatesAndAdoption(t *testing.T) {
 	cfg := load(t, "", "net", "db<-net", "cache")
 	g := applied(t, cfg)
-	g.Stacks["net"].TemplateHash = "old"
-	delete(g.Stacks, "cache")
 	live := liveOf(cfg, "net", "db", "cache")
+	oldTemplate(g, live, "net")
+	delete(g.Stacks, "cache")
 	l := live["shop-db"]
 	l.Tags = maps.Clone(l.Tags)
 	l.Tags["team"] = "someone-else"
@@ -294,9 +306,9 @@ func TestProtectedStacksChangeOnlyThroughAPlan(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := load(t, "", "net", "db<-net", "app<-db")
 			protect(cfg, "db")
-			g := applied(t, cfg)
-			g.Stacks[tt.changed].TemplateHash = "old"
-			res := mustMake(t, Input{Config: cfg, Graph: g, Live: liveOf(cfg, "net", "db", "app"), Mode: tt.mode})
+			g, live := applied(t, cfg), liveOf(cfg, "net", "db", "app")
+			oldTemplate(g, live, tt.changed)
+			res := mustMake(t, Input{Config: cfg, Graph: g, Live: live, Mode: tt.mode})
 			got := strings.Join(res.Refusals, "\n")
 			if tt.wantRefusal == "" && got != "" || tt.wantRefusal != "" && !strings.Contains(got, tt.wantRefusal) {
 				t.Fatalf("refusals %q, want %q", got, tt.wantRefusal)
@@ -314,5 +326,116 @@ func TestPlanRunsMayExceedMaxDeletions(t *testing.T) {
 		if refused != (mode == run.ModeDeploy) {
 			t.Errorf("mode %s: refusals %v", mode, res.Refusals)
 		}
+	}
+}
+
+// TestGraphHashesTrustedOnlyWhereTheLiveTagsAgree: a stack whose input hash tags differ from
+// what the graph records was changed by someone the graph does not know of (a fenced run,
+// an update outside cairn), so its unchanged inputs must not spare it a change set.
+func TestGraphHashesTrustedOnlyWhereTheLiveTagsAgree(t *testing.T) {
+	tests := []struct {
+		name       string
+		tags       map[string]string // set on the live stack; "" removes the tag
+		wantAction Action
+		wantReason string
+	}{
+		{name: "tags agree", wantAction: Check},
+		{name: "parameters changed by a fenced run", tags: map[string]string{state.TagParametersHash: "aaaaaaaaaaaaaaaaaaaa"}, wantAction: Update,
+			wantReason: "the live stack's tag cairn:parameters-sha256 is aaaaaaaaaaaa where the graph says p1: re-planned"},
+		{name: "template changed outside cairn", tags: map[string]string{state.TagTemplateHash: "bbbb"}, wantAction: Update,
+			wantReason: "tag cairn:template-sha256 is bbbb where the graph says "},
+		{name: "hash tags missing", tags: map[string]string{state.TagTemplateHash: "", state.TagParametersHash: ""}, wantAction: Update,
+			wantReason: "tag cairn:template-sha256 is (none) where the graph says "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := load(t, "", "net")
+			g := applied(t, cfg)
+			g.Stacks["net"].ParametersHash = "p1"
+			live := liveOf(cfg, "net")
+			l := live["shop-net"]
+			l.Tags[state.TagParametersHash] = "p1"
+			for k, v := range tt.tags {
+				if v == "" {
+					delete(l.Tags, k)
+				} else {
+					l.Tags[k] = v
+				}
+			}
+			res := mustMake(t, Input{Config: cfg, Graph: g, Live: live})
+			d := res.Decisions[0]
+			if d.Action != tt.wantAction || !strings.Contains(d.Reason, strings.TrimSuffix(tt.wantReason, ": re-planned")) {
+				t.Fatalf("decision %s: %q, want %s: %q", d.Action, d.Reason, tt.wantAction, tt.wantReason)
+			}
+			if force := res.Run.Stacks["net"].Force; force != (tt.wantAction == Update) {
+				t.Errorf("force %v", force)
+			}
+		})
+	}
+}
+
+// TestGraphOwner: a graph another deployment owns is refused before anything is decided,
+// naming the owner and the way to take it over; take_over_graph_from naming the owner lets
+// the run take it over; a graph with no owner recorded is anyone's first.
+func TestGraphOwner(t *testing.T) {
+	tests := []struct {
+		name, owner, extra string
+		wantRefusal        string
+		wantTakeOver       string
+	}{
+		{name: "own graph", owner: "shop"},
+		{name: "no owner recorded", owner: ""},
+		{name: "another deployment's", owner: "guard", wantRefusal: "the persistent graph shop/shop belongs to deployment guard: deployment shop may not write it; if shop is guard renamed, set `take_over_graph_from: guard` in cairn.yaml and push again, else choose another persistent_graph_key"},
+		{name: "taken over", owner: "guard", extra: "take_over_graph_from: guard\n", wantTakeOver: "guard"},
+		{name: "take over names another", owner: "guard", extra: "take_over_graph_from: someone\n", wantRefusal: "belongs to deployment guard"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := load(t, "", "net", "gone")
+			cfg := load(t, tt.extra, "net")
+			g := applied(t, old)
+			g.Deployment = tt.owner
+			res := mustMake(t, Input{Config: cfg, Graph: g, Live: liveOf(old, "net", "gone")})
+			got := strings.Join(res.Refusals, "\n")
+			if tt.wantRefusal == "" && got != "" || tt.wantRefusal != "" && !strings.Contains(got, tt.wantRefusal) {
+				t.Fatalf("refusals %q, want %q", got, tt.wantRefusal)
+			}
+			if tt.wantRefusal != "" && (len(res.Decisions) > 0 || len(res.Run.Stacks) > 0) {
+				t.Errorf("a refused graph got decisions %v", res.Decisions)
+			}
+			if tt.wantRefusal == "" && actions(res)["gone"] != Delete {
+				t.Errorf("actions %v", actions(res))
+			}
+			if res.TakesOverFrom != tt.wantTakeOver {
+				t.Errorf("takes over from %q, want %q", res.TakesOverFrom, tt.wantTakeOver)
+			}
+		})
+	}
+}
+
+// TestNamespacesOutsideTheAllowList: a stack of the graph named outside the allowed
+// namespaces is never deleted, and a plan whose stacks are outside them cannot be applied.
+func TestNamespacesOutsideTheAllowList(t *testing.T) {
+	old := load(t, "", "net", "gone")
+	cfg := load(t, "", "net")
+	g := applied(t, old)
+	g.Stacks["gone"].StackName = "finance-gone"
+	live := liveOf(old, "net", "gone")
+	l := live["shop-gone"]
+	l.StackName = "finance-gone"
+	live = map[string]Live{"shop-net": live["shop-net"], "finance-gone": l}
+	res := mustMake(t, Input{Config: cfg, Graph: g, Live: live, Namespaces: config.Namespaces{"shop"}})
+	if s := res.Run.Stacks["gone"]; actions(res)["gone"] != Refuse || s.Reason != `deletion refused: stack name "finance-gone" is outside the namespaces this cairn may manage: it must be named shop-*` {
+		t.Errorf("gone: %s %q", actions(res)["gone"], s.Reason)
+	}
+	p := &Document{ID: "p1", Namespace: "shop", Stacks: []Stack{{Name: "net", StackName: "shop-net"}, {Name: "x", StackName: "web-x"}}}
+	if got := p.Outside(config.Namespaces{"shop", "web"}); got != nil {
+		t.Errorf("allowed plan refused: %v", got)
+	}
+	if got := strings.Join(p.Outside(config.Namespaces{"shop"}), "\n"); got != `plan p1: stack x: stack name "web-x" is outside the namespaces this cairn may manage: it must be named shop-*; re-plan` {
+		t.Errorf("outside: %q", got)
+	}
+	if got := strings.Join(p.Outside(config.Namespaces{"web"}), "\n"); !strings.HasPrefix(got, `plan p1: namespace "shop" is not one this cairn may manage (allowed: web)`) {
+		t.Errorf("outside: %q", got)
 	}
 }

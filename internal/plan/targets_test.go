@@ -29,10 +29,12 @@ stacks:
 	west := target.Target{Region: "us-west-2"}
 	far := target.Target{Account: "111111111111", Region: "eu-west-1"}
 	s := cfg.Stack("west")
+	homeTags := Tags(cfg, cfg.Stack("home"), nil, state.BundleRef{})
+	homeTags[state.TagTemplateHash] = TemplateHash(cfg.Stack("home")) // as the graph records it
 	live := map[string]Live{
 		// Only the home shop-net exists: west's is to be created in us-west-2.
 		"shop-net": {StackName: "shop-net", StackID: "arn:aws:cloudformation:us-east-1:000000000000:stack/shop-net/1", Status: "CREATE_COMPLETE",
-			Tags: Tags(cfg, cfg.Stack("home"), nil, state.BundleRef{})},
+			Tags: homeTags},
 	}
 	g := &state.Graph{Namespace: "shop", Key: "shop", Stacks: map[string]*state.Stack{
 		"home": {Name: "home", StackName: "shop-net", TemplateHash: TemplateHash(cfg.Stack("home"))},

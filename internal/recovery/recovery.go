@@ -42,16 +42,25 @@ const (
 	RollbackStack          Action = "RollbackStack"
 )
 
-// Choose decides how to recover a stack in status: RollbackStack when asked for, else
-// ContinueUpdateRollback, which only an UPDATE_ROLLBACK_FAILED stack accepts.
+// Choose decides how to recover a stack in status, and says what works instead when
+// nothing here does: ContinueUpdateRollback for UPDATE_ROLLBACK_FAILED; with rollback,
+// RollbackStack, which takes CREATE_FAILED and UPDATE_FAILED (a failure kept by
+// disable_rollback). CloudFormation can only delete a stack left ROLLBACK_FAILED or
+// DELETE_FAILED: that is done by an approved plan, which keeps what fails to delete.
 func Choose(status string, rollback bool) (Action, error) {
 	switch {
-	case rollback:
+	case status == string(cfntypes.StackStatusRollbackFailed) || status == string(cfntypes.StackStatusDeleteFailed):
+		return "", fmt.Errorf("stack is %s: CloudFormation can only delete it, which neither ContinueUpdateRollback nor RollbackStack does: plan it (`cairn plan PATH --deployment NAME`) and approve that plan: it deletes the stack keeping the resources that fail to delete (listed in the plan), and creates it again if the config keeps it", status)
+	case rollback && (status == string(cfntypes.StackStatusCreateFailed) || status == string(cfntypes.StackStatusUpdateFailed)):
 		return RollbackStack, nil
+	case rollback:
+		return "", fmt.Errorf("stack is %s; --rollback (RollbackStack) takes a stack that is CREATE_FAILED or UPDATE_FAILED", status)
 	case status == string(cfntypes.StackStatusUpdateRollbackFailed):
 		return ContinueUpdateRollback, nil
+	case status == string(cfntypes.StackStatusCreateFailed) || status == string(cfntypes.StackStatusUpdateFailed):
+		return "", fmt.Errorf("stack is %s; roll it back with --rollback (RollbackStack)", status)
 	}
-	return "", fmt.Errorf("stack is %s; ContinueUpdateRollback needs UPDATE_ROLLBACK_FAILED (use --rollback for a failed create or update)", status)
+	return "", fmt.Errorf("stack is %s; ContinueUpdateRollback needs UPDATE_ROLLBACK_FAILED, and --rollback needs CREATE_FAILED or UPDATE_FAILED: there is nothing to recover", status)
 }
 
 // Settled reports whether status is stable, and whether it is a failure.

@@ -18,7 +18,13 @@ func TestChoose(t *testing.T) {
 		{"UPDATE_ROLLBACK_FAILED", false, recovery.ContinueUpdateRollback, ""},
 		{"UPDATE_FAILED", true, recovery.RollbackStack, ""},
 		{"CREATE_FAILED", true, recovery.RollbackStack, ""},
-		{"UPDATE_COMPLETE", false, "", "stack is UPDATE_COMPLETE; ContinueUpdateRollback needs UPDATE_ROLLBACK_FAILED (use --rollback for a failed create or update)"},
+		{"UPDATE_COMPLETE", false, "", "stack is UPDATE_COMPLETE; ContinueUpdateRollback needs UPDATE_ROLLBACK_FAILED, and --rollback needs CREATE_FAILED or UPDATE_FAILED: there is nothing to recover"},
+		{"CREATE_FAILED", false, "", "stack is CREATE_FAILED; roll it back with --rollback (RollbackStack)"},
+		{"UPDATE_ROLLBACK_COMPLETE", true, "", "stack is UPDATE_ROLLBACK_COMPLETE; --rollback (RollbackStack) takes a stack that is CREATE_FAILED or UPDATE_FAILED"},
+		// CloudFormation can only delete these: neither call would work, so neither is made.
+		{"ROLLBACK_FAILED", false, "", "stack is ROLLBACK_FAILED: CloudFormation can only delete it, which neither ContinueUpdateRollback nor RollbackStack does: plan it (`cairn plan PATH --deployment NAME`) and approve that plan: it deletes the stack keeping the resources that fail to delete (listed in the plan), and creates it again if the config keeps it"},
+		{"ROLLBACK_FAILED", true, "", "stack is ROLLBACK_FAILED: CloudFormation can only delete it, which neither ContinueUpdateRollback nor RollbackStack does: plan it (`cairn plan PATH --deployment NAME`) and approve that plan: it deletes the stack keeping the resources that fail to delete (listed in the plan), and creates it again if the config keeps it"},
+		{"DELETE_FAILED", false, "", "stack is DELETE_FAILED: CloudFormation can only delete it, which neither ContinueUpdateRollback nor RollbackStack does: plan it (`cairn plan PATH --deployment NAME`) and approve that plan: it deletes the stack keeping the resources that fail to delete (listed in the plan), and creates it again if the config keeps it"},
 	}
 	for _, tt := range tests {
 		got, err := recovery.Choose(tt.status, tt.rollback)

@@ -40,6 +40,8 @@ type Action struct {
 	Parameters    map[string]string `json:"parameters,omitempty"`
 	Token         string            `json:"token,omitempty"`
 	Protect       bool              `json:"protect,omitempty"`
+	// Retain are the resources a DeleteStack keeps (RetainResources).
+	Retain []string `json:"retain,omitempty"`
 	// Target is where the stack lives and how it is reached: the driver picks the client
 	// for it.
 	Target target.Spec `json:"target,omitzero"`
@@ -91,6 +93,10 @@ type Resolver func(stack string, raw map[string]string, outputs func(stack, outp
 // Options are the knobs of Advance.
 type Options struct {
 	Resolve Resolver
+	// Seal returns a stack's resolved parameters as the run stores them, its secrets
+	// (NoEcho values) by hash only (default: as they are). The hash of what it returns
+	// is the stack's input hash; the call is made with the parameters resolved.
+	Seal func(s *Stack, params map[string]string) map[string]string
 	// MaxAttempts bounds retries of one action after API errors (default 3).
 	MaxAttempts int
 	// PhaseTimeout fails a stack that stays in one in-flight phase longer (default 3h): a
@@ -104,6 +110,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PhaseTimeout <= 0 {
 		o.PhaseTimeout = 3 * time.Hour
+	}
+	if o.Seal == nil {
+		o.Seal = func(_ *Stack, params map[string]string) map[string]string { return params }
 	}
 	if o.Resolve == nil {
 		o.Resolve = func(_ string, raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
@@ -222,13 +231,39 @@ func Supersede(r *Run, reason string, now time.Time) *Run {
 	return next
 }
 
-// Abandon ends a run that lost its lock: it changes nothing more, and its stacks stay as
-// they were last seen.
-func Abandon(r *Run, cause string, now time.Time) *Run {
+// Abandon ends a run that lost its lock: it changes nothing more. Each stack it had not
+// finished is blocked with what CloudFormation may still be doing to it, and the actions
+// returned delete the change sets the run made and may not have executed (deleting one
+// that did execute fails harmlessly): nothing else may be done without the lock.
+func Abandon(r *Run, cause string, now time.Time) (*Run, []Action) {
 	next := r.Clone()
-	next.Status, next.FinishedAt, next.UpdatedAt = RunFailed, now, now
-	next.Reason = "stopped: " + cause
-	return next
+	next.Status, next.FinishedAt, next.UpdatedAt = Abandoned, now, now
+	next.Reason = "abandoned: " + cause
+	var actions []Action
+	for _, name := range next.Names() {
+		s := next.Stacks[name]
+		if s.Phase.Terminal() {
+			continue
+		}
+		var doing string
+		switch s.Phase {
+		case Pending:
+			doing = "not started"
+		case CreatingChangeSet, Ready:
+			doing = "its change set " + s.ChangeSetName + " was never executed and is deleted"
+		case Executing:
+			doing = "CloudFormation may still be executing its change set " + s.ChangeSetName + "; the next run re-plans the stack from its live tags"
+		default:
+			doing = "CloudFormation may still be working on it (" + string(s.Phase) + "); the next run re-plans the stack from its live tags"
+		}
+		if s.ChangeSetName != "" || s.ChangeSetID != "" {
+			actions = append(actions, Action{Kind: DeleteChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
+				ChangeSetName: s.ChangeSetName, ChangeSetID: s.ChangeSetID, Target: s.Target})
+		}
+		s.Reason = "the run lost its lock: " + doing
+		setPhase(s, Blocked, now)
+	}
+	return next, actions
 }
 
 func setPhase(s *Stack, p Phase, now time.Time) {
@@ -331,7 +366,17 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 			return nil
 		}
 		if o.StackStatus == "DELETE_FAILED" {
-			fail(s, now, "delete failed: "+firstReason(o))
+			switch {
+			case len(s.Retain) > 0 && !s.Retaining:
+				// A ROLLBACK_FAILED stack is DELETE_FAILED now: deleted again, keeping
+				// the resources the plan listed.
+				s.Retaining = true
+				return []Action{deleteStack(s)}
+			case s.Retaining:
+				fail(s, now, fmt.Sprintf("delete failed although it kept %s: %s: another resource fails to delete: re-plan, so the plan lists it", strings.Join(s.Retain, ", "), firstReason(o)))
+			default:
+				fail(s, now, "delete failed: "+firstReason(o))
+			}
 		}
 	}
 	return nil
@@ -363,6 +408,15 @@ func observeStack(s *Stack, o Observation, now time.Time, _ string) []Action {
 
 func firstReason(o Observation) string {
 	return cmp.Or(o.Reason, "no reason given")
+}
+
+// deleteStack deletes s, keeping the resources it retains once it is DELETE_FAILED.
+func deleteStack(s *Stack) Action {
+	a := Action{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}
+	if s.Retaining {
+		a.Retain = append([]string(nil), s.Retain...)
+	}
+	return a
 }
 
 func execute(s *Stack) Action {
@@ -476,7 +530,7 @@ func start(r *Run, now time.Time, opts Options) []Action {
 			s.StartedAt = now
 		}
 		setPhase(s, Deleting, now)
-		actions = append(actions, Action{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID})
+		actions = append(actions, deleteStack(s))
 		inFlight++
 	}
 	return actions
@@ -509,7 +563,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	if s.Intent == IntentRecreate {
 		setPhase(s, DeletingOld, now)
 		*inFlight++
-		return []Action{{Kind: DeleteStack, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}}
+		return []Action{deleteStack(s)}
 	}
 	params, err := opts.Resolve(s.Name, s.RawParameters, func(stack, output string) (string, bool) {
 		if d := r.Stacks[stack]; d != nil {
@@ -523,14 +577,16 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		fail(s, now, "parameters: "+err.Error())
 		return nil
 	}
+	// The run keeps the parameters as stored (secrets by hash only); the call gets params.
+	stored := opts.Seal(s, params)
 	if r.Mode == ModeDeploy && s.PlannedParametersHash != "" {
-		if h := HashParameters(params); h != s.PlannedParametersHash {
+		if h := HashParameters(stored); h != s.PlannedParametersHash {
 			what := "change set " + s.ChangeSetName
 			if s.ChangeSetName == "" {
 				what = "the plan (no changes)"
 			}
 			fail(s, now, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
-				s.StackName, what, DescribeParameters(s.Parameters, params)))
+				s.StackName, what, DescribeParameters(s.Parameters, stored)))
 			return nil
 		}
 	}
@@ -553,8 +609,8 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 			}
 		}
 	}
-	s.Parameters = params
-	s.ParametersHash = HashParameters(params)
+	s.Parameters = stored
+	s.ParametersHash = HashParameters(stored)
 	if s.Exists && !s.Force && s.TemplateHash == s.PrevTemplateHash && s.ParametersHash == s.PrevParametersHash {
 		s.Reason = "inputs unchanged"
 		setPhase(s, Unchanged, now)

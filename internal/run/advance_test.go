@@ -695,8 +695,8 @@ func TestFailSupersedeAbandon(t *testing.T) {
 			map[string]Phase{"vpc": Done, "app": Blocked, "db": Failed, "web": Blocked}, "not started: the run was refused", "its own reason", at},
 		{"supersede", func(r *Run) *Run { return Supersede(r, "version v1 is no longer the newest", at) }, Superseded, "version v1 is no longer the newest", false,
 			map[string]Phase{"vpc": Done, "app": Pending, "db": Failed, "web": Pending}, "", "its own reason", at},
-		{"abandon", func(r *Run) *Run { return Abandon(r, "lock lost", at) }, RunFailed, "stopped: lock lost", true,
-			map[string]Phase{"vpc": Done, "app": Pending, "db": Failed, "web": Pending}, "", "its own reason", at},
+		{"abandon", func(r *Run) *Run { next, _ := Abandon(r, "lock lost", at); return next }, Abandoned, "abandoned: lock lost", true,
+			map[string]Phase{"vpc": Done, "app": Blocked, "db": Failed, "web": Blocked}, "the run lost its lock: not started", "the run lost its lock: not started", at},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := start()
@@ -762,5 +762,47 @@ func TestCreateTimeoutFailsACreateOnly(t *testing.T) {
 		if b.Phase != Blocked {
 			t.Errorf("its dependent: %s, want blocked", b.Phase)
 		}
+	}
+}
+
+// TestAbandonDeletesUnexecutedChangeSets: an abandoned run deletes every change set it may
+// not have executed (being made, ready, reviewed and waiting, or just given to
+// ExecuteChangeSet), blocks every unfinished stack with what CloudFormation may still do,
+// and leaves finished stacks as they are.
+func TestAbandonDeletesUnexecutedChangeSets(t *testing.T) {
+	r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, Stacks: map[string]*Stack{
+		"done":     {Name: "done", StackName: "s-done", Phase: Done, ChangeSetName: "cairn-r-1"},
+		"making":   {Name: "making", StackName: "s-making", Phase: CreatingChangeSet, ChangeSetName: "cairn-r-2"},
+		"reviewed": {Name: "reviewed", StackName: "s-reviewed", Phase: Pending, ChangeSetName: "cairn-p-3", ChangeSetID: "arn:cs/3"},
+		"running":  {Name: "running", StackName: "s-running", Phase: Executing, ChangeSetName: "cairn-r-4", ChangeSetID: "arn:cs/4"},
+		"deleting": {Name: "deleting", StackName: "s-deleting", Phase: Deleting, Intent: IntentDelete},
+		"waiting":  {Name: "waiting", StackName: "s-waiting", Phase: Pending},
+	}}
+	next, actions := Abandon(r, "the lock was removed", t0)
+	var deleted []string
+	for _, a := range actions {
+		if a.Kind != DeleteChangeSet {
+			t.Errorf("an abandoned run may only delete change sets, not %s", a.Kind)
+		}
+		deleted = append(deleted, a.Stack+"="+a.ChangeSetName)
+	}
+	if want := []string{"making=cairn-r-2", "reviewed=cairn-p-3", "running=cairn-r-4"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted %v, want %v", deleted, want)
+	}
+	if next.Status != Abandoned || next.Reason != "abandoned: the lock was removed" {
+		t.Errorf("run %s %q", next.Status, next.Reason)
+	}
+	for name, want := range map[string]string{
+		"making":   "the run lost its lock: its change set cairn-r-2 was never executed and is deleted",
+		"running":  "the run lost its lock: CloudFormation may still be executing its change set cairn-r-4; the next run re-plans the stack from its live tags",
+		"deleting": "the run lost its lock: CloudFormation may still be working on it (deleting); the next run re-plans the stack from its live tags",
+		"waiting":  "the run lost its lock: not started",
+	} {
+		if s := next.Stacks[name]; s.Phase != Blocked || s.Reason != want {
+			t.Errorf("%s: %s %q, want blocked %q", name, s.Phase, s.Reason, want)
+		}
+	}
+	if s := next.Stacks["done"]; s.Phase != Done || s.Reason != "" {
+		t.Errorf("done: %s %q", s.Phase, s.Reason)
 	}
 }

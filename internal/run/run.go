@@ -84,6 +84,11 @@ const (
 	// Superseded is a run whose upload was no longer the newest version of its key when
 	// it arrived: nothing was deployed, and the newer upload's own run deploys it.
 	Superseded Status = "superseded"
+	// Abandoned is a run that lost its lock (removed by `cairn unlock --force`, or taken
+	// over once its lease ended) and stopped: it changes nothing more, the change sets it
+	// made and did not execute are deleted, and whatever CloudFormation still does to its
+	// stacks is re-planned by the next run from their live tags.
+	Abandoned Status = "abandoned"
 )
 
 // Stack is one stack's part in a run.
@@ -95,13 +100,17 @@ type Stack struct {
 	// Exists says whether a stack is live, so the change set is an UPDATE rather than a CREATE.
 	Exists bool `json:"exists"`
 	// Inputs and the previous applied inputs; equal hashes mean nothing to do.
-	TemplateHash       string            `json:"template_hash,omitempty"`
-	PrevTemplateHash   string            `json:"prev_template_hash,omitempty"`
-	PrevParametersHash string            `json:"prev_parameters_hash,omitempty"`
-	Force              bool              `json:"force,omitempty"` // tags, termination protection or status require an update
-	RawParameters      map[string]string `json:"raw_parameters,omitempty"`
-	Parameters         map[string]string `json:"parameters,omitempty"` // resolved when the stack starts
-	ParametersHash     string            `json:"parameters_hash,omitempty"`
+	TemplateHash       string `json:"template_hash,omitempty"`
+	PrevTemplateHash   string `json:"prev_template_hash,omitempty"`
+	PrevParametersHash string `json:"prev_parameters_hash,omitempty"`
+	Force              bool   `json:"force,omitempty"` // tags, termination protection or status require an update
+	// RawParameters are the parameters as written, lookups unresolved, and Parameters
+	// those the stack started with, resolved; both as stored (Options.Seal): the values of
+	// the NoEcho parameters (named in NoEcho) are sealed references, never the values.
+	RawParameters  map[string]string `json:"raw_parameters,omitempty"`
+	NoEcho         []string          `json:"no_echo,omitempty"`
+	Parameters     map[string]string `json:"parameters,omitempty"` // resolved when the stack starts
+	ParametersHash string            `json:"parameters_hash,omitempty"`
 
 	Phase         Phase             `json:"phase"`
 	StackID       string            `json:"stack_id,omitempty"`
@@ -123,6 +132,13 @@ type Stack struct {
 	// change set was made with: a stack whose parameters now resolve differently is stale
 	// and is never executed.
 	PlannedParametersHash string `json:"planned_parameters_hash,omitempty"`
+	// Retain lists the resources (logical ids) a deletion of the stack keeps because
+	// CloudFormation fails to delete them: a stack left ROLLBACK_FAILED or DELETE_FAILED,
+	// deleted only through an approved plan that lists them. Retaining says the stack is
+	// DELETE_FAILED, so the next DeleteStack keeps them (CloudFormation keeps resources of
+	// a DELETE_FAILED stack only); a ROLLBACK_FAILED stack is deleted once without.
+	Retain    []string `json:"retain,omitempty"`
+	Retaining bool     `json:"retaining,omitempty"`
 	// Protect is the termination protection the config wants; Protected what the stack
 	// has, as last seen. A deploy that finishes with them different sets it.
 	Protect bool `json:"termination_protection,omitempty"`
@@ -184,6 +200,8 @@ func (r *Run) Clone() *Run {
 	for n, s := range r.Stacks {
 		cs := *s
 		cs.Requires = append([]string(nil), s.Requires...)
+		cs.Retain = append([]string(nil), s.Retain...)
+		cs.NoEcho = append([]string(nil), s.NoEcho...)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

@@ -21,6 +21,11 @@ type Graph struct {
 	SchemaVersion int    `json:"schema_version"`
 	Namespace     string `json:"namespace"`
 	Key           string `json:"key"`
+	// Deployment is the deployment that owns the graph (NAME of deployments/NAME.zip):
+	// the one whose runs wrote it. No other deployment's run writes it unless its config
+	// takes it over (take_over_graph_from). "" in a graph written before owners were
+	// recorded, or rebuilt from tags: the next run's deployment claims it.
+	Deployment string `json:"deployment,omitempty"`
 	// Generation grows by one with every write; Write sets it.
 	Generation int64     `json:"generation"`
 	Bundle     BundleRef `json:"bundle"`

@@ -64,10 +64,19 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 				changed = true
 			}
 		case s.Intent == run.IntentDelete || s.Phase == run.Blocked:
+		case s.Phase == run.Failed && old != nil:
+			old.Status = rec.Statuses[name]
+			old.UpdatedAt = rec.Now
+			changed = true
 		case s.Phase == run.Failed:
-			if old != nil {
-				old.Status = rec.Statuses[name]
-				old.UpdatedAt = rec.Now
+			// A create that failed still made the stack (ROLLBACK_COMPLETE, or
+			// REVIEW_IN_PROGRESS when its change set failed), tagged with the inputs it
+			// was tried with: cairn created it, so the graph holds it, as a rebuild from
+			// the tags would.
+			if s.StackID != "" && rec.Statuses[name] != "DELETE_COMPLETE" {
+				st := applied(name, s, rec)
+				st.Outputs = nil
+				next.Stacks[name] = st
 				changed = true
 			}
 		case s.Intent == run.IntentRead:
@@ -77,19 +86,13 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 				changed = true
 			}
 		case s.Phase == run.Done || s.Phase == run.Unchanged:
-			st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
-				TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], Outputs: s.Outputs,
-				UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target}
+			st := applied(name, s, rec)
 			if old != nil {
 				st.Tags = old.Tags
 				if st.StackID == "" {
 					st.StackID = old.StackID
+					st.locate(s.Target)
 				}
-			}
-			if at, ok := target.OfStackID(st.StackID); ok {
-				st.Account, st.Region = at.Account, at.Region
-			} else if s.Target.Region != "" {
-				st.Region = s.Target.Region
 			}
 			next.Stacks[name] = st
 			changed = true
@@ -104,10 +107,47 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 		next.Bundle = rec.Bundle
 		changed = true
 	}
+	if ended && g.Generation == 0 && touched(r) {
+		// A run that made any CloudFormation call writes the graph, even an empty one, so
+		// the next run does not find it missing and rebuild it from tags as if it had
+		// been lost.
+		changed = true
+	}
 	if !changed {
 		return g, false
 	}
+	// The run's deployment owns what it wrote (plan.Make refused any other's run).
+	next.Deployment = r.Deployment
 	return next, true
+}
+
+// applied is the graph's entry of stack name as the run's step left it.
+func applied(name string, s *run.Stack, rec Recording) *Stack {
+	st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
+		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], Outputs: s.Outputs,
+		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target}
+	st.locate(s.Target)
+	return st
+}
+
+// locate sets where the stack lives: from its id, else from its target's region.
+func (st *Stack) locate(t target.Spec) {
+	if at, ok := target.OfStackID(st.StackID); ok {
+		st.Account, st.Region = at.Account, at.Region
+	} else if t.Region != "" {
+		st.Region = t.Region
+	}
+}
+
+// touched reports whether the run made a change set. (A graph never written has no
+// stacks to delete, so a first run touches CloudFormation only with change sets.)
+func touched(r *run.Run) bool {
+	for _, s := range r.Stacks {
+		if s.ChangeSetName != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // clone copies g deeply enough for Record: its stacks and their dependency lists.

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ func TestRecord(t *testing.T) {
 		changed  bool
 		want     map[string]stackWant // nil: the stack is gone
 		bundle   string
+		statuses map[string]string // more CloudFormation statuses, by config name
 	}{
 		{
 			name: "deployed stack recorded with its new inputs, keeping tags and id", status: run.Running, finished: []string{"vpc"},
@@ -90,6 +92,20 @@ func TestRecord(t *testing.T) {
 			bundle: "v1",
 		},
 		{
+			name: "a failed create is recorded: the stack it made exists, tagged with the inputs tried", status: run.Running, finished: []string{"new"},
+			stacks: map[string]*run.Stack{"new": {Name: "new", StackName: "shop-new", StackID: "id-new", Intent: run.IntentDeploy, Phase: run.Failed,
+				TemplateHash: "t7", ParametersHash: "p7", Requires: []string{"vpc"}, ChangeSetName: "cairn-r2-1"}},
+			statuses: map[string]string{"new": "ROLLBACK_COMPLETE"},
+			changed:  true, bundle: "v1",
+			want: map[string]stackWant{"new": {status: "ROLLBACK_COMPLETE", templateHash: "t7", requires: []string{"vpc"}, updated: true}},
+		},
+		{
+			name: "a failed create that made no stack is not", status: run.Running, finished: []string{"new"},
+			stacks: map[string]*run.Stack{"new": {Name: "new", StackName: "shop-new", Intent: run.IntentDeploy, Phase: run.Failed, TemplateHash: "t7"}},
+			bundle: "v1",
+			want:   map[string]stackWant{"new": {}},
+		},
+		{
 			name: "a plan changes nothing", status: run.Succeeded, mode: run.ModePlan, drop: []string{"old"},
 			stacks: map[string]*run.Stack{"vpc": {Name: "vpc", Intent: run.IntentDelete, Phase: run.Done}},
 			bundle: "v1",
@@ -107,9 +123,11 @@ func TestRecord(t *testing.T) {
 			if mode == "" {
 				mode = run.ModeDeploy
 			}
-			r := &run.Run{ID: "r2", Mode: mode, Status: tc.status, Stacks: tc.stacks}
+			r := &run.Run{ID: "r2", Deployment: "shop-eu", Mode: mode, Status: tc.status, Stacks: tc.stacks}
+			statuses := map[string]string{"vpc": "UPDATE_COMPLETE", "app": "UPDATE_ROLLBACK_COMPLETE"}
+			maps.Copy(statuses, tc.statuses)
 			next, changed := state.Record(g, state.Recording{Run: r, Finished: tc.finished, Drop: tc.drop, Bundle: v2, Region: "eu-west-1", Now: now,
-				Statuses: map[string]string{"vpc": "UPDATE_COMPLETE", "app": "UPDATE_ROLLBACK_COMPLETE"}})
+				Statuses: statuses})
 			if after, _ := json.Marshal(g); string(after) != string(before) {
 				t.Fatalf("Record changed its input:\n%s\n%s", before, after)
 			}
@@ -118,6 +136,9 @@ func TestRecord(t *testing.T) {
 			}
 			if !changed && next != g {
 				t.Error("an unchanged graph is not the one given")
+			}
+			if owner := map[bool]string{true: "shop-eu"}[changed]; next.Deployment != owner {
+				t.Errorf("owner %q, want %q: a graph a run wrote belongs to the run's deployment", next.Deployment, owner)
 			}
 			if next.Bundle.VersionID != tc.bundle {
 				t.Errorf("bundle %s, want %s", next.Bundle.VersionID, tc.bundle)
@@ -163,5 +184,29 @@ func TestRecordingIdle(t *testing.T) {
 		if got := tc.rec.Idle(); got != tc.idle {
 			t.Errorf("%s: Idle = %v, want %v", tc.name, got, tc.idle)
 		}
+	}
+}
+
+// TestRecordFirstRunWritesTheGraph: a first run that made a change set writes a graph even
+// when nothing succeeded, so the next run finds it rather than rebuilding it from tags as
+// if it had been lost; a first run that called nothing writes none.
+func TestRecordFirstRunWritesTheGraph(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		changeSet string
+		want      bool
+	}{
+		{"made a change set", "cairn-r1-1", true},
+		{"refused before any call", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			empty := &state.Graph{Namespace: "shop", Key: "shop", Stacks: map[string]*state.Stack{}}
+			r := &run.Run{ID: "r1", Deployment: "shop", Mode: run.ModeDeploy, Status: run.RunFailed, Stacks: map[string]*run.Stack{
+				"app": {Name: "app", StackName: "shop-app", Intent: run.IntentDeploy, Phase: run.Failed, ChangeSetName: tc.changeSet}}}
+			next, changed := state.Record(empty, state.Recording{Run: r, Now: t0})
+			if changed != tc.want || len(next.Stacks) != 0 {
+				t.Errorf("changed %v with %d stack(s), want changed %v and none", changed, len(next.Stacks), tc.want)
+			}
+		})
 	}
 }

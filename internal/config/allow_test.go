@@ -1,0 +1,78 @@
+package config
+
+import (
+	"testing"
+)
+
+// TestNamespaceAllowList: with an allow-list, a namespace outside it and stack names not
+// named NAMESPACE-* of an allowed namespace are errors located at their keys; without one,
+// any namespace loads.
+func TestNamespaceAllowList(t *testing.T) {
+	const stacks = "stacks:\n  - {name: app, template_path: templates/app.yaml, parameters: {Name: a}}\n"
+	tests := []struct {
+		name, cfg, allowed string
+		want               []string
+	}{
+		{"allowed", "namespace: shop\n" + stacks, "shop,web", nil},
+		{"no list allows every namespace", "namespace: other\n" + stacks, "", nil},
+		{"namespace outside the list", "namespace: other\n" + stacks, "shop", []string{
+			`1:12: namespace: namespace "other" is not one this cairn may manage (allowed: shop): use one of those, or have cairn deployed with it in the CDK context cairn:namespaces`,
+		}},
+		{"stack_name outside the namespaces", "namespace: shop\nstacks:\n  - {name: app, stack_name: finance-ledger, template_path: templates/app.yaml, parameters: {Name: a}}\n  - {name: web, stack_name: web-front, template_path: templates/app.yaml, parameters: {Name: b}}\n", "shop,web", []string{
+			`3:29: stacks[0].stack_name: stack name "finance-ledger" is outside the namespaces this cairn may manage: it must be named shop-* or web-*`,
+		}},
+		{"a namespace prefix is not a namespace", "namespace: shop\nstacks:\n  - {name: app, stack_name: shopping-app, template_path: templates/app.yaml, parameters: {Name: a}}\n", "shop", []string{
+			`3:29: stacks[0].stack_name: stack name "shopping-app" is outside the namespaces this cairn may manage: it must be named shop-*`,
+		}},
+		{"another delimiter leaves the namespace", "namespace: shop\nnamespace_delimiter: x\n" + stacks, "shop", []string{
+			`4:12: stacks[0].name: stack name "shopxapp" is outside the namespaces this cairn may manage: it must be named shop-*`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns, err := ParseNamespaces(tt.allowed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = LoadOptions{Namespaces: ns}.Load(fuzzBundle(t, []byte(tt.cfg)))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				return
+			}
+			checkErrors(t, err, "cairn.yaml", tt.want)
+		})
+	}
+}
+
+func TestParseNamespaces(t *testing.T) {
+	for _, tt := range []struct {
+		in, want, err string
+	}{
+		{in: "", want: "every namespace"},
+		{in: " shop, web ,shop", want: "shop, web"},
+		{in: "shop,9lives", err: `namespace "9lives" in "shop,9lives": use letters, digits and hyphens, starting with a letter`},
+	} {
+		ns, err := ParseNamespaces(tt.in)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%q: err %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || ns.String() != tt.want {
+			t.Errorf("%q: %q, %v; want %q", tt.in, ns, err, tt.want)
+		}
+	}
+}
+
+func TestTakeOverGraphFrom(t *testing.T) {
+	const stacks = "stacks:\n  - {name: app, template_path: templates/app.yaml, parameters: {Name: a}}\n"
+	c, err := Load(fuzzBundle(t, []byte("namespace: shop\ntake_over_graph_from: shop-old\n"+stacks)))
+	if err != nil || c.TakeOverGraphFrom != "shop-old" {
+		t.Fatalf("take_over_graph_from: %q, %v", c.TakeOverGraphFrom, err)
+	}
+	_, err = Load(fuzzBundle(t, []byte("namespace: shop\ntake_over_graph_from: ../x\n"+stacks)))
+	checkErrors(t, err, "cairn.yaml", []string{`2:23: take_over_graph_from: "../x" is not a deployment name: use letters, digits, '-', '_' and '.'`})
+}

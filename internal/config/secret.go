@@ -1,0 +1,113 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
+)
+
+// What cairn stores of a secret is a hash. CloudFormation shows a NoEcho parameter as
+// ****, and cairn keeps it the same way in every document it writes (run and plan
+// documents, reports, logs): a sealed reference ({{cairn:...@HASH}}, see sealedRE) stands
+// for the value, and the deployer reads the value again from where it comes from just
+// before the CloudFormation call that needs it (Unseal), checking its hash:
+//
+//   - a SecureString from SSM (${ssm}): {{cairn:ssm-secure:NAME@HASH}}, read from SSM;
+//   - a NoEcho value the bundle gives (written in cairn.yaml, or read by ${var} or
+//     ${file}): {{cairn:bundle@HASH}}, read from the bundle the run deploys;
+//   - a NoEcho value once resolved, whatever it read (an output, say):
+//     {{cairn:noecho@HASH}}, which only identifies it; the call gets the value resolved.
+//
+// A changed secret changes its hash, so the stack's inputs change and it is updated. A
+// NoEcho value that reads deploy-time lookups keeps the lookups as written (their
+// arguments are names, not secrets).
+
+// bundleHash identifies a NoEcho value the bundle of stack gives.
+func bundleHash(stack, value string) string {
+	sum := sha256.Sum256([]byte("cairn bundle\x00" + stack + "\x00" + value))
+	return hex.EncodeToString(sum[:])
+}
+
+// noEchoHash identifies a resolved NoEcho value of stack's parameter.
+func noEchoHash(stack, param, value string) string {
+	sum := sha256.Sum256([]byte("cairn noecho\x00" + stack + "\x00" + param + "\x00" + value))
+	return hex.EncodeToString(sum[:])
+}
+
+// NoEcho lists the parameters of s's template that are NoEcho, sorted (none for a
+// template_url stack, whose template cairn does not read).
+func (s *Stack) NoEcho() []string {
+	if s.Template == nil {
+		return nil
+	}
+	var names []string
+	for name, p := range s.Template.Parameters {
+		if p.NoEcho {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// bundleSecrets returns, by parameter, the NoEcho values of s that the bundle alone gives:
+// written out, or read by ${var} and ${file} only.
+func (s *Stack) bundleSecrets() map[string]string {
+	out := map[string]string{}
+	for _, name := range s.NoEcho() {
+		raw, ok := s.Parameters[name]
+		if !ok {
+			continue
+		}
+		v, err := ResolveParameters(&Stack{Name: s.Name, Parameters: map[string]string{name: raw}, Lookups: s.Lookups}, Values{})
+		if err != nil {
+			continue // it reads a deploy-time lookup
+		}
+		out[name] = v[name]
+	}
+	return out
+}
+
+// BundleSecrets lists the NoEcho values of s that the bundle alone gives: what the
+// deployer unseals {{cairn:bundle@HASH}} references from.
+func (s *Stack) BundleSecrets() []string {
+	return slices.Sorted(maps.Values(s.bundleSecrets()))
+}
+
+// StoredParameters returns s's raw parameters as a run stores them: a NoEcho value the
+// bundle alone gives is sealed ({{cairn:bundle@HASH}}), the others are as written.
+func (s *Stack) StoredParameters() map[string]string {
+	out := maps.Clone(s.Parameters)
+	for name, v := range s.bundleSecrets() {
+		out[name] = "{{cairn:bundle@" + bundleHash(s.Name, v) + "}}"
+	}
+	return out
+}
+
+// StoredLookups returns s's lookups as a run stores them: without those of the NoEcho
+// values StoredParameters seals, whose ${var} and ${file} values they hold.
+func (s *Stack) StoredLookups() []Lookup {
+	sealed := s.bundleSecrets()
+	var out []Lookup
+	for _, l := range s.Lookups {
+		if _, ok := sealed[l.Param]; ok && l.Param != "" {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// HoldsSealed reports whether a stored value holds a sealed reference.
+func HoldsSealed(v string) bool { return sealedRE.MatchString(v) }
+
+// SealNoEcho returns a resolved value of stack's NoEcho parameter param as a run stores
+// it: a value that is a sealed reference already stays one, any other is replaced by its
+// hash ({{cairn:noecho@HASH}}).
+func SealNoEcho(stack, param, value string) string {
+	if loc := sealedRE.FindStringIndex(value); loc != nil && loc[0] == 0 && loc[1] == len(value) {
+		return value
+	}
+	return "{{cairn:noecho@" + noEchoHash(stack, param, value) + "}}"
+}

@@ -22,7 +22,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -58,9 +57,9 @@ type Client struct {
 	S3  Uploader
 	// Bucket and Region locate templates/SHA256.json for templates too large to pass inline.
 	Bucket, Region string
-	// Budget is the run's API budget (awsclient.DefaultBudget); every CloudFormation call
+	// Budget is the run's API budget (an awsclient.Budget); every CloudFormation call
 	// waits for it. nil: no limit.
-	Budget *rate.Limiter
+	Budget Budget
 	Logger *slog.Logger
 }
 
@@ -76,6 +75,11 @@ func (c *Client) wait(ctx context.Context) error {
 		return nil
 	}
 	return c.Budget.Wait(ctx)
+}
+
+// Budget is an API budget: Wait blocks until one more call is allowed.
+type Budget interface {
+	Wait(ctx context.Context) error
 }
 
 // Inputs is what CreateChangeSet needs beyond the action: the stack's template,

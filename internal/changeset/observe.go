@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -33,7 +32,7 @@ type StackLister interface {
 // ListStacks describes every stack of the account and region with one paginated
 // DescribeStacks, keyed by stack name: the plan's and the drift sweep's view of AWS, never
 // one call per stack. Each page waits for budget (nil: no limit).
-func ListStacks(ctx context.Context, api StackLister, budget *rate.Limiter) (map[string]plan.Live, error) {
+func ListStacks(ctx context.Context, api StackLister, budget Budget) (map[string]plan.Live, error) {
 	live := map[string]plan.Live{}
 	in := &cloudformation.DescribeStacksInput{}
 	for {

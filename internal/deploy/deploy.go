@@ -92,7 +92,8 @@ type Config struct {
 	LockRetry time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
-	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget).
+	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget),
+	// paced on Clock.
 	Budget func() *rate.Limiter
 	// PlanTTL is how long an unapplied plan stays approvable (default DefaultPlanTTL).
 	PlanTTL time.Duration
@@ -242,7 +243,8 @@ func (b *base) changesets(runID string, log *slog.Logger) *changeset.Client {
 	if !ok {
 		budget, _ = b.budgets.LoadOrStore(runID, b.cfg.Budget())
 	}
-	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: budget.(*rate.Limiter), Logger: log}
+	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region,
+		Budget: awsclient.Budget{Limiter: budget.(*rate.Limiter), Clock: b.clk}, Logger: log}
 }
 
 func (b *base) release(ctx context.Context, lock *state.Lock, log *slog.Logger) {

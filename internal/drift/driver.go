@@ -69,7 +69,7 @@ type Config struct {
 	// Concurrency is the most drift detections in flight at once (default 5).
 	Concurrency int
 	// Budget returns the sweep's CloudFormation API budget (default
-	// awsclient.DefaultBudget).
+	// awsclient.DefaultBudget), paced on Clock.
 	Budget func() *rate.Limiter
 	// PollInterval is the wait between looks at detections in flight (default 10s).
 	PollInterval time.Duration
@@ -189,7 +189,7 @@ type invocation struct {
 	etag   string
 	token  string
 	stopAt time.Time // zero: no deadline (run until done)
-	budget *rate.Limiter
+	budget awsclient.Budget
 	log    *slog.Logger
 }
 
@@ -210,7 +210,7 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep
 	} else if !errors.Is(err, errNoSweep) {
 		return nil, err
 	}
-	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log}
+	inv := &invocation{token: newToken(), budget: awsclient.Budget{Limiter: d.cfg.Budget(), Clock: d.clk}, log: log}
 	inv.stopAt = d.stopAt(ctx, untilDone)
 	sw := &Sweep{ID: req.ID, Trigger: req.Trigger, Filter: req.Filter, StartedAt: now, Holder: inv.token, Invocations: 1}
 	sw.HeldUntil = d.leaseEnd(inv)
@@ -261,7 +261,7 @@ func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) 
 		}
 		return sw, nil
 	}
-	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log}
+	inv := &invocation{token: newToken(), budget: awsclient.Budget{Limiter: d.cfg.Budget(), Clock: d.clk}, log: log}
 	inv.stopAt = d.stopAt(ctx, untilDone)
 	sw.Holder, sw.HeldUntil = inv.token, d.leaseEnd(inv)
 	sw.Invocations++

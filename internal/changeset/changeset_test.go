@@ -188,7 +188,7 @@ func TestObserveChangeSetPaginates(t *testing.T) {
 		{Changes: []cfntypes.Change{change}},
 	}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
 	if len(seen) != 1 {
 		t.Fatalf("observations %+v", seen)
 	}
@@ -206,7 +206,7 @@ func TestObservePendingError(t *testing.T) {
 	cfn := &fakeCFN{t: t}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
 	pending := map[string]run.Observation{"app": {Stack: "app", Err: "CreateChangeSet shop-app: Rate exceeded"}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending, time.Now())
 	if len(seen) != 1 || seen[0].Err == "" || len(cfn.csCalls) != 0 {
 		t.Errorf("observations %+v after %d calls", seen, len(cfn.csCalls))
 	}
@@ -247,7 +247,7 @@ func TestObserveFailedStackReason(t *testing.T) {
 		},
 	}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", StackID: "arn:stack/1", Phase: run.Executing}}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
 	if len(seen) != 1 {
 		t.Fatalf("observations %+v", seen)
 	}
@@ -263,19 +263,54 @@ func TestObserveFailedStackReason(t *testing.T) {
 func TestObserveGoneStack(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id shop-app does not exist"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Deleting}}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
 	if len(seen) != 1 || !seen[0].StackGone {
 		t.Errorf("observations %+v", seen)
 	}
 }
 
-// TestObserveTransientStackError leaves the stack unobserved rather than failing it.
+// TestObserveTransientStackError reports a look that failed, with nothing seen, rather
+// than failing the stack.
 func TestObserveTransientStackError(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Executing}}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen) != 0 {
-		t.Errorf("observations %+v, want none", seen)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
+	if len(seen) != 1 || seen[0].LookErr == "" || seen[0].Err != "" || seen[0].StackStatus != "" {
+		t.Errorf("observations %+v, want one failed look", seen)
+	}
+}
+
+// TestObserveLooksAtDueAndNamedStacksOnly describes the stacks whose check is due and those
+// an event named, and nothing else; the ids an action returned for a stack that is not
+// looked at are handed on as they are.
+func TestObserveLooksAtDueAndNamedStacksOnly(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	describe := func(name string) *cloudformation.DescribeStacksOutput {
+		return &cloudformation.DescribeStacksOutput{Stacks: []cfntypes.Stack{{StackName: aws.String(name), StackId: aws.String("arn:" + name), StackStatus: cfntypes.StackStatusUpdateInProgress}}}
+	}
+	cfn := &fakeCFN{t: t, stacks: map[string]*cloudformation.DescribeStacksOutput{"arn:due": describe("due"), "arn:named": describe("named")},
+		changeSets: []*cloudformation.DescribeChangeSetOutput{{ChangeSetId: aws.String("arn:cs/soon"), Status: cfntypes.ChangeSetStatusCreateInProgress}}}
+	r := &run.Run{Stacks: map[string]*run.Stack{
+		"due":   {Name: "due", StackName: "due", StackID: "arn:due", Phase: run.Executing, CheckAt: now.Add(-time.Second)},
+		"soon":  {Name: "soon", StackName: "soon", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-2", CheckAt: now},
+		"named": {Name: "named", StackName: "named", StackID: "arn:named", Phase: run.Executing, CheckAt: now.Add(time.Minute)},
+		"later": {Name: "later", StackName: "later", StackID: "arn:later", Phase: run.Executing, CheckAt: now.Add(time.Minute)},
+		"fresh": {Name: "fresh", StackName: "fresh", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-3", CheckAt: now.Add(time.Minute)},
+	}}
+	pending := map[string]run.Observation{"fresh": {Stack: "fresh", ChangeSetID: "arn:cs/fresh", StackID: "arn:fresh"}}
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending, now, "named")
+	got := map[string]run.Observation{}
+	for _, o := range seen {
+		got[o.Stack] = o
+	}
+	if len(seen) != 4 || got["due"].StackStatus == "" || got["named"].StackStatus == "" || got["soon"].ChangeSetStatus == "" {
+		t.Errorf("observations %+v, want looks at due, named and soon (due now)", seen)
+	}
+	if o, ok := got["fresh"]; !ok || o.ChangeSetID != "arn:cs/fresh" || o.StackID != "arn:fresh" || o.ChangeSetStatus != "" {
+		t.Errorf("fresh: %+v, want the ids of its CreateChangeSet handed on without a call", o)
+	}
+	if _, ok := got["later"]; ok {
+		t.Errorf("later was looked at before its check")
 	}
 }
 

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -85,25 +88,27 @@ func toLive(s cfntypes.Stack) plan.Live {
 	return l
 }
 
-// Observe describes what r.Watch() lists: change sets being created (DescribeChangeSet,
-// all pages, counting changes) and stacks in flight (DescribeStacks by id, and on failure
-// the first failing resource's reason from DescribeStackEvents). pending holds the results
-// of the previous step's actions, by config name: a failed action is reported as is,
-// without a call; a successful one lends its ids.
-func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation) []run.Observation {
+// Observe describes what r.Due(now, named...) lists: change sets being created
+// (DescribeChangeSet, all pages, counting changes) and stacks in flight (DescribeStacks by
+// id, and on failure the first failing resource's reason from DescribeStackEvents).
+// pending holds the results of the previous step's actions, by config name: a failed
+// action is reported as is, without a call; a successful one lends its ids, and is
+// reported as is when its stack is not due, so the run keeps them.
+func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation, now time.Time, named ...string) []run.Observation {
 	var seen []run.Observation
 	done := map[string]bool{}
-	for name, p := range pending {
-		if p.Err != "" && r.Stacks[name] != nil {
+	for _, name := range slices.Sorted(maps.Keys(pending)) {
+		if p := pending[name]; p.Err != "" && r.Stacks[name] != nil {
 			seen = append(seen, p)
 			done[name] = true
 		}
 	}
-	changeSets, stacks := r.Watch()
+	changeSets, stacks := r.Due(now, named...)
 	for _, name := range changeSets {
 		if done[name] {
 			continue
 		}
+		done[name] = true
 		s := r.Stacks[name]
 		id := cmp.Or(pending[name].ChangeSetID, s.ChangeSetID)
 		o := c.describeChangeSet(ctx, s, id)
@@ -114,15 +119,21 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 		if done[name] {
 			continue
 		}
+		done[name] = true
 		s := r.Stacks[name]
 		o := c.describeStack(ctx, s, cmp.Or(pending[name].StackID, s.StackID))
 		if o.Err != "" {
-			// A failed observation tells nothing: the stack is observed again next step,
+			// A failed observation tells nothing: the stack is looked at again later,
 			// rather than counting as a failed action.
 			c.log().Warn("changeset: could not observe stack", "stack", name, "err", o.Err)
-			continue
+			o = run.Observation{Stack: name, LookErr: o.Err}
 		}
 		seen = append(seen, o)
+	}
+	for _, name := range slices.Sorted(maps.Keys(pending)) {
+		if p := pending[name]; !done[name] && r.Stacks[name] != nil && (p.ChangeSetID != "" || p.StackID != "") {
+			seen = append(seen, run.Observation{Stack: name, ChangeSetID: p.ChangeSetID, StackID: p.StackID})
+		}
 	}
 	return seen
 }

@@ -189,11 +189,12 @@ func (d *Driver) Start(ctx context.Context, u Upload) error { return d.start.upl
 func (d *Driver) Approve(ctx context.Context, u Upload) error { return d.start.approval(ctx, u) }
 
 // Step advances run runID of deployment by one step. A heartbeat step re-enqueues the
-// heartbeat while the run stays open; a stack event step does not (one chain of
-// heartbeats per run, no fan-out). It returns nil when the trigger is dealt with,
+// heartbeat while the run stays open; a stack event or check step does not (one chain of
+// heartbeats per run, no fan-out). Any step may queue a delayed check, when run.Advance
+// asks for one sooner than the one queued. It returns nil when the trigger is dealt with,
 // including when another step won the race to write the run document.
-func (d *Driver) Step(ctx context.Context, deployment, runID string, heartbeat bool) error {
-	return d.step.trigger(ctx, deployment, runID, heartbeat)
+func (d *Driver) Step(ctx context.Context, deployment, runID string, t Trigger) error {
+	return d.step.trigger(ctx, deployment, runID, t)
 }
 
 // Upload is an S3 ObjectCreated event of an upload.

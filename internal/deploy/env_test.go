@@ -46,7 +46,7 @@ const (
 // notifications topic and the deployer function behind an SQS event source mapping. Its
 // virtual clock runs about a thousand times faster than the wall clock.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	em    *awslocal.Emulator
 	cfn   *cfnlocal.Service
 	clk   *clock.Fake
@@ -69,6 +69,13 @@ type worldOptions struct {
 	Lease time.Duration
 	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
 	PlanTTL time.Duration
+	// ChangeSetDelay is how long the emulator takes to create a change set (default 2s).
+	ChangeSetDelay time.Duration
+	// Heartbeat is the deployer's heartbeat (default deploy.DefaultHeartbeat).
+	Heartbeat time.Duration
+	// Speed is how much virtual time passes per millisecond of wall time (default 500ms);
+	// a millisecond runs the world on the wall clock's pace.
+	Speed time.Duration
 }
 
 type syncBuffer struct {
@@ -88,19 +95,27 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newWorld(t *testing.T, o worldOptions) *world {
+func newWorld(t testing.TB, o worldOptions) *world {
 	t.Helper()
 	// Each world is its own emulator on its own virtual clock: the end-to-end tests spend
 	// their time waiting on that clock, so they run side by side.
-	t.Parallel()
+	if pt, ok := t.(*testing.T); ok {
+		pt.Parallel()
+	}
 	ctx := context.Background()
 	w := &world{t: t, clk: clock.NewFake(epoch), logs: &syncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if o.ResourceDelay == 0 {
 		o.ResourceDelay = 5 * time.Second
 	}
+	if o.ChangeSetDelay == 0 {
+		o.ChangeSetDelay = 2 * time.Second
+	}
+	if o.Speed == 0 {
+		o.Speed = 500 * time.Millisecond
+	}
 	em, err := awslocal.New(awslocal.Options{Clock: w.clk, Logger: logger,
-		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: o.ResourceDelay, ChangeSetDelay: 2 * time.Second}})
+		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: o.ResourceDelay, ChangeSetDelay: o.ChangeSetDelay}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,14 +125,14 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	w.em, w.cfn = em, em.CloudFormation()
 	stop := make(chan struct{})
 	ticked := make(chan struct{})
-	go func() { // the virtual clock: 500ms per millisecond
+	go func() { // the virtual clock: o.Speed per millisecond
 		defer close(ticked)
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(time.Millisecond):
-				w.clk.Advance(500 * time.Millisecond)
+				w.clk.Advance(o.Speed)
 			}
 		}
 	}()
@@ -186,6 +201,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	}
 	d, err := deploy.NewFromAWS(cfg, deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
+		Heartbeat: o.Heartbeat,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +219,7 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	return w
 }
 
-func must(t *testing.T, f func() error) {
+func must(t testing.TB, f func() error) {
 	t.Helper()
 	if err := f(); err != nil {
 		t.Fatal(err)
@@ -220,7 +236,7 @@ func tail(s string, lines int) string {
 
 // copyBundle copies a bundle directory from testdata into a temporary directory, so a test
 // can change it.
-func copyBundle(t *testing.T, src string) string {
+func copyBundle(t testing.TB, src string) string {
 	t.Helper()
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {

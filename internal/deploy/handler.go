@@ -112,26 +112,28 @@ func settles(status string) bool {
 }
 
 // Handle is the deployer Lambda's handler: each SQS record is an S3 upload event, a
-// CloudFormation stack status event or a heartbeat. Records that fail are reported in
+// CloudFormation stack status event, a heartbeat or a delayed check. Records that fail are reported in
 // batchItemFailures, so one bad message never holds back the others. Several triggers of
 // one run in a batch make one step.
 func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
 	type stepKey struct{ deployment, run string }
 	type stepReq struct {
-		heartbeat bool
-		records   []string
+		trigger Trigger
+		records []string
 	}
 	var order []stepKey
 	steps := map[stepKey]*stepReq{}
-	addStep := func(k stepKey, heartbeat bool, id string) {
+	addStep := func(k stepKey, t Trigger, id string) {
 		r := steps[k]
 		if r == nil {
 			r = &stepReq{}
 			steps[k] = r
 			order = append(order, k)
 		}
-		r.heartbeat = r.heartbeat || heartbeat
+		r.trigger.Heartbeat = r.trigger.Heartbeat || t.Heartbeat
+		r.trigger.Check = r.trigger.Check || t.Check
+		r.trigger.Stacks = append(r.trigger.Stacks, t.Stacks...)
 		r.records = append(r.records, id)
 	}
 	fail := func(id string) {
@@ -146,13 +148,13 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			continue
 		}
 		switch {
-		case m.Cairn == "heartbeat":
+		case m.Cairn == "heartbeat" || m.Cairn == "check":
 			if m.Deployment == "" || m.Run == "" {
-				log.Error("deploy: heartbeat without deployment or run", "body", truncate(rec.Body))
+				log.Error("deploy: "+m.Cairn+" without deployment or run", "body", truncate(rec.Body))
 				fail(rec.MessageId)
 				continue
 			}
-			addStep(stepKey{m.Deployment, m.Run}, true, rec.MessageId)
+			addStep(stepKey{m.Deployment, m.Run}, Trigger{Heartbeat: m.Cairn == "heartbeat", Check: m.Cairn == "check"}, rec.MessageId)
 		case m.DetailType == StackStatusChange && m.Source == "aws.cloudformation":
 			var det stackStatusDetail
 			if err := json.Unmarshal(m.Detail, &det); err != nil || det.StackID == "" {
@@ -164,7 +166,8 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: intermediate stack status ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			idx, err := d.runs.find(ctx, awsclient.StackName(det.StackID))
+			stackName := awsclient.StackName(det.StackID)
+			idx, err := d.runs.find(ctx, stackName)
 			if err != nil {
 				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
 				fail(rec.MessageId)
@@ -174,7 +177,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: stack event of no open run ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			addStep(stepKey{idx.Deployment, idx.Run}, false, rec.MessageId)
+			addStep(stepKey{idx.Deployment, idx.Run}, Trigger{Stacks: []string{stackName}}, rec.MessageId)
 		case m.Event == "s3:TestEvent":
 			log.Info("deploy: S3 test event ignored")
 		case len(m.Records) > 0:
@@ -207,7 +210,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	}
 	for _, k := range order {
 		r := steps[k]
-		if err := d.Step(ctx, k.deployment, k.run, r.heartbeat); err != nil {
+		if err := d.Step(ctx, k.deployment, k.run, r.trigger); err != nil {
 			d.runLogger(k.deployment, k.run).Error("deploy: step failed; its trigger is delivered again", "err", err)
 			for _, id := range r.records {
 				fail(id)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -20,11 +21,21 @@ import (
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
-// Heartbeat is the message that advances a run when no stack event does.
+// Heartbeat is the message that advances a run when no stack event does, and, with Cairn
+// "check", the delayed check of stacks that wait for CloudFormation.
 type Heartbeat struct {
-	Cairn      string `json:"cairn"` // always "heartbeat"
+	Cairn      string `json:"cairn"` // "heartbeat" or "check"
 	Deployment string `json:"deployment"`
 	Run        string `json:"run"`
+}
+
+// Trigger is what asks for a step of a run: its heartbeat, a delayed check, stack status
+// events (Stacks: the CloudFormation names of their stacks), or several of them when one
+// batch of messages carries them.
+type Trigger struct {
+	Heartbeat bool
+	Check     bool
+	Stacks    []string
 }
 
 // stepper advances runs: load, observe, decide (run.Advance), act, save.
@@ -37,18 +48,30 @@ type stepper struct {
 }
 
 func (st stepper) heartbeat(ctx context.Context, deployment, runID string) error {
-	body, _ := json.Marshal(Heartbeat{Cairn: "heartbeat", Deployment: deployment, Run: runID})
+	return st.send(ctx, "heartbeat", deployment, runID, st.cfg.Heartbeat)
+}
+
+// check queues the delayed check run.Advance asked for.
+func (st stepper) check(ctx context.Context, doc *Document, delay time.Duration, log *slog.Logger) {
+	if err := st.send(ctx, "check", doc.Run.Deployment, doc.Run.ID, delay); err != nil {
+		log.Warn("deploy: cannot queue the delayed check; the heartbeat looks instead", "err", err)
+	}
+}
+
+func (st stepper) send(ctx context.Context, kind, deployment, runID string, delay time.Duration) error {
+	body, _ := json.Marshal(Heartbeat{Cairn: kind, Deployment: deployment, Run: runID})
 	_, err := st.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(st.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: seconds(st.cfg.Heartbeat),
+		QueueUrl: aws.String(st.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: seconds(delay),
 	})
 	if err != nil {
-		return fmt.Errorf("run %s: enqueue heartbeat: %w", runID, err)
+		return fmt.Errorf("run %s: enqueue %s: %w", runID, kind, err)
 	}
 	return nil
 }
 
-// trigger is one step of run runID, asked for by a stack event or a heartbeat.
-func (st stepper) trigger(ctx context.Context, deployment, runID string, heartbeat bool) error {
+// trigger is one step of run runID, asked for by stack events, a delayed check or a
+// heartbeat.
+func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigger) error {
 	log := st.runLogger(deployment, runID)
 	doc, etag, err := st.runs.load(ctx, deployment, runID)
 	if errors.Is(err, errNoRun) {
@@ -69,8 +92,8 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, heartbe
 	if err != nil {
 		return err
 	}
-	err = st.step(ctx, doc, etag, lock, log)
-	if heartbeat && (err == nil || errors.Is(err, errRaceLost)) && doc.Run.Status == run.Running {
+	err = st.step(ctx, doc, etag, lock, log, t.Stacks...)
+	if t.Heartbeat && (err == nil || errors.Is(err, errRaceLost)) && doc.Run.Status == run.Running {
 		// After a lost race the run may have ended meanwhile; the next heartbeat then
 		// finds it finished and stops the chain.
 		if herr := st.heartbeat(ctx, deployment, runID); herr != nil {
@@ -101,13 +124,14 @@ func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause
 	return nil
 }
 
-// step observes, advances, acts and records, under lock.
-func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *state.Lock, log *slog.Logger) error {
+// step observes, advances, acts and records, under lock. It looks at the stacks whose
+// check is due and at those named (CloudFormation names of stacks an event was about).
+func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *state.Lock, log *slog.Logger, named ...string) error {
 	if doc.Statuses == nil {
 		doc.Statuses = map[string]string{}
 	}
 	cs := st.changesets(doc.Run.ID, log)
-	seen := cs.Observe(ctx, doc.Run, doc.Pending)
+	seen := cs.Observe(ctx, doc.Run, doc.Pending, st.clk.Now().UTC(), named...)
 	for _, o := range seen {
 		if o.StackStatus != "" {
 			doc.Statuses[o.Stack] = o.StackStatus
@@ -118,8 +142,10 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	}
 	opts := st.cfg.Run
 	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups)
+	opts.Heartbeat = st.cfg.Heartbeat
 	prev := doc.Run
-	next, actions := run.Advance(prev, seen, st.clk.Now().UTC(), opts)
+	now := st.clk.Now().UTC()
+	next, actions := run.Advance(prev, seen, now, opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
 	doc.Run, doc.Pending = next, pending
 	doc.Steps++
@@ -156,6 +182,11 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {
 		return err
 	}
+	delay, wake := run.Wake(prev, next, now)
+	if wake {
+		st.check(ctx, doc, delay, log)
+	}
+	log.Debug("deploy: step", "looked_at", len(seen), "named", strings.Join(named, ","), "actions", len(actions), "check_in", delay.String())
 	if !ended {
 		return nil
 	}

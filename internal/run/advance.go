@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -62,6 +63,9 @@ type Observation struct {
 	Outputs     map[string]string `json:"outputs,omitempty"`
 	// TerminationProtection is the described stack's, when it was described.
 	TerminationProtection *bool `json:"termination_protection,omitempty"`
+	// LookErr says why the stack could not be described: nothing is known of it, and it
+	// is looked at again later.
+	LookErr string `json:"look_err,omitempty"`
 }
 
 // Failure is the observation of an action on stack that failed with err. It is permanent
@@ -92,6 +96,9 @@ type Options struct {
 	// PhaseTimeout fails a stack that stays in one in-flight phase longer (default 3h): a
 	// run must end even if CloudFormation never answers.
 	PhaseTimeout time.Duration
+	// Heartbeat is the period of the driver's heartbeat, which caps the back-off of the
+	// checks of a waiting stack (default 15 minutes, the longest SQS delay).
+	Heartbeat time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -100,6 +107,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PhaseTimeout <= 0 {
 		o.PhaseTimeout = 3 * time.Hour
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 15 * time.Minute
 	}
 	if o.Resolve == nil {
 		o.Resolve = func(_ string, raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
@@ -155,7 +165,13 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 		if s == nil {
 			continue
 		}
+		was := s.Phase
 		actions = append(actions, observe(next, s, o, now, opts)...)
+		if o.looked() && s.Phase == was && s.Phase.Waits() {
+			// Still under way: look again later, a little later each time.
+			s.Looks++
+			s.CheckAt = now.Add(backoff(s.Looks, opts.Heartbeat))
+		}
 	}
 	for _, name := range next.Names() {
 		s := next.Stacks[name]
@@ -167,7 +183,77 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	actions = append(actions, start(next, now, opts)...)
 	actions = append(actions, protect(r, next)...)
 	finish(next, now)
+	wake(next, now)
 	return next, actions
+}
+
+// FirstCheck is how soon after a stack starts waiting for CloudFormation the driver first
+// looks at it: a change set takes a few seconds, and no event says when it is ready.
+const FirstCheck = time.Second
+
+// backoff is the wait before the next look at a stack looked at looks times in its phase:
+// FirstCheck doubled each time, at most the heartbeat.
+func backoff(looks int, heartbeat time.Duration) time.Duration {
+	d := FirstCheck << min(looks, 20)
+	return min(d, heartbeat)
+}
+
+// looked reports whether o is a look at the stack (a described change set or stack),
+// rather than only the ids an action returned.
+func (o Observation) looked() bool {
+	return o.ChangeSetStatus != "" || o.StackStatus != "" || o.StackGone || o.LookErr != ""
+}
+
+// Due lists the stacks a step at now looks at, and how (change sets being created are
+// described; executing or deleting stacks are described): the waiting stacks whose check
+// is due, and those named (CloudFormation names: the stacks of the status events that
+// triggered the step). Every waiting stack is due at least once a heartbeat, so a lost
+// event delays a run by a heartbeat at most. A stack is never looked at before its check
+// (a look too early would only push its next check further away).
+func (r *Run) Due(now time.Time, named ...string) (changeSets, stacks []string) {
+	for _, name := range r.Names() {
+		s := r.Stacks[name]
+		if !s.Phase.Waits() || s.CheckAt.After(now) && !slices.Contains(named, s.StackName) {
+			continue
+		}
+		if s.Phase == CreatingChangeSet {
+			changeSets = append(changeSets, name)
+		} else {
+			stacks = append(stacks, name)
+		}
+	}
+	return changeSets, stacks
+}
+
+// wake decides whether the driver queues a delayed check after this step: unless the
+// check already queued fires when the earliest waiting stack's check falls due (within the
+// second SQS delays are counted in), one is queued for it, rounded up to whole seconds so
+// it never comes early. A check queued earlier still fires; its step finds nothing due and
+// queues nothing, so checks never multiply.
+func wake(r *Run, now time.Time) {
+	if r.Status != Running {
+		return
+	}
+	var due time.Time
+	for _, s := range r.Stacks {
+		if s.Phase.Waits() && (due.IsZero() || s.CheckAt.Before(due)) {
+			due = s.CheckAt
+		}
+	}
+	if due.IsZero() || !r.CheckQueued.Before(due) && r.CheckQueued.Before(due.Add(time.Second)) {
+		return // none waits, or the check queued comes at due (within SQS's second)
+	}
+	delay := max(due.Sub(now), time.Second)
+	r.CheckQueued = now.Add((delay + time.Second - 1) / time.Second * time.Second)
+}
+
+// Wake reports whether the step that advanced prev to next at now must queue a delayed
+// check of the run, and its delay (whole seconds).
+func Wake(prev, next *Run, now time.Time) (time.Duration, bool) {
+	if next.Status != Running || next.CheckQueued.Equal(prev.CheckQueued) || !next.CheckQueued.After(now) {
+		return 0, false
+	}
+	return next.CheckQueued.Sub(now), true
 }
 
 // protect sets the termination protection the config wants on each stack whose deploy
@@ -222,6 +308,10 @@ func setPhase(s *Stack, p Phase, now time.Time) {
 	if s.Phase != p {
 		s.Phase = p
 		s.PhaseSince = now
+		s.Looks, s.CheckAt = 0, time.Time{}
+		if p.Waits() {
+			s.CheckAt = now.Add(FirstCheck)
+		}
 	}
 	if p.Terminal() {
 		s.FinishedAt = now

@@ -10,9 +10,13 @@ import (
 )
 
 // DefaultBudget is the API budget of one run or drift sweep, which every CloudFormation
-// call waits for: the control plane allows a few calls per second per account, shared
-// with everyone else.
-func DefaultBudget() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
+// call waits for: 25 calls a second, in bursts of up to 50. A run spends few calls per
+// stack (a change set's looks, a few looks at its operation, whose end an event
+// announces) but many at once when a wide level of the graph starts, as a
+// thread-per-stack deployer does without any budget; at 4 a second, a 50-wide fan-out
+// waited a minute on its own budget (see the makespan benchmark of internal/run).
+// Throttling beyond it is retried by the SDK.
+func DefaultBudget() *rate.Limiter { return rate.NewLimiter(rate.Limit(25), 50) }
 
 // Budget paces calls with Limiter on Clock rather than on the wall clock: the driver's own
 // clock, so a deployer simulated on a virtual clock keeps its budget and still runs at the

@@ -18,7 +18,7 @@ func TestBudgetPacesOnItsClock(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
 	b := Budget{Limiter: DefaultBudget(), Clock: clk}
 	ctx := context.Background()
-	for i := range 8 {
+	for i := range 50 {
 		if err := b.Wait(ctx); err != nil {
 			t.Fatalf("call %d of the burst: %v", i+1, err)
 		}
@@ -26,17 +26,17 @@ func TestBudgetPacesOnItsClock(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- b.Wait(ctx) }()
 	if !clk.WaitForWaiters(1, 5*time.Second) {
-		t.Fatal("the ninth call did not wait on the budget's clock")
+		t.Fatal("the call after the burst did not wait on the budget's clock")
 	}
 	select {
 	case err := <-done:
-		t.Fatalf("the ninth call returned before the clock moved: %v", err)
+		t.Fatalf("the call after the burst returned before the clock moved: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
-	clk.Advance(249 * time.Millisecond)
+	clk.Advance(39 * time.Millisecond)
 	select {
 	case err := <-done:
-		t.Fatalf("the ninth call returned 249ms into a 250ms refill: %v", err)
+		t.Fatalf("the call after the burst returned 39ms into a 40ms refill: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
 	clk.Advance(time.Millisecond)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -338,5 +339,55 @@ func TestImporters(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "map[a-Arn:[y z]]" {
 		t.Errorf("importers %v", got)
+	}
+}
+
+// TestConcurrentlyLimitsAndRaisesPanics runs at most Parallel calls at once, every one of
+// them, and raises a panic of one in the caller once the others are done.
+func TestConcurrentlyLimitsAndRaisesPanics(t *testing.T) {
+	var mu sync.Mutex
+	running, most, ran := 0, 0, 0
+	full, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		Concurrently(3*Parallel, func(int) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			if running == Parallel && ran == 0 {
+				close(full)
+			}
+			mu.Unlock()
+			<-gate // the first Parallel calls hold their slots until all of them run
+			mu.Lock()
+			running--
+			ran++
+			mu.Unlock()
+		})
+	}()
+	<-full
+	close(gate)
+	<-finished
+	if ran != 3*Parallel || most > Parallel {
+		t.Errorf("%d ran, at most %d at once; want %d, at most %d", ran, most, 3*Parallel, Parallel)
+	}
+	done := 0
+	func() {
+		defer func() {
+			if p := recover(); p != "crash" {
+				t.Errorf("recovered %v, want the panic of the call", p)
+			}
+		}()
+		Concurrently(5, func(i int) {
+			if i == 2 {
+				panic("crash")
+			}
+			mu.Lock()
+			done++
+			mu.Unlock()
+		})
+	}()
+	if done != 4 {
+		t.Errorf("%d other calls done before the panic was raised, want 4", done)
 	}
 }

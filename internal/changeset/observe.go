@@ -7,11 +7,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -88,12 +90,16 @@ func toLive(s cfntypes.Stack) plan.Live {
 	return l
 }
 
-// Observe describes what r.Due(now, named...) lists: change sets being created
-// (DescribeChangeSet, all pages, counting changes) and stacks in flight (DescribeStacks by
-// id, and on failure the first failing resource's reason from DescribeStackEvents).
-// pending holds the results of the previous step's actions, by config name: a failed
-// action is reported as is, without a call; a successful one lends its ids, and is
-// reported as is when its stack is not due, so the run keeps them.
+// Parallel is how many CloudFormation calls a step makes at once, each still waiting for
+// the run's budget: a step that looks at fifty stacks takes a few calls' time, not fifty.
+const Parallel = 10
+
+// Observe describes what r.Due(now, named...) lists, Parallel at a time: change sets
+// being created (DescribeChangeSet, all pages, counting changes) and stacks in flight
+// (DescribeStacks by id, and on failure the first failing resource's reason from
+// DescribeStackEvents). pending holds the results of the previous step's actions, by
+// config name: a failed action is reported as is, without a call; a successful one lends
+// its ids, and is reported as is when its stack is not due, so the run keeps them.
 func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation, now time.Time, named ...string) []run.Observation {
 	var seen []run.Observation
 	done := map[string]bool{}
@@ -104,38 +110,77 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 		}
 	}
 	changeSets, stacks := r.Due(now, named...)
+	var looks []func() run.Observation
 	for _, name := range changeSets {
 		if done[name] {
 			continue
 		}
 		done[name] = true
-		s := r.Stacks[name]
-		id := cmp.Or(pending[name].ChangeSetID, s.ChangeSetID)
-		o := c.describeChangeSet(ctx, s, id)
-		o.StackID = cmp.Or(o.StackID, pending[name].StackID)
-		seen = append(seen, o)
+		s, p := r.Stacks[name], pending[name]
+		looks = append(looks, func() run.Observation {
+			o := c.describeChangeSet(ctx, s, cmp.Or(p.ChangeSetID, s.ChangeSetID))
+			o.StackID = cmp.Or(o.StackID, p.StackID)
+			return o
+		})
 	}
 	for _, name := range stacks {
 		if done[name] {
 			continue
 		}
 		done[name] = true
-		s := r.Stacks[name]
-		o := c.describeStack(ctx, s, cmp.Or(pending[name].StackID, s.StackID))
-		if o.Err != "" {
-			// A failed observation tells nothing: the stack is looked at again later,
-			// rather than counting as a failed action.
-			c.log().Warn("changeset: could not observe stack", "stack", name, "err", o.Err)
-			o = run.Observation{Stack: name, LookErr: o.Err}
-		}
-		seen = append(seen, o)
+		s, p := r.Stacks[name], pending[name]
+		looks = append(looks, func() run.Observation {
+			o := c.describeStack(ctx, s, cmp.Or(p.StackID, s.StackID))
+			if o.Err != "" {
+				// A failed observation tells nothing: the stack is looked at again
+				// later, rather than counting as a failed action.
+				c.log().Warn("changeset: could not observe stack", "stack", s.Name, "err", o.Err)
+				o = run.Observation{Stack: s.Name, LookErr: o.Err}
+			}
+			return o
+		})
 	}
+	looked := make([]run.Observation, len(looks))
+	Concurrently(len(looks), func(i int) { looked[i] = looks[i]() })
+	seen = append(seen, looked...)
 	for _, name := range slices.Sorted(maps.Keys(pending)) {
 		if p := pending[name]; !done[name] && r.Stacks[name] != nil && (p.ChangeSetID != "" || p.StackID != "") {
 			seen = append(seen, run.Observation{Stack: name, ChangeSetID: p.ChangeSetID, StackID: p.StackID})
 		}
 	}
 	return seen
+}
+
+// Concurrently runs do(0) to do(n-1), Parallel at a time, and returns once all have. A
+// panic in one is raised again in the caller once the others are done, as if they had run
+// one after the other (a panic kills a Lambda the same way from any goroutine, but only
+// the caller's is the handler's to recover).
+func Concurrently(n int, do func(i int)) {
+	var (
+		g        errgroup.Group
+		mu       sync.Mutex
+		panicked any
+	)
+	g.SetLimit(Parallel)
+	for i := range n {
+		g.Go(func() error {
+			defer func() {
+				if p := recover(); p != nil {
+					mu.Lock()
+					if panicked == nil {
+						panicked = p
+					}
+					mu.Unlock()
+				}
+			}()
+			do(i)
+			return nil
+		})
+	}
+	g.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }
 
 func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string) run.Observation {

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -205,64 +207,103 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	return nil
 }
 
-// act performs the actions Advance decided, checking the lock before each, and returns
-// their results for the next step. It stops at the first lock check that fails.
+// act performs the actions Advance decided, changeset.Parallel stacks at a time (a
+// stack's own actions in order), checking the lock before each, and returns their
+// results for the next step. Once a lock check fails, no further action starts.
 func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, log *slog.Logger) (map[string]run.Observation, error) {
-	pending := map[string]run.Observation{}
-	var loaded *Loaded
+	var order []string
+	byStack := map[string][]run.Action{}
 	for _, a := range actions {
-		if err := st.store.Check(ctx, lock); err != nil {
-			return pending, err
+		if byStack[a.Stack] == nil {
+			order = append(order, a.Stack)
 		}
-		switch a.Kind {
-		case run.SetTerminationProtection:
-			// The stack is done either way; a failure is a warning of the report.
-			if o := cs.Perform(ctx, a, nil); o.Err != "" {
-				doc.Warnings = append(doc.Warnings, o.Err)
-			}
-		case run.CreateChangeSet:
-			var err error
-			if loaded == nil {
-				loaded, err = Download(ctx, st.s3, doc.Bundle, doc.Run.Deployment)
-			}
-			var in *changeset.Inputs
-			var plain map[string]string
-			var secret []string
-			if err == nil {
-				plain, secret, err = st.unseal(ctx, a.Parameters)
-			}
-			if err == nil {
-				in, err = inputs(doc, next, loaded, a, plain, secret)
-			}
-			if err != nil {
-				log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
-				pending[a.Stack] = run.Failure(a.Stack, err)
-				continue
-			}
-			a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
-			pending[a.Stack] = cs.Perform(ctx, a, in)
-		case run.ExecuteChangeSet:
-			var err error
-			if loaded == nil {
-				loaded, err = Download(ctx, st.s3, doc.Bundle, doc.Run.Deployment)
-			}
-			var in *changeset.Inputs
-			if err == nil {
-				in, err = executeInputs(loaded, next, a)
-			}
-			if err != nil {
-				log.Warn("deploy: cannot prepare the execution", "stack", a.Stack, "err", err)
-				pending[a.Stack] = run.Failure(a.Stack, err)
-				continue
-			}
-			pending[a.Stack] = cs.Perform(ctx, a, in)
-		case run.DeleteChangeSet:
-			cs.Perform(ctx, a, nil) // the stack is done either way; a leftover change set is harmless
-		default:
-			pending[a.Stack] = cs.Perform(ctx, a, nil)
-		}
+		byStack[a.Stack] = append(byStack[a.Stack], a)
 	}
-	return pending, nil
+	bundle := sync.OnceValues(func() (*Loaded, error) { return Download(ctx, st.s3, doc.Bundle, doc.Run.Deployment) })
+	type result struct {
+		obs      *run.Observation
+		warnings []string
+	}
+	results := make([]result, len(order))
+	var lockErr error
+	var mu sync.Mutex
+	changeset.Concurrently(len(order), func(i int) {
+		for _, a := range byStack[order[i]] {
+			mu.Lock()
+			stop := lockErr != nil
+			mu.Unlock()
+			if stop {
+				return
+			}
+			if err := st.store.Check(ctx, lock); err != nil {
+				mu.Lock()
+				lockErr = cmp.Or(lockErr, err)
+				mu.Unlock()
+				return
+			}
+			o, keep, warning := st.perform(ctx, doc, next, a, bundle, cs, log)
+			if keep {
+				results[i].obs = &o
+			}
+			if warning != "" {
+				results[i].warnings = append(results[i].warnings, warning)
+			}
+		}
+	})
+	pending := map[string]run.Observation{}
+	for i, r := range results {
+		if r.obs != nil {
+			pending[order[i]] = *r.obs
+		}
+		doc.Warnings = append(doc.Warnings, r.warnings...)
+	}
+	return pending, lockErr
+}
+
+// perform makes one action: its result for the next step (keep says whether the next
+// step needs it), or a warning of the report.
+func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a run.Action, bundle func() (*Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
+	switch a.Kind {
+	case run.SetTerminationProtection:
+		// The stack is done either way; a failure is a warning of the report.
+		if o := cs.Perform(ctx, a, nil); o.Err != "" {
+			return o, false, o.Err
+		}
+		return o, false, ""
+	case run.CreateChangeSet:
+		loaded, err := bundle()
+		var in *changeset.Inputs
+		var plain map[string]string
+		var secret []string
+		if err == nil {
+			plain, secret, err = st.unseal(ctx, a.Parameters)
+		}
+		if err == nil {
+			in, err = inputs(doc, next, loaded, a, plain, secret)
+		}
+		if err != nil {
+			log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
+			return run.Failure(a.Stack, err), true, ""
+		}
+		a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
+		return cs.Perform(ctx, a, in), true, ""
+	case run.ExecuteChangeSet:
+		loaded, err := bundle()
+		var in *changeset.Inputs
+		if err == nil {
+			in, err = executeInputs(loaded, next, a)
+		}
+		if err != nil {
+			log.Warn("deploy: cannot prepare the execution", "stack", a.Stack, "err", err)
+			return run.Failure(a.Stack, err), true, ""
+		}
+		return cs.Perform(ctx, a, in), true, ""
+	case run.DeleteChangeSet:
+		cs.Perform(ctx, a, nil) // the stack is done either way; a leftover change set is harmless
+		return o, false, ""
+	default:
+		return cs.Perform(ctx, a, nil), true, ""
+	}
 }
 
 // recordPlan records the plan of a plan run that ended and, under the lock, retires

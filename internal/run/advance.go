@@ -170,7 +170,7 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 		if o.looked() && s.Phase == was && s.Phase.Waits() {
 			// Still under way: look again later, a little later each time.
 			s.Looks++
-			s.CheckAt = now.Add(backoff(s.Looks, opts.Heartbeat))
+			s.CheckAt = now.Add(backoff(s.Phase, s.Looks, opts.Heartbeat))
 		}
 	}
 	for _, name := range next.Names() {
@@ -195,9 +195,20 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 // looks at it: a change set takes a few seconds, and no event says when it is ready.
 const FirstCheck = time.Second
 
-// backoff is the wait before the next look at a stack looked at looks times in its phase:
-// FirstCheck doubled each time, at most the heartbeat.
-func backoff(looks int, heartbeat time.Duration) time.Duration {
+// changeSetLooks is how many looks at a change set being created come a second apart:
+// no event says when it is ready, and CloudFormation takes 2 to 10 seconds.
+const changeSetLooks = 10
+
+// backoff is the wait before the next look at a stack looked at looks times in phase p:
+// a change set every second for its first changeSetLooks looks, then like the rest,
+// FirstCheck doubled each time; never more than the heartbeat.
+func backoff(p Phase, looks int, heartbeat time.Duration) time.Duration {
+	if p == CreatingChangeSet {
+		if looks < changeSetLooks {
+			return min(FirstCheck, heartbeat)
+		}
+		looks -= changeSetLooks - 1
+	}
 	d := FirstCheck << min(looks, 20)
 	return min(d, heartbeat)
 }

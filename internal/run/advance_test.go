@@ -772,8 +772,9 @@ func checkWake(t testing.TB, r *Run, now time.Time, opts Options) {
 }
 
 // TestChecksBackOffUpToTheHeartbeat follows one stack through its change set and its
-// execution, looking whenever its check falls due: the first look a second after each
-// phase begins, then 2, 4, 8 seconds later, and never more than a heartbeat apart.
+// execution, looking whenever its check falls due: a change set every second for ten
+// seconds, then 2, 4, 8 seconds later; an operation a second after it begins, then 2, 4, 8
+// seconds later; never more than a heartbeat apart.
 func TestChecksBackOffUpToTheHeartbeat(t *testing.T) {
 	opts := Options{Heartbeat: 15 * time.Second}
 	r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, Stacks: map[string]*Stack{
@@ -799,7 +800,7 @@ func TestChecksBackOffUpToTheHeartbeat(t *testing.T) {
 		checkWake(t, r, at, opts)
 		gaps = append(gaps, at.Sub(prev.Stacks["app"].PhaseSince))
 	}
-	for range 5 {
+	for range 14 {
 		look(Observation{ChangeSetStatus: "CREATE_IN_PROGRESS"})
 	}
 	look(Observation{ChangeSetStatus: "CREATE_COMPLETE", ChangeSetID: "arn:cs/1"})
@@ -810,7 +811,7 @@ func TestChecksBackOffUpToTheHeartbeat(t *testing.T) {
 		look(Observation{StackStatus: "CREATE_IN_PROGRESS"})
 	}
 	look(Observation{StackStatus: "CREATE_COMPLETE"})
-	want := []time.Duration{1, 3, 7, 15, 30, 45, 1, 3, 7, 15, 30}
+	want := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 39, 54, 1, 3, 7, 15, 30}
 	for i := range want {
 		want[i] *= time.Second
 	}
@@ -839,11 +840,11 @@ func TestWakeQueuesOneCheckAtATime(t *testing.T) {
 	for i, st := range []step{
 		{at: 0, delay: time.Second},  // a's change set: first look in 1s
 		{at: 500 * time.Millisecond}, // an event step: the queued check comes in time
-		{at: time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, delay: 2 * time.Second}, // the check: next look in 2s
-		{at: 2 * time.Second}, // a heartbeat: nothing sooner needed
-		{at: 3 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
-		{at: 4 * time.Second, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                              // a done, b's change set
-		{at: 5 * time.Second, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
+		{at: time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, delay: time.Second}, // the check: next look in 1s
+		{at: 1500 * time.Millisecond}, // a heartbeat: nothing sooner needed
+		{at: 2 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
+		{at: 3 * time.Second, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                              // a done, b's change set
+		{at: 4 * time.Second, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
 	} {
 		now := t0.Add(st.at)
 		next, _ := Advance(r, st.obs, now, opts)

@@ -173,7 +173,8 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 			s.CheckAt = now.Add(backoff(s.Phase, s.Looks, opts.Heartbeat))
 		}
 	}
-	for _, name := range next.Names() {
+	names := next.Names() // sorted once: every pass below goes in name order
+	for _, name := range names {
 		s := next.Stacks[name]
 		if s.Phase == Executing && s.ChangeSetType == "CREATE" && s.CreateTimeout > 0 && now.Sub(s.PhaseSince) > s.CreateTimeout {
 			fail(s, now, fmt.Sprintf("stack %s: the create did not finish within timeout_in_minutes (%s): check the stack in the CloudFormation console", s.StackName, s.CreateTimeout))
@@ -183,9 +184,9 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 			fail(s, now, fmt.Sprintf("no result after %s in phase %s: check the stack in the CloudFormation console", opts.PhaseTimeout, s.Phase))
 		}
 	}
-	block(next, now)
-	actions = append(actions, start(next, now, opts)...)
-	actions = append(actions, protect(r, next)...)
+	block(next, names, now)
+	actions = append(actions, start(next, names, now, opts)...)
+	actions = append(actions, protect(r, next, names)...)
 	finish(next, now)
 	wake(next, now)
 	return next, actions
@@ -273,9 +274,9 @@ func Wake(prev, next *Run, now time.Time) (time.Duration, bool) {
 
 // protect sets the termination protection the config wants on each stack whose deploy
 // finished in this step with another one.
-func protect(prev, next *Run) []Action {
+func protect(prev, next *Run, names []string) []Action {
 	var actions []Action
-	for _, name := range next.Names() {
+	for _, name := range names {
 		s, p := next.Stacks[name], prev.Stacks[name]
 		if p != nil && p.Phase.Terminal() || !s.Phase.Terminal() || s.Intent == IntentDelete || s.Intent == IntentRead ||
 			(s.Phase != Done && s.Phase != Unchanged) || s.Protect == s.Protected {
@@ -465,9 +466,9 @@ func execute(s *Stack) Action {
 // block marks pending stacks that can no longer run: deploys whose dependency failed, and
 // every deletion once any deploy failed (deleting while the new configuration is not in
 // place could remove something a failed stack still needs).
-func block(r *Run, now time.Time) {
+func block(r *Run, names []string, now time.Time) {
 	deployFailed := ""
-	for _, name := range r.Names() {
+	for _, name := range names {
 		s := r.Stacks[name]
 		if s.Intent != IntentDelete && (s.Phase == Failed || s.Phase == Blocked) {
 			deployFailed = name
@@ -477,7 +478,7 @@ func block(r *Run, now time.Time) {
 	changed := true
 	for changed { // propagate along chains; each pass blocks at least one stack or stops
 		changed = false
-		for _, name := range r.Names() {
+		for _, name := range names {
 			s := r.Stacks[name]
 			if s.Phase != Pending {
 				continue
@@ -530,7 +531,7 @@ func settled(r *Run, s *Stack) bool {
 
 // start begins what became ready, within the concurrency limit: deploys first, and
 // deletions only once every deploy has settled (dependents first among the deletions).
-func start(r *Run, now time.Time, opts Options) []Action {
+func start(r *Run, names []string, now time.Time, opts Options) []Action {
 	inFlight := 0
 	for _, s := range r.Stacks {
 		if s.Phase.InFlight() && !settled(r, s) {
@@ -542,7 +543,6 @@ func start(r *Run, now time.Time, opts Options) []Action {
 		limit = 10
 	}
 	var actions []Action
-	names := r.Names()
 	for _, name := range names {
 		if s := r.Stacks[name]; s.Intent != IntentDelete {
 			actions = append(actions, startDeploy(r, s, now, opts, &inFlight, limit)...)

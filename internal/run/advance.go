@@ -227,8 +227,7 @@ func (o Observation) looked() bool {
 // event delays a run by a heartbeat at most. A stack is never looked at before its check
 // (a look too early would only push its next check further away).
 func (r *Run) Due(now time.Time, named ...string) (changeSets, stacks []string) {
-	for _, name := range r.Names() {
-		s := r.Stacks[name]
+	for name, s := range r.Stacks {
 		if !s.Phase.Waits() || s.CheckAt.After(now) && !slices.Contains(named, s.StackName) {
 			continue
 		}
@@ -238,6 +237,8 @@ func (r *Run) Due(now time.Time, named ...string) (changeSets, stacks []string) 
 			stacks = append(stacks, name)
 		}
 	}
+	slices.Sort(changeSets)
+	slices.Sort(stacks)
 	return changeSets, stacks
 }
 

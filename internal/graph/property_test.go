@@ -236,6 +236,18 @@ func TestPropertyDAG(t *testing.T) {
 	})
 }
 
+// TestPropertyReductionInBands reduces graphs larger than one band of the reachability
+// bitsets (the budget cut to one word a node: bands of 64 nodes), as a graph of a million
+// stacks would be.
+func TestPropertyReductionInBands(t *testing.T) {
+	defer func(b int) { reachBudget = b }(reachBudget)
+	reachBudget = 1
+	rapid.Check(t, func(t *rapid.T) {
+		g := genDAG(t, 300)
+		checkReduction(t, g, reach(g))
+	})
+}
+
 func TestPropertyCycles(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		g := genDAG(t, 20)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -389,5 +390,88 @@ func TestConcurrentlyLimitsAndRaisesPanics(t *testing.T) {
 	}()
 	if done != 4 {
 		t.Errorf("%d other calls done before the panic was raised, want 4", done)
+	}
+}
+
+// pagedCFN is an account of n stacks s000, s001, ... answering DescribeStacks 100 a page,
+// or one stack by name; it counts the calls.
+type pagedCFN struct {
+	API
+	n, calls int
+}
+
+func (f *pagedCFN) DescribeStacks(_ context.Context, in *cloudformation.DescribeStacksInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error) {
+	f.calls++
+	stack := func(i int) cfntypes.Stack {
+		name := fmt.Sprintf("s%03d", i)
+		return cfntypes.Stack{StackName: aws.String(name), StackId: aws.String("arn:" + name), StackStatus: cfntypes.StackStatusCreateComplete}
+	}
+	if name := aws.ToString(in.StackName); name != "" {
+		var i int
+		if _, err := fmt.Sscanf(name, "s%d", &i); err != nil || i >= f.n {
+			return nil, &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id " + name + " does not exist"}
+		}
+		return &cloudformation.DescribeStacksOutput{Stacks: []cfntypes.Stack{stack(i)}}, nil
+	}
+	start := 0
+	fmt.Sscan(aws.ToString(in.NextToken), &start)
+	out := &cloudformation.DescribeStacksOutput{}
+	for i := start; i < min(start+100, f.n); i++ {
+		out.Stacks = append(out.Stacks, stack(i))
+	}
+	if start+100 < f.n {
+		out.NextToken = aws.String(fmt.Sprint(start + 100))
+	}
+	return out, nil
+}
+
+// TestStacksReadsTheCheaperWay describes the stacks a run names by listing the account
+// while that is cheaper, and by name otherwise: never much more than the fewer of the
+// account's pages and the stacks named.
+func TestStacksReadsTheCheaperWay(t *testing.T) {
+	names := func(is ...int) []string {
+		var out []string
+		for _, i := range is {
+			out = append(out, fmt.Sprintf("s%03d", i))
+		}
+		return out
+	}
+	span := func(from, to int) []int {
+		var out []int
+		for i := from; i < to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		account int
+		want    []string
+		found   int
+		calls   int
+	}{
+		{"none named", 2500, nil, 0, 0},
+		{"the whole account, listed", 500, names(span(0, 500)...), 500, 5},
+		{"a new stack: the listing ends, so it does not exist", 50, names(3, 700), 1, 1},
+		{"500 of a 2,500-stack account, the last ones", 2500, names(span(2000, 2500)...), 500, 25},
+		{"500 of a 2,500-stack account, the first ones", 2500, names(span(0, 500)...), 500, 5},
+		{"2 of a 2,500-stack account: by name after 2 pages", 2500, names(1200, 2400), 2, 4},
+		{"5 new stacks in a big account: by name after 5 pages", 2500, names(3000, 3001, 3002, 3003, 3004), 0, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfn := &pagedCFN{n: tc.account}
+			live, err := (&Client{CFN: cfn}).Stacks(context.Background(), tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(live) != tc.found || cfn.calls != tc.calls {
+				t.Errorf("%d stacks found with %d calls, want %d with %d", len(live), cfn.calls, tc.found, tc.calls)
+			}
+			for name, l := range live {
+				if !slices.Contains(tc.want, name) || l.StackID != "arn:"+name {
+					t.Errorf("found %s %+v, not asked for", name, l)
+				}
+			}
+		})
 	}
 }

@@ -29,6 +29,65 @@ func (c *Client) Live(ctx context.Context) (map[string]plan.Live, error) {
 	return ListStacks(ctx, c.CFN, c.Budget)
 }
 
+// Stacks describes the stacks named (CloudFormation names), keyed by name: those that do
+// not exist are absent. It pages through DescribeStacks while that finds them, and once
+// the pages read outnumber the stacks still unseen it describes those by name instead:
+// a run's reads are at most about twice the fewer of the account's pages and the stacks
+// it names, so they do not grow with the other stacks of the account beyond that.
+func (c *Client) Stacks(ctx context.Context, names []string) (map[string]plan.Live, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		if n != "" {
+			want[n] = true
+		}
+	}
+	live := map[string]plan.Live{}
+	seen := map[string]bool{}
+	in := &cloudformation.DescribeStacksInput{}
+	for pages := 0; len(seen) < len(want) && pages < len(want)-len(seen); pages++ {
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		out, err := c.CFN.DescribeStacks(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("describe stacks: %w", err)
+		}
+		for _, st := range out.Stacks {
+			name := aws.ToString(st.StackName)
+			if !want[name] || seen[name] || st.StackStatus == cfntypes.StackStatusDeleteComplete {
+				continue
+			}
+			seen[name] = true
+			live[name] = toLive(st)
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return live, nil // the whole account: the stacks not seen do not exist
+		}
+		in.NextToken = out.NextToken
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if seen[name] {
+			continue
+		}
+		if err := c.wait(ctx); err != nil {
+			return nil, err
+		}
+		out, err := c.CFN.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
+		if awsclient.StackMissing(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("describe stack %s: %w", name, err)
+		}
+		for _, st := range out.Stacks {
+			if aws.ToString(st.StackName) == name && st.StackStatus != cfntypes.StackStatusDeleteComplete {
+				live[name] = toLive(st)
+			}
+		}
+	}
+	return live, nil
+}
+
 // StackLister lists stacks.
 type StackLister interface {
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)

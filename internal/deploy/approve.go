@@ -115,7 +115,7 @@ func (s starter) observe(ctx context.Context, p *plan.Document, lock *state.Lock
 			return nil, err
 		}
 	}
-	if o.Live, err = cs.Live(ctx); err != nil {
+	if o.Live, err = cs.Stacks(ctx, plannedStacks(p)); err != nil {
 		return nil, err
 	}
 	for _, id := range p.ChangeSetsToCheck(o.Live) {
@@ -124,4 +124,22 @@ func (s starter) observe(ctx context.Context, p *plan.Document, lock *state.Lock
 		}
 	}
 	return o, nil
+}
+
+// plannedStacks lists the CloudFormation stacks an approval compares with plan p: the
+// plan's stacks and those whose outputs they read.
+func plannedStacks(p *plan.Document) []string {
+	var names []string
+	for _, s := range p.Run.Stacks {
+		names = append(names, s.StackName)
+	}
+	for _, s := range p.Stacks {
+		names = append(names, s.StackName)
+	}
+	for _, ls := range p.Lookups {
+		for _, l := range ls {
+			names = append(names, l.StackName)
+		}
+	}
+	return names
 }

@@ -124,7 +124,11 @@ func leftovers(p *plan.Document) []leftover {
 // set made (same id), its cairn:* tags name the plan's graph and stack, keepStacks does not
 // hold it, and it has no change set but the plan's: anything else is someone else's.
 func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, status plan.Status, reason string, keepStacks map[string]bool, cs *changeset.Client, log *slog.Logger) {
-	live, err := cs.Live(ctx)
+	var names []string
+	for _, lo := range leftovers(p) {
+		names = append(names, lo.stack.StackName)
+	}
+	live, err := cs.Stacks(ctx, names)
 	if err != nil {
 		log.Warn("deploy: cannot describe stacks to clean up a plan", "plan", p.ID, "err", err)
 		return

@@ -97,7 +97,11 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 	var live map[string]plan.Live
 	if len(doc.Run.Stacks) > 0 && lock != nil {
 		var err error
-		if live, err = cs.Live(ctx); err != nil {
+		var names []string
+		for _, s := range doc.Run.Stacks {
+			names = append(names, s.StackName)
+		}
+		if live, err = cs.Stacks(ctx, names); err != nil {
 			return nil, err
 		}
 	}

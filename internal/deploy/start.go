@@ -189,7 +189,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 			return false, err
 		}
 	}
-	live, err := cs.Live(ctx)
+	live, err := cs.Stacks(ctx, namedBy(cfg, g))
 	if err != nil {
 		return false, err
 	}
@@ -234,6 +234,22 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 		}
 	}
 	return false, nil
+}
+
+// namedBy lists the CloudFormation stacks a plan of cfg against g looks at: the config's
+// stacks, the graph's, and those whose outputs the config reads.
+func namedBy(cfg *config.Config, g *state.Graph) []string {
+	var names []string
+	for _, s := range cfg.Stacks {
+		names = append(names, s.StackName)
+		for _, l := range s.Lookups {
+			names = append(names, l.StackName)
+		}
+	}
+	for _, s := range g.Stacks {
+		names = append(names, s.StackName)
+	}
+	return names
 }
 
 // exportsOfGone lists the export names of the live stacks the plan may delete (in the

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -96,19 +98,38 @@ func Config(namespace string, stacks []Stack) string {
 	return cfg.String()
 }
 
-// Zip returns the zipped bundle of n generated stacks in namespace, and how many
-// dependencies they have.
-func Zip(namespace string, n int) (data []byte, edges int, err error) {
-	stacks := Stacks(n)
-	for _, s := range stacks {
-		edges += len(s.Requires) + len(s.Lookups)
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	files := map[string]string{"cairn.yaml": Config(namespace, stacks)}
+// Files returns the files of the bundle of n generated stacks in namespace, by path.
+func Files(namespace string, n int) map[string]string {
+	files := map[string]string{"cairn.yaml": Config(namespace, Stacks(n))}
 	for i := range 4 {
 		files[fmt.Sprintf("templates/t%d.yaml", i)] = Template + fmt.Sprintf("Description: template %d\n", i)
 	}
+	return files
+}
+
+// Write writes the bundle of n generated stacks in namespace into dir.
+func Write(dir, namespace string, n int) error {
+	for name, body := range Files(namespace, n) {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Zip returns the zipped bundle of n generated stacks in namespace, and how many
+// dependencies they have.
+func Zip(namespace string, n int) (data []byte, edges int, err error) {
+	for _, s := range Stacks(n) {
+		edges += len(s.Requires) + len(s.Lookups)
+	}
+	files := Files(namespace, n)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		w, err := zw.Create(name)
 		if err != nil {

@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
@@ -76,6 +78,37 @@ type worldOptions struct {
 	// Speed is how much virtual time passes per millisecond of wall time (default 500ms);
 	// a millisecond runs the world on the wall clock's pace.
 	Speed time.Duration
+	// Calls, when set, counts the deployer's own AWS calls.
+	Calls *callCounter
+}
+
+// callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject").
+type callCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// middleware is the SDK option that counts every call of the clients built with it.
+func (c *callCounter) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("CallCounter",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			c.mu.Lock()
+			if c.n == nil {
+				c.n = map[string]int{}
+			}
+			c.n[awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx)]++
+			c.mu.Unlock()
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+}
+
+// take returns the counts so far and starts again from zero.
+func (c *callCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
 }
 
 type syncBuffer struct {
@@ -199,7 +232,11 @@ func newWorld(t testing.TB, o worldOptions) *world {
 		// loaded machine: a real second is a quarter of an hour.
 		o.Lease = 12 * time.Hour
 	}
-	d, err := deploy.NewFromAWS(cfg, deploy.Config{
+	deployerCfg := cfg.Copy()
+	if o.Calls != nil {
+		deployerCfg.APIOptions = append(deployerCfg.APIOptions, o.Calls.middleware)
+	}
+	d, err := deploy.NewFromAWS(deployerCfg, deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
 		Heartbeat: o.Heartbeat,
 	})
@@ -260,7 +297,7 @@ func copyBundle(t testing.TB, src string) string {
 }
 
 // edit replaces old with new in a bundle file; the text must be there.
-func edit(t *testing.T, dir, file, old, new string) {
+func edit(t testing.TB, dir, file, old, new string) {
 	t.Helper()
 	p := filepath.Join(dir, file)
 	b, err := os.ReadFile(p)
@@ -347,7 +384,12 @@ func (w *world) object(key string) string {
 // time for it.
 func (w *world) wait(name, version string) *deploy.Document {
 	w.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	return w.waitFor(name, version, time.Minute)
+}
+
+func (w *world) waitFor(name, version string, timeout time.Duration) *deploy.Document {
+	w.t.Helper()
+	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, d := range w.runs(name) {
 			if d.Bundle.VersionID == version && d.Run.Status != run.Running {

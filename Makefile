@@ -108,9 +108,10 @@ deploy: infra-lambdas
 test-awscli: cli
 	@bash internal/awslocal/testdata/awscli.sh $(BIN)/cairn
 
-# spec: regenerate internal/spec/spec.txt, the CloudFormation resource specification
+# spec: regenerate internal/spec/spec.txt.gz, the CloudFormation resource specification
 # templates are checked against, from the provider schemas of the installed cfn-lint
 # (`pip install cfn-lint`). The file is committed: builds and CI never need this.
 .PHONY: spec
 spec:
-	python3 internal/spec/genspec.py > internal/spec/spec.txt.tmp && mv internal/spec/spec.txt.tmp internal/spec/spec.txt
+	python3 internal/spec/genspec.py > internal/spec/spec.txt.tmp && gzip -9n < internal/spec/spec.txt.tmp > internal/spec/spec.txt.gz.tmp \
+		&& mv internal/spec/spec.txt.gz.tmp internal/spec/spec.txt.gz && rm internal/spec/spec.txt.tmp

@@ -55,8 +55,13 @@ SWEEP ?=
 crash:
 	CAIRN_CRASH_SEEDS=$(SEEDS) CAIRN_CRASH_SWEEP=$(SWEEP) $(GO) test -race -count=1 -timeout 3h -v -run 'TestCrash' ./internal/crashtest/
 
+# bench: every benchmark with its figures (benchstat reads bin/bench.txt), then the table of
+# the performance goals: each figure, its goal, and whether it holds (internal/benchgoals).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /infra)
+	@mkdir -p $(BIN)
+	@{ $(GO) test -run '^$$' -bench . -benchmem -timeout 60m $$($(GO) list ./... | grep -v /infra); echo $$? > $(BIN)/bench.status; } | tee $(BIN)/bench.txt
+	@$(GO) run ./internal/benchgoals < $(BIN)/bench.txt
+	@exit $$(cat $(BIN)/bench.status)
 
 demo: cli
 	./$(BIN)/cairn demo

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ const (
 	ctxPortPools      = "cairn:portPools"
 	ctxDriftSchedule  = "cairn:driftSchedule"
 	ctxCfnServiceRole = "cairn:cfnServiceRole"
+	ctxSSMPaths       = "cairn:ssmPaths"
 	ctxLambdaDir      = "cairn:lambdaDir"
 )
 
@@ -51,6 +53,11 @@ type Config struct {
 	CfnServiceRole string
 	// LambdaDir holds deployer/bootstrap, ports/bootstrap and drift/bootstrap.
 	LambdaDir string
+	// SSMPaths are the Parameter Store names the deployer may read for ${ssm}
+	// lookups (and decrypt, for SecureStrings under customer managed keys): a
+	// name, or a path ending in /* for everything below it. By default each
+	// namespace's own path, /NAMESPACE/*; empty means no Parameter Store access.
+	SSMPaths []string
 }
 
 // Functions are the Lambda functions cairn consists of, named as their folders
@@ -62,6 +69,9 @@ var (
 	poolNameRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 	scheduleRe  = regexp.MustCompile(`^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\))$`)
 	roleARNRe   = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$`)
+	// ssmPathRe is a parameter name (letters, digits and _.- between slashes,
+	// as Parameter Store allows) or a path of them ending in /*.
+	ssmPathRe = regexp.MustCompile(`^(/[a-zA-Z0-9_.-]+)+(/\*)?$`)
 )
 
 // contextGetter is what Config needs of a construct node: constructs.Node
@@ -120,6 +130,12 @@ func LoadConfig(node contextGetter) (Config, error) {
 		cfg.CfnServiceRole = s
 	}
 
+	ssm, err := ssmPaths(get(ctxSSMPaths), ns)
+	if err != nil {
+		return cfg, fmt.Errorf("context %s: %w", ctxSSMPaths, err)
+	}
+	cfg.SSMPaths = ssm
+
 	cfg.LambdaDir = defaultLambdaDir
 	if v := get(ctxLambdaDir); v != nil {
 		s, ok := v.(string)
@@ -129,6 +145,30 @@ func LoadConfig(node contextGetter) (Config, error) {
 		cfg.LambdaDir = s
 	}
 	return cfg, nil
+}
+
+// ssmPaths reads cairn:ssmPaths: a list of parameter names and paths ending in
+// /*, or, when unset, /NAMESPACE/* for every namespace. Sorted and deduplicated,
+// so the template does not change with their order.
+func ssmPaths(v interface{}, namespaces []string) ([]string, error) {
+	if v == nil {
+		out := make([]string, len(namespaces))
+		for i, n := range namespaces {
+			out[i] = "/" + n + "/*"
+		}
+		return out, nil
+	}
+	paths, err := stringList(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		if !ssmPathRe.MatchString(p) {
+			return nil, fmt.Errorf("%q is not a parameter name or path: write /NAME for one parameter or /PATH/* for every parameter below PATH (e.g. /shop/*); a wildcard anywhere else, or over every parameter, is refused", p)
+		}
+	}
+	sort.Strings(paths)
+	return slices.Compact(paths), nil
 }
 
 // NamespacesEnv is the CAIRN_NAMESPACES value: namespaces joined by commas.

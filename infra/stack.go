@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -376,6 +377,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	deployerRole.AddToPrincipalPolicy(allow("DeployerReadStacks", deployerAccountActions, []*string{jsii.String("*")}))
 	deployerRole.AddToPrincipalPolicy(allow("DeployerHeartbeats", []string{"sqs:SendMessage"}, []*string{deployQueue.QueueArn()}))
 	deployerRole.AddToPrincipalPolicy(allow("DeployerNotify", []string{"sns:Publish"}, []*string{notifications.TopicArn()}))
+	grantParameters(stack, deployerRole, cfg.SSMPaths)
 	if cfg.CfnServiceRole != "" {
 		st := allow("PassCloudFormationServiceRole", []string{"iam:PassRole"}, []*string{jsii.String(cfg.CfnServiceRole)})
 		st.AddCondition(jsii.String("StringEquals"), map[string]interface{}{"iam:PassedToService": cloudFormationServiceName})
@@ -568,6 +570,41 @@ func grantList(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes, act
 	st := allow(sid, scoped, []*string{bucket.BucketArn()})
 	st.AddCondition(jsii.String("StringLike"), map[string]interface{}{"s3:prefix": like})
 	role.AddToPrincipalPolicy(st)
+}
+
+// grantParameters lets the deployer read the Parameter Store names and paths of
+// cairn:ssmPaths for ${ssm} lookups, and decrypt their SecureStrings: KMS only
+// through Parameter Store in this region (kms:ViaService), and only for those
+// parameters (Parameter Store's encryption context names the parameter). The
+// AWS managed key aws/ssm needs no grant: its key policy allows the account's
+// principals through Parameter Store.
+func grantParameters(stack awscdk.Stack, role awsiam.IRole, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	arns := parameterARNs(stack, paths)
+	role.AddToPrincipalPolicy(allow("DeployerReadParameters", []string{"ssm:GetParameters"}, arns))
+	keys := stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("kms"), Resource: jsii.String("key"), ResourceName: jsii.String("*"),
+		ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME})
+	st := allow("DeployerDecryptParameters", []string{"kms:Decrypt"}, []*string{keys})
+	st.AddCondition(jsii.String("StringEquals"), map[string]interface{}{"kms:ViaService": fmt.Sprintf("ssm.%s.%s", *stack.Region(), *stack.UrlSuffix())})
+	var like []interface{}
+	for _, a := range arns {
+		like = append(like, *a)
+	}
+	st.AddCondition(jsii.String("StringLike"), map[string]interface{}{"kms:EncryptionContext:PARAMETER_ARN": like})
+	role.AddToPrincipalPolicy(st)
+}
+
+// parameterARNs are the IAM resources of Parameter Store names and paths:
+// /shop/* is arn:PARTITION:ssm:REGION:ACCOUNT:parameter/shop/*.
+func parameterARNs(stack awscdk.Stack, paths []string) []*string {
+	var out []*string
+	for _, p := range paths {
+		out = append(out, stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ssm"), Resource: jsii.String("parameter"),
+			ResourceName: jsii.String(strings.TrimPrefix(p, "/")), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME}))
+	}
+	return out
 }
 
 // stackIDPrefix is the start of the stack id (ARN) of every stack in a

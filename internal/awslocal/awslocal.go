@@ -1,8 +1,9 @@
-// Package awslocal is cairn's embedded AWS emulator: S3, SQS, SNS (and the CloudFormation
-// emulator, which plugs in through RegisterService and Mount) on one loopback port, routed
-// by protocol as LocalStack does on 4566, with the Lambda wiring — handlers, SQS event
-// source mappings, schedules and an event bus — run in process with the exact event JSON
-// AWS sends. A control endpoint under /_local/ counts calls and injects faults.
+// Package awslocal is cairn's embedded AWS emulator: S3, SQS, SNS, SSM Parameter Store,
+// CloudWatch alarms (and the CloudFormation emulator, which plugs in through
+// RegisterService and Mount) on one loopback port, routed by protocol as LocalStack does on
+// 4566, with the Lambda wiring — handlers, SQS event source mappings, schedules and an event
+// bus — run in process with the exact event JSON AWS sends. A control endpoint under
+// /_local/ counts calls and injects faults.
 //
 // It exists so that cairn runs end to end, and is tested, through the real aws-sdk-go-v2
 // clients with no AWS account. It is a test double of AWS, never a production path.
@@ -31,6 +32,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
@@ -75,6 +77,7 @@ type Emulator struct {
 	sqs  *sqslocal.Service
 	sns  *snslocal.Service
 	ssm  *ssmlocal.Service
+	cw   *cloudwatchlocal.Service
 	cfn  *cfnlocal.Service
 
 	mu       sync.Mutex
@@ -166,6 +169,14 @@ func New(opts Options) (*Emulator, error) {
 		e.sns.Close()
 		return nil, err
 	}
+	e.cw, err = cloudwatchlocal.New(cloudwatchlocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("cloudwatch"), Logger: opts.Logger,
+		OnStateChange: func(string, string) { e.cfn.AlarmStateChanged() }})
+	if err != nil {
+		e.sqs.Close()
+		e.sns.Close()
+		e.ssm.Close()
+		return nil, err
+	}
 	e.s3, err = s3local.New(s3local.Options{
 		Region: opts.Region, Dir: dir("s3"), Clock: opts.Clock, Logger: opts.Logger,
 		Notify:      func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
@@ -189,6 +200,7 @@ func New(opts Options) (*Emulator, error) {
 		},
 		PutEvent:              e.PutEvent,
 		SSMParameter:          e.ssmParameter,
+		Alarm:                 e.cw.State,
 		Providers:             e.providers(),
 		BaseURL:               e.URL,
 		ResourceDelay:         opts.CloudFormation.ResourceDelay,
@@ -205,6 +217,7 @@ func New(opts Options) (*Emulator, error) {
 	e.services["sqs"] = e.sqs
 	e.services["sns"] = e.sns
 	e.services["ssm"] = e.ssm
+	e.services["monitoring"] = e.cw
 	e.services["cloudformation"] = e.cfn
 	e.mounts[cfnlocal.ResponsePath] = e.cfn.ResponseHandler()
 	e.mounts["/_local/cloudformation/"] = e.cfn.ControlHandler()
@@ -240,6 +253,9 @@ func (e *Emulator) ssmParameter(name, typ string) (string, error) {
 	}
 	return "", fmt.Errorf("Unable to fetch parameters [%s] from parameter store for this account.", name)
 }
+
+// CloudWatch returns the emulated CloudWatch alarms, for in-process callers.
+func (e *Emulator) CloudWatch() *cloudwatchlocal.Service { return e.cw }
 
 // CloudFormation returns the emulated CloudFormation, for fault injection and records.
 func (e *Emulator) CloudFormation() *cfnlocal.Service { return e.cfn }
@@ -322,7 +338,7 @@ func (e *Emulator) Close() error {
 	// The SQS service ends long polls on Close, so pollers finish before the wait returns.
 	errs = append(errs, e.sqs.Close())
 	e.wg.Wait()
-	errs = append(errs, e.cfn.Close(), e.sns.Close(), e.ssm.Close(), e.s3.Close())
+	errs = append(errs, e.cfn.Close(), e.sns.Close(), e.ssm.Close(), e.cw.Close(), e.s3.Close())
 	return errors.Join(errs...)
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"math/rand/v2"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 )
 
 const controlPrefix = "/_local/"
@@ -135,6 +137,8 @@ func (e *Emulator) fault(w http.ResponseWriter, r *http.Request, service, action
 		writeServiceError(w, "sqs-json", http.StatusBadRequest, "RequestThrottled", "Rate exceeded")
 	case service == "sqs":
 		writeServiceError(w, "query", http.StatusBadRequest, "RequestThrottled", "Rate exceeded")
+	case protocolOf(r, service) == "cbor":
+		writeServiceError(w, "cbor", http.StatusBadRequest, "Throttling", "Rate exceeded")
 	case jsonProtocol:
 		writeServiceError(w, "json", http.StatusBadRequest, "ThrottlingException", "Rate exceeded")
 	default:
@@ -145,13 +149,15 @@ func (e *Emulator) fault(w http.ResponseWriter, r *http.Request, service, action
 
 // writeServiceError answers in the error format of a protocol: "s3" (REST-XML), "json"
 // (AWS JSON), "sqs-json" (JSON 1.0 with the legacy query code in x-amzn-query-error, as SQS
-// answers current SDKs) or "query" (XML ErrorResponse).
+// answers current SDKs), "cbor" (Smithy RPC v2 CBOR) or "query" (XML ErrorResponse).
 func writeServiceError(w http.ResponseWriter, protocol string, status int, code, message string) {
 	var msg strings.Builder
 	xml.EscapeText(&msg, []byte(message))
 	id := fmt.Sprintf("%016x", rand.Uint64())
 	w.Header().Set("x-amzn-RequestId", id)
 	switch protocol {
+	case "cbor":
+		cloudwatchlocal.WriteCBORError(w, status, code, message)
 	case "s3":
 		w.Header().Set("Content-Type", "application/xml")
 		w.WriteHeader(status)

@@ -24,6 +24,7 @@ func (e *Emulator) providers() map[string]cfnlocal.Provider {
 		"AWS::SNS::TopicPolicy":           e.topicPolicyProvider(),
 		"AWS::SNS::Subscription":          e.subscriptionProvider(),
 		"AWS::SSM::Parameter":             e.parameterProvider(),
+		"AWS::CloudWatch::Alarm":          e.alarmProvider(),
 		"AWS::Events::Rule":               e.ruleProvider(),
 		"AWS::Scheduler::Schedule":        e.scheduleProvider(),
 		"AWS::Lambda::Function":           e.functionProvider(),

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 )
 
@@ -17,6 +18,8 @@ var targetServices = map[string]string{
 	"AmazonSQS": "sqs",
 	"AmazonSSM": "ssm",
 	"AWSEvents": "events",
+	// CloudWatch's AWS JSON 1.0 (the AWS CLI); its RPC v2 CBOR requests are signed.
+	"GraniteServiceVersion20100801": "monitoring",
 }
 
 // Handler returns the emulator's root handler: mounts first, then service routing with call
@@ -79,6 +82,8 @@ func protocolOf(r *http.Request, service string) string {
 	switch {
 	case service == "s3":
 		return "s3"
+	case r.Header.Get("Smithy-Protocol") != "":
+		return "cbor"
 	case r.Header.Get("X-Amz-Target") != "":
 		return "json"
 	}
@@ -151,6 +156,9 @@ func actionOf(r *http.Request, service string) string {
 		return t
 	}
 	if a := r.URL.Query().Get("Action"); a != "" {
+		return a
+	}
+	if a := cloudwatchlocal.Operation(r); a != "" {
 		return a
 	}
 	if service == "s3" {

@@ -330,12 +330,13 @@ var operationStarts = map[string]bool{
 }
 
 // FirstFailure returns the reason of the earliest *_FAILED resource event of the stack's
-// current operation, as "LogicalId (Type): reason", or "" when there is none. Events come
-// newest first, so it walks back to the event that started the operation.
+// current operation, as "LogicalId (Type): reason"; else the stack's own failure reason, or
+// why its rollback began (a rollback trigger's alarm fails no resource); "" when there is
+// none. Events come newest first, so it walks back to the event that started the operation.
 func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
 	in := &cloudformation.DescribeStackEventsInput{StackName: aws.String(stackID)}
 	var first string
-	var fallback string
+	var fallback, rolledBack string
 	for page := 0; page < maxEventPages; page++ {
 		if err := c.wait(ctx); err != nil {
 			break
@@ -349,12 +350,15 @@ func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
 			status := string(e.ResourceStatus)
 			own := aws.ToString(e.PhysicalResourceId) == aws.ToString(e.StackId) || aws.ToString(e.ResourceType) == "AWS::CloudFormation::Stack" && aws.ToString(e.LogicalResourceId) == aws.ToString(e.StackName)
 			if own && operationStarts[status] {
-				return cmp.Or(first, fallback)
+				return cmp.Or(first, fallback, rolledBack)
+			}
+			reason := aws.ToString(e.ResourceStatusReason)
+			if own && strings.HasSuffix(status, "ROLLBACK_IN_PROGRESS") && reason != "" {
+				rolledBack = reason
 			}
 			if !strings.HasSuffix(status, "_FAILED") {
 				continue
 			}
-			reason := aws.ToString(e.ResourceStatusReason)
 			if own {
 				if reason != "" {
 					fallback = reason
@@ -371,5 +375,5 @@ func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
 		}
 		in.NextToken = out.NextToken
 	}
-	return cmp.Or(first, fallback)
+	return cmp.Or(first, fallback, rolledBack)
 }

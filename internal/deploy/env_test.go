@@ -23,6 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
@@ -71,6 +73,10 @@ type worldOptions struct {
 	Lease time.Duration
 	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
 	PlanTTL time.Duration
+	// DenySSM makes SSM answer the deployer's reads of parameters under this path with
+	// AccessDeniedException, as IAM does for names outside cairn:ssmPaths (the emulator
+	// has no IAM).
+	DenySSM string
 	// ChangeSetDelay is how long the emulator takes to create a change set (default 2s).
 	ChangeSetDelay time.Duration
 	// Heartbeat is the deployer's heartbeat (default deploy.DefaultHeartbeat).
@@ -233,6 +239,9 @@ func newWorld(t testing.TB, o worldOptions) *world {
 		o.Lease = 12 * time.Hour
 	}
 	deployerCfg := cfg.Copy()
+	if o.DenySSM != "" {
+		deployerCfg.APIOptions = append(deployerCfg.APIOptions, denySSM(o.DenySSM))
+	}
 	if o.Calls != nil {
 		deployerCfg.APIOptions = append(deployerCfg.APIOptions, o.Calls.middleware)
 	}
@@ -254,6 +263,24 @@ func newWorld(t testing.TB, o worldOptions) *world {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// denySSM refuses GetParameters of names under path before the request is sent, with
+// the error IAM gives a role whose policy does not allow them.
+func denySSM(path string) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("cairn-test-deny-ssm", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if p, ok := in.Parameters.(*ssm.GetParametersInput); ok {
+				for _, n := range p.Names {
+					if strings.HasPrefix(n, path) {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "AccessDeniedException",
+							Message: "User: arn:aws:sts::000000000000:assumed-role/cairn-DeployerRole/cairn-deployer is not authorized to perform: ssm:GetParameters on resource: arn:aws:ssm:us-east-1:000000000000:parameter" + n + " because no identity-based policy allows the ssm:GetParameters action"}
+					}
+				}
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+	}
 }
 
 func must(t testing.TB, f func() error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -204,7 +205,12 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	if !doc.Destroy {
 		if doc.SSM, err = s.ssmValues(ctx, cfg.SSMNames()); err != nil {
-			return false, err
+			if !awsclient.Permanent(err) {
+				return false, err
+			}
+			// SSM refused (access denied): every delivery would be refused the same way.
+			doc.Errors = []string{err.Error()}
+			return true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
 		}
 	}
 	res, err := plan.Make(plan.Input{

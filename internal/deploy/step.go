@@ -362,12 +362,14 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags,
 		NotificationARNs: cs.Options.NotificationARNs}
 	if a.ChangeSetType == "UPDATE" {
-		// What the config no longer names is cleared, so the stack keeps in sync.
+		// What the config no longer names is cleared, so the stack keeps in sync: an empty
+		// list of triggers removes the stack's, where none at all would keep them.
 		in.NotificationARNs = append([]string{}, in.NotificationARNs...)
-		in.Rollback = &cfntypes.RollbackConfiguration{}
+		in.Rollback = &cfntypes.RollbackConfiguration{RollbackTriggers: []cfntypes.RollbackTrigger{}}
 	}
 	if rb := cs.Options.Rollback; rb != nil {
-		in.Rollback = &cfntypes.RollbackConfiguration{MonitoringTimeInMinutes: aws.Int32(int32(rb.MonitoringTimeInMinutes))}
+		in.Rollback = &cfntypes.RollbackConfiguration{MonitoringTimeInMinutes: aws.Int32(int32(rb.MonitoringTimeInMinutes)),
+			RollbackTriggers: []cfntypes.RollbackTrigger{}}
 		for _, t := range rb.Triggers {
 			in.Rollback.RollbackTriggers = append(in.Rollback.RollbackTriggers, cfntypes.RollbackTrigger{Arn: aws.String(t.ARN), Type: aws.String(t.Type)})
 		}

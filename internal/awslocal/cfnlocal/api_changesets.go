@@ -73,6 +73,14 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	if _, _, err := tpl.resolveParams(params, s.ssm); err != nil {
 		return nil, err
 	}
+	var prevRollback *rollbackConfig
+	if st != nil {
+		prevRollback = st.Rollback
+	}
+	rollback, err := rollbackConfigOf(f, prevRollback)
+	if err != nil {
+		return nil, err
+	}
 	if st == nil {
 		st = &stack{Name: name, Seq: s.nextSeq(), Created: now, Resources: map[string]*resource{}, Params: params,
 			Tags: givenTags(f), Capabilities: caps, NotificationARNs: f.list("NotificationARNs"), Body: body, tpl: tpl,
@@ -94,7 +102,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		ID:   fmt.Sprintf("arn:aws:cloudformation:%s:%s:changeSet/%s/%s", s.o.Region, s.o.AccountID, csName, hashUUID("cs", st.ID, csName, fmt.Sprint(s.nextSeq()))),
 		Name: csName, StackID: st.ID, StackName: st.Name, Type: typ, Status: "CREATE_IN_PROGRESS", ExecutionStatus: "UNAVAILABLE",
 		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: body, Params: params,
-		Tags: tags, Capabilities: caps, NotificationARNs: arns, ClientToken: f.get("ClientToken"),
+		Tags: tags, Capabilities: caps, NotificationARNs: arns, Rollback: rollback, ClientToken: f.get("ClientToken"),
 	}
 	s.st.ChangeSets = append(s.st.ChangeSets, cs)
 	s.poke(cs.ReadyAt)
@@ -247,7 +255,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	s.st.Executed = append(s.st.Executed, ExecutedChangeSet{StackName: st.Name, StackID: st.ID, ChangeSetName: cs.Name,
 		ChangeSetID: cs.ID, ClientRequestToken: tok, ExecutedAt: now, Changes: len(cs.Changes)})
 	st.ChangeSetID = cs.ID
-	st.Tags, st.Capabilities, st.NotificationARNs = cs.Tags, cs.Capabilities, cs.NotificationARNs
+	st.Tags, st.Capabilities, st.NotificationARNs, st.Rollback = cs.Tags, cs.Capabilities, cs.NotificationARNs, cs.Rollback
 	if f.has("DisableRollback") {
 		st.DisableRollback = f.get("DisableRollback") == "true"
 	}

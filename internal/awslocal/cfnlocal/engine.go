@@ -20,6 +20,8 @@ type operation struct {
 	CRRequestID string
 	CRResult    *crResult
 	CROldProps  map[string]any
+	// MonitorUntil ends the rollback triggers' monitoring time after the main phase.
+	MonitorUntil time.Time
 
 	Body, OldBody      string
 	Params, OldParams  map[string]string
@@ -100,6 +102,9 @@ func (s *Service) advanceStack(st *stack, now time.Time) {
 	}
 	for st.Op != nil && !st.Op.Halted {
 		op := st.Op
+		if s.rollbackTriggered(st, now) {
+			continue
+		}
 		if op.Due.After(now) {
 			return
 		}
@@ -460,6 +465,9 @@ func (s *Service) startUpdateRollback(st *stack, reason string, t time.Time) {
 // finishPhase ends the current phase of an operation whose steps are all done.
 func (s *Service) finishPhase(st *stack, t time.Time) {
 	op := st.Op
+	if s.monitoring(st, t) {
+		return
+	}
 	switch {
 	case op.Kind == "CREATE":
 		e, _, err := s.targetEvaluator(st, op.Body, op.Params)

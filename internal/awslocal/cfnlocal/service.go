@@ -63,6 +63,9 @@ type Options struct {
 	SSMParameter func(name, typ string) (string, error)
 	// Providers make the real resources of the types they serve (see Provider), by type.
 	Providers map[string]Provider
+	// Alarm returns the state of the CloudWatch alarm of an ARN and when it was last set,
+	// for rollback triggers (ok false: no such alarm); nil: no alarm exists.
+	Alarm func(arn string) (state string, changed time.Time, ok bool)
 }
 
 // Service is the CloudFormation emulator.

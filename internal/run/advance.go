@@ -525,6 +525,16 @@ func satisfied(r *Run, s *Stack) bool {
 	return true
 }
 
+func countSettled(r *Run) int {
+	n := 0
+	for _, s := range r.Stacks {
+		if settled(r, s) {
+			n++
+		}
+	}
+	return n
+}
+
 // settled reports whether a stack needs nothing more in this run.
 func settled(r *Run, s *Stack) bool {
 	return s.Phase.Terminal() || (r.Mode == ModePlan && s.Phase == Ready)
@@ -544,10 +554,21 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 		limit = 10
 	}
 	var actions []Action
-	for _, name := range names {
-		if s := r.Stacks[name]; s.Intent != IntentDelete {
-			actions = append(actions, startDeploy(r, s, now, opts, &inFlight, limit)...)
+	// A stack that settles as it starts (unchanged, read, refused) may let its dependents
+	// start in the same step: pass again until none does, rather than leave them to the
+	// next trigger.
+	for settledBefore := countSettled(r); ; {
+		for _, name := range names {
+			if s := r.Stacks[name]; s.Intent != IntentDelete {
+				actions = append(actions, startDeploy(r, s, now, opts, &inFlight, limit)...)
+			}
 		}
+		n := countSettled(r)
+		if n == settledBefore {
+			break
+		}
+		settledBefore = n
+		block(r, names, now)
 	}
 	for _, s := range r.Stacks {
 		if s.Intent != IntentDelete && !settled(r, s) {

@@ -250,6 +250,24 @@ func applied(prev *Run) *Run {
 	return r
 }
 
+// TestUnchangedChainSettlesInOneStep: stacks whose inputs did not change settle as they
+// start, and so let their dependents start in the same step; a chain of them needs no
+// trigger after the first.
+func TestUnchangedChainSettlesInOneStep(t *testing.T) {
+	w := newWorld(t)
+	// Named so that each stack sorts before the one it depends on.
+	r := applied(w.drive(chain("e", "d", "c", "b", "a"), Options{Resolve: resolveOutputs}))
+	next, actions := Advance(r, nil, t0, Options{Resolve: resolveOutputs})
+	if next.Status != Succeeded || len(actions) != 0 {
+		t.Fatalf("after one step: %s, %v; phases %v", next.Status, kinds(actions), phases(next))
+	}
+	for n, p := range phases(next) {
+		if p != Unchanged {
+			t.Errorf("%s is %s", n, p)
+		}
+	}
+}
+
 func TestUnchangedRunMakesNoCalls(t *testing.T) {
 	w := newWorld(t)
 	first := w.drive(chain("a", "b", "c"), Options{Resolve: resolveOutputs})

@@ -30,8 +30,10 @@ import (
 // The deployer, as modelled: each trigger (the heartbeat every 15 s, the delayed check a
 // step queues, a stack event) makes one step; steps of a run do not overlap (triggers
 // arriving during a step are merged into the next one, as an SQS batch is); a step spends
-// 200 ms on S3 (the run document and the lock) and 150 ms per CloudFormation call, each
-// call waiting for the run's API budget (awsclient.DefaultBudget) on the virtual clock.
+// 200 ms on S3 (the run document and the lock) and makes its looks, then its actions,
+// changeset.Parallel at a time, 150 ms each, each waiting for the run's API budget
+// (awsclient.DefaultBudget) on the virtual clock. The peers have no budget: they are
+// modelled as if CloudFormation never throttled them.
 //
 // The peers, as their code reads:
 //   - level by level (Sceptre's plan executor): the graph cut into levels by depth, each

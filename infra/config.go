@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Context keys that configure cairn's stack. They are read from cdk.json or
@@ -20,6 +22,8 @@ const (
 	ctxCfnServiceRole = "cairn:cfnServiceRole"
 	ctxSSMPaths       = "cairn:ssmPaths"
 	ctxLambdaDir      = "cairn:lambdaDir"
+	ctxTargets        = "cairn:targets"
+	ctxHome           = "cairn:home"
 )
 
 // Defaults used when a context key is absent.
@@ -53,11 +57,27 @@ type Config struct {
 	CfnServiceRole string
 	// LambdaDir holds deployer/bootstrap, ports/bootstrap and drift/bootstrap.
 	LambdaDir string
+	// Home is the account and region cairn's own stack is deployed to; required with
+	// Targets, which need to name cairn's roles, bus and queue.
+	Home target.Target
+	// Targets are the other accounts and regions cairn deploys stacks into, each with a
+	// target stack; sorted by account and region.
+	Targets []Target
 	// SSMPaths are the Parameter Store names the deployer may read for ${ssm}
 	// lookups (and decrypt, for SecureStrings under customer managed keys): a
 	// name, or a path ending in /* for everything below it. By default each
 	// namespace's own path, /NAMESPACE/*; empty means no Parameter Store access.
 	SSMPaths []string
+}
+
+// Target is one account and region cairn deploys into, with its target stack's options.
+type Target struct {
+	target.Target
+	// ServiceRole is the ARN of the CloudFormation service role (in the target's account)
+	// the deploy role may pass; empty: none.
+	ServiceRole string
+	// ExternalID, when set, must be given by whoever assumes the deploy role.
+	ExternalID string
 }
 
 // Functions are the Lambda functions cairn consists of, named as their folders
@@ -130,6 +150,9 @@ func LoadConfig(node contextGetter) (Config, error) {
 		cfg.CfnServiceRole = s
 	}
 
+	if err := loadTargets(&cfg, get(ctxHome), get(ctxTargets)); err != nil {
+		return cfg, err
+	}
 	ssm, err := ssmPaths(get(ctxSSMPaths), ns)
 	if err != nil {
 		return cfg, fmt.Errorf("context %s: %w", ctxSSMPaths, err)
@@ -282,4 +305,100 @@ func parsePortPool(spec string) (PortPool, error) {
 		return PortPool{}, fmt.Errorf("pool %q: range %d-%d must satisfy 1 <= FIRST <= LAST <= 65535", name, first, last)
 	}
 	return PortPool{Name: name, First: first, Last: last}, nil
+}
+
+var externalIDRE = regexp.MustCompile(`^[\w+=,.@:/-]+$`)
+
+// loadTargets reads cairn:home and cairn:targets: "ACCOUNT:REGION" strings (a list or
+// comma-separated), or objects {"account", "region", "serviceRole", "externalId"}.
+func loadTargets(cfg *Config, home, targets interface{}) error {
+	var raw []interface{}
+	switch t := targets.(type) {
+	case nil:
+	case []interface{}:
+		raw = t
+	case string:
+		l, err := stringList(t)
+		if err != nil {
+			return fmt.Errorf("context %s: %w", ctxTargets, err)
+		}
+		for _, s := range l {
+			raw = append(raw, s)
+		}
+	default:
+		return fmt.Errorf("context %s: %v is a %T: use a list of \"ACCOUNT:REGION\" strings or objects {\"account\", \"region\", \"serviceRole\", \"externalId\"}", ctxTargets, targets, targets)
+	}
+	if h, ok := home.(string); ok && strings.TrimSpace(h) != "" {
+		t, err := target.Parse(h)
+		if err != nil {
+			return fmt.Errorf("context %s: %w", ctxHome, err)
+		}
+		cfg.Home = t
+	} else if home != nil {
+		return fmt.Errorf("context %s: %v is not \"ACCOUNT:REGION\", the account and region of cairn's own stack", ctxHome, home)
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	if cfg.Home.Account == "" {
+		return fmt.Errorf("context %s is needed with %s: the target stacks name cairn's roles, bus and ports queue; set it to cairn's own ACCOUNT:REGION, e.g. -c %s=123456789012:us-east-1", ctxHome, ctxTargets, ctxHome)
+	}
+	seen := map[target.Target]bool{}
+	for _, v := range raw {
+		var t Target
+		switch e := v.(type) {
+		case string:
+			tt, err := target.Parse(e)
+			if err != nil {
+				return fmt.Errorf("context %s: %w", ctxTargets, err)
+			}
+			t.Target = tt
+		case map[string]interface{}:
+			for k := range e {
+				if k != "account" && k != "region" && k != "serviceRole" && k != "externalId" {
+					return fmt.Errorf("context %s: unknown key %q in %v: use account, region, serviceRole and externalId", ctxTargets, k, e)
+				}
+			}
+			t.Account, _ = e["account"].(string)
+			t.Region, _ = e["region"].(string)
+			t.ServiceRole, _ = e["serviceRole"].(string)
+			t.ExternalID, _ = e["externalId"].(string)
+			if err := t.Validate(); err != nil {
+				return fmt.Errorf("context %s: %v: %w", ctxTargets, e, err)
+			}
+		default:
+			return fmt.Errorf("context %s: element %v is a %T: use \"ACCOUNT:REGION\" or an object", ctxTargets, v, v)
+		}
+		if t.Target == cfg.Home {
+			return fmt.Errorf("context %s: %s is cairn's own account and region (%s), which needs no target stack: remove it", ctxTargets, t.Target, ctxHome)
+		}
+		if seen[t.Target] {
+			return fmt.Errorf("context %s: %s is listed twice: remove the duplicate", ctxTargets, t.Target)
+		}
+		seen[t.Target] = true
+		if t.ServiceRole != "" {
+			if !roleARNRe.MatchString(t.ServiceRole) || !strings.Contains(t.ServiceRole, "::"+t.Account+":") {
+				return fmt.Errorf("context %s: %s: serviceRole %q is not the ARN of a role in account %s", ctxTargets, t.Target, t.ServiceRole, t.Account)
+			}
+		}
+		if t.ExternalID != "" && (len(t.ExternalID) < 2 || len(t.ExternalID) > 1224 || !externalIDRE.MatchString(t.ExternalID)) {
+			return fmt.Errorf("context %s: %s: externalId must be 2 to 1224 letters, digits or +=,.@:/-", ctxTargets, t.Target)
+		}
+		cfg.Targets = append(cfg.Targets, t)
+	}
+	sort.Slice(cfg.Targets, func(i, j int) bool { return cfg.Targets[i].String() < cfg.Targets[j].String() })
+	return nil
+}
+
+// TargetAccounts returns the accounts of the targets other than cairn's own, sorted, once
+// each.
+func (c Config) TargetAccounts() []string {
+	var out []string
+	for _, t := range c.Targets {
+		if t.Account != c.Home.Account && !slices.Contains(out, t.Account) {
+			out = append(out, t.Account)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -107,6 +107,12 @@ func synth(t *testing.T, ctx map[string]interface{}, dir string) *synthesized {
 		t.Fatalf("NewCairnStack: %v", err)
 	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	return synthesizedOf(t, stack)
+}
+
+// synthesizedOf reads one stack of an app with cdk-nag applied.
+func synthesizedOf(t *testing.T, stack awscdk.Stack) *synthesized {
+	t.Helper()
 	s := &synthesized{tmpl: assertions.Template_FromStack(stack, nil)}
 	for _, m := range *assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))) {
 		s.nagErrors = append(s.nagErrors, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))

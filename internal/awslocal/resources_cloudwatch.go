@@ -12,30 +12,30 @@ import (
 // alarmProvider makes an AWS::CloudWatch::Alarm a real alarm of the emulator's CloudWatch,
 // so a stack's alarm can be set to ALARM and roll back the stacks whose rollback triggers
 // name it.
-func (e *Emulator) alarmProvider() cfnlocal.Provider {
+func (p *Place) alarmProvider() cfnlocal.Provider {
 	put := func(name string, props map[string]any) error {
 		in, err := alarmInput(name, props)
 		if err != nil {
 			return err
 		}
-		return e.cw.PutMetricAlarm(in)
+		return p.cw.PutMetricAlarm(in)
 	}
 	return cfnlocal.Provider{
 		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			name := r.Name("AlarmName", 255)
-			if _, ok := e.cw.Describe(name); ok {
+			if _, ok := p.cw.Describe(name); ok {
 				return "", nil, fmt.Errorf("%s already exists", name)
 			}
-			return name, map[string]any{"Arn": e.cw.ARN(name)}, put(name, r.Props)
+			return name, map[string]any{"Arn": p.cw.ARN(name)}, put(name, r.Props)
 		},
 		Update: func(_ context.Context, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
-			return map[string]any{"Arn": e.cw.ARN(r.PhysicalID)}, put(r.PhysicalID, r.Props)
+			return map[string]any{"Arn": p.cw.ARN(r.PhysicalID)}, put(r.PhysicalID, r.Props)
 		},
 		Delete: func(_ context.Context, r cfnlocal.Resource) error {
-			return e.cw.DeleteAlarms(r.PhysicalID)
+			return p.cw.DeleteAlarms(r.PhysicalID)
 		},
 		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
-			a, ok := e.cw.Describe(r.PhysicalID)
+			a, ok := p.cw.Describe(r.PhysicalID)
 			if !ok {
 				return nil, false, nil
 			}

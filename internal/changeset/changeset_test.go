@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // fakeCFN answers from canned pages and records the requests it got. Unset methods fail
@@ -292,7 +293,7 @@ func TestObserveRollbackTriggerReason(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfn := &fakeCFN{t: t, events: []*cloudformation.DescribeStackEventsOutput{{StackEvents: tc.events}}}
-			if got := (&Client{CFN: cfn}).FirstFailure(context.Background(), "arn:stack/1"); got != tc.want {
+			if got := (&Client{CFN: cfn}).FirstFailure(context.Background(), target.Spec{}, "arn:stack/1"); got != tc.want {
 				t.Errorf("FirstFailure = %q, want %q", got, tc.want)
 			}
 		})
@@ -360,7 +361,7 @@ func TestLivePaginates(t *testing.T) {
 			Outputs: []cfntypes.Output{{OutputKey: aws.String("Arn"), OutputValue: aws.String("arn:x"), ExportName: aws.String("a-Arn")}}}}, NextToken: aws.String("t2")},
 		"t2": {Stacks: []cfntypes.Stack{{StackName: aws.String("b"), StackStatus: cfntypes.StackStatusDeleteComplete}, {StackName: aws.String("c"), StackStatus: cfntypes.StackStatusRollbackComplete}}},
 	}}
-	live, err := (&Client{CFN: cfn}).Live(context.Background())
+	live, err := (&Client{CFN: cfn}).Live(context.Background(), target.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func TestLivePaginates(t *testing.T) {
 
 func TestImporters(t *testing.T) {
 	cfn := &fakeCFN{t: t, imports: map[string][]string{"a-Arn": {"z", "y"}}}
-	got, err := (&Client{CFN: cfn}).Importers(context.Background(), []string{"a-Arn", "b-Arn"})
+	got, err := (&Client{CFN: cfn}).Importers(context.Background(), target.Spec{}, []string{"a-Arn", "b-Arn"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,7 +498,7 @@ func TestStacksReadsTheCheaperWay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfn := &pagedCFN{n: tc.account}
-			live, err := (&Client{CFN: cfn}).Stacks(context.Background(), tc.want)
+			live, err := (&Client{CFN: cfn}).Stacks(context.Background(), target.Spec{}, tc.want)
 			if err != nil {
 				t.Fatal(err)
 			}

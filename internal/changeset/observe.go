@@ -14,27 +14,34 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // maxEventPages bounds the walk back through a stack's events to the start of its
 // current operation.
 const maxEventPages = 10
 
-// Live describes every stack of the account and region (see ListStacks).
-func (c *Client) Live(ctx context.Context) (map[string]plan.Live, error) {
-	return ListStacks(ctx, c.CFN, c.Budget)
+// Live describes every stack of t's account and region (see ListStacks), keyed by name.
+func (c *Client) Live(ctx context.Context, t target.Spec) (map[string]plan.Live, error) {
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return listStacks(ctx, api, budget)
 }
 
-// Stacks describes the stacks named (CloudFormation names), keyed by name: those that do
-// not exist are absent. It pages through DescribeStacks while that finds them, and once
-// the pages read outnumber the stacks still unseen it describes those by name instead:
-// a run's reads are at most about twice the fewer of the account's pages and the stacks
-// it names, so they do not grow with the other stacks of the account beyond that.
-func (c *Client) Stacks(ctx context.Context, names []string) (map[string]plan.Live, error) {
+// Stacks describes the stacks named (CloudFormation names) in t's account and region,
+// keyed by name: those that do not exist are absent. It pages through DescribeStacks while
+// that finds them, and once the pages read outnumber the stacks still unseen it describes
+// those by name instead: a run's reads are at most about twice the fewer of the account's
+// pages and the stacks it names, so they do not grow with the other stacks of the account
+// beyond that.
+func (c *Client) Stacks(ctx context.Context, t target.Spec, names []string) (map[string]plan.Live, error) {
 	want := map[string]bool{}
 	for _, n := range names {
 		if n != "" {
@@ -42,13 +49,20 @@ func (c *Client) Stacks(ctx context.Context, names []string) (map[string]plan.Li
 		}
 	}
 	live := map[string]plan.Live{}
+	if len(want) == 0 {
+		return live, nil
+	}
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	in := &cloudformation.DescribeStacksInput{}
 	for pages := 0; len(seen) < len(want) && pages < len(want)-len(seen); pages++ {
-		if err := c.wait(ctx); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			return nil, err
 		}
-		out, err := c.CFN.DescribeStacks(ctx, in)
+		out, err := api.DescribeStacks(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("describe stacks: %w", err)
 		}
@@ -69,10 +83,10 @@ func (c *Client) Stacks(ctx context.Context, names []string) (map[string]plan.Li
 		if seen[name] {
 			continue
 		}
-		if err := c.wait(ctx); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			return nil, err
 		}
-		out, err := c.CFN.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
+		out, err := api.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
 		if awsclient.StackMissing(err) {
 			continue
 		}
@@ -94,16 +108,18 @@ type StackLister interface {
 }
 
 // ListStacks describes every stack of the account and region with one paginated
-// DescribeStacks, keyed by stack name: the plan's and the drift sweep's view of AWS, never
-// one call per stack. Each page waits for budget (nil: no limit).
-func ListStacks(ctx context.Context, api StackLister, budget Budget) (map[string]plan.Live, error) {
+// DescribeStacks, keyed by stack name: the drift sweep's view of AWS, never one call per
+// stack. Each page waits for budget (nil: no limit), on the wall clock.
+func ListStacks(ctx context.Context, api StackLister, budget *rate.Limiter) (map[string]plan.Live, error) {
+	return listStacks(ctx, api, awsclient.Budget{Limiter: budget})
+}
+
+func listStacks(ctx context.Context, api StackLister, budget Budget) (map[string]plan.Live, error) {
 	live := map[string]plan.Live{}
 	in := &cloudformation.DescribeStacksInput{}
 	for {
-		if budget != nil {
-			if err := budget.Wait(ctx); err != nil {
-				return nil, err
-			}
+		if err := budget.Wait(ctx); err != nil {
+			return nil, err
 		}
 		out, err := api.DescribeStacks(ctx, in)
 		if err != nil {
@@ -177,7 +193,11 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 		done[name] = true
 		s, p := r.Stacks[name], pending[name]
 		looks = append(looks, func() run.Observation {
-			o := c.describeChangeSet(ctx, s, cmp.Or(p.ChangeSetID, s.ChangeSetID))
+			api, budget, err := c.At(ctx, s.Target)
+			if err != nil {
+				return run.Failure(s.Name, err)
+			}
+			o := c.describeChangeSet(ctx, api, budget, s, cmp.Or(p.ChangeSetID, s.ChangeSetID))
 			o.StackID = cmp.Or(o.StackID, p.StackID)
 			return o
 		})
@@ -189,7 +209,11 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 		done[name] = true
 		s, p := r.Stacks[name], pending[name]
 		looks = append(looks, func() run.Observation {
-			o := c.describeStack(ctx, s, cmp.Or(p.StackID, s.StackID))
+			api, budget, err := c.At(ctx, s.Target)
+			if err != nil {
+				return run.Failure(s.Name, err)
+			}
+			o := c.describeStack(ctx, api, budget, s, cmp.Or(p.StackID, s.StackID))
 			if o.Err != "" {
 				// A failed observation tells nothing: the stack is looked at again
 				// later, rather than counting as a failed action.
@@ -242,17 +266,17 @@ func Concurrently(n int, do func(i int)) {
 	}
 }
 
-func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string) run.Observation {
+func (c *Client) describeChangeSet(ctx context.Context, api API, budget Budget, s *run.Stack, id string) run.Observation {
 	o := run.Observation{Stack: s.Name, ChangeSetID: id}
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(s.ChangeSetName), StackName: aws.String(s.StackName)}
 	if id != "" {
 		in.ChangeSetName, in.StackName = aws.String(id), nil
 	}
 	for page := 0; ; page++ {
-		if err := c.wait(ctx); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			return run.Observation{Stack: s.Name, Err: err.Error()}
 		}
-		out, err := c.CFN.DescribeChangeSet(ctx, in)
+		out, err := api.DescribeChangeSet(ctx, in)
 		if err != nil {
 			// A change set not found was never created (its creation failed) or is gone:
 			// creating it again under the same ClientToken is safe.
@@ -274,14 +298,14 @@ func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string)
 
 // describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE),
 // with its termination protection.
-func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) run.Observation {
+func (c *Client) describeStack(ctx context.Context, api API, budget Budget, s *run.Stack, id string) run.Observation {
 	o := run.Observation{Stack: s.Name}
 	ref := cmp.Or(id, s.StackName)
-	if err := c.wait(ctx); err != nil {
+	if err := budget.Wait(ctx); err != nil {
 		o.Err = err.Error()
 		return o
 	}
-	out, err := c.CFN.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(ref)})
+	out, err := api.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(ref)})
 	if err != nil {
 		if awsclient.StackMissing(err) {
 			o.StackGone = true
@@ -308,7 +332,7 @@ func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) run
 		o.Outputs[aws.ToString(out.OutputKey)] = aws.ToString(out.OutputValue)
 	}
 	if failed(o.StackStatus) {
-		o.Reason = c.FirstFailure(ctx, o.StackID)
+		o.Reason = c.firstFailure(ctx, api, budget, o.StackID)
 		if o.Reason == "" {
 			o.Reason = aws.ToString(st.StackStatusReason)
 		}
@@ -329,19 +353,29 @@ var operationStarts = map[string]bool{
 	"IMPORT_IN_PROGRESS": true, "REVIEW_IN_PROGRESS": true,
 }
 
-// FirstFailure returns the reason of the earliest *_FAILED resource event of the stack's
-// current operation, as "LogicalId (Type): reason"; else the stack's own failure reason, or
-// why its rollback began (a rollback trigger's alarm fails no resource); "" when there is
-// none. Events come newest first, so it walks back to the event that started the operation.
-func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
+// FirstFailure returns the reason of the earliest *_FAILED resource event of the current
+// operation of the stack at t with id stackID, as "LogicalId (Type): reason"; else the
+// stack's own failure reason, or why its rollback began (a rollback trigger's alarm fails no
+// resource); "" when there is none.
+func (c *Client) FirstFailure(ctx context.Context, t target.Spec, stackID string) string {
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return ""
+	}
+	return c.firstFailure(ctx, api, budget, stackID)
+}
+
+// firstFailure: see FirstFailure. Events come newest first, so it walks back to the event
+// that started the operation.
+func (c *Client) firstFailure(ctx context.Context, api API, budget Budget, stackID string) string {
 	in := &cloudformation.DescribeStackEventsInput{StackName: aws.String(stackID)}
 	var first string
 	var fallback, rolledBack string
 	for page := 0; page < maxEventPages; page++ {
-		if err := c.wait(ctx); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			break
 		}
-		out, err := c.CFN.DescribeStackEvents(ctx, in)
+		out, err := api.DescribeStackEvents(ctx, in)
 		if err != nil {
 			c.log().Warn("changeset: could not read stack events for the failure reason", "stack_id", stackID, "err", err)
 			break

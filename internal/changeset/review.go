@@ -11,19 +11,24 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
-// Describe reads the change set id (all pages) with its resource changes, for the plan
-// document and for an approval's freshness check. A change set that does not exist is
-// Found false, not an error.
-func (c *Client) Describe(ctx context.Context, id string) (plan.ChangeSet, error) {
+// Describe reads the change set id of a stack at t (all pages) with its resource changes,
+// for the plan document and for an approval's freshness check. A change set that does not
+// exist is Found false, not an error.
+func (c *Client) Describe(ctx context.Context, t target.Spec, id string) (plan.ChangeSet, error) {
 	var st plan.ChangeSet
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return st, err
+	}
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(id)}
 	for page := 0; ; page++ {
-		if err := c.wait(ctx); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			return st, err
 		}
-		out, err := c.CFN.DescribeChangeSet(ctx, in)
+		out, err := api.DescribeChangeSet(ctx, in)
 		if err != nil {
 			if awsclient.ErrorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
 				return plan.ChangeSet{}, nil
@@ -66,24 +71,32 @@ func (c *Client) Describe(ctx context.Context, id string) (plan.ChangeSet, error
 	}
 }
 
-// DeleteChangeSet deletes a change set by id; one already gone is no error.
-func (c *Client) DeleteChangeSet(ctx context.Context, id string) error {
-	if err := c.wait(ctx); err != nil {
+// DeleteChangeSet deletes a change set of a stack at t by id; one already gone is no error.
+func (c *Client) DeleteChangeSet(ctx context.Context, t target.Spec, id string) error {
+	api, budget, err := c.At(ctx, t)
+	if err == nil {
+		err = budget.Wait(ctx)
+	}
+	if err != nil {
 		return err
 	}
-	_, err := c.CFN.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
+	_, err = api.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
 	if err != nil && awsclient.ErrorCode(err) != "ChangeSetNotFound" {
 		return fmt.Errorf("delete change set %s: %w", id, err)
 	}
 	return nil
 }
 
-// DeleteStack deletes a stack by id or name.
-func (c *Client) DeleteStack(ctx context.Context, stack string) error {
-	if err := c.wait(ctx); err != nil {
+// DeleteStack deletes a stack at t by id or name.
+func (c *Client) DeleteStack(ctx context.Context, t target.Spec, stack string) error {
+	api, budget, err := c.At(ctx, t)
+	if err == nil {
+		err = budget.Wait(ctx)
+	}
+	if err != nil {
 		return err
 	}
-	if _, err := c.CFN.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)}); err != nil {
+	if _, err := api.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)}); err != nil {
 		return fmt.Errorf("delete stack %s: %w", stack, err)
 	}
 	return nil

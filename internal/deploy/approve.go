@@ -115,31 +115,13 @@ func (s starter) observe(ctx context.Context, p *plan.Document, lock *state.Lock
 			return nil, err
 		}
 	}
-	if o.Live, err = cs.Stacks(ctx, plannedStacks(p)); err != nil {
+	if o.Live, err = liveOf(ctx, s.base, cs, p.Run); err != nil {
 		return nil, err
 	}
 	for _, id := range p.ChangeSetsToCheck(o.Live) {
-		if o.ChangeSets[id], err = cs.Describe(ctx, id); err != nil {
+		if o.ChangeSets[id], err = cs.Describe(ctx, p.ChangeSetTarget(id), id); err != nil {
 			return nil, err
 		}
 	}
 	return o, nil
-}
-
-// plannedStacks lists the CloudFormation stacks an approval compares with plan p: the
-// plan's stacks and those whose outputs they read.
-func plannedStacks(p *plan.Document) []string {
-	var names []string
-	for _, s := range p.Run.Stacks {
-		names = append(names, s.StackName)
-	}
-	for _, s := range p.Stacks {
-		names = append(names, s.StackName)
-	}
-	for _, ls := range p.Lookups {
-		for _, l := range ls {
-			names = append(names, l.StackName)
-		}
-	}
-	return names
 }

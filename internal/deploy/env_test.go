@@ -73,6 +73,9 @@ type worldOptions struct {
 	Lease time.Duration
 	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
 	PlanTTL time.Duration
+	// FastRetries makes the SDK's retries back off a millisecond (of wall time), for runs
+	// that meet throttling on purpose.
+	FastRetries bool
 	// DenySSM makes SSM answer the deployer's reads of parameters under this path with
 	// AccessDeniedException, as IAM does for names outside cairn:ssmPaths (the emulator
 	// has no IAM).
@@ -189,7 +192,12 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	}
 	// The retries the deployer gets from awsclient.Load in AWS.
 	cfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = awsclient.MaxAttempts })
+		return retry.NewStandard(func(r *retry.StandardOptions) {
+			r.MaxAttempts = awsclient.MaxAttempts
+			if o.FastRetries {
+				r.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+			}
+		})
 	}
 	w.s3, w.cfnc, w.sqs = awsclient.S3(cfg), cloudformation.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -190,7 +188,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 			return false, err
 		}
 	}
-	live, err := cs.Stacks(ctx, namedBy(cfg, g))
+	home, err := s.home(ctx, hasRole(cfg, g))
 	if err != nil {
 		return false, err
 	}
@@ -199,7 +197,14 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
 	}
-	importers, err := cs.Importers(ctx, exportsOfGone(planCfg, g, live))
+	live, unreachable, err := survey(ctx, cs, places(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
+	if err != nil {
+		return false, err
+	}
+	for loc, why := range unreachable {
+		log.Warn("deploy: an account and region of the run cannot be reached; its stacks fail", "account", loc.Account, "region", loc.Region, "reason", why)
+	}
+	imports, err := importers(ctx, cs, planCfg, g, home, live)
 	if err != nil {
 		return false, err
 	}
@@ -215,7 +220,8 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
+		Importers: imports, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
+		Home: home, Unreachable: unreachable,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
@@ -230,7 +236,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	doc.Lookups, doc.Statuses = lookupsOf(cfg), map[string]string{}
 	for name, rs := range doc.Run.Stacks {
-		if l, ok := live[rs.StackName]; ok {
+		if l, ok := live[rs.Key()]; ok {
 			doc.Statuses[name] = l.Status
 		}
 	}
@@ -240,37 +246,6 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 		}
 	}
 	return false, nil
-}
-
-// namedBy lists the CloudFormation stacks a plan of cfg against g looks at: the config's
-// stacks, the graph's, and those whose outputs the config reads.
-func namedBy(cfg *config.Config, g *state.Graph) []string {
-	var names []string
-	for _, s := range cfg.Stacks {
-		names = append(names, s.StackName)
-		for _, l := range s.Lookups {
-			names = append(names, l.StackName)
-		}
-	}
-	for _, s := range g.Stacks {
-		names = append(names, s.StackName)
-	}
-	return names
-}
-
-// exportsOfGone lists the export names of the live stacks the plan may delete (in the
-// graph, not in the config): only their imports are looked up.
-func exportsOfGone(cfg *config.Config, g *state.Graph, live map[string]plan.Live) []string {
-	var exports []string
-	for _, name := range g.Names() {
-		if cfg.Stack(name) != nil {
-			continue
-		}
-		if l, ok := live[g.Stacks[name].StackName]; ok {
-			exports = append(exports, slices.Sorted(maps.Values(l.Exports))...)
-		}
-	}
-	return exports
 }
 
 // lookupsOf keeps each stack's lookups, so parameters resolve without the bundle.

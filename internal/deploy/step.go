@@ -33,8 +33,8 @@ type Heartbeat struct {
 }
 
 // Trigger is what asks for a step of a run: its heartbeat, a delayed check, stack status
-// events (Stacks: the CloudFormation names of their stacks), or several of them when one
-// batch of messages carries them.
+// events (Stacks: the keys their stacks may have, run.Stack.Key), or several of them when
+// one batch of messages carries them.
 type Trigger struct {
 	Heartbeat bool
 	Check     bool
@@ -128,7 +128,7 @@ func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause
 }
 
 // step observes, advances, acts and records, under lock. It looks at the stacks whose
-// check is due and at those named (CloudFormation names of stacks an event was about).
+// check is due and at those named (run.Stack.Key of the stacks an event was about).
 func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *state.Lock, log *slog.Logger, named ...string) error {
 	if doc.Statuses == nil {
 		doc.Statuses = map[string]string{}
@@ -200,7 +200,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	if next.Mode == run.ModeDeploy {
 		st.hygiene.afterApply(ctx, doc, log)
 	}
-	st.budgets.Delete(next.ID)
+	st.forget(next.ID)
 	st.runs.unindex(ctx, next.ID, log)
 	st.release(ctx, lock, log)
 	st.notify(ctx, doc, log)
@@ -279,7 +279,7 @@ func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a r
 			plain, secret, err = st.unseal(ctx, a.Parameters)
 		}
 		if err == nil {
-			in, err = inputs(doc, next, loaded, a, plain, secret)
+			in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
 		}
 		if err != nil {
 			log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
@@ -335,7 +335,7 @@ func finishedNow(prev, next *run.Run, name string) bool {
 // parameters with their SecureStrings unsealed (those of the parameters named in secret).
 // A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
 // is retried.
-func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string) (*changeset.Inputs, error) {
+func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
 	if lb.Config == nil {
 		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
 	}
@@ -349,7 +349,7 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	if err := config.CheckResolved(cs, plain, secret...); err != nil {
 		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
 	}
-	own, err := config.ResolveTags(cs, plan.Values(r, cs.Lookups, doc.SSM, plan.Outputs(r)))
+	own, err := config.ResolveTags(cs, plan.Values(r, cs.Name, doc.SSM, plan.Outputs(r)))
 	if err != nil {
 		return nil, run.Permanent(err)
 	}
@@ -360,7 +360,10 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: run.HashParameters(a.Parameters), Requires: rs.Requires,
 	}))
 	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags,
-		NotificationARNs: cs.Options.NotificationARNs}
+		NotificationARNs: cs.Options.NotificationARNs, ServiceRole: cs.Target.ServiceRole}
+	if in.ServiceRole == "" && cs.Target.RoleARN == "" {
+		in.ServiceRole = serviceRole // cairn's own, for stacks of its account
+	}
 	if a.ChangeSetType == "UPDATE" {
 		// What the config no longer names is cleared, so the stack keeps in sync: an empty
 		// list of triggers removes the stack's, where none at all would keep them.

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/smithy-go"
 	"golang.org/x/time/rate"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -66,7 +65,7 @@ func resourceDrift(logicalID, path string) cfntypes.StackResourceDrift {
 func testDriver(t *testing.T, cfn CloudFormationAPI) (*Driver, *invocation) {
 	t.Helper()
 	d := &Driver{cfg: Config{Concurrency: 5}, c: Clients{CFN: cfn}, clk: clock.NewFake(mustTime("2026-11-30T12:00:00Z")), log: slog.New(slog.DiscardHandler)}
-	return d, &invocation{budget: awsclient.Budget{Limiter: rate.NewLimiter(rate.Inf, 1), Clock: d.clk}, log: d.log}
+	return d, &invocation{budget: rate.NewLimiter(rate.Inf, 1), log: d.log}
 }
 
 func TestDetectStartsOrSettlesByAnswer(t *testing.T) {

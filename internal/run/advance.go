@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // ActionKind names a CloudFormation call the driver performs.
@@ -40,6 +42,9 @@ type Action struct {
 	Parameters    map[string]string `json:"parameters,omitempty"`
 	Token         string            `json:"token,omitempty"`
 	Protect       bool              `json:"protect,omitempty"`
+	// Target is where the stack lives and how it is reached: the driver picks the client
+	// for it.
+	Target target.Spec `json:"target,omitzero"`
 }
 
 // Observation is what the driver saw of one stack since the last step: the result of the
@@ -189,6 +194,11 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	actions = append(actions, protect(r, next, names)...)
 	finish(next, now)
 	wake(next, now)
+	for i := range actions {
+		if s := next.Stacks[actions[i].Stack]; s != nil {
+			actions[i].Target = s.Target
+		}
+	}
 	return next, actions
 }
 
@@ -222,13 +232,13 @@ func (o Observation) looked() bool {
 
 // Due lists the stacks a step at now looks at, and how (change sets being created are
 // described; executing or deleting stacks are described): the waiting stacks whose check
-// is due, and those named (CloudFormation names: the stacks of the status events that
-// triggered the step). Every waiting stack is due at least once a heartbeat, so a lost
+// is due, and those named (by Stack.Key: the stacks of the status events that triggered
+// the step). Every waiting stack is due at least once a heartbeat, so a lost
 // event delays a run by a heartbeat at most. A stack is never looked at before its check
 // (a look too early would only push its next check further away).
 func (r *Run) Due(now time.Time, named ...string) (changeSets, stacks []string) {
 	for name, s := range r.Stacks {
-		if !s.Phase.Waits() || s.CheckAt.After(now) && !slices.Contains(named, s.StackName) {
+		if !s.Phase.Waits() || s.CheckAt.After(now) && !slices.Contains(named, s.Key()) {
 			continue
 		}
 		if s.Phase == CreatingChangeSet {

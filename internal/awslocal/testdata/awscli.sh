@@ -277,3 +277,6 @@ if [ "$failures" -gt 0 ]; then
 	exit 1
 fi
 echo "test-awscli: all checks passed against $AWS_ENDPOINT_URL"
+
+# Many accounts and regions: a second emulator with target stacks (awscli-targets.sh).
+bash "$(dirname "$0")/awscli-targets.sh" "$cairn"

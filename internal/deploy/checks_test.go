@@ -56,3 +56,22 @@ func TestReadinessIsNoticedBetweenHeartbeats(t *testing.T) {
 		})
 	}
 }
+
+// TestStackEventEndsTheWait: a stack whose operation takes ten minutes is looked at 1, 3,
+// 7 ... 511 and 1,023 seconds into it, but the stack status event of its end advances the
+// run at once.
+func TestStackEventEndsTheWait(t *testing.T) {
+	w := newWorld(t, worldOptions{Heartbeat: 15 * time.Minute, ResourceDelay: 10 * time.Minute})
+	dir := copyBundle(t, line)
+	for _, s := range []string{"s2", "s3", "s4", "s5"} {
+		edit(t, dir, "cairn.yaml", "  - name: "+s+"\n", "  - name: "+s+"\n    enabled: false\n")
+	}
+	doc := w.waitFor("line", w.push("line", dir), 2*time.Minute)
+	if doc.Run.Status != run.Succeeded || doc.Run.Stacks["s1"].Phase != run.Done {
+		t.Fatalf("run %s (%s): %v", doc.Run.Status, doc.Run.Reason, phases(doc))
+	}
+	// 2s for the change set, 600s for its one resource, then the event.
+	if took := doc.Run.FinishedAt.Sub(doc.Run.StartedAt); took > 14*time.Minute {
+		t.Errorf("the run took %v: its end was noticed by a check (1,023s in), not by its stack event", took)
+	}
+}

@@ -119,7 +119,7 @@ func goals() []goal {
 		goal{"unchanged re-push of 500 stacks: CloudFormation reads", "<= 5", metric("BenchmarkPush500/others-0", "repush-cfn-reads"), "%.0f", atMost(5)},
 		goal{"the same beside 2,000 unrelated stacks: writes", "0", metric("BenchmarkPush500/others-2000", "repush-cfn-writes"), "%.0f", exactly(0)},
 		goal{"the same beside 2,000 unrelated stacks: reads", "<= 2 x min(500 stacks, 25 pages)", metric("BenchmarkPush500/others-2000", "repush-cfn-reads"), "%.0f", atMost(50)},
-		goal{"deployer bootstrap, linux/arm64: MB", "<= 15", metric("BenchmarkColdStart", "MB-arm64"), "%.2f", atMost(15)},
+		goal{"deployer bootstrap, linux/arm64: MB (10^6 bytes)", "<= 15", metric("BenchmarkColdStart", "MB-arm64"), "%.2f", atMost(15)},
 		goal{"deployer start to ready for an event: ms (p50)", "<= 50", metric("BenchmarkColdStart", "ms-to-ready-p50"), "%.1f", atMost(50)},
 	)
 }

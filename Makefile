@@ -58,8 +58,13 @@ SWEEP ?=
 crash:
 	CAIRN_CRASH_SEEDS=$(SEEDS) CAIRN_CRASH_RESTART_SEEDS=$(RESTART_SEEDS) CAIRN_CRASH_SWEEP=$(SWEEP) $(GO) test -race -count=1 -timeout 3h -v -run 'TestCrash' ./internal/crashtest/
 
+# bench: every benchmark with its figures (benchstat reads bin/bench.txt), then the table of
+# the performance goals: each figure, its goal, and whether it holds (internal/benchgoals).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./... | grep -v /infra)
+	@mkdir -p $(BIN)
+	@{ $(GO) test -run '^$$' -bench . -benchmem -timeout 60m $$($(GO) list ./... | grep -v /infra); echo $$? > $(BIN)/bench.status; } | tee $(BIN)/bench.txt
+	@$(GO) run ./internal/benchgoals < $(BIN)/bench.txt
+	@exit $$(cat $(BIN)/bench.status)
 
 demo: cli
 	./$(BIN)/cairn demo
@@ -111,9 +116,10 @@ deploy: infra-lambdas
 test-awscli: cli
 	@bash internal/awslocal/testdata/awscli.sh $(BIN)/cairn
 
-# spec: regenerate internal/spec/spec.txt, the CloudFormation resource specification
+# spec: regenerate internal/spec/spec.txt.gz, the CloudFormation resource specification
 # templates are checked against, from the provider schemas of the installed cfn-lint
 # (`pip install cfn-lint`). The file is committed: builds and CI never need this.
 .PHONY: spec
 spec:
-	python3 internal/spec/genspec.py > internal/spec/spec.txt.tmp && mv internal/spec/spec.txt.tmp internal/spec/spec.txt
+	python3 internal/spec/genspec.py > internal/spec/spec.txt.tmp && gzip -9n < internal/spec/spec.txt.tmp > internal/spec/spec.txt.gz.tmp \
+		&& mv internal/spec/spec.txt.gz.tmp internal/spec/spec.txt.gz && rm internal/spec/spec.txt.tmp

@@ -16,16 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"golang.org/x/time/rate"
 )
 
 // MaxAttempts bounds every SDK call's retries (throttling included, with backoff).
 const MaxAttempts = 8
-
-// DefaultBudget is the API budget of one run or drift sweep, which every CloudFormation
-// call waits for: the control plane allows a few calls per second per account, shared
-// with everyone else.
-func DefaultBudget() *rate.Limiter { return rate.NewLimiter(rate.Limit(4), 8) }
 
 // Load reads the shared AWS configuration from the environment.
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,15 +71,17 @@ func TestEventFiles(t *testing.T) {
 			t.Fatalf("record = %+v", ev.Records[0])
 		}
 	})
-	t.Run("deploy-heartbeat", func(t *testing.T) {
-		var hb struct{ Cairn, Deployment, Run string }
-		if err := json.Unmarshal([]byte(sqsBody(t, "deploy-heartbeat.json", "cairn-deploy")), &hb); err != nil {
-			t.Fatal(err)
-		}
-		if hb.Cairn != "heartbeat" || hb.Deployment != "shop" || hb.Run == "" {
-			t.Fatalf("heartbeat = %+v", hb)
-		}
-	})
+	for file, kind := range map[string]string{"deploy-heartbeat.json": "heartbeat", "deploy-check.json": "check"} {
+		t.Run(strings.TrimSuffix(file, ".json"), func(t *testing.T) {
+			var hb struct{ Cairn, Deployment, Run string }
+			if err := json.Unmarshal([]byte(sqsBody(t, file, "cairn-deploy")), &hb); err != nil {
+				t.Fatal(err)
+			}
+			if hb.Cairn != kind || hb.Deployment != "shop" || hb.Run == "" {
+				t.Fatalf("%s = %+v", kind, hb)
+			}
+		})
+	}
 	t.Run("sns-in-sqs", func(t *testing.T) {
 		var n events.SNSEntity
 		if err := json.Unmarshal([]byte(sqsBody(t, "sns-in-sqs.json", "cairn-ports")), &n); err != nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -68,19 +69,29 @@ type Client struct {
 	Budget *rate.Limiter
 	// Reach returns CloudFormation of a stack's target and the run's API budget there
 	// (CloudFormation throttles per account and region); nil: every stack is at home.
-	Reach  func(ctx context.Context, t target.Spec) (API, *rate.Limiter, error)
+	Reach func(ctx context.Context, t target.Spec) (API, *rate.Limiter, error)
+	// Clock paces the budgets: the driver's clock (nil: the wall clock).
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
-// At returns CloudFormation of t and the run's budget there.
-func (c *Client) At(ctx context.Context, t target.Spec) (API, *rate.Limiter, error) {
+// Budget is an API budget: Wait blocks until one more call is allowed.
+type Budget interface {
+	Wait(ctx context.Context) error
+}
+
+// At returns CloudFormation of t and the run's budget there, paced on the client's clock.
+func (c *Client) At(ctx context.Context, t target.Spec) (API, Budget, error) {
+	api, budget := c.CFN, c.Budget
 	if c.Reach != nil {
-		return c.Reach(ctx, t)
-	}
-	if !t.IsHome() {
+		var err error
+		if api, budget, err = c.Reach(ctx, t); err != nil {
+			return nil, nil, err
+		}
+	} else if !t.IsHome() {
 		return nil, nil, run.Permanent(fmt.Errorf("this deployer reaches cairn's own account and region only, not region %q, role %q", t.Region, t.RoleARN))
 	}
-	return c.CFN, c.Budget, nil
+	return api, awsclient.Budget{Limiter: budget, Clock: c.Clock}, nil
 }
 
 func (c *Client) log() *slog.Logger {
@@ -88,13 +99,6 @@ func (c *Client) log() *slog.Logger {
 		return slog.Default()
 	}
 	return c.Logger
-}
-
-func wait(ctx context.Context, budget *rate.Limiter) error {
-	if budget == nil {
-		return nil
-	}
-	return budget.Wait(ctx)
 }
 
 // Inputs is what CreateChangeSet needs beyond the action: the stack's template,
@@ -131,7 +135,7 @@ func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Obse
 	}
 	api, budget, err := c.At(ctx, a.Target)
 	if err == nil {
-		err = wait(ctx, budget)
+		err = budget.Wait(ctx)
 	}
 	if err == nil {
 		err = c.perform(ctx, api, a, in, &o)
@@ -311,7 +315,7 @@ func (c *Client) Importers(ctx context.Context, t target.Spec, exports []string)
 	for _, exp := range exports {
 		in := &cloudformation.ListImportsInput{ExportName: aws.String(exp)}
 		for {
-			if err := wait(ctx, budget); err != nil {
+			if err := budget.Wait(ctx); err != nil {
 				return nil, err
 			}
 			page, err := api.ListImports(ctx, in)

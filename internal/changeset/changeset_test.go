@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -189,7 +191,7 @@ func TestObserveChangeSetPaginates(t *testing.T) {
 		{Changes: []cfntypes.Change{change}},
 	}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
 	if len(seen) != 1 {
 		t.Fatalf("observations %+v", seen)
 	}
@@ -207,7 +209,7 @@ func TestObservePendingError(t *testing.T) {
 	cfn := &fakeCFN{t: t}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-1"}}}
 	pending := map[string]run.Observation{"app": {Stack: "app", Err: "CreateChangeSet shop-app: Rate exceeded"}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending, time.Now())
 	if len(seen) != 1 || seen[0].Err == "" || len(cfn.csCalls) != 0 {
 		t.Errorf("observations %+v after %d calls", seen, len(cfn.csCalls))
 	}
@@ -248,7 +250,7 @@ func TestObserveFailedStackReason(t *testing.T) {
 		},
 	}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", StackID: "arn:stack/1", Phase: run.Executing}}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
 	if len(seen) != 1 {
 		t.Fatalf("observations %+v", seen)
 	}
@@ -301,19 +303,54 @@ func TestObserveRollbackTriggerReason(t *testing.T) {
 func TestObserveGoneStack(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id shop-app does not exist"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Deleting}}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
 	if len(seen) != 1 || !seen[0].StackGone {
 		t.Errorf("observations %+v", seen)
 	}
 }
 
-// TestObserveTransientStackError leaves the stack unobserved rather than failing it.
+// TestObserveTransientStackError reports a look that failed, with nothing seen, rather
+// than failing the stack.
 func TestObserveTransientStackError(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Executing}}}
-	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil)
-	if len(seen) != 0 {
-		t.Errorf("observations %+v, want none", seen)
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
+	if len(seen) != 1 || seen[0].LookErr == "" || seen[0].Err != "" || seen[0].StackStatus != "" {
+		t.Errorf("observations %+v, want one failed look", seen)
+	}
+}
+
+// TestObserveLooksAtDueAndNamedStacksOnly describes the stacks whose check is due and those
+// an event named, and nothing else; the ids an action returned for a stack that is not
+// looked at are handed on as they are.
+func TestObserveLooksAtDueAndNamedStacksOnly(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	describe := func(name string) *cloudformation.DescribeStacksOutput {
+		return &cloudformation.DescribeStacksOutput{Stacks: []cfntypes.Stack{{StackName: aws.String(name), StackId: aws.String("arn:" + name), StackStatus: cfntypes.StackStatusUpdateInProgress}}}
+	}
+	cfn := &fakeCFN{t: t, stacks: map[string]*cloudformation.DescribeStacksOutput{"arn:due": describe("due"), "arn:named": describe("named")},
+		changeSets: []*cloudformation.DescribeChangeSetOutput{{ChangeSetId: aws.String("arn:cs/soon"), Status: cfntypes.ChangeSetStatusCreateInProgress}}}
+	r := &run.Run{Stacks: map[string]*run.Stack{
+		"due":   {Name: "due", StackName: "due", StackID: "arn:due", Phase: run.Executing, CheckAt: now.Add(-time.Second)},
+		"soon":  {Name: "soon", StackName: "soon", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-2", CheckAt: now},
+		"named": {Name: "named", StackName: "named", StackID: "arn:named", Phase: run.Executing, CheckAt: now.Add(time.Minute)},
+		"later": {Name: "later", StackName: "later", StackID: "arn:later", Phase: run.Executing, CheckAt: now.Add(time.Minute)},
+		"fresh": {Name: "fresh", StackName: "fresh", Phase: run.CreatingChangeSet, ChangeSetName: "cairn-r1-3", CheckAt: now.Add(time.Minute)},
+	}}
+	pending := map[string]run.Observation{"fresh": {Stack: "fresh", ChangeSetID: "arn:cs/fresh", StackID: "arn:fresh"}}
+	seen := (&Client{CFN: cfn}).Observe(context.Background(), r, pending, now, "named")
+	got := map[string]run.Observation{}
+	for _, o := range seen {
+		got[o.Stack] = o
+	}
+	if len(seen) != 4 || got["due"].StackStatus == "" || got["named"].StackStatus == "" || got["soon"].ChangeSetStatus == "" {
+		t.Errorf("observations %+v, want looks at due, named and soon (due now)", seen)
+	}
+	if o, ok := got["fresh"]; !ok || o.ChangeSetID != "arn:cs/fresh" || o.StackID != "arn:fresh" || o.ChangeSetStatus != "" {
+		t.Errorf("fresh: %+v, want the ids of its CreateChangeSet handed on without a call", o)
+	}
+	if _, ok := got["later"]; ok {
+		t.Errorf("later was looked at before its check")
 	}
 }
 
@@ -341,5 +378,138 @@ func TestImporters(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "map[a-Arn:[y z]]" {
 		t.Errorf("importers %v", got)
+	}
+}
+
+// TestConcurrentlyLimitsAndRaisesPanics runs at most Parallel calls at once, every one of
+// them, and raises a panic of one in the caller once the others are done.
+func TestConcurrentlyLimitsAndRaisesPanics(t *testing.T) {
+	var mu sync.Mutex
+	running, most, ran := 0, 0, 0
+	full, gate, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		Concurrently(3*Parallel, func(int) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			if running == Parallel && ran == 0 {
+				close(full)
+			}
+			mu.Unlock()
+			<-gate // the first Parallel calls hold their slots until all of them run
+			mu.Lock()
+			running--
+			ran++
+			mu.Unlock()
+		})
+	}()
+	<-full
+	close(gate)
+	<-finished
+	if ran != 3*Parallel || most > Parallel {
+		t.Errorf("%d ran, at most %d at once; want %d, at most %d", ran, most, 3*Parallel, Parallel)
+	}
+	done := 0
+	func() {
+		defer func() {
+			if p := recover(); p != "crash" {
+				t.Errorf("recovered %v, want the panic of the call", p)
+			}
+		}()
+		Concurrently(5, func(i int) {
+			if i == 2 {
+				panic("crash")
+			}
+			mu.Lock()
+			done++
+			mu.Unlock()
+		})
+	}()
+	if done != 4 {
+		t.Errorf("%d other calls done before the panic was raised, want 4", done)
+	}
+}
+
+// pagedCFN is an account of n stacks s000, s001, ... answering DescribeStacks 100 a page,
+// or one stack by name; it counts the calls.
+type pagedCFN struct {
+	API
+	n, calls int
+}
+
+func (f *pagedCFN) DescribeStacks(_ context.Context, in *cloudformation.DescribeStacksInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error) {
+	f.calls++
+	stack := func(i int) cfntypes.Stack {
+		name := fmt.Sprintf("s%03d", i)
+		return cfntypes.Stack{StackName: aws.String(name), StackId: aws.String("arn:" + name), StackStatus: cfntypes.StackStatusCreateComplete}
+	}
+	if name := aws.ToString(in.StackName); name != "" {
+		var i int
+		if _, err := fmt.Sscanf(name, "s%d", &i); err != nil || i >= f.n {
+			return nil, &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id " + name + " does not exist"}
+		}
+		return &cloudformation.DescribeStacksOutput{Stacks: []cfntypes.Stack{stack(i)}}, nil
+	}
+	start := 0
+	fmt.Sscan(aws.ToString(in.NextToken), &start)
+	out := &cloudformation.DescribeStacksOutput{}
+	for i := start; i < min(start+100, f.n); i++ {
+		out.Stacks = append(out.Stacks, stack(i))
+	}
+	if start+100 < f.n {
+		out.NextToken = aws.String(fmt.Sprint(start + 100))
+	}
+	return out, nil
+}
+
+// TestStacksReadsTheCheaperWay describes the stacks a run names by listing the account
+// while that is cheaper, and by name otherwise: never much more than the fewer of the
+// account's pages and the stacks named.
+func TestStacksReadsTheCheaperWay(t *testing.T) {
+	names := func(is ...int) []string {
+		var out []string
+		for _, i := range is {
+			out = append(out, fmt.Sprintf("s%03d", i))
+		}
+		return out
+	}
+	span := func(from, to int) []int {
+		var out []int
+		for i := from; i < to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		account int
+		want    []string
+		found   int
+		calls   int
+	}{
+		{"none named", 2500, nil, 0, 0},
+		{"the whole account, listed", 500, names(span(0, 500)...), 500, 5},
+		{"a new stack: the listing ends, so it does not exist", 50, names(3, 700), 1, 1},
+		{"500 of a 2,500-stack account, the last ones", 2500, names(span(2000, 2500)...), 500, 25},
+		{"500 of a 2,500-stack account, the first ones", 2500, names(span(0, 500)...), 500, 5},
+		{"2 of a 2,500-stack account: by name after 2 pages", 2500, names(1200, 2400), 2, 4},
+		{"5 new stacks in a big account: by name after 5 pages", 2500, names(3000, 3001, 3002, 3003, 3004), 0, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfn := &pagedCFN{n: tc.account}
+			live, err := (&Client{CFN: cfn}).Stacks(context.Background(), target.Spec{}, tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(live) != tc.found || cfn.calls != tc.calls {
+				t.Errorf("%d stacks found with %d calls, want %d with %d", len(live), cfn.calls, tc.found, tc.calls)
+			}
+			for name, l := range live {
+				if !slices.Contains(tc.want, name) || l.StackID != "arn:"+name {
+					t.Errorf("found %s %+v, not asked for", name, l)
+				}
+			}
+		})
 	}
 }

@@ -4,11 +4,16 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
@@ -27,7 +32,74 @@ func (c *Client) Live(ctx context.Context, t target.Spec) (map[string]plan.Live,
 	if err != nil {
 		return nil, err
 	}
-	return ListStacks(ctx, api, budget)
+	return listStacks(ctx, api, budget)
+}
+
+// Stacks describes the stacks named (CloudFormation names) in t's account and region,
+// keyed by name: those that do not exist are absent. It pages through DescribeStacks while
+// that finds them, and once the pages read outnumber the stacks still unseen it describes
+// those by name instead: a run's reads are at most about twice the fewer of the account's
+// pages and the stacks it names, so they do not grow with the other stacks of the account
+// beyond that.
+func (c *Client) Stacks(ctx context.Context, t target.Spec, names []string) (map[string]plan.Live, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		if n != "" {
+			want[n] = true
+		}
+	}
+	live := map[string]plan.Live{}
+	if len(want) == 0 {
+		return live, nil
+	}
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	in := &cloudformation.DescribeStacksInput{}
+	for pages := 0; len(seen) < len(want) && pages < len(want)-len(seen); pages++ {
+		if err := budget.Wait(ctx); err != nil {
+			return nil, err
+		}
+		out, err := api.DescribeStacks(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("describe stacks: %w", err)
+		}
+		for _, st := range out.Stacks {
+			name := aws.ToString(st.StackName)
+			if !want[name] || seen[name] || st.StackStatus == cfntypes.StackStatusDeleteComplete {
+				continue
+			}
+			seen[name] = true
+			live[name] = toLive(st)
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return live, nil // the whole account: the stacks not seen do not exist
+		}
+		in.NextToken = out.NextToken
+	}
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		if seen[name] {
+			continue
+		}
+		if err := budget.Wait(ctx); err != nil {
+			return nil, err
+		}
+		out, err := api.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
+		if awsclient.StackMissing(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("describe stack %s: %w", name, err)
+		}
+		for _, st := range out.Stacks {
+			if aws.ToString(st.StackName) == name && st.StackStatus != cfntypes.StackStatusDeleteComplete {
+				live[name] = toLive(st)
+			}
+		}
+	}
+	return live, nil
 }
 
 // StackLister lists stacks.
@@ -36,16 +108,18 @@ type StackLister interface {
 }
 
 // ListStacks describes every stack of the account and region with one paginated
-// DescribeStacks, keyed by stack name: the plan's and the drift sweep's view of AWS, never
-// one call per stack. Each page waits for budget (nil: no limit).
+// DescribeStacks, keyed by stack name: the drift sweep's view of AWS, never one call per
+// stack. Each page waits for budget (nil: no limit), on the wall clock.
 func ListStacks(ctx context.Context, api StackLister, budget *rate.Limiter) (map[string]plan.Live, error) {
+	return listStacks(ctx, api, awsclient.Budget{Limiter: budget})
+}
+
+func listStacks(ctx context.Context, api StackLister, budget Budget) (map[string]plan.Live, error) {
 	live := map[string]plan.Live{}
 	in := &cloudformation.DescribeStacksInput{}
 	for {
-		if budget != nil {
-			if err := budget.Wait(ctx); err != nil {
-				return nil, err
-			}
+		if err := budget.Wait(ctx); err != nil {
+			return nil, err
 		}
 		out, err := api.DescribeStacks(ctx, in)
 		if err != nil {
@@ -91,66 +165,115 @@ func toLive(s cfntypes.Stack) plan.Live {
 	return l
 }
 
-// Observe describes what r.Watch() lists: change sets being created (DescribeChangeSet,
-// all pages, counting changes) and stacks in flight (DescribeStacks by id, and on failure
-// the first failing resource's reason from DescribeStackEvents). pending holds the results
-// of the previous step's actions, by config name: a failed action is reported as is,
-// without a call; a successful one lends its ids.
-func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation) []run.Observation {
+// Parallel is how many CloudFormation calls a step makes at once, each still waiting for
+// the run's budget: a step that looks at fifty stacks takes a few calls' time, not fifty.
+const Parallel = 10
+
+// Observe describes what r.Due(now, named...) lists, Parallel at a time: change sets
+// being created (DescribeChangeSet, all pages, counting changes) and stacks in flight
+// (DescribeStacks by id, and on failure the first failing resource's reason from
+// DescribeStackEvents). pending holds the results of the previous step's actions, by
+// config name: a failed action is reported as is, without a call; a successful one lends
+// its ids, and is reported as is when its stack is not due, so the run keeps them.
+func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run.Observation, now time.Time, named ...string) []run.Observation {
 	var seen []run.Observation
 	done := map[string]bool{}
-	for name, p := range pending {
-		if p.Err != "" && r.Stacks[name] != nil {
+	for _, name := range slices.Sorted(maps.Keys(pending)) {
+		if p := pending[name]; p.Err != "" && r.Stacks[name] != nil {
 			seen = append(seen, p)
 			done[name] = true
 		}
 	}
-	changeSets, stacks := r.Watch()
+	changeSets, stacks := r.Due(now, named...)
+	var looks []func() run.Observation
 	for _, name := range changeSets {
 		if done[name] {
 			continue
 		}
-		s := r.Stacks[name]
-		id := cmp.Or(pending[name].ChangeSetID, s.ChangeSetID)
-		api, budget, err := c.At(ctx, s.Target)
-		if err != nil {
-			seen = append(seen, run.Failure(name, err))
-			continue
-		}
-		o := c.describeChangeSet(ctx, api, budget, s, id)
-		o.StackID = cmp.Or(o.StackID, pending[name].StackID)
-		seen = append(seen, o)
+		done[name] = true
+		s, p := r.Stacks[name], pending[name]
+		looks = append(looks, func() run.Observation {
+			api, budget, err := c.At(ctx, s.Target)
+			if err != nil {
+				return run.Failure(s.Name, err)
+			}
+			o := c.describeChangeSet(ctx, api, budget, s, cmp.Or(p.ChangeSetID, s.ChangeSetID))
+			o.StackID = cmp.Or(o.StackID, p.StackID)
+			return o
+		})
 	}
 	for _, name := range stacks {
 		if done[name] {
 			continue
 		}
-		s := r.Stacks[name]
-		api, budget, err := c.At(ctx, s.Target)
-		if err != nil {
-			seen = append(seen, run.Failure(name, err))
-			continue
+		done[name] = true
+		s, p := r.Stacks[name], pending[name]
+		looks = append(looks, func() run.Observation {
+			api, budget, err := c.At(ctx, s.Target)
+			if err != nil {
+				return run.Failure(s.Name, err)
+			}
+			o := c.describeStack(ctx, api, budget, s, cmp.Or(p.StackID, s.StackID))
+			if o.Err != "" {
+				// A failed observation tells nothing: the stack is looked at again
+				// later, rather than counting as a failed action.
+				c.log().Warn("changeset: could not observe stack", "stack", s.Name, "err", o.Err)
+				o = run.Observation{Stack: s.Name, LookErr: o.Err}
+			}
+			return o
+		})
+	}
+	looked := make([]run.Observation, len(looks))
+	Concurrently(len(looks), func(i int) { looked[i] = looks[i]() })
+	seen = append(seen, looked...)
+	for _, name := range slices.Sorted(maps.Keys(pending)) {
+		if p := pending[name]; !done[name] && r.Stacks[name] != nil && (p.ChangeSetID != "" || p.StackID != "") {
+			seen = append(seen, run.Observation{Stack: name, ChangeSetID: p.ChangeSetID, StackID: p.StackID})
 		}
-		o := c.describeStack(ctx, api, budget, s, cmp.Or(pending[name].StackID, s.StackID))
-		if o.Err != "" {
-			// A failed observation tells nothing: the stack is observed again next step,
-			// rather than counting as a failed action.
-			c.log().Warn("changeset: could not observe stack", "stack", name, "err", o.Err)
-			continue
-		}
-		seen = append(seen, o)
 	}
 	return seen
 }
 
-func (c *Client) describeChangeSet(ctx context.Context, api API, budget *rate.Limiter, s *run.Stack, id string) run.Observation {
+// Concurrently runs do(0) to do(n-1), Parallel at a time, and returns once all have. A
+// panic in one is raised again in the caller once the others are done, as if they had run
+// one after the other (a panic kills a Lambda the same way from any goroutine, but only
+// the caller's is the handler's to recover).
+func Concurrently(n int, do func(i int)) {
+	var (
+		g        errgroup.Group
+		mu       sync.Mutex
+		panicked any
+	)
+	g.SetLimit(Parallel)
+	for i := range n {
+		g.Go(func() error {
+			defer func() {
+				if p := recover(); p != nil {
+					mu.Lock()
+					if panicked == nil {
+						panicked = p
+					}
+					mu.Unlock()
+				}
+			}()
+			do(i)
+			return nil
+		})
+	}
+	g.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
+}
+
+func (c *Client) describeChangeSet(ctx context.Context, api API, budget Budget, s *run.Stack, id string) run.Observation {
 	o := run.Observation{Stack: s.Name, ChangeSetID: id}
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(s.ChangeSetName), StackName: aws.String(s.StackName)}
 	if id != "" {
 		in.ChangeSetName, in.StackName = aws.String(id), nil
 	}
 	for page := 0; ; page++ {
-		if err := wait(ctx, budget); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			return run.Observation{Stack: s.Name, Err: err.Error()}
 		}
 		out, err := api.DescribeChangeSet(ctx, in)
@@ -175,10 +298,10 @@ func (c *Client) describeChangeSet(ctx context.Context, api API, budget *rate.Li
 
 // describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE),
 // with its termination protection.
-func (c *Client) describeStack(ctx context.Context, api API, budget *rate.Limiter, s *run.Stack, id string) run.Observation {
+func (c *Client) describeStack(ctx context.Context, api API, budget Budget, s *run.Stack, id string) run.Observation {
 	o := run.Observation{Stack: s.Name}
 	ref := cmp.Or(id, s.StackName)
-	if err := wait(ctx, budget); err != nil {
+	if err := budget.Wait(ctx); err != nil {
 		o.Err = err.Error()
 		return o
 	}
@@ -238,7 +361,7 @@ func (c *Client) Undeletable(ctx context.Context, t target.Spec, stackID string)
 	if err != nil {
 		return nil, err
 	}
-	if err := wait(ctx, budget); err != nil {
+	if err := budget.Wait(ctx); err != nil {
 		return nil, err
 	}
 	out, err := api.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stackID)})
@@ -268,12 +391,12 @@ func (c *Client) FirstFailure(ctx context.Context, t target.Spec, stackID string
 
 // firstFailure: see FirstFailure. Events come newest first, so it walks back to the event
 // that started the operation.
-func (c *Client) firstFailure(ctx context.Context, api API, budget *rate.Limiter, stackID string) string {
+func (c *Client) firstFailure(ctx context.Context, api API, budget Budget, stackID string) string {
 	in := &cloudformation.DescribeStackEventsInput{StackName: aws.String(stackID)}
 	var first string
 	var fallback, rolledBack string
 	for page := 0; page < maxEventPages; page++ {
-		if err := wait(ctx, budget); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			break
 		}
 		out, err := api.DescribeStackEvents(ctx, in)

@@ -25,7 +25,7 @@ func (c *Client) Describe(ctx context.Context, t target.Spec, id string) (plan.C
 	}
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(id)}
 	for page := 0; ; page++ {
-		if err := wait(ctx, budget); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			return st, err
 		}
 		out, err := api.DescribeChangeSet(ctx, in)
@@ -75,7 +75,7 @@ func (c *Client) Describe(ctx context.Context, t target.Spec, id string) (plan.C
 func (c *Client) DeleteChangeSet(ctx context.Context, t target.Spec, id string) error {
 	api, budget, err := c.At(ctx, t)
 	if err == nil {
-		err = wait(ctx, budget)
+		err = budget.Wait(ctx)
 	}
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (c *Client) DeleteChangeSet(ctx context.Context, t target.Spec, id string) 
 func (c *Client) DeleteStack(ctx context.Context, t target.Spec, stack string) error {
 	api, budget, err := c.At(ctx, t)
 	if err == nil {
-		err = wait(ctx, budget)
+		err = budget.Wait(ctx)
 	}
 	if err != nil {
 		return err

@@ -1,92 +1,21 @@
 package config
 
 import (
-	"archive/zip"
-	"bytes"
-	"fmt"
-	"math/rand/v2"
 	"runtime"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/benchbundle"
 	"github.com/cairn-dev/cairn/internal/bundle"
 )
 
-// benchTemplate declares up to three inputs (with defaults, so a stack may set fewer)
-// and an output every stack can read.
-const benchTemplate = `AWSTemplateFormatVersion: "2010-09-09"
-Parameters:
-  In1: {Type: String, Default: ""}
-  In2: {Type: String, Default: ""}
-  In3: {Type: String, Default: ""}
-  Size: {Type: Number}
-Resources:
-  Queue:
-    Type: AWS::SQS::Queue
-    Properties:
-      Tags:
-        - {Key: in, Value: !Join [",", [!Ref In1, !Ref In2, !Ref In3]]}
-Outputs:
-  Arn: {Value: !GetAtt Queue.Arn}
-  Url: {Value: !Ref Queue}
-`
-
-// generated10k returns a zipped bundle of n stacks over four templates. Each stack depends
-// on 0 to 6 earlier stacks (3 on average), half through requires and half through output
-// lookups, so the graph is acyclic and about as dense as a large real platform.
 func generated10k(tb testing.TB, n int) (data []byte, edges int) {
-	r := rand.New(rand.NewPCG(1, 2))
-	var cfg strings.Builder
-	cfg.WriteString("namespace: bench\ntags: {team: platform}\nstacks:\n")
-	for i := range n {
-		fmt.Fprintf(&cfg, "  - name: stack-%05d\n    template_path: templates/t%d.yaml\n", i, i%4)
-		deps := map[int]bool{}
-		if i > 0 {
-			for range r.IntN(7) {
-				deps[r.IntN(i)] = true
-			}
-		}
-		var requires []string
-		params := []string{fmt.Sprintf("Size: %q", fmt.Sprint(i%100))}
-		slot := 1
-		for d := range deps {
-			edges++
-			if slot <= 3 && r.IntN(2) == 0 {
-				params = append(params, fmt.Sprintf("In%d: ${output stack-%05d::Url}", slot, d))
-				slot++
-				continue
-			}
-			requires = append(requires, fmt.Sprintf("stack-%05d", d))
-		}
-		if len(requires) > 0 {
-			fmt.Fprintf(&cfg, "    requires: [%s]\n", strings.Join(requires, ", "))
-		}
-		cfg.WriteString("    parameters:\n")
-		for _, p := range params {
-			fmt.Fprintf(&cfg, "      %s\n", p)
-		}
-	}
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	files := map[string]string{"cairn.yaml": cfg.String()}
-	for i := range 4 {
-		files[fmt.Sprintf("templates/t%d.yaml", i)] = benchTemplate + fmt.Sprintf("Description: template %d\n", i)
-	}
-	for name, body := range files {
-		w, err := zw.Create(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		if _, err := w.Write([]byte(body)); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
+	data, edges, err := benchbundle.Zip("bench", n)
+	if err != nil {
 		tb.Fatal(err)
 	}
-	return buf.Bytes(), edges
+	return data, edges
 }
 
 // BenchmarkLoad10k reads, loads, validates and builds the graph (with its deploy order)

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
@@ -258,9 +257,6 @@ func (w *world) newProcess() (func(context.Context, events.SQSEvent) (events.SQS
 		Bucket: w.cairn.Bucket, QueueURL: w.cairn.Deploy.URL, Topic: w.cairn.Notifications,
 		Heartbeat: localcairn.LocalHeartbeatSeconds * time.Second, Lease: lease,
 		Clock: w.clk, Logger: w.deployerLogger,
-		// The API budget paces calls on the wall clock, which the virtual clock outruns a
-		// hundredfold; unlimited here, the plays take seconds instead of minutes.
-		Budget: func() *rate.Limiter { return rate.NewLimiter(rate.Inf, 1) },
 	})
 	if err != nil {
 		return nil, err

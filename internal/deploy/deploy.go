@@ -108,7 +108,8 @@ type Config struct {
 	StallAfter time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
-	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget).
+	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget),
+	// paced on Clock.
 	Budget func() *rate.Limiter
 	// PlanTTL is how long an unapplied plan stays approvable (default DefaultPlanTTL).
 	PlanTTL time.Duration
@@ -221,15 +222,12 @@ func (d *Driver) Start(ctx context.Context, u Upload) error { return d.start.upl
 func (d *Driver) Approve(ctx context.Context, u Upload) error { return d.start.approval(ctx, u) }
 
 // Step advances run runID of deployment by one step. A heartbeat step re-enqueues the
-// heartbeat while the run stays open; a stack event step does not (one chain of
-// heartbeats per run, no fan-out). It returns nil when the trigger is dealt with,
+// heartbeat while the run stays open; a stack event or check step does not (one chain of
+// heartbeats per run, no fan-out). Any step may queue a delayed check, when run.Advance
+// asks for one sooner than the one queued. It returns nil when the trigger is dealt with,
 // including when another step won the race to write the run document.
-func (d *Driver) Step(ctx context.Context, deployment, runID string, heartbeat bool) error {
-	var c cue
-	if heartbeat {
-		c.beats = []int{0}
-	}
-	return d.step.trigger(ctx, deployment, runID, c)
+func (d *Driver) Step(ctx context.Context, deployment, runID string, t Trigger) error {
+	return d.step.trigger(ctx, deployment, runID, t)
 }
 
 // Upload is an S3 ObjectCreated event of an upload.
@@ -283,7 +281,7 @@ func (b *base) changesets(runID string, log *slog.Logger) *changeset.Client {
 	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: b.budget(runID, target.Target{}),
 		Reach: func(ctx context.Context, t target.Spec) (changeset.API, *rate.Limiter, error) {
 			return b.at(ctx, runID, t)
-		}, Logger: log}
+		}, Clock: b.clk, Logger: log}
 }
 
 // budget is run runID's API budget in the account and region at (relative to home):

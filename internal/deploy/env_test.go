@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
@@ -50,7 +51,7 @@ const (
 // notifications topic and the deployer function behind an SQS event source mapping. Its
 // virtual clock runs about a thousand times faster than the wall clock.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	em    *awslocal.Emulator
 	cfn   *cfnlocal.Service
 	clk   *clock.Fake
@@ -84,6 +85,42 @@ type worldOptions struct {
 	// AccessDeniedException, as IAM does for names outside cairn:ssmPaths (the emulator
 	// has no IAM).
 	DenySSM string
+	// ChangeSetDelay is how long the emulator takes to create a change set (default 2s).
+	ChangeSetDelay time.Duration
+	// Speed is how much virtual time passes per millisecond of wall time (default 500ms);
+	// a millisecond runs the world on the wall clock's pace.
+	Speed time.Duration
+	// Calls, when set, counts the deployer's own AWS calls.
+	Calls *callCounter
+}
+
+// callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject").
+type callCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// middleware is the SDK option that counts every call of the clients built with it.
+func (c *callCounter) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("CallCounter",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			c.mu.Lock()
+			if c.n == nil {
+				c.n = map[string]int{}
+			}
+			c.n[awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx)]++
+			c.mu.Unlock()
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+}
+
+// take returns the counts so far and starts again from zero.
+func (c *callCounter) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = nil
+	return n
 }
 
 type syncBuffer struct {
@@ -103,19 +140,27 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newWorld(t *testing.T, o worldOptions) *world {
+func newWorld(t testing.TB, o worldOptions) *world {
 	t.Helper()
 	// Each world is its own emulator on its own virtual clock: the end-to-end tests spend
 	// their time waiting on that clock, so they run side by side.
-	t.Parallel()
+	if pt, ok := t.(*testing.T); ok {
+		pt.Parallel()
+	}
 	ctx := context.Background()
 	w := &world{t: t, clk: clock.NewFake(epoch), logs: &syncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if o.ResourceDelay == 0 {
 		o.ResourceDelay = 5 * time.Second
 	}
+	if o.ChangeSetDelay == 0 {
+		o.ChangeSetDelay = 2 * time.Second
+	}
+	if o.Speed == 0 {
+		o.Speed = 500 * time.Millisecond
+	}
 	em, err := awslocal.New(awslocal.Options{Clock: w.clk, Logger: logger,
-		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: o.ResourceDelay, ChangeSetDelay: 2 * time.Second}})
+		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: o.ResourceDelay, ChangeSetDelay: o.ChangeSetDelay}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,14 +170,14 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	w.em, w.cfn = em, em.CloudFormation()
 	stop := make(chan struct{})
 	ticked := make(chan struct{})
-	go func() { // the virtual clock: 500ms per millisecond
+	go func() { // the virtual clock: o.Speed per millisecond
 		defer close(ticked)
 		for {
 			select {
 			case <-stop:
 				return
 			case <-time.After(time.Millisecond):
-				w.clk.Advance(500 * time.Millisecond)
+				w.clk.Advance(o.Speed)
 			}
 		}
 	}()
@@ -208,12 +253,14 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dcfg := cfg
+	deployerCfg := cfg.Copy()
 	if o.DenySSM != "" {
-		dcfg = cfg.Copy()
-		dcfg.APIOptions = append(dcfg.APIOptions, denySSM(o.DenySSM))
+		deployerCfg.APIOptions = append(deployerCfg.APIOptions, denySSM(o.DenySSM))
 	}
-	d, err := deploy.NewFromAWS(dcfg, deploy.Config{
+	if o.Calls != nil {
+		deployerCfg.APIOptions = append(deployerCfg.APIOptions, o.Calls.middleware)
+	}
+	d, err := deploy.NewFromAWS(deployerCfg, deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
 		Namespaces: allowed, Heartbeat: o.Heartbeat,
 	})
@@ -251,7 +298,7 @@ func denySSM(path string) func(*middleware.Stack) error {
 	}
 }
 
-func must(t *testing.T, f func() error) {
+func must(t testing.TB, f func() error) {
 	t.Helper()
 	if err := f(); err != nil {
 		t.Fatal(err)
@@ -268,7 +315,7 @@ func tail(s string, lines int) string {
 
 // copyBundle copies a bundle directory from testdata into a temporary directory, so a test
 // can change it.
-func copyBundle(t *testing.T, src string) string {
+func copyBundle(t testing.TB, src string) string {
 	t.Helper()
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
@@ -292,7 +339,7 @@ func copyBundle(t *testing.T, src string) string {
 }
 
 // edit replaces old with new in a bundle file; the text must be there.
-func edit(t *testing.T, dir, file, old, new string) {
+func edit(t testing.TB, dir, file, old, new string) {
 	t.Helper()
 	p := filepath.Join(dir, file)
 	b, err := os.ReadFile(p)
@@ -379,7 +426,12 @@ func (w *world) object(key string) string {
 // time for it.
 func (w *world) wait(name, version string) *deploy.Document {
 	w.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	return w.waitRun(name, version, time.Minute)
+}
+
+func (w *world) waitRun(name, version string, timeout time.Duration) *deploy.Document {
+	w.t.Helper()
+	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, d := range w.runs(name) {
 			if d.Bundle.VersionID == version && d.Run.Status != run.Running {

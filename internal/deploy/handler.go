@@ -126,7 +126,7 @@ func settles(status string) bool {
 }
 
 // Handle is the deployer Lambda's handler: each SQS record is an S3 upload event, a
-// CloudFormation stack status event or a heartbeat. Records that fail are reported in
+// CloudFormation stack status event, a heartbeat or a delayed check. Records that fail are reported in
 // batchItemFailures, so one bad message never holds back the others. Several triggers of
 // one run in a batch make one step. Every invocation then looks for open runs whose
 // heartbeat was lost, and resumes them (resumeStalled).
@@ -134,16 +134,16 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	var resp events.SQSEventResponse
 	var order []stepKey
 	steps := map[stepKey]*stepReq{}
-	addStep := func(k stepKey, beat *int, id string) {
+	addStep := func(k stepKey, t Trigger, id string) {
 		r := steps[k]
 		if r == nil {
 			r = &stepReq{}
 			steps[k] = r
 			order = append(order, k)
 		}
-		if beat != nil {
-			r.beats = append(r.beats, *beat)
-		}
+		r.trigger.Beats = append(r.trigger.Beats, t.Beats...)
+		r.trigger.Check = r.trigger.Check || t.Check
+		r.trigger.Stacks = append(r.trigger.Stacks, t.Stacks...)
 		r.records = append(r.records, id)
 	}
 	fail := func(id string) {
@@ -158,13 +158,17 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			continue
 		}
 		switch {
-		case m.Cairn == "heartbeat":
+		case m.Cairn == "heartbeat" || m.Cairn == "check":
 			if m.Deployment == "" || m.Run == "" {
-				log.Error("deploy: heartbeat without deployment or run", "body", truncate(rec.Body))
+				log.Error("deploy: "+m.Cairn+" without deployment or run", "body", truncate(rec.Body))
 				fail(rec.MessageId)
 				continue
 			}
-			addStep(stepKey{m.Deployment, m.Run}, &m.Beat, rec.MessageId)
+			t := Trigger{Check: m.Cairn == "check"}
+			if m.Cairn == "heartbeat" {
+				t.Beats = []int{m.Beat}
+			}
+			addStep(stepKey{m.Deployment, m.Run}, t, rec.MessageId)
 		case m.DetailType == StackStatusChange && m.Source == "aws.cloudformation":
 			var det stackStatusDetail
 			if err := json.Unmarshal(m.Detail, &det); err != nil || det.StackID == "" {
@@ -186,7 +190,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: stack event of no open run ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			addStep(stepKey{idx.Deployment, idx.Run}, nil, rec.MessageId)
+			addStep(stepKey{idx.Deployment, idx.Run}, Trigger{Stacks: eventKeys(det.StackID, d.cfg.Region)}, rec.MessageId)
 		case m.Event == "s3:TestEvent":
 			log.Info("deploy: S3 test event ignored")
 		case len(m.Records) > 0:
@@ -219,7 +223,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	}
 	for _, k := range order {
 		r := steps[k]
-		if err := d.step.trigger(ctx, k.deployment, k.run, cue{beats: r.beats}); err != nil {
+		if err := d.step.trigger(ctx, k.deployment, k.run, r.trigger); err != nil {
 			d.runLogger(k.deployment, k.run).Error("deploy: step failed; its trigger is delivered again", "err", err)
 			for _, id := range r.records {
 				fail(id)
@@ -235,7 +239,7 @@ type stepKey struct{ deployment, run string }
 // stepReq gathers the triggers of one run in a batch: the heartbeats' chains, and the
 // records to report failed when its step fails.
 type stepReq struct {
-	beats   []int
+	trigger Trigger
 	records []string
 }
 
@@ -254,7 +258,7 @@ func (d *Driver) resumeStalled(ctx context.Context, stepped map[stepKey]*stepReq
 		if _, ok := stepped[stepKey{idx.Deployment, idx.Run}]; ok {
 			continue
 		}
-		if err := d.step.trigger(ctx, idx.Deployment, idx.Run, cue{restart: true}); err != nil {
+		if err := d.step.trigger(ctx, idx.Deployment, idx.Run, Trigger{restart: true}); err != nil {
 			d.runLogger(idx.Deployment, idx.Run).Warn("deploy: cannot resume a stalled run; the next invocation tries again", "err", err)
 		}
 	}

@@ -28,12 +28,17 @@ func TestHandlerRoutesRecordsByShape(t *testing.T) {
 	record := func(id, body string) events.SQSMessage {
 		return events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs"}
 	}
-	var statusEvent events.SQSEvent
+	var statusEvent, checkEvent events.SQSEvent
 	if err := json.Unmarshal(mustRead(t, "../../events/stack-status-change.json"), &statusEvent); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(mustRead(t, "../../events/deploy-check.json"), &checkEvent); err != nil {
 		t.Fatal(err)
 	}
 	batch := events.SQSEvent{Records: []events.SQSMessage{
 		statusEvent.Records[0], // a stack no open run owns: ignored
+		checkEvent.Records[0],  // a check of a run that does not exist: ignored
+		record("check-without-run", `{"cairn":"check","deployment":"shop"}`),
 		record("not-json", "{{{"),
 		record("unknown-shape", `{"hello":"world"}`),
 		record("heartbeat-without-run", `{"cairn":"heartbeat","deployment":"shop"}`),
@@ -55,7 +60,7 @@ func TestHandlerRoutesRecordsByShape(t *testing.T) {
 		failed = append(failed, f.ItemIdentifier)
 	}
 	slices.Sort(failed)
-	if want := []string{"heartbeat-without-run", "not-json", "unknown-shape"}; !slices.Equal(failed, want) {
+	if want := []string{"check-without-run", "heartbeat-without-run", "not-json", "unknown-shape"}; !slices.Equal(failed, want) {
 		t.Errorf("batch item failures %v, want %v", failed, want)
 	}
 }

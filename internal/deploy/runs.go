@@ -128,12 +128,12 @@ func (rs runs) unindex(ctx context.Context, runID string, log *slog.Logger) {
 // find returns the open run that owns the CloudFormation stack stackID (its ARN, or a
 // name), from the index: one listing and a read of each open run's index object.
 func (rs runs) find(ctx context.Context, stackID string) (*activeIndex, error) {
-	keys := eventKeys(stackID, rs.cfg.Region)
-	keys, err := bucket.List(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
+	want := eventKeys(stackID, rs.cfg.Region)
+	listed, err := bucket.List(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("open runs: %w", err)
 	}
-	for _, key := range keys {
+	for _, key := range listed {
 		if _, ok := bucket.OpenRunOf(key); !ok {
 			continue
 		}
@@ -145,7 +145,7 @@ func (rs runs) find(ctx context.Context, stackID string) (*activeIndex, error) {
 			continue
 		}
 		for _, s := range idx.Stacks {
-			if slices.Contains(keys, s) {
+			if slices.Contains(want, s) {
 				return idx, nil
 			}
 		}

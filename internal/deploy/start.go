@@ -47,7 +47,7 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 		}
 		// Killed before its first step, so maybe before its first heartbeat: nothing else
 		// would advance it. Or it ended, maybe before its clean-up.
-		return nil, log, s.trigger(ctx, deployment, runID, cue{restart: doc.Run.Status == run.Running})
+		return nil, log, s.trigger(ctx, deployment, runID, Trigger{restart: doc.Run.Status == run.Running})
 	} else if !errors.Is(err, errNoRun) {
 		return nil, log, err
 	}
@@ -223,7 +223,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
 	}
-	live, unreachable, err := survey(ctx, cs, places(home, configSpecs(planCfg), graphSpecs(g)))
+	live, unreachable, err := survey(ctx, cs, places(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
 	if err != nil {
 		return false, err
 	}

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
@@ -22,15 +25,30 @@ import (
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
-// Heartbeat is the message that advances a run when no stack event does.
+// Heartbeat is the message that advances a run when no stack event does, and, with Cairn
+// "check", the delayed check of stacks that wait for CloudFormation.
 type Heartbeat struct {
-	Cairn      string `json:"cairn"` // always "heartbeat"
+	Cairn      string `json:"cairn"` // "heartbeat" or "check"
 	Deployment string `json:"deployment"`
 	Run        string `json:"run"`
 	// Beat numbers the run's heartbeat chain (Document.Beat): a heartbeat of an older chain
 	// still makes a step but is not sent on, so a run has one chain however often it was
 	// resumed. 0 (absent) is the chain a run starts with.
 	Beat int `json:"beat,omitempty"`
+}
+
+// Trigger is what asks for a step of a run: its heartbeat, a delayed check, stack status
+// events (Stacks: the keys their stacks may have, run.Stack.Key), or several of them when
+// one batch of messages carries them.
+type Trigger struct {
+	// Beats are the chains (Heartbeat.Beat) of the heartbeats that asked; none when no
+	// heartbeat did.
+	Beats  []int
+	Check  bool
+	Stacks []string
+	// restart: the run's heartbeat chain is lost (or never started); the step starts a
+	// new one.
+	restart bool
 }
 
 // stepper advances runs: load, observe, decide (run.Advance), act, save.
@@ -43,28 +61,31 @@ type stepper struct {
 }
 
 func (st stepper) heartbeat(ctx context.Context, deployment, runID string, beat int) error {
-	body, _ := json.Marshal(Heartbeat{Cairn: "heartbeat", Deployment: deployment, Run: runID, Beat: beat})
+	return st.send(ctx, Heartbeat{Cairn: "heartbeat", Deployment: deployment, Run: runID, Beat: beat}, st.cfg.Heartbeat)
+}
+
+// check queues the delayed check run.Advance asked for.
+func (st stepper) check(ctx context.Context, doc *Document, delay time.Duration, log *slog.Logger) {
+	if err := st.send(ctx, Heartbeat{Cairn: "check", Deployment: doc.Run.Deployment, Run: doc.Run.ID}, delay); err != nil {
+		log.Warn("deploy: cannot queue the delayed check; the heartbeat looks instead", "err", err)
+	}
+}
+
+func (st stepper) send(ctx context.Context, m Heartbeat, delay time.Duration) error {
+	body, _ := json.Marshal(m)
 	_, err := st.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(st.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: seconds(st.cfg.Heartbeat),
+		QueueUrl: aws.String(st.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: seconds(delay),
 	})
 	if err != nil {
-		return fmt.Errorf("run %s: enqueue heartbeat: %w", runID, err)
+		return fmt.Errorf("run %s: enqueue %s: %w", m.Run, m.Cairn, err)
 	}
 	return nil
 }
 
-// cue is what asks for a step of a run.
-type cue struct {
-	// beats are the chains of the heartbeats that asked (none: a stack event did).
-	beats []int
-	// restart: the run's heartbeat chain is lost (or never started); the step starts a
-	// new one.
-	restart bool
-}
-
-// trigger is one step of run runID. A finished run only gets the clean-up its last step
-// may not have finished (finishEnded).
-func (st stepper) trigger(ctx context.Context, deployment, runID string, c cue) error {
+// trigger is one step of run runID, asked for by stack events, a delayed check, a
+// heartbeat or a restart. A finished run only gets the clean-up its last step may not
+// have finished (finishEnded).
+func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigger) error {
 	log := st.runLogger(deployment, runID)
 	doc, etag, err := st.runs.load(ctx, deployment, runID)
 	if errors.Is(err, errNoRun) {
@@ -77,11 +98,11 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, c cue) 
 	if doc.Run.Status != run.Running {
 		return st.finishEnded(ctx, doc, log)
 	}
-	if c.restart {
+	if t.restart {
 		doc.Beat++
 		log.Warn("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it", "beat", doc.Beat, "steps", doc.Steps)
 	}
-	chained := c.restart || slices.Contains(c.beats, doc.Beat)
+	chained := t.restart || slices.Contains(t.Beats, doc.Beat)
 	lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 	if errors.Is(err, state.ErrLockLost) {
 		return st.lost(ctx, doc, etag, err, log)
@@ -89,11 +110,11 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, c cue) 
 	if err != nil {
 		return err
 	}
-	err = st.step(ctx, doc, etag, lock, log)
+	err = st.step(ctx, doc, etag, lock, log, t.Stacks...)
 	// After a lost race the run may have ended meanwhile; the next heartbeat then finds
 	// it finished and stops the chain. A restart whose new chain number was not saved
 	// sends nothing: the run is found stalled again.
-	if chained && doc.Run.Status == run.Running && (err == nil || errors.Is(err, errRaceLost) && !c.restart) {
+	if chained && doc.Run.Status == run.Running && (err == nil || errors.Is(err, errRaceLost) && !t.restart) {
 		if herr := st.heartbeat(ctx, deployment, runID, doc.Beat); herr != nil {
 			return herr // delivered again, so the chain is not lost
 		}
@@ -200,13 +221,14 @@ func (st stepper) finish(ctx context.Context, doc *Document, lock *state.Lock, l
 	st.notify(ctx, doc, log)
 }
 
-// step observes, advances, acts and records, under lock.
-func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *state.Lock, log *slog.Logger) error {
+// step observes, advances, acts and records, under lock. It looks at the stacks whose
+// check is due and at those named (run.Stack.Key of the stacks an event was about).
+func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *state.Lock, log *slog.Logger, named ...string) error {
 	if doc.Statuses == nil {
 		doc.Statuses = map[string]string{}
 	}
 	cs := st.changesets(doc.Run.ID, log)
-	seen := cs.Observe(ctx, doc.Run, doc.Pending)
+	seen := cs.Observe(ctx, doc.Run, doc.Pending, st.clk.Now().UTC(), named...)
 	for _, o := range seen {
 		if o.StackStatus != "" {
 			doc.Statuses[o.Stack] = o.StackStatus
@@ -218,8 +240,10 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	opts := st.cfg.Run
 	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
 	opts.Seal = plan.Seal
+	opts.Heartbeat = st.cfg.Heartbeat
 	prev := doc.Run
-	next, actions := run.Advance(prev, seen, st.clk.Now().UTC(), opts)
+	now := st.clk.Now().UTC()
+	next, actions := run.Advance(prev, seen, now, opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
 	doc.Run, doc.Pending = next, pending
 	doc.Steps++
@@ -260,6 +284,11 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {
 		return err
 	}
+	delay, wake := run.Wake(prev, next, now)
+	if wake {
+		st.check(ctx, doc, delay, log)
+	}
+	log.Debug("deploy: step", "looked_at", len(seen), "named", strings.Join(named, ","), "actions", len(actions), "check_in", delay.String())
 	if !ended {
 		return nil
 	}
@@ -268,68 +297,107 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	return nil
 }
 
-// act performs the actions Advance decided, checking the lock before each, and returns
-// their results for the next step. It stops at the first lock check that fails.
+// act performs the actions Advance decided, changeset.Parallel stacks at a time (a
+// stack's own actions in order), checking the lock before each, and returns their
+// results for the next step. Once a lock check fails, no further action starts.
 func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, log *slog.Logger) (map[string]run.Observation, error) {
-	pending := map[string]run.Observation{}
-	var loaded *Loaded
+	var order []string
+	byStack := map[string][]run.Action{}
 	for _, a := range actions {
-		if err := st.store.Check(ctx, lock); err != nil {
-			return pending, err
+		if byStack[a.Stack] == nil {
+			order = append(order, a.Stack)
 		}
-		switch a.Kind {
-		case run.SetTerminationProtection:
-			// The stack is done either way; a failure is a warning of the report.
-			if o := cs.Perform(ctx, a, nil); o.Err != "" {
-				doc.Warnings = append(doc.Warnings, o.Err)
-			}
-		case run.CreateChangeSet:
-			var err error
-			if loaded == nil {
-				loaded, err = Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment))
-			}
-			var in *changeset.Inputs
-			var plain map[string]string
-			var secret []string
-			var stack *config.Stack
-			if err == nil {
-				stack, err = bundleStack(doc, loaded, a)
-			}
-			if err == nil {
-				plain, secret, err = st.unseal(ctx, a.Parameters, stack)
-			}
-			if err == nil {
-				in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
-			}
-			if err != nil {
-				log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
-				pending[a.Stack] = run.Failure(a.Stack, err)
-				continue
-			}
-			a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
-			pending[a.Stack] = cs.Perform(ctx, a, in)
-		case run.ExecuteChangeSet:
-			var err error
-			if loaded == nil {
-				loaded, err = Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment))
-			}
-			var in *changeset.Inputs
-			if err == nil {
-				in, err = executeInputs(loaded, next, a)
-			}
-			if err != nil {
-				log.Warn("deploy: cannot prepare the execution", "stack", a.Stack, "err", err)
-				pending[a.Stack] = run.Failure(a.Stack, err)
-				continue
-			}
-			pending[a.Stack] = cs.Perform(ctx, a, in)
-		case run.DeleteChangeSet:
-			cs.Perform(ctx, a, nil) // the stack is done either way; a leftover change set is harmless
-		default:
-			pending[a.Stack] = cs.Perform(ctx, a, nil)
-		}
+		byStack[a.Stack] = append(byStack[a.Stack], a)
 	}
-	return pending, nil
+	bundle := sync.OnceValues(func() (*Loaded, error) { return Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment)) })
+	type result struct {
+		obs      *run.Observation
+		warnings []string
+	}
+	results := make([]result, len(order))
+	var lockErr error
+	var mu sync.Mutex
+	changeset.Concurrently(len(order), func(i int) {
+		for _, a := range byStack[order[i]] {
+			mu.Lock()
+			stop := lockErr != nil
+			mu.Unlock()
+			if stop {
+				return
+			}
+			if err := st.store.Check(ctx, lock); err != nil {
+				mu.Lock()
+				lockErr = cmp.Or(lockErr, err)
+				mu.Unlock()
+				return
+			}
+			o, keep, warning := st.perform(ctx, doc, next, a, bundle, cs, log)
+			if keep {
+				results[i].obs = &o
+			}
+			if warning != "" {
+				results[i].warnings = append(results[i].warnings, warning)
+			}
+		}
+	})
+	pending := map[string]run.Observation{}
+	for i, r := range results {
+		if r.obs != nil {
+			pending[order[i]] = *r.obs
+		}
+		doc.Warnings = append(doc.Warnings, r.warnings...)
+	}
+	return pending, lockErr
+}
+
+// perform makes one action: its result for the next step (keep says whether the next
+// step needs it), or a warning of the report.
+func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a run.Action, bundle func() (*Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
+	switch a.Kind {
+	case run.SetTerminationProtection:
+		// The stack is done either way; a failure is a warning of the report.
+		if o := cs.Perform(ctx, a, nil); o.Err != "" {
+			return o, false, o.Err
+		}
+		return o, false, ""
+	case run.CreateChangeSet:
+		loaded, err := bundle()
+		var in *changeset.Inputs
+		var plain map[string]string
+		var secret []string
+		var stack *config.Stack
+		if err == nil {
+			stack, err = bundleStack(doc, loaded, a)
+		}
+		if err == nil {
+			plain, secret, err = st.unseal(ctx, a.Parameters, stack)
+		}
+		if err == nil {
+			in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
+		}
+		if err != nil {
+			log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
+			return run.Failure(a.Stack, err), true, ""
+		}
+		a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
+		return cs.Perform(ctx, a, in), true, ""
+	case run.ExecuteChangeSet:
+		loaded, err := bundle()
+		var in *changeset.Inputs
+		if err == nil {
+			in, err = executeInputs(loaded, next, a)
+		}
+		if err != nil {
+			log.Warn("deploy: cannot prepare the execution", "stack", a.Stack, "err", err)
+			return run.Failure(a.Stack, err), true, ""
+		}
+		return cs.Perform(ctx, a, in), true, ""
+	case run.DeleteChangeSet:
+		cs.Perform(ctx, a, nil) // the stack is done either way; a leftover change set is harmless
+		return o, false, ""
+	default:
+		return cs.Perform(ctx, a, nil), true, ""
+	}
 }
 
 // recordPlan records the plan of a plan run that ended and, under the lock, retires

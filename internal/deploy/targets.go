@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"golang.org/x/time/rate"
@@ -131,17 +132,23 @@ func runSpecs(r *run.Run) []target.Spec {
 	return out
 }
 
-// survey describes every stack of the given places (one paginated DescribeStacks each),
-// keyed by target.Key. A place other than home that cannot be listed (its role refused,
-// its region throttled past the retries) is unreachable, with the reason; home's failure
-// is the error, as without targets.
-func survey(ctx context.Context, cs *changeset.Client, where map[target.Target]target.Spec) (map[string]plan.Live, map[target.Target]string, error) {
+// survey describes the stacks of keys (target.Key: place and name) in the given places,
+// keyed by target.Key, each place read the cheaper way (changeset.Client.Stacks), so a
+// run's reads do not grow with the other stacks of an account. A place other than home
+// that cannot be read (its role refused, its region throttled past the retries) is
+// unreachable, with the reason; home's failure is the error, as without targets.
+func survey(ctx context.Context, cs *changeset.Client, where map[target.Target]target.Spec, keys []string) (map[string]plan.Live, map[target.Target]string, error) {
 	live := map[string]plan.Live{}
 	unreachable := map[target.Target]string{}
+	names := map[target.Target][]string{}
+	for _, k := range keys {
+		loc, name := target.ParseKey(k)
+		names[loc] = append(names[loc], name)
+	}
 	locs := slices.Collect(maps.Keys(where))
 	sort.Slice(locs, func(i, j int) bool { return locs[i].String() < locs[j].String() })
 	for _, loc := range locs {
-		l, err := cs.Live(ctx, where[loc])
+		l, err := cs.Stacks(ctx, where[loc], names[loc])
 		if err != nil {
 			if loc == (target.Target{}) {
 				return nil, nil, err
@@ -212,8 +219,49 @@ func liveOf(ctx context.Context, b *base, cs *changeset.Client, r *run.Run) (map
 	if err != nil {
 		return nil, err
 	}
-	live, _, err := survey(ctx, cs, places(home, runSpecs(r)))
+	live, _, err := survey(ctx, cs, places(home, runSpecs(r)), runKeys(r))
 	return live, err
+}
+
+// runKeys are the stacks a run's documents compare with what is live: its own, and those
+// whose outputs it read (External's keys).
+func runKeys(r *run.Run) []string {
+	var keys []string
+	for _, s := range r.Stacks {
+		keys = append(keys, s.Key())
+	}
+	for k := range r.External {
+		if stack, _, ok := strings.Cut(k, "::"); ok {
+			keys = append(keys, stack)
+		}
+	}
+	return keys
+}
+
+// plannedKeys are the stacks a plan of cfg against g looks at: the config's stacks and
+// the stacks whose outputs they read by name (xref, rxref, cfn: in the reader's account
+// and region), and the graph's stacks.
+func plannedKeys(home target.Target, cfg *config.Config, g *state.Graph) []string {
+	var keys []string
+	if cfg != nil {
+		for _, s := range cfg.Stacks {
+			at := s.Target.Location(home)
+			keys = append(keys, target.Key(at, s.StackName))
+			for _, l := range s.Lookups {
+				if l.Kind == "xref" || l.Kind == "rxref" || l.Kind == "cfn" {
+					keys = append(keys, target.Key(at, l.StackName))
+				}
+			}
+		}
+	}
+	if g != nil {
+		for _, s := range g.Stacks {
+			if s != nil {
+				keys = append(keys, target.Key(s.Target.Location(home), s.StackName))
+			}
+		}
+	}
+	return keys
 }
 
 func hasRoleIn(r *run.Run) bool {

@@ -21,8 +21,10 @@ type tb interface {
 // genDAG draws a random DAG: distinct names, a hidden topological order (the order the
 // names were drawn), each node depending on up to four earlier ones, and the nodes
 // inserted in an unrelated order so that name, insertion and dependency order all differ.
-func genDAG(t *rapid.T, maxNodes int) *Graph {
-	names := rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z][a-z0-9-]{0,4}`), 0, maxNodes, rapid.ID[string]).Draw(t, "names")
+func genDAG(t *rapid.T, maxNodes int) *Graph { return genDAGSized(t, 0, maxNodes) }
+
+func genDAGSized(t *rapid.T, minNodes, maxNodes int) *Graph {
+	names := rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z][a-z0-9-]{0,4}`), minNodes, maxNodes, rapid.ID[string]).Draw(t, "names")
 	g := New()
 	for _, n := range rapid.Permutation(names).Draw(t, "insertion") {
 		g.AddNode(n)
@@ -233,6 +235,18 @@ func checkReduction(t tb, g *Graph, r map[string]map[string]bool) {
 func TestPropertyDAG(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		checkGraph(t, genDAG(t, 30))
+	})
+}
+
+// TestPropertyReductionInBands reduces graphs larger than one band of the reachability
+// bitsets (the budget cut to one word a node: bands of 64 nodes), as a graph of a million
+// stacks would be.
+func TestPropertyReductionInBands(t *testing.T) {
+	defer func(b int) { reachBudget = b }(reachBudget)
+	reachBudget = 1
+	rapid.Check(t, func(t *rapid.T) {
+		g := genDAGSized(t, 65, 300)
+		checkReduction(t, g, reach(g))
 	})
 }
 

@@ -31,47 +31,75 @@ func (g *Graph) Subgraph(names []string) *Graph {
 // On an acyclic graph the reduction is unique. A graph with a cycle has no unique
 // reduction, so it is returned unreduced (Validate reports the cycle).
 //
-// For each node it visits the direct dependencies latest-deployed first and marks
-// everything reachable from each; a dependency already marked is implied by one visited
-// before. That is O(V·(V+E)) time in the worst case and O(V) extra memory, chosen over
-// reachability bitsets (O(V²) memory) because it only runs to draw a graph.
+// A dependency v of u is implied when another dependency of u reaches v. What each node
+// reaches is computed in deploy order as bitsets, dependencies first, one band of target
+// nodes at a time so that the bitsets never take more than reachBudget words whatever the
+// size of the graph: O(V·E/64) word operations per band instead of a walk of every
+// node's ancestors from every node.
 func (g *Graph) TransitiveReduction() *Graph {
 	order, err := g.order()
 	if err != nil {
 		return g.clone()
 	}
-	pos := make([]int32, len(g.names))
+	n := len(g.names)
+	pos := make([]int32, n)
 	for p, i := range order {
 		pos[i] = int32(p)
 	}
-	red := New()
-	for _, name := range g.names {
-		red.AddNode(name)
+	first := make([]int, n+1) // implied[first[u]+k]: u's k-th dependency is implied by another
+	for u := range n {
+		first[u+1] = first[u] + len(g.deps[u])
 	}
-	mark := make([]int32, len(g.names)) // mark[x] == u+1: x is reachable from u's visited deps
-	var ds, stack []int32
-	for u := range g.names {
-		stamp := int32(u + 1)
-		ds = append(ds[:0], g.deps[u]...)
-		slices.SortFunc(ds, func(a, b int32) int { return int(pos[b] - pos[a]) })
-		for _, v := range ds {
-			if mark[v] == stamp {
-				continue
+	implied := make([]bool, first[n])
+	words := min((n+63)/64, max(1, reachBudget/max(n, 1)))
+	reach := make([]uint64, n*words) // reach[u*words+w]: nodes of the band u reaches
+	for lo := 0; lo < n; lo += words * 64 {
+		clear(reach)
+		hi := min(lo+words*64, n)
+		for _, u := range order { // dependencies first: their rows are complete
+			row := reach[int(u)*words : int(u+1)*words]
+			for _, d := range g.deps[u] {
+				dr := reach[int(d)*words : int(d+1)*words]
+				for w := range row {
+					row[w] |= dr[w]
+				}
+				if int(d) >= lo && int(d) < hi {
+					row[(int(d)-lo)/64] |= 1 << ((int(d) - lo) % 64)
+				}
 			}
-			red.addEdge(int32(u), v)
-			mark[v] = stamp
-			stack = append(stack[:0], v)
-			for len(stack) > 0 {
-				x := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				for _, y := range g.deps[x] {
-					if mark[y] != stamp {
-						mark[y] = stamp
-						stack = append(stack, y)
+			for k, v := range g.deps[u] {
+				if int(v) < lo || int(v) >= hi || implied[first[u]+k] {
+					continue
+				}
+				bit, word := uint64(1)<<((int(v)-lo)%64), (int(v)-lo)/64
+				for _, o := range g.deps[u] {
+					if o != v && reach[int(o)*words+word]&bit != 0 {
+						implied[first[u]+k] = true
+						break
 					}
 				}
 			}
 		}
 	}
+	red := New()
+	for _, name := range g.names {
+		red.AddNode(name)
+	}
+	var ds []int32
+	for u := range n {
+		ds = ds[:0]
+		for k, v := range g.deps[u] {
+			if !implied[first[u]+k] {
+				ds = append(ds, v)
+			}
+		}
+		slices.SortFunc(ds, func(a, b int32) int { return int(pos[b] - pos[a]) }) // latest-deployed first
+		for _, v := range ds {
+			red.addEdge(int32(u), v)
+		}
+	}
 	return red
 }
+
+// reachBudget bounds the reachability bitsets of TransitiveReduction: 4 MiB of words.
+var reachBudget = 1 << 19

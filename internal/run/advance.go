@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/cairn-dev/cairn/internal/target"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // ActionKind names a CloudFormation call the driver performs.
@@ -68,6 +70,9 @@ type Observation struct {
 	Outputs     map[string]string `json:"outputs,omitempty"`
 	// TerminationProtection is the described stack's, when it was described.
 	TerminationProtection *bool `json:"termination_protection,omitempty"`
+	// LookErr says why the stack could not be described: nothing is known of it, and it
+	// is looked at again later.
+	LookErr string `json:"look_err,omitempty"`
 }
 
 // Failure is the observation of an action on stack that failed with err. It is permanent
@@ -102,6 +107,9 @@ type Options struct {
 	// PhaseTimeout fails a stack that stays in one in-flight phase longer (default 3h): a
 	// run must end even if CloudFormation never answers.
 	PhaseTimeout time.Duration
+	// Heartbeat is the period of the driver's heartbeat, which caps the back-off of the
+	// checks of a waiting stack (default 15 minutes, the longest SQS delay).
+	Heartbeat time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -113,6 +121,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Seal == nil {
 		o.Seal = func(_ *Stack, params map[string]string) map[string]string { return params }
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 15 * time.Minute
 	}
 	if o.Resolve == nil {
 		o.Resolve = func(_ string, raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
@@ -168,9 +179,16 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 		if s == nil {
 			continue
 		}
+		was := s.Phase
 		actions = append(actions, observe(next, s, o, now, opts)...)
+		if o.looked() && s.Phase == was && s.Phase.Waits() {
+			// Still under way: look again later, a little later each time.
+			s.Looks++
+			s.CheckAt = now.Add(backoff(s.Phase, s.Looks, opts.Heartbeat))
+		}
 	}
-	for _, name := range next.Names() {
+	names := next.Names() // sorted once: every pass below goes in name order
+	for _, name := range names {
 		s := next.Stacks[name]
 		if s.Phase == Executing && s.ChangeSetType == "CREATE" && s.CreateTimeout > 0 && now.Sub(s.PhaseSince) > s.CreateTimeout {
 			fail(s, now, fmt.Sprintf("stack %s: the create did not finish within timeout_in_minutes (%s): check the stack in the CloudFormation console", s.StackName, s.CreateTimeout))
@@ -180,10 +198,11 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 			fail(s, now, fmt.Sprintf("no result after %s in phase %s: check the stack in the CloudFormation console", opts.PhaseTimeout, s.Phase))
 		}
 	}
-	block(next, now)
-	actions = append(actions, start(next, now, opts)...)
-	actions = append(actions, protect(r, next)...)
+	block(next, names, now)
+	actions = append(actions, start(next, names, now, opts)...)
+	actions = append(actions, protect(r, next, names)...)
 	finish(next, now)
+	wake(next, now)
 	for i := range actions {
 		if s := next.Stacks[actions[i].Stack]; s != nil {
 			actions[i].Target = s.Target
@@ -192,11 +211,92 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	return next, actions
 }
 
+// FirstCheck is how soon after a stack starts waiting for CloudFormation the driver first
+// looks at it: a change set takes a few seconds, and no event says when it is ready.
+const FirstCheck = time.Second
+
+// changeSetLooks is how many looks at a change set being created come a second apart:
+// no event says when it is ready, and CloudFormation takes 2 to 10 seconds.
+const changeSetLooks = 10
+
+// backoff is the wait before the next look at a stack looked at looks times in phase p:
+// a change set every second for its first changeSetLooks looks, then like the rest,
+// FirstCheck doubled each time; never more than the heartbeat.
+func backoff(p Phase, looks int, heartbeat time.Duration) time.Duration {
+	if p == CreatingChangeSet {
+		if looks < changeSetLooks {
+			return min(FirstCheck, heartbeat)
+		}
+		looks -= changeSetLooks - 1
+	}
+	d := FirstCheck << min(looks, 20)
+	return min(d, heartbeat)
+}
+
+// looked reports whether o is a look at the stack (a described change set or stack),
+// rather than only the ids an action returned.
+func (o Observation) looked() bool {
+	return o.ChangeSetStatus != "" || o.StackStatus != "" || o.StackGone || o.LookErr != ""
+}
+
+// Due lists the stacks a step at now looks at, and how (change sets being created are
+// described; executing or deleting stacks are described): the waiting stacks whose check
+// is due, and those named (by Stack.Key: the stacks of the status events that triggered
+// the step). Every waiting stack is due at least once a heartbeat, so a lost
+// event delays a run by a heartbeat at most. A stack is never looked at before its check
+// (a look too early would only push its next check further away).
+func (r *Run) Due(now time.Time, named ...string) (changeSets, stacks []string) {
+	for name, s := range r.Stacks {
+		if !s.Phase.Waits() || s.CheckAt.After(now) && !slices.Contains(named, s.Key()) {
+			continue
+		}
+		if s.Phase == CreatingChangeSet {
+			changeSets = append(changeSets, name)
+		} else {
+			stacks = append(stacks, name)
+		}
+	}
+	slices.Sort(changeSets)
+	slices.Sort(stacks)
+	return changeSets, stacks
+}
+
+// wake decides whether the driver queues a delayed check after this step: unless the
+// check already queued fires when the earliest waiting stack's check falls due (within the
+// second SQS delays are counted in), one is queued for it, rounded up to whole seconds so
+// it never comes early. A check queued earlier still fires; its step finds nothing due and
+// queues nothing, so checks never multiply.
+func wake(r *Run, now time.Time) {
+	if r.Status != Running {
+		return
+	}
+	var due time.Time
+	for _, s := range r.Stacks {
+		if s.Phase.Waits() && (due.IsZero() || s.CheckAt.Before(due)) {
+			due = s.CheckAt
+		}
+	}
+	if due.IsZero() || !r.CheckQueued.Before(due) && r.CheckQueued.Before(due.Add(time.Second)) {
+		return // none waits, or the check queued comes at due (within SQS's second)
+	}
+	delay := max(due.Sub(now), time.Second)
+	r.CheckQueued = now.Add((delay + time.Second - 1) / time.Second * time.Second)
+}
+
+// Wake reports whether the step that advanced prev to next at now must queue a delayed
+// check of the run, and its delay (whole seconds).
+func Wake(prev, next *Run, now time.Time) (time.Duration, bool) {
+	if next.Status != Running || next.CheckQueued.Equal(prev.CheckQueued) || !next.CheckQueued.After(now) {
+		return 0, false
+	}
+	return next.CheckQueued.Sub(now), true
+}
+
 // protect sets the termination protection the config wants on each stack whose deploy
 // finished in this step with another one.
-func protect(prev, next *Run) []Action {
+func protect(prev, next *Run, names []string) []Action {
 	var actions []Action
-	for _, name := range next.Names() {
+	for _, name := range names {
 		s, p := next.Stacks[name], prev.Stacks[name]
 		if p != nil && p.Phase.Terminal() || !s.Phase.Terminal() || s.Intent == IntentDelete || s.Intent == IntentRead ||
 			(s.Phase != Done && s.Phase != Unchanged) || s.Protect == s.Protected {
@@ -270,6 +370,10 @@ func setPhase(s *Stack, p Phase, now time.Time) {
 	if s.Phase != p {
 		s.Phase = p
 		s.PhaseSince = now
+		s.Looks, s.CheckAt = 0, time.Time{}
+		if p.Waits() {
+			s.CheckAt = now.Add(FirstCheck)
+		}
 	}
 	if p == Executing && s.ExecutedAt.IsZero() {
 		s.ExecutedAt = now
@@ -427,9 +531,9 @@ func execute(s *Stack) Action {
 // block marks pending stacks that can no longer run: deploys whose dependency failed, and
 // every deletion once any deploy failed (deleting while the new configuration is not in
 // place could remove something a failed stack still needs).
-func block(r *Run, now time.Time) {
+func block(r *Run, names []string, now time.Time) {
 	deployFailed := ""
-	for _, name := range r.Names() {
+	for _, name := range names {
 		s := r.Stacks[name]
 		if s.Intent != IntentDelete && (s.Phase == Failed || s.Phase == Blocked) {
 			deployFailed = name
@@ -439,7 +543,7 @@ func block(r *Run, now time.Time) {
 	changed := true
 	for changed { // propagate along chains; each pass blocks at least one stack or stops
 		changed = false
-		for _, name := range r.Names() {
+		for _, name := range names {
 			s := r.Stacks[name]
 			if s.Phase != Pending {
 				continue
@@ -485,6 +589,16 @@ func satisfied(r *Run, s *Stack) bool {
 	return true
 }
 
+func countSettled(r *Run) int {
+	n := 0
+	for _, s := range r.Stacks {
+		if settled(r, s) {
+			n++
+		}
+	}
+	return n
+}
+
 // settled reports whether a stack needs nothing more in this run.
 func settled(r *Run, s *Stack) bool {
 	return s.Phase.Terminal() || (r.Mode == ModePlan && s.Phase == Ready)
@@ -492,7 +606,7 @@ func settled(r *Run, s *Stack) bool {
 
 // start begins what became ready, within the concurrency limit: deploys first, and
 // deletions only once every deploy has settled (dependents first among the deletions).
-func start(r *Run, now time.Time, opts Options) []Action {
+func start(r *Run, names []string, now time.Time, opts Options) []Action {
 	inFlight := 0
 	for _, s := range r.Stacks {
 		if s.Phase.InFlight() && !settled(r, s) {
@@ -504,11 +618,21 @@ func start(r *Run, now time.Time, opts Options) []Action {
 		limit = 10
 	}
 	var actions []Action
-	names := r.Names()
-	for _, name := range names {
-		if s := r.Stacks[name]; s.Intent != IntentDelete {
-			actions = append(actions, startDeploy(r, s, now, opts, &inFlight, limit)...)
+	// A stack that settles as it starts (unchanged, read, refused) may let its dependents
+	// start in the same step: pass again until none does, rather than leave them to the
+	// next trigger.
+	for settledBefore := countSettled(r); ; {
+		for _, name := range names {
+			if s := r.Stacks[name]; s.Intent != IntentDelete {
+				actions = append(actions, startDeploy(r, s, now, opts, &inFlight, limit)...)
+			}
 		}
+		n := countSettled(r)
+		if n == settledBefore {
+			break
+		}
+		settledBefore = n
+		block(r, names, now)
 	}
 	for _, s := range r.Stacks {
 		if s.Intent != IntentDelete && !settled(r, s) {

@@ -150,6 +150,7 @@ func (w *world) drive(r *Run, opts Options) *Run {
 		if lim := max(next.MaxConcurrency, 1); in > lim {
 			w.t.Fatalf("%d stacks in flight, limit %d", in, lim)
 		}
+		checkWake(w.t, next, now, opts)
 		w.maxSeen = max(w.maxSeen, in)
 		r = next
 		errs := w.perform(actions)
@@ -247,6 +248,24 @@ func applied(prev *Run) *Run {
 		s.TemplateHash = p.TemplateHash
 	}
 	return r
+}
+
+// TestUnchangedChainSettlesInOneStep: stacks whose inputs did not change settle as they
+// start, and so let their dependents start in the same step; a chain of them needs no
+// trigger after the first.
+func TestUnchangedChainSettlesInOneStep(t *testing.T) {
+	w := newWorld(t)
+	// Named so that each stack sorts before the one it depends on.
+	r := applied(w.drive(chain("e", "d", "c", "b", "a"), Options{Resolve: resolveOutputs}))
+	next, actions := Advance(r, nil, t0, Options{Resolve: resolveOutputs})
+	if next.Status != Succeeded || len(actions) != 0 {
+		t.Fatalf("after one step: %s, %v; phases %v", next.Status, kinds(actions), phases(next))
+	}
+	for n, p := range phases(next) {
+		if p != Unchanged {
+			t.Errorf("%s is %s", n, p)
+		}
+	}
 }
 
 func TestUnchangedRunMakesNoCalls(t *testing.T) {
@@ -740,6 +759,138 @@ func TestFailure(t *testing.T) {
 	}
 	if !errors.Is(Permanent(base), base) || Permanent(base).Error() != base.Error() {
 		t.Error("Permanent hides the error it marks")
+	}
+}
+
+// checkWake checks what every step promises the driver: each stack that waits for
+// CloudFormation is looked at within a heartbeat, and a delayed check is queued for the
+// earliest of them, within the second SQS delays are counted in.
+func checkWake(t testing.TB, r *Run, now time.Time, opts Options) {
+	t.Helper()
+	opts = opts.withDefaults()
+	var due time.Time
+	for _, name := range r.Names() {
+		s := r.Stacks[name]
+		if !s.Phase.Waits() {
+			if !s.CheckAt.IsZero() {
+				t.Fatalf("%s (%s) has a check at %v though it waits for nothing", name, s.Phase, s.CheckAt)
+			}
+			continue
+		}
+		if !s.CheckAt.After(now) || s.CheckAt.After(now.Add(opts.Heartbeat)) {
+			t.Fatalf("%s (%s): next check at %v, want within a heartbeat (%v) after %v", name, s.Phase, s.CheckAt, opts.Heartbeat, now)
+		}
+		if due.IsZero() || s.CheckAt.Before(due) {
+			due = s.CheckAt
+		}
+	}
+	if r.Status == Running && !due.IsZero() && (r.CheckQueued.Before(due) || r.CheckQueued.Sub(due) >= time.Second) {
+		t.Fatalf("check queued for %v at %v, want one within the second after %v", r.CheckQueued, now, due)
+	}
+}
+
+// TestChecksBackOffUpToTheHeartbeat follows one stack through its change set and its
+// execution, looking whenever its check falls due: a change set every second for ten
+// seconds, then 2, 4, 8 seconds later; an operation a second after it begins, then 2, 4, 8
+// seconds later; never more than a heartbeat apart.
+func TestChecksBackOffUpToTheHeartbeat(t *testing.T) {
+	opts := Options{Heartbeat: 15 * time.Second}
+	r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, Stacks: map[string]*Stack{
+		"app": {Name: "app", StackName: "shop-app", Intent: IntentDeploy, Phase: Pending, TemplateHash: "t"},
+	}}
+	r, actions := Advance(r, nil, t0, opts)
+	if len(actions) != 1 || actions[0].Kind != CreateChangeSet {
+		t.Fatalf("actions %v", actions)
+	}
+	var gaps []time.Duration
+	look := func(o Observation) {
+		t.Helper()
+		at := r.Stacks["app"].CheckAt
+		if cs, st := r.Due(at); len(cs)+len(st) != 1 {
+			t.Fatalf("at its check %v the stack is not due: %v %v", at, cs, st)
+		}
+		if cs, st := r.Due(at.Add(-time.Millisecond)); len(cs)+len(st) != 0 {
+			t.Fatalf("the stack is due before its check")
+		}
+		o.Stack = "app"
+		prev := r
+		r, actions = Advance(r, []Observation{o}, at, opts)
+		checkWake(t, r, at, opts)
+		gaps = append(gaps, at.Sub(prev.Stacks["app"].PhaseSince))
+	}
+	for range 14 {
+		look(Observation{ChangeSetStatus: "CREATE_IN_PROGRESS"})
+	}
+	look(Observation{ChangeSetStatus: "CREATE_COMPLETE", ChangeSetID: "arn:cs/1"})
+	if len(actions) != 1 || actions[0].Kind != ExecuteChangeSet {
+		t.Fatalf("actions %v", actions)
+	}
+	for range 4 {
+		look(Observation{StackStatus: "CREATE_IN_PROGRESS"})
+	}
+	look(Observation{StackStatus: "CREATE_COMPLETE"})
+	want := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 39, 54, 1, 3, 7, 15, 30}
+	for i := range want {
+		want[i] *= time.Second
+	}
+	if !slices.Equal(gaps, want) {
+		t.Errorf("looks at %v into each phase, want %v", gaps, want)
+	}
+	if r.Status != Succeeded {
+		t.Errorf("run %s", r.Status)
+	}
+}
+
+// TestWakeQueuesOneCheckAtATime: a step queues a delayed check only when one is due
+// sooner than the check already queued, so the stack events and heartbeats of a run never
+// fan out into a stream of checks.
+func TestWakeQueuesOneCheckAtATime(t *testing.T) {
+	opts := Options{Heartbeat: 15 * time.Second}
+	r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, MaxConcurrency: 1, Stacks: map[string]*Stack{
+		"a": {Name: "a", StackName: "x-a", Intent: IntentDeploy, Phase: Pending, TemplateHash: "t"},
+		"b": {Name: "b", StackName: "x-b", Intent: IntentDeploy, Phase: Pending, TemplateHash: "t"},
+	}}
+	type step struct {
+		at    time.Duration
+		obs   []Observation
+		delay time.Duration // 0: no check queued
+	}
+	for i, st := range []step{
+		{at: 0, delay: time.Second},  // a's change set: first look in 1s
+		{at: 500 * time.Millisecond}, // an event step: the queued check comes in time
+		{at: time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, delay: time.Second}, // the check: next look in 1s
+		{at: 1500 * time.Millisecond}, // a heartbeat: nothing sooner needed
+		{at: 2 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
+		{at: 3 * time.Second, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                              // a done, b's change set
+		{at: 4 * time.Second, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
+	} {
+		now := t0.Add(st.at)
+		next, _ := Advance(r, st.obs, now, opts)
+		delay, ok := Wake(r, next, now)
+		if ok != (st.delay > 0) || delay != st.delay {
+			t.Fatalf("step %d at +%v: check queued %v (%v), want %v", i, st.at, delay, ok, st.delay)
+		}
+		r = next
+	}
+	if r.Status != Succeeded {
+		t.Fatalf("run %s: %s", r.Status, r.Reason)
+	}
+}
+
+// TestFailedLookBacksOff: a stack that cannot be described is looked at again later, a
+// little later each time, rather than every second or only at the next heartbeat.
+func TestFailedLookBacksOff(t *testing.T) {
+	opts := Options{Heartbeat: 15 * time.Second}
+	r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, Stacks: map[string]*Stack{
+		"app": {Name: "app", StackName: "shop-app", Intent: IntentDeploy, Phase: Executing, PhaseSince: t0, CheckAt: t0.Add(time.Second), ChangeSetName: "cs"},
+	}}
+	now := t0.Add(time.Second)
+	for _, want := range []time.Duration{2, 4, 8, 15, 15} {
+		r, _ = Advance(r, []Observation{{Stack: "app", LookErr: "describe stack shop-app: Rate exceeded"}}, now, opts)
+		if got := r.Stacks["app"].CheckAt.Sub(now); got != want*time.Second || r.Stacks["app"].Phase != Executing {
+			t.Fatalf("after a failed look: %s, next look in %v, want executing, %v", r.Stacks["app"].Phase, got, want*time.Second)
+		}
+		now = r.Stacks["app"].CheckAt
 	}
 }
 

@@ -66,6 +66,16 @@ func (p Phase) InFlight() bool {
 	return false
 }
 
+// Waits reports whether a stack in phase p waits for CloudFormation, so the driver looks
+// at it (Run.Due): a change set being created, a stack operation, a deletion.
+func (p Phase) Waits() bool {
+	switch p {
+	case CreatingChangeSet, Executing, RollingBack, Deleting, DeletingOld:
+		return true
+	}
+	return false
+}
+
 // Mode distinguishes a deploy run (execute change sets) from a plan run (stop at Ready).
 type Mode string
 
@@ -152,6 +162,11 @@ type Stack struct {
 	// tells the making of the change set from its execution by it.
 	ExecutedAt time.Time `json:"executed_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// CheckAt is when the driver next looks at a stack that waits for CloudFormation (zero:
+	// at the next step), and Looks how often it looked in this phase without seeing its
+	// end; the checks back off from FirstCheck, doubling up to the heartbeat.
+	CheckAt time.Time `json:"check_at,omitzero"`
+	Looks   int       `json:"looks,omitempty"`
 	// Target is where the stack lives and how the deployer reaches it (cairn.yaml's
 	// region, role_arn, external_id, service_role); At its account and region relative to
 	// the deployer's, "" where they are the deployer's own. The zero values are home.
@@ -181,6 +196,8 @@ type Run struct {
 	// External holds outputs of stacks outside the run (xref lookups and locked stacks),
 	// keyed "STACK::Output" by the name used in the lookup.
 	External map[string]string `json:"external,omitempty"`
+	// CheckQueued is when the delayed check the driver queued last fires (see Wake).
+	CheckQueued time.Time `json:"check_queued,omitzero"`
 }
 
 // Names returns the stacks' config names, sorted.

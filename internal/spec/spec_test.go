@@ -43,7 +43,7 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-// TestEveryTypeDecodes: spec.txt is whole (make spec regenerated it completely).
+// TestEveryTypeDecodes: spec.txt.gz is whole (make spec regenerated it completely).
 func TestEveryTypeDecodes(t *testing.T) {
 	names := TypeNames()
 	if len(names) < 1000 {

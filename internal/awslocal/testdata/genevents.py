@@ -119,6 +119,8 @@ EVENTS = {
                                    "8e9f0a1b-2c3d-4e5f-a6b7-c8d9e0f1a2b3"),
     "deploy-heartbeat.json": sqs_event("cairn-deploy", '{"cairn":"heartbeat","deployment":"shop","run":"20261130-080000-1a2b3c4d"}',
                                        "5d1c2b3a-4e5f-4a6b-9c7d-8e9f0a1b2c3d", "AROAJ2UCCR6DPCEXAMPLE:cairn-deployer"),
+    "deploy-check.json": sqs_event("cairn-deploy", '{"cairn":"check","deployment":"shop","run":"20261130-080000-1a2b3c4d"}',
+                                   "7a3e4f5b-6c7d-4e8f-9a0b-1c2d3e4f5a6b", "AROAJ2UCCR6DPCEXAMPLE:cairn-deployer"),
     "sqs-message.json": sqs_event("cairn-deploy", '{"kind":"advance","run":"shop/20261130T080000Z-1a2b"}',
                                   "19dd0b57-b21e-4ac1-bd88-01bbb068cb78", "AIDAIENQZJOLO23YVJ4VO",
                                   attrs={"kind": {"stringValue": "advance", "stringListValues": [], "binaryListValues": [], "dataType": "String"}}),

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkColdStart builds the deployer as `make lambdas` does and reports its size as
+// deployed (linux/arm64; goal at most 15 MB), and the time from starting the process to
+// its first request for an event (goal at most 50 ms): the binary runs against a local
+// HTTP server standing in for the Lambda runtime API (AWS_LAMBDA_RUNTIME_API), with the
+// environment Lambda gives it. The timed binary is built for this machine's architecture,
+// since the arm64 one cannot run here; it is the same code.
+func BenchmarkColdStart(b *testing.B) {
+	dir := b.TempDir()
+	deployed := build(b, dir, "linux", "arm64")
+	local := build(b, dir, runtime.GOOS, runtime.GOARCH)
+	st, err := os.Stat(deployed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	asked := make(chan time.Time, 1)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/2018-06-01/runtime/invocation/next" {
+			http.NotFound(w, r)
+			return
+		}
+		asked <- time.Now()
+		<-r.Context().Done() // no event: the process is killed while it waits
+	}))
+	defer api.Close()
+	env := []string{
+		"AWS_LAMBDA_RUNTIME_API=" + strings.TrimPrefix(api.URL, "http://"),
+		"AWS_LAMBDA_FUNCTION_NAME=cairn-deployer", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512", "AWS_REGION=us-east-1",
+		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=secret", "AWS_SESSION_TOKEN=token",
+		"CAIRN_BUCKET=cairn-state", "CAIRN_DEPLOY_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/cairn-deploy",
+		"CAIRN_NOTIFICATIONS_TOPIC=arn:aws:sns:us-east-1:000000000000:cairn-notifications", "TZ=:UTC",
+	}
+	var starts []time.Duration
+	for b.Loop() {
+		cmd := exec.Command(local)
+		cmd.Env = env
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case at := <-asked:
+			starts = append(starts, at.Sub(start))
+		case err := <-exited:
+			b.Fatalf("the deployer exited before asking for an event: %v", err)
+		case <-time.After(10 * time.Second):
+			b.Fatal("the deployer did not ask for an event within 10s")
+		}
+		cmd.Process.Kill()
+		<-exited
+	}
+	slices.Sort(starts)
+	b.ReportMetric(float64(st.Size())/1e6, "MB-arm64")
+	b.ReportMetric(float64(starts[len(starts)/2].Microseconds())/1000, "ms-to-ready-p50")
+	b.ReportMetric(float64(starts[len(starts)*9/10].Microseconds())/1000, "ms-to-ready-p90")
+	b.Logf("bootstrap %s: %d bytes (%.2f MiB) for linux/arm64; from start to its first request for an event (%s/%s build, %d starts): p50 %v, p90 %v, max %v",
+		filepath.Base(deployed), st.Size(), float64(st.Size())/(1<<20), runtime.GOOS, runtime.GOARCH, len(starts),
+		starts[len(starts)/2].Round(10*time.Microsecond), starts[len(starts)*9/10].Round(10*time.Microsecond), starts[len(starts)-1].Round(10*time.Microsecond))
+}
+
+// build builds this function as `make lambdas` does, for goos/goarch.
+func build(tb testing.TB, dir, goos, goarch string) string {
+	tb.Helper()
+	out := filepath.Join(dir, goos+"-"+goarch, "bootstrap")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build for %s/%s: %v\n%s", goos, goarch, err, b)
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+// Command benchgoals reads the output of `go test -bench` (as `make bench` writes it) and
+// prints the table of cairn's performance goals: each figure, its goal, the value measured
+// and whether the goal holds. It only adds lines that start with "|", which benchstat
+// ignores, so the benchmark output stays benchstat's input.
+//
+//	go test -run '^$' -bench . ./... > bench.txt; go run ./internal/benchgoals < bench.txt
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// results are the metrics of each benchmark, by name without the -GOMAXPROCS suffix and
+// by unit ("ns/op", "ratio", ...); a benchmark run more than once keeps its last figures.
+type results map[string]map[string]float64
+
+var procs = regexp.MustCompile(`-\d+$`)
+
+func parse(r io.Reader) (results, error) {
+	out := results{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue // a benchmark's name printed alone, before its figures
+		}
+		name := procs.ReplaceAllString(f[0], "")
+		m := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			m[f[i+1]] = v
+		}
+		out[name] = m
+	}
+	return out, sc.Err()
+}
+
+// goal is one row of the table: the figure, how to read it from the results, and the goal.
+type goal struct {
+	figure string
+	goal   string
+	value  func(results) (float64, bool)
+	format string // of the value
+	holds  func(float64) bool
+}
+
+func metric(bench, unit string) func(results) (float64, bool) {
+	return func(r results) (float64, bool) {
+		v, ok := r[bench][unit]
+		return v, ok
+	}
+}
+
+func scaled(f func(results) (float64, bool), by float64) func(results) (float64, bool) {
+	return func(r results) (float64, bool) {
+		v, ok := f(r)
+		return v * by, ok
+	}
+}
+
+// ahead is how far cairn's makespan is ahead of the better peer's on bench: the better
+// peer's ratio divided by cairn's (above 1: cairn is ahead).
+func ahead(bench string) func(results) (float64, bool) {
+	return func(r results) (float64, bool) {
+		m, ok := r[bench]
+		if !ok || m["cairn/cp"] == 0 {
+			return 0, false
+		}
+		return min(m["level/cp"], m["thread/cp"]) / m["cairn/cp"], true
+	}
+}
+
+func atMost(limit float64) func(float64) bool { return func(v float64) bool { return v <= limit } }
+func below(limit float64) func(float64) bool  { return func(v float64) bool { return v < limit } }
+func above(limit float64) func(float64) bool  { return func(v float64) bool { return v > limit } }
+func exactly(want float64) func(float64) bool { return func(v float64) bool { return v == want } }
+
+// makespanCases are the makespan benchmark's graphs and concurrencies; free ones are not
+// limited by concurrency (the work divided by max_concurrency is below the critical path).
+var makespanCases = []struct {
+	name string
+	free bool
+}{
+	{"chain-10/c5", true}, {"chain-10/c10", true}, {"chain-10/c50", true},
+	{"fanout-50/c5", false}, {"fanout-50/c10", false}, {"fanout-50/c50", true},
+	{"random-200/c5", false}, {"random-200/c10", false}, {"random-200/c50", true},
+	{"config-1000/c5", false}, {"config-1000/c10", false}, {"config-1000/c50", true},
+}
+
+func goals() []goal {
+	gs := []goal{
+		{"line of 5 stacks of 4 s each, emulator, 3 s heartbeats: makespan / 20 s", "<= 1.15", metric("BenchmarkLineOfFive", "ratio"), "%.3f", atMost(1.15)},
+	}
+	for _, c := range makespanCases {
+		b := "BenchmarkMakespan/" + c.name
+		if c.free {
+			gs = append(gs, goal{"makespan " + c.name + ": cairn / critical path", "<= 1.05", metric(b, "cairn/cp"), "%.3f", atMost(1.05)})
+		}
+		gs = append(gs, goal{"makespan " + c.name + ": best peer / cairn", "> 1 (ahead of both)", ahead(b), "%.4f", above(1)})
+	}
+	return append(gs,
+		goal{"10,000-stack load, validate, graph: ms", "< 200", metric("BenchmarkLoad10k", "ms/load"), "%.1f", below(200)},
+		goal{"10,000-stack load, validate, graph: MB allocated", "< 128", metric("BenchmarkLoad10k", "MB-alloc/load"), "%.1f", below(128)},
+		goal{"transitive reduction of 10,000 stacks: ms", "well under 95 (< 50)", scaled(metric("BenchmarkTransitiveReduction10k", "ns/op"), 1e-6), "%.1f", below(50)},
+		goal{"unchanged re-push of 500 stacks: CloudFormation writes", "0", metric("BenchmarkPush500/others-0", "repush-cfn-writes"), "%.0f", exactly(0)},
+		goal{"unchanged re-push of 500 stacks: CloudFormation reads", "<= 5", metric("BenchmarkPush500/others-0", "repush-cfn-reads"), "%.0f", atMost(5)},
+		goal{"the same beside 2,000 unrelated stacks: writes", "0", metric("BenchmarkPush500/others-2000", "repush-cfn-writes"), "%.0f", exactly(0)},
+		goal{"the same beside 2,000 unrelated stacks: reads", "<= 2 x min(500 stacks, 25 pages)", metric("BenchmarkPush500/others-2000", "repush-cfn-reads"), "%.0f", atMost(50)},
+		goal{"deployer bootstrap, linux/arm64: MB (10^6 bytes)", "<= 15", metric("BenchmarkColdStart", "MB-arm64"), "%.2f", atMost(15)},
+		goal{"deployer start to ready for an event: ms (p50)", "<= 50", metric("BenchmarkColdStart", "ms-to-ready-p50"), "%.1f", atMost(50)},
+	)
+}
+
+// table writes the goals table of r to w and reports how many goals hold and were measured.
+func table(w io.Writer, r results) (held, measured int) {
+	rows := [][4]string{{"figure", "goal", "value", "holds"}}
+	for _, g := range goals() {
+		v, ok := g.value(r)
+		if !ok {
+			rows = append(rows, [4]string{g.figure, g.goal, "not measured", "-"})
+			continue
+		}
+		measured++
+		verdict := "no"
+		if g.holds(v) {
+			verdict = "yes"
+			held++
+		}
+		rows = append(rows, [4]string{g.figure, g.goal, fmt.Sprintf(g.format, v), verdict})
+	}
+	var width [4]int
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	for i, row := range rows {
+		fmt.Fprintf(w, "| %-*s | %-*s | %*s | %-*s |\n", width[0], row[0], width[1], row[1], width[2], row[2], width[3], row[3])
+		if i == 0 {
+			fmt.Fprintf(w, "|%s|%s|%s|%s|\n", strings.Repeat("-", width[0]+2), strings.Repeat("-", width[1]+2), strings.Repeat("-", width[2]+2), strings.Repeat("-", width[3]+2))
+		}
+	}
+	fmt.Fprintf(w, "| %d of %d goals measured hold |\n", held, measured)
+	return held, measured
+}
+
+func main() {
+	r, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchgoals: reading the benchmark output:", err)
+		os.Exit(2)
+	}
+	table(os.Stdout, r)
+}

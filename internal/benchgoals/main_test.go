@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestTable(t *testing.T) {
+	f, err := os.Open("testdata/bench.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	held, measured := table(&b, r)
+	out := b.String()
+	row := func(figure string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "| "+figure+" ") {
+				return l
+			}
+		}
+		t.Fatalf("no row %q in\n%s", figure, out)
+		return ""
+	}
+	for _, tc := range []struct {
+		figure, value, holds string
+	}{
+		{"line of 5 stacks of 4 s each, emulator, 3 s heartbeats: makespan / 20 s", "1.001", "yes"},
+		{"10,000-stack load, validate, graph: ms", "139.6", "yes"},
+		{"10,000-stack load, validate, graph: MB allocated", "85.0", "yes"},
+		{"makespan chain-10/c5: cairn / critical path", "1.006", "yes"},
+		{"makespan chain-10/c5: best peer / cairn", "1.0060", "yes"},  // thread 1.012 / 1.006
+		{"makespan fanout-50/c50: best peer / cairn", "0.9990", "no"}, // thread 1.007 is ahead
+		{"unchanged re-push of 500 stacks: CloudFormation reads", "5", "yes"},
+		{"the same beside 2,000 unrelated stacks: writes", "1", "no"},
+		{"transitive reduction of 10,000 stacks: ms", "not measured", "-"},
+	} {
+		cells := strings.Split(row(tc.figure), "|")
+		if got := strings.TrimSpace(cells[3]); got != tc.value {
+			t.Errorf("%s: value %q, want %q", tc.figure, got, tc.value)
+		}
+		if got := strings.TrimSpace(cells[4]); got != tc.holds {
+			t.Errorf("%s: holds %q, want %q", tc.figure, got, tc.holds)
+		}
+	}
+	if held != 9 || measured != 11 || !strings.Contains(out, "| 9 of 11 goals measured hold |") {
+		t.Errorf("%d of %d hold:\n%s", held, measured, out)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "|") {
+			t.Errorf("line %q does not start with |: benchstat would read it", l)
+		}
+	}
+}

@@ -370,6 +370,10 @@ func TestLostHeartbeatIsResumed(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// The other deployment's run ends within seconds (its delayed checks), so it
+			// is pushed once the lost chain has been quiet for longer than StallAfter
+			// (four heartbeats).
+			w.waitFor("the lost chain to count as stalled", func() bool { return w.clk.Now().Sub(since) > 10*time.Minute })
 			other := copyBundle(t, chain)
 			edit(t, other, "cairn.yaml", "namespace: shop\n", "namespace: web\n")
 			if doc := w.wait("web", w.push("web", other)); doc.Run.Status != run.Succeeded {

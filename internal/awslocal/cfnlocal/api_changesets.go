@@ -1,6 +1,7 @@
 package cfnlocal
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -49,7 +50,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		return nil, err
 	}
 	if f.get("UsePreviousTemplate") == "true" && st != nil {
-		body = st.Body
+		body = orDefault(st.Original, st.Body)
 	}
 	if body == "" {
 		return nil, validation("Either Template URL or Template Body must be specified.")
@@ -62,21 +63,38 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := s.parse(body)
-	if err != nil {
-		return nil, err
+	probe := st
+	if probe == nil {
+		probe = &stack{Name: name}
 	}
+	// A transform that fails (a macro that does not exist) fails the change set, not the call.
 	caps := f.list("Capabilities")
-	if err := checkCapabilities(tpl, caps); err != nil {
+	processed, err := s.process(probe, body, params)
+	var te *transformError
+	failure := ""
+	if errors.As(err, &te) {
+		failure, processed = te.Error(), body
+	} else if err != nil {
 		return nil, err
 	}
-	if _, _, err := tpl.resolveParams(params, s.ssm); err != nil {
-		return nil, err
+	var tpl *template
+	description := ""
+	if failure == "" {
+		if tpl, err = s.parse(processed); err != nil {
+			return nil, err
+		}
+		if err := checkCapabilities(tpl, caps); err != nil {
+			return nil, err
+		}
+		if _, _, err := tpl.resolveParams(params, s.ssm); err != nil {
+			return nil, err
+		}
+		description = tpl.Description
 	}
 	if st == nil {
 		st = &stack{Name: name, Seq: s.nextSeq(), Created: now, Resources: map[string]*resource{}, Params: params,
-			Tags: givenTags(f), Capabilities: caps, NotificationARNs: f.list("NotificationARNs"), Body: body, tpl: tpl,
-			Description: tpl.Description}
+			Tags: givenTags(f), Capabilities: caps, NotificationARNs: f.list("NotificationARNs"), Body: processed, tpl: tpl,
+			Original: originalOr(body, processed), Description: description}
 		st.ID = s.stackARN(name)
 		s.st.Stacks = append(s.st.Stacks, st)
 		s.byID[st.ID] = st
@@ -93,7 +111,8 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	cs := &changeSet{
 		ID:   fmt.Sprintf("arn:aws:cloudformation:%s:%s:changeSet/%s/%s", s.o.Region, s.o.AccountID, csName, hashUUID("cs", st.ID, csName, fmt.Sprint(s.nextSeq()))),
 		Name: csName, StackID: st.ID, StackName: st.Name, Type: typ, Status: "CREATE_IN_PROGRESS", ExecutionStatus: "UNAVAILABLE",
-		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: body, Params: params,
+		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: processed, Params: params,
+		Original: originalOr(body, processed), Failure: failure,
 		Tags: tags, Capabilities: caps, NotificationARNs: arns, ClientToken: f.get("ClientToken"),
 	}
 	s.st.ChangeSets = append(s.st.ChangeSets, cs)
@@ -253,7 +272,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	}
 	st.LastClientToken = tok
 	if cs.Type == "CREATE" {
-		st.Body, st.tpl, st.Params, st.Description, st.Imports = p.body, p.tpl, p.params, p.tpl.Description, p.imports
+		st.Body, st.Original, st.tpl, st.Params, st.Description, st.Imports = p.body, cs.Original, p.tpl, p.params, p.tpl.Description, p.imports
 		s.setStatus(st, now, "CREATE_IN_PROGRESS", "User Initiated")
 		op := s.createOp(p, tok, false)
 		if missingImport != nil {
@@ -266,6 +285,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 		return nil, nil
 	}
 	st.Updated = now
+	p.original = cs.Original
 	op := s.updateOp(st, p, tok)
 	op.ChangeSetID = cs.ID
 	s.setStatus(st, now, "UPDATE_IN_PROGRESS", "User Initiated")

@@ -37,7 +37,14 @@ func (s *Service) createStack(f form) (any, error) {
 		Protected:       f.get("EnableTerminationProtection") == "true", Policy: f.get("StackPolicyBody"),
 		LastClientToken: f.get("ClientRequestToken")}
 	st.ID = s.stackARN(name)
-	p, err := s.plan(st, body, params, st.NotificationARNs)
+	if err := checkAutoExpand(body, st.Capabilities); err != nil {
+		return nil, err
+	}
+	processed, err := s.process(st, body, params)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.plan(st, processed, params, st.NotificationARNs)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +54,7 @@ func (s *Service) createStack(f form) (any, error) {
 	if err := checkCapabilities(p.tpl, st.Capabilities); err != nil {
 		return nil, err
 	}
-	st.Body, st.tpl, st.Description, st.Imports = body, p.tpl, p.tpl.Description, p.imports
+	st.Body, st.Original, st.tpl, st.Description, st.Imports = processed, originalOr(body, processed), p.tpl, p.tpl.Description, p.imports
 	s.st.Stacks = append(s.st.Stacks, st)
 	s.byID[st.ID] = st
 	s.setStatus(st, now, "CREATE_IN_PROGRESS", "User Initiated")
@@ -65,8 +72,8 @@ func (s *Service) createOp(p *planned, token string, onFailureDelete bool) *oper
 
 // updateOp builds the operation that moves st to p, remembering what rollback needs.
 func (s *Service) updateOp(st *stack, p *planned, token string) *operation {
-	op := &operation{Kind: "UPDATE", Body: p.body, Params: p.params, Token: token,
-		OldBody: st.Body, OldParams: st.Params, OldOutputs: st.Outputs, OldImports: st.Imports,
+	op := &operation{Kind: "UPDATE", Body: p.body, Original: p.original, Params: p.params, Token: token,
+		OldBody: st.Body, OldOriginal: st.Original, OldParams: st.Params, OldOutputs: st.Outputs, OldImports: st.Imports,
 		OldResources: map[string]*resource{}}
 	for n, r := range st.Resources {
 		c := *r
@@ -113,7 +120,7 @@ func (s *Service) updateStack(f form) (any, error) {
 		return nil, err
 	}
 	if f.get("UsePreviousTemplate") == "true" {
-		body = st.Body
+		body = orDefault(st.Original, st.Body)
 	}
 	if body == "" {
 		return nil, validation("Either Template URL or Template Body must be specified.")
@@ -122,10 +129,18 @@ func (s *Service) updateStack(f form) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.plan(st, body, params, st.NotificationARNs)
+	if err := checkAutoExpand(body, f.list("Capabilities")); err != nil {
+		return nil, err
+	}
+	processed, err := s.process(st, body, params)
 	if err != nil {
 		return nil, err
 	}
+	p, err := s.plan(st, processed, params, st.NotificationARNs)
+	if err != nil {
+		return nil, err
+	}
+	p.original = originalOr(body, processed)
 	if err := s.checkImports(st, p); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,9 @@ type changeSet struct {
 	StatusReason                 string
 	Description                  string
 	Created, ReadyAt             time.Time
-	Body                         string
+	Body                         string // processed
+	Original                     string // as given, when transforms changed it
+	Failure                      string // why its transforms failed
 	Params                       map[string]string
 	Tags                         []tag
 	Capabilities                 []string
@@ -88,6 +90,10 @@ func (s *Service) completeChangeSet(cs *changeSet) {
 	}
 	if st == nil {
 		fail("stack " + cs.StackName + " no longer exists")
+		return
+	}
+	if cs.Failure != "" {
+		fail(cs.Failure)
 		return
 	}
 	p, err := s.planChange(st, cs.Body, cs.Params, cs.NotificationARNs)

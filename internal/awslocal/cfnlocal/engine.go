@@ -22,6 +22,8 @@ type operation struct {
 	CROldProps  map[string]any
 
 	Body, OldBody      string
+	Original           string // the template as given, when transforms changed it; OldOriginal before
+	OldOriginal        string
 	Params, OldParams  map[string]string
 	OldOutputs         []output
 	OldImports         []string
@@ -525,7 +527,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			return
 		}
 		st.Outputs = outs
-		st.Body, st.tpl, st.Params = op.Body, tpl, op.Params
+		st.Body, st.Original, st.tpl, st.Params = op.Body, op.Original, tpl, op.Params
 		st.Description = tpl.Description
 		st.Imports = importsOf(st, tpl, s)
 		s.setStatus(st, t, "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", "")
@@ -550,7 +552,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			s.startDelete(st, t, op.Token)
 		}
 	case op.Kind == "UPDATE_ROLLBACK" && op.Phase == "main":
-		st.Body, st.Params, st.tpl = op.OldBody, op.OldParams, nil
+		st.Body, st.Original, st.Params, st.tpl = op.OldBody, op.OldOriginal, op.OldParams, nil
 		st.Outputs, st.Imports = op.OldOutputs, op.OldImports
 		if tpl, err := st.template(); err == nil {
 			st.Description = tpl.Description

@@ -20,7 +20,8 @@ type stack struct {
 	Created, Updated  time.Time
 	Deleted           time.Time
 	Description       string
-	Body              string            // current template
+	Body              string            // current template, processed (see process)
+	Original          string            // the template as given, when its transforms changed it
 	Params            map[string]string // effective parameter values as given
 	NoEcho            map[string]bool
 	Tags              []tag
@@ -267,13 +268,14 @@ func PublicParameter(name, typ string) string {
 
 // planned is a template evaluated ahead of execution: what a stack would become.
 type planned struct {
-	tpl     *template
-	body    string
-	params  map[string]string
-	active  []string // resources whose condition holds, in dependency order
-	props   map[string]map[string]any
-	outputs []output
-	imports []string
+	tpl      *template
+	body     string
+	original string // the template as given, when transforms changed it
+	params   map[string]string
+	active   []string // resources whose condition holds, in dependency order
+	props    map[string]map[string]any
+	outputs  []output
+	imports  []string
 }
 
 // plan evaluates the template against the stack's current state; every unresolvable

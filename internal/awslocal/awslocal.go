@@ -190,6 +190,8 @@ func New(opts Options) (*Emulator, error) {
 		PutEvent:              e.PutEvent,
 		SSMParameter:          e.ssmParameter,
 		Providers:             e.providers(),
+		FunctionRuns:          e.functionRuns,
+		InvokeFunction:        e.invokeEvent,
 		BaseURL:               e.URL,
 		ResourceDelay:         opts.CloudFormation.ResourceDelay,
 		ChangeSetDelay:        opts.CloudFormation.ChangeSetDelay,

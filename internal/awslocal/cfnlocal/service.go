@@ -63,6 +63,13 @@ type Options struct {
 	SSMParameter func(name, typ string) (string, error)
 	// Providers make the real resources of the types they serve (see Provider), by type.
 	Providers map[string]Provider
+	// FunctionRuns reports whether the Lambda function of an ARN runs in process (a handler
+	// is bound to it); custom resources whose ServiceToken names one are sent to it with
+	// InvokeFunction, the others are answered by a stand-in (see StandIn). Called with the
+	// emulator's lock held.
+	FunctionRuns func(functionARN string) bool
+	// InvokeFunction invokes a function asynchronously (InvocationType Event) with payload.
+	InvokeFunction func(ctx context.Context, functionARN string, payload []byte) error
 }
 
 // Service is the CloudFormation emulator.
@@ -94,6 +101,7 @@ type persisted struct {
 	ChangeSets []*changeSet
 	Executed   []ExecutedChangeSet
 	Faults     []*Fault
+	StandIns   []*StandIn
 	Drifts     []*driftDetection
 }
 

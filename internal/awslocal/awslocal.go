@@ -155,7 +155,15 @@ func New(opts Options) (*Emulator, error) {
 		_, err := e.sqs.Send(ctx, queueARN, body, attrs, 0)
 		return err
 	}
-	e.sns, err = snslocal.New(snslocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("sns"), Send: send, Logger: opts.Logger})
+	// A function subscribed to a topic gets its messages when a handler runs it in process.
+	invoke := func(ctx context.Context, fn string, event []byte) error {
+		if !e.functionRuns(fn) {
+			e.log.Debug("sns: message for a function that does not run in process", "function", fn)
+			return nil
+		}
+		return e.invokeEvent(ctx, fn, event)
+	}
+	e.sns, err = snslocal.New(snslocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("sns"), Send: send, Invoke: invoke, Logger: opts.Logger})
 	if err != nil {
 		e.sqs.Close()
 		return nil, err

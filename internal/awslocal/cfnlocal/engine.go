@@ -168,6 +168,9 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 				DeletionPolicy: d.DeletionPolicy, UpdateReplacePolicy: d.UpdateReplacePolicy, Props: props}
 			st.Resources[sp.LogicalID] = r
 			verb, reqType = "CREATE", "Create"
+			if err == nil {
+				err = s.nameTaken(r)
+			}
 			if err == nil && !isCustomType(r.Type) && !s.provides(r.Type) {
 				r.PhysicalID = physicalID(r.Type, s.idCtx(st, r))
 			}
@@ -509,7 +512,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			oldTpl, _ := s.parse(op.OldBody)
 			order := sortedKeys(st.Resources)
 			if oldTpl != nil {
-				if o, oerr := oldTpl.order(); oerr == nil {
+				if o, oerr := resourceOrder(oldTpl, propsOf(st.Resources)); oerr == nil {
 					order = o
 				}
 			}
@@ -595,7 +598,7 @@ func (s *Service) startDelete(st *stack, now time.Time, token string) {
 	var steps []step
 	order := sortedKeys(st.Resources)
 	if tpl, err := st.template(); err == nil {
-		if o, err := tpl.order(); err == nil {
+		if o, err := resourceOrder(tpl, propsOf(st.Resources)); err == nil {
 			order = o
 		}
 	}

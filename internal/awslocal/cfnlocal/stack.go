@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -344,6 +345,9 @@ func (s *Service) planImports(st *stack, body string, params map[string]string, 
 		}
 		p.active = append(p.active, name)
 		p.props[name] = props
+	}
+	if ord, err := resourceOrder(tpl, p.props); err == nil {
+		p.active = slices.DeleteFunc(ord, func(n string) bool { _, ok := p.props[n]; return !ok })
 	}
 	outs, err := s.evalOutputs(e, tpl)
 	if err != nil {

@@ -253,6 +253,8 @@ type xStack struct {
 	Tags                        []xTag    `xml:"Tags>member"`
 	EnableTerminationProtection bool
 	DriftInformation            xDriftInfo
+	ParentId                    string `xml:",omitempty"`
+	RootId                      string `xml:",omitempty"`
 }
 
 type xDriftInfo struct {
@@ -265,8 +267,8 @@ func (s *Service) xstack(st *stack) xStack {
 		CreationTime: tp(st.Created), DeletionTime: tp(st.Deleted), LastUpdatedTime: tp(st.Updated),
 		StackStatus: st.Status, StackStatusReason: st.Reason, DisableRollback: st.DisableRollback,
 		NotificationARNs: st.NotificationARNs, Capabilities: st.Capabilities,
-		EnableTerminationProtection: st.Protected,
-		DriftInformation:            xDriftInfo{StackDriftStatus: orDefault(st.DriftStatus, "NOT_CHECKED"), LastCheckTimestamp: tp(st.DriftChecked)}}
+		EnableTerminationProtection: st.Protected, ParentId: st.ParentID, RootId: st.RootID,
+		DriftInformation: xDriftInfo{StackDriftStatus: orDefault(st.DriftStatus, "NOT_CHECKED"), LastCheckTimestamp: tp(st.DriftChecked)}}
 	tpl, _ := st.template()
 	for _, k := range sortedKeys(st.Params) {
 		v := st.Params[k]
@@ -342,6 +344,8 @@ func (s *Service) listStacks(f form) (any, error) {
 		DeletionTime        *xtime `xml:",omitempty"`
 		StackStatus         string
 		StackStatusReason   string `xml:",omitempty"`
+		ParentId            string `xml:",omitempty"`
+		RootId              string `xml:",omitempty"`
 		DriftInformation    struct{ StackDriftStatus string }
 	}
 	var all []summary
@@ -351,7 +355,8 @@ func (s *Service) listStacks(f form) (any, error) {
 			continue
 		}
 		sm := summary{StackId: st.ID, StackName: st.Name, TemplateDescription: st.Description, CreationTime: tp(st.Created),
-			LastUpdatedTime: tp(st.Updated), DeletionTime: tp(st.Deleted), StackStatus: st.Status, StackStatusReason: st.Reason}
+			LastUpdatedTime: tp(st.Updated), DeletionTime: tp(st.Deleted), StackStatus: st.Status, StackStatusReason: st.Reason,
+			ParentId: st.ParentID, RootId: st.RootID}
 		sm.DriftInformation.StackDriftStatus = orDefault(st.DriftStatus, "NOT_CHECKED")
 		all = append(all, sm)
 	}

@@ -27,6 +27,12 @@ type changeSet struct {
 	ClientToken                  string
 	Changes                      []change
 	ExecToken                    string
+	// IncludeNested: the change set has a nested change set per nested stack it adds or
+	// changes (Nested, by the nested stack's logical id); ParentID and RootID are those of
+	// a nested change set.
+	IncludeNested    bool
+	Nested           map[string]string
+	ParentID, RootID string
 }
 
 type change struct {
@@ -65,6 +71,18 @@ func (s *Service) findChangeSet(name, stackName string) *changeSet {
 			if st != nil && st.ID == cs.StackID {
 				return cs
 			}
+		}
+	}
+	return nil
+}
+
+func (s *Service) changeSetByID(id string) *changeSet {
+	if id == "" {
+		return nil
+	}
+	for _, cs := range s.st.ChangeSets {
+		if cs.ID == id {
+			return cs
 		}
 	}
 	return nil
@@ -163,6 +181,11 @@ func (s *Service) diff(st *stack, p *planned) []change {
 				}
 				c.Details = append(c.Details, det)
 			}
+		}
+		if len(c.Details) == 0 && d.Type == nestedType && s.nestedTemplateChanged(cur, props) {
+			// the same TemplateURL may hold another template now
+			c.Details = append(c.Details, changeDetail{Attribute: "Properties", Name: "TemplateURL", RequiresRecreation: "Never",
+				Evaluation: "Dynamic", ChangeSource: "Automatic"})
 		}
 		if len(c.Details) == 0 && cur.Type == d.Type {
 			continue

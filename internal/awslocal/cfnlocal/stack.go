@@ -42,6 +42,10 @@ type stack struct {
 	DriftChecked      time.Time
 	LastClientToken   string
 	RetainedResources []string
+	// ParentID and RootID are the parent and root stacks of a nested stack; Undo is its last
+	// completed update, which its parent's rollback rolls back.
+	ParentID, RootID string
+	Undo             *operation
 
 	tpl *template // parsed Body, cached
 }
@@ -170,6 +174,9 @@ func (s *Service) setStatus(st *stack, at time.Time, status, reason string) {
 		st.Deleted = at
 	}
 	s.emitStatusChange(st, at, status, reason)
+	if st.ParentID != "" && !strings.HasSuffix(status, "_IN_PROGRESS") {
+		s.nestedSettled(st, status, at)
+	}
 }
 
 // setResource changes a resource status and records the event.
@@ -235,6 +242,9 @@ func (s *Service) evaluator(st *stack, tpl *template, params map[string]string, 
 }
 
 func (s *Service) attr(st *stack, r *resource, attr string) (any, error) {
+	if r.Type == nestedType {
+		return s.nestedOutput(r, attr)
+	}
 	if isCustomType(r.Type) {
 		if v, ok := r.Attrs[attr]; ok {
 			return v, nil
@@ -300,6 +310,16 @@ func (s *Service) planImports(st *stack, body string, params map[string]string, 
 	if err != nil {
 		return nil, err
 	}
+	// The outputs of a nested stack that changes are known once it has: what reads them
+	// changes too, with a value known after apply, as AWS's change sets show it.
+	changing := map[string]bool{}
+	getAtt := e.getAtt
+	e.getAtt = func(name, attr string) (any, error) {
+		if changing[name] {
+			return knownAfterApply, nil
+		}
+		return getAtt(name, attr)
+	}
 	var imports []string
 	inner := e.importValue
 	e.importValue = func(name string) (string, error) {
@@ -345,6 +365,9 @@ func (s *Service) planImports(st *stack, body string, params map[string]string, 
 		}
 		p.active = append(p.active, name)
 		p.props[name] = props
+		if cur := st.Resources[name]; d.Type == nestedType && cur != nil && (!equalJSON(cur.Props, props) || s.nestedTemplateChanged(cur, props)) {
+			changing[name] = true
+		}
 	}
 	if ord, err := resourceOrder(tpl, p.props); err == nil {
 		p.active = slices.DeleteFunc(ord, func(n string) bool { _, ok := p.props[n]; return !ok })

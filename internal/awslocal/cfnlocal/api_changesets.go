@@ -3,6 +3,7 @@ package cfnlocal
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 func (s *Service) createChangeSet(f form) (any, error) {
@@ -114,6 +115,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: processed, Params: params,
 		Original: originalOr(body, processed), Failure: failure,
 		Tags: tags, Capabilities: caps, NotificationARNs: arns, ClientToken: f.get("ClientToken"),
+		IncludeNested: f.get("IncludeNestedStacks") == "true",
 	}
 	s.st.ChangeSets = append(s.st.ChangeSets, cs)
 	s.poke(cs.ReadyAt)
@@ -130,6 +132,7 @@ type xChange struct {
 		Replacement        string    `xml:",omitempty"`
 		Scope              []string  `xml:"Scope>member"`
 		Details            []xDetail `xml:"Details>member"`
+		ChangeSetId        string    `xml:",omitempty"`
 	}
 }
 
@@ -155,8 +158,8 @@ func (s *Service) describeChangeSet(f form) (any, error) {
 		var x xChange
 		x.Type = "Resource"
 		rc := &x.ResourceChange
-		rc.Action, rc.LogicalResourceId, rc.PhysicalResourceId, rc.ResourceType, rc.Replacement, rc.Scope =
-			c.Action, c.LogicalID, c.PhysicalID, c.Type, c.Replacement, c.Scope
+		rc.Action, rc.LogicalResourceId, rc.PhysicalResourceId, rc.ResourceType, rc.Replacement, rc.Scope, rc.ChangeSetId =
+			c.Action, c.LogicalID, c.PhysicalID, c.Type, c.Replacement, c.Scope, c.ChangeSetID
 		for _, d := range c.Details {
 			var xd xDetail
 			xd.Target.Attribute, xd.Target.Name, xd.Target.RequiresRecreation = d.Attribute, d.Name, d.RequiresRecreation
@@ -193,8 +196,11 @@ func (s *Service) describeChangeSet(f form) (any, error) {
 		Tags             []xTag    `xml:"Tags>member"`
 		Changes          []xChange `xml:"Changes>member"`
 		NextToken        string    `xml:",omitempty"`
+		IncludeNested    bool      `xml:"IncludeNestedStacks"`
+		ParentID         string    `xml:"ParentChangeSetId,omitempty"`
+		RootID           string    `xml:"RootChangeSetId,omitempty"`
 	}{cs.Name, cs.ID, cs.StackID, cs.StackName, cs.Description, params, tp(cs.Created), cs.ExecutionStatus, cs.Status,
-		cs.StatusReason, cs.NotificationARNs, cs.Capabilities, tags, pg, next}, nil
+		cs.StatusReason, cs.NotificationARNs, cs.Capabilities, tags, pg, next, cs.IncludeNested, cs.ParentID, cs.RootID}, nil
 }
 
 func (s *Service) listChangeSets(f form) (any, error) {
@@ -238,6 +244,9 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	if cs.ExecutionStatus != "AVAILABLE" {
 		return nil, &apiError{Code: "InvalidChangeSetStatus", Message: fmt.Sprintf("ChangeSet [%s] cannot be executed in its current status of [%s]", cs.ID, cs.ExecutionStatus), Status: 400}
 	}
+	if cs.ParentID != "" {
+		return nil, validation("ChangeSet [%s] is a nested change set: execute its root change set [%s]", cs.ID, cs.RootID)
+	}
 	st := s.byID[cs.StackID]
 	if st == nil || st.deleted() {
 		return nil, stackNotFound(cs.StackName)
@@ -256,13 +265,11 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	now := s.clk.Now()
 	cs.ExecutionStatus, cs.ExecToken = "EXECUTE_IN_PROGRESS", tok
 	// executing deletes the stack's other change sets
-	kept := s.st.ChangeSets[:0]
-	for _, o := range s.st.ChangeSets {
-		if o.StackID != st.ID || o == cs {
-			kept = append(kept, o)
+	for _, o := range slices.Clone(s.st.ChangeSets) {
+		if o.StackID == st.ID && o != cs {
+			s.dropChangeSet(o)
 		}
 	}
-	s.st.ChangeSets = kept
 	s.st.Executed = append(s.st.Executed, ExecutedChangeSet{StackName: st.Name, StackID: st.ID, ChangeSetName: cs.Name,
 		ChangeSetID: cs.ID, ClientRequestToken: tok, ExecutedAt: now, Changes: len(cs.Changes)})
 	st.ChangeSetID = cs.ID
@@ -275,6 +282,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 		st.Body, st.Original, st.tpl, st.Params, st.Description, st.Imports = p.body, cs.Original, p.tpl, p.params, p.tpl.Description, p.imports
 		s.setStatus(st, now, "CREATE_IN_PROGRESS", "User Initiated")
 		op := s.createOp(p, tok, false)
+		op.ChangeSetID = cs.ID
 		if missingImport != nil {
 			st.Op = op
 			op.Touched = nil
@@ -306,12 +314,9 @@ func (s *Service) deleteChangeSet(f form) (any, error) {
 	if cs.ExecutionStatus == "EXECUTE_IN_PROGRESS" {
 		return nil, &apiError{Code: "InvalidChangeSetStatus", Message: fmt.Sprintf("ChangeSet [%s] cannot be deleted in its current status of [EXECUTE_IN_PROGRESS]", cs.ID), Status: 400}
 	}
-	kept := s.st.ChangeSets[:0]
-	for _, o := range s.st.ChangeSets {
-		if o != cs {
-			kept = append(kept, o)
-		}
+	if cs.ParentID != "" {
+		return nil, validation("ChangeSet [%s] is a nested change set: delete its root change set [%s]", cs.ID, cs.RootID)
 	}
-	s.st.ChangeSets = kept
+	s.dropChangeSet(cs)
 	return nil, nil
 }

@@ -2,6 +2,7 @@ package cfnlocal
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -209,13 +210,11 @@ func (s *Service) deleteStack(f form) (any, error) {
 		}
 	}
 	// change sets of a deleted stack go away
-	kept := s.st.ChangeSets[:0]
-	for _, cs := range s.st.ChangeSets {
-		if cs.StackID != st.ID {
-			kept = append(kept, cs)
+	for _, cs := range slices.Clone(s.st.ChangeSets) {
+		if cs.StackID == st.ID {
+			s.dropChangeSet(cs)
 		}
 	}
-	s.st.ChangeSets = kept
 	s.startDelete(st, s.clk.Now(), f.get("ClientRequestToken"))
 	return nil, nil
 }

@@ -37,6 +37,7 @@ type changeSet struct {
 
 type change struct {
 	Action, LogicalID, PhysicalID, Type, Replacement string
+	ChangeSetID                                      string // the nested change set of a nested stack
 	Scope                                            []string
 	Details                                          []changeDetail
 }
@@ -123,6 +124,18 @@ func (s *Service) completeChangeSet(cs *changeSet) {
 	if cs.Type == "UPDATE" && len(cs.Changes) == 0 && s.sameOutputsAndTags(st, p, cs.Tags) {
 		fail(noChangesReason)
 		return
+	}
+	if cs.IncludeNested {
+		if why := s.nestedChangeSets(cs, st, p); why != "" {
+			for _, id := range cs.Nested {
+				if n := s.changeSetByID(id); n != nil {
+					s.dropChangeSet(n)
+				}
+			}
+			cs.Nested = nil
+			fail(why)
+			return
+		}
 	}
 	cs.Status, cs.ExecutionStatus = "CREATE_COMPLETE", "AVAILABLE"
 }

@@ -110,7 +110,9 @@ func (s *Service) beginNested(st *stack, r *resource, reqType string, revert boo
 		wait(child)
 		child.LastClientToken = op.Token
 		s.setStatus(child, t, "CREATE_IN_PROGRESS", "User Initiated")
-		s.startOp(child, s.createOp(p, op.Token, false), t)
+		cop := s.createOp(p, op.Token, false)
+		cop.ChangeSetID = child.ChangeSetID // the nested change set it executes, if any
+		s.startOp(child, cop, t)
 	case "Update":
 		child := s.byID[r.PhysicalID]
 		if child == nil || child.deleted() {
@@ -150,7 +152,15 @@ func (s *Service) beginNested(st *stack, r *resource, reqType string, revert boo
 		}
 		child.Tags, child.Undo = st.Tags, nil
 		wait(child)
-		s.beginUpdate(child, p, op.Token)
+		n := s.executeNested(op, r.LogicalID, child)
+		s.obsoleteChangeSets(child)
+		child.Updated, child.LastClientToken = t, op.Token
+		cop := s.updateOp(child, p, op.Token)
+		if n != nil {
+			cop.ChangeSetID = n.ID
+		}
+		s.setStatus(child, t, "UPDATE_IN_PROGRESS", "User Initiated")
+		s.startOp(child, cop, t)
 	case "Delete":
 		child := s.byID[r.PhysicalID]
 		if child == nil || child.deleted() {

@@ -2,6 +2,7 @@ package cfnlocal
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,117 @@ func TestNestedStackFailuresFailTheParent(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// settledChangeSet creates a change set and returns it once it settled.
+func (e *env) settledChangeSet(in *cloudformation.CreateChangeSetInput) *cloudformation.DescribeChangeSetOutput {
+	e.t.Helper()
+	out, err := e.cfn.CreateChangeSet(context.Background(), in)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.clk.Advance(time.Minute)
+	return e.describeChangeSet(aws.ToString(out.Id))
+}
+
+func (e *env) describeChangeSet(id string) *cloudformation.DescribeChangeSetOutput {
+	e.t.Helper()
+	cs, err := e.cfn.DescribeChangeSet(context.Background(), &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(id)})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cs
+}
+
+// changeLines renders a change set's changes as "Action LogicalId [nested]".
+func changeLines(cs *cloudformation.DescribeChangeSetOutput) []string {
+	var out []string
+	for _, c := range cs.Changes {
+		rc := c.ResourceChange
+		l := string(rc.Action) + " " + aws.ToString(rc.LogicalResourceId)
+		if aws.ToString(rc.ChangeSetId) != "" {
+			l += " [nested]"
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func nestedOf(t *testing.T, cs *cloudformation.DescribeChangeSetOutput, logicalID string) string {
+	t.Helper()
+	for _, c := range cs.Changes {
+		if aws.ToString(c.ResourceChange.LogicalResourceId) == logicalID && aws.ToString(c.ResourceChange.ChangeSetId) != "" {
+			return aws.ToString(c.ResourceChange.ChangeSetId)
+		}
+	}
+	t.Fatalf("no nested change set for %s in %v", logicalID, changeLines(cs))
+	return ""
+}
+
+func TestNestedChangeSets(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	e.s3["templates/network.yaml"] = child
+	root := e.settledChangeSet(&cloudformation.CreateChangeSetInput{StackName: aws.String("shop"), ChangeSetName: aws.String("c1"),
+		ChangeSetType: types.ChangeSetTypeCreate, TemplateBody: aws.String(parent), IncludeNestedStacks: aws.Bool(true)})
+	if root.Status != types.ChangeSetStatusCreateComplete || !aws.ToBool(root.IncludeNestedStacks) || !slices.Contains(changeLines(root), "Add Network [nested]") {
+		t.Fatalf("root change set %s (%s): %v", root.Status, aws.ToString(root.StatusReason), changeLines(root))
+	}
+	nested := e.describeChangeSet(nestedOf(t, root, "Network"))
+	if aws.ToString(nested.ParentChangeSetId) != aws.ToString(root.ChangeSetId) || aws.ToString(nested.RootChangeSetId) != aws.ToString(root.ChangeSetId) ||
+		!slices.Equal(changeLines(nested), []string{"Add Vpc"}) {
+		t.Fatalf("nested change set parent %s root %s changes %v", aws.ToString(nested.ParentChangeSetId), aws.ToString(nested.RootChangeSetId), changeLines(nested))
+	}
+	if kid := e.stack(aws.ToString(nested.StackId)); kid.StackStatus != types.StackStatusReviewInProgress || aws.ToString(kid.ParentId) != aws.ToString(root.StackId) {
+		t.Fatalf("the nested change set's stack is %s, parent %s", kid.StackStatus, aws.ToString(kid.ParentId))
+	}
+	if _, err := e.cfn.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{ChangeSetName: nested.ChangeSetId}); err == nil {
+		t.Error("a nested change set executed on its own")
+	}
+	if _, err := e.cfn.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{ChangeSetName: root.ChangeSetId}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.settle("shop"); st.StackStatus != types.StackStatusCreateComplete {
+		t.Fatalf("status %s (%s)\n%s", st.StackStatus, aws.ToString(st.StackStatusReason), strings.Join(eventLines(e.allEvents("shop")), "\n"))
+	}
+	if kid := e.stack(aws.ToString(nested.StackId)); kid.StackStatus != types.StackStatusCreateComplete {
+		t.Fatalf("the reviewed child is %s: the root's execution did not adopt it", kid.StackStatus)
+	}
+	if n := e.describeChangeSet(aws.ToString(nested.ChangeSetId)); n.ExecutionStatus != types.ExecutionStatusExecuteComplete {
+		t.Errorf("nested change set after execution: %s", n.ExecutionStatus)
+	}
+
+	// an update: the child's change is in its nested change set
+	upd := e.settledChangeSet(&cloudformation.CreateChangeSetInput{StackName: aws.String("shop"), ChangeSetName: aws.String("c2"), UsePreviousTemplate: aws.Bool(true),
+		Parameters: sdkParams(map[string]string{"Cidr": "10.5.0.0/16"}), IncludeNestedStacks: aws.Bool(true)})
+	n := e.describeChangeSet(nestedOf(t, upd, "Network"))
+	if !slices.Contains(changeLines(upd), "Modify Subnet") || !slices.Equal(changeLines(n), []string{"Modify Vpc"}) || n.ChangeSetId == nil {
+		t.Fatalf("update: root %v, nested %v", changeLines(upd), changeLines(n))
+	}
+	if _, err := e.cfn.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{ChangeSetName: upd.ChangeSetId}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.settle("shop"); st.StackStatus != types.StackStatusUpdateComplete || outputs(e.stack(aws.ToString(n.StackId)))["Cidr"] != "10.5.0.0/16" {
+		t.Fatalf("after update: %s (%s)", st.StackStatus, aws.ToString(st.StackStatusReason))
+	}
+
+	// a nested change set that cannot be made fails its root; deleting a root deletes the
+	// stacks made for its nested change sets
+	e.s3["templates/network.yaml"] = "Resources: {}\n"
+	bad := e.settledChangeSet(&cloudformation.CreateChangeSetInput{StackName: aws.String("shop"), ChangeSetName: aws.String("c3"), UsePreviousTemplate: aws.Bool(true),
+		Parameters: sdkParams(map[string]string{"Cidr": "10.6.0.0/16"}), IncludeNestedStacks: aws.Bool(true)})
+	if bad.Status != types.ChangeSetStatusFailed || !strings.Contains(aws.ToString(bad.StatusReason), "was not successfully created") {
+		t.Errorf("root of a failing nested change set: %s (%s)", bad.Status, aws.ToString(bad.StatusReason))
+	}
+	e.s3["templates/network.yaml"] = child
+	fresh := e.settledChangeSet(&cloudformation.CreateChangeSetInput{StackName: aws.String("other"), ChangeSetName: aws.String("c1"),
+		ChangeSetType: types.ChangeSetTypeCreate, TemplateBody: aws.String(parent), IncludeNestedStacks: aws.Bool(true)})
+	kidID := aws.ToString(e.describeChangeSet(nestedOf(t, fresh, "Network")).StackId)
+	if _, err := e.cfn.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: fresh.ChangeSetId}); err != nil {
+		t.Fatal(err)
+	}
+	if kid := e.stack(kidID); kid.StackStatus != types.StackStatusDeleteComplete {
+		t.Errorf("the stack of a deleted nested change set is %s", kid.StackStatus)
 	}
 }

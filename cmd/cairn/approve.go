@@ -69,6 +69,14 @@ func approve(cmd *cobra.Command, c *cairn, deployment, id string, wf waitFlags, 
 	if err := e.Approvable(recent); err != nil {
 		return refuse("%v", err)
 	}
+	return approveEntry(cmd, c, e, wf, w)
+}
+
+// approveEntry creates the approval object of a plan that can be approved and, with
+// wf.wait, follows its apply run.
+func approveEntry(cmd *cobra.Command, c *cairn, e review.Entry, wf waitFlags, w io.Writer) error {
+	ctx := cmd.Context()
+	deployment, id := e.Plan.Deployment, e.Plan.ID
 	before, err := c.history.RunIDs(ctx, deployment)
 	if err != nil {
 		return err

@@ -10,10 +10,12 @@ import (
 	"github.com/spf13/cobra"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -75,8 +77,8 @@ func checkDeployment(cmd *cobra.Command, deployment, key string) error {
 
 // prepare validates and zips the bundle at path; a config that does not validate prints
 // every problem on its own line and exits 1.
-func prepare(stderr io.Writer, path, deployment string) (*upload.Bundle, error) {
-	b, err := upload.Prepare(path, deployment)
+func prepare(stderr io.Writer, path, deployment string, o upload.Options) (*upload.Bundle, error) {
+	b, err := upload.Prepare(path, deployment, o)
 	var errs config.Errors
 	switch {
 	case errors.As(err, &errs):
@@ -91,14 +93,17 @@ func prepare(stderr io.Writer, path, deployment string) (*upload.Bundle, error) 
 	return b, nil
 }
 
-// uploaded describes an upload: "s3://B/KEY (version …abc) at git REF".
-func uploaded(bucket, key, version string, meta map[string]string) string {
+// uploaded describes an upload: "s3://B/KEY (version …abc) at git COMMIT, pull request #7".
+func uploaded(bucket, key, version string, src provenance.Source) string {
 	s := fmt.Sprintf("s3://%s/%s", bucket, key)
 	if version != "" {
 		s += " (version " + report.ShortVersion(version) + ")"
 	}
-	if ref := meta[upload.GitRefMetadata]; ref != "" {
-		s += " at git " + ref
+	if src.Commit != "" {
+		s += " at git " + src.Commit
+	}
+	if src.PullRequest > 0 {
+		s += fmt.Sprintf(", pull request #%d", src.PullRequest)
 	}
 	return s
 }
@@ -270,4 +275,10 @@ func (t *trimmer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// varFileFlag adds --var-file: a YAML file of variables for ${var} lookups, stored in the
+// bundle as cairn.vars.yaml.
+func varFileFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "var-file", "", "YAML file of variables for ${var NAME} lookups, overriding the config's variables; stored in the bundle as "+bundle.VarsName)
 }

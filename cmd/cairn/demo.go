@@ -170,8 +170,8 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	if err := showReports(ctx, s3c, loc.c.Bucket, demoDeployment, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand: cairn local up, then cairn push %s --deployment %s --wait\n",
-		time.Since(start).Seconds(), demoBundle, demoDeployment)
+	fmt.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand, follow the README's quick tour: bin/cairn local up &, bin/cairn local wait, eval \"$(bin/cairn local env)\", then cairn plan %s --deployment shop --wait and cairn approve\n",
+		time.Since(start).Seconds(), demoBundle)
 	return nil
 }
 

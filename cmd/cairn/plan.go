@@ -11,6 +11,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/upload"
@@ -23,7 +24,8 @@ func init() { commands = append(commands, newPlanCmd) }
 const planStart = 5 * time.Second
 
 func newPlanCmd() *cobra.Command {
-	var deployment, format string
+	var deployment, format, varFile string
+	var pr int
 	var cf cairnFlags
 	var wf waitFlags
 	cmd := &cobra.Command{
@@ -42,12 +44,12 @@ newer upload, 4 timed out.`,
 			if err := checkDeployment(cmd, deployment, layout.PlanUploadKey("NAME")); err != nil {
 				return err
 			}
-			render, err := planRenderer(format)
+			render, err := planRenderer(format, true)
 			if err != nil {
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
 			ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			b, err := prepare(stderr, args[0], deployment)
+			b, err := prepare(stderr, args[0], deployment, upload.Options{VarFile: varFile, Source: provenance.Options{PullRequest: pr}})
 			if err != nil {
 				return err
 			}
@@ -70,7 +72,7 @@ newer upload, 4 timed out.`,
 			if format == "text" {
 				info = stdout
 			}
-			fmt.Fprintf(info, "uploaded %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Metadata))
+			fmt.Fprintf(info, "uploaded %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
 			target := follow.Target{Deployment: deployment, Version: version, Since: since, Before: before}
 			if !wf.wait {
 				return announcePlan(cmd, c, target, info)
@@ -80,17 +82,24 @@ newer upload, 4 timed out.`,
 		},
 	}
 	deploymentFlag(cmd, &deployment, layout.PlanUploadKey("NAME"))
+	varFileFlag(cmd, &varFile)
 	cf.add(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "with --wait, how to print the plan: text, md or json")
+	cmd.Flags().IntVar(&pr, "pr", 0, "the pull request the plan is for (default: from GitHub Actions' environment)")
 	wf.add(cmd, "plan run")
 	return cmd
 }
 
-func planRenderer(format string) (func(io.Writer, *plan.Document) error, error) {
+// planRenderer prints a plan in format; as a comment, its Markdown fits in a pull-request
+// comment (pointing to the whole plan when it is longer).
+func planRenderer(format string, comment bool) (func(io.Writer, *plan.Document) error, error) {
 	switch format {
 	case "text", "":
 		return report.PlanText, nil
 	case "md", "markdown":
+		if comment {
+			return func(w io.Writer, p *plan.Document) error { return report.PlanComment(w, p, 0) }, nil
+		}
 		return report.PlanMarkdown, nil
 	case "json":
 		return report.PlanJSON, nil

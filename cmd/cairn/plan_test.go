@@ -41,7 +41,7 @@ func TestPlanApproveCLI(t *testing.T) {
 		out := stdout.String()
 		switch format {
 		case "md":
-			if !strings.HasPrefix(out, "# cairn plan ") || !strings.Contains(out, "| extra | cli-extra | create |") || !strings.Contains(stderr.String(), "plan id: ") {
+			if !strings.HasPrefix(out, "<!-- cairn:plan deployment=cli -->\n# cairn plan ") || !strings.Contains(out, "| extra | cli-extra | create |") || !strings.Contains(stderr.String(), "plan id: ") {
 				t.Errorf("markdown plan:\n%s\nstderr:\n%s", out, stderr.String())
 			}
 		case "json":

@@ -13,7 +13,7 @@ func init() { commands = append(commands, newPlansCmd) }
 
 func newPlansCmd() *cobra.Command {
 	var cf cairnFlags
-	var format string
+	var format, commit string
 	var limit int
 	var latest bool
 	cmd := &cobra.Command{
@@ -26,9 +26,11 @@ against changed), superseded (a newer bundle was planned or pushed), expired (ol
 
 With PLAN_ID it prints that plan, as ` + "`cairn plan --wait`" + ` does (--format text, md or json).
 With --latest it prints only the id of the newest plan that can still be approved (exit 1
-when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --latest)".`,
+when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --latest)".
+With --commit SHA it lists only the plans made from that commit (the commit checked out,
+or a pull request's head), abbreviated to 7 hex digits or more.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			render, err := planRenderer(format)
+			render, err := planRenderer(format, false)
 			if err != nil {
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
@@ -51,7 +53,12 @@ when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --lates
 				}
 				return nil
 			}
-			entries, err := r.List(ctx, deployment, limit)
+			var entries []review.Entry
+			if commit != "" {
+				entries, err = r.ForCommit(ctx, deployment, commit, limit)
+			} else {
+				entries, err = r.List(ctx, deployment, limit)
+			}
 			if err != nil {
 				return err
 			}
@@ -63,6 +70,9 @@ when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --lates
 					}
 				}
 				return refuse("deployment %s has no plan waiting for approval: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
+			}
+			if len(entries) == 0 && commit != "" {
+				return refuse("deployment %s has no plans made from commit %s (see `cairn plans %s`)", deployment, commit, deployment)
 			}
 			if len(entries) == 0 {
 				return refuse("deployment %s has no plans: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
@@ -79,6 +89,9 @@ when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --lates
 				if p.Bundle.GitRef != "" {
 					bundle += " git " + report.ShortSum(p.Bundle.GitRef)
 				}
+				if n := p.Bundle.Source.PullRequest; n > 0 {
+					bundle += fmt.Sprintf(" #%d", n)
+				}
 				detail := e.Why
 				if e.Status == review.Planned {
 					detail = fmt.Sprintf("cairn approve %s %s", deployment, p.ID)
@@ -92,5 +105,6 @@ when there is none), for scripts: cairn approve NAME "$(cairn plans NAME --lates
 	cmd.Flags().StringVar(&format, "format", "text", "with PLAN_ID, how to print the plan: text, md or json")
 	cmd.Flags().IntVar(&limit, "limit", 20, "list at most this many plans (0: all)")
 	cmd.Flags().BoolVar(&latest, "latest", false, "print only the id of the newest plan that can be approved")
+	cmd.Flags().StringVar(&commit, "commit", "", "only the plans made from this commit (or a pull request's head commit)")
 	return cmd
 }

@@ -15,7 +15,7 @@ import (
 func init() { commands = append(commands, newPushCmd) }
 
 func newPushCmd() *cobra.Command {
-	var deployment string
+	var deployment, varFile string
 	var cf cairnFlags
 	var wf waitFlags
 	cmd := &cobra.Command{
@@ -35,7 +35,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 				return err
 			}
 			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment)
+			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{VarFile: varFile})
 			if err != nil {
 				return err
 			}
@@ -55,7 +55,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 			if err != nil {
 				return fmt.Errorf("push: %w", err)
 			}
-			fmt.Fprintf(stdout, "pushed %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Metadata))
+			fmt.Fprintf(stdout, "pushed %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
 			if !wf.wait {
 				fmt.Fprintf(stdout, "the upload starts a run: see it with `cairn status %s`\n", deployment)
 				return nil
@@ -68,6 +68,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 		},
 	}
 	deploymentFlag(cmd, &deployment, layout.DeploymentKey("NAME"))
+	varFileFlag(cmd, &varFile)
 	cf.add(cmd)
 	wf.add(cmd, "run")
 	return cmd

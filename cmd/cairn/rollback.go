@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/replan"
 	"github.com/cairn-dev/cairn/internal/report"
 )
@@ -31,7 +32,7 @@ exactly what returns. Apply it with --approve, or review it and run
 ` + "`cairn approve NAME PLAN_ID`" + `.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			deployment, stdout := args[0], cmd.OutOrStdout()
-			render, err := planRenderer(format)
+			render, err := planRenderer(format, true)
 			if err != nil {
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
@@ -48,7 +49,7 @@ exactly what returns. Apply it with --approve, or review it and run
 				return asRefusal(err)
 			}
 			fmt.Fprintf(stdout, "planning bundle version %s (git %s) of deployment %s as %s\n",
-				report.ShortVersion(up.Bundle.VersionID), dash(up.Bundle.GitRef), deployment, uploaded(c.bucket, up.PlanKey, up.Version, nil))
+				report.ShortVersion(up.Bundle.VersionID), dash(up.Bundle.GitRef), deployment, uploaded(c.bucket, up.PlanKey, up.Version, provenance.Source{}))
 			target := follow.Target{Deployment: deployment, Version: up.Version, Before: before}
 			if !wf.wait && !approveToo {
 				return announcePlan(cmd, c, target, stdout)
@@ -82,7 +83,7 @@ the plan fails. Nothing is deleted until the plan is approved with ` + "`cairn a
 when the graph is empty its state object is removed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			deployment, stdout := args[0], cmd.OutOrStdout()
-			render, err := planRenderer(format)
+			render, err := planRenderer(format, true)
 			if err != nil {
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
@@ -98,7 +99,7 @@ when the graph is empty its state object is removed.`,
 			if err != nil {
 				return asRefusal(err)
 			}
-			fmt.Fprintf(stdout, "planning the deletion of the %d %s of graph %s/%s (%s)\n", up.Stacks, plural(up.Stacks, "stack"), up.Namespace, up.Key, uploaded(c.bucket, up.PlanKey, up.Version, nil))
+			fmt.Fprintf(stdout, "planning the deletion of the %d %s of graph %s/%s (%s)\n", up.Stacks, plural(up.Stacks, "stack"), up.Namespace, up.Key, uploaded(c.bucket, up.PlanKey, up.Version, provenance.Source{}))
 			target := follow.Target{Deployment: deployment, Version: up.Version, Before: before}
 			if !wf.wait {
 				return announcePlan(cmd, c, target, stdout)

@@ -28,7 +28,9 @@ import (
 // before it has been shown.
 func TestStatusShowsTheNewestOfPushesInOneSecond(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC))
+	// The virtual clock starts at the wall clock, which the CLI itself reads (plan ages and
+	// expiry): a fixed date would make plans look expired once the calendar moves on.
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	em, err := awslocal.New(awslocal.Options{Clock: clk, Logger: logger})
 	if err != nil {

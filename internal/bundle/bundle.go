@@ -19,6 +19,11 @@ import (
 // ConfigName is the name of the config file at the root of a directory or zip bundle.
 const ConfigName = "cairn.yaml"
 
+// VarsName is the var file at the root of a bundle: the values of ${var} lookups that
+// `cairn push --var-file` and `cairn plan --var-file` store with the config, so a run is
+// reproducible from its bundle alone.
+const VarsName = "cairn.vars.yaml"
+
 // Bundle is a loaded deployment bundle.
 type Bundle struct {
 	// Path is where the bundle was read from ("" for a bundle built from bytes).

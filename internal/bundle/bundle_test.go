@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const webshop = "../../testdata/bundles/webshop"
@@ -193,22 +194,61 @@ func TestOpenZipAndSingleFile(t *testing.T) {
 	}
 }
 
+// TestZipIsDeterministic: two checkouts of the same content, with other file times and
+// modes (a CI runner's checkout of a merge and a pull request's), zip to the same bytes and
+// the same sha256, which is how `cairn apply` finds the plan made for that content.
 func TestZipIsDeterministic(t *testing.T) {
-	a, err := Zip(webshop)
+	checkout := func(when time.Time, mode fs.FileMode) string {
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(webshop)); err != nil {
+			t.Fatal(err)
+		}
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == dir {
+				return err
+			}
+			if !d.IsDir() {
+				if err := os.Chmod(p, mode); err != nil {
+					return err
+				}
+			}
+			return os.Chtimes(p, when, when)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	a := checkout(time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC), 0o644)
+	b := checkout(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local), 0o755)
+	za, err := Zip(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Touch every file: times must not matter.
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS(webshop)); err != nil {
-		t.Fatal(err)
-	}
-	b, err := Zip(dir)
+	zb, err := Zip(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(a, b) {
-		t.Error("zips of the same tree differ")
+	if !bytes.Equal(za, zb) {
+		t.Error("zips of the same content with other file times and modes differ")
+	}
+	ba, err := Open(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, err := Open(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ba.SHA256 != bb.SHA256 || ba.SHA256 != digest(za) {
+		t.Errorf("sha256 %s and %s of the same content differ (zip %s)", ba.SHA256, bb.SHA256, digest(za))
+	}
+	// One more byte in one file is another bundle.
+	if err := os.WriteFile(filepath.Join(b, ConfigName), append(bb.Config, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := Open(b); err != nil || changed.SHA256 == ba.SHA256 {
+		t.Errorf("a changed config kept the digest %s: %v", ba.SHA256, err)
 	}
 }
 

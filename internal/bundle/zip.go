@@ -194,3 +194,35 @@ func Zip(dir string) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// WithFile returns the zip data with the file name holding body: replaced when the zip
+// has it, added otherwise (as push --var-file stores its var file as VarsName).
+func WithFile(data []byte, name string, body []byte) ([]byte, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("not a readable zip: %w", err)
+	}
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range zr.File {
+		if f.Name == name {
+			continue
+		}
+		if err := zw.Copy(f); err != nil {
+			return nil, err
+		}
+	}
+	h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: zipTime}
+	h.SetMode(0o644)
+	w, err := zw.CreateHeader(h)
+	if err == nil {
+		_, err = w.Write(body)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

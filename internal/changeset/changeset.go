@@ -41,6 +41,7 @@ type API interface {
 	DeleteStack(ctx context.Context, in *cloudformation.DeleteStackInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DeleteStackOutput, error)
 	ContinueUpdateRollback(ctx context.Context, in *cloudformation.ContinueUpdateRollbackInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ContinueUpdateRollbackOutput, error)
 	UpdateTerminationProtection(ctx context.Context, in *cloudformation.UpdateTerminationProtectionInput, optFns ...func(*cloudformation.Options)) (*cloudformation.UpdateTerminationProtectionOutput, error)
+	SetStackPolicy(ctx context.Context, in *cloudformation.SetStackPolicyInput, optFns ...func(*cloudformation.Options)) (*cloudformation.SetStackPolicyOutput, error)
 	DescribeChangeSet(ctx context.Context, in *cloudformation.DescribeChangeSetInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeChangeSetOutput, error)
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 	DescribeStackEvents(ctx context.Context, in *cloudformation.DescribeStackEventsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackEventsOutput, error)
@@ -79,13 +80,23 @@ func (c *Client) wait(ctx context.Context) error {
 }
 
 // Inputs is what CreateChangeSet needs beyond the action: the stack's template,
-// capabilities and tags.
+// capabilities, tags and stack options; and what ExecuteChangeSet needs: the stack
+// policy and DisableRollback.
 type Inputs struct {
 	TemplateBody []byte
 	// TemplateURL is used as is when the config names a template_url.
 	TemplateURL  string
 	Capabilities []string
 	Tags         map[string]string
+	// NotificationARNs and Rollback go with the change set; for an update, an empty
+	// (non-nil) list and an empty configuration clear what the stack had.
+	NotificationARNs []string
+	Rollback         *cfntypes.RollbackConfiguration
+	// StackPolicy, when set, is set on the stack (SetStackPolicy) right before its change
+	// set is executed, so it guards that update already.
+	StackPolicy string
+	// DisableRollback keeps a failed create's resources (ExecuteChangeSet's).
+	DisableRollback bool
 }
 
 // Perform makes the call a and returns its result as an observation of a.Stack: Err and
@@ -132,6 +143,9 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 			Description:   aws.String("cairn " + a.ChangeSetName),
 			Parameters:    parameters(a.Parameters),
 			Tags:          tags(in.Tags),
+
+			NotificationARNs:      in.NotificationARNs,
+			RollbackConfiguration: in.Rollback,
 		}
 		for _, cp := range in.Capabilities {
 			req.Capabilities = append(req.Capabilities, cfntypes.Capability(cp))
@@ -162,6 +176,15 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 		req := &cloudformation.ExecuteChangeSetInput{ChangeSetName: aws.String(a.ChangeSetName), StackName: aws.String(a.StackName), ClientRequestToken: aws.String(a.Token)}
 		if a.ChangeSetID != "" {
 			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
+		}
+		if in != nil && in.StackPolicy != "" {
+			// Idempotent: set again when the execution is retried.
+			if _, err := c.CFN.SetStackPolicy(ctx, &cloudformation.SetStackPolicyInput{StackName: stackRef(a), StackPolicyBody: aws.String(in.StackPolicy)}); err != nil {
+				return fmt.Errorf("set the stack policy before executing %s: %w", a.ChangeSetName, err)
+			}
+		}
+		if in != nil && in.DisableRollback {
+			req.DisableRollback = aws.Bool(true)
 		}
 		_, err := c.CFN.ExecuteChangeSet(ctx, req)
 		if awsclient.ErrorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {

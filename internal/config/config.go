@@ -72,13 +72,16 @@ type Stack struct {
 	Template *template.Template
 	// Parameters are the raw values, lookups unresolved (see ResolveParameters).
 	Parameters map[string]string
-	// Lookups are the ${output} and ${xref} lookups in Parameters, in parameter-name order.
+	// Lookups are the lookups in Parameters and Tags, in parameter-name order (tags
+	// first), var and file ones with the values they read.
 	Lookups []Lookup
 	// Requires and RequiredBy are the explicit dependencies as written.
 	Requires, RequiredBy []string
-	// Tags are the config's tags overlaid with the stack's own; read-only (stacks without
-	// tags of their own share the config's map).
-	Tags                  map[string]string
+	// Tags are the config's tags overlaid with the stack's own, lookups unresolved (see
+	// ResolveTags); read-only (stacks without tags of their own share the config's map).
+	Tags map[string]string
+	// Options are the stack's CloudFormation stack options.
+	Options               Options
 	TerminationProtection bool
 	// Protected stacks change only through an approved plan.
 	Protected bool

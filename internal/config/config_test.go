@@ -322,7 +322,7 @@ func TestLoadErrors(t *testing.T) {
 			`10:5: stacks[2].capabilities: stack other names no capabilities, and capabilities: explicit requires every stack to name its own: add capabilities: []`,
 		}},
 		{"many-errors", []string{
-			`2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, capabilities, stacks`,
+			`2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, capabilities, variables, stacks`,
 			`8:7: stacks[0].parameters.Retention: template templates/queue.yaml declares no parameter "Retention"; it declares QueueName, RetentionSeconds`,
 			`10:20: stacks[1].template_path: template file "templates/billing.yaml" not found in the bundle`,
 			`11:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,
@@ -460,7 +460,7 @@ stacks:
       Name: ${xref nothing}
 `, []string{
 			`6:13: stacks[0].parameters.Name: malformed lookup ${output db}: write ${output STACK::Output}`,
-			`7:13: stacks[0].parameters.Size: unknown lookup ${secret db/password}: cairn supports ${output STACK::Output} and ${xref FULL-STACK-NAME::Output}`,
+			`7:13: stacks[0].parameters.Size: unknown lookup ${secret db/password}: cairn supports ${output}, ${xref}, ${rxref}, ${cfn}, ${ssm}, ${var}, ${file}, ${split}, ${join}`,
 			`11:13: stacks[1].parameters.Name: malformed lookup ${xref nothing}: write ${xref FULL-STACK-NAME::Output}`,
 		}},
 		{"reserved tags", "tags: {aws:owner: me, cairn:name: x, team: a}\nstacks: []\n", []string{
@@ -540,13 +540,13 @@ func TestResolveParameters(t *testing.T) {
 		v, ok := outputs[[2]string{stack, output}]
 		return v, ok
 	}
-	_, err := ResolveParameters(c.Stack("service"), lookup)
+	_, err := ResolveParameters(c.Stack("service"), Values{Outputs: lookup})
 	want := "stack service: parameter DatabaseSecretArn: ${output database::SecretArn}: stack shop-database has no output SecretArn yet: deploy database first"
 	if err == nil || err.Error() != want {
 		t.Fatalf("ResolveParameters = %v, want %q", err, want)
 	}
 	outputs[[2]string{"shop-database", "SecretArn"}] = "arn:aws:secretsmanager:eu-west-1:1:secret:db"
-	got, err := ResolveParameters(c.Stack("service"), lookup)
+	got, err := ResolveParameters(c.Stack("service"), Values{Outputs: lookup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,9 +562,9 @@ func TestResolveParameters(t *testing.T) {
 	// xref names the CloudFormation stack directly; text around lookups is kept.
 	s := &Stack{Name: "app", Parameters: map[string]string{"Url": "https://${xref legacy-api::Host}/v1 (${output db::Port})", "Plain": "${AWS::Region}"},
 		Lookups: []Lookup{{Kind: "xref", Stack: "legacy-api", StackName: "legacy-api", Output: "Host", Param: "Url"}, {Kind: "output", Stack: "db", StackName: "x-db", Output: "Port", Param: "Url"}}}
-	got, err = ResolveParameters(s, func(stack, output string) (string, bool) {
+	got, err = ResolveParameters(s, Values{Outputs: func(stack, output string) (string, bool) {
 		return map[string]string{"legacy-api/Host": "api.example.com", "x-db/Port": "5432"}[stack+"/"+output], true
-	})
+	}})
 	if err != nil || got["Url"] != "https://api.example.com/v1 (5432)" || got["Plain"] != "${AWS::Region}" {
 		t.Errorf("resolved = %v, %v", got, err)
 	}
@@ -660,30 +660,41 @@ func FuzzLoadConfig(f *testing.F) {
 	})
 }
 
-func TestFindLookups(t *testing.T) {
+func TestParseValue(t *testing.T) {
 	tests := []struct {
 		in   string
-		want []string // kind|args of each match
+		want []string // kind|raw of each top-level lookup
+		err  string
 	}{
-		{"plain", nil},
-		{"${AWS::Region}", nil},
-		{"${output a::B}", []string{"output|a::B"}},
-		{"x-${output  a.B }-${xref c-d::E}", []string{"output|a.B ", "xref|c-d::E"}},
-		{"${${output a::B}", []string{"output|a::B"}},
-		{"${output a::B", nil},
-		{"${output}", nil},
-		{"${out_put\ta}", []string{"out_put|a"}},
+		{"plain", nil, ""},
+		{"${AWS::Region}", nil, ""},
+		{"${output a::B}", []string{"output|${output a::B}"}, ""},
+		{"x-${output  a.B }-${xref c-d::E}", []string{"output|${output  a.B }", "xref|${xref c-d::E}"}, ""},
+		{"${${output a::B}", []string{"output|${output a::B}"}, ""},
+		{"${output}", nil, ""},
+		{"${out_put\ta}", []string{"out_put|${out_put\ta}"}, ""},
+		{"${split ,::${output a::B}}", []string{"split|${split ,::${output a::B}}"}, ""},
+		{"${join ,::${AWS::Region}::b}", []string{"join|${join ,::${AWS::Region}::b}"}, ""},
+		{"${output a::B", nil, `lookup "${output a::B" is not closed: add }`},
+		{"${join ,::${AWS::Region", nil, `"${AWS::Region" is not closed: add }`},
+		{strings.Repeat("${join ,::", 9) + strings.Repeat("}", 9), nil, "lookups are nested more than 8 deep"},
 	}
 	for _, tt := range tests {
+		parts, err := parseValue(tt.in)
+		if tt.err != "" || err != nil {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("parseValue(%q) error = %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
 		var got []string
-		for _, m := range findLookups(tt.in) {
-			got = append(got, m.kind+"|"+m.args)
-			if !strings.HasPrefix(tt.in[m.start:m.end], "${") || !strings.HasSuffix(tt.in[m.start:m.end], "}") {
-				t.Errorf("%q: match %q is not a ${...}", tt.in, tt.in[m.start:m.end])
+		for _, p := range parts {
+			if p.lookup {
+				got = append(got, p.kind+"|"+p.raw)
 			}
 		}
 		if !slices.Equal(got, tt.want) {
-			t.Errorf("findLookups(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("parseValue(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -2,9 +2,9 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"path"
 	"path/filepath"
@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -25,6 +26,11 @@ type LoadOptions struct {
 	// Deployment is the deployment's name (NAME in deployments/NAME.zip); it is the default
 	// persistent_graph_key.
 	Deployment string
+	// Vars is the content of a var file (push --var-file) whose values override the
+	// config's variables; when nil, the bundle's cairn.vars.yaml is read if it has one.
+	// VarsFile names it in messages.
+	Vars     []byte
+	VarsFile string
 }
 
 // Load loads and validates the bundle's config with no deployment name.
@@ -72,10 +78,11 @@ var capabilities = []string{"CAPABILITY_AUTO_EXPAND", "CAPABILITY_IAM", "CAPABIL
 
 var (
 	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "tags",
-		"deletion_policy", "max_concurrency", "drift", "capabilities", "stacks"}
+		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks"}
 	stackKeys = []string{"name", "stack_name", "template_path", "template_url", "template_body",
 		"parameters", "variables", "requires", "required_by", "tags", "termination_protection",
-		"protected", "enabled", "locked", "capabilities"}
+		"protected", "enabled", "locked", "capabilities", "stack_policy_path", "notification_arns",
+		"rollback_configuration", "timeout_in_minutes", "disable_rollback"}
 	deletionKeys = []string{"max_deletions"}
 	driftKeys    = []string{"enabled", "ignore"}
 )
@@ -88,6 +95,11 @@ type loader struct {
 	templates map[string]*templateResult // by "path:" + template path or "body:" + body
 	checked   map[string]*checkResult    // template checks by sha256: identical templates are checked once
 	files     map[string][]byte          // template files read, by path as written
+	vars      map[string]string          // variables, the var file's over the config's
+	data      map[string]dataResult      // files read by ${file}, by CODEC:PATH
+	// topTags are the lookups of the config's tags, which every stack not overriding
+	// the tag shares.
+	topTags []lookupRef
 
 	// knownNames are the stack names, sorted, for suggestions; suggestions counts them,
 	// so a config with thousands of typos stays linear.
@@ -124,6 +136,9 @@ type stackDef struct {
 	requires, requiredBy       []*yaml.Node
 	lookups                    []lookupRef
 	ownTags                    map[string]string
+	// static holds the parameter values known at load (no deploy-time lookup), checked
+	// against the template's constraints.
+	static map[string]string
 }
 
 type lookupRef struct {
@@ -186,7 +201,7 @@ func (l *loader) load(o LoadOptions) *Config {
 		Tags:               map[string]string{},
 		byName:             map[string]*Stack{},
 	}
-	var stacksNode, namespaceNode *yaml.Node
+	var stacksNode, namespaceNode, tagsNode, varsNode *yaml.Node
 	for _, f := range l.fields(root, "", topKeys) {
 		switch f.name {
 		case "namespace":
@@ -202,7 +217,9 @@ func (l *loader) load(o LoadOptions) *Config {
 				c.PersistentGraphKey = k
 			}
 		case "tags":
-			c.Tags = l.tags(f.v, f.key)
+			tagsNode = f.v
+		case "variables":
+			varsNode = f.v
 		case "deletion_policy":
 			for _, g := range l.fields(f.v, f.key, deletionKeys) {
 				if n, ok := l.integer(g.v, g.key); ok {
@@ -248,6 +265,18 @@ func (l *loader) load(o LoadOptions) *Config {
 			stacksNode = f.v
 		}
 	}
+	l.variables(varsNode, o)
+	if tagsNode != nil {
+		var lookups []lookupRef
+		c.Tags, lookups = l.tags(tagsNode, "tags")
+		for _, lr := range lookups {
+			if lr.l.Kind == "output" {
+				l.errorf(lr.node, lr.key, "the config's tags cannot read ${output %s::%s}: every stack would depend on stack %s; put the tag on the stacks that need it", lr.l.Stack, lr.l.Output, lr.l.Stack)
+				continue
+			}
+			l.topTags = append(l.topTags, lr)
+		}
+	}
 	namespaceOK := c.Namespace == "" || stackNameRE.MatchString(c.Namespace)
 	if !namespaceOK {
 		l.errorf(namespaceNode, "namespace", "%q cannot start CloudFormation stack names: use letters, digits and hyphens, starting with a letter", c.Namespace)
@@ -286,7 +315,8 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 		return nil
 	}
 	s := &Stack{Enabled: true, Parameters: map[string]string{}}
-	d := &stackDef{s: s, key: key, node: n, paramKeys: map[string]*yaml.Node{}}
+	d := &stackDef{s: s, key: key, node: n, paramKeys: map[string]*yaml.Node{}, static: map[string]string{}}
+	var ownTagLookups []lookupRef
 	for _, f := range l.fields(n, key, stackKeys) {
 		switch f.name {
 		case "name":
@@ -336,14 +366,16 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 					continue
 				}
 				s.Parameters[p.name] = v
-				for _, m := range findLookups(v) {
-					lk, err := parseLookup(m.kind, m.args)
-					if err != nil {
-						l.errorf(p.v, p.key, "%v", err)
-						continue
-					}
+				found, static, known, ok := l.lookups(v, p.v, p.key)
+				if !ok {
+					continue
+				}
+				for _, lk := range found {
 					lk.Param = p.name
 					d.lookups = append(d.lookups, lookupRef{l: lk, node: p.v, key: p.key})
+				}
+				if known {
+					d.static[p.name] = static
 				}
 			}
 		case "requires":
@@ -351,7 +383,7 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 		case "required_by":
 			s.RequiredBy, d.requiredBy = l.strs(f.v, f.key)
 		case "tags":
-			d.ownTags = l.tags(f.v, f.key)
+			d.ownTags, ownTagLookups = l.tags(f.v, f.key)
 		case "termination_protection":
 			s.TerminationProtection, _ = l.boolean(f.v, f.key)
 		case "protected":
@@ -360,6 +392,8 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 			s.Enabled, _ = l.boolean(f.v, f.key)
 		case "locked":
 			s.Locked, _ = l.boolean(f.v, f.key)
+		case "stack_policy_path", "notification_arns", "rollback_configuration", "timeout_in_minutes", "disable_rollback":
+			l.option(d, f)
 		case "capabilities":
 			d.capsNode = f.k
 			caps, nodes := l.strs(f.v, f.key)
@@ -385,7 +419,15 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 		s.Tags = maps.Clone(c.Tags)
 		maps.Copy(s.Tags, d.ownTags)
 	}
-	slices.SortFunc(d.lookups, func(a, b lookupRef) int { return strings.Compare(a.l.Param, b.l.Param) })
+	for _, lr := range l.topTags {
+		if _, own := d.ownTags[lr.l.Tag]; !own {
+			d.lookups = append(d.lookups, lr)
+		}
+	}
+	d.lookups = append(d.lookups, ownTagLookups...)
+	slices.SortStableFunc(d.lookups, func(a, b lookupRef) int {
+		return cmp.Or(strings.Compare(a.l.Param, b.l.Param), strings.Compare(a.l.Tag, b.l.Tag))
+	})
 	for _, lr := range d.lookups {
 		s.Lookups = append(s.Lookups, lr.l)
 	}
@@ -498,6 +540,17 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 		}
 		for i := range d.lookups {
 			lr := &d.lookups[i]
+			if lr.l.Kind == "rxref" {
+				if c.byName[lr.l.Stack] != nil {
+					l.errorf(lr.node, lr.key, "${rxref %s::%s} names stack %s of this config: write ${output %s::%s}, which also deploys %s first", lr.l.Stack, lr.l.Output, lr.l.Stack, lr.l.Stack, lr.l.Output, lr.l.Stack)
+					continue
+				}
+				s.Lookups[i].StackName = lr.l.Stack
+				if c.Namespace != "" {
+					s.Lookups[i].StackName = c.Namespace + c.NamespaceDelimiter + lr.l.Stack
+				}
+				continue
+			}
 			if lr.l.Kind != "output" {
 				continue
 			}
@@ -571,7 +624,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 			l.errorf(pk, d.key+".parameters."+name, "%s declares no parameter %q%s; it declares %s", label, name, suggestList(name, r.t.ParameterNames()), list(r.t.ParameterNames(), "none"))
 			continue
 		}
-		if v, given := s.Parameters[name]; given && len(findLookups(v)) == 0 {
+		if v, given := d.static[name]; given {
 			if err := p.CheckValue(v); err != nil {
 				at, _ := l.paramValue(d, name)
 				l.errorf(at, d.key+".parameters."+name, "%v (%s)", err, label)
@@ -736,29 +789,13 @@ func (l *loader) readTemplate(n *yaml.Node, key, p string) ([]byte, bool) {
 	if body, ok := l.files[p]; ok {
 		return body, true
 	}
-	clean := path.Clean(p)
-	if p == "" || path.IsAbs(p) || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':') ||
-		clean == ".." || strings.HasPrefix(clean, "../") {
-		l.errorf(n, key, "template path %q leaves the bundle: give a path relative to the bundle root, such as templates/app.yaml", p)
+	body, err := l.bundleFile("template", "templates/app.yaml", "put the template inline with template_body, or bundle a directory", p)
+	if err != nil {
+		l.errorf(n, key, "%v", err)
 		return nil, false
 	}
-	if !fs.ValidPath(clean) {
-		l.errorf(n, key, "template path %q is not a valid bundle path: use / between directories", p)
-		return nil, false
-	}
-	body, err := fs.ReadFile(l.b.FS, clean)
-	switch {
-	case err == nil:
-		l.files[p] = body
-		return body, true
-	case errors.Is(err, fs.ErrNotExist) && l.b.SingleFile:
-		l.errorf(n, key, "template file %q: a single-file bundle holds no files: put the template inline with template_body, or bundle a directory", p)
-	case errors.Is(err, fs.ErrNotExist):
-		l.errorf(n, key, "template file %q not found in the bundle", p)
-	default:
-		l.errorf(n, key, "template file %q cannot be read: %v", p, err)
-	}
-	return nil, false
+	l.files[p] = body
+	return body, true
 }
 
 // cycles reports a dependency cycle among known stacks at the declaration of its first edge.
@@ -949,9 +986,11 @@ func (l *loader) integer(n *yaml.Node, key string) (int, bool) {
 	return i, true
 }
 
-// tags decodes a tag mapping; aws: and cairn: keys are reserved.
-func (l *loader) tags(n *yaml.Node, key string) map[string]string {
+// tags decodes a tag mapping and the lookups of its values; aws: and cairn: keys are
+// reserved.
+func (l *loader) tags(n *yaml.Node, key string) (map[string]string, []lookupRef) {
 	out := map[string]string{}
+	var lookups []lookupRef
 	for _, f := range l.fields(n, key, nil) {
 		v, ok := l.str(f.v, f.key)
 		if !ok {
@@ -961,10 +1000,30 @@ func (l *loader) tags(n *yaml.Node, key string) map[string]string {
 			l.errorf(f.k, f.key, "tag keys starting with %s: are reserved (cairn sets its own cairn: tags)", p)
 			continue
 		}
+		if len(f.name) > maxTagKey {
+			l.errorf(f.k, f.key, "tag key is %d characters, more than CloudFormation's %d", len(f.name), maxTagKey)
+		}
 		out[f.name] = v
+		found, static, known, ok := l.lookups(v, f.v, f.key)
+		if !ok {
+			continue
+		}
+		if known && utf8.RuneCountInString(static) > maxTagValue {
+			l.errorf(f.v, f.key, "tag value is %d characters, more than CloudFormation's %d", utf8.RuneCountInString(static), maxTagValue)
+		}
+		for _, lk := range found {
+			lk.Tag = f.name
+			lookups = append(lookups, lookupRef{l: lk, node: f.v, key: f.key})
+		}
 	}
-	return out
+	return out, lookups
 }
+
+// CloudFormation's limits on stack tags.
+const (
+	maxTagKey   = 128
+	maxTagValue = 256
+)
 
 func describe(n *yaml.Node) string {
 	switch n.Kind {

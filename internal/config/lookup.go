@@ -1,160 +1,283 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"slices"
+	"regexp"
 	"strings"
 )
 
-// Lookup is a reference from a stack parameter to another stack's output, resolved at
-// deploy time.
+// Lookup is one ${KIND ARGS} of a stack's parameters or tags. Deploy-time lookups (output,
+// xref, rxref, cfn, ssm) are resolved in the deployer from data it fetched; var and file
+// are read when the bundle is loaded, and their values are kept here so a later step
+// resolves them without the bundle.
 type Lookup struct {
-	// Kind is "output" (a stack in this config: adds a dependency) or "xref" (any stack,
-	// named by its full CloudFormation name: no dependency).
+	// Kind is output (a stack of this config: adds a dependency), xref (any stack, by its
+	// full CloudFormation name), rxref (a stack of this namespace outside this config), cfn
+	// (Runway's spelling of xref), ssm (an SSM parameter), var (a variable) or file (a
+	// file of the bundle).
 	Kind string
-	// Stack is the name as written: a config stack name for output, a CloudFormation stack
-	// name for xref.
-	Stack string
+	// Stack is the name as written: a config stack name for output and rxref, a
+	// CloudFormation stack name for xref and cfn.
+	Stack string `json:",omitempty"`
 	// StackName is the CloudFormation name of the stack whose output is read.
-	StackName string
+	StackName string `json:",omitempty"`
 	// Output is the output's name.
-	Output string
-	// Param is the parameter whose value holds the lookup.
-	Param string
+	Output string `json:",omitempty"`
+	// Name is the SSM parameter's name (with a :VERSION or :LABEL selector when written)
+	// or the variable's name.
+	Name string `json:",omitempty"`
+	// Arg is the lookup's arguments as evaluated when the bundle was loaded (nested var
+	// and file lookups replaced), for var and file: Value's key.
+	Arg string `json:",omitempty"`
+	// Value is what a var or file lookup read.
+	Value string `json:",omitempty"`
+	// Param is the parameter whose value holds the lookup; Tag the tag's key for a lookup
+	// in a tag.
+	Param string `json:",omitempty"`
+	Tag   string `json:",omitempty"`
 }
 
-// lookupMatch is one ${KIND ARGS} in a parameter value, at v[start:end].
-type lookupMatch struct {
-	start, end int
-	kind, args string
+// Kinds are the lookups cairn knows, in the order messages list them.
+var Kinds = []string{"output", "xref", "rxref", "cfn", "ssm", "var", "file", "split", "join"}
+
+// deployTime reports whether a lookup kind is read in the deployer rather than from the
+// bundle.
+func deployTime(kind string) bool {
+	switch kind {
+	case "output", "xref", "rxref", "cfn", "ssm":
+		return true
+	}
+	return false
 }
 
-// findLookups returns the ${KIND ARGS} in v: KIND is letters and underscores, then
-// whitespace, then ARGS up to the closing brace. The whitespace keeps CloudFormation-style
-// ${AWS::Region} strings, which are not lookups, untouched. (A hand-written scanner: a
-// 10,000-stack config has tens of thousands of values.)
-func findLookups(v string) []lookupMatch {
-	var out []lookupMatch
-	for i := 0; ; {
-		j := strings.Index(v[i:], "${")
-		if j < 0 {
-			return out
+// maxDepth bounds the nesting of lookups in one value.
+const maxDepth = 8
+
+// part is one piece of a parsed value: literal text, or a lookup with its parsed arguments.
+type part struct {
+	text string
+	// lookup marks a ${KIND ARGS}; raw is its source text.
+	lookup    bool
+	kind, raw string
+	args      []part
+}
+
+// SyntaxError is a value that does not parse.
+type SyntaxError struct {
+	// Offset is the byte offset in the value where the problem starts.
+	Offset int
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string { return e.Msg }
+
+// parseValue splits a parameter or tag value into literal text and lookups. A lookup is
+// ${KIND ARGS}: KIND is letters and underscores, then whitespace, then ARGS up to the
+// matching closing brace; ARGS may hold lookups of their own. The whitespace keeps
+// CloudFormation-style ${AWS::Region} strings, which are not lookups, untouched.
+func parseValue(v string) ([]part, error) {
+	sc := scanner{v: v}
+	parts, err := sc.parts(0)
+	if err != nil {
+		return nil, err
+	}
+	return parts, nil
+}
+
+type scanner struct {
+	v string
+	i int
+}
+
+// lookupStart returns the end of KIND and the start of ARGS when a ${KIND ARGS} starts at i.
+func (sc *scanner) lookupStart(i int) (kindEnd, argsStart int, ok bool) {
+	k := i + 2
+	for k < len(sc.v) && (sc.v[k] == '_' || 'a' <= sc.v[k] && sc.v[k] <= 'z' || 'A' <= sc.v[k] && sc.v[k] <= 'Z') {
+		k++
+	}
+	kindEnd = k
+	for k < len(sc.v) && strings.IndexByte(" \t\n\r\f", sc.v[k]) >= 0 {
+		k++
+	}
+	return kindEnd, k, kindEnd > i+2 && k > kindEnd
+}
+
+// parts parses up to the end of the value (depth 0) or the '}' closing the lookup being
+// parsed (depth > 0), which it leaves unread.
+func (sc *scanner) parts(depth int) ([]part, error) {
+	var out []part
+	var lit strings.Builder
+	flush := func() {
+		if lit.Len() > 0 {
+			out = append(out, part{text: lit.String()})
+			lit.Reset()
 		}
-		start := i + j
-		k := start + 2
-		for k < len(v) && (v[k] == '_' || 'a' <= v[k] && v[k] <= 'z' || 'A' <= v[k] && v[k] <= 'Z') {
-			k++
+	}
+	for sc.i < len(sc.v) {
+		c := sc.v[sc.i]
+		if c == '}' && depth > 0 {
+			flush()
+			return out, nil
 		}
-		kindEnd := k
-		for k < len(v) && strings.IndexByte(" \t\n\r\f", v[k]) >= 0 {
-			k++
-		}
-		if kindEnd == start+2 || k == kindEnd {
-			i = start + 2
+		if c != '$' || sc.i+1 >= len(sc.v) || sc.v[sc.i+1] != '{' {
+			lit.WriteByte(c)
+			sc.i++
 			continue
 		}
-		end := strings.IndexByte(v[k:], '}')
-		if end < 0 {
-			return out
-		}
-		out = append(out, lookupMatch{start: start, end: k + end + 1, kind: v[start+2 : kindEnd], args: v[k : k+end]})
-		i = k + end + 1
-	}
-}
-
-// parseLookup parses the KIND and ARGS of one ${KIND ARGS}.
-func parseLookup(kind, args string) (Lookup, error) {
-	args = strings.TrimSpace(args)
-	switch kind {
-	case "output":
-		stack, output, ok := strings.Cut(args, "::")
+		start := sc.i
+		kindEnd, argsStart, ok := sc.lookupStart(start)
 		if !ok {
-			stack, output, ok = strings.Cut(args, ".")
+			if depth == 0 {
+				lit.WriteString("${")
+				sc.i += 2
+				continue
+			}
+			// ${AWS::Region} inside a lookup's arguments: text, whose brace must not close
+			// the lookup.
+			j := strings.IndexByte(sc.v[start:], '}')
+			if j < 0 {
+				return nil, &SyntaxError{start, fmt.Sprintf("%q is not closed: add }", sc.v[start:])}
+			}
+			lit.WriteString(sc.v[start : start+j+1])
+			sc.i = start + j + 1
+			continue
 		}
-		if !ok || stack == "" || output == "" {
-			return Lookup{}, fmt.Errorf("malformed lookup ${output %s}: write ${output STACK::Output}", args)
+		if depth+1 > maxDepth {
+			return nil, &SyntaxError{start, fmt.Sprintf("lookups are nested more than %d deep", maxDepth)}
 		}
-		return Lookup{Kind: kind, Stack: stack, Output: output}, nil
-	case "xref":
-		stack, output, ok := strings.Cut(args, "::")
-		if !ok || stack == "" || output == "" {
-			return Lookup{}, fmt.Errorf("malformed lookup ${xref %s}: write ${xref FULL-STACK-NAME::Output}", args)
+		flush()
+		sc.i = argsStart
+		args, err := sc.parts(depth + 1)
+		if err != nil {
+			return nil, err
 		}
-		return Lookup{Kind: kind, Stack: stack, StackName: stack, Output: output}, nil
-	}
-	return Lookup{}, fmt.Errorf("unknown lookup ${%s %s}: cairn supports ${output STACK::Output} and ${xref FULL-STACK-NAME::Output}", kind, args)
-}
-
-// ResolveParameters returns s's parameters with every lookup replaced by the output it
-// names. outputs is called with the CloudFormation stack name (Lookup.StackName, for both
-// kinds) and the output name. If some outputs are missing, it returns an error naming
-// each of them and no parameters, since a stack must not deploy with a lookup unresolved.
-func ResolveParameters(s *Stack, outputs func(stack, output string) (string, bool)) (map[string]string, error) {
-	stackNames := map[[2]string]string{}
-	for _, l := range s.Lookups {
-		stackNames[[2]string{l.Kind, l.Stack}] = l.StackName
-	}
-	names := make([]string, 0, len(s.Parameters))
-	for name := range s.Parameters {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	var errs []error
-	out := make(map[string]string, len(s.Parameters))
-	for _, name := range names {
-		v := s.Parameters[name]
-		var b strings.Builder
-		last := 0
-		for _, lm := range findLookups(v) {
-			b.WriteString(v[last:lm.start])
-			last = lm.end
-			b.WriteString(resolveOne(s, name, v[lm.start:lm.end], lm, stackNames, outputs, &errs))
+		if sc.i >= len(sc.v) {
+			return nil, &SyntaxError{start, fmt.Sprintf("lookup %q is not closed: add }", shorten(sc.v[start:]))}
 		}
-		b.WriteString(v[last:])
-		out[name] = b.String()
+		sc.i++ // the closing brace
+		out = append(out, part{lookup: true, kind: sc.v[start+2 : kindEnd], raw: sc.v[start:sc.i], args: args})
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
+	flush()
 	return out, nil
 }
 
-// resolveOne returns the value of one lookup m of parameter name, or m itself after
-// recording why it has none.
-func resolveOne(s *Stack, name, m string, lm lookupMatch, stackNames map[[2]string]string, outputs func(stack, output string) (string, bool), errs *[]error) string {
-	l, err := parseLookup(lm.kind, lm.args)
-	if err != nil {
-		*errs = append(*errs, fmt.Errorf("stack %s: parameter %s: %w", s.Name, name, err))
-		return m
+func shorten(s string) string {
+	if len(s) > 60 {
+		return s[:57] + "..."
 	}
-	stackName, ok := stackNames[[2]string{l.Kind, l.Stack}]
-	if !ok {
-		stackName = l.StackName
-	}
-	if stackName == "" {
-		*errs = append(*errs, fmt.Errorf("stack %s: parameter %s: %s names a stack the config does not know: reload the config", s.Name, name, m))
-		return m
-	}
-	v, ok := outputs(stackName, l.Output)
-	if !ok {
-		*errs = append(*errs, fmt.Errorf("stack %s: parameter %s: %s: stack %s has no output %s yet: deploy %s first", s.Name, name, m, stackName, l.Output, l.Stack))
-		return m
-	}
-	return v
+	return s
 }
 
-// CheckResolved checks the parameter values s deploys with, its lookups resolved, against
-// its template's constraints, before its change set is made: a value read from another
-// stack's output can break an AllowedPattern that no literal could be checked for. The
-// error names the stack and each refused parameter (NoEcho values are not shown) and wraps
-// template.ErrParameter. A stack without a parsed template (template_url) passes.
-func CheckResolved(s *Stack, values map[string]string) error {
-	if s.Template == nil {
+// cutParts splits parts at the first sep found in their literal text (not inside a
+// nested lookup).
+func cutParts(parts []part, sep string) (before, after []part, found bool) {
+	for i, p := range parts {
+		if p.lookup {
+			continue
+		}
+		j := strings.Index(p.text, sep)
+		if j < 0 {
+			continue
+		}
+		before = append(append([]part(nil), parts[:i]...), textPart(p.text[:j])...)
+		after = append(textPart(p.text[j+len(sep):]), parts[i+1:]...)
+		return before, after, true
+	}
+	return parts, nil, false
+}
+
+func textPart(s string) []part {
+	if s == "" {
 		return nil
 	}
-	if err := s.Template.CheckParameters(values); err != nil {
-		return fmt.Errorf("stack %s: %w: fix the value in the config or the output it reads", s.Name, err)
+	return []part{{text: s}}
+}
+
+// literal returns the text of parts that hold no lookup.
+func literal(parts []part) (string, bool) {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.lookup {
+			return "", false
+		}
+		b.WriteString(p.text)
 	}
-	return nil
+	return b.String(), true
+}
+
+var (
+	// ssmNameRE is what SSM accepts as a parameter name, with an optional :VERSION or
+	// :LABEL selector.
+	ssmNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.\-/]+(:[a-zA-Z0-9_.\-]+)?$`)
+	varNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.\-]*$`)
+)
+
+// fileCodecs are the encodings of ${file CODEC:PATH}.
+var fileCodecs = []string{"plain", "base64", "json", "yaml"}
+
+// parseLookup parses the KIND and evaluated ARGS of a lookup other than split and join.
+func parseLookup(kind, args string) (Lookup, error) {
+	args = strings.TrimSpace(args)
+	stackOutput := func(seps []string, want string) (Lookup, error) {
+		for _, sep := range seps {
+			if stack, output, ok := strings.Cut(args, sep); ok && stack != "" && output != "" && !strings.ContainsAny(output, ":.") {
+				return Lookup{Kind: kind, Stack: stack, Output: output}, nil
+			}
+		}
+		return Lookup{}, fmt.Errorf("malformed lookup ${%s %s}: write ${%s %s}", kind, args, kind, want)
+	}
+	switch kind {
+	case "output":
+		return stackOutput([]string{"::", "."}, "STACK::Output")
+	case "rxref":
+		return stackOutput([]string{"::"}, "STACK::Output (a stack of this namespace outside this config)")
+	case "xref":
+		l, err := stackOutput([]string{"::"}, "FULL-STACK-NAME::Output")
+		l.StackName = l.Stack
+		return l, err
+	case "cfn":
+		l, err := stackOutput([]string{"."}, "FULL-STACK-NAME.Output")
+		l.StackName = l.Stack
+		return l, err
+	case "ssm":
+		name := args
+		switch {
+		case name == "":
+			return Lookup{}, fmt.Errorf("malformed lookup ${ssm}: write ${ssm /path/name}")
+		case len(name) > 2048 || !ssmNameRE.MatchString(name):
+			return Lookup{}, fmt.Errorf("malformed lookup ${ssm %s}: an SSM parameter name holds only letters, digits and _.-/ (at most 2048), with an optional :VERSION", name)
+		case strings.Contains(name, "/") && !strings.HasPrefix(name, "/"):
+			return Lookup{}, fmt.Errorf("malformed lookup ${ssm %s}: a parameter name with / must start with /: write ${ssm /%s}", name, name)
+		}
+		return Lookup{Kind: kind, Name: name}, nil
+	case "var":
+		name, _, _ := strings.Cut(args, "::")
+		name = strings.TrimSpace(name)
+		if !varNameRE.MatchString(name) {
+			return Lookup{}, fmt.Errorf("malformed lookup ${var %s}: write ${var NAME} or ${var NAME::default}, NAME being letters, digits and _.-", args)
+		}
+		return Lookup{Kind: kind, Name: name, Arg: args}, nil
+	case "file":
+		codec, p, ok := strings.Cut(args, ":")
+		if !ok || p == "" {
+			return Lookup{}, fmt.Errorf("malformed lookup ${file %s}: write ${file CODEC:PATH}, CODEC being %s", args, strings.Join(fileCodecs, ", "))
+		}
+		found := false
+		for _, c := range fileCodecs {
+			found = found || c == codec
+		}
+		if !found {
+			return Lookup{}, fmt.Errorf("unknown codec %q of ${file %s}%s: use %s", codec, args, suggestList(codec, fileCodecs), strings.Join(fileCodecs, ", "))
+		}
+		return Lookup{Kind: kind, Name: codec + ":" + strings.TrimPrefix(p, "file://"), Arg: args}, nil
+	}
+	return Lookup{}, fmt.Errorf("unknown lookup ${%s %s}%s: cairn supports %s", kind, args, suggestList(kind, Kinds), kindList())
+}
+
+func kindList() string {
+	out := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		out[i] = "${" + k + "}"
+	}
+	return strings.Join(out, ", ")
 }

@@ -42,7 +42,7 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 	}
 	doc.Bundle = p.Bundle
 	doc.Namespace, doc.GraphKey = p.Namespace, p.GraphKey
-	doc.Decisions, doc.Lookups, doc.Drop, doc.Destroy = p.Decisions, p.Lookups, p.Drop, p.Destroy
+	doc.Decisions, doc.Lookups, doc.SSM, doc.Drop, doc.Destroy = p.Decisions, p.Lookups, p.SSM, p.Drop, p.Destroy
 	if p.Namespace == "" {
 		doc.Refusals = []string{fmt.Sprintf("plan %s failed before it planned anything (%s): nothing to apply; fix the bundle and re-plan", planID, p.Reason)}
 		return s.fail(ctx, doc, nil, "refused: the plan failed; nothing was executed", log)

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/provenance"
 )
 
 // DestroyMetadata is the S3 object metadata key that makes a plans/NAME.zip upload plan
@@ -52,8 +54,8 @@ func Download(ctx context.Context, api bucket.Getter, b Bundle, deployment strin
 	case err != nil:
 		return nil, fmt.Errorf("download bundle: %w", err)
 	}
-	b.GitRef = o.Metadata["git-ref"]
-	b.GitRemote = o.Metadata["git-remote"]
+	b.Source = provenance.FromMetadata(o.Metadata)
+	b.GitRef, b.GitRemote = b.Source.Commit, b.Source.Remote
 	sum := sha256.Sum256(o.Body)
 	b.SHA256 = hex.EncodeToString(sum[:])
 	lb := &Loaded{Bundle: b, Destroy: o.Metadata[DestroyMetadata] == "true"}
@@ -75,4 +77,26 @@ func Download(ctx context.Context, api bucket.Getter, b Bundle, deployment strin
 		lb.Config = cfg
 	}
 	return lb, nil
+}
+
+// DownloadApplied downloads deployment name's bundle at version from its deploy upload,
+// else from its plan upload (an approved plan applies the plan upload), and loads it.
+// Without a version (an unversioned bucket) an upload counts only when it is the one
+// applied (its sha256). It returns nil, and the key, when neither holds it.
+func DownloadApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*Loaded, string, error) {
+	for _, key := range []string{bucket.DeploymentKey(name), bucket.PlanUploadKey(name)} {
+		lb, err := Download(ctx, api, Bundle{Bucket: bucketName, Key: key, VersionID: version}, name)
+		if err != nil && version != "" && awsclient.HTTPStatus(err) == 400 {
+			continue // S3 refuses a version id of another key
+		}
+		switch {
+		case err != nil:
+			return nil, key, err
+		case lb.Missing:
+		case version == "" && sha != "" && lb.Bundle.SHA256 != sha:
+		default:
+			return lb, key, nil
+		}
+	}
+	return nil, "", nil
 }

@@ -108,6 +108,8 @@ type Clients struct {
 	CFN CFNAPI
 	SQS SQSAPI
 	SNS SNSAPI
+	// SSM reads the SSM parameters of ${ssm} lookups (nil: a config with some fails).
+	SSM SSMAPI
 }
 
 // base is what every part of the driver shares.
@@ -117,6 +119,7 @@ type base struct {
 	cfn   CFNAPI
 	sqs   SQSAPI
 	sns   SNSAPI
+	ssm   SSMAPI
 	store *state.Store
 	clk   clock.Clock
 	log   *slog.Logger
@@ -165,7 +168,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, clk: cfg.Clock, log: cfg.Logger, budgets: &sync.Map{},
+	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, clk: cfg.Clock, log: cfg.Logger, budgets: &sync.Map{},
 		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}

@@ -32,6 +32,9 @@ type Document struct {
 	Pending map[string]run.Observation `json:"pending,omitempty"`
 	// Lookups are each stack's output lookups, so parameters resolve without the bundle.
 	Lookups map[string][]config.Lookup `json:"lookups,omitempty"`
+	// SSM holds the SSM parameters the lookups read, fetched when the run began
+	// (SecureStrings by hash only: see config.SSMValue).
+	SSM map[string]config.SSMValue `json:"ssm,omitempty"`
 	// Protection and LiveProtection are read from documents written before the run's
 	// stacks carried the termination protection wanted and seen (run.Stack.Protect and
 	// Protected).

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -62,6 +63,7 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 		CFN: cloudformation.NewFromConfig(awsCfg),
 		SQS: sqs.NewFromConfig(awsCfg),
 		SNS: sns.NewFromConfig(awsCfg),
+		SSM: ssm.NewFromConfig(awsCfg),
 	})
 }
 

@@ -74,7 +74,7 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
 		Bundle:    doc.Bundle,
 		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
-		Run: doc.Run, Lookups: doc.Lookups, Drop: doc.Drop, Destroy: doc.Destroy,
+		Run: doc.Run, Lookups: doc.Lookups, SSM: doc.SSM, Drop: doc.Drop, Destroy: doc.Destroy,
 	}
 	if doc.Run.Status != run.Succeeded {
 		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")
@@ -124,7 +124,39 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 		}
 		p.Stacks = append(p.Stacks, pst)
 	}
+	if err := ps.templateResources(ctx, doc, p); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// templateResources lists, for each stack the plan creates at apply (no change set says
+// what it adds yet), the resources its template declares, read from the planned bundle.
+func (ps plans) templateResources(ctx context.Context, doc *Document, p *plan.Document) error {
+	var atApply []*plan.Stack
+	for i := range p.Stacks {
+		if s := &p.Stacks[i]; s.CreatedAtApply && s.ChangeSetID == "" {
+			atApply = append(atApply, s)
+		}
+	}
+	if len(atApply) == 0 {
+		return nil
+	}
+	lb, err := Download(ctx, ps.s3, doc.Bundle, doc.Run.Deployment)
+	if err != nil {
+		return err
+	}
+	if lb.Config == nil {
+		return nil
+	}
+	for _, s := range atApply {
+		if cs := lb.Config.Stack(s.Name); cs != nil && cs.Template != nil {
+			for _, r := range cs.Template.Declared {
+				s.Resources = append(s.Resources, plan.Resource{LogicalID: r.LogicalID, Type: r.Type})
+			}
+		}
+	}
+	return nil
 }
 
 // markdown writes the plan's pull-request comment, ready to post.

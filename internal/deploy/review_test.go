@@ -200,6 +200,13 @@ func TestPlanThenApproveExecutesExactlyThePlannedChangeSets(t *testing.T) {
 	if s := p.Stack("worker"); !s.CreatedAtApply || s.ChangeSetID != "" {
 		t.Errorf("worker: created at apply %v, change set %q", s.CreatedAtApply, s.ChangeSetID)
 	}
+	// With no change set yet, what its creation adds is read from its template.
+	if s := p.Stack("worker"); !slices.Equal(s.Resources, []plan.Resource{{LogicalID: "Parameter", Type: "AWS::SSM::Parameter"}}) {
+		t.Errorf("worker: resources from the template %+v", s.Resources)
+	}
+	if s := p.Stack("queue"); s.Resources != nil {
+		t.Errorf("queue has a change set, yet resources from the template %+v", s.Resources)
+	}
 	if s := p.Stack("app"); !s.InputsMayChange {
 		t.Errorf("app consumes database's outputs, which the plan changes: want inputs may change")
 	}

@@ -202,9 +202,14 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if err != nil {
 		return false, err
 	}
+	if !doc.Destroy {
+		if doc.SSM, err = s.ssmValues(ctx, cfg.SSMNames()); err != nil {
+			return false, err
+		}
+	}
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy,
+		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
@@ -212,6 +217,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	doc.Run = res.Run
 	doc.Decisions, doc.Refusals = res.Decisions, res.Refusals
+	doc.Warnings = append(doc.Warnings, res.Warnings...)
 	if len(res.Refusals) > 0 {
 		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
 		return true, s.fail(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)
@@ -245,7 +251,7 @@ func exportsOfGone(cfg *config.Config, g *state.Graph, live map[string]plan.Live
 	return exports
 }
 
-// lookupsOf keeps each stack's output lookups, so parameters resolve without the bundle.
+// lookupsOf keeps each stack's lookups, so parameters resolve without the bundle.
 func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
 	out := map[string][]config.Lookup{}
 	for _, s := range cfg.Stacks {

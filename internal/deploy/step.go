@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -117,7 +118,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 		}
 	}
 	opts := st.cfg.Run
-	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups)
+	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
 	prev := doc.Run
 	next, actions := run.Advance(prev, seen, st.clk.Now().UTC(), opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
@@ -194,11 +195,32 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 				loaded, err = Download(ctx, st.s3, doc.Bundle, doc.Run.Deployment)
 			}
 			var in *changeset.Inputs
+			var plain map[string]string
+			var secret []string
 			if err == nil {
-				in, err = inputs(doc, next, loaded, a)
+				plain, secret, err = st.unseal(ctx, a.Parameters)
+			}
+			if err == nil {
+				in, err = inputs(doc, next, loaded, a, plain, secret)
 			}
 			if err != nil {
 				log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
+				pending[a.Stack] = run.Failure(a.Stack, err)
+				continue
+			}
+			a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
+			pending[a.Stack] = cs.Perform(ctx, a, in)
+		case run.ExecuteChangeSet:
+			var err error
+			if loaded == nil {
+				loaded, err = Download(ctx, st.s3, doc.Bundle, doc.Run.Deployment)
+			}
+			var in *changeset.Inputs
+			if err == nil {
+				in, err = executeInputs(loaded, next, a)
+			}
+			if err != nil {
+				log.Warn("deploy: cannot prepare the execution", "stack", a.Stack, "err", err)
 				pending[a.Stack] = run.Failure(a.Stack, err)
 				continue
 			}
@@ -237,9 +259,11 @@ func finishedNow(prev, next *run.Run, name string) bool {
 	return n.Phase.Terminal() && (p == nil || !p.Phase.Terminal())
 }
 
-// inputs gathers what CreateChangeSet needs from the loaded bundle. A bundle that no
-// longer loads fails the stack at once (run.Permanent); one that changed is retried.
-func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action) (*changeset.Inputs, error) {
+// inputs gathers what CreateChangeSet needs from the loaded bundle: plain are a's
+// parameters with their SecureStrings unsealed (those of the parameters named in secret).
+// A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
+// is retried.
+func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string) (*changeset.Inputs, error) {
 	if lb.Config == nil {
 		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
 	}
@@ -250,14 +274,46 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action) (*changeset.Inp
 	if cs == nil {
 		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
 	}
-	if err := config.CheckResolved(cs, a.Parameters); err != nil {
+	if err := config.CheckResolved(cs, plain, secret...); err != nil {
 		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
+	}
+	own, err := config.ResolveTags(cs, plan.Values(r, cs.Lookups, doc.SSM, plan.Outputs(r)))
+	if err != nil {
+		return nil, run.Permanent(err)
 	}
 	rs := r.Stacks[a.Stack]
 	ref := doc.Bundle.Ref()
-	tags := plan.Tags(lb.Config, cs, ref)
+	tags := plan.Tags(lb.Config, cs, own, ref)
 	maps.Copy(tags, state.StackTags(lb.Config.Namespace, lb.Config.PersistentGraphKey, ref, &state.Stack{
 		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: run.HashParameters(a.Parameters), Requires: rs.Requires,
 	}))
-	return &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags}, nil
+	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags,
+		NotificationARNs: cs.Options.NotificationARNs}
+	if a.ChangeSetType == "UPDATE" {
+		// What the config no longer names is cleared, so the stack keeps in sync.
+		in.NotificationARNs = append([]string{}, in.NotificationARNs...)
+		in.Rollback = &cfntypes.RollbackConfiguration{}
+	}
+	if rb := cs.Options.Rollback; rb != nil {
+		in.Rollback = &cfntypes.RollbackConfiguration{MonitoringTimeInMinutes: aws.Int32(int32(rb.MonitoringTimeInMinutes))}
+		for _, t := range rb.Triggers {
+			in.Rollback.RollbackTriggers = append(in.Rollback.RollbackTriggers, cfntypes.RollbackTrigger{Arn: aws.String(t.ARN), Type: aws.String(t.Type)})
+		}
+	}
+	return in, nil
+}
+
+// executeInputs gathers what ExecuteChangeSet needs from the loaded bundle: the stack
+// policy, and DisableRollback for a create.
+func executeInputs(lb *Loaded, r *run.Run, a run.Action) (*changeset.Inputs, error) {
+	if lb.Config == nil {
+		return nil, run.Permanent(fmt.Errorf("bundle no longer loads: %s", strings.Join(lb.Errors, "; ")))
+	}
+	cs := lb.Config.Stack(a.Stack)
+	if cs == nil {
+		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	}
+	rs := r.Stacks[a.Stack]
+	return &changeset.Inputs{StackPolicy: string(cs.Options.StackPolicy),
+		DisableRollback: cs.Options.DisableRollback && rs != nil && rs.ChangeSetType == "CREATE"}, nil
 }

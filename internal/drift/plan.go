@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -176,25 +175,9 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 	return lb.Config, name, ""
 }
 
-// appliedBundle downloads deployment name's bundle at version from its deploy upload, else
-// from its plan upload. Without a version (an unversioned bucket) an upload counts only
-// when it is the one applied (its sha256). It returns nil when neither holds it.
+// appliedBundle downloads deployment name's bundle at version (see deploy.DownloadApplied).
 func (d *Driver) appliedBundle(ctx context.Context, name, version, sha string) (*deploy.Loaded, string, error) {
-	for _, key := range []string{bucket.DeploymentKey(name), bucket.PlanUploadKey(name)} {
-		lb, err := deploy.Download(ctx, d.c.S3, deploy.Bundle{Bucket: d.cfg.Bucket, Key: key, VersionID: version}, name)
-		if err != nil && version != "" && awsclient.HTTPStatus(err) == 400 {
-			continue // S3 refuses a version id of another key
-		}
-		switch {
-		case err != nil:
-			return nil, key, err
-		case lb.Missing:
-		case version == "" && sha != "" && lb.Bundle.SHA256 != sha:
-		default:
-			return lb, key, nil
-		}
-	}
-	return nil, "", nil
+	return deploy.DownloadApplied(ctx, d.c.S3, d.cfg.Bucket, name, version, sha)
 }
 
 // deploymentOf finds the deployment whose deploy or plan upload has version versionID.

@@ -23,26 +23,55 @@ func ActionOf(s *run.Stack) Action {
 	}
 }
 
-// Resolver resolves the parameters of r's stacks from the output lookups recorded when
-// the run was planned (lookups, by config name), so a later step needs no bundle.
-func Resolver(r *run.Run, lookups map[string][]config.Lookup) run.Resolver {
-	byStackName := map[string]string{}
+// Resolver resolves the parameters of r's stacks from the lookups recorded when the run
+// was planned (lookups, by config name) and the SSM parameters read then (ssm), so a later
+// step needs no bundle.
+func Resolver(r *run.Run, lookups map[string][]config.Lookup, ssm map[string]config.SSMValue) run.Resolver {
+	byStackName := configNames(r)
+	return func(stack string, raw map[string]string, outputs func(stack, output string) (string, bool)) (map[string]string, error) {
+		cs := &config.Stack{Name: stack, Parameters: raw, Lookups: lookups[stack]}
+		return config.ResolveParameters(cs, values(byStackName, lookups[stack], ssm, outputs))
+	}
+}
+
+func configNames(r *run.Run) map[string]string {
+	byStackName := make(map[string]string, len(r.Stacks))
 	for name, s := range r.Stacks {
 		byStackName[s.StackName] = name
 	}
-	return func(stack string, raw map[string]string, outputs func(stack, output string) (string, bool)) (map[string]string, error) {
-		cs := &config.Stack{Name: stack, Parameters: raw, Lookups: lookups[stack]}
-		return config.ResolveParameters(cs, func(stackName, output string) (string, bool) {
-			if name, ok := byStackName[stackName]; ok {
-				return outputs(name, output)
+	return byStackName
+}
+
+// Values are what the lookups of one stack of r read: outputs answers by config name
+// (run.Resolver's), and the SSM parameters read when the run was planned.
+func Values(r *run.Run, lookups []config.Lookup, ssm map[string]config.SSMValue, outputs func(stack, output string) (string, bool)) config.Values {
+	return values(configNames(r), lookups, ssm, outputs)
+}
+
+func values(byStackName map[string]string, lookups []config.Lookup, ssm map[string]config.SSMValue, outputs func(stack, output string) (string, bool)) config.Values {
+	return config.Values{SSM: ssm, Outputs: func(stackName, output string) (string, bool) {
+		if name, ok := byStackName[stackName]; ok {
+			return outputs(name, output)
+		}
+		for _, l := range lookups {
+			if l.StackName == stackName && l.Kind == "output" {
+				return outputs(l.Stack, output) // a disabled stack: its outputs are External
 			}
-			for _, l := range lookups[stack] {
-				if l.StackName == stackName && l.Kind == "output" {
-					return outputs(l.Stack, output) // a disabled stack: its outputs are External
-				}
-			}
-			return outputs(stackName, output)
-		})
+		}
+		return outputs(stackName, output)
+	}}
+}
+
+// Outputs answers a lookup of a stack's output in r by config name: a stack of the run,
+// or one outside it (External), as run.Advance does.
+func Outputs(r *run.Run) func(stack, output string) (string, bool) {
+	return func(stack, output string) (string, bool) {
+		if d := r.Stacks[stack]; d != nil {
+			v, ok := d.Outputs[output]
+			return v, ok
+		}
+		v, ok := r.External[stack+"::"+output]
+		return v, ok
 	}
 }
 
@@ -55,7 +84,7 @@ func (p *Document) ApplyRun(runID string, live map[string]Live, now time.Time) *
 	r.ID, r.Mode, r.Status, r.Reason = runID, run.ModeDeploy, run.Running, ""
 	r.StartedAt, r.UpdatedAt, r.FinishedAt, r.Seq = now, now, time.Time{}, 0
 	for name, s := range r.Stacks {
-		s.StartedAt, s.FinishedAt, s.PhaseSince, s.Attempts, s.Reason = time.Time{}, time.Time{}, now, 0, ""
+		s.StartedAt, s.FinishedAt, s.ExecutedAt, s.PhaseSince, s.Attempts, s.Reason = time.Time{}, time.Time{}, time.Time{}, now, 0, ""
 		if want, ok := p.Protection[name]; ok {
 			s.Protect = want // a plan recorded before its stacks carried it
 		}

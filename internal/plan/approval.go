@@ -94,7 +94,7 @@ func (p *Document) StaleReasons(o Observed) []string {
 		reasons = append(reasons, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; the plan is of version %s): re-plan", p.Bundle.Bucket, p.Bundle.Key, cmp.Or(o.LatestVersion, "none"), p.Bundle.VersionID))
 	}
 	planAt := p.CreatedAt.UTC().Format("15:04:05")
-	resolve := Resolver(p.Run, p.Lookups)
+	resolve := Resolver(p.Run, p.Lookups, p.SSM)
 	for _, s := range p.checked() {
 		what := "the plan"
 		if s.ChangeSetName != "" {

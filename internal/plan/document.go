@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -59,6 +60,9 @@ type Document struct {
 	Run *run.Run `json:"run"`
 	// Lookups carry what the apply run needs without reloading the config.
 	Lookups map[string][]config.Lookup `json:"lookups,omitempty"`
+	// SSM holds the SSM parameters the lookups read when the plan was made (SecureStrings
+	// by hash only).
+	SSM map[string]config.SSMValue `json:"ssm,omitempty"`
 	// Protection is read from plans recorded before the run's stacks carried the
 	// termination protection the config wants (run.Stack.Protect).
 	Protection map[string]bool `json:"protection,omitempty"`
@@ -75,6 +79,9 @@ type BundleVersion struct {
 	SHA256    string `json:"sha256,omitempty"`
 	GitRef    string `json:"git_ref,omitempty"`
 	GitRemote string `json:"git_remote,omitempty"`
+	// Source is where the upload came from (its commit and remote are GitRef and
+	// GitRemote, as the graph records them): its ref, pull request and CI run.
+	Source provenance.Source `json:"source,omitzero"`
 }
 
 // Ref is the bundle as the persistent graph and the stack tags record it.
@@ -118,7 +125,16 @@ type Stack struct {
 	InputsMayChange bool              `json:"inputs_may_change,omitempty"`
 	CreatedAtApply  bool              `json:"created_at_apply,omitempty"`
 	Changes         []Change          `json:"changes,omitempty"`
-	Reason          string            `json:"reason,omitempty"`
+	// Resources are what the template declares, for a stack the plan creates that has no
+	// change set yet (created at apply): what its creation will add.
+	Resources []Resource `json:"resources,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
+}
+
+// Resource is a resource a stack's template declares.
+type Resource struct {
+	LogicalID string `json:"logical_id"`
+	Type      string `json:"type"`
 }
 
 // Change is one resource change of a change set.

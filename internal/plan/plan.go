@@ -52,7 +52,10 @@ type Input struct {
 	// Destroy plans the deletion of every stack of the graph (cairn destroy); Config then
 	// only names the namespace and graph key, its stacks are ignored.
 	Destroy bool
-	Now     time.Time
+	// SSM holds the SSM parameters the config's lookups read, as the deployer fetched
+	// them (SecureStrings by hash only); a name missing fails the stacks reading it.
+	SSM map[string]config.SSMValue
+	Now time.Time
 }
 
 // Action is the plan's decision for one stack, for reports.
@@ -103,17 +106,21 @@ type Result struct {
 	Run       *run.Run
 	Decisions []Decision
 	Refusals  []string
+	// Warnings do not stop the run: a SecureString given to a parameter that is not
+	// NoEcho, say.
+	Warnings []string
 }
 
 // informational tags say which bundle last changed a stack and what its inputs were (so
 // the graph can be rebuilt from tags); they never cause an update on their own, or every
 // push would update every stack.
 var informational = []string{state.TagGitRef, state.TagGitRemote, state.TagBundleSHA256, state.TagBundleVersion,
-	state.TagTemplateHash, state.TagParametersHash, state.TagRequires}
+	state.TagTemplateHash, state.TagParametersHash, state.TagRequires, state.TagStackOptions}
 
-// Tags returns the tags a stack of cfg carries when deployed from bundle.
-func Tags(cfg *config.Config, s *config.Stack, bundle state.BundleRef) map[string]string {
-	t := maps.Clone(s.Tags)
+// Tags returns the tags a stack of cfg carries when deployed from bundle: own, the
+// stack's tags with their lookups resolved (config.ResolveTags), and cairn's.
+func Tags(cfg *config.Config, s *config.Stack, own map[string]string, bundle state.BundleRef) map[string]string {
+	t := maps.Clone(own)
 	if t == nil {
 		t = map[string]string{}
 	}
@@ -128,6 +135,7 @@ func Tags(cfg *config.Config, s *config.Stack, bundle state.BundleRef) map[strin
 	set(state.TagGitRef, bundle.GitRef)
 	set(state.TagGitRemote, bundle.GitRemote)
 	set(state.TagBundleSHA256, bundle.SHA256)
+	set(state.TagStackOptions, s.Options.Hash())
 	return t
 }
 
@@ -195,19 +203,23 @@ func Make(in Input) (*Result, error) {
 	for _, s := range cfg.Stacks {
 		inConfig[s.Name] = true
 	}
-	// xref lookups read any live stack's outputs by its real name.
+	// xref, rxref and cfn lookups read any live stack's outputs by its real name.
 	for _, s := range cfg.Stacks {
 		for _, l := range s.Lookups {
-			if l.Kind != "xref" {
+			if l.Kind != "xref" && l.Kind != "rxref" && l.Kind != "cfn" {
 				continue
 			}
-			if live, ok := in.Live[l.Stack]; ok {
+			if live, ok := in.Live[l.StackName]; ok {
 				if v, ok := live.Outputs[l.Output]; ok {
-					res.Run.External[l.Stack+"::"+l.Output] = v
+					res.Run.External[l.StackName+"::"+l.Output] = v
 				}
 			}
 		}
 	}
+	liveValues := config.Values{SSM: in.SSM, Outputs: func(stackName, output string) (string, bool) {
+		v, ok := in.Live[stackName].Outputs[output]
+		return v, ok
+	}}
 
 	for _, s := range cfg.Stacks {
 		live, exists := in.Live[s.StackName]
@@ -229,8 +241,10 @@ func Make(in Input) (*Result, error) {
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
 			RawParameters: maps.Clone(s.Parameters), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
+			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute,
 		}
 		res.Run.Stacks[s.Name] = rs
+		res.Warnings = append(res.Warnings, secretWarnings(s, in.SSM)...)
 		if s.Locked {
 			rs.Intent = run.IntentRead
 			if !exists {
@@ -248,7 +262,8 @@ func Make(in Input) (*Result, error) {
 			continue
 		}
 		tagged := live.OwnedBy(ns, key, s.Name)
-		wantTags := Tags(cfg, s, in.Bundle)
+		own, tagsErr := config.ResolveTags(s, liveValues)
+		wantTags := Tags(cfg, s, own, in.Bundle)
 		switch st := live.Status; {
 		case st == "ROLLBACK_COMPLETE" || st == "REVIEW_IN_PROGRESS":
 			if !tagged {
@@ -265,6 +280,9 @@ func Make(in Input) (*Result, error) {
 			continue
 		case strings.HasSuffix(st, "_IN_PROGRESS"):
 			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is busy (%s): wait until it settles, then push again", s.StackName, st))
+			continue
+		case st == "CREATE_FAILED":
+			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is CREATE_FAILED (disable_rollback kept its resources): roll it back with `cairn recover %s %s --rollback`, then push again", s.StackName, in.Deployment, s.Name))
 			continue
 		case st == "UPDATE_ROLLBACK_FAILED" || st == "ROLLBACK_FAILED" || st == "DELETE_FAILED":
 			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is %s: recover it with `cairn recover %s %s`, then push again", s.StackName, st, in.Deployment, s.Name))
@@ -285,8 +303,14 @@ func Make(in Input) (*Result, error) {
 		}
 		rs.PrevTemplateHash, rs.PrevParametersHash = p.TemplateHash, p.ParametersHash
 		var why []string
-		if tagsDiffer(wantTags, live.Tags) {
+		switch {
+		case tagsErr != nil:
+			why = append(why, "its tags read values known only when it deploys")
+		case tagsDiffer(wantTags, live.Tags):
 			why = append(why, "tags changed")
+		}
+		if live.Tags[state.TagStackOptions] != s.Options.Hash() {
+			why = append(why, "stack options changed")
 		}
 		if s.TerminationProtection != live.TerminationProtection {
 			why = append(why, "termination protection changed")
@@ -474,4 +498,24 @@ func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph) {
 		res.Refusals = append(res.Refusals, fmt.Sprintf("protected stack(s) %s change only through an approved plan: run `cairn plan PATH --deployment %s`, review it, then `cairn approve %s PLAN_ID`",
 			strings.Join(touched, ", "), in.Deployment, in.Deployment))
 	}
+}
+
+// secretWarnings warns of each parameter of s that receives a SecureString but is not
+// NoEcho: CloudFormation would show its value to anyone who can describe the stack.
+func secretWarnings(s *config.Stack, ssm map[string]config.SSMValue) []string {
+	if s.Template == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range s.Lookups {
+		if l.Kind != "ssm" || l.Param == "" || seen[l.Param] || ssm[l.Name].Type != config.SecureString {
+			continue
+		}
+		seen[l.Param] = true
+		if p, ok := s.Template.Parameters[l.Param]; ok && !p.NoEcho {
+			out = append(out, fmt.Sprintf("stack %s: parameter %s receives SecureString %s but is not NoEcho: CloudFormation shows its value to anyone who can describe the stack; add NoEcho: true to the parameter", s.Name, l.Param, l.Name))
+		}
+	}
+	return out
 }

@@ -46,7 +46,7 @@ func liveOf(cfg *config.Config, names ...string) map[string]Live {
 	for _, n := range names {
 		s := cfg.Stack(n)
 		live[s.StackName] = Live{StackName: s.StackName, StackID: "id-" + n, Status: "CREATE_COMPLETE",
-			Tags: Tags(cfg, s, state.BundleRef{}), Outputs: map[string]string{"Out": "arn:" + n}}
+			Tags: Tags(cfg, s, s.Tags, state.BundleRef{}), Outputs: map[string]string{"Out": "arn:" + n}}
 	}
 	return live
 }

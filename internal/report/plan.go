@@ -10,26 +10,41 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/provenance"
 )
 
-// PlanMarkdown writes a plan as a pull-request comment: what it deletes and replaces
-// first, because that is what a reviewer must not miss; then a table of resource changes
-// per stack, with the property-level details folded away.
+// PlanMarkdown writes a plan as a pull-request comment: the hidden marker CI finds its own
+// comment by, what it deletes and replaces first (what a reviewer must not miss), the
+// capabilities it grants, a diagram of the stacks it touches and their dependencies, then
+// every stack in deploy order with its resource changes, property-level details folded
+// away. It is the whole plan, however long; PlanComment fits it into a comment.
 func PlanMarkdown(w io.Writer, p *plan.Document) error {
+	head, stacks := planMarkdown(p)
+	_, err := io.WriteString(w, head+strings.Join(stacks, ""))
+	return err
+}
+
+// planMarkdown renders a plan as its head (everything up to the stacks' sections) and one
+// section per changing stack, in deploy order.
+func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	var b strings.Builder
 	title := "plan"
 	if p.Destroy {
 		title = "destroy plan"
 	}
+	b.WriteString(CommentMarker(p.Deployment) + "\n")
 	fmt.Fprintf(&b, "# cairn %s %s of deployment %s: %s\n\n", title, p.ID, p.Deployment, p.Status)
 	fmt.Fprintf(&b, "- Bundle: %s\n", bundleLine(p.Bundle))
+	if src := sourceLine(p.Bundle.Source); src != "" {
+		fmt.Fprintf(&b, "- Source: %s\n", src)
+	}
 	fmt.Fprintf(&b, "- Graph: %s/%s at generation %d\n", p.Namespace, p.GraphKey, p.Generation)
 	fmt.Fprintf(&b, "- Planned: %s\n", stamp(p.CreatedAt))
 	if p.Reason != "" {
 		fmt.Fprintf(&b, "- Reason: %s\n", p.Reason)
 	}
 	if p.Status == plan.Planned {
-		fmt.Fprintf(&b, "- Apply exactly this plan: `cairn approve %s %s`\n", p.Deployment, p.ID)
+		fmt.Fprintf(&b, "- Apply exactly this plan: `cairn approve %s %s`, or on merge `cairn apply PATH --deployment %s` of the same content\n", p.Deployment, p.ID, p.Deployment)
 	}
 	b.WriteString("\n")
 	for _, wn := range p.Warnings {
@@ -52,15 +67,34 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 	section("Errors (nothing was planned)", errs)
 	section("Refused", p.Refusals)
 	section("Deletions and replacements", dangers(p))
-	changing := p.Changing()
+	order := Order(p)
+	var changing []plan.Stack
+	for _, s := range order {
+		if s.Action != plan.None {
+			changing = append(changing, s)
+		}
+	}
+	var granted []string
+	for _, s := range changing {
+		if c := capabilities(p, s.Name); c != "" && s.Action != plan.Delete {
+			granted = append(granted, fmt.Sprintf("%s (%s): %s", s.Name, s.StackName, c))
+		}
+	}
+	section("Capabilities granted", granted)
 	if len(changing) == 0 && len(p.Errors) == 0 && len(p.Refusals) == 0 {
 		b.WriteString("No changes: every stack is up to date.\n")
 	}
 	if len(changing) > 0 {
-		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Resource changes | Replacements | Notes |\n|---|---|---|---|---|---|\n")
+		b.WriteString(PlanDiagram(p))
+		b.WriteString("## Stacks, in deploy order\n\n| Stack | CloudFormation stack | Action | Resource changes | Replacements | Notes |\n|---|---|---|---|---|---|\n")
 		for _, s := range changing {
 			changes := fmt.Sprint(len(s.Changes))
-			if s.CreatedAtApply || s.Action == plan.Delete {
+			switch {
+			case s.Action == plan.Delete:
+				changes = "-"
+			case s.CreatedAtApply && len(s.Resources) > 0:
+				changes = fmt.Sprintf("%d (template)", len(s.Resources))
+			case s.CreatedAtApply:
 				changes = "-"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
@@ -68,7 +102,7 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		b.WriteString("\n")
 		if n := len(p.Stacks) - len(changing); n > 0 {
 			var names []string
-			for _, s := range p.Stacks {
+			for _, s := range order {
 				if s.Action == plan.None {
 					name := s.Name
 					if s.InputsMayChange {
@@ -81,60 +115,87 @@ func PlanMarkdown(w io.Writer, p *plan.Document) error {
 		}
 	}
 	for _, s := range changing {
-		fmt.Fprintf(&b, "### %s (%s): %s\n\n", s.Name, s.StackName, s.Action)
-		if s.ChangeSetName != "" {
-			fmt.Fprintf(&b, "Change set `%s`", s.ChangeSetName)
-			if s.Status != "" {
-				fmt.Fprintf(&b, " against the stack as it was at %s (%s)", stamp(s.LastUpdated), s.Status)
-			}
-			b.WriteString(".\n")
+		stacks = append(stacks, stackSection(p, s))
+	}
+	return b.String(), stacks
+}
+
+// stackSection is one changing stack's part of the Markdown plan.
+func stackSection(p *plan.Document, s plan.Stack) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s (%s): %s\n\n", s.Name, s.StackName, s.Action)
+	if s.ChangeSetName != "" {
+		fmt.Fprintf(&b, "Change set `%s`", s.ChangeSetName)
+		if s.Status != "" {
+			fmt.Fprintf(&b, " against the stack as it was at %s (%s)", stamp(s.LastUpdated), s.Status)
 		}
-		for _, m := range s.Marks() {
-			switch m {
-			case "inputs may change":
-				b.WriteString("> **Inputs may change:** its parameters come from outputs this plan changes; the change set uses today's values, and the apply refuses it if they differ.\n")
-			case "created at apply":
-				b.WriteString("> **Created at apply:** a stack it depends on is created by this plan, so its change set is made during the apply, from the outputs the new stack has.\n")
-			}
-		}
-		if c := capabilities(p, s.Name); c != "" {
-			fmt.Fprintf(&b, "Capabilities: %s.\n", c)
-		}
-		if s.Action == plan.Delete {
-			b.WriteString("The stack and every resource in it are deleted.\n\n")
-			continue
-		}
-		if len(s.Changes) == 0 {
-			b.WriteString("\n")
-			continue
-		}
-		b.WriteString("\n| Resource | Type | Action | Replacement |\n|---|---|---|---|\n")
-		var details []string
-		for _, c := range s.Changes {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Cell(c.LogicalID), Cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
-			for _, d := range c.Details {
-				details = append(details, fmt.Sprintf("- %s: %s", c.LogicalID, d))
-			}
-		}
-		b.WriteString("\n")
-		if len(details) > 0 {
-			fmt.Fprintf(&b, "<details><summary>Details of %d change(s)</summary>\n\n%s\n\n</details>\n\n", len(details), strings.Join(details, "\n"))
+		b.WriteString(".\n")
+	}
+	for _, m := range s.Marks() {
+		switch m {
+		case "inputs may change":
+			b.WriteString("> **Inputs may change:** its parameters come from outputs this plan changes; the change set uses today's values, and the apply refuses it if they differ.\n")
+		case "created at apply":
+			b.WriteString("> **Created at apply:** a stack it depends on is created by this plan, so its change set is made during the apply, from the outputs the new stack has.\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if c := capabilities(p, s.Name); c != "" {
+		fmt.Fprintf(&b, "Capabilities: %s.\n", c)
+	}
+	if s.Action == plan.Delete {
+		b.WriteString("The stack and every resource in it are deleted.\n\n")
+		return b.String()
+	}
+	if len(s.Changes) == 0 && len(s.Resources) > 0 {
+		b.WriteString("\nIts template declares these resources, which its creation adds:\n\n| Resource | Type | Action |\n|---|---|---|\n")
+		for _, r := range s.Resources {
+			fmt.Fprintf(&b, "| %s | %s | Add |\n", Cell(r.LogicalID), Cell(r.Type))
+		}
+		b.WriteString("\n")
+		return b.String()
+	}
+	if len(s.Changes) == 0 {
+		b.WriteString("\n")
+		return b.String()
+	}
+	b.WriteString("\n| Resource | Type | Action | Replacement |\n|---|---|---|---|\n")
+	var details []string
+	for _, c := range s.Changes {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Cell(c.LogicalID), Cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
+		for _, d := range c.Details {
+			details = append(details, fmt.Sprintf("- %s: %s", c.LogicalID, d))
+		}
+	}
+	b.WriteString("\n")
+	if len(details) > 0 {
+		fmt.Fprintf(&b, "<details><summary>Details of %d change(s)</summary>\n\n%s\n\n</details>\n\n", len(details), strings.Join(details, "\n"))
+	}
+	return b.String()
+}
+
+// sourceLine describes where a plan's bundle came from, linking its CI run.
+func sourceLine(src provenance.Source) string {
+	s := src.String()
+	if src.RunURL != "" {
+		if s != "" {
+			s += ", "
+		}
+		s += "[CI run](" + src.RunURL + ")"
+	}
+	return s
 }
 
 // dangers lists what cannot be undone by applying the old bundle again: deleted stacks
 // and replaced resources.
 func dangers(p *plan.Document) []string {
 	var out []string
-	for _, s := range p.Stacks {
+	order := Order(p)
+	for _, s := range order {
 		if s.Action == plan.Delete {
 			out = append(out, fmt.Sprintf("**delete stack** %s (%s)", s.StackName, s.Name))
 		}
 	}
-	for _, s := range p.Stacks {
+	for _, s := range order {
 		if s.Action == plan.Recreate {
 			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", s.StackName, s.Name))
 		}
@@ -200,7 +261,7 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 2, 4, 2, ' ', 0)
-	for _, s := range p.Stacks {
+	for _, s := range Order(p) {
 		marks := s.Marks()
 		if c := capabilities(p, s.Name); c != "" && s.Action != "none" && s.Action != "delete" {
 			marks = append(marks, "capabilities: "+c)

@@ -116,9 +116,9 @@ func TestPlanTextIsShortForATerminal(t *testing.T) {
 // and whether cairn granted it from the template.
 func TestPlanViewsShowCapabilities(t *testing.T) {
 	p := loadPlan(t)
-	p.Decisions = append(p.Decisions,
-		plan.Decision{Stack: "app", StackName: "shop-app", Action: plan.Update, Capabilities: []string{"CAPABILITY_IAM"}, FromTemplate: true},
-		plan.Decision{Stack: "queue", StackName: "shop-queue", Action: plan.Create, Capabilities: []string{"CAPABILITY_NAMED_IAM"}})
+	p.Decisions = []plan.Decision{
+		{Stack: "app", StackName: "shop-app", Action: plan.Update, Capabilities: []string{"CAPABILITY_IAM"}, FromTemplate: true},
+		{Stack: "queue", StackName: "shop-queue", Action: plan.Create, Capabilities: []string{"CAPABILITY_NAMED_IAM"}}}
 	var md, text bytes.Buffer
 	if err := PlanMarkdown(&md, p); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,8 @@ func TestPlanViewsShowCapabilities(t *testing.T) {
 	if err := PlanText(&text, p); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Capabilities: CAPABILITY_IAM (granted: the template needs it).\n", "Capabilities: CAPABILITY_NAMED_IAM.\n"} {
+	for _, want := range []string{"Capabilities: CAPABILITY_IAM (granted: the template needs it).\n", "Capabilities: CAPABILITY_NAMED_IAM.\n",
+		"## Capabilities granted\n\n- app (shop-app): CAPABILITY_IAM (granted: the template needs it)\n- queue (shop-queue): CAPABILITY_NAMED_IAM\n\n"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

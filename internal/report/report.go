@@ -87,6 +87,7 @@ func Markdown(w io.Writer, in Input) error {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(RunTimeline(r))
 	if len(in.Decisions) > 0 {
 		b.WriteString("## Plan\n\n")
 		for _, d := range in.Decisions {

@@ -129,37 +129,7 @@ func (r *Reader) refusedOf(ctx context.Context, deployment string) (map[string][
 // List returns the newest at most limit plans of deployment (all when limit <= 0), newest
 // first, each with its status.
 func (r *Reader) List(ctx context.Context, deployment string, limit int) ([]Entry, error) {
-	ids, err := r.History.PlanIDs(ctx, deployment)
-	if err != nil {
-		return nil, err
-	}
-	if limit > 0 && len(ids) > limit {
-		ids = ids[:limit]
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	refused, err := r.refusedOf(ctx, deployment)
-	if err != nil {
-		return nil, err
-	}
-	o := r.observer()
-	var out []Entry
-	for _, id := range ids {
-		p, err := r.History.Plan(ctx, deployment, id)
-		if errors.Is(err, history.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		e, err := o.entry(ctx, p, refused[id])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, nil
+	return r.find(ctx, deployment, limit, func(*plan.Document) bool { return true })
 }
 
 // Get returns one plan with its status; an *UnknownPlanError when deployment has no plan

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/review"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -212,5 +214,71 @@ func TestReader(t *testing.T) {
 	_, err = w.reader.Get(ctx, "web", "nope")
 	if err == nil || err.Error() != "deployment web has no plan nope, and no plans at all: make one with `cairn plan PATH --deployment web`" {
 		t.Fatalf("Get of a deployment without plans = %v", err)
+	}
+}
+
+// TestForContentAndCommit: the plan a merge applies is the newest one made for its
+// bundle's content; plans are found by the commit they were made from too.
+func TestForContentAndCommit(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.graphAt(t, 2)
+	v1 := w.put(t, "plans/shop.zip", "bundle 1")
+	v2 := w.put(t, "plans/shop.zip", "bundle 2")
+	pr := provenance.Source{Commit: "0123456789abcdef0123456789abcdef01234567", Ref: "refs/pull/7/merge", PullRequest: 7, HeadCommit: "89abcdef0123456789abcdef0123456789abcdef"}
+	older := planDoc("20261130-080000-aaaa", plan.Planned, t0, 2, v1)
+	older.Bundle.SHA256 = "feed"
+	applied := planDoc("20261130-081000-bbbb", plan.Applied, t0.Add(10*time.Minute), 1, v1)
+	applied.Bundle.SHA256, applied.AppliedBy, applied.AppliedAt = "cafe", "20261130-082000-cccc", t0.Add(20*time.Minute)
+	applied.Bundle.GitRef = "fedcba9876543210fedcba9876543210fedcba98"
+	newest := planDoc("20261130-083000-dddd", plan.Planned, t0.Add(30*time.Minute), 2, v2)
+	newest.Bundle.SHA256, newest.Bundle.Source, newest.Bundle.GitRef = "feed", pr, pr.Commit
+	for _, p := range []*plan.Document{older, applied, newest} {
+		w.put(t, layout.PlanKey("shop", p.ID), p)
+	}
+	tests := []struct {
+		sum, id, wantErr string
+	}{
+		{"feed", newest.ID, ""},
+		{"cafe", applied.ID, "the reviewed plan for this content (bundle sha256 cafe), 20261130-081000-bbbb, was already applied at 2026-11-30T08:20:00Z by run 20261130-082000-cccc: a plan applies at most once; nothing to apply"},
+		{"beef", "", "no reviewed plan for this content (bundle sha256 beef): plan it on the pull request first (`cairn plan PATH --deployment shop`)"},
+	}
+	for _, tt := range tests {
+		e, err := w.reader.ForContent(ctx, "shop", tt.sum)
+		if err == nil {
+			err = e.Applicable()
+		}
+		if (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) || (tt.id != "" && e.Plan.ID != tt.id) {
+			t.Errorf("ForContent(%s) = %v, %v; want plan %q, error %q", tt.sum, e.Plan, err, tt.id, tt.wantErr)
+		}
+	}
+	// The older plan of the same content is superseded: apply never falls back to it.
+	w.put(t, "plans/shop.zip", "bundle 3")
+	e, err := w.reader.ForContent(ctx, "shop", "feed")
+	want := "the reviewed plan for this content (bundle sha256 feed), 20261130-083000-dddd (commit 0123456789ab (refs/pull/7/merge), pull request #7 (head 89abcdef0123)), is superseded (a newer bundle was uploaded to s3://cairn/plans/shop.zip since): re-plan this content (`cairn plan PATH --deployment shop`), review it, then apply"
+	if err != nil || e.Applicable() == nil || e.Applicable().Error() != want {
+		t.Errorf("ForContent after a newer upload: %v, %v; want %q", err, e.Applicable(), want)
+	}
+
+	for _, tt := range []struct {
+		sha  string
+		want []string
+	}{
+		{"0123456", []string{newest.ID}},
+		{"89ABCDEF0123", []string{newest.ID}},
+		{"fedcba98765", []string{applied.ID}},
+		{"7777777", nil},
+	} {
+		entries, err := w.reader.ForCommit(ctx, "shop", tt.sha, 0)
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Plan.ID)
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("ForCommit(%s) = %v, %v; want %v", tt.sha, got, err, tt.want)
+		}
+	}
+	if _, err := w.reader.ForCommit(ctx, "shop", "0123", 0); err == nil {
+		t.Error("ForCommit accepted a 4-digit commit")
 	}
 }

@@ -159,6 +159,10 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	}
 	for _, name := range next.Names() {
 		s := next.Stacks[name]
+		if s.Phase == Executing && s.ChangeSetType == "CREATE" && s.CreateTimeout > 0 && now.Sub(s.PhaseSince) > s.CreateTimeout {
+			fail(s, now, fmt.Sprintf("stack %s: the create did not finish within timeout_in_minutes (%s): check the stack in the CloudFormation console", s.StackName, s.CreateTimeout))
+			continue
+		}
 		if s.Phase.InFlight() && s.Phase != Ready && now.Sub(s.PhaseSince) > opts.PhaseTimeout {
 			fail(s, now, fmt.Sprintf("no result after %s in phase %s: check the stack in the CloudFormation console", opts.PhaseTimeout, s.Phase))
 		}
@@ -222,6 +226,9 @@ func setPhase(s *Stack, p Phase, now time.Time) {
 	if s.Phase != p {
 		s.Phase = p
 		s.PhaseSince = now
+	}
+	if p == Executing && s.ExecutedAt.IsZero() {
+		s.ExecutedAt = now
 	}
 	if p.Terminal() {
 		s.FinishedAt = now

@@ -224,6 +224,16 @@ func TestDeployChainInOrder(t *testing.T) {
 	if r.Stacks["network"].ChangeSetType != "CREATE" || r.Stacks["network"].ChangeSetName != "cairn-r1-1" {
 		t.Fatalf("network change set %s %s", r.Stacks["network"].ChangeSetType, r.Stacks["network"].ChangeSetName)
 	}
+	// The report's timeline: each stack made its change set, then executed it, then ended.
+	for _, n := range r.Names() {
+		s := r.Stacks[n]
+		if s.StartedAt.IsZero() || s.ExecutedAt.Before(s.StartedAt) || s.FinishedAt.Before(s.ExecutedAt) || s.ExecutedAt.IsZero() {
+			t.Errorf("stack %s: started %s, executed %s, finished %s", n, s.StartedAt, s.ExecutedAt, s.FinishedAt)
+		}
+	}
+	if r.Stacks["database"].ExecutedAt.Before(r.Stacks["network"].FinishedAt) {
+		t.Errorf("database executed at %s, before network finished at %s", r.Stacks["database"].ExecutedAt, r.Stacks["network"].FinishedAt)
+	}
 }
 
 // applied turns a finished run into the next run's starting point, as the persistent graph does.
@@ -730,5 +740,27 @@ func TestFailure(t *testing.T) {
 	}
 	if !errors.Is(Permanent(base), base) || Permanent(base).Error() != base.Error() {
 		t.Error("Permanent hides the error it marks")
+	}
+}
+
+func TestCreateTimeoutFailsACreateOnly(t *testing.T) {
+	for _, typ := range []string{"CREATE", "UPDATE"} {
+		r := chain("a", "b")
+		a := r.Stacks["a"]
+		a.Phase, a.ChangeSetType, a.ChangeSetName, a.PhaseSince, a.CreateTimeout = Executing, typ, "cairn-r1-1", t0, 20*time.Minute
+		got, _ := Advance(r, nil, t0.Add(21*time.Minute), Options{})
+		s, b := got.Stacks["a"], got.Stacks["b"]
+		if typ == "UPDATE" {
+			if s.Phase != Executing {
+				t.Errorf("an update past the create timeout: %s %q, want still executing", s.Phase, s.Reason)
+			}
+			continue
+		}
+		if s.Phase != Failed || s.Reason != "stack shop-a: the create did not finish within timeout_in_minutes (20m0s): check the stack in the CloudFormation console" {
+			t.Errorf("create past its timeout: %s %q", s.Phase, s.Reason)
+		}
+		if b.Phase != Blocked {
+			t.Errorf("its dependent: %s, want blocked", b.Phase)
+		}
 	}
 }

@@ -123,10 +123,16 @@ type Stack struct {
 	PlannedParametersHash string `json:"planned_parameters_hash,omitempty"`
 	// Protect is the termination protection the config wants; Protected what the stack
 	// has, as last seen. A deploy that finishes with them different sets it.
-	Protect    bool      `json:"termination_protection,omitempty"`
-	Protected  bool      `json:"live_termination_protection,omitempty"`
-	StartedAt  time.Time `json:"started_at,omitzero"`
-	PhaseSince time.Time `json:"phase_since,omitzero"`
+	Protect bool `json:"termination_protection,omitempty"`
+	// CreateTimeout bounds the execution of a CREATE change set (the config's
+	// timeout_in_minutes: change sets take none of their own); 0: PhaseTimeout.
+	CreateTimeout time.Duration `json:"create_timeout,omitempty"`
+	Protected     bool          `json:"live_termination_protection,omitempty"`
+	StartedAt     time.Time     `json:"started_at,omitzero"`
+	PhaseSince    time.Time     `json:"phase_since,omitzero"`
+	// ExecutedAt is when its change set was first executed: the run report's timeline
+	// tells the making of the change set from its execution by it.
+	ExecutedAt time.Time `json:"executed_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 

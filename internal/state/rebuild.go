@@ -30,6 +30,10 @@ const (
 	// TagRequires holds the comma-separated config names the stack requires; when that is
 	// longer than a tag value allows it continues in cairn:requires-2, cairn:requires-3...
 	TagRequires = "cairn:requires"
+	// TagStackOptions is the hash of the stack options cairn applied (stack policy,
+	// notification topics, rollback triggers...), so a change of them alone updates the
+	// stack; absent when it has none.
+	TagStackOptions = "cairn:stack-options"
 )
 
 // maxTagValue is CloudFormation's limit on a tag value's length.

@@ -25,13 +25,20 @@ type Template struct {
 	Parameters map[string]Parameter
 	// Outputs are the declared output names, sorted.
 	Outputs []string
-	// Resources is the number of resources.
+	// Resources is the number of resources; Declared lists them in template order (those
+	// an Fn::ForEach expands are counted, not listed).
 	Resources int
+	Declared  []Resource
 	// Node is the template's YAML tree, with short-form intrinsics in long form. Aliases
 	// are kept as alias nodes (their expansion is bounded by Parse).
 	Node *yaml.Node
 	// Transforms are the macros the template names in Transform.
 	Transforms []string
+}
+
+// Resource is a resource a template declares.
+type Resource struct {
+	LogicalID, Type string
 }
 
 // Parameter is a declared template parameter and its constraints.
@@ -206,6 +213,7 @@ func (t *Template) resources(n *yaml.Node) error {
 			return fmt.Errorf("line %d: resource %s needs a Type such as AWS::S3::Bucket", name.Line, name.Value)
 		}
 		t.Resources++
+		t.Declared = append(t.Declared, Resource{LogicalID: name.Value, Type: typ.Value})
 	}
 	return nil
 }

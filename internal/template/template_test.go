@@ -181,3 +181,16 @@ func TestParseRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestDeclaredResources: a plan lists what a stack created at apply will add from its
+// template, in template order.
+func TestDeclaredResources(t *testing.T) {
+	tpl, err := Parse([]byte("Resources:\n  Topic:\n    Type: AWS::SNS::Topic\n  Queue: {Type: AWS::SQS::Queue}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Resource{{"Topic", "AWS::SNS::Topic"}, {"Queue", "AWS::SQS::Queue"}}
+	if len(tpl.Declared) != 2 || tpl.Declared[0] != want[0] || tpl.Declared[1] != want[1] || tpl.Resources != 2 {
+		t.Errorf("Declared = %v (%d resources), want %v", tpl.Declared, tpl.Resources, want)
+	}
+}

@@ -1,15 +1,16 @@
 // Package upload turns a bundle on disk into the object a deploy or plan run starts from:
-// it validates the config, zips the bundle, records the git ref and remote it came from,
-// and uploads it (to bucket.DeploymentKey for a deploy, bucket.PlanUploadKey for a plan).
+// it validates the config, zips the bundle, records where it came from (provenance), and
+// uploads it (to bucket.DeploymentKey for a deploy, bucket.PlanUploadKey for a plan).
 package upload
 
 import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -19,31 +20,49 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
-)
-
-// Metadata keys of an upload: where in git the bundle came from.
-const (
-	GitRefMetadata    = "git-ref"
-	GitRemoteMetadata = "git-remote"
+	"github.com/cairn-dev/cairn/internal/provenance"
 )
 
 // Bundle is a bundle ready to upload.
 type Bundle struct {
 	Path string
 	Zip  []byte
-	// Metadata holds the git ref and remote of the work tree holding Path, if any.
+	// SHA256 is the hex sha256 of Zip: what the deployer records of the upload, and how
+	// `cairn apply` finds the plan made for the same content.
+	SHA256 string
+	// Source is where the bundle came from, and Metadata carries it on the upload.
+	Source   provenance.Source
 	Metadata map[string]string
 }
 
+// Options are what Prepare reads besides the bundle.
+type Options struct {
+	// VarFile is --var-file ("" for none): its values override the config's variables,
+	// and it travels in the zip as bundle.VarsName, so the run is reproducible from the
+	// bundle alone.
+	VarFile string
+	// Source says where the bundle comes from: the --pr flag and the environment.
+	Source provenance.Options
+}
+
 // Prepare loads and validates the bundle at path (a directory, a .zip or a single YAML
-// file) as deployment would, and zips it. A config that does not validate returns the
-// config package's error (config.Errors lists each problem with its location).
-func Prepare(path, deployment string) (*Bundle, error) {
+// file) as deployment would, zips it, and says where it came from. A config that does not
+// validate returns the config package's error (config.Errors lists each problem with its
+// location).
+func Prepare(path, deployment string, o Options) (*Bundle, error) {
+	varFile := o.VarFile
 	b, err := bundle.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := (config.LoadOptions{Deployment: deployment}).Load(b); err != nil {
+	opts := config.LoadOptions{Deployment: deployment}
+	if varFile != "" {
+		if opts.Vars, err = os.ReadFile(varFile); err != nil {
+			return nil, fmt.Errorf("--var-file: %w", err)
+		}
+		opts.VarsFile = varFile
+	}
+	if _, err := opts.Load(b); err != nil {
 		return nil, err
 	}
 	info, err := os.Stat(path)
@@ -59,10 +78,15 @@ func Prepare(path, deployment string) (*Bundle, error) {
 	default:
 		data, err = singleFile(b.Config)
 	}
+	if err == nil && opts.Vars != nil {
+		data, err = bundle.WithFile(data, bundle.VarsName, opts.Vars)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("zip %s: %w", path, err)
 	}
-	return &Bundle{Path: path, Zip: data, Metadata: gitMetadata(path)}, nil
+	source := provenance.Detect(path, o.Source)
+	sum := sha256.Sum256(data)
+	return &Bundle{Path: path, Zip: data, SHA256: hex.EncodeToString(sum[:]), Source: source, Metadata: source.Metadata()}, nil
 }
 
 // singleFile zips a single YAML file as the cairn.yaml of a zip.
@@ -80,32 +104,6 @@ func singleFile(cfg []byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// gitMetadata returns the git ref and remote of the work tree holding path, or nothing.
-func gitMetadata(path string) map[string]string {
-	dir := path
-	if info, err := os.Stat(path); err == nil && !info.IsDir() {
-		dir = filepath.Dir(path)
-	}
-	git := func(args ...string) string {
-		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
-		if err != nil {
-			return ""
-		}
-		return strings.TrimSpace(string(out))
-	}
-	if git("rev-parse", "--is-inside-work-tree") != "true" {
-		return nil
-	}
-	meta := map[string]string{}
-	if ref := git("rev-parse", "HEAD"); ref != "" {
-		meta[GitRefMetadata] = ref
-	}
-	if remote := git("remote", "get-url", "origin"); remote != "" {
-		meta[GitRemoteMetadata] = remote
-	}
-	return meta
 }
 
 // PutAPI is the part of the S3 client an upload needs.

@@ -106,7 +106,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		tags = st.Tags
 	}
 	arns := f.list("NotificationARNs")
-	if !f.has("NotificationARNs.member.1") {
+	if !f.has("NotificationARNs.member.1") && !f.has("NotificationARNs") { // an empty list clears them
 		arns = st.NotificationARNs
 	}
 	cs := &changeSet{

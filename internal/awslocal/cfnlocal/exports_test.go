@@ -158,5 +158,5 @@ func TestStackPolicyDeniesNamedUpdates(t *testing.T) {
 			t.Fatalf("%s: status %s, want %s", tc.name, st.StackStatus, tc.want)
 		}
 	}
-	mustContainInOrder(t, eventLines(e.allEvents("pol")), "Db UPDATE_FAILED (Action denied by stack policy: Statement [#0] has a Deny for Update:Modify on resource Db)")
+	mustContainInOrder(t, eventLines(e.allEvents("pol")), "Db UPDATE_FAILED (Action denied by stack policy: Statement [#1] does not allow [Update:Modify] for resource [LogicalResourceId/Db])")
 }

@@ -111,12 +111,12 @@ func (s *Service) policyDeniesAction(st *stack, r *resource, action string) stri
 			continue
 		}
 		if stmt.Effect == "Deny" {
-			return fmt.Sprintf("Action denied by stack policy: Statement [#%d] has a Deny for %s on resource %s", i, action, r.LogicalID)
+			return fmt.Sprintf("Action denied by stack policy: Statement [#%d] does not allow [%s] for resource [LogicalResourceId/%s]", i+1, action, r.LogicalID)
 		}
 		allowed = true
 	}
 	if !allowed {
-		return fmt.Sprintf("Action denied by stack policy: no Allow statement covers %s on resource %s", action, r.LogicalID)
+		return fmt.Sprintf("Action not allowed by stack policy: no statement allows [%s] for resource [LogicalResourceId/%s]", action, r.LogicalID)
 	}
 	return ""
 }

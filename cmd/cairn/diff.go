@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/diff"
+)
+
+func init() { commands = append(commands, newDiffCmd) }
+
+func newDiffCmd() *cobra.Command {
+	var deployment string
+	var cf cairnFlags
+	cmd := &cobra.Command{
+		Use:   "diff PATH --deployment NAME",
+		Short: "Template and parameter differences between PATH and what is applied, offline",
+		Long: `Diff compares the bundle at PATH with what the persistent graph says deployment NAME
+applied, as Stacker's diff does, without creating change sets or calling CloudFormation:
+per stack, a unified diff of the template's text (read from the applied bundle, whose
+version the graph records) and the parameters that differ. Values reading another stack's
+output (${output stack::Output}) are shown as written, with what the graph's outputs give
+them now; NoEcho values are never shown. Stacks new in PATH, and applied stacks PATH no
+longer has (the next run deletes them), are listed.
+
+Exit codes: 0 no differences, 1 differences (as diff(1)), 2 an error.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if deployment == "" {
+				return usageError{cmd: cmd, msg: "--deployment NAME is required (the deployment whose applied stacks PATH is compared with)"}
+			}
+			if err := layout.CheckDeployment(deployment); err != nil {
+				return fmt.Errorf("%s: %w", cmd.Name(), err)
+			}
+			b, err := bundle.Open(args[0])
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				return exitError{2}
+			}
+			local, err := config.LoadOptions{Deployment: deployment}.Load(b)
+			var errs config.Errors
+			switch {
+			case errors.As(err, &errs):
+				for _, e := range errs {
+					fmt.Fprintln(cmd.ErrOrStderr(), e)
+				}
+				return exitError{2}
+			case err != nil:
+				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				return exitError{2}
+			}
+			c, err := cf.open(cmd)
+			if err != nil {
+				return err
+			}
+			rd := &diff.Reader{S3: c.S3, Bucket: c.bucket, State: c.state}
+			r, err := rd.Diff(cmd.Context(), deployment, args[0], local)
+			if err != nil {
+				return err
+			}
+			if err := r.Write(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if r.Changed() {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name: PATH is compared with what it applied")
+	cf.add(cmd)
+	return cmd
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestDiffAgainstWhatIsApplied: `cairn diff` compares a bundle with what a push applied,
+// offline: the same bundle exits 0, a changed template and parameter exit 1 with their
+// differences, and no change set is created.
+func TestDiffAgainstWhatIsApplied(t *testing.T) {
+	deployWorld(t)
+	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	dir := bundleDir(t, "")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"push", dir, "--deployment", "cli", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("push exited %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	changed := bundleDir(t, "")
+	if err := os.WriteFile(filepath.Join(changed, "topic.yaml"), []byte("Resources:\n  Topic:\n    Type: AWS::SNS::Topic\n    Properties:\n      DisplayName: shop\nOutputs:\n  Arn:\n    Value: !Ref Topic\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(readFile(t, filepath.Join(changed, "cairn.yaml")), "      Value: ${output topic::Arn}\n", "      Value: ${output topic::Arn}\n  - name: extra\n    template_path: topic.yaml\n", 1)
+	if err := os.WriteFile(filepath.Join(changed, "cairn.yaml"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	created := changeSetsCreated(t)
+	tests := []struct {
+		path string
+		code int
+		want []string
+	}{
+		{dir, 0, []string{`^deployment cli: ` + regexp.QuoteMeta(dir) + ` against graph cli/cli at generation \d+ \(bundle version \S+\)$`, `^0 changed, 0 new, 0 removed, 2 unchanged$`}},
+		{changed, 1, []string{`^stack topic \(cli-topic\): changed$`, `^--- applied/topic.yaml$`, `^\+\+\+ ` + regexp.QuoteMeta(changed) + `/topic.yaml$`, `^\+    Properties:$`, `^\+      DisplayName: shop$`,
+			`^stack extra \(cli-extra\): new, created by the next run$`, `^1 changed, 1 new, 0 removed, 1 unchanged$`}},
+	}
+	for _, tt := range tests {
+		stdout.Reset()
+		stderr.Reset()
+		code := run([]string{"diff", tt.path, "--deployment", "cli"}, &stdout, &stderr)
+		if code != tt.code {
+			t.Errorf("diff %s: exit %d, want %d\n%s%s", tt.path, code, tt.code, stdout.String(), stderr.String())
+		}
+		for _, re := range tt.want {
+			if !regexp.MustCompile("(?m)" + re).MatchString(stdout.String()) {
+				t.Errorf("diff output lacks a line matching %s:\n%s", re, stdout.String())
+			}
+		}
+	}
+	if n := changeSetsCreated(t) - created; n != 0 {
+		t.Errorf("diff created %d change set(s)", n)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

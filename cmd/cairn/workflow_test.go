@@ -1,0 +1,487 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/report"
+)
+
+// The README's example workflow and the composite action, run as GitHub Actions runs
+// them: each job's steps in order, `run:` steps in bash with the job's environment
+// files (GITHUB_OUTPUT, GITHUB_PATH, GITHUB_STEP_SUMMARY), the action's steps with its
+// inputs, and ${{ }} expressions read from the contexts. Steps of other actions are
+// played by the test: checkout copies a checkout of the repository into the workspace;
+// setup-go and configure-aws-credentials have nothing to do (go is on PATH, and the
+// environment points at the emulator).
+
+type ghStep struct {
+	Name  string            `yaml:"name"`
+	ID    string            `yaml:"id"`
+	If    string            `yaml:"if"`
+	Uses  string            `yaml:"uses"`
+	Run   string            `yaml:"run"`
+	Shell string            `yaml:"shell"`
+	With  map[string]string `yaml:"with"`
+	Env   map[string]string `yaml:"env"`
+}
+
+type ghWorkflow struct {
+	On   map[string]any `yaml:"on"`
+	Jobs map[string]struct {
+		If    string   `yaml:"if"`
+		Steps []ghStep `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+type ghAction struct {
+	Inputs map[string]struct {
+		Default  string `yaml:"default"`
+		Required bool   `yaml:"required"`
+	} `yaml:"inputs"`
+	Outputs map[string]struct {
+		Value string `yaml:"value"`
+	} `yaml:"outputs"`
+	Runs struct {
+		Using string   `yaml:"using"`
+		Steps []ghStep `yaml:"steps"`
+	} `yaml:"runs"`
+}
+
+// readmeWorkflow is the README's example workflow: the yaml block that starts "name: cairn".
+func readmeWorkflow(t *testing.T) ghWorkflow {
+	t.Helper()
+	readme := readFile(t, filepath.Join(repoRoot, "README.md"))
+	_, rest, ok := strings.Cut(readme, "```yaml\nname: cairn\n")
+	block, _, closed := strings.Cut(rest, "\n```\n")
+	if !ok || !closed {
+		t.Fatal("README.md has no example workflow (a ```yaml block starting with name: cairn)")
+	}
+	var w ghWorkflow
+	if err := yaml.Unmarshal([]byte("name: cairn\n"+block), &w); err != nil {
+		t.Fatalf("the README's workflow: %v", err)
+	}
+	return w
+}
+
+// runner runs jobs of a workflow.
+type runner struct {
+	t *testing.T
+	// env is the job's environment before its steps: the emulator's, GITHUB_*, RUNNER_TEMP.
+	env map[string]string
+	// github is the github context; source the checkout actions/checkout gives.
+	github map[string]any
+	source string
+	// path is what GITHUB_PATH added; out everything the steps printed.
+	path []string
+	out  bytes.Buffer
+}
+
+// expression evaluates the ${{ }} expressions in s: a context path such as inputs.path,
+// github.event.pull_request.number or steps.cairn.outputs.plan-id ("" when absent).
+func expression(s string, contexts map[string]any) string {
+	return regexp.MustCompile(`\$\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}`).ReplaceAllStringFunc(s, func(m string) string {
+		path := strings.TrimSpace(m[3 : len(m)-2])
+		var v any = contexts
+		for _, k := range strings.Split(path, ".") {
+			mv, ok := v.(map[string]any)
+			if !ok {
+				return ""
+			}
+			v = mv[k]
+		}
+		switch x := v.(type) {
+		case nil:
+			return ""
+		case float64:
+			return fmt.Sprint(int64(x))
+		case string:
+			return x
+		default:
+			return fmt.Sprint(x)
+		}
+	})
+}
+
+// step runs one step and returns its outputs; a failed step fails the job (an error).
+func (r *runner) step(s ghStep, contexts map[string]any, actionPath string) (map[string]string, error) {
+	t := r.t
+	switch {
+	case s.Run != "":
+		if s.Shell != "" && s.Shell != "bash" {
+			t.Fatalf("step %q: shell %q, want bash", s.Name, s.Shell)
+		}
+		dir := t.TempDir()
+		script := filepath.Join(dir, "step.sh")
+		if err := os.WriteFile(script, []byte(expression(s.Run, contexts)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		output, pathFile := filepath.Join(dir, "output"), filepath.Join(dir, "path")
+		env := map[string]string{}
+		for k, v := range r.env {
+			env[k] = v
+		}
+		for k, v := range s.Env {
+			env[k] = expression(v, contexts)
+		}
+		env["GITHUB_OUTPUT"], env["GITHUB_PATH"] = output, pathFile
+		if actionPath != "" {
+			env["GITHUB_ACTION_PATH"] = actionPath
+		}
+		env["PATH"] = strings.Join(append(slices.Clone(r.path), env["PATH"]), string(os.PathListSeparator))
+		// GitHub's bash: bash --noprofile --norc -eo pipefail {0}, in the workspace.
+		cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+		cmd.Dir = r.env["GITHUB_WORKSPACE"]
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Stdout, cmd.Stderr = &r.out, &r.out
+		err := cmd.Run()
+		if b, rerr := os.ReadFile(pathFile); rerr == nil {
+			for _, p := range strings.Fields(string(b)) {
+				r.path = append([]string{p}, r.path...)
+			}
+		}
+		outputs := map[string]string{}
+		if b, rerr := os.ReadFile(output); rerr == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if k, v, ok := strings.Cut(line, "="); ok {
+					outputs[k] = v
+				}
+			}
+		}
+		if err != nil {
+			return outputs, fmt.Errorf("step %q: %v", s.Name, err)
+		}
+		return outputs, nil
+	case strings.HasPrefix(s.Uses, "actions/checkout@"):
+		if err := os.CopyFS(r.env["GITHUB_WORKSPACE"], os.DirFS(r.source)); err != nil {
+			t.Fatal(err)
+		}
+	case strings.HasPrefix(s.Uses, "actions/setup-go@"), strings.HasPrefix(s.Uses, "aws-actions/configure-aws-credentials@"):
+	case strings.HasPrefix(s.Uses, "cairn-dev/cairn/.github/actions/cairn@"), s.Uses == "./.github/actions/cairn":
+		return r.action(s, contexts)
+	default:
+		t.Fatalf("step %q uses %q, which this test cannot play", s.Name, s.Uses)
+	}
+	return nil, nil
+}
+
+// action runs the composite action of this repository with the step's inputs.
+func (r *runner) action(s ghStep, outer map[string]any) (map[string]string, error) {
+	t := r.t
+	path, err := filepath.Abs(filepath.Join(repoRoot, ".github", "actions", "cairn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a ghAction
+	if err := yaml.Unmarshal([]byte(readFile(t, filepath.Join(path, "action.yml"))), &a); err != nil {
+		t.Fatalf("action.yml: %v", err)
+	}
+	if a.Runs.Using != "composite" {
+		t.Fatalf("action.yml runs using %q, want composite", a.Runs.Using)
+	}
+	inputs := map[string]any{}
+	for name, in := range a.Inputs {
+		v, ok := s.With[name]
+		if !ok {
+			if in.Required {
+				t.Fatalf("the workflow does not give the action's required input %s", name)
+			}
+			v = in.Default
+		}
+		inputs[name] = expression(v, outer)
+	}
+	for name := range s.With {
+		if _, ok := a.Inputs[name]; !ok {
+			t.Fatalf("the workflow gives the action an input it does not have: %s", name)
+		}
+	}
+	contexts := map[string]any{"github": r.github, "inputs": inputs}
+	steps := map[string]any{}
+	contexts["steps"] = steps
+	for _, st := range a.Runs.Steps {
+		out, err := r.step(st, contexts, path)
+		if st.ID != "" {
+			o := map[string]any{}
+			for k, v := range out {
+				o[k] = v
+			}
+			steps[st.ID] = map[string]any{"outputs": o}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	outputs := map[string]string{}
+	for name, o := range a.Outputs {
+		outputs[name] = expression(o.Value, contexts)
+	}
+	return outputs, nil
+}
+
+// job runs a job of the workflow on event, with the checkout source, and returns the
+// outputs of its cairn step and whether it succeeded.
+func (r *runner) job(w ghWorkflow, name string) (map[string]string, error) {
+	job, ok := w.Jobs[name]
+	if !ok {
+		r.t.Fatalf("the workflow has no job %s", name)
+	}
+	contexts := map[string]any{"github": r.github}
+	var cairn map[string]string
+	for _, s := range job.Steps {
+		out, err := r.step(s, contexts, "")
+		if strings.Contains(s.Uses, "actions/cairn") {
+			cairn = out
+		}
+		if err != nil {
+			return cairn, err
+		}
+	}
+	return cairn, nil
+}
+
+// newRunner prepares a job's runner: a workspace, RUNNER_TEMP, the GitHub variables of
+// event with the payload, and the emulator's environment.
+func newRunner(t *testing.T, source, event, ref, sha string, payload map[string]any) *runner {
+	t.Helper()
+	dir := t.TempDir()
+	workspace, temp := filepath.Join(dir, "work"), filepath.Join(dir, "temp")
+	for _, d := range []string{workspace, temp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventPath := filepath.Join(dir, "event.json")
+	body, _ := json.Marshal(payload)
+	if err := os.WriteFile(eventPath, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range map[string]string{
+		"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event, "GITHUB_EVENT_PATH": eventPath,
+		"GITHUB_REF": ref, "GITHUB_SHA": sha, "GITHUB_REPOSITORY": "shop/infra", "GITHUB_SERVER_URL": "https://github.com",
+		"GITHUB_RUN_ID": "4242", "GITHUB_WORKSPACE": workspace, "RUNNER_TEMP": temp, "GITHUB_STEP_SUMMARY": filepath.Join(dir, "summary.md"),
+		"GITHUB_HEAD_REF": "", "GH_LOG": filepath.Join(dir, "gh.log"),
+	} {
+		env[k] = v
+	}
+	if pr, ok := payload["pull_request"].(map[string]any); ok {
+		env["GITHUB_HEAD_REF"] = pr["head"].(map[string]any)["ref"].(string)
+	}
+	var ev any
+	json.Unmarshal(body, &ev)
+	return &runner{t: t, env: env, source: source, github: map[string]any{
+		"event_name": event, "event": ev, "ref": ref, "sha": sha, "repository": "shop/infra", "token": "ghs_test", "workspace": workspace,
+	}}
+}
+
+// fakeGH puts a gh on PATH that records its arguments and answers the listing of a pull
+// request's comments with existing (the id of the comment with cairn's marker, or "").
+func fakeGH(t *testing.T, r *runner, existing string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := `#!/usr/bin/env bash
+echo "$*" >> "$GH_LOG"
+echo "token $GH_TOKEN" >> "$GH_LOG"
+case "$*" in
+*"/comments --jq"*) [ -n "$FAKE_GH_EXISTING" ] && echo "$FAKE_GH_EXISTING" ;;
+esac
+for a in "$@"; do
+  case "$a" in body=@*) cp "${a#body=@}" "$GH_LOG.body" ;; esac
+done
+exit 0
+`
+	if err := os.WriteFile(filepath.Join(dir, "gh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.env["PATH"] = dir + string(os.PathListSeparator) + r.env["PATH"]
+	r.env["FAKE_GH_EXISTING"] = existing
+	return r.env["GH_LOG"]
+}
+
+// TestGitHubWorkflow runs the README's workflow, with the composite action's steps as
+// written, against the emulator: the pull request's job plans and writes the comment (and
+// posts or updates it when gh is there); the job of the merge's push, on another checkout
+// of the same content with other file times, applies exactly the change sets planned and
+// creates none; a merge with one more commit fails and executes nothing.
+func TestGitHubWorkflow(t *testing.T) {
+	for _, tool := range []string{"bash", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("the workflow's steps need %s on PATH: %v", tool, err)
+		}
+	}
+	w := readmeWorkflow(t)
+	if w.Jobs["plan"].If != "github.event_name == 'pull_request'" || w.Jobs["apply"].If != "github.event_name == 'push'" {
+		t.Fatalf("the workflow's jobs: plan if %q, apply if %q", w.Jobs["plan"].If, w.Jobs["apply"].If)
+	}
+	for _, event := range []string{"pull_request", "push"} {
+		if _, ok := w.On[event]; !ok {
+			t.Fatalf("the workflow does not run on %s", event)
+		}
+	}
+	deployWorld(t)
+	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("GITHUB_ACTIONS", "")
+
+	// main as it is deployed: deploy/ of the repository, pushed.
+	mainTree := t.TempDir()
+	if err := os.CopyFS(filepath.Join(mainTree, "deploy"), os.DirFS(bundleDir(t, ""))); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"push", filepath.Join(mainTree, "deploy"), "--deployment", "shop", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("push exited %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	// The pull request changes a stack and adds one; GitHub's merge of it into main is what
+	// its job checks out.
+	merged := checkout(t, mainTree, time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	cfg := filepath.Join(merged, "deploy", "cairn.yaml")
+	if err := os.WriteFile(cfg, []byte(readFile(t, cfg)+"  - name: extra\n    template_path: extra.yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(merged, "deploy", "extra.yaml"), []byte("Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	topic := filepath.Join(merged, "deploy", "topic.yaml")
+	if err := os.WriteFile(topic, []byte(strings.Replace(readFile(t, topic), "    Type: AWS::SNS::Topic\n", "    Type: AWS::SNS::Topic\n    Properties:\n      DisplayName: shop\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mergeSHA, headSHA := "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
+	prEvent := map[string]any{"number": 7, "pull_request": map[string]any{"number": 7, "head": map[string]any{"ref": "add-extra", "sha": headSHA}}}
+
+	// 1. The pull request's job, without gh: the plan is made and its comment is a file.
+	pr := newRunner(t, merged, "pull_request", "refs/pull/7/merge", mergeSHA, prEvent)
+	_, lookErr := exec.LookPath("gh")
+	ghInstalled := lookErr == nil
+	if ghInstalled {
+		// This machine has a gh of its own: the job must not call it with a test token.
+		t.Log("gh is installed here: the job without gh is played with a recording gh")
+		fakeGH(t, pr, "")
+	}
+	outputs, err := pr.job(w, "plan")
+	t.Logf("pull request job:\n%s", pr.out.String())
+	if err != nil {
+		t.Fatalf("the pull request's job failed: %v\n%s", err, pr.out.String())
+	}
+	id, commentFile := outputs["plan-id"], outputs["comment-file"]
+	comment := readFile(t, commentFile)
+	for _, want := range []string{report.CommentMarker("shop") + "\n# cairn plan " + id + " of deployment shop: planned\n",
+		"- Source: commit 111111111111 (refs/pull/7/merge) of https://github.com/shop/infra, pull request #7 (add-extra, head 222222222222), [CI run](https://github.com/shop/infra/actions/runs/4242)\n",
+		"```mermaid\nflowchart LR\n", "| extra | cli-extra | create | 1 | 0 |  |\n| topic | cli-topic | update | 1 | 0 |  |\n\nUnchanged: param (inputs may change: re-checked at apply).\n"} {
+		if !strings.Contains(comment, want) {
+			t.Errorf("the comment lacks %q:\n%s", want, comment)
+		}
+	}
+	if !ghInstalled && !strings.Contains(pr.out.String(), "cairn: gh is not installed: the comment for pull request #7 is in "+commentFile) {
+		t.Errorf("the job does not say where the comment is:\n%s", pr.out.String())
+	}
+	if summary := readFile(t, pr.env["GITHUB_STEP_SUMMARY"]); summary != comment {
+		t.Errorf("the job summary is not the comment:\n%s", summary)
+	}
+	var p plan.Document
+	stdout.Reset()
+	if code := run([]string{"plans", "shop", id, "--format", "json"}, &stdout, &stderr); code != 0 || json.Unmarshal(stdout.Bytes(), &p) != nil {
+		t.Fatalf("plans shop %s: exit %d %s", id, code, stderr.String())
+	}
+	var planned []string
+	for _, s := range p.Changing() {
+		planned = append(planned, s.ChangeSetID)
+	}
+
+	// 2. The same job again with gh: it posts the comment, then updates it.
+	for _, existing := range []string{"", "987654"} {
+		again := newRunner(t, merged, "pull_request", "refs/pull/7/merge", mergeSHA, prEvent)
+		log := fakeGH(t, again, existing)
+		if _, err := again.job(w, "plan"); err != nil {
+			t.Fatalf("the pull request's job with gh failed: %v\n%s", err, again.out.String())
+		}
+		calls := readFile(t, log)
+		want := "api --silent -X POST repos/shop/infra/issues/7/comments -F body=@"
+		if existing != "" {
+			want = "api --silent -X PATCH repos/shop/infra/issues/comments/987654 -F body=@"
+		}
+		if !strings.Contains(calls, "api --paginate repos/shop/infra/issues/7/comments --jq .[] | select(.body | startswith(\""+report.CommentMarker("shop")+"\")) | .id\n") || !strings.Contains(calls, want) {
+			t.Errorf("gh was called:\n%s\nwant the listing of the comments, then %q", calls, want)
+		}
+		if body := readFile(t, log+".body"); !strings.HasPrefix(body, report.CommentMarker("shop")+"\n") {
+			t.Errorf("gh posted:\n%s", body)
+		}
+		if !strings.Contains(calls, "token ghs_test\n") {
+			t.Errorf("gh did not get the job's token (the action's github-token, github.token by default):\n%s", calls)
+		}
+	}
+	// Each re-run of the job made a new plan of the same content: the newest is applied.
+	stdout.Reset()
+	if code := run([]string{"plans", "shop", "--latest"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("plans --latest: %s", stderr.String())
+	}
+	id = strings.TrimSpace(stdout.String())
+	stdout.Reset()
+	if code := run([]string{"plans", "shop", id, "--format", "json"}, &stdout, &stderr); code != 0 || json.Unmarshal(stdout.Bytes(), &p) != nil {
+		t.Fatalf("plans shop %s: exit %d %s", id, code, stderr.String())
+	}
+	planned = nil
+	for _, s := range p.Changing() {
+		planned = append(planned, s.ChangeSetID)
+	}
+
+	// 3. The merge's push: main now holds the merged content, in another checkout.
+	mainMerged := checkout(t, merged, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	created, executed := changeSetsCreated(t), executedChangeSets(t)
+	push := newRunner(t, mainMerged, "push", "refs/heads/main", "3333333333333333333333333333333333333333", map[string]any{"ref": "refs/heads/main"})
+	outputs, err = push.job(w, "apply")
+	t.Logf("push job:\n%s", push.out.String())
+	if err != nil {
+		t.Fatalf("the merge's job failed: %v\n%s", err, push.out.String())
+	}
+	newlyCreated, newlyExecuted := changeSetsCreated(t)-created, executedChangeSets(t)[len(executed):]
+	t.Logf("apply on merge: change sets created %d, executed %d (%v), planned %d (%v)", newlyCreated, len(newlyExecuted), newlyExecuted, len(planned), planned)
+	if outputs["plan-id"] != id {
+		t.Errorf("the merge applied plan %q, want %s", outputs["plan-id"], id)
+	}
+	// Both planned stacks start at once: compared as sets, each executed once.
+	slices.Sort(newlyExecuted)
+	slices.Sort(planned)
+	if newlyCreated != 0 || len(planned) != 2 || !slices.Equal(newlyExecuted, planned) {
+		t.Errorf("apply on merge created %d change set(s) and executed %v; want 0 created and exactly the planned %v", newlyCreated, newlyExecuted, planned)
+	}
+	if !regexp.MustCompile(`(?m)^run \S+ succeeded in \S+: 1 created, 1 updated, 0 deleted, 1 unchanged, 0 failed$`).MatchString(push.out.String()) {
+		t.Errorf("the merge's job does not show the apply run's summary:\n%s", push.out.String())
+	}
+
+	// 4. A merge with one more commit: content no plan was made for.
+	more := checkout(t, merged, time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC))
+	queue := filepath.Join(more, "deploy", "extra.yaml")
+	if err := os.WriteFile(queue, []byte(readFile(t, queue)+"    Properties:\n      DelaySeconds: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	created, executed, approved := changeSetsCreated(t), executedChangeSets(t), approvals(t)
+	refused := newRunner(t, more, "push", "refs/heads/main", "4444444444444444444444444444444444444444", map[string]any{"ref": "refs/heads/main"})
+	if _, err := refused.job(w, "apply"); err == nil {
+		t.Fatalf("the job of a merge with one more commit succeeded:\n%s", refused.out.String())
+	}
+	if !regexp.MustCompile(`cairn: no reviewed plan for this content \(bundle sha256 [0-9a-f]{64}\): plan it on the pull request first`).MatchString(refused.out.String()) {
+		t.Errorf("the refused job does not say why:\n%s", refused.out.String())
+	}
+	if changeSetsCreated(t) != created || len(executedChangeSets(t)) != len(executed) || approvals(t) != approved {
+		t.Errorf("the refused merge created or executed change sets, or approved something")
+	}
+}

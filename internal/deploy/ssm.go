@@ -1,0 +1,95 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/run"
+)
+
+// SSMAPI reads the SSM parameters of ${ssm} lookups.
+type SSMAPI interface {
+	GetParameters(ctx context.Context, in *ssm.GetParametersInput, optFns ...func(*ssm.Options)) (*ssm.GetParametersOutput, error)
+}
+
+// ssmParameter is one parameter as SSM answers it, SecureStrings decrypted: held in
+// memory only, never written anywhere.
+type ssmParameter struct {
+	Type, Value string
+	Version     int64
+}
+
+// getParametersMax is how many names one GetParameters call takes.
+const getParametersMax = 10
+
+// readSSM reads names (as written in lookups, with any :VERSION selector), SecureStrings
+// decrypted. A name SSM does not know is absent from the result: the stacks reading it
+// fail with the reason, before any change set.
+func (b *base) readSSM(ctx context.Context, names []string) (map[string]ssmParameter, error) {
+	out := map[string]ssmParameter{}
+	if len(names) == 0 {
+		return out, nil
+	}
+	if b.ssm == nil {
+		return nil, fmt.Errorf("the config reads SSM parameters (%s, ...) but the deployer has no SSM client", names[0])
+	}
+	for start := 0; start < len(names); start += getParametersMax {
+		batch := names[start:min(start+getParametersMax, len(names))]
+		res, err := b.ssm.GetParameters(ctx, &ssm.GetParametersInput{Names: batch, WithDecryption: aws.Bool(true)})
+		if err != nil {
+			return nil, fmt.Errorf("read SSM parameters %v: %w", batch, err)
+		}
+		for _, p := range res.Parameters {
+			out[aws.ToString(p.Name)+aws.ToString(p.Selector)] = ssmParameter{Type: string(p.Type), Value: aws.ToString(p.Value), Version: p.Version}
+		}
+	}
+	return out, nil
+}
+
+// ssmValues reads names and keeps what cairn may keep of them: a SecureString's hash only.
+func (b *base) ssmValues(ctx context.Context, names []string) (map[string]config.SSMValue, error) {
+	read, err := b.readSSM(ctx, names)
+	if err != nil || len(read) == 0 {
+		return nil, err
+	}
+	out := make(map[string]config.SSMValue, len(read))
+	for name, p := range read {
+		out[name] = config.NewSSMValue(name, p.Type, p.Value, p.Version)
+	}
+	return out, nil
+}
+
+// unseal reads the SecureStrings params refer to and returns params with their values,
+// for the CreateChangeSet call only, and the names of the parameters holding one. An error
+// is permanent when SSM answered: the value is gone or changed since the run resolved it.
+func (b *base) unseal(ctx context.Context, params map[string]string) (map[string]string, []string, error) {
+	names := config.Sealed(params)
+	if len(names) == 0 {
+		return params, nil, nil
+	}
+	read, err := b.readSSM(ctx, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	plain := make(map[string]string, len(read))
+	for name, p := range read {
+		if p.Type == config.SecureString {
+			plain[name] = p.Value
+		}
+	}
+	out, err := config.Unseal(params, plain)
+	if err != nil {
+		return nil, nil, run.Permanent(err)
+	}
+	var secret []string
+	for k, v := range params {
+		if len(config.Sealed(map[string]string{k: v})) > 0 {
+			secret = append(secret, k)
+		}
+	}
+	return out, secret, nil
+}

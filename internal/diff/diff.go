@@ -1,0 +1,355 @@
+// Package diff compares a bundle on disk with what the persistent graph says is applied,
+// offline, as Stacker's diff does: per stack, the template's text and the parameters,
+// with no change set created and no CloudFormation call made. The graph holds only hashes;
+// the applied text comes from the applied bundle (the graph records its version).
+package diff
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// Kind is what became of a stack between what is applied and the bundle.
+type Kind string
+
+const (
+	New       Kind = "new"       // in the bundle, not applied
+	Changed   Kind = "changed"   // its template or parameters differ
+	Unchanged Kind = "unchanged" // same template and parameters
+	Removed   Kind = "removed"   // applied, no longer in the bundle: the next run deletes it
+)
+
+// Param is one parameter that differs: Old is "" when added, New "" when removed.
+type Param struct {
+	Name     string
+	Old, New string
+	// Secret is a NoEcho parameter: its values are never shown.
+	Secret bool
+}
+
+// Stack is one stack's differences.
+type Stack struct {
+	Name, StackName string
+	Kind            Kind
+	// Template is the unified diff of the applied template and the bundle's ("" when they
+	// are the same); TemplateNote says why there is no text to compare.
+	Template     string
+	TemplateNote string
+	Params       []Param
+	// ParamsNote says the parameters resolve to other values than applied although
+	// their text is the same (an output they read changed).
+	ParamsNote string
+}
+
+// Result is the comparison of a bundle with what is applied.
+type Result struct {
+	Deployment string
+	Path       string
+	// Graph is the persistent graph (nil: nothing applied yet); Note says why the applied
+	// bundle's text could not be read, when it could not.
+	Graph  *state.Graph
+	Note   string
+	Stacks []Stack
+}
+
+// Changed reports whether the bundle differs from what is applied.
+func (r *Result) Changed() bool {
+	for _, s := range r.Stacks {
+		if s.Kind != Unchanged {
+			return true
+		}
+	}
+	return false
+}
+
+// Compare is the pure comparison: the bundle's config at path (local), the applied config
+// (nil when it could not be read) and the persistent graph (nil when nothing is applied).
+func Compare(deployment, path string, local, applied *config.Config, g *state.Graph) *Result {
+	r := &Result{Deployment: deployment, Path: path, Graph: g}
+	stacks := map[string]*state.Stack{}
+	if g != nil {
+		stacks = g.Stacks
+	}
+	inLocal := map[string]bool{}
+	for _, s := range local.Stacks {
+		inLocal[s.Name] = true // a disabled stack is kept, never deleted
+		if !s.Enabled {
+			continue
+		}
+		gs := stacks[s.Name]
+		if gs == nil {
+			r.Stacks = append(r.Stacks, Stack{Name: s.Name, StackName: s.StackName, Kind: New, Params: params(nil, s, stacks)})
+			continue
+		}
+		var old *config.Stack
+		if applied != nil {
+			old = applied.Stack(s.Name)
+		}
+		d := Stack{Name: s.Name, StackName: s.StackName, Kind: Unchanged}
+		if plan.TemplateHash(s) != gs.TemplateHash {
+			switch {
+			case old == nil:
+				d.TemplateNote = fmt.Sprintf("the template changed (sha256 %s, applied %s); the applied text is not readable", short(plan.TemplateHash(s)), short(gs.TemplateHash))
+			case s.TemplateURL != "" || old.TemplateURL != "":
+				d.TemplateNote = fmt.Sprintf("the template changed: %s, applied %s (a template_url is not fetched)", cmp.Or(s.TemplateURL, s.TemplatePath), cmp.Or(old.TemplateURL, old.TemplatePath))
+			default:
+				d.Template = unified(string(old.TemplateBody), string(s.TemplateBody), "applied/"+templateName(old), path+"/"+templateName(s))
+			}
+			if d.Template == "" && d.TemplateNote == "" {
+				d.TemplateNote = "the template's text is the same; its hash differs (rewritten by a newer cairn)"
+			}
+		}
+		d.Params = params(old, s, stacks)
+		if len(d.Params) == 0 && gs.ParametersHash != "" {
+			if resolved, ok := resolve(s, stacks); ok && run.HashParameters(resolved) != gs.ParametersHash {
+				d.ParamsNote = "the parameters resolve to other values than applied: an output they read changed since"
+			}
+		}
+		if d.Template != "" || d.TemplateNote != "" || len(d.Params) > 0 || d.ParamsNote != "" {
+			d.Kind = Changed
+		}
+		r.Stacks = append(r.Stacks, d)
+	}
+	for _, name := range slices.Sorted(maps.Keys(stacks)) {
+		if !inLocal[name] {
+			r.Stacks = append(r.Stacks, Stack{Name: name, StackName: stacks[name].StackName, Kind: Removed})
+		}
+	}
+	return r
+}
+
+// params lists the parameters of s that differ from old's (every one when old is nil),
+// by name. A value reading another stack's output is shown as written, with the value
+// the graph has for that output now.
+func params(old, s *config.Stack, stacks map[string]*state.Stack) []Param {
+	var before map[string]string
+	if old != nil {
+		before = old.Parameters
+	}
+	names := slices.Sorted(maps.Keys(s.Parameters))
+	for n := range before {
+		if _, ok := s.Parameters[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	var out []Param
+	for _, n := range names {
+		o, n2 := before[n], s.Parameters[n]
+		if old != nil && o == n2 {
+			continue
+		}
+		p := Param{Name: n, Old: o, New: annotate(s, n, n2, stacks), Secret: secret(s, n) || (old != nil && secret(old, n))}
+		if old != nil {
+			p.Old = annotate(old, n, o, stacks)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// annotate shows a parameter value holding lookups as written, followed by what the
+// graph's outputs resolve it to now, or that they cannot be resolved offline.
+func annotate(s *config.Stack, param, value string, stacks map[string]*state.Stack) string {
+	var lookups bool
+	for _, l := range s.Lookups {
+		if l.Param == param {
+			lookups = true
+		}
+	}
+	if !lookups || value == "" {
+		return value
+	}
+	one := &config.Stack{Name: s.Name, Parameters: map[string]string{param: value}, Lookups: s.Lookups}
+	if v, ok := resolve(one, stacks); ok {
+		return value + " (now " + v[param] + ")"
+	}
+	return value + " (unresolved: read at deploy time)"
+}
+
+// resolve resolves s's parameters from the outputs the graph recorded, if it has them all.
+func resolve(s *config.Stack, stacks map[string]*state.Stack) (map[string]string, bool) {
+	byStackName := map[string]*state.Stack{}
+	for _, gs := range stacks {
+		byStackName[gs.StackName] = gs
+	}
+	v, err := config.ResolveParameters(s, config.Values{Outputs: func(stackName, output string) (string, bool) {
+		if gs := byStackName[stackName]; gs != nil {
+			o, ok := gs.Outputs[output]
+			return o, ok
+		}
+		return "", false
+	}})
+	return v, err == nil
+}
+
+func secret(s *config.Stack, name string) bool {
+	if s == nil || s.Template == nil {
+		return false
+	}
+	return s.Template.Parameters[name].NoEcho
+}
+
+func templateName(s *config.Stack) string {
+	if s.TemplatePath != "" {
+		return s.TemplatePath
+	}
+	return "cairn.yaml (template_body of " + s.Name + ")"
+}
+
+func unified(a, b, from, to string) string {
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: difflib.SplitLines(a), B: difflib.SplitLines(b), FromFile: from, ToFile: to, Context: 3,
+	})
+	if err != nil {
+		return ""
+	}
+	return text
+}
+
+func short(h string) string {
+	if len(h) > 12 && !strings.HasPrefix(h, "url:") {
+		return h[:12]
+	}
+	return h
+}
+
+// Write prints r for a terminal:
+//
+//	stack network (shop-network): changed
+//	--- applied/templates/network.yaml
+//	+++ deploy/templates/network.yaml
+//	...
+//	  ~ Size: small -> large
+func (r *Result) Write(w io.Writer) error {
+	var b strings.Builder
+	if r.Graph == nil {
+		fmt.Fprintf(&b, "deployment %s: nothing is applied yet; every stack of %s is new\n", r.Deployment, r.Path)
+	} else {
+		fmt.Fprintf(&b, "deployment %s: %s against graph %s/%s at generation %d (%s)\n", r.Deployment, r.Path, r.Graph.Namespace, r.Graph.Key, r.Graph.Generation, applied(r.Graph.Bundle))
+	}
+	if r.Note != "" {
+		fmt.Fprintf(&b, "note: %s\n", r.Note)
+	}
+	counts := map[Kind]int{}
+	for _, s := range r.Stacks {
+		counts[s.Kind]++
+		switch s.Kind {
+		case Unchanged:
+			continue
+		case New:
+			fmt.Fprintf(&b, "\nstack %s (%s): new, created by the next run\n", s.Name, s.StackName)
+		case Removed:
+			fmt.Fprintf(&b, "\nstack %s (%s): applied, no longer in the bundle: the next run deletes it\n", s.Name, s.StackName)
+			continue
+		default:
+			fmt.Fprintf(&b, "\nstack %s (%s): changed\n", s.Name, s.StackName)
+		}
+		if s.TemplateNote != "" {
+			fmt.Fprintf(&b, "  %s\n", s.TemplateNote)
+		}
+		b.WriteString(s.Template)
+		if len(s.Params) > 0 {
+			b.WriteString("  parameters:\n")
+		}
+		for _, p := range s.Params {
+			old, new := p.Old, p.New
+			if p.Secret {
+				old, new = mask(old), mask(new)
+			}
+			switch {
+			case s.Kind == New:
+				fmt.Fprintf(&b, "    %s: %s\n", p.Name, new)
+			case p.Old == "":
+				fmt.Fprintf(&b, "  + %s: %s\n", p.Name, new)
+			case p.New == "":
+				fmt.Fprintf(&b, "  - %s: %s\n", p.Name, old)
+			default:
+				fmt.Fprintf(&b, "  ~ %s: %s -> %s\n", p.Name, old, new)
+			}
+		}
+		if s.ParamsNote != "" {
+			fmt.Fprintf(&b, "  %s\n", s.ParamsNote)
+		}
+	}
+	fmt.Fprintf(&b, "\n%d changed, %d new, %d removed, %d unchanged\n", counts[Changed], counts[New], counts[Removed], counts[Unchanged])
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mask(v string) string {
+	if v == "" {
+		return ""
+	}
+	return "****"
+}
+
+func applied(b state.BundleRef) string {
+	var parts []string
+	if b.VersionID != "" {
+		parts = append(parts, "bundle version "+b.VersionID)
+	}
+	if b.GitRef != "" {
+		parts = append(parts, "git "+short(b.GitRef))
+	}
+	if len(parts) == 0 {
+		return "bundle unknown"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Reader reads what is applied from cairn's bucket.
+type Reader struct {
+	S3     bucket.Getter
+	Bucket string
+	State  interface {
+		Show(ctx context.Context, namespace, key, version string) (*state.Graph, error)
+	}
+}
+
+// Diff compares the bundle whose config is local (read from path) with what deployment
+// applied to the graph the config names.
+func (rd *Reader) Diff(ctx context.Context, deployment, path string, local *config.Config) (*Result, error) {
+	g, err := rd.State.Show(ctx, local.Namespace, local.PersistentGraphKey, "")
+	if errors.Is(err, state.ErrNotFound) {
+		return Compare(deployment, path, local, nil, nil), nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	version := g.Bundle.VersionID
+	if version == "null" {
+		version = ""
+	}
+	lb, key, err := deploy.DownloadApplied(ctx, rd.S3, rd.Bucket, deployment, version, g.Bundle.SHA256)
+	var note string
+	var appliedConfig *config.Config
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read the applied bundle of deployment %s: %w", deployment, err)
+	case lb == nil:
+		note = fmt.Sprintf("the applied bundle (%s) is in neither %s nor %s: templates are compared by hash only", applied(g.Bundle), bucket.DeploymentKey(deployment), bucket.PlanUploadKey(deployment))
+	case lb.Config == nil:
+		note = fmt.Sprintf("the applied bundle %s does not load (%s): templates are compared by hash only", bucket.URI(rd.Bucket, key), strings.Join(lb.Errors, "; "))
+	default:
+		appliedConfig = lb.Config
+	}
+	r := Compare(deployment, path, local, appliedConfig, g)
+	r.Note = note
+	return r, nil
+}

@@ -177,7 +177,7 @@ func New(opts Options) (*Emulator, error) {
 	e.s3, err = s3local.New(s3local.Options{
 		Region: opts.Region, Dir: dir("s3"), Clock: opts.Clock, Logger: opts.Logger,
 		Notify:      func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
-		QueueExists: e.sqs.Exists, TopicExists: e.sns.Exists, FunctionExists: e.functionExists,
+		QueueExists: e.sqs.Exists, TopicExists: e.sns.Exists, FunctionExists: e.functionExists, Invoke: invoke,
 		Publish: func(ctx context.Context, topicARN, subject, message string) error {
 			_, err := e.sns.Publish(ctx, topicARN, subject, message)
 			return err

@@ -266,6 +266,42 @@ var resourceTypes = map[string]resourceType{
 		phys:  func(c idCtx) string { return c.prop("FunctionName") + ":1" },
 		attrs: map[string]func(c idCtx) any{"Version": func(c idCtx) any { return "1" }},
 	},
+	"AWS::Lambda::Alias": {
+		phys: func(c idCtx) string {
+			fn := c.prop("FunctionName")
+			if !strings.HasPrefix(fn, "arn:") {
+				fn = c.arn("lambda", "function:"+fn)
+			}
+			return fn + ":" + c.prop("Name")
+		},
+		attrs:      map[string]func(c idCtx) any{"AliasArn": physOnly},
+		createOnly: []string{"Name", "FunctionName"},
+	},
+	"AWS::Lambda::LayerVersion": {
+		phys: func(c idCtx) string {
+			return c.arn("lambda", "layer:"+orDefault(c.prop("LayerName"), c.logicalID)+":1")
+		},
+		attrs:      map[string]func(c idCtx) any{"LayerVersionArn": physOnly},
+		createOnly: []string{"*"},
+	},
+	"AWS::ApiGateway::RestApi": {
+		phys:  func(c idCtx) string { return strings.ToLower(hashUpper(10, c.seed)) },
+		attrs: map[string]func(c idCtx) any{"RestApiId": physOnly, "RootResourceId": func(c idCtx) any { return strings.ToLower(hashUpper(10, c.seed, "root")) }},
+	},
+	"AWS::ApiGateway::Deployment": {
+		phys:       func(c idCtx) string { return strings.ToLower(hashUpper(6, c.seed)) },
+		attrs:      map[string]func(c idCtx) any{"DeploymentId": physOnly},
+		createOnly: []string{"RestApiId"},
+	},
+	"AWS::ApiGateway::Stage": {phys: func(c idCtx) string { return c.prop("StageName") }, createOnly: []string{"RestApiId", "StageName"}},
+	"AWS::ApiGatewayV2::Api": {
+		phys: func(c idCtx) string { return strings.ToLower(hashUpper(10, c.seed)) },
+		attrs: map[string]func(c idCtx) any{
+			"ApiId":       physOnly,
+			"ApiEndpoint": func(c idCtx) any { return "https://" + c.physical + ".execute-api." + c.region + ".amazonaws.com" },
+		},
+	},
+	"AWS::ApiGatewayV2::Stage": {phys: func(c idCtx) string { return c.prop("StageName") }, createOnly: []string{"ApiId", "StageName"}},
 	"AWS::DynamoDB::Table": {
 		phys: func(c idCtx) string { return c.name("TableName", 255) },
 		attrs: map[string]func(c idCtx) any{

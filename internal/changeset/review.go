@@ -14,9 +14,18 @@ import (
 )
 
 // Describe reads the change set id (all pages) with its resource changes, for the plan
-// document and for an approval's freshness check. A change set that does not exist is
-// Found false, not an error.
+// document and for an approval's freshness check; the changes of its nested change sets
+// (IncludeNestedStacks) follow the nested stack's, named Stack/Resource. A change set that
+// does not exist is Found false, not an error.
 func (c *Client) Describe(ctx context.Context, id string) (plan.ChangeSet, error) {
+	return c.describe(ctx, id, "", 0)
+}
+
+// maxNestedDepth bounds how deep Describe follows nested change sets (CloudFormation
+// nests stacks at most five levels below the root).
+const maxNestedDepth = 5
+
+func (c *Client) describe(ctx context.Context, id, prefix string, depth int) (plan.ChangeSet, error) {
 	var st plan.ChangeSet
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(id)}
 	for page := 0; ; page++ {
@@ -38,7 +47,7 @@ func (c *Client) Describe(ctx context.Context, id string) (plan.ChangeSet, error
 			if rc == nil {
 				continue
 			}
-			pc := plan.Change{LogicalID: aws.ToString(rc.LogicalResourceId), PhysicalID: aws.ToString(rc.PhysicalResourceId),
+			pc := plan.Change{LogicalID: prefix + aws.ToString(rc.LogicalResourceId), PhysicalID: aws.ToString(rc.PhysicalResourceId),
 				Type: aws.ToString(rc.ResourceType), Action: string(rc.Action), Replacement: string(rc.Replacement)}
 			for _, d := range rc.Details {
 				if d.Target == nil {
@@ -58,6 +67,13 @@ func (c *Client) Describe(ctx context.Context, id string) (plan.ChangeSet, error
 				pc.Details = append(pc.Details, line+")")
 			}
 			st.Changes = append(st.Changes, pc)
+			if nested := aws.ToString(rc.ChangeSetId); nested != "" && depth < maxNestedDepth {
+				ns, err := c.describe(ctx, nested, pc.LogicalID+"/", depth+1)
+				if err != nil {
+					return st, err
+				}
+				st.Changes = append(st.Changes, ns.Changes...)
+			}
 		}
 		if aws.ToString(out.NextToken) == "" {
 			return st, nil

@@ -2,6 +2,7 @@ package cfnlocal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -98,7 +99,7 @@ func (s *Service) beginNested(st *stack, r *resource, reqType string, revert boo
 		}
 		p, err := s.planNested(child, body, params)
 		if err != nil {
-			fail(err.Error())
+			fail(reasonOf(err))
 			return
 		}
 		child.Body, child.Original, child.tpl, child.Description, child.Imports = p.body, p.original, p.tpl, p.tpl.Description, p.imports
@@ -139,7 +140,7 @@ func (s *Service) beginNested(st *stack, r *resource, reqType string, revert boo
 		params := nestedParams(r.Props["Parameters"])
 		p, err := s.planNested(child, body, params)
 		if err != nil {
-			fail(err.Error())
+			fail(reasonOf(err))
 			return
 		}
 		if len(s.diff(child, p)) == 0 && s.sameOutputsAndTags(child, p, st.Tags) {
@@ -173,6 +174,15 @@ func (s *Service) beginNested(st *stack, r *resource, reqType string, revert boo
 			fail(fmt.Sprintf("Embedded stack %s was not successfully deleted: %s", child.ID, child.Reason))
 		}
 	}
+}
+
+// reasonOf is an API error's message, as a failed resource's reason shows it.
+func reasonOf(err error) string {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae.Message
+	}
+	return err.Error()
 }
 
 // adoptNested returns the child a nested change set made for logicalID (in

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -371,7 +372,7 @@ func deployCases(t *testing.T, cases []corpusCase) (map[string]*corpusResult, in
 			}
 			in := &cloudformation.CreateChangeSetInput{StackName: aws.String(c.stack), ChangeSetName: aws.String("cairn-1"),
 				ChangeSetType: cfntypes.ChangeSetTypeCreate, TemplateBody: aws.String(string(body))}
-			for _, k := range sortedKeys(c.params) {
+			for _, k := range slices.Sorted(maps.Keys(c.params)) {
 				in.Parameters = append(in.Parameters, cfntypes.Parameter{ParameterKey: aws.String(k), ParameterValue: aws.String(c.params[k])})
 			}
 			for _, cp := range caps {
@@ -433,15 +434,6 @@ func deployCases(t *testing.T, cases []corpusCase) (map[string]*corpusResult, in
 		}
 	}
 	return results, deleted
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func firstLine(s string) string {

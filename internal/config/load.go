@@ -634,14 +634,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 			}
 		}
 	}
-	var missing []string
-	for name, p := range r.t.Parameters {
-		if _, given := d.paramKeys[name]; !given && !p.HasDefault {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
+	if missing := missingParameters(r.t, func(name string) bool { _, ok := d.paramKeys[name]; return ok }); len(missing) > 0 {
 		at, atKey := d.paramsNode, d.key+".parameters"
 		if at == nil {
 			at, atKey = d.node, d.key

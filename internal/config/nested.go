@@ -97,14 +97,7 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 				}
 			}
 		}
-		var missing []string
-		for name, decl := range r.t.Parameters {
-			if _, given := ns.Parameters[name]; !given && !decl.HasDefault {
-				missing = append(missing, name)
-			}
-		}
-		if len(missing) > 0 {
-			slices.Sort(missing)
+		if missing := missingParameters(r.t, func(name string) bool { _, ok := ns.Parameters[name]; return ok }); len(missing) > 0 {
 			fail("nested stack %s: template %s requires parameter %s (no Default): pass it under the nested stack's Parameters", ns.LogicalID, p, strings.Join(missing, ", "))
 		}
 		child, childNeeds := l.nested(r.t, p, childFile, append(slices.Clone(chain), p))
@@ -134,4 +127,17 @@ func orDot(p string) string {
 		return "the bundle root"
 	}
 	return p
+}
+
+// missingParameters are the template's parameters without a default that given lacks,
+// sorted.
+func missingParameters(t *template.Template, given func(name string) bool) []string {
+	var missing []string
+	for name, p := range t.Parameters {
+		if !given(name) && !p.HasDefault {
+			missing = append(missing, name)
+		}
+	}
+	slices.Sort(missing)
+	return missing
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -127,7 +128,7 @@ func (t *Tree) Package(urlOf func(sha256 string) string) ([]byte, []Upload, erro
 	}
 	var uploads []Upload
 	urls := map[string]string{}
-	for _, id := range sortedKeys(t.Children) {
+	for _, id := range slices.Sorted(maps.Keys(t.Children)) {
 		body, up, err := t.Children[id].Package(urlOf)
 		if err != nil {
 			return nil, nil, err
@@ -267,13 +268,4 @@ func offset(b []byte, lines []int, line, col int) (int, bool) {
 		i += size
 	}
 	return i, true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

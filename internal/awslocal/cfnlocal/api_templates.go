@@ -78,15 +78,7 @@ func (s *Service) validateTemplate(f form) (any, error) {
 	} else if !isParamDependent(err) {
 		return nil, err
 	}
-	var ps []xTemplateParam
-	for _, n := range tpl.ParamOrder {
-		d := tpl.Parameters[n]
-		p := xTemplateParam{ParameterKey: n, NoEcho: d.NoEcho, Description: d.Description}
-		if d.Default != nil {
-			p.DefaultValue = *d.Default
-		}
-		ps = append(ps, p)
-	}
+	ps := templateParams(tpl)
 	res := struct {
 		Parameters         []xTemplateParam `xml:"Parameters>member"`
 		Description        string           `xml:",omitempty"`
@@ -115,15 +107,7 @@ func (s *Service) validateUnprocessed(body string, transforms []string) (any, er
 	if _, ok := m["Resources"].(map[string]any); !ok {
 		return nil, invalidf("Template format error: At least one Resources member must be defined.")
 	}
-	var ps []xTemplateParam
-	for _, n := range decl.ParamOrder {
-		d := decl.Parameters[n]
-		p := xTemplateParam{ParameterKey: n, NoEcho: d.NoEcho, Description: d.Description}
-		if d.Default != nil {
-			p.DefaultValue = *d.Default
-		}
-		ps = append(ps, p)
-	}
+	ps := templateParams(decl)
 	return struct {
 		Parameters         []xTemplateParam `xml:"Parameters>member"`
 		Description        string           `xml:",omitempty"`
@@ -132,6 +116,20 @@ func (s *Service) validateUnprocessed(body string, transforms []string) (any, er
 		DeclaredTransforms []string         `xml:"DeclaredTransforms>member"`
 	}{Parameters: ps, Description: scalarString(m["Description"]), Capabilities: []string{"CAPABILITY_AUTO_EXPAND"},
 		CapabilitiesReason: "The following resource(s) require capabilities: [transforms]", DeclaredTransforms: transforms}, nil
+}
+
+// templateParams are the template's parameters as ValidateTemplate lists them.
+func templateParams(tpl *template) []xTemplateParam {
+	var ps []xTemplateParam
+	for _, n := range tpl.ParamOrder {
+		d := tpl.Parameters[n]
+		p := xTemplateParam{ParameterKey: n, NoEcho: d.NoEcho, Description: d.Description}
+		if d.Default != nil {
+			p.DefaultValue = *d.Default
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // sampleValue is a placeholder for a parameter without a default during ValidateTemplate.

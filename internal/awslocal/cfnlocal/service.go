@@ -78,7 +78,10 @@ type Service struct {
 	clk clock.Clock
 	log *slog.Logger
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// flushMu orders the side effects a background tick sends (events, notifications)
+	// before the requests that could observe its changes: ticks hold it, requests share it.
+	flushMu   sync.RWMutex
 	st        persisted
 	byID      map[string]*stack
 	outbox    []func(context.Context)
@@ -226,6 +229,9 @@ func (s *Service) loop() {
 			return
 		case <-s.wake:
 		case <-tick:
+			// Requests wait for what the tick sends, so no caller sees a stack's new status
+			// before its events and notifications are out.
+			s.flushMu.Lock()
 			s.mu.Lock()
 			s.advance(s.clk.Now())
 			if err := s.save(); err != nil {
@@ -234,6 +240,7 @@ func (s *Service) loop() {
 			out := s.takeOutbox()
 			s.mu.Unlock()
 			s.flush(out)
+			s.flushMu.Unlock()
 		}
 	}
 }
@@ -319,6 +326,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reqID, &apiError{Code: "InvalidAction", Message: fmt.Sprintf("The action %q is not valid for this web service (the emulator implements %d CloudFormation actions).", action, len(actions)), Status: 400})
 		return
 	}
+	s.flushMu.RLock()
+	defer s.flushMu.RUnlock()
 	s.mu.Lock()
 	s.calls[action]++
 	s.callCount++

@@ -94,8 +94,8 @@ infra-lambdas: build
 synth: infra-lambdas
 	cd infra && CDK_OUTDIR=cdk.out $(GO) run .
 	@echo "synth: wrote infra/cdk.out/Cairn.template.json"
-	cd infra && $(GO) test -count=1 -run '^TestGoldenTemplate$$' . -update
-	@echo "synth: wrote internal/localcairn/cairn.template.json (what cairn local up deploys; placeholder Lambda code)"
+	cd infra && $(GO) test -count=1 -run '^(TestGoldenTemplate|TestLocalModeMatchesSynthesis)$$' . -update
+	@echo "synth: wrote internal/localcairn/cairn.template.json and target.template.json (what cairn local up deploys; placeholder Lambda code)"
 
 # deploy: `cdk deploy` of cairn's stack into the account and region of the current AWS
 # credentials (AWS_PROFILE, AWS_REGION...). Needs `cdk bootstrap` once per account and

@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Context keys that configure cairn's stack. They are read from cdk.json or
@@ -17,7 +20,10 @@ const (
 	ctxPortPools      = "cairn:portPools"
 	ctxDriftSchedule  = "cairn:driftSchedule"
 	ctxCfnServiceRole = "cairn:cfnServiceRole"
+	ctxSSMPaths       = "cairn:ssmPaths"
 	ctxLambdaDir      = "cairn:lambdaDir"
+	ctxTargets        = "cairn:targets"
+	ctxHome           = "cairn:home"
 )
 
 // Defaults used when a context key is absent.
@@ -51,6 +57,27 @@ type Config struct {
 	CfnServiceRole string
 	// LambdaDir holds deployer/bootstrap, ports/bootstrap and drift/bootstrap.
 	LambdaDir string
+	// Home is the account and region cairn's own stack is deployed to; required with
+	// Targets, which need to name cairn's roles, bus and queue.
+	Home target.Target
+	// Targets are the other accounts and regions cairn deploys stacks into, each with a
+	// target stack; sorted by account and region.
+	Targets []Target
+	// SSMPaths are the Parameter Store names the deployer may read for ${ssm}
+	// lookups (and decrypt, for SecureStrings under customer managed keys): a
+	// name, or a path ending in /* for everything below it. By default each
+	// namespace's own path, /NAMESPACE/*; empty means no Parameter Store access.
+	SSMPaths []string
+}
+
+// Target is one account and region cairn deploys into, with its target stack's options.
+type Target struct {
+	target.Target
+	// ServiceRole is the ARN of the CloudFormation service role (in the target's account)
+	// the deploy role may pass; empty: none.
+	ServiceRole string
+	// ExternalID, when set, must be given by whoever assumes the deploy role.
+	ExternalID string
 }
 
 // Functions are the Lambda functions cairn consists of, named as their folders
@@ -62,6 +89,9 @@ var (
 	poolNameRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 	scheduleRe  = regexp.MustCompile(`^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\(\S+ \S+ \S+ \S+ \S+ \S+\))$`)
 	roleARNRe   = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$`)
+	// ssmPathRe is a parameter name (letters, digits and _.- between slashes,
+	// as Parameter Store allows) or a path of them ending in /*.
+	ssmPathRe = regexp.MustCompile(`^(/[a-zA-Z0-9_.-]+)+(/\*)?$`)
 )
 
 // contextGetter is what Config needs of a construct node: constructs.Node
@@ -120,6 +150,15 @@ func LoadConfig(node contextGetter) (Config, error) {
 		cfg.CfnServiceRole = s
 	}
 
+	if err := loadTargets(&cfg, get(ctxHome), get(ctxTargets)); err != nil {
+		return cfg, err
+	}
+	ssm, err := ssmPaths(get(ctxSSMPaths), ns)
+	if err != nil {
+		return cfg, fmt.Errorf("context %s: %w", ctxSSMPaths, err)
+	}
+	cfg.SSMPaths = ssm
+
 	cfg.LambdaDir = defaultLambdaDir
 	if v := get(ctxLambdaDir); v != nil {
 		s, ok := v.(string)
@@ -129,6 +168,30 @@ func LoadConfig(node contextGetter) (Config, error) {
 		cfg.LambdaDir = s
 	}
 	return cfg, nil
+}
+
+// ssmPaths reads cairn:ssmPaths: a list of parameter names and paths ending in
+// /*, or, when unset, /NAMESPACE/* for every namespace. Sorted and deduplicated,
+// so the template does not change with their order.
+func ssmPaths(v interface{}, namespaces []string) ([]string, error) {
+	if v == nil {
+		out := make([]string, len(namespaces))
+		for i, n := range namespaces {
+			out[i] = "/" + n + "/*"
+		}
+		return out, nil
+	}
+	paths, err := stringList(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		if !ssmPathRe.MatchString(p) {
+			return nil, fmt.Errorf("%q is not a parameter name or path: write /NAME for one parameter or /PATH/* for every parameter below PATH (e.g. /shop/*); a wildcard anywhere else, or over every parameter, is refused", p)
+		}
+	}
+	sort.Strings(paths)
+	return slices.Compact(paths), nil
 }
 
 // NamespacesEnv is the CAIRN_NAMESPACES value: namespaces joined by commas.
@@ -242,4 +305,100 @@ func parsePortPool(spec string) (PortPool, error) {
 		return PortPool{}, fmt.Errorf("pool %q: range %d-%d must satisfy 1 <= FIRST <= LAST <= 65535", name, first, last)
 	}
 	return PortPool{Name: name, First: first, Last: last}, nil
+}
+
+var externalIDRE = regexp.MustCompile(`^[\w+=,.@:/-]+$`)
+
+// loadTargets reads cairn:home and cairn:targets: "ACCOUNT:REGION" strings (a list or
+// comma-separated), or objects {"account", "region", "serviceRole", "externalId"}.
+func loadTargets(cfg *Config, home, targets interface{}) error {
+	var raw []interface{}
+	switch t := targets.(type) {
+	case nil:
+	case []interface{}:
+		raw = t
+	case string:
+		l, err := stringList(t)
+		if err != nil {
+			return fmt.Errorf("context %s: %w", ctxTargets, err)
+		}
+		for _, s := range l {
+			raw = append(raw, s)
+		}
+	default:
+		return fmt.Errorf("context %s: %v is a %T: use a list of \"ACCOUNT:REGION\" strings or objects {\"account\", \"region\", \"serviceRole\", \"externalId\"}", ctxTargets, targets, targets)
+	}
+	if h, ok := home.(string); ok && strings.TrimSpace(h) != "" {
+		t, err := target.Parse(h)
+		if err != nil {
+			return fmt.Errorf("context %s: %w", ctxHome, err)
+		}
+		cfg.Home = t
+	} else if home != nil {
+		return fmt.Errorf("context %s: %v is not \"ACCOUNT:REGION\", the account and region of cairn's own stack", ctxHome, home)
+	}
+	if len(raw) == 0 {
+		return nil
+	}
+	if cfg.Home.Account == "" {
+		return fmt.Errorf("context %s is needed with %s: the target stacks name cairn's roles, bus and ports queue; set it to cairn's own ACCOUNT:REGION, e.g. -c %s=123456789012:us-east-1", ctxHome, ctxTargets, ctxHome)
+	}
+	seen := map[target.Target]bool{}
+	for _, v := range raw {
+		var t Target
+		switch e := v.(type) {
+		case string:
+			tt, err := target.Parse(e)
+			if err != nil {
+				return fmt.Errorf("context %s: %w", ctxTargets, err)
+			}
+			t.Target = tt
+		case map[string]interface{}:
+			for k := range e {
+				if k != "account" && k != "region" && k != "serviceRole" && k != "externalId" {
+					return fmt.Errorf("context %s: unknown key %q in %v: use account, region, serviceRole and externalId", ctxTargets, k, e)
+				}
+			}
+			t.Account, _ = e["account"].(string)
+			t.Region, _ = e["region"].(string)
+			t.ServiceRole, _ = e["serviceRole"].(string)
+			t.ExternalID, _ = e["externalId"].(string)
+			if err := t.Validate(); err != nil {
+				return fmt.Errorf("context %s: %v: %w", ctxTargets, e, err)
+			}
+		default:
+			return fmt.Errorf("context %s: element %v is a %T: use \"ACCOUNT:REGION\" or an object", ctxTargets, v, v)
+		}
+		if t.Target == cfg.Home {
+			return fmt.Errorf("context %s: %s is cairn's own account and region (%s), which needs no target stack: remove it", ctxTargets, t.Target, ctxHome)
+		}
+		if seen[t.Target] {
+			return fmt.Errorf("context %s: %s is listed twice: remove the duplicate", ctxTargets, t.Target)
+		}
+		seen[t.Target] = true
+		if t.ServiceRole != "" {
+			if !roleARNRe.MatchString(t.ServiceRole) || !strings.Contains(t.ServiceRole, "::"+t.Account+":") {
+				return fmt.Errorf("context %s: %s: serviceRole %q is not the ARN of a role in account %s", ctxTargets, t.Target, t.ServiceRole, t.Account)
+			}
+		}
+		if t.ExternalID != "" && (len(t.ExternalID) < 2 || len(t.ExternalID) > 1224 || !externalIDRE.MatchString(t.ExternalID)) {
+			return fmt.Errorf("context %s: %s: externalId must be 2 to 1224 letters, digits or +=,.@:/-", ctxTargets, t.Target)
+		}
+		cfg.Targets = append(cfg.Targets, t)
+	}
+	sort.Slice(cfg.Targets, func(i, j int) bool { return cfg.Targets[i].String() < cfg.Targets[j].String() })
+	return nil
+}
+
+// TargetAccounts returns the accounts of the targets other than cairn's own, sorted, once
+// each.
+func (c Config) TargetAccounts() []string {
+	var out []string
+	for _, t := range c.Targets {
+		if t.Account != c.Home.Account && !slices.Contains(out, t.Account) {
+			out = append(out, t.Account)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

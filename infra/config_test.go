@@ -21,11 +21,12 @@ func TestLoadConfig(t *testing.T) {
 		pools      string
 		schedule   string
 		role       string
+		ssm        string
 	}{
 		{
 			name:       "defaults with a JSON list from cdk.json",
 			ctx:        ctxMap{ctxNamespaces: []interface{}{"shop"}},
-			namespaces: "shop", pools: "default=20000-29999", schedule: "rate(1 day)",
+			namespaces: "shop", pools: "default=20000-29999", schedule: "rate(1 day)", ssm: "/shop/*",
 		},
 		{
 			name: "comma-separated strings from cdk -c",
@@ -34,18 +35,19 @@ func TestLoadConfig(t *testing.T) {
 				ctxPortPools:      "web=30000-30099,default=20000-29999",
 				ctxDriftSchedule:  "rate(6 hours)",
 				ctxCfnServiceRole: "arn:aws:iam::123456789012:role/cairn-cfn",
+				ctxSSMPaths:       "/shared/zones, /shop/*,/shared/zones",
 			},
 			namespaces: "shop,web", pools: "default=20000-29999,web=30000-30099", schedule: "rate(6 hours)",
-			role: "arn:aws:iam::123456789012:role/cairn-cfn",
+			role: "arn:aws:iam::123456789012:role/cairn-cfn", ssm: "/shared/zones,/shop/*",
 		},
 		{
 			name:       "JSON list passed as a -c string, pools as an object, cron schedule",
 			ctx:        ctxMap{ctxNamespaces: `["a","b-c"]`, ctxPortPools: map[string]interface{}{"x": "1-10", "y": "11-20"}, ctxDriftSchedule: "cron(0 6 * * ? *)"},
-			namespaces: "a,b-c", pools: "x=1-10,y=11-20", schedule: "cron(0 6 * * ? *)",
+			namespaces: "a,b-c", pools: "x=1-10,y=11-20", schedule: "cron(0 6 * * ? *)", ssm: "/a/*,/b-c/*",
 		},
 		{
-			name:       "empty service role means none",
-			ctx:        ctxMap{ctxNamespaces: "shop", ctxCfnServiceRole: ""},
+			name:       "empty service role means none, empty SSM paths no Parameter Store access",
+			ctx:        ctxMap{ctxNamespaces: "shop", ctxCfnServiceRole: "", ctxSSMPaths: []interface{}{}},
 			namespaces: "shop", pools: "default=20000-29999", schedule: "rate(1 day)",
 		},
 	}
@@ -66,6 +68,9 @@ func TestLoadConfig(t *testing.T) {
 			}
 			if cfg.CfnServiceRole != tt.role {
 				t.Errorf("role = %q, want %q", cfg.CfnServiceRole, tt.role)
+			}
+			if got := strings.Join(cfg.SSMPaths, ","); got != tt.ssm {
+				t.Errorf("SSM paths = %q, want %q", got, tt.ssm)
 			}
 			if cfg.LambdaDir != defaultLambdaDir {
 				t.Errorf("lambda dir = %q, want %q", cfg.LambdaDir, defaultLambdaDir)
@@ -93,6 +98,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"bad schedule", ctxMap{ctxNamespaces: "a", ctxDriftSchedule: "every day"}, []string{ctxDriftSchedule, "every day", "rate(1 day)"}},
 		{"bad role", ctxMap{ctxNamespaces: "a", ctxCfnServiceRole: "cairn-cfn"}, []string{ctxCfnServiceRole, "cairn-cfn", "arn:aws:iam::ACCOUNT:role/NAME"}},
 		{"bad lambda dir", ctxMap{ctxNamespaces: "a", ctxLambdaDir: 3.0}, []string{ctxLambdaDir, "deployer/bootstrap"}},
+		{"every parameter", ctxMap{ctxNamespaces: "a", ctxSSMPaths: "/*"}, []string{ctxSSMPaths, `"/*" is not a parameter name or path`, "/PATH/*"}},
+		{"a wildcard inside a path", ctxMap{ctxNamespaces: "a", ctxSSMPaths: []interface{}{"/a/*/db"}}, []string{ctxSSMPaths, `"/a/*/db"`}},
+		{"a relative name", ctxMap{ctxNamespaces: "a", ctxSSMPaths: "a/db"}, []string{ctxSSMPaths, `"a/db"`, "/NAME"}},
+		{"SSM paths not strings", ctxMap{ctxNamespaces: "a", ctxSSMPaths: 7.0}, []string{ctxSSMPaths, "list of strings"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -83,8 +83,10 @@ func TestEmulatorDeploy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ValidateTemplate: %v", err)
 	}
-	if !slices.Equal(v.Capabilities, []cfntypes.Capability{cfntypes.CapabilityCapabilityIam}) {
-		t.Errorf("ValidateTemplate capabilities %v, want [CAPABILITY_IAM] (roles without fixed names)", v.Capabilities)
+	// The deployer's and drift's roles are named (cairn-deployer-REGION, cairn-drift-REGION)
+	// so target deploy roles can trust them by name.
+	if !slices.Equal(v.Capabilities, []cfntypes.Capability{cfntypes.CapabilityCapabilityNamedIam}) {
+		t.Errorf("ValidateTemplate capabilities %v, want [CAPABILITY_NAMED_IAM] (the deployer's and drift's roles are named)", v.Capabilities)
 	}
 	if !strings.HasPrefix(aws.ToString(v.Description), "cairn:") {
 		t.Errorf("ValidateTemplate description %q, want the stack's", aws.ToString(v.Description))

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // stackName is the CloudFormation stack cairn runs in.
@@ -35,18 +37,46 @@ func run() int {
 		props.Context = &ctx
 	}
 	app := awscdk.NewApp(props)
-	_, err := NewCairnStack(app, "Cairn", &CairnStackProps{StackProps: awscdk.StackProps{
-		StackName: jsii.String(stackName),
-		// Environment-agnostic on purpose: the template synthesizes without
-		// an AWS account and deploys to whichever account the CLI targets.
-	}})
-	if err != nil {
+	if err := build(app); err != nil {
 		fmt.Fprintln(os.Stderr, "infra:", err)
 		return 1
 	}
 	app.Synth(nil)
 	return 0
 }
+
+// build adds cairn's stack and, for each of cairn:targets, a target stack to app. cairn's
+// stack depends on the target stacks, so `cdk deploy --all` makes the targets' ports topics
+// before cairn subscribes to them.
+func build(app awscdk.App) error {
+	cairn, err := NewCairnStack(app, "Cairn", &CairnStackProps{StackProps: awscdk.StackProps{
+		StackName: jsii.String(stackName),
+		// Environment-agnostic on purpose: the template synthesizes without
+		// an AWS account and deploys to whichever account the CLI targets.
+	}})
+	if err != nil {
+		return err
+	}
+	cfg, err := LoadConfig(app.Node())
+	if err != nil {
+		return err
+	}
+	for _, t := range cfg.Targets {
+		ts, err := NewTargetStack(app, TargetStackID(t.Target), &TargetStackProps{Target: t, StackProps: awscdk.StackProps{
+			StackName: jsii.String(target.StackName),
+			Env:       &awscdk.Environment{Account: jsii.String(t.Account), Region: jsii.String(t.Region)},
+		}})
+		if err != nil {
+			return err
+		}
+		cairn.AddStackDependency(ts, jsii.String("cairn subscribes to the target's ports topic"))
+	}
+	return nil
+}
+
+// TargetStackID is the construct id (and template file name) of a target's stack:
+// CairnTarget-ACCOUNT-REGION.
+func TargetStackID(t target.Target) string { return "CairnTarget-" + t.Account + "-" + t.Region }
 
 // cdkJSONContext returns the "context" object of a cdk.json file.
 func cdkJSONContext(path string) (map[string]interface{}, error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -37,7 +38,19 @@ func suppress(stack awscdk.Stack, cfg Config, bucket awss3.Bucket, fns map[strin
 		stacks = append(stacks, fmt.Sprintf("Resource::arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/%s-*/*", ns))
 	}
 
+	var parameters []interface{}
+	for _, p := range cfg.SSMPaths {
+		if strings.HasSuffix(p, "/*") {
+			parameters = append(parameters, "Resource::arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter"+p)
+		}
+	}
+
 	const (
+		parameterReason = "${ssm} lookups read the Parameter Store paths configured in cairn:ssmPaths (default /NAMESPACE/*, " +
+			"each namespace's own); the parameters below a path are the teams' to name, so each path ends in a wildcard."
+		keyReason = "SecureStrings of the configured paths may be encrypted with any customer managed key the teams choose, " +
+			"so the key is a wildcard; kms:Decrypt is allowed only through Parameter Store in this region (kms:ViaService) " +
+			"and only for those parameters (the encryption context PARAMETER_ARN)."
 		prefixReason = "S3 access is limited to the key prefixes this function owns (internal/bucket names every key); " +
 			"object names under a prefix are chosen at run time (deployment, plan, namespace, run id), so the prefix ends in a wildcard."
 		stackReason = "CloudFormation actions are limited to the stacks of the namespaces configured in cairn:namespaces " +
@@ -59,6 +72,15 @@ func suppress(stack awscdk.Stack, cfg Config, bucket awss3.Bucket, fns map[strin
 			{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(stackReason), AppliesTo: ptr(stacks)},
 			{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(accountReason), AppliesTo: &[]interface{}{"Resource::*"}},
 		},
+	}
+	if len(cfg.SSMPaths) > 0 {
+		perFunction["deployer"] = append(perFunction["deployer"],
+			&cdknag.NagPackSuppression{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(keyReason),
+				AppliesTo: &[]interface{}{"Resource::arn:<AWS::Partition>:kms:<AWS::Region>:<AWS::AccountId>:key/*"}})
+	}
+	if len(parameters) > 0 {
+		perFunction["deployer"] = append(perFunction["deployer"],
+			&cdknag.NagPackSuppression{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(parameterReason), AppliesTo: ptr(parameters)})
 	}
 	for name, f := range fns {
 		s := perFunction[name]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Names other tools rely on: the CLI finds the bucket through the export, and
@@ -130,6 +132,9 @@ type fn struct {
 	memory  float64
 	timeout awscdk.Duration
 	desc    string
+	// roleName names the function's role after the region (nil: CloudFormation names it),
+	// for roles that target deploy roles trust by name.
+	roleName func(region string) string
 }
 
 // NewCairnStack builds cairn's own stack: the bucket, queues, topics, rules,
@@ -304,16 +309,26 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 
 	// CloudFormation Stack Status Change events of the managed stacks (stack
 	// ids start with arn:...:stack/NAMESPACE-) advance the run that owns them.
+	// With targets, their stacks' events reach cairn's bus through the target stacks'
+	// forwarding rules (the bus policy below admits their accounts), so the rules select
+	// them too.
 	var stackIDPrefixes []interface{}
 	for _, ns := range cfg.Namespaces {
 		stackIDPrefixes = append(stackIDPrefixes, map[string]interface{}{"prefix": stackIDPrefix(stack, ns)})
+		for _, t := range cfg.Targets {
+			stackIDPrefixes = append(stackIDPrefixes, map[string]interface{}{"prefix": targetStackIDPrefix(stack, t.Target, ns)})
+		}
+	}
+	eventAccounts := []*string{account}
+	for _, a := range cfg.TargetAccounts() {
+		eventAccounts = append(eventAccounts, jsii.String(a))
 	}
 	awsevents.NewRule(stack, jsii.String("StackEvents"), &awsevents.RuleProps{
 		Description: jsii.String("cairn: status changes of the stacks cairn manages, to the deploy queue"),
 		EventPattern: &awsevents.EventPattern{
 			Source:     jsii.Strings("aws.cloudformation"),
 			DetailType: jsii.Strings(stackStatusChange),
-			Account:    &[]*string{account},
+			Account:    &eventAccounts,
 			Detail:     &map[string]interface{}{"stack-id": stackIDPrefixes},
 		},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(deployQueue, nil)},
@@ -326,7 +341,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		EventPattern: &awsevents.EventPattern{
 			Source:     jsii.Strings("aws.cloudformation"),
 			DetailType: jsii.Strings(driftStatusChange),
-			Account:    &[]*string{account},
+			Account:    &eventAccounts,
 			Detail:     &map[string]interface{}{"stack-id": stackIDPrefixes},
 		},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(driftQueue, nil)},
@@ -357,7 +372,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	// mapping instead, which the SQS poller respects without throttling;
 	// runs of one graph are serialised by the lock in the bucket anyway.
 	deployer := newFunction(stack, cfg, fn{
-		name: "deployer", memory: 512, timeout: awscdk.Duration_Minutes(jsii.Number(2)),
+		name: "deployer", memory: 512, timeout: awscdk.Duration_Minutes(jsii.Number(2)), roleName: target.DeployerRoleName,
 		desc: "cairn deployer: runs deployments, plans and approvals as a persisted state machine",
 	}, withEnv(common, "CAIRN_DEPLOY_QUEUE_URL", deployQueue.QueueUrl()))
 	deployer.AddEventSource(awslambdaeventsources.NewSqsEventSource(deployQueue, &awslambdaeventsources.SqsEventSourceProps{
@@ -376,6 +391,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	deployerRole.AddToPrincipalPolicy(allow("DeployerReadStacks", deployerAccountActions, []*string{jsii.String("*")}))
 	deployerRole.AddToPrincipalPolicy(allow("DeployerHeartbeats", []string{"sqs:SendMessage"}, []*string{deployQueue.QueueArn()}))
 	deployerRole.AddToPrincipalPolicy(allow("DeployerNotify", []string{"sns:Publish"}, []*string{notifications.TopicArn()}))
+	grantParameters(stack, deployerRole, cfg.SSMPaths)
 	if cfg.CfnServiceRole != "" {
 		st := allow("PassCloudFormationServiceRole", []string{"iam:PassRole"}, []*string{jsii.String(cfg.CfnServiceRole)})
 		st.AddCondition(jsii.String("StringEquals"), map[string]interface{}{"iam:PassedToService": cloudFormationServiceName})
@@ -409,7 +425,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	// results. Concurrency 2 (the minimum) on the queue: sweeps are saved with
 	// If-Match, so a second invocation is safe but rarely useful.
 	drift := newFunction(stack, cfg, fn{
-		name: "drift", memory: 512, timeout: awscdk.Duration_Minutes(jsii.Number(5)),
+		name: "drift", memory: 512, timeout: awscdk.Duration_Minutes(jsii.Number(5)), roleName: target.DriftRoleName,
 		desc: "cairn drift: detects drift of the stacks in every persistent graph",
 	}, withEnv(common, "CAIRN_DRIFT_QUEUE_URL", driftQueue.QueueUrl()))
 	drift.AddEventSource(awslambdaeventsources.NewSqsEventSource(driftQueue, &awslambdaeventsources.SqsEventSourceProps{
@@ -460,6 +476,8 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	})
 	driftErrors.AddAlarmAction(alarmAction)
 
+	wireTargets(stack, cfg, bucket, portsQueue, deployerRole, drift.Role())
+
 	output(stack, "BucketName", bucket.BucketName(), ExportBucketName, "cairn's bucket: push bundles to deployments/NAME.zip")
 	output(stack, "PortsServiceToken", portsTopic.TopicArn(), ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation")
 	output(stack, "NotificationsTopicArn", notifications.TopicArn(), ExportNotificationsTopic, "subscribe here for run summaries, drift reports and alarms")
@@ -489,9 +507,14 @@ func newFunction(stack awscdk.Stack, cfg Config, f fn, env map[string]*string) a
 		Retention:     awslogs.RetentionDays_THREE_MONTHS,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+	var roleName *string
+	if f.roleName != nil {
+		roleName = awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String(f.roleName("")), awscdk.Aws_REGION()})
+	}
 	role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("cairn " + f.name + " Lambda"),
+		RoleName:    roleName,
 	})
 	role.AddToPrincipalPolicy(allow(id+"Logs", []string{"logs:CreateLogStream", "logs:PutLogEvents"}, []*string{logs.LogGroupArn()}))
 	function := awslambda.NewFunction(stack, jsii.String(id), &awslambda.FunctionProps{
@@ -568,6 +591,41 @@ func grantList(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes, act
 	st := allow(sid, scoped, []*string{bucket.BucketArn()})
 	st.AddCondition(jsii.String("StringLike"), map[string]interface{}{"s3:prefix": like})
 	role.AddToPrincipalPolicy(st)
+}
+
+// grantParameters lets the deployer read the Parameter Store names and paths of
+// cairn:ssmPaths for ${ssm} lookups, and decrypt their SecureStrings: KMS only
+// through Parameter Store in this region (kms:ViaService), and only for those
+// parameters (Parameter Store's encryption context names the parameter). The
+// AWS managed key aws/ssm needs no grant: its key policy allows the account's
+// principals through Parameter Store.
+func grantParameters(stack awscdk.Stack, role awsiam.IRole, paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	arns := parameterARNs(stack, paths)
+	role.AddToPrincipalPolicy(allow("DeployerReadParameters", []string{"ssm:GetParameters"}, arns))
+	keys := stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("kms"), Resource: jsii.String("key"), ResourceName: jsii.String("*"),
+		ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME})
+	st := allow("DeployerDecryptParameters", []string{"kms:Decrypt"}, []*string{keys})
+	st.AddCondition(jsii.String("StringEquals"), map[string]interface{}{"kms:ViaService": fmt.Sprintf("ssm.%s.%s", *stack.Region(), *stack.UrlSuffix())})
+	var like []interface{}
+	for _, a := range arns {
+		like = append(like, *a)
+	}
+	st.AddCondition(jsii.String("StringLike"), map[string]interface{}{"kms:EncryptionContext:PARAMETER_ARN": like})
+	role.AddToPrincipalPolicy(st)
+}
+
+// parameterARNs are the IAM resources of Parameter Store names and paths:
+// /shop/* is arn:PARTITION:ssm:REGION:ACCOUNT:parameter/shop/*.
+func parameterARNs(stack awscdk.Stack, paths []string) []*string {
+	var out []*string
+	for _, p := range paths {
+		out = append(out, stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("ssm"), Resource: jsii.String("parameter"),
+			ResourceName: jsii.String(strings.TrimPrefix(p, "/")), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME}))
+	}
+	return out
 }
 
 // stackIDPrefix is the start of the stack id (ARN) of every stack in a

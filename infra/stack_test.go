@@ -107,6 +107,12 @@ func synth(t *testing.T, ctx map[string]interface{}, dir string) *synthesized {
 		t.Fatalf("NewCairnStack: %v", err)
 	}
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	return synthesizedOf(t, stack)
+}
+
+// synthesizedOf reads one stack of an app with cdk-nag applied.
+func synthesizedOf(t *testing.T, stack awscdk.Stack) *synthesized {
+	t.Helper()
 	s := &synthesized{tmpl: assertions.Template_FromStack(stack, nil)}
 	for _, m := range *assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))) {
 		s.nagErrors = append(s.nagErrors, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))
@@ -653,6 +659,10 @@ func TestStack(t *testing.T) {
 		}
 	})
 
+	t.Run("IAM: the deployer reads the namespaces' parameters, decrypting them through SSM only", func(t *testing.T) {
+		checkParameterGrants(t, s, []string{"/shop/*", "/web/*"})
+	})
+
 	t.Run("IAM: PassRole only for the configured role", func(t *testing.T) {
 		n := 0
 		for _, st := range s.statements() {
@@ -1088,14 +1098,70 @@ func appendNew(s []string, v string) []string {
 	return append(s, v)
 }
 
+func parameterARNFlat(path string) string {
+	return "arn:<AWS::Partition>:ssm:<AWS::Region>:<AWS::AccountId>:parameter" + path
+}
+
+// checkParameterGrants: SSM and KMS appear only in the deployer's two statements:
+// ssm:GetParameters on exactly the paths' parameters, and kms:Decrypt on keys
+// only through Parameter Store in the stack's region and for those parameters.
+func checkParameterGrants(t *testing.T, s *synthesized, paths []string) {
+	t.Helper()
+	var want []string
+	for _, p := range paths {
+		want = append(want, parameterARNFlat(p))
+	}
+	sort.Strings(want)
+	reads, decrypts := 0, 0
+	for _, st := range s.statements() {
+		for _, a := range st.actions {
+			if !strings.HasPrefix(a, "ssm:") && !strings.HasPrefix(a, "kms:") {
+				continue
+			}
+			if !strings.HasPrefix(st.where, "DeployerRole") || len(st.actions) != 1 {
+				t.Errorf("%s %s: %v, want SSM and KMS only for the deployer, one action a statement", st.where, st.sid, st.actions)
+				continue
+			}
+			switch a {
+			case "ssm:GetParameters":
+				reads++
+				if !slices.Equal(st.resources, want) || st.condition != nil {
+					t.Errorf("ssm:GetParameters on %v (condition %v), want exactly %v", st.resources, st.condition, want)
+				}
+			case "kms:Decrypt":
+				decrypts++
+				if !slices.Equal(st.resources, []string{"arn:<AWS::Partition>:kms:<AWS::Region>:<AWS::AccountId>:key/*"}) {
+					t.Errorf("kms:Decrypt on %v, want the account's keys in the region", st.resources)
+				}
+				eq, _ := st.condition["StringEquals"].(map[string]interface{})
+				like, _ := st.condition["StringLike"].(map[string]interface{})
+				if via := flat(eq["kms:ViaService"]); via != "ssm.<AWS::Region>.<AWS::URLSuffix>" || len(st.condition) != 2 || len(eq) != 1 || len(like) != 1 {
+					t.Errorf("kms:Decrypt condition %v, want kms:ViaService ssm in the stack's region and the parameters' encryption context", st.condition)
+				}
+				if got := flatList(like["kms:EncryptionContext:PARAMETER_ARN"]); !slices.Equal(got, want) {
+					t.Errorf("kms:Decrypt for the parameters %v, want %v", got, want)
+				}
+			default:
+				t.Errorf("%s %s allows %s, want only ssm:GetParameters and kms:Decrypt", st.where, st.sid, a)
+			}
+		}
+	}
+	if n := min(len(paths), 1); reads != n || decrypts != n {
+		t.Errorf("%d ssm:GetParameters and %d kms:Decrypt statements, want %d of each", reads, decrypts, n)
+	}
+}
+
 // TestContextChangesTemplate synthesizes with other context values and checks
-// the template follows them: no service role means no PassRole at all.
+// the template follows them: no service role means no PassRole at all, and
+// cairn:ssmPaths names the parameters the deployer reads.
 func TestContextChangesTemplate(t *testing.T) {
 	dir := t.TempDir()
 	s := synth(t, map[string]interface{}{
 		ctxNamespaces: "ops",
+		ctxSSMPaths:   []interface{}{"/shared/*", "/ops/db/password"},
 		ctxLambdaDir:  lambdaDir(t, dir),
 	}, dir)
+	checkParameterGrants(t, s, []string{"/ops/db/password", "/shared/*"})
 	for _, e := range s.nagErrors {
 		t.Errorf("cdk-nag: %s", e)
 	}
@@ -1120,5 +1186,19 @@ func TestContextChangesTemplate(t *testing.T) {
 		if env["CAIRN_NAMESPACES"] != "ops" || env["CAIRN_PORT_POOLS"] != "default=20000-29999" {
 			t.Errorf("%s: CAIRN_NAMESPACES=%v CAIRN_PORT_POOLS=%v, want ops and the default pool", id, env["CAIRN_NAMESPACES"], env["CAIRN_PORT_POOLS"])
 		}
+	}
+}
+
+// TestNoParameterStoreAccess: an empty cairn:ssmPaths grants no Parameter Store
+// or KMS access at all, and needs no suppression.
+func TestNoParameterStoreAccess(t *testing.T) {
+	dir := t.TempDir()
+	s := synth(t, map[string]interface{}{ctxNamespaces: "ops", ctxSSMPaths: "", ctxLambdaDir: lambdaDir(t, dir)}, dir)
+	for _, e := range s.nagErrors {
+		t.Errorf("cdk-nag: %s", e)
+	}
+	checkParameterGrants(t, s, nil)
+	if strings.Contains(string(s.body), "PARAMETER_ARN") || strings.Contains(string(s.body), ":parameter/") {
+		t.Errorf("the template mentions parameters with cairn:ssmPaths empty")
 	}
 }

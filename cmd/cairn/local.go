@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/localdir"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 func init() { commands = append(commands, newLocalCmd) }
@@ -44,6 +45,7 @@ func newLocalCmd() *cobra.Command {
 
 func newLocalUpCmd() *cobra.Command {
 	var addr, dir, logLevel, logFile string
+	var targets []string
 	var o localcairn.Options
 	var timings awslocal.CloudFormationTimings
 	cmd := &cobra.Command{
@@ -70,6 +72,13 @@ sees it; one "local up" at a time may use a --dir.`,
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("local up: --log-level %q: want debug, info, warn or error", logLevel)
 			}
+			for _, s := range targets {
+				t, err := target.Parse(s)
+				if err != nil {
+					return fmt.Errorf("local up: --targets: %w", err)
+				}
+				o.Targets = append(o.Targets, t)
+			}
 			return serveLocal(cmd, awslocal.Options{Dir: dir, CloudFormation: timings}, addr, logFile, level, o)
 		},
 	}
@@ -79,6 +88,7 @@ sees it; one "local up" at a time may use a --dir.`,
 	cmd.Flags().StringVar(&logFile, "log-file", "", "file the emulator and the in-process functions log to (default: "+localdir.LogFile+" under --dir; stderr with --dir \"\")")
 	cmd.Flags().StringVar(&o.DriftSchedule, "drift-schedule", localcairn.DefaultDriftSchedule, "schedule expression of the drift function")
 	cmd.Flags().StringVar(&o.PortPools, "port-pools", localcairn.DefaultPortPools, "port pools of Custom::PortAllocation, NAME=FIRST-LAST,...")
+	cmd.Flags().StringSliceVar(&targets, "targets", nil, "other accounts and regions to deploy into, ACCOUNT:REGION,...: each gets the target stack (deploy role, event forwarding, ports topic)")
 	cmd.Flags().DurationVar(&timings.ResourceDelay, "resource-delay", time.Second, "how long each resource operation of a stack takes (cairn's own stack takes none)")
 	cmd.Flags().DurationVar(&timings.ChangeSetDelay, "change-set-delay", time.Second, "how long a change set takes to create")
 	return cmd
@@ -144,8 +154,8 @@ func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, l
 		}
 	}
 	fmt.Fprint(cmd.OutOrStdout(), info.Exports())
-	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s); Ctrl-C to stop\n",
-		l.e.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.c.Bucket, orNone(l.functions))
+	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s%s); Ctrl-C to stop\n",
+		l.e.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.c.Bucket, orNone(l.functions), targetsNote(l.c.Targets))
 	<-ctx.Done()
 	if err := l.e.Close(); err != nil {
 		return fmt.Errorf("local up: stopping: %w", err)
@@ -396,6 +406,19 @@ func orNone(names []string) string {
 		return "none registered yet"
 	}
 	return strings.Join(names, ", ")
+}
+
+// targetsNote lists the target stacks of the ready line: their accounts, regions and
+// deploy roles.
+func targetsNote(ts []localcairn.Target) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, t := range ts {
+		parts = append(parts, t.Target.String()+" (role_arn "+t.DeployRole+")")
+	}
+	return "; targets: " + strings.Join(parts, ", ")
 }
 
 func orStderr(file string) string {

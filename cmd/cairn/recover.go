@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/recovery"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 func init() { commands = append(commands, newRecoverCmd) }
@@ -38,7 +42,18 @@ stable again, 1 otherwise, with the first failure's reason.`,
 			if err != nil {
 				return asRefusal(err)
 			}
-			r := &recovery.Recoverer{CFN: c.CloudFormation, State: c.state, Poll: poll, Timeout: timeout}
+			// A stack of another account or region is reached as the deployer reaches it:
+			// its role assumed (with your credentials), in its region.
+			rc := reach.New(c.AWS, nil)
+			r := &recovery.Recoverer{CFN: c.CloudFormation, State: c.state, Poll: poll, Timeout: timeout,
+				At: func(ctx context.Context, t target.Spec) (recovery.CFNAPI, error) {
+					if t.RoleARN != "" {
+						if _, err := rc.Assume(ctx, "recover", t.RoleARN, t.ExternalID); err != nil {
+							return nil, err
+						}
+					}
+					return cloudformation.NewFromConfig(rc.Config("recover", t)), nil
+				}}
 			res, err := r.Recover(ctx, recovery.Request{Namespace: ns, Key: key, Stack: stack, Skip: skip, Rollback: rollback}, func(s recovery.Started) {
 				fmt.Fprintf(w, "stack %s was %s: %s started", s.StackName, s.Was, s.Action)
 				if len(s.Skip) > 0 {

@@ -112,7 +112,7 @@ func printDeployed(w io.Writer, doc *deploy.Document) {
 			if s.ChangeSetName != "" && s.Phase != runstate.Unchanged {
 				changes = fmt.Sprint(s.Changes)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.StackName, report.Action(s, doc.Decisions...), s.Phase, changes, s.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Describe(), report.Action(s, doc.Decisions...), s.Phase, changes, s.Reason)
 		}
 		tw.Flush()
 	}

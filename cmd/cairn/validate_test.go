@@ -34,7 +34,7 @@ func TestValidate(t *testing.T) {
 			args:     []string{"validate", filepath.Join(testBundles, "invalid", "many-errors")},
 			wantCode: 1,
 			wantStderr: []string{
-				`../../testdata/bundles/invalid/many-errors/cairn.yaml:2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, capabilities, variables, stacks`,
+				`../../testdata/bundles/invalid/many-errors/cairn.yaml:2:1: regions: unknown key "regions" (did you mean "region"?)`,
 				`../../testdata/bundles/invalid/many-errors/cairn.yaml:8:7: stacks[0].parameters.Retention: template templates/queue.yaml declares no parameter "Retention"; it declares QueueName, RetentionSeconds`,
 				`../../testdata/bundles/invalid/many-errors/cairn.yaml:10:20: stacks[1].template_path: template file "templates/billing.yaml" not found in the bundle`,
 				`../../testdata/bundles/invalid/many-errors/cairn.yaml:11:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,

@@ -1,8 +1,9 @@
-// Package awslocal is cairn's embedded AWS emulator: S3, SQS, SNS (and the CloudFormation
-// emulator, which plugs in through RegisterService and Mount) on one loopback port, routed
-// by protocol as LocalStack does on 4566, with the Lambda wiring — handlers, SQS event
-// source mappings, schedules and an event bus — run in process with the exact event JSON
-// AWS sends. A control endpoint under /_local/ counts calls and injects faults.
+// Package awslocal is cairn's embedded AWS emulator: S3, SQS, SNS, SSM Parameter Store,
+// CloudWatch alarms (and the CloudFormation emulator, which plugs in through
+// RegisterService and Mount) on one loopback port, routed by protocol as LocalStack does on
+// 4566, with the Lambda wiring — handlers, SQS event source mappings, schedules and an event
+// bus — run in process with the exact event JSON AWS sends. A control endpoint under
+// /_local/ counts calls and injects faults.
 //
 // It exists so that cairn runs end to end, and is tested, through the real aws-sdk-go-v2
 // clients with no AWS account. It is a test double of AWS, never a production path.
@@ -24,17 +25,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/stslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -71,25 +73,29 @@ type CloudFormationTimings struct {
 type Emulator struct {
 	opts Options
 	log  *slog.Logger
+	// s3 and sts are global services; every other one is served per account and region,
+	// by the places.
 	s3   *s3local.Service
-	sqs  *sqslocal.Service
-	sns  *snslocal.Service
-	ssm  *ssmlocal.Service
-	cfn  *cfnlocal.Service
+	sts  *stslocal.Service
+	home *Place // Options.AccountID in Options.Region
+
+	placeMu sync.Mutex // serialises making places
 
 	mu       sync.Mutex
 	url      string
-	services map[string]http.Handler // by SigV4 signing name
+	places   map[string]*Place       // by placeKey
+	roles    map[string]*iamRole     // IAM roles made by stacks, by account/name
+	services map[string]http.Handler // global services and RegisterService's, by SigV4 signing name
 	mounts   map[string]http.Handler // by path prefix
 	calls    map[string]int
+	callsAt  map[string]map[string]int // calls by placeKey
 	faults   []Fault
-	injected map[string]int // throttles injected per fault target, for Fault.Times
+	injected map[string]int // throttles injected per fault (faultKey), for Fault.Times
 	rng      *rand.Rand
 	funcs    map[string]*function
 	// funcsChanged is closed and replaced whenever a function or its handler changes.
 	funcsChanged chan struct{}
-	mappings     map[string]*mapping // by event source mapping id
-	rules        map[string]*rule
+	mappings     map[string]*mapping   // by event source mapping id
 	schedules    map[string]*scheduled // EventBridge Scheduler schedules, by group/name
 	server       *http.Server
 
@@ -126,10 +132,12 @@ func New(opts Options) (*Emulator, error) {
 		services:     map[string]http.Handler{},
 		mounts:       map[string]http.Handler{},
 		calls:        map[string]int{},
+		callsAt:      map[string]map[string]int{},
+		places:       map[string]*Place{},
+		roles:        map[string]*iamRole{},
 		injected:     map[string]int{},
 		rng:          rand.New(rand.NewPCG(opts.FaultSeed, opts.FaultSeed)),
 		funcs:        map[string]*function{},
-		rules:        map[string]*rule{},
 		funcsChanged: make(chan struct{}),
 		mappings:     map[string]*mapping{},
 		schedules:    map[string]*scheduled{},
@@ -147,124 +155,84 @@ func New(opts Options) (*Emulator, error) {
 		return filepath.Join(opts.Dir, name)
 	}
 	var err error
-	e.sqs, err = sqslocal.New(sqslocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("sqs"), BaseURL: e.URL, Logger: opts.Logger})
+	e.sts, err = stslocal.New(stslocal.Options{Clock: opts.Clock, Dir: dir("sts"), Role: e.role, Logger: opts.Logger})
 	if err != nil {
-		return nil, err
-	}
-	send := func(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute) error {
-		_, err := e.sqs.Send(ctx, queueARN, body, attrs, 0)
-		return err
-	}
-	// A function subscribed to a topic gets its messages when a handler runs it in process.
-	invoke := func(ctx context.Context, fn string, event []byte) error {
-		if !e.functionRuns(fn) {
-			e.log.Debug("sns: message for a function that does not run in process", "function", fn)
-			return nil
-		}
-		return e.invokeEvent(ctx, fn, event)
-	}
-	e.sns, err = snslocal.New(snslocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("sns"), Send: send, Invoke: invoke, Logger: opts.Logger})
-	if err != nil {
-		e.sqs.Close()
-		return nil, err
-	}
-	e.ssm, err = ssmlocal.New(ssmlocal.Options{Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("ssm"), Logger: opts.Logger})
-	if err != nil {
-		e.sqs.Close()
-		e.sns.Close()
 		return nil, err
 	}
 	e.s3, err = s3local.New(s3local.Options{
 		Region: opts.Region, Dir: dir("s3"), Clock: opts.Clock, Logger: opts.Logger,
-		Notify:      func(ctx context.Context, queueARN, body string) error { return send(ctx, queueARN, body, nil) },
-		QueueExists: e.sqs.Exists, TopicExists: e.sns.Exists, FunctionExists: e.functionExists, Invoke: invoke,
+		Notify:      func(ctx context.Context, queueARN, body string) error { return e.send(ctx, queueARN, body, nil) },
+		QueueExists: e.queueExists, TopicExists: e.topicExists, FunctionExists: e.functionExists, Invoke: e.notifyFunction,
 		Publish: func(ctx context.Context, topicARN, subject, message string) error {
-			_, err := e.sns.Publish(ctx, topicARN, subject, message)
+			_, err := e.publish(ctx, topicARN, subject, message)
 			return err
 		},
 	})
 	if err != nil {
-		e.sqs.Close()
-		e.sns.Close()
 		return nil, err
 	}
-	e.cfn, err = cfnlocal.New(cfnlocal.Options{
-		Region: opts.Region, AccountID: opts.AccountID, Clock: opts.Clock, Dir: dir("cloudformation"), Logger: opts.Logger,
-		GetObject: e.s3.GetObject,
-		Publish: func(ctx context.Context, topicARN, subject, message string) error {
-			_, err := e.sns.Publish(ctx, topicARN, subject, message)
-			return err
-		},
-		PutEvent:              e.PutEvent,
-		SSMParameter:          e.ssmParameter,
-		Providers:             e.providers(),
-		FunctionRuns:          e.functionRuns,
-		InvokeFunction:        e.invokeEvent,
-		BaseURL:               e.URL,
-		ResourceDelay:         opts.CloudFormation.ResourceDelay,
-		ChangeSetDelay:        opts.CloudFormation.ChangeSetDelay,
-		CustomResourceTimeout: opts.CloudFormation.CustomResourceTimeout,
-	})
-	if err != nil {
-		e.sqs.Close()
-		e.sns.Close()
+	// The home account and region keep their state directly under Dir, as before there
+	// were others; every other place is under Dir/accounts/ACCOUNT/REGION.
+	if e.home, err = newPlace(e, opts.AccountID, opts.Region, opts.Dir); err != nil {
+		e.s3.Close()
+		return nil, err
+	}
+	e.places[placeKey(opts.AccountID, opts.Region)] = e.home
+	if err := e.loadPlaces(); err != nil {
+		e.closePlaces()
 		e.s3.Close()
 		return nil, err
 	}
 	e.services["s3"] = e.s3
-	e.services["sqs"] = e.sqs
-	e.services["sns"] = e.sns
-	e.services["ssm"] = e.ssm
-	e.services["cloudformation"] = e.cfn
-	e.mounts[cfnlocal.ResponsePath] = e.cfn.ResponseHandler()
-	e.mounts["/_local/cloudformation/"] = e.cfn.ControlHandler()
+	e.services["sts"] = e.sts
+	e.mounts[cfnlocal.ResponsePath] = e.home.cfn.ResponseHandler()
+	e.mounts[placePrefix] = http.HandlerFunc(e.servePlace)
+	e.mounts["/_local/cloudformation/"] = http.HandlerFunc(e.serveCloudFormationControl)
 	e.mounts[controlPrefix] = http.HandlerFunc(e.serveControl)
 	// What stacks made and the emulator keeps in memory only (functions, event source
-	// mappings, rules, schedules) comes back from the stacks' state.
-	e.cfn.Restore()
+	// mappings, rules, schedules, roles) comes back from the stacks' state.
+	for _, p := range e.allPlaces() {
+		p.cfn.Restore()
+	}
 	return e, nil
 }
 
 // S3 returns the emulated S3, for in-process callers.
 func (e *Emulator) S3() *s3local.Service { return e.s3 }
 
-// SQS returns the emulated SQS, for in-process callers.
-func (e *Emulator) SQS() *sqslocal.Service { return e.sqs }
+// SQS returns the emulated SQS of the home account and region, for in-process callers.
+func (e *Emulator) SQS() *sqslocal.Service { return e.home.sqs }
 
-// SNS returns the emulated SNS, for in-process callers.
-func (e *Emulator) SNS() *snslocal.Service { return e.sns }
+// SNS returns the emulated SNS of the home account and region, for in-process callers.
+func (e *Emulator) SNS() *snslocal.Service { return e.home.sns }
 
-// SSM returns the emulated Parameter Store, for in-process callers.
-func (e *Emulator) SSM() *ssmlocal.Service { return e.ssm }
+// SSM returns the emulated Parameter Store of the home account and region, for in-process
+// callers.
+func (e *Emulator) SSM() *ssmlocal.Service { return e.home.ssm }
 
-// ssmParameter resolves an AWS::SSM::Parameter::Value<...> stack parameter from the
-// Parameter Store, as CloudFormation does. AWS's public parameters (/aws/service/...), which
-// exist in every account, get a stable stand-in value.
-func (e *Emulator) ssmParameter(name, typ string) (string, error) {
-	p, err := e.ssm.Get(name, false)
-	if err == nil {
-		return p.Value, nil
-	}
-	if strings.HasPrefix(name, "/aws/service/") {
-		return cfnlocal.PublicParameter(name, typ), nil
-	}
-	return "", fmt.Errorf("Unable to fetch parameters [%s] from parameter store for this account.", name)
-}
+// CloudFormation returns the emulated CloudFormation of the home account and region, for
+// fault injection and records.
+func (e *Emulator) CloudFormation() *cfnlocal.Service { return e.home.cfn }
 
-// CloudFormation returns the emulated CloudFormation, for fault injection and records.
-func (e *Emulator) CloudFormation() *cfnlocal.Service { return e.cfn }
+// STS returns the emulated Security Token Service.
+func (e *Emulator) STS() *stslocal.Service { return e.sts }
 
-// Region returns the emulated region.
+// CloudWatch returns the emulated CloudWatch alarms of the home account and region, for
+// in-process callers.
+func (e *Emulator) CloudWatch() *cloudwatchlocal.Service { return e.home.cw }
+
+// Region returns the home region: where requests signed for no region go.
 func (e *Emulator) Region() string { return e.opts.Region }
 
-// AccountID returns the emulated account.
+// AccountID returns the home account: the account of credentials that do not name one.
 func (e *Emulator) AccountID() string { return e.opts.AccountID }
 
 // Clock returns the emulator's clock.
 func (e *Emulator) Clock() clock.Clock { return e.opts.Clock }
 
 // RegisterService routes requests signed for signingName (e.g. "cloudformation") to h,
-// with call counting and fault injection.
+// with call counting and fault injection, in every account and region: h replaces the
+// emulated service of that name.
 func (e *Emulator) RegisterService(signingName string, h http.Handler) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -290,7 +258,9 @@ func (e *Emulator) Start(addr string) error {
 	e.url = "http://" + ln.Addr().String()
 	e.server = srv
 	e.mu.Unlock()
-	e.cfn.Wake() // stacks resumed from Dir wait for the address their ResponseURLs need
+	for _, p := range e.allPlaces() {
+		p.cfn.Wake() // stacks resumed from Dir wait for the address their ResponseURLs need
+	}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			e.log.Error("emulator: server stopped", "err", err)
@@ -312,7 +282,9 @@ func (e *Emulator) SetURL(url string) {
 	e.mu.Lock()
 	e.url = strings.TrimRight(url, "/")
 	e.mu.Unlock()
-	e.cfn.Wake()
+	for _, p := range e.allPlaces() {
+		p.cfn.Wake()
+	}
 }
 
 // Close stops the server, the pollers and schedules, and persists every service's state.
@@ -329,24 +301,41 @@ func (e *Emulator) Close() error {
 			errs = append(errs, fmt.Errorf("emulator: stop server: %w", err))
 		}
 	}
-	// The SQS service ends long polls on Close, so pollers finish before the wait returns.
-	errs = append(errs, e.sqs.Close())
+	// The SQS services end long polls on Close, so pollers finish before the wait returns.
+	places := e.allPlaces()
+	for _, p := range places {
+		errs = append(errs, p.sqs.Close())
+	}
 	e.wg.Wait()
-	errs = append(errs, e.cfn.Close(), e.sns.Close(), e.ssm.Close(), e.s3.Close())
+	for _, p := range places {
+		errs = append(errs, p.cfn.Close(), p.sns.Close(), p.ssm.Close(), p.cw.Close())
+	}
+	errs = append(errs, e.sts.Close(), e.s3.Close())
 	return errors.Join(errs...)
 }
 
-// AWSConfig returns an SDK configuration addressing this emulator with dummy credentials.
-// S3 clients built from it need UsePathStyle (awsclient.S3 sets it).
+// AWSConfig returns an SDK configuration addressing this emulator with dummy credentials
+// of the home account and region. S3 clients built from it need UsePathStyle
+// (awsclient.S3 sets it).
 func (e *Emulator) AWSConfig(ctx context.Context) (aws.Config, error) {
+	return e.AWSConfigAt(ctx, e.opts.AccountID, e.opts.Region)
+}
+
+// AWSConfigAt is AWSConfig for account (its plain credentials: the access key id is the
+// account) in region.
+func (e *Emulator) AWSConfigAt(ctx context.Context, account, region string) (aws.Config, error) {
 	url := e.URL()
 	if url == "" {
 		return aws.Config{}, errors.New("emulator: AWSConfig called before Start: start the emulator first")
 	}
+	key := "test"
+	if account != e.opts.AccountID {
+		key = account
+	}
 	return config.LoadDefaultConfig(ctx,
-		config.WithRegion(e.opts.Region),
+		config.WithRegion(region),
 		config.WithBaseEndpoint(url),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(key, "test", "")),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
 	)
@@ -359,7 +348,12 @@ const setupHeader = "X-Cairn-Local-Setup"
 // clients expect to find): its requests are served before MarkReady, while everyone
 // else's wait.
 func (e *Emulator) SetupConfig(ctx context.Context) (aws.Config, error) {
-	cfg, err := e.AWSConfig(ctx)
+	return e.SetupConfigAt(ctx, e.opts.AccountID, e.opts.Region)
+}
+
+// SetupConfigAt is SetupConfig for account in region (see AWSConfigAt).
+func (e *Emulator) SetupConfigAt(ctx context.Context, account, region string) (aws.Config, error) {
+	cfg, err := e.AWSConfigAt(ctx, account, region)
 	if err != nil {
 		return cfg, err
 	}

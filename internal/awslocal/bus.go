@@ -54,7 +54,7 @@ func (e *Emulator) PutRule(name string, p EventPattern, targetQueueARN string) e
 	if err != nil {
 		return fmt.Errorf("put rule %s: %w", name, err)
 	}
-	return e.putRule(name, &rule{pattern: pat, enabled: true, targets: []ruleTarget{{ID: "Target0", ARN: targetQueueARN}}})
+	return e.home.putRule(name, &rule{pattern: pat, enabled: true, targets: []ruleTarget{{ID: "Target0", ARN: targetQueueARN}}})
 }
 
 // AddSchedule invokes function on the emulator's clock as an EventBridge schedule rule
@@ -67,11 +67,13 @@ func (e *Emulator) AddSchedule(name, expression, function string) error {
 	if !e.functionExists(function) {
 		return fmt.Errorf("schedule %s: no such function %s: register it first", name, function)
 	}
-	return e.putRule(name, &rule{schedule: expression, enabled: true, targets: []ruleTarget{{ID: "Target0", ARN: e.functionARN(function)}}})
+	return e.home.putRule(name, &rule{schedule: expression, enabled: true, targets: []ruleTarget{{ID: "Target0", ARN: e.functionARN(function)}}})
 }
 
-// putRule installs r under name, replacing (and stopping) a rule of that name.
-func (e *Emulator) putRule(name string, r *rule) error {
+// putRule installs r under name on the place's default bus, replacing (and stopping) a
+// rule of that name.
+func (p *Place) putRule(name string, r *rule) error {
+	e := p.e
 	var sched schedule
 	if r.schedule != "" {
 		var err error
@@ -79,46 +81,54 @@ func (e *Emulator) putRule(name string, r *rule) error {
 			return fmt.Errorf("rule %s: %w", name, err)
 		}
 	}
-	e.deleteRule(name)
+	p.deleteRule(name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if sched != nil && r.enabled {
 		ctx, cancel := context.WithCancel(e.ctx)
 		r.stop = cancel
-		arn := "arn:aws:events:" + e.opts.Region + ":" + e.opts.AccountID + ":rule/" + name
+		arn := "arn:aws:events:" + p.region + ":" + p.account + ":rule/" + name
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
 			e.runSchedule(ctx, sched, func(at time.Time) {
 				payload, _ := json.Marshal(events.CloudWatchEvent{
 					Version: "0", ID: newID(), DetailType: "Scheduled Event", Source: "aws.events",
-					AccountID: e.opts.AccountID, Time: at.UTC().Truncate(time.Second), Region: e.opts.Region,
+					AccountID: p.account, Time: at.UTC().Truncate(time.Second), Region: p.region,
 					Resources: []string{arn}, Detail: json.RawMessage("{}"),
 				})
-				e.deliverTargets(ctx, name, r.targets, payload)
+				p.deliverTargets(ctx, name, r.targets, payload)
 			})
 		}()
 	}
-	e.rules[name] = r
+	p.rules[name] = r
 	return nil
 }
 
 // deleteRule removes a rule and stops its schedule.
-func (e *Emulator) deleteRule(name string) {
+func (p *Place) deleteRule(name string) {
+	e := p.e
 	e.mu.Lock()
-	r := e.rules[name]
-	delete(e.rules, name)
+	r := p.rules[name]
+	delete(p.rules, name)
 	e.mu.Unlock()
 	if r != nil && r.stop != nil {
 		r.stop()
 	}
 }
 
-// PutEvent puts an event on the default bus: every enabled rule whose pattern matches sends
-// it to its targets as EventBridge does (the event JSON as an SQS message body, an SNS
-// message or a Lambda payload). Empty Version, ID, Time, AccountID and Region are filled in
-// as EventBridge does.
+// PutEvent puts an event on the default bus of the home account and region (see
+// Place.PutEvent).
 func (e *Emulator) PutEvent(ctx context.Context, ev events.CloudWatchEvent) error {
+	return e.home.PutEvent(ctx, ev)
+}
+
+// PutEvent puts an event on the place's default bus: every enabled rule whose pattern
+// matches sends it to its targets as EventBridge does (the event JSON as an SQS message
+// body, an SNS message, a Lambda payload, or the event itself on another bus). Empty
+// Version, ID, Time, AccountID and Region are filled in as EventBridge does.
+func (p *Place) PutEvent(ctx context.Context, ev events.CloudWatchEvent) error {
+	e := p.e
 	if ev.Source == "" || ev.DetailType == "" {
 		return errors.New("put event: source and detail-type are required")
 	}
@@ -132,10 +142,10 @@ func (e *Emulator) PutEvent(ctx context.Context, ev events.CloudWatchEvent) erro
 		ev.Time = e.opts.Clock.Now().UTC().Truncate(time.Second)
 	}
 	if ev.AccountID == "" {
-		ev.AccountID = e.opts.AccountID
+		ev.AccountID = p.account
 	}
 	if ev.Region == "" {
-		ev.Region = e.opts.Region
+		ev.Region = p.region
 	}
 	if ev.Resources == nil {
 		ev.Resources = []string{}
@@ -155,8 +165,8 @@ func (e *Emulator) PutEvent(ctx context.Context, ev events.CloudWatchEvent) erro
 		targets []ruleTarget
 	}
 	var matched []match
-	for _, name := range sortedKeys(e.rules) {
-		r := e.rules[name]
+	for _, name := range sortedKeys(p.rules) {
+		r := p.rules[name]
 		if r.enabled && r.pattern != nil && r.pattern.Match(doc) {
 			matched = append(matched, match{name, r.targets})
 		}
@@ -164,7 +174,7 @@ func (e *Emulator) PutEvent(ctx context.Context, ev events.CloudWatchEvent) erro
 	e.mu.Unlock()
 	var errs []error
 	for _, m := range matched {
-		if err := e.deliverTargets(ctx, m.name, m.targets, body); err != nil {
+		if err := p.deliverTargets(ctx, m.name, m.targets, body); err != nil {
 			errs = append(errs, fmt.Errorf("put event: %w", err))
 		}
 	}
@@ -173,14 +183,15 @@ func (e *Emulator) PutEvent(ctx context.Context, ev events.CloudWatchEvent) erro
 
 // deliverTargets sends payload (or a target's Input) to each target: SQS and SNS at once,
 // Lambda asynchronously, as EventBridge invokes functions.
-func (e *Emulator) deliverTargets(ctx context.Context, source string, targets []ruleTarget, payload []byte) error {
+func (p *Place) deliverTargets(ctx context.Context, source string, targets []ruleTarget, payload []byte) error {
+	e := p.e
 	var errs []error
 	for _, t := range targets {
 		body := string(payload)
 		if t.Input != "" {
 			body = t.Input
 		}
-		if err := e.deliver(ctx, t.ARN, body); err != nil {
+		if err := p.deliver(ctx, t.ARN, body); err != nil {
 			errs = append(errs, fmt.Errorf("deliver %s's target %s: %w", source, t.ARN, err))
 			e.log.Warn("emulator: event not delivered", "rule", source, "target", t.ARN, "err", err)
 		}
@@ -188,15 +199,19 @@ func (e *Emulator) deliverTargets(ctx context.Context, source string, targets []
 	return errors.Join(errs...)
 }
 
-// deliver sends a message to an SQS queue, SNS topic or Lambda function ARN.
-func (e *Emulator) deliver(ctx context.Context, arn, body string) error {
+// deliver sends a message to an SQS queue, SNS topic or Lambda function ARN, or an event
+// to another event bus (of another region, or of an account whose bus policy admits this
+// place's account).
+func (p *Place) deliver(ctx context.Context, arn, body string) error {
+	e := p.e
 	switch {
 	case strings.HasPrefix(arn, "arn:aws:sqs:"):
-		_, err := e.sqs.Send(ctx, arn, body, nil, 0)
-		return err
+		return e.send(ctx, arn, body, nil)
 	case strings.HasPrefix(arn, "arn:aws:sns:"):
-		_, err := e.sns.Publish(ctx, arn, "", body)
+		_, err := e.publish(ctx, arn, "", body)
 		return err
+	case strings.HasPrefix(arn, "arn:aws:events:"):
+		return p.forward(ctx, arn, body)
 	case strings.HasPrefix(arn, "arn:aws:lambda:"):
 		name := functionName(arn)
 		if !e.functionExists(name) {
@@ -215,4 +230,25 @@ func (e *Emulator) deliver(ctx context.Context, arn, body string) error {
 		return nil
 	}
 	return fmt.Errorf("targets of type %s are not emulated (SQS queues, SNS topics and Lambda functions are)", arn)
+}
+
+// forward puts an event on the event bus busARN, as a rule whose target is another bus
+// does: the event keeps its account and region. Only default buses are emulated.
+func (p *Place) forward(ctx context.Context, busARN, body string) error {
+	parts := strings.SplitN(busARN, ":", 6)
+	if len(parts) < 6 || parts[5] != "event-bus/default" {
+		return fmt.Errorf("event bus %s: the emulator serves default event buses only", busARN)
+	}
+	to := p.e.lookupPlace(parts[4], parts[3])
+	if to == nil {
+		return fmt.Errorf("event bus %s does not exist", busARN)
+	}
+	if !to.admits(p.account) {
+		return fmt.Errorf("account %s is not authorized to put events on %s: its bus policy does not admit the account", p.account, busARN)
+	}
+	var ev events.CloudWatchEvent
+	if err := json.Unmarshal([]byte(body), &ev); err != nil {
+		return fmt.Errorf("event for %s: %w", busARN, err)
+	}
+	return to.PutEvent(ctx, ev)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"math/rand/v2"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 )
 
 const controlPrefix = "/_local/"
@@ -23,14 +25,19 @@ const controlPrefix = "/_local/"
 //	  {"target": "sqs.SendMessage", "throttleRate": 1, "times": 2}
 //	]}
 //
-// whose faults replace any with the same target; seed, when given, reseeds the random
-// draws. Each call of a matching action is delayed by latencyMs (on the emulator's clock)
+// whose faults replace any with the same target, account and region; seed, when given,
+// reseeds the random draws. A fault with "region" (and/or "account") applies to calls made
+// in that region (by that account) only, e.g. {"target": "cloudformation.*", "region":
+// "eu-west-1", "throttleRate": 1} throttles CloudFormation there and nowhere else; one
+// without applies everywhere. Each call of a matching action is delayed by latencyMs (on the emulator's clock)
 // and then, with probability throttleRate, answered with the service's real throttling
 // error (S3 503 SlowDown, SQS RequestThrottled, query services Throttling, JSON services
 // ThrottlingException, all "Rate exceeded"), at most times times when times > 0.
 // GET /_local/faults returns the faults in force; DELETE /_local/faults removes them all.
 type Fault struct {
 	Target       string  `json:"target"`
+	Account      string  `json:"account,omitempty"`
+	Region       string  `json:"region,omitempty"`
 	ThrottleRate float64 `json:"throttleRate,omitempty"`
 	LatencyMs    int     `json:"latencyMs,omitempty"`
 	Times        int     `json:"times,omitempty"`
@@ -54,20 +61,26 @@ func (e *Emulator) SetFaults(faults ...Fault) error {
 		if f.LatencyMs < 0 || f.Times < 0 {
 			return fmt.Errorf("fault %s: latencyMs and times must not be negative", f.Target)
 		}
+		if f.Account != "" && !accountRE.MatchString(f.Account) {
+			return fmt.Errorf("fault %s: account %q is not 12 digits", f.Target, f.Account)
+		}
+		if f.Region != "" && !regionRE.MatchString(f.Region) {
+			return fmt.Errorf("fault %s: %q is not an AWS region name", f.Target, f.Region)
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, f := range faults {
 		replaced := false
 		for i := range e.faults {
-			if e.faults[i].Target == f.Target {
+			if faultKey(e.faults[i]) == faultKey(f) {
 				e.faults[i], replaced = f, true
 			}
 		}
 		if !replaced {
 			e.faults = append(e.faults, f)
 		}
-		delete(e.injected, f.Target)
+		delete(e.injected, faultKey(f))
 	}
 	return nil
 }
@@ -80,6 +93,8 @@ func (e *Emulator) ClearFaults() {
 	e.injected = map[string]int{}
 }
 
+func faultKey(f Fault) string { return f.Target + "@" + f.Account + "/" + f.Region }
+
 // Calls returns the call counts keyed service.Action.
 func (e *Emulator) Calls() map[string]int {
 	e.mu.Lock()
@@ -91,19 +106,52 @@ func (e *Emulator) Calls() map[string]int {
 	return out
 }
 
-// fault applies the faults matching service.action; it reports whether it answered the
-// request (with a throttling error).
-func (e *Emulator) fault(w http.ResponseWriter, r *http.Request, service, action string) bool {
+// CallsAt returns the call counts keyed service.Action of the calls made by account
+// ("" any) in region ("" any).
+func (e *Emulator) CallsAt(account, region string) map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]int{}
+	for at, calls := range e.callsAt {
+		a, r, _ := strings.Cut(at, "/")
+		if (account != "" && a != account) || (region != "" && r != region) {
+			continue
+		}
+		for k, v := range calls {
+			out[k] += v
+		}
+	}
+	return out
+}
+
+// fault applies the faults matching service.action in account and region; it reports
+// whether it answered the request (with a throttling error). An exact action beats
+// service.*, and a fault naming the place beats one that does not.
+func (e *Emulator) fault(w http.ResponseWriter, r *http.Request, service, action, account, region string) bool {
 	e.mu.Lock()
 	var f *Fault
+	best := -1
 	for i := range e.faults {
-		t := e.faults[i].Target
-		if t == service+"."+action {
-			f = &e.faults[i]
-			break
+		c := &e.faults[i]
+		if (c.Account != "" && c.Account != account) || (c.Region != "" && c.Region != region) {
+			continue
 		}
-		if t == service+".*" && f == nil {
-			f = &e.faults[i]
+		score := 0
+		switch c.Target {
+		case service + "." + action:
+			score = 4
+		case service + ".*":
+		default:
+			continue
+		}
+		if c.Account != "" {
+			score++
+		}
+		if c.Region != "" {
+			score++
+		}
+		if score > best {
+			f, best = c, score
 		}
 	}
 	if f == nil {
@@ -111,9 +159,9 @@ func (e *Emulator) fault(w http.ResponseWriter, r *http.Request, service, action
 		return false
 	}
 	latency := time.Duration(f.LatencyMs) * time.Millisecond
-	throttle := f.ThrottleRate > 0 && (f.Times == 0 || e.injected[f.Target] < f.Times) && e.rng.Float64() < f.ThrottleRate
+	throttle := f.ThrottleRate > 0 && (f.Times == 0 || e.injected[faultKey(*f)] < f.Times) && e.rng.Float64() < f.ThrottleRate
 	if throttle {
-		e.injected[f.Target]++
+		e.injected[faultKey(*f)]++
 	}
 	e.mu.Unlock()
 	if latency > 0 {
@@ -126,7 +174,7 @@ func (e *Emulator) fault(w http.ResponseWriter, r *http.Request, service, action
 	if !throttle {
 		return false
 	}
-	e.log.Debug("emulator: injected throttling", "service", service, "action", action)
+	e.log.Debug("emulator: injected throttling", "service", service, "action", action, "account", account, "region", region)
 	jsonProtocol := r.Header.Get("X-Amz-Target") != ""
 	switch {
 	case service == "s3":
@@ -135,6 +183,8 @@ func (e *Emulator) fault(w http.ResponseWriter, r *http.Request, service, action
 		writeServiceError(w, "sqs-json", http.StatusBadRequest, "RequestThrottled", "Rate exceeded")
 	case service == "sqs":
 		writeServiceError(w, "query", http.StatusBadRequest, "RequestThrottled", "Rate exceeded")
+	case protocolOf(r, service) == "cbor":
+		writeServiceError(w, "cbor", http.StatusBadRequest, "Throttling", "Rate exceeded")
 	case jsonProtocol:
 		writeServiceError(w, "json", http.StatusBadRequest, "ThrottlingException", "Rate exceeded")
 	default:
@@ -145,13 +195,15 @@ func (e *Emulator) fault(w http.ResponseWriter, r *http.Request, service, action
 
 // writeServiceError answers in the error format of a protocol: "s3" (REST-XML), "json"
 // (AWS JSON), "sqs-json" (JSON 1.0 with the legacy query code in x-amzn-query-error, as SQS
-// answers current SDKs) or "query" (XML ErrorResponse).
+// answers current SDKs), "cbor" (Smithy RPC v2 CBOR) or "query" (XML ErrorResponse).
 func writeServiceError(w http.ResponseWriter, protocol string, status int, code, message string) {
 	var msg strings.Builder
 	xml.EscapeText(&msg, []byte(message))
 	id := fmt.Sprintf("%016x", rand.Uint64())
 	w.Header().Set("x-amzn-RequestId", id)
 	switch protocol {
+	case "cbor":
+		cloudwatchlocal.WriteCBORError(w, status, code, message)
 	case "s3":
 		w.Header().Set("Content-Type", "application/xml")
 		w.WriteHeader(status)
@@ -185,10 +237,15 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	case path == "health" && r.Method == http.MethodGet:
 		writeJSON(e.Health())
 	case path == "calls" && r.Method == http.MethodGet:
+		if q := r.URL.Query(); q.Get("account") != "" || q.Get("region") != "" {
+			writeJSON(e.CallsAt(q.Get("account"), q.Get("region")))
+			return
+		}
 		writeJSON(e.Calls())
 	case path == "calls/reset" && r.Method == http.MethodPost:
 		e.mu.Lock()
 		e.calls = map[string]int{}
+		e.callsAt = map[string]map[string]int{}
 		e.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	case path == "faults" && r.Method == http.MethodGet:
@@ -231,11 +288,13 @@ type Health struct {
 	// Waiting counts the requests held until the emulator is ready.
 	Waiting int    `json:"waiting"`
 	Version string `json:"version"`
+	// Places are the accounts and regions served so far, ACCOUNT/REGION.
+	Places []string `json:"places"`
 }
 
 // Health reports the services and readiness.
 func (e *Emulator) Health() Health {
-	h := Health{Services: map[string]string{}, Ready: e.Ready(), Waiting: int(e.waiting.Load()), Version: "cairn-local"}
+	h := Health{Services: map[string]string{}, Ready: e.Ready(), Waiting: int(e.waiting.Load()), Version: "cairn-local", Places: e.Places()}
 	for _, name := range e.serviceNames() {
 		h.Services[name] = "running"
 	}

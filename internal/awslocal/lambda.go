@@ -186,6 +186,16 @@ func (e *Emulator) invokeEvent(_ context.Context, arn string, payload []byte) er
 	return nil
 }
 
+// notifyFunction delivers an SNS or S3 notification to a function subscribed to it, when
+// a handler runs the function in process (asynchronously, as Lambda does).
+func (e *Emulator) notifyFunction(ctx context.Context, fn string, event []byte) error {
+	if !e.functionRuns(fn) {
+		e.log.Debug("a notification for a function that does not run in process", "function", fn)
+		return nil
+	}
+	return e.invokeEvent(ctx, fn, event)
+}
+
 // validateHandler applies lambda.Start's rules up front, so a bad handler fails at
 // registration rather than at the first event.
 func validateHandler(h any) error {
@@ -304,7 +314,7 @@ func (e *Emulator) startMapping(id, queueName, function string, o ESMOptions) er
 		return fmt.Errorf("event source mapping %s -> %s: batch size %d: the emulator supports at most 10", queueName, function, o.BatchSize)
 	}
 	// Fail now on a missing queue rather than in the poller.
-	if err := e.queueExists(queueName); err != nil {
+	if err := e.queueNamed(queueName); err != nil {
 		return fmt.Errorf("event source mapping %s -> %s: %w", queueName, function, err)
 	}
 	e.stopMapping(id)
@@ -340,7 +350,7 @@ func (e *Emulator) poll(ctx context.Context, m *mapping) {
 		if !e.awaitHandler(ctx, function) {
 			return
 		}
-		msgs, err := e.sqs.Receive(ctx, queueName, o.BatchSize, 20*time.Second)
+		msgs, err := e.home.sqs.Receive(ctx, queueName, o.BatchSize, 20*time.Second)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -357,7 +367,7 @@ func (e *Emulator) poll(ctx context.Context, m *mapping) {
 			continue
 		}
 		if o.MaxBatchingWindow > 0 && len(msgs) < o.BatchSize {
-			more, err := e.sqs.Receive(ctx, queueName, o.BatchSize-len(msgs), o.MaxBatchingWindow)
+			more, err := e.home.sqs.Receive(ctx, queueName, o.BatchSize-len(msgs), o.MaxBatchingWindow)
 			if err == nil {
 				msgs = append(msgs, more...)
 			}
@@ -402,20 +412,20 @@ func (e *Emulator) deliverBatch(queueName, function string, o ESMOptions, msgs [
 		if failed[m.MessageId] {
 			continue
 		}
-		if err := e.sqs.Delete(queueName, m.ReceiptHandle); err != nil {
+		if err := e.home.sqs.Delete(queueName, m.ReceiptHandle); err != nil {
 			e.log.Error("event source mapping: delete record", "queue", queueName, "messageId", m.MessageId, "err", err)
 		}
 	}
 }
 
-// queueExists asks SQS, in process, for the queue's URL.
-func (e *Emulator) queueExists(name string) error {
+// queueNamed asks the home SQS, in process, for the queue's URL.
+func (e *Emulator) queueNamed(name string) error {
 	body, _ := json.Marshal(map[string]string{"QueueName": name})
 	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
 	req.Header.Set("X-Amz-Target", "AmazonSQS.GetQueueUrl")
 	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
 	w := httptest.NewRecorder()
-	e.sqs.ServeHTTP(w, req)
+	e.home.sqs.ServeHTTP(w, req)
 	if w.Code != http.StatusOK {
 		return fmt.Errorf("queue %s: %s", name, strings.TrimSpace(w.Body.String()))
 	}

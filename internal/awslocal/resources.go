@@ -12,23 +12,32 @@ import (
 
 // providers are the resource types whose stack resources the emulator's own services
 // make: what a stack creates exists (a queue can be sent to, a topic published to, a
-// function invoked), Ref and Fn::GetAtt return the real identifiers, and drift is measured
-// against the live resource. Every other type is simulated by the CloudFormation emulator.
-func (e *Emulator) providers() map[string]cfnlocal.Provider {
-	return map[string]cfnlocal.Provider{
-		"AWS::S3::Bucket":                 e.bucketProvider(),
-		"AWS::S3::BucketPolicy":           e.bucketPolicyProvider(),
-		"AWS::SQS::Queue":                 e.queueProvider(),
-		"AWS::SQS::QueuePolicy":           e.queuePolicyProvider(),
-		"AWS::SNS::Topic":                 e.topicProvider(),
-		"AWS::SNS::TopicPolicy":           e.topicPolicyProvider(),
-		"AWS::SNS::Subscription":          e.subscriptionProvider(),
-		"AWS::SSM::Parameter":             e.parameterProvider(),
-		"AWS::Events::Rule":               e.ruleProvider(),
-		"AWS::Scheduler::Schedule":        e.scheduleProvider(),
-		"AWS::Lambda::Function":           e.functionProvider(),
-		"AWS::Lambda::EventSourceMapping": e.eventSourceMappingProvider(),
+// function invoked, a role assumed), Ref and Fn::GetAtt return the real identifiers, and
+// drift is measured against the live resource. Every other type is simulated by the
+// CloudFormation emulator. Lambda functions, their event source mappings and schedules run
+// in the home account and region only (in process, bound to handlers); elsewhere they are
+// simulated.
+func (p *Place) providers() map[string]cfnlocal.Provider {
+	out := map[string]cfnlocal.Provider{
+		"AWS::S3::Bucket":             p.bucketProvider(),
+		"AWS::S3::BucketPolicy":       p.bucketPolicyProvider(),
+		"AWS::SQS::Queue":             p.queueProvider(),
+		"AWS::SQS::QueuePolicy":       p.queuePolicyProvider(),
+		"AWS::SNS::Topic":             p.topicProvider(),
+		"AWS::SNS::TopicPolicy":       p.topicPolicyProvider(),
+		"AWS::SNS::Subscription":      p.subscriptionProvider(),
+		"AWS::SSM::Parameter":         p.parameterProvider(),
+		"AWS::CloudWatch::Alarm":      p.alarmProvider(),
+		"AWS::Events::Rule":           p.ruleProvider(),
+		"AWS::Events::EventBusPolicy": p.busPolicyProvider(),
+		"AWS::IAM::Role":              p.roleProvider(),
 	}
+	if p.account == p.e.opts.AccountID && p.region == p.e.opts.Region {
+		out["AWS::Scheduler::Schedule"] = p.scheduleProvider()
+		out["AWS::Lambda::Function"] = p.functionProvider()
+		out["AWS::Lambda::EventSourceMapping"] = p.eventSourceMappingProvider()
+	}
+	return out
 }
 
 // text renders a template scalar as the APIs take it: numbers without exponent, booleans

@@ -8,7 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 )
 
-func (e *Emulator) ruleProvider() cfnlocal.Provider {
+func (p *Place) ruleProvider() cfnlocal.Provider {
 	install := func(r cfnlocal.Resource) error {
 		if bus := text(r.Props["EventBusName"]); bus != "" && bus != "default" && !strings.HasSuffix(bus, ":event-bus/default") {
 			return fmt.Errorf("event bus %s: the emulator serves the default event bus only", bus)
@@ -34,7 +34,7 @@ func (e *Emulator) ruleProvider() cfnlocal.Provider {
 			}
 			rl.targets = append(rl.targets, ruleTarget{ID: text(m["Id"]), ARN: text(m["Arn"]), Input: text(m["Input"])})
 		}
-		return e.putRule(r.PhysicalID, rl)
+		return p.putRule(r.PhysicalID, rl)
 	}
 	return cfnlocal.Provider{
 		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
@@ -43,12 +43,13 @@ func (e *Emulator) ruleProvider() cfnlocal.Provider {
 		Update: func(_ context.Context, r cfnlocal.Resource, _ map[string]any) (map[string]any, error) {
 			return nil, install(r)
 		},
-		Delete:  func(_ context.Context, r cfnlocal.Resource) error { e.deleteRule(r.PhysicalID); return nil },
+		Delete:  func(_ context.Context, r cfnlocal.Resource) error { p.deleteRule(r.PhysicalID); return nil },
 		Restore: func(_ context.Context, r cfnlocal.Resource) error { return install(r) },
 	}
 }
 
-func (e *Emulator) scheduleProvider() cfnlocal.Provider {
+func (p *Place) scheduleProvider() cfnlocal.Provider {
+	e := p.e
 	key := func(r cfnlocal.Resource) string {
 		return orDefault(text(r.Props["GroupName"]), "default") + "/" + r.PhysicalID
 	}

@@ -10,7 +10,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 )
 
-func (e *Emulator) functionProvider() cfnlocal.Provider {
+func (p *Place) functionProvider() cfnlocal.Provider {
+	e := p.e
 	define := func(r cfnlocal.Resource) {
 		timeout := 3 * time.Second // Lambda's default
 		if v := text(r.Props["Timeout"]); v != "" {
@@ -41,7 +42,8 @@ func (e *Emulator) functionProvider() cfnlocal.Provider {
 	}
 }
 
-func (e *Emulator) eventSourceMappingProvider() cfnlocal.Provider {
+func (p *Place) eventSourceMappingProvider() cfnlocal.Provider {
+	e := p.e
 	install := func(r cfnlocal.Resource) error {
 		source := text(r.Props["EventSourceArn"])
 		if !strings.HasPrefix(source, "arn:aws:sqs:") {

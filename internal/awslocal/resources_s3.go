@@ -121,7 +121,8 @@ func versioningXML(status string) []byte {
 	return []byte(`<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>` + status + `</Status></VersioningConfiguration>`)
 }
 
-func (e *Emulator) bucketProvider() cfnlocal.Provider {
+func (p *Place) bucketProvider() cfnlocal.Provider {
+	e := p.e
 	configure := func(name string, props, old map[string]any) error {
 		if v, ok := object(props["VersioningConfiguration"])["Status"]; ok {
 			if _, err := e.s3Do(http.MethodPut, "/"+name+"?versioning", versioningXML(text(v))); err != nil {
@@ -182,7 +183,8 @@ func (e *Emulator) bucketProvider() cfnlocal.Provider {
 	}
 }
 
-func (e *Emulator) bucketPolicyProvider() cfnlocal.Provider {
+func (p *Place) bucketPolicyProvider() cfnlocal.Provider {
+	e := p.e
 	put := func(r cfnlocal.Resource) error {
 		_, err := e.s3Do(http.MethodPut, "/"+text(r.Props["Bucket"])+"?policy", []byte(text(r.Props["PolicyDocument"])))
 		return err

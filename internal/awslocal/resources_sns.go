@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 )
 
-func (e *Emulator) topicProvider() cfnlocal.Provider {
+func (p *Place) topicProvider() cfnlocal.Provider {
 	subscriptions := func(props map[string]any) map[[2]string]bool {
 		out := map[[2]string]bool{}
 		for _, s := range list(props["Subscription"]) {
@@ -24,7 +25,7 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 		}
 		sort.Slice(keys, func(i, j int) bool { return keys[i][1] < keys[j][1] })
 		for _, k := range keys {
-			if _, err := e.sns.Subscribe(arn, k[0], k[1], nil); err != nil {
+			if _, err := p.sns.Subscribe(arn, k[0], k[1], nil); err != nil {
 				return err
 			}
 		}
@@ -33,8 +34,8 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 	return cfnlocal.Provider{
 		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			name := lastSegment(r.PhysicalID)
-			arn := e.sns.TopicARN(name)
-			if e.sns.Exists(arn) {
+			arn := p.sns.TopicARN(name)
+			if p.sns.Exists(arn) {
 				return "", nil, fmt.Errorf("%s already exists", name)
 			}
 			attrs := map[string]string{}
@@ -43,7 +44,7 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 					attrs[k] = text(v)
 				}
 			}
-			if _, err := e.sns.CreateTopic(name, attrs, tagMap(r.Props["Tags"])); err != nil {
+			if _, err := p.sns.CreateTopic(name, attrs, tagMap(r.Props["Tags"])); err != nil {
 				return "", nil, err
 			}
 			return arn, nil, subscribe(arn, subscriptions(r.Props))
@@ -51,7 +52,7 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			for _, k := range []string{"DisplayName", "KmsMasterKeyId", "TracingConfig", "SignatureVersion"} {
 				if text(r.Props[k]) != text(old[k]) {
-					if err := e.sns.SetTopicAttribute(r.PhysicalID, k, text(r.Props[k])); err != nil {
+					if err := p.sns.SetTopicAttribute(r.PhysicalID, k, text(r.Props[k])); err != nil {
 						return nil, err
 					}
 				}
@@ -59,16 +60,16 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 			want := subscriptions(r.Props)
 			for k := range subscriptions(old) {
 				if !want[k] {
-					if arn := e.sns.SubscriptionARN(r.PhysicalID, k[0], k[1]); arn != "" {
-						_ = e.sns.Unsubscribe(arn)
+					if arn := p.sns.SubscriptionARN(r.PhysicalID, k[0], k[1]); arn != "" {
+						_ = p.sns.Unsubscribe(arn)
 					}
 				}
 			}
 			return nil, subscribe(r.PhysicalID, want)
 		},
-		Delete: func(_ context.Context, r cfnlocal.Resource) error { return e.sns.DeleteTopic(r.PhysicalID) },
+		Delete: func(_ context.Context, r cfnlocal.Resource) error { return p.sns.DeleteTopic(r.PhysicalID) },
 		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
-			attrs, err := e.sns.TopicAttributes(r.PhysicalID)
+			attrs, err := p.sns.TopicAttributes(r.PhysicalID)
 			if err != nil {
 				return nil, false, nil
 			}
@@ -81,10 +82,10 @@ func (e *Emulator) topicProvider() cfnlocal.Provider {
 	}
 }
 
-func (e *Emulator) topicPolicyProvider() cfnlocal.Provider {
+func (p *Place) topicPolicyProvider() cfnlocal.Provider {
 	apply := func(topics []any, policy string) error {
 		for _, t := range topics {
-			if err := e.sns.SetTopicAttribute(text(t), "Policy", policy); err != nil {
+			if err := p.sns.SetTopicAttribute(text(t), "Policy", policy); err != nil {
 				return err
 			}
 		}
@@ -99,7 +100,7 @@ func (e *Emulator) topicPolicyProvider() cfnlocal.Provider {
 		},
 		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			for _, t := range list(r.Props["Topics"]) {
-				_ = e.sns.SetTopicAttribute(text(t), "Policy", "")
+				_ = p.sns.SetTopicAttribute(text(t), "Policy", "")
 			}
 			return nil
 		},
@@ -109,7 +110,7 @@ func (e *Emulator) topicPolicyProvider() cfnlocal.Provider {
 // subscriptionAttributes are the AWS::SNS::Subscription properties that are attributes.
 var subscriptionAttributes = []string{"RawMessageDelivery", "FilterPolicy", "FilterPolicyScope", "RedrivePolicy"}
 
-func (e *Emulator) subscriptionProvider() cfnlocal.Provider {
+func (p *Place) subscriptionProvider() cfnlocal.Provider {
 	attrs := func(props map[string]any) map[string]string {
 		out := map[string]string{}
 		for _, k := range subscriptionAttributes {
@@ -120,8 +121,18 @@ func (e *Emulator) subscriptionProvider() cfnlocal.Provider {
 		return out
 	}
 	return cfnlocal.Provider{
+		// The topic may be in another region (the Region property says which; the ARN does
+		// anyway), so each call goes to the SNS the ARN names.
 		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
-			arn, err := e.sns.Subscribe(text(r.Props["TopicArn"]), text(r.Props["Protocol"]), text(r.Props["Endpoint"]), attrs(r.Props))
+			topic := text(r.Props["TopicArn"])
+			if region := text(r.Props["Region"]); region != "" && !strings.HasPrefix(topic, "arn:aws:sns:"+region+":") {
+				return "", nil, fmt.Errorf("Invalid parameter: TopicArn %s is not in Region %s", topic, region)
+			}
+			sns, err := p.snsOf(topic)
+			if err != nil {
+				return "", nil, err
+			}
+			arn, err := sns.Subscribe(topic, text(r.Props["Protocol"]), text(r.Props["Endpoint"]), attrs(r.Props))
 			return arn, nil, err
 		},
 		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
@@ -131,16 +142,30 @@ func (e *Emulator) subscriptionProvider() cfnlocal.Provider {
 					now[k] = map[string]string{"RawMessageDelivery": "false", "FilterPolicyScope": "MessageAttributes"}[k]
 				}
 			}
+			sns, err := p.snsOf(r.PhysicalID)
+			if err != nil {
+				return nil, err
+			}
 			for _, k := range sortedKeys(now) {
-				if err := e.sns.SetSubscriptionAttribute(r.PhysicalID, k, now[k]); err != nil {
+				if err := sns.SetSubscriptionAttribute(r.PhysicalID, k, now[k]); err != nil {
 					return nil, err
 				}
 			}
 			return nil, nil
 		},
-		Delete: func(_ context.Context, r cfnlocal.Resource) error { return e.sns.Unsubscribe(r.PhysicalID) },
+		Delete: func(_ context.Context, r cfnlocal.Resource) error {
+			sns, err := p.snsOf(r.PhysicalID)
+			if err != nil {
+				return err
+			}
+			return sns.Unsubscribe(r.PhysicalID)
+		},
 		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
-			a, err := e.sns.SubscriptionAttributes(r.PhysicalID)
+			sns, err := p.snsOf(r.PhysicalID)
+			if err != nil {
+				return nil, false, nil
+			}
+			a, err := sns.SubscriptionAttributes(r.PhysicalID)
 			if err != nil {
 				return nil, false, nil
 			}

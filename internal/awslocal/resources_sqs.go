@@ -21,22 +21,22 @@ func queueAttrs(props map[string]any) map[string]string {
 	return out
 }
 
-func (e *Emulator) queueProvider() cfnlocal.Provider {
+func (p *Place) queueProvider() cfnlocal.Provider {
 	return cfnlocal.Provider{
 		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
 			if text(r.Props["FifoQueue"]) == "true" {
 				return "", nil, fmt.Errorf("FIFO queues are not emulated by cairn's local SQS; use a standard queue")
 			}
 			name := r.Name("QueueName", 80)
-			if e.sqs.Exists(e.sqs.QueueARN(name)) {
+			if p.sqs.Exists(p.sqs.QueueARN(name)) {
 				return "", nil, fmt.Errorf("%s already exists", name)
 			}
-			url, err := e.sqs.CreateQueue(name, queueAttrs(r.Props))
+			url, err := p.sqs.CreateQueue(name, queueAttrs(r.Props))
 			if err != nil {
 				return "", nil, err
 			}
 			if tags := tagMap(r.Props["Tags"]); len(tags) > 0 {
-				if err := e.sqs.Tag(name, tags); err != nil {
+				if err := p.sqs.Tag(name, tags); err != nil {
 					return "", nil, err
 				}
 			}
@@ -51,17 +51,17 @@ func (e *Emulator) queueProvider() cfnlocal.Provider {
 					attrs[k] = defaults[k]
 				}
 			}
-			return nil, e.sqs.SetAttributes(lastSegment(r.PhysicalID), attrs)
+			return nil, p.sqs.SetAttributes(lastSegment(r.PhysicalID), attrs)
 		},
 		Delete: func(_ context.Context, r cfnlocal.Resource) error {
-			err := e.sqs.DeleteQueue(lastSegment(r.PhysicalID))
-			if err != nil && !e.sqs.Exists(e.sqs.QueueARN(lastSegment(r.PhysicalID))) {
+			err := p.sqs.DeleteQueue(lastSegment(r.PhysicalID))
+			if err != nil && !p.sqs.Exists(p.sqs.QueueARN(lastSegment(r.PhysicalID))) {
 				return nil // already gone
 			}
 			return err
 		},
 		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
-			attrs, err := e.sqs.Attributes(lastSegment(r.PhysicalID))
+			attrs, err := p.sqs.Attributes(lastSegment(r.PhysicalID))
 			if err != nil {
 				return nil, false, nil
 			}
@@ -80,10 +80,10 @@ func (e *Emulator) queueProvider() cfnlocal.Provider {
 	}
 }
 
-func (e *Emulator) queuePolicyProvider() cfnlocal.Provider {
+func (p *Place) queuePolicyProvider() cfnlocal.Provider {
 	apply := func(queues []any, policy string) error {
 		for _, q := range queues {
-			if err := e.sqs.SetAttributes(lastSegment(text(q)), map[string]string{"Policy": policy}); err != nil {
+			if err := p.sqs.SetAttributes(lastSegment(text(q)), map[string]string{"Policy": policy}); err != nil {
 				return err
 			}
 		}
@@ -111,7 +111,7 @@ func (e *Emulator) queuePolicyProvider() cfnlocal.Provider {
 		},
 		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			for _, q := range list(r.Props["Queues"]) {
-				_ = e.sqs.SetAttributes(lastSegment(text(q)), map[string]string{"Policy": ""})
+				_ = p.sqs.SetAttributes(lastSegment(text(q)), map[string]string{"Policy": ""})
 			}
 			return nil
 		},
@@ -120,7 +120,7 @@ func (e *Emulator) queuePolicyProvider() cfnlocal.Provider {
 			if len(qs) == 0 {
 				return nil, true, nil
 			}
-			attrs, err := e.sqs.Attributes(lastSegment(text(qs[0])))
+			attrs, err := p.sqs.Attributes(lastSegment(text(qs[0])))
 			if err != nil || attrs["Policy"] == "" {
 				return nil, false, nil
 			}

@@ -9,13 +9,13 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
 )
 
-func (e *Emulator) parameterProvider() cfnlocal.Provider {
+func (p *Place) parameterProvider() cfnlocal.Provider {
 	put := func(r cfnlocal.Resource, overwrite bool) error {
 		typ := text(r.Props["Type"])
 		if typ == "SecureString" {
 			return fmt.Errorf("SecureString parameters cannot be created by CloudFormation: use String or StringList")
 		}
-		_, err := e.ssm.Put(ssmPut(r.PhysicalID, typ, r.Props, overwrite))
+		_, err := p.ssm.Put(ssmPut(r.PhysicalID, typ, r.Props, overwrite))
 		return err
 	}
 	return cfnlocal.Provider{
@@ -26,18 +26,18 @@ func (e *Emulator) parameterProvider() cfnlocal.Provider {
 			return nil, put(r, true)
 		},
 		Delete: func(_ context.Context, r cfnlocal.Resource) error {
-			if err := e.ssm.Delete(r.PhysicalID); err != nil && !strings.Contains(err.Error(), "ParameterNotFound") {
+			if err := p.ssm.Delete(r.PhysicalID); err != nil && !strings.Contains(err.Error(), "ParameterNotFound") {
 				return err
 			}
 			return nil
 		},
 		Read: func(_ context.Context, r cfnlocal.Resource) (map[string]any, bool, error) {
-			p, err := e.ssm.Get(r.PhysicalID, false)
+			v, err := p.ssm.Get(r.PhysicalID, false)
 			if err != nil {
 				return nil, false, nil
 			}
-			out := map[string]any{"Name": p.Name, "Type": p.Type, "Value": p.Value}
-			if d, ok := e.ssm.Description(r.PhysicalID); ok {
+			out := map[string]any{"Name": v.Name, "Type": v.Type, "Value": v.Value}
+			if d, ok := p.ssm.Description(r.PhysicalID); ok {
 				out["Description"] = d
 			}
 			return out, true, nil

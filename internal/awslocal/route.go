@@ -2,13 +2,16 @@ package awslocal
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
+	"github.com/cairn-dev/cairn/internal/awslocal/stslocal"
 )
 
 // targetServices maps X-Amz-Target prefixes to signing names, for JSON protocols whose
@@ -17,6 +20,8 @@ var targetServices = map[string]string{
 	"AmazonSQS": "sqs",
 	"AmazonSSM": "ssm",
 	"AWSEvents": "events",
+	// CloudWatch's AWS JSON 1.0 (the AWS CLI); its RPC v2 CBOR requests are signed.
+	"GraniteServiceVersion20100801": "monitoring",
 }
 
 // Handler returns the emulator's root handler: mounts first, then service routing with call
@@ -34,9 +39,23 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if !e.awaitReady(w, r, service) {
 		return
 	}
+	caller, region, err := e.identify(r)
+	if err != nil {
+		e.refuse(w, r, service, err)
+		return
+	}
+	r = r.WithContext(stslocal.WithCaller(r.Context(), caller))
 	e.mu.Lock()
 	h := e.services[service]
 	e.mu.Unlock()
+	var p *Place
+	if h == nil {
+		if p, err = e.Place(caller.Account, region); err != nil {
+			writeServiceError(w, protocolOf(r, service), http.StatusBadRequest, "InvalidClientTokenId", "the local emulator cannot serve this request: "+err.Error())
+			return
+		}
+		h = p.services[service]
+	}
 	if h == nil {
 		writeServiceError(w, protocolOf(r, service), http.StatusNotImplemented, "NotImplemented",
 			"the local emulator does not serve "+service+" (served: "+strings.Join(e.serviceNames(), ", ")+")")
@@ -44,13 +63,52 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	action := actionOf(r, service)
 	key := service + "." + action
+	at := placeKey(caller.Account, region)
 	e.mu.Lock()
 	e.calls[key]++
+	if e.callsAt[at] == nil {
+		e.callsAt[at] = map[string]int{}
+	}
+	e.callsAt[at][key]++
 	e.mu.Unlock()
-	if e.fault(w, r, service, action) {
+	if e.fault(w, r, service, action, caller.Account, region) {
 		return
 	}
 	h.ServeHTTP(w, r)
+}
+
+// identify names who signed a request and for which region: the account of its
+// credentials (see stslocal.Service.Identify) and the region of its SigV4 signature, the
+// home region when the request is unsigned.
+func (e *Emulator) identify(r *http.Request) (stslocal.Caller, string, error) {
+	key, region := credentialScope(r)
+	token := r.Header.Get("X-Amz-Security-Token")
+	if token == "" {
+		token = r.URL.Query().Get("X-Amz-Security-Token")
+	}
+	caller, err := e.sts.Identify(key, token, e.opts.AccountID)
+	if region == "" {
+		region = e.opts.Region
+	}
+	return caller, region, err
+}
+
+// refuse answers a request whose credentials the emulator does not accept, in the error
+// format of its service, as AWS does.
+func (e *Emulator) refuse(w http.ResponseWriter, r *http.Request, service string, err error) {
+	code, status := "InvalidClientTokenId", http.StatusForbidden
+	if errors.Is(err, stslocal.ErrExpired) {
+		code = "ExpiredToken"
+		if protocolOf(r, service) == "json" {
+			code = "ExpiredTokenException"
+		}
+		if service == "s3" {
+			status = http.StatusBadRequest
+		}
+	} else if service == "s3" {
+		code = "InvalidAccessKeyId"
+	}
+	writeServiceError(w, protocolOf(r, service), status, code, err.Error())
 }
 
 // awaitReady holds a service request until the emulator is ready (Options.HoldUntilReady),
@@ -79,6 +137,8 @@ func protocolOf(r *http.Request, service string) string {
 	switch {
 	case service == "s3":
 		return "s3"
+	case r.Header.Get("Smithy-Protocol") != "":
+		return "cbor"
 	case r.Header.Get("X-Amz-Target") != "":
 		return "json"
 	}
@@ -103,7 +163,14 @@ func (e *Emulator) mount(path string) http.Handler {
 func (e *Emulator) serviceNames() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return sortedKeys(e.services)
+	names := map[string]bool{}
+	for n := range e.services {
+		names[n] = true
+	}
+	for n := range e.home.services {
+		names[n] = true
+	}
+	return sortedKeys(names)
 }
 
 // serviceOf names the service a request is for, as LocalStack decides on its single port:
@@ -129,16 +196,33 @@ func serviceOf(r *http.Request) string {
 
 // scopeService extracts the service of "AWS4-HMAC-SHA256 Credential=AKID/DATE/REGION/SERVICE/aws4_request, ...".
 func scopeService(auth string) string {
+	if parts := scope(auth); len(parts) >= 5 {
+		return parts[3]
+	}
+	return ""
+}
+
+// scope splits the credential of a SigV4 Authorization header, AKID/DATE/REGION/SERVICE/aws4_request.
+func scope(auth string) []string {
 	_, rest, ok := strings.Cut(auth, "Credential=")
 	if !ok {
-		return ""
+		return nil
 	}
 	cred, _, _ := strings.Cut(rest, ",")
-	parts := strings.Split(strings.TrimSpace(cred), "/")
+	return strings.Split(strings.TrimSpace(cred), "/")
+}
+
+// credentialScope returns the access key id and region a request is signed with (header
+// or presigned query), "" for what it does not say.
+func credentialScope(r *http.Request) (accessKeyID, region string) {
+	parts := scope(r.Header.Get("Authorization"))
 	if len(parts) < 5 {
-		return ""
+		parts = strings.Split(r.URL.Query().Get("X-Amz-Credential"), "/")
 	}
-	return parts[3]
+	if len(parts) >= 5 {
+		return parts[0], parts[2]
+	}
+	return "", ""
 }
 
 // actionOf names the API action of a request: X-Amz-Target, the query protocol's Action
@@ -151,6 +235,9 @@ func actionOf(r *http.Request, service string) string {
 		return t
 	}
 	if a := r.URL.Query().Get("Action"); a != "" {
+		return a
+	}
+	if a := cloudwatchlocal.Operation(r); a != "" {
 		return a
 	}
 	if service == "s3" {

@@ -60,7 +60,7 @@ func (e *Emulator) putSchedule(key, expression, timezone, target, input string, 
 	go func() {
 		defer e.wg.Done()
 		e.runSchedule(ctx, s, func(time.Time) {
-			if err := e.deliver(ctx, target, input); err != nil {
+			if err := e.home.deliver(ctx, target, input); err != nil {
 				e.log.Warn("emulator: scheduled invocation not delivered", "schedule", key, "target", target, "err", err)
 			}
 		})

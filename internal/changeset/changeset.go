@@ -27,6 +27,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
@@ -47,6 +48,7 @@ type API interface {
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 	DescribeStackEvents(ctx context.Context, in *cloudformation.DescribeStackEventsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackEventsOutput, error)
 	ListImports(ctx context.Context, in *cloudformation.ListImportsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListImportsOutput, error)
+	ListChangeSets(ctx context.Context, in *cloudformation.ListChangeSetsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListChangeSetsOutput, error)
 }
 
 // Uploader is the part of *s3.Client that stores large templates.
@@ -56,14 +58,29 @@ type Uploader interface {
 
 // Client performs actions and observations for one run.
 type Client struct {
+	// CFN is CloudFormation of cairn's own account and region.
 	CFN API
 	S3  Uploader
 	// Bucket and Region locate templates/SHA256.json for templates too large to pass inline.
 	Bucket, Region string
-	// Budget is the run's API budget (awsclient.DefaultBudget); every CloudFormation call
-	// waits for it. nil: no limit.
+	// Budget is the run's API budget (awsclient.DefaultBudget) at home; every CloudFormation
+	// call waits for it. nil: no limit.
 	Budget *rate.Limiter
+	// Reach returns CloudFormation of a stack's target and the run's API budget there
+	// (CloudFormation throttles per account and region); nil: every stack is at home.
+	Reach  func(ctx context.Context, t target.Spec) (API, *rate.Limiter, error)
 	Logger *slog.Logger
+}
+
+// At returns CloudFormation of t and the run's budget there.
+func (c *Client) At(ctx context.Context, t target.Spec) (API, *rate.Limiter, error) {
+	if c.Reach != nil {
+		return c.Reach(ctx, t)
+	}
+	if !t.IsHome() {
+		return nil, nil, run.Permanent(fmt.Errorf("this deployer reaches cairn's own account and region only, not region %q, role %q", t.Region, t.RoleARN))
+	}
+	return c.CFN, c.Budget, nil
 }
 
 func (c *Client) log() *slog.Logger {
@@ -73,11 +90,11 @@ func (c *Client) log() *slog.Logger {
 	return c.Logger
 }
 
-func (c *Client) wait(ctx context.Context) error {
-	if c.Budget == nil {
+func wait(ctx context.Context, budget *rate.Limiter) error {
+	if budget == nil {
 		return nil
 	}
-	return c.Budget.Wait(ctx)
+	return budget.Wait(ctx)
 }
 
 // Inputs is what CreateChangeSet needs beyond the action: the stack's template,
@@ -103,6 +120,9 @@ type Inputs struct {
 	StackPolicy string
 	// DisableRollback keeps a failed create's resources (ExecuteChangeSet's).
 	DisableRollback bool
+	// ServiceRole is the CloudFormation service role the change set runs with ("": the
+	// caller's rights).
+	ServiceRole string
 }
 
 // Perform makes the call a and returns its result as an observation of a.Stack: Err and
@@ -111,9 +131,15 @@ type Inputs struct {
 func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Observation {
 	o := run.Observation{Stack: a.Stack}
 	log := c.log().With("stack", a.Stack, "stack_name", a.StackName, "action", string(a.Kind), "change_set", a.ChangeSetName)
-	err := c.wait(ctx)
+	if !a.Target.IsHome() {
+		log = log.With("region", a.Target.Region, "role_arn", a.Target.RoleARN)
+	}
+	api, budget, err := c.At(ctx, a.Target)
 	if err == nil {
-		err = c.perform(ctx, a, in, &o)
+		err = wait(ctx, budget)
+	}
+	if err == nil {
+		err = c.perform(ctx, api, a, in, &o)
 	}
 	if err != nil {
 		err = fmt.Errorf("%s %s: %w", a.Kind, a.StackName, err)
@@ -135,7 +161,7 @@ func stackRef(a run.Action) *string {
 	return aws.String(a.StackName)
 }
 
-func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.Observation) error {
+func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs, o *run.Observation) error {
 	switch a.Kind {
 	case run.CreateChangeSet:
 		if in == nil {
@@ -152,6 +178,9 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 
 			NotificationARNs:      in.NotificationARNs,
 			RollbackConfiguration: in.Rollback,
+		}
+		if in.ServiceRole != "" {
+			req.RoleARN = aws.String(in.ServiceRole)
 		}
 		for _, cp := range in.Capabilities {
 			req.Capabilities = append(req.Capabilities, cfntypes.Capability(cp))
@@ -178,7 +207,7 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 		default:
 			req.TemplateBody = aws.String(string(body))
 		}
-		out, err := c.CFN.CreateChangeSet(ctx, req)
+		out, err := api.CreateChangeSet(ctx, req)
 		if awsclient.ErrorCode(err) == "AlreadyExistsException" {
 			// The change set is named after the run and step: it is ours, from an
 			// attempt whose answer was lost. Describing it tells the rest.
@@ -195,14 +224,14 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 		}
 		if in != nil && in.StackPolicy != "" {
 			// Idempotent: set again when the execution is retried.
-			if _, err := c.CFN.SetStackPolicy(ctx, &cloudformation.SetStackPolicyInput{StackName: stackRef(a), StackPolicyBody: aws.String(in.StackPolicy)}); err != nil {
+			if _, err := api.SetStackPolicy(ctx, &cloudformation.SetStackPolicyInput{StackName: stackRef(a), StackPolicyBody: aws.String(in.StackPolicy)}); err != nil {
 				return fmt.Errorf("set the stack policy before executing %s: %w", a.ChangeSetName, err)
 			}
 		}
 		if in != nil && in.DisableRollback {
 			req.DisableRollback = aws.Bool(true)
 		}
-		_, err := c.CFN.ExecuteChangeSet(ctx, req)
+		_, err := api.ExecuteChangeSet(ctx, req)
 		if awsclient.ErrorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {
 			return nil // an earlier attempt executed it; the stack's status tells the rest
 		}
@@ -212,19 +241,19 @@ func (c *Client) perform(ctx context.Context, a run.Action, in *Inputs, o *run.O
 		if a.ChangeSetID != "" {
 			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
 		}
-		_, err := c.CFN.DeleteChangeSet(ctx, req)
+		_, err := api.DeleteChangeSet(ctx, req)
 		if awsclient.ErrorCode(err) == "ChangeSetNotFound" {
 			return nil
 		}
 		return err
 	case run.DeleteStack:
-		_, err := c.CFN.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
+		_, err := api.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
 		return err
 	case run.ContinueUpdateRollback:
-		_, err := c.CFN.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
+		_, err := api.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
 		return err
 	case run.SetTerminationProtection:
-		_, err := c.CFN.UpdateTerminationProtection(ctx, &cloudformation.UpdateTerminationProtectionInput{StackName: stackRef(a), EnableTerminationProtection: aws.Bool(a.Protect)})
+		_, err := api.UpdateTerminationProtection(ctx, &cloudformation.UpdateTerminationProtectionInput{StackName: stackRef(a), EnableTerminationProtection: aws.Bool(a.Protect)})
 		if err != nil {
 			return fmt.Errorf("set termination protection to %v: %w", a.Protect, err)
 		}
@@ -312,17 +341,21 @@ func tags(m map[string]string) []cfntypes.Tag {
 	return out
 }
 
-// Importers returns, for each export name, the stacks importing it (ListImports, all
-// pages). An export nobody imports is absent.
-func (c *Client) Importers(ctx context.Context, exports []string) (map[string][]string, error) {
+// Importers returns, for each export name of t's account and region, the stacks there
+// importing it (ListImports, all pages). An export nobody imports is absent.
+func (c *Client) Importers(ctx context.Context, t target.Spec, exports []string) (map[string][]string, error) {
 	out := map[string][]string{}
+	api, budget, err := c.At(ctx, t)
+	if err != nil && len(exports) > 0 {
+		return nil, err
+	}
 	for _, exp := range exports {
 		in := &cloudformation.ListImportsInput{ExportName: aws.String(exp)}
 		for {
-			if err := c.wait(ctx); err != nil {
+			if err := wait(ctx, budget); err != nil {
 				return nil, err
 			}
-			page, err := c.CFN.ListImports(ctx, in)
+			page, err := api.ListImports(ctx, in)
 			if err != nil {
 				if awsclient.ErrorCode(err) == "ValidationError" && strings.Contains(err.Error(), "not imported") {
 					break

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // fakeCFN answers from canned pages and records the requests it got. Unset methods fail
@@ -260,6 +261,43 @@ func TestObserveFailedStackReason(t *testing.T) {
 	}
 }
 
+// TestObserveRollbackTriggerReason: a stack rolled back by a rollback trigger failed no
+// resource (the one in flight was only cancelled); the reason is why its rollback began,
+// which names the alarm.
+func TestObserveRollbackTriggerReason(t *testing.T) {
+	const stackType = "AWS::CloudFormation::Stack"
+	why := "The following rollback trigger(s) went into ALARM state: [arn:aws:cloudwatch:us-east-1:000000000000:alarm:app-5xx]. "
+	for _, tc := range []struct {
+		name   string
+		events []cfntypes.StackEvent
+		want   string
+	}{
+		{"update", []cfntypes.StackEvent{
+			event("shop-app", stackType, "UPDATE_ROLLBACK_COMPLETE", ""),
+			event("Queue", "AWS::SQS::Queue", "UPDATE_COMPLETE", ""),
+			event("Queue", "AWS::SQS::Queue", "UPDATE_IN_PROGRESS", ""),
+			event("shop-app", stackType, "UPDATE_ROLLBACK_IN_PROGRESS", why),
+			event("Queue", "AWS::SQS::Queue", "UPDATE_FAILED", "Resource update cancelled"),
+			event("Queue", "AWS::SQS::Queue", "UPDATE_IN_PROGRESS", ""),
+			event("shop-app", stackType, "UPDATE_IN_PROGRESS", "User Initiated"),
+			event("shop-app", stackType, "UPDATE_ROLLBACK_IN_PROGRESS", "an earlier operation's rollback"),
+		}, why},
+		{"a resource failure names the resource", []cfntypes.StackEvent{
+			event("shop-app", stackType, "UPDATE_ROLLBACK_COMPLETE", ""),
+			event("shop-app", stackType, "UPDATE_ROLLBACK_IN_PROGRESS", "The following resource(s) failed to update: [Queue]. "),
+			event("Queue", "AWS::SQS::Queue", "UPDATE_FAILED", "Queue limit exceeded"),
+			event("shop-app", stackType, "UPDATE_IN_PROGRESS", "User Initiated"),
+		}, "Queue (AWS::SQS::Queue): Queue limit exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfn := &fakeCFN{t: t, events: []*cloudformation.DescribeStackEventsOutput{{StackEvents: tc.events}}}
+			if got := (&Client{CFN: cfn}).FirstFailure(context.Background(), target.Spec{}, "arn:stack/1"); got != tc.want {
+				t.Errorf("FirstFailure = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestObserveGoneStack(t *testing.T) {
 	cfn := &fakeCFN{t: t, stacksErr: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id shop-app does not exist"}}
 	r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", Phase: run.Deleting}}}
@@ -286,7 +324,7 @@ func TestLivePaginates(t *testing.T) {
 			Outputs: []cfntypes.Output{{OutputKey: aws.String("Arn"), OutputValue: aws.String("arn:x"), ExportName: aws.String("a-Arn")}}}}, NextToken: aws.String("t2")},
 		"t2": {Stacks: []cfntypes.Stack{{StackName: aws.String("b"), StackStatus: cfntypes.StackStatusDeleteComplete}, {StackName: aws.String("c"), StackStatus: cfntypes.StackStatusRollbackComplete}}},
 	}}
-	live, err := (&Client{CFN: cfn}).Live(context.Background())
+	live, err := (&Client{CFN: cfn}).Live(context.Background(), target.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +335,7 @@ func TestLivePaginates(t *testing.T) {
 
 func TestImporters(t *testing.T) {
 	cfn := &fakeCFN{t: t, imports: map[string][]string{"a-Arn": {"z", "y"}}}
-	got, err := (&Client{CFN: cfn}).Importers(context.Background(), []string{"a-Arn", "b-Arn"})
+	got, err := (&Client{CFN: cfn}).Importers(context.Background(), target.Spec{}, []string{"a-Arn", "b-Arn"})
 	if err != nil {
 		t.Fatal(err)
 	}

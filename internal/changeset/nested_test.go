@@ -12,6 +12,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
@@ -57,7 +58,7 @@ func TestDescribeFollowsNestedChangeSets(t *testing.T) {
 			{ResourceChange: &cfntypes.ResourceChange{LogicalResourceId: aws.String("Vpc"), ResourceType: aws.String("AWS::EC2::VPC"), Action: "Modify"}}}},
 	}
 	c := &Client{CFN: describer{cfn, pages}}
-	cs, err := c.Describe(context.Background(), "root")
+	cs, err := c.Describe(context.Background(), target.Spec{}, "root")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestLiveLeavesOutNestedStacks(t *testing.T) {
 			{StackName: aws.String("shop-app-Net-1ABC"), StackId: aws.String("arn:net"), ParentId: aws.String("arn:app"), StackStatus: cfntypes.StackStatusCreateComplete},
 		}},
 	}}
-	live, err := (&Client{CFN: cfn}).Live(context.Background())
+	live, err := (&Client{CFN: cfn}).Live(context.Background(), target.Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}

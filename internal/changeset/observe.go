@@ -14,15 +14,20 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // maxEventPages bounds the walk back through a stack's events to the start of its
 // current operation.
 const maxEventPages = 10
 
-// Live describes every stack of the account and region (see ListStacks).
-func (c *Client) Live(ctx context.Context) (map[string]plan.Live, error) {
-	return ListStacks(ctx, c.CFN, c.Budget)
+// Live describes every stack of t's account and region (see ListStacks), keyed by name.
+func (c *Client) Live(ctx context.Context, t target.Spec) (map[string]plan.Live, error) {
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return ListStacks(ctx, api, budget)
 }
 
 // StackLister lists stacks.
@@ -107,7 +112,12 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 		}
 		s := r.Stacks[name]
 		id := cmp.Or(pending[name].ChangeSetID, s.ChangeSetID)
-		o := c.describeChangeSet(ctx, s, id)
+		api, budget, err := c.At(ctx, s.Target)
+		if err != nil {
+			seen = append(seen, run.Failure(name, err))
+			continue
+		}
+		o := c.describeChangeSet(ctx, api, budget, s, id)
 		o.StackID = cmp.Or(o.StackID, pending[name].StackID)
 		seen = append(seen, o)
 	}
@@ -116,7 +126,12 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 			continue
 		}
 		s := r.Stacks[name]
-		o := c.describeStack(ctx, s, cmp.Or(pending[name].StackID, s.StackID))
+		api, budget, err := c.At(ctx, s.Target)
+		if err != nil {
+			seen = append(seen, run.Failure(name, err))
+			continue
+		}
+		o := c.describeStack(ctx, api, budget, s, cmp.Or(pending[name].StackID, s.StackID))
 		if o.Err != "" {
 			// A failed observation tells nothing: the stack is observed again next step,
 			// rather than counting as a failed action.
@@ -128,17 +143,17 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 	return seen
 }
 
-func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string) run.Observation {
+func (c *Client) describeChangeSet(ctx context.Context, api API, budget *rate.Limiter, s *run.Stack, id string) run.Observation {
 	o := run.Observation{Stack: s.Name, ChangeSetID: id}
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(s.ChangeSetName), StackName: aws.String(s.StackName)}
 	if id != "" {
 		in.ChangeSetName, in.StackName = aws.String(id), nil
 	}
 	for page := 0; ; page++ {
-		if err := c.wait(ctx); err != nil {
+		if err := wait(ctx, budget); err != nil {
 			return run.Observation{Stack: s.Name, Err: err.Error()}
 		}
-		out, err := c.CFN.DescribeChangeSet(ctx, in)
+		out, err := api.DescribeChangeSet(ctx, in)
 		if err != nil {
 			// A change set not found was never created (its creation failed) or is gone:
 			// creating it again under the same ClientToken is safe.
@@ -160,14 +175,14 @@ func (c *Client) describeChangeSet(ctx context.Context, s *run.Stack, id string)
 
 // describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE),
 // with its termination protection.
-func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) run.Observation {
+func (c *Client) describeStack(ctx context.Context, api API, budget *rate.Limiter, s *run.Stack, id string) run.Observation {
 	o := run.Observation{Stack: s.Name}
 	ref := cmp.Or(id, s.StackName)
-	if err := c.wait(ctx); err != nil {
+	if err := wait(ctx, budget); err != nil {
 		o.Err = err.Error()
 		return o
 	}
-	out, err := c.CFN.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(ref)})
+	out, err := api.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(ref)})
 	if err != nil {
 		if awsclient.StackMissing(err) {
 			o.StackGone = true
@@ -194,7 +209,7 @@ func (c *Client) describeStack(ctx context.Context, s *run.Stack, id string) run
 		o.Outputs[aws.ToString(out.OutputKey)] = aws.ToString(out.OutputValue)
 	}
 	if failed(o.StackStatus) {
-		o.Reason = c.FirstFailure(ctx, o.StackID)
+		o.Reason = c.firstFailure(ctx, api, budget, o.StackID)
 		if o.Reason == "" {
 			o.Reason = aws.ToString(st.StackStatusReason)
 		}
@@ -215,18 +230,29 @@ var operationStarts = map[string]bool{
 	"IMPORT_IN_PROGRESS": true, "REVIEW_IN_PROGRESS": true,
 }
 
-// FirstFailure returns the reason of the earliest *_FAILED resource event of the stack's
-// current operation, as "LogicalId (Type): reason", or "" when there is none. Events come
-// newest first, so it walks back to the event that started the operation.
-func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
+// FirstFailure returns the reason of the earliest *_FAILED resource event of the current
+// operation of the stack at t with id stackID, as "LogicalId (Type): reason"; else the
+// stack's own failure reason, or why its rollback began (a rollback trigger's alarm fails no
+// resource); "" when there is none.
+func (c *Client) FirstFailure(ctx context.Context, t target.Spec, stackID string) string {
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return ""
+	}
+	return c.firstFailure(ctx, api, budget, stackID)
+}
+
+// firstFailure: see FirstFailure. Events come newest first, so it walks back to the event
+// that started the operation.
+func (c *Client) firstFailure(ctx context.Context, api API, budget *rate.Limiter, stackID string) string {
 	in := &cloudformation.DescribeStackEventsInput{StackName: aws.String(stackID)}
 	var first string
-	var fallback string
+	var fallback, rolledBack string
 	for page := 0; page < maxEventPages; page++ {
-		if err := c.wait(ctx); err != nil {
+		if err := wait(ctx, budget); err != nil {
 			break
 		}
-		out, err := c.CFN.DescribeStackEvents(ctx, in)
+		out, err := api.DescribeStackEvents(ctx, in)
 		if err != nil {
 			c.log().Warn("changeset: could not read stack events for the failure reason", "stack_id", stackID, "err", err)
 			break
@@ -235,12 +261,15 @@ func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
 			status := string(e.ResourceStatus)
 			own := aws.ToString(e.PhysicalResourceId) == aws.ToString(e.StackId) || aws.ToString(e.ResourceType) == "AWS::CloudFormation::Stack" && aws.ToString(e.LogicalResourceId) == aws.ToString(e.StackName)
 			if own && operationStarts[status] {
-				return cmp.Or(first, fallback)
+				return cmp.Or(first, fallback, rolledBack)
+			}
+			reason := aws.ToString(e.ResourceStatusReason)
+			if own && strings.HasSuffix(status, "ROLLBACK_IN_PROGRESS") && reason != "" {
+				rolledBack = reason
 			}
 			if !strings.HasSuffix(status, "_FAILED") {
 				continue
 			}
-			reason := aws.ToString(e.ResourceStatusReason)
 			if own {
 				if reason != "" {
 					fallback = reason
@@ -257,5 +286,5 @@ func (c *Client) FirstFailure(ctx context.Context, stackID string) string {
 		}
 		in.NextToken = out.NextToken
 	}
-	return cmp.Or(first, fallback)
+	return cmp.Or(first, fallback, rolledBack)
 }

@@ -11,28 +11,33 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
-// Describe reads the change set id (all pages) with its resource changes, for the plan
-// document and for an approval's freshness check; the changes of its nested change sets
-// (IncludeNestedStacks) follow the nested stack's, named Stack/Resource. A change set that
-// does not exist is Found false, not an error.
-func (c *Client) Describe(ctx context.Context, id string) (plan.ChangeSet, error) {
-	return c.describe(ctx, id, "", 0)
+// Describe reads the change set id of a stack at t (all pages) with its resource changes,
+// for the plan document and for an approval's freshness check; the changes of its nested
+// change sets (IncludeNestedStacks) follow the nested stack's, named Stack/Resource. A
+// change set that does not exist is Found false, not an error.
+func (c *Client) Describe(ctx context.Context, t target.Spec, id string) (plan.ChangeSet, error) {
+	return c.describe(ctx, t, id, "", 0)
 }
 
 // maxNestedDepth bounds how deep Describe follows nested change sets (CloudFormation
 // nests stacks at most five levels below the root).
 const maxNestedDepth = 5
 
-func (c *Client) describe(ctx context.Context, id, prefix string, depth int) (plan.ChangeSet, error) {
+func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string, depth int) (plan.ChangeSet, error) {
 	var st plan.ChangeSet
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return st, err
+	}
 	in := &cloudformation.DescribeChangeSetInput{ChangeSetName: aws.String(id)}
 	for page := 0; ; page++ {
-		if err := c.wait(ctx); err != nil {
+		if err := wait(ctx, budget); err != nil {
 			return st, err
 		}
-		out, err := c.CFN.DescribeChangeSet(ctx, in)
+		out, err := api.DescribeChangeSet(ctx, in)
 		if err != nil {
 			if awsclient.ErrorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
 				return plan.ChangeSet{}, nil
@@ -68,7 +73,7 @@ func (c *Client) describe(ctx context.Context, id, prefix string, depth int) (pl
 			}
 			st.Changes = append(st.Changes, pc)
 			if nested := aws.ToString(rc.ChangeSetId); nested != "" && depth < maxNestedDepth {
-				ns, err := c.describe(ctx, nested, pc.LogicalID+"/", depth+1)
+				ns, err := c.describe(ctx, t, nested, pc.LogicalID+"/", depth+1)
 				if err != nil {
 					return st, err
 				}
@@ -82,24 +87,32 @@ func (c *Client) describe(ctx context.Context, id, prefix string, depth int) (pl
 	}
 }
 
-// DeleteChangeSet deletes a change set by id; one already gone is no error.
-func (c *Client) DeleteChangeSet(ctx context.Context, id string) error {
-	if err := c.wait(ctx); err != nil {
+// DeleteChangeSet deletes a change set of a stack at t by id; one already gone is no error.
+func (c *Client) DeleteChangeSet(ctx context.Context, t target.Spec, id string) error {
+	api, budget, err := c.At(ctx, t)
+	if err == nil {
+		err = wait(ctx, budget)
+	}
+	if err != nil {
 		return err
 	}
-	_, err := c.CFN.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
+	_, err = api.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
 	if err != nil && awsclient.ErrorCode(err) != "ChangeSetNotFound" {
 		return fmt.Errorf("delete change set %s: %w", id, err)
 	}
 	return nil
 }
 
-// DeleteStack deletes a stack by id or name.
-func (c *Client) DeleteStack(ctx context.Context, stack string) error {
-	if err := c.wait(ctx); err != nil {
+// DeleteStack deletes a stack at t by id or name.
+func (c *Client) DeleteStack(ctx context.Context, t target.Spec, stack string) error {
+	api, budget, err := c.At(ctx, t)
+	if err == nil {
+		err = wait(ctx, budget)
+	}
+	if err != nil {
 		return err
 	}
-	if _, err := c.CFN.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)}); err != nil {
+	if _, err := api.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String(stack)}); err != nil {
 		return fmt.Errorf("delete stack %s: %w", stack, err)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // notFoundCFN answers DescribeChangeSet with ChangeSetNotFound, as CloudFormation does for
@@ -32,7 +34,7 @@ func TestDescribeReadsEveryPageOfChanges(t *testing.T) {
 		{Changes: []cfntypes.Change{change("B", "Add", "")}},
 	}}
 	c := &Client{CFN: f}
-	st, err := c.Describe(context.Background(), "arn:cs/1")
+	st, err := c.Describe(context.Background(), target.Spec{}, "arn:cs/1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,12 +52,12 @@ func TestDescribeReadsEveryPageOfChanges(t *testing.T) {
 		t.Errorf("calls %+v", f.csCalls)
 	}
 
-	gone, err := (&Client{CFN: &notFoundCFN{fakeCFN{t: t}}}).Describe(context.Background(), "arn:cs/2")
+	gone, err := (&Client{CFN: &notFoundCFN{fakeCFN{t: t}}}).Describe(context.Background(), target.Spec{}, "arn:cs/2")
 	if err != nil || gone.Found {
 		t.Errorf("a deleted change set: %+v, %v; want not found and no error", gone, err)
 	}
 	failing := &Client{CFN: errCFN{}}
-	if _, err := failing.Describe(context.Background(), "arn:cs/3"); err == nil || !errors.Is(err, errThrottled) {
+	if _, err := failing.Describe(context.Background(), target.Spec{}, "arn:cs/3"); err == nil || !errors.Is(err, errThrottled) {
 		t.Errorf("a failing call: %v, want the error", err)
 	}
 }

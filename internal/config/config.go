@@ -36,6 +36,9 @@ type Config struct {
 	}
 	MaxConcurrency int
 	Drift          Drift
+	// Target is the default account, region and roles of every stack (region, role_arn,
+	// external_id and service_role at the top of cairn.yaml).
+	Target Target
 	// ExplicitCapabilities (capabilities: explicit) requires every stack to name its
 	// capabilities instead of being granted what its template needs.
 	ExplicitCapabilities bool
@@ -84,7 +87,11 @@ type Stack struct {
 	// ResolveTags); read-only (stacks without tags of their own share the config's map).
 	Tags map[string]string
 	// Options are the stack's CloudFormation stack options.
-	Options               Options
+	Options Options
+	// Target is where the stack lives and how the deployer reaches it: the config's
+	// Target overlaid with the stack's own keys. Its identity is account, region and
+	// StackName.
+	Target                Target
 	TerminationProtection bool
 	// Protected stacks change only through an approved plan.
 	Protected bool

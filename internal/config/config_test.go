@@ -271,7 +271,7 @@ func TestLoadErrors(t *testing.T) {
 			`7:11: stacks[1].name: duplicate stack name "orders": stacks[0] (line 3) has it already`,
 		}},
 		{"duplicate-stack-name", []string{
-			`8:17: stacks[1].stack_name: stack legacy-orders has the CloudFormation stack name "shop-orders" of stack orders (line 3): set a distinct stack_name`,
+			`8:17: stacks[1].stack_name: stack legacy-orders has the CloudFormation stack name "shop-orders" of stack orders (line 3) in the same account and region (cairn's account, cairn's region): set a distinct stack_name, or another region or role_arn`,
 		}},
 		{"unknown-requires", []string{
 			`9:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,
@@ -322,7 +322,7 @@ func TestLoadErrors(t *testing.T) {
 			`10:5: stacks[2].capabilities: stack other names no capabilities, and capabilities: explicit requires every stack to name its own: add capabilities: []`,
 		}},
 		{"many-errors", []string{
-			`2:1: regions: unknown key "regions": allowed keys are namespace, namespace_delimiter, persistent_graph_key, tags, deletion_policy, max_concurrency, drift, capabilities, variables, stacks`,
+			`2:1: regions: unknown key "regions" (did you mean "region"?)`,
 			`8:7: stacks[0].parameters.Retention: template templates/queue.yaml declares no parameter "Retention"; it declares QueueName, RetentionSeconds`,
 			`10:20: stacks[1].template_path: template file "templates/billing.yaml" not found in the bundle`,
 			`11:16: stacks[1].requires[0]: requires unknown stack "order" (did you mean "orders"?)`,

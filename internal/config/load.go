@@ -78,11 +78,13 @@ var capabilities = []string{"CAPABILITY_AUTO_EXPAND", "CAPABILITY_IAM", "CAPABIL
 
 var (
 	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "tags",
-		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks"}
+		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks",
+		"region", "role_arn", "external_id", "service_role"}
 	stackKeys = []string{"name", "stack_name", "template_path", "template_url", "template_body",
 		"parameters", "variables", "requires", "required_by", "tags", "termination_protection",
 		"protected", "enabled", "locked", "capabilities", "stack_policy_path", "notification_arns",
-		"rollback_configuration", "timeout_in_minutes", "disable_rollback"}
+		"rollback_configuration", "timeout_in_minutes", "disable_rollback",
+		"region", "role_arn", "external_id", "service_role"}
 	deletionKeys = []string{"max_deletions"}
 	driftKeys    = []string{"enabled", "ignore"}
 )
@@ -103,6 +105,9 @@ type loader struct {
 	// topTags are the lookups of the config's tags, which every stack not overriding
 	// the tag shares.
 	topTags []lookupRef
+	// topTarget holds the nodes of the top-level targetKeys, for errors of stacks
+	// inheriting them.
+	topTarget map[string]*yaml.Node
 
 	// knownNames are the stack names, sorted, for suggestions; suggestions counts them,
 	// so a config with thousands of typos stays linear.
@@ -142,6 +147,8 @@ type stackDef struct {
 	// static holds the parameter values known at load (no deploy-time lookup), checked
 	// against the template's constraints.
 	static map[string]string
+	// targetNodes holds the nodes of the stack's own targetKeys.
+	targetNodes map[string]*yaml.Node
 }
 
 type lookupRef struct {
@@ -266,6 +273,12 @@ func (l *loader) load(o LoadOptions) *Config {
 			}
 		case "stacks":
 			stacksNode = f.v
+		case "region", "role_arn", "external_id", "service_role":
+			l.targetField(&c.Target, f)
+			if l.topTarget == nil {
+				l.topTarget = map[string]*yaml.Node{}
+			}
+			l.topTarget[f.name] = f.v
 		}
 	}
 	l.variables(varsNode, o)
@@ -317,8 +330,8 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 		l.errorf(n, key, "a stack must be a mapping with name and template_path, got %s", describe(n))
 		return nil
 	}
-	s := &Stack{Enabled: true, Parameters: map[string]string{}}
-	d := &stackDef{s: s, key: key, node: n, paramKeys: map[string]*yaml.Node{}, static: map[string]string{}}
+	s := &Stack{Enabled: true, Parameters: map[string]string{}, Target: c.Target}
+	d := &stackDef{s: s, key: key, node: n, paramKeys: map[string]*yaml.Node{}, static: map[string]string{}, targetNodes: map[string]*yaml.Node{}}
 	var ownTagLookups []lookupRef
 	for _, f := range l.fields(n, key, stackKeys) {
 		switch f.name {
@@ -397,6 +410,9 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 			s.Locked, _ = l.boolean(f.v, f.key)
 		case "stack_policy_path", "notification_arns", "rollback_configuration", "timeout_in_minutes", "disable_rollback":
 			l.option(d, f)
+		case "region", "role_arn", "external_id", "service_role":
+			l.targetField(&s.Target, f)
+			d.targetNodes[f.name] = f.v
 		case "capabilities":
 			d.capsNode = f.k
 			caps, nodes := l.strs(f.v, f.key)
@@ -417,6 +433,7 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 	if d.templateNode == nil {
 		l.errorf(n, key, "no template: set template_path, template_url or template_body")
 	}
+	l.checkTarget(d)
 	s.Tags = c.Tags // shared, read-only, unless the stack has tags of its own
 	if len(d.ownTags) > 0 {
 		s.Tags = maps.Clone(c.Tags)
@@ -479,10 +496,10 @@ func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
 				how = " (namespace, delimiter and name joined)"
 			}
 			l.errorf(at, atKey, "CloudFormation stack name %q%s is invalid: it must start with a letter, hold only letters, digits and hyphens, and have at most 128 characters", s.StackName, how)
-		} else if first, dup := byStackName[s.StackName]; dup {
-			l.errorf(at, atKey, "stack %s has the CloudFormation stack name %q of stack %s (line %d): set a distinct stack_name", s.Name, s.StackName, first.s.Name, first.node.Line)
+		} else if first, dup := byStackName[identity(s)]; dup {
+			l.errorf(at, atKey, "stack %s has the CloudFormation stack name %q of stack %s (line %d) in the same account and region (%s): set a distinct stack_name, or another region or role_arn", s.Name, s.StackName, first.s.Name, first.node.Line, where(s.Target))
 		} else {
-			byStackName[s.StackName] = d
+			byStackName[identity(s)] = d
 		}
 	}
 	for _, d := range defs {
@@ -740,11 +757,13 @@ func (l *loader) exports(defs []*stackDef) {
 			continue
 		}
 		for _, e := range d.s.Template.Exports(d.s.StackName) {
-			if first, dup := seen[e.Name]; dup && first.d != d {
+			// Exports are per account and region.
+			k := d.s.Target.Account() + "/" + d.s.Target.Region + "/" + e.Name
+			if first, dup := seen[k]; dup && first.d != d {
 				l.errorf(d.templateNode, d.key+"."+d.templateKey, "stack %s exports %q (output %s), as stack %s (%s) does with output %s: CloudFormation refuses a second export of a name in a region; make the name unique, e.g. with ${AWS::StackName}", d.s.Name, e.Name, e.Output, first.d.s.Name, first.d.key, first.output)
 				continue
 			}
-			seen[e.Name] = owner{d, e.Output}
+			seen[k] = owner{d, e.Output}
 		}
 	}
 }

@@ -14,8 +14,13 @@ import (
 // Values are what deploy-time lookups read. The deployer fetches them (DescribeStacks,
 // GetParameters) and passes them in as data, so resolving is a pure function.
 type Values struct {
-	// Outputs answers an output of a stack by its CloudFormation name.
+	// Outputs answers an output of a stack by its CloudFormation name (xref, rxref, cfn:
+	// in the account and region of the stack reading it), and of output lookups when
+	// Output is nil.
 	Outputs func(stackName, output string) (string, bool)
+	// Output answers an output of a stack of the config by its config name (output
+	// lookups).
+	Output func(stack, output string) (string, bool)
 	// SSM holds the SSM parameters the lookups name, by name as written.
 	SSM map[string]SSMValue
 }
@@ -308,10 +313,16 @@ func (e *evaluator) atDeploy(l Lookup) (result, error) {
 	if stackName == "" {
 		return result{}, errors.New("names a stack the config does not know: reload the config")
 	}
-	if e.vals.Outputs == nil {
+	outputs := e.vals.Outputs
+	if l.Kind == "output" && e.vals.Output != nil {
+		// By config name: two stacks of the config may share a CloudFormation name in two
+		// accounts or regions.
+		outputs = func(_, output string) (string, bool) { return e.vals.Output(l.Stack, output) }
+	}
+	if outputs == nil {
 		return result{}, fmt.Errorf("stack %s has no output %s", stackName, l.Output)
 	}
-	v, ok := e.vals.Outputs(stackName, l.Output)
+	v, ok := outputs(stackName, l.Output)
 	if !ok {
 		if l.Kind == "output" {
 			return result{}, fmt.Errorf("stack %s has no output %s yet: deploy %s first", stackName, l.Output, l.Stack)

@@ -115,11 +115,11 @@ func (s starter) observe(ctx context.Context, p *plan.Document, lock *state.Lock
 			return nil, err
 		}
 	}
-	if o.Live, err = cs.Live(ctx); err != nil {
+	if o.Live, err = liveOf(ctx, s.base, cs, p.Run); err != nil {
 		return nil, err
 	}
 	for _, id := range p.ChangeSetsToCheck(o.Live) {
-		if o.ChangeSets[id], err = cs.Describe(ctx, id); err != nil {
+		if o.ChangeSets[id], err = cs.Describe(ctx, p.ChangeSetTarget(id), id); err != nil {
 			return nil, err
 		}
 	}

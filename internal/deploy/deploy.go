@@ -28,7 +28,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -38,9 +37,11 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // DefaultHeartbeat is how long a heartbeat waits in the queue before it advances its run.
@@ -66,13 +67,10 @@ type SNSAPI interface {
 	Publish(ctx context.Context, in *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
 }
 
-// CFNAPI is the CloudFormation API the driver calls: the change set client's, and
+// CFNAPI is the CloudFormation API the driver calls: the change set client's (with
 // ListChangeSets, so plan hygiene never deletes a stack that holds a change set it did not
-// make.
-type CFNAPI interface {
-	changeset.API
-	ListChangeSets(ctx context.Context, in *cloudformation.ListChangeSetsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListChangeSetsOutput, error)
-}
+// make).
+type CFNAPI = changeset.API
 
 // Config configures a Driver.
 type Config struct {
@@ -82,8 +80,12 @@ type Config struct {
 	QueueURL string
 	// Topic is the notifications topic ARN ("" publishes nothing).
 	Topic string
-	// Region places large templates' URLs.
+	// Region is cairn's own region (home): stacks without a region of their own live here,
+	// and large templates' URLs point here.
 	Region string
+	// ServiceRole is the CloudFormation service role (cairn:cfnServiceRole) of stacks in
+	// cairn's own account that name none (service_role) themselves; "" none.
+	ServiceRole string
 	// Heartbeat is the delay of heartbeat messages (default DefaultHeartbeat; SQS allows
 	// at most 15 minutes).
 	Heartbeat time.Duration
@@ -110,6 +112,8 @@ type Clients struct {
 	SNS SNSAPI
 	// SSM reads the SSM parameters of ${ssm} lookups (nil: a config with some fails).
 	SSM SSMAPI
+	// Reach reaches the stacks of other accounts and regions (nil: stacks at home only).
+	Reach *reach.Reacher
 }
 
 // base is what every part of the driver shares.
@@ -124,7 +128,9 @@ type base struct {
 	clk   clock.Clock
 	log   *slog.Logger
 
-	budgets *sync.Map // run id → *rate.Limiter: a run's budget spans the steps a warm process makes
+	budgets *sync.Map // run id @ account/region → *rate.Limiter: a run's budget there spans the steps a warm process makes
+	reach   *reach.Reacher
+	clients *sync.Map // run id + target → CloudFormation client of the target
 }
 
 // Driver runs deployments: Start and Approve begin runs, Step advances them, and Handle
@@ -168,7 +174,11 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if c.Reach != nil && c.Reach.Clock == nil {
+		c.Reach.Clock = cfg.Clock
+	}
 	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, clk: cfg.Clock, log: cfg.Logger, budgets: &sync.Map{},
+		reach: c.Reach, clients: &sync.Map{},
 		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
@@ -241,11 +251,36 @@ func (b *base) runLogger(deployment, runID string) *slog.Logger {
 }
 
 func (b *base) changesets(runID string, log *slog.Logger) *changeset.Client {
-	budget, ok := b.budgets.Load(runID)
+	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: b.budget(runID, target.Target{}),
+		Reach: func(ctx context.Context, t target.Spec) (changeset.API, *rate.Limiter, error) {
+			return b.at(ctx, runID, t)
+		}, Logger: log}
+}
+
+// budget is run runID's API budget in the account and region at (relative to home):
+// CloudFormation throttles each account and region on its own.
+func (b *base) budget(runID string, at target.Target) *rate.Limiter {
+	key := runID + "@" + at.Account + "/" + at.Region
+	budget, ok := b.budgets.Load(key)
 	if !ok {
-		budget, _ = b.budgets.LoadOrStore(runID, b.cfg.Budget())
+		budget, _ = b.budgets.LoadOrStore(key, b.cfg.Budget())
 	}
-	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: budget.(*rate.Limiter), Logger: log}
+	return budget.(*rate.Limiter)
+}
+
+// forget drops what a run that ended kept: its budgets, clients and credentials.
+func (b *base) forget(runID string) {
+	for _, m := range []*sync.Map{b.budgets, b.clients} {
+		m.Range(func(k, _ any) bool {
+			if s, _ := k.(string); strings.HasPrefix(s, runID+"@") {
+				m.Delete(k)
+			}
+			return true
+		})
+	}
+	if b.reach != nil {
+		b.reach.Forget(runID)
+	}
 }
 
 func (b *base) release(ctx context.Context, lock *state.Lock, log *slog.Logger) {

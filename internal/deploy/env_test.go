@@ -22,6 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
@@ -69,6 +72,13 @@ type worldOptions struct {
 	Lease time.Duration
 	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
 	PlanTTL time.Duration
+	// FastRetries makes the SDK's retries back off a millisecond (of wall time), for runs
+	// that meet throttling on purpose.
+	FastRetries bool
+	// DenySSM makes SSM answer the deployer's reads of parameters under this path with
+	// AccessDeniedException, as IAM does for names outside cairn:ssmPaths (the emulator
+	// has no IAM).
+	DenySSM string
 }
 
 type syncBuffer struct {
@@ -135,7 +145,12 @@ func newWorld(t *testing.T, o worldOptions) *world {
 	}
 	// The retries the deployer gets from awsclient.Load in AWS.
 	cfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = awsclient.MaxAttempts })
+		return retry.NewStandard(func(r *retry.StandardOptions) {
+			r.MaxAttempts = awsclient.MaxAttempts
+			if o.FastRetries {
+				r.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil })
+			}
+		})
 	}
 	w.s3, w.cfnc, w.sqs = awsclient.S3(cfg), cloudformation.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 
@@ -184,7 +199,12 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		// loaded machine: a real second is a quarter of an hour.
 		o.Lease = 12 * time.Hour
 	}
-	d, err := deploy.NewFromAWS(cfg, deploy.Config{
+	dcfg := cfg
+	if o.DenySSM != "" {
+		dcfg = cfg.Copy()
+		dcfg.APIOptions = append(dcfg.APIOptions, denySSM(o.DenySSM))
+	}
+	d, err := deploy.NewFromAWS(dcfg, deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
 	})
 	if err != nil {
@@ -201,6 +221,24 @@ func newWorld(t *testing.T, o worldOptions) *world {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// denySSM refuses GetParameters of names under path before the request is sent, with
+// the error IAM gives a role whose policy does not allow them.
+func denySSM(path string) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("cairn-test-deny-ssm", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if p, ok := in.Parameters.(*ssm.GetParametersInput); ok {
+				for _, n := range p.Names {
+					if strings.HasPrefix(n, path) {
+						return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "AccessDeniedException",
+							Message: "User: arn:aws:sts::000000000000:assumed-role/cairn-DeployerRole/cairn-deployer is not authorized to perform: ssm:GetParameters on resource: arn:aws:ssm:us-east-1:000000000000:parameter" + n + " because no identity-based policy allows the ssm:GetParameters action"}
+					}
+				}
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+	}
 }
 
 func must(t *testing.T, f func() error) {

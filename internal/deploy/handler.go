@@ -20,18 +20,21 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/reach"
 )
 
 // StackStatusChange is the EventBridge detail-type of CloudFormation stack status events.
 const StackStatusChange = "CloudFormation Stack Status Change"
 
 // ConfigFromEnv reads the deployer's configuration: CAIRN_BUCKET, CAIRN_DEPLOY_QUEUE_URL,
-// CAIRN_NOTIFICATIONS_TOPIC and CAIRN_HEARTBEAT_SECONDS (default 15).
+// CAIRN_NOTIFICATIONS_TOPIC, CAIRN_CFN_ROLE_ARN (optional) and CAIRN_HEARTBEAT_SECONDS
+// (default 15).
 func ConfigFromEnv() (Config, error) {
 	c := Config{
-		Bucket:   os.Getenv("CAIRN_BUCKET"),
-		QueueURL: os.Getenv("CAIRN_DEPLOY_QUEUE_URL"),
-		Topic:    os.Getenv("CAIRN_NOTIFICATIONS_TOPIC"),
+		Bucket:      os.Getenv("CAIRN_BUCKET"),
+		QueueURL:    os.Getenv("CAIRN_DEPLOY_QUEUE_URL"),
+		Topic:       os.Getenv("CAIRN_NOTIFICATIONS_TOPIC"),
+		ServiceRole: os.Getenv("CAIRN_CFN_ROLE_ARN"),
 	}
 	if v := os.Getenv("CAIRN_HEARTBEAT_SECONDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -59,11 +62,12 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 		c.Region = awsCfg.Region
 	}
 	return New(c, Clients{
-		S3:  awsclient.S3(awsCfg),
-		CFN: cloudformation.NewFromConfig(awsCfg),
-		SQS: sqs.NewFromConfig(awsCfg),
-		SNS: sns.NewFromConfig(awsCfg),
-		SSM: ssm.NewFromConfig(awsCfg),
+		S3:    awsclient.S3(awsCfg),
+		CFN:   cloudformation.NewFromConfig(awsCfg),
+		SQS:   sqs.NewFromConfig(awsCfg),
+		SNS:   sns.NewFromConfig(awsCfg),
+		SSM:   ssm.NewFromConfig(awsCfg),
+		Reach: reach.New(awsCfg, c.Clock),
 	})
 }
 
@@ -166,7 +170,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: intermediate stack status ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			idx, err := d.runs.find(ctx, awsclient.StackName(det.StackID))
+			idx, err := d.runs.find(ctx, det.StackID)
 			if err != nil {
 				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
 				fail(rec.MessageId)

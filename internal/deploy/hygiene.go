@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // hygiene retires the plans that can no longer apply: their change sets go, and so do
@@ -124,29 +125,33 @@ func leftovers(p *plan.Document) []leftover {
 // set made (same id), its cairn:* tags name the plan's graph and stack, keepStacks does not
 // hold it, and it has no change set but the plan's: anything else is someone else's.
 func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, status plan.Status, reason string, keepStacks map[string]bool, cs *changeset.Client, log *slog.Logger) {
-	live, err := cs.Live(ctx)
+	live, err := liveOf(ctx, h.base, cs, p.Run)
 	if err != nil {
 		log.Warn("deploy: cannot describe stacks to clean up a plan", "plan", p.ID, "err", err)
 		return
 	}
 	for _, lo := range leftovers(p) {
 		s := lo.stack
-		l, ok := live[s.StackName]
+		t := p.ChangeSetTarget(lo.changeSetID)
+		if rs := p.Run.Stacks[s.Name]; rs != nil {
+			t = rs.Target
+		}
+		l, ok := live[p.Key(s)]
 		if ok && s.Action == plan.Create && l.Status == "REVIEW_IN_PROGRESS" && l.StackID == s.StackID && !keepStacks[l.StackID] && l.OwnedBy(p.Namespace, p.GraphKey, s.Name) {
-			others, err := h.otherChangeSets(ctx, l.StackID, lo.changeSetID)
+			others, err := h.otherChangeSets(ctx, p.Run.ID, t, l.StackID, lo.changeSetID)
 			switch {
 			case err != nil:
 				log.Warn("deploy: cannot list the change sets of a stack created for a plan; only the plan's change set is deleted", "plan", p.ID, "stack", s.StackName, "err", err)
 			case len(others) > 0:
 				log.Info("deploy: keeping a REVIEW_IN_PROGRESS stack that holds change sets the plan did not make", "plan", p.ID, "stack", s.StackName, "change_sets", others)
 			default:
-				if err := cs.DeleteStack(ctx, l.StackID); err != nil {
+				if err := cs.DeleteStack(ctx, t, l.StackID); err != nil {
 					log.Warn("deploy: cannot delete a stack created only for a plan", "plan", p.ID, "stack", s.StackName, "err", err)
 				}
 				continue
 			}
 		}
-		if err := cs.DeleteChangeSet(ctx, lo.changeSetID); err != nil {
+		if err := cs.DeleteChangeSet(ctx, t, lo.changeSetID); err != nil {
 			log.Warn("deploy: cannot delete a change set of a retired plan", "plan", p.ID, "change_set", lo.changeSetID, "err", err)
 		}
 	}
@@ -162,11 +167,15 @@ func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, stat
 }
 
 // otherChangeSets lists the change sets of a stack other than own.
-func (h hygiene) otherChangeSets(ctx context.Context, stackID, own string) ([]string, error) {
+func (h hygiene) otherChangeSets(ctx context.Context, runID string, t target.Spec, stackID, own string) ([]string, error) {
+	api, _, err := h.at(ctx, runID, t)
+	if err != nil {
+		return nil, err
+	}
 	in := &cloudformation.ListChangeSetsInput{StackName: aws.String(stackID)}
 	var others []string
 	for {
-		out, err := h.cfn.ListChangeSets(ctx, in)
+		out, err := api.ListChangeSets(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("list change sets of stack %s: %w", stackID, err)
 		}

@@ -97,7 +97,7 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 	var live map[string]plan.Live
 	if len(doc.Run.Stacks) > 0 && lock != nil {
 		var err error
-		if live, err = cs.Live(ctx); err != nil {
+		if live, err = liveOf(ctx, ps.base, cs, doc.Run); err != nil {
 			return nil, err
 		}
 	}
@@ -109,14 +109,14 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 		if s.Phase == run.Ready && s.ChangeSetID != "" {
 			pst.ChangeSetName, pst.ChangeSetID = s.ChangeSetName, s.ChangeSetID
 		}
-		if l, ok := live[s.StackName]; ok {
+		if l, ok := live[s.Key()]; ok {
 			pst.Status, pst.LastUpdated, pst.StackID = l.Status, l.LastUpdated.UTC(), l.StackID
 		}
 		if s.Intent == run.IntentDelete {
 			p.Deletions = append(p.Deletions, name)
 		}
 		if pst.ChangeSetID != "" {
-			st, err := cs.Describe(ctx, pst.ChangeSetID)
+			st, err := cs.Describe(ctx, s.Target, pst.ChangeSetID)
 			if err != nil {
 				return nil, err
 			}

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // runs keeps the run documents, their reports and the index of open runs.
@@ -64,7 +67,7 @@ func (rs runs) report(ctx context.Context, doc *Document, log *slog.Logger) {
 func (rs runs) index(ctx context.Context, doc *Document, log *slog.Logger) {
 	idx := activeIndex{Deployment: doc.Run.Deployment, Run: doc.Run.ID}
 	for _, s := range doc.Run.Stacks {
-		idx.Stacks = append(idx.Stacks, s.StackName)
+		idx.Stacks = append(idx.Stacks, s.Key())
 	}
 	sort.Strings(idx.Stacks)
 	if _, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunKey(doc.Run.ID), idx, bucket.Write{}); err != nil {
@@ -79,9 +82,10 @@ func (rs runs) unindex(ctx context.Context, runID string, log *slog.Logger) {
 	}
 }
 
-// find returns the open run that owns the CloudFormation stack named stackName, from the
-// index: one listing and a read of each open run's index object.
-func (rs runs) find(ctx context.Context, stackName string) (*activeIndex, error) {
+// find returns the open run that owns the CloudFormation stack stackID (its ARN, or a
+// name), from the index: one listing and a read of each open run's index object.
+func (rs runs) find(ctx context.Context, stackID string) (*activeIndex, error) {
+	keys := eventKeys(stackID, rs.cfg.Region)
 	keys, err := bucket.List(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("open runs: %w", err)
@@ -103,10 +107,26 @@ func (rs runs) find(ctx context.Context, stackName string) (*activeIndex, error)
 			continue
 		}
 		for _, s := range idx.Stacks {
-			if s == stackName {
+			if slices.Contains(keys, s) {
 				return &idx, nil
 			}
 		}
 	}
 	return nil, nil
+}
+
+// eventKeys are the index keys (run.Stack.Key) a stack event's stack id may have: its name
+// at home (a stack of cairn's region, its account being cairn's when the stack has none),
+// ACCOUNT/REGION/NAME, ACCOUNT//NAME in cairn's region, /REGION/NAME in cairn's account.
+func eventKeys(stackID, homeRegion string) []string {
+	name := awsclient.StackName(stackID)
+	at, ok := target.OfStackID(stackID)
+	if !ok {
+		return []string{name}
+	}
+	keys := []string{target.Key(at, name), target.Key(target.Target{Region: at.Region}, name)}
+	if at.Region == homeRegion || homeRegion == "" {
+		keys = append(keys, name, target.Key(target.Target{Account: at.Account}, name))
+	}
+	return keys
 }

@@ -2,11 +2,15 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
 )
@@ -40,6 +44,9 @@ func (b *base) readSSM(ctx context.Context, names []string) (map[string]ssmParam
 	for start := 0; start < len(names); start += getParametersMax {
 		batch := names[start:min(start+getParametersMax, len(names))]
 		res, err := b.ssm.GetParameters(ctx, &ssm.GetParametersInput{Names: batch, WithDecryption: aws.Bool(true)})
+		if err != nil && awsclient.Permanent(err) {
+			return nil, ssmRefused(batch, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read SSM parameters %v: %w", batch, err)
 		}
@@ -48,6 +55,27 @@ func (b *base) readSSM(ctx context.Context, names []string) (map[string]ssmParam
 		}
 	}
 	return out, nil
+}
+
+// refusedError is SSM's answer to a read that retrying cannot help, as a person reads it.
+type refusedError struct {
+	msg string
+	err error
+}
+
+func (e refusedError) Error() string { return e.msg }
+func (e refusedError) Unwrap() error { return e.err }
+
+// ssmRefused says which parameters SSM refused to read and why, and, when IAM denied the
+// read, how to allow it.
+func ssmRefused(names []string, err error) error {
+	msg := fmt.Sprintf("SSM refused to read the parameters %s: %s", strings.Join(names, ", "), awsclient.Message(err))
+	var ae smithy.APIError
+	if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "AccessDenied") {
+		msg += ": the deployer's role reads only the Parameter Store paths of cairn's CDK context cairn:ssmPaths " +
+			"(default /NAMESPACE/*): add the path there and deploy cairn again (make deploy), or move the parameter"
+	}
+	return refusedError{msg: msg, err: err}
 }
 
 // ssmValues reads names and keeps what cairn may keep of them: a SecureString's hash only.
@@ -72,6 +100,9 @@ func (b *base) unseal(ctx context.Context, params map[string]string) (map[string
 		return params, nil, nil
 	}
 	read, err := b.readSSM(ctx, names)
+	if err != nil && awsclient.Permanent(err) {
+		return nil, nil, run.Permanent(err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

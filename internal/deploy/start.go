@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -189,7 +188,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 			return false, err
 		}
 	}
-	live, err := cs.Live(ctx)
+	home, err := s.home(ctx, hasRole(cfg, g))
 	if err != nil {
 		return false, err
 	}
@@ -198,18 +197,31 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
 	}
-	importers, err := cs.Importers(ctx, exportsOfGone(planCfg, g, live))
+	live, unreachable, err := survey(ctx, cs, places(home, configSpecs(planCfg), graphSpecs(g)))
+	if err != nil {
+		return false, err
+	}
+	for loc, why := range unreachable {
+		log.Warn("deploy: an account and region of the run cannot be reached; its stacks fail", "account", loc.Account, "region", loc.Region, "reason", why)
+	}
+	imports, err := importers(ctx, cs, planCfg, g, home, live)
 	if err != nil {
 		return false, err
 	}
 	if !doc.Destroy {
 		if doc.SSM, err = s.ssmValues(ctx, cfg.SSMNames()); err != nil {
-			return false, err
+			if !awsclient.Permanent(err) {
+				return false, err
+			}
+			// SSM refused (access denied): every delivery would be refused the same way.
+			doc.Errors = []string{err.Error()}
+			return true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
 		}
 	}
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
-		Importers: importers, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
+		Importers: imports, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
+		Home: home, Unreachable: unreachable,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
@@ -224,7 +236,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	doc.Lookups, doc.Statuses = lookupsOf(cfg), map[string]string{}
 	for name, rs := range doc.Run.Stacks {
-		if l, ok := live[rs.StackName]; ok {
+		if l, ok := live[rs.Key()]; ok {
 			doc.Statuses[name] = l.Status
 		}
 	}
@@ -234,21 +246,6 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 		}
 	}
 	return false, nil
-}
-
-// exportsOfGone lists the export names of the live stacks the plan may delete (in the
-// graph, not in the config): only their imports are looked up.
-func exportsOfGone(cfg *config.Config, g *state.Graph, live map[string]plan.Live) []string {
-	var exports []string
-	for _, name := range g.Names() {
-		if cfg.Stack(name) != nil {
-			continue
-		}
-		if l, ok := live[g.Stacks[name].StackName]; ok {
-			exports = append(exports, slices.Sorted(maps.Values(l.Exports))...)
-		}
-	}
-	return exports
 }
 
 // lookupsOf keeps each stack's lookups, so parameters resolve without the bundle.

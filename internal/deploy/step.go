@@ -167,7 +167,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	if next.Mode == run.ModeDeploy {
 		st.hygiene.afterApply(ctx, doc, log)
 	}
-	st.budgets.Delete(next.ID)
+	st.forget(next.ID)
 	st.runs.unindex(ctx, next.ID, log)
 	st.release(ctx, lock, log)
 	st.notify(ctx, doc, log)
@@ -201,7 +201,7 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 				plain, secret, err = st.unseal(ctx, a.Parameters)
 			}
 			if err == nil {
-				in, err = inputs(doc, next, loaded, a, plain, secret)
+				in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
 			}
 			if err != nil {
 				log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
@@ -263,7 +263,7 @@ func finishedNow(prev, next *run.Run, name string) bool {
 // parameters with their SecureStrings unsealed (those of the parameters named in secret).
 // A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
 // is retried.
-func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string) (*changeset.Inputs, error) {
+func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
 	if lb.Config == nil {
 		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
 	}
@@ -277,7 +277,7 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	if err := config.CheckResolved(cs, plain, secret...); err != nil {
 		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
 	}
-	own, err := config.ResolveTags(cs, plan.Values(r, cs.Lookups, doc.SSM, plan.Outputs(r)))
+	own, err := config.ResolveTags(cs, plan.Values(r, cs.Name, doc.SSM, plan.Outputs(r)))
 	if err != nil {
 		return nil, run.Permanent(err)
 	}
@@ -289,14 +289,19 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	}))
 	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Tree: cs.Tree,
 		IncludeNested: cs.Template != nil && cs.Template.HasNestedStacks(), Capabilities: cs.Capabilities, Tags: tags,
-		NotificationARNs: cs.Options.NotificationARNs}
+		NotificationARNs: cs.Options.NotificationARNs, ServiceRole: cs.Target.ServiceRole}
+	if in.ServiceRole == "" && cs.Target.RoleARN == "" {
+		in.ServiceRole = serviceRole // cairn's own, for stacks of its account
+	}
 	if a.ChangeSetType == "UPDATE" {
-		// What the config no longer names is cleared, so the stack keeps in sync.
+		// What the config no longer names is cleared, so the stack keeps in sync: an empty
+		// list of triggers removes the stack's, where none at all would keep them.
 		in.NotificationARNs = append([]string{}, in.NotificationARNs...)
-		in.Rollback = &cfntypes.RollbackConfiguration{}
+		in.Rollback = &cfntypes.RollbackConfiguration{RollbackTriggers: []cfntypes.RollbackTrigger{}}
 	}
 	if rb := cs.Options.Rollback; rb != nil {
-		in.Rollback = &cfntypes.RollbackConfiguration{MonitoringTimeInMinutes: aws.Int32(int32(rb.MonitoringTimeInMinutes))}
+		in.Rollback = &cfntypes.RollbackConfiguration{MonitoringTimeInMinutes: aws.Int32(int32(rb.MonitoringTimeInMinutes)),
+			RollbackTriggers: []cfntypes.RollbackTrigger{}}
 		for _, t := range rb.Triggers {
 			in.Rollback.RollbackTriggers = append(in.Rollback.RollbackTriggers, cfntypes.RollbackTrigger{Arn: aws.String(t.ARN), Type: aws.String(t.Type)})
 		}

@@ -156,7 +156,7 @@ func TestNewGraph(t *testing.T) {
 		"bank-vpc":    {StackID: "id-vpc", Status: "CREATE_COMPLETE", Tags: map[string]string{state.TagNamespace: "bank", state.TagGraphKey: "shop"}},
 	}
 	cfg := &config.Config{Drift: config.Drift{Enabled: true, Ignore: []string{"legacy"}}}
-	g := NewGraph(pg, "shop", cfg, "", live)
+	g := NewGraph(pg, "shop", cfg, "", Places{Live: live})
 	want := map[string]string{"app": "PENDING", "cache": "NOT_CHECKED stack operation in progress (UPDATE_IN_PROGRESS)",
 		"gone": "NOT_CHECKED stack does not exist in AWS", "legacy": `NOT_CHECKED ignored by drift.ignore pattern "legacy"`}
 	for _, s := range g.Stacks {
@@ -168,13 +168,13 @@ func TestNewGraph(t *testing.T) {
 		g.Bundle != "version v1, git abc" || g.Skipped != "" {
 		t.Errorf("graph %+v", g)
 	}
-	off := NewGraph(pg, "shop", &config.Config{Drift: config.Drift{Enabled: false}}, "", live)
+	off := NewGraph(pg, "shop", &config.Config{Drift: config.Drift{Enabled: false}}, "", Places{Live: live})
 	for _, s := range off.Stacks {
 		if s.Status != NotChecked || !strings.Contains(s.Reason, "drift.enabled: false") {
 			t.Errorf("disabled: %s %s (%s)", s.Name, s.Status, s.Reason)
 		}
 	}
-	unread := NewGraph(pg, "shop", nil, "applied config not readable (x)", live)
+	unread := NewGraph(pg, "shop", nil, "applied config not readable (x)", Places{Live: live})
 	if unread.Stacks[3].Status != Pending || len(unread.Notes) != 1 {
 		t.Errorf("without a config nothing is ignored, and the note says why: %+v", unread)
 	}

@@ -21,7 +21,9 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Defaults of Config.
@@ -94,6 +96,8 @@ type Clients struct {
 	CFN CloudFormationAPI
 	SQS SQSAPI
 	SNS SNSAPI
+	// Reach reaches the stacks of other accounts and regions (nil: cairn's own only).
+	Reach *reach.Reacher
 }
 
 // Driver runs sweeps.
@@ -103,6 +107,7 @@ type Driver struct {
 	store *state.Store
 	clk   clock.Clock
 	log   *slog.Logger
+	reach reacher
 }
 
 // New returns a Driver.
@@ -188,9 +193,13 @@ type invocation struct {
 	sw     *Sweep
 	etag   string
 	token  string
-	stopAt time.Time // zero: no deadline (run until done)
-	budget *rate.Limiter
-	log    *slog.Logger
+	stopAt time.Time     // zero: no deadline (run until done)
+	budget *rate.Limiter // at home
+	// budgets are the budgets in other accounts and regions (CloudFormation throttles
+	// each on its own).
+	budgets map[target.Target]*rate.Limiter
+	sweepID string
+	log     *slog.Logger
 }
 
 // Start creates the sweep of req and drives it as far as the invocation's deadline
@@ -210,7 +219,7 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep
 	} else if !errors.Is(err, errNoSweep) {
 		return nil, err
 	}
-	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log}
+	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log, sweepID: req.ID}
 	inv.stopAt = d.stopAt(ctx, untilDone)
 	sw := &Sweep{ID: req.ID, Trigger: req.Trigger, Filter: req.Filter, StartedAt: now, Holder: inv.token, Invocations: 1}
 	sw.HeldUntil = d.leaseEnd(inv)
@@ -261,7 +270,7 @@ func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) 
 		}
 		return sw, nil
 	}
-	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log}
+	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log, sweepID: sw.ID}
 	inv.stopAt = d.stopAt(ctx, untilDone)
 	sw.Holder, sw.HeldUntil = inv.token, d.leaseEnd(inv)
 	sw.Invocations++

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/reach"
 )
 
 // Event detail-types and sources the handler accepts.
@@ -214,10 +215,11 @@ func ConfigFromEnv() (Config, error) {
 // NewFromAWS returns a Driver using clients built from awsCfg.
 func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 	return New(c, Clients{
-		S3:  awsclient.S3(awsCfg),
-		CFN: cloudformation.NewFromConfig(awsCfg),
-		SQS: sqs.NewFromConfig(awsCfg),
-		SNS: sns.NewFromConfig(awsCfg),
+		S3:    awsclient.S3(awsCfg),
+		CFN:   cloudformation.NewFromConfig(awsCfg),
+		Reach: reach.New(awsCfg, c.Clock),
+		SQS:   sqs.NewFromConfig(awsCfg),
+		SNS:   sns.NewFromConfig(awsCfg),
 	})
 }
 

@@ -76,10 +76,14 @@ func (d *Driver) lockReason(ctx context.Context, g *Graph) (string, error) {
 
 // detect starts the detection of s and returns CloudFormation's answer.
 func (d *Driver) detect(ctx context.Context, inv *invocation, s *Stack) (Started, error) {
-	if err := inv.budget.Wait(ctx); err != nil {
+	api, budget, err := d.at(ctx, inv, s.Target)
+	if err != nil {
+		return Started{Err: awsclient.Message(err)}, nil
+	}
+	if err := budget.Wait(ctx); err != nil {
 		return Started{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
 	}
-	out, err := d.c.CFN.DetectStackDrift(ctx, &cloudformation.DetectStackDriftInput{StackName: aws.String(target(s))})
+	out, err := api.DetectStackDrift(ctx, &cloudformation.DetectStackDriftInput{StackName: aws.String(stackRef(s))})
 	switch {
 	case err == nil:
 		inv.log.Debug("drift: detection started", "stack", s.StackName, "detection", aws.ToString(out.StackDriftDetectionId))
@@ -94,7 +98,7 @@ func (d *Driver) detect(ctx context.Context, inv *invocation, s *Stack) (Started
 	}
 }
 
-func target(s *Stack) string {
+func stackRef(s *Stack) string {
 	if s.StackID != "" {
 		return s.StackID
 	}
@@ -103,10 +107,14 @@ func target(s *Stack) string {
 
 // look reads the state of s's detection and, once it found drift, the drifted resources.
 func (d *Driver) look(ctx context.Context, inv *invocation, s *Stack) (Detection, error) {
-	if err := inv.budget.Wait(ctx); err != nil {
+	api, budget, err := d.at(ctx, inv, s.Target)
+	if err != nil {
+		return Detection{StatusErr: awsclient.Message(err)}, nil
+	}
+	if err := budget.Wait(ctx); err != nil {
 		return Detection{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
 	}
-	out, err := d.c.CFN.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(s.DetectionID)})
+	out, err := api.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(s.DetectionID)})
 	if err != nil {
 		if awsclient.Throttled(err) {
 			inv.log.Warn("drift: detection status not read (throttled); retried next pass", "stack", s.StackName, "err", err)
@@ -130,17 +138,21 @@ func (d *Driver) look(ctx context.Context, inv *invocation, s *Stack) (Detection
 // resources lists the modified and deleted resources of s, all pages.
 func (d *Driver) resources(ctx context.Context, inv *invocation, s *Stack) ([]Resource, error) {
 	in := &cloudformation.DescribeStackResourceDriftsInput{
-		StackName: aws.String(target(s)),
+		StackName: aws.String(stackRef(s)),
 		StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{
 			cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted,
 		},
 	}
+	api, budget, err := d.at(ctx, inv, s.Target)
+	if err != nil {
+		return nil, err
+	}
 	var out []Resource
 	for {
-		if err := inv.budget.Wait(ctx); err != nil {
+		if err := budget.Wait(ctx); err != nil {
 			return nil, err
 		}
-		page, err := d.c.CFN.DescribeStackResourceDrifts(ctx, in)
+		page, err := api.DescribeStackResourceDrifts(ctx, in)
 		if err != nil {
 			return nil, err
 		}

@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // plan fills sw with every persistent graph (matching the filter) and its stacks, each
@@ -26,11 +26,7 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 	if err != nil {
 		return err
 	}
-	live, err := changeset.ListStacks(ctx, d.c.CFN, inv.budget)
-	if err != nil {
-		return fmt.Errorf("drift: %w", err)
-	}
-	names := map[string]bool{}
+	var graphs []*state.Graph
 	for _, k := range keys {
 		pg, err := d.store.Show(ctx, k[0], k[1], "")
 		if err != nil {
@@ -41,13 +37,21 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 			sw.Graphs = append(sw.Graphs, &Graph{Name: k[1], Namespace: k[0], Key: k[1], Skipped: "persistent graph unreadable: " + err.Error()})
 			continue
 		}
+		graphs = append(graphs, pg)
+	}
+	live, unreachable, home, err := d.survey(ctx, inv, graphs)
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for _, pg := range graphs {
 		cfg, name, note := d.appliedConfig(ctx, pg)
 		name = ReportName(pg, name, names)
 		names[name] = true
 		if sw.Filter != "" && sw.Filter != name && sw.Filter != pg.Key && sw.Filter != pg.Namespace+"/"+pg.Key {
 			continue
 		}
-		g := NewGraph(pg, name, cfg, note, live)
+		g := NewGraph(pg, name, cfg, note, Places{Live: live, Home: home, Unreachable: unreachable})
 		if g.Skipped == "" {
 			if why, err := d.lockReason(ctx, g); err != nil {
 				return err
@@ -73,11 +77,20 @@ func ReportName(pg *state.Graph, deployment string, taken map[string]bool) strin
 	return name
 }
 
+// Places is what a sweep saw of the accounts and regions of its graphs: every live stack,
+// keyed by target.Key relative to Home, and the places it could not reach, with why.
+type Places struct {
+	Live        map[string]plan.Live
+	Home        target.Target
+	Unreachable map[target.Target]string
+}
+
 // NewGraph is the part of a sweep of persistent graph pg, reported as name: each stack
 // pending, or settled as NOT_CHECKED with why (drift detection disabled by the applied
-// config cfg, the stack missing from AWS, ignored by drift.ignore, or busy), and the
-// stacks tagged for the graph that it does not know. note says why cfg is nil, if it is.
-func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, live map[string]plan.Live) *Graph {
+// config cfg, the stack missing from AWS or its account and region unreachable, ignored by
+// drift.ignore, or busy), and the stacks tagged for the graph that it does not know. note
+// says why cfg is nil, if it is.
+func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, seen Places) *Graph {
 	g := &Graph{Namespace: pg.Namespace, Key: pg.Key, Name: name, Bundle: bundleString(pg.Bundle)}
 	if note != "" {
 		g.Notes = append(g.Notes, note)
@@ -91,15 +104,20 @@ func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, liv
 	known := map[string]bool{}
 	for _, n := range pg.Names() {
 		ps := pg.Stacks[n]
-		s := &Stack{Name: ps.Name, StackName: ps.StackName, Status: Pending}
-		known[ps.StackName] = true
-		l, ok := live[ps.StackName]
+		at := ps.Target.Location(seen.Home)
+		key := target.Key(at, ps.StackName)
+		s := &Stack{Name: ps.Name, StackName: ps.StackName, Status: Pending, Target: ps.Target, At: at}
+		known[key] = true
+		l, ok := seen.Live[key]
+		why, unreachable := seen.Unreachable[at]
 		switch {
 		case g.Skipped != "":
 			s.Status, s.Reason = NotChecked, g.Skipped
+		case unreachable:
+			s.Status, s.Reason = NotChecked, why
 		case !ok:
 			s.Status, s.Reason = NotChecked, "stack does not exist in AWS"
-			g.Missing = append(g.Missing, ps.StackName)
+			g.Missing = append(g.Missing, target.Describe(at, ps.StackName))
 		default:
 			s.StackID = l.StackID
 			if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
@@ -110,9 +128,10 @@ func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, liv
 		}
 		g.Stacks = append(g.Stacks, s)
 	}
-	for name, l := range live {
-		if l.Tags[state.TagNamespace] == g.Namespace && l.Tags[state.TagGraphKey] == g.Key && !known[name] {
-			g.Untracked = append(g.Untracked, name)
+	for key, l := range seen.Live {
+		if l.Tags[state.TagNamespace] == g.Namespace && l.Tags[state.TagGraphKey] == g.Key && !known[key] {
+			at, name := target.ParseKey(key)
+			g.Untracked = append(g.Untracked, target.Describe(at, name))
 		}
 	}
 	sort.Strings(g.Untracked)

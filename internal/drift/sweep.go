@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Status is where a stack's check stands.
@@ -93,6 +95,10 @@ type Stack struct {
 	StartedAt   time.Time  `json:"started_at,omitzero"`
 	CheckedAt   time.Time  `json:"checked_at,omitzero"`
 	Resources   []Resource `json:"resources,omitempty"`
+	// Target is how the stack is reached (the graph's); At where it lives, relative to
+	// cairn's account and region ("" parts: cairn's own).
+	Target target.Spec   `json:"target,omitzero"`
+	At     target.Target `json:"at,omitzero"`
 }
 
 // Resource is a resource that drifted.

@@ -29,6 +29,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Names shared with infra/stack.go and the templates of managed stacks.
@@ -74,6 +75,32 @@ type Options struct {
 	Namespaces []string
 	// StackTimeout bounds the wait for the cairn stack to settle (default 2 minutes).
 	StackTimeout time.Duration
+	// Targets are the other accounts and regions cairn deploys into (CDK context
+	// cairn:targets): each gets the target stack, and cairn's stack the wiring for it.
+	Targets []target.Target
+	// Home is cairn's own account and region (cairn:home); Provision sets it to the
+	// emulator's home account and region.
+	Home target.Target
+}
+
+// withDefaults fills in what o leaves out.
+func (o Options) withDefaults() Options {
+	if o.DriftSchedule == "" {
+		o.DriftSchedule = DefaultDriftSchedule
+	}
+	if o.PortPools == "" {
+		o.PortPools = DefaultPortPools
+	}
+	if len(o.Namespaces) == 0 {
+		o.Namespaces = strings.Split(DefaultNamespaces, ",")
+	}
+	if o.StackTimeout <= 0 {
+		o.StackTimeout = 2 * time.Minute
+	}
+	if o.Home.Account == "" {
+		o.Home = target.Target{Account: goldenHomeAccount, Region: goldenHomeRegion}
+	}
+	return o
 }
 
 // Queue names one provisioned queue.
@@ -98,6 +125,8 @@ type Cairn struct {
 	Namespaces    []string
 	// Functions maps deployer, ports and drift to the names the stack gave the functions.
 	Functions map[string]string
+	// Targets are the target stacks provisioned, sorted by account and region.
+	Targets []Target
 	// ResponseHosts is the emulator's host:port, the only host custom resource handlers
 	// may answer locally.
 	ResponseHosts string
@@ -136,17 +165,15 @@ func Provision(ctx context.Context, e *awslocal.Emulator, o Options) (*Cairn, er
 	if e.URL() == "" {
 		return nil, errors.New("provision cairn: the emulator is not started: call Start first")
 	}
-	if o.DriftSchedule == "" {
-		o.DriftSchedule = DefaultDriftSchedule
-	}
-	if o.PortPools == "" {
-		o.PortPools = DefaultPortPools
-	}
-	if len(o.Namespaces) == 0 {
-		o.Namespaces = strings.Split(DefaultNamespaces, ",")
-	}
-	if o.StackTimeout <= 0 {
-		o.StackTimeout = 2 * time.Minute
+	o.Home = target.Target{Account: e.AccountID(), Region: e.Region()}
+	o = o.withDefaults()
+	for _, t := range o.Targets {
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("provision cairn: target %s: %w", t, err)
+		}
+		if t == o.Home {
+			return nil, fmt.Errorf("provision cairn: target %s is cairn's own account and region, which needs no target stack", t)
+		}
 	}
 	u, err := url.Parse(e.URL())
 	if err != nil {
@@ -156,11 +183,17 @@ func Provision(ctx context.Context, e *awslocal.Emulator, o Options) (*Cairn, er
 	if err != nil {
 		return nil, err
 	}
+	// The target stacks first: cairn's stack subscribes its ports queue to their topics, as
+	// `cdk deploy --all` orders them.
+	targets, err := ProvisionTargets(ctx, e, o)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := e.SetupConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("provision cairn: %w", err)
 	}
-	p := provisioner{e: e, cfn: cloudformation.NewFromConfig(cfg)}
+	p := provisioner{e: e, cfn: cloudformation.NewFromConfig(cfg), name: StackName, at: o.Home}
 	// Nobody watches cairn's own resources being made: they take no simulated time, so
 	// `cairn local up` is ready in about a second.
 	e.CloudFormation().SetResourceDelay(StackName, 0)
@@ -177,7 +210,74 @@ func Provision(ctx context.Context, e *awslocal.Emulator, o Options) (*Cairn, er
 	if err := p.read(ctx, c, st); err != nil {
 		return nil, err
 	}
+	c.Targets = targets
 	return c, nil
+}
+
+// Target is what a target stack made in its account and region.
+type Target struct {
+	target.Target
+	// DeployRole is the role_arn of stacks deployed there; PortsTopic its ServiceToken.
+	DeployRole, PortsTopic string
+}
+
+// ProvisionTargets deploys the target stack into each of o.Targets, for cairn in the
+// emulator's home account and region (Provision does it first).
+func ProvisionTargets(ctx context.Context, e *awslocal.Emulator, o Options) ([]Target, error) {
+	o.Home = target.Target{Account: e.AccountID(), Region: e.Region()}
+	o = o.withDefaults()
+	if len(o.Targets) == 0 {
+		return nil, nil
+	}
+	tbody, err := TargetTemplate(o)
+	if err != nil {
+		return nil, err
+	}
+	var out []Target
+	for _, t := range sortedTargets(o.Targets) {
+		info, err := provisionTarget(ctx, e, t, tbody, o.StackTimeout)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// provisionTarget deploys the target stack into t, as `cdk deploy` does there (bootstrap
+// included), and reads its outputs.
+func provisionTarget(ctx context.Context, e *awslocal.Emulator, t target.Target, body string, timeout time.Duration) (Target, error) {
+	place, err := e.Place(t.Account, t.Region)
+	if err != nil {
+		return Target{}, fmt.Errorf("provision target %s: %w", t, err)
+	}
+	place.CloudFormation().SetResourceDelay(target.StackName, 0)
+	cfg, err := e.SetupConfigAt(ctx, t.Account, t.Region)
+	if err != nil {
+		return Target{}, fmt.Errorf("provision target %s: %w", t, err)
+	}
+	p := provisioner{e: e, cfn: cloudformation.NewFromConfig(cfg), name: target.StackName, at: t}
+	templateURL, err := p.bootstrap(ctx, cfg, body)
+	if err != nil {
+		return Target{}, err
+	}
+	st, err := p.stack(ctx, body, templateURL, timeout)
+	if err != nil {
+		return Target{}, err
+	}
+	info := Target{Target: t}
+	for _, o := range st.Outputs {
+		switch aws.ToString(o.OutputKey) {
+		case "DeployRoleArn":
+			info.DeployRole = aws.ToString(o.OutputValue)
+		case "PortsServiceToken":
+			info.PortsTopic = aws.ToString(o.OutputValue)
+		}
+	}
+	if info.DeployRole == "" || info.PortsTopic == "" {
+		return Target{}, fmt.Errorf("provision target %s: stack %s has no DeployRoleArn or PortsServiceToken output: is %s the template infra/ synthesizes?", t, target.StackName, targetGoldenName)
+	}
+	return info, nil
 }
 
 // Handlers are the Lambda handlers to run in the emulator (anything lambda.Start

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // goldenName is the synthesized template's file; infra's TestGoldenTemplate fails when it
@@ -45,6 +46,7 @@ const (
 // and CAIRN_PORT_POOLS, the drift schedule's expression, and the stack-id prefixes the event
 // rules select.
 func Template(o Options) (string, error) {
+	o = o.withDefaults()
 	var doc map[string]any
 	if err := json.Unmarshal(golden, &doc); err != nil {
 		return "", fmt.Errorf("%s is not JSON: %v (run make synth)", goldenName, err)
@@ -91,6 +93,9 @@ func Template(o Options) (string, error) {
 	if functions != 3 || schedules != 1 || rules != 2 {
 		return "", fmt.Errorf("%s has %d functions, %d schedules and %d stack-event rules; local mode expects 3, 1 and 2: update internal/localcairn with infra/stack.go", goldenName, functions, schedules, rules)
 	}
+	if err := addTargets(doc, o); err != nil {
+		return "", err
+	}
 	b, err := json.Marshal(doc)
 	return string(b), err
 }
@@ -129,9 +134,12 @@ func dig(v any, keys ...string) any {
 	return v
 }
 
+// provisioner deploys one stack (cairn's or a target's) as `cdk deploy` does.
 type provisioner struct {
-	e   *awslocal.Emulator
-	cfn *cloudformation.Client
+	e    *awslocal.Emulator
+	cfn  *cloudformation.Client
+	name string        // the stack
+	at   target.Target // its account and region
 }
 
 // bootstrap makes what `cdk bootstrap` makes and uploads the template to the assets bucket,
@@ -145,7 +153,7 @@ func (p provisioner) bootstrap(ctx context.Context, cfg aws.Config, body string)
 		}
 	}
 	c := awsclient.S3(cfg)
-	bucket := assetsBucketPrefix + p.e.AccountID() + "-" + p.e.Region()
+	bucket := assetsBucketPrefix + p.at.Account + "-" + p.at.Region
 	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			return "", fmt.Errorf("provision cairn: create the CDK assets bucket %s: %w", bucket, err)
@@ -172,7 +180,7 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 	act := func(action string, f func() error) error {
 		if done[action] {
 			return fmt.Errorf("provision cairn: stack %s is still not as wanted after %s it: see its events (aws cloudformation describe-stack-events --stack-name %s)",
-				StackName, strings.ToLower(action), StackName)
+				p.name, strings.ToLower(action), p.name)
 		}
 		done[action] = true
 		return f()
@@ -186,7 +194,7 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 		case st == nil:
 			err = act("creating", func() error {
 				_, err := p.cfn.CreateStack(ctx, &cloudformation.CreateStackInput{
-					StackName: aws.String(StackName), TemplateURL: aws.String(templateURL), Capabilities: caps,
+					StackName: aws.String(p.name), TemplateURL: aws.String(templateURL), Capabilities: caps,
 				})
 				return err
 			})
@@ -194,9 +202,9 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 			// Settling, perhaps from before a restart: wait.
 		case st.StackStatus == cfntypes.StackStatusCreateComplete || st.StackStatus == cfntypes.StackStatusUpdateComplete ||
 			st.StackStatus == cfntypes.StackStatusUpdateRollbackComplete:
-			cur, err := p.cfn.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(StackName)})
+			cur, err := p.cfn.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(p.name)})
 			if err != nil {
-				return nil, fmt.Errorf("provision cairn: read the template of stack %s: %w", StackName, err)
+				return nil, fmt.Errorf("provision cairn: read the template of stack %s: %w", p.name, err)
 			}
 			if aws.ToString(cur.TemplateBody) == body {
 				return st, nil
@@ -206,7 +214,7 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 			}
 			err = act("updating", func() error {
 				_, err := p.cfn.UpdateStack(ctx, &cloudformation.UpdateStackInput{
-					StackName: aws.String(StackName), TemplateURL: aws.String(templateURL), Capabilities: caps,
+					StackName: aws.String(p.name), TemplateURL: aws.String(templateURL), Capabilities: caps,
 				})
 				return err
 			})
@@ -218,7 +226,7 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 			})
 		}
 		if err != nil {
-			return nil, fmt.Errorf("provision cairn: stack %s: %w", StackName, err)
+			return nil, fmt.Errorf("provision cairn: stack %s: %w", p.name, err)
 		}
 		select {
 		case <-p.e.Clock().After(pollInterval):
@@ -227,20 +235,20 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 			if st != nil {
 				status = string(st.StackStatus)
 			}
-			return nil, fmt.Errorf("provision cairn: stack %s did not settle within %s (last status %s): %w", StackName, timeout, status, ctx.Err())
+			return nil, fmt.Errorf("provision cairn: stack %s did not settle within %s (last status %s): %w", p.name, timeout, status, ctx.Err())
 		}
 	}
 }
 
 // describe returns the cairn stack, or nil when it does not exist.
 func (p provisioner) describe(ctx context.Context) (*cfntypes.Stack, error) {
-	out, err := p.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(StackName)})
+	out, err := p.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(p.name)})
 	var ae smithy.APIError
 	if errors.As(err, &ae) && strings.Contains(ae.ErrorMessage(), "does not exist") {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("provision cairn: describe stack %s: %w", StackName, err)
+		return nil, fmt.Errorf("provision cairn: describe stack %s: %w", p.name, err)
 	}
 	for i := range out.Stacks {
 		if out.Stacks[i].StackStatus != cfntypes.StackStatusDeleteComplete {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // ActionOf names what a plan does to a stack of its run.
@@ -27,38 +28,23 @@ func ActionOf(s *run.Stack) Action {
 // was planned (lookups, by config name) and the SSM parameters read then (ssm), so a later
 // step needs no bundle.
 func Resolver(r *run.Run, lookups map[string][]config.Lookup, ssm map[string]config.SSMValue) run.Resolver {
-	byStackName := configNames(r)
 	return func(stack string, raw map[string]string, outputs func(stack, output string) (string, bool)) (map[string]string, error) {
 		cs := &config.Stack{Name: stack, Parameters: raw, Lookups: lookups[stack]}
-		return config.ResolveParameters(cs, values(byStackName, lookups[stack], ssm, outputs))
+		return config.ResolveParameters(cs, Values(r, stack, ssm, outputs))
 	}
 }
 
-func configNames(r *run.Run) map[string]string {
-	byStackName := make(map[string]string, len(r.Stacks))
-	for name, s := range r.Stacks {
-		byStackName[s.StackName] = name
+// Values are what the lookups of stack (a config name) of r read: outputs answers by
+// config name (run.Resolver's) for output lookups, and by the key of a stack in stack's
+// account and region for the others (xref, rxref, cfn: see External); the SSM parameters
+// are those read when the run was planned.
+func Values(r *run.Run, stack string, ssm map[string]config.SSMValue, outputs func(stack, output string) (string, bool)) config.Values {
+	var at target.Target
+	if s := r.Stacks[stack]; s != nil {
+		at = s.At
 	}
-	return byStackName
-}
-
-// Values are what the lookups of one stack of r read: outputs answers by config name
-// (run.Resolver's), and the SSM parameters read when the run was planned.
-func Values(r *run.Run, lookups []config.Lookup, ssm map[string]config.SSMValue, outputs func(stack, output string) (string, bool)) config.Values {
-	return values(configNames(r), lookups, ssm, outputs)
-}
-
-func values(byStackName map[string]string, lookups []config.Lookup, ssm map[string]config.SSMValue, outputs func(stack, output string) (string, bool)) config.Values {
-	return config.Values{SSM: ssm, Outputs: func(stackName, output string) (string, bool) {
-		if name, ok := byStackName[stackName]; ok {
-			return outputs(name, output)
-		}
-		for _, l := range lookups {
-			if l.StackName == stackName && l.Kind == "output" {
-				return outputs(l.Stack, output) // a disabled stack: its outputs are External
-			}
-		}
-		return outputs(stackName, output)
+	return config.Values{SSM: ssm, Output: outputs, Outputs: func(stackName, output string) (string, bool) {
+		return outputs(target.Key(at, stackName), output)
 	}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // ChangeSet is what an approval checks of a reviewed change set.
@@ -70,7 +71,7 @@ func (p *Document) checked() []Stack {
 func (p *Document) ChangeSetsToCheck(live map[string]Live) []string {
 	var ids []string
 	for _, s := range p.checked() {
-		if s.ChangeSetID != "" && stackStale(s, live, "", "") == "" {
+		if s.ChangeSetID != "" && stackStale(s, p.Key(s), live, "", "") == "" {
 			ids = append(ids, s.ChangeSetID)
 		}
 	}
@@ -100,7 +101,7 @@ func (p *Document) StaleReasons(o Observed) []string {
 		if s.ChangeSetName != "" {
 			what = "change set " + s.ChangeSetName
 		}
-		if why := stackStale(s, o.Live, what, planAt); why != "" {
+		if why := stackStale(s, p.Key(s), o.Live, what, planAt); why != "" {
 			reasons = append(reasons, why)
 			continue
 		}
@@ -125,8 +126,8 @@ func (p *Document) StaleReasons(o Observed) []string {
 }
 
 // stackStale says how the live stack differs from s as planned ("" when it does not).
-func stackStale(s Stack, live map[string]Live, what, planAt string) string {
-	l, exists := live[s.StackName]
+func stackStale(s Stack, key string, live map[string]Live, what, planAt string) string {
+	l, exists := live[key]
 	switch {
 	case s.Status == "" && exists:
 		return fmt.Sprintf("stack %s: %s is stale (stack created at %s after plan %s): re-plan", s.StackName, what, l.LastUpdated.UTC().Format("15:04:05"), planAt)
@@ -147,7 +148,7 @@ func (p *Document) consumedChanged(s Stack, live map[string]Live, resolve run.Re
 	}
 	params, err := resolve(s.Name, rs.RawParameters, func(stack, output string) (string, bool) {
 		if other := p.Run.Stacks[stack]; other != nil {
-			v, ok := live[other.StackName].Outputs[output]
+			v, ok := live[other.Key()].Outputs[output]
 			return v, ok
 		}
 		if l, ok := live[stack]; ok {
@@ -164,4 +165,25 @@ func (p *Document) consumedChanged(s Stack, live map[string]Live, resolve run.Re
 		return ""
 	}
 	return run.DescribeParameters(s.Parameters, params)
+}
+
+// Key is s's key in the live view: by the account and region of its stack in the run.
+func (p *Document) Key(s Stack) string {
+	if p.Run != nil {
+		if rs := p.Run.Stacks[s.Name]; rs != nil {
+			return rs.Key()
+		}
+	}
+	return s.StackName
+}
+
+// ChangeSetTarget is the target of the stack whose reviewed change set is id: where to
+// describe it.
+func (p *Document) ChangeSetTarget(id string) target.Spec {
+	for _, s := range p.Stacks {
+		if s.ChangeSetID == id && p.Run != nil && p.Run.Stacks[s.Name] != nil {
+			return p.Run.Stacks[s.Name].Target
+		}
+	}
+	return target.Spec{}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Live is what one paginated DescribeStacks showed of a stack.
@@ -40,10 +41,19 @@ type Input struct {
 	Config *config.Config
 	// Graph is the persistent graph as last applied; nil on the first run.
 	Graph *state.Graph
-	// Live holds every live stack seen, keyed by real stack name.
+	// Home is the deployer's own account (when it matters: "" otherwise) and region; a
+	// stack's Location is relative to it.
+	Home target.Target
+	// Live holds every live stack seen in the accounts and regions of the run's stacks,
+	// keyed by target.Key of its location and name (at home, its name).
 	Live map[string]Live
-	// Importers maps an export name to the real names of the stacks importing it
-	// (ListImports), for the exports of stacks the plan would delete.
+	// Unreachable names, with the reason, the locations whose stacks could not be listed
+	// (an AssumeRole refused, a region throttled): their stacks fail at once, and only
+	// the stacks depending on them are blocked.
+	Unreachable map[target.Target]string
+	// Importers maps an export, keyed by target.Key of its location and name, to the real
+	// names of the stacks there importing it (ListImports), for the exports of stacks the
+	// plan would delete.
 	Importers map[string][]string
 	// Bundle is the bundle being deployed; its git ref and sha256 become tags.
 	Bundle state.BundleRef
@@ -72,7 +82,10 @@ const (
 	Disabled Action = "disabled" // enabled: false
 	Drop     Action = "drop"     // in the graph, gone from AWS, gone from the config
 	Refuse   Action = "refuse"   // a deletion the guards refuse
-	None     Action = "none"     // a reviewed plan's stack that does not change
+	// Unreachable: the stack's account or region could not be reached; it fails, and
+	// blocks the stacks depending on it.
+	Unreachable Action = "unreachable"
+	None        Action = "none" // a reviewed plan's stack that does not change
 )
 
 // Decision is one line of the plan.
@@ -207,26 +220,39 @@ func Make(in Input) (*Result, error) {
 	for _, s := range cfg.Stacks {
 		inConfig[s.Name] = true
 	}
-	// xref, rxref and cfn lookups read any live stack's outputs by its real name.
+	// xref, rxref and cfn lookups read any live stack's outputs by its real name, in the
+	// account and region of the stack reading it.
 	for _, s := range cfg.Stacks {
+		at := s.Target.Location(in.Home)
 		for _, l := range s.Lookups {
 			if l.Kind != "xref" && l.Kind != "rxref" && l.Kind != "cfn" {
 				continue
 			}
-			if live, ok := in.Live[l.StackName]; ok {
+			k := target.Key(at, l.StackName)
+			if live, ok := in.Live[k]; ok {
 				if v, ok := live.Outputs[l.Output]; ok {
-					res.Run.External[l.StackName+"::"+l.Output] = v
+					res.Run.External[k+"::"+l.Output] = v
 				}
 			}
 		}
 	}
-	liveValues := config.Values{SSM: in.SSM, Outputs: func(stackName, output string) (string, bool) {
-		v, ok := in.Live[stackName].Outputs[output]
-		return v, ok
-	}}
 
 	for _, s := range cfg.Stacks {
-		live, exists := in.Live[s.StackName]
+		at := s.Target.Location(in.Home)
+		live, exists := in.Live[target.Key(at, s.StackName)]
+		liveValues := config.Values{SSM: in.SSM,
+			Output: func(stack, output string) (string, bool) {
+				cs := cfg.Stack(stack)
+				if cs == nil {
+					return "", false
+				}
+				v, ok := in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs[output]
+				return v, ok
+			},
+			Outputs: func(stackName, output string) (string, bool) {
+				v, ok := in.Live[target.Key(at, stackName)].Outputs[output]
+				return v, ok
+			}}
 		p := prev.Stacks[s.Name]
 		decide := func(a Action, reason string) {
 			res.Decisions = append(res.Decisions, Decision{Stack: s.Name, StackName: s.StackName, Action: a, Reason: reason,
@@ -241,7 +267,7 @@ func Make(in Input) (*Result, error) {
 			continue
 		}
 		rs := &run.Stack{
-			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending,
+			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending, Target: s.Target, At: at,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
 			RawParameters: maps.Clone(s.Parameters), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
@@ -249,6 +275,11 @@ func Make(in Input) (*Result, error) {
 		}
 		res.Run.Stacks[s.Name] = rs
 		res.Warnings = append(res.Warnings, secretWarnings(s, in.SSM)...)
+		if reason, ok := in.Unreachable[at]; ok {
+			rs.Phase, rs.Reason, rs.FinishedAt = run.Failed, reason, in.Now
+			decide(Unreachable, reason)
+			continue
+		}
 		if s.Locked {
 			rs.Intent = run.IntentRead
 			if !exists {
@@ -366,15 +397,25 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 	deleting := map[string]bool{}
 	for _, name := range gone {
 		ps := prev.Stacks[name]
-		live, exists := in.Live[ps.StackName]
+		at := ps.Target.Location(in.Home)
+		live, exists := in.Live[target.Key(at, ps.StackName)]
 		decide := func(a Action, reason string) {
 			res.Decisions = append(res.Decisions, Decision{Stack: name, StackName: ps.StackName, Action: a, Reason: reason})
+		}
+		if reason, ok := in.Unreachable[at]; ok {
+			// Nothing is known of it: it is neither deleted nor dropped.
+			rs := &run.Stack{Name: name, StackName: ps.StackName, StackID: ps.StackID, Intent: run.IntentDelete, Phase: run.Failed,
+				Reason: "deletion waits: " + reason, FinishedAt: in.Now, Exists: true, Target: ps.Target, At: at}
+			res.Run.Stacks[name] = rs
+			decide(Unreachable, reason)
+			continue
 		}
 		if !exists {
 			decide(Drop, "removed from the config and already gone from AWS: dropped from the graph")
 			continue
 		}
-		rs := &run.Stack{Name: name, StackName: ps.StackName, StackID: live.StackID, Intent: run.IntentDelete, Phase: run.Pending, Exists: true}
+		rs := &run.Stack{Name: name, StackName: ps.StackName, StackID: live.StackID, Intent: run.IntentDelete, Phase: run.Pending, Exists: true,
+			Target: ps.Target, At: at}
 		res.Run.Stacks[name] = rs
 		refuse := func(reason string) {
 			rs.Phase, rs.Reason = run.Failed, "deletion refused: "+reason
@@ -391,10 +432,11 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			decide(Delete, "removed from the config")
 		}
 	}
-	// An export still imported by a stack that stays blocks the deletion.
-	staying := func(stackName string) bool {
+	// An export still imported by a stack that stays blocks the deletion (imports are of
+	// the exporting stack's account and region).
+	staying := func(key string) bool {
 		for n, s := range res.Run.Stacks {
-			if s.StackName == stackName {
+			if s.Key() == key {
 				return !deleting[n]
 			}
 		}
@@ -402,11 +444,11 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 	}
 	for _, name := range sortedKeys(deleting) {
 		rs := res.Run.Stacks[name]
-		live := in.Live[rs.StackName]
+		live := in.Live[rs.Key()]
 		var blockers []string
 		for _, exp := range sortedValues(live.Exports) {
-			for _, imp := range in.Importers[exp] {
-				if staying(imp) {
+			for _, imp := range in.Importers[target.Key(rs.At, exp)] {
+				if staying(target.Key(rs.At, imp)) {
 					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s", exp, imp))
 				}
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // ErrTimeout says the stack had not settled when the recovery stopped waiting; the
@@ -93,7 +94,10 @@ type Result struct {
 
 // Recoverer recovers stacks.
 type Recoverer struct {
+	// CFN is CloudFormation of cairn's account and region; At, when set, that of a stack's
+	// target (its region, its role assumed), for stacks the graph records elsewhere.
 	CFN   CFNAPI
+	At    func(ctx context.Context, t target.Spec) (CFNAPI, error)
 	State *state.Store
 	Clock clock.Clock
 	Poll  time.Duration
@@ -112,8 +116,18 @@ func (r *Recoverer) Recover(ctx context.Context, req Request, started func(Start
 		clk = clock.Real
 	}
 	stackName := req.Stack
+	api := r.CFN
 	if g, err := r.State.Show(ctx, req.Namespace, req.Key, ""); err == nil && g.Stacks[req.Stack] != nil {
-		stackName = g.Stacks[req.Stack].StackName
+		gs := g.Stacks[req.Stack]
+		stackName = gs.StackName
+		if !gs.Target.IsHome() {
+			if r.At == nil {
+				return nil, fmt.Errorf("recover %s: it lives in region %q through role %q, which this cairn cannot reach", stackName, gs.Target.Region, gs.Target.RoleARN)
+			}
+			if api, err = r.At(ctx, gs.Target); err != nil {
+				return nil, fmt.Errorf("recover %s: %w", stackName, err)
+			}
+		}
 	}
 	runID := r.RunID
 	if runID == "" {
@@ -124,7 +138,7 @@ func (r *Recoverer) Recover(ctx context.Context, req Request, started func(Start
 		return nil, fmt.Errorf("recover %s: %w: wait for the run to end (or `cairn unlock %s %s` if it is dead)", stackName, err, req.Namespace, req.Key)
 	}
 	defer r.State.Release(context.WithoutCancel(ctx), lock)
-	before, err := describe(ctx, r.CFN, stackName)
+	before, err := describe(ctx, api, stackName)
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w", stackName, err)
 	}
@@ -135,9 +149,9 @@ func (r *Recoverer) Recover(ctx context.Context, req Request, started func(Start
 	token := aws.String(lock.Token)
 	switch action {
 	case RollbackStack:
-		_, err = r.CFN.RollbackStack(ctx, &cloudformation.RollbackStackInput{StackName: aws.String(stackName), ClientRequestToken: token})
+		_, err = api.RollbackStack(ctx, &cloudformation.RollbackStackInput{StackName: aws.String(stackName), ClientRequestToken: token})
 	default:
-		_, err = r.CFN.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: aws.String(stackName), ResourcesToSkip: req.Skip, ClientRequestToken: token})
+		_, err = api.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: aws.String(stackName), ResourcesToSkip: req.Skip, ClientRequestToken: token})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("recover %s (%s): %s: %w", stackName, before.StackStatus, action, err)
@@ -148,7 +162,7 @@ func (r *Recoverer) Recover(ctx context.Context, req Request, started func(Start
 	}
 	deadline := clk.Now().Add(r.Timeout)
 	for {
-		st, err := describe(ctx, r.CFN, stackName)
+		st, err := describe(ctx, api, stackName)
 		if err != nil {
 			return res, fmt.Errorf("recover %s: %w", stackName, err)
 		}

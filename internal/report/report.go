@@ -83,7 +83,7 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Status | Duration | Changes | Reason |\n|---|---|---|---|---|---|---|\n")
 		for _, n := range names {
 			s := r.Stacks[n]
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.StackName, Action(s, in.Decisions...), s.Phase, duration(s), changes(s), Cell(s.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.Describe(), Action(s, in.Decisions...), s.Phase, duration(s), changes(s), Cell(s.Reason))
 		}
 		b.WriteString("\n")
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/cairn-dev/cairn/internal/target"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +40,9 @@ type Action struct {
 	Parameters    map[string]string `json:"parameters,omitempty"`
 	Token         string            `json:"token,omitempty"`
 	Protect       bool              `json:"protect,omitempty"`
+	// Target is where the stack lives and how it is reached: the driver picks the client
+	// for it.
+	Target target.Spec `json:"target,omitzero"`
 }
 
 // Observation is what the driver saw of one stack since the last step: the result of the
@@ -171,6 +175,11 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	actions = append(actions, start(next, now, opts)...)
 	actions = append(actions, protect(r, next)...)
 	finish(next, now)
+	for i := range actions {
+		if s := next.Stacks[actions[i].Stack]; s != nil {
+			actions[i].Target = s.Target
+		}
+	}
 	return next, actions
 }
 

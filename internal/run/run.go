@@ -11,6 +11,8 @@ package run
 import (
 	"sort"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Intent is what the plan decided for a stack in this run.
@@ -134,7 +136,18 @@ type Stack struct {
 	// tells the making of the change set from its execution by it.
 	ExecutedAt time.Time `json:"executed_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Target is where the stack lives and how the deployer reaches it (cairn.yaml's
+	// region, role_arn, external_id, service_role); At its account and region relative to
+	// the deployer's, "" where they are the deployer's own. The zero values are home.
+	Target target.Spec   `json:"target,omitzero"`
+	At     target.Target `json:"at,omitzero"`
 }
+
+// Key identifies the stack among the run's by account, region and stack name.
+func (s *Stack) Key() string { return target.Key(s.At, s.StackName) }
+
+// Describe names the stack for people, with its account and region when not home.
+func (s *Stack) Describe() string { return target.Describe(s.At, s.StackName) }
 
 // Run is the whole state machine, persisted after every step.
 type Run struct {

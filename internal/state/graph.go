@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/graph"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // SchemaVersion is the version of the state document this cairn writes. A document with a
@@ -49,7 +50,12 @@ type Stack struct {
 	Name      string `json:"name"`
 	StackName string `json:"stack_name"`
 	StackID   string `json:"stack_id,omitempty"`
-	Region    string `json:"region,omitempty"`
+	// Account and Region are where the stack lives (its stack id's); Target is how it is
+	// reached (cairn.yaml's region, role_arn, external_id, service_role), kept so a stack
+	// that left the config is deleted where it lives.
+	Account string      `json:"account,omitempty"`
+	Region  string      `json:"region,omitempty"`
+	Target  target.Spec `json:"target,omitzero"`
 	// Requires are the config names this stack depends on, refreshed on every write.
 	Requires       []string          `json:"requires,omitempty"`
 	TemplateHash   string            `json:"template_hash,omitempty"`
@@ -91,12 +97,14 @@ func (g *Graph) Validate() error {
 		case st.Name != name:
 			errs = append(errs, fmt.Errorf("%s: stack %q is filed under %q: the entry's name must match its key", where, st.Name, name))
 		}
+		// A stack is its account, region and name: the same name in two regions is two.
+		id := st.Account + "/" + st.Region + "/" + st.Target.Account() + "/" + st.Target.Region + "/" + st.StackName
 		if st.StackName == "" {
 			errs = append(errs, fmt.Errorf("%s: stack %q has no real stack name", where, name))
-		} else if other, dup := realNames[st.StackName]; dup {
-			errs = append(errs, fmt.Errorf("%s: stacks %q and %q both use stack name %q: stack names must be unique", where, other, name, st.StackName))
+		} else if other, dup := realNames[id]; dup {
+			errs = append(errs, fmt.Errorf("%s: stacks %q and %q both use stack name %q in one account and region: stack names must be unique there", where, other, name, st.StackName))
 		} else {
-			realNames[st.StackName] = name
+			realNames[id] = name
 		}
 		for _, dep := range st.Requires {
 			if dep == name {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Recording is what one step of a run gives its persistent graph.
@@ -78,12 +79,17 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 		case s.Phase == run.Done || s.Phase == run.Unchanged:
 			st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
 				TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], Outputs: s.Outputs,
-				UpdatedAt: rec.Now, Region: rec.Region}
+				UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target}
 			if old != nil {
 				st.Tags = old.Tags
 				if st.StackID == "" {
 					st.StackID = old.StackID
 				}
+			}
+			if at, ok := target.OfStackID(st.StackID); ok {
+				st.Account, st.Region = at.Account, at.Region
+			} else if s.Target.Region != "" {
+				st.Region = s.Target.Region
 			}
 			next.Stacks[name] = st
 			changed = true

@@ -92,6 +92,14 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		}
 		description = tpl.Description
 	}
+	var prevRollback *rollbackConfig
+	if st != nil {
+		prevRollback = st.Rollback
+	}
+	rollback, err := rollbackConfigOf(f, prevRollback)
+	if err != nil {
+		return nil, err
+	}
 	if st == nil {
 		st = &stack{Name: name, Seq: s.nextSeq(), Created: now, Resources: map[string]*resource{}, Params: params,
 			Tags: givenTags(f), Capabilities: caps, NotificationARNs: f.list("NotificationARNs"), Body: processed, tpl: tpl,
@@ -114,7 +122,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		Name: csName, StackID: st.ID, StackName: st.Name, Type: typ, Status: "CREATE_IN_PROGRESS", ExecutionStatus: "UNAVAILABLE",
 		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: processed, Params: params,
 		Original: originalOr(body, processed), Failure: failure,
-		Tags: tags, Capabilities: caps, NotificationARNs: arns, ClientToken: f.get("ClientToken"),
+		Tags: tags, Capabilities: caps, NotificationARNs: arns, Rollback: rollback, ClientToken: f.get("ClientToken"),
 		IncludeNested: f.get("IncludeNestedStacks") == "true",
 	}
 	s.st.ChangeSets = append(s.st.ChangeSets, cs)
@@ -273,7 +281,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	s.st.Executed = append(s.st.Executed, ExecutedChangeSet{StackName: st.Name, StackID: st.ID, ChangeSetName: cs.Name,
 		ChangeSetID: cs.ID, ClientRequestToken: tok, ExecutedAt: now, Changes: len(cs.Changes)})
 	st.ChangeSetID = cs.ID
-	st.Tags, st.Capabilities, st.NotificationARNs = cs.Tags, cs.Capabilities, cs.NotificationARNs
+	st.Tags, st.Capabilities, st.NotificationARNs, st.Rollback = cs.Tags, cs.Capabilities, cs.NotificationARNs, cs.Rollback
 	if f.has("DisableRollback") {
 		st.DisableRollback = f.get("DisableRollback") == "true"
 	}

@@ -31,12 +31,16 @@ func (s *Service) createStack(f form) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	rollback, err := rollbackConfigOf(f, nil)
+	if err != nil {
+		return nil, err
+	}
 	now := s.clk.Now()
 	st := &stack{Name: name, Seq: s.nextSeq(), Created: now, Resources: map[string]*resource{}, Params: params,
 		Tags: givenTags(f), Capabilities: f.list("Capabilities"), NotificationARNs: f.list("NotificationARNs"),
 		DisableRollback: f.get("DisableRollback") == "true" || f.get("OnFailure") == "DO_NOTHING",
 		Protected:       f.get("EnableTerminationProtection") == "true", Policy: f.get("StackPolicyBody"),
-		LastClientToken: f.get("ClientRequestToken")}
+		LastClientToken: f.get("ClientRequestToken"), Rollback: rollback}
 	st.ID = s.stackARN(name)
 	if err := checkAutoExpand(body, st.Capabilities); err != nil {
 		return nil, err
@@ -156,13 +160,17 @@ func (s *Service) updateStack(f form) (any, error) {
 	if len(s.diff(st, p)) == 0 && s.sameOutputsAndTags(st, p, tags) {
 		return nil, validation("No updates are to be performed.")
 	}
+	rollback, err := rollbackConfigOf(f, st.Rollback)
+	if err != nil {
+		return nil, err
+	}
 	if f.has("NotificationARNs.member.1") {
 		st.NotificationARNs = f.list("NotificationARNs")
 	}
 	if f.has("DisableRollback") {
 		st.DisableRollback = f.get("DisableRollback") == "true"
 	}
-	st.Tags, st.Capabilities = tags, caps
+	st.Tags, st.Capabilities, st.Rollback = tags, caps, rollback
 	s.beginUpdate(st, p, f.get("ClientRequestToken"))
 	return struct{ StackId string }{st.ID}, nil
 }
@@ -250,6 +258,7 @@ type xStack struct {
 	Capabilities                []string  `xml:"Capabilities>member"`
 	Outputs                     []xOutput `xml:"Outputs>member"`
 	Tags                        []xTag    `xml:"Tags>member"`
+	RollbackConfiguration       *xRollbackConfig
 	EnableTerminationProtection bool
 	DriftInformation            xDriftInfo
 	ParentId                    string `xml:",omitempty"`
@@ -266,7 +275,7 @@ func (s *Service) xstack(st *stack) xStack {
 		CreationTime: tp(st.Created), DeletionTime: tp(st.Deleted), LastUpdatedTime: tp(st.Updated),
 		StackStatus: st.Status, StackStatusReason: st.Reason, DisableRollback: st.DisableRollback,
 		NotificationARNs: st.NotificationARNs, Capabilities: st.Capabilities,
-		EnableTerminationProtection: st.Protected, ParentId: st.ParentID, RootId: st.RootID,
+		EnableTerminationProtection: st.Protected, RollbackConfiguration: xRollback(st.Rollback), ParentId: st.ParentID, RootId: st.RootID,
 		DriftInformation: xDriftInfo{StackDriftStatus: orDefault(st.DriftStatus, "NOT_CHECKED"), LastCheckTimestamp: tp(st.DriftChecked)}}
 	tpl, _ := st.template()
 	for _, k := range sortedKeys(st.Params) {

@@ -24,6 +24,7 @@ type changeSet struct {
 	Tags                         []tag
 	Capabilities                 []string
 	NotificationARNs             []string
+	Rollback                     *rollbackConfig
 	ClientToken                  string
 	Changes                      []change
 	ExecToken                    string

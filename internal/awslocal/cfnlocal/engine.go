@@ -23,6 +23,8 @@ type operation struct {
 	// NestedID is the nested stack the current step waits for; NestedResult how it ended.
 	NestedID     string
 	NestedResult *nestedResult
+	// MonitorUntil ends the rollback triggers' monitoring time after the main phase.
+	MonitorUntil time.Time
 
 	Body, OldBody      string
 	Original           string // the template as given, when transforms changed it; OldOriginal before
@@ -113,6 +115,9 @@ func (s *Service) advanceStack(st *stack, now time.Time) {
 	}
 	for st.Op != nil && !st.Op.Halted {
 		op := st.Op
+		if s.rollbackTriggered(st, now) {
+			continue
+		}
 		if op.Due.After(now) {
 			return
 		}
@@ -488,6 +493,9 @@ func (s *Service) startUpdateRollback(st *stack, reason string, t time.Time) {
 // finishPhase ends the current phase of an operation whose steps are all done.
 func (s *Service) finishPhase(st *stack, t time.Time) {
 	op := st.Op
+	if s.monitoring(st, t) {
+		return
+	}
 	switch {
 	case op.Kind == "CREATE":
 		e, _, err := s.targetEvaluator(st, op.Body, op.Params)

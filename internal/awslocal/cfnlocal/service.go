@@ -70,6 +70,9 @@ type Options struct {
 	FunctionRuns func(functionARN string) bool
 	// InvokeFunction invokes a function asynchronously (InvocationType Event) with payload.
 	InvokeFunction func(ctx context.Context, functionARN string, payload []byte) error
+	// Alarm returns the state of the CloudWatch alarm of an ARN and when it was last set,
+	// for rollback triggers (ok false: no such alarm); nil: no alarm exists.
+	Alarm func(arn string) (state string, changed time.Time, ok bool)
 }
 
 // Service is the CloudFormation emulator.

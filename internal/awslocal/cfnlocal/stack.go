@@ -28,6 +28,7 @@ type stack struct {
 	Tags              []tag
 	Capabilities      []string
 	NotificationARNs  []string
+	Rollback          *rollbackConfig // rollback triggers (triggers.go)
 	DisableRollback   bool
 	TimeoutMinutes    int
 	Protected         bool

@@ -293,6 +293,51 @@ if command -v curl >/dev/null 2>&1; then
 		"$(awsl cloudformation describe-stacks --stack-name cli-custom --query "Stacks[0].Outputs[0].OutputValue" --output text)"
 fi
 
+# --- CloudWatch alarms, and the rollback triggers CloudFormation watches ---
+awsl cloudwatch put-metric-alarm --alarm-name cli-5xx --namespace AWS/ApplicationELB --metric-name HTTPCode_Target_5XX_Count \
+	--statistic Sum --period 60 --evaluation-periods 1 --threshold 5 --comparison-operator GreaterThanThreshold \
+	--dimensions Name=LoadBalancer,Value=app/cli/0123456789abcdef
+check "cloudwatch describe-alarms (a new alarm)" "arn:aws:cloudwatch:us-east-1:000000000000:alarm:cli-5xx INSUFFICIENT_DATA 5.0" \
+	"$(awsl cloudwatch describe-alarms --alarm-names cli-5xx --query 'MetricAlarms[0].[AlarmArn,StateValue,Threshold]' --output text | tr '\t' ' ')"
+awsl cloudwatch set-alarm-state --alarm-name cli-5xx --state-value ALARM --state-reason "5xx from the CLI"
+check "cloudwatch set-alarm-state -> describe-alarms --state-value ALARM" "cli-5xx 5xx from the CLI" \
+	"$(awsl cloudwatch describe-alarms --state-value ALARM --query 'MetricAlarms[].[AlarmName,StateReason]' --output text | tr '\t' ' ')"
+check_err "cloudwatch set-alarm-state of a missing alarm refused" "An error occurred (ResourceNotFound) when calling the SetAlarmState operation: Alarm cli-none not found" \
+	awsl cloudwatch set-alarm-state --alarm-name cli-none --state-value OK --state-reason x
+check_err "cloudwatch set-alarm-state with an unknown state refused" "Member must satisfy enum value set: [OK, ALARM, INSUFFICIENT_DATA]" \
+	awsl cloudwatch set-alarm-state --alarm-name cli-5xx --state-value BROKEN --state-reason x
+awsl cloudformation create-stack --stack-name cli-guarded --template-body "file://$work/stack.yaml" --parameters ParameterKey=Env,ParameterValue=guarded \
+	--rollback-configuration '{"RollbackTriggers":[{"Arn":"arn:aws:cloudwatch:us-east-1:000000000000:alarm:cli-5xx","Type":"AWS::CloudWatch::Alarm"}],"MonitoringTimeInMinutes":0}' >/dev/null
+for _ in $(seq 50); do
+	status=$(awsl cloudformation describe-stacks --stack-name cli-guarded --query 'Stacks[0].StackStatus' --output text)
+	case "$status" in *_IN_PROGRESS) sleep 0.2 ;; *) break ;; esac
+done
+check "cloudformation: a create whose rollback trigger is in ALARM rolls back, naming the alarm" \
+	"ROLLBACK_COMPLETE The following rollback trigger(s) went into ALARM state: [arn:aws:cloudwatch:us-east-1:000000000000:alarm:cli-5xx]. " \
+	"$status $(awsl cloudformation describe-stack-events --stack-name cli-guarded --query "StackEvents[?ResourceStatus=='ROLLBACK_IN_PROGRESS'].ResourceStatusReason" --output text)"
+check "cloudformation describe-stacks shows the rollback triggers" "arn:aws:cloudwatch:us-east-1:000000000000:alarm:cli-5xx" \
+	"$(awsl cloudformation describe-stacks --stack-name cli-guarded --query 'Stacks[0].RollbackConfiguration.RollbackTriggers[0].Arn' --output text)"
+cat >"$work/alarm.yaml" <<'YAML'
+Resources:
+  Latency:
+    Type: AWS::CloudWatch::Alarm
+    Properties:
+      AlarmName: cli-latency
+      Namespace: AWS/ApplicationELB
+      MetricName: TargetResponseTime
+      Statistic: Average
+      Period: 60
+      EvaluationPeriods: 3
+      Threshold: 0.5
+      ComparisonOperator: GreaterThanThreshold
+YAML
+check "cloudformation deploy (an alarm)" "0" \
+	"$(awsl cloudformation deploy --stack-name cli-alarms --template-file "$work/alarm.yaml" >/dev/null 2>&1; echo $?)"
+check "cloudwatch describe-alarms of a stack's alarm" "cli-latency 3" \
+	"$(awsl cloudwatch describe-alarms --alarm-name-prefix cli-lat --query 'MetricAlarms[].[AlarmName,EvaluationPeriods]' --output text | tr '\t' ' ')"
+awsl cloudwatch delete-alarms --alarm-names cli-5xx
+check "cloudwatch delete-alarms" "cli-latency" "$(awsl cloudwatch describe-alarms --alarm-name-prefix cli- --query 'MetricAlarms[].AlarmName' --output text)"
+
 if command -v curl >/dev/null 2>&1; then
 	calls=$(curl -fsS "$AWS_ENDPOINT_URL/_local/calls" 2>/dev/null || true)
 	check "control endpoint counts sns.Publish" '"sns.Publish": 3' "$(grep -o '"sns.Publish": [0-9]*' <<<"$calls")"
@@ -304,3 +349,6 @@ if [ "$failures" -gt 0 ]; then
 	exit 1
 fi
 echo "test-awscli: all checks passed against $AWS_ENDPOINT_URL"
+
+# Many accounts and regions: a second emulator with target stacks (awscli-targets.sh).
+bash "$(dirname "$0")/awscli-targets.sh" "$cairn"

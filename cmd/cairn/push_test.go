@@ -29,6 +29,13 @@ import (
 // runs the deployer behind them; the environment points the CLI at it.
 func deployWorld(t *testing.T) *s3.Client {
 	t.Helper()
+	_, s3c := deployEmulator(t)
+	return s3c
+}
+
+// deployEmulator is deployWorld, returning the emulator too.
+func deployEmulator(t *testing.T) (*awslocal.Emulator, *s3.Client) {
+	t.Helper()
 	ctx := context.Background()
 	// The virtual clock starts at the wall clock, which the CLI itself reads (plan ages and
 	// expiry): a fixed date would make plans look expired once the calendar moves on.
@@ -102,7 +109,7 @@ func deployWorld(t *testing.T) *s3.Client {
 	if err := em.AddEventSourceMapping("cairn-deploy", "deployer", awslocal.ESMOptions{ReportBatchItemFailures: true}); err != nil {
 		t.Fatal(err)
 	}
-	return s3c
+	return em, s3c
 }
 
 // bundleDir writes a two-stack bundle.

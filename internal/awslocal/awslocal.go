@@ -162,7 +162,7 @@ func New(opts Options) (*Emulator, error) {
 	e.s3, err = s3local.New(s3local.Options{
 		Region: opts.Region, Dir: dir("s3"), Clock: opts.Clock, Logger: opts.Logger,
 		Notify:      func(ctx context.Context, queueARN, body string) error { return e.send(ctx, queueARN, body, nil) },
-		QueueExists: e.queueExists, TopicExists: e.topicExists, FunctionExists: e.functionExists,
+		QueueExists: e.queueExists, TopicExists: e.topicExists, FunctionExists: e.functionExists, Invoke: e.notifyFunction,
 		Publish: func(ctx context.Context, topicARN, subject, message string) error {
 			_, err := e.publish(ctx, topicARN, subject, message)
 			return err

@@ -161,6 +161,41 @@ func (e *Emulator) functionExists(arn string) bool {
 	return ok
 }
 
+// functionRuns reports whether the function of that ARN (or name) has a handler in process.
+func (e *Emulator) functionRuns(arn string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	f := e.funcs[functionName(arn)]
+	return f != nil && f.handler != nil
+}
+
+// invokeEvent invokes a function asynchronously (InvocationType Event), as CloudFormation
+// does a custom resource's: what the invocation returns or fails with is only logged.
+func (e *Emulator) invokeEvent(_ context.Context, arn string, payload []byte) error {
+	name := functionName(arn)
+	if !e.functionRuns(name) {
+		return fmt.Errorf("Function not found: %s", arn)
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		if _, err := e.Invoke(e.ctx, name, payload); err != nil {
+			e.log.Warn("lambda: asynchronous invocation failed", "function", name, "err", err)
+		}
+	}()
+	return nil
+}
+
+// notifyFunction delivers an SNS or S3 notification to a function subscribed to it, when
+// a handler runs the function in process (asynchronously, as Lambda does).
+func (e *Emulator) notifyFunction(ctx context.Context, fn string, event []byte) error {
+	if !e.functionRuns(fn) {
+		e.log.Debug("a notification for a function that does not run in process", "function", fn)
+		return nil
+	}
+	return e.invokeEvent(ctx, fn, event)
+}
+
 // validateHandler applies lambda.Start's rules up front, so a bad handler fails at
 // registration rather than at the first event.
 func validateHandler(h any) error {

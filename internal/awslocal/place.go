@@ -70,7 +70,7 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.sns, err = snslocal.New(snslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("sns"), Send: e.send, Logger: o.Logger})
+	p.sns, err = snslocal.New(snslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("sns"), Send: e.send, Invoke: e.notifyFunction, Logger: o.Logger})
 	if err != nil {
 		p.sqs.Close()
 		return nil, err
@@ -104,6 +104,8 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		SSMParameter:          p.ssmParameter,
 		Alarm:                 p.cw.State,
 		Providers:             p.providers(),
+		FunctionRuns:          e.functionRuns,
+		InvokeFunction:        e.invokeEvent,
 		BaseURL:               p.baseURL,
 		ResourceDelay:         o.CloudFormation.ResourceDelay,
 		ChangeSetDelay:        o.CloudFormation.ChangeSetDelay,

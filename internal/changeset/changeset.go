@@ -29,6 +29,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
+	"github.com/cairn-dev/cairn/internal/template"
 )
 
 // MaxTemplateBody is the largest template CloudFormation takes inline (TemplateBody);
@@ -106,6 +107,11 @@ func (c *Client) log() *slog.Logger {
 // policy and DisableRollback.
 type Inputs struct {
 	TemplateBody []byte
+	// Tree, when set, is the template with the bundle templates its nested stacks name:
+	// they are uploaded content-addressed and the template sent names them by URL.
+	Tree *template.Tree
+	// IncludeNested asks for the change sets of the template's nested stacks too.
+	IncludeNested bool
 	// TemplateURL is used as is when the config names a template_url.
 	TemplateURL  string
 	Capabilities []string
@@ -185,17 +191,27 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 		for _, cp := range in.Capabilities {
 			req.Capabilities = append(req.Capabilities, cfntypes.Capability(cp))
 		}
+		if in.IncludeNested {
+			req.IncludeNestedStacks = aws.Bool(true)
+		}
+		body := in.TemplateBody
+		if in.Tree != nil {
+			var err error
+			if body, err = c.uploadNested(ctx, in.Tree); err != nil {
+				return err
+			}
+		}
 		switch {
 		case in.TemplateURL != "":
 			req.TemplateURL = aws.String(in.TemplateURL)
-		case len(in.TemplateBody) > MaxTemplateBody:
-			u, err := c.upload(ctx, in.TemplateBody)
+		case len(body) > MaxTemplateBody:
+			u, err := c.upload(ctx, body)
 			if err != nil {
 				return err
 			}
 			req.TemplateURL = aws.String(u)
 		default:
-			req.TemplateBody = aws.String(string(in.TemplateBody))
+			req.TemplateBody = aws.String(string(body))
 		}
 		out, err := api.CreateChangeSet(ctx, req)
 		if awsclient.ErrorCode(err) == "AlreadyExistsException" {
@@ -272,15 +288,42 @@ func (c *Client) upload(ctx context.Context, body []byte) (string, error) {
 		return "", fmt.Errorf("template is %d bytes, more than %d, and no bucket is configured to upload it to", len(body), MaxTemplateBody)
 	}
 	sum := sha256.Sum256(body)
-	key := bucket.TemplateKey(hex.EncodeToString(sum[:]))
+	return c.put(ctx, hex.EncodeToString(sum[:]), body)
+}
+
+// put stores a template at templates/SHA256.json and returns its URL.
+func (c *Client) put(ctx context.Context, sha string, body []byte) (string, error) {
+	key := bucket.TemplateKey(sha)
 	if _, err := bucket.Put(ctx, c.S3, c.Bucket, key, body, bucket.Write{ContentType: "application/json"}); err != nil {
 		return "", fmt.Errorf("upload template: %w", err)
 	}
+	return c.templateURL(sha), nil
+}
+
+func (c *Client) templateURL(sha string) string {
 	region := c.Region
 	if region == "" {
 		region = "us-east-1"
 	}
-	return fmt.Sprintf("https://%s.s3.%s.amazonaws.com/%s", c.Bucket, region, key), nil
+	return fmt.Sprintf("https://%s.s3.%s.amazonaws.com/%s", c.Bucket, region, bucket.TemplateKey(sha))
+}
+
+// uploadNested uploads the bundle templates of a template's nested stacks, deepest
+// first, and returns the template naming them by URL.
+func (c *Client) uploadNested(ctx context.Context, t *template.Tree) ([]byte, error) {
+	if c.S3 == nil || c.Bucket == "" {
+		return nil, fmt.Errorf("the template's nested stacks name templates of the bundle, and no bucket is configured to upload them to")
+	}
+	body, uploads, err := t.Package(c.templateURL)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range uploads {
+		if _, err := c.put(ctx, u.SHA256, u.Body); err != nil {
+			return nil, fmt.Errorf("nested stack template: %w", err)
+		}
+	}
+	return body, nil
 }
 
 func parameters(m map[string]string) []cfntypes.Parameter {

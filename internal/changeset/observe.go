@@ -126,8 +126,8 @@ func listStacks(ctx context.Context, api StackLister, budget Budget) (map[string
 			return nil, fmt.Errorf("describe stacks: %w", err)
 		}
 		for _, s := range out.Stacks {
-			if s.StackStatus == cfntypes.StackStatusDeleteComplete {
-				continue
+			if s.StackStatus == cfntypes.StackStatusDeleteComplete || aws.ToString(s.ParentId) != "" {
+				continue // nested stacks are their parents' (and carry their tags)
 			}
 			live[aws.ToString(s.StackName)] = toLive(s)
 		}

@@ -15,9 +15,18 @@ import (
 )
 
 // Describe reads the change set id of a stack at t (all pages) with its resource changes,
-// for the plan document and for an approval's freshness check. A change set that does not
-// exist is Found false, not an error.
+// for the plan document and for an approval's freshness check; the changes of its nested
+// change sets (IncludeNestedStacks) follow the nested stack's, named Stack/Resource. A
+// change set that does not exist is Found false, not an error.
 func (c *Client) Describe(ctx context.Context, t target.Spec, id string) (plan.ChangeSet, error) {
+	return c.describe(ctx, t, id, "", 0)
+}
+
+// maxNestedDepth bounds how deep Describe follows nested change sets (CloudFormation
+// nests stacks at most five levels below the root).
+const maxNestedDepth = 5
+
+func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string, depth int) (plan.ChangeSet, error) {
 	var st plan.ChangeSet
 	api, budget, err := c.At(ctx, t)
 	if err != nil {
@@ -43,7 +52,7 @@ func (c *Client) Describe(ctx context.Context, t target.Spec, id string) (plan.C
 			if rc == nil {
 				continue
 			}
-			pc := plan.Change{LogicalID: aws.ToString(rc.LogicalResourceId), PhysicalID: aws.ToString(rc.PhysicalResourceId),
+			pc := plan.Change{LogicalID: prefix + aws.ToString(rc.LogicalResourceId), PhysicalID: aws.ToString(rc.PhysicalResourceId),
 				Type: aws.ToString(rc.ResourceType), Action: string(rc.Action), Replacement: string(rc.Replacement)}
 			for _, d := range rc.Details {
 				if d.Target == nil {
@@ -63,6 +72,13 @@ func (c *Client) Describe(ctx context.Context, t target.Spec, id string) (plan.C
 				pc.Details = append(pc.Details, line+")")
 			}
 			st.Changes = append(st.Changes, pc)
+			if nested := aws.ToString(rc.ChangeSetId); nested != "" && depth < maxNestedDepth {
+				ns, err := c.describe(ctx, t, nested, pc.LogicalID+"/", depth+1)
+				if err != nil {
+					return st, err
+				}
+				st.Changes = append(st.Changes, ns.Changes...)
+			}
 		}
 		if aws.ToString(out.NextToken) == "" {
 			return st, nil

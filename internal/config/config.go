@@ -78,6 +78,9 @@ type Stack struct {
 	TemplateBody              []byte
 	// Template is the parsed template; nil for a TemplateURL, which is not fetched.
 	Template *template.Template
+	// Tree is the template with the bundle templates its nested stacks name as their
+	// TemplateURL (nil when it names none): what CreateChangeSet sends is Tree.Package.
+	Tree *template.Tree
 	// Parameters are the raw values, lookups unresolved (see ResolveParameters).
 	Parameters map[string]string
 	// Lookups are the lookups in Parameters and Tags, in parameter-name order (tags

@@ -98,10 +98,13 @@ type loader struct {
 	errs      Errors
 	warnings  Errors
 	templates map[string]*templateResult // by "path:" + template path or "body:" + body
-	checked   map[string]*checkResult    // template checks by sha256: identical templates are checked once
-	files     map[string][]byte          // template files read, by path as written
-	vars      map[string]string          // variables, the var file's over the config's
-	data      map[string]dataResult      // files read by ${file}, by CODEC:PATH
+	// nestedDone: the nested stacks of a template were checked (by "path:" + its path, or
+	// "body:" + sha256 of an inline body).
+	nestedDone map[string]nestedResult
+	checked    map[string]*checkResult // template checks by sha256: identical templates are checked once
+	files      map[string][]byte       // template files read, by path as written
+	vars       map[string]string       // variables, the var file's over the config's
+	data       map[string]dataResult   // files read by ${file}, by CODEC:PATH
 	// topTags are the lookups of the config's tags, which every stack not overriding
 	// the tag shares.
 	topTags []lookupRef
@@ -654,21 +657,22 @@ func (l *loader) template(c *Config, d *stackDef) {
 			}
 		}
 	}
-	var missing []string
-	for name, p := range r.t.Parameters {
-		if _, given := d.paramKeys[name]; !given && !p.HasDefault {
-			missing = append(missing, name)
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
+	if missing := missingParameters(r.t, func(name string) bool { _, ok := d.paramKeys[name]; return ok }); len(missing) > 0 {
 		at, atKey := d.paramsNode, d.key+".parameters"
 		if at == nil {
 			at, atKey = d.node, d.key
 		}
 		l.errorf(at, atKey, "stack %s: %s requires parameter %s (no Default): set a value under parameters", s.Name, label, strings.Join(missing, ", "))
 	}
-	l.capabilities(c, d, cr.needs, file)
+	// the templates its nested stacks name in the bundle, their needs counting for it
+	tpath, chain := "", []string(nil)
+	if s.TemplatePath != "" {
+		tpath = path.Clean(s.TemplatePath)
+		chain = []string{tpath}
+	}
+	tree, nestedNeeds := l.nested(r.t, tpath, file, chain)
+	s.Tree = tree
+	l.capabilities(c, d, template.MergeNeeds(cr.needs, nestedNeeds), file)
 }
 
 // paramValue returns the value node of a given parameter.
@@ -717,7 +721,11 @@ func (l *loader) indent(line int) int {
 func (l *loader) capabilities(c *Config, d *stackDef, needs []template.Need, file string) {
 	s := d.s
 	where := func(n template.Need) string {
-		return fmt.Sprintf("%s (%s:%d:%d)", n.Why, file, n.Line, n.Col)
+		f := file
+		if n.File != "" {
+			f = n.File
+		}
+		return fmt.Sprintf("%s (%s:%d:%d)", n.Why, f, n.Line, n.Col)
 	}
 	if d.capsNode == nil {
 		if c.ExplicitCapabilities {

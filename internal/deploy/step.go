@@ -447,7 +447,8 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	maps.Copy(tags, state.StackTags(lb.Config.Namespace, lb.Config.PersistentGraphKey, ref, &state.Stack{
 		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: rs.ParametersHash, Requires: rs.Requires,
 	}))
-	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Capabilities: cs.Capabilities, Tags: tags,
+	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Tree: cs.Tree,
+		IncludeNested: cs.Template != nil && cs.Template.HasNestedStacks(), Capabilities: cs.Capabilities, Tags: tags,
 		NotificationARNs: cs.Options.NotificationARNs, ServiceRole: cs.Target.ServiceRole}
 	if in.ServiceRole == "" && cs.Target.RoleARN == "" {
 		in.ServiceRole = serviceRole // cairn's own, for stacks of its account

@@ -162,9 +162,13 @@ func Tags(cfg *config.Config, s *config.Stack, own map[string]string, bundle sta
 	return t
 }
 
-// TemplateHash identifies a stack's template input: the body's sha256, or the URL for a
+// TemplateHash identifies a stack's template input: the body's sha256 (with the templates
+// of its nested stacks that the bundle holds, when it has some), or the URL for a
 // template_url stack (whose content cairn does not fetch).
 func TemplateHash(s *config.Stack) string {
+	if s.Tree != nil {
+		return s.Tree.SHA256()
+	}
 	if s.Template != nil {
 		return s.Template.SHA256
 	}

@@ -16,8 +16,10 @@ Format (one record a line, so the Go side indexes it without decoding it all):
                         ["l", item]       list
                         ["m", value]      map with free keys
                         ["o", {name: shape}, [required], closed]  object
-  T <type> <json>     {"s": top object shape, "a": [attributes]}; an attribute with * or \\
-                        is a regular expression
+  T <type> <json>     {"s": top object shape, "a": [attributes], "l": [list attributes]}; an
+                        attribute with * or \\ is a regular expression; "l" (left out when
+                        empty) names the attributes whose values are lists; "n" the property
+                        naming the resource when the template may set its identifier
   R <runtime> <json>  {"deprecated": date, "successor": runtime}
 """
 
@@ -135,6 +137,23 @@ class Converter:
         return None
 
 
+def pointed_type(schema, pointer):
+    """The JSON type of the schema node a GetAtt's pointer (/properties/A/B) names."""
+    node = schema
+    for part in pointer.strip("/").split("/"):
+        if not isinstance(node, dict):
+            return None
+        while "$ref" in node and node["$ref"].startswith("#/definitions/"):
+            node = schema.get("definitions", {}).get(node["$ref"].split("/")[-1], {})
+        node = node.get(part)
+        if node is None:
+            return None
+    while isinstance(node, dict) and "$ref" in node and node["$ref"].startswith("#/definitions/"):
+        node = schema.get("definitions", {}).get(node["$ref"].split("/")[-1], {})
+    t = node.get("type") if isinstance(node, dict) else None
+    return t if isinstance(t, str) else None
+
+
 def main():
     out = [f"V {cfnlint_version}"]
     types = []
@@ -145,7 +164,15 @@ def main():
         top["type"] = "object"
         sid = conv.convert(top)
         atts = sorted(s.get_atts.keys())
-        types.append(f"T {t} " + json.dumps({"s": sid, "a": atts}, separators=(",", ":")))
+        rec = {"s": sid, "a": atts}
+        lists = sorted(a for a, ptr in s.get_atts.items() if pointed_type(s.schema, ptr) == "array")
+        if lists:
+            rec["l"] = lists
+        ident = s.schema.get("primaryIdentifier", [])
+        read_only = set(s.schema.get("readOnlyProperties", []))
+        if len(ident) == 1 and ident[0] not in read_only and ident[0].count("/") == 2:
+            rec["n"] = ident[0].split("/")[-1]
+        types.append(f"T {t} " + json.dumps(rec, separators=(",", ":")))
     out += ["S " + c for c in shapes]
     out += types
     lifecycle = json.load(open(cfnlint.__path__[0] + "/data/AdditionalSpecs/LmbdRuntimeLifecycle.json"))

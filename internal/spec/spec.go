@@ -84,7 +84,16 @@ type Type struct {
 	Attributes []string
 	attrSet    map[string]bool
 	attrRE     []*regexp.Regexp
+	lists      map[string]bool
+	// NameProperty is the property that names a resource of the type when the template
+	// sets it (its primary identifier, e.g. BucketName): two resources of the type cannot
+	// have the same name in an account and region. "" when the identifier is AWS's.
+	NameProperty string
 }
+
+// ListAttribute reports whether Fn::GetAtt of attr returns a list (SubnetIds,
+// SecondaryPrivateIpAddresses, DnsIpAddresses, ...).
+func (t *Type) ListAttribute(attr string) bool { return t.lists[attr] }
 
 // HasAttribute reports whether Fn::GetAtt may name attr of this type.
 func (t *Type) HasAttribute(attr string) bool {
@@ -183,11 +192,16 @@ func Lookup(name string) *Type {
 	var raw struct {
 		S int      `json:"s"`
 		A []string `json:"a"`
+		L []string `json:"l"`
+		N string   `json:"n"`
 	}
 	if err := json.Unmarshal([]byte(body), &raw); err != nil {
 		panic("spec: spec.txt.gz is corrupt at type " + name + ": " + err.Error())
 	}
-	t := &Type{Name: name, Properties: ix.shape(raw.S), attrSet: map[string]bool{}}
+	t := &Type{Name: name, Properties: ix.shape(raw.S), attrSet: map[string]bool{}, lists: map[string]bool{}, NameProperty: raw.N}
+	for _, a := range raw.L {
+		t.lists[a] = true
+	}
 	for _, a := range raw.A {
 		if strings.ContainsAny(a, `*\`) {
 			if re, err := regexp.Compile("^(?:" + a + ")$"); err == nil {

@@ -35,6 +35,21 @@ func TestLookup(t *testing.T) {
 	if Lookup("AWS::SQS::Queue") != q {
 		t.Error("a type is decoded once and shared")
 	}
+	for typ, attrs := range map[string][2]string{
+		"AWS::EC2::NetworkInterface":      {"SecondaryPrivateIpAddresses", "PrimaryPrivateIpAddress"},
+		"AWS::DirectoryService::SimpleAD": {"DnsIpAddresses", "Alias"},
+		"AWS::EC2::VPC":                   {"Ipv6CidrBlocks", "VpcId"},
+	} {
+		if st := Lookup(typ); !st.ListAttribute(attrs[0]) || st.ListAttribute(attrs[1]) {
+			t.Errorf("%s: %s should be a list attribute and %s not", typ, attrs[0], attrs[1])
+		}
+	}
+	if n := Lookup("AWS::Logs::LogGroup").NameProperty; n != "LogGroupName" {
+		t.Errorf("the name of a log group is %q", n)
+	}
+	if n := Lookup("AWS::EC2::VPC").NameProperty; n != "" {
+		t.Errorf("a VPC's identifier is AWS's, yet its name property is %q", n)
+	}
 	if r, ok := LookupRuntime("python2.7"); !ok || r.Deprecated == "" {
 		t.Errorf("python2.7 = %+v", r)
 	}

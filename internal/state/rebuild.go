@@ -131,6 +131,9 @@ func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, namespace, k
 			return nil, fmt.Errorf("rebuild state %s/%s from stack tags: describe stacks: %w", namespace, key, err)
 		}
 		for _, cs := range out.Stacks {
+			if aws.ToString(cs.ParentId) != "" {
+				continue // a nested stack carries its parent's tags
+			}
 			st, bundle, ok := stackFromTags(cs, namespace, key)
 			if !ok {
 				continue

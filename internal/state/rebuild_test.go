@@ -214,6 +214,13 @@ func TestDeleteStateThenRebuildFromTags(t *testing.T) {
 	}
 }
 
+func nested(s cfntypes.Stack) cfntypes.Stack {
+	s.StackName = aws.String(aws.ToString(s.StackName) + "-Child-1ABCDEF2GHIJ")
+	s.StackId = aws.String(stackARN(aws.ToString(s.StackName)))
+	s.ParentId = aws.String(stackARN("legacy-network"))
+	return s
+}
+
 func TestRebuild(t *testing.T) {
 	tagged := func(name string, extra ...string) cfntypes.Stack {
 		tags := map[string]string{state.TagNamespace: "shop", state.TagGraphKey: "main", state.TagName: name}
@@ -239,6 +246,10 @@ func TestRebuild(t *testing.T) {
 		{name: "drops a dependency on a stack that is gone",
 			stacks:  []cfntypes.Stack{tagged("service", state.TagRequires, "network,queue"), tagged("queue")},
 			want:    map[string][]string{"queue": nil, "service": {"queue"}},
+			rebuilt: true},
+		{name: "a nested stack carries its parent's tags but is not the parent's",
+			stacks:  []cfntypes.Stack{tagged("network"), nested(tagged("network"))},
+			want:    map[string][]string{"network": nil},
 			rebuilt: true},
 		{name: "two stacks claiming one name",
 			stacks:  []cfntypes.Stack{tagged("network"), tagged("network")},

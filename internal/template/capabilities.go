@@ -35,8 +35,10 @@ type Need struct {
 	Capability string
 	// Why names what needs it: `resource Role (AWS::IAM::Role)`, `Transform AWS::Serverless-2016-10-31`.
 	Why string
-	// Line and Col locate it in the template.
+	// Line and Col locate it in the template, or in File when it is another template
+	// deployed with this one (a nested stack's).
 	Line, Col int
+	File      string
 }
 
 // Needs returns the capabilities the template needs, in the order CAPABILITY_IAM,

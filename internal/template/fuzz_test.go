@@ -47,3 +47,36 @@ func FuzzParse(f *testing.F) {
 		_ = tmpl.Exports("stack")
 	})
 }
+
+// FuzzPackage: a template that parses still parses once its nested stacks' local
+// TemplateURLs are rewritten, and names the rewritten URLs.
+func FuzzPackage(f *testing.F) {
+	f.Add("Resources:\n  N:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: ./n.yaml\n")
+	f.Add(`{"Resources": {"N": {"Type": "AWS::CloudFormation::Stack", "Properties": {"TemplateURL": "n.json"}}}}`)
+	f.Add("Resources:\n  N:\n    Type: AWS::CloudFormation::Stack\n    Properties: {TemplateURL: 'sub/n.yaml', Parameters: {A: x}}\n  M:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: \"m é.yaml\" # note\n")
+	leaf, err := Parse([]byte("Resources:\n  Q: {Type: AWS::SQS::Queue}\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		tpl, err := Parse([]byte(body))
+		if err != nil {
+			return
+		}
+		tree := &Tree{Template: tpl, Children: map[string]*Tree{}}
+		for _, ns := range tpl.NestedStacks() {
+			tree.Children[ns.LogicalID] = &Tree{Template: leaf}
+		}
+		out, _, err := tree.Package(func(sha string) string { return "https://b.s3.us-east-1.amazonaws.com/templates/" + sha + ".json" })
+		if err != nil {
+			return
+		}
+		again, err := Parse(out)
+		if err != nil {
+			t.Fatalf("the packaged template does not parse: %v\n%s", err, out)
+		}
+		if len(tree.Children) > 0 && len(again.NestedStacks()) != 0 {
+			t.Fatalf("a local TemplateURL survived packaging:\n%s", out)
+		}
+	})
+}

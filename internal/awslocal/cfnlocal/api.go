@@ -132,6 +132,13 @@ func givenTags(f form) []tag {
 	return out
 }
 
+// iamNames are the properties that give an IAM resource a custom name, which needs
+// CAPABILITY_NAMED_IAM; other IAM types (policies, keys, ...) need CAPABILITY_IAM.
+var iamNames = map[string]string{
+	"AWS::IAM::Role": "RoleName", "AWS::IAM::User": "UserName", "AWS::IAM::Group": "GroupName",
+	"AWS::IAM::ManagedPolicy": "ManagedPolicyName", "AWS::IAM::InstanceProfile": "InstanceProfileName",
+}
+
 // checkCapabilities refuses IAM resources without the capability, as AWS does.
 func checkCapabilities(tpl *template, caps []string) error {
 	has := map[string]bool{}
@@ -144,10 +151,8 @@ func checkCapabilities(tpl *template, caps []string) error {
 		d := tpl.Resources[name]
 		if strings.HasPrefix(d.Type, "AWS::IAM::") {
 			iam = append(iam, name)
-			for _, p := range []string{"RoleName", "UserName", "GroupName", "ManagedPolicyName", "InstanceProfileName"} {
-				if _, ok := d.Properties[p]; ok {
-					named = true
-				}
+			if p, ok := iamNames[d.Type]; ok && d.Properties[p] != nil {
+				named = true
 			}
 		}
 	}

@@ -1,7 +1,9 @@
 package cfnlocal
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 )
 
 func (s *Service) createChangeSet(f form) (any, error) {
@@ -49,7 +51,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		return nil, err
 	}
 	if f.get("UsePreviousTemplate") == "true" && st != nil {
-		body = st.Body
+		body = orDefault(st.Original, st.Body)
 	}
 	if body == "" {
 		return nil, validation("Either Template URL or Template Body must be specified.")
@@ -62,16 +64,33 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	tpl, err := s.parse(body)
-	if err != nil {
-		return nil, err
+	probe := st
+	if probe == nil {
+		probe = &stack{Name: name}
 	}
+	// A transform that fails (a macro that does not exist) fails the change set, not the call.
 	caps := f.list("Capabilities")
-	if err := checkCapabilities(tpl, caps); err != nil {
+	processed, err := s.process(probe, body, params)
+	var te *transformError
+	failure := ""
+	if errors.As(err, &te) {
+		failure, processed = te.Error(), body
+	} else if err != nil {
 		return nil, err
 	}
-	if _, _, err := tpl.resolveParams(params, s.ssm); err != nil {
-		return nil, err
+	var tpl *template
+	description := ""
+	if failure == "" {
+		if tpl, err = s.parse(processed); err != nil {
+			return nil, err
+		}
+		if err := checkCapabilities(tpl, caps); err != nil {
+			return nil, err
+		}
+		if _, _, err := tpl.resolveParams(params, s.ssm); err != nil {
+			return nil, err
+		}
+		description = tpl.Description
 	}
 	var prevRollback *rollbackConfig
 	if st != nil {
@@ -83,8 +102,8 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	}
 	if st == nil {
 		st = &stack{Name: name, Seq: s.nextSeq(), Created: now, Resources: map[string]*resource{}, Params: params,
-			Tags: givenTags(f), Capabilities: caps, NotificationARNs: f.list("NotificationARNs"), Body: body, tpl: tpl,
-			Description: tpl.Description}
+			Tags: givenTags(f), Capabilities: caps, NotificationARNs: f.list("NotificationARNs"), Body: processed, tpl: tpl,
+			Original: originalOr(body, processed), Description: description}
 		st.ID = s.stackARN(name)
 		s.st.Stacks = append(s.st.Stacks, st)
 		s.byID[st.ID] = st
@@ -101,8 +120,10 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	cs := &changeSet{
 		ID:   fmt.Sprintf("arn:aws:cloudformation:%s:%s:changeSet/%s/%s", s.o.Region, s.o.AccountID, csName, hashUUID("cs", st.ID, csName, fmt.Sprint(s.nextSeq()))),
 		Name: csName, StackID: st.ID, StackName: st.Name, Type: typ, Status: "CREATE_IN_PROGRESS", ExecutionStatus: "UNAVAILABLE",
-		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: body, Params: params,
+		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: processed, Params: params,
+		Original: originalOr(body, processed), Failure: failure,
 		Tags: tags, Capabilities: caps, NotificationARNs: arns, Rollback: rollback, ClientToken: f.get("ClientToken"),
+		IncludeNested: f.get("IncludeNestedStacks") == "true",
 	}
 	s.st.ChangeSets = append(s.st.ChangeSets, cs)
 	s.poke(cs.ReadyAt)
@@ -119,6 +140,7 @@ type xChange struct {
 		Replacement        string    `xml:",omitempty"`
 		Scope              []string  `xml:"Scope>member"`
 		Details            []xDetail `xml:"Details>member"`
+		ChangeSetId        string    `xml:",omitempty"`
 	}
 }
 
@@ -144,8 +166,8 @@ func (s *Service) describeChangeSet(f form) (any, error) {
 		var x xChange
 		x.Type = "Resource"
 		rc := &x.ResourceChange
-		rc.Action, rc.LogicalResourceId, rc.PhysicalResourceId, rc.ResourceType, rc.Replacement, rc.Scope =
-			c.Action, c.LogicalID, c.PhysicalID, c.Type, c.Replacement, c.Scope
+		rc.Action, rc.LogicalResourceId, rc.PhysicalResourceId, rc.ResourceType, rc.Replacement, rc.Scope, rc.ChangeSetId =
+			c.Action, c.LogicalID, c.PhysicalID, c.Type, c.Replacement, c.Scope, c.ChangeSetID
 		for _, d := range c.Details {
 			var xd xDetail
 			xd.Target.Attribute, xd.Target.Name, xd.Target.RequiresRecreation = d.Attribute, d.Name, d.RequiresRecreation
@@ -182,8 +204,11 @@ func (s *Service) describeChangeSet(f form) (any, error) {
 		Tags             []xTag    `xml:"Tags>member"`
 		Changes          []xChange `xml:"Changes>member"`
 		NextToken        string    `xml:",omitempty"`
+		IncludeNested    bool      `xml:"IncludeNestedStacks"`
+		ParentID         string    `xml:"ParentChangeSetId,omitempty"`
+		RootID           string    `xml:"RootChangeSetId,omitempty"`
 	}{cs.Name, cs.ID, cs.StackID, cs.StackName, cs.Description, params, tp(cs.Created), cs.ExecutionStatus, cs.Status,
-		cs.StatusReason, cs.NotificationARNs, cs.Capabilities, tags, pg, next}, nil
+		cs.StatusReason, cs.NotificationARNs, cs.Capabilities, tags, pg, next, cs.IncludeNested, cs.ParentID, cs.RootID}, nil
 }
 
 func (s *Service) listChangeSets(f form) (any, error) {
@@ -227,6 +252,9 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	if cs.ExecutionStatus != "AVAILABLE" {
 		return nil, &apiError{Code: "InvalidChangeSetStatus", Message: fmt.Sprintf("ChangeSet [%s] cannot be executed in its current status of [%s]", cs.ID, cs.ExecutionStatus), Status: 400}
 	}
+	if cs.ParentID != "" {
+		return nil, validation("ChangeSet [%s] is a nested change set: execute its root change set [%s]", cs.ID, cs.RootID)
+	}
 	st := s.byID[cs.StackID]
 	if st == nil || st.deleted() {
 		return nil, stackNotFound(cs.StackName)
@@ -245,13 +273,11 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	now := s.clk.Now()
 	cs.ExecutionStatus, cs.ExecToken = "EXECUTE_IN_PROGRESS", tok
 	// executing deletes the stack's other change sets
-	kept := s.st.ChangeSets[:0]
-	for _, o := range s.st.ChangeSets {
-		if o.StackID != st.ID || o == cs {
-			kept = append(kept, o)
+	for _, o := range slices.Clone(s.st.ChangeSets) {
+		if o.StackID == st.ID && o != cs {
+			s.dropChangeSet(o)
 		}
 	}
-	s.st.ChangeSets = kept
 	s.st.Executed = append(s.st.Executed, ExecutedChangeSet{StackName: st.Name, StackID: st.ID, ChangeSetName: cs.Name,
 		ChangeSetID: cs.ID, ClientRequestToken: tok, ExecutedAt: now, Changes: len(cs.Changes)})
 	st.ChangeSetID = cs.ID
@@ -261,9 +287,10 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	}
 	st.LastClientToken = tok
 	if cs.Type == "CREATE" {
-		st.Body, st.tpl, st.Params, st.Description, st.Imports = p.body, p.tpl, p.params, p.tpl.Description, p.imports
+		st.Body, st.Original, st.tpl, st.Params, st.Description, st.Imports = p.body, cs.Original, p.tpl, p.params, p.tpl.Description, p.imports
 		s.setStatus(st, now, "CREATE_IN_PROGRESS", "User Initiated")
 		op := s.createOp(p, tok, false)
+		op.ChangeSetID = cs.ID
 		if missingImport != nil {
 			st.Op = op
 			op.Touched = nil
@@ -274,6 +301,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 		return nil, nil
 	}
 	st.Updated = now
+	p.original = cs.Original
 	op := s.updateOp(st, p, tok)
 	op.ChangeSetID = cs.ID
 	s.setStatus(st, now, "UPDATE_IN_PROGRESS", "User Initiated")
@@ -294,12 +322,9 @@ func (s *Service) deleteChangeSet(f form) (any, error) {
 	if cs.ExecutionStatus == "EXECUTE_IN_PROGRESS" {
 		return nil, &apiError{Code: "InvalidChangeSetStatus", Message: fmt.Sprintf("ChangeSet [%s] cannot be deleted in its current status of [EXECUTE_IN_PROGRESS]", cs.ID), Status: 400}
 	}
-	kept := s.st.ChangeSets[:0]
-	for _, o := range s.st.ChangeSets {
-		if o != cs {
-			kept = append(kept, o)
-		}
+	if cs.ParentID != "" {
+		return nil, validation("ChangeSet [%s] is a nested change set: delete its root change set [%s]", cs.ID, cs.RootID)
 	}
-	s.st.ChangeSets = kept
+	s.dropChangeSet(cs)
 	return nil, nil
 }

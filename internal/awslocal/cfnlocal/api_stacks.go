@@ -2,6 +2,7 @@ package cfnlocal
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -41,7 +42,14 @@ func (s *Service) createStack(f form) (any, error) {
 		Protected:       f.get("EnableTerminationProtection") == "true", Policy: f.get("StackPolicyBody"),
 		LastClientToken: f.get("ClientRequestToken"), Rollback: rollback}
 	st.ID = s.stackARN(name)
-	p, err := s.plan(st, body, params, st.NotificationARNs)
+	if err := checkAutoExpand(body, st.Capabilities); err != nil {
+		return nil, err
+	}
+	processed, err := s.process(st, body, params)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.plan(st, processed, params, st.NotificationARNs)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +59,7 @@ func (s *Service) createStack(f form) (any, error) {
 	if err := checkCapabilities(p.tpl, st.Capabilities); err != nil {
 		return nil, err
 	}
-	st.Body, st.tpl, st.Description, st.Imports = body, p.tpl, p.tpl.Description, p.imports
+	st.Body, st.Original, st.tpl, st.Description, st.Imports = processed, originalOr(body, processed), p.tpl, p.tpl.Description, p.imports
 	s.st.Stacks = append(s.st.Stacks, st)
 	s.byID[st.ID] = st
 	s.setStatus(st, now, "CREATE_IN_PROGRESS", "User Initiated")
@@ -69,8 +77,8 @@ func (s *Service) createOp(p *planned, token string, onFailureDelete bool) *oper
 
 // updateOp builds the operation that moves st to p, remembering what rollback needs.
 func (s *Service) updateOp(st *stack, p *planned, token string) *operation {
-	op := &operation{Kind: "UPDATE", Body: p.body, Params: p.params, Token: token,
-		OldBody: st.Body, OldParams: st.Params, OldOutputs: st.Outputs, OldImports: st.Imports,
+	op := &operation{Kind: "UPDATE", Body: p.body, Original: p.original, Params: p.params, Token: token,
+		OldBody: st.Body, OldOriginal: st.Original, OldParams: st.Params, OldOutputs: st.Outputs, OldImports: st.Imports,
 		OldResources: map[string]*resource{}}
 	for n, r := range st.Resources {
 		c := *r
@@ -117,7 +125,7 @@ func (s *Service) updateStack(f form) (any, error) {
 		return nil, err
 	}
 	if f.get("UsePreviousTemplate") == "true" {
-		body = st.Body
+		body = orDefault(st.Original, st.Body)
 	}
 	if body == "" {
 		return nil, validation("Either Template URL or Template Body must be specified.")
@@ -126,10 +134,18 @@ func (s *Service) updateStack(f form) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.plan(st, body, params, st.NotificationARNs)
+	if err := checkAutoExpand(body, f.list("Capabilities")); err != nil {
+		return nil, err
+	}
+	processed, err := s.process(st, body, params)
 	if err != nil {
 		return nil, err
 	}
+	p, err := s.plan(st, processed, params, st.NotificationARNs)
+	if err != nil {
+		return nil, err
+	}
+	p.original = originalOr(body, processed)
 	if err := s.checkImports(st, p); err != nil {
 		return nil, err
 	}
@@ -202,13 +218,11 @@ func (s *Service) deleteStack(f form) (any, error) {
 		}
 	}
 	// change sets of a deleted stack go away
-	kept := s.st.ChangeSets[:0]
-	for _, cs := range s.st.ChangeSets {
-		if cs.StackID != st.ID {
-			kept = append(kept, cs)
+	for _, cs := range slices.Clone(s.st.ChangeSets) {
+		if cs.StackID == st.ID {
+			s.dropChangeSet(cs)
 		}
 	}
-	s.st.ChangeSets = kept
 	s.startDelete(st, s.clk.Now(), f.get("ClientRequestToken"))
 	return nil, nil
 }
@@ -247,6 +261,8 @@ type xStack struct {
 	RollbackConfiguration       *xRollbackConfig
 	EnableTerminationProtection bool
 	DriftInformation            xDriftInfo
+	ParentId                    string `xml:",omitempty"`
+	RootId                      string `xml:",omitempty"`
 }
 
 type xDriftInfo struct {
@@ -259,7 +275,7 @@ func (s *Service) xstack(st *stack) xStack {
 		CreationTime: tp(st.Created), DeletionTime: tp(st.Deleted), LastUpdatedTime: tp(st.Updated),
 		StackStatus: st.Status, StackStatusReason: st.Reason, DisableRollback: st.DisableRollback,
 		NotificationARNs: st.NotificationARNs, Capabilities: st.Capabilities,
-		EnableTerminationProtection: st.Protected, RollbackConfiguration: xRollback(st.Rollback),
+		EnableTerminationProtection: st.Protected, RollbackConfiguration: xRollback(st.Rollback), ParentId: st.ParentID, RootId: st.RootID,
 		DriftInformation: xDriftInfo{StackDriftStatus: orDefault(st.DriftStatus, "NOT_CHECKED"), LastCheckTimestamp: tp(st.DriftChecked)}}
 	tpl, _ := st.template()
 	for _, k := range sortedKeys(st.Params) {
@@ -336,6 +352,8 @@ func (s *Service) listStacks(f form) (any, error) {
 		DeletionTime        *xtime `xml:",omitempty"`
 		StackStatus         string
 		StackStatusReason   string `xml:",omitempty"`
+		ParentId            string `xml:",omitempty"`
+		RootId              string `xml:",omitempty"`
 		DriftInformation    struct{ StackDriftStatus string }
 	}
 	var all []summary
@@ -345,7 +363,8 @@ func (s *Service) listStacks(f form) (any, error) {
 			continue
 		}
 		sm := summary{StackId: st.ID, StackName: st.Name, TemplateDescription: st.Description, CreationTime: tp(st.Created),
-			LastUpdatedTime: tp(st.Updated), DeletionTime: tp(st.Deleted), StackStatus: st.Status, StackStatusReason: st.Reason}
+			LastUpdatedTime: tp(st.Updated), DeletionTime: tp(st.Deleted), StackStatus: st.Status, StackStatusReason: st.Reason,
+			ParentId: st.ParentID, RootId: st.RootID}
 		sm.DriftInformation.StackDriftStatus = orDefault(st.DriftStatus, "NOT_CHECKED")
 		all = append(all, sm)
 	}

@@ -5,20 +5,29 @@ import (
 	"strings"
 )
 
+// getTemplate answers the template as given (TemplateStage Original, the default) or as
+// its transforms made it (Processed).
 func (s *Service) getTemplate(f form) (any, error) {
-	body := ""
+	body, original := "", ""
 	if csName := f.get("ChangeSetName"); csName != "" {
 		cs := s.findChangeSet(csName, f.get("StackName"))
 		if cs == nil {
 			return nil, changeSetNotFound(csName)
 		}
-		body = cs.Body
+		body, original = cs.Body, cs.Original
 	} else {
 		st, err := s.mustStack(f.get("StackName"))
 		if err != nil {
 			return nil, err
 		}
-		body = st.Body
+		body, original = st.Body, st.Original
+	}
+	switch stage := f.get("TemplateStage"); stage {
+	case "", "Original":
+		body = orDefault(original, body)
+	case "Processed":
+	default:
+		return nil, validation("1 validation error detected: Value '%s' at 'templateStage' failed to satisfy constraint: Member must satisfy enum value set: [Original, Processed]", stage)
 	}
 	return struct {
 		TemplateBody    string
@@ -40,6 +49,11 @@ func (s *Service) validateTemplate(f form) (any, error) {
 	}
 	if body == "" {
 		return nil, validation("Either Template URL or Template Body must be specified.")
+	}
+	if names := transformsOf(body); len(names) > 0 {
+		// Macros run when a stack or change set is created: the template as given is checked
+		// for its parameters only, as AWS does.
+		return s.validateUnprocessed(body, names)
 	}
 	tpl, err := s.parse(body)
 	if err != nil {
@@ -64,15 +78,7 @@ func (s *Service) validateTemplate(f form) (any, error) {
 	} else if !isParamDependent(err) {
 		return nil, err
 	}
-	var ps []xTemplateParam
-	for _, n := range tpl.ParamOrder {
-		d := tpl.Parameters[n]
-		p := xTemplateParam{ParameterKey: n, NoEcho: d.NoEcho, Description: d.Description}
-		if d.Default != nil {
-			p.DefaultValue = *d.Default
-		}
-		ps = append(ps, p)
-	}
+	ps := templateParams(tpl)
 	res := struct {
 		Parameters         []xTemplateParam `xml:"Parameters>member"`
 		Description        string           `xml:",omitempty"`
@@ -85,6 +91,45 @@ func (s *Service) validateTemplate(f form) (any, error) {
 		res.CapabilitiesReason = "The following resource(s) require capabilities: [AWS::IAM::*]"
 	}
 	return res, nil
+}
+
+// validateUnprocessed answers ValidateTemplate for a template with transforms: its
+// parameters, description and the transforms it declares.
+func (s *Service) validateUnprocessed(body string, transforms []string) (any, error) {
+	m, err := rawTemplate(body)
+	if err != nil {
+		return nil, err
+	}
+	decl := &template{Parameters: map[string]paramDecl{}}
+	if err := decl.parseParameters(m["Parameters"]); err != nil {
+		return nil, err
+	}
+	if _, ok := m["Resources"].(map[string]any); !ok {
+		return nil, invalidf("Template format error: At least one Resources member must be defined.")
+	}
+	ps := templateParams(decl)
+	return struct {
+		Parameters         []xTemplateParam `xml:"Parameters>member"`
+		Description        string           `xml:",omitempty"`
+		Capabilities       []string         `xml:"Capabilities>member"`
+		CapabilitiesReason string           `xml:",omitempty"`
+		DeclaredTransforms []string         `xml:"DeclaredTransforms>member"`
+	}{Parameters: ps, Description: scalarString(m["Description"]), Capabilities: []string{"CAPABILITY_AUTO_EXPAND"},
+		CapabilitiesReason: "The following resource(s) require capabilities: [transforms]", DeclaredTransforms: transforms}, nil
+}
+
+// templateParams are the template's parameters as ValidateTemplate lists them.
+func templateParams(tpl *template) []xTemplateParam {
+	var ps []xTemplateParam
+	for _, n := range tpl.ParamOrder {
+		d := tpl.Parameters[n]
+		p := xTemplateParam{ParameterKey: n, NoEcho: d.NoEcho, Description: d.Description}
+		if d.Default != nil {
+			p.DefaultValue = *d.Default
+		}
+		ps = append(ps, p)
+	}
+	return ps
 }
 
 // sampleValue is a placeholder for a parameter without a default during ValidateTemplate.
@@ -118,8 +163,26 @@ func (s *Service) getTemplateSummary(f form) (any, error) {
 		}
 		body = st.Body
 	}
-	tpl, err := s.parse(body)
-	if err != nil {
+	names := transformsOf(body)
+	var tpl *template
+	if len(names) > 0 {
+		// the processed template is known once a stack or change set is made: the summary
+		// is of the template as given
+		m, err := rawTemplate(body)
+		if err != nil {
+			return nil, err
+		}
+		tpl = &template{Parameters: map[string]paramDecl{}, Resources: map[string]resourceDecl{}, Description: scalarString(m["Description"])}
+		if err := tpl.parseParameters(m["Parameters"]); err != nil {
+			return nil, err
+		}
+		res, _ := m["Resources"].(map[string]any)
+		for n, r := range res {
+			if typ, ok := object(r)["Type"].(string); ok {
+				tpl.Resources[n] = resourceDecl{Type: typ}
+			}
+		}
+	} else if tpl, err = s.parse(body); err != nil {
 		return nil, err
 	}
 	type pd struct {
@@ -143,9 +206,10 @@ func (s *Service) getTemplateSummary(f form) (any, error) {
 		types[r.Type] = true
 	}
 	return struct {
-		Parameters    []pd     `xml:"Parameters>member"`
-		Description   string   `xml:",omitempty"`
-		ResourceTypes []string `xml:"ResourceTypes>member"`
-		Version       string
-	}{ps, tpl.Description, sortedKeys(types), "2010-09-09"}, nil
+		Parameters         []pd     `xml:"Parameters>member"`
+		Description        string   `xml:",omitempty"`
+		ResourceTypes      []string `xml:"ResourceTypes>member"`
+		Version            string
+		DeclaredTransforms []string `xml:"DeclaredTransforms>member"`
+	}{ps, tpl.Description, sortedKeys(types), "2010-09-09", names}, nil
 }

@@ -17,7 +17,9 @@ type changeSet struct {
 	StatusReason                 string
 	Description                  string
 	Created, ReadyAt             time.Time
-	Body                         string
+	Body                         string // processed
+	Original                     string // as given, when transforms changed it
+	Failure                      string // why its transforms failed
 	Params                       map[string]string
 	Tags                         []tag
 	Capabilities                 []string
@@ -26,10 +28,17 @@ type changeSet struct {
 	ClientToken                  string
 	Changes                      []change
 	ExecToken                    string
+	// IncludeNested: the change set has a nested change set per nested stack it adds or
+	// changes (Nested, by the nested stack's logical id); ParentID and RootID are those of
+	// a nested change set.
+	IncludeNested    bool
+	Nested           map[string]string
+	ParentID, RootID string
 }
 
 type change struct {
 	Action, LogicalID, PhysicalID, Type, Replacement string
+	ChangeSetID                                      string // the nested change set of a nested stack
 	Scope                                            []string
 	Details                                          []changeDetail
 }
@@ -69,6 +78,18 @@ func (s *Service) findChangeSet(name, stackName string) *changeSet {
 	return nil
 }
 
+func (s *Service) changeSetByID(id string) *changeSet {
+	if id == "" {
+		return nil
+	}
+	for _, cs := range s.st.ChangeSets {
+		if cs.ID == id {
+			return cs
+		}
+	}
+	return nil
+}
+
 func changeSetNotFound(name string) error {
 	return &apiError{Code: "ChangeSetNotFound", Message: fmt.Sprintf("ChangeSet [%s] does not exist", name), Status: 404}
 }
@@ -91,6 +112,10 @@ func (s *Service) completeChangeSet(cs *changeSet) {
 		fail("stack " + cs.StackName + " no longer exists")
 		return
 	}
+	if cs.Failure != "" {
+		fail(cs.Failure)
+		return
+	}
 	p, err := s.planChange(st, cs.Body, cs.Params, cs.NotificationARNs)
 	if err != nil {
 		fail(err.Error())
@@ -100,6 +125,18 @@ func (s *Service) completeChangeSet(cs *changeSet) {
 	if cs.Type == "UPDATE" && len(cs.Changes) == 0 && s.sameOutputsAndTags(st, p, cs.Tags) {
 		fail(noChangesReason)
 		return
+	}
+	if cs.IncludeNested {
+		if why := s.nestedChangeSets(cs, st, p); why != "" {
+			for _, id := range cs.Nested {
+				if n := s.changeSetByID(id); n != nil {
+					s.dropChangeSet(n)
+				}
+			}
+			cs.Nested = nil
+			fail(why)
+			return
+		}
 	}
 	cs.Status, cs.ExecutionStatus = "CREATE_COMPLETE", "AVAILABLE"
 }
@@ -158,6 +195,11 @@ func (s *Service) diff(st *stack, p *planned) []change {
 				}
 				c.Details = append(c.Details, det)
 			}
+		}
+		if len(c.Details) == 0 && d.Type == nestedType && s.nestedTemplateChanged(cur, props) {
+			// the same TemplateURL may hold another template now
+			c.Details = append(c.Details, changeDetail{Attribute: "Properties", Name: "TemplateURL", RequiresRecreation: "Never",
+				Evaluation: "Dynamic", ChangeSource: "Automatic"})
 		}
 		if len(c.Details) == 0 && cur.Type == d.Type {
 			continue

@@ -60,6 +60,8 @@ func (s *Service) ResponseHandler() http.Handler {
 //	DELETE faults                                   clear faults
 //	GET faults                                      list faults
 //	POST tamper            body: {"stack","logicalId","property","value"}
+//	POST custom-resources  body: StandIn JSON       answer Lambda-backed custom resources
+//	DELETE custom-resources, GET custom-resources
 //	GET executed-change-sets
 //	GET calls                                       API calls per action
 func (s *Service) ControlHandler() http.Handler {
@@ -97,6 +99,18 @@ func (s *Service) ControlHandler() http.Handler {
 				return
 			}
 			reply(map[string]bool{"ok": true}, s.Tamper(t.Stack, t.LogicalID, t.Property, t.Value))
+		case what == "custom-resources" && r.Method == http.MethodPost:
+			var a StandIn
+			if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
+				reply(nil, fmt.Errorf("custom-resources body must be {\"stack\", \"logicalId\", \"data\" or \"reason\", \"requestTypes\"}: %w", err))
+				return
+			}
+			reply(map[string]bool{"ok": true}, s.SetStandIn(a))
+		case what == "custom-resources" && r.Method == http.MethodDelete:
+			s.ClearStandIns()
+			reply(map[string]bool{"ok": true}, nil)
+		case what == "custom-resources":
+			reply(s.StandIns(), nil)
 		case what == "executed-change-sets":
 			reply(s.ExecutedChangeSets(), nil)
 		case what == "calls":
@@ -109,7 +123,7 @@ func (s *Service) ControlHandler() http.Handler {
 			reply(c, nil)
 		default:
 			w.WriteHeader(http.StatusNotFound)
-			reply(nil, fmt.Errorf("unknown control %s %s: use faults, tamper, executed-change-sets or calls", r.Method, r.URL.Path))
+			reply(nil, fmt.Errorf("unknown control %s %s: use faults, tamper, custom-resources, executed-change-sets or calls", r.Method, r.URL.Path))
 		}
 	})
 }

@@ -31,12 +31,6 @@ func (s *Service) sendCustomResource(st *stack, r *resource, reqType string, old
 		}
 	}
 	op.Due = t.Add(timeout)
-	if !strings.HasPrefix(token, "arn:aws:sns:") {
-		op.Fail = fmt.Sprintf("ServiceToken %q of %s is not an SNS topic ARN: the local emulator delivers custom resource requests only through SNS", token, r.LogicalID)
-		op.CRRequestID = ""
-		op.Due = t
-		return
-	}
 	req := map[string]any{
 		"RequestType":        reqType,
 		"ResponseURL":        strings.TrimRight(s.o.BaseURL(), "/") + ResponsePath + reqID,
@@ -57,6 +51,16 @@ func (s *Service) sendCustomResource(st *stack, r *resource, reqType string, old
 	}
 	b, _ := json.Marshal(req)
 	msg := string(b)
+	switch {
+	case strings.HasPrefix(token, "arn:aws:lambda:"):
+		s.invokeCustomResource(st, r, token, reqType, reqID, b, t)
+		return
+	case !strings.HasPrefix(token, "arn:aws:sns:"):
+		op.Fail = fmt.Sprintf("Invalid service token %q of %s: it must be the ARN of an SNS topic or a Lambda function", token, r.LogicalID)
+		op.CRRequestID = ""
+		op.Due = t
+		return
+	}
 	s.outbox = append(s.outbox, func(ctx context.Context) {
 		if s.o.Publish == nil {
 			s.customResourceFailed(reqID, "the emulator has no SNS to deliver custom resource requests to")

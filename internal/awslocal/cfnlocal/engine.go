@@ -20,10 +20,15 @@ type operation struct {
 	CRRequestID string
 	CRResult    *crResult
 	CROldProps  map[string]any
+	// NestedID is the nested stack the current step waits for; NestedResult how it ended.
+	NestedID     string
+	NestedResult *nestedResult
 	// MonitorUntil ends the rollback triggers' monitoring time after the main phase.
 	MonitorUntil time.Time
 
 	Body, OldBody      string
+	Original           string // the template as given, when transforms changed it; OldOriginal before
+	OldOriginal        string
 	Params, OldParams  map[string]string
 	OldOutputs         []output
 	OldImports         []string
@@ -55,11 +60,19 @@ func (s *Service) startOp(st *stack, op *operation, now time.Time) {
 	}
 }
 
-// advance moves every stack in flight to now. Called with mu held.
+// advance moves every stack in flight to now. Called with mu held. A nested stack that
+// settles makes its parent due, so stacks are advanced until none is due.
 func (s *Service) advance(now time.Time) {
-	for _, st := range s.st.Stacks {
-		if st.Op != nil && !st.Op.Halted {
-			s.advanceStack(st, now)
+	for range 1000 {
+		due := false
+		for _, st := range s.st.Stacks {
+			if st.Op != nil && !st.Op.Halted && !st.Op.Due.After(now) {
+				due = true
+				s.advanceStack(st, now)
+			}
+		}
+		if !due || !s.addressed() {
+			break
 		}
 	}
 	s.advanceChangeSets(now)
@@ -144,6 +157,7 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 	op := st.Op
 	sp := op.Steps[op.Cur]
 	op.Started, op.Fail, op.CRRequestID, op.CRResult = true, "", "", nil
+	op.NestedID, op.NestedResult = "", nil
 	delay := s.resourceDelay(st.Name)
 	verb := opVerb(sp.Action)
 	var r *resource
@@ -171,7 +185,10 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 				DeletionPolicy: d.DeletionPolicy, UpdateReplacePolicy: d.UpdateReplacePolicy, Props: props}
 			st.Resources[sp.LogicalID] = r
 			verb, reqType = "CREATE", "Create"
-			if err == nil && !isCustomType(r.Type) && !s.provides(r.Type) {
+			if err == nil {
+				err = s.nameTaken(r)
+			}
+			if err == nil && !isCustomType(r.Type) && !s.provides(r.Type) && r.Type != nestedType {
 				r.PhysicalID = physicalID(r.Type, s.idCtx(st, r))
 			}
 			s.setResource(st, r, t, "CREATE_IN_PROGRESS", "")
@@ -196,7 +213,7 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 				op.Cleanup = append(op.Cleanup, &old)
 				r = &resource{LogicalID: sp.LogicalID, Type: d.Type, Seed: fmt.Sprintf("%s|%s|%d", st.ID, sp.LogicalID, s.nextSeq()),
 					DeletionPolicy: d.DeletionPolicy, UpdateReplacePolicy: d.UpdateReplacePolicy, Props: props, Status: cur.Status}
-				if !isCustomType(r.Type) && !s.provides(r.Type) {
+				if !isCustomType(r.Type) && !s.provides(r.Type) && r.Type != nestedType {
 					r.PhysicalID = physicalID(r.Type, s.idCtx(st, r))
 				}
 				st.Resources[sp.LogicalID] = r
@@ -295,6 +312,9 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 			s.sendCustomResource(st, r, reqType, oldProps, t)
 		}
 	}
+	if r.Type == nestedType && op.Fail == "" && reqType != "" {
+		s.beginNested(st, r, reqType, sp.Action == "revert", t)
+	}
 }
 
 func union(a, b map[string]any) map[string]bool {
@@ -321,6 +341,14 @@ func (s *Service) endStep(st *stack, t time.Time) {
 	op.Started = false
 	op.Cur++
 	fail := op.Fail
+	if op.NestedID != "" && fail == "" {
+		switch {
+		case op.NestedResult == nil:
+			fail = fmt.Sprintf("Embedded stack %s did not finish in time", op.NestedID)
+		case op.NestedResult.Failure != "":
+			fail = op.NestedResult.Failure
+		}
+	}
 	if op.CRRequestID != "" {
 		switch {
 		case op.CRResult == nil:
@@ -515,7 +543,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			oldTpl, _ := s.parse(op.OldBody)
 			order := sortedKeys(st.Resources)
 			if oldTpl != nil {
-				if o, oerr := oldTpl.order(); oerr == nil {
+				if o, oerr := resourceOrder(oldTpl, propsOf(st.Resources)); oerr == nil {
 					order = o
 				}
 			}
@@ -533,7 +561,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			return
 		}
 		st.Outputs = outs
-		st.Body, st.tpl, st.Params = op.Body, tpl, op.Params
+		st.Body, st.Original, st.tpl, st.Params = op.Body, op.Original, tpl, op.Params
 		st.Description = tpl.Description
 		st.Imports = importsOf(st, tpl, s)
 		s.setStatus(st, t, "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", "")
@@ -547,6 +575,9 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 		op.Phase, op.Steps, op.Cur, op.Started, op.Due = "cleanup", steps, 0, false, t
 	case op.Kind == "UPDATE":
 		st.Op = nil
+		if st.ParentID != "" {
+			st.Undo = op // the parent's rollback may roll this update back
+		}
 		s.setStatus(st, t, "UPDATE_COMPLETE", "")
 	case op.Kind == "DELETE":
 		st.Op = nil
@@ -558,7 +589,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			s.startDelete(st, t, op.Token)
 		}
 	case op.Kind == "UPDATE_ROLLBACK" && op.Phase == "main":
-		st.Body, st.Params, st.tpl = op.OldBody, op.OldParams, nil
+		st.Body, st.Original, st.Params, st.tpl = op.OldBody, op.OldOriginal, op.OldParams, nil
 		st.Outputs, st.Imports = op.OldOutputs, op.OldImports
 		if tpl, err := st.template(); err == nil {
 			st.Description = tpl.Description
@@ -601,7 +632,7 @@ func (s *Service) startDelete(st *stack, now time.Time, token string) {
 	var steps []step
 	order := sortedKeys(st.Resources)
 	if tpl, err := st.template(); err == nil {
-		if o, err := tpl.order(); err == nil {
+		if o, err := resourceOrder(tpl, propsOf(st.Resources)); err == nil {
 			order = o
 		}
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -90,11 +92,21 @@ func newEnv(t testing.TB, tweak func(*Options)) *env {
 			t.Error(err)
 		}
 	})
+	// One attempt, so faults and refusals surface as they are; but a connection the SDK
+	// finds closed while it reads a large answer ("use of closed network connection",
+	// which it takes for a reset) is tried once more at once, as its standard retryer would.
 	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"),
 		config.WithBaseEndpoint(e.srv.URL),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
-		config.WithRetryMaxAttempts(1))
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = 2
+				o.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
+				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+				o.RateLimiter = ratelimit.None
+			})
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,3 +32,31 @@ func FuzzTemplate(f *testing.F) {
 		_ = svc.diff(st, p)
 	})
 }
+
+// FuzzTransforms feeds arbitrary templates with transforms (AWS::LanguageExtensions,
+// AWS::Serverless-2016-10-31, inline Fn::Transform) through processing: an error or a
+// processed template that parses, never a panic.
+func FuzzTransforms(f *testing.F) {
+	f.Add(langExtTemplate, "a,b")
+	f.Add(samTemplate, "5")
+	f.Add("Transform: [AWS::LanguageExtensions, AWS::Serverless-2016-10-31]\nParameters: {P: {Type: CommaDelimitedList}}\nResources:\n  Fn::ForEach::F:\n    - X\n    - !Ref P\n    - F${X}: {Type: AWS::Serverless::Function, Properties: {Handler: h, Runtime: python3.12, InlineCode: x}}\n", "a,b")
+	f.Add("Transform: Count\nResources: {A: {Type: AWS::SQS::Queue}}\n", "")
+	f.Fuzz(func(t *testing.T, body, value string) {
+		svc := &Service{o: Options{Region: "us-east-1", AccountID: "000000000000", PageSize: 100}, byID: map[string]*stack{}, templates: map[string]*template{}}
+		m, err := rawTemplate(body)
+		if err != nil {
+			return
+		}
+		params := map[string]string{}
+		if ps, ok := m["Parameters"].(map[string]any); ok {
+			for n := range ps {
+				params[n] = value
+			}
+		}
+		out, err := svc.process(&stack{Name: "fuzz", ID: "arn:fuzz"}, body, params)
+		if err != nil {
+			return
+		}
+		_, _ = parseTemplate(out)
+	})
+}

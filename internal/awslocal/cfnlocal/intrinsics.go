@@ -2,7 +2,6 @@ package cfnlocal
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"math/big"
 	"net/netip"
 	"strconv"
@@ -195,16 +194,25 @@ func (e *evaluator) fn(name string, arg any) (any, error) {
 			}
 			keys[i] = k
 		}
+		// AWS::LanguageExtensions: [map, top, second, {DefaultValue: v}] gives v when the
+		// keys name nothing
+		var def any
+		hasDefault := false
+		if len(l) == 4 {
+			if dm, ok := l[3].(map[string]any); ok {
+				def, hasDefault = dm["DefaultValue"]
+			}
+		}
 		m, ok := e.tpl.Mappings[keys[0]].(map[string]any)
-		if !ok {
+		if !ok && !hasDefault {
 			return nil, invalidf("Template error: Unable to get mapping for %s", keys[0])
 		}
 		top, ok := m[keys[1]].(map[string]any)
-		if !ok {
-			return nil, invalidf("Template error: Unable to get mapping for %s::%s::%s", keys[0], keys[1], keys[2])
-		}
-		v, ok := top[keys[2]]
-		if !ok {
+		v, found := top[keys[2]]
+		if !ok || !found {
+			if hasDefault {
+				return e.eval(def)
+			}
 			return nil, invalidf("Template error: Unable to get mapping for %s::%s::%s", keys[0], keys[1], keys[2])
 		}
 		return v, nil
@@ -266,8 +274,7 @@ func (e *evaluator) fn(name string, arg any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		b, _ := json.Marshal(v)
-		return string(b), nil
+		return toJSONString(v), nil
 	}
 	return nil, invalidf("Template format error: Unrecognized function %s; the emulator supports Ref, Fn::GetAtt, Fn::Sub, Fn::Join, Fn::Select, Fn::Split, Fn::If, Fn::Equals, Fn::And, Fn::Or, Fn::Not, Fn::FindInMap, Fn::ImportValue, Fn::GetAZs, Fn::Base64, Fn::Cidr, Fn::Length, Fn::ToJsonString", name)
 }

@@ -123,7 +123,7 @@ func (s *Service) restore() {
 		}
 		order := sortedKeys(st.Resources)
 		if tpl, err := st.template(); err == nil {
-			if o, err := tpl.order(); err == nil {
+			if o, err := resourceOrder(tpl, propsOf(st.Resources)); err == nil {
 				order = o
 			}
 		}

@@ -2,6 +2,7 @@ package cfnlocal
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -223,7 +224,20 @@ func (t *template) deps(name string) []string {
 }
 
 // order returns the resources in a deterministic dependency order (dependencies first).
-func (t *template) order() ([]string, error) {
+func (t *template) order() ([]string, error) { return t.orderWith(nil) }
+
+// orderWith is order with the extra dependencies of each resource (see impliedDeps); when
+// they would make a cycle they are ignored.
+func (t *template) orderWith(extra map[string][]string) ([]string, error) {
+	if len(extra) > 0 {
+		if o, err := t.orderBy(extra); err == nil {
+			return o, nil
+		}
+	}
+	return t.orderBy(nil)
+}
+
+func (t *template) orderBy(extra map[string][]string) ([]string, error) {
 	names := make([]string, 0, len(t.Resources))
 	for n := range t.Resources {
 		names = append(names, n)
@@ -233,6 +247,11 @@ func (t *template) order() ([]string, error) {
 	rev := map[string][]string{}
 	for _, n := range names {
 		ds := t.deps(n)
+		for _, d := range extra[n] {
+			if !slices.Contains(ds, d) && d != n {
+				ds = append(ds, d)
+			}
+		}
 		indeg[n] = len(ds)
 		for _, d := range ds {
 			rev[d] = append(rev[d], n)

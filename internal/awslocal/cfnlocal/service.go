@@ -63,6 +63,13 @@ type Options struct {
 	SSMParameter func(name, typ string) (string, error)
 	// Providers make the real resources of the types they serve (see Provider), by type.
 	Providers map[string]Provider
+	// FunctionRuns reports whether the Lambda function of an ARN runs in process (a handler
+	// is bound to it); custom resources whose ServiceToken names one are sent to it with
+	// InvokeFunction, the others are answered by a stand-in (see StandIn). Called with the
+	// emulator's lock held.
+	FunctionRuns func(functionARN string) bool
+	// InvokeFunction invokes a function asynchronously (InvocationType Event) with payload.
+	InvokeFunction func(ctx context.Context, functionARN string, payload []byte) error
 	// Alarm returns the state of the CloudWatch alarm of an ARN and when it was last set,
 	// for rollback triggers (ok false: no such alarm); nil: no alarm exists.
 	Alarm func(arn string) (state string, changed time.Time, ok bool)
@@ -74,7 +81,10 @@ type Service struct {
 	clk clock.Clock
 	log *slog.Logger
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// flushMu orders the side effects a background tick sends (events, notifications)
+	// before the requests that could observe its changes: ticks hold it, requests share it.
+	flushMu   sync.RWMutex
 	st        persisted
 	byID      map[string]*stack
 	outbox    []func(context.Context)
@@ -97,6 +107,7 @@ type persisted struct {
 	ChangeSets []*changeSet
 	Executed   []ExecutedChangeSet
 	Faults     []*Fault
+	StandIns   []*StandIn
 	Drifts     []*driftDetection
 }
 
@@ -221,6 +232,9 @@ func (s *Service) loop() {
 			return
 		case <-s.wake:
 		case <-tick:
+			// Requests wait for what the tick sends, so no caller sees a stack's new status
+			// before its events and notifications are out.
+			s.flushMu.Lock()
 			s.mu.Lock()
 			s.advance(s.clk.Now())
 			if err := s.save(); err != nil {
@@ -229,6 +243,7 @@ func (s *Service) loop() {
 			out := s.takeOutbox()
 			s.mu.Unlock()
 			s.flush(out)
+			s.flushMu.Unlock()
 		}
 	}
 }
@@ -314,6 +329,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reqID, &apiError{Code: "InvalidAction", Message: fmt.Sprintf("The action %q is not valid for this web service (the emulator implements %d CloudFormation actions).", action, len(actions)), Status: 400})
 		return
 	}
+	s.flushMu.RLock()
+	defer s.flushMu.RUnlock()
 	s.mu.Lock()
 	s.calls[action]++
 	s.callCount++

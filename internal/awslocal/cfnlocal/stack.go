@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,7 +21,8 @@ type stack struct {
 	Created, Updated  time.Time
 	Deleted           time.Time
 	Description       string
-	Body              string            // current template
+	Body              string            // current template, processed (see process)
+	Original          string            // the template as given, when its transforms changed it
 	Params            map[string]string // effective parameter values as given
 	NoEcho            map[string]bool
 	Tags              []tag
@@ -41,6 +43,10 @@ type stack struct {
 	DriftChecked      time.Time
 	LastClientToken   string
 	RetainedResources []string
+	// ParentID and RootID are the parent and root stacks of a nested stack; Undo is its last
+	// completed update, which its parent's rollback rolls back.
+	ParentID, RootID string
+	Undo             *operation
 
 	tpl *template // parsed Body, cached
 }
@@ -169,6 +175,9 @@ func (s *Service) setStatus(st *stack, at time.Time, status, reason string) {
 		st.Deleted = at
 	}
 	s.emitStatusChange(st, at, status, reason)
+	if st.ParentID != "" && !strings.HasSuffix(status, "_IN_PROGRESS") {
+		s.nestedSettled(st, status, at)
+	}
 }
 
 // setResource changes a resource status and records the event.
@@ -234,6 +243,9 @@ func (s *Service) evaluator(st *stack, tpl *template, params map[string]string, 
 }
 
 func (s *Service) attr(st *stack, r *resource, attr string) (any, error) {
+	if r.Type == nestedType {
+		return s.nestedOutput(r, attr)
+	}
 	if isCustomType(r.Type) {
 		if v, ok := r.Attrs[attr]; ok {
 			return v, nil
@@ -268,13 +280,14 @@ func PublicParameter(name, typ string) string {
 
 // planned is a template evaluated ahead of execution: what a stack would become.
 type planned struct {
-	tpl     *template
-	body    string
-	params  map[string]string
-	active  []string // resources whose condition holds, in dependency order
-	props   map[string]map[string]any
-	outputs []output
-	imports []string
+	tpl      *template
+	body     string
+	original string // the template as given, when transforms changed it
+	params   map[string]string
+	active   []string // resources whose condition holds, in dependency order
+	props    map[string]map[string]any
+	outputs  []output
+	imports  []string
 }
 
 // plan evaluates the template against the stack's current state; every unresolvable
@@ -297,6 +310,16 @@ func (s *Service) planImports(st *stack, body string, params map[string]string, 
 	e, err := s.evaluator(st, tpl, params, arns)
 	if err != nil {
 		return nil, err
+	}
+	// The outputs of a nested stack that changes are known once it has: what reads them
+	// changes too, with a value known after apply, as AWS's change sets show it.
+	changing := map[string]bool{}
+	getAtt := e.getAtt
+	e.getAtt = func(name, attr string) (any, error) {
+		if changing[name] {
+			return knownAfterApply, nil
+		}
+		return getAtt(name, attr)
 	}
 	var imports []string
 	inner := e.importValue
@@ -343,6 +366,12 @@ func (s *Service) planImports(st *stack, body string, params map[string]string, 
 		}
 		p.active = append(p.active, name)
 		p.props[name] = props
+		if cur := st.Resources[name]; d.Type == nestedType && cur != nil && (!equalJSON(cur.Props, props) || s.nestedTemplateChanged(cur, props)) {
+			changing[name] = true
+		}
+	}
+	if ord, err := resourceOrder(tpl, p.props); err == nil {
+		p.active = slices.DeleteFunc(ord, func(n string) bool { _, ok := p.props[n]; return !ok })
 	}
 	outs, err := s.evalOutputs(e, tpl)
 	if err != nil {

@@ -90,7 +90,8 @@ func TestInvalidTemplatesAreValidationErrors(t *testing.T) {
 		{"no resources", "Description: x\n", "At least one Resources member must be defined"},
 		{"missing param", "Parameters:\n  P: {Type: String}\nResources:\n  A:\n    Type: AWS::SNS::Topic\n", "Parameters: [P] must have values"},
 		{"allowed values", "Parameters:\n  P: {Type: String, Default: x, AllowedValues: [a, b]}\nResources:\n  A:\n    Type: AWS::SNS::Topic\n", "Parameter 'P' must be one of AllowedValues"},
-		{"transform", "Transform: AWS::Serverless-2016-10-31\nResources:\n  A:\n    Type: AWS::SNS::Topic\n", "Transform AWS::Serverless-2016-10-31 is not supported"},
+		{"serverless type without the transform", "Resources:\n  F:\n    Type: AWS::Serverless::Function\n", "Unrecognized resource types: [AWS::Serverless::Function]"},
+		{"transform without CAPABILITY_AUTO_EXPAND", "Transform: AWS::Serverless-2016-10-31\nResources:\n  A:\n    Type: AWS::SNS::Topic\n", "Requires capabilities : [CAPABILITY_AUTO_EXPAND]"},
 		{"iam without capability", "Resources:\n  R:\n    Type: AWS::IAM::Role\n    Properties: {AssumeRolePolicyDocument: {}}\n", "Requires capabilities : [CAPABILITY_IAM]"},
 	}
 	e := newEnv(t, nil)

@@ -69,8 +69,9 @@ func invalidf(format string, args ...any) error {
 	return &validationError{fmt.Sprintf(format, args...)}
 }
 
-// parseTemplate parses a JSON or YAML template, short-form intrinsics included.
-func parseTemplate(body string) (tpl *template, err error) {
+// rawTemplate parses a JSON or YAML template, short-form intrinsics included, into its
+// tree of maps, lists and scalars, checking nothing else.
+func rawTemplate(body string) (m map[string]any, err error) {
 	if strings.TrimSpace(body) == "" {
 		return nil, invalidf("Template format error: template body is empty")
 	}
@@ -78,7 +79,6 @@ func parseTemplate(body string) (tpl *template, err error) {
 	if err != nil {
 		return nil, invalidf("Template format error: %v", err)
 	}
-	var m map[string]any
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -93,6 +93,15 @@ func parseTemplate(body string) (tpl *template, err error) {
 	if m == nil {
 		return nil, invalidf("Template format error: template is not a YAML or JSON object")
 	}
+	return m, nil
+}
+
+// parseTemplate parses a JSON or YAML template whose transforms, if any, were processed.
+func parseTemplate(body string) (tpl *template, err error) {
+	m, err := rawTemplate(body)
+	if err != nil {
+		return nil, err
+	}
 	tpl = &template{
 		Parameters: map[string]paramDecl{},
 		Mappings:   map[string]any{},
@@ -105,7 +114,8 @@ func parseTemplate(body string) (tpl *template, err error) {
 		case "AWSTemplateFormatVersion", "Description", "Metadata", "Parameters", "Mappings",
 			"Conditions", "Resources", "Outputs", "Rules":
 		case "Transform":
-			return nil, invalidf("Template format error: Transform %v is not supported by the local emulator; deploy the processed template instead", m[k])
+			// processed already (see process); a template still naming one was not
+			return nil, invalidf("Template format error: the template's Transform %v was not processed", m[k])
 		default:
 			return nil, invalidf("Template format error: Invalid template property or properties [%s]", k)
 		}

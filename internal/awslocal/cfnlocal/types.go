@@ -3,6 +3,8 @@ package cfnlocal
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/spec"
 )
 
 // idCtx is what a resource type needs to invent realistic identifiers.
@@ -125,7 +127,7 @@ var resourceTypes = map[string]resourceType{
 			"CidrBlockAssociations": func(c idCtx) any { return []any{c.hex("vpc-cidr-assoc-", 17)} },
 			"DefaultNetworkAcl":     func(c idCtx) any { return "acl-" + hashHex(17, c.seed, "acl") },
 			"DefaultSecurityGroup":  func(c idCtx) any { return "sg-" + hashHex(17, c.seed, "sg") },
-			"Ipv6CidrBlocks":        func(c idCtx) any { return []any{} },
+			"Ipv6CidrBlocks":        func(c idCtx) any { return listAttribute("Ipv6CidrBlocks", c) },
 		},
 		createOnly: []string{"CidrBlock", "InstanceTenancy", "Ipv4IpamPoolId", "Ipv4NetmaskLength"},
 	},
@@ -140,9 +142,19 @@ var resourceTypes = map[string]resourceType{
 			"NetworkAclAssociationId": func(c idCtx) any {
 				return "aclassoc-" + hashHex(17, c.seed, "acl")
 			},
-			"Ipv6CidrBlocks": func(c idCtx) any { return []any{} },
+			"Ipv6CidrBlocks": func(c idCtx) any { return listAttribute("Ipv6CidrBlocks", c) },
 		},
 		createOnly: []string{"AvailabilityZone", "AvailabilityZoneId", "CidrBlock", "VpcId", "Ipv6CidrBlock"},
+	},
+	"AWS::EC2::NetworkInterface": {
+		phys: func(c idCtx) string { return c.hex("eni-", 17) },
+		attrs: map[string]func(c idCtx) any{
+			"Id":                          physOnly,
+			"PrimaryPrivateIpAddress":     func(c idCtx) any { return primaryAddress(c) },
+			"SecondaryPrivateIpAddresses": func(c idCtx) any { return secondaryAddresses(c) },
+			"VpcId":                       func(c idCtx) any { return "vpc-" + hashHex(17, c.seed, "vpc") },
+		},
+		createOnly: []string{"SubnetId", "InterfaceType", "PrivateIpAddress"},
 	},
 	"AWS::EC2::SecurityGroup": {
 		phys: func(c idCtx) string { return c.hex("sg-", 17) },
@@ -254,6 +266,42 @@ var resourceTypes = map[string]resourceType{
 		phys:  func(c idCtx) string { return c.prop("FunctionName") + ":1" },
 		attrs: map[string]func(c idCtx) any{"Version": func(c idCtx) any { return "1" }},
 	},
+	"AWS::Lambda::Alias": {
+		phys: func(c idCtx) string {
+			fn := c.prop("FunctionName")
+			if !strings.HasPrefix(fn, "arn:") {
+				fn = c.arn("lambda", "function:"+fn)
+			}
+			return fn + ":" + c.prop("Name")
+		},
+		attrs:      map[string]func(c idCtx) any{"AliasArn": physOnly},
+		createOnly: []string{"Name", "FunctionName"},
+	},
+	"AWS::Lambda::LayerVersion": {
+		phys: func(c idCtx) string {
+			return c.arn("lambda", "layer:"+orDefault(c.prop("LayerName"), c.logicalID)+":1")
+		},
+		attrs:      map[string]func(c idCtx) any{"LayerVersionArn": physOnly},
+		createOnly: []string{"*"},
+	},
+	"AWS::ApiGateway::RestApi": {
+		phys:  func(c idCtx) string { return strings.ToLower(hashUpper(10, c.seed)) },
+		attrs: map[string]func(c idCtx) any{"RestApiId": physOnly, "RootResourceId": func(c idCtx) any { return strings.ToLower(hashUpper(10, c.seed, "root")) }},
+	},
+	"AWS::ApiGateway::Deployment": {
+		phys:       func(c idCtx) string { return strings.ToLower(hashUpper(6, c.seed)) },
+		attrs:      map[string]func(c idCtx) any{"DeploymentId": physOnly},
+		createOnly: []string{"RestApiId"},
+	},
+	"AWS::ApiGateway::Stage": {phys: func(c idCtx) string { return c.prop("StageName") }, createOnly: []string{"RestApiId", "StageName"}},
+	"AWS::ApiGatewayV2::Api": {
+		phys: func(c idCtx) string { return strings.ToLower(hashUpper(10, c.seed)) },
+		attrs: map[string]func(c idCtx) any{
+			"ApiId":       physOnly,
+			"ApiEndpoint": func(c idCtx) any { return "https://" + c.physical + ".execute-api." + c.region + ".amazonaws.com" },
+		},
+	},
+	"AWS::ApiGatewayV2::Stage": {phys: func(c idCtx) string { return c.prop("StageName") }, createOnly: []string{"ApiId", "StageName"}},
 	"AWS::DynamoDB::Table": {
 		phys: func(c idCtx) string { return c.name("TableName", 255) },
 		attrs: map[string]func(c idCtx) any{
@@ -452,6 +500,9 @@ func attribute(typ, attr string, c idCtx) any {
 			svc := strings.ToLower(strings.Split(typ, "::")[1])
 			return c.arn(svc, c.physical)
 		}
+	}
+	if st := spec.Lookup(typ); st != nil && st.ListAttribute(attr) {
+		return listAttribute(attr, c)
 	}
 	return fmt.Sprintf("%s-%s-%s", c.logicalID, strings.ReplaceAll(attr, ".", ""), hashHex(8, c.seed, attr))
 }

@@ -17,10 +17,11 @@ import (
 // to create, as AWS's resource handlers fail it, and the stack rolls back. The lookup is
 // cairn's spec package; the checks are the emulator's own.
 
-// recognizedType reports whether AWS knows the type: the specification, custom resources,
-// the Serverless transform's types, and registry types (three parts, not AWS::).
+// recognizedType reports whether AWS knows the type: the specification, custom resources
+// and registry types (three parts, not AWS::). Serverless types are the transform's, which
+// has replaced them by the time a template is parsed: one left is unrecognized, as in AWS.
 func recognizedType(t string) bool {
-	if isCustomType(t) || strings.HasPrefix(t, "AWS::Serverless::") || spec.Lookup(t) != nil {
+	if isCustomType(t) || spec.Lookup(t) != nil {
 		return true
 	}
 	parts := strings.Split(t, "::")

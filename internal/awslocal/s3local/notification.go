@@ -242,8 +242,8 @@ func (s *Service) validate(cfg *notificationConfiguration) *configError {
 
 // delivery is one message to send once the request's lock is released.
 type delivery struct {
-	queue, topic string
-	body         string
+	queue, topic, function string
+	body                   string
 }
 
 // events works out the notifications a successful mutating request r causes.
@@ -307,6 +307,11 @@ func (s *Service) events(r *http.Request, rec *capture) []delivery {
 			out = append(out, delivery{topic: d.Topic, body: s.eventJSON(r, bucket, name, d.ID, obj)})
 		}
 	}
+	for _, d := range cfg.Lambdas {
+		if d.matches(name, key) {
+			out = append(out, delivery{function: d.Function, body: s.eventJSON(r, bucket, name, d.ID, obj)})
+		}
+	}
 	return out
 }
 
@@ -350,9 +355,11 @@ func (s *Service) deliver(ctx context.Context, d delivery) {
 		err = s.opts.Notify(ctx, d.queue, d.body)
 	case d.topic != "" && s.opts.Publish != nil:
 		err = s.opts.Publish(ctx, d.topic, "Amazon S3 Notification", d.body)
+	case d.function != "" && s.opts.Invoke != nil:
+		err = s.opts.Invoke(ctx, d.function, []byte(d.body))
 	}
 	if err != nil {
-		s.opts.Logger.Error("s3 emulator: bucket notification not delivered", "queue", d.queue, "topic", d.topic, "err", err)
+		s.opts.Logger.Error("s3 emulator: bucket notification not delivered", "queue", d.queue, "topic", d.topic, "function", d.function, "err", err)
 	}
 }
 

@@ -45,6 +45,9 @@ type Options struct {
 	Notify func(ctx context.Context, queueARN, body string) error
 	// Publish delivers a bucket notification to an SNS topic ARN; nil drops them.
 	Publish func(ctx context.Context, topicARN, subject, message string) error
+	// Invoke invokes a Lambda function asynchronously with a bucket notification (an
+	// events.S3Event); nil drops them.
+	Invoke func(ctx context.Context, functionARN string, event []byte) error
 	// QueueExists, TopicExists and FunctionExists tell whether a notification destination
 	// exists; PutBucketNotificationConfiguration refuses a configuration naming one that
 	// does not, as S3 does. Nil accepts any.

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -37,7 +38,10 @@ type Options struct {
 	// Dir, when set, persists topics and subscriptions in Dir/sns.json.
 	Dir string
 	// Send enqueues a message on an SQS queue by ARN; subscriptions of protocol sqs use it.
-	Send   func(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute) error
+	Send func(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute) error
+	// Invoke invokes a Lambda function asynchronously with an events.SNSEvent; subscriptions
+	// of protocol lambda use it. Nil: such messages are not delivered.
+	Invoke func(ctx context.Context, functionARN string, event []byte) error
 	Logger *slog.Logger
 }
 
@@ -187,14 +191,32 @@ func (s *Service) DeleteTopic(arn string) error {
 	return nil
 }
 
-// Subscribe subscribes an SQS queue (protocol "sqs", endpoint a queue ARN) to a topic and
-// returns the subscription ARN. Subscribing the same endpoint twice returns the first ARN.
+// Subscribe subscribes an endpoint to a topic and returns the subscription ARN: an SQS
+// queue (protocol "sqs", endpoint a queue ARN) or a Lambda function ("lambda", a function
+// ARN), which get the topic's messages; email, SMS, HTTP, mobile and Firehose endpoints are
+// recorded (those that confirm stay pending) and get nothing. Subscribing the same endpoint
+// twice returns the first ARN.
 func (s *Service) Subscribe(topicARN, protocol, endpoint string, attrs map[string]string) (string, error) {
-	if protocol != "sqs" {
-		return "", invalid("Protocol %q is not supported by the local emulator (only sqs)", protocol)
-	}
-	if !strings.HasPrefix(endpoint, "arn:aws:sqs:") {
-		return "", invalid("SQS endpoint ARN")
+	switch protocol {
+	case "sqs":
+		if !strings.HasPrefix(endpoint, "arn:aws:sqs:") {
+			return "", invalid("SQS endpoint ARN")
+		}
+	case "lambda":
+		if !strings.HasPrefix(endpoint, "arn:aws:lambda:") {
+			return "", invalid("Invalid parameter: Lambda endpoint ARN")
+		}
+	case "email", "email-json":
+		if !strings.Contains(endpoint, "@") {
+			return "", invalid("Invalid parameter: Email address")
+		}
+	case "http", "https":
+		if !strings.HasPrefix(endpoint, protocol+"://") {
+			return "", invalid("Invalid parameter: Endpoint must match the specified protocol")
+		}
+	case "sms", "application", "firehose":
+	default:
+		return "", invalid("Invalid parameter: Amazon SNS does not support this protocol string: %s", protocol)
 	}
 	for k, v := range attrs {
 		if err := checkSubscriptionAttribute(k, v); err != nil {
@@ -309,7 +331,7 @@ func (s *Service) SubscriptionAttributes(subscriptionARN string) (map[string]str
 	topicARN := sub.ARN[:strings.LastIndexByte(sub.ARN, ':')]
 	out := map[string]string{
 		"SubscriptionArn": sub.ARN, "TopicArn": topicARN, "Protocol": sub.Protocol, "Endpoint": sub.Endpoint,
-		"Owner": s.opts.AccountID, "ConfirmationWasAuthenticated": "true", "PendingConfirmation": "false",
+		"Owner": s.opts.AccountID, "ConfirmationWasAuthenticated": "true", "PendingConfirmation": strconv.FormatBool(sub.pending()),
 		"RawMessageDelivery": "false",
 	}
 	for k, v := range sub.Attributes {
@@ -384,6 +406,13 @@ func (s *Service) publish(ctx context.Context, topicARN, subject, message string
 	for _, sub := range subs {
 		if !sub.accepts(message, attrs) {
 			continue
+		}
+		if sub.Protocol == "lambda" {
+			s.invoke(ctx, id, topicARN, sub, subject, message, now, attrs)
+			continue
+		}
+		if sub.Protocol != "sqs" {
+			continue // recorded endpoints get nothing
 		}
 		body := message
 		var sqsAttrs map[string]events.SQSMessageAttribute
@@ -461,6 +490,20 @@ func (s *Service) envelope(id, topicARN, subARN, subject, message, ts string, at
 	return strings.TrimSpace(b.String())
 }
 
+// invoke delivers a message to a Lambda subscription as the events.SNSEvent Lambda gets.
+func (s *Service) invoke(ctx context.Context, id, topicARN string, sub subscription, subject, message string, now time.Time, attrs map[string]messageAttribute) {
+	if s.opts.Invoke == nil {
+		return
+	}
+	var n events.SNSEntity
+	_ = json.Unmarshal([]byte(s.envelope(id, topicARN, sub.ARN, subject, message, now.Format("2006-01-02T15:04:05.000Z"), attrs)), &n)
+	n.Timestamp = now
+	ev, _ := json.Marshal(events.SNSEvent{Records: []events.SNSEventRecord{{EventVersion: "1.0", EventSource: "aws:sns", EventSubscriptionArn: sub.ARN, SNS: n}}})
+	if err := s.opts.Invoke(ctx, sub.Endpoint, ev); err != nil {
+		s.opts.Logger.Error("sns emulator: delivery failed", "topic", topicARN, "subscription", sub.ARN, "endpoint", sub.Endpoint, "err", err)
+	}
+}
+
 func (s *Service) listTopics() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -536,6 +579,16 @@ func (s *Service) Exists(topicARN string) bool {
 // accepts applies the subscription's filter policy: to the message attributes (String as
 // text, Number as a number, String.Array as its JSON array; Binary is never matched) or,
 // with FilterPolicyScope MessageBody, to the message parsed as JSON.
+// pending reports whether the endpoint would have to confirm the subscription (email and
+// HTTP endpoints), which the emulator's never do.
+func (sub subscription) pending() bool {
+	switch sub.Protocol {
+	case "email", "email-json", "http", "https":
+		return true
+	}
+	return false
+}
+
 func (sub subscription) accepts(message string, attrs map[string]messageAttribute) bool {
 	policy := sub.Attributes["FilterPolicy"]
 	if policy == "" {

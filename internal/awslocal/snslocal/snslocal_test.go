@@ -163,7 +163,7 @@ func TestErrors(t *testing.T) {
 			return err
 		}, "NotFound"},
 		{"unsupported protocol", func() error {
-			_, err := c.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String("arn:aws:sns:us-east-1:000000000000:nope"), Protocol: aws.String("email"), Endpoint: aws.String("a@b.c")})
+			_, err := c.Subscribe(ctx, &sns.SubscribeInput{TopicArn: aws.String("arn:aws:sns:us-east-1:000000000000:nope"), Protocol: aws.String("carrier-pigeon"), Endpoint: aws.String("a@b.c")})
 			return err
 		}, "InvalidParameter"},
 	}
@@ -200,5 +200,57 @@ func TestPersistence(t *testing.T) {
 	}
 	if msgs := q.take(); len(msgs) != 1 {
 		t.Fatalf("after restart, delivered %d messages, want 1", len(msgs))
+	}
+}
+
+// A Lambda subscription gets the message as the SNS event Lambda receives; an email one is
+// recorded, pending confirmation, and gets nothing.
+func TestLambdaAndEmailSubscriptions(t *testing.T) {
+	var mu sync.Mutex
+	var invoked []events.SNSEvent
+	q := &queues{}
+	c, _ := newClient(t, snslocal.Options{Send: q.send, Invoke: func(_ context.Context, fn string, b []byte) error {
+		var ev events.SNSEvent
+		if err := json.Unmarshal(b, &ev); err != nil {
+			return err
+		}
+		if fn != "arn:aws:lambda:us-east-1:000000000000:function:notify" {
+			t.Errorf("invoked %s", fn)
+		}
+		mu.Lock()
+		invoked = append(invoked, ev)
+		mu.Unlock()
+		return nil
+	}})
+	ctx := context.Background()
+	topic, err := c.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String("orders")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Subscribe(ctx, &sns.SubscribeInput{TopicArn: topic.TopicArn, Protocol: aws.String("lambda"), Endpoint: aws.String("arn:aws:lambda:us-east-1:000000000000:function:notify")}); err != nil {
+		t.Fatal(err)
+	}
+	mail, err := c.Subscribe(ctx, &sns.SubscribeInput{TopicArn: topic.TopicArn, Protocol: aws.String("email"), Endpoint: aws.String("ops@example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs, err := c.GetSubscriptionAttributes(ctx, &sns.GetSubscriptionAttributesInput{SubscriptionArn: mail.SubscriptionArn})
+	if err != nil || attrs.Attributes["PendingConfirmation"] != "true" {
+		t.Fatalf("email subscription %v %v", attrs, err)
+	}
+	if _, err := c.Publish(ctx, &sns.PublishInput{TopicArn: topic.TopicArn, Subject: aws.String("new"), Message: aws.String("order 1")}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(invoked) != 1 || len(invoked[0].Records) != 1 {
+		t.Fatalf("invoked %+v", invoked)
+	}
+	r := invoked[0].Records[0]
+	if r.EventSource != "aws:sns" || r.SNS.Message != "order 1" || r.SNS.Subject != "new" || r.SNS.TopicArn != aws.ToString(topic.TopicArn) || r.SNS.Timestamp.IsZero() {
+		t.Errorf("record %+v", r)
+	}
+	if got := q.take(); len(got) != 0 {
+		t.Errorf("queues got %v", got)
 	}
 }

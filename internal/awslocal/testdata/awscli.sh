@@ -221,6 +221,78 @@ want_resources=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[
 check "cloudformation describe-stack-resources: cairn's stack holds the synthesized template's resources" "$want_resources" \
 	"$(awsl cloudformation describe-stack-resources --stack-name cairn --query 'length(StackResources)' --output text)"
 
+# --- Nested stacks packaged by the CLI, transforms, Lambda-backed custom resources ---
+mkdir -p "$work/nested"
+cat >"$work/nested/parent.yaml" <<'YAML'
+Resources:
+  Network:
+    Type: AWS::CloudFormation::Stack
+    Properties:
+      TemplateURL: ./network.yaml
+      Parameters: {Cidr: 10.7.0.0/16}
+Outputs:
+  VpcId: {Value: !GetAtt Network.Outputs.VpcId}
+YAML
+cat >"$work/nested/network.yaml" <<'YAML'
+Parameters:
+  Cidr: {Type: String}
+Resources:
+  Vpc:
+    Type: AWS::EC2::VPC
+    Properties: {CidrBlock: !Ref Cidr}
+Outputs:
+  VpcId: {Value: !Ref Vpc}
+YAML
+awsl s3 mb s3://cli-artifacts >/dev/null
+check "cloudformation package (a local nested stack)" "0" \
+	"$(awsl cloudformation package --template-file "$work/nested/parent.yaml" --s3-bucket cli-artifacts --output-template-file "$work/nested/packaged.yaml" >/dev/null 2>&1; echo $?)"
+check "cloudformation deploy of the packaged template" "0" \
+	"$(awsl cloudformation deploy --stack-name cli-nested --template-file "$work/nested/packaged.yaml" >/dev/null 2>&1; echo $?)"
+check "cloudformation describe-stacks: the nested stack is a stack of its own" "CREATE_COMPLETE" \
+	"$(awsl cloudformation describe-stacks --query "Stacks[?ParentId!=null]|[0].StackStatus" --output text)"
+check "cloudformation: the parent's output is the child's" "vpc-" \
+	"$(awsl cloudformation describe-stacks --stack-name cli-nested --query "Stacks[0].Outputs[0].OutputValue" --output text | cut -c1-4)"
+
+cat >"$work/loop.yaml" <<'YAML'
+Transform: AWS::LanguageExtensions
+Resources:
+  Fn::ForEach::Queues:
+    - Name
+    - [a, b]
+    - Queue${Name}:
+        Type: AWS::SQS::Queue
+YAML
+check "cloudformation deploy (Fn::ForEach)" "0" \
+	"$(awsl cloudformation deploy --stack-name cli-loop --template-file "$work/loop.yaml" >/dev/null 2>&1; echo $?)"
+check "cloudformation get-template --template-stage Processed" "AWS::SQS::Queue" \
+	"$(awsl cloudformation get-template --stack-name cli-loop --template-stage Processed --query 'TemplateBody.Resources.Queueb.Type' --output text)"
+cat >"$work/macro.yaml" <<'YAML'
+Transform: Count
+Resources:
+  Bucket: {Type: AWS::S3::Bucket}
+YAML
+out=$(awsl cloudformation deploy --stack-name cli-macro --template-file "$work/macro.yaml" 2>&1 || true)
+check "cloudformation deploy of a macro nothing defines fails as AWS does" "No transform named 000000000000::Count found." \
+	"$(grep -o 'No transform named 000000000000::Count found.' <<<"$out" | head -1)"
+
+cat >"$work/custom.yaml" <<'YAML'
+Resources:
+  Lookup:
+    Type: Custom::Lookup
+    Properties:
+      ServiceToken: arn:aws:lambda:us-east-1:000000000000:function:not-run-here
+Outputs:
+  ImageId: {Value: !GetAtt Lookup.ImageId}
+YAML
+if command -v curl >/dev/null 2>&1; then
+	curl -fsS -X POST "$AWS_ENDPOINT_URL/_local/cloudformation/custom-resources" \
+		-d '{"stack": "cli-custom", "logicalId": "Lookup", "data": {"ImageId": "ami-0123456789abcdef0"}}' >/dev/null
+	check "cloudformation deploy (a Lambda-backed custom resource, answered by the stand-in)" "0" \
+		"$(awsl cloudformation deploy --stack-name cli-custom --template-file "$work/custom.yaml" >/dev/null 2>&1; echo $?)"
+	check "cloudformation: the stand-in's data" "ami-0123456789abcdef0" \
+		"$(awsl cloudformation describe-stacks --stack-name cli-custom --query "Stacks[0].Outputs[0].OutputValue" --output text)"
+fi
+
 # --- CloudWatch alarms, and the rollback triggers CloudFormation watches ---
 awsl cloudwatch put-metric-alarm --alarm-name cli-5xx --namespace AWS/ApplicationELB --metric-name HTTPCode_Target_5XX_Count \
 	--statistic Sum --period 60 --evaluation-periods 1 --threshold 5 --comparison-operator GreaterThanThreshold \

@@ -1,0 +1,431 @@
+package cfnlocal
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// AWS::Serverless-2016-10-31, for the resource types most templates use, expanded the way
+// AWS's SAM translator (aws/serverless-application-model) expands them, with the logical
+// ids it gives the resources it generates, so that a template's Refs and GetAtts of them
+// (FunctionRole, ServerlessRestApi, ...) resolve as in AWS:
+//
+//   - Function: the AWS::Lambda::Function, its execution role FunctionRole unless Role is
+//     given (managed policies, inline policy statements and common policy templates), a
+//     Version and Alias for AutoPublishAlias, and its event sources: SQS, Kinesis and
+//     DynamoDB (FunctionEvent event source mappings), SNS (a subscription and a
+//     permission), S3 (the bucket's notification and a permission), Schedule and
+//     EventBridgeRule/CloudWatchEvent (a rule and a permission), Api (the implicit
+//     ServerlessRestApi, its deployment and Prod stage, a permission per event) and
+//     HttpApi (the implicit ServerlessHttpApi and its $default stage);
+//   - SimpleTable, LayerVersion (a content-hashed logical id, Refs renamed), Api, HttpApi;
+//   - Globals for those types.
+//
+// Other Serverless types and event sources fail the transform with a message saying so.
+// The hash suffix of an API's Deployment is of the emulator's own OpenAPI body, not AWS's.
+
+const samTag = "SAM"
+
+type sam struct {
+	x         *transformer
+	resources map[string]any // the template's Resources, rewritten in place
+	globals   map[string]map[string]any
+	renames   map[string]string // layer logical ids to their hashed ones
+	restAPI   map[string]any    // the OpenAPI paths events add, by API logical id ("http:" for HTTP APIs)
+}
+
+func (x *transformer) serverless(m map[string]any) error {
+	res, _ := m["Resources"].(map[string]any)
+	t := &sam{x: x, resources: res, globals: map[string]map[string]any{}, renames: map[string]string{}}
+	if g, ok := m["Globals"]; ok {
+		gm, ok := g.(map[string]any)
+		if !ok {
+			return samErr("", "'Globals' section is invalid. Globals must be a mapping of resource types to properties")
+		}
+		for k, v := range gm {
+			switch k {
+			case "Function", "Api", "HttpApi", "SimpleTable", "LayerVersion", "StateMachine":
+			default:
+				return samErr("", "'Globals' section is invalid. '%s' is not supported. Must be one of the following values - [Api, Function, HttpApi, LayerVersion, SimpleTable, StateMachine]", k)
+			}
+			props, _ := v.(map[string]any)
+			t.globals[k] = props
+		}
+		delete(m, "Globals")
+	}
+	names := sortedKeys(res)
+	// layers first: functions and outputs name them by their new logical ids
+	for _, n := range names {
+		if typeOfRaw(res[n]) == "AWS::Serverless::LayerVersion" {
+			if err := t.layer(n); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range names {
+		var err error
+		switch typ := typeOfRaw(res[n]); typ {
+		case "AWS::Serverless::Function":
+			err = t.function(n)
+		case "AWS::Serverless::SimpleTable":
+			err = t.simpleTable(n)
+		case "AWS::Serverless::Api":
+			err = t.restAPIResource(n)
+		case "AWS::Serverless::HttpApi":
+			err = t.httpAPIResource(n)
+		case "AWS::Serverless::LayerVersion":
+		default:
+			if strings.HasPrefix(typ, "AWS::Serverless::") {
+				err = samErr(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, SimpleTable, LayerVersion, Api and HttpApi)", typ)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	t.implicitAPIs()
+	if len(t.renames) > 0 {
+		for k, v := range m {
+			if k == "Resources" || k == "Outputs" || k == "Conditions" {
+				m[k] = renameRefs(v, t.renames)
+			}
+		}
+	}
+	return nil
+}
+
+// samErr is a failure of the translator, in its words.
+func samErr(logicalID, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	if logicalID != "" {
+		msg = fmt.Sprintf("Resource with id [%s] is invalid. %s", logicalID, msg)
+	}
+	return invalidf("Transform AWS::Serverless-2016-10-31 failed with: Invalid Serverless Application Specification document. Number of errors found: 1. %s", msg)
+}
+
+func typeOfRaw(v any) string {
+	s, _ := object(v)["Type"].(string)
+	return s
+}
+
+// props returns the resource's Properties merged over the Globals of kind, as SAM merges
+// them: mappings key by key, lists global then local, anything else the resource's.
+func (t *sam) props(name, kind string) map[string]any {
+	r := object(t.resources[name])
+	local := object(r["Properties"])
+	if local == nil {
+		local = map[string]any{}
+	}
+	g := t.globals[kind]
+	if g == nil {
+		return copyProps(local)
+	}
+	return mergeGlobal(copyProps(g), copyProps(local)).(map[string]any)
+}
+
+func isIntrinsic(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return false
+	}
+	for k := range m {
+		return k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::")
+	}
+	return false
+}
+
+func mergeGlobal(g, l any) any {
+	gm, gok := g.(map[string]any)
+	lm, lok := l.(map[string]any)
+	if gok && lok && !isIntrinsic(g) && !isIntrinsic(l) {
+		for k, v := range lm {
+			if gv, ok := gm[k]; ok {
+				gm[k] = mergeGlobal(gv, v)
+			} else {
+				gm[k] = v
+			}
+		}
+		return gm
+	}
+	gl, gok := g.([]any)
+	ll, lok := l.([]any)
+	if gok && lok {
+		return append(gl, ll...)
+	}
+	return l
+}
+
+// passthrough are the attributes SAM copies from a Serverless resource to the resources it
+// generates for it.
+func passthrough(r map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"Condition", "DeletionPolicy", "UpdateReplacePolicy"} {
+		if v, ok := r[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// put adds a generated resource; the Serverless resource's own attributes given in main
+// (DependsOn, Metadata) go only to the resource that replaces it.
+func (t *sam) put(id, typ string, props map[string]any, attrs map[string]any) {
+	r := map[string]any{"Type": typ}
+	if len(props) > 0 {
+		r["Properties"] = props
+	}
+	for k, v := range attrs {
+		r[k] = v
+	}
+	t.resources[id] = r
+}
+
+func mainAttrs(r map[string]any) map[string]any {
+	out := passthrough(r)
+	for _, k := range []string{"DependsOn", "Metadata"} {
+		if v, ok := r[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func ref(n string) map[string]any               { return map[string]any{"Ref": n} }
+func getAtt(n, a string) map[string]any         { return map[string]any{"Fn::GetAtt": []any{n, a}} }
+func sub(s string, vars map[string]any) any     { return map[string]any{"Fn::Sub": []any{s, vars}} }
+func managedPolicy(name string) string          { return "arn:aws:iam::aws:policy/" + name }
+func keyValue(k string, v any) map[string]any   { return map[string]any{"Key": k, "Value": v} }
+func copyAttrs(a map[string]any) map[string]any { return copyProps(a) }
+
+// tagList is SAM's tag list: lambda:createdBy SAM first, then the resource's tags.
+func tagList(tags any) []any {
+	out := []any{keyValue("lambda:createdBy", samTag)}
+	m, _ := tags.(map[string]any)
+	for _, k := range sortedKeys(m) {
+		out = append(out, keyValue(k, m[k]))
+	}
+	return out
+}
+
+// s3Location turns CodeUri or ContentUri (s3://bucket/key?versionId=v or {Bucket, Key,
+// Version}) into a Lambda code or layer content location.
+func s3Location(id, prop string, v any) (map[string]any, error) {
+	switch x := v.(type) {
+	case string:
+		rest, ok := strings.CutPrefix(x, "s3://")
+		bucket, key, found := strings.Cut(rest, "/")
+		if !ok || !found || bucket == "" || key == "" {
+			return nil, samErr(id, "'%s' is not a valid S3 Uri of the form 's3://bucket/key' with optional versionId query parameter.", prop)
+		}
+		out := map[string]any{"S3Bucket": bucket}
+		key, version, hasVersion := strings.Cut(key, "?versionId=")
+		out["S3Key"] = key
+		if hasVersion {
+			out["S3ObjectVersion"] = version
+		}
+		return out, nil
+	case map[string]any:
+		if isIntrinsic(x) {
+			return nil, samErr(id, "'%s' requires Bucket and Key properties to be specified.", prop)
+		}
+		out := map[string]any{"S3Bucket": x["Bucket"], "S3Key": x["Key"]}
+		if v, ok := x["Version"]; ok {
+			out["S3ObjectVersion"] = v
+		}
+		return out, nil
+	}
+	return nil, samErr(id, "'%s' requires Bucket and Key properties to be specified.", prop)
+}
+
+// pyJSON renders v as Python's json.dumps(v, separators=(",", ":"), sort_keys=True) does,
+// which SAM hashes into logical ids.
+func pyJSON(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	s := strings.TrimSuffix(b.String(), "\n")
+	var out strings.Builder
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			out.WriteRune(r)
+		case r > 0xFFFF:
+			r -= 0x10000
+			fmt.Fprintf(&out, `\u%04x\u%04x`, 0xD800+(r>>10), 0xDC00+(r&0x3FF))
+		default:
+			fmt.Fprintf(&out, `\u%04x`, r)
+		}
+	}
+	return out.String()
+}
+
+// logicalHash is SAM's LogicalIdGenerator: the first 10 hex digits of the SHA-1 of the data
+// (a string as is, anything else as pyJSON).
+func logicalHash(data any) string {
+	s, ok := data.(string)
+	if !ok {
+		s = pyJSON(data)
+	}
+	if s == "" {
+		return ""
+	}
+	h := sha1.Sum([]byte(s))
+	return hex.EncodeToString(h[:])[:10]
+}
+
+// resolveParamRef replaces a Ref to a parameter by its value, as SAM does for the
+// properties it must read (a layer's name, a retention policy).
+func (t *sam) resolveParamRef(v any) any {
+	if m, ok := v.(map[string]any); ok && len(m) == 1 {
+		if n, ok := m["Ref"].(string); ok {
+			if pv, ok := t.x.params[n]; ok {
+				if l, ok := pv.([]string); ok {
+					return strings.Join(l, ",")
+				}
+				return pv
+			}
+		}
+	}
+	return v
+}
+
+func (t *sam) layer(name string) error {
+	r := object(t.resources[name])
+	props := t.props(name, "LayerVersion")
+	for _, k := range []string{"LayerName", "LicenseInfo", "Description", "RetentionPolicy"} {
+		if v, ok := props[k]; ok {
+			props[k] = t.resolveParamRef(v)
+		}
+	}
+	attrs := passthrough(r)
+	if _, ok := attrs["DeletionPolicy"]; !ok {
+		attrs["DeletionPolicy"] = "Retain"
+	}
+	if rp, ok := props["RetentionPolicy"]; ok {
+		s, isStr := rp.(string)
+		switch {
+		case !isStr:
+			return samErr(name, "'RetentionPolicy' does not accept intrinsic functions, please use one of the following options: ['Retain', 'Delete']")
+		case strings.EqualFold(s, "Retain"):
+			attrs["DeletionPolicy"] = "Retain"
+		case strings.EqualFold(s, "Delete"):
+			attrs["DeletionPolicy"] = "Delete"
+		default:
+			return samErr(name, "'RetentionPolicy' must be one of the following options: ['Retain', 'Delete'].")
+		}
+	}
+	// the hash is of the Serverless resource as written (attributes other than the
+	// policies and Metadata included), with the properties SAM resolved
+	hashed := map[string]any{"Type": r["Type"]}
+	if len(props) > 0 {
+		hashed["Properties"] = props
+	}
+	for k, v := range r {
+		if k != "Type" && k != "Properties" && k != "DeletionPolicy" && k != "UpdateReplacePolicy" && k != "Metadata" {
+			hashed[k] = v
+		}
+	}
+	id := name + logicalHash(map[string]any{name: hashed})
+	content, err := s3Location(id, "ContentUri", props["ContentUri"])
+	if err != nil {
+		return err
+	}
+	lp := map[string]any{"Content": content, "LayerName": orAny(props["LayerName"], name)}
+	for _, k := range []string{"Description", "CompatibleRuntimes", "CompatibleArchitectures", "LicenseInfo"} {
+		if v, ok := props[k]; ok {
+			lp[k] = v
+		}
+	}
+	if d, ok := r["DependsOn"]; ok {
+		attrs["DependsOn"] = d
+	}
+	delete(t.resources, name)
+	t.put(id, "AWS::Lambda::LayerVersion", lp, attrs)
+	t.renames[name] = id
+	return nil
+}
+
+func orAny(v any, d string) any {
+	if v == nil || v == "" {
+		return d
+	}
+	return v
+}
+
+// renameRefs points Refs and GetAtts of renamed resources at their new logical ids.
+func renameRefs(v any, renames map[string]string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 1 {
+			if n, ok := x["Ref"].(string); ok {
+				if nn, ok := renames[n]; ok {
+					return ref(nn)
+				}
+			}
+		}
+		for k, vv := range x {
+			x[k] = renameRefs(vv, renames)
+		}
+		if d, ok := x["DependsOn"].(string); ok && renames[d] != "" {
+			x["DependsOn"] = renames[d]
+		}
+	case []any:
+		for i := range x {
+			x[i] = renameRefs(x[i], renames)
+		}
+	}
+	return v
+}
+
+func (t *sam) simpleTable(name string) error {
+	r := object(t.resources[name])
+	props := t.props(name, "SimpleTable")
+	key, _ := props["PrimaryKey"].(map[string]any)
+	attrName, attrType := any("id"), "S"
+	if key != nil {
+		attrName = key["Name"]
+		switch key["Type"] {
+		case "String":
+			attrType = "S"
+		case "Number":
+			attrType = "N"
+		case "Binary":
+			attrType = "B"
+		default:
+			return samErr(name, "Invalid 'Type' \"%v\".", key["Type"])
+		}
+	}
+	tp := map[string]any{
+		"AttributeDefinitions": []any{map[string]any{"AttributeName": attrName, "AttributeType": attrType}},
+		"KeySchema":            []any{map[string]any{"AttributeName": attrName, "KeyType": "HASH"}},
+	}
+	if pt, ok := props["ProvisionedThroughput"]; ok {
+		tp["ProvisionedThroughput"] = pt
+	} else {
+		tp["BillingMode"] = "PAY_PER_REQUEST"
+	}
+	if v, ok := props["TableName"]; ok {
+		tp["TableName"] = v
+	}
+	if v, ok := props["SSESpecification"]; ok {
+		tp["SSESpecification"] = v
+	}
+	if v, ok := props["PointInTimeRecoverySpecification"]; ok {
+		tp["PointInTimeRecoverySpecification"] = v
+	}
+	if tags, ok := props["Tags"].(map[string]any); ok && len(tags) > 0 {
+		var l []any
+		for _, k := range sortedKeys(tags) {
+			l = append(l, keyValue(k, tags[k]))
+		}
+		tp["Tags"] = l
+	}
+	t.put(name, "AWS::DynamoDB::Table", tp, mainAttrs(r))
+	return nil
+}

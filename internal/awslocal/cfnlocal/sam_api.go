@@ -1,0 +1,283 @@
+package cfnlocal
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"regexp"
+	"strings"
+)
+
+// APIs of the Serverless transform: the REST API (AWS::ApiGateway::RestApi with a
+// Deployment and a Stage) and HTTP API (AWS::ApiGatewayV2::Api with a Stage) that Api and
+// HttpApi events and AWS::Serverless::Api and ::HttpApi resources make. The emulator
+// records them (API Gateway itself is not emulated), with the logical ids SAM gives them.
+
+const (
+	implicitREST = "ServerlessRestApi"
+	implicitHTTP = "ServerlessHttpApi"
+)
+
+func (t *sam) paths(api string) map[string]any {
+	if t.restAPI == nil {
+		t.restAPI = map[string]any{}
+	}
+	p, _ := t.restAPI[api].(map[string]any)
+	if p == nil {
+		p = map[string]any{}
+		t.restAPI[api] = p
+	}
+	return p
+}
+
+var pathParam = regexp.MustCompile(`\{[^}]*\}`)
+
+// addRoute adds a function's aws_proxy integration at path and method to api.
+func (t *sam) addRoute(api, fn, event, path, method string, http bool) error {
+	paths := t.paths(api)
+	key := strings.ToLower(method)
+	if key == "any" {
+		key = "x-amazon-apigateway-any-method"
+	}
+	item, _ := paths[path].(map[string]any)
+	if item == nil {
+		item = map[string]any{}
+		paths[path] = item
+	}
+	if _, dup := item[key]; dup {
+		return samErr(fn, "Event with id [%s] is invalid. Lambda integration already exists on Path=%s, Method=%s", event, path, method)
+	}
+	uri := "arn:aws:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${" + fn + ".Arn}/invocations"
+	integration := map[string]any{"type": "aws_proxy", "httpMethod": "POST"}
+	if http {
+		uri = "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${" + fn + ".Arn}/invocations"
+		integration["payloadFormatVersion"] = "2.0"
+	}
+	integration["uri"] = map[string]any{"Fn::Sub": uri}
+	op := map[string]any{"x-amazon-apigateway-integration": integration, "responses": map[string]any{}}
+	if http && path == "$default" {
+		op["isDefaultRoute"] = true
+	}
+	item[key] = op
+	return nil
+}
+
+// permissionSource is the execute-api ARN a permission lets invoke the function.
+func permissionSource(partition bool, api, method, path string) any {
+	m := strings.ToUpper(method)
+	if m == "ANY" {
+		m = "*"
+	}
+	prefix := "arn:aws:execute-api:"
+	if partition {
+		prefix = "arn:${AWS::Partition}:execute-api:"
+	}
+	resource := "${__ApiId__}/${__Stage__}/" + m + pathParam.ReplaceAllString(path, "*")
+	if method == "" {
+		resource = "${__ApiId__}/${__Stage__}/*"
+	}
+	return sub(prefix+"${AWS::Region}:${AWS::AccountId}:"+resource, map[string]any{"__ApiId__": ref(api), "__Stage__": "*"})
+}
+
+func (t *sam) permission(id, suffix string, fn any, extra, attrs map[string]any) {
+	pp := map[string]any{"Action": "lambda:InvokeFunction", "FunctionName": fn}
+	for k, v := range extra {
+		pp[k] = v
+	}
+	t.put(id+"Permission"+suffix, "AWS::Lambda::Permission", pp, copyAttrs(attrs))
+}
+
+// explicitAPI returns the AWS::Serverless::Api or ::HttpApi an event's RestApiId or ApiId
+// names with a Ref, or fails.
+func (t *sam) explicitAPI(fn, event, prop, typ string, v any) (string, map[string]any, error) {
+	n, _ := object(v)["Ref"].(string)
+	r := object(t.resources[n])
+	if n == "" || typeOfRaw(r) != typ {
+		return "", nil, samErr(fn, "Event with id [%s] is invalid. %s must be a valid reference to an '%s' resource in same template.", event, prop, typ)
+	}
+	return n, r, nil
+}
+
+func (t *sam) apiEvent(f fnRefs, name string, p, attrs map[string]any) error {
+	path, _ := p["Path"].(string)
+	method, _ := p["Method"].(string)
+	if path == "" || method == "" {
+		return samErr(f.name, "Event with id [%s] is invalid. Missing required property 'Path' or 'Method'.", name)
+	}
+	api, suffix := implicitREST, "Prod"
+	if v, ok := p["RestApiId"]; ok {
+		n, r, err := t.explicitAPI(f.name, name, "RestApiId", "AWS::Serverless::Api", v)
+		if err != nil {
+			return err
+		}
+		api, suffix = n, "Stage"
+		if s, ok := object(r["Properties"])["StageName"].(string); ok && alnum(s) == s && s != "" {
+			suffix = s
+		}
+	}
+	if err := t.addRoute(api, f.name, name, path, method, false); err != nil {
+		return err
+	}
+	t.permission(f.name+name, suffix, f.ref, map[string]any{"Principal": "apigateway.amazonaws.com", "SourceArn": permissionSource(false, api, method, path)}, attrs)
+	return nil
+}
+
+func (t *sam) httpAPIEvent(f fnRefs, name string, p, attrs map[string]any) error {
+	path, _ := p["Path"].(string)
+	method, _ := p["Method"].(string)
+	api := implicitHTTP
+	if v, ok := p["ApiId"]; ok {
+		n, _, err := t.explicitAPI(f.name, name, "ApiId", "AWS::Serverless::HttpApi", v)
+		if err != nil {
+			return err
+		}
+		api = n
+	}
+	route, routeMethod := path, method
+	if path == "" && method == "" {
+		route, routeMethod = "$default", "any"
+	} else if path == "" || method == "" {
+		return samErr(f.name, "Event with id [%s] is invalid. Event is missing key 'Path' or 'Method'.", name)
+	}
+	if err := t.addRoute("http:"+api, f.name, name, route, routeMethod, true); err != nil {
+		return err
+	}
+	t.permission(f.name+name, "", f.ref, map[string]any{"Principal": "apigateway.amazonaws.com", "SourceArn": permissionSource(true, api, method, path)}, attrs)
+	return nil
+}
+
+// restAPIResource and httpAPIResource are made when every function added its routes.
+func (t *sam) restAPIResource(string) error { return nil }
+func (t *sam) httpAPIResource(string) error { return nil }
+
+func (t *sam) implicitAPIs() {
+	if p, ok := t.restAPI[implicitREST].(map[string]any); ok {
+		t.makeRESTAPI(implicitREST, map[string]any{"StageName": "Prod"}, p, nil)
+	}
+	if p, ok := t.restAPI["http:"+implicitHTTP].(map[string]any); ok {
+		t.makeHTTPAPI(implicitHTTP, map[string]any{}, p, nil)
+	}
+	for _, n := range sortedKeys(t.resources) {
+		r := object(t.resources[n])
+		switch typeOfRaw(r) {
+		case "AWS::Serverless::Api":
+			p, _ := t.restAPI[n].(map[string]any)
+			t.makeRESTAPI(n, t.props(n, "Api"), p, r)
+		case "AWS::Serverless::HttpApi":
+			p, _ := t.restAPI["http:"+n].(map[string]any)
+			t.makeHTTPAPI(n, t.props(n, "HttpApi"), p, r)
+		}
+	}
+}
+
+// definition is an API's OpenAPI body: its DefinitionBody with the events' routes added,
+// or one made of them.
+func definition(props map[string]any, paths map[string]any, skeleton map[string]any) map[string]any {
+	body, _ := props["DefinitionBody"].(map[string]any)
+	if body == nil {
+		body = skeleton
+	}
+	if len(paths) > 0 {
+		have, _ := body["paths"].(map[string]any)
+		if have == nil {
+			have = map[string]any{}
+		}
+		for k, v := range paths {
+			if _, ok := have[k]; !ok {
+				have[k] = v
+			}
+		}
+		body["paths"] = have
+	}
+	return body
+}
+
+func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]any) {
+	title := props["Name"]
+	if title == nil {
+		title = ref("AWS::StackName")
+	}
+	body := definition(props, paths, map[string]any{"swagger": "2.0", "info": map[string]any{"version": "1.0", "title": title}, "paths": map[string]any{}})
+	ap := map[string]any{"Body": body}
+	if uri, ok := props["DefinitionUri"].(string); ok && props["DefinitionBody"] == nil && paths == nil {
+		if loc, err := s3Location(n, "DefinitionUri", uri); err == nil {
+			ap = map[string]any{"BodyS3Location": map[string]any{"Bucket": loc["S3Bucket"], "Key": loc["S3Key"]}}
+		}
+	}
+	for _, k := range []string{"Name", "Description", "BinaryMediaTypes", "MinimumCompressionSize", "ApiKeySourceType", "DisableExecuteApiEndpoint", "Mode", "FailOnWarnings"} {
+		if v, ok := props[k]; ok {
+			ap[k] = v
+		}
+	}
+	if ec, ok := props["EndpointConfiguration"].(string); ok {
+		ap["EndpointConfiguration"] = map[string]any{"Types": []any{ec}}
+	} else if ec, ok := props["EndpointConfiguration"]; ok {
+		ap["EndpointConfiguration"] = ec
+	}
+	attrs := map[string]any{}
+	if r != nil {
+		attrs = passthrough(r)
+		t.put(n, "AWS::ApiGateway::RestApi", ap, mainAttrs(r))
+	} else {
+		t.put(n, "AWS::ApiGateway::RestApi", ap, nil)
+	}
+	sum := sha1.Sum([]byte(pyJSON(ap)))
+	digest := hex.EncodeToString(sum[:])
+	deployment := n + "Deployment" + digest[:10]
+	t.put(deployment, "AWS::ApiGateway::Deployment", map[string]any{"Description": "RestApi deployment id: " + digest, "RestApiId": ref(n), "StageName": "Stage"}, copyAttrs(attrs))
+	stageName := props["StageName"]
+	stageID := n + "Stage"
+	if s, ok := stageName.(string); ok {
+		stageID = n + alnum(s) + "Stage"
+	}
+	sp := map[string]any{"DeploymentId": ref(deployment), "RestApiId": ref(n), "StageName": stageName}
+	for _, k := range []string{"Variables", "MethodSettings", "TracingEnabled", "CacheClusterEnabled", "CacheClusterSize", "AccessLogSetting", "CanarySetting"} {
+		if v, ok := props[k]; ok {
+			sp[k] = v
+		}
+	}
+	t.put(stageID, "AWS::ApiGateway::Stage", sp, copyAttrs(attrs))
+}
+
+func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]any) {
+	tags := map[string]any{}
+	if m, ok := props["Tags"].(map[string]any); ok {
+		for k, v := range m {
+			tags[k] = v
+		}
+	}
+	tags["httpapi:createdBy"] = samTag
+	var openTags []any
+	for _, k := range sortedKeys(tags) {
+		openTags = append(openTags, map[string]any{"name": k, "x-amazon-apigateway-tag-value": tags[k]})
+	}
+	body := definition(props, paths, map[string]any{"openapi": "3.0.1", "info": map[string]any{"version": "1.0", "title": ref("AWS::StackName")},
+		"paths": map[string]any{}, "tags": openTags})
+	ap := map[string]any{"Body": body}
+	for _, k := range []string{"Description", "DisableExecuteApiEndpoint", "FailOnWarnings", "CorsConfiguration"} {
+		if v, ok := props[k]; ok {
+			ap[k] = v
+		}
+	}
+	attrs := map[string]any{}
+	if r != nil {
+		attrs = passthrough(r)
+		t.put(n, "AWS::ApiGatewayV2::Api", ap, mainAttrs(r))
+	} else {
+		t.put(n, "AWS::ApiGatewayV2::Api", ap, nil)
+	}
+	stageID, stageName := n+"ApiGatewayDefaultStage", any("$default")
+	if v, ok := props["StageName"]; ok {
+		stageName = v
+		stageID = n + "Stage"
+		if s, ok := v.(string); ok {
+			stageID = n + alnum(s) + "Stage"
+		}
+	}
+	sp := map[string]any{"ApiId": ref(n), "AutoDeploy": true, "StageName": stageName, "Tags": tags}
+	for _, k := range []string{"StageVariables", "AccessLogSettings", "DefaultRouteSettings", "RouteSettings"} {
+		if v, ok := props[k]; ok {
+			sp[k] = v
+		}
+	}
+	t.put(stageID, "AWS::ApiGatewayV2::Stage", sp, copyAttrs(attrs))
+}

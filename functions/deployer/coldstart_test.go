@@ -74,14 +74,31 @@ func BenchmarkColdStart(b *testing.B) {
 		starts[len(starts)/2].Round(10*time.Microsecond), starts[len(starts)*9/10].Round(10*time.Microsecond), starts[len(starts)-1].Round(10*time.Microsecond))
 }
 
-// build builds this function as `make lambdas` does, for goos/goarch.
+// build builds this function as `make lambdas` does, for goos/goarch, with the Makefile's
+// LAMBDA_TAGS.
 func build(tb testing.TB, dir, goos, goarch string) string {
 	tb.Helper()
 	out := filepath.Join(dir, goos+"-"+goarch, "bootstrap")
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-tags", lambdaTags(tb), "-trimpath", "-ldflags=-s -w", "-o", out, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build for %s/%s: %v\n%s", goos, goarch, err, b)
 	}
 	return out
+}
+
+// lambdaTags reads the build tags of the Lambdas from the Makefile, their one owner.
+func lambdaTags(tb testing.TB) string {
+	tb.Helper()
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mk), "\n") {
+		if v, ok := strings.CutPrefix(line, "LAMBDA_TAGS = "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	tb.Fatal("the Makefile sets no LAMBDA_TAGS")
+	return ""
 }

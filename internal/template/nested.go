@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"gopkg.in/yaml.v3"
 )
 
@@ -154,7 +155,7 @@ func (t *Tree) SHA256() string {
 	if len(t.Children) == 0 {
 		return t.Template.SHA256
 	}
-	body, _, err := t.Package(func(sha string) string { return "templates/" + sha + ".json" })
+	body, _, err := t.Package(bucket.TemplateKey)
 	if err != nil {
 		return t.Template.SHA256
 	}

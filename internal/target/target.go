@@ -118,14 +118,20 @@ func (s Spec) IsHome() bool { return s.Region == "" && s.RoleARN == "" }
 // its account "" when unknown): the zero Target is home, and a field is "" where it is
 // home's.
 func (s Spec) Location(home Target) Target {
-	at := Target{Account: s.Account(), Region: s.Region}
-	if at.Account == home.Account {
-		at.Account = ""
+	return Target{Account: s.Account(), Region: s.Region}.From(home)
+}
+
+// From is t relative to home (its account "" when unknown): a field is "" where it is
+// home's, so the zero Target is home. A stack id's place (OfStackID) made relative this
+// way is described as a stack's Location is.
+func (t Target) From(home Target) Target {
+	if t.Account == home.Account {
+		t.Account = ""
 	}
-	if at.Region == home.Region {
-		at.Region = ""
+	if t.Region == home.Region {
+		t.Region = ""
 	}
-	return at
+	return t
 }
 
 // Key identifies a stack among the stacks of a deployment by account, region and name: its

@@ -145,19 +145,26 @@ func Key(at Target, stackName string) string {
 }
 
 // Describe names a stack for people: its name, and where it lives when that is not home,
-// e.g. "shop-app (111111111111, eu-west-1)".
+// e.g. "shop-app (111111111111, eu-west-1)". Every output naming a stack (graph, plans,
+// run reports, status, drift, port owners, the follower) names it so.
 func Describe(at Target, stackName string) string {
 	if at == (Target{}) {
 		return stackName
 	}
-	acct, region := at.Account, at.Region
+	return stackName + " (" + at.Where() + ")"
+}
+
+// Where names a place relative to home for people, its parts "cairn's account" and
+// "cairn's region" where they are home's: "111111111111, eu-west-1".
+func (t Target) Where() string {
+	acct, region := t.Account, t.Region
 	if acct == "" {
 		acct = "cairn's account"
 	}
 	if region == "" {
 		region = "cairn's region"
 	}
-	return stackName + " (" + acct + ", " + region + ")"
+	return acct + ", " + region
 }
 
 // OfStackID returns the account and region of a stack id,

@@ -68,6 +68,17 @@ if ! "$cairn" push "$bundle" --deployment shop --wait >"$work/push1" 2>&1; then
 	echo "FAIL push of the targets bundle:"; cat "$work/push1"; failures=$((failures + 1))
 fi
 
+# The outputs name a stack outside cairn's account and region with where it lives: the
+# follower of --wait, status, the graph and the owners of ports.
+check "push --wait names remote and replica with their place" "1 1" \
+	"$(grep -cE '^  [0-9:]+  remote \(111111111111, eu-west-1\) +create +done' "$work/push1") $(grep -cE '^  [0-9:]+  replica \(cairn.s account, us-west-2\) +create +done' "$work/push1")"
+check "status names shop-remote with its place" "shop-remote (111111111111, eu-west-1)" \
+	"$("$cairn" status shop 2>&1 | grep -o 'shop-remote (111111111111, eu-west-1)' | head -1)"
+check "graph names shop-remote with its place" "shop-remote (111111111111, eu-west-1)" \
+	"$("$cairn" graph "$bundle" 2>&1 | grep -o 'shop-remote (111111111111, eu-west-1)' | head -1)"
+check "ports list names remote's port owner with its place" "shop-remote (111111111111, eu-west-1)" \
+	"$("$cairn" ports list 2>&1 | grep -o 'shop-remote (111111111111, eu-west-1)' | head -1)"
+
 # Where each stack is, and is not. KEY REGION of the four places looked at.
 places="test:us-east-1 test:us-west-2 111111111111:eu-west-1 111111111111:us-east-1 test:eu-west-1"
 declare -A home=([network]=test:us-east-1 [replica]=test:us-west-2 [remote]=111111111111:eu-west-1 [summary]=test:us-east-1)

@@ -17,10 +17,10 @@ import (
 	"github.com/cairn-dev/cairn/internal/ports"
 )
 
-// portsEmulator points the CLI's AWS configuration at the emulator (S3, and STS, which
+// s3Emulator points the CLI's AWS configuration at the emulator (S3, and STS, which
 // tells the CLI cairn's account: 000000000000) and returns an S3 client of it with bucket
 // created.
-func portsEmulator(t *testing.T, bucket string) *s3.Client {
+func s3Emulator(t *testing.T, bucket string) *s3.Client {
 	t.Helper()
 	e, err := awslocal.New(awslocal.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -49,7 +49,7 @@ func portsEmulator(t *testing.T, bucket string) *s3.Client {
 }
 
 func TestPortsList(t *testing.T) {
-	client := portsEmulator(t, "cairn-ops")
+	client := s3Emulator(t, "cairn-ops")
 	pools, err := ports.ParsePools("default=20000-29999,web=8000-8099")
 	if err != nil {
 		t.Fatal(err)

@@ -49,7 +49,7 @@ func deployState(t *testing.T, s *state.Store, statuses ...string) {
 			Stacks: map[string]*state.Stack{
 				"app": {Name: "app", StackName: "shop-app", Account: "000000000000", Region: "us-east-1", Requires: []string{"vpc"}, Status: "CREATE_COMPLETE",
 					Outputs: map[string]string{"Url": "https://shop.example.com"}},
-				"vpc": {Name: "vpc", StackName: "shop-vpc", Region: "us-east-1", Status: status},
+				"vpc":  {Name: "vpc", StackName: "shop-vpc", Region: "us-east-1", Status: status},
 				"edge": {Name: "edge", StackName: "shop-edge", Account: "111111111111", Region: "eu-west-1", Requires: []string{"app"}, Status: "CREATE_COMPLETE"},
 			},
 		}

@@ -4,42 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
-
-// waitLog waits (a minute of wall time at most) until the deployer's log holds want.
-func (w *world) waitLog(want string) {
-	w.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(w.logs.String(), want) {
-		if time.Now().After(deadline) {
-			w.t.Fatalf("the log never said %q; it ends:\n%s", want, tail(w.logs.String(), 40))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // written lists the objects cairn wrote in its bucket: runs, state, locks and plans.
 func (w *world) written() []string {
@@ -144,18 +126,6 @@ var fences = []fence{
 
 func (w *world) store() *state.Store {
 	return &state.Store{S3: w.s3, Bucket: bucket, Clock: w.clk}
-}
-
-// waitFor polls cond for a minute of wall time.
-func (w *world) waitFor(what string, cond func() bool) {
-	w.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			w.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestFencedChangeIsReplanned fences a run while CloudFormation executes its slow update of
@@ -307,130 +277,6 @@ func TestNamespacesOutsideTheAllowListAreRefused(t *testing.T) {
 	}
 }
 
-// loseHeartbeat drops every message of the deploy queue, the run's heartbeat among them,
-// until the queue stays empty and the run makes no step: its heartbeat chain is lost.
-func (w *world) loseHeartbeat(deployment, version string) *deploy.Document {
-	w.t.Helper()
-	ctx := context.Background()
-	var doc *deploy.Document
-	for quiet := 0; quiet < 5; {
-		if _, err := w.sqs.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(w.queue)}); err != nil {
-			w.t.Fatal(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-		q, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.queue), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		var now *deploy.Document
-		for _, d := range w.runs(deployment) {
-			if d.Bundle.VersionID == version {
-				now = d
-			}
-		}
-		empty := q.Attributes["ApproximateNumberOfMessages"] == "0" && q.Attributes["ApproximateNumberOfMessagesNotVisible"] == "0" && q.Attributes["ApproximateNumberOfMessagesDelayed"] == "0"
-		if empty && now != nil && doc != nil && now.Steps == doc.Steps {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		doc = now
-	}
-	if doc.Run.Status != run.Running {
-		w.t.Fatalf("the run ended before its heartbeat could be lost: %s", doc.Run.Status)
-	}
-	return doc
-}
-
-// TestLostHeartbeatIsResumed loses the heartbeat of a run that advances by heartbeats only
-// (no stack events): the next trigger of any kind, here a push of another deployment,
-// resumes it once its chain has been quiet for StallAfter, long before the lease would
-// free the lock. With the lock force-unlocked meanwhile, the run is closed instead, as
-// abandoned: it no longer says running, leaves the index of open runs, and the change sets
-// it never executed are deleted.
-func TestLostHeartbeatIsResumed(t *testing.T) {
-	for _, unlock := range []bool{false, true} {
-		t.Run(map[bool]string{false: "resumed", true: "unlocked meanwhile"}[unlock], func(t *testing.T) {
-			// A two-minute heartbeat leaves time to lose it; the lease (12 hours) never
-			// ends within the test.
-			w := newWorld(t, worldOptions{NoStackEvents: true, Heartbeat: 2 * time.Minute})
-			v1 := w.push("shop", copyBundle(t, chain))
-			w.waitFor("the run's first step", func() bool {
-				for _, d := range w.runs("shop") {
-					if d.Bundle.VersionID == v1 && d.Steps > 0 {
-						return true
-					}
-				}
-				return false
-			})
-			lost := w.loseHeartbeat("shop", v1)
-			since := w.clk.Now()
-			if unlock {
-				if _, err := w.store().ForceUnlock(context.Background(), "shop", "shop", true); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// The other deployment's run ends within seconds (its delayed checks), so it
-			// is pushed once the lost chain has been quiet for longer than StallAfter
-			// (four heartbeats).
-			w.waitFor("the lost chain to count as stalled", func() bool { return w.clk.Now().Sub(since) > 10*time.Minute })
-			other := copyBundle(t, chain)
-			edit(t, other, "cairn.yaml", "namespace: shop\n", "namespace: web\n")
-			if doc := w.wait("web", w.push("web", other)); doc.Run.Status != run.Succeeded {
-				t.Fatalf("the other deployment: %s (%s)", doc.Run.Status, doc.Run.Reason)
-			}
-			doc := w.wait("shop", v1)
-			if took := doc.Run.FinishedAt.Sub(since); took > time.Hour {
-				t.Errorf("the run ended %s after its heartbeat was lost, want within minutes", took)
-			}
-			w.waitLog("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it")
-			if keys := w.openRuns(); len(keys) > 0 {
-				t.Errorf("the open-run index still lists %v", keys)
-			}
-			if !unlock {
-				if doc.Run.Status != run.Succeeded {
-					t.Fatalf("the resumed run: %s (%s); stacks %v", doc.Run.Status, doc.Run.Reason, phases(doc))
-				}
-				return
-			}
-			if doc.Run.Status != run.Abandoned || !strings.Contains(doc.Run.Reason, "its lock was removed (released or force-unlocked)") {
-				t.Fatalf("the unlocked run: %s (%s), want abandoned", doc.Run.Status, doc.Run.Reason)
-			}
-			made := 0
-			for name, s := range lost.Run.Stacks {
-				if s.ChangeSetName == "" {
-					continue
-				}
-				made++
-				if _, err := w.cfnc.DescribeChangeSet(context.Background(), &cloudformation.DescribeChangeSetInput{
-					StackName: aws.String(s.StackName), ChangeSetName: aws.String(s.ChangeSetName)}); awsclient.ErrorCode(err) != "ChangeSetNotFound" {
-					t.Errorf("stack %s: change set %s of the abandoned run: %v, want it deleted", name, s.ChangeSetName, err)
-				}
-				if r := doc.Run.Stacks[name]; r.Phase != run.Blocked || !strings.HasPrefix(r.Reason, "the run lost its lock: ") {
-					t.Errorf("stack %s of the abandoned run: %s (%s)", name, r.Phase, r.Reason)
-				}
-			}
-			if made == 0 {
-				t.Error("the run had made no change set when its heartbeat was lost: nothing shows they are deleted")
-			}
-		})
-	}
-}
-
-// openRuns lists the keys of the index of open runs.
-func (w *world) openRuns() []string {
-	w.t.Helper()
-	out, err := w.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(layout.OpenRunsPrefix)})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	var keys []string
-	for _, o := range out.Contents {
-		keys = append(keys, aws.ToString(o.Key))
-	}
-	return keys
-}
-
 // TestUserErrorReasonIsTheAWSMessage: a change set CloudFormation refuses at once for a
 // reason the user caused and no check could see before (an SSM parameter type naming a
 // parameter that does not exist) fails its stack with CloudFormation's message, never the
@@ -466,70 +312,4 @@ Outputs:
 	}
 }
 
-func writeFile(t *testing.T, dir, name, body string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 const noechoBundle = "testdata/noecho"
-
-// TestNoEchoValuesAreNeverStored deploys NoEcho parameters given written out, from a
-// variable and from another stack's output, then plans and applies a new value:
-// CloudFormation gets every value, and no object cairn writes to its bucket (run and plan
-// documents, reports, the graph, any version of them) nor its logs holds one; the run
-// stores each NoEcho value as a sealed reference, and a changed value still changes the
-// stack.
-func TestNoEchoValuesAreNeverStored(t *testing.T) {
-	w := newReviewWorld(t)
-	dir := copyBundle(t, noechoBundle)
-	first := w.wait("shop", w.push("shop", dir))
-	if first.Run.Status != run.Succeeded {
-		t.Fatalf("first run: %s (%s); stacks %v", first.Run.Status, first.Run.Reason, phases(first))
-	}
-	output := first.Run.Stacks["source"].Outputs["Name"]
-	for stack, want := range map[string]string{"literal": "admin:Literal-Secret-0001", "variable": "api:Var-Secret-Value-0042", "output": "chained:" + output} {
-		if got := w.parameterValue(first, stack); got != want {
-			t.Errorf("stack %s made %q, want %q: CloudFormation did not get the NoEcho value", stack, got, want)
-		}
-		s := first.Run.Stacks[stack]
-		if p := s.Parameters["Password"]; !strings.HasPrefix(p, "{{cairn:") || s.Parameters["User"] == "" {
-			t.Errorf("stack %s: the run stores Password = %q, want a sealed reference", stack, p)
-		}
-	}
-
-	edit(t, dir, "cairn.yaml", "      Password: Literal-Secret-0001\n      User: admin", "      Password: Literal-Secret-0002\n      User: admin")
-	p := w.planOf("shop", w.uploadPlan("shop", dir))
-	if s := p.Run.Stacks["literal"]; s == nil || s.ChangeSetID == "" {
-		t.Fatalf("plan: stack literal %+v, want a change set for its new NoEcho value", s)
-	}
-	applied := w.approve("shop", p.ID)
-	if applied.Run.Status != run.Succeeded {
-		t.Fatalf("apply: %s (%s); stacks %v", applied.Run.Status, applied.Run.Reason, phases(applied))
-	}
-	if got := w.parameterValue(applied, "literal"); got != "admin:Literal-Secret-0002" {
-		t.Errorf("after the apply stack literal holds %q, want the new value", got)
-	}
-	for _, n := range applied.Run.Names() {
-		if s := applied.Run.Stacks[n]; n != "literal" && s.Phase != run.Unchanged {
-			t.Errorf("apply: stack %s is %s, want unchanged", n, s.Phase)
-		}
-	}
-
-	secrets := []string{"Literal-Secret-0001", "Literal-Secret-0002", "Var-Secret-Value-0042"}
-	// The uploads are the user's own; everything else is written by cairn.
-	if n := w.scanObjects(func(key string) bool { _, upload := layout.ParseUpload(key); return !upload }, secrets...); n < 10 {
-		t.Errorf("scanned only %d object versions", n)
-	}
-	for _, s := range append(secrets, "chained:"+output) {
-		if strings.Contains(w.logs.String(), s) {
-			t.Errorf("the logs hold the NoEcho value %q", s)
-		}
-	}
-	for _, d := range w.runs("shop") {
-		if s := d.Run.Stacks["output"]; s != nil && strings.Contains(s.Parameters["Password"], output) {
-			t.Errorf("run %s stores the output a NoEcho parameter reads: %q", d.Run.ID, s.Parameters["Password"])
-		}
-	}
-}

@@ -375,6 +375,9 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 		if err := need("Bucket"); err != nil {
 			return err
 		}
+		if err := need("Events"); err != nil {
+			return err
+		}
 		bucket, _ := object(p["Bucket"])["Ref"].(string)
 		br := object(t.resources[bucket])
 		if bucket == "" || typeOfRaw(br) != "AWS::S3::Bucket" {
@@ -384,6 +387,9 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 		events := p["Events"]
 		if s, ok := events.(string); ok {
 			events = []any{s}
+		}
+		if _, ok := events.([]any); !ok {
+			return samErr(f.name, "Event with id [%s] is invalid. Property 'Events' should be a string or a list of strings.", name)
 		}
 		bp := object(br["Properties"])
 		if bp == nil {

@@ -1,0 +1,199 @@
+package deploy
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
+)
+
+// act performs the actions Advance decided, changeset.Parallel stacks at a time (a
+// stack's own actions in order), checking the lock before each, and returns their
+// results for the next step. Once a lock check fails, no further action starts.
+func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, log *slog.Logger) (map[string]run.Observation, error) {
+	var order []string
+	byStack := map[string][]run.Action{}
+	for _, a := range actions {
+		if byStack[a.Stack] == nil {
+			order = append(order, a.Stack)
+		}
+		byStack[a.Stack] = append(byStack[a.Stack], a)
+	}
+	bundle := sync.OnceValues(func() (*Loaded, error) { return Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment)) })
+	type result struct {
+		obs      *run.Observation
+		warnings []string
+	}
+	results := make([]result, len(order))
+	var lockErr error
+	var mu sync.Mutex
+	changeset.Concurrently(len(order), func(i int) {
+		for _, a := range byStack[order[i]] {
+			mu.Lock()
+			stop := lockErr != nil
+			mu.Unlock()
+			if stop {
+				return
+			}
+			if err := st.store.Check(ctx, lock); err != nil {
+				mu.Lock()
+				lockErr = cmp.Or(lockErr, err)
+				mu.Unlock()
+				return
+			}
+			o, keep, warning := st.perform(ctx, doc, next, a, bundle, cs, log)
+			if keep {
+				results[i].obs = &o
+			}
+			if warning != "" {
+				results[i].warnings = append(results[i].warnings, warning)
+			}
+		}
+	})
+	pending := map[string]run.Observation{}
+	for i, r := range results {
+		if r.obs != nil {
+			pending[order[i]] = *r.obs
+		}
+		doc.Warnings = append(doc.Warnings, r.warnings...)
+	}
+	return pending, lockErr
+}
+
+// perform makes one action: its result for the next step (keep says whether the next
+// step needs it), or a warning of the report.
+func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a run.Action, bundle func() (*Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
+	switch a.Kind {
+	case run.SetTerminationProtection:
+		// The stack is done either way; a failure is a warning of the report.
+		if o := cs.Perform(ctx, a, nil); o.Err != "" {
+			return o, false, o.Err
+		}
+		return o, false, ""
+	case run.CreateChangeSet:
+		loaded, err := bundle()
+		var in *changeset.Inputs
+		var plain map[string]string
+		var secret []string
+		var stack *config.Stack
+		if err == nil {
+			stack, err = bundleStack(doc, loaded, a)
+		}
+		if err == nil {
+			plain, secret, err = st.unseal(ctx, a.Parameters, stack)
+		}
+		if err == nil {
+			in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
+		}
+		if err != nil {
+			log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
+			return run.Failure(a.Stack, err), true, ""
+		}
+		a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
+		return cs.Perform(ctx, a, in), true, ""
+	case run.ExecuteChangeSet:
+		loaded, err := bundle()
+		var in *changeset.Inputs
+		if err == nil {
+			in, err = executeInputs(loaded, next, a)
+		}
+		if err != nil {
+			log.Warn("deploy: cannot prepare the execution", "stack", a.Stack, "err", err)
+			return run.Failure(a.Stack, err), true, ""
+		}
+		return cs.Perform(ctx, a, in), true, ""
+	case run.DeleteChangeSet:
+		cs.Perform(ctx, a, nil) // the stack is done either way; a leftover change set is harmless
+		return o, false, ""
+	default:
+		return cs.Perform(ctx, a, nil), true, ""
+	}
+}
+
+// inputs gathers what CreateChangeSet needs from the loaded bundle: plain are a's
+// parameters with their SecureStrings unsealed (those of the parameters named in secret).
+// A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
+// is retried.
+func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
+	cs, err := bundleStack(doc, lb, a)
+	if err != nil {
+		return nil, err
+	}
+	if err := config.CheckResolved(cs, plain, secret...); err != nil {
+		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
+	}
+	own, err := config.ResolveTags(cs, plan.Values(r, cs.Name, doc.SSM, plan.Outputs(r)))
+	if err != nil {
+		return nil, run.Permanent(err)
+	}
+	rs := r.Stacks[a.Stack]
+	ref := doc.Bundle.Ref()
+	tags := plan.Tags(lb.Config, cs, own, ref)
+	maps.Copy(tags, state.StackTags(lb.Config.Namespace, lb.Config.PersistentGraphKey, ref, &state.Stack{
+		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: rs.ParametersHash, Requires: rs.Requires,
+	}))
+	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Tree: cs.Tree,
+		IncludeNested: cs.Template != nil && cs.Template.HasNestedStacks(), Capabilities: cs.Capabilities, Tags: tags,
+		NotificationARNs: cs.Options.NotificationARNs, ServiceRole: cs.Target.ServiceRole}
+	if in.ServiceRole == "" && cs.Target.RoleARN == "" {
+		in.ServiceRole = serviceRole // cairn's own, for stacks of its account
+	}
+	if a.ChangeSetType == "UPDATE" {
+		// What the config no longer names is cleared, so the stack keeps in sync: an empty
+		// list of triggers removes the stack's, where none at all would keep them.
+		in.NotificationARNs = append([]string{}, in.NotificationARNs...)
+		in.Rollback = &cfntypes.RollbackConfiguration{RollbackTriggers: []cfntypes.RollbackTrigger{}}
+	}
+	if rb := cs.Options.Rollback; rb != nil {
+		in.Rollback = &cfntypes.RollbackConfiguration{MonitoringTimeInMinutes: aws.Int32(int32(rb.MonitoringTimeInMinutes)),
+			RollbackTriggers: []cfntypes.RollbackTrigger{}}
+		for _, t := range rb.Triggers {
+			in.Rollback.RollbackTriggers = append(in.Rollback.RollbackTriggers, cfntypes.RollbackTrigger{Arn: aws.String(t.ARN), Type: aws.String(t.Type)})
+		}
+	}
+	return in, nil
+}
+
+// bundleStack is the stack of action a in the bundle the run deploys, as downloaded again.
+// A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
+// is retried.
+func bundleStack(doc *Document, lb *Loaded, a run.Action) (*config.Stack, error) {
+	if lb.Config == nil {
+		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
+	}
+	if lb.Bundle.SHA256 != doc.Bundle.SHA256 {
+		return nil, fmt.Errorf("bundle %s changed since the run started (sha256 %s, was %s): push again", doc.Bundle, lb.Bundle.SHA256, doc.Bundle.SHA256)
+	}
+	cs := lb.Config.Stack(a.Stack)
+	if cs == nil {
+		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	}
+	return cs, nil
+}
+
+// executeInputs gathers what ExecuteChangeSet needs from the loaded bundle: the stack
+// policy, and DisableRollback for a create.
+func executeInputs(lb *Loaded, r *run.Run, a run.Action) (*changeset.Inputs, error) {
+	if lb.Config == nil {
+		return nil, run.Permanent(fmt.Errorf("bundle no longer loads: %s", strings.Join(lb.Errors, "; ")))
+	}
+	cs := lb.Config.Stack(a.Stack)
+	if cs == nil {
+		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
+	}
+	rs := r.Stacks[a.Stack]
+	return &changeset.Inputs{StackPolicy: string(cs.Options.StackPolicy),
+		DisableRollback: cs.Options.DisableRollback && rs != nil && rs.ChangeSetType == "CREATE"}, nil
+}

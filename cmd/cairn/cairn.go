@@ -143,7 +143,8 @@ func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.W
 // stepPrinter prints a run's steps as they happen:
 //
 //	run 20261201-092934-20253e1b of deployment shop: apply of plan 20261201-092919-1bebd4eb
-//	  00:03  network   create  executing change set (11 changes)
+//	  00:03  network                           create    executing change set (11 changes)
+//	  00:05  remote (111111111111, eu-west-1)  create    creating change set
 type stepPrinter struct {
 	w     io.Writer
 	width int
@@ -151,13 +152,11 @@ type stepPrinter struct {
 
 func (p *stepPrinter) Found(doc *deploy.Document) {
 	fmt.Fprintf(p.w, "run %s of deployment %s: %s\n", doc.Run.ID, doc.Run.Deployment, kindOf(doc))
-	for name := range doc.Run.Stacks {
-		p.width = max(p.width, len(name))
-	}
+	p.width = follow.Width(doc)
 }
 
 func (p *stepPrinter) Stepped(s follow.Step) {
-	fmt.Fprintf(p.w, "  %s  %-*s  %-8s  %s\n", clockTime(s.Elapsed), p.width, s.Stack, s.Action, s.Doing())
+	fmt.Fprintf(p.w, "  %s  %-*s  %-8s  %s\n", clockTime(s.Elapsed), p.width, s.Name(), s.Action, s.Doing())
 }
 
 // clockTime is an elapsed time as mm:ss (h:mm:ss past an hour).

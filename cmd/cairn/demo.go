@@ -91,7 +91,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	}
 	fmt.Fprintf(out, "validated %s: %d stacks in namespace %q, bundle sha256 %s\n\n",
 		demoBundle, len(l.config.Stacks), l.config.Namespace, l.bundle.SHA256)
-	if err := writeGraph(out, l, "text"); err != nil {
+	if err := writeGraph(out, l, "text", cliHome(ctx)); err != nil {
 		return err
 	}
 

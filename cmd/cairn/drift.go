@@ -135,7 +135,7 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 					detail = strings.TrimPrefix(detail+"; ", "; ") + r.LogicalID + " " + r.Status
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.Name, s.Name, s.StackName, s.Status, detail)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.Name, s.Name, s.Describe(), s.Status, detail)
 		}
 		for _, m := range g.Missing {
 			fmt.Fprintf(tw, "%s\t-\t%s\tMISSING\tin the graph, not in AWS\n", g.Name, m)

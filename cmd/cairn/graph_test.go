@@ -101,3 +101,55 @@ func TestGraphErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphTargets: a stack outside cairn's account and region is shown with where it
+// lives, in every format; cairn's region is the one of the AWS configuration, so a stack
+// there is shown as at home.
+func TestGraphTargets(t *testing.T) {
+	bundle := filepath.Join(testBundles, "targets")
+	tests := []struct {
+		region string
+		args   []string
+		want   []string
+	}{
+		{"us-east-1", []string{"graph", bundle}, []string{`../../testdata/bundles/targets/cairn.yaml: 4 stacks, 3 dependencies (3 drawn by --format dot, which leaves out those implied by longer paths); deploy order:
+  1. network  shop-network
+  2. replica  shop-replica (cairn's account, us-west-2)  <- network
+  3. remote   shop-remote (111111111111, eu-west-1)      <- replica
+  4. summary  shop-summary                               <- remote
+`}},
+		{"us-west-2", []string{"graph", bundle}, []string{`deploy order:
+  1. network  shop-network
+  2. replica  shop-replica                           <- network
+  3. remote   shop-remote (111111111111, eu-west-1)  <- replica
+  4. summary  shop-summary                           <- remote
+`}},
+		{"us-east-1", []string{"graph", "--format", "dot", bundle}, []string{"\t\"network\";\n\t\"remote\" [label=\"remote (111111111111, eu-west-1)\"];\n\t\"replica\" [label=\"replica (cairn's account, us-west-2)\"];\n\t\"summary\";\n"}},
+		{"us-east-1", []string{"graph", "--format", "json", bundle}, []string{
+			`{"name":"network","stack_name":"shop-network","requires":[]}`,
+			`{"name":"replica","stack_name":"shop-replica","requires":["network"],"region":"us-west-2"}`,
+			`{"name":"remote","stack_name":"shop-remote","requires":["replica"],"account":"111111111111","region":"eu-west-1"}`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.region+" "+strings.Join(tc.args[1:len(tc.args)-1], " "), func(t *testing.T) {
+			t.Setenv("AWS_REGION", tc.region)
+			var out, errOut bytes.Buffer
+			if code := run(tc.args, &out, &errOut); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut.String())
+			}
+			got := out.String()
+			if tc.args[1] == "json" || (len(tc.args) > 2 && tc.args[2] == "json") {
+				var compact bytes.Buffer
+				if err := json.Compact(&compact, out.Bytes()); err != nil {
+					t.Fatal(err)
+				}
+				got = compact.String()
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("output lacks\n%s\ngot:\n%s", w, got)
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/ports"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 func init() { commands = append(commands, newPortsCmd) }
@@ -23,7 +24,8 @@ func newPortsCmd() *cobra.Command {
 		Use:   "list [POOL]",
 		Short: "List port allocations and the stack resources that own them",
 		Long: "List the port allocations recorded in cairn's bucket (ports/POOL.json), with the stack\n" +
-			"and logical resource id owning each, for one pool or for all of them.",
+			"and logical resource id owning each, for one pool or for all of them. A stack outside\n" +
+			"cairn's account and region is shown with where it lives: shop-app (111111111111, eu-west-1).",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 && !ports.ValidPoolName(args[0]) {
 				return usageError{cmd: cmd, msg: fmt.Sprintf("%q is not a pool name: use letters, digits, '.', '_' or '-'", args[0])}
@@ -57,6 +59,7 @@ func newPortsCmd() *cobra.Command {
 				fmt.Fprintf(out, "no port allocations in %s (%s)\n", where, layout.URI(bucket, layout.PortsPrefix))
 				return nil
 			}
+			home := c.Home(ctx)
 			w := newTable(out, 0)
 			fmt.Fprintln(w, "POOL\tPORTS\tSTACK\tLOGICAL ID\tCREATED\tPHYSICAL ID")
 			for _, a := range rows {
@@ -64,7 +67,7 @@ func newPortsCmd() *cobra.Command {
 				if a.Count > 1 {
 					span += "-" + strconv.Itoa(a.First+a.Count-1)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Pool, span, a.StackName(), a.LogicalResourceID,
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Pool, span, owner(a, home), a.LogicalResourceID,
 					a.Created.UTC().Format(time.RFC3339), a.ID)
 			}
 			if err := w.Flush(); err != nil {
@@ -81,4 +84,11 @@ func newPortsCmd() *cobra.Command {
 	cf.add(list)
 	cmd.AddCommand(list)
 	return cmd
+}
+
+// owner names the stack owning an allocation, with its account and region when they are
+// not cairn's.
+func owner(a ports.Allocation, home target.Target) string {
+	at, _ := target.OfStackID(a.StackID)
+	return target.Describe(at.From(home), a.StackName())
 }

@@ -14,6 +14,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 func init() { commands = append(commands, newStateCmd, newUnlockCmd) }
@@ -115,7 +116,7 @@ func newStateShowCmd() *cobra.Command {
 				enc.SetIndent("", "  ")
 				return enc.Encode(g)
 			}
-			printGraph(out, g, version)
+			printGraph(out, g, version, c.Home(ctx))
 			if version == "" {
 				l, err := s.CurrentLock(ctx, ns, key)
 				switch {
@@ -136,7 +137,9 @@ func newStateShowCmd() *cobra.Command {
 	return cmd
 }
 
-func printGraph(out io.Writer, g *state.Graph, version string) {
+// printGraph prints a persistent graph; a stack outside home (cairn's account and
+// region) is named with where it lives.
+func printGraph(out io.Writer, g *state.Graph, version string, home target.Target) {
 	which := "latest"
 	if version != "" {
 		which = "version " + report.ShortVersion(version)
@@ -173,7 +176,8 @@ func printGraph(out io.Writer, g *state.Graph, version string) {
 			outs = append(outs, k+"="+v)
 		}
 		sort.Strings(outs)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, st.StackName, dash(st.Status), dash(strings.Join(st.Requires, ",")),
+		at := target.Target{Account: st.Account, Region: st.Region}.From(home)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, target.Describe(at, st.StackName), dash(st.Status), dash(strings.Join(st.Requires, ",")),
 			dash(st.Region), updated, dash(strings.Join(outs, " ")))
 	}
 	w.Flush()

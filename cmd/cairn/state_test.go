@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,41 +14,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
-// stateEmulator points the CLI's AWS configuration at the emulator's S3 and returns a
-// client of it with bucket created, versioned or not.
+// stateEmulator is s3Emulator, with bucket versioned when versioned is set.
 func stateEmulator(t *testing.T, bucket string, versioned bool) *s3.Client {
 	t.Helper()
-	svc, err := s3local.New(s3local.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(svc)
-	t.Cleanup(srv.Close)
-	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("CAIRN_BUCKET", "")
-	cfg, err := awsclient.Load(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := awsclient.S3(cfg)
-	ctx := context.Background()
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatal(err)
-	}
+	client := s3Emulator(t, bucket)
 	if versioned {
-		if _, err := client.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
+		if _, err := client.PutBucketVersioning(context.Background(), &s3.PutBucketVersioningInput{Bucket: aws.String(bucket),
 			VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
 			t.Fatal(err)
 		}
@@ -72,9 +47,10 @@ func deployState(t *testing.T, s *state.Store, statuses ...string) {
 		g := &state.Graph{
 			Bundle: state.BundleRef{SHA256: "abc123", GitRef: "refs/heads/main", GitRemote: "git@example.com:shop.git", VersionID: "bv1"},
 			Stacks: map[string]*state.Stack{
-				"app": {Name: "app", StackName: "shop-app", Region: "us-east-1", Requires: []string{"vpc"}, Status: "CREATE_COMPLETE",
+				"app": {Name: "app", StackName: "shop-app", Account: "000000000000", Region: "us-east-1", Requires: []string{"vpc"}, Status: "CREATE_COMPLETE",
 					Outputs: map[string]string{"Url": "https://shop.example.com"}},
-				"vpc": {Name: "vpc", StackName: "shop-vpc", Region: "us-east-1", Status: status},
+				"vpc":  {Name: "vpc", StackName: "shop-vpc", Region: "us-east-1", Status: status},
+				"edge": {Name: "edge", StackName: "shop-edge", Account: "111111111111", Region: "eu-west-1", Requires: []string{"app"}, Status: "CREATE_COMPLETE"},
 			},
 		}
 		if err := s.Write(ctx, l, g); err != nil {
@@ -113,11 +89,12 @@ func TestStateShowAndHistory(t *testing.T) {
 			`NAME\s+STACK\s+STATUS\s+REQUIRES\s+REGION\s+UPDATED\s+OUTPUTS`,
 			`vpc\s+shop-vpc\s+UPDATE_COMPLETE\s+-\s+us-east-1`, // dependency order: vpc first
 			`app\s+shop-app\s+CREATE_COMPLETE\s+vpc\s+us-east-1\s+-\s+Url=https://shop.example.com`,
+			`edge\s+shop-edge \(111111111111, eu-west-1\)\s+CREATE_COMPLETE\s+app\s+eu-west-1\s+`,
 			`lock: held by run run-live \(function cairn-deployer, request req-live`,
 		}},
 		{name: "list", args: []string{"state", "list", "--bucket", "cairn-state"}, want: []string{
 			`NAMESPACE\s+KEY\s+GENERATION\s+STACKS\s+WRITTEN\s+RUN\s+LOCK`,
-			`shop\s+main\s+2\s+2\s+\S+Z\s+run-2\s+held by run run-live`,
+			`shop\s+main\s+2\s+3\s+\S+Z\s+run-2\s+held by run run-live`,
 		}},
 		{name: "bucket from the environment", args: []string{"state", "show", "shop", "main"}, env: "cairn-state",
 			want: []string{`generation 2`}},
@@ -130,8 +107,8 @@ func TestStateShowAndHistory(t *testing.T) {
 		}},
 		{name: "history", args: []string{"state", "history", "shop", "main", "--bucket", "cairn-state"}, want: []string{
 			`VERSION\s+MODIFIED\s+GENERATION\s+RUN\s+STACKS\s+NOTE`,
-			regexp.QuoteMeta(report.ShortVersion(versions[0].VersionID)) + `\s+\S+Z\s+2\s+run-2\s+2\s+latest`,
-			regexp.QuoteMeta(report.ShortVersion(first)) + `\s+\S+Z\s+1\s+run-1\s+2`,
+			regexp.QuoteMeta(report.ShortVersion(versions[0].VersionID)) + `\s+\S+Z\s+2\s+run-2\s+3\s+latest`,
+			regexp.QuoteMeta(report.ShortVersion(first)) + `\s+\S+Z\s+1\s+run-1\s+3`,
 		}},
 		{name: "missing graph", args: []string{"state", "show", "shop", "absent", "--bucket", "cairn-state"}, code: 1,
 			wantErr: "nothing has been deployed to shop/absent yet"},
@@ -189,7 +166,7 @@ func TestStateHistoryWarnsWithoutVersioning(t *testing.T) {
 	if !strings.Contains(errOut.String(), "WARNING: bucket cairn-plain has versioning never enabled") {
 		t.Errorf("stderr %q lacks the versioning warning", &errOut)
 	}
-	if !regexp.MustCompile(`\s1\s+run-1\s+2\s+latest`).MatchString(out.String()) {
+	if !regexp.MustCompile(`\s1\s+run-1\s+3\s+latest`).MatchString(out.String()) {
 		t.Errorf("stdout lacks the one version:\n%s", &out)
 	}
 }

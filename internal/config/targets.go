@@ -81,14 +81,7 @@ func (l *loader) checkTarget(d *stackDef) {
 
 // where names a stack's account and region in messages.
 func where(t Target) string {
-	acct, region := t.Account(), t.Region
-	if acct == "" {
-		acct = "cairn's account"
-	}
-	if region == "" {
-		region = "cairn's region"
-	}
-	return acct + ", " + region
+	return target.Target{Account: t.Account(), Region: t.Region}.Where()
 }
 
 // identity is a stack's identity in the config: account, region and stack name, the

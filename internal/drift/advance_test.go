@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 var swept = mustTime("2026-11-30T12:00:00Z")
@@ -195,6 +196,30 @@ func TestReportName(t *testing.T) {
 	} {
 		if got := ReportName(pg, tc.deployment, tc.taken); got != tc.want {
 			t.Errorf("%q %v: %q, want %q", tc.deployment, tc.taken, got, tc.want)
+		}
+	}
+}
+
+// TestReportNamesStacksElsewhere: the drift report and its summary name a stack outside
+// cairn's account and region with where it lives, and a stack at home by its name.
+func TestReportNamesStacksElsewhere(t *testing.T) {
+	drifted := []Resource{{LogicalID: "Link", Type: "AWS::SSM::Parameter", Status: "MODIFIED",
+		Differences: []Difference{{Path: "/Value", Expected: "a", Actual: "tampered", Type: "NOT_EQUAL"}}}}
+	r := &Report{Sweep: "s1", Trigger: "schedule", Graph: &Graph{Name: "shop", Namespace: "shop", Key: "shop", Stacks: []*Stack{
+		{Name: "network", StackName: "shop-network", Status: InSync},
+		{Name: "remote", StackName: "shop-remote", Status: Drifted, Resources: drifted, At: target.Target{Account: "111111111111", Region: "eu-west-1"}},
+	}}}
+	var md strings.Builder
+	Markdown(&md, r)
+	summary := Summary(r, "s3://b/r.md")
+	for _, tc := range []struct{ name, out, want string }{
+		{"markdown", md.String(), "| network | shop-network | IN_SYNC |"},
+		{"markdown", md.String(), "| remote | shop-remote (111111111111, eu-west-1) | DRIFTED |"},
+		{"markdown", md.String(), "## shop-remote (111111111111, eu-west-1)\n"},
+		{"summary", summary, "- shop-remote (111111111111, eu-west-1) Link (AWS::SSM::Parameter) /Value: expected a, actual tampered (NOT_EQUAL)"},
+	} {
+		if !strings.Contains(tc.out, tc.want) {
+			t.Errorf("%s lacks %q:\n%s", tc.name, tc.want, tc.out)
 		}
 	}
 }

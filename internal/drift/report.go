@@ -141,10 +141,10 @@ func Summary(r *Report, uri string) string {
 				continue
 			}
 			if len(res.Differences) == 0 {
-				fmt.Fprintf(&b, "- %s %s (%s): %s\n", s.StackName, res.LogicalID, res.Type, res.Status)
+				fmt.Fprintf(&b, "- %s %s (%s): %s\n", s.Describe(), res.LogicalID, res.Type, res.Status)
 			}
 			for _, df := range res.Differences {
-				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", s.StackName, res.LogicalID, res.Type, df.Path, cmp.Or(df.Expected, "(none)"), cmp.Or(df.Actual, "(none)"), df.Type)
+				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", s.Describe(), res.LogicalID, res.Type, df.Path, cmp.Or(df.Expected, "(none)"), cmp.Or(df.Actual, "(none)"), df.Type)
 			}
 		}
 	}
@@ -190,14 +190,14 @@ func Markdown(w io.Writer, r *Report) {
 				detail = strings.TrimSpace(fmt.Sprintf("%d resource(s) drifted %s", n, detail))
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", report.Cell(s.Name), report.Cell(s.StackName), s.Status, report.Cell(detail))
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", report.Cell(s.Name), report.Cell(s.Describe()), s.Status, report.Cell(detail))
 	}
 	fmt.Fprintln(w)
 	for _, s := range g.Stacks {
 		if len(s.Resources) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "## %s\n\n", s.StackName)
+		fmt.Fprintf(w, "## %s\n\n", s.Describe())
 		for _, res := range s.Resources {
 			fmt.Fprintf(w, "### %s (%s): %s", res.LogicalID, res.Type, res.Status)
 			if res.Ignored != "" {

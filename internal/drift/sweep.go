@@ -101,6 +101,10 @@ type Stack struct {
 	At     target.Target `json:"at,omitzero"`
 }
 
+// Describe names the stack for people, with where it lives when that is not cairn's
+// account and region (target.Describe).
+func (s *Stack) Describe() string { return target.Describe(s.At, s.StackName) }
+
 // Resource is a resource that drifted.
 type Resource struct {
 	LogicalID  string `json:"logical_id"`

@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // ErrTimeout says the follower gave up before the run ended.
@@ -168,13 +169,28 @@ func (f *Follower) find(ctx context.Context, t Target, passed map[string]bool) (
 type Step struct {
 	Stack     string
 	StackName string
-	Action    plan.Action
-	Phase     run.Phase
-	Reason    string
-	Changes   int
+	// Place is where the stack lives, relative to cairn's account and region (run.Stack.At).
+	Place   target.Target
+	Action  plan.Action
+	Phase   run.Phase
+	Reason  string
+	Changes int
 	// At is when the stack reached the phase; Elapsed the time since the run started.
 	At      time.Time
 	Elapsed time.Duration
+}
+
+// Name names the stack for people: its config name, with where it lives when that is not
+// cairn's account and region (target.Describe), "remote (111111111111, eu-west-1)".
+func (s Step) Name() string { return target.Describe(s.Place, s.Stack) }
+
+// Width is the widest Name of doc's stacks, for aligning the steps.
+func Width(doc *deploy.Document) int {
+	w := 0
+	for name, s := range doc.Run.Stacks {
+		w = max(w, len(target.Describe(s.At, name)))
+	}
+	return w
 }
 
 // Doing says what the stack is doing, in words.
@@ -223,7 +239,7 @@ func Steps(prev, cur *deploy.Document) []Step {
 		if at.IsZero() {
 			at = cur.Run.UpdatedAt
 		}
-		out = append(out, Step{Stack: name, StackName: s.StackName, Action: action, Phase: s.Phase, Reason: s.Reason,
+		out = append(out, Step{Stack: name, StackName: s.StackName, Place: s.At, Action: action, Phase: s.Phase, Reason: s.Reason,
 			Changes: s.Changes, At: at, Elapsed: max(0, at.Sub(cur.Run.StartedAt))})
 	}
 	// At the same instant, a stack finishing comes first: it is what lets the others start.

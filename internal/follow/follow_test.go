@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -68,7 +69,7 @@ type recorder struct {
 
 func (r *recorder) Found(doc *deploy.Document) { r.found = append(r.found, doc.Run.ID) }
 func (r *recorder) Stepped(s follow.Step) {
-	r.steps = append(r.steps, fmt.Sprintf("%s %s %s %s", s.Elapsed, s.Stack, s.Action, s.Doing()))
+	r.steps = append(r.steps, fmt.Sprintf("%s %s %s %s", s.Elapsed, s.Name(), s.Action, s.Doing()))
 }
 
 // stack is a run stack that reached phase at t0+at.
@@ -131,17 +132,26 @@ func TestFollowPrintsStepsInTheOrderTheyHappened(t *testing.T) {
 			stack("app", run.IntentDeploy, run.Done, 9*time.Second, ""),
 			stack("db", run.IntentDelete, run.Done, 11*time.Second, ""))},
 	}}
+	// web lives in another account and region: its steps say where.
+	for _, docs := range s.polls {
+		if d := docs["20261130-080000-aaaa"]; d != nil {
+			d.Run.Stacks["web"].At = target.Target{Account: "111111111111", Region: "eu-west-1"}
+		}
+	}
 	doc, rec, err := followAll(t, s, follow.Target{Deployment: "shop", Version: "v2"}, time.Hour)
 	if err != nil || doc == nil || doc.Run.Status != run.RunFailed {
 		t.Fatalf("Follow = %v, %v; want the failed run", doc, err)
 	}
 	want := []string{
 		"2s app create executing change set",
-		"3s web create creating change set",
+		"3s web (111111111111, eu-west-1) create creating change set",
 		"5s db delete deleting",
 		"9s app create done",
 		"11s db delete done",
-		"12s web create failed: stack shop-web is ROLLBACK_COMPLETE: Topic: denied",
+		"12s web (111111111111, eu-west-1) create failed: stack shop-web is ROLLBACK_COMPLETE: Topic: denied",
+	}
+	if w := follow.Width(doc); w != len("web (111111111111, eu-west-1)") {
+		t.Errorf("width %d, want the width of web's name with its place", w)
 	}
 	if !slices.Equal(rec.steps, want) {
 		t.Errorf("steps:\n%q\nwant:\n%q", rec.steps, want)

@@ -9,7 +9,11 @@ import (
 // line: every node, then every edge, both sorted by name, so the output can be diffed and
 // kept as a golden file. An edge a -> b means a depends on b. Pass TransitiveReduction()
 // for a readable picture.
-func (g *Graph) DOT() string {
+func (g *Graph) DOT() string { return g.DOTLabeled(nil) }
+
+// DOTLabeled is DOT with each node labelled label(name) where that differs from its name
+// (nil: none are).
+func (g *Graph) DOTLabeled(label func(name string) string) string {
 	byName, _ := g.sorted()
 	var b strings.Builder
 	b.WriteString("digraph cairn {\n")
@@ -17,6 +21,11 @@ func (g *Graph) DOT() string {
 	for _, i := range byName {
 		b.WriteString("\t")
 		b.WriteString(dotID(g.names[i]))
+		if label != nil {
+			if l := label(g.names[i]); l != g.names[i] {
+				b.WriteString(" [label=" + dotID(l) + "]")
+			}
+		}
 		b.WriteString(";\n")
 	}
 	for _, i := range byName {

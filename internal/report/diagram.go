@@ -8,6 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Order returns a plan's stacks in the order its apply runs them: the deployed stacks in
@@ -134,7 +135,7 @@ func PlanDiagram(p *plan.Document) string {
 		if m := s.Marks(); len(m) > 0 {
 			label += "<br/>" + strings.Join(m, ", ")
 		}
-		fmt.Fprintf(&b, "  %s[\"<b>%s</b><br/>%s\"]:::%s\n", id, mermaidText(s.Name), mermaidText(label), diagramClass(s))
+		fmt.Fprintf(&b, "  %s[\"<b>%s</b><br/>%s\"]:::%s\n", id, mermaidText(target.Describe(at(p, s.Name), s.Name)), mermaidText(label), diagramClass(s))
 	}
 	for _, s := range order {
 		from := ids[s.Name]
@@ -196,7 +197,7 @@ func RunTimeline(r *run.Run) string {
 		} else if !s.Phase.Terminal() {
 			state = "active, "
 		}
-		rows = append(rows, "    section "+mermaidTask(n))
+		rows = append(rows, "    section "+mermaidTask(target.Describe(s.At, n)))
 		id := fmt.Sprintf("t%d", i)
 		switch {
 		case s.Intent == run.IntentDelete:

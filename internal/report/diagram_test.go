@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // chain builds a plan of stacks given as "name:action:requires,requires".
@@ -227,8 +228,14 @@ func TestRenderedSamples(t *testing.T) {
 	r := sampleRun()
 	r.Stacks["network"].ExecutedAt = t0.Add(10 * time.Second)
 	r.Stacks["cache"].StartedAt = t0.Add(90 * time.Second)
+	// Stacks outside cairn's account and region are named with where they live.
+	r.Stacks["cache"].At = target.Target{Account: "111111111111", Region: "eu-west-1"}
+	r.Stacks["old"].At = target.Target{Region: "us-west-2"}
+	long := bigPlan(120)
+	long.Run.Stacks["stack-003"].At = target.Target{Account: "111111111111", Region: "eu-west-1"}
+	long.Run.Stacks["stack-001"].At = target.Target{Region: "us-west-2"}
 	samples := map[string]func(*bytes.Buffer) error{
-		"plan-comment-long.md": func(b *bytes.Buffer) error { return PlanComment(b, bigPlan(120), 0) },
+		"plan-comment-long.md": func(b *bytes.Buffer) error { return PlanComment(b, long, 0) },
 		"run.md": func(b *bytes.Buffer) error {
 			return Markdown(b, Input{Run: r, Bundle: "s3://cairn-state/deployments/shop.zip version 3",
 				Decisions: []plan.Decision{{Stack: "cache", StackName: "shop-cache", Action: plan.Create, Capabilities: []string{"CAPABILITY_IAM"}, FromTemplate: true}}})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/provenance"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // PlanMarkdown writes a plan as a pull-request comment: the hidden marker CI finds its own
@@ -77,7 +78,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	var granted []string
 	for _, s := range changing {
 		if c := capabilities(p, s.Name); c != "" && s.Action != plan.Delete {
-			granted = append(granted, fmt.Sprintf("%s (%s): %s", s.Name, s.StackName, c))
+			granted = append(granted, fmt.Sprintf("%s (%s): %s", s.Name, stackName(p, s), c))
 		}
 	}
 	section("Capabilities granted", granted)
@@ -97,7 +98,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 			case s.CreatedAtApply:
 				changes = "-"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, s.StackName, s.Action, changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, stackName(p, s), s.Action, changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
 		}
 		b.WriteString("\n")
 		if n := len(p.Stacks) - len(changing); n > 0 {
@@ -123,7 +124,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 // stackSection is one changing stack's part of the Markdown plan.
 func stackSection(p *plan.Document, s plan.Stack) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s (%s): %s\n\n", s.Name, s.StackName, s.Action)
+	fmt.Fprintf(&b, "### %s (%s): %s\n\n", s.Name, stackName(p, s), s.Action)
 	if s.ChangeSetName != "" {
 		fmt.Fprintf(&b, "Change set `%s`", s.ChangeSetName)
 		if s.Status != "" {
@@ -192,21 +193,22 @@ func dangers(p *plan.Document) []string {
 	order := Order(p)
 	for _, s := range order {
 		if s.Action == plan.Delete {
-			out = append(out, fmt.Sprintf("**delete stack** %s (%s)", s.StackName, s.Name))
+			out = append(out, fmt.Sprintf("**delete stack** %s (%s)", stackName(p, s), s.Name))
 		}
 	}
 	for _, s := range order {
+		name := stackName(p, s)
 		if s.Action == plan.Recreate {
-			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", s.StackName, s.Name))
+			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", name, s.Name))
 		}
 		for _, c := range s.Changes {
 			switch {
 			case c.Action == "Remove":
-				out = append(out, fmt.Sprintf("**remove** %s (%s) from %s", c.LogicalID, c.Type, s.StackName))
+				out = append(out, fmt.Sprintf("**remove** %s (%s) from %s", c.LogicalID, c.Type, name))
 			case c.Replacement == "True":
-				out = append(out, fmt.Sprintf("**replace** %s (%s) in %s", c.LogicalID, c.Type, s.StackName))
+				out = append(out, fmt.Sprintf("**replace** %s (%s) in %s", c.LogicalID, c.Type, name))
 			case c.Replacement == "Conditional":
-				out = append(out, fmt.Sprintf("**may replace** %s (%s) in %s", c.LogicalID, c.Type, s.StackName))
+				out = append(out, fmt.Sprintf("**may replace** %s (%s) in %s", c.LogicalID, c.Type, name))
 			}
 		}
 	}
@@ -266,7 +268,7 @@ func PlanText(w io.Writer, p *plan.Document) error {
 		if c := capabilities(p, s.Name); c != "" && s.Action != "none" && s.Action != "delete" {
 			marks = append(marks, "capabilities: "+c)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.StackName, s.Action, strings.Join(marks, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, stackName(p, s), s.Action, strings.Join(marks, ", "))
 		for _, c := range s.Changes {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.LogicalID, c.Type, replacement(c.Replacement))
 		}
@@ -286,6 +288,23 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// at is where the plan's stack name lives, relative to cairn's account and region (the
+// zero Target: there, or not known).
+func at(p *plan.Document, name string) target.Target {
+	if p.Run != nil {
+		if s := p.Run.Stacks[name]; s != nil {
+			return s.At
+		}
+	}
+	return target.Target{}
+}
+
+// stackName is s's CloudFormation stack as people read it everywhere (target.Describe):
+// its name, and where it lives when that is not cairn's account and region.
+func stackName(p *plan.Document, s plan.Stack) string {
+	return target.Describe(at(p, s.Name), s.StackName)
 }
 
 // capabilities describes what the plan's decision for stack name acknowledges.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Input is everything a report shows.
@@ -92,11 +93,11 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("## Plan\n\n")
 		for _, d := range in.Decisions {
 			// A stack of the run is named as the table names it: one action per stack.
-			action := d.Action
+			action, name := d.Action, d.StackName
 			if s := r.Stacks[d.Stack]; s != nil {
-				action = Action(s, in.Decisions...)
+				action, name = Action(s, in.Decisions...), target.Describe(s.At, d.StackName)
 			}
-			fmt.Fprintf(&b, "- %s (%s): %s", d.Stack, d.StackName, action)
+			fmt.Fprintf(&b, "- %s (%s): %s", d.Stack, name, action)
 			if d.Reason != "" {
 				fmt.Fprintf(&b, " — %s", d.Reason)
 			}
@@ -196,7 +197,7 @@ func Summary(in Input, reportURI string) string {
 		if s.Phase == run.Unchanged {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s: %s %s", n, Action(s, in.Decisions...), s.Phase)
+		fmt.Fprintf(&b, "- %s: %s %s", target.Describe(s.At, n), Action(s, in.Decisions...), s.Phase)
 		if s.Reason != "" {
 			fmt.Fprintf(&b, ": %s", s.Reason)
 		}

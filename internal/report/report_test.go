@@ -1,12 +1,14 @@
 package report
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -153,5 +155,28 @@ func TestOneActionPerStack(t *testing.T) {
 	}
 	if sum := Summary(Input{Run: r, Decisions: decisions}, ""); !strings.Contains(sum, "- db: recreate done") {
 		t.Errorf("summary does not name db's action as the report does:\n%s", sum)
+	}
+}
+
+// TestStacksElsewhereNamed: the terminal plan and the notification name a stack outside
+// cairn's account and region with where it lives, and a stack at home as before.
+func TestStacksElsewhereNamed(t *testing.T) {
+	var text bytes.Buffer
+	if err := PlanText(&text, loadPlan(t)); err != nil {
+		t.Fatal(err)
+	}
+	r := sampleRun()
+	r.Stacks["cache"].At = target.Target{Account: "111111111111", Region: "eu-west-1"}
+	summary := Summary(Input{Run: r}, "")
+	for _, tc := range []struct{ name, out, want string }{
+		{"plan text", text.String(), "\nworker    shop-worker (111111111111, eu-west-1)     create               created at apply"},
+		{"plan text", text.String(), "! delete stack shop-legacy (cairn's account, us-west-2) (legacy)"},
+		{"plan text", text.String(), "\napp       shop-app                                  update"},
+		{"summary", summary, "- cache (111111111111, eu-west-1): create failed: stack shop-cache is ROLLBACK_COMPLETE"},
+		{"summary", summary, "- network: update done\n"},
+	} {
+		if !strings.Contains(tc.out, tc.want) {
+			t.Errorf("%s lacks %q:\n%s", tc.name, tc.want, tc.out)
+		}
 	}
 }

@@ -26,9 +26,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Environment variables naming cairn's resources, as `cairn local env` and the Lambdas'
@@ -116,6 +118,20 @@ func Config(ctx context.Context) (aws.Config, error) {
 
 // Region is the AWS region the session talks to.
 func (s *Session) Region() string { return s.AWS.Region }
+
+// Home is cairn's own account and region as the session sees them — the account of its
+// credentials (STS GetCallerIdentity), the region it talks to — so a command describes a
+// stack elsewhere as the deployer does (target.Describe). When STS cannot tell, the account
+// is "" and every account is shown.
+func (s *Session) Home(ctx context.Context) target.Target {
+	home := target.Target{Region: s.Region()}
+	if out, err := sts.NewFromConfig(s.AWS).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}); err == nil {
+		home.Account = aws.ToString(out.Account)
+	} else {
+		s.Logger.Debug("who am I (sts GetCallerIdentity)", "err", err)
+	}
+	return home
+}
 
 // Bucket is cairn's bucket: --bucket, CAIRN_BUCKET, or the export cairn-bucket-name. A
 // bucket that does not exist is named with where its name came from.

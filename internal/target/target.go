@@ -118,14 +118,20 @@ func (s Spec) IsHome() bool { return s.Region == "" && s.RoleARN == "" }
 // its account "" when unknown): the zero Target is home, and a field is "" where it is
 // home's.
 func (s Spec) Location(home Target) Target {
-	at := Target{Account: s.Account(), Region: s.Region}
-	if at.Account == home.Account {
-		at.Account = ""
+	return Target{Account: s.Account(), Region: s.Region}.From(home)
+}
+
+// From is t relative to home (its account "" when unknown): a field is "" where it is
+// home's, so the zero Target is home. A stack id's place (OfStackID) made relative this
+// way is described as a stack's Location is.
+func (t Target) From(home Target) Target {
+	if t.Account == home.Account {
+		t.Account = ""
 	}
-	if at.Region == home.Region {
-		at.Region = ""
+	if t.Region == home.Region {
+		t.Region = ""
 	}
-	return at
+	return t
 }
 
 // Key identifies a stack among the stacks of a deployment by account, region and name: its
@@ -139,19 +145,26 @@ func Key(at Target, stackName string) string {
 }
 
 // Describe names a stack for people: its name, and where it lives when that is not home,
-// e.g. "shop-app (111111111111, eu-west-1)".
+// e.g. "shop-app (111111111111, eu-west-1)". Every output naming a stack (graph, plans,
+// run reports, status, drift, port owners, the follower) names it so.
 func Describe(at Target, stackName string) string {
 	if at == (Target{}) {
 		return stackName
 	}
-	acct, region := at.Account, at.Region
+	return stackName + " (" + at.Where() + ")"
+}
+
+// Where names a place relative to home for people, its parts "cairn's account" and
+// "cairn's region" where they are home's: "111111111111, eu-west-1".
+func (t Target) Where() string {
+	acct, region := t.Account, t.Region
 	if acct == "" {
 		acct = "cairn's account"
 	}
 	if region == "" {
 		region = "cairn's region"
 	}
-	return stackName + " (" + acct + ", " + region + ")"
+	return acct + ", " + region
 }
 
 // OfStackID returns the account and region of a stack id,

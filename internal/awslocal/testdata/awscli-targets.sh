@@ -68,6 +68,17 @@ if ! "$cairn" push "$bundle" --deployment shop --wait >"$work/push1" 2>&1; then
 	echo "FAIL push of the targets bundle:"; cat "$work/push1"; failures=$((failures + 1))
 fi
 
+# The outputs name a stack outside cairn's account and region with where it lives: the
+# follower of --wait, status, the graph and the owners of ports.
+check "push --wait names remote and replica with their place" "1 1" \
+	"$(grep -cE '^  [0-9:]+  remote \(111111111111, eu-west-1\) +create +done' "$work/push1") $(grep -cE '^  [0-9:]+  replica \(cairn.s account, us-west-2\) +create +done' "$work/push1")"
+check "status names shop-remote with its place" "shop-remote (111111111111, eu-west-1)" \
+	"$("$cairn" status shop 2>&1 | grep -o 'shop-remote (111111111111, eu-west-1)' | head -1)"
+check "graph names shop-remote with its place" "shop-remote (111111111111, eu-west-1)" \
+	"$("$cairn" graph "$bundle" 2>&1 | grep -o 'shop-remote (111111111111, eu-west-1)' | head -1)"
+check "ports list names remote's port owner with its place" "shop-remote (111111111111, eu-west-1)" \
+	"$("$cairn" ports list 2>&1 | grep -o 'shop-remote (111111111111, eu-west-1)' | head -1)"
+
 # Where each stack is, and is not. KEY REGION of the four places looked at.
 places="test:us-east-1 test:us-west-2 111111111111:eu-west-1 111111111111:us-east-1 test:eu-west-1"
 declare -A home=([network]=test:us-east-1 [replica]=test:us-west-2 [remote]=111111111111:eu-west-1 [summary]=test:us-east-1)
@@ -88,13 +99,20 @@ check "remote's port, from its region's ports topic" "20000" "$(output 111111111
 
 # Drift detection checks each stack where it lives: a change made out of band to the
 # second account's stack is found there.
+# driftOf FILE NAME: the status of config stack NAME of graph shop in cairn drift's table
+# (its CLOUDFORMATION column names a stack elsewhere with its place, in several words).
+driftOf() {
+	awk -v n="$2" '$1 == "shop" && $2 == n { for (i = 3; i <= NF; i++) if ($i ~ /^(IN_SYNC|DRIFTED|UNKNOWN|NOT_CHECKED)$/) { print $i; exit } }' "$1"
+}
 "$cairn" drift --wait >"$work/drift1" 2>&1 || true
-check "drift: shop-remote in sync" "IN_SYNC" "$(awk '$2 == "remote" {print $4}' "$work/drift1")"
+check "drift: shop-remote in sync" "IN_SYNC" "$(driftOf "$work/drift1" remote)"
+check "drift names shop-remote with its place" "shop-remote (111111111111, eu-west-1)" \
+	"$(grep -o 'shop-remote (111111111111, eu-west-1)' "$work/drift1" | head -1)"
 curl -fsS -X POST "$AWS_ENDPOINT_URL/_local/cloudformation/tamper?account=111111111111&region=eu-west-1" \
 	-d '{"stack":"shop-remote","logicalId":"Link","property":"Value","value":"tampered"}' >/dev/null
 "$cairn" drift --wait >"$work/drift2" 2>&1 || true
 check "drift: shop-remote drifted in 111111111111/eu-west-1, the others in sync" "DRIFTED IN_SYNC IN_SYNC IN_SYNC" \
-	"$(awk '$2 == "remote" {print $4}' "$work/drift2") $(awk '$1 == "shop" && $2 != "remote" {print $4}' "$work/drift2" | tr '\n' ' ' | sed 's/ $//')"
+	"$(driftOf "$work/drift2" remote) $(for n in network replica summary; do driftOf "$work/drift2" "$n"; done | tr '\n' ' ' | sed 's/ $//')"
 
 # Removing the second account's stack deletes it there and nothing else.
 before=$(for s in network replica summary; do p=${home[$s]}; at "${p%%:*}" "${p#*:}" cloudformation describe-stacks --stack-name "shop-$s" --query 'Stacks[0].[StackName,StackStatus,LastUpdatedTime]' --output text; done)

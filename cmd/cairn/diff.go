@@ -57,7 +57,7 @@ Exit codes: 0 no differences, 1 differences (as diff(1)), 2 an error.`,
 			if err != nil {
 				return err
 			}
-			rd := &diff.Reader{S3: c.S3, Bucket: c.bucket, State: c.state}
+			rd := &diff.Reader{S3: c.S3, Bucket: c.bucket, State: c.state, Home: c.Home(cmd.Context())}
 			r, err := rd.Diff(cmd.Context(), deployment, args[0], local)
 			if err != nil {
 				return err

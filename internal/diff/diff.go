@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Kind is what became of a stack between what is applied and the bundle.
@@ -32,6 +33,7 @@ const (
 	Changed   Kind = "changed"   // its template or parameters differ
 	Unchanged Kind = "unchanged" // same template and parameters
 	Removed   Kind = "removed"   // applied, no longer in the bundle: the next run deletes it
+	Moved     Kind = "moved"     // it names another stack name, account or region: the next run is refused
 )
 
 // Param is one parameter that differs: Old is "" when added, New "" when removed.
@@ -54,6 +56,8 @@ type Stack struct {
 	// ParamsNote says the parameters resolve to other values than applied although
 	// their text is the same (an output they read changed).
 	ParamsNote string
+	// From and To are, for a Moved stack, the graph's stack and the one the bundle names.
+	From, To string
 }
 
 // Result is the comparison of a bundle with what is applied.
@@ -78,8 +82,9 @@ func (r *Result) Changed() bool {
 }
 
 // Compare is the pure comparison: the bundle's config at path (local), the applied config
-// (nil when it could not be read) and the persistent graph (nil when nothing is applied).
-func Compare(deployment, path string, local, applied *config.Config, g *state.Graph) *Result {
+// (nil when it could not be read) and the persistent graph (nil when nothing is applied),
+// seen from home (cairn's account and region, its account "" when unknown).
+func Compare(deployment, path string, local, applied *config.Config, g *state.Graph, home target.Target) *Result {
 	r := &Result{Deployment: deployment, Path: path, Graph: g}
 	stacks := map[string]*state.Stack{}
 	if g != nil {
@@ -94,6 +99,10 @@ func Compare(deployment, path string, local, applied *config.Config, g *state.Gr
 		gs := stacks[s.Name]
 		if gs == nil {
 			r.Stacks = append(r.Stacks, Stack{Name: s.Name, StackName: s.StackName, Kind: New, Params: params(nil, s, stacks)})
+			continue
+		}
+		if from, to, moved := plan.Moved(gs, s, home); moved {
+			r.Stacks = append(r.Stacks, Stack{Name: s.Name, StackName: s.StackName, Kind: Moved, From: from, To: to})
 			continue
 		}
 		var old *config.Stack
@@ -257,6 +266,9 @@ func (r *Result) Write(w io.Writer) error {
 		case Removed:
 			fmt.Fprintf(&b, "\nstack %s (%s): applied, no longer in the bundle: the next run deletes it\n", s.Name, s.StackName)
 			continue
+		case Moved:
+			fmt.Fprintf(&b, "\nstack %s: moved from %s to %s: the next run is refused: %s\n", s.Name, s.From, s.To, plan.MovedFix(r.Path+"/cairn.yaml"))
+			continue
 		default:
 			fmt.Fprintf(&b, "\nstack %s (%s): changed\n", s.Name, s.StackName)
 		}
@@ -287,7 +299,11 @@ func (r *Result) Write(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", s.ParamsNote)
 		}
 	}
-	fmt.Fprintf(&b, "\n%d changed, %d new, %d removed, %d unchanged\n", counts[Changed], counts[New], counts[Removed], counts[Unchanged])
+	fmt.Fprintf(&b, "\n%d changed, %d new, %d removed, %d unchanged", counts[Changed], counts[New], counts[Removed], counts[Unchanged])
+	if counts[Moved] > 0 {
+		fmt.Fprintf(&b, ", %d moved", counts[Moved])
+	}
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -320,6 +336,8 @@ type Reader struct {
 	State  interface {
 		Show(ctx context.Context, namespace, key, version string) (*state.Graph, error)
 	}
+	// Home is cairn's account and region (its account "" when unknown).
+	Home target.Target
 }
 
 // Diff compares the bundle whose config is local (read from path) with what deployment
@@ -327,7 +345,7 @@ type Reader struct {
 func (rd *Reader) Diff(ctx context.Context, deployment, path string, local *config.Config) (*Result, error) {
 	g, err := rd.State.Show(ctx, local.Namespace, local.PersistentGraphKey, "")
 	if errors.Is(err, state.ErrNotFound) {
-		return Compare(deployment, path, local, nil, nil), nil
+		return Compare(deployment, path, local, nil, nil, rd.Home), nil
 	}
 	if err != nil {
 		return nil, err
@@ -349,7 +367,7 @@ func (rd *Reader) Diff(ctx context.Context, deployment, path string, local *conf
 	default:
 		appliedConfig = lb.Config
 	}
-	r := Compare(deployment, path, local, appliedConfig, g)
+	r := Compare(deployment, path, local, appliedConfig, g, rd.Home)
 	r.Note = note
 	return r, nil
 }

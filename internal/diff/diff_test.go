@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 const (
@@ -106,11 +107,23 @@ func TestCompare(t *testing.T) {
 			want: []string{"deployment shop: nothing is applied yet; every stack of PATH is new", "stack network (shop-network): new", "    Cidr: 10.0.0.0/16",
 				"    VpcId: ${output network::VpcId} (unresolved: read at deploy time)", "0 changed, 2 new, 0 removed, 0 unchanged"}},
 	}
+	moved := shop("10.0.0.0/16", "hunter2", "    region: eu-west-1\n")
+	tests = append(tests, struct {
+		name    string
+		local   map[string]string
+		applied *config.Config
+		graph   *state.Graph
+		changed bool
+		want    []string
+		absent  []string
+	}{name: "a stack moved to another region", local: moved, applied: applied, graph: g, changed: true,
+		want: []string{"stack app: moved from shop-app to shop-app (cairn's account, eu-west-1): the next run is refused: cairn does not move or rename a live stack (the old one would be left behind); give the stack a new name in PATH/cairn.yaml",
+			"0 changed, 0 new, 0 removed, 1 unchanged, 1 moved"}})
 	// The graph of "an output it reads changed" has app resolved against another VpcId.
 	tests[5].graph.Stacks["network"].Outputs["VpcId"] = "vpc-4567"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Compare("shop", "PATH", load(t, tt.local), tt.applied, tt.graph)
+			r := Compare("shop", "PATH", load(t, tt.local), tt.applied, tt.graph, target.Target{Account: "000000000000", Region: "us-east-1"})
 			var b bytes.Buffer
 			if err := r.Write(&b); err != nil {
 				t.Fatal(err)

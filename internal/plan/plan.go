@@ -272,6 +272,10 @@ func Make(in Input) (*Result, error) {
 				return v, ok
 			}}
 		p := prev.Stacks[s.Name]
+		if from, to, moved := Moved(p, s, in.Home); moved {
+			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s: it now names %s, but the graph's is %s: %s", s.Name, to, from, MovedFix(cfg.File)))
+			continue
+		}
 		decide := func(a Action, reason string) {
 			res.Decisions = append(res.Decisions, Decision{Stack: s.Name, StackName: s.StackName, Action: a, Reason: reason,
 				Capabilities: s.Capabilities, FromTemplate: s.CapabilitiesFromTemplate && len(s.Capabilities) > 0})
@@ -477,6 +481,27 @@ func hasCairnTags(l Live) bool {
 		}
 	}
 	return false
+}
+
+// Moved reports whether config stack s names another stack than the graph's record p of
+// it (another stack name, account or region), and describes both (from: the graph's, to:
+// the config's). A run is refused then: a stack's identity is its account, region and
+// name, and the old stack would be left behind, out of the graph.
+func Moved(p *state.Stack, s *config.Stack, home target.Target) (from, to string, moved bool) {
+	if p == nil {
+		return "", "", false
+	}
+	was, at := p.Target.Location(home), s.Target.Location(home)
+	if p.StackName == s.StackName && was == at {
+		return "", "", false
+	}
+	return target.Describe(was, p.StackName), target.Describe(at, s.StackName), true
+}
+
+// MovedFix is what to do about a moved stack (Moved), whose config is in file.
+func MovedFix(file string) string {
+	return "cairn does not move or rename a live stack (the old one would be left behind); give the stack a new name in " + file +
+		" (the next run creates the new stack and deletes the old one, with the deletion guards), or set stack_name, region and role_arn back"
 }
 
 // deletions plans the stacks that left the config, dependents first, and applies the guards.

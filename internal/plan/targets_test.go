@@ -60,3 +60,56 @@ stacks:
 		t.Errorf("gone: %s %q", gs.Phase, gs.Reason)
 	}
 }
+
+// TestMovedStackIsRefused: a stack of the graph whose config now puts it in another region
+// or account, or names it otherwise, would leave the old stack behind, out of the graph;
+// the run is refused before any call, naming both places and the way to move a stack.
+func TestMovedStackIsRefused(t *testing.T) {
+	home := target.Target{Account: "000000000000", Region: "us-east-1"}
+	for _, tc := range []struct {
+		name, keys string
+		graph      state.Stack
+		want       string
+	}{
+		{"region changed", "region: us-west-2", state.Stack{StackName: "shop-db"},
+			"stack db: it now names shop-db (cairn's account, us-west-2), but the graph's is shop-db: cairn does not move or rename a live stack"},
+		{"account changed", `role_arn: "arn:aws:iam::111111111111:role/r"`, state.Stack{StackName: "shop-db"},
+			"stack db: it now names shop-db (111111111111, cairn's region), but the graph's is shop-db:"},
+		{"back home", "", state.Stack{StackName: "shop-db", Target: target.Spec{Region: "eu-west-1"}},
+			"stack db: it now names shop-db, but the graph's is shop-db (cairn's account, eu-west-1):"},
+		{"renamed", "stack_name: shop-database", state.Stack{StackName: "shop-db"},
+			"stack db: it now names shop-database, but the graph's is shop-db:"},
+		{"the same role, another name for the region", "region: us-east-1", state.Stack{StackName: "shop-db"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys := ""
+			if tc.keys != "" {
+				keys = ", " + tc.keys
+			}
+			cfg, err := config.LoadOptions{Deployment: "shop"}.Load(bundle.FromYAML("cairn.yaml", []byte(`namespace: shop
+stacks:
+  - {name: db`+keys+`, template_body: "Resources: {T: {Type: AWS::SNS::Topic}}"}
+`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs := tc.graph
+			gs.Name, gs.TemplateHash = "db", TemplateHash(cfg.Stack("db"))
+			g := &state.Graph{Namespace: "shop", Key: "shop", Stacks: map[string]*state.Stack{"db": &gs}}
+			res := mustMake(t, Input{Config: cfg, Graph: g, Home: home})
+			got := strings.Join(res.Refusals, "\n")
+			if tc.want == "" {
+				if got != "" {
+					t.Fatalf("refused: %s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) || !strings.Contains(got, "give the stack a new name in cairn.yaml") {
+				t.Fatalf("refusals %q, want %q", got, tc.want)
+			}
+			if _, ok := res.Run.Stacks["db"]; ok {
+				t.Fatal("the moved stack is still planned")
+			}
+		})
+	}
+}

@@ -33,9 +33,14 @@ func deployWorld(t *testing.T) *s3.Client {
 	return s3c
 }
 
-// deployEmulator is deployWorld, returning the emulator too.
-func deployEmulator(t *testing.T) (*awslocal.Emulator, *s3.Client) {
+// deployEmulator is deployWorld, returning the emulator too. Its virtual clock moves half
+// a second per millisecond of wall time, or pace when given.
+func deployEmulator(t *testing.T, pace ...time.Duration) (*awslocal.Emulator, *s3.Client) {
 	t.Helper()
+	step := 500 * time.Millisecond
+	if len(pace) > 0 {
+		step = pace[0]
+	}
 	ctx := context.Background()
 	// The virtual clock starts at the wall clock, which the CLI itself reads (plan ages and
 	// expiry): a fixed date would make plans look expired once the calendar moves on.
@@ -56,7 +61,7 @@ func deployEmulator(t *testing.T) (*awslocal.Emulator, *s3.Client) {
 			case <-stop:
 				return
 			case <-time.After(time.Millisecond):
-				clk.Advance(500 * time.Millisecond)
+				clk.Advance(step)
 			}
 		}
 	}()
@@ -138,7 +143,9 @@ stacks:
 }
 
 func TestPushWaitAndStatus(t *testing.T) {
-	s3c := deployWorld(t)
+	// A slower clock than other tests': a change set is ready a second after it is made, so
+	// at half a second per millisecond no poll of the follower would ever see it being made.
+	_, s3c := deployEmulator(t, 20*time.Millisecond)
 	dir := bundleDir(t, "")
 	ref := gitInit(t, dir, "https://example.com/cli.git")
 	var stdout, stderr bytes.Buffer

@@ -27,7 +27,7 @@ import (
 func init() { commands = append(commands, newLocalCmd) }
 
 // localFunctions maps each Lambda function's name to a constructor of its handler (anything
-// lambda.Start accepts). The issue that builds a function adds its entry, from an init in
+// lambda.Start accepts). Each function adds its entry, from an init in
 // its own file, so that `cairn local up` runs it in process and `cairn local invoke` calls
 // it. Constructors run after the emulator's and cairn's environment (AWS_ENDPOINT_URL,
 // CAIRN_BUCKET, ...) is set, so what they build from the environment talks to the

@@ -388,7 +388,7 @@ func fail(s *Stack, now time.Time, reason string) {
 	setPhase(s, Failed, now)
 }
 
-// retry puts a stack whose action failed back to back where the action is issued again, or
+// retry puts a stack whose action failed back in the phase (back) where the action is issued again, or
 // fails it once its attempts are used up.
 func retry(s *Stack, o Observation, back Phase, what string, now time.Time, opts Options) {
 	s.Attempts++

@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/recovery"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // TestFailedFirstCreateWritesTheGraph fails the first create of the chain's first stack:
@@ -122,6 +124,11 @@ func wayOut(t *testing.T, w *world, dir, stackName, status, name string, intent 
 	if doc.Run.Status == run.Succeeded || !strings.Contains(refusals, advice) || !strings.Contains(refusals, "plan it (`cairn plan PATH --deployment shop`) and approve that plan (`cairn approve shop PLAN_ID`)") {
 		t.Fatalf("push of a %s stack: %s; refusals %q; want the advice %q...", status, doc.Run.Status, refusals, advice)
 	}
+	// The run is seen ended when its document is saved; it releases the lock just after.
+	w.waitFor("the run to release the lock", func() bool {
+		_, err := w.store().CurrentLock(context.Background(), "shop", "shop")
+		return errors.Is(err, state.ErrNotLocked)
+	})
 	before := w.cfnCalls()
 	r := &recovery.Recoverer{CFN: w.cfnc, State: w.store(), Clock: w.clk, Poll: time.Second, Timeout: time.Minute}
 	if _, err := r.Recover(context.Background(), recovery.Request{Namespace: "shop", Key: "shop", Stack: name}, nil); err == nil ||

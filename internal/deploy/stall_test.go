@@ -136,6 +136,11 @@ func TestLostHeartbeatIsResumed(t *testing.T) {
 				if s.ChangeSetName == "" {
 					continue
 				}
+				if r := doc.Run.Stacks[name]; r.Phase == run.Done {
+					// A step already under way when the heartbeat was found lost executed
+					// it before the unlock: it is no longer the abandoned run's to delete.
+					continue
+				}
 				made++
 				if _, err := w.cfnc.DescribeChangeSet(context.Background(), &cloudformation.DescribeChangeSetInput{
 					StackName: aws.String(s.StackName), ChangeSetName: aws.String(s.ChangeSetName)}); awsclient.ErrorCode(err) != "ChangeSetNotFound" {

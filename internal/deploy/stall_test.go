@@ -86,9 +86,10 @@ func (w *world) loseHeartbeat(deployment, version string) *deploy.Document {
 func TestLostHeartbeatIsResumed(t *testing.T) {
 	for _, unlock := range []bool{false, true} {
 		t.Run(map[bool]string{false: "resumed", true: "unlocked meanwhile"}[unlock], func(t *testing.T) {
-			// A two-minute heartbeat leaves time to lose it; the lease (12 hours) never
+			// A two-minute heartbeat and resources of three minutes each leave time to lose
+			// the heartbeat (and the delayed checks) mid-run; the lease (12 hours) never
 			// ends within the test.
-			w := newWorld(t, worldOptions{NoStackEvents: true, Heartbeat: 2 * time.Minute})
+			w := newWorld(t, worldOptions{NoStackEvents: true, Heartbeat: 2 * time.Minute, ResourceDelay: 3 * time.Minute})
 			v1 := w.push("shop", copyBundle(t, chain))
 			w.waitFor("the run's first step", func() bool {
 				for _, d := range w.runs("shop") {

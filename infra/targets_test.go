@@ -415,7 +415,13 @@ func TestLocalModeMatchesSynthesis(t *testing.T) {
 			if len(tc.targets) == 1 {
 				golden(t, targetGoldenPath, a.raw[TargetStackID(tc.targets[0])])
 			}
-			o := localcairn.Options{Targets: tc.targets, Home: target.Target{Account: "000000000000", Region: "us-east-1"}}
+			// Local mode told the namespaces of the context (cdk.json's), as `cairn local up
+			// --namespaces` is; without them it allows every namespace.
+			namespaces, err := stringList(base[ctxNamespaces])
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := localcairn.Options{Targets: tc.targets, Home: target.Target{Account: "000000000000", Region: "us-east-1"}, Namespaces: namespaces}
 			local, err := localcairn.Template(o)
 			if err != nil {
 				t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -197,18 +198,10 @@ func (s *Service) save() error {
 	if s.o.Dir == "" {
 		return nil
 	}
-	b, err := json.Marshal(&s.st)
-	if err != nil {
-		return fmt.Errorf("cloudformation emulator: encode state: %w", err)
-	}
-	if err := os.MkdirAll(s.o.Dir, 0o755); err != nil {
-		return fmt.Errorf("cloudformation emulator: create state dir: %w", err)
-	}
-	tmp := s.statePath() + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := statefile.Write(s.statePath(), &s.st, 0o644); err != nil {
 		return fmt.Errorf("cloudformation emulator: write state: %w", err)
 	}
-	return os.Rename(tmp, s.statePath())
+	return nil
 }
 
 // loop wakes at the next due time of any stack so progress happens without requests.

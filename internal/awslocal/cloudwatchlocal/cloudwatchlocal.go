@@ -24,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -248,15 +249,10 @@ func (s *Service) saveLocked() error {
 	if s.o.Dir == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(s.alarms, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := s.path() + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := statefile.Write(s.path(), s.alarms, 0o644); err != nil {
 		return fmt.Errorf("cloudwatch emulator: save state: %w", err)
 	}
-	return os.Rename(tmp, s.path())
+	return nil
 }
 
 func (s *Service) persistLocked() {

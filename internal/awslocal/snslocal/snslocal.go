@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
+	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -130,15 +131,10 @@ func (s *Service) saveLocked() error {
 	if s.path == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(s.topics, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	if err := statefile.Write(s.path, s.topics, 0o644); err != nil {
 		return fmt.Errorf("sns emulator: save state: %w", err)
 	}
-	return os.Rename(tmp, s.path)
+	return nil
 }
 
 func (s *Service) persistLocked() {

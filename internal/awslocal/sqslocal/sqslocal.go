@@ -27,6 +27,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -129,15 +130,7 @@ func (s *Service) saveLocked() error {
 	if s.path == "" {
 		return nil
 	}
-	b, err := json.Marshal(state{Version: stateVersion, Queues: s.queues})
-	if err != nil {
-		return fmt.Errorf("encode sqs state: %w", err)
-	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("write sqs state: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
+	if err := statefile.Write(s.path, state{Version: stateVersion, Queues: s.queues}, 0o644); err != nil {
 		return fmt.Errorf("write sqs state: %w", err)
 	}
 	return nil

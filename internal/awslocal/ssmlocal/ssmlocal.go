@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -153,15 +154,10 @@ func (s *Service) saveLocked() error {
 	if s.opts.Dir == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(s.params, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := s.path() + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	if err := statefile.Write(s.path(), s.params, 0o600); err != nil {
 		return fmt.Errorf("ssm emulator: save state: %w", err)
 	}
-	return os.Rename(tmp, s.path())
+	return nil
 }
 
 func (s *Service) persistLocked() {

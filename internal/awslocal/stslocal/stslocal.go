@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -153,15 +154,10 @@ func (s *Service) saveLocked() error {
 			delete(s.sessions, k)
 		}
 	}
-	b, err := json.Marshal(s.sessions)
-	if err != nil {
-		return fmt.Errorf("sts emulator: encode state: %w", err)
-	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	if err := statefile.Write(s.path, s.sessions, 0o600); err != nil {
 		return fmt.Errorf("sts emulator: write state: %w", err)
 	}
-	return os.Rename(tmp, s.path)
+	return nil
 }
 
 var twelveDigits = regexp.MustCompile(`^\d{12}$`)

@@ -10,13 +10,11 @@ package cfnlocal
 
 import (
 	"context"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -178,15 +176,8 @@ func (s *Service) Close() error {
 func (s *Service) statePath() string { return filepath.Join(s.o.Dir, "cloudformation.json") }
 
 func (s *Service) load() error {
-	b, err := os.ReadFile(s.statePath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("cloudformation emulator: read state %s: %w", s.statePath(), err)
-	}
-	if err := json.Unmarshal(b, &s.st); err != nil {
-		return fmt.Errorf("cloudformation emulator: state %s is corrupt (%v): move it away to start empty", s.statePath(), err)
+	if err := statefile.Read(s.statePath(), &s.st); err != nil {
+		return fmt.Errorf("cloudformation emulator: %w", err)
 	}
 	for _, st := range s.st.Stacks {
 		s.byID[st.ID] = st

@@ -12,9 +12,7 @@ package cloudwatchlocal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -223,15 +221,8 @@ func New(o Options) (*Service, error) {
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cloudwatch emulator: create state folder: %w", err)
 	}
-	b, err := os.ReadFile(s.path())
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("cloudwatch emulator: read state: %w", err)
-	default:
-		if err := json.Unmarshal(b, &s.alarms); err != nil {
-			return nil, fmt.Errorf("cloudwatch emulator: state %s is corrupt (%v): fix or delete the file", s.path(), err)
-		}
+	if err := statefile.Read(s.path(), &s.alarms); err != nil {
+		return nil, fmt.Errorf("cloudwatch emulator: %w", err)
 	}
 	return s, nil
 }

@@ -11,9 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -106,15 +104,8 @@ func New(opts Options) (*Service, error) {
 			return nil, fmt.Errorf("sns emulator: create state folder: %w", err)
 		}
 		s.path = filepath.Join(opts.Dir, "sns.json")
-		b, err := os.ReadFile(s.path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return nil, fmt.Errorf("sns emulator: read state: %w", err)
-		default:
-			if err := json.Unmarshal(b, &s.topics); err != nil {
-				return nil, fmt.Errorf("sns emulator: state %s is corrupt (%v): fix or delete the file", s.path, err)
-			}
+		if err := statefile.Read(s.path, &s.topics); err != nil {
+			return nil, fmt.Errorf("sns emulator: %w", err)
 		}
 	}
 	return s, nil

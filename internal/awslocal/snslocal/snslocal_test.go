@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -252,5 +255,19 @@ func TestLambdaAndEmailSubscriptions(t *testing.T) {
 	}
 	if got := q.take(); len(got) != 0 {
 		t.Errorf("queues got %v", got)
+	}
+}
+
+// TestCorruptStateIsRefused: a state file that does not decode stops the emulator, naming
+// the file, rather than starting empty over it.
+func TestCorruptStateIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sns.json")
+	if err := os.WriteFile(path, []byte(`{"topics": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := snslocal.New(snslocal.Options{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "sns emulator: state "+path+" is corrupt (") {
+		t.Fatalf("New over a corrupt state: %v", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -118,15 +117,8 @@ func New(o Options) (*Service, error) {
 		default:
 			key = b
 		}
-		b, err = os.ReadFile(s.path())
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return nil, fmt.Errorf("ssm emulator: read state: %w", err)
-		default:
-			if err := json.Unmarshal(b, &s.params); err != nil {
-				return nil, fmt.Errorf("ssm emulator: state %s is corrupt (%v): fix or delete the file", s.path(), err)
-			}
+		if err := statefile.Read(s.path(), &s.params); err != nil {
+			return nil, fmt.Errorf("ssm emulator: %w", err)
 		}
 	} else if _, err := rand.Read(key); err != nil {
 		return nil, err

@@ -6,10 +6,28 @@ package statefile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
+
+// Read loads the state at path into v. A missing file is no error: the service starts
+// empty. A file that does not decode is refused, naming it, rather than silently replaced.
+func Read(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read state %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("state %s is corrupt (%v): fix or delete the file", path, err)
+	}
+	return nil
+}
 
 // Write stores v as JSON at path, atomically, with permissions perm (0o600 for state that
 // holds credentials or secrets). The directory is made when missing.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
@@ -33,5 +34,27 @@ func TestWrite(t *testing.T) {
 	}
 	if err := statefile.Write(path, func() {}, 0o600); err == nil {
 		t.Fatal("a value JSON cannot encode was written")
+	}
+}
+
+func TestRead(t *testing.T) {
+	dir := t.TempDir()
+	var v map[string]int
+	if err := statefile.Read(filepath.Join(dir, "missing.json"), &v); err != nil || v != nil {
+		t.Fatalf("a missing file: %v, %v; want no error and nothing read", err, v)
+	}
+	path := filepath.Join(dir, "state.json")
+	if err := statefile.Write(path, map[string]int{"a": 1}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := statefile.Read(path, &v); err != nil || v["a"] != 1 {
+		t.Fatalf("read %v, %v", v, err)
+	}
+	if err := os.WriteFile(path, []byte("{half"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := statefile.Read(path, &v)
+	if err == nil || !strings.HasPrefix(err.Error(), "state "+path+" is corrupt (") || !strings.HasSuffix(err.Error(), "): fix or delete the file") {
+		t.Fatalf("a corrupt file: %v", err)
 	}
 }

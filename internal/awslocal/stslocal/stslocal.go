@@ -14,10 +14,8 @@ package stslocal
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"math/big"
 	"os"
@@ -123,15 +121,8 @@ func New(o Options) (*Service, error) {
 			return nil, fmt.Errorf("sts emulator: create state folder: %w", err)
 		}
 		s.path = filepath.Join(o.Dir, "sts.json")
-		b, err := os.ReadFile(s.path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return nil, fmt.Errorf("sts emulator: read state: %w", err)
-		default:
-			if err := json.Unmarshal(b, &s.sessions); err != nil {
-				return nil, fmt.Errorf("sts emulator: state %s is corrupt (%v): fix or delete the file", s.path, err)
-			}
+		if err := statefile.Read(s.path, &s.sessions); err != nil {
+			return nil, fmt.Errorf("sts emulator: %w", err)
 		}
 	}
 	return s, nil

@@ -142,7 +142,6 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			order = append(order, k)
 		}
 		r.trigger.Beats = append(r.trigger.Beats, t.Beats...)
-		r.trigger.Check = r.trigger.Check || t.Check
 		r.trigger.Stacks = append(r.trigger.Stacks, t.Stacks...)
 		r.records = append(r.records, id)
 	}
@@ -164,7 +163,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				fail(rec.MessageId)
 				continue
 			}
-			t := Trigger{Check: m.Cairn == "check"}
+			var t Trigger // a delayed check only asks for a step
 			if m.Cairn == "heartbeat" {
 				t.Beats = []int{m.Beat}
 			}

@@ -12,6 +12,7 @@
 //	runs/NAME/RUN_ID.json, .md      runs and their reports
 //	runs/active/RUN_ID.json         the index of open runs
 //	templates/SHA256.json           templates passed by TemplateURL
+//	assets/SHA256.EXT               packaged artifacts (code, definitions) of stacks at home
 //	ports/POOL.json                 port allocations
 //	drift/NAME/SWEEP_ID.json, .md   drift reports
 //	drift/sweeps/SWEEP_ID.json      drift sweeps in progress
@@ -35,6 +36,11 @@ const (
 	LocksPrefix       = "locks/"
 	RunsPrefix        = "runs/"
 	TemplatesPrefix   = "templates/"
+	// AssetsPrefix holds the local artifacts a bundle's templates name (Lambda code,
+	// layers, API and state machine definitions), packaged as `aws cloudformation package`
+	// does and addressed by content: in cairn's bucket for stacks of cairn's account and
+	// region, and under the same prefix in each target's assets bucket for the others.
+	AssetsPrefix = "assets/"
 	PortsPrefix       = "ports/"
 	DriftPrefix       = "drift/"
 	// OpenRunsPrefix holds one small index object per open run, so a stack status event
@@ -102,6 +108,29 @@ func OpenRunKey(runID string) string { return OpenRunsPrefix + runID + jsonExt }
 
 // TemplateKey is a template uploaded for TemplateURL, addressed by its sha256 (hex).
 func TemplateKey(sha256 string) string { return TemplatesPrefix + sha256 + jsonExt }
+
+// AssetKey is a packaged artifact, addressed by the sha256 (hex) of the object stored and
+// named with its extension ("zip" for a folder or file zipped; "" for a file whose name has
+// none): assets/SHA256.EXT.
+func AssetKey(sha256, ext string) string {
+	if ext == "" {
+		return AssetsPrefix + sha256
+	}
+	return AssetsPrefix + sha256 + "." + ext
+}
+
+// ParseAssetKey returns the sha256 and extension of an AssetKey; ok is false for any other key.
+func ParseAssetKey(key string) (sha256, ext string, ok bool) {
+	rest, ok := strings.CutPrefix(key, AssetsPrefix)
+	if !ok {
+		return "", "", false
+	}
+	sha256, ext, _ = strings.Cut(rest, ".")
+	if len(sha256) != 64 || strings.Trim(sha256, "0123456789abcdef") != "" || strings.Contains(ext, "/") {
+		return "", "", false
+	}
+	return sha256, ext, true
+}
 
 // PoolKey is the allocations document of port pool pool.
 func PoolKey(pool string) string { return PortsPrefix + pool + jsonExt }

@@ -18,6 +18,8 @@ func TestKeys(t *testing.T) {
 		{RunReportKey("shop", "R1"), "runs/shop/R1.md"},
 		{OpenRunKey("R1"), "runs/active/R1.json"},
 		{TemplateKey("ab12"), "templates/ab12.json"},
+		{AssetKey("1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b", "zip"), "assets/1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b.zip"},
+		{AssetKey("1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b", ""), "assets/1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b1a2b"},
 		{PoolKey("default"), "ports/default.json"},
 		{DriftReportKey("shop", "S1"), "drift/shop/S1.json"},
 		{DriftMarkdownKey("shop", "S1"), "drift/shop/S1.md"},
@@ -26,6 +28,27 @@ func TestKeys(t *testing.T) {
 	} {
 		if tc.got != tc.want {
 			t.Errorf("key %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestParseAssetKey(t *testing.T) {
+	sha := strings.Repeat("1a2b", 16)
+	for _, tc := range []struct {
+		key, sha, ext string
+		ok            bool
+	}{
+		{AssetKey(sha, "zip"), sha, "zip", true},
+		{AssetKey(sha, "json"), sha, "json", true},
+		{AssetKey(sha, ""), sha, "", true},
+		{"assets/" + sha[:10] + ".zip", "", "", false},
+		{"assets/" + strings.ToUpper(sha) + ".zip", "", "", false},
+		{"templates/" + sha + ".json", "", "", false},
+		{"assets/" + sha + ".zip/x", "", "", false},
+	} {
+		sha, ext, ok := ParseAssetKey(tc.key)
+		if sha != tc.sha || ext != tc.ext || ok != tc.ok {
+			t.Errorf("ParseAssetKey(%q) = %q, %q, %v; want %q, %q, %v", tc.key, sha, ext, ok, tc.sha, tc.ext, tc.ok)
 		}
 	}
 }
@@ -72,7 +95,7 @@ func TestUploadFiltersMatchTheUploads(t *testing.T) {
 	for _, key := range []string{
 		DeploymentKey("shop"), PlanUploadKey("shop"), ApprovalKey("shop", "P1"),
 		PlanKey("shop", "P1"), PlanMarkdownKey("shop", "P1"), StateKey("shop", "shop"), LockKey("shop", "shop"),
-		RunKey("shop", "R1"), RunReportKey("shop", "R1"), OpenRunKey("R1"), TemplateKey("ab"), PoolKey("default"),
+		RunKey("shop", "R1"), RunReportKey("shop", "R1"), OpenRunKey("R1"), TemplateKey("ab"), AssetKey("ab", "zip"), PoolKey("default"),
 		DriftReportKey("shop", "S1"), DriftMarkdownKey("shop", "S1"), SweepKey("S1"),
 	} {
 		_, upload := ParseUpload(key)

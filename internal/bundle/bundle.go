@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -54,23 +55,10 @@ func Open(path string) (*Bundle, error) {
 	case info.IsDir():
 		return openDir(path)
 	case strings.EqualFold(filepath.Ext(path), ".zip"):
-		if info.Size() > MaxZipSize {
-			return nil, fmt.Errorf("bundle %s: zip is %d bytes, more than the limit of %d", path, info.Size(), MaxZipSize)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("open bundle: %w", err)
-		}
-		b, err := FromZip(data)
-		if err != nil {
-			return nil, fmt.Errorf("bundle %s: %w", path, err)
-		}
-		b.Path = path
-		b.ConfigFile = filepath.Join(path, ConfigName)
-		return b, nil
+		return openZip(path, info.Size())
 	default:
-		if info.Size() > MaxFileSize {
-			return nil, fmt.Errorf("bundle %s: file is %d bytes, more than the limit of %d", path, info.Size(), MaxFileSize)
+		if info.Size() > MaxReadSize {
+			return nil, fmt.Errorf("bundle %s: file is %d bytes, more than the limit of %d", path, info.Size(), MaxReadSize)
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -101,24 +89,50 @@ func openDir(dir string) (*Bundle, error) {
 	// The root stays open for the life of the bundle: its FS refuses paths and symlinks
 	// that leave the directory.
 	fsys := root.FS()
-	config, err := fs.ReadFile(fsys, ConfigName)
+	config, err := ReadFile(fsys, ConfigName)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("bundle %s: no %s at its root: create one or pass the config file itself", dir, ConfigName)
 		}
 		return nil, fmt.Errorf("bundle %s: read %s: %w", dir, ConfigName, err)
 	}
-	z, err := Zip(dir)
+	sum, err := Digest(os.DirFS(dir), ".")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("zip bundle %s: %w", dir, err)
 	}
 	return &Bundle{
 		Path:       dir,
 		ConfigFile: filepath.Join(dir, ConfigName),
 		Config:     config,
 		FS:         fsys,
-		SHA256:     digest(z),
+		SHA256:     sum,
 	}, nil
+}
+
+// openZip reads a zip bundle from its file, which stays open for the life of the bundle:
+// entries are decompressed when read, never all at once.
+func openZip(path string, size int64) (*Bundle, error) {
+	if size > MaxZipSize {
+		return nil, fmt.Errorf("bundle %s: zip is %d bytes, more than the limit of %d", path, size, MaxZipSize)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	b, err := FromZipReader(f, size)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bundle %s: %w", path, err)
+	}
+	b.Path = path
+	b.ConfigFile = filepath.Join(path, ConfigName)
+	b.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return b, nil
 }
 
 func digest(b []byte) string {

@@ -7,9 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -195,8 +197,9 @@ func TestOpenZipAndSingleFile(t *testing.T) {
 }
 
 // TestZipIsDeterministic: two checkouts of the same content, with other file times and
-// modes (a CI runner's checkout of a merge and a pull request's), zip to the same bytes and
-// the same sha256, which is how `cairn apply` finds the plan made for that content.
+// permissions (a CI runner's checkout of a merge and a pull request's, under another
+// umask), zip to the same bytes and the same sha256, which is how `cairn apply` finds the
+// plan made for that content. Whether a file is executable is content: it is kept.
 func TestZipIsDeterministic(t *testing.T) {
 	checkout := func(when time.Time, mode fs.FileMode) string {
 		dir := t.TempDir()
@@ -220,7 +223,7 @@ func TestZipIsDeterministic(t *testing.T) {
 		return dir
 	}
 	a := checkout(time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC), 0o644)
-	b := checkout(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local), 0o755)
+	b := checkout(time.Date(2026, 11, 30, 12, 0, 0, 0, time.Local), 0o660)
 	za, err := Zip(a)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +233,35 @@ func TestZipIsDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(za, zb) {
-		t.Error("zips of the same content with other file times and modes differ")
+		t.Error("zips of the same content with other file times and permissions differ")
+	}
+	// An executable file stays executable (a Lambda custom runtime's bootstrap), and is
+	// another content.
+	if err := os.Chmod(filepath.Join(b, ConfigName), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	zx, err := Zip(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(zx, za) {
+		t.Error("making a file executable kept the zip's bytes")
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zx), int64(len(zx)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range zr.File {
+		want := fs.FileMode(0o644)
+		if f.Name == ConfigName {
+			want = 0o755
+		}
+		if f.Mode() != want || !f.Modified.Equal(zipTime) {
+			t.Errorf("%s: mode %v, time %v; want %v, %v", f.Name, f.Mode(), f.Modified, want, zipTime)
+		}
+	}
+	if err := os.Chmod(filepath.Join(b, ConfigName), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	ba, err := Open(a)
 	if err != nil {
@@ -279,16 +310,25 @@ func TestZipLeavesOutVersionControlAndLocalState(t *testing.T) {
 	}
 }
 
+// smallLimits lowers the zip limits for a test, so exceeding them is cheap; the checks are
+// the same whatever the numbers.
+func smallLimits(t *testing.T) {
+	saved := limits
+	limits.entries, limits.file, limits.total = 2000, 8<<20, 64<<20
+	t.Cleanup(func() { limits = saved })
+}
+
 func TestFromZipRefuses(t *testing.T) {
+	smallLimits(t)
 	config := file("cairn.yaml", "stacks: []")
-	full := zeros(t, MaxFileSize)
+	full := zeros(t, int(limits.file))
 	many := []entry{config}
-	for i := range MaxEntries {
+	for i := range int(limits.entries) {
 		many = append(many, file("templates/t"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+"/"+string(rune('a'+i/26%26))+".yaml", "x"))
 	}
 	var overTotal []entry
 	overTotal = append(overTotal, config)
-	for i := range MaxTotalSize/MaxFileSize + 1 {
+	for i := range limits.total/limits.file + 1 {
 		overTotal = append(overTotal, entry{name: "big/" + string(rune('a'+i)) + ".bin", raw: full})
 	}
 	tests := []struct {
@@ -306,7 +346,7 @@ func TestFromZipRefuses(t *testing.T) {
 		{"duplicate after cleaning", zipOf(t, []entry{config, file("templates/a.yaml", "1"), file("templates/./a.yaml", "2")}), `zip entry "templates/./a.yaml" appears more than once`},
 		{"file and directory", zipOf(t, []entry{config, file("templates", "1"), file("templates/a.yaml", "2")}), `zip entry "templates" is both a file and the directory of "templates/a.yaml"`},
 		{"too many entries", zipOf(t, many), "zip has 2001 entries, more than the limit of 2000"},
-		{"bomb", zipOf(t, []entry{config, {name: "bomb.bin", raw: zeros(t, MaxFileSize+1)}}), `zip entry "bomb.bin" expands to more than 8388608 bytes (zip bomb?)`},
+		{"bomb", zipOf(t, []entry{config, {name: "bomb.bin", raw: zeros(t, int(limits.file)+1)}}), `zip entry "bomb.bin" expands to more than 8388608 bytes (zip bomb?)`},
 		{"total", zipOf(t, overTotal), `zip entry "big/h.bin": bundle expands to more than 67108864 bytes (zip bomb?)`},
 		{"no config", zipOf(t, []entry{file("templates/a.yaml", "x")}), "zip has no cairn.yaml at its root"},
 		{"not a zip", []byte("namespace: shop\n"), "not a readable zip: zip: not a valid zip file"},
@@ -324,7 +364,8 @@ func TestFromZipRefuses(t *testing.T) {
 // TestFromZipIgnoresLyingHeaders checks that a header claiming a small size does not let
 // a large entry through: limits count the bytes actually decompressed.
 func TestFromZipIgnoresLyingHeaders(t *testing.T) {
-	data := zipOf(t, []entry{file("cairn.yaml", "stacks: []"), file("bomb.bin", strings.Repeat("A", MaxFileSize+10))})
+	smallLimits(t)
+	data := zipOf(t, []entry{file("cairn.yaml", "stacks: []"), file("bomb.bin", strings.Repeat("A", int(limits.file)+10))})
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
 		t.Fatal(err)
@@ -412,4 +453,38 @@ func FuzzZip(f *testing.F) {
 			t.Fatalf("accepted %d bytes, more than MaxTotalSize", total)
 		}
 	})
+}
+
+// TestZipBundleIsReadLazily: reading a zip bundle that carries a large artifact keeps
+// none of it in memory; only a file opened is decompressed, as it is read.
+func TestZipBundleIsReadLazily(t *testing.T) {
+	const size = 64 << 20
+	data := zipOf(t, []entry{file("cairn.yaml", "stacks: []"), {name: "src/big.bin", raw: zeros(t, size)}})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b, err := FromZip(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > size/8 {
+		t.Errorf("reading the bundle allocated %d bytes for a %d-byte entry", grew, size)
+	}
+	info, err := fs.Stat(b.FS, "src/big.bin")
+	if err != nil || info.Size() != size {
+		t.Fatalf("stat: %v, %v", info, err)
+	}
+	f, err := b.FS.Open("src/big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, err := io.Copy(io.Discard, f)
+	if err != nil || n != size {
+		t.Errorf("read %d bytes, %v; want %d", n, err, size)
+	}
+	if _, err := ReadFile(b.FS, "src/big.bin"); err == nil || !strings.Contains(err.Error(), "more than 8388608 bytes") {
+		t.Errorf("ReadFile of a file over MaxReadSize: %v", err)
+	}
 }

@@ -3,47 +3,76 @@ package bundle
 import (
 	"archive/zip"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 )
 
-// Limits on what a zip bundle may hold. A bundle is a config and some templates
-// (CloudFormation caps a template body at 1 MB), so these are generous for real bundles
-// and small enough that a crafted zip cannot exhaust memory. Sizes are counted while
-// reading the decompressed data; the sizes a zip header claims are never trusted.
+// Limits on what a zip bundle may hold. A bundle may carry the code its templates name
+// (Lambda functions and layers, packaged as `aws cloudformation package` does), so the
+// limits leave room for a function's 250 MB of unzipped code, and are small enough that a
+// crafted zip cannot exhaust memory or disk: the zip is read entry by entry, never
+// decompressed whole into memory, and sizes are counted while decompressing; the sizes a
+// zip header claims are never trusted.
 const (
-	// MaxZipSize is the largest zip accepted, in bytes.
-	MaxZipSize = 64 << 20
-	// MaxEntries is the largest number of entries (files and directories) in a zip.
-	MaxEntries = 2000
-	// MaxFileSize is the largest uncompressed size of one file, in bytes.
-	MaxFileSize = 8 << 20
-	// MaxTotalSize is the largest uncompressed size of all files together, in bytes.
-	MaxTotalSize = 64 << 20
+	// MaxZipSize is the largest zip accepted, in bytes (256 MiB).
+	MaxZipSize = 256 << 20
+	// MaxEntries is the largest number of entries (files and directories) in a zip: a
+	// function's dependencies (node_modules) hold many small files.
+	MaxEntries = 100_000
+	// MaxFileSize is the largest uncompressed size of one file, in bytes (256 MiB, above
+	// Lambda's 250 MB of unzipped code).
+	MaxFileSize = 256 << 20
+	// MaxTotalSize is the largest uncompressed size of all files together, in bytes (1 GiB).
+	MaxTotalSize = 1 << 30
+	// MaxReadSize is the largest file cairn reads into memory itself: the config, its
+	// templates (CloudFormation takes 1 MB), var files and ${file} lookups. Code and other
+	// artifacts are streamed, never read whole.
+	MaxReadSize = 8 << 20
 )
 
-// FromZip reads a zip bundle from memory. It refuses entries whose names are absolute or
-// leave the root, symlinks and other non-regular files, duplicate names, and archives
-// beyond the limits above, naming the offending entry.
+// limits are the limits in force: the constants, lowered by tests so that exceeding them
+// stays cheap.
+var limits = struct{ entries, file, total int64 }{MaxEntries, MaxFileSize, MaxTotalSize}
+
+// FromZip reads a zip bundle held in memory; see FromZipReader.
 func FromZip(data []byte) (*Bundle, error) {
 	if len(data) > MaxZipSize {
 		return nil, fmt.Errorf("zip is %d bytes, more than the limit of %d", len(data), MaxZipSize)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	b, err := FromZipReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	b.SHA256 = digest(data)
+	return b, nil
+}
+
+// FromZipReader reads a zip bundle of size bytes from r. It refuses entries whose names
+// are absolute or leave the root, symlinks and other non-regular files, duplicate names,
+// and archives beyond the limits above, naming the offending entry. Every entry is
+// decompressed once to count its true size; the bundle's files are decompressed again
+// when opened, one at a time, so a bundle of code never sits whole in memory. The Bundle's
+// SHA256 is left for the caller (FromZip and Open set it).
+func FromZipReader(r io.ReaderAt, size int64) (*Bundle, error) {
+	if size > MaxZipSize {
+		return nil, fmt.Errorf("zip is %d bytes, more than the limit of %d", size, MaxZipSize)
+	}
+	zr, err := zip.NewReader(r, size)
 	if err != nil {
 		return nil, fmt.Errorf("not a readable zip: %w", err)
 	}
-	if len(zr.File) > MaxEntries {
-		return nil, fmt.Errorf("zip has %d entries, more than the limit of %d", len(zr.File), MaxEntries)
+	if int64(len(zr.File)) > limits.entries {
+		return nil, fmt.Errorf("zip has %d entries, more than the limit of %d", len(zr.File), limits.entries)
 	}
-	files := memFS{}
+	files := zipFS{files: map[string]zipEntry{}, dirs: map[string][]fs.DirEntry{}}
 	dirs := map[string]bool{}
 	var total int64
 	for _, f := range zr.File {
@@ -56,7 +85,7 @@ func FromZip(data []byte) (*Bundle, error) {
 			return nil, fmt.Errorf("zip entry %q is a symlink: bundles hold regular files only", f.Name)
 		}
 		if mode.IsDir() {
-			if _, ok := files[name]; ok {
+			if _, ok := files.files[name]; ok {
 				return nil, fmt.Errorf("zip entry %q is both a file and a directory", f.Name)
 			}
 			dirs[name] = true
@@ -65,34 +94,54 @@ func FromZip(data []byte) (*Bundle, error) {
 		if !mode.IsRegular() {
 			return nil, fmt.Errorf("zip entry %q is not a regular file (mode %v)", f.Name, mode)
 		}
-		if _, ok := files[name]; ok || dirs[name] {
+		if _, ok := files.files[name]; ok || dirs[name] {
 			return nil, fmt.Errorf("zip entry %q appears more than once", f.Name)
 		}
-		body, err := readEntry(f, MaxTotalSize-total)
+		n, err := countEntry(f, limits.total-total)
 		if err != nil {
 			return nil, err
 		}
-		total += int64(len(body))
-		files[name] = body
+		total += n
+		files.files[name] = zipEntry{f: f, size: n, mode: mode}
 	}
 	// A file may not also be a parent directory of another file ("a" and "a/b").
-	for name := range files {
+	for name := range files.files {
 		for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
-			if _, ok := files[dir]; ok {
+			if _, ok := files.files[dir]; ok {
 				return nil, fmt.Errorf("zip entry %q is both a file and the directory of %q", dir, name)
 			}
 		}
 	}
-	config, ok := files[ConfigName]
-	if !ok {
+	files.index()
+	config, err := ReadFile(files, ConfigName)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("zip has no %s at its root", ConfigName)
 	}
-	return &Bundle{
-		ConfigFile: ConfigName,
-		Config:     config,
-		FS:         files,
-		SHA256:     digest(data),
-	}, nil
+	if err != nil {
+		return nil, err
+	}
+	return &Bundle{ConfigFile: ConfigName, Config: config, FS: files}, nil
+}
+
+// ReadFile reads a file of a bundle that cairn reads whole (config, template, var file,
+// ${file} lookup), refusing one over MaxReadSize.
+func ReadFile(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if info, err := f.Stat(); err == nil && info.IsDir() {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
+	}
+	body, err := io.ReadAll(io.LimitReader(f, MaxReadSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > MaxReadSize {
+		return nil, fmt.Errorf("%s is more than %d bytes: cairn reads configs, templates and ${file} files of at most %d MiB", name, MaxReadSize, MaxReadSize>>20)
+	}
+	return body, nil
 }
 
 // entryName checks a zip entry name and returns it as a clean fs.FS path.
@@ -119,80 +168,132 @@ func entryName(raw string) (string, error) {
 	return name, nil
 }
 
-// readEntry decompresses one entry, stopping as soon as it exceeds the per-file limit or
-// the remaining total budget.
-func readEntry(f *zip.File, budget int64) ([]byte, error) {
-	limit := min(int64(MaxFileSize), budget)
+// countEntry decompresses one entry without keeping it, and returns its true size,
+// stopping as soon as it exceeds the per-file limit or the remaining total budget.
+func countEntry(f *zip.File, budget int64) (int64, error) {
+	limit := min(limits.file, budget)
 	rc, err := f.Open()
 	if err != nil {
-		return nil, fmt.Errorf("zip entry %q: %w", f.Name, err)
+		return 0, fmt.Errorf("zip entry %q: %w", f.Name, err)
 	}
 	defer rc.Close()
-	body, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	n, err := io.Copy(io.Discard, io.LimitReader(rc, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("zip entry %q: %w", f.Name, err)
+		return 0, fmt.Errorf("zip entry %q: %w", f.Name, err)
 	}
-	if int64(len(body)) > limit {
-		if limit < MaxFileSize {
-			return nil, fmt.Errorf("zip entry %q: bundle expands to more than %d bytes (zip bomb?)", f.Name, MaxTotalSize)
+	if n > limit {
+		if limit < limits.file {
+			return 0, fmt.Errorf("zip entry %q: bundle expands to more than %d bytes (zip bomb?)", f.Name, limits.total)
 		}
-		return nil, fmt.Errorf("zip entry %q expands to more than %d bytes (zip bomb?)", f.Name, MaxFileSize)
+		return 0, fmt.Errorf("zip entry %q expands to more than %d bytes (zip bomb?)", f.Name, limits.file)
 	}
-	return body, nil
+	return n, nil
 }
 
-// zipTime is the modification time of every entry Zip writes, so the archive depends only
-// on file names and contents (1980-01-01 is the earliest time a zip can hold).
+// zipTime is the modification time of every entry WriteZip writes, so the archive depends
+// only on file names, contents and whether they are executable (1980-01-01 is the earliest
+// time a zip can hold).
 var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// skipDirs are folders Zip leaves out: version control and cairn's local state are never
-// part of a deployment (pushing a repository root must not upload .git).
+// skipDirs are folders WriteZip leaves out: version control and cairn's local state are
+// never part of a deployment (pushing a repository root must not upload .git).
 var skipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".cairn": true}
 
-// Zip archives the regular files under dir into a deterministic zip: entries in lexical
-// order, fixed times and modes, so the same tree always gives the same bytes and digest.
-// It refuses symlinks, which would not mean the same thing once zipped, and leaves out
-// skipDirs.
+// Zip archives the regular files under dir into a deterministic zip (see WriteZip).
 func Zip(dir string) ([]byte, error) {
 	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	if err := WriteZip(&buf, os.DirFS(dir), "."); err != nil {
+		return nil, fmt.Errorf("zip bundle %s: %w", dir, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteZip writes the regular files under root of fsys to w as a deterministic zip:
+// entries in lexical order, named relative to root, every time fixed and every mode
+// 0644, or 0755 for a file its owner may execute (a Lambda custom runtime's bootstrap must
+// stay executable), so the same tree always gives the same bytes and digest, whatever the
+// checkout's file times and umask. It refuses symlinks, which would not mean the same
+// thing once zipped, and leaves out skipDirs. It is the one zip cairn makes of a folder:
+// a bundle's, and a code folder a template names.
+func WriteZip(w io.Writer, fsys fs.FS, root string) error {
+	zw := zip.NewWriter(w)
+	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
+		if d.IsDir() && p != root && skipDirs[d.Name()] {
+			return fs.SkipDir
 		}
-		if d.IsDir() && rel != "." && skipDirs[d.Name()] {
-			return filepath.SkipDir
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, root), "/")
+		if root == "." {
+			rel = p
 		}
 		if d.Type()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("bundle %s: %s is a symlink: bundles hold regular files only", dir, rel)
+			return fmt.Errorf("%s is a symlink: bundles hold regular files only", p)
 		}
 		if d.IsDir() || !d.Type().IsRegular() {
 			return nil
 		}
-		data, err := os.ReadFile(p)
+		info, err := d.Info()
 		if err != nil {
 			return err
 		}
-		h := &zip.FileHeader{Name: filepath.ToSlash(rel), Method: zip.Deflate, Modified: zipTime}
-		h.SetMode(0o644)
-		w, err := zw.CreateHeader(h)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
+		return addFile(zw, fsys, p, rel, info.Mode())
 	})
 	if err != nil {
-		return nil, fmt.Errorf("zip bundle: %w", err)
+		return err
 	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("zip bundle: %w", err)
+	return zw.Close()
+}
+
+// WriteFileZip writes a zip holding the one file name of fsys, under its base name, as
+// WriteZip would (what `aws cloudformation package` does with a file a property needs
+// zipped).
+func WriteFileZip(w io.Writer, fsys fs.FS, name string) error {
+	info, err := fs.Stat(fsys, name)
+	if err != nil {
+		return err
 	}
-	return buf.Bytes(), nil
+	zw := zip.NewWriter(w)
+	if err := addFile(zw, fsys, name, path.Base(name), info.Mode()); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+func addFile(zw *zip.Writer, fsys fs.FS, name, entry string, mode fs.FileMode) error {
+	h := &zip.FileHeader{Name: entry, Method: zip.Deflate, Modified: zipTime}
+	h.SetMode(NormalMode(mode))
+	w, err := zw.CreateHeader(h)
+	if err != nil {
+		return err
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// NormalMode is the mode a deterministic zip records for a file of mode m: 0755 when its
+// owner may execute it, else 0644.
+func NormalMode(m fs.FileMode) fs.FileMode {
+	if m&0o100 != 0 {
+		return 0o755
+	}
+	return 0o644
+}
+
+// Digest is the sha256 (hex) a deterministic zip of the folder root of fsys would have,
+// computed without holding the zip.
+func Digest(fsys fs.FS, root string) (string, error) {
+	h := sha256.New()
+	if err := WriteZip(h, fsys, root); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // WithFile returns the zip data with the file name holding body: replaced when the zip

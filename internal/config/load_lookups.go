@@ -220,7 +220,7 @@ func (l *loader) bundleFile(what, example, inline, p string) ([]byte, error) {
 	if what == "file" {
 		noun = what
 	}
-	body, err := fs.ReadFile(l.b.FS, clean)
+	body, err := bundle.ReadFile(l.b.FS, clean)
 	switch {
 	case err == nil:
 		return body, nil

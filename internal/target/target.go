@@ -82,6 +82,18 @@ func (t Target) PortsTopicARN() string {
 	return "arn:aws:sns:" + t.Region + ":" + t.Account + ":" + PortsTopicName
 }
 
+// AssetsBucketName is the bucket the target stack makes in t's account and region for the
+// packaged artifacts (Lambda code, layers, definitions) of the stacks there: Lambda and the
+// other services read them from their own region only. Stacks of cairn's own account and
+// region use cairn's bucket instead.
+func (t Target) AssetsBucketName() string {
+	return AssetsBucketPrefix + t.Account + "-" + t.Region
+}
+
+// AssetsBucketPrefix begins the name of every target's assets bucket
+// (cairn-assets-ACCOUNT-REGION).
+const AssetsBucketPrefix = "cairn-assets-"
+
 // Spec is where a stack lives and how the deployer reaches it, as cairn.yaml says: region,
 // role_arn, external_id and service_role. The zero Spec is cairn's own account and region,
 // reached with the deployer's own credentials.

@@ -44,3 +44,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestNamesOfWhatTheTargetStackMakes(t *testing.T) {
+	at := Target{Account: "111111111111", Region: "eu-west-1"}
+	for _, tc := range []struct{ got, want string }{
+		{at.DeployRoleARN(), "arn:aws:iam::111111111111:role/cairn-deploy-eu-west-1"},
+		{at.PortsTopicARN(), "arn:aws:sns:eu-west-1:111111111111:cairn-ports"},
+		{at.AssetsBucketName(), "cairn-assets-111111111111-eu-west-1"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s, want %s", tc.got, tc.want)
+		}
+	}
+}

@@ -41,8 +41,8 @@ const (
 	// does and addressed by content: in cairn's bucket for stacks of cairn's account and
 	// region, and under the same prefix in each target's assets bucket for the others.
 	AssetsPrefix = "assets/"
-	PortsPrefix       = "ports/"
-	DriftPrefix       = "drift/"
+	PortsPrefix  = "ports/"
+	DriftPrefix  = "drift/"
 	// OpenRunsPrefix holds one small index object per open run, so a stack status event
 	// finds its run with one listing.
 	OpenRunsPrefix = RunsPrefix + openRuns + "/"

@@ -155,6 +155,8 @@ type Digest struct {
 	SHA256 string `json:"sha256"`
 	Ext    string `json:"ext,omitempty"`
 	Size   int64  `json:"size"`
+	// Dir says the object is a folder, zipped.
+	Dir bool `json:"dir,omitempty"`
 }
 
 // Write writes the object of src to w — a folder as a deterministic zip, a file zipped
@@ -167,7 +169,7 @@ func Write(fsys fs.FS, src Source, w io.Writer) (Digest, error) {
 	}
 	h := sha256.New()
 	cw := &counter{w: io.MultiWriter(w, h)}
-	d := Digest{Ext: "zip"}
+	d := Digest{Ext: "zip", Dir: st.IsDir()}
 	switch {
 	case st.IsDir():
 		err = bundle.WriteZip(cw, fsys, src.Path)

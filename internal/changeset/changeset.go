@@ -17,13 +17,16 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/artifact"
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
@@ -58,11 +61,31 @@ type Uploader interface {
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 }
 
+// AssetsAPI is the part of *s3.Client that stores artifacts.
+type AssetsAPI interface {
+	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+}
+
+// Assets is where the artifacts of the stacks of one account and region are stored:
+// their bucket there and a client reaching it (Lambda and most services read code from
+// their own region only).
+type Assets struct {
+	S3     AssetsAPI
+	Bucket string
+	// Where names the place in messages ("cairn's bucket", "account 111111111111, eu-west-1").
+	Where string
+}
+
 // Client performs actions and observations for one run.
 type Client struct {
 	// CFN is CloudFormation of cairn's own account and region.
 	CFN API
 	S3  Uploader
+	// Assets returns where the artifacts of stacks of t go; nil: stacks cannot name local
+	// artifacts.
+	Assets func(ctx context.Context, t target.Spec) (*Assets, error)
 	// Bucket and Region locate templates/SHA256.json for templates too large to pass inline.
 	Bucket, Region string
 	// Budget is the run's API budget (awsclient.DefaultBudget) at home; every CloudFormation
@@ -197,7 +220,7 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 		body := in.TemplateBody
 		if in.Tree != nil {
 			var err error
-			if body, err = c.uploadNested(ctx, in.Tree); err != nil {
+			if body, err = c.packageTree(ctx, a.Target, in.Tree); err != nil {
 				return err
 			}
 		}
@@ -308,22 +331,137 @@ func (c *Client) templateURL(sha string) string {
 	return fmt.Sprintf("https://%s.s3.%s.amazonaws.com/%s", c.Bucket, region, bucket.TemplateKey(sha))
 }
 
-// uploadNested uploads the bundle templates of a template's nested stacks, deepest
-// first, and returns the template naming them by URL.
-func (c *Client) uploadNested(ctx context.Context, t *template.Tree) ([]byte, error) {
-	if c.S3 == nil || c.Bucket == "" {
+// packageTree packages a template as `aws cloudformation package` does: its artifacts
+// stored in the assets bucket of the stack's place, the bundle templates of its nested
+// stacks in cairn's bucket (deepest first), and returns the template naming them by their
+// S3 locations.
+func (c *Client) packageTree(ctx context.Context, t target.Spec, tree *template.Tree) ([]byte, error) {
+	var store *Assets
+	bucketName := ""
+	if hasAssets(tree) {
+		if c.Assets == nil {
+			return nil, run.Permanent(fmt.Errorf("the template names local artifacts, and no assets bucket is configured to store them in"))
+		}
+		var err error
+		if store, err = c.Assets(ctx, t); err != nil {
+			return nil, err
+		}
+		bucketName = store.Bucket
+	}
+	p, err := tree.Package(c.templateURL, bucketName)
+	if err != nil {
+		return nil, run.Permanent(err)
+	}
+	if len(p.Assets) > 0 {
+		if err := c.storeAssets(ctx, store, tree.Assets, p.Assets); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.Templates) > 0 && (c.S3 == nil || c.Bucket == "") {
 		return nil, fmt.Errorf("the template's nested stacks name templates of the bundle, and no bucket is configured to upload them to")
 	}
-	body, uploads, err := t.Package(c.templateURL)
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range uploads {
+	for _, u := range p.Templates {
 		if _, err := c.put(ctx, u.SHA256, u.Body); err != nil {
 			return nil, fmt.Errorf("nested stack template: %w", err)
 		}
 	}
-	return body, nil
+	return p.Body, nil
+}
+
+func hasAssets(t *template.Tree) bool {
+	seen := map[*template.Tree]bool{}
+	var walk func(*template.Tree) bool
+	walk = func(n *template.Tree) bool {
+		if seen[n] {
+			return false
+		}
+		seen[n] = true
+		if len(n.Template.Artifacts()) > 0 {
+			return true
+		}
+		for _, c := range n.Children {
+			if walk(c) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(t)
+}
+
+// RefreshAfter is how old a stored artifact may be before a deploy naming it writes it
+// again (a copy onto itself): the assets' lifecycle expires objects no deploy wrote for
+// AssetsExpireDays, so an artifact stays as long as some stack keeps being deployed
+// with it.
+const RefreshAfter = 30 * 24 * time.Hour
+
+// AssetsExpireDays is the lifecycle of the assets/ objects (infra's): the days after its
+// last write an artifact expires.
+const AssetsExpireDays = 365
+
+// storeAssets makes sure each artifact is in the store: an object already there (the same
+// key is the same content) is left alone, or written again when older than RefreshAfter;
+// a missing one is built and uploaded.
+func (c *Client) storeAssets(ctx context.Context, store *Assets, set *artifact.Set, assets []template.Asset) error {
+	log := c.log()
+	for _, a := range assets {
+		head, err := store.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key)})
+		switch {
+		case err == nil:
+			if age := c.now().Sub(aws.ToTime(head.LastModified)); age > RefreshAfter {
+				_, err := store.S3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key),
+					CopySource: aws.String(store.Bucket + "/" + a.Key), MetadataDirective: s3types.MetadataDirectiveReplace,
+					Metadata: map[string]string{"cairn-source": a.Source.Path}})
+				if err != nil {
+					return fmt.Errorf("refresh artifact %s (s3://%s/%s, %s): %w", a.Source.Path, store.Bucket, a.Key, store.Where, err)
+				}
+				log.Info("changeset: artifact refreshed", "artifact", a.Source.Path, "key", a.Key, "bucket", store.Bucket)
+			}
+			continue
+		case !awsclient.NotFound(err):
+			return fmt.Errorf("look for artifact %s (s3://%s/%s, %s): %w", a.Source.Path, store.Bucket, a.Key, store.Where, err)
+		}
+		if err := c.uploadAsset(ctx, store, set, a); err != nil {
+			return err
+		}
+		log.Info("changeset: artifact stored", "artifact", a.Source.Path, "key", a.Key, "bucket", store.Bucket, "bytes", a.Digest.Size)
+	}
+	return nil
+}
+
+func (c *Client) uploadAsset(ctx context.Context, store *Assets, set *artifact.Set, a template.Asset) error {
+	o, err := set.Build(a.Source, a.Digest)
+	if err != nil {
+		return run.Permanent(err)
+	}
+	defer o.Close()
+	body, err := o.Body()
+	if err != nil {
+		return err
+	}
+	contentType := "application/zip"
+	if a.Digest.Ext != "zip" {
+		contentType = "application/octet-stream"
+	}
+	_, err = store.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key), Body: body,
+		ContentLength: aws.Int64(o.Size), ContentType: aws.String(contentType), Metadata: map[string]string{"cairn-source": a.Source.Path}})
+	if awsclient.ErrorCode(err) == "NoSuchBucket" {
+		return run.Permanent(fmt.Errorf("store artifact %s: the assets bucket %s does not exist (%s): %s", a.Source.Path, store.Bucket, store.Where, MissingAssetsBucketFix))
+	}
+	if err != nil {
+		return fmt.Errorf("store artifact %s (s3://%s/%s, %s): %w", a.Source.Path, store.Bucket, a.Key, store.Where, err)
+	}
+	return nil
+}
+
+// MissingAssetsBucketFix says how a place gets its assets bucket.
+const MissingAssetsBucketFix = "stacks outside cairn's own account and region store their artifacts in the assets bucket of infra's target stack there: add ACCOUNT:REGION to the CDK context cairn:targets and deploy cairn again (make deploy CDK_FLAGS=--all)"
+
+func (c *Client) now() time.Time {
+	if c.Clock == nil {
+		return time.Now()
+	}
+	return c.Clock.Now()
 }
 
 func parameters(m map[string]string) []cfntypes.Parameter {

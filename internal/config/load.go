@@ -16,6 +16,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cairn-dev/cairn/internal/artifact"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/template"
@@ -98,13 +99,15 @@ type loader struct {
 	errs      Errors
 	warnings  Errors
 	templates map[string]*templateResult // by "path:" + template path or "body:" + body
-	// nestedDone: the nested stacks of a template were checked (by "path:" + its path, or
-	// "body:" + sha256 of an inline body).
-	nestedDone map[string]nestedResult
-	checked    map[string]*checkResult // template checks by sha256: identical templates are checked once
-	files      map[string][]byte       // template files read, by path as written
-	vars       map[string]string       // variables, the var file's over the config's
-	data       map[string]dataResult   // files read by ${file}, by CODEC:PATH
+	// trees: the nested stacks and artifacts of a template were walked (by "path:" + its
+	// path, or "body:" + sha256 of an inline body), each template once.
+	trees map[string]*treeResult
+	// assets builds the bundle's artifacts, shared by every template naming one.
+	assets  *artifact.Set
+	checked map[string]*checkResult // template checks by sha256: identical templates are checked once
+	files   map[string][]byte       // template files read, by path as written
+	vars    map[string]string       // variables, the var file's over the config's
+	data    map[string]dataResult   // files read by ${file}, by CODEC:PATH
 	// topTags are the lookups of the config's tags, which every stack not overriding
 	// the tag shares.
 	topTags []lookupRef
@@ -672,6 +675,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 	}
 	tree, nestedNeeds := l.nested(r.t, tpath, file, chain)
 	s.Tree = tree
+	l.checkNestedCount(d, label, tree)
 	l.capabilities(c, d, template.MergeNeeds(cr.needs, nestedNeeds), file)
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -8,40 +9,53 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/artifact"
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
-// nestedResult is what checking a template's nested stacks found, once per template.
-type nestedResult struct {
-	tree  *template.Tree
+// treeResult is what walking a template's nested stacks and artifacts found, once per
+// distinct template.
+type treeResult struct {
+	tree  *template.Tree // nil: it names no bundle template and no artifact
 	needs []template.Need
+	done  bool // false while its children are walked: meeting it again is a cycle
 }
 
 // nested reads, parses and checks the bundle templates that the nested stacks of t (the
 // template at bundle path tpath, "" for an inline body; file in messages) name as their
-// TemplateURL, recursively: each child as any template, the parameters its nested stack
-// passes against the child's declarations. It returns the tree (nil when t names no
-// bundle template) and what the children need of capabilities.
+// TemplateURL, recursively, and the local artifacts every template of them names. Each
+// distinct template is walked once however often it is nested, so a tree of templates
+// nesting each other twice costs as many walks as it has templates, not nested stacks. It
+// returns the tree (nil when t names no bundle template and no artifact) and what the
+// children need of capabilities.
 func (l *loader) nested(t *template.Template, tpath, file string, chain []string) (*template.Tree, []template.Need) {
 	cacheKey := "path:" + tpath
 	if tpath == "" {
 		cacheKey = "body:" + t.SHA256
 	}
-	if r, ok := l.nestedDone[cacheKey]; ok && len(chain) <= 1 {
-		return r.tree, r.needs
+	if l.trees == nil {
+		l.trees = map[string]*treeResult{}
 	}
+	if r, ok := l.trees[cacheKey]; ok {
+		return r.tree, r.needs // a cycle back to a template still walked is reported by its parent
+	}
+	r := &treeResult{}
+	l.trees[cacheKey] = r
+	defer func() { r.done = true }()
 	stacks := t.NestedStacks()
-	if len(stacks) == 0 {
+	hasArtifacts := l.artifacts(t, tpath, file)
+	if len(stacks) == 0 && !hasArtifacts {
 		return nil, nil
 	}
-	tree := &template.Tree{Template: t, Path: tpath, Children: map[string]*template.Tree{}}
+	tree := &template.Tree{Template: t, Path: tpath, Children: map[string]*template.Tree{}, Assets: l.assetSet()}
+	r.tree = tree
 	var needs []template.Need
 	dir := "."
 	if tpath != "" {
 		dir = path.Dir(tpath)
 	}
 	for _, ns := range stacks {
-		key := "Resources." + ns.LogicalID + ".Properties.TemplateURL"
+		key := "Resources." + ns.LogicalID + ".Properties." + ns.Property
 		fail := func(format string, args ...any) {
 			l.errs = append(l.errs, &Error{File: file, Line: ns.Line, Col: ns.Col, Key: key, Msg: fmt.Sprintf(format, args...)})
 		}
@@ -54,25 +68,29 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 			fail("nested stack %s: %s nests itself: %s", ns.LogicalID, p, strings.Join(append(slices.Clone(chain), p), " -> "))
 			continue
 		}
+		if prev, ok := l.trees["path:"+p]; ok && !prev.done {
+			fail("nested stack %s: %s nests itself: %s", ns.LogicalID, p, strings.Join(append(slices.Clone(chain), p), " -> "))
+			continue
+		}
 		body, ok := l.files[p]
 		if !ok {
 			var err error
 			if body, err = l.bundleFile("template", "templates/network.yaml", "bundle a directory, or give an https:// TemplateURL", p); err != nil {
-				fail("nested stack %s: %v (its TemplateURL %q is relative to the folder of %s)", ns.LogicalID, err, ns.Path, orDot(tpath))
+				fail("nested stack %s: %v (its %s %q is relative to the folder of %s)", ns.LogicalID, err, ns.Property, ns.Path, orDot(tpath))
 				continue
 			}
 			l.files[p] = body
 		}
-		r := l.parse(body, p, nil)
-		if r.err != nil {
-			fail("nested stack %s: template %s: %v", ns.LogicalID, p, r.err)
+		cr := l.parse(body, p, nil)
+		if cr.err != nil {
+			fail("nested stack %s: template %s: %v", ns.LogicalID, p, cr.err)
 			continue
 		}
 		childFile := filepath.Join(filepath.Dir(l.file), filepath.FromSlash(p))
-		cr := l.check(r.t)
-		if !r.reported {
-			r.reported = true
-			for _, pr := range cr.problems {
+		checked := l.check(cr.t)
+		if !cr.reported {
+			cr.reported = true
+			for _, pr := range checked.problems {
 				e := &Error{File: childFile, Line: pr.Line, Col: pr.Col, Key: pr.Path, Msg: pr.Msg}
 				if pr.Warning {
 					e.Msg = "warning: " + e.Msg
@@ -85,10 +103,10 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 		for _, name := range sortedNames(ns.Parameters) {
 			np := ns.Parameters[name]
 			pkey := "Resources." + ns.LogicalID + ".Properties.Parameters." + name
-			decl, ok := r.t.Parameters[name]
+			decl, ok := cr.t.Parameters[name]
 			if !ok {
 				l.errs = append(l.errs, &Error{File: file, Line: np.Line, Col: np.Col, Key: pkey,
-					Msg: fmt.Sprintf("nested stack %s passes parameter %q, which %s does not declare%s; it declares %s", ns.LogicalID, name, p, suggestList(name, r.t.ParameterNames()), list(r.t.ParameterNames(), "none"))})
+					Msg: fmt.Sprintf("nested stack %s passes parameter %q, which %s does not declare%s; it declares %s", ns.LogicalID, name, p, suggestList(name, cr.t.ParameterNames()), list(cr.t.ParameterNames(), "none"))})
 				continue
 			}
 			if np.Literal {
@@ -97,15 +115,15 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 				}
 			}
 		}
-		if missing := missingParameters(r.t, func(name string) bool { _, ok := ns.Parameters[name]; return ok }); len(missing) > 0 {
+		if missing := missingParameters(cr.t, func(name string) bool { _, ok := ns.Parameters[name]; return ok }); len(missing) > 0 {
 			fail("nested stack %s: template %s requires parameter %s (no Default): pass it under the nested stack's Parameters", ns.LogicalID, p, strings.Join(missing, ", "))
 		}
-		child, childNeeds := l.nested(r.t, p, childFile, append(slices.Clone(chain), p))
+		child, childNeeds := l.nested(cr.t, p, childFile, append(slices.Clone(chain), p))
 		if child == nil {
-			child = &template.Tree{Template: r.t, Path: p}
+			child = &template.Tree{Template: cr.t, Path: p}
 		}
 		tree.Children[ns.LogicalID] = child
-		for _, n := range append(slices.Clone(cr.needs), childNeeds...) {
+		for _, n := range append(slices.Clone(checked.needs), childNeeds...) {
 			n.Why = "nested stack " + ns.LogicalID + " (" + p + "): " + n.Why
 			if n.File == "" {
 				n.File = childFile
@@ -113,13 +131,121 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 			needs = append(needs, n)
 		}
 	}
-	if len(chain) <= 1 {
-		if l.nestedDone == nil {
-			l.nestedDone = map[string]nestedResult{}
-		}
-		l.nestedDone[cacheKey] = nestedResult{tree, needs}
+	// One need per capability is all a stack's grant shows: keeping more would grow with
+	// every level a template is nested twice.
+	r.needs = template.MergeNeeds(needs)
+	return tree, r.needs
+}
+
+// assetSet is the bundle's artifact set, made on first use.
+func (l *loader) assetSet() *artifact.Set {
+	if l.assets == nil {
+		l.assets = artifact.NewSet(l.b.FS)
 	}
-	return tree, needs
+	return l.assets
+}
+
+// artifacts checks the local artifacts template t (at bundle path tpath, file in messages)
+// names: each inside the bundle, there, of the kind its property takes, within its
+// service's quotas. It builds nothing. It reports whether t names any.
+func (l *loader) artifacts(t *template.Template, tpath, file string) bool {
+	list := t.Artifacts()
+	if len(list) == 0 {
+		return false
+	}
+	tree := &template.Tree{Template: t, Path: tpath}
+	infos := map[string]artifact.Info{} // of the layers, by logical id
+	for _, a := range list {
+		fail := func(format string, args ...any) {
+			l.errs = append(l.errs, &Error{File: file, Line: a.Line, Col: a.Col, Key: a.At, Msg: fmt.Sprintf(format, args...)})
+		}
+		what := a.Property + " of " + a.LogicalID
+		if a.LogicalID == "" {
+			what = "AWS::Include's Location"
+		}
+		src := tree.Source(a)
+		if l.b.SingleFile {
+			fail("%s names %q, a local path: a single-file bundle holds no files; bundle a directory or zip, or give an s3:// location", what, a.Path)
+			continue
+		}
+		if path.IsAbs(a.Path) || strings.HasPrefix(a.Path, `\`) || len(a.Path) > 1 && a.Path[1] == ':' || src.Path == ".." || strings.HasPrefix(src.Path, "../") || !fs.ValidPath(src.Path) {
+			fail("%s: %q leaves the bundle: name a file or folder of the bundle, relative to the folder of %s", what, a.Path, orDot(tpath))
+			continue
+		}
+		info, err := artifact.Stat(l.b.FS, src)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fail("%s: %s does not exist in the bundle (%q is relative to the folder of %s): add it, or give an s3:// location", what, src.Path, a.Path, orDot(tpath))
+			continue
+		case err != nil:
+			fail("%s: %s cannot be read: %v", what, src.Path, err)
+			continue
+		case info.Dir && a.Type == template.Include.Type:
+			fail("%s: %s is a folder; AWS::Include takes a template snippet file", what, src.Path)
+			continue
+		}
+		if err := a.Kind.Check(info); err != nil {
+			fail("%s (%s): %v", what, src.Path, err)
+			continue
+		}
+		if a.Kind == artifact.LayerContent {
+			infos[a.LogicalID] = info
+		}
+	}
+	for _, a := range list {
+		if a.Kind != artifact.FunctionCode || a.LayerCount == 0 {
+			continue
+		}
+		if a.LayerCount > artifact.MaxLayers {
+			l.errs = append(l.errs, &Error{File: file, Line: a.Line, Col: a.Col, Key: a.At,
+				Msg: fmt.Sprintf("function %s names %d layers, more than Lambda's %d", a.LogicalID, a.LayerCount, artifact.MaxLayers)})
+		}
+		info, err := artifact.Stat(l.b.FS, tree.Source(a))
+		if err != nil {
+			continue // reported above
+		}
+		total := info.Unzipped
+		for _, id := range a.Layers {
+			total += infos[id].Unzipped
+		}
+		if total > artifact.MaxLambdaUnzipped {
+			l.errs = append(l.errs, &Error{File: file, Line: a.Line, Col: a.Col, Key: a.At,
+				Msg: fmt.Sprintf("function %s: its code and its layers %s hold %d bytes unzipped, more than Lambda's %d (250 MB) for a function's code and layers together", a.LogicalID, strings.Join(a.Layers, ", "), total, artifact.MaxLambdaUnzipped)})
+		}
+	}
+	return true
+}
+
+// checkNestedCount refuses a stack whose nested stacks, counted as often as they are
+// nested, hold more resources than CloudFormation creates, updates or deletes in one
+// operation: such a stack can never deploy, and expanding it would exhaust whoever tried.
+func (l *loader) checkNestedCount(d *stackDef, label string, tree *template.Tree) {
+	if tree == nil || len(tree.Children) == 0 {
+		return
+	}
+	stacks, resources := tree.Count()
+	if resources <= template.MaxNestedResources {
+		return
+	}
+	l.errorf(d.templateNode, d.key+"."+d.templateKey, "stack %s: %s makes %s nested stacks holding %s resources in all (a template nested twice counts twice), more than the %d resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks: nest fewer, or split them into stacks of the config",
+		d.s.Name, label, count(stacks), count(resources), template.MaxNestedResources)
+}
+
+// count shows a large number with thousands separators ("more than" past what counting
+// saturates at).
+func count(n int64) string {
+	if n == 1<<63-1 {
+		return "more than 9,223,372,036,854,775,806"
+	}
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 func orDot(p string) string {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -84,6 +86,103 @@ func TestNestedStackErrors(t *testing.T) {
 			}
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestNestedFanOutIsRefused: twenty templates each nesting the next twice would make
+// 2,097,150 nested stacks. Validation walks each template once and refuses the stack,
+// naming the count and CloudFormation's quota; a tree within the quota loads.
+func TestNestedFanOutIsRefused(t *testing.T) {
+	files := doublingNested(20)
+	_, err := Load(nestedBundle(files))
+	var errs Errors
+	if !errors.As(err, &errs) || len(errs) != 1 {
+		t.Fatalf("Load = %v, want one error", err)
+	}
+	want := "cairn.yaml:3:20: stacks[0].template_path: stack app: template templates/app.yaml makes 2,097,150 nested stacks holding 3,145,726 resources in all (a template nested twice counts twice), more than the 2500 resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks: nest fewer, or split them into stacks of the config"
+	if errs[0].Error() != want {
+		t.Errorf("error\n%s\nwant\n%s", errs[0], want)
+	}
+	c, err := Load(nestedBundle(doublingNested(9))) // 1,022 stacks, 1,534 resources
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stacks, _ := c.Stack("app").Tree.Count(); stacks != 1022 {
+		t.Errorf("%d nested stacks", stacks)
+	}
+}
+
+// doublingNested is the hostile bundle of issue 26: templates/app.yaml nesting t1.yaml
+// twice, each ti.yaml nesting t(i+1).yaml twice, down to a queue at depth levels.
+func doublingNested(levels int) map[string]string {
+	files := map[string]string{}
+	name := func(i int) string {
+		if i == 0 {
+			return "app.yaml"
+		}
+		return fmt.Sprintf("t%d.yaml", i)
+	}
+	for i := 0; i < levels; i++ {
+		files["templates/"+name(i)] = fmt.Sprintf("Resources:\n  A: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n  B: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n", name(i+1), name(i+1))
+	}
+	files["templates/"+name(levels)] = "Resources:\n  Q: {Type: AWS::SQS::Queue}\n"
+	return files
+}
+
+func TestLocalArtifacts(t *testing.T) {
+	const fn = `Resources:
+  Fn:
+    Type: AWS::Lambda::Function
+    Properties:
+      Code: %s
+      Handler: index.handler
+      Role: arn:aws:iam::123456789012:role/r
+      Runtime: nodejs20.x
+`
+	code := func(path string) string { return strings.Replace(fn, "%s", path, 1) }
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"a folder", map[string]string{"templates/app.yaml": code("../src"), "src/index.js": "x"}, nil},
+		{"a missing path", map[string]string{"templates/app.yaml": code("./dist/fn.zip")},
+			[]string{`templates/app.yaml:5:13: Resources.Fn.Properties.Code: Code of Fn: templates/dist/fn.zip does not exist in the bundle ("./dist/fn.zip" is relative to the folder of templates/app.yaml): add it, or give an s3:// location`}},
+		{"leaving the bundle", map[string]string{"templates/app.yaml": code("../../src")},
+			[]string{`templates/app.yaml:5:13: Resources.Fn.Properties.Code: Code of Fn: "../../src" leaves the bundle: name a file or folder of the bundle, relative to the folder of templates/app.yaml`}},
+		{"an absolute path", map[string]string{"templates/app.yaml": code("/etc")},
+			[]string{`templates/app.yaml:5:13: Resources.Fn.Properties.Code: Code of Fn: "/etc" leaves the bundle: name a file or folder of the bundle, relative to the folder of templates/app.yaml`}},
+		{"six layers", map[string]string{"templates/app.yaml": code("../src") + "      Layers: [a, b, c, d, e, f]\n", "src/index.js": "x"},
+			[]string{`templates/app.yaml:5:13: Resources.Fn.Properties.Code: function Fn names 6 layers, more than Lambda's 5`}},
+		{"a state machine folder", map[string]string{"templates/app.yaml": "Resources:\n  M:\n    Type: AWS::StepFunctions::StateMachine\n    Properties: {RoleArn: r, DefinitionS3Location: sm}\n", "templates/sm/x.json": "{}"},
+			[]string{`templates/app.yaml:4:52: Resources.M.Properties.DefinitionS3Location: DefinitionS3Location of M (templates/sm): a state machine definition is a file (JSON or YAML), not a folder`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Load(nestedBundle(tc.files))
+			var got []string
+			var errs Errors
+			if errors.As(err, &errs) {
+				for _, e := range errs {
+					got = append(got, e.Error())
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if tc.want == nil {
+				s := c.Stack("app")
+				if s.Tree == nil || s.Tree.Assets == nil {
+					t.Fatal("a stack with local code has no tree to package")
+				}
+				code, err := s.Tree.Code()
+				if err != nil || len(code) != 1 || len(code["src/"]) != 64 {
+					t.Errorf("code %v, %v", code, err)
+				}
 			}
 		})
 	}

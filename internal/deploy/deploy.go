@@ -61,6 +61,8 @@ const DefaultPlanTTL = 7 * 24 * time.Hour
 type S3API interface {
 	state.S3API
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	// CopyObject refreshes an artifact the assets lifecycle would otherwise expire.
+	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
 }
 
 // SQSAPI sends heartbeats and re-sends uploads that wait for the lock.
@@ -281,6 +283,9 @@ func (b *base) changesets(runID string, log *slog.Logger) *changeset.Client {
 	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: b.budget(runID, target.Target{}),
 		Reach: func(ctx context.Context, t target.Spec) (changeset.API, *rate.Limiter, error) {
 			return b.at(ctx, runID, t)
+		},
+		Assets: func(ctx context.Context, t target.Spec) (*changeset.Assets, error) {
+			return b.assets(ctx, runID, t)
 		}, Clock: b.clk, Logger: log}
 }
 

@@ -105,7 +105,7 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 		s := doc.Run.Stacks[name]
 		pst := plan.Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Action: plan.ActionOf(s),
 			TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Parameters: s.Parameters,
-			InputsMayChange: s.InputsMayChange, CreatedAtApply: s.AtApply, Reason: s.Reason}
+			InputsMayChange: s.InputsMayChange, CreatedAtApply: s.AtApply, Reason: s.Reason, CodeChanges: s.CodeChanges}
 		if s.Phase == run.Ready && s.ChangeSetID != "" {
 			pst.ChangeSetName, pst.ChangeSetID = s.ChangeSetName, s.ChangeSetID
 		}

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,6 +66,31 @@ func (b *base) at(ctx context.Context, runID string, t target.Spec) (changeset.A
 		c, _ = b.clients.LoadOrStore(key, cloudformation.NewFromConfig(b.reach.Config(runID, t)))
 	}
 	return c.(changeset.API), b.budget(runID, loc), nil
+}
+
+// assets is where run runID stores the artifacts of stacks of t: cairn's own bucket for
+// stacks of its account and region; elsewhere the assets bucket infra's target stack makes
+// in that account and region, written with the credentials the stack is reached with (its
+// role's, or the deployer's own in another region of its account).
+func (b *base) assets(ctx context.Context, runID string, t target.Spec) (*changeset.Assets, error) {
+	home, err := b.home(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	loc := t.Location(home)
+	if t.RoleARN == "" && loc == (target.Target{}) {
+		return &changeset.Assets{S3: b.s3, Bucket: b.cfg.Bucket, Where: "cairn's bucket"}, nil
+	}
+	if b.reach == nil {
+		return nil, run.Permanent(fmt.Errorf("this deployer reaches cairn's own account and region only, not %s", target.Describe(loc, "region "+t.Region)))
+	}
+	at := target.Target{Account: cmp.Or(t.Account(), home.Account), Region: cmp.Or(t.Region, home.Region)}
+	key := runID + "@s3@" + t.Region + "|" + t.RoleARN + "|" + t.ExternalID
+	c, ok := b.clients.Load(key)
+	if !ok {
+		c, _ = b.clients.LoadOrStore(key, awsclient.S3(b.reach.Config(runID, t)))
+	}
+	return &changeset.Assets{S3: c.(changeset.AssetsAPI), Bucket: at.AssetsBucketName(), Where: "account " + at.Account + ", " + at.Region}, nil
 }
 
 // hasRole reports whether a stack of the config or the graph names a role: then the

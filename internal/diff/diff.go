@@ -56,6 +56,9 @@ type Stack struct {
 	// ParamsNote says the parameters resolve to other values than applied although
 	// their text is the same (an output they read changed).
 	ParamsNote string
+	// Code lists the local artifacts (code, definitions) whose content differs from what
+	// was applied, by bundle path.
+	Code []run.CodeChange
 	// From and To are, for a Moved stack, the graph's stack and the one the bundle names.
 	From, To string
 }
@@ -119,7 +122,12 @@ func Compare(deployment, path string, local, applied *config.Config, g *state.Gr
 			default:
 				d.Template = unified(string(old.TemplateBody), string(s.TemplateBody), "applied/"+templateName(old), path+"/"+templateName(s))
 			}
-			if d.Template == "" && d.TemplateNote == "" {
+			applied := gs.Code
+			if applied == nil && old != nil {
+				applied = plan.Code(old)
+			}
+			d.Code = run.CodeChanges(applied, plan.Code(s))
+			if d.Template == "" && d.TemplateNote == "" && len(d.Code) == 0 {
 				d.TemplateNote = "the template's text is the same; its hash differs (rewritten by a newer cairn)"
 			}
 		}
@@ -129,7 +137,7 @@ func Compare(deployment, path string, local, applied *config.Config, g *state.Gr
 				d.ParamsNote = "the parameters resolve to other values than applied: an output they read changed since"
 			}
 		}
-		if d.Template != "" || d.TemplateNote != "" || len(d.Params) > 0 || d.ParamsNote != "" {
+		if d.Template != "" || d.TemplateNote != "" || len(d.Params) > 0 || d.ParamsNote != "" || len(d.Code) > 0 {
 			d.Kind = Changed
 		}
 		r.Stacks = append(r.Stacks, d)
@@ -276,6 +284,9 @@ func (r *Result) Write(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", s.TemplateNote)
 		}
 		b.WriteString(s.Template)
+		for _, c := range s.Code {
+			fmt.Fprintf(&b, "  %s\n", c)
+		}
 		if len(s.Params) > 0 {
 			b.WriteString("  parameters:\n")
 		}

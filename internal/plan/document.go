@@ -129,6 +129,8 @@ type Stack struct {
 	// change set yet (created at apply): what its creation will add.
 	Resources []Resource `json:"resources,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
+	// CodeChanges are the local artifacts whose content changed since applied.
+	CodeChanges []run.CodeChange `json:"code_changes,omitempty"`
 }
 
 // Resource is a resource a stack's template declares, or one of a live stack.
@@ -151,7 +153,8 @@ type Change struct {
 	Details     []string `json:"details,omitempty"`
 }
 
-// Marks returns the plan's notes about a stack: "inputs may change", "created at apply".
+// Marks returns the plan's notes about a stack: "inputs may change", "created at apply",
+// "code changed (src/, sha256 1a2b… → 3c4d…)".
 func (s Stack) Marks() []string {
 	var m []string
 	if s.InputsMayChange {
@@ -159,6 +162,9 @@ func (s Stack) Marks() []string {
 	}
 	if s.CreatedAtApply {
 		m = append(m, "created at apply")
+	}
+	for _, c := range s.CodeChanges {
+		m = append(m, c.String())
 	}
 	return m
 }

@@ -295,6 +295,7 @@ func Make(in Input) (*Result, error) {
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute,
 		}
+		rs.Code = Code(s)
 		res.Run.Stacks[s.Name] = rs
 		res.Warnings = append(res.Warnings, secretWarnings(s, in.SSM)...)
 		if reason, ok := in.Unreachable[at]; ok {
@@ -398,7 +399,7 @@ func Make(in Input) (*Result, error) {
 			continue
 		}
 		if rs.TemplateHash != p.TemplateHash {
-			decide(Update, "template changed")
+			decide(Update, templateChanged(p, rs))
 			continue
 		}
 		decide(Check, "template unchanged; updated only if its parameters resolve differently")

@@ -9,7 +9,9 @@
 package run
 
 import (
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/target"
@@ -114,6 +116,11 @@ type Stack struct {
 	PrevTemplateHash   string `json:"prev_template_hash,omitempty"`
 	PrevParametersHash string `json:"prev_parameters_hash,omitempty"`
 	Force              bool   `json:"force,omitempty"` // tags, termination protection or status require an update
+	// Code is the sha256 of each local artifact the stack's templates name, by bundle path
+	// (a folder's ends in /), and CodeChanges how they differ from what was last applied:
+	// part of TemplateHash, named here so a plan says which code changed.
+	Code        map[string]string `json:"code,omitempty"`
+	CodeChanges []CodeChange      `json:"code_changes,omitempty"`
 	// RawParameters are the parameters as written, lookups unresolved, and Parameters
 	// those the stack started with, resolved; both as stored (Options.Seal): the values of
 	// the NoEcho parameters (named in NoEcho) are sealed references, never the values.
@@ -172,6 +179,48 @@ type Stack struct {
 	// the deployer's, "" where they are the deployer's own. The zero values are home.
 	Target target.Spec   `json:"target,omitzero"`
 	At     target.Target `json:"at,omitzero"`
+}
+
+// CodeChange is a local artifact of a stack whose content differs from what was last
+// applied: From is "" for one added, To "" for one removed.
+type CodeChange struct {
+	Path string `json:"path"`
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+}
+
+func (c CodeChange) String() string {
+	short := func(s string) string {
+		if len(s) > 12 {
+			return s[:12] + "…"
+		}
+		return s
+	}
+	switch {
+	case c.From == "":
+		return "code added (" + c.Path + ", sha256 " + short(c.To) + ")"
+	case c.To == "":
+		return "code removed (" + c.Path + ")"
+	}
+	return "code changed (" + c.Path + ", sha256 " + short(c.From) + " → " + short(c.To) + ")"
+}
+
+// CodeChanges compares the code of a stack (Stack.Code) applied with what it deploys now,
+// by path.
+func CodeChanges(applied, now map[string]string) []CodeChange {
+	var out []CodeChange
+	for p, sha := range now {
+		if applied[p] != sha {
+			out = append(out, CodeChange{Path: p, From: applied[p], To: sha})
+		}
+	}
+	for p, sha := range applied {
+		if _, ok := now[p]; !ok {
+			out = append(out, CodeChange{Path: p, From: sha})
+		}
+	}
+	slices.SortFunc(out, func(a, b CodeChange) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 // Key identifies the stack among the run's by account, region and stack name.

@@ -69,6 +69,9 @@ type Stack struct {
 	Outputs        map[string]string `json:"outputs,omitempty"`
 	Tags           map[string]string `json:"tags,omitempty"`
 	UpdatedAt      time.Time         `json:"updated_at,omitzero"`
+	// Code is the sha256 of each local artifact the applied templates name, by bundle path
+	// (run.Stack.Code): what the next plan compares to say which code changed.
+	Code map[string]string `json:"code,omitempty"`
 }
 
 // Names returns the config names of g's stacks in order.

@@ -124,7 +124,7 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 // applied is the graph's entry of stack name as the run's step left it.
 func applied(name string, s *run.Stack, rec Recording) *Stack {
 	st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
-		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], Outputs: s.Outputs,
+		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Code: s.Code, Status: rec.Statuses[name], Outputs: s.Outputs,
 		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target}
 	st.locate(s.Target)
 	return st

@@ -293,6 +293,9 @@ func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node
 	if at == nil {
 		at = n
 	}
+	if c.t.packagedAt(n) {
+		return // a local artifact: packaged to an S3 location before CloudFormation sees it
+	}
 	if fn := intrinsic(n); fn != "" {
 		if fn == "Fn::If" {
 			if args := resolve(n.Content[1]); args.Kind == yaml.SequenceNode && len(args.Content) == 3 {

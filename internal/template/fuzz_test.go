@@ -1,9 +1,13 @@
 package template
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/fstest"
+
+	"github.com/cairn-dev/cairn/internal/artifact"
 )
 
 // FuzzParse parses and checks arbitrary templates: no panic, no hang on aliases, and every
@@ -48,12 +52,15 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzPackage: a template that parses still parses once its nested stacks' local
-// TemplateURLs are rewritten, and names the rewritten URLs.
+// FuzzPackage: a template that parses still parses once packaged — its nested stacks'
+// local TemplateURLs and its local artifacts replaced by S3 locations — and names neither
+// any longer. Seeds are in testdata/fuzz/FuzzPackage besides these.
 func FuzzPackage(f *testing.F) {
 	f.Add("Resources:\n  N:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: ./n.yaml\n")
 	f.Add(`{"Resources": {"N": {"Type": "AWS::CloudFormation::Stack", "Properties": {"TemplateURL": "n.json"}}}}`)
 	f.Add("Resources:\n  N:\n    Type: AWS::CloudFormation::Stack\n    Properties: {TemplateURL: 'sub/n.yaml', Parameters: {A: x}}\n  M:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: \"m é.yaml\" # note\n")
+	f.Add("Resources:\n  F:\n    Type: AWS::Lambda::Function\n    Properties:\n      Code: ./dist/fn.zip\n      Layers: [!Ref L]\n  L:\n    Type: AWS::Lambda::LayerVersion\n    Properties: {Content: layer/}\n")
+	f.Add("Transform: AWS::Serverless-2016-10-31\nGlobals:\n  Function: {Runtime: python3.12}\nResources:\n  F:\n    Type: AWS::Serverless::Function\n    Properties: {Handler: app.handler}\n  S:\n    Type: AWS::StepFunctions::StateMachine\n    Properties:\n      DefinitionS3Location: \"sm.json\"\n      RoleArn: x\n  I:\n    Fn::Transform: {Name: AWS::Include, Parameters: {Location: snippet.yaml}}\n")
 	leaf, err := Parse([]byte("Resources:\n  Q: {Type: AWS::SQS::Queue}\n"))
 	if err != nil {
 		f.Fatal(err)
@@ -63,20 +70,31 @@ func FuzzPackage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		tree := &Tree{Template: tpl, Children: map[string]*Tree{}}
+		files := fstest.MapFS{}
+		tree := &Tree{Template: tpl, Path: "t/template.yaml", Children: map[string]*Tree{}, Assets: artifact.NewSet(files)}
 		for _, ns := range tpl.NestedStacks() {
 			tree.Children[ns.LogicalID] = &Tree{Template: leaf}
 		}
-		out, _, err := tree.Package(func(sha string) string { return "https://b.s3.us-east-1.amazonaws.com/templates/" + sha + ".json" })
+		for _, a := range tpl.Artifacts() {
+			if src := tree.Source(a); fs.ValidPath(src.Path) && src.Path != "." {
+				files[src.Path] = &fstest.MapFile{Data: []byte("code")}
+			} else {
+				files["t/code.txt"] = &fstest.MapFile{Data: []byte("code")}
+			}
+		}
+		out, err := tree.Package(func(sha string) string { return "https://b.s3.us-east-1.amazonaws.com/templates/" + sha + ".json" }, "assets-bucket")
 		if err != nil {
 			return
 		}
-		again, err := Parse(out)
+		again, err := Parse(out.Body)
 		if err != nil {
-			t.Fatalf("the packaged template does not parse: %v\n%s", err, out)
+			t.Fatalf("the packaged template does not parse: %v\n%s", err, out.Body)
 		}
 		if len(tree.Children) > 0 && len(again.NestedStacks()) != 0 {
-			t.Fatalf("a local TemplateURL survived packaging:\n%s", out)
+			t.Fatalf("a local TemplateURL survived packaging:\n%s", out.Body)
+		}
+		if n := len(again.Artifacts()); n != 0 {
+			t.Fatalf("%d local artifacts survived packaging:\n%s", n, out.Body)
 		}
 	})
 }

@@ -73,10 +73,11 @@ Resources:
 		"B": {Template: leaf, Path: "leaf.yaml"},
 	}}
 	urlOf := func(sha string) string { return "https://cairn.s3.us-east-1.amazonaws.com/templates/" + sha + ".json" }
-	body, uploads, err := tree.Package(urlOf)
+	p, err := tree.Package(urlOf, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, uploads := p.Body, p.Templates
 	if len(uploads) != 2 || uploads[0].SHA256 != leaf.SHA256 {
 		t.Fatalf("uploads %d (want the leaf once, deepest first, then the middle)", len(uploads))
 	}
@@ -91,8 +92,8 @@ Resources:
 	if _, err := Parse(body); err != nil {
 		t.Errorf("the packaged template does not parse: %v", err)
 	}
-	again, _, _ := tree.Package(urlOf)
-	if string(again) != string(body) {
+	again, _ := tree.Package(urlOf, "")
+	if string(again.Body) != string(body) {
 		t.Error("packaging is not deterministic")
 	}
 	before := tree.SHA256()

@@ -34,6 +34,8 @@ type Template struct {
 	Node *yaml.Node
 	// Transforms are the macros the template names in Transform.
 	Transforms []string
+
+	artifacts []Artifact // the local artifacts it names (artifacts.go)
 }
 
 // Resource is a resource a template declares.
@@ -165,6 +167,7 @@ func parseNode(body []byte, doc *yaml.Node) (*Template, error) {
 		return nil, errors.New("not a CloudFormation template: no Resources section")
 	}
 	slices.Sort(t.Outputs)
+	t.artifacts = t.findArtifacts()
 	return t, nil
 }
 

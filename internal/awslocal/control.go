@@ -274,8 +274,10 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	case path == "faults" && r.Method == http.MethodDelete:
 		e.ClearFaults()
 		w.WriteHeader(http.StatusNoContent)
+	case path == "lambda/functions" && r.Method == http.MethodGet:
+		writeJSON(e.Functions())
 	default:
-		http.Error(w, "unknown control endpoint "+r.Method+" "+r.URL.Path+": use GET /_local/health, GET /_local/calls, POST /_local/calls/reset, GET|POST|DELETE /_local/faults", http.StatusNotFound)
+		http.Error(w, "unknown control endpoint "+r.Method+" "+r.URL.Path+": use GET /_local/health, GET /_local/calls, POST /_local/calls/reset, GET|POST|DELETE /_local/faults, GET /_local/lambda/functions", http.StatusNotFound)
 	}
 }
 

@@ -29,6 +29,7 @@ type function struct {
 	handler lambda.Handler // nil until registered
 	timeout time.Duration
 	env     map[string]string
+	code    FunctionCode
 }
 
 // FunctionOption configures a registered function.
@@ -75,7 +76,7 @@ func (e *Emulator) funcsChangedLocked() {
 }
 
 // defineFunction records a function a stack made or changed, keeping a registered handler.
-func (e *Emulator) defineFunction(name string, timeout time.Duration, env map[string]string) {
+func (e *Emulator) defineFunction(name string, timeout time.Duration, env map[string]string, code FunctionCode) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	f := e.funcs[name]
@@ -83,7 +84,7 @@ func (e *Emulator) defineFunction(name string, timeout time.Duration, env map[st
 		f = &function{name: name}
 		e.funcs[name] = f
 	}
-	f.timeout, f.env = timeout, env
+	f.timeout, f.env, f.code = timeout, env, code
 	e.funcsChangedLocked()
 }
 
@@ -101,6 +102,8 @@ type FunctionConfig struct {
 	Environment map[string]string
 	// Bound says an in-process handler is registered for it.
 	Bound bool
+	// Code is where its code was read from when a stack last created or updated it.
+	Code FunctionCode
 }
 
 // Function returns the function named name, made by a stack or registered.
@@ -115,7 +118,21 @@ func (e *Emulator) Function(name string) (FunctionConfig, bool) {
 	for k, v := range f.env {
 		env[k] = v
 	}
-	return FunctionConfig{Name: name, ARN: e.functionARN(name), Timeout: f.timeout, Environment: env, Bound: f.handler != nil}, true
+	return FunctionConfig{Name: name, ARN: e.functionARN(name), Timeout: f.timeout, Environment: env, Bound: f.handler != nil, Code: f.code}, true
+}
+
+// Functions lists the functions of the home account and region, by name.
+func (e *Emulator) Functions() []FunctionConfig {
+	e.mu.Lock()
+	names := sortedKeys(e.funcs)
+	e.mu.Unlock()
+	out := make([]FunctionConfig, 0, len(names))
+	for _, n := range names {
+		if f, ok := e.Function(n); ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func (e *Emulator) functionARN(name string) string {

@@ -182,12 +182,45 @@ func (p provisioner) bootstrap(ctx context.Context, cfg aws.Config, body string)
 			return "", fmt.Errorf("provision cairn: create the CDK assets bucket %s: %w", bucket, err)
 		}
 	}
+	if err := publishAssets(ctx, c, bucket, body); err != nil {
+		return "", err
+	}
 	sum := sha256.Sum256([]byte(body))
 	key := hex.EncodeToString(sum[:]) + ".json"
 	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader([]byte(body))}); err != nil {
 		return "", fmt.Errorf("provision cairn: upload the template to %s: %w", bucket, err)
 	}
 	return p.e.URL() + "/" + bucket + "/" + key, nil
+}
+
+// publishAssets stores the code objects the template's functions name in the assets
+// bucket, as `cdk deploy` publishes a stack's assets before deploying it (Lambda reads a
+// function's code from S3, and fails when it is not there). The synthesized template holds
+// placeholder code, which the in-process handlers stand for; an object already there stays.
+func publishAssets(ctx context.Context, c *s3.Client, bucket, body string) error {
+	var tpl struct {
+		Resources map[string]struct {
+			Type       string
+			Properties struct{ Code struct{ S3Key string } }
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &tpl); err != nil {
+		return fmt.Errorf("provision cairn: read the template's assets: %w", err)
+	}
+	for id, r := range tpl.Resources {
+		key := r.Properties.Code.S3Key
+		if r.Type != "AWS::Lambda::Function" || key == "" {
+			continue
+		}
+		if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)}); err == nil {
+			continue
+		}
+		placeholder := []byte("placeholder code of " + id + ": the function runs in process in local mode\n")
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(placeholder)}); err != nil {
+			return fmt.Errorf("provision cairn: publish the code of %s to %s: %w", id, bucket, err)
+		}
+	}
+	return nil
 }
 
 // pollInterval is how often Provision looks at the cairn stack while it settles.

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/awslocal"
+)
+
+// cfnWrites are the CloudFormation calls that change something.
+var cfnWrites = []string{"CreateChangeSet", "ExecuteChangeSet", "DeleteChangeSet", "CreateStack", "UpdateStack", "DeleteStack",
+	"SetStackPolicy", "UpdateTerminationProtection", "ContinueUpdateRollback", "RollbackStack"}
+
+// TestPushCarriesCode: a bundle whose templates name local code (a SAM function with
+// CodeUri: src/ and a layer, a function with Code: ./dist/fn.zip, a state machine with its
+// definition in a file) is pushed through the CLI: the code is packaged into cairn's bucket,
+// content addressed, and the functions read it from there. One source file changed makes
+// exactly the stack naming it update, its function's code now at the new hash, and the
+// plan, the pull-request comment and `cairn diff` say which code changed. Pushing the same
+// content again makes no CloudFormation write and stores no artifact.
+func TestPushCarriesCode(t *testing.T) {
+	em, s3c := deployEmulator(t)
+	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	ctx := context.Background()
+	dir := copyBundle(t, "code")
+	if out := cairnOK(t, "validate", dir); !strings.Contains(out, ": ok: 3 stacks") {
+		t.Fatalf("validate: %s", out)
+	}
+	if out := cairnOK(t, append([]string{"push", dir, "--deployment", "code"}, followFlags...)...); !strings.Contains(out, ": 3 created, 0 updated,") {
+		t.Fatalf("push:\n%s", out)
+	}
+	handler := functionCode(t, em, "code-orders-handler")
+	if handler.S3Bucket != "cairn-state" || !regexp.MustCompile(`^assets/[0-9a-f]{64}\.zip$`).MatchString(handler.S3Key) {
+		t.Fatalf("the SAM function's code is %+v, want assets/SHA256.zip in cairn's bucket", handler)
+	}
+	// the prebuilt zip is stored as it is: its key is its own sha256
+	zipped, err := os.ReadFile(filepath.Join(dir, "worker/dist/fn.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(zipped)
+	if worker := functionCode(t, em, "code-worker-worker"); worker.S3Key != "assets/"+hex.EncodeToString(sum[:])+".zip" {
+		t.Errorf("the worker's code is %+v, want dist/fn.zip as it is, at its sha256", worker)
+	}
+	// every key is the sha256 of its object (the state machine's definition and the layer too)
+	assets := assetVersions(t, s3c)
+	if len(assets) != 4 {
+		t.Errorf("%d objects under assets/, want the handler's code, the layer, the worker's zip and the definition: %v", len(assets), assets)
+	}
+	for key := range assets {
+		o, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String(key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		if _, err := io.Copy(h, o.Body); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(key, "assets/"+hex.EncodeToString(h.Sum(nil))) {
+			t.Errorf("%s is not addressed by its content", key)
+		}
+	}
+
+	// One source file changes.
+	edit(t, dir, "orders/src/app.py", "greeting(\"orders\")", "greeting(\"orders v2\")")
+	codeChanged := regexp.MustCompile(`code changed \(orders/src/, sha256 [0-9a-f]{12}… → [0-9a-f]{12}…\)`)
+	out, code := cairnRun(t, "diff", dir, "--deployment", "code")
+	if code != 1 || !codeChanged.MatchString(out) || strings.Contains(out, "stack worker") || strings.Contains(out, "stack flow") {
+		t.Errorf("diff exited %d:\n%s\nwant exit 1 and the orders stack's code changed, only", code, out)
+	}
+	resetCalls(t, em)
+	before := assetVersions(t, s3c)
+	out = cairnOK(t, append([]string{"push", dir, "--deployment", "code"}, followFlags...)...)
+	if !strings.Contains(out, ": 0 created, 1 updated,") {
+		t.Fatalf("push after a source change:\n%s", out)
+	}
+	if updated := cfnCalls(em, "ExecuteChangeSet"); updated != 1 {
+		t.Errorf("%d change sets executed, want the orders stack's alone", updated)
+	}
+	after := functionCode(t, em, "code-orders-handler")
+	if after.S3Key == handler.S3Key || after.CodeSha256 == handler.CodeSha256 || !strings.HasPrefix(after.S3Key, "assets/") {
+		t.Errorf("the handler's code is %+v after the change, was %+v", after, handler)
+	}
+	added := newKeys(before, assetVersions(t, s3c))
+	if len(added) != 1 || added[0] != after.S3Key {
+		t.Errorf("artifacts stored by the push: %v, want the new code only, %s", added, after.S3Key)
+	}
+
+	// The layer changes, through a reviewed plan: its comment says which code changed.
+	edit(t, dir, "orders/layer/python/shared.py", `"hello from "`, `"hello again from "`)
+	out = cairnOK(t, append([]string{"plan", dir, "--deployment", "code", "--format", "md"}, followFlags...)...)
+	layerChanged := regexp.MustCompile(`code changed \(orders/layer/, sha256 [0-9a-f]{12}… → [0-9a-f]{12}…\)`)
+	if !layerChanged.MatchString(out) || strings.Count(out, "| update |") != 1 {
+		t.Errorf("the plan's comment does not say which code changed, for the one stack updated:\n%s", out)
+	}
+	id := regexp.MustCompile("cairn approve code ([0-9a-f-]+)").FindStringSubmatch(out)
+	if id == nil {
+		t.Fatalf("no plan id in:\n%s", out)
+	}
+	if out := cairnOK(t, append([]string{"approve", "code", id[1]}, followFlags...)...); !strings.Contains(out, "1 updated") {
+		t.Fatalf("approve:\n%s", out)
+	}
+
+	// The same content again: nothing written.
+	resetCalls(t, em)
+	before = assetVersions(t, s3c)
+	out = cairnOK(t, append([]string{"push", dir, "--deployment", "code"}, followFlags...)...)
+	if !strings.Contains(out, ": 0 created, 0 updated,") {
+		t.Fatalf("unchanged push:\n%s", out)
+	}
+	writes := 0
+	for _, w := range cfnWrites {
+		writes += cfnCalls(em, w)
+	}
+	if writes != 0 {
+		t.Errorf("an unchanged push made %d CloudFormation writes: %v", writes, em.Calls())
+	}
+	if added := newKeys(before, assetVersions(t, s3c)); len(added) != 0 {
+		t.Errorf("an unchanged push stored artifacts %v", added)
+	}
+	t.Logf("unchanged re-push: %d CloudFormation writes, %d artifacts stored; s3.PutObject %d (run and state documents)", writes, 0, em.Calls()["s3.PutObject"])
+}
+
+func functionCode(t *testing.T, em *awslocal.Emulator, name string) awslocal.FunctionCode {
+	t.Helper()
+	f, ok := em.Function(name)
+	if !ok {
+		t.Fatalf("no function %s", name)
+	}
+	return f.Code
+}
+
+// assetVersions counts the versions of each object under assets/ of cairn's bucket: a
+// PutObject there makes one more.
+func assetVersions(t *testing.T, s3c *s3.Client) map[string]int {
+	t.Helper()
+	out, err := s3c.ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String("cairn-state"), Prefix: aws.String("assets/")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, v := range out.Versions {
+		m[aws.ToString(v.Key)]++
+	}
+	return m
+}
+
+// newKeys lists the writes between two counts: keys with more versions after.
+func newKeys(before, after map[string]int) []string {
+	var out []string
+	for k, n := range after {
+		for range n - before[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func resetCalls(t *testing.T, em *awslocal.Emulator) {
+	t.Helper()
+	resp, err := http.Post(em.URL()+"/_local/calls/reset", "application/json", nil)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("reset calls: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func cfnCalls(em *awslocal.Emulator, action string) int { return em.Calls()["cloudformation."+action] }
+
+// cairnRun runs cairn and returns its standard output and exit code.
+func cairnRun(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	code := run(args, &stdout, &stderr)
+	return stdout.String() + stderr.String(), code
+}

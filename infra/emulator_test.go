@@ -70,6 +70,16 @@ func TestEmulatorDeploy(t *testing.T) {
 	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(assets), Key: aws.String("Cairn.template.json"), Body: bytes.NewReader(s.body)}); err != nil {
 		t.Fatal(err)
 	}
+	// `cdk deploy` publishes the functions' code before it deploys: Lambda reads it.
+	for id, r := range s.resources {
+		if r["Type"] != "AWS::Lambda::Function" {
+			continue
+		}
+		key, _ := props(r)["Code"].(map[string]interface{})["S3Key"].(string)
+		if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(assets), Key: aws.String(key), Body: strings.NewReader("code of " + id)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	url := e.URL() + "/" + assets + "/Cairn.template.json"
 	t.Logf("template: %d bytes, %d resources", len(s.body), len(s.resources))
 	// The emulator enforces neither of CloudFormation's quotas on a template

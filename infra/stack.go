@@ -42,7 +42,7 @@ const (
 // out of reach of that function's role.
 var (
 	deployerReadPrefixes  = []string{layout.DeploymentsPrefix, layout.ApprovalsPrefix}
-	deployerWritePrefixes = []string{layout.PlansPrefix, layout.StatePrefix, layout.LocksPrefix, layout.RunsPrefix, layout.TemplatesPrefix}
+	deployerWritePrefixes = []string{layout.PlansPrefix, layout.StatePrefix, layout.LocksPrefix, layout.RunsPrefix, layout.TemplatesPrefix, layout.AssetsPrefix}
 	portsWritePrefixes    = []string{layout.PortsPrefix}
 	// The drift function reads the graphs, their locks, and the bundle each
 	// graph applied (deployments/NAME.zip at its version, for drift.ignore).
@@ -274,6 +274,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 				Prefix:     jsii.String(layout.DriftPrefix),
 				Expiration: awscdk.Duration_Days(jsii.Number(90)),
 			},
+			assetsLifecycle(),
 		},
 	})
 	// S3 notifications are set on the bucket resource itself rather than with
@@ -559,6 +560,19 @@ func allow(sid string, actions []string, resources []*string) awsiam.PolicyState
 }
 
 // grantObjects allows the object actions under the given prefixes only.
+// assetsLifecycle expires the packaged artifacts (assets/, content addressed) that no
+// deploy wrote for a year: a deploy naming an artifact writes it again once it is a month
+// old (layout.AssetsRefreshAfter), so what live stacks keep being deployed with stays, and what
+// nothing names any more goes. Lambda keeps its own copy of a function's code.
+func assetsLifecycle() *awss3.LifecycleRule {
+	return &awss3.LifecycleRule{
+		Id:                          jsii.String("expire-unreferenced-assets"),
+		Prefix:                      jsii.String(layout.AssetsPrefix),
+		Expiration:                  awscdk.Duration_Days(jsii.Number(layout.AssetsExpireDays)),
+		NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(30)),
+	}
+}
+
 func grantObjects(role awsiam.IRole, bucket awss3.Bucket, sid string, prefixes, actions []string) {
 	var resources []*string
 	for _, p := range prefixes {

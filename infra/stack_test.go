@@ -687,12 +687,12 @@ func TestStack(t *testing.T) {
 
 	t.Run("IAM: S3 limited to each function's prefixes", func(t *testing.T) {
 		want := map[string][]string{
-			"DeployerRole": {"approvals/", "deployments/", "locks/", "plans/", "runs/", "state/", "templates/"},
+			"DeployerRole": {"approvals/", "assets/", "deployments/", "locks/", "plans/", "runs/", "state/", "templates/"},
 			"PortsRole":    {"ports/"},
 			"DriftRole":    {"deployments/", "drift/", "locks/", "state/"},
 		}
 		writable := map[string][]string{
-			"DeployerRole": {"locks/", "plans/", "runs/", "state/", "templates/"},
+			"DeployerRole": {"assets/", "locks/", "plans/", "runs/", "state/", "templates/"},
 			"PortsRole":    {"ports/"},
 			"DriftRole":    {"drift/"},
 		}

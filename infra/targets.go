@@ -84,6 +84,26 @@ func wireTargets(stack awscdk.Stack, cfg Config, bucket awss3.Bucket, portsQueue
 		Conditions: &map[string]interface{}{"ArnEquals": map[string]interface{}{"aws:SourceArn": topics}},
 	}))
 	deployerRole.AddToPrincipalPolicy(allow("DeployerAssumeTargetRoles", []string{"sts:AssumeRole"}, roles))
+	// Stacks of another region of cairn's own account are reached with the deployer's own
+	// credentials (no role_arn): it stores their artifacts in that region's assets bucket.
+	var buckets, assets []*string
+	var assetFindings []interface{}
+	for _, t := range cfg.Targets {
+		if t.Account != cfg.Home.Account {
+			continue
+		}
+		name := t.AssetsBucketName()
+		buckets = append(buckets, stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("s3"), Region: jsii.String(""), Account: jsii.String(""), Resource: jsii.String(name), ArnFormat: awscdk.ArnFormat_NO_RESOURCE_NAME}))
+		assets = append(assets, stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("s3"), Region: jsii.String(""), Account: jsii.String(""), Resource: jsii.String(name), ResourceName: jsii.String(layout.AssetsPrefix + "*"), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME}))
+		assetFindings = append(assetFindings, "Resource::arn:<AWS::Partition>:s3:::"+name+"/"+layout.AssetsPrefix+"*")
+	}
+	if len(assets) > 0 {
+		deployerRole.AddToPrincipalPolicy(allow("DeployerStoreTargetAssets", assetActions, assets))
+		deployerRole.AddToPrincipalPolicy(allow("DeployerListTargetAssets", []string{"s3:ListBucket"}, buckets))
+		cdknag.NagSuppressions_AddResourceSuppressions(deployerRole, &[]*cdknag.NagPackSuppression{
+			{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(assetsReason), AppliesTo: ptr(assetFindings)},
+		}, jsii.Bool(true))
+	}
 	driftRole.AddToPrincipalPolicy(allow("DriftAssumeTargetRoles", []string{"sts:AssumeRole"}, roles))
 	if len(foreignRoles) > 0 {
 		var principals []awsiam.IPrincipal
@@ -98,6 +118,13 @@ func wireTargets(stack awscdk.Stack, cfg Config, bucket awss3.Bucket, portsQueue
 		}))
 	}
 }
+
+// assetActions store and refresh packaged artifacts (a refresh is a copy onto itself:
+// GetObject of the source, PutObject of the copy; HeadObject is GetObject's).
+var assetActions = []string{"s3:GetObject", "s3:PutObject"}
+
+const assetsReason = "Packaged artifacts (Lambda code, definitions) are stored content-addressed under assets/ " +
+	"(the file name is the artifact's SHA-256, chosen at deploy time), so the prefix ends in a wildcard."
 
 // TargetStackProps configures NewTargetStack: where it goes (StackProps.Env) and which
 // target of cairn:targets it is.
@@ -159,6 +186,34 @@ func NewTargetStack(scope constructs.Construct, id string, props *TargetStackPro
 	role.AddToPrincipalPolicy(allow("ReadStacks", readActions, []*string{jsii.String("*")}))
 	templates := fmt.Sprintf("arn:%s:s3:::%s/%s*", *partition, bucketName(home.Account, home.Region), layout.TemplatesPrefix)
 	role.AddToPrincipalPolicy(allow("ReadLargeTemplates", []string{"s3:GetObject"}, []*string{jsii.String(templates)}))
+	// The assets bucket: the packaged artifacts (Lambda code, layers, definitions) of the
+	// stacks here, which Lambda and the other services read from their own region only.
+	// The deploy role stores them (HeadObject of a missing key answers 404 only to a
+	// caller that may list the bucket), and CloudFormation reads them with its rights.
+	assetsBucket := awss3.NewBucket(stack, jsii.String("AssetsBucket"), &awss3.BucketProps{
+		BucketName:        awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String(target.AssetsBucketPrefix), account, jsii.String("-"), region}),
+		Versioned:         jsii.Bool(true),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		// Functions keep their code, but a rollback reads the earlier artifacts: keep the
+		// bucket when the target stack goes.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		LifecycleRules: &[]*awss3.LifecycleRule{assetsLifecycle(), {
+			Id:                                  jsii.String("clean-up"),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(7)),
+			ExpiredObjectDeleteMarker:           jsii.Bool(true),
+		}},
+	})
+	role.AddToPrincipalPolicy(allow("StoreAssets", assetActions, []*string{assetsBucket.ArnForObjects(jsii.String(layout.AssetsPrefix + "*"))}))
+	role.AddToPrincipalPolicy(allow("ListAssets", []string{"s3:ListBucket"}, []*string{assetsBucket.BucketArn()}))
+	cdknag.NagSuppressions_AddResourceSuppressions(assetsBucket, &[]*cdknag.NagPackSuppression{{
+		Id: jsii.String("AwsSolutions-S1"),
+		Reason: jsii.String("Server access logs would need a second bucket that itself cannot log; the objects are content-addressed " +
+			"artifacts written by cairn's runs, whose reports name them, and accounts that need request-level audit enable CloudTrail S3 data events."),
+	}}, jsii.Bool(false))
 	if t.ServiceRole != "" {
 		st := allow("PassCloudFormationServiceRole", []string{"iam:PassRole"}, []*string{jsii.String(t.ServiceRole)})
 		st.AddCondition(jsii.String("StringEquals"), map[string]interface{}{"iam:PassedToService": cloudFormationServiceName})
@@ -210,6 +265,7 @@ func NewTargetStack(scope constructs.Construct, id string, props *TargetStackPro
 
 	output(stack, "PortsServiceToken", topic.TopicArn(), target.ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation in this region")
 	output(stack, "DeployRoleArn", role.RoleArn(), "", "role_arn of the stacks cairn deploys here")
+	output(stack, "AssetsBucketName", assetsBucket.BucketName(), "", "where cairn stores the packaged artifacts of the stacks here")
 
 	const (
 		stackReason = "CloudFormation actions are limited to the stacks of the namespaces in cairn:namespaces in this account and region " +
@@ -223,7 +279,9 @@ func NewTargetStack(scope constructs.Construct, id string, props *TargetStackPro
 	for _, ns := range cfg.Namespaces {
 		stackFindings = append(stackFindings, "Resource::arn:<AWS::Partition>:cloudformation:<AWS::Region>:<AWS::AccountId>:stack/"+ns+"-*/*")
 	}
+	assetsID := *stack.GetLogicalId(assetsBucket.Node().DefaultChild().(awscdk.CfnElement))
 	cdknag.NagSuppressions_AddResourceSuppressions(role, &[]*cdknag.NagPackSuppression{
+		{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(assetsReason), AppliesTo: &[]interface{}{"Resource::<" + assetsID + ".Arn>/" + layout.AssetsPrefix + "*"}},
 		{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(stackReason), AppliesTo: ptr(stackFindings)},
 		{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(readReason), AppliesTo: &[]interface{}{"Resource::*"}},
 		{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(templateReason),

@@ -203,9 +203,25 @@ func TestTargetStack(t *testing.T) {
 		}
 	})
 
+	t.Run("assets bucket: this account and region's, versioned, encrypted, unreferenced artifacts expire", func(t *testing.T) {
+		assert(t, "assets bucket", func() {
+			foreign.tmpl.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]interface{}{
+				"BucketName": map[string]interface{}{"Fn::Join": []interface{}{"", []interface{}{"cairn-assets-", map[string]interface{}{"Ref": "AWS::AccountId"}, "-", map[string]interface{}{"Ref": "AWS::Region"}}}},
+				"VersioningConfiguration": map[string]interface{}{"Status": "Enabled"},
+				"BucketEncryption": map[string]interface{}{"ServerSideEncryptionConfiguration": []interface{}{
+					map[string]interface{}{"ServerSideEncryptionByDefault": map[string]interface{}{"SSEAlgorithm": "AES256"}}}},
+				"PublicAccessBlockConfiguration": map[string]interface{}{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true},
+				"LifecycleConfiguration": map[string]interface{}{"Rules": assertions.Match_ArrayWith(&[]interface{}{map[string]interface{}{
+					"Id": "expire-unreferenced-assets", "Prefix": "assets/", "ExpirationInDays": 365, "Status": "Enabled",
+					"NoncurrentVersionExpiration": map[string]interface{}{"NoncurrentDays": 30}}})},
+			})
+		})
+	})
+
 	t.Run("deploy role: least privilege", func(t *testing.T) {
 		for name, s := range map[string]*synthesized{"foreign": foreign, "same account": sameAccount} {
-			var passRole, stackWrites, readStar, templates int
+			var passRole, stackWrites, readStar, templates, assets, assetLists int
+			assetsBucket := s.id(t, "AWS::S3::Bucket", "AssetsBucket")
 			for _, st := range s.statements() {
 				if s.resources[st.where]["Type"] != "AWS::IAM::Policy" || st.effect != "Allow" {
 					continue
@@ -245,6 +261,16 @@ func TestTargetStack(t *testing.T) {
 							t.Errorf("%s: %s allowed on *, but it is not a read-only account action", name, act)
 						}
 					}
+				case slices.Equal(st.actions, []string{"s3:GetObject", "s3:PutObject"}):
+					assets++
+					if !slices.Equal(st.resources, []string{"<" + assetsBucket + ".Arn>/assets/*"}) {
+						t.Errorf("%s: stores %v, want the target's assets bucket's assets/ only", name, st.resources)
+					}
+				case slices.Equal(st.actions, []string{"s3:ListBucket"}):
+					assetLists++
+					if !slices.Equal(st.resources, []string{"<" + assetsBucket + ".Arn>"}) {
+						t.Errorf("%s: lists %v, want the target's assets bucket only", name, st.resources)
+					}
 				case slices.Equal(st.actions, []string{"s3:GetObject"}):
 					templates++
 					if !slices.Equal(st.resources, []string{"arn:<AWS::Partition>:s3:::cairn-123456789012-us-east-1/templates/*"}) {
@@ -254,8 +280,8 @@ func TestTargetStack(t *testing.T) {
 					t.Errorf("%s: unexpected statement %s: %v on %v", name, st.sid, st.actions, st.resources)
 				}
 			}
-			if stackWrites != 1 || readStar != 1 || templates != 1 || passRole != map[string]int{"foreign": 1, "same account": 0}[name] {
-				t.Errorf("%s: %d stack, %d read, %d template, %d PassRole statements", name, stackWrites, readStar, templates, passRole)
+			if stackWrites != 1 || readStar != 1 || templates != 1 || assets != 1 || assetLists != 1 || passRole != map[string]int{"foreign": 1, "same account": 0}[name] {
+				t.Errorf("%s: %d stack, %d read, %d template, %d assets, %d assets list, %d PassRole statements", name, stackWrites, readStar, templates, assets, assetLists, passRole)
 			}
 		}
 	})

@@ -25,6 +25,7 @@ package bucket
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The bucket's folders.
@@ -108,6 +109,16 @@ func OpenRunKey(runID string) string { return OpenRunsPrefix + runID + jsonExt }
 
 // TemplateKey is a template uploaded for TemplateURL, addressed by its sha256 (hex).
 func TemplateKey(sha256 string) string { return TemplatesPrefix + sha256 + jsonExt }
+
+// The lifecycle of assets/: an object no deploy wrote for AssetsExpireDays expires (the
+// buckets' lifecycle rule), and a deploy naming an artifact older than AssetsRefreshAfter
+// writes it again, so the artifacts of stacks that keep being deployed stay. Lambda keeps
+// its own copy of a function's code; a rollback to code no deploy named for a year would
+// not find it.
+const (
+	AssetsExpireDays   = 365
+	AssetsRefreshAfter = 30 * 24 * time.Hour
+)
 
 // AssetKey is a packaged artifact, addressed by the sha256 (hex) of the object stored and
 // named with its extension ("zip" for a folder or file zipped; "" for a file whose name has

@@ -389,26 +389,17 @@ func hasAssets(t *template.Tree) bool {
 	return walk(t)
 }
 
-// RefreshAfter is how old a stored artifact may be before a deploy naming it writes it
-// again (a copy onto itself): the assets' lifecycle expires objects no deploy wrote for
-// AssetsExpireDays, so an artifact stays as long as some stack keeps being deployed
-// with it.
-const RefreshAfter = 30 * 24 * time.Hour
-
-// AssetsExpireDays is the lifecycle of the assets/ objects (infra's): the days after its
-// last write an artifact expires.
-const AssetsExpireDays = 365
-
 // storeAssets makes sure each artifact is in the store: an object already there (the same
-// key is the same content) is left alone, or written again when older than RefreshAfter;
-// a missing one is built and uploaded.
+// key is the same content) is left alone, or written again (a copy onto itself) when older
+// than bucket.AssetsRefreshAfter, so the assets' lifecycle never expires what stacks keep
+// being deployed with; a missing one is built and uploaded.
 func (c *Client) storeAssets(ctx context.Context, store *Assets, set *artifact.Set, assets []template.Asset) error {
 	log := c.log()
 	for _, a := range assets {
 		head, err := store.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key)})
 		switch {
 		case err == nil:
-			if age := c.now().Sub(aws.ToTime(head.LastModified)); age > RefreshAfter {
+			if age := c.now().Sub(aws.ToTime(head.LastModified)); age > bucket.AssetsRefreshAfter {
 				_, err := store.S3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key),
 					CopySource: aws.String(store.Bucket + "/" + a.Key), MetadataDirective: s3types.MetadataDirectiveReplace,
 					Metadata: map[string]string{"cairn-source": a.Source.Path}})

@@ -218,7 +218,7 @@ func addTargets(doc map[string]any, o Options) error {
 			ids[m[1]] = id
 		}
 	}
-	for _, need := range []string{"PortsQueue", "PortsQueuePolicy", "Bucket", "BucketPolicy", "DeployerRoleDefaultPolicy", "DriftRoleDefaultPolicy", "StackEvents", "DriftEvents"} {
+	for _, need := range []string{"PortsQueue", "PortsQueuePolicy", "Bucket", "BucketPolicy", "DeployerRole", "DeployerRoleDefaultPolicy", "DriftRoleDefaultPolicy", "StackEvents", "DriftEvents"} {
 		if ids[need] == "" {
 			return fmt.Errorf("%s has no %s: update internal/localcairn with infra/stack.go", goldenName, need)
 		}
@@ -254,6 +254,29 @@ func addTargets(doc map[string]any, o Options) error {
 		"Principal": map[string]any{"Service": "sns.amazonaws.com"}, "Resource": map[string]any{"Fn::GetAtt": []any{ids["PortsQueue"], "Arn"}}})
 	appendStatement(ids["DeployerRoleDefaultPolicy"], map[string]any{"Action": "sts:AssumeRole", "Effect": "Allow", "Resource": single(roles), "Sid": "DeployerAssumeTargetRoles"})
 	appendStatement(ids["DriftRoleDefaultPolicy"], map[string]any{"Action": "sts:AssumeRole", "Effect": "Allow", "Resource": single(roles), "Sid": "DriftAssumeTargetRoles"})
+	// The assets buckets of the targets in cairn's own account, which the deployer writes
+	// with its own credentials.
+	var buckets, assets, findings []any
+	for _, t := range ts {
+		if t.Account == o.Home.Account {
+			buckets = append(buckets, partitionJoin(":s3:::"+t.AssetsBucketName()))
+			assets = append(assets, partitionJoin(":s3:::"+t.AssetsBucketName()+"/assets/*"))
+			findings = append(findings, "Resource::arn:<AWS::Partition>:s3:::"+t.AssetsBucketName()+"/assets/*")
+		}
+	}
+	if len(assets) > 0 {
+		appendStatement(ids["DeployerRoleDefaultPolicy"], map[string]any{"Action": []any{"s3:GetObject", "s3:PutObject"}, "Effect": "Allow", "Resource": single(assets), "Sid": "DeployerStoreTargetAssets"})
+		appendStatement(ids["DeployerRoleDefaultPolicy"], map[string]any{"Action": "s3:ListBucket", "Effect": "Allow", "Resource": single(buckets), "Sid": "DeployerListTargetAssets"})
+		for _, id := range []string{ids["DeployerRole"], ids["DeployerRoleDefaultPolicy"]} {
+			nag, _ := dig(resources[id], "Metadata", "cdk_nag").(map[string]any)
+			if nag == nil {
+				return fmt.Errorf("%s: %s has no cdk_nag metadata: update internal/localcairn with infra/targets.go", goldenName, id)
+			}
+			nag["rules_to_suppress"] = append([]any{map[string]any{"applies_to": findings, "id": "AwsSolutions-IAM5",
+				"reason": "Packaged artifacts (Lambda code, definitions) are stored content-addressed under assets/ (the file name is the artifact's SHA-256, chosen at deploy time), so the prefix ends in a wildcard."}},
+				asList(nag["rules_to_suppress"])...)
+		}
+	}
 	if len(foreign) > 0 {
 		appendStatement(ids["BucketPolicy"], map[string]any{"Action": "s3:GetObject", "Effect": "Allow", "Sid": "TargetTemplates",
 			"Principal": map[string]any{"AWS": single(foreign)},

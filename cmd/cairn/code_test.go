@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -184,4 +185,54 @@ func cairnRun(t *testing.T, args ...string) (string, int) {
 	var stdout, stderr strings.Builder
 	code := run(args, &stdout, &stderr)
 	return stdout.String() + stderr.String(), code
+}
+
+// TestPlanAndPushRefuseNestedFanOut: twenty templates each nesting the next one twice
+// would make 2,097,150 nested stacks. `cairn plan` and `cairn push` refuse the bundle at
+// once, exit 1, naming the count and CloudFormation's quota, and upload nothing. Set
+// CAIRN_HOSTILE_BUNDLE=DIR to keep the generated bundle there (to time the CLI on it with
+// /usr/bin/time -v).
+func TestPlanAndPushRefuseNestedFanOut(t *testing.T) {
+	_, s3c := deployEmulator(t)
+	dir := t.TempDir()
+	if keep := os.Getenv("CAIRN_HOSTILE_BUNDLE"); keep != "" {
+		dir = keep
+	}
+	writeDoublingBundle(t, dir, 20)
+	want := "cairn.yaml:4:20: stacks[0].template_path: stack app: template templates/app.yaml makes 2,097,150 nested stacks holding 3,145,726 resources in all (a template nested twice counts twice), more than the 2,500 resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks"
+	for _, cmd := range []string{"plan", "push"} {
+		out, code := cairnRun(t, cmd, dir, "--deployment", "hostile", "--bucket", "cairn-state")
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("cairn %s exited %d:\n%s\nwant 1 and %q", cmd, code, out, want)
+		}
+	}
+	out, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("cairn-state")})
+	if err != nil || len(out.Contents) != 0 {
+		t.Errorf("the refused bundle left objects in the bucket: %v, %v", out, err)
+	}
+}
+
+// writeDoublingBundle writes a bundle of one stack whose template nests t1.yaml twice, each
+// ti.yaml nesting t(i+1).yaml twice, down to a queue at depth levels.
+func writeDoublingBundle(t *testing.T, dir string, levels int) {
+	t.Helper()
+	name := func(i int) string {
+		if i == 0 {
+			return "app.yaml"
+		}
+		return fmt.Sprintf("t%d.yaml", i)
+	}
+	files := map[string]string{"cairn.yaml": "namespace: hostile\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n",
+		"templates/" + name(levels): "Resources:\n  Q: {Type: AWS::SQS::Queue}\n"}
+	for i := range levels {
+		files["templates/"+name(i)] = fmt.Sprintf("Resources:\n  A: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n  B: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n", name(i+1), name(i+1))
+	}
+	for n, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -101,7 +101,7 @@ func TestNestedFanOutIsRefused(t *testing.T) {
 	if !errors.As(err, &errs) || len(errs) != 1 {
 		t.Fatalf("Load = %v, want one error", err)
 	}
-	want := "cairn.yaml:3:20: stacks[0].template_path: stack app: template templates/app.yaml makes 2,097,150 nested stacks holding 3,145,726 resources in all (a template nested twice counts twice), more than the 2500 resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks: nest fewer, or split them into stacks of the config"
+	want := "cairn.yaml:3:20: stacks[0].template_path: stack app: template templates/app.yaml makes 2,097,150 nested stacks holding 3,145,726 resources in all (a template nested twice counts twice), more than the 2,500 resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks: nest fewer, or split them into stacks of the config"
 	if errs[0].Error() != want {
 		t.Errorf("error\n%s\nwant\n%s", errs[0], want)
 	}

@@ -206,7 +206,7 @@ func TestTargetStack(t *testing.T) {
 	t.Run("assets bucket: this account and region's, versioned, encrypted, unreferenced artifacts expire", func(t *testing.T) {
 		assert(t, "assets bucket", func() {
 			foreign.tmpl.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]interface{}{
-				"BucketName": map[string]interface{}{"Fn::Join": []interface{}{"", []interface{}{"cairn-assets-", map[string]interface{}{"Ref": "AWS::AccountId"}, "-", map[string]interface{}{"Ref": "AWS::Region"}}}},
+				"BucketName":              map[string]interface{}{"Fn::Join": []interface{}{"", []interface{}{"cairn-assets-", map[string]interface{}{"Ref": "AWS::AccountId"}, "-", map[string]interface{}{"Ref": "AWS::Region"}}}},
 				"VersioningConfiguration": map[string]interface{}{"Status": "Enabled"},
 				"BucketEncryption": map[string]interface{}{"ServerSideEncryptionConfiguration": []interface{}{
 					map[string]interface{}{"ServerSideEncryptionByDefault": map[string]interface{}{"SSEAlgorithm": "AES256"}}}},

@@ -119,7 +119,7 @@ func (t *Template) findArtifacts() []Artifact {
 	}
 	if fn := value(value(root, "Globals"), "Function"); fn != nil && fn.Kind == yaml.MappingNode {
 		p := packageable[0] // AWS::Serverless::Function's CodeUri
-		if a, ok := localArtifact(fn, p, "Globals.Function", "Globals.Function"); ok && a.node != nil {
+		if a, ok := localArtifact(fn, p, "Globals.Function", "Globals.Function"); ok && a.Path != "" {
 			out = append(out, a)
 		}
 	}
@@ -129,7 +129,7 @@ func (t *Template) findArtifacts() []Artifact {
 				continue
 			}
 			if m := value(md, p.Type); m != nil && m.Kind == yaml.MappingNode {
-				if a, ok := localArtifact(m, p, "Metadata", "Metadata."+p.Type); ok && a.node != nil {
+				if a, ok := localArtifact(m, p, "Metadata", "Metadata."+p.Type); ok && a.Path != "" {
 					out = append(out, a)
 				}
 			}
@@ -164,7 +164,7 @@ func (t *Template) resourceArtifacts(res *yaml.Node, depth int) []Artifact {
 			if !ok {
 				continue
 			}
-			if a.node == nil && !t.packagesOmitted(p, props) {
+			if a.Path == "" && !t.packagesOmitted(p, props) {
 				continue
 			}
 			if a.node == nil {
@@ -199,9 +199,10 @@ func (t *Template) packagesOmitted(p Packageable, props *yaml.Node) bool {
 	return true
 }
 
-// localArtifact finds p's property under m: ok with node nil when it is omitted (or an
-// empty string), ok with the node when it is a local path, not ok when it is anything
-// else (an S3 location, an object, an intrinsic function), which is left as written.
+// localArtifact finds p's property under m: ok with Path "" when it is omitted (node nil)
+// or empty (node the empty value, replaced where it is), ok with the node and Path when it
+// is a local path, not ok when it is anything else (an S3 location, an object, an intrinsic
+// function), which is left as written.
 func localArtifact(m *yaml.Node, p Packageable, id, base string) (Artifact, bool) {
 	a := Artifact{LogicalID: id, Packageable: p, At: base + "." + p.Property}
 	parent := m
@@ -214,12 +215,13 @@ func localArtifact(m *yaml.Node, p Packageable, id, base string) (Artifact, bool
 	a.parent = parent
 	v := value(parent, parts[len(parts)-1])
 	switch {
-	case v == nil || v.Kind == yaml.ScalarNode && v.Tag == "!!null":
+	case v == nil:
+		return a, true
+	case v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Tag == "!!str" && v.Value == ""):
+		a.node, a.Line, a.Col = v, v.Line, v.Column
 		return a, true
 	case v.Kind != yaml.ScalarNode || v.Tag != "!!str" || strings.HasPrefix(v.Value, "s3://"):
 		return a, false
-	case v.Value == "":
-		return a, true
 	}
 	a.node, a.Path, a.Line, a.Col = v, v.Value, v.Line, v.Column
 	return a, true
@@ -257,7 +259,7 @@ func walkIncludes(n *yaml.Node, path string, out *[]Artifact, depth int) {
 			if k.Value == "Fn::Transform" && v.Kind == yaml.MappingNode {
 				if name := value(v, "Name"); name != nil && name.Value == "AWS::Include" {
 					if params := value(v, "Parameters"); params != nil && params.Kind == yaml.MappingNode {
-						if a, ok := localArtifact(params, Include, "", p+".Parameters"); ok && a.node != nil {
+						if a, ok := localArtifact(params, Include, "", p+".Parameters"); ok && a.Path != "" {
 							*out = append(*out, a)
 						}
 					}

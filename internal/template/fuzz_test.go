@@ -54,13 +54,24 @@ func FuzzParse(f *testing.F) {
 
 // FuzzPackage: a template that parses still parses once packaged — its nested stacks'
 // local TemplateURLs and its local artifacts replaced by S3 locations — and names neither
-// any longer. Seeds are in testdata/fuzz/FuzzPackage besides these.
+// any longer. Seeds come from testdata/fuzz/FuzzPackage at the repository root too.
 func FuzzPackage(f *testing.F) {
 	f.Add("Resources:\n  N:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: ./n.yaml\n")
 	f.Add(`{"Resources": {"N": {"Type": "AWS::CloudFormation::Stack", "Properties": {"TemplateURL": "n.json"}}}}`)
 	f.Add("Resources:\n  N:\n    Type: AWS::CloudFormation::Stack\n    Properties: {TemplateURL: 'sub/n.yaml', Parameters: {A: x}}\n  M:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: \"m é.yaml\" # note\n")
 	f.Add("Resources:\n  F:\n    Type: AWS::Lambda::Function\n    Properties:\n      Code: ./dist/fn.zip\n      Layers: [!Ref L]\n  L:\n    Type: AWS::Lambda::LayerVersion\n    Properties: {Content: layer/}\n")
 	f.Add("Transform: AWS::Serverless-2016-10-31\nGlobals:\n  Function: {Runtime: python3.12}\nResources:\n  F:\n    Type: AWS::Serverless::Function\n    Properties: {Handler: app.handler}\n  S:\n    Type: AWS::StepFunctions::StateMachine\n    Properties:\n      DefinitionS3Location: \"sm.json\"\n      RoleArn: x\n  I:\n    Fn::Transform: {Name: AWS::Include, Parameters: {Location: snippet.yaml}}\n")
+	seeds, err := filepath.Glob("../../testdata/fuzz/FuzzPackage/*")
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no seeds in testdata/fuzz/FuzzPackage (%v)", err)
+	}
+	for _, s := range seeds {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
 	leaf, err := Parse([]byte("Resources:\n  Q: {Type: AWS::SQS::Queue}\n"))
 	if err != nil {
 		f.Fatal(err)

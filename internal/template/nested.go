@@ -373,6 +373,10 @@ func (t *Template) rewrite(edits []edit) ([]byte, error) {
 			textual = false
 			break
 		}
+		if e.node.Value == "" || e.node.Tag == "!!null" {
+			textual = false // an empty value has no text to replace
+			break
+		}
 		raw, repl := e.node.Value, e.str
 		switch e.node.Style {
 		case yaml.DoubleQuotedStyle:
@@ -423,7 +427,7 @@ func copyEdited(n *yaml.Node, edits []edit, depth int) *yaml.Node {
 	}
 	if n.Kind == yaml.ScalarNode {
 		for _, e := range edits {
-			if e.node != nil && e.line == n.Line && e.col == n.Column && e.node.Value == n.Value {
+			if e.node == n || e.node != nil && e.line == n.Line && e.col == n.Column && e.node.Value == n.Value && e.node.Tag == n.Tag {
 				return e.value
 			}
 		}

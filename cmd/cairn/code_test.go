@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/benchbundle"
 )
 
 // cfnWrites are the CloudFormation calls that change something.
@@ -198,7 +198,9 @@ func TestPlanAndPushRefuseNestedFanOut(t *testing.T) {
 	if keep := os.Getenv("CAIRN_HOSTILE_BUNDLE"); keep != "" {
 		dir = keep
 	}
-	writeDoublingBundle(t, dir, 20)
+	if err := benchbundle.WriteFiles(dir, benchbundle.DoublingNested("hostile", 20)); err != nil {
+		t.Fatal(err)
+	}
 	want := "cairn.yaml:4:20: stacks[0].template_path: stack app: template templates/app.yaml makes 2,097,150 nested stacks holding 3,145,726 resources in all (a template nested twice counts twice), more than the 2,500 resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks"
 	for _, cmd := range []string{"plan", "push"} {
 		out, code := cairnRun(t, cmd, dir, "--deployment", "hostile", "--bucket", "cairn-state")
@@ -209,30 +211,5 @@ func TestPlanAndPushRefuseNestedFanOut(t *testing.T) {
 	out, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("cairn-state")})
 	if err != nil || len(out.Contents) != 0 {
 		t.Errorf("the refused bundle left objects in the bucket: %v, %v", out, err)
-	}
-}
-
-// writeDoublingBundle writes a bundle of one stack whose template nests t1.yaml twice, each
-// ti.yaml nesting t(i+1).yaml twice, down to a queue at depth levels.
-func writeDoublingBundle(t *testing.T, dir string, levels int) {
-	t.Helper()
-	name := func(i int) string {
-		if i == 0 {
-			return "app.yaml"
-		}
-		return fmt.Sprintf("t%d.yaml", i)
-	}
-	files := map[string]string{"cairn.yaml": "namespace: hostile\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n",
-		"templates/" + name(levels): "Resources:\n  Q: {Type: AWS::SQS::Queue}\n"}
-	for i := range levels {
-		files["templates/"+name(i)] = fmt.Sprintf("Resources:\n  A: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n  B: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n", name(i+1), name(i+1))
-	}
-	for n, body := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

@@ -107,9 +107,33 @@ func Files(namespace string, n int) map[string]string {
 	return files
 }
 
+// DoublingNested returns the files of the hostile bundle of issue 26: one stack app in
+// namespace whose template (templates/app.yaml) nests t1.yaml twice, each ti.yaml nesting
+// t(i+1).yaml twice, down to a queue at depth levels: 2^(levels+1)-2 nested stacks from
+// levels+1 tiny templates.
+func DoublingNested(namespace string, levels int) map[string]string {
+	name := func(i int) string {
+		if i == 0 {
+			return "app.yaml"
+		}
+		return fmt.Sprintf("t%d.yaml", i)
+	}
+	files := map[string]string{"cairn.yaml": "namespace: " + namespace + "\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n",
+		"templates/" + name(levels): "Resources:\n  Q: {Type: AWS::SQS::Queue}\n"}
+	for i := range levels {
+		files["templates/"+name(i)] = fmt.Sprintf("Resources:\n  A: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n  B: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n", name(i+1), name(i+1))
+	}
+	return files
+}
+
 // Write writes the bundle of n generated stacks in namespace into dir.
 func Write(dir, namespace string, n int) error {
-	for name, body := range Files(namespace, n) {
+	return WriteFiles(dir, Files(namespace, n))
+}
+
+// WriteFiles writes files (by slash-separated path) into dir.
+func WriteFiles(dir string, files map[string]string) error {
+	for name, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err

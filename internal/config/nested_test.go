@@ -2,13 +2,13 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/cairn-dev/cairn/internal/benchbundle"
 	"github.com/cairn-dev/cairn/internal/bundle"
 )
 
@@ -95,7 +95,7 @@ func TestNestedStackErrors(t *testing.T) {
 // 2,097,150 nested stacks. Validation walks each template once and refuses the stack,
 // naming the count and CloudFormation's quota; a tree within the quota loads.
 func TestNestedFanOutIsRefused(t *testing.T) {
-	files := doublingNested(20)
+	files := benchbundle.DoublingNested("shop", 20)
 	_, err := Load(nestedBundle(files))
 	var errs Errors
 	if !errors.As(err, &errs) || len(errs) != 1 {
@@ -105,30 +105,13 @@ func TestNestedFanOutIsRefused(t *testing.T) {
 	if errs[0].Error() != want {
 		t.Errorf("error\n%s\nwant\n%s", errs[0], want)
 	}
-	c, err := Load(nestedBundle(doublingNested(9))) // 1,022 stacks, 1,534 resources
+	c, err := Load(nestedBundle(benchbundle.DoublingNested("shop", 9))) // 1,022 stacks, 1,534 resources
 	if err != nil {
 		t.Fatal(err)
 	}
 	if stacks, _ := c.Stack("app").Tree.Count(); stacks != 1022 {
 		t.Errorf("%d nested stacks", stacks)
 	}
-}
-
-// doublingNested is the hostile bundle of issue 26: templates/app.yaml nesting t1.yaml
-// twice, each ti.yaml nesting t(i+1).yaml twice, down to a queue at depth levels.
-func doublingNested(levels int) map[string]string {
-	files := map[string]string{}
-	name := func(i int) string {
-		if i == 0 {
-			return "app.yaml"
-		}
-		return fmt.Sprintf("t%d.yaml", i)
-	}
-	for i := 0; i < levels; i++ {
-		files["templates/"+name(i)] = fmt.Sprintf("Resources:\n  A: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n  B: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n", name(i+1), name(i+1))
-	}
-	files["templates/"+name(levels)] = "Resources:\n  Q: {Type: AWS::SQS::Queue}\n"
-	return files
 }
 
 func TestLocalArtifacts(t *testing.T) {

@@ -2,7 +2,6 @@ package deploy_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/benchbundle"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -108,24 +108,8 @@ stacks:
 func TestNestedFanOutUploadIsRefused(t *testing.T) {
 	w := newWorld(t, worldOptions{FastRetries: true})
 	dir := t.TempDir()
-	name := func(i int) string {
-		if i == 0 {
-			return "app.yaml"
-		}
-		return fmt.Sprintf("t%d.yaml", i)
-	}
-	files := map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: app, template_path: templates/app.yaml}\n",
-		"templates/" + name(20): "Resources:\n  Q: {Type: AWS::SQS::Queue}\n"}
-	for i := range 20 {
-		files["templates/"+name(i)] = fmt.Sprintf("Resources:\n  A: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n  B: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n", name(i+1), name(i+1))
-	}
-	for n, body := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, n), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := benchbundle.WriteFiles(dir, benchbundle.DoublingNested("shop", 20)); err != nil {
+		t.Fatal(err)
 	}
 	data, err := bundle.Zip(dir)
 	if err != nil {
@@ -137,7 +121,7 @@ func TestNestedFanOutUploadIsRefused(t *testing.T) {
 	}
 	resp.Body.Close()
 	doc := w.wait("shop", w.pushBytes("shop", data))
-	if doc.Run.Status != run.RunFailed || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], "cairn.yaml:3:32: stacks[0].template_path: stack app: template templates/app.yaml makes 2,097,150 nested stacks holding 3,145,726 resources in all") {
+	if doc.Run.Status != run.RunFailed || len(doc.Errors) != 1 || !strings.Contains(doc.Errors[0], "cairn.yaml:4:20: stacks[0].template_path: stack app: template templates/app.yaml makes 2,097,150 nested stacks holding 3,145,726 resources in all") {
 		t.Fatalf("run %s (%s): %v", doc.Run.Status, doc.Run.Reason, doc.Errors)
 	}
 	for call, n := range w.em.Calls() {

@@ -232,50 +232,39 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	// may send to the queue when the notification configuration is created.
 	bucketName := fmt.Sprintf("cairn-%s-%s", *account, *region)
 	bucketARN := fmt.Sprintf("arn:%s:s3:::%s", *partition, bucketName)
-	bucket := awss3.NewBucket(stack, jsii.String("Bucket"), &awss3.BucketProps{
-		BucketName:        jsii.String(bucketName),
-		Versioned:         jsii.Bool(true),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		EnforceSSL:        jsii.Bool(true),
-		MinimumTLSVersion: jsii.Number(1.2),
-		// The bucket holds the persistent graphs and locks: never delete it
-		// with the stack.
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
-		LifecycleRules: &[]*awss3.LifecycleRule{
-			{
-				Id: jsii.String("expire-old-versions"),
-				// Rollback (`cairn rollback`) reads earlier bundle versions:
-				// keep the newest 20 noncurrent versions of every key, and any
-				// version younger than 90 days.
-				NoncurrentVersionExpiration:         awscdk.Duration_Days(jsii.Number(90)),
-				NoncurrentVersionsToRetain:          jsii.Number(20),
-				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(7)),
-				ExpiredObjectDeleteMarker:           jsii.Bool(true),
-			},
-			{
-				Id: jsii.String("expire-old-lock-versions"),
-				// Every lock round (acquire, renew, release) leaves a noncurrent
-				// version or a delete marker, and nobody reads old locks. Where
-				// rules overlap S3 applies the shorter expiry, so this one wins
-				// over the 90 days above.
-				Prefix:                      jsii.String(layout.LocksPrefix),
-				NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
-				ExpiredObjectDeleteMarker:   jsii.Bool(true),
-			},
-			{
-				Id:         jsii.String("expire-old-run-reports"),
-				Prefix:     jsii.String(layout.RunsPrefix),
-				Expiration: awscdk.Duration_Days(jsii.Number(180)),
-			},
-			{
-				Id:         jsii.String("expire-old-drift-reports"),
-				Prefix:     jsii.String(layout.DriftPrefix),
-				Expiration: awscdk.Duration_Days(jsii.Number(90)),
-			},
-			assetsLifecycle(),
+	// The bucket holds the persistent graphs and locks: never delete it with the stack.
+	bucket := securedBucket(stack, "Bucket", jsii.String(bucketName), []*awss3.LifecycleRule{
+		{
+			Id: jsii.String("expire-old-versions"),
+			// Rollback (`cairn rollback`) reads earlier bundle versions:
+			// keep the newest 20 noncurrent versions of every key, and any
+			// version younger than 90 days.
+			NoncurrentVersionExpiration:         awscdk.Duration_Days(jsii.Number(90)),
+			NoncurrentVersionsToRetain:          jsii.Number(20),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(7)),
+			ExpiredObjectDeleteMarker:           jsii.Bool(true),
 		},
+		{
+			Id: jsii.String("expire-old-lock-versions"),
+			// Every lock round (acquire, renew, release) leaves a noncurrent
+			// version or a delete marker, and nobody reads old locks. Where
+			// rules overlap S3 applies the shorter expiry, so this one wins
+			// over the 90 days above.
+			Prefix:                      jsii.String(layout.LocksPrefix),
+			NoncurrentVersionExpiration: awscdk.Duration_Days(jsii.Number(1)),
+			ExpiredObjectDeleteMarker:   jsii.Bool(true),
+		},
+		{
+			Id:         jsii.String("expire-old-run-reports"),
+			Prefix:     jsii.String(layout.RunsPrefix),
+			Expiration: awscdk.Duration_Days(jsii.Number(180)),
+		},
+		{
+			Id:         jsii.String("expire-old-drift-reports"),
+			Prefix:     jsii.String(layout.DriftPrefix),
+			Expiration: awscdk.Duration_Days(jsii.Number(90)),
+		},
+		assetsLifecycle(),
 	})
 	// S3 notifications are set on the bucket resource itself rather than with
 	// bucket.AddEventNotification, which would add a custom resource backed by
@@ -560,6 +549,22 @@ func allow(sid string, actions []string, resources []*string) awsiam.PolicyState
 }
 
 // grantObjects allows the object actions under the given prefixes only.
+// securedBucket is a bucket as cairn keeps them: versioned, SSE-S3, public access blocked,
+// ACLs disabled, TLS 1.2 or later only, with rules, and retained when its stack is deleted.
+func securedBucket(stack awscdk.Stack, id string, name *string, rules []*awss3.LifecycleRule) awss3.Bucket {
+	return awss3.NewBucket(stack, jsii.String(id), &awss3.BucketProps{
+		BucketName:        name,
+		Versioned:         jsii.Bool(true),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		EnforceSSL:        jsii.Bool(true),
+		MinimumTLSVersion: jsii.Number(1.2),
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		LifecycleRules:    &rules,
+	})
+}
+
 // assetsLifecycle expires the packaged artifacts (assets/, content addressed) that no
 // deploy wrote for a year: a deploy naming an artifact writes it again once it is a month
 // old (layout.AssetsRefreshAfter), so what live stacks keep being deployed with stays, and what

@@ -190,23 +190,15 @@ func NewTargetStack(scope constructs.Construct, id string, props *TargetStackPro
 	// stacks here, which Lambda and the other services read from their own region only.
 	// The deploy role stores them (HeadObject of a missing key answers 404 only to a
 	// caller that may list the bucket), and CloudFormation reads them with its rights.
-	assetsBucket := awss3.NewBucket(stack, jsii.String("AssetsBucket"), &awss3.BucketProps{
-		BucketName:        awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String(target.AssetsBucketPrefix), account, jsii.String("-"), region}),
-		Versioned:         jsii.Bool(true),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		EnforceSSL:        jsii.Bool(true),
-		MinimumTLSVersion: jsii.Number(1.2),
-		// Functions keep their code, but a rollback reads the earlier artifacts: keep the
-		// bucket when the target stack goes.
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
-		LifecycleRules: &[]*awss3.LifecycleRule{assetsLifecycle(), {
+	// Functions keep their code, but a rollback reads the earlier artifacts: the bucket stays
+	// when the target stack goes.
+	assetsBucket := securedBucket(stack, "AssetsBucket",
+		awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String(target.AssetsBucketPrefix), account, jsii.String("-"), region}),
+		[]*awss3.LifecycleRule{assetsLifecycle(), {
 			Id:                                  jsii.String("clean-up"),
 			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(7)),
 			ExpiredObjectDeleteMarker:           jsii.Bool(true),
-		}},
-	})
+		}})
 	role.AddToPrincipalPolicy(allow("StoreAssets", assetActions, []*string{assetsBucket.ArnForObjects(jsii.String(layout.AssetsPrefix + "*"))}))
 	role.AddToPrincipalPolicy(allow("ListAssets", []string{"s3:ListBucket"}, []*string{assetsBucket.BucketArn()}))
 	cdknag.NagSuppressions_AddResourceSuppressions(assetsBucket, &[]*cdknag.NagPackSuppression{{

@@ -4,19 +4,26 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gopkg.in/yaml.v3"
 
+	"github.com/cairn-dev/cairn/internal/artifact"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/benchbundle"
+	"github.com/cairn-dev/cairn/internal/template"
 )
 
 // cfnWrites are the CloudFormation calls that change something.
@@ -80,6 +87,7 @@ func TestPushCarriesCode(t *testing.T) {
 	if code != 1 || !codeChanged.MatchString(out) || strings.Contains(out, "stack worker") || strings.Contains(out, "stack flow") {
 		t.Errorf("diff exited %d:\n%s\nwant exit 1 and the orders stack's code changed, only", code, out)
 	}
+	t.Logf("cairn diff:\n%s", out)
 	resetCalls(t, em)
 	before := assetVersions(t, s3c)
 	out = cairnOK(t, append([]string{"push", dir, "--deployment", "code"}, followFlags...)...)
@@ -90,6 +98,7 @@ func TestPushCarriesCode(t *testing.T) {
 		t.Errorf("%d change sets executed, want the orders stack's alone", updated)
 	}
 	after := functionCode(t, em, "code-orders-handler")
+	t.Logf("the handler's code: %s (CodeSha256 %s) after the change, %s (%s) before", after.S3Key, after.CodeSha256, handler.S3Key, handler.CodeSha256)
 	if after.S3Key == handler.S3Key || after.CodeSha256 == handler.CodeSha256 || !strings.HasPrefix(after.S3Key, "assets/") {
 		t.Errorf("the handler's code is %+v after the change, was %+v", after, handler)
 	}
@@ -104,6 +113,11 @@ func TestPushCarriesCode(t *testing.T) {
 	layerChanged := regexp.MustCompile(`code changed \(orders/layer/, sha256 [0-9a-f]{12}… → [0-9a-f]{12}…\)`)
 	if !layerChanged.MatchString(out) || strings.Count(out, "| update |") != 1 {
 		t.Errorf("the plan's comment does not say which code changed, for the one stack updated:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "| update |") {
+			t.Logf("the plan's comment: %s", line)
+		}
 	}
 	id := regexp.MustCompile("cairn approve code ([0-9a-f-]+)").FindStringSubmatch(out)
 	if id == nil {
@@ -212,4 +226,164 @@ func TestPlanAndPushRefuseNestedFanOut(t *testing.T) {
 	if err != nil || len(out.Contents) != 0 {
 		t.Errorf("the refused bundle left objects in the bucket: %v, %v", out, err)
 	}
+}
+
+// TestPackagedFormsMatchTheAWSCLI: `aws cloudformation package` (the installed AWS CLI,
+// against the emulator's S3) and cairn package the same templates — the code bundle's and
+// one with every kind of packaged property — into the same forms: each property the CLI
+// rewrites, cairn rewrites, to an s3:// string where the CLI writes one and to an object
+// with the same keys where the CLI writes one.
+func TestPackagedFormsMatchTheAWSCLI(t *testing.T) {
+	if _, err := exec.LookPath("aws"); err != nil {
+		t.Skip("the AWS CLI is not installed (apt-get install awscli)")
+	}
+	em, s3c := deployEmulator(t)
+	if _, err := s3c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String("cli-artifacts")}); err != nil {
+		t.Fatal(err)
+	}
+	dir := copyBundle(t, "code")
+	for name, body := range map[string]string{
+		"every/template.yaml": everyKind,
+		"every/src/app.py":    "def handler(e, c): return 1\n", "every/api.yaml": "openapi: 3.0.1\n", "every/sm.json": "{}",
+		"every/schema.graphql": "type Query { a: String }\n", "every/req.vtl": "{}", "every/etl.py": "print(1)\n",
+		"every/bundle.zip": "", "every/repo/README.md": "x\n", "every/README.md": "x\n", "every/snippet.yaml": "Type: AWS::SNS::Topic\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tpl := range []string{"orders/template.yaml", "worker/template.yaml", "flow/template.yaml", "every/template.yaml"} {
+		t.Run(tpl, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "packaged.yaml")
+			cmd := exec.Command("aws", "--endpoint-url", em.URL(), "cloudformation", "package", "--template-file", filepath.Join(dir, tpl),
+				"--s3-bucket", "cli-artifacts", "--output-template-file", out)
+			cmd.Env = append(os.Environ(), "AWS_DEFAULT_REGION=us-east-1", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_PAGER=")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("aws cloudformation package: %v\n%s", err, b)
+			}
+			cli, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := os.ReadFile(filepath.Join(dir, tpl))
+			if err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := template.Parse(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tree := &template.Tree{Template: parsed, Path: tpl, Assets: artifact.NewSet(os.DirFS(dir))}
+			p, err := tree.Package(nil, "cairn-assets")
+			if err != nil {
+				t.Fatal(err)
+			}
+			theirs, ours := forms(t, cli), forms(t, p.Body)
+			if len(theirs) == 0 {
+				t.Fatal("the CLI packaged nothing")
+			}
+			t.Logf("%d properties packaged alike: %v", len(theirs), theirs)
+			for at, form := range theirs {
+				if ours[at] != form {
+					t.Errorf("%s: the CLI packages it as %s, cairn as %q", at, form, ours[at])
+				}
+			}
+			for at, form := range ours {
+				if theirs[at] == "" {
+					t.Errorf("%s: cairn packages it as %s, the CLI leaves it", at, form)
+				}
+			}
+		})
+	}
+}
+
+// everyKind names a local artifact in most of the properties the AWS CLI packages.
+const everyKind = `Transform: AWS::Serverless-2016-10-31
+Metadata:
+  AWS::ServerlessRepo::Application: {Name: app, Description: d, Author: a, ReadmeUrl: README.md}
+Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties: {Handler: app.handler, Runtime: python3.12, CodeUri: src/}
+  Layer:
+    Type: AWS::Serverless::LayerVersion
+    Properties: {ContentUri: src/}
+  Api:
+    Type: AWS::Serverless::Api
+    Properties: {StageName: prod, DefinitionUri: api.yaml}
+  Machine:
+    Type: AWS::Serverless::StateMachine
+    Properties: {DefinitionUri: sm.json}
+  Plain:
+    Type: AWS::Lambda::Function
+    Properties: {Handler: app.handler, Runtime: python3.12, Role: r, Code: src}
+  PlainLayer:
+    Type: AWS::Lambda::LayerVersion
+    Properties: {Content: src}
+  Rest:
+    Type: AWS::ApiGateway::RestApi
+    Properties: {BodyS3Location: api.yaml}
+  Schema:
+    Type: AWS::AppSync::GraphQLSchema
+    Properties: {ApiId: x, DefinitionS3Location: schema.graphql}
+  Resolver:
+    Type: AWS::AppSync::Resolver
+    Properties: {ApiId: x, TypeName: Query, FieldName: a, RequestMappingTemplateS3Location: req.vtl, ResponseMappingTemplateS3Location: req.vtl}
+  Sfn:
+    Type: AWS::StepFunctions::StateMachine
+    Properties: {RoleArn: r, DefinitionS3Location: sm.json}
+  Job:
+    Type: AWS::Glue::Job
+    Properties: {Role: r, Command: {Name: glueetl, ScriptLocation: etl.py}}
+  Version:
+    Type: AWS::ElasticBeanstalk::ApplicationVersion
+    Properties: {ApplicationName: a, SourceBundle: src}
+  Repo:
+    Type: AWS::CodeCommit::Repository
+    Properties: {RepositoryName: r, Code: {S3: repo}}
+  Topic:
+    Type: AWS::SNS::Topic
+    Properties:
+      Fn::Transform: {Name: AWS::Include, Parameters: {Location: snippet.yaml}}
+`
+
+// forms reads a packaged template's S3 locations: for each property path holding one, "s3"
+// for an s3:// string or the object's sorted keys.
+func forms(t *testing.T, body []byte) map[string]string {
+	t.Helper()
+	var doc map[string]any
+	if err := yaml.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("packaged template: %v\n%s", err, body)
+	}
+	out := map[string]string{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case string:
+			if strings.HasPrefix(x, "s3://") || strings.HasPrefix(x, "https://") && strings.Contains(x, "/templates/") {
+				out[path] = "s3"
+			}
+		case map[string]any:
+			keys := slices.Sorted(maps.Keys(x))
+			if slices.Contains(keys, "S3Key") || slices.Contains(keys, "Key") && slices.Contains(keys, "Bucket") {
+				for _, k := range []string{"Version", "ObjectVersion", "S3ObjectVersion"} {
+					keys = slices.DeleteFunc(keys, func(s string) bool { return s == k })
+				}
+				out[path] = strings.Join(keys, ",")
+				return
+			}
+			for _, k := range keys {
+				walk(path+"."+k, x[k])
+			}
+		case []any:
+			for i, e := range x {
+				walk(fmt.Sprintf("%s[%d]", path, i), e)
+			}
+		}
+	}
+	walk("", doc)
+	return out
 }

@@ -170,3 +170,47 @@ func TestLocalArtifacts(t *testing.T) {
 		})
 	}
 }
+
+// TestNestedTemplatesCarryCode: a nested template's artifacts are paths relative to its
+// own folder, packaged with the stack, and part of its hash: a change to the child's code
+// alone changes the parent stack's template hash.
+func TestNestedTemplatesCarryCode(t *testing.T) {
+	files := map[string]string{
+		"templates/app.yaml":       "Resources:\n  Fns:\n    Type: AWS::CloudFormation::Stack\n    Properties: {TemplateURL: fns/fns.yaml}\n",
+		"templates/fns/fns.yaml":   "Resources:\n  Fn:\n    Type: AWS::Lambda::Function\n    Properties: {Handler: app.handler, Runtime: python3.12, Role: r, Code: src}\n",
+		"templates/fns/src/app.py": "def handler(e, c): return 1\n",
+	}
+	c, err := Load(nestedBundle(files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Stack("app")
+	code, err := s.Tree.Code()
+	if err != nil || len(code) != 1 || code["templates/fns/src/"] == "" {
+		t.Fatalf("code %v, %v", code, err)
+	}
+	before := s.Tree.SHA256()
+	files["templates/fns/src/app.py"] = "def handler(e, c): return 2\n"
+	c, err = Load(nestedBundle(files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Stack("app").Tree.SHA256() == before {
+		t.Error("the stack's template hash ignores its nested template's code")
+	}
+}
+
+func TestSingleFileBundleNamesNoLocalCode(t *testing.T) {
+	b := bundle.FromYAML("cairn.yaml", []byte(`stacks:
+  - name: app
+    template_body:
+      Resources:
+        Fn:
+          Type: AWS::Lambda::Function
+          Properties: {Handler: app.handler, Runtime: python3.12, Role: r, Code: ./src}
+`))
+	_, err := Load(b)
+	if err == nil || !strings.Contains(err.Error(), `Resources.Fn.Properties.Code: Code of Fn names "./src", a local path: a single-file bundle holds no files; bundle a directory or zip, or give an s3:// location`) {
+		t.Errorf("Load = %v", err)
+	}
+}

@@ -97,3 +97,16 @@ func cpuTime(tb testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkRefuseDoublingNested loads the hostile bundle of twenty templates each nesting
+// the next twice (2,097,150 nested stacks) until it is refused: each template is read
+// and checked once, so the figure is that of a 21-template bundle, not of two million.
+func BenchmarkRefuseDoublingNested(b *testing.B) {
+	files := benchbundle.DoublingNested("bench", 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(nestedBundle(files)); err == nil {
+			b.Fatal("the doubling bundle loaded")
+		}
+	}
+}

@@ -172,7 +172,9 @@ func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Obse
 	if err != nil {
 		// The reason keeps CloudFormation's words only; the log has the SDK's whole error.
 		reason := fmt.Errorf("%s %s: %s", a.Kind, a.StackName, awsclient.Reason(err))
-		if awsclient.Permanent(err) {
+		// Permanent as AWS answered, or as cairn found it (run.Permanent: a template that
+		// does not package, a place without an assets bucket).
+		if awsclient.Permanent(err) || run.Failure(a.Stack, err).Permanent {
 			reason = run.Permanent(reason)
 		}
 		o = run.Failure(a.Stack, reason)

@@ -127,7 +127,7 @@ type Tree struct {
 	Path string
 	// Children are the templates of the nested stacks, by the nested stack's logical id.
 	Children map[string]*Tree
-	// Assets builds the bundle's artifacts (nil when no template of the tree names one).
+	// Assets builds the bundle's artifacts that the tree's templates name (the loader sets it).
 	Assets *artifact.Set
 }
 

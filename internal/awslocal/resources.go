@@ -98,4 +98,4 @@ func orDefault(s, d string) string {
 
 func patternParse(doc string) (*pattern.Pattern, error) { return pattern.Parse([]byte(doc)) }
 
-func sqslocalDefaults() map[string]string { return sqslocal.Defaults() }
+func sqslocalDefaults(fifo bool) map[string]string { return sqslocal.Defaults(fifo) }

@@ -8,15 +8,10 @@
 package ssmlocal
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -25,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/atrest"
 	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -42,7 +38,7 @@ type Options struct {
 // Service is one emulated Parameter Store.
 type Service struct {
 	opts Options
-	gcm  cipher.AEAD
+	key  *atrest.Key
 
 	mu     sync.Mutex
 	params map[string]*parameter
@@ -109,39 +105,14 @@ func New(o Options) (*Service, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{opts: o, params: map[string]*parameter{}}
-	key := make([]byte, 32)
+	var err error
+	if s.key, err = atrest.Open(o.Dir); err != nil {
+		return nil, fmt.Errorf("ssm emulator: %w", err)
+	}
 	if o.Dir != "" {
-		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("ssm emulator: create state folder: %w", err)
-		}
-		b, err := os.ReadFile(filepath.Join(o.Dir, "key"))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if _, err := rand.Read(key); err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(filepath.Join(o.Dir, "key"), key, 0o600); err != nil {
-				return nil, fmt.Errorf("ssm emulator: write key: %w", err)
-			}
-		case err != nil:
-			return nil, fmt.Errorf("ssm emulator: read key: %w", err)
-		case len(b) != 32:
-			return nil, fmt.Errorf("ssm emulator: key %s is not 32 bytes: delete the folder to start afresh", filepath.Join(o.Dir, "key"))
-		default:
-			key = b
-		}
 		if err := statefile.Read(s.path(), &s.params); err != nil {
 			return nil, fmt.Errorf("ssm emulator: %w", err)
 		}
-	} else if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	if s.gcm, err = cipher.NewGCM(block); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -171,20 +142,12 @@ func (s *Service) persistLocked() {
 	}
 }
 
-func (s *Service) encrypt(plain string) string {
-	nonce := make([]byte, s.gcm.NonceSize())
-	_, _ = rand.Read(nonce)
-	return base64.StdEncoding.EncodeToString(s.gcm.Seal(nonce, nonce, []byte(plain), nil))
-}
+func (s *Service) encrypt(plain string) string { return s.key.Seal([]byte(plain)) }
 
 func (s *Service) decrypt(blob string) (string, error) {
-	b, err := base64.StdEncoding.DecodeString(blob)
-	if err != nil || len(b) < s.gcm.NonceSize() {
-		return "", errors.New("ssm emulator: a SecureString value is not what the emulator encrypted")
-	}
-	plain, err := s.gcm.Open(nil, b[:s.gcm.NonceSize()], b[s.gcm.NonceSize():], nil)
+	plain, err := s.key.Unseal(blob)
 	if err != nil {
-		return "", fmt.Errorf("ssm emulator: decrypt a SecureString value: %w (was its key file replaced?)", err)
+		return "", fmt.Errorf("ssm emulator: a SecureString value: %w", err)
 	}
 	return string(plain), nil
 }

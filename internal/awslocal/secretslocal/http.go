@@ -19,7 +19,9 @@ func (t Time) MarshalJSON() ([]byte, error) {
 	return []byte(strconv.FormatFloat(float64(time.Time(t).UnixMilli())/1000, 'f', -1, 64)), nil
 }
 
-func pageToken(next int) string { return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(next))) }
+func pageToken(next int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(next)))
+}
 
 func pageStart(token string, n int) (int, error) {
 	if token == "" {

@@ -31,6 +31,11 @@ func (p *Place) providers() map[string]cfnlocal.Provider {
 		"AWS::Events::Rule":           p.ruleProvider(),
 		"AWS::Events::EventBusPolicy": p.busPolicyProvider(),
 		"AWS::IAM::Role":              p.roleProvider(),
+
+		"AWS::SecretsManager::Secret":                 p.secretProvider(),
+		"AWS::SecretsManager::SecretTargetAttachment": p.secretTargetAttachmentProvider(),
+		"AWS::RDS::DBInstance":                        p.databaseProvider(false),
+		"AWS::RDS::DBCluster":                         p.databaseProvider(true),
 	}
 	if p.account == p.e.opts.AccountID && p.region == p.e.opts.Region {
 		out["AWS::Scheduler::Schedule"] = p.scheduleProvider()

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
 )
@@ -17,7 +19,9 @@ import (
 // CloudFormation client, for tests of what stacks make.
 type stackEnv struct {
 	*env
-	cf *cloudformation.Client
+	cf      *cloudformation.Client
+	ssm     *ssm.Client
+	secrets *secretsmanager.Client
 }
 
 func startStacks(t *testing.T) *stackEnv {
@@ -27,7 +31,7 @@ func startStacks(t *testing.T) *stackEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stackEnv{env: v, cf: cloudformation.NewFromConfig(cfg)}
+	return &stackEnv{env: v, cf: cloudformation.NewFromConfig(cfg), ssm: ssm.NewFromConfig(cfg), secrets: secretsmanager.NewFromConfig(cfg)}
 }
 
 // deploy creates a stack and waits for CREATE_COMPLETE, returning its outputs.

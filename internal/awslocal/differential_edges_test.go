@@ -12,6 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -34,6 +36,16 @@ var edgeDeviations = map[string]deviation{
 		aws:    "first=ok second=AWS.SimpleQueueService.PurgeQueueInProgress",
 		why:    "moto purges as often as asked",
 		source: "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_PurgeQueue.html (PurgeQueueInProgress: \"the specified queue previously received a PurgeQueue request within the last 60 seconds\")",
+	},
+	"secretsmanager/versions and staging labels": {
+		aws:    "AWSCURRENT=three AWSPREVIOUS=two AWSPENDING=ResourceNotFoundException labelled-versions=2",
+		why:    "moto lists the version that lost every label in VersionIdsToStages",
+		source: "https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_DescribeSecret.html (VersionIdsToStages: \"A list of the versions of the secret that have staging labels attached. Versions that don't have staging labels are considered deprecated\")",
+	},
+	"secretsmanager/deletion, recovery and restore": {
+		aws:    "3-days=InvalidParameterException window-and-force=InvalidParameterException read=InvalidRequestException recreate=InvalidRequestException restored=v forced=ResourceNotFoundException",
+		why:    "moto answers ResourceExistsException to a CreateSecret of a name scheduled for deletion",
+		source: "https://docs.aws.amazon.com/secretsmanager/latest/apireference/API_CreateSecret.html (InvalidRequestException: \"A parameter value is not valid for the current state of the resource\", e.g. \"The secret is scheduled for deletion\"; AWS says \"You can't create this secret because a secret with this name is already scheduled for deletion.\")",
 	},
 	"s3/GET of a delete marker's own version": {
 		aws:    "MethodNotAllowed 405",
@@ -294,6 +306,90 @@ func edgeScenarios() []scenario {
 			_, dup := t.sns.PublishBatch(ctx, &sns.PublishBatchInput{TopicArn: aws.String(topic), PublishBatchRequestEntries: []snstypes.PublishBatchRequestEntry{
 				{Id: aws.String("1"), Message: aws.String("one")}, {Id: aws.String("1"), Message: aws.String("two")}}})
 			return fmt.Sprintf("ok=%v failed=%d delivered=%v same-ids=%s", ids, len(out.Failed), bodies, code(dup)), nil
+		}},
+		{"secretsmanager", "versions and staging labels", func(ctx context.Context, t target) (string, error) {
+			if _, err := t.secrets.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("d/stages"), SecretString: aws.String("one")}); err != nil {
+				return "", err
+			}
+			for _, v := range []string{"two", "three"} {
+				if _, err := t.secrets.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String("d/stages"), SecretString: aws.String(v)}); err != nil {
+					return "", err
+				}
+			}
+			var parts []string
+			for _, stage := range []string{"AWSCURRENT", "AWSPREVIOUS", "AWSPENDING"} {
+				out, err := t.secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("d/stages"), VersionStage: aws.String(stage)})
+				if err != nil {
+					parts = append(parts, stage+"="+code(err))
+					continue
+				}
+				parts = append(parts, stage+"="+aws.ToString(out.SecretString))
+			}
+			d, err := t.secrets.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String("d/stages")})
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, fmt.Sprint("labelled-versions=", len(d.VersionIdsToStages)))
+			return strings.Join(parts, " "), nil
+		}},
+		{"secretsmanager", "deletion, recovery and restore", func(ctx context.Context, t target) (string, error) {
+			if _, err := t.secrets.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("d/delete"), SecretString: aws.String("v")}); err != nil {
+				return "", err
+			}
+			_, short := t.secrets.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String("d/delete"), RecoveryWindowInDays: aws.Int64(3)})
+			_, both := t.secrets.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String("d/delete"), RecoveryWindowInDays: aws.Int64(7), ForceDeleteWithoutRecovery: aws.Bool(true)})
+			if _, err := t.secrets.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String("d/delete"), RecoveryWindowInDays: aws.Int64(7)}); err != nil {
+				return "", err
+			}
+			_, read := t.secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("d/delete")})
+			_, recreate := t.secrets.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("d/delete"), SecretString: aws.String("w")})
+			if _, err := t.secrets.RestoreSecret(ctx, &secretsmanager.RestoreSecretInput{SecretId: aws.String("d/delete")}); err != nil {
+				return "", err
+			}
+			restored, err := t.secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("d/delete")})
+			if err != nil {
+				return "", err
+			}
+			if _, err := t.secrets.DeleteSecret(ctx, &secretsmanager.DeleteSecretInput{SecretId: aws.String("d/delete"), ForceDeleteWithoutRecovery: aws.Bool(true)}); err != nil {
+				return "", err
+			}
+			_, gone := t.secrets.DescribeSecret(ctx, &secretsmanager.DescribeSecretInput{SecretId: aws.String("d/delete")})
+			return fmt.Sprintf("3-days=%s window-and-force=%s read=%s recreate=%s restored=%s forced=%s", code(short), code(both), code(read), code(recreate),
+				aws.ToString(restored.SecretString), code(gone)), nil
+		}},
+		{"secretsmanager", "refusals", func(ctx context.Context, t target) (string, error) {
+			if _, err := t.secrets.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("d/twice"), SecretString: aws.String("v")}); err != nil {
+				return "", err
+			}
+			_, twice := t.secrets.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("d/twice"), SecretString: aws.String("v")})
+			_, missing := t.secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("d/none")})
+			_, stage := t.secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("d/twice"), VersionStage: aws.String("AWSPENDING")})
+			return fmt.Sprintf("twice=%s missing=%s no-version=%s", code(twice), code(missing), code(stage)), nil
+		}},
+		{"secretsmanager", "GetRandomPassword", func(ctx context.Context, t target) (string, error) {
+			out, err := t.secrets.GetRandomPassword(ctx, &secretsmanager.GetRandomPasswordInput{PasswordLength: aws.Int64(24), ExcludePunctuation: aws.Bool(true), ExcludeNumbers: aws.Bool(true)})
+			if err != nil {
+				return "", err
+			}
+			p := aws.ToString(out.RandomPassword)
+			return fmt.Sprintf("length=%d digits=%v punctuation=%v", len(p), strings.ContainsAny(p, "0123456789"), strings.ContainsAny(p, "!#$%&()*+,-./:;<=>?@[]^_{|}~")), nil
+		}},
+		{"secretsmanager", "ListSecrets by name", func(ctx context.Context, t target) (string, error) {
+			for _, n := range []string{"d-list/a", "d-list/b", "d-other"} {
+				if _, err := t.secrets.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(n), SecretString: aws.String("v")}); err != nil {
+					return "", err
+				}
+			}
+			out, err := t.secrets.ListSecrets(ctx, &secretsmanager.ListSecretsInput{Filters: []smtypes.Filter{{Key: smtypes.FilterNameStringTypeName, Values: []string{"d-list/"}}}})
+			if err != nil {
+				return "", err
+			}
+			var names []string
+			for _, e := range out.SecretList {
+				names = append(names, aws.ToString(e.Name))
+			}
+			sort.Strings(names)
+			return strings.Join(names, ","), nil
 		}},
 		{"ssm", "GetParameterHistory", func(ctx context.Context, t target) (string, error) {
 			for i, v := range []string{"one", "two", "three"} {

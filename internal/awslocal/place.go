@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -37,10 +36,12 @@ type Place struct {
 	cfn             *cfnlocal.Service
 	services        map[string]http.Handler // by signing name
 
+	// dir keeps the place's state ("" in memory).
+	dir string
+
 	// Guarded by e.mu.
-	rules     map[string]*rule
-	busPolicy map[string][]string // accounts the default bus admits, by statement id
-	databases map[string]dbTarget // the stacks' RDS instances and clusters, by identifier
+	buses     map[string]*eventBus // by name, the default one made on first use
+	databases map[string]dbTarget  // the stacks' RDS instances and clusters, by identifier
 }
 
 // placesDir holds the state of every place but the home one.
@@ -60,7 +61,7 @@ func placeKey(account, region string) string { return account + "/" + region }
 // newPlace makes the services of account in region, with their state under dir ("" in
 // memory).
 func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
-	p := &Place{e: e, account: account, region: region, rules: map[string]*rule{}, busPolicy: map[string][]string{}, databases: map[string]dbTarget{}}
+	p := &Place{e: e, account: account, region: region, dir: dir, buses: map[string]*eventBus{}, databases: map[string]dbTarget{}}
 	sub := func(name string) string {
 		if dir == "" {
 			return ""
@@ -131,7 +132,17 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.cw.Close()
 		return nil, err
 	}
-	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "secretsmanager": p.secrets, "monitoring": p.cw, "cloudformation": p.cfn}
+	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "secretsmanager": p.secrets, "monitoring": p.cw,
+		"cloudformation": p.cfn, "events": eventsAPI{p}}
+	if err := p.loadEvents(); err != nil {
+		p.sqs.Close()
+		p.sns.Close()
+		p.ssm.Close()
+		p.secrets.Close()
+		p.cw.Close()
+		p.cfn.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -376,33 +387,4 @@ func (p *Place) ssmParameter(name, typ string) (string, error) {
 		return cfnlocal.PublicParameter(name, typ), nil
 	}
 	return "", fmt.Errorf("Unable to fetch parameters [%s] from parameter store for this account.", name)
-}
-
-// admits reports whether the place's default bus takes events from account: its own
-// always, others when an AWS::Events::EventBusPolicy admits them.
-func (p *Place) admits(account string) bool {
-	if account == p.account {
-		return true
-	}
-	p.e.mu.Lock()
-	defer p.e.mu.Unlock()
-	for _, accounts := range p.busPolicy {
-		for _, a := range accounts {
-			if a == "*" || a == account {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (p *Place) busPolicyAccounts() []string {
-	p.e.mu.Lock()
-	defer p.e.mu.Unlock()
-	var out []string
-	for _, accounts := range p.busPolicy {
-		out = append(out, accounts...)
-	}
-	sort.Strings(out)
-	return out
 }

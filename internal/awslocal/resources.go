@@ -30,6 +30,7 @@ func (p *Place) providers() map[string]cfnlocal.Provider {
 		"AWS::CloudWatch::Alarm":      p.alarmProvider(),
 		"AWS::Events::Rule":           p.ruleProvider(),
 		"AWS::Events::EventBusPolicy": p.busPolicyProvider(),
+		"AWS::Events::EventBus":       p.eventBusProvider(),
 		"AWS::IAM::Role":              p.roleProvider(),
 
 		"AWS::SecretsManager::Secret":                 p.secretProvider(),

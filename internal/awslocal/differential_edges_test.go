@@ -2,6 +2,7 @@ package awslocal_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -390,6 +393,54 @@ func edgeScenarios() []scenario {
 			}
 			sort.Strings(names)
 			return strings.Join(names, ","), nil
+		}},
+		{"events", "a rule on a custom bus", func(ctx context.Context, t target) (string, error) {
+			if _, err := t.events.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String("d-bus")}); err != nil {
+				return "", err
+			}
+			_, again := t.events.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String("d-bus")})
+			q, err := t.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("d-bus-events")})
+			if err != nil {
+				return "", err
+			}
+			a, err := t.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: q.QueueUrl, AttributeNames: []sqstypes.QueueAttributeName{"QueueArn"}})
+			if err != nil {
+				return "", err
+			}
+			rule, err := t.events.PutRule(ctx, &eventbridge.PutRuleInput{Name: aws.String("d-rule"), EventBusName: aws.String("d-bus"), EventPattern: aws.String(`{"source":["shop"]}`)})
+			if err != nil {
+				return "", err
+			}
+			if _, err := t.events.PutTargets(ctx, &eventbridge.PutTargetsInput{Rule: aws.String("d-rule"), EventBusName: aws.String("d-bus"),
+				Targets: []ebtypes.Target{{Id: aws.String("q"), Arn: aws.String(a.Attributes["QueueArn"])}}}); err != nil {
+				return "", err
+			}
+			for _, e := range []ebtypes.PutEventsRequestEntry{
+				{Source: aws.String("shop"), DetailType: aws.String("on the default bus"), Detail: aws.String("{}")},
+				{EventBusName: aws.String("d-bus"), Source: aws.String("shop"), DetailType: aws.String("on the custom bus"), Detail: aws.String(`{"n":1}`)},
+			} {
+				if _, err := t.events.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []ebtypes.PutEventsRequestEntry{e}}); err != nil {
+					return "", err
+				}
+			}
+			got, err := t.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, WaitTimeSeconds: 1, MaxNumberOfMessages: 10})
+			if err != nil {
+				return "", err
+			}
+			var kinds []string
+			for _, m := range got.Messages {
+				var ev struct {
+					DetailType string `json:"detail-type"`
+					Source     string
+					Detail     map[string]any
+				}
+				if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &ev); err != nil {
+					return "", fmt.Errorf("not an event: %s", aws.ToString(m.Body))
+				}
+				kinds = append(kinds, fmt.Sprint(ev.DetailType, " ", ev.Source, " ", ev.Detail))
+			}
+			_, withTargets := t.events.DeleteRule(ctx, &eventbridge.DeleteRuleInput{Name: aws.String("d-rule"), EventBusName: aws.String("d-bus")})
+			return fmt.Sprintf("rule=%s again=%s delivered=%v delete-with-targets=%s", normalize(aws.ToString(rule.RuleArn)), code(again), kinds, code(withTargets)), nil
 		}},
 		{"ssm", "GetParameterHistory", func(ctx context.Context, t target) (string, error) {
 			for i, v := range []string{"one", "two", "three"} {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -192,4 +195,59 @@ Outputs:
 	if !got["direct"] || !got["forwarded"] {
 		t.Fatalf("the bus's rule got %v, want the direct event and the forwarded one", got)
 	}
+}
+
+// TestStreamEventSourceMapping: a DynamoDB table's StreamArn is a stream ARN of the table,
+// and an event source mapping from it is accepted as Lambda accepts it (StartingPosition
+// required), also the one SAM makes for a DynamoDB event.
+func TestStreamEventSourceMapping(t *testing.T) {
+	v := startStacks(t)
+	body := `Transform: AWS::Serverless-2016-10-31
+Resources:
+  Table:
+    Type: AWS::DynamoDB::Table
+    Properties:
+      AttributeDefinitions: [{AttributeName: id, AttributeType: S}]
+      KeySchema: [{AttributeName: id, KeyType: HASH}]
+      BillingMode: PAY_PER_REQUEST
+      StreamSpecification: {StreamViewType: NEW_AND_OLD_IMAGES}
+  Handler:
+    Type: AWS::Lambda::Function
+    Properties: {Runtime: provided.al2023, Handler: bootstrap, Role: arn:aws:iam::000000000000:role/fn, Code: {ZipFile: x}}
+  Mapping:
+    Type: AWS::Lambda::EventSourceMapping
+    Properties: {EventSourceArn: !GetAtt Table.StreamArn, FunctionName: !Ref Handler, StartingPosition: LATEST, BatchSize: 100}
+  SamFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      Runtime: provided.al2023
+      Handler: bootstrap
+      InlineCode: x
+      Events:
+        Changes: {Type: DynamoDB, Properties: {Stream: !GetAtt Table.StreamArn, StartingPosition: TRIM_HORIZON}}
+Outputs:
+  Stream: {Value: !GetAtt Table.StreamArn}
+  Table: {Value: !Ref Table}
+`
+	ctx := context.Background()
+	if _, err := v.cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("streams"), TemplateBody: aws.String(body),
+		Capabilities: []cfntypes.Capability{cfntypes.CapabilityCapabilityIam, cfntypes.CapabilityCapabilityAutoExpand}}); err != nil {
+		t.Fatal(err)
+	}
+	out := waitStack(t, v.cf, "streams", cfntypes.StackStatusCreateComplete)
+	if !strings.HasPrefix(out["Stream"], "arn:aws:dynamodb:us-east-1:000000000000:table/"+out["Table"]+"/stream/") {
+		t.Fatalf("stream ARN %s of table %s", out["Stream"], out["Table"])
+	}
+	reason := v.failure(t, "no-position", `Resources:
+  Table:
+    Type: AWS::DynamoDB::Table
+    Properties: {AttributeDefinitions: [{AttributeName: id, AttributeType: S}], KeySchema: [{AttributeName: id, KeyType: HASH}], BillingMode: PAY_PER_REQUEST, StreamSpecification: {StreamViewType: KEYS_ONLY}}
+  Handler:
+    Type: AWS::Lambda::Function
+    Properties: {Runtime: provided.al2023, Handler: bootstrap, Role: arn:aws:iam::000000000000:role/fn, Code: {ZipFile: x}}
+  Mapping:
+    Type: AWS::Lambda::EventSourceMapping
+    Properties: {EventSourceArn: !GetAtt Table.StreamArn, FunctionName: !Ref Handler}
+`)
+	contains(t, "a stream mapping without StartingPosition", reason, "Mapping: ", "StartingPosition is required")
 }

@@ -205,7 +205,7 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request) {
 		s.servePolicy(w, r, bucket)
 		return
 	}
-	if s.markerVersion(w, r, bucket, key) {
+	if s.markerVersion(w, r, bucket, key) || s.behindMarker(w, r, bucket, key) {
 		return
 	}
 	if q := r.URL.Query(); r.Method == http.MethodGet && key == "" && bucket != "" && q.Get("list-type") == "2" {
@@ -245,6 +245,28 @@ func (s *Service) markerVersion(w http.ResponseWriter, r *http.Request, bucket, 
 	}
 	writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "The specified method is not allowed against this resource.", "",
 		[2]string{"Method", r.Method}, [2]string{"ResourceType", "DeleteMarker"})
+	return true
+}
+
+// behindMarker answers a GET or HEAD of a key whose current version is a delete marker as
+// S3 does: 404 NoSuchKey with x-amz-delete-marker: true and the marker's version id
+// (gofakes3's s3mem answers a plain 404). It reports whether r was such a request.
+// See https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html ("If the current
+// version of the object is a delete marker, Amazon S3 behaves as if the object was deleted
+// and includes x-amz-delete-marker: true in the response").
+func (s *Service) behindMarker(w http.ResponseWriter, r *http.Request, bucket, key string) bool {
+	q := r.URL.Query()
+	q.Del("x-id")
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || key == "" || len(q) > 0 {
+		return false
+	}
+	id, ok := currentMarker(s.backend, bucket, key)
+	if !ok {
+		return false
+	}
+	w.Header().Set("x-amz-delete-marker", "true")
+	w.Header().Set("x-amz-version-id", id)
+	writeError(w, http.StatusNotFound, "NoSuchKey", "The specified key does not exist.", "", [2]string{"Key", key})
 	return true
 }
 
@@ -433,9 +455,8 @@ func writeError(w http.ResponseWriter, status int, code, message, bucket string,
 func xmlEscape(b *bytes.Buffer, s string) { xml.EscapeText(b, []byte(s)) }
 
 // listedBackend is s3mem as S3 behaves where they differ: listings hide keys whose current
-// version is a delete marker and give no continuation after the last page; a GET or HEAD
-// of such a key says it met a delete marker; and a deletion never leaves a key without a
-// current version (see restoreCurrent).
+// version is a delete marker and give no continuation after the last page, and a deletion
+// never leaves a key without a current version (see restoreCurrent).
 type listedBackend struct {
 	*s3mem.Backend
 	now func() time.Time
@@ -460,30 +481,6 @@ func (b listedBackend) ListBucket(ctx context.Context, name string, prefix *gofa
 		list.NextMarker = ""
 	}
 	return list, nil
-}
-
-// GetObject answers for a key whose current version is a delete marker with the marker,
-// which gofakes3 turns into S3's 404 with x-amz-delete-marker: true and the marker's
-// version id; s3mem answers a plain NoSuchKey.
-func (b listedBackend) GetObject(ctx context.Context, bucket, key string, rnge *gofakes3.ObjectRangeRequest) (*gofakes3.Object, error) {
-	obj, err := b.Backend.GetObject(ctx, bucket, key, rnge)
-	return b.orMarker(bucket, key, obj, err)
-}
-
-// HeadObject is GetObject's HEAD.
-func (b listedBackend) HeadObject(ctx context.Context, bucket, key string) (*gofakes3.Object, error) {
-	obj, err := b.Backend.HeadObject(ctx, bucket, key)
-	return b.orMarker(bucket, key, obj, err)
-}
-
-func (b listedBackend) orMarker(bucket, key string, obj *gofakes3.Object, err error) (*gofakes3.Object, error) {
-	if !gofakes3.HasErrorCode(err, gofakes3.ErrNoSuchKey) {
-		return obj, err
-	}
-	if id, ok := currentMarker(b.Backend, bucket, key); ok {
-		return &gofakes3.Object{Name: key, IsDeleteMarker: true, VersionID: gofakes3.VersionID(id), Contents: io.NopCloser(strings.NewReader(""))}, nil
-	}
-	return obj, err
 }
 
 // DeleteObjectVersion deletes a version; when it was the current one, the newest

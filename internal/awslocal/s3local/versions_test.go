@@ -160,6 +160,15 @@ func TestDeleteMarkerReads(t *testing.T) {
 	if resp := responseOf(err); resp == nil || resp.StatusCode != 405 {
 		t.Fatalf("HEAD of the marker's version: %v", err)
 	}
+	// A key behind a delete marker is absent for a conditional write, as for a lock that
+	// was released.
+	if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("markers"), Key: aws.String("k"), Body: strings.NewReader("again"),
+		IfNoneMatch: aws.String("*")}); err != nil {
+		t.Fatalf("If-None-Match: * on a key behind a delete marker: %v", err)
+	}
+	if got := get(t, c, "markers", "k"); got != "again" {
+		t.Fatalf("after the conditional write: %q", got)
+	}
 	// A key that never existed has no delete marker header.
 	_, err = c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("markers"), Key: aws.String("never")})
 	if resp := responseOf(err); errorCode(err) != "NoSuchKey" || resp.Header.Get("x-amz-delete-marker") != "" {

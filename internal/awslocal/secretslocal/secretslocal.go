@@ -227,6 +227,14 @@ type Value struct {
 
 func (v Value) empty() bool { return v.String == nil && v.Binary == nil }
 
+// check refuses a value that is both a string and bytes.
+func (v Value) check() error {
+	if v.String != nil && v.Binary != nil {
+		return invalidParameter("You can't specify both a binary secret value and a string secret value in the same secret.")
+	}
+	return nil
+}
+
 func (s *Service) seal(v Value) *version {
 	if v.Binary != nil {
 		return &version{Sealed: s.key.Seal(v.Binary), IsBinary: true}
@@ -268,8 +276,8 @@ func (s *Service) Create(in CreateInput) (*CreateOutput, error) {
 		return nil, &Error{"ValidationException", "Invalid name. Must be a valid name containing alphanumeric characters, or any of the following: -/_+=.@!"}
 	}
 	v := Value{String: in.SecretString, Binary: in.SecretBinary}
-	if v.String != nil && v.Binary != nil {
-		return nil, invalidParameter("You can't specify both a binary secret value and a string secret value in the same secret.")
+	if err := v.check(); err != nil {
+		return nil, err
 	}
 	if in.ClientRequestToken != "" && !tokenRE.MatchString(in.ClientRequestToken) {
 		return nil, invalidParameter("ClientRequestToken must be 32 to 64 letters, digits and hyphens.")
@@ -365,8 +373,8 @@ type PutOutput struct {
 // Put is PutSecretValue: a new version, AWSCURRENT unless other stages are given.
 func (s *Service) Put(in PutInput) (*PutOutput, error) {
 	v := Value{String: in.SecretString, Binary: in.SecretBinary}
-	if v.String != nil && v.Binary != nil {
-		return nil, invalidParameter("You can't specify both a binary secret value and a string secret value in the same secret.")
+	if err := v.check(); err != nil {
+		return nil, err
 	}
 	if v.empty() {
 		return nil, invalidRequest("You must provide either SecretString or SecretBinary.")
@@ -467,8 +475,8 @@ type UpdateOutput struct {
 // value is given.
 func (s *Service) Update(in UpdateInput) (*UpdateOutput, error) {
 	v := Value{String: in.SecretString, Binary: in.SecretBinary}
-	if v.String != nil && v.Binary != nil {
-		return nil, invalidParameter("You can't specify both a binary secret value and a string secret value in the same secret.")
+	if err := v.check(); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

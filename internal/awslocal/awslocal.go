@@ -1,5 +1,5 @@
 // Package awslocal is cairn's embedded AWS emulator: S3, SQS, SNS, SSM Parameter Store,
-// CloudWatch alarms (and the CloudFormation emulator, which plugs in through
+// Secrets Manager, CloudWatch alarms (and the CloudFormation emulator, which plugs in through
 // RegisterService and Mount) on one loopback port, routed by protocol as LocalStack does on
 // 4566, with the Lambda wiring — handlers, SQS event source mappings, schedules and an event
 // bus — run in process with the exact event JSON AWS sends. A control endpoint under
@@ -33,6 +33,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
+	"github.com/cairn-dev/cairn/internal/awslocal/secretslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
@@ -210,6 +211,10 @@ func (e *Emulator) SNS() *snslocal.Service { return e.home.sns }
 // callers.
 func (e *Emulator) SSM() *ssmlocal.Service { return e.home.ssm }
 
+// SecretsManager returns the emulated Secrets Manager of the home account and region, for
+// in-process callers.
+func (e *Emulator) SecretsManager() *secretslocal.Service { return e.home.secrets }
+
 // CloudFormation returns the emulated CloudFormation of the home account and region, for
 // fault injection and records.
 func (e *Emulator) CloudFormation() *cfnlocal.Service { return e.home.cfn }
@@ -308,7 +313,7 @@ func (e *Emulator) Close() error {
 	}
 	e.wg.Wait()
 	for _, p := range places {
-		errs = append(errs, p.cfn.Close(), p.sns.Close(), p.ssm.Close(), p.cw.Close())
+		errs = append(errs, p.cfn.Close(), p.sns.Close(), p.ssm.Close(), p.secrets.Close(), p.cw.Close())
 	}
 	errs = append(errs, e.sts.Close(), e.s3.Close())
 	return errors.Join(errs...)

@@ -21,20 +21,68 @@ type EventPattern struct {
 	DetailType []string
 }
 
-// rule is an EventBridge rule of the default bus: an event pattern, a schedule, or both
-// never (one of them), and its targets.
-type rule struct {
-	pattern  *pattern.Pattern
-	schedule string
-	enabled  bool
-	targets  []ruleTarget
-	stop     context.CancelFunc // ends the schedule's goroutine
+// defaultBus is the name of the bus every account has in every region.
+const defaultBus = "default"
+
+// eventBus is an EventBridge event bus of a place: the default one, or a custom one made
+// by CreateEventBus or AWS::Events::EventBus. Guarded by the emulator's mu.
+type eventBus struct {
+	name, description string
+	created           time.Time
+	rules             map[string]*rule
+	// policy admits other accounts to put events on the bus, by statement id.
+	policy map[string][]string
+	// api says CreateEventBus made it (it is persisted); stacks' buses come back with them.
+	api bool
 }
 
-// ruleTarget is one target of a rule: an SQS queue, SNS topic or Lambda function ARN, with
-// the constant Input that replaces the event when set.
+// rule is an EventBridge rule: an event pattern or a schedule (schedules on the default
+// bus only), and its targets.
+type rule struct {
+	name, description string
+	pattern           *pattern.Pattern
+	patternText       string
+	schedule          string
+	enabled           bool
+	targets           []ruleTarget
+	stop              context.CancelFunc // ends the schedule's goroutine
+	// api says the EventBridge API made or changed it (it is persisted).
+	api bool
+}
+
+// ruleTarget is one target of a rule: an SQS queue, SNS topic, Lambda function or event
+// bus ARN, with the constant Input that replaces the event when set.
 type ruleTarget struct {
 	ID, ARN, Input string
+}
+
+// busARN is the ARN of the place's bus name.
+func (p *Place) busARN(name string) string {
+	return "arn:aws:events:" + p.region + ":" + p.account + ":event-bus/" + name
+}
+
+// ruleARN is the ARN of a rule: rule/NAME on the default bus, rule/BUS/NAME on others.
+func (p *Place) ruleARN(bus, name string) string {
+	if bus == defaultBus {
+		return "arn:aws:events:" + p.region + ":" + p.account + ":rule/" + name
+	}
+	return "arn:aws:events:" + p.region + ":" + p.account + ":rule/" + bus + "/" + name
+}
+
+// busName returns the name an EventBusName gives (a name or an ARN; "" is the default).
+func busName(nameOrARN string) string {
+	if i := strings.Index(nameOrARN, ":event-bus/"); i >= 0 {
+		return nameOrARN[i+len(":event-bus/"):]
+	}
+	return orDefault(nameOrARN, defaultBus)
+}
+
+// busLocked returns the place's bus name, nil when it does not exist. Called with e.mu.
+func (p *Place) busLocked(name string) *eventBus {
+	if name == defaultBus && p.buses[defaultBus] == nil {
+		p.buses[defaultBus] = &eventBus{name: defaultBus, rules: map[string]*rule{}, policy: map[string][]string{}}
+	}
+	return p.buses[name]
 }
 
 // PutRule creates or replaces an event bus rule sending matching events to an SQS queue.
@@ -54,7 +102,7 @@ func (e *Emulator) PutRule(name string, p EventPattern, targetQueueARN string) e
 	if err != nil {
 		return fmt.Errorf("put rule %s: %w", name, err)
 	}
-	return e.home.putRule(name, &rule{pattern: pat, enabled: true, targets: []ruleTarget{{ID: "Target0", ARN: targetQueueARN}}})
+	return e.home.putRule(name, &rule{pattern: pat, patternText: string(b), enabled: true, targets: []ruleTarget{{ID: "Target0", ARN: targetQueueARN}}})
 }
 
 // AddSchedule invokes function on the emulator's clock as an EventBridge schedule rule
@@ -72,22 +120,36 @@ func (e *Emulator) AddSchedule(name, expression, function string) error {
 
 // putRule installs r under name on the place's default bus, replacing (and stopping) a
 // rule of that name.
-func (p *Place) putRule(name string, r *rule) error {
+func (p *Place) putRule(name string, r *rule) error { return p.putRuleOn(defaultBus, name, r) }
+
+// putRuleOn installs r under name on the place's bus, replacing (and stopping) a rule of
+// that name; schedules run on the default bus only, as in EventBridge.
+func (p *Place) putRuleOn(bus, name string, r *rule) error {
 	e := p.e
 	var sched schedule
 	if r.schedule != "" {
+		if bus != defaultBus {
+			return fmt.Errorf("ScheduleExpression is supported only on the default event bus.")
+		}
 		var err error
 		if sched, err = parseSchedule(r.schedule); err != nil {
 			return fmt.Errorf("rule %s: %w", name, err)
 		}
 	}
-	p.deleteRule(name)
+	e.mu.Lock()
+	exists := p.busLocked(bus) != nil
+	e.mu.Unlock()
+	if !exists {
+		return fmt.Errorf("Event bus %s does not exist.", bus)
+	}
+	p.deleteRuleOn(bus, name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	r.name = name
 	if sched != nil && r.enabled {
 		ctx, cancel := context.WithCancel(e.ctx)
 		r.stop = cancel
-		arn := "arn:aws:events:" + p.region + ":" + p.account + ":rule/" + name
+		arn := p.ruleARN(bus, name)
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
@@ -101,16 +163,38 @@ func (p *Place) putRule(name string, r *rule) error {
 			})
 		}()
 	}
-	p.rules[name] = r
+	p.busLocked(bus).rules[name] = r
 	return nil
 }
 
-// deleteRule removes a rule and stops its schedule.
-func (p *Place) deleteRule(name string) {
+// deleteBus removes a custom bus and its rules.
+func (p *Place) deleteBus(name string) {
+	p.e.mu.Lock()
+	b := p.buses[name]
+	delete(p.buses, name)
+	p.e.mu.Unlock()
+	if b == nil {
+		return
+	}
+	for _, r := range b.rules {
+		if r.stop != nil {
+			r.stop()
+		}
+	}
+}
+
+// deleteRule removes a rule of the default bus and stops its schedule.
+func (p *Place) deleteRule(name string) { p.deleteRuleOn(defaultBus, name) }
+
+// deleteRuleOn removes a rule of the bus and stops its schedule.
+func (p *Place) deleteRuleOn(bus, name string) {
 	e := p.e
 	e.mu.Lock()
-	r := p.rules[name]
-	delete(p.rules, name)
+	var r *rule
+	if b := p.busLocked(bus); b != nil {
+		r = b.rules[name]
+		delete(b.rules, name)
+	}
 	e.mu.Unlock()
 	if r != nil && r.stop != nil {
 		r.stop()
@@ -128,9 +212,15 @@ func (e *Emulator) PutEvent(ctx context.Context, ev events.CloudWatchEvent) erro
 // body, an SNS message, a Lambda payload, or the event itself on another bus). Empty
 // Version, ID, Time, AccountID and Region are filled in as EventBridge does.
 func (p *Place) PutEvent(ctx context.Context, ev events.CloudWatchEvent) error {
+	_, err := p.putEventOn(ctx, defaultBus, ev)
+	return err
+}
+
+// putEventOn puts an event on the place's bus (see PutEvent) and returns its id.
+func (p *Place) putEventOn(ctx context.Context, bus string, ev events.CloudWatchEvent) (string, error) {
 	e := p.e
 	if ev.Source == "" || ev.DetailType == "" {
-		return errors.New("put event: source and detail-type are required")
+		return "", errors.New("put event: source and detail-type are required")
 	}
 	if ev.Version == "" {
 		ev.Version = "0"
@@ -155,7 +245,7 @@ func (p *Place) PutEvent(ctx context.Context, ev events.CloudWatchEvent) error {
 	}
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("put event: %w", err)
+		return "", fmt.Errorf("put event: %w", err)
 	}
 	var doc any
 	_ = json.Unmarshal(body, &doc)
@@ -165,8 +255,13 @@ func (p *Place) PutEvent(ctx context.Context, ev events.CloudWatchEvent) error {
 		targets []ruleTarget
 	}
 	var matched []match
-	for _, name := range sortedKeys(p.rules) {
-		r := p.rules[name]
+	b := p.busLocked(bus)
+	if b == nil {
+		e.mu.Unlock()
+		return "", fmt.Errorf("Event bus %s does not exist.", bus)
+	}
+	for _, name := range sortedKeys(b.rules) {
+		r := b.rules[name]
 		if r.enabled && r.pattern != nil && r.pattern.Match(doc) {
 			matched = append(matched, match{name, r.targets})
 		}
@@ -178,7 +273,7 @@ func (p *Place) PutEvent(ctx context.Context, ev events.CloudWatchEvent) error {
 			errs = append(errs, fmt.Errorf("put event: %w", err))
 		}
 	}
-	return errors.Join(errs...)
+	return ev.ID, errors.Join(errs...)
 }
 
 // deliverTargets sends payload (or a target's Input) to each target: SQS and SNS at once,
@@ -233,22 +328,48 @@ func (p *Place) deliver(ctx context.Context, arn, body string) error {
 }
 
 // forward puts an event on the event bus busARN, as a rule whose target is another bus
-// does: the event keeps its account and region. Only default buses are emulated.
+// does: the event keeps its account and region. The bus's place must exist and its
+// policy admit this place's account (its own account always).
 func (p *Place) forward(ctx context.Context, busARN, body string) error {
 	parts := strings.SplitN(busARN, ":", 6)
-	if len(parts) < 6 || parts[5] != "event-bus/default" {
-		return fmt.Errorf("event bus %s: the emulator serves default event buses only", busARN)
+	if len(parts) < 6 || !strings.HasPrefix(parts[5], "event-bus/") {
+		return fmt.Errorf("%s is not an event bus ARN", busARN)
 	}
 	to := p.e.lookupPlace(parts[4], parts[3])
 	if to == nil {
 		return fmt.Errorf("event bus %s does not exist", busARN)
 	}
-	if !to.admits(p.account) {
+	bus := busName(busARN)
+	if !to.admits(bus, p.account) {
 		return fmt.Errorf("account %s is not authorized to put events on %s: its bus policy does not admit the account", p.account, busARN)
 	}
 	var ev events.CloudWatchEvent
 	if err := json.Unmarshal([]byte(body), &ev); err != nil {
 		return fmt.Errorf("event for %s: %w", busARN, err)
 	}
-	return to.PutEvent(ctx, ev)
+	_, err := to.putEventOn(ctx, bus, ev)
+	return err
+}
+
+// admits reports whether the place's bus takes events from account: its own always,
+// others when the bus's policy (AWS::Events::EventBusPolicy, AWS::Events::EventBus
+// Policy) admits them.
+func (p *Place) admits(bus, account string) bool {
+	if account == p.account {
+		return true
+	}
+	p.e.mu.Lock()
+	defer p.e.mu.Unlock()
+	b := p.busLocked(bus)
+	if b == nil {
+		return false
+	}
+	for _, accounts := range b.policy {
+		for _, a := range accounts {
+			if a == "*" || a == account {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -20,12 +20,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -36,10 +39,13 @@ import (
 // target is one AWS endpoint the differential scenarios run against: cairn's emulator or
 // moto, with clients configured the same way.
 type target struct {
-	name string
-	s3   *s3.Client
-	sqs  *sqs.Client
-	sns  *sns.Client
+	name    string
+	s3      *s3.Client
+	sqs     *sqs.Client
+	sns     *sns.Client
+	ssm     *ssm.Client
+	secrets *secretsmanager.Client
+	events  *eventbridge.Client
 }
 
 func newTarget(t *testing.T, name, url string) target {
@@ -55,7 +61,8 @@ func newTarget(t *testing.T, name, url string) target {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return target{name: name, s3: awsclient.S3(cfg), sqs: sqs.NewFromConfig(cfg), sns: sns.NewFromConfig(cfg)}
+	return target{name: name, s3: awsclient.S3(cfg), sqs: sqs.NewFromConfig(cfg), sns: sns.NewFromConfig(cfg),
+		ssm: ssm.NewFromConfig(cfg), secrets: secretsmanager.NewFromConfig(cfg), events: eventbridge.NewFromConfig(cfg)}
 }
 
 // startMoto runs moto_server on a free loopback port for the test's duration.
@@ -607,7 +614,7 @@ func TestDifferentialAgainstMoto(t *testing.T) {
 	cairn := newTarget(t, "cairn", v.e.URL())
 	ctx := context.Background()
 	var agreed, deviated int
-	list := scenarios()
+	list := append(scenarios(), edgeScenarios()...)
 	for _, sc := range list {
 		key := sc.service + "/" + sc.name
 		t.Run(key, func(t *testing.T) {

@@ -89,30 +89,15 @@ func (p *Place) roleProvider() cfnlocal.Provider {
 }
 
 // busPolicyProvider makes AWS::Events::EventBusPolicy statements admit other accounts to
-// the place's default bus: by StatementId with Principal (an account id or "*"), or by a
-// Statement document whose Allow of events:PutEvents names accounts (ids or root ARNs).
-// Conditions are not evaluated.
+// one of the place's buses (the default one unless EventBusName names another): by
+// StatementId with Principal (an account id or "*"), or by a Statement document whose
+// Allow of events:PutEvents names accounts (ids or root ARNs). Conditions are not
+// evaluated.
 func (p *Place) busPolicyProvider() cfnlocal.Provider {
 	e := p.e
 	accounts := func(r cfnlocal.Resource) ([]string, error) {
-		if bus := text(r.Props["EventBusName"]); bus != "" && bus != "default" && !strings.HasSuffix(bus, ":event-bus/default") {
-			return nil, fmt.Errorf("event bus %s: the emulator serves the default event bus only", bus)
-		}
 		if st := object(r.Props["Statement"]); st != nil {
-			if text(st["Effect"]) != "Allow" {
-				return nil, nil
-			}
-			var out []string
-			principal := st["Principal"]
-			if m := object(principal); m != nil {
-				principal = m["AWS"]
-			}
-			for _, v := range append(list(principal), principal) {
-				if s, ok := v.(string); ok {
-					out = append(out, strings.TrimSuffix(strings.TrimPrefix(s, "arn:aws:iam::"), ":root"))
-				}
-			}
-			return out, nil
+			return policyAccounts([]any{st}), nil
 		}
 		if a := text(r.Props["Action"]); a != "events:PutEvents" {
 			return nil, fmt.Errorf("Action %s: the emulator's bus policies admit events:PutEvents only", a)
@@ -124,9 +109,14 @@ func (p *Place) busPolicyProvider() cfnlocal.Provider {
 		if err != nil {
 			return err
 		}
+		bus := busName(text(r.Props["EventBusName"]))
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		p.busPolicy[r.PhysicalID] = a
+		b := p.busLocked(bus)
+		if b == nil {
+			return fmt.Errorf("Event bus %s does not exist.", bus)
+		}
+		b.policy[r.PhysicalID] = a
 		return nil
 	}
 	return cfnlocal.Provider{
@@ -139,9 +129,33 @@ func (p *Place) busPolicyProvider() cfnlocal.Provider {
 		Delete: func(_ context.Context, r cfnlocal.Resource) error {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			delete(p.busPolicy, r.PhysicalID)
+			if b := p.busLocked(busName(text(r.Props["EventBusName"]))); b != nil {
+				delete(b.policy, r.PhysicalID)
+			}
 			return nil
 		},
 		Restore: func(_ context.Context, r cfnlocal.Resource) error { return install(r) },
 	}
+}
+
+// policyAccounts returns the accounts a bus policy's statements allow events:PutEvents
+// from (ids or root ARNs, "*" for any).
+func policyAccounts(statements []any) []string {
+	var out []string
+	for _, v := range statements {
+		st := object(v)
+		if text(st["Effect"]) != "Allow" {
+			continue
+		}
+		principal := st["Principal"]
+		if m := object(principal); m != nil {
+			principal = m["AWS"]
+		}
+		for _, v := range append(list(principal), principal) {
+			if s, ok := v.(string); ok {
+				out = append(out, strings.TrimSuffix(strings.TrimPrefix(s, "arn:aws:iam::"), ":root"))
+			}
+		}
+	}
+	return out
 }

@@ -8,20 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/secretslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
 )
 
-// A Place is one account in one region: its own SQS, SNS, Parameter Store, CloudFormation
-// and default event bus, as AWS keeps them apart. The emulator makes a place on the first
+// A Place is one account in one region: its own SQS, SNS, Parameter Store, Secrets
+// Manager, CloudFormation and event buses, as AWS keeps them apart. The emulator makes a place on the first
 // request signed for it (the account from the credentials, the region from the signature)
 // and keeps its state under Options.Dir/accounts/ACCOUNT/REGION. S3 (bucket names are
 // global), STS, IAM roles and Lambda functions are the emulator's, not a place's.
@@ -31,13 +31,17 @@ type Place struct {
 	sqs             *sqslocal.Service
 	sns             *snslocal.Service
 	ssm             *ssmlocal.Service
+	secrets         *secretslocal.Service
 	cw              *cloudwatchlocal.Service
 	cfn             *cfnlocal.Service
 	services        map[string]http.Handler // by signing name
 
+	// dir keeps the place's state ("" in memory).
+	dir string
+
 	// Guarded by e.mu.
-	rules     map[string]*rule
-	busPolicy map[string][]string // accounts the default bus admits, by statement id
+	buses     map[string]*eventBus // by name, the default one made on first use
+	databases map[string]dbTarget  // the stacks' RDS instances and clusters, by identifier
 }
 
 // placesDir holds the state of every place but the home one.
@@ -57,7 +61,7 @@ func placeKey(account, region string) string { return account + "/" + region }
 // newPlace makes the services of account in region, with their state under dir ("" in
 // memory).
 func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
-	p := &Place{e: e, account: account, region: region, rules: map[string]*rule{}, busPolicy: map[string][]string{}}
+	p := &Place{e: e, account: account, region: region, dir: dir, buses: map[string]*eventBus{}, databases: map[string]dbTarget{}}
 	sub := func(name string) string {
 		if dir == "" {
 			return ""
@@ -81,6 +85,13 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.sns.Close()
 		return nil, err
 	}
+	p.secrets, err = secretslocal.New(secretslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("secretsmanager"), Logger: o.Logger})
+	if err != nil {
+		p.sqs.Close()
+		p.sns.Close()
+		p.ssm.Close()
+		return nil, err
+	}
 	p.cw, err = cloudwatchlocal.New(cloudwatchlocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("cloudwatch"), Logger: o.Logger,
 		OnStateChange: func(string, string) {
 			if p.cfn != nil {
@@ -91,6 +102,7 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.sqs.Close()
 		p.sns.Close()
 		p.ssm.Close()
+		p.secrets.Close()
 		return nil, err
 	}
 	p.cfn, err = cfnlocal.New(cfnlocal.Options{
@@ -102,6 +114,7 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		},
 		PutEvent:              p.PutEvent,
 		SSMParameter:          p.ssmParameter,
+		DynamicReference:      p.dynamicReference,
 		Alarm:                 p.cw.State,
 		Providers:             p.providers(),
 		FunctionRuns:          e.functionRuns,
@@ -115,10 +128,21 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.sqs.Close()
 		p.sns.Close()
 		p.ssm.Close()
+		p.secrets.Close()
 		p.cw.Close()
 		return nil, err
 	}
-	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "monitoring": p.cw, "cloudformation": p.cfn}
+	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "secretsmanager": p.secrets, "monitoring": p.cw,
+		"cloudformation": p.cfn, "events": eventsAPI{p}}
+	if err := p.loadEvents(); err != nil {
+		p.sqs.Close()
+		p.sns.Close()
+		p.ssm.Close()
+		p.secrets.Close()
+		p.cw.Close()
+		p.cfn.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -229,6 +253,7 @@ func (e *Emulator) closePlaces() {
 		p.cfn.Close()
 		p.sns.Close()
 		p.ssm.Close()
+		p.secrets.Close()
 		p.cw.Close()
 	}
 }
@@ -305,6 +330,9 @@ func (p *Place) SNS() *snslocal.Service { return p.sns }
 // SSM returns the place's Parameter Store, for in-process callers.
 func (p *Place) SSM() *ssmlocal.Service { return p.ssm }
 
+// SecretsManager returns the place's Secrets Manager, for in-process callers.
+func (p *Place) SecretsManager() *secretslocal.Service { return p.secrets }
+
 // CloudWatch returns the place's CloudWatch alarms, for in-process callers.
 func (p *Place) CloudWatch() *cloudwatchlocal.Service { return p.cw }
 
@@ -359,33 +387,4 @@ func (p *Place) ssmParameter(name, typ string) (string, error) {
 		return cfnlocal.PublicParameter(name, typ), nil
 	}
 	return "", fmt.Errorf("Unable to fetch parameters [%s] from parameter store for this account.", name)
-}
-
-// admits reports whether the place's default bus takes events from account: its own
-// always, others when an AWS::Events::EventBusPolicy admits them.
-func (p *Place) admits(account string) bool {
-	if account == p.account {
-		return true
-	}
-	p.e.mu.Lock()
-	defer p.e.mu.Unlock()
-	for _, accounts := range p.busPolicy {
-		for _, a := range accounts {
-			if a == "*" || a == account {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (p *Place) busPolicyAccounts() []string {
-	p.e.mu.Lock()
-	defer p.e.mu.Unlock()
-	var out []string
-	for _, accounts := range p.busPolicy {
-		out = append(out, accounts...)
-	}
-	sort.Strings(out)
-	return out
 }

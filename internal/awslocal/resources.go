@@ -30,7 +30,13 @@ func (p *Place) providers() map[string]cfnlocal.Provider {
 		"AWS::CloudWatch::Alarm":      p.alarmProvider(),
 		"AWS::Events::Rule":           p.ruleProvider(),
 		"AWS::Events::EventBusPolicy": p.busPolicyProvider(),
+		"AWS::Events::EventBus":       p.eventBusProvider(),
 		"AWS::IAM::Role":              p.roleProvider(),
+
+		"AWS::SecretsManager::Secret":                 p.secretProvider(),
+		"AWS::SecretsManager::SecretTargetAttachment": p.secretTargetAttachmentProvider(),
+		"AWS::RDS::DBInstance":                        p.databaseProvider(false),
+		"AWS::RDS::DBCluster":                         p.databaseProvider(true),
 	}
 	if p.account == p.e.opts.AccountID && p.region == p.e.opts.Region {
 		out["AWS::Scheduler::Schedule"] = p.scheduleProvider()
@@ -98,4 +104,4 @@ func orDefault(s, d string) string {
 
 func patternParse(doc string) (*pattern.Pattern, error) { return pattern.Parse([]byte(doc)) }
 
-func sqslocalDefaults() map[string]string { return sqslocal.Defaults() }
+func sqslocalDefaults(fifo bool) map[string]string { return sqslocal.Defaults(fifo) }

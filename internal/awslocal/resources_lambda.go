@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -105,14 +106,41 @@ func (e *Emulator) functionCode(code map[string]any) (FunctionCode, error) {
 	return c, nil
 }
 
+// streamSource matches the event sources Lambda reads as streams: DynamoDB tables'
+// streams and Kinesis data streams.
+var streamSource = regexp.MustCompile(`^arn:aws:(dynamodb:[^:]*:\d{12}:table/[^/]+/stream/.+|kinesis:[^:]*:\d{12}:stream/.+)$`)
+
+// eventSourceMappingProvider makes AWS::Lambda::EventSourceMapping: from an SQS queue, a
+// poller invoking the function's in-process handler as Lambda does; from a DynamoDB or
+// Kinesis stream (the emulator simulates tables and streams, so no record ever comes), a
+// mapping Lambda would accept, checked as Lambda checks it, that invokes nothing.
 func (p *Place) eventSourceMappingProvider() cfnlocal.Provider {
 	e := p.e
 	install := func(r cfnlocal.Resource) error {
 		source := text(r.Props["EventSourceArn"])
-		if !strings.HasPrefix(source, "arn:aws:sqs:") {
-			return fmt.Errorf("event source %s: the emulator maps SQS queues only", source)
-		}
 		fn := functionName(text(r.Props["FunctionName"]))
+		if streamSource.MatchString(source) {
+			if !e.functionExists(fn) {
+				return fmt.Errorf("Function not found: %s", e.functionARN(fn))
+			}
+			switch pos := text(r.Props["StartingPosition"]); pos {
+			case "TRIM_HORIZON", "LATEST", "AT_TIMESTAMP":
+			case "":
+				return fmt.Errorf("StartingPosition is required for an event source mapping from a stream (%s): TRIM_HORIZON, LATEST or AT_TIMESTAMP", source)
+			default:
+				return fmt.Errorf("StartingPosition %s is not valid: TRIM_HORIZON, LATEST or AT_TIMESTAMP", pos)
+			}
+			if v := text(r.Props["BatchSize"]); v != "" {
+				if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 10000 {
+					return fmt.Errorf("BatchSize %s is not valid for a stream: 1 to 10000", v)
+				}
+			}
+			e.log.Info("event source mapping from a stream recorded: the emulator simulates the stream, so no records come", "source", source, "function", fn)
+			return nil
+		}
+		if !strings.HasPrefix(source, "arn:aws:sqs:") {
+			return fmt.Errorf("event source %s: the emulator maps SQS queues and (recorded, never invoked) DynamoDB and Kinesis streams only", source)
+		}
 		if !e.functionExists(fn) {
 			return fmt.Errorf("Function not found: %s", e.functionARN(fn))
 		}

@@ -9,7 +9,8 @@ import (
 
 // queueAttributes maps AWS::SQS::Queue properties to SetQueueAttributes attributes.
 var queueAttributes = []string{"DelaySeconds", "MaximumMessageSize", "MessageRetentionPeriod", "ReceiveMessageWaitTimeSeconds",
-	"VisibilityTimeout", "RedrivePolicy", "RedriveAllowPolicy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled"}
+	"VisibilityTimeout", "RedrivePolicy", "RedriveAllowPolicy", "KmsMasterKeyId", "KmsDataKeyReusePeriodSeconds", "SqsManagedSseEnabled",
+	"ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"}
 
 func queueAttrs(props map[string]any) map[string]string {
 	out := map[string]string{}
@@ -21,17 +22,27 @@ func queueAttrs(props map[string]any) map[string]string {
 	return out
 }
 
+// queueName is the name of a stack's queue: its QueueName, or the name CloudFormation
+// generates, which for a FIFO queue ends in .fifo.
+func queueName(r cfnlocal.Resource) string {
+	if text(r.Props["FifoQueue"]) != "true" || r.Props["QueueName"] != nil {
+		return r.Name("QueueName", 80)
+	}
+	return r.Name("QueueName", 75) + ".fifo"
+}
+
 func (p *Place) queueProvider() cfnlocal.Provider {
 	return cfnlocal.Provider{
 		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
-			if text(r.Props["FifoQueue"]) == "true" {
-				return "", nil, fmt.Errorf("FIFO queues are not emulated by cairn's local SQS; use a standard queue")
-			}
-			name := r.Name("QueueName", 80)
+			name := queueName(r)
 			if p.sqs.Exists(p.sqs.QueueARN(name)) {
 				return "", nil, fmt.Errorf("%s already exists", name)
 			}
-			url, err := p.sqs.CreateQueue(name, queueAttrs(r.Props))
+			attrs := queueAttrs(r.Props)
+			if text(r.Props["FifoQueue"]) == "true" {
+				attrs["FifoQueue"] = "true"
+			}
+			url, err := p.sqs.CreateQueue(name, attrs)
 			if err != nil {
 				return "", nil, err
 			}
@@ -44,7 +55,7 @@ func (p *Place) queueProvider() cfnlocal.Provider {
 		},
 		Update: func(_ context.Context, r cfnlocal.Resource, old map[string]any) (map[string]any, error) {
 			attrs := queueAttrs(r.Props)
-			defaults := sqslocalDefaults()
+			defaults := sqslocalDefaults(text(r.Props["FifoQueue"]) == "true")
 			for k := range queueAttrs(old) {
 				if _, kept := attrs[k]; !kept {
 					// A property removed from the template goes back to its default.

@@ -31,6 +31,9 @@ func (s *Service) sendCustomResource(st *stack, r *resource, reqType string, old
 		}
 	}
 	op.Due = t.Add(timeout)
+	// A custom resource gets the values of ssm references, and secure ones as written.
+	props, _ := s.resolveRefs(r.Props, false)
+	old, _ := s.resolveRefs(oldProps, false)
 	req := map[string]any{
 		"RequestType":        reqType,
 		"ResponseURL":        strings.TrimRight(s.o.BaseURL(), "/") + ResponsePath + reqID,
@@ -38,16 +41,16 @@ func (s *Service) sendCustomResource(st *stack, r *resource, reqType string, old
 		"RequestId":          reqID,
 		"ResourceType":       r.Type,
 		"LogicalResourceId":  r.LogicalID,
-		"ResourceProperties": stringifyScalars(r.Props),
+		"ResourceProperties": stringifyScalars(props),
 	}
 	if reqType != "Create" {
 		req["PhysicalResourceId"] = r.PhysicalID
 	}
 	if reqType == "Update" {
-		req["OldResourceProperties"] = stringifyScalars(oldProps)
+		req["OldResourceProperties"] = stringifyScalars(old)
 	}
 	if reqType == "Delete" && r.Props == nil {
-		req["ResourceProperties"] = stringifyScalars(oldProps)
+		req["ResourceProperties"] = stringifyScalars(old)
 	}
 	b, _ := json.Marshal(req)
 	msg := string(b)

@@ -178,6 +178,9 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 			if err == nil {
 				err = propertiesError(sp.LogicalID, d.Type, props)
 			}
+			if err == nil {
+				_, err = s.resolveRefs(props, !isCustomType(d.Type)) // a reference that does not resolve fails the resource
+			}
 		}
 		cur := st.Resources[sp.LogicalID]
 		if sp.Action == "create" || cur == nil || cur.Status == "DELETE_COMPLETE" {

@@ -70,26 +70,43 @@ func (s *Service) provided(st *stack, r *resource) Resource {
 		Props: r.Props, Attrs: r.Attrs, Name: c.name}
 }
 
-// provide runs the Provider of r's type for a step (reqType Create, Update or Delete); it
-// returns the failure reason, "" on success. Called with mu held.
+// providedWith is r as its Provider sees it with props, the values of its dynamic
+// references in place (a name property holding one names the resource with the value).
+func (s *Service) providedWith(st *stack, r *resource, props map[string]any) Resource {
+	c := s.idCtx(st, r)
+	c.props = props
+	return Resource{StackName: st.Name, StackID: st.ID, LogicalID: r.LogicalID, Type: r.Type, PhysicalID: r.PhysicalID,
+		Props: props, Attrs: r.Attrs, Name: c.name}
+}
+
+// provide runs the Provider of r's type for a step (reqType Create, Update or Delete),
+// with the values of the dynamic references in the properties; it returns the failure
+// reason, "" on success. Called with mu held.
 func (s *Service) provide(st *stack, r *resource, reqType string, oldProps map[string]any, t time.Time) string {
 	p, ok := s.o.Providers[r.Type]
 	if !ok {
 		return ""
 	}
 	ctx := context.Background()
-	var err error
+	props, err := s.resolveRefs(r.Props, true)
+	if err == nil {
+		oldProps, err = s.resolveRefs(oldProps, true)
+	}
+	if err != nil && reqType != "Delete" { // a resource is deleted whatever its references became
+		return err.Error()
+	}
+	given := s.providedWith(st, r, props)
 	switch reqType {
 	case "Create":
 		if p.Create == nil {
 			return ""
 		}
-		proposed := physicalID(r.Type, s.idCtx(st, r))
+		c := s.idCtx(st, r)
+		c.props = props
+		given.PhysicalID = physicalID(r.Type, c) // the one CloudFormation would choose
 		var attrs map[string]any
-		rr := s.provided(st, r)
-		rr.PhysicalID = proposed
 		var phys string
-		if phys, attrs, err = p.Create(ctx, rr); err == nil {
+		if phys, attrs, err = p.Create(ctx, given); err == nil {
 			r.PhysicalID, r.Attrs = phys, attrs
 			s.addEvent(st, t, r.LogicalID, r.PhysicalID, r.Type, r.Status, "Resource creation Initiated", r.Props)
 		}
@@ -98,12 +115,13 @@ func (s *Service) provide(st *stack, r *resource, reqType string, oldProps map[s
 			return ""
 		}
 		var attrs map[string]any
-		if attrs, err = p.Update(ctx, s.provided(st, r), oldProps); err == nil && attrs != nil {
+		if attrs, err = p.Update(ctx, given, oldProps); err == nil && attrs != nil {
 			r.Attrs = attrs
 		}
 	case "Delete":
+		err = nil
 		if p.Delete != nil && r.PhysicalID != "" {
-			err = p.Delete(ctx, s.provided(st, r))
+			err = p.Delete(ctx, given)
 		}
 	}
 	if err != nil {
@@ -133,7 +151,8 @@ func (s *Service) restore() {
 			if !ok || p.Restore == nil || r.PhysicalID == "" || !exists(r) {
 				continue
 			}
-			if err := p.Restore(context.Background(), s.provided(st, r)); err != nil {
+			props, _ := s.resolveRefs(r.Props, true)
+			if err := p.Restore(context.Background(), s.providedWith(st, r, props)); err != nil {
 				s.log.Warn("cloudformation emulator: could not restore a stack resource", "stack", st.Name, "resource", n, "err", err)
 			}
 		}
@@ -178,8 +197,9 @@ func (s *Service) readLive(st *stack, r *resource) (map[string]any, bool) {
 			return nil, false
 		} else {
 			for k, v := range live {
-				if want, inTemplate := r.Props[k]; inTemplate {
-					// Drift compares the properties the template sets, as CloudFormation does.
+				// Drift compares the properties the template sets, as CloudFormation does,
+				// but not those holding a dynamic reference.
+				if want, inTemplate := r.Props[k]; inTemplate && !hasDynamicRef(want) {
 					actual[k] = trimTo(v, want)
 				}
 			}

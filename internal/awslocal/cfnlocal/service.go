@@ -60,6 +60,11 @@ type Options struct {
 	// SSMParameter resolves AWS::SSM::Parameter::Value<...> parameters; by default a
 	// deterministic fake value (an ami- id for image ids) is used.
 	SSMParameter func(name, typ string) (string, error)
+	// DynamicReference resolves the key of a {{resolve:SERVICE:KEY}} dynamic reference
+	// (SERVICE ssm, ssm-secure or secretsmanager) to its value, failing in the words of
+	// AWS (ErrReferenceNotFound, wrapped, for an ssm parameter that does not exist); nil
+	// leaves references as written. See dynamic.go for when it is called.
+	DynamicReference func(service, key string) (string, error)
 	// Providers make the real resources of the types they serve (see Provider), by type.
 	Providers map[string]Provider
 	// FunctionRuns reports whether the Lambda function of an ARN runs in process (a handler

@@ -378,6 +378,9 @@ func (s *Service) planImports(st *stack, body string, params map[string]string, 
 		return nil, err
 	}
 	p.outputs = outs
+	if err := s.checkDynamicRefs(p); err != nil {
+		return nil, err
+	}
 	sort.Strings(imports)
 	p.imports = dedupe(imports)
 	return p, nil

@@ -84,6 +84,9 @@ func New(opts Options) (*Service, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if err := checkLayout(); err != nil {
+		return nil, err
+	}
 	s := &Service{opts: opts, notif: map[string]*notificationConfiguration{}, policies: map[string]string{}}
 	seed := opts.Clock.Now().UnixNano()
 	var records []record
@@ -99,7 +102,7 @@ func New(opts Options) (*Service, error) {
 	}
 	ts := timeSource{s}
 	s.backend = s3mem.New(s3mem.WithTimeSource(ts), s3mem.WithVersionSeed(seed))
-	fake := gofakes3.New(listedBackend{s.backend},
+	fake := gofakes3.New(listedBackend{Backend: s.backend, now: ts.Now},
 		gofakes3.WithTimeSource(ts),
 		gofakes3.WithTimeSkewLimit(0), // a fake clock may be far from the signer's
 		gofakes3.WithIntegrityCheck(true),
@@ -202,6 +205,13 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request) {
 		s.servePolicy(w, r, bucket)
 		return
 	}
+	if s.markerVersion(w, r, bucket, key) || s.behindMarker(w, r, bucket, key) {
+		return
+	}
+	if q := r.URL.Query(); r.Method == http.MethodGet && key == "" && bucket != "" && q.Get("list-type") == "2" {
+		s.listV2(w, r)
+		return
+	}
 	s.handler.ServeHTTP(w, r)
 	if q := r.URL.Query(); r.Method == http.MethodDelete && key == "" && bucket != "" && (len(q) == 0 || len(q) == 1 && q.Has("x-id")) {
 		if exists, _ := s.backend.BucketExists(r.Context(), bucket); !exists {
@@ -209,6 +219,89 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request) {
 			delete(s.policies, bucket)
 		}
 	}
+}
+
+// markerVersion answers a GET or HEAD of a delete marker's own version as S3 does, with
+// 405 Method Not Allowed and x-amz-delete-marker: true (gofakes3 answers 404); it
+// reports whether r was such a request.
+// See https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html ("If the
+// specified version is a delete marker, the response returns a 405 Method Not Allowed
+// error and the Last-Modified: timestamp response header").
+func (s *Service) markerVersion(w http.ResponseWriter, r *http.Request, bucket, key string) bool {
+	q := r.URL.Query()
+	id := q.Get("versionId")
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || key == "" || id == "" || q.Has("tagging") || q.Has("acl") {
+		return false
+	}
+	obj, err := s.backend.HeadObjectVersion(bucket, key, gofakes3.VersionID(id))
+	if err != nil || !obj.IsDeleteMarker {
+		return false
+	}
+	w.Header().Set("x-amz-delete-marker", "true")
+	w.Header().Set("x-amz-version-id", id)
+	w.Header().Set("Allow", "DELETE")
+	if at, ok := s.versionTime(bucket, key, id); ok {
+		w.Header().Set("Last-Modified", at.UTC().Format(http.TimeFormat))
+	}
+	writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed", "The specified method is not allowed against this resource.", "",
+		[2]string{"Method", r.Method}, [2]string{"ResourceType", "DeleteMarker"})
+	return true
+}
+
+// behindMarker answers a GET or HEAD of a key whose current version is a delete marker as
+// S3 does: 404 NoSuchKey with x-amz-delete-marker: true and the marker's version id
+// (gofakes3's s3mem answers a plain 404). It reports whether r was such a request.
+// See https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html ("If the current
+// version of the object is a delete marker, Amazon S3 behaves as if the object was deleted
+// and includes x-amz-delete-marker: true in the response").
+func (s *Service) behindMarker(w http.ResponseWriter, r *http.Request, bucket, key string) bool {
+	q := r.URL.Query()
+	q.Del("x-id")
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || key == "" || len(q) > 0 {
+		return false
+	}
+	id, ok := currentMarker(s.backend, bucket, key)
+	if !ok {
+		return false
+	}
+	w.Header().Set("x-amz-delete-marker", "true")
+	w.Header().Set("x-amz-version-id", id)
+	writeError(w, http.StatusNotFound, "NoSuchKey", "The specified key does not exist.", "", [2]string{"Key", key})
+	return true
+}
+
+// versionTime returns when the version id of bucket/key was made.
+func (s *Service) versionTime(bucket, key, id string) (time.Time, bool) {
+	list, err := s.backend.ListBucketVersions(bucket, &gofakes3.Prefix{Prefix: key, HasPrefix: true}, nil)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, v := range list.Versions {
+		if m, ok := v.(*gofakes3.DeleteMarker); ok && m.Key == key && string(m.VersionID) == id {
+			return m.LastModified.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// listV2 serves ListObjectsV2 through gofakes3, adding the KeyCount it leaves out when it
+// is 0 (S3 always sends it: "KeyCount is the number of keys returned with this request",
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html).
+func (s *Service) listV2(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, r)
+	body := rec.Body.Bytes()
+	if rec.Code == http.StatusOK && !bytes.Contains(body, []byte("<KeyCount>")) {
+		if i := bytes.LastIndex(body, []byte("</ListBucketResult>")); i >= 0 {
+			body = append(body[:i:i], append([]byte("<KeyCount>0</KeyCount>"), body[i:]...)...)
+		}
+	}
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	w.Write(body)
 }
 
 // writes reports whether r writes an object: PutObject or CompleteMultipartUpload.
@@ -361,9 +454,13 @@ func writeError(w http.ResponseWriter, status int, code, message, bucket string,
 
 func xmlEscape(b *bytes.Buffer, s string) { xml.EscapeText(b, []byte(s)) }
 
-// listedBackend hides keys whose current version is a delete marker from object listings,
-// as S3 does; s3mem lists them.
-type listedBackend struct{ *s3mem.Backend }
+// listedBackend is s3mem as S3 behaves where they differ: listings hide keys whose current
+// version is a delete marker and give no continuation after the last page, and a deletion
+// never leaves a key without a current version (see restoreCurrent).
+type listedBackend struct {
+	*s3mem.Backend
+	now func() time.Time
+}
 
 func (b listedBackend) ListBucket(ctx context.Context, name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
 	list, err := b.Backend.ListBucket(ctx, name, prefix, page)
@@ -378,7 +475,59 @@ func (b listedBackend) ListBucket(ctx context.Context, name string, prefix *gofa
 		kept = append(kept, c)
 	}
 	list.Contents = kept
+	if !list.IsTruncated {
+		// s3mem sets NextMarker whenever a page is full, also when it is the last; S3 gives
+		// a NextContinuationToken (and a V1 NextMarker) only when IsTruncated is true.
+		list.NextMarker = ""
+	}
 	return list, nil
+}
+
+// DeleteObjectVersion deletes a version; when it was the current one, the newest
+// remaining version becomes current, as in S3.
+func (b listedBackend) DeleteObjectVersion(bucket, key string, id gofakes3.VersionID) (gofakes3.ObjectDeleteResult, error) {
+	res, err := b.Backend.DeleteObjectVersion(bucket, key, id)
+	if err == nil {
+		err = restoreCurrent(b.Backend, bucket, key, false, b.now())
+	}
+	return res, err
+}
+
+// DeleteObject deletes a key; on a bucket whose versioning is suspended, with older
+// versions kept, a null delete marker becomes current, as in S3.
+func (b listedBackend) DeleteObject(ctx context.Context, bucket, key string) (gofakes3.ObjectDeleteResult, error) {
+	res, err := b.Backend.DeleteObject(ctx, bucket, key)
+	if err == nil {
+		err = b.afterDelete(bucket, key, &res)
+	}
+	return res, err
+}
+
+// DeleteMulti is DeleteObject for each key.
+func (b listedBackend) DeleteMulti(ctx context.Context, bucket string, keys ...string) (gofakes3.MultiDeleteResult, error) {
+	res, err := b.Backend.DeleteMulti(ctx, bucket, keys...)
+	if err == nil {
+		for _, k := range keys {
+			if err := b.afterDelete(bucket, k, nil); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, err
+}
+
+func (b listedBackend) afterDelete(bucket, key string, res *gofakes3.ObjectDeleteResult) error {
+	v, err := b.Backend.VersioningConfiguration(bucket)
+	if err != nil || v.Status != gofakes3.VersioningSuspended {
+		return err
+	}
+	if err := restoreCurrent(b.Backend, bucket, key, true, b.now()); err != nil {
+		return err
+	}
+	if id, ok := currentMarker(b.Backend, bucket, key); ok && res != nil {
+		res.IsDeleteMarker, res.VersionID = true, gofakes3.VersionID(id)
+	}
+	return nil
 }
 
 // ListBucketVersions lists each key's versions newest first, as S3 does (s3mem lists them

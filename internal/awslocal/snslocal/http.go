@@ -84,6 +84,8 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var id string
 		id, err = s.publishForm(r, f)
 		result = struct{ MessageId string }{id}
+	case "PublishBatch":
+		result, err = s.publishBatchForm(r, f)
 	case "":
 		err = &Error{Code: "MissingAction", Status: 400, Message: "Missing Action parameter"}
 	default:
@@ -97,24 +99,38 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) publishForm(r *http.Request, f map[string][]string) (string, error) {
-	get := func(k string) string {
-		if v := f[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	arn := get("TopicArn")
+	arn := first(f, "TopicArn")
 	if arn == "" {
-		arn = get("TargetArn")
+		arn = first(f, "TargetArn")
 	}
 	if arn == "" {
 		return "", invalid("TopicArn or TargetArn Reason: no value for required parameter")
 	}
+	message, attrs, err := messageForm(f, "")
+	if err != nil {
+		return "", err
+	}
+	return s.publish(r.Context(), arn, first(f, "Subject"), message, attrs)
+}
+
+// first returns the first value of a form field, "" when it has none.
+func first(f map[string][]string, k string) string {
+	if v := f[k]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// messageForm reads the message (with MessageStructure json, its sqs or default entry)
+// and message attributes a Publish request, or a PublishBatch entry (prefix
+// "PublishBatchRequestEntries.member.N."), carries.
+func messageForm(f map[string][]string, prefix string) (string, map[string]messageAttribute, error) {
+	get := func(k string) string { return first(f, prefix+k) }
 	message := get("Message")
 	if get("MessageStructure") == "json" {
 		var per map[string]string
 		if err := json.Unmarshal([]byte(message), &per); err != nil || per["default"] == "" {
-			return "", invalid("Message Structure - No default entry in JSON message body")
+			return "", nil, invalid("Message Structure - No default entry in JSON message body")
 		}
 		message = per["default"]
 		if v, ok := per["sqs"]; ok {
@@ -132,16 +148,94 @@ func (s *Service) publishForm(r *http.Request, f map[string][]string) (string, e
 		if b := get(p + "Value.BinaryValue"); b != "" {
 			raw, err := base64.StdEncoding.DecodeString(b)
 			if err != nil {
-				return "", invalid("The message attribute '%s' has an invalid binary value", name)
+				return "", nil, invalid("The message attribute '%s' has an invalid binary value", name)
 			}
 			a.BinaryValue = raw
 		}
 		if err := checkAttribute(name, a); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		attrs[name] = a
 	}
-	return s.publish(r.Context(), arn, get("Subject"), message, attrs)
+	return message, attrs, nil
+}
+
+// batchEntryID is what a PublishBatch entry id may be.
+var batchEntryID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+
+type batchSuccess struct {
+	Id, MessageId string
+}
+
+type batchFailure struct {
+	Id, Code, Message string
+	SenderFault       bool
+}
+
+// publishBatchForm publishes up to ten messages to one topic, as PublishBatch does: the
+// request fails as a whole when its entries are malformed or the topic does not exist;
+// otherwise each entry succeeds or fails on its own.
+// See https://docs.aws.amazon.com/sns/latest/api/API_PublishBatch.html
+func (s *Service) publishBatchForm(r *http.Request, f map[string][]string) (any, error) {
+	arn := first(f, "TopicArn")
+	if arn == "" {
+		return nil, invalid("TopicArn Reason: no value for required parameter")
+	}
+	var prefixes []string
+	for i := 1; ; i++ {
+		p := "PublishBatchRequestEntries.member." + strconv.Itoa(i) + "."
+		if _, ok := f[p+"Id"]; !ok {
+			break
+		}
+		prefixes = append(prefixes, p)
+	}
+	if len(prefixes) == 0 {
+		return nil, &Error{Code: "EmptyBatchRequest", Status: 400, Message: "The batch request doesn't contain any entries"}
+	}
+	if len(prefixes) > 10 {
+		return nil, &Error{Code: "TooManyEntriesInBatchRequest", Status: 400, Message: "The batch request contains more entries than permissible."}
+	}
+	seen := map[string]bool{}
+	total := 0
+	for _, p := range prefixes {
+		id := first(f, p+"Id")
+		if !batchEntryID.MatchString(id) {
+			return nil, &Error{Code: "InvalidBatchEntryId", Status: 400, Message: "The Id of a batch entry in a batch request doesn't abide by the specification."}
+		}
+		if seen[id] {
+			return nil, &Error{Code: "BatchEntryIdsNotDistinct", Status: 400, Message: "Two or more batch entries in the request have the same Id."}
+		}
+		seen[id] = true
+		total += len(first(f, p+"Message"))
+	}
+	if total > 256*1024 {
+		return nil, &Error{Code: "BatchRequestTooLong", Status: 400, Message: "The length of all the messages put together is more than the limit."}
+	}
+	if !s.Exists(arn) {
+		return nil, notFound("Topic does not exist")
+	}
+	var out struct {
+		Successful []batchSuccess `xml:"Successful>member"`
+		Failed     []batchFailure `xml:"Failed>member"`
+	}
+	for _, p := range prefixes {
+		id := first(f, p+"Id")
+		message, attrs, err := messageForm(f, p)
+		var msgID string
+		if err == nil {
+			msgID, err = s.publish(r.Context(), arn, first(f, p+"Subject"), message, attrs)
+		}
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				e = &Error{Code: "InternalError", Status: 500, Message: err.Error()}
+			}
+			out.Failed = append(out.Failed, batchFailure{Id: id, Code: e.Code, Message: e.Message, SenderFault: e.Status < 500})
+			continue
+		}
+		out.Successful = append(out.Successful, batchSuccess{Id: id, MessageId: msgID})
+	}
+	return out, nil
 }
 
 // mapParam reads a query-protocol map (prefix.N.key / prefix.N.value).

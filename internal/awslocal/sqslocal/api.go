@@ -13,6 +13,7 @@ import (
 type request struct {
 	QueueUrl, QueueName, QueueNamePrefix, NextToken string
 	MessageBody, ReceiptHandle                      string
+	MessageGroupId, MessageDeduplicationId          string
 	MaxResults, DelaySeconds                        *int
 	MaxNumberOfMessages, VisibilityTimeout          *int
 	WaitTimeSeconds                                 *int
@@ -26,6 +27,7 @@ type request struct {
 // entry is the union of the batch actions' entries.
 type entry struct {
 	Id, MessageBody, ReceiptHandle             string
+	MessageGroupId, MessageDeduplicationId     string
 	DelaySeconds, VisibilityTimeout            *int
 	MessageAttributes, MessageSystemAttributes map[string]attribute
 }
@@ -122,12 +124,14 @@ func (s *Service) do(ctx context.Context, action string, in *request) (any, erro
 		return empty{}, s.setQueueAttributes(name, in.Attributes)
 	case "SendMessage":
 		return s.sendMessage(name, &sendInput{MessageBody: in.MessageBody, DelaySeconds: in.DelaySeconds,
-			MessageAttributes: in.MessageAttributes, MessageSystemAttributes: in.MessageSystemAttributes})
+			MessageAttributes: in.MessageAttributes, MessageSystemAttributes: in.MessageSystemAttributes,
+			MessageGroupId: in.MessageGroupId, MessageDeduplicationId: in.MessageDeduplicationId})
 	case "SendMessageBatch":
 		entries := make([]sendBatchEntry, len(in.Entries))
 		for i, e := range in.Entries {
 			entries[i] = sendBatchEntry{Id: e.Id, sendInput: sendInput{MessageBody: e.MessageBody, DelaySeconds: e.DelaySeconds,
-				MessageAttributes: e.MessageAttributes, MessageSystemAttributes: e.MessageSystemAttributes}}
+				MessageAttributes: e.MessageAttributes, MessageSystemAttributes: e.MessageSystemAttributes,
+				MessageGroupId: e.MessageGroupId, MessageDeduplicationId: e.MessageDeduplicationId}}
 		}
 		return s.sendMessageBatch(name, entries)
 	case "ReceiveMessage":

@@ -231,6 +231,8 @@ func parseForm(action string, form url.Values) (*request, error) {
 		NextToken:                   form.Get("NextToken"),
 		MessageBody:                 form.Get("MessageBody"),
 		ReceiptHandle:               form.Get("ReceiptHandle"),
+		MessageGroupId:              form.Get("MessageGroupId"),
+		MessageDeduplicationId:      form.Get("MessageDeduplicationId"),
 		Attributes:                  formMap(form, "Attribute", "Name", "Value"),
 		Tags:                        formMap(form, "Tag", "Key", "Value"),
 		AttributeNames:              formList(form, "AttributeName"),
@@ -254,7 +256,8 @@ func parseForm(action string, form url.Values) (*request, error) {
 		return nil, err
 	}
 	for _, p := range members(form, action+"RequestEntry") {
-		e := entry{Id: form.Get(p + ".Id"), MessageBody: form.Get(p + ".MessageBody"), ReceiptHandle: form.Get(p + ".ReceiptHandle")}
+		e := entry{Id: form.Get(p + ".Id"), MessageBody: form.Get(p + ".MessageBody"), ReceiptHandle: form.Get(p + ".ReceiptHandle"),
+			MessageGroupId: form.Get(p + ".MessageGroupId"), MessageDeduplicationId: form.Get(p + ".MessageDeduplicationId")}
 		if e.DelaySeconds, err = formInt(form, p+".DelaySeconds"); err != nil {
 			return nil, err
 		}
@@ -315,6 +318,7 @@ type xmlSendResult struct {
 	MD5OfMessageBody             string
 	MD5OfMessageAttributes       string `xml:",omitempty"`
 	MD5OfMessageSystemAttributes string `xml:",omitempty"`
+	SequenceNumber               string `xml:",omitempty"`
 }
 
 // xmlResult shapes an action's output as the query protocol's <ActionResult> content;
@@ -339,12 +343,14 @@ func xmlResult(action string, out any) any {
 		return struct{ Tag []tag }{tags}
 	case *sendOutput:
 		return xmlSendResult{MessageId: o.MessageId, MD5OfMessageBody: o.MD5OfMessageBody,
-			MD5OfMessageAttributes: o.MD5OfMessageAttributes, MD5OfMessageSystemAttributes: o.MD5OfMessageSystemAttributes}
+			MD5OfMessageAttributes: o.MD5OfMessageAttributes, MD5OfMessageSystemAttributes: o.MD5OfMessageSystemAttributes,
+			SequenceNumber: o.SequenceNumber}
 	case *sendBatchOutput:
 		var ok []xmlSendResult
 		for _, r := range o.Successful {
 			ok = append(ok, xmlSendResult{Id: r.Id, MessageId: r.MessageId, MD5OfMessageBody: r.MD5OfMessageBody,
-				MD5OfMessageAttributes: r.MD5OfMessageAttributes, MD5OfMessageSystemAttributes: r.MD5OfMessageSystemAttributes})
+				MD5OfMessageAttributes: r.MD5OfMessageAttributes, MD5OfMessageSystemAttributes: r.MD5OfMessageSystemAttributes,
+				SequenceNumber: r.SequenceNumber})
 		}
 		return struct {
 			SendMessageBatchResultEntry []xmlSendResult

@@ -2,8 +2,11 @@ package sqslocal
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -14,7 +17,7 @@ import (
 	"unicode/utf8"
 )
 
-// queue is one standard queue with its messages, persisted as JSON.
+// queue is one queue (standard or FIFO) with its messages, persisted as JSON.
 type queue struct {
 	Name string `json:"name"`
 	// Attributes holds the settable attributes, defaults included.
@@ -23,6 +26,13 @@ type queue struct {
 	Created    time.Time         `json:"created"`
 	Modified   time.Time         `json:"modified"`
 	Messages   []*message        `json:"messages"`
+	// Purged is when the last PurgeQueue was accepted: another is refused for 60 seconds.
+	Purged time.Time `json:"purged,omitzero"`
+	// Sequence is the last SequenceNumber a FIFO queue gave a message.
+	Sequence uint64 `json:"sequence,omitempty"`
+	// Sent remembers a FIFO queue's accepted deduplication ids for five minutes, by scope
+	// key (the id, or group and id with DeduplicationScope messageGroup).
+	Sent map[string]sentRecord `json:"sent,omitempty"`
 
 	wake chan struct{} // closed and replaced when a message may have become receivable
 }
@@ -43,7 +53,26 @@ type message struct {
 	Receipt       string    `json:"receipt,omitempty"`
 	// DeadLetterSource is the ARN of the queue a redriven message came from.
 	DeadLetterSource string `json:"deadLetterSource,omitempty"`
+	// GroupID, DeduplicationID and Sequence are a FIFO queue's message group, the
+	// deduplication id the message was accepted under and its SequenceNumber.
+	GroupID         string `json:"groupId,omitempty"`
+	DeduplicationID string `json:"deduplicationId,omitempty"`
+	Sequence        string `json:"sequence,omitempty"`
 }
+
+// sentRecord is a FIFO message accepted under a deduplication id: a duplicate sent before
+// Until is accepted, answered with the first message's id and sequence number, and dropped.
+type sentRecord struct {
+	MessageID string    `json:"messageId"`
+	Sequence  string    `json:"sequence"`
+	Until     time.Time `json:"until"`
+}
+
+// deduplicationInterval is how long a FIFO queue remembers a deduplication id.
+const deduplicationInterval = 5 * time.Minute
+
+// purgeInterval is how long after a PurgeQueue another is refused.
+const purgeInterval = 60 * time.Second
 
 // attribute is a message attribute in the JSON protocol's shape.
 type attribute struct {
@@ -73,6 +102,14 @@ var intRanges = map[string][2]int{
 	"KmsDataKeyReusePeriodSeconds":  {60, 86400},
 }
 
+// fifoDefaults are the FIFO attributes a FIFO queue has when nobody set them.
+var fifoDefaults = map[string]string{
+	"FifoQueue":                 "true",
+	"ContentBasedDeduplication": "false",
+	"DeduplicationScope":        "queue",
+	"FifoThroughputLimit":       "perQueue",
+}
+
 // settable lists the attributes CreateQueue and SetQueueAttributes accept.
 var settable = map[string]bool{
 	"DelaySeconds": true, "MaximumMessageSize": true, "MessageRetentionPeriod": true,
@@ -81,13 +118,27 @@ var settable = map[string]bool{
 	"SqsManagedSseEnabled": true,
 }
 
+// fifoOnly lists the attributes only FIFO queues have (FifoQueue itself only at creation).
+var fifoOnly = map[string]bool{
+	"ContentBasedDeduplication": true, "DeduplicationScope": true, "FifoThroughputLimit": true,
+}
+
 // readOnly lists the attributes only GetQueueAttributes returns.
 var readOnly = []string{
 	"QueueArn", "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
 	"ApproximateNumberOfMessagesDelayed", "CreatedTimestamp", "LastModifiedTimestamp",
 }
 
-var queueNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+var (
+	queueNameRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+	fifoQueueNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,75}\.fifo$`)
+	// groupIDRE is what MessageGroupId and MessageDeduplicationId may hold: 1 to 128
+	// characters of a-z, A-Z, 0-9 and !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~.
+	groupIDRE = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`)
+)
+
+// fifo reports whether q is a FIFO queue.
+func (q *queue) fifo() bool { return q.Attributes["FifoQueue"] == "true" }
 
 func (q *queue) intAttr(name string) int {
 	n, _ := strconv.Atoi(q.Attributes[name])
@@ -141,14 +192,23 @@ func parseRedrive(v string) (redrivePolicy, error) {
 	return redrivePolicy{target: raw.Target, max: n}, nil
 }
 
-// checkAttributesLocked validates attributes a client wants to set.
-func (s *Service) checkAttributesLocked(attrs map[string]string) error {
+// checkAttributesLocked validates attributes a client wants to set on a queue that is
+// (or is made) FIFO or not.
+func (s *Service) checkAttributesLocked(attrs map[string]string, fifo bool) error {
 	for name, v := range attrs {
-		if name == "FifoQueue" || name == "ContentBasedDeduplication" || name == "DeduplicationScope" || name == "FifoThroughputLimit" {
-			if v == "false" {
-				continue
+		if fifoOnly[name] {
+			if !fifo {
+				return senderError("InvalidAttributeName", "", "Unknown Attribute %s.", name)
 			}
-			return senderError("InvalidAttributeValue", "", "Attribute %s: FIFO queues are not emulated by cairn's local SQS; use a standard queue", name)
+			allowed := map[string][]string{"ContentBasedDeduplication": {"true", "false"},
+				"DeduplicationScope": {"messageGroup", "queue"}, "FifoThroughputLimit": {"perQueue", "perMessageGroupId"}}[name]
+			if !slices.Contains(allowed, v) {
+				return senderError("InvalidAttributeValue", "", "Invalid value for the parameter %s: %q (want %s).", name, v, strings.Join(allowed, " or "))
+			}
+			continue
+		}
+		if name == "FifoQueue" {
+			continue // checked by CreateQueue, refused by SetQueueAttributes
 		}
 		if !settable[name] {
 			return senderError("InvalidAttributeName", "", "Unknown Attribute %s.", name)
@@ -171,9 +231,14 @@ func (s *Service) checkAttributesLocked(attrs map[string]string) error {
 					`Value %s for parameter RedrivePolicy is invalid. Reason: want {"deadLetterTargetArn":"arn:aws:sqs:...","maxReceiveCount":1..1000}.`, v)
 			}
 			if p.target != "" {
-				if _, ok := s.queues[p.target[strings.LastIndex(p.target, ":")+1:]]; !ok {
+				dlq, ok := s.queues[p.target[strings.LastIndex(p.target, ":")+1:]]
+				if !ok {
 					return senderError("InvalidAttributeValue", "",
 						"Value %s for parameter RedrivePolicy is invalid. Reason: Dead-letter target %s does not exist: create it first.", v, p.target)
+				}
+				if dlq.fifo() != fifo {
+					return senderError("InvalidParameterValue", "",
+						"Value %s for parameter RedrivePolicy is invalid. Reason: Dead-letter queue must be same type of queue as the source.", v)
 				}
 			}
 		}
@@ -193,15 +258,26 @@ func (s *Service) createQueue(in *createQueueInput) (*queueURLOutput, error) {
 	if in.QueueName == "" {
 		return nil, errMissingParameter("QueueName")
 	}
-	if strings.HasSuffix(in.QueueName, ".fifo") {
-		return nil, errInvalidParameter("Queue %s: FIFO queues are not emulated by cairn's local SQS; use a standard queue", in.QueueName)
+	fifo := false
+	switch v, ok := in.Attributes["FifoQueue"]; {
+	case !ok || v == "false":
+	case v == "true":
+		fifo = true
+	default:
+		return nil, senderError("InvalidAttributeValue", "", "Invalid value for the parameter FifoQueue: %q (want true or false).", v)
 	}
-	if !queueNameRE.MatchString(in.QueueName) {
+	switch {
+	case fifo && !fifoQueueNameRE.MatchString(in.QueueName):
+		return nil, errInvalidParameter("The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length (got %q).", in.QueueName)
+	case !fifo && strings.HasSuffix(in.QueueName, ".fifo"):
+		// SQS takes a name ending in .fifo as a FIFO queue's only with FifoQueue=true.
+		return nil, errInvalidParameter("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length (a FIFO queue's name ends in .fifo, and it needs the attribute FifoQueue=true; got %q)", in.QueueName)
+	case !fifo && !queueNameRE.MatchString(in.QueueName):
 		return nil, errInvalidParameter("Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length (got %q)", in.QueueName)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.checkAttributesLocked(in.Attributes); err != nil {
+	if err := s.checkAttributesLocked(in.Attributes, fifo); err != nil {
 		return nil, err
 	}
 	if q, ok := s.queues[in.QueueName]; ok {
@@ -218,7 +294,15 @@ func (s *Service) createQueue(in *createQueueInput) (*queueURLOutput, error) {
 	for k, v := range queueDefaults {
 		q.Attributes[k] = v
 	}
+	if fifo {
+		for k, v := range fifoDefaults {
+			q.Attributes[k] = v
+		}
+	}
 	for k, v := range in.Attributes {
+		if k == "FifoQueue" && !fifo {
+			continue // a standard queue has no FifoQueue attribute
+		}
 		q.Attributes[k] = v
 	}
 	if len(in.Tags) > 0 {
@@ -272,7 +356,13 @@ func (s *Service) purgeQueue(name string) error {
 	if err != nil {
 		return err
 	}
-	q.Messages = nil
+	now := s.clock.Now()
+	if !q.Purged.IsZero() && now.Before(q.Purged.Add(purgeInterval)) {
+		return senderError("PurgeQueueInProgress", "AWS.SimpleQueueService.PurgeQueueInProgress",
+			"Only one PurgeQueue operation on %s is allowed every 60 seconds (the last was %s ago): wait and purge again.",
+			name, now.Sub(q.Purged).Round(time.Second))
+	}
+	q.Messages, q.Purged = nil, now
 	s.persistLocked()
 	return nil
 }
@@ -314,7 +404,11 @@ func (s *Service) setQueueAttributes(name string, attrs map[string]string) error
 	if err != nil {
 		return err
 	}
-	if err := s.checkAttributesLocked(attrs); err != nil {
+	if _, ok := attrs["FifoQueue"]; ok {
+		// FifoQueue is given at creation only.
+		return senderError("InvalidAttributeName", "", "Unknown Attribute FifoQueue.")
+	}
+	if err := s.checkAttributesLocked(attrs, q.fifo()); err != nil {
 		return err
 	}
 	for k, v := range attrs {
@@ -362,7 +456,7 @@ func (s *Service) getQueueAttributes(name string, names []string) (map[string]st
 		if n == "All" {
 			return all, nil
 		}
-		if !settable[n] && !slices.Contains(readOnly, n) && n != "FifoQueue" && n != "ContentBasedDeduplication" {
+		if !settable[n] && !slices.Contains(readOnly, n) && n != "FifoQueue" && !fifoOnly[n] {
 			return nil, senderError("InvalidAttributeName", "", "Unknown Attribute %s.", n)
 		}
 		if v, ok := all[n]; ok {
@@ -392,6 +486,7 @@ type sendOutput struct {
 	MD5OfMessageBody             string
 	MD5OfMessageAttributes       string `json:",omitempty"`
 	MD5OfMessageSystemAttributes string `json:",omitempty"`
+	SequenceNumber               string `json:",omitempty"`
 }
 
 // validBody reports whether every character is one SQS accepts:
@@ -492,6 +587,15 @@ func (s *Service) sendLocked(q *queue, in *sendInput) (*sendOutput, error) {
 		}
 	}
 	now := s.clock.Now()
+	if q.fifo() {
+		return s.sendFIFOLocked(q, in, now)
+	}
+	if in.MessageDeduplicationId != "" {
+		return nil, errInvalidParameter("Value %s for parameter MessageDeduplicationId is invalid. Reason: The request includes a parameter that is not valid for this queue type.", in.MessageDeduplicationId)
+	}
+	if in.MessageGroupId != "" && !groupIDRE.MatchString(in.MessageGroupId) {
+		return nil, errInvalidParameter("Value %s for parameter MessageGroupId is invalid. Reason: 1 to 128 characters of a-z, A-Z, 0-9 and punctuation.", in.MessageGroupId)
+	}
 	m := &message{
 		ID:               newID(),
 		Body:             in.MessageBody,
@@ -511,6 +615,76 @@ func (s *Service) sendLocked(q *queue, in *sendInput) (*sendOutput, error) {
 		MD5OfMessageAttributes:       md5OfAttributes(m.Attributes),
 		MD5OfMessageSystemAttributes: md5OfAttributes(m.SystemAttributes),
 	}, nil
+}
+
+// sendFIFOLocked enqueues a message on a FIFO queue: in its group's order, with a
+// sequence number, once per deduplication id in five minutes (the explicit id, else the
+// SHA-256 of the body when the queue has ContentBasedDeduplication). A duplicate is
+// accepted and answered as the first was, and not delivered.
+// See https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/using-messagededuplicationid-property.html
+func (s *Service) sendFIFOLocked(q *queue, in *sendInput, now time.Time) (*sendOutput, error) {
+	if in.MessageGroupId == "" {
+		return nil, errMissingParameter("MessageGroupId")
+	}
+	if !groupIDRE.MatchString(in.MessageGroupId) {
+		return nil, errInvalidParameter("Value %s for parameter MessageGroupId is invalid. Reason: 1 to 128 characters of a-z, A-Z, 0-9 and punctuation.", in.MessageGroupId)
+	}
+	if in.DelaySeconds != nil && *in.DelaySeconds != 0 {
+		// FIFO queues take the queue's delay only.
+		return nil, errInvalidParameter("Value %d for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.", *in.DelaySeconds)
+	}
+	dedup := in.MessageDeduplicationId
+	switch {
+	case dedup != "" && !groupIDRE.MatchString(dedup):
+		return nil, errInvalidParameter("Value %s for parameter MessageDeduplicationId is invalid. Reason: 1 to 128 characters of a-z, A-Z, 0-9 and punctuation.", dedup)
+	case dedup == "" && q.Attributes["ContentBasedDeduplication"] != "true":
+		return nil, errInvalidParameter("The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+	case dedup == "":
+		sum := sha256.Sum256([]byte(in.MessageBody))
+		dedup = hex.EncodeToString(sum[:])
+	}
+	key := dedup
+	if q.Attributes["DeduplicationScope"] == "messageGroup" {
+		key = in.MessageGroupId + "\x00" + dedup
+	}
+	for k, r := range q.Sent {
+		if !now.Before(r.Until) {
+			delete(q.Sent, k)
+		}
+	}
+	out := &sendOutput{
+		MD5OfMessageBody:             md5Hex(in.MessageBody),
+		MD5OfMessageAttributes:       md5OfAttributes(in.MessageAttributes),
+		MD5OfMessageSystemAttributes: md5OfAttributes(in.MessageSystemAttributes),
+	}
+	if r, ok := q.Sent[key]; ok {
+		out.MessageId, out.SequenceNumber = r.MessageID, r.Sequence
+		return out, nil
+	}
+	q.Sequence = max(q.Sequence+1, uint64(now.UnixNano()))
+	m := &message{
+		ID:               newID(),
+		Body:             in.MessageBody,
+		Attributes:       in.MessageAttributes,
+		SystemAttributes: in.MessageSystemAttributes,
+		SenderID:         s.opts.AccountID,
+		Sent:             now,
+		VisibleAt:        now.Add(time.Duration(q.intAttr("DelaySeconds")) * time.Second),
+		GroupID:          in.MessageGroupId,
+		DeduplicationID:  dedup,
+		// SQS's sequence numbers are large increasing integers of 20 digits or more.
+		Sequence: fmt.Sprintf("%020d", q.Sequence),
+	}
+	if q.Sent == nil {
+		q.Sent = map[string]sentRecord{}
+	}
+	q.Sent[key] = sentRecord{MessageID: m.ID, Sequence: m.Sequence, Until: now.Add(deduplicationInterval)}
+	q.Messages = append(q.Messages, m)
+	if !m.VisibleAt.After(now) {
+		q.signalLocked()
+	}
+	out.MessageId, out.SequenceNumber = m.ID, m.Sequence
+	return out, nil
 }
 
 type batchError struct {
@@ -679,16 +853,24 @@ func (s *Service) takeLocked(q *queue, p receiveParams, now time.Time) []receive
 	dlqName, maxReceives, hasDLQ := q.redrive()
 	dlq := s.queues[dlqName]
 	out := []receivedMessage{}
+	var candidates []*message
+	if q.fifo() {
+		candidates = fifoCandidates(q, now)
+	} else {
+		for _, m := range q.Messages {
+			if !m.VisibleAt.After(now) {
+				candidates = append(candidates, m)
+			}
+		}
+	}
 	changed := false
-	for i := 0; i < len(q.Messages) && len(out) < p.max; i++ {
-		m := q.Messages[i]
-		if m.VisibleAt.After(now) {
-			continue
+	for _, m := range candidates {
+		if len(out) >= p.max {
+			break
 		}
 		changed = true
 		if hasDLQ && dlq != nil && dlq != q && m.ReceiveCount >= maxReceives {
-			q.Messages = slices.Delete(q.Messages, i, i+1)
-			i--
+			q.Messages = slices.DeleteFunc(q.Messages, func(x *message) bool { return x == m })
 			m.Receipt = ""
 			m.VisibleAt = now
 			m.DeadLetterSource = s.QueueARN(q.Name)
@@ -711,6 +893,37 @@ func (s *Service) takeLocked(q *queue, p receiveParams, now time.Time) []receive
 	return out
 }
 
+// fifoCandidates lists the messages of a FIFO queue a receive may take now, in the order
+// it takes them: a group with a message in flight (or not yet visible) gives none, so each
+// group is received in order, one batch at a time; and groups come one after the other,
+// the group of the oldest receivable message first, so that a receive returns as many
+// messages of one group as it can, as SQS does.
+// See https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/FIFO-queues-understanding-logic.html
+func fifoCandidates(q *queue, now time.Time) []*message {
+	blocked := map[string]bool{}
+	for _, m := range q.Messages {
+		if m.VisibleAt.After(now) {
+			blocked[m.GroupID] = true
+		}
+	}
+	var groups []string
+	byGroup := map[string][]*message{}
+	for _, m := range q.Messages {
+		if blocked[m.GroupID] {
+			continue
+		}
+		if _, ok := byGroup[m.GroupID]; !ok {
+			groups = append(groups, m.GroupID)
+		}
+		byGroup[m.GroupID] = append(byGroup[m.GroupID], m)
+	}
+	var out []*message
+	for _, g := range groups {
+		out = append(out, byGroup[g]...)
+	}
+	return out
+}
+
 // render shapes a message as ReceiveMessage returns it, with the requested attributes.
 func (s *Service) render(m *message, p receiveParams) receivedMessage {
 	r := receivedMessage{MessageId: m.ID, ReceiptHandle: m.Receipt, MD5OfBody: md5Hex(m.Body), Body: m.Body}
@@ -725,6 +938,13 @@ func (s *Service) render(m *message, p receiveParams) receivedMessage {
 	}
 	if m.DeadLetterSource != "" {
 		system["DeadLetterQueueSourceArn"] = m.DeadLetterSource
+	}
+	if m.GroupID != "" {
+		system["MessageGroupId"] = m.GroupID
+	}
+	if m.Sequence != "" {
+		system["MessageDeduplicationId"] = m.DeduplicationID
+		system["SequenceNumber"] = m.Sequence
 	}
 	for _, n := range p.systemAttrs {
 		if n == "All" {

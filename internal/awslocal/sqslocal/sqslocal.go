@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -293,11 +294,13 @@ func (s *Service) DeleteQueue(queueName string) error {
 	return s.deleteQueue(queueName)
 }
 
-// Defaults returns the value each settable attribute has when nobody set it.
-func Defaults() map[string]string {
-	out := map[string]string{}
-	for k, v := range queueDefaults {
-		out[k] = v
+// Defaults returns the value each settable attribute of a standard or FIFO queue has when
+// nobody set it.
+func Defaults(fifo bool) map[string]string {
+	out := maps.Clone(queueDefaults)
+	if fifo {
+		maps.Copy(out, fifoDefaults)
+		delete(out, "FifoQueue")
 	}
 	return out
 }

@@ -178,6 +178,10 @@ func TestCreateQueueRejects(t *testing.T) {
 		{"visibility out of range", "q2", map[string]string{"VisibilityTimeout": "50000"}, "InvalidAttributeValue"},
 		{"redrive to a missing queue", "q3", map[string]string{"RedrivePolicy": `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:nope","maxReceiveCount":3}`}, "InvalidAttributeValue"},
 		{"policy not json", "q4", map[string]string{"Policy": "{"}, "InvalidAttributeValue"},
+		{"fifo name without FifoQueue", "q5.fifo", nil, "InvalidParameterValue"},
+		{"FifoQueue without the .fifo suffix", "q6", map[string]string{"FifoQueue": "true"}, "InvalidParameterValue"},
+		{"ContentBasedDeduplication on a standard queue", "q7", map[string]string{"ContentBasedDeduplication": "true"}, "InvalidAttributeName"},
+		{"DeduplicationScope out of range", "q8.fifo", map[string]string{"FifoQueue": "true", "DeduplicationScope": "everything"}, "InvalidAttributeValue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -610,6 +614,17 @@ func TestPurgeQueue(t *testing.T) {
 	}
 	if a := e.attrs(t, url, types.QueueAttributeNameApproximateNumberOfMessages); a["ApproximateNumberOfMessages"] != "0" {
 		t.Fatalf("after purge: %v", a)
+	}
+	// A second purge within 60 seconds is refused, as SQS refuses it; after 60 it is taken.
+	e.clock.Advance(59 * time.Second)
+	_, err := e.sqs.PurgeQueue(e.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)})
+	var busy *types.PurgeQueueInProgress
+	if !errors.As(err, &busy) {
+		t.Fatalf("second purge within 60s: err = %v, want PurgeQueueInProgress", err)
+	}
+	e.clock.Advance(time.Second)
+	if _, err := e.sqs.PurgeQueue(e.ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(url)}); err != nil {
+		t.Fatalf("purge 60s after the last: %v", err)
 	}
 }
 

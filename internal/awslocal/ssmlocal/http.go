@@ -104,6 +104,25 @@ func (s *Service) call(action string, body []byte) (any, error) {
 			out["NextToken"] = next
 		}
 		return out, nil
+	case "GetParameterHistory":
+		var in struct {
+			Name           string
+			WithDecryption bool
+			MaxResults     int
+			NextToken      string
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		hs, next, err := s.History(in.Name, in.WithDecryption, in.MaxResults, in.NextToken)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]any{"Parameters": orEmpty(hs)}
+		if next != "" {
+			out["NextToken"] = next
+		}
+		return out, nil
 	case "DeleteParameter":
 		var in struct{ Name string }
 		if err := decode(&in); err != nil {
@@ -111,7 +130,7 @@ func (s *Service) call(action string, body []byte) (any, error) {
 		}
 		return struct{}{}, s.Delete(in.Name)
 	}
-	return nil, &Error{Code: "InvalidAction", Message: fmt.Sprintf("The action %s is not valid for this endpoint (the local emulator serves PutParameter, GetParameter, GetParameters, GetParametersByPath and DeleteParameter)", action), Status: 400}
+	return nil, &Error{Code: "InvalidAction", Message: fmt.Sprintf("The action %s is not valid for this endpoint (the local emulator serves PutParameter, GetParameter, GetParameters, GetParametersByPath, GetParameterHistory and DeleteParameter)", action), Status: 400}
 }
 
 func orEmpty[T any](l []T) []T {

@@ -1,6 +1,6 @@
 // Package ssmlocal emulates AWS Systems Manager Parameter Store (AWS JSON 1.1, the protocol
 // the SDKs and the AWS CLI speak) for cairn's local mode: PutParameter, GetParameter,
-// GetParameters, GetParametersByPath and DeleteParameter, with versions, String,
+// GetParameters, GetParametersByPath, GetParameterHistory and DeleteParameter, with versions, String,
 // StringList and SecureString parameters. SecureString values are kept encrypted (AES-GCM
 // under a key of the emulator's own, as KMS's alias/aws/ssm would), on disk too, and
 // returned in clear only WithDecryption. It is a test double of AWS, never a production
@@ -8,15 +8,10 @@
 package ssmlocal
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -25,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/atrest"
 	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -42,7 +38,7 @@ type Options struct {
 // Service is one emulated Parameter Store.
 type Service struct {
 	opts Options
-	gcm  cipher.AEAD
+	key  *atrest.Key
 
 	mu     sync.Mutex
 	params map[string]*parameter
@@ -63,6 +59,19 @@ type parameter struct {
 	Tags           map[string]string `json:"tags,omitempty"`
 	// History keeps earlier versions' values, for Name:VERSION selectors.
 	History map[int64]string `json:"history,omitempty"`
+	// Earlier keeps the rest of what earlier versions were, for GetParameterHistory (state
+	// written before it existed lacks it: those versions show their value and type only).
+	Earlier map[int64]earlier `json:"earlier,omitempty"`
+}
+
+// earlier is what an earlier version of a parameter was, besides its type and value.
+type earlier struct {
+	Modified       time.Time `json:"modified"`
+	Description    string    `json:"description,omitempty"`
+	KeyID          string    `json:"keyId,omitempty"`
+	AllowedPattern string    `json:"allowedPattern,omitempty"`
+	DataType       string    `json:"dataType,omitempty"`
+	Tier           string    `json:"tier,omitempty"`
 }
 
 // Error is an SSM API error.
@@ -96,39 +105,14 @@ func New(o Options) (*Service, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{opts: o, params: map[string]*parameter{}}
-	key := make([]byte, 32)
+	var err error
+	if s.key, err = atrest.Open(o.Dir); err != nil {
+		return nil, fmt.Errorf("ssm emulator: %w", err)
+	}
 	if o.Dir != "" {
-		if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("ssm emulator: create state folder: %w", err)
-		}
-		b, err := os.ReadFile(filepath.Join(o.Dir, "key"))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if _, err := rand.Read(key); err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(filepath.Join(o.Dir, "key"), key, 0o600); err != nil {
-				return nil, fmt.Errorf("ssm emulator: write key: %w", err)
-			}
-		case err != nil:
-			return nil, fmt.Errorf("ssm emulator: read key: %w", err)
-		case len(b) != 32:
-			return nil, fmt.Errorf("ssm emulator: key %s is not 32 bytes: delete the folder to start afresh", filepath.Join(o.Dir, "key"))
-		default:
-			key = b
-		}
 		if err := statefile.Read(s.path(), &s.params); err != nil {
 			return nil, fmt.Errorf("ssm emulator: %w", err)
 		}
-	} else if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	if s.gcm, err = cipher.NewGCM(block); err != nil {
-		return nil, err
 	}
 	return s, nil
 }
@@ -158,20 +142,12 @@ func (s *Service) persistLocked() {
 	}
 }
 
-func (s *Service) encrypt(plain string) string {
-	nonce := make([]byte, s.gcm.NonceSize())
-	_, _ = rand.Read(nonce)
-	return base64.StdEncoding.EncodeToString(s.gcm.Seal(nonce, nonce, []byte(plain), nil))
-}
+func (s *Service) encrypt(plain string) string { return s.key.Seal([]byte(plain)) }
 
 func (s *Service) decrypt(blob string) (string, error) {
-	b, err := base64.StdEncoding.DecodeString(blob)
-	if err != nil || len(b) < s.gcm.NonceSize() {
-		return "", errors.New("ssm emulator: a SecureString value is not what the emulator encrypted")
-	}
-	plain, err := s.gcm.Open(nil, b[:s.gcm.NonceSize()], b[s.gcm.NonceSize():], nil)
+	plain, err := s.key.Unseal(blob)
 	if err != nil {
-		return "", fmt.Errorf("ssm emulator: decrypt a SecureString value: %w (was its key file replaced?)", err)
+		return "", fmt.Errorf("ssm emulator: a SecureString value: %w", err)
 	}
 	return string(plain), nil
 }
@@ -239,6 +215,11 @@ func (s *Service) Put(in PutInput) (int64, error) {
 			p.History = map[int64]string{}
 		}
 		p.History[p.Version] = p.Type + ":" + p.Value
+		if p.Earlier == nil {
+			p.Earlier = map[int64]earlier{}
+		}
+		p.Earlier[p.Version] = earlier{Modified: p.Modified, Description: p.Description, KeyID: p.KeyID,
+			AllowedPattern: p.AllowedPattern, DataType: p.DataType, Tier: p.Tier}
 	}
 	if in.Type != "" {
 		p.Type = in.Type
@@ -399,6 +380,85 @@ func (s *Service) ByPath(path string, recursive, decrypt bool, max int, token st
 			return nil, "", err
 		}
 		out = append(out, p)
+	}
+	return out, next, nil
+}
+
+// HistoryEntry is one version of a parameter as GetParameterHistory answers it.
+type HistoryEntry struct {
+	Name             string
+	Type             string
+	KeyId            string `json:",omitempty"`
+	LastModifiedDate float64
+	LastModifiedUser string
+	Description      string `json:",omitempty"`
+	Value            string
+	AllowedPattern   string `json:",omitempty"`
+	Version          int64
+	Labels           []string
+	Tier             string
+	Policies         []struct{}
+	DataType         string
+}
+
+// History is GetParameterHistory: every version of name, oldest first, one page of at
+// most max (1..50, default 50) after the NextToken token; SecureString values are
+// decrypted only when decrypt is set.
+// See https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_GetParameterHistory.html
+func (s *Service) History(name string, decrypt bool, max int, token string) ([]HistoryEntry, string, error) {
+	if max == 0 {
+		max = 50
+	}
+	if max < 1 || max > 50 {
+		return nil, "", validation("1 validation error detected: Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value less than or equal to 50", max)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.params[name]
+	if !ok {
+		return nil, "", notFound(name)
+	}
+	versions := make([]int64, 0, len(p.History)+1)
+	for v := range p.History {
+		versions = append(versions, v)
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
+	versions = append(versions, p.Version)
+	start := 0
+	if token != "" {
+		n, err := strconv.Atoi(token)
+		if err != nil || n < 0 || n > len(versions) {
+			return nil, "", &Error{Code: "InvalidNextToken", Message: "The specified token isn't valid.", Status: 400}
+		}
+		start = n
+	}
+	user := "arn:aws:iam::" + s.opts.AccountID + ":root"
+	var out []HistoryEntry
+	for _, v := range versions[start:min(start+max, len(versions))] {
+		e := HistoryEntry{Name: name, Version: v, LastModifiedUser: user, Labels: []string{}, Policies: []struct{}{}}
+		if v == p.Version {
+			e.Type, e.Value, e.KeyId, e.Description, e.AllowedPattern, e.DataType, e.Tier =
+				p.Type, p.Value, p.KeyID, p.Description, p.AllowedPattern, p.DataType, p.Tier
+			e.LastModifiedDate = float64(p.Modified.UnixMilli()) / 1000
+		} else {
+			e.Type, e.Value, _ = strings.Cut(p.History[v], ":")
+			m := p.Earlier[v]
+			e.KeyId, e.Description, e.AllowedPattern = m.KeyID, m.Description, m.AllowedPattern
+			e.DataType, e.Tier = orDefault(m.DataType, "text"), orDefault(m.Tier, "Standard")
+			e.LastModifiedDate = float64(m.Modified.UnixMilli()) / 1000
+		}
+		if e.Type == "SecureString" && decrypt {
+			plain, err := s.decrypt(e.Value)
+			if err != nil {
+				return nil, "", err
+			}
+			e.Value = plain
+		}
+		out = append(out, e)
+	}
+	next := ""
+	if start+max < len(versions) {
+		next = strconv.Itoa(start + max)
 	}
 	return out, next, nil
 }

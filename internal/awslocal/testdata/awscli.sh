@@ -338,6 +338,86 @@ check "cloudwatch describe-alarms of a stack's alarm" "cli-latency 3" \
 awsl cloudwatch delete-alarms --alarm-names cli-5xx
 check "cloudwatch delete-alarms" "cli-latency" "$(awsl cloudwatch describe-alarms --alarm-name-prefix cli- --query 'MetricAlarms[].AlarmName' --output text)"
 
+# --- Secrets Manager ---
+secret_arn=$(awsl secretsmanager create-secret --name cli/db --secret-string '{"user":"app","password":"p1"}' --query ARN --output text)
+check "secretsmanager create-secret" "arn:aws:secretsmanager:us-east-1:000000000000:secret:cli/db-" "${secret_arn%??????}"
+awsl secretsmanager put-secret-value --secret-id cli/db --secret-string '{"user":"app","password":"p2"}' >/dev/null
+check "secretsmanager get-secret-value" '{"user":"app","password":"p2"}' \
+	"$(awsl secretsmanager get-secret-value --secret-id cli/db --query SecretString --output text)"
+check "secretsmanager get-secret-value --version-stage AWSPREVIOUS" '{"user":"app","password":"p1"}' \
+	"$(awsl secretsmanager get-secret-value --secret-id "$secret_arn" --version-stage AWSPREVIOUS --query SecretString --output text)"
+check "secretsmanager list-secrets --filters" "cli/db" \
+	"$(awsl secretsmanager list-secrets --filters Key=name,Values=cli/ --query 'SecretList[].Name' --output text)"
+awsl secretsmanager tag-resource --secret-id cli/db --tags Key=team,Value=payments
+check "secretsmanager describe-secret" "2 payments" \
+	"$(awsl secretsmanager describe-secret --secret-id cli/db --query '[length(VersionIdsToStages), Tags[0].Value]' --output text | tr '\t' ' ')"
+check "secretsmanager get-random-password" "20" \
+	"$(awsl secretsmanager get-random-password --password-length 20 --exclude-punctuation --query RandomPassword --output text | tr -d '\n' | wc -c | tr -d ' ')"
+awsl secretsmanager delete-secret --secret-id cli/db --recovery-window-in-days 7 >/dev/null
+check_err "secretsmanager get-secret-value of a secret scheduled for deletion refused" "marked for deletion" \
+	awsl secretsmanager get-secret-value --secret-id cli/db
+awsl secretsmanager restore-secret --secret-id cli/db >/dev/null
+check "secretsmanager restore-secret" '{"user":"app","password":"p2"}' \
+	"$(awsl secretsmanager get-secret-value --secret-id cli/db --query SecretString --output text)"
+
+# Dynamic references, resolved when the stack is made; a missing parameter fails the deploy.
+cat >"$work/refs.yaml" <<'YAML'
+Resources:
+  Password:
+    Type: AWS::SSM::Parameter
+    Properties: {Name: /cli/db-password, Type: String, Value: '{{resolve:secretsmanager:cli/db:SecretString:password}}'}
+  Greeting:
+    Type: AWS::SSM::Parameter
+    Properties: {Name: /cli/greeting-copy, Type: String, Value: '{{resolve:ssm:/cli/greeting}} again'}
+  Generated:
+    Type: AWS::SecretsManager::Secret
+    Properties: {Name: cli/generated, GenerateSecretString: {PasswordLength: 24, ExcludePunctuation: true}}
+YAML
+check "cloudformation deploy (dynamic references)" "0" \
+	"$(awsl cloudformation deploy --stack-name cli-refs --template-file "$work/refs.yaml" >/dev/null 2>&1; echo $?)"
+check "{{resolve:secretsmanager:...}} resolved" "p2" "$(awsl ssm get-parameter --name /cli/db-password --query Parameter.Value --output text)"
+check "{{resolve:ssm:...}} resolved" "hello again" "$(awsl ssm get-parameter --name /cli/greeting-copy --query Parameter.Value --output text)"
+check "AWS::SecretsManager::Secret GenerateSecretString" "24" \
+	"$(awsl secretsmanager get-secret-value --secret-id cli/generated --query SecretString --output text | tr -d '\n' | wc -c | tr -d ' ')"
+cat >"$work/missing-ref.yaml" <<'YAML'
+Resources:
+  Topic:
+    Type: AWS::SNS::Topic
+    Properties: {DisplayName: '{{resolve:ssm:/cli/missing}}'}
+YAML
+check_err "cloudformation deploy with a reference to a missing parameter fails" "Parameters: [ssm:/cli/missing] cannot be found." \
+	awsl cloudformation deploy --stack-name cli-missing-ref --template-file "$work/missing-ref.yaml"
+
+# --- SQS FIFO queues and PurgeQueue ---
+fifo_url=$(awsl sqs create-queue --queue-name cli-jobs.fifo --attributes FifoQueue=true,ContentBasedDeduplication=true --query QueueUrl --output text)
+check "sqs create-queue (FIFO)" "$AWS_ENDPOINT_URL/000000000000/cli-jobs.fifo" "$fifo_url"
+for b in one two one; do
+	awsl sqs send-message --queue-url "$fifo_url" --message-body "$b" --message-group-id g >/dev/null
+done
+check "sqs FIFO: in order, the duplicate dropped" "one two" \
+	"$(awsl sqs receive-message --queue-url "$fifo_url" --max-number-of-messages 10 --query 'Messages[].Body' --output text | tr '\t' ' ')"
+check_err "sqs FIFO: a message without a group refused" "MessageGroupId" \
+	awsl sqs send-message --queue-url "$fifo_url" --message-body x
+awsl sqs purge-queue --queue-url "$queue_url"
+check_err "sqs purge-queue twice within 60 s refused" "PurgeQueueInProgress" awsl sqs purge-queue --queue-url "$queue_url"
+
+# --- SNS PublishBatch, SSM GetParameterHistory, custom EventBridge buses ---
+check "sns publish-batch" "a b" \
+	"$(awsl sns publish-batch --topic-arn "$topic_arn" --publish-batch-request-entries Id=a,Message=one Id=b,Message=two \
+		--query 'Successful[].Id' --output text | tr '\t' ' ')"
+awsl ssm put-parameter --name /cli/greeting --value hi --type String --overwrite >/dev/null
+check "ssm get-parameter-history" "hello hi" \
+	"$(awsl ssm get-parameter-history --name /cli/greeting --query 'Parameters[].Value' --output text | tr '\t' ' ')"
+check "events create-event-bus" "arn:aws:events:us-east-1:000000000000:event-bus/cli-bus" \
+	"$(awsl events create-event-bus --name cli-bus --query EventBusArn --output text)"
+bus_url=$(awsl sqs create-queue --queue-name cli-bus-events --query QueueUrl --output text)
+bus_queue=$(awsl sqs get-queue-attributes --queue-url "$bus_url" --attribute-names QueueArn --query Attributes.QueueArn --output text)
+awsl events put-rule --name cli-orders --event-bus-name cli-bus --event-pattern '{"source":["cli"]}' >/dev/null
+awsl events put-targets --rule cli-orders --event-bus-name cli-bus --targets "Id=q,Arn=$bus_queue" >/dev/null
+awsl events put-events --entries 'Source=cli,DetailType=order,Detail="{}",EventBusName=cli-bus' >/dev/null
+check "events put-events to a custom bus reaches its rule's target" '"detail-type": "order"' \
+	"$(awsl sqs receive-message --queue-url "$bus_url" --wait-time-seconds 5 --query 'Messages[0].Body' --output text | python3 -c 'import json,sys; print("\"detail-type\": \"%s\"" % json.load(sys.stdin)["detail-type"])')"
+
 if command -v curl >/dev/null 2>&1; then
 	calls=$(curl -fsS "$AWS_ENDPOINT_URL/_local/calls" 2>/dev/null || true)
 	check "control endpoint counts sns.Publish" '"sns.Publish": 3' "$(grep -o '"sns.Publish": [0-9]*' <<<"$calls")"

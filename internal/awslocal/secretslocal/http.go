@@ -1,0 +1,237 @@
+package secretslocal
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Time is a date as Secrets Manager's JSON carries it: seconds since the epoch.
+type Time time.Time
+
+// MarshalJSON writes seconds since the epoch, with milliseconds.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.FormatFloat(float64(time.Time(t).UnixMilli())/1000, 'f', -1, 64)), nil
+}
+
+func pageToken(next int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(next)))
+}
+
+func pageStart(token string, n int) (int, error) {
+	if token == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	start, convErr := strconv.Atoi(string(b))
+	if err != nil || convErr != nil || start < 0 || start > n {
+		return 0, &Error{"InvalidNextTokenException", "The NextToken value is invalid: pass the NextToken of the previous answer."}
+	}
+	return start, nil
+}
+
+// ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target secretsmanager.ACTION.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, action, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		writeError(w, &Error{"SerializationException", err.Error()})
+		return
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	out, err := s.call(action, body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (s *Service) call(action string, body []byte) (any, error) {
+	decode := func(v any) error {
+		if err := json.Unmarshal(body, v); err != nil {
+			return &Error{"SerializationException", "could not read the " + action + " request: " + err.Error()}
+		}
+		return nil
+	}
+	type id struct{ SecretId string }
+	switch action {
+	case "CreateSecret":
+		var in CreateInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.Create(in)
+	case "PutSecretValue":
+		var in PutInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.Put(in)
+	case "GetSecretValue":
+		var in GetInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.Get(in)
+	case "BatchGetSecretValue":
+		var in struct {
+			SecretIdList []string
+			Filters      []Filter
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.batchGet(in.SecretIdList, in.Filters)
+	case "UpdateSecret":
+		var in UpdateInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.Update(in)
+	case "DescribeSecret":
+		var in id
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.Describe(in.SecretId)
+	case "DeleteSecret":
+		var in DeleteInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.Delete(in)
+	case "RestoreSecret":
+		var in id
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.Restore(in.SecretId)
+	case "ListSecrets":
+		var in ListInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.List(in)
+	case "ListSecretVersionIds":
+		var in struct {
+			SecretId          string
+			IncludeDeprecated bool
+			MaxResults        int
+			NextToken         string
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.Versions(in.SecretId, in.IncludeDeprecated, in.MaxResults, in.NextToken)
+	case "UpdateSecretVersionStage":
+		var in struct{ SecretId, VersionStage, MoveToVersionId, RemoveFromVersionId string }
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return s.MoveStage(in.SecretId, in.VersionStage, in.MoveToVersionId, in.RemoveFromVersionId)
+	case "TagResource", "UntagResource":
+		var in struct {
+			SecretId string
+			Tags     []Tag
+			TagKeys  []string
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		return struct{}{}, s.Tag(in.SecretId, in.Tags, in.TagKeys)
+	case "PutResourcePolicy", "DeleteResourcePolicy":
+		var in struct{ SecretId, ResourcePolicy string }
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		if action == "PutResourcePolicy" && !json.Valid([]byte(in.ResourcePolicy)) {
+			return nil, &Error{"MalformedPolicyDocumentException", "The resource policy has syntax errors: it is not a JSON document."}
+		}
+		return s.SetPolicy(in.SecretId, in.ResourcePolicy)
+	case "GetResourcePolicy":
+		var in id
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		arn, name, policy, err := s.Policy(in.SecretId)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]string{"ARN": arn, "Name": name}
+		if policy != "" {
+			out["ResourcePolicy"] = policy
+		}
+		return out, nil
+	case "GetRandomPassword":
+		var in PasswordInput
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		p, err := Password(in)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"RandomPassword": p}, nil
+	case "RotateSecret", "CancelRotateSecret":
+		return nil, invalidRequest("%s is not emulated: the local emulator does not run rotation functions (put a new version with PutSecretValue instead).", action)
+	}
+	return nil, &Error{"InvalidAction", "The action " + action + " is not valid for this endpoint (the local emulator serves CreateSecret, GetSecretValue, BatchGetSecretValue, PutSecretValue, UpdateSecret, DescribeSecret, DeleteSecret, RestoreSecret, ListSecrets, ListSecretVersionIds, UpdateSecretVersionStage, TagResource, UntagResource, Put/Get/DeleteResourcePolicy and GetRandomPassword)"}
+}
+
+// batchGet is BatchGetSecretValue: the current values of the secrets listed (at most 20),
+// or of those the filters match; a secret that cannot be read is an error of its own.
+func (s *Service) batchGet(ids []string, filters []Filter) (any, error) {
+	if len(ids) > 0 && len(filters) > 0 {
+		return nil, invalidParameter("Either 'SecretIdList' or 'Filters' must be provided, but not both.")
+	}
+	if len(ids) > 20 {
+		return nil, invalidParameter("SecretIdList can hold at most 20 secrets.")
+	}
+	if len(filters) > 0 {
+		list, err := s.List(ListInput{Filters: filters, SortOrder: "asc"})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range list.SecretList {
+			ids = append(ids, d.ARN)
+		}
+	}
+	type apiError struct{ SecretId, ErrorCode, Message string }
+	out := struct {
+		SecretValues []*GetOutput
+		Errors       []apiError
+	}{SecretValues: []*GetOutput{}, Errors: []apiError{}}
+	for _, id := range ids {
+		v, err := s.Get(GetInput{SecretId: id})
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				return nil, err
+			}
+			out.Errors = append(out.Errors, apiError{id, e.Code, e.Message})
+			continue
+		}
+		out.SecretValues = append(out.SecretValues, v)
+	}
+	return out, nil
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *Error
+	status := http.StatusBadRequest
+	if !errors.As(err, &e) {
+		e, status = &Error{"InternalServiceError", err.Error()}, http.StatusInternalServerError
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "Message": e.Message})
+}

@@ -1,15 +1,7 @@
-package cfnlocal
-
-import (
-	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"strings"
-	"unicode/utf8"
-)
-
+// Package sam expands the AWS::Serverless-2016-10-31 transform: a pure function of a
+// template's tree and its parameter values, used by the local emulator's CloudFormation and
+// by the template validator (which checks what it generates).
+//
 // AWS::Serverless-2016-10-31, for the resource types most templates use, expanded the way
 // AWS's SAM translator (aws/serverless-application-model) expands them, with the logical
 // ids it gives the resources it generates, so that a template's Refs and GetAtts of them
@@ -28,20 +20,34 @@ import (
 //
 // Other Serverless types and event sources fail the transform with a message saying so.
 // The hash suffix of an API's Deployment is of the emulator's own OpenAPI body, not AWS's.
+package sam
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
 
 const samTag = "SAM"
 
 type sam struct {
-	x         *transformer
+	params    map[string]any // the template's parameter values
 	resources map[string]any // the template's Resources, rewritten in place
 	globals   map[string]map[string]any
 	renames   map[string]string // layer logical ids to their hashed ones
 	restAPI   map[string]any    // the OpenAPI paths events add, by API logical id ("http:" for HTTP APIs)
 }
 
-func (x *transformer) serverless(m map[string]any) error {
+// Transform expands the Serverless resources of m, a template's tree of maps, lists and
+// scalars, in place; params are the template's parameter values (a list parameter as a
+// []string). The error of a template the translator refuses is an *Error.
+func Transform(m map[string]any, params map[string]any) error {
 	res, _ := m["Resources"].(map[string]any)
-	t := &sam{x: x, resources: res, globals: map[string]map[string]any{}, renames: map[string]string{}}
+	t := &sam{params: params, resources: res, globals: map[string]map[string]any{}, renames: map[string]string{}}
 	if g, ok := m["Globals"]; ok {
 		gm, ok := g.(map[string]any)
 		if !ok {
@@ -105,7 +111,7 @@ func samErr(logicalID, format string, args ...any) error {
 	if logicalID != "" {
 		msg = fmt.Sprintf("Resource with id [%s] is invalid. %s", logicalID, msg)
 	}
-	return invalidf("Transform AWS::Serverless-2016-10-31 failed with: Invalid Serverless Application Specification document. Number of errors found: 1. %s", msg)
+	return &Error{LogicalID: logicalID, Msg: "Transform AWS::Serverless-2016-10-31 failed with: Invalid Serverless Application Specification document. Number of errors found: 1. " + msg}
 }
 
 func typeOfRaw(v any) string {
@@ -284,7 +290,7 @@ func logicalHash(data any) string {
 func (t *sam) resolveParamRef(v any) any {
 	if m, ok := v.(map[string]any); ok && len(m) == 1 {
 		if n, ok := m["Ref"].(string); ok {
-			if pv, ok := t.x.params[n]; ok {
+			if pv, ok := t.params[n]; ok {
 				if l, ok := pv.([]string); ok {
 					return strings.Join(l, ",")
 				}

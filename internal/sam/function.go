@@ -1,4 +1,4 @@
-package cfnlocal
+package sam
 
 import (
 	"fmt"

@@ -27,8 +27,16 @@ import (
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
-// sharedTemplates is the folder of real-world templates beside the repository.
-const sharedTemplates = "../../../shared/templates"
+// sharedTemplates is the folder of real-world templates beside the repository (or beside
+// the folder of a worktree's checkout, one level up).
+var sharedTemplates = func() string {
+	for _, d := range []string{"../../../shared/templates", "../../../../shared/templates"} {
+		if _, err := os.Stat(d); err == nil {
+			return d
+		}
+	}
+	return "../../../shared/templates"
+}()
 
 // corpusCase is one template of the shared folder deployed as a one-stack bundle.
 type corpusCase struct {

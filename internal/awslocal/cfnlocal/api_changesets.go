@@ -81,12 +81,20 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	var tpl *template
 	description := ""
 	if failure == "" {
-		if tpl, err = s.parse(processed); err != nil {
-			return nil, err
+		tpl, err = s.parse(processed)
+		if err == nil {
+			err = checkCapabilities(tpl, caps)
 		}
-		if err := checkCapabilities(tpl, caps); err != nil {
+		// A processed template is checked after the call returns, as AWS does it: its
+		// errors (a GetAtt the generated resources do not have, a capability the generated
+		// roles need) fail the change set. A template without transforms is refused at once.
+		if err != nil && len(transformsOf(body)) == 0 {
 			return nil, err
+		} else if err != nil {
+			failure, processed, tpl = err.Error(), body, nil
 		}
+	}
+	if tpl != nil {
 		if _, _, err := tpl.resolveParams(params, s.ssm); err != nil {
 			return nil, err
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/cairn-dev/cairn/internal/spec"
 )
 
 // stack is one CloudFormation stack, deleted or not.
@@ -251,6 +253,10 @@ func (s *Service) attr(st *stack, r *resource, attr string) (any, error) {
 			return v, nil
 		}
 		return nil, invalidf("CustomResource attribute error: Vendor response doesn't contain %s key in object %s|%s|%s in S3 bucket cloudformation-custom-resource-storage-%s", attr, st.ID, r.LogicalID, r.PhysicalID, s.o.Region)
+	}
+	if t := spec.Lookup(r.Type); t != nil && !t.HasAttribute(attr) {
+		// an attribute named by an expression (Fn::Sub, Fn::If): the template check saw no literal
+		return nil, invalidf("Template error: resource %s does not support attribute type %s in Fn::GetAtt", r.LogicalID, attr)
 	}
 	if v, ok := r.Attrs[attr]; ok && s.provides(r.Type) {
 		return v, nil

@@ -1,0 +1,265 @@
+package sam_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws-cloudformation/rain/cft/parse"
+
+	"github.com/cairn-dev/cairn/internal/sam"
+)
+
+// translated is one template run through the installed SAM translator.
+type translated struct {
+	Resources map[string]struct{ Type string } `json:"Resources"`
+	Error     string                           `json:"error"`
+}
+
+// translate runs testdata/translate.py (the installed aws-sam-translator) over templates
+// with their parameter values, or skips the test when Python or the translator is absent.
+func translate(t *testing.T, templates []map[string]any, params []map[string]any) []translated {
+	t.Helper()
+	if err := exec.Command("python3", "-c", "import samtranslator").Run(); err != nil {
+		t.Skip("the SAM translator is not installed (pip install aws-sam-translator): ", err)
+	}
+	var reqs []map[string]any
+	for i, tpl := range templates {
+		reqs = append(reqs, map[string]any{"template": tpl, "parameters": params[i]})
+	}
+	in, err := json.Marshal(reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("python3", "testdata/translate.py")
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("translate.py: %v\n%s", err, stderr.String())
+	}
+	var res []translated
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("translate.py answered %.200s: %v", out, err)
+	}
+	return res
+}
+
+// load parses a template file into its tree, with parameter values: defaults, and a
+// placeholder for the others.
+func load(file string) (map[string]any, map[string]any, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	tpl, err := parse.String(string(b))
+	if err != nil {
+		return nil, nil, err
+	}
+	var m map[string]any
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%v", r)
+			}
+		}()
+		m = tpl.Map()
+	}()
+	if err != nil || m == nil {
+		return nil, nil, fmt.Errorf("not a template: %v", err)
+	}
+	// round trip through JSON: both sides see the same plain tree
+	j, err := json.Marshal(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	m = nil
+	if err := json.Unmarshal(j, &m); err != nil {
+		return nil, nil, err
+	}
+	packaged(m)
+	params := map[string]any{}
+	decls, _ := m["Parameters"].(map[string]any)
+	for n, d := range decls {
+		dm, _ := d.(map[string]any)
+		if v, ok := dm["Default"]; ok {
+			params[n] = v
+		} else if av, ok := dm["AllowedValues"].([]any); ok && len(av) > 0 {
+			params[n] = av[0]
+		} else {
+			params[n] = "cairn" + strings.ToLower(n)
+		}
+	}
+	return m, params, nil
+}
+
+// artifactProps are the properties naming a local artifact that `sam package` (and
+// cairn's packaging) uploads, replacing the path by its S3 location.
+var artifactProps = map[string][]string{
+	"AWS::Serverless::Function":     {"CodeUri"},
+	"AWS::Serverless::LayerVersion": {"ContentUri"},
+	"AWS::Serverless::Api":          {"DefinitionUri"},
+	"AWS::Serverless::HttpApi":      {"DefinitionUri"},
+	"AWS::Serverless::StateMachine": {"DefinitionUri"},
+	"AWS::Serverless::Application":  {"Location"},
+	"AWS::Serverless::GraphQLApi":   {"SchemaUri"},
+}
+
+// packaged does what packaging does to a template before the transform sees it: a local
+// path in an artifact property (of a resource or of Globals) becomes an s3:// URI.
+func packaged(m map[string]any) {
+	fix := func(props map[string]any, names []string) {
+		for _, n := range names {
+			if s, ok := props[n].(string); ok && !strings.HasPrefix(s, "s3://") && !strings.HasPrefix(s, "https://") {
+				props[n] = "s3://cairn-artifacts/" + strings.Trim(strings.ReplaceAll(s, "/", "-"), ".-")
+			}
+		}
+	}
+	res, _ := m["Resources"].(map[string]any)
+	for _, r := range res {
+		rm, _ := r.(map[string]any)
+		typ, _ := rm["Type"].(string)
+		if props, ok := rm["Properties"].(map[string]any); ok {
+			fix(props, artifactProps[typ])
+		}
+	}
+	globals, _ := m["Globals"].(map[string]any)
+	for kind, g := range globals {
+		if props, ok := g.(map[string]any); ok {
+			fix(props, artifactProps["AWS::Serverless::"+kind])
+		}
+	}
+}
+
+// isServerless reports whether the template names the Serverless transform.
+func isServerless(m map[string]any) bool {
+	switch t := m["Transform"].(type) {
+	case string:
+		return t == "AWS::Serverless-2016-10-31"
+	case []any:
+		return slices.Contains(t, any("AWS::Serverless-2016-10-31"))
+	}
+	return false
+}
+
+// hashed are the logical ids SAM suffixes with a hash of content (versions, deployments,
+// layers): compared without the suffix, whose input differs by design (see the package doc).
+var hashed = regexp.MustCompile(`^(.*(?:Version|Deployment|[A-Za-z]))[0-9a-f]{10}$`)
+
+func resourceSet(res map[string]string) []string {
+	var out []string
+	for id, typ := range res {
+		if m := hashed.FindStringSubmatch(id); m != nil && (typ == "AWS::Lambda::Version" || typ == "AWS::ApiGateway::Deployment" || typ == "AWS::Lambda::LayerVersion") {
+			id = m[1] + "#"
+		}
+		out = append(out, id+" "+typ)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// corpusFiles are the SAM templates of testdata/corpus, and of $CAIRN_SAM_CORPUS when set.
+func corpusFiles(t *testing.T) []string {
+	dirs := []string{"../../testdata/corpus"}
+	if d := os.Getenv("CAIRN_SAM_CORPUS"); d != "" {
+		dirs = append(dirs, d)
+	}
+	var files []string
+	for _, d := range dirs {
+		for _, ext := range []string{"*.yaml", "*.yml", "*.json"} {
+			m, _ := filepath.Glob(filepath.Join(d, ext))
+			files = append(files, m...)
+		}
+	}
+	return files
+}
+
+func diff(a, b []string) (onlyA, onlyB []string) {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			onlyA = append(onlyA, x)
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			onlyB = append(onlyB, x)
+		}
+	}
+	return
+}
+
+// TestCoverageAgainstTranslator expands every Serverless template of the corpus with
+// cairn's transform and with the installed SAM translator, and compares the resources
+// each makes (logical ids and types; a content hash suffix is not compared). A template
+// the translator accepts must expand to the same resources, and one it refuses must be
+// refused.
+func TestCoverageAgainstTranslator(t *testing.T) {
+	var names []string
+	var tpls, params []map[string]any
+	for _, f := range corpusFiles(t) {
+		m, p, err := load(f)
+		if err != nil || !isServerless(m) {
+			continue
+		}
+		names = append(names, f)
+		tpls = append(tpls, m)
+		params = append(params, p)
+	}
+	if len(names) == 0 {
+		t.Skip("no Serverless templates in the corpus")
+	}
+	theirs := translate(t, tpls, params)
+	var report strings.Builder
+	agree, accepted := 0, 0
+	types := map[string]int{}
+	for i, f := range names {
+		// cairn's copy of the template: translate.py had its own through JSON
+		m, p, _ := load(f)
+		err := sam.Transform(m, p)
+		ours := map[string]string{}
+		res, _ := m["Resources"].(map[string]any)
+		for id, r := range res {
+			typ, _ := r.(map[string]any)["Type"].(string)
+			ours[id] = typ
+		}
+		tr := theirs[i]
+		name := filepath.Base(f)
+		switch {
+		case tr.Error != "" && err != nil:
+			agree++
+			fmt.Fprintf(&report, "%-60s both refuse\n", name)
+		case tr.Error != "":
+			fmt.Fprintf(&report, "%-60s translator refuses, cairn accepts: %.300s\n", name, tr.Error)
+			t.Errorf("%s: the translator refuses it (%s), cairn expands it", name, tr.Error)
+		case err != nil:
+			accepted++
+			fmt.Fprintf(&report, "%-60s cairn refuses: %.300s\n", name, err)
+			t.Errorf("%s: cairn refuses it: %v", name, err)
+		default:
+			accepted++
+			want := map[string]string{}
+			for id, r := range tr.Resources {
+				want[id] = r.Type
+				types[r.Type]++
+			}
+			missing, extra := diff(resourceSet(want), resourceSet(ours))
+			if len(missing)+len(extra) == 0 {
+				agree++
+				fmt.Fprintf(&report, "%-60s same %d resources\n", name, len(want))
+				continue
+			}
+			fmt.Fprintf(&report, "%-60s differ: translator only %v; cairn only %v\n", name, missing, extra)
+			t.Errorf("%s: translator only %v; cairn only %v", name, missing, extra)
+		}
+	}
+	t.Logf("SAM corpus: %d templates, %d the translator accepts, %d where cairn agrees with it\n%s", len(names), accepted, agree, report.String())
+}

@@ -215,6 +215,7 @@ func (s *Service) deleteStack(f form) (any, error) {
 	for n := range retain {
 		if r := st.Resources[n]; r != nil {
 			r.DeletionPolicy = "Retain"
+			s.touchResource(st, n)
 		}
 	}
 	// change sets of a deleted stack go away

@@ -115,6 +115,7 @@ func (s *Service) advanceStack(st *stack, now time.Time) {
 	}
 	for st.Op != nil && !st.Op.Halted {
 		op := st.Op
+		s.touch(st)
 		if s.rollbackTriggered(st, now) {
 			continue
 		}

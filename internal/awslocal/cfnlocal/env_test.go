@@ -1,7 +1,9 @@
 package cfnlocal
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -75,6 +78,9 @@ func newEnv(t testing.TB, tweak func(*Options)) *env {
 		},
 		BaseURL: func() string { return e.srv.URL },
 	}
+	if _, isTest := t.(*testing.T); isTest {
+		o.Dir = t.TempDir() // every test's state persists, and is checked against memory at its end
+	}
 	if tweak != nil {
 		tweak(&o)
 	}
@@ -88,6 +94,7 @@ func newEnv(t testing.TB, tweak func(*Options)) *env {
 	mux.Handle("/_local/cloudformation/", svc.ControlHandler())
 	t.Cleanup(func() {
 		e.srv.Close()
+		e.checkPersisted()
 		if err := svc.Close(); err != nil {
 			t.Error(err)
 		}
@@ -236,4 +243,47 @@ func (e *env) stepUntilSettled(name string, wait func()) types.Stack {
 	}
 	e.t.Fatalf("stack %s never settled", name)
 	return types.Stack{}
+}
+
+// checkPersisted reads the state back from Dir, as a restarted emulator would, and fails
+// the test when it differs from the state in memory: what a save appends to the journal
+// must be everything that changed.
+func (e *env) checkPersisted() {
+	e.t.Helper()
+	s := e.svc
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.Dir == "" || s.closed {
+		return
+	}
+	if err := s.save(); err != nil {
+		e.t.Error(err)
+		return
+	}
+	var snap snapshot
+	if err := statefile.Read(s.snapshotPath(), &snap); err != nil {
+		e.t.Error(err)
+		return
+	}
+	disk := &Service{o: s.o, byID: map[string]*stack{}, st: snap.persisted}
+	for _, st := range disk.st.Stacks {
+		disk.byID[st.ID] = st
+	}
+	if err := disk.replay(snap.Gen); err != nil {
+		e.t.Error(err)
+		return
+	}
+	mem, _ := json.MarshalIndent(s.st, "", " ")
+	got, _ := json.MarshalIndent(disk.st, "", " ")
+	if !bytes.Equal(mem, got) {
+		ml, gl := strings.Split(string(mem), "\n"), strings.Split(string(got), "\n")
+		for i := range min(len(ml), len(gl)) {
+			if ml[i] != gl[i] {
+				e.t.Errorf("the state read back from %s differs from memory at line %d:\nmemory: %s\ndisk:   %s", s.o.Dir, i+1,
+					strings.Join(ml[max(i-8, 0):min(i+3, len(ml))], "\n"), strings.Join(gl[max(i-8, 0):min(i+3, len(gl))], "\n"))
+				return
+			}
+		}
+		e.t.Errorf("the state read back from %s differs from memory: %d lines against %d", s.o.Dir, len(gl), len(ml))
+	}
 }

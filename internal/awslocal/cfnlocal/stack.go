@@ -50,7 +50,8 @@ type stack struct {
 	ParentID, RootID string
 	Undo             *operation
 
-	tpl *template // parsed Body, cached
+	tpl   *template  // parsed Body, cached
+	saved stackSaved // what the journal holds of it (persist.go)
 }
 
 type tag struct{ Key, Value string }
@@ -151,6 +152,10 @@ func (s *Service) addEvent(st *stack, at time.Time, logicalID, physicalID, typ, 
 		ev.Props = string(b)
 	}
 	st.Events = append(st.Events, ev)
+	if logicalID != st.Name || typ != "AWS::CloudFormation::Stack" {
+		s.touchResource(st, logicalID)
+	}
+	s.touch(st)
 	for _, arn := range st.NotificationARNs {
 		msg := notification(s, st, ev)
 		s.outbox = append(s.outbox, func(ctx context.Context) {

@@ -189,8 +189,13 @@ func (s *Service) describeChangeSet(f form) (any, error) {
 		return nil, err
 	}
 	var params []xParam
+	tpl, _ := s.parse(cs.Body)
 	for _, k := range sortedKeys(cs.Params) {
-		params = append(params, xParam{ParameterKey: k, ParameterValue: cs.Params[k]})
+		v := cs.Params[k]
+		if tpl != nil && tpl.Parameters[k].NoEcho {
+			v = mask // as AWS masks NoEcho values in every describe call
+		}
+		params = append(params, xParam{ParameterKey: k, ParameterValue: v})
 	}
 	var tags []xTag
 	for _, t := range cs.Tags {

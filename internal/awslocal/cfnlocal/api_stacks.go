@@ -282,7 +282,7 @@ func (s *Service) xstack(st *stack) xStack {
 	for _, k := range sortedKeys(st.Params) {
 		v := st.Params[k]
 		if tpl != nil && tpl.Parameters[k].NoEcho {
-			v = "****"
+			v = mask
 		}
 		x.Parameters = append(x.Parameters, xParam{ParameterKey: k, ParameterValue: v})
 	}
@@ -294,7 +294,7 @@ func (s *Service) xstack(st *stack) xStack {
 			if d := tpl.Parameters[k]; d.Default != nil {
 				v := *d.Default
 				if d.NoEcho {
-					v = "****"
+					v = mask
 				}
 				x.Parameters = append(x.Parameters, xParam{ParameterKey: k, ParameterValue: v})
 			}

@@ -39,6 +39,8 @@ type operation struct {
 	Skip               map[string]bool
 	OnFailureDelete    bool
 	ChangeSetID, Token string
+
+	tpl, oldTpl *template // Body and OldBody parsed, cached
 }
 
 type step struct {

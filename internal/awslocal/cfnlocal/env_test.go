@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
-	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -260,8 +259,13 @@ func (e *env) checkPersisted() {
 		e.t.Error(err)
 		return
 	}
-	var snap snapshot
-	if err := statefile.Read(s.snapshotPath(), &snap); err != nil {
+	z, err := newSealer(s.o.Dir)
+	if err != nil {
+		e.t.Error(err)
+		return
+	}
+	snap, err := readSnapshot(s.snapshotPath(), z)
+	if err != nil {
 		e.t.Error(err)
 		return
 	}
@@ -269,7 +273,7 @@ func (e *env) checkPersisted() {
 	for _, st := range disk.st.Stacks {
 		disk.byID[st.ID] = st
 	}
-	if err := disk.replay(snap.Gen); err != nil {
+	if err := disk.replay(snap.Gen, z); err != nil {
 		e.t.Error(err)
 		return
 	}

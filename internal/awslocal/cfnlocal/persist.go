@@ -13,8 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 )
 
 // The emulator's state persists under Dir as a snapshot (cloudformation.json, the whole
@@ -25,6 +23,8 @@ import (
 // detections and the small rest. Templates are written once, by content hash, so a 1 MB
 // template is not rewritten with every resource operation: a stack of n resources costs
 // time linear in n, where rewriting the whole state made it quadratic.
+//
+// NoEcho values are sealed in both (secrets.go).
 //
 // When the journal outgrows the snapshot (twice its size, at least journalFloor), the
 // state is compacted: a new snapshot of the next generation, then a new journal of that
@@ -93,6 +93,7 @@ func (s *Service) touchResource(st *stack, logicalID string) {
 
 // journal is the open journal file and what it holds of the shared parts of the state.
 type journal struct {
+	seal       *sealer
 	f          *os.File
 	gen        int
 	size, snap int64
@@ -122,22 +123,43 @@ func (s *Service) journalPath() string  { return filepath.Join(s.o.Dir, "cloudfo
 // load reads the snapshot and applies the journal of its generation, then compacts, so
 // the journal starts empty and knows what it holds.
 func (s *Service) load() error {
-	var snap snapshot
-	if err := statefile.Read(s.snapshotPath(), &snap); err != nil {
+	z, err := newSealer(s.o.Dir)
+	if err != nil {
+		return fmt.Errorf("cloudformation emulator: %w", err)
+	}
+	snap, err := readSnapshot(s.snapshotPath(), z)
+	if err != nil {
 		return fmt.Errorf("cloudformation emulator: %w", err)
 	}
 	s.st = snap.persisted
 	for _, st := range s.st.Stacks {
 		s.byID[st.ID] = st
 	}
-	if err := s.replay(snap.Gen); err != nil {
+	if err := s.replay(snap.Gen, z); err != nil {
 		return fmt.Errorf("cloudformation emulator: %w", err)
 	}
-	return s.compact(snap.Gen + 1)
+	return s.compactWith(snap.Gen+1, z)
+}
+
+// readSnapshot reads the snapshot at path, unsealing its secrets; a missing file is an
+// empty state.
+func readSnapshot(path string, z *sealer) (snapshot, error) {
+	var snap snapshot
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return snap, nil
+	}
+	if err != nil {
+		return snap, fmt.Errorf("read state %s: %w", path, err)
+	}
+	if err := json.Unmarshal(z.unseal(b), &snap); err != nil {
+		return snap, fmt.Errorf("state %s is corrupt (%v): fix or delete the file", path, err)
+	}
+	return snap, nil
 }
 
 // replay applies the journal of generation gen to the state.
-func (s *Service) replay(gen int) error {
+func (s *Service) replay(gen int, z *sealer) error {
 	f, err := os.Open(s.journalPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -157,7 +179,7 @@ func (s *Service) replay(gen int) error {
 			return err
 		}
 		var rec record
-		if err := json.Unmarshal(b, &rec); err != nil {
+		if err := json.Unmarshal(z.unseal(b), &rec); err != nil {
 			return fmt.Errorf("journal %s is corrupt at line %d (%v): fix or delete it", s.journalPath(), line+1, err)
 		}
 		if line == 0 {
@@ -335,7 +357,11 @@ func (s *Service) save() error {
 		return nil
 	}
 	if s.j == nil {
-		if err := s.compact(1); err != nil {
+		z, err := newSealer(s.o.Dir)
+		if err == nil {
+			err = s.compactWith(1, z)
+		}
+		if err != nil {
 			return fmt.Errorf("cloudformation emulator: write state: %w", err)
 		}
 		return nil
@@ -348,7 +374,7 @@ func (s *Service) save() error {
 	if j.buf.Len() == 0 {
 		return nil
 	}
-	n, err := j.f.Write(j.buf.Bytes())
+	n, err := j.f.Write(j.seal.seal(j.buf.Bytes()))
 	j.size += int64(n)
 	if err != nil {
 		return fmt.Errorf("cloudformation emulator: write state: %w", err)
@@ -438,6 +464,7 @@ func (s *Service) appendChanges(j *journal) error {
 	}
 	for _, st := range s.st.Stacks {
 		if !st.saved.known || st.saved.dirty {
+			j.seal.add(s.secretsOf(st))
 			if err := s.appendStack(j, st); err != nil {
 				return err
 			}
@@ -450,6 +477,11 @@ func (s *Service) appendChanges(j *journal) error {
 		if f, ok := j.changeSets[cs]; ok && f == fp {
 			continue
 		}
+		secrets := map[string]bool{}
+		if tpl, err := s.parse(cs.Body); err == nil {
+			noEchoValues(secrets, tpl, cs.Params)
+		}
+		j.seal.add(secrets)
 		body, err := j.refOnce(cs.Body)
 		if err != nil {
 			return err
@@ -551,11 +583,24 @@ func (j *journal) putOp(stackID, which string, op *operation) error {
 
 // compact writes the whole state as the snapshot of generation gen and starts its
 // journal. Called with mu held.
-func (s *Service) compact(gen int) error {
+func (s *Service) compact(gen int) error { return s.compactWith(gen, s.j.seal) }
+
+func (s *Service) compactWith(gen int, z *sealer) error {
+	for _, st := range s.st.Stacks {
+		z.add(s.secretsOf(st))
+	}
+	for _, cs := range s.st.ChangeSets {
+		secrets := map[string]bool{}
+		if tpl, err := s.parse(cs.Body); err == nil {
+			noEchoValues(secrets, tpl, cs.Params)
+		}
+		z.add(secrets)
+	}
 	b, err := json.Marshal(snapshot{Gen: gen, persisted: s.st})
 	if err != nil {
 		return err
 	}
+	b = z.seal(b)
 	if err := os.MkdirAll(s.o.Dir, 0o755); err != nil {
 		return err
 	}
@@ -573,7 +618,7 @@ func (s *Service) compact(gen int) error {
 	if err != nil {
 		return err
 	}
-	j := &journal{f: f, gen: gen, snap: int64(len(b)), templates: map[string]bool{},
+	j := &journal{seal: z, f: f, gen: gen, snap: int64(len(b)), templates: map[string]bool{},
 		changeSets: map[*changeSet]string{}, drifts: map[*driftDetection]string{}, executed: len(s.st.Executed)}
 	s.j = j
 	// everything is in the snapshot: the journal starts from it
@@ -585,6 +630,7 @@ func (s *Service) compact(gen int) error {
 		return err
 	}
 	j.buf.Reset()
+	clear(j.templates) // what that wrote is not in the journal
 	if err := j.put(record{T: "gen", Gen: gen}); err != nil {
 		return err
 	}

@@ -149,7 +149,7 @@ func (s *Service) addEvent(st *stack, at time.Time, logicalID, physicalID, typ, 
 	}
 	if props != nil {
 		b, _ := json.Marshal(props)
-		ev.Props = string(b)
+		ev.Props = maskSecrets(string(b), s.secretsOf(st)) // as AWS masks NoEcho values in stack events
 	}
 	st.Events = append(st.Events, ev)
 	if logicalID != st.Name || typ != "AWS::CloudFormation::Stack" {

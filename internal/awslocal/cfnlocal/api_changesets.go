@@ -43,8 +43,23 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		if err := s.checkUpdatable(st); err != nil {
 			return nil, err
 		}
+	case "IMPORT":
+		if st != nil && st.Status != "REVIEW_IN_PROGRESS" {
+			if err := s.checkUpdatable(st); err != nil {
+				return nil, err
+			}
+		}
 	default:
-		return nil, validation("ChangeSetType %s is not supported by the emulator (CREATE or UPDATE)", typ)
+		return nil, validation("1 validation error detected: Value '%s' at 'changeSetType' failed to satisfy constraint: Member must satisfy enum value set: [IMPORT, UPDATE, CREATE]", typ)
+	}
+	var imports []toImport
+	if typ == "IMPORT" {
+		var err error
+		if imports, err = resourcesToImport(f); err != nil {
+			return nil, err
+		}
+	} else if f.has("ResourcesToImport.member.1.LogicalResourceId") {
+		return nil, validation("ResourcesToImport can only be given with ChangeSetType IMPORT")
 	}
 	body, err := s.templateBody(f)
 	if err != nil {
@@ -99,6 +114,15 @@ func (s *Service) createChangeSet(f form) (any, error) {
 			return nil, err
 		}
 		description = tpl.Description
+		if typ == "IMPORT" {
+			existing := st
+			if existing != nil && existing.Status == "REVIEW_IN_PROGRESS" {
+				existing = nil
+			}
+			if err := s.checkImport(existing, processed, tpl, imports, params); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var prevRollback *rollbackConfig
 	if st != nil {
@@ -131,7 +155,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: processed, Params: params,
 		Original: originalOr(body, processed), Failure: failure,
 		Tags: tags, Capabilities: caps, NotificationARNs: arns, Rollback: rollback, ClientToken: f.get("ClientToken"),
-		IncludeNested: f.get("IncludeNestedStacks") == "true",
+		IncludeNested: f.get("IncludeNestedStacks") == "true", ToImport: imports,
 	}
 	s.st.ChangeSets = append(s.st.ChangeSets, cs)
 	s.poke(cs.ReadyAt)
@@ -272,7 +296,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	if st == nil || st.deleted() {
 		return nil, stackNotFound(cs.StackName)
 	}
-	if cs.Type == "UPDATE" {
+	if cs.Type == "UPDATE" || cs.Type == "IMPORT" && st.Status != "REVIEW_IN_PROGRESS" {
 		if err := s.checkUpdatable(st); err != nil {
 			return nil, err
 		}
@@ -310,6 +334,17 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 			s.startCreateRollback(st, missingImport.Error(), now)
 			op = st.Op
 		}
+		s.startOp(st, op, now)
+		return nil, nil
+	}
+	if cs.Type == "IMPORT" {
+		if st.Status != "REVIEW_IN_PROGRESS" {
+			st.Updated = now
+		}
+		p.original = cs.Original
+		op := s.importOp(st, p, cs.ToImport, tok)
+		op.ChangeSetID = cs.ID
+		s.setStatus(st, now, "IMPORT_IN_PROGRESS", "User Initiated")
 		s.startOp(st, op, now)
 		return nil, nil
 	}

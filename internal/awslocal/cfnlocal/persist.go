@@ -205,11 +205,12 @@ func (s *Service) apply(rec record, templates map[string]string) error {
 			Seq      int
 			Faults   []*Fault
 			StandIns []*StandIn
+			Signals  []*SignalStandIn
 		}
 		if err := json.Unmarshal(rec.V, &m); err != nil {
 			return err
 		}
-		s.st.Seq, s.st.Faults, s.st.StandIns = m.Seq, m.Faults, m.StandIns
+		s.st.Seq, s.st.Faults, s.st.StandIns, s.st.Signals = m.Seq, m.Faults, m.StandIns, m.Signals
 	case "executed":
 		var l []ExecutedChangeSet
 		if err := json.Unmarshal(rec.V, &l); err != nil {
@@ -336,13 +337,14 @@ func (o *opState) MarshalJSON() ([]byte, error) {
 		NestedID     string
 		NestedResult *nestedResult
 		MonitorUntil time.Time
+		Signals      *signalWait
 		Touched      []string
 		Cleanup      []*resource
 		Failed       []string
 		Skip         map[string]bool
 		Rollback     bool
 	}{o.Cur, o.Started, o.Due, o.Halted, o.Fail, o.CRRequestID, o.CRResult, o.CROldProps, o.NestedID, o.NestedResult,
-		o.MonitorUntil, o.Touched, o.Cleanup, o.Failed, o.Skip, o.Rollback})
+		o.MonitorUntil, o.Signals, o.Touched, o.Cleanup, o.Failed, o.Skip, o.Rollback})
 }
 
 func (o *opState) UnmarshalJSON(b []byte) error {
@@ -438,7 +440,8 @@ func (s *Service) appendChanges(j *journal) error {
 		Seq      int
 		Faults   []*Fault
 		StandIns []*StandIn
-	}{s.st.Seq, s.st.Faults, s.st.StandIns})
+		Signals  []*SignalStandIn
+	}{s.st.Seq, s.st.Faults, s.st.StandIns, s.st.Signals})
 	if err != nil {
 		return err
 	}

@@ -106,6 +106,7 @@ type persisted struct {
 	Executed   []ExecutedChangeSet
 	Faults     []*Fault
 	StandIns   []*StandIn
+	Signals    []*SignalStandIn
 	Drifts     []*driftDetection
 }
 

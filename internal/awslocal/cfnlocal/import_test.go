@@ -94,3 +94,32 @@ func TestImportChangeSetRefusals(t *testing.T) {
 		})
 	}
 }
+
+// A resource the emulator's services hold must exist to be imported: importing a missing
+// one fails, and the stack forgets what it adopted (nothing is deleted).
+func TestImportOfMissingResourceRollsBack(t *testing.T) {
+	e := newEnv(t, func(o *Options) {
+		o.Providers = map[string]Provider{"AWS::SQS::Queue": {
+			Read: func(ctx context.Context, r Resource) (map[string]any, bool, error) { return nil, false, nil },
+			Delete: func(ctx context.Context, r Resource) error {
+				t.Errorf("import rollback deleted %s", r.PhysicalID)
+				return nil
+			},
+		}}
+	})
+	body := "Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n    DeletionPolicy: Delete\n"
+	cs := e.settledChangeSet(&cloudformation.CreateChangeSetInput{StackName: aws.String("missing"), ChangeSetName: aws.String("i1"),
+		ChangeSetType: types.ChangeSetTypeImport, TemplateBody: aws.String(body), ResourcesToImport: toImportQueue(importURL)})
+	if _, err := e.cfn.ExecuteChangeSet(context.Background(), &cloudformation.ExecuteChangeSetInput{ChangeSetName: cs.ChangeSetId}); err != nil {
+		t.Fatal(err)
+	}
+	st := e.settle("missing")
+	evs := strings.Join(eventLines(e.allEvents("missing")), "\n")
+	if st.StackStatus != types.StackStatusImportRollbackComplete || !strings.Contains(evs, "Queue IMPORT_FAILED (Resource of type 'AWS::SQS::Queue' with identifier '"+importURL+"' was not found.)") {
+		t.Fatalf("%s\n%s", st.StackStatus, evs)
+	}
+	res, err := e.cfn.DescribeStackResources(context.Background(), &cloudformation.DescribeStackResourcesInput{StackName: aws.String("missing")})
+	if err != nil || len(res.StackResources) != 0 {
+		t.Errorf("resources after the rollback: %v %v", res, err)
+	}
+}

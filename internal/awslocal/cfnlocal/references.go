@@ -20,6 +20,7 @@ var pseudoParams = map[string]bool{
 // something the template declares, and that resources have no dependency cycle.
 func (t *template) checkReferences() error {
 	var unresolved []string
+	var attrErr error
 	for name, r := range t.Resources {
 		for _, d := range r.DependsOn {
 			if _, ok := t.Resources[d]; !ok {
@@ -42,7 +43,9 @@ func (t *template) checkReferences() error {
 					return invalidf("Template error: instance of Fn::GetAtt references undefined resource %s", target)
 				}
 			case "GetAttAttribute":
-				return t.checkAttribute(target)
+				if err := t.checkAttribute(target); err != nil && attrErr == nil {
+					attrErr = err // in AWS's words, without the resource
+				}
 			case "Condition":
 				if _, ok := t.Conditions[target]; !ok {
 					return invalidf("Template error: unresolved condition dependency %s in Fn::If", target)
@@ -64,7 +67,9 @@ func (t *template) checkReferences() error {
 				}
 			}
 			if kind == "GetAttAttribute" {
-				return t.checkAttribute(target)
+				if err := t.checkAttribute(target); err != nil && attrErr == nil {
+					attrErr = err
+				}
 			}
 			return nil
 		}); err != nil {
@@ -75,6 +80,9 @@ func (t *template) checkReferences() error {
 				return invalidf("Template format error: Unresolved dependencies [%s] in the Outputs block of the template", o.Condition)
 			}
 		}
+	}
+	if attrErr != nil {
+		return attrErr
 	}
 	if len(unresolved) > 0 {
 		sort.Strings(unresolved)

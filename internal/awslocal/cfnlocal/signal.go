@@ -140,21 +140,12 @@ func (s *Service) awaitSignals(st *stack, sp step, t time.Time) bool {
 		return false
 	}
 	r := st.Resources[sp.LogicalID]
-	tpl, _ := s.parse(op.Body)
-	policy, waits, err := creationSignals(tpl.decl(sp.LogicalID).CreationPolicy)
-	if r == nil || err != nil || !waits {
+	w, err := s.signalWaitOf(st, sp, t)
+	if r == nil || err != nil || w == nil {
 		if err != nil && op.Fail == "" {
 			op.Fail = err.Error()
 		}
 		return false
-	}
-	w := op.Signals
-	if w == nil {
-		w = &signalWait{Need: policy.Count, Deadline: t.Add(policy.Timeout)}
-		if sig := s.standInSignal(st.Name, r.LogicalID); sig != "NONE" {
-			w.StandIn, w.StandAt = sig, t.Add(s.resourceDelay(st.Name))
-		}
-		op.Signals = w
 	}
 	if w.StandIn != "" && !t.Before(w.StandAt) {
 		sig := w.StandIn
@@ -185,25 +176,42 @@ func (s *Service) awaitSignals(st *stack, sp step, t time.Time) bool {
 	return false
 }
 
+// signalWaitOf returns the wait of the current create step sp of st for its resource's
+// signals, begun at t when it has not begun yet; nil when the resource waits for none.
+func (s *Service) signalWaitOf(st *stack, sp step, t time.Time) (*signalWait, error) {
+	op := st.Op
+	if op.Signals != nil {
+		return op.Signals, nil
+	}
+	if op.tpl == nil {
+		op.tpl, _ = s.parse(op.Body)
+	}
+	policy, waits, err := creationSignals(op.tpl.decl(sp.LogicalID).CreationPolicy)
+	if err != nil || !waits {
+		return nil, err
+	}
+	w := &signalWait{Need: policy.Count, Deadline: t.Add(policy.Timeout)}
+	if sig := s.standInSignal(st.Name, sp.LogicalID); sig != "NONE" {
+		w.StandIn, w.StandAt = sig, t.Add(s.resourceDelay(st.Name))
+	}
+	op.Signals = w
+	return w, nil
+}
+
 // signal records one signal of resource r of st; it reports whether r still waits.
 // Called with mu held.
 func (s *Service) signal(st *stack, r *resource, uniqueID, status, note string, t time.Time) bool {
 	w := st.Op.Signals
 	if status == "FAILURE" {
 		st.Op.Fail = "Received FAILURE signal with UniqueId " + uniqueID
-		st.Op.Due = t
 		return false
 	}
 	if slices.Contains(w.Received, uniqueID) {
-		return true // counted once
+		return len(w.Received) < w.Need // counted once
 	}
 	w.Received = append(w.Received, uniqueID)
 	s.addEvent(st, t, r.LogicalID, r.PhysicalID, r.Type, r.Status, "Received SUCCESS signal with UniqueId "+uniqueID+note, nil)
-	if len(w.Received) >= w.Need {
-		st.Op.Due = t
-		return false
-	}
-	return true
+	return len(w.Received) < w.Need
 }
 
 // signalResource is SignalResource: a signal for a resource that waits for one.
@@ -223,12 +231,20 @@ func (s *Service) signalResource(f form) (any, error) {
 	if r == nil {
 		return nil, validation("Resource %s does not exist in stack %s", logicalID, st.Name)
 	}
-	op := st.Op
-	if op == nil || op.Signals == nil || !op.Started || op.Cur >= len(op.Steps) || op.Steps[op.Cur].LogicalID != logicalID {
+	// a signal may come while the resource is being made (an instance booting): it counts
+	op, now := st.Op, s.clk.Now()
+	var w *signalWait
+	if op != nil && op.Started && op.Cur < len(op.Steps) && op.Steps[op.Cur].LogicalID == logicalID && op.Steps[op.Cur].Action == "create" {
+		w, _ = s.signalWaitOf(st, op.Steps[op.Cur], now)
+	}
+	if w == nil {
 		return nil, validation("Resource %s is in %s state and cannot be signaled", logicalID, r.Status)
 	}
-	now := s.clk.Now()
-	s.signal(st, r, id, status, "", now)
+	if s.signal(st, r, id, status, "", now) {
+		// more to come: the step keeps its due time
+	} else if op.Due.After(now) {
+		op.Due = now
+	}
 	s.touch(st)
 	s.advanceStack(st, now)
 	if st.Op != nil && !st.Op.Halted {

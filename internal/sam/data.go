@@ -22,7 +22,7 @@ type policyTemplateData struct {
 
 var data = sync.OnceValue(func() (d struct {
 	PolicyTemplates map[string]policyTemplateData `json:"policyTemplates"`
-	ManagedPolicies map[string]string            `json:"managedPolicies"`
+	ManagedPolicies map[string]string             `json:"managedPolicies"`
 }) {
 	if err := json.Unmarshal(translatorJSON, &d); err != nil {
 		panic("sam: translator.json does not decode: " + err.Error())

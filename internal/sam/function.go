@@ -82,6 +82,16 @@ func (t *sam) function(name string) error {
 		}
 		f.ref, f.arn = ref(aliasID), ref(aliasID)
 	}
+	aliasName := ""
+	if a, ok := t.resolveParamRef(props["AutoPublishAlias"]).(string); ok {
+		aliasName = a
+	}
+	if err := t.eventInvokeConfig(f, aliasName, props, role); err != nil {
+		return err
+	}
+	if err := t.functionURL(f, props); err != nil {
+		return err
+	}
 	events, _ := props["Events"].(map[string]any)
 	for _, ev := range sortedKeys(events) {
 		if err := t.event(f, ev, object(events[ev]), role, attrs); err != nil {
@@ -312,6 +322,7 @@ func (t *sam) alias(fn string, alias any, code, fp, attrs map[string]any) (strin
 		data["SnapStart"] = ss
 	}
 	versionID := fn + "Version" + logicalHash(data)
+	t.referable(fn, "Version", versionID)
 	va := copyAttrs(attrs)
 	if _, ok := va["DeletionPolicy"]; !ok {
 		va["DeletionPolicy"] = "Retain"
@@ -322,12 +333,10 @@ func (t *sam) alias(fn string, alias any, code, fp, attrs map[string]any) (strin
 	}
 	t.put(versionID, "AWS::Lambda::Version", vp, va)
 	aliasID := fn + "Alias" + strings.NewReplacer("-", "D", "_", "U").Replace(name)
+	t.referable(fn, "Alias", aliasID)
 	t.put(aliasID, "AWS::Lambda::Alias", map[string]any{"Name": name, "FunctionName": ref(fn), "FunctionVersion": getAtt(versionID, "Version")}, copyAttrs(attrs))
 	return aliasID, nil
 }
-
-// pullPolicies are the managed policies SAM adds to a generated role per pull event source.
-var pullPolicies = map[string]string{"SQS": "AWSLambdaSQSQueueExecutionRole", "Kinesis": "AWSLambdaKinesisExecutionRole", "DynamoDB": "AWSLambdaDynamoDBExecutionRole"}
 
 func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[string]any) error {
 	typ, _ := ev["Type"].(string)
@@ -344,29 +353,14 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 		return nil
 	}
 	switch typ {
-	case "SQS", "Kinesis", "DynamoDB":
-		source := map[string]string{"SQS": "Queue", "Kinesis": "Stream", "DynamoDB": "Stream"}[typ]
-		if err := need(source); err != nil {
-			return err
-		}
-		esm := map[string]any{"EventSourceArn": p[source], "FunctionName": f.ref}
-		for _, k := range []string{"BatchSize", "Enabled", "MaximumBatchingWindowInSeconds", "FilterCriteria", "FunctionResponseTypes",
-			"ScalingConfig", "MetricsConfig", "KmsKeyArn", "StartingPosition", "StartingPositionTimestamp", "MaximumRetryAttempts",
-			"BisectBatchOnFunctionError", "MaximumRecordAgeInSeconds", "ParallelizationFactor", "TumblingWindowInSeconds", "DestinationConfig"} {
-			if v, ok := p[k]; ok {
-				esm[k] = v
-			}
-		}
-		t.put(id, "AWS::Lambda::EventSourceMapping", esm, copyAttrs(attrs))
-		if role != nil {
-			role["ManagedPolicyArns"] = appendNew(role["ManagedPolicyArns"].([]any), managedPolicyARN(pullPolicies[typ]))
-		}
+	case "SQS", "Kinesis", "DynamoDB", "MSK", "MQ", "SelfManagedKafka", "DocumentDB":
+		return t.pullEvent(f, name, typ, p, role, attrs)
 	case "SNS":
 		if err := need("Topic"); err != nil {
 			return err
 		}
-		if _, ok := p["SqsSubscription"]; ok {
-			return samErr(f.name, "Event with id [%s] is invalid. SqsSubscription is not supported by the local emulator's Serverless translator.", name)
+		if sq, ok := p["SqsSubscription"]; ok && sq != false {
+			return t.snsToSQS(f, name, p, sq, role, attrs)
 		}
 		sp := map[string]any{"Endpoint": f.arn, "Protocol": "lambda", "TopicArn": p["Topic"]}
 		for _, k := range []string{"FilterPolicy", "FilterPolicyScope", "Region", "RedrivePolicy"} {
@@ -425,7 +419,7 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 		br["DependsOn"] = append(deps, id+"Permission")
 	case "Schedule", "EventBridgeRule", "CloudWatchEvent":
 		rule := map[string]any{}
-		target := map[string]any{"Arn": f.arn, "Id": id + "LambdaTarget"}
+		target := map[string]any{"Arn": f.arn, "Id": targetID(id, "LambdaTarget", p)}
 		if typ == "Schedule" {
 			if err := need("Schedule"); err != nil {
 				return err
@@ -457,20 +451,58 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 				rule[k] = v
 			}
 		}
-		for _, k := range []string{"Input", "RetryPolicy"} {
+		for _, k := range []string{"Input", "RetryPolicy", "InputTransformer"} {
 			if v, ok := p[k]; ok {
 				target[k] = v
 			}
 		}
+		if v, ok := p["RuleName"]; ok && typ != "Schedule" {
+			rule["Name"] = v
+		}
+		if err := t.ruleDeadLetter(f.name, name, id, p, target, attrs); err != nil {
+			return err
+		}
 		rule["Targets"] = []any{target}
 		t.put(id, "AWS::Events::Rule", rule, copyAttrs(attrs))
 		permission("", map[string]any{"Principal": "events.amazonaws.com", "SourceArn": getAtt(id, "Arn")})
+	case "ScheduleV2":
+		return t.scheduleV2(f.name, id, name, f.arn, "LambdaPolicy", "lambda:InvokeFunction", p, attrs)
+	case "CloudWatchLogs":
+		if err := need("LogGroupName"); err != nil {
+			return err
+		}
+		if err := need("FilterPattern"); err != nil {
+			return err
+		}
+		permission("", map[string]any{"Principal": "logs.amazonaws.com",
+			"SourceArn": sub("arn:aws:logs:${AWS::Region}:${AWS::AccountId}:log-group:${__LogGroupName__}:*", map[string]any{"__LogGroupName__": p["LogGroupName"]})})
+		sa := copyAttrs(attrs)
+		sa["DependsOn"] = []any{id + "Permission"}
+		t.put(id, "AWS::Logs::SubscriptionFilter", map[string]any{"LogGroupName": p["LogGroupName"], "FilterPattern": p["FilterPattern"], "DestinationArn": f.arn}, sa)
+	case "IoTRule":
+		if err := need("Sql"); err != nil {
+			return err
+		}
+		permission("", map[string]any{"Principal": "iot.amazonaws.com", "SourceAccount": map[string]any{"Fn::Sub": "${AWS::AccountId}"},
+			"SourceArn": sub("arn:aws:iot:${AWS::Region}:${AWS::AccountId}:rule/${RuleName}", map[string]any{"RuleName": ref(id)})})
+		payload := map[string]any{"Sql": p["Sql"], "RuleDisabled": false, "Actions": []any{map[string]any{"Lambda": map[string]any{"FunctionArn": f.arn}}}}
+		copyKeys(payload, p, "AwsIotSqlVersion")
+		t.put(id, "AWS::IoT::TopicRule", map[string]any{"TopicRulePayload": payload}, copyAttrs(attrs))
+	case "AlexaSkill":
+		extra := map[string]any{"Principal": "alexa-appkit.amazon.com"}
+		if v, ok := p["SkillId"]; ok {
+			extra["EventSourceToken"] = v
+		}
+		permission("", extra)
+	case "Cognito":
+		return t.cognitoEvent(f, name, p, attrs)
 	case "Api":
 		return t.apiEvent(f, name, p, attrs)
 	case "HttpApi":
 		return t.httpAPIEvent(f, name, p, attrs)
 	default:
-		supported := []string{"Api", "CloudWatchEvent", "DynamoDB", "EventBridgeRule", "HttpApi", "Kinesis", "S3", "SNS", "SQS", "Schedule"}
+		supported := []string{"AlexaSkill", "Api", "CloudWatchEvent", "CloudWatchLogs", "Cognito", "DocumentDB", "DynamoDB", "EventBridgeRule", "HttpApi",
+			"IoTRule", "Kinesis", "MQ", "MSK", "S3", "SNS", "SQS", "Schedule", "ScheduleV2", "SelfManagedKafka"}
 		if !slices.Contains(supported, typ) {
 			return samErr(f.name, "Event with id [%s] is invalid. Event type %q is not supported by the local emulator's Serverless translator (it expands %s).", name, typ, strings.Join(supported, ", "))
 		}

@@ -28,6 +28,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -40,7 +41,104 @@ type sam struct {
 	globals   map[string]map[string]any
 	renames   map[string]string // layer logical ids to their hashed ones
 	restAPI   map[string]any    // the OpenAPI paths events add, by API logical id ("http:" for HTTP APIs)
+	// refs are the generated resources a template may name as LOGICALID.PROPERTY (Fn.Alias,
+	// MyApi.Stage), by Serverless resource and property.
+	refs map[string]map[string]string
 }
+
+// referable records that id.prop names the generated resource gen.
+func (t *sam) referable(id, prop, gen string) {
+	if t.refs == nil {
+		t.refs = map[string]map[string]string{}
+	}
+	if t.refs[id] == nil {
+		t.refs[id] = map[string]string{}
+	}
+	t.refs[id][prop] = gen
+}
+
+// resolveResourceRefs points Ref, Fn::GetAtt and Fn::Sub of LOGICALID.PROPERTY at the
+// generated resource it names, as the translator's resource reference resolver does:
+// {"Ref": "Fn.Alias"} becomes {"Ref": "FnAliaslive"}, "${Fn.Version.Version}" becomes
+// "${FnVersion1234567890.Version}".
+func resolveResourceRefs(v any, refs map[string]map[string]string) any {
+	lookup := func(s string) (string, string, bool) {
+		id, rest, ok := strings.Cut(s, ".")
+		if !ok {
+			return "", "", false
+		}
+		prop, attr, _ := strings.Cut(rest, ".")
+		gen, ok := refs[id][prop]
+		return gen, attr, ok
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 1 {
+			if s, ok := x["Ref"].(string); ok {
+				if gen, attr, ok := lookup(s); ok && attr == "" {
+					return ref(gen)
+				}
+				return x
+			}
+			if l, ok := x["Fn::GetAtt"].([]any); ok && len(l) >= 2 {
+				parts := make([]string, 0, len(l))
+				for _, p := range l {
+					s, isStr := p.(string)
+					if !isStr {
+						parts = nil
+						break
+					}
+					parts = append(parts, s)
+				}
+				if gen, attr, ok := lookup(strings.Join(parts, ".")); ok && attr != "" {
+					return getAtt(gen, attr)
+				}
+			}
+			if s, ok := x["Fn::GetAtt"].(string); ok {
+				if gen, attr, ok := lookup(s); ok && attr != "" {
+					return getAtt(gen, attr)
+				}
+			}
+			if sub, ok := x["Fn::Sub"]; ok {
+				replace := func(s string) string {
+					return subRefRE.ReplaceAllStringFunc(s, func(m string) string {
+						if gen, attr, ok := lookup(m[2 : len(m)-1]); ok {
+							if attr != "" {
+								gen += "." + attr
+							}
+							return "${" + gen + "}"
+						}
+						return m
+					})
+				}
+				switch s := sub.(type) {
+				case string:
+					x["Fn::Sub"] = replace(s)
+				case []any:
+					if len(s) > 0 {
+						if str, ok := s[0].(string); ok {
+							s[0] = replace(str)
+						}
+					}
+					for i := 1; i < len(s); i++ {
+						s[i] = resolveResourceRefs(s[i], refs)
+					}
+				}
+				return x
+			}
+		}
+		for k, vv := range x {
+			x[k] = resolveResourceRefs(vv, refs)
+		}
+	case []any:
+		for i := range x {
+			x[i] = resolveResourceRefs(x[i], refs)
+		}
+	}
+	return v
+}
+
+var subRefRE = regexp.MustCompile(`\$\{[^!}][^}]*\}`)
 
 // Transform expands the Serverless resources of m, a template's tree of maps, lists and
 // scalars, in place; params are the template's parameter values (a list parameter as a
@@ -84,17 +182,28 @@ func Transform(m map[string]any, params map[string]any) error {
 			err = t.restAPIResource(n)
 		case "AWS::Serverless::HttpApi":
 			err = t.httpAPIResource(n)
+		case "AWS::Serverless::StateMachine":
+			err = t.stateMachine(n)
 		case "AWS::Serverless::LayerVersion":
 		default:
 			if strings.HasPrefix(typ, "AWS::Serverless::") {
-				err = samErr(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, SimpleTable, LayerVersion, Api and HttpApi)", typ)
+				err = samErr(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, StateMachine, SimpleTable, LayerVersion, Api and HttpApi)", typ)
 			}
 		}
 		if err != nil {
 			return err
 		}
 	}
-	t.implicitAPIs()
+	if err := t.implicitAPIs(); err != nil {
+		return err
+	}
+	if len(t.refs) > 0 {
+		for k, v := range m {
+			if k == "Resources" || k == "Outputs" {
+				m[k] = resolveResourceRefs(v, t.refs)
+			}
+		}
+	}
 	if len(t.renames) > 0 {
 		for k, v := range m {
 			if k == "Resources" || k == "Outputs" || k == "Conditions" {
@@ -182,7 +291,7 @@ func passthrough(r map[string]any) map[string]any {
 // (DependsOn, Metadata) go only to the resource that replaces it.
 func (t *sam) put(id, typ string, props map[string]any, attrs map[string]any) {
 	r := map[string]any{"Type": typ}
-	if len(props) > 0 {
+	if props != nil {
 		r["Properties"] = props
 	}
 	for k, v := range attrs {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,15 +19,10 @@ import (
 	"github.com/cairn-dev/cairn/internal/sam"
 )
 
-// translated is one template run through the installed SAM translator.
-type translated struct {
-	Resources map[string]struct{ Type string } `json:"Resources"`
-	Error     string                           `json:"error"`
-}
-
 // translate runs testdata/translate.py (the installed aws-sam-translator) over templates
-// with their parameter values, or skips the test when Python or the translator is absent.
-func translate(t *testing.T, templates []map[string]any, params []map[string]any) []translated {
+// with their parameter values, or skips the test when Python or the translator is absent;
+// it returns per template the processed template, or {"error": message}.
+func translate(t *testing.T, templates []map[string]any, params []map[string]any) []map[string]any {
 	t.Helper()
 	if err := exec.Command("python3", "-c", "import samtranslator").Run(); err != nil {
 		t.Skip("the SAM translator is not installed (pip install aws-sam-translator): ", err)
@@ -47,7 +43,7 @@ func translate(t *testing.T, templates []map[string]any, params []map[string]any
 	if err != nil {
 		t.Fatalf("translate.py: %v\n%s", err, stderr.String())
 	}
-	var res []translated
+	var res []map[string]any
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("translate.py answered %.200s: %v", out, err)
 	}
@@ -220,7 +216,6 @@ func TestCoverageAgainstTranslator(t *testing.T) {
 	theirs := translate(t, tpls, params)
 	var report strings.Builder
 	agree, accepted := 0, 0
-	types := map[string]int{}
 	for i, f := range names {
 		// cairn's copy of the template: translate.py had its own through JSON
 		m, p, _ := load(f)
@@ -231,15 +226,15 @@ func TestCoverageAgainstTranslator(t *testing.T) {
 			typ, _ := r.(map[string]any)["Type"].(string)
 			ours[id] = typ
 		}
-		tr := theirs[i]
+		trErr, _ := theirs[i]["error"].(string)
 		name := filepath.Base(f)
 		switch {
-		case tr.Error != "" && err != nil:
+		case trErr != "" && err != nil:
 			agree++
 			fmt.Fprintf(&report, "%-60s both refuse\n", name)
-		case tr.Error != "":
-			fmt.Fprintf(&report, "%-60s translator refuses, cairn accepts: %.300s\n", name, tr.Error)
-			t.Errorf("%s: the translator refuses it (%s), cairn expands it", name, tr.Error)
+		case trErr != "":
+			fmt.Fprintf(&report, "%-60s translator refuses, cairn accepts: %.300s\n", name, trErr)
+			t.Errorf("%s: the translator refuses it (%s), cairn expands it", name, trErr)
 		case err != nil:
 			accepted++
 			fmt.Fprintf(&report, "%-60s cairn refuses: %.300s\n", name, err)
@@ -247,9 +242,9 @@ func TestCoverageAgainstTranslator(t *testing.T) {
 		default:
 			accepted++
 			want := map[string]string{}
-			for id, r := range tr.Resources {
-				want[id] = r.Type
-				types[r.Type]++
+			for id, r := range object(theirs[i]["Resources"]) {
+				typ, _ := object(r)["Type"].(string)
+				want[id] = typ
 			}
 			missing, extra := diff(resourceSet(want), resourceSet(ours))
 			if len(missing)+len(extra) == 0 {
@@ -262,4 +257,152 @@ func TestCoverageAgainstTranslator(t *testing.T) {
 		}
 	}
 	t.Logf("SAM corpus: %d templates, %d the translator accepts, %d where cairn agrees with it\n%s", len(names), accepted, agree, report.String())
+}
+
+// canonical renders a resource for comparison: JSON with sorted keys, hashed logical ids
+// (versions, deployments, layers) without their hash, and the OpenAPI bodies of APIs
+// (which cairn writes its own way, see the package doc) left out.
+func canonical(r any, hashedIDs []string) string {
+	m, _ := r.(map[string]any)
+	if props, ok := m["Properties"].(map[string]any); ok {
+		switch m["Type"] {
+		case "AWS::ApiGateway::RestApi", "AWS::ApiGatewayV2::Api":
+			delete(props, "Body")
+		case "AWS::ApiGateway::Deployment":
+			delete(props, "Description")
+		}
+	}
+	b, _ := json.MarshalIndent(r, "", " ")
+	s := string(b)
+	for _, id := range hashedIDs {
+		s = strings.ReplaceAll(s, `"`+id+`"`, `"`+hashed.FindStringSubmatch(id)[1]+`#"`)
+		s = strings.ReplaceAll(s, "${"+id, "${"+hashed.FindStringSubmatch(id)[1]+"#")
+	}
+	return s
+}
+
+func hashedIDs(res map[string]any) []string {
+	var out []string
+	for id, r := range res {
+		typ, _ := object(r)["Type"].(string)
+		if hashed.MatchString(id) && (typ == "AWS::Lambda::Version" || typ == "AWS::ApiGateway::Deployment" || typ == "AWS::Lambda::LayerVersion") {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func object(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// TestExpansionMatchesTranslator expands the templates of testdata/expand (state machines
+// and their events, the function event sources, policy templates, references to generated
+// resources such as Fn.Alias, API endpoint configurations, RestApiId of an Api resource)
+// with cairn's transform and the installed SAM translator, and requires the same
+// resources, property by property, and the same outputs.
+func TestExpansionMatchesTranslator(t *testing.T) {
+	files, _ := filepath.Glob("testdata/expand/*.yaml")
+	var tpls, params []map[string]any
+	for _, f := range files {
+		m, p, err := load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		tpls, params = append(tpls, m), append(params, p)
+	}
+	raw := translate(t, tpls, params)
+	for i, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if e, ok := raw[i]["error"]; ok {
+				t.Fatalf("the translator refuses it: %v", e)
+			}
+			m, p, _ := load(f)
+			if err := sam.Transform(m, p); err != nil {
+				t.Fatalf("cairn refuses it: %v", err)
+			}
+			theirs, ours := object(raw[i]["Resources"]), object(m["Resources"])
+			th, oh := hashedIDs(theirs), hashedIDs(ours)
+			norm := func(id string, ids []string) string {
+				if slices.Contains(ids, id) {
+					return hashed.FindStringSubmatch(id)[1] + "#"
+				}
+				return id
+			}
+			byNorm := map[string]string{}
+			for id := range ours {
+				byNorm[norm(id, oh)] = id
+			}
+			for _, id := range slices.Sorted(maps.Keys(theirs)) {
+				oid, ok := byNorm[norm(id, th)]
+				if !ok {
+					t.Errorf("cairn lacks %s (%s)", id, object(theirs[id])["Type"])
+					continue
+				}
+				delete(byNorm, norm(id, th))
+				if want, got := canonical(theirs[id], th), canonical(ours[oid], oh); want != got {
+					t.Errorf("%s differs:\ntranslator: %s\ncairn:      %s", id, want, got)
+				}
+			}
+			for _, id := range slices.Sorted(maps.Values(byNorm)) {
+				t.Errorf("cairn makes %s (%s), the translator does not", id, object(ours[id])["Type"])
+			}
+			if want, got := canonical(raw[i]["Outputs"], th), canonical(m["Outputs"], oh); want != got {
+				t.Errorf("outputs differ:\ntranslator: %s\ncairn:      %s", want, got)
+			}
+		})
+	}
+}
+
+// TestPolicyTemplatesMatchTranslator uses every policy template of the translator's data
+// (testdata: translator.json) in one function's Policies and requires the role the
+// translator makes, policy by policy.
+func TestPolicyTemplatesMatchTranslator(t *testing.T) {
+	var d struct {
+		PolicyTemplates map[string]struct {
+			Parameters []string `json:"parameters"`
+		} `json:"policyTemplates"`
+	}
+	b, err := os.ReadFile("translator.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var policies []any
+	for _, name := range slices.Sorted(maps.Keys(d.PolicyTemplates)) {
+		params := map[string]any{}
+		for _, p := range d.PolicyTemplates[name].Parameters {
+			params[p] = strings.ToLower(p) + "-value"
+		}
+		policies = append(policies, map[string]any{name: params})
+	}
+	if len(policies) < 80 {
+		t.Fatalf("only %d policy templates in translator.json", len(policies))
+	}
+	tpl := func() map[string]any {
+		return map[string]any{"Transform": "AWS::Serverless-2016-10-31", "Resources": map[string]any{"Fn": map[string]any{
+			"Type": "AWS::Serverless::Function", "Properties": map[string]any{"Runtime": "python3.12", "Handler": "a.b", "InlineCode": "x",
+				"Policies": policies}}}}
+	}
+	full := translate(t, []map[string]any{tpl()}, []map[string]any{{}})
+	if e, ok := full[0]["error"]; ok {
+		t.Fatal(e)
+	}
+	m := tpl()
+	if err := sam.Transform(m, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := object(object(object(full[0]["Resources"])["FnRole"])["Properties"])["Policies"].([]any)
+	got := object(object(object(m["Resources"])["FnRole"])["Properties"])["Policies"].([]any)
+	if len(got) != len(want) {
+		t.Fatalf("%d inline policies, the translator makes %d", len(got), len(want))
+	}
+	for i := range want {
+		if w, g := canonical(want[i], nil), canonical(got[i], nil); w != g {
+			t.Errorf("policy %d (%v) differs:\ntranslator: %s\ncairn:      %s", i, slices.Collect(maps.Keys(object(policies[i]))), w, g)
+		}
+	}
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // translator.json is data of AWS's SAM translator (aws-sam-translator, Apache License 2.0):
-// its policy templates and the AWS managed policies it knows by name, reshaped by
+// its policy templates, the AWS managed policies it knows by name and its connector
+// profiles, reshaped by
 // gendata.py (`make sam-data`).
 //
 //go:embed translator.json
@@ -23,6 +24,7 @@ type policyTemplateData struct {
 var data = sync.OnceValue(func() (d struct {
 	PolicyTemplates map[string]policyTemplateData `json:"policyTemplates"`
 	ManagedPolicies map[string]string             `json:"managedPolicies"`
+	Connectors      connectorData                 `json:"connectorProfiles"`
 }) {
 	if err := json.Unmarshal(translatorJSON, &d); err != nil {
 		panic("sam: translator.json does not decode: " + err.Error())

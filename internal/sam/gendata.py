@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Generates translator.json, the data cairn's Serverless transform takes from AWS's SAM
-translator: its policy templates and the ARNs of the AWS managed policies it knows by name.
+translator: its policy templates, the ARNs of the AWS managed policies it knows by name, and
+the connector profiles (what AWS::Serverless::Connector grants between two resource types).
 
 Run by `make sam-data`, from the installed aws-sam-translator (pip install
 aws-sam-translator). The data is the translator's own (samtranslator/policy_templates_data/
-policy_templates.json and samtranslator/internal/data/aws_managed_policies.json), from
+policy_templates.json, samtranslator/internal/data/aws_managed_policies.json and
+samtranslator/model/connector_profiles/profiles.json), from
 https://github.com/aws/serverless-application-model, Copyright Amazon.com, Inc. or its
 affiliates, licensed under the Apache License 2.0
 (http://www.apache.org/licenses/LICENSE-2.0); it is copied here unchanged in content, only
@@ -26,20 +28,29 @@ def main():
         templates = json.load(f)["Templates"]
     with open(os.path.join(ROOT, "internal", "data", "aws_managed_policies.json")) as f:
         managed = json.load(f)["aws"]
+    with open(os.path.join(ROOT, "model", "connector_profiles", "profiles.json")) as f:
+        profiles = json.load(f)
+    # the translator emits a connector's statements in the order of the profile's access
+    # categories, which a JSON object does not keep: it is written beside them
+    for by_dest in profiles["Permissions"].values():
+        for profile in by_dest.values():
+            profile["Properties"]["AccessCategoryOrder"] = list(profile["Properties"]["AccessCategories"])
     prefix = "arn:aws:iam::aws:policy/"
     out = {
-        "source": "aws-sam-translator %s (Apache License 2.0): policy_templates.json and aws_managed_policies.json" % samtranslator.__version__,
+        "source": "aws-sam-translator %s (Apache License 2.0): policy_templates.json, aws_managed_policies.json, profiles.json" % samtranslator.__version__,
         "policyTemplates": {
             name: {"parameters": sorted(t.get("Parameters", {})), "definition": t["Definition"]}
             for name, t in sorted(templates.items())
         },
         "managedPolicies": {name: arn[len(prefix):] for name, arn in sorted(managed.items()) if arn.startswith(prefix)},
+        "connectorProfiles": {"permissions": profiles["Permissions"], "resources": profiles["CfnResourceProperties"]},
     }
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "translator.json")
     with open(path, "w") as f:
         json.dump(out, f, sort_keys=True, separators=(",", ":"))
         f.write("\n")
-    print("%s: %d policy templates, %d managed policies" % (path, len(out["policyTemplates"]), len(out["managedPolicies"])), file=sys.stderr)
+    print("%s: %d policy templates, %d managed policies, connector profiles from %d source types" % (
+        path, len(out["policyTemplates"]), len(out["managedPolicies"]), len(profiles["Permissions"])), file=sys.stderr)
 
 
 if __name__ == "__main__":

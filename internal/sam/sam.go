@@ -44,6 +44,8 @@ type sam struct {
 	// refs are the generated resources a template may name as LOGICALID.PROPERTY (Fn.Alias,
 	// MyApi.Stage), by Serverless resource and property.
 	refs map[string]map[string]string
+	// original are the types the template gave its resources, by logical id.
+	original map[string]string
 }
 
 // referable records that id.prop names the generated resource gen.
@@ -162,6 +164,13 @@ func Transform(m map[string]any, params map[string]any) error {
 		}
 		delete(m, "Globals")
 	}
+	t.original = map[string]string{}
+	for n, r := range res {
+		t.original[n] = typeOfRaw(r)
+	}
+	if err := t.embeddedConnectors(); err != nil {
+		return err
+	}
 	names := sortedKeys(res)
 	// layers first: functions and outputs name them by their new logical ids
 	for _, n := range names {
@@ -184,10 +193,11 @@ func Transform(m map[string]any, params map[string]any) error {
 			err = t.httpAPIResource(n)
 		case "AWS::Serverless::StateMachine":
 			err = t.stateMachine(n)
+		case "AWS::Serverless::Connector": // once everything else is expanded
 		case "AWS::Serverless::LayerVersion":
 		default:
 			if strings.HasPrefix(typ, "AWS::Serverless::") {
-				err = samErr(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, StateMachine, SimpleTable, LayerVersion, Api and HttpApi)", typ)
+				err = samErr(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, StateMachine, Connector, SimpleTable, LayerVersion, Api and HttpApi)", typ)
 			}
 		}
 		if err != nil {
@@ -196,6 +206,13 @@ func Transform(m map[string]any, params map[string]any) error {
 	}
 	if err := t.implicitAPIs(); err != nil {
 		return err
+	}
+	for _, n := range sortedKeys(res) {
+		if typeOfRaw(res[n]) == "AWS::Serverless::Connector" {
+			if err := t.connector(n); err != nil {
+				return err
+			}
+		}
 	}
 	if len(t.refs) > 0 {
 		for k, v := range m {

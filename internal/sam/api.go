@@ -33,6 +33,12 @@ var pathParam = regexp.MustCompile(`\{[^}]*\}`)
 
 // addRoute adds a function's aws_proxy integration at path and method to api.
 func (t *sam) addRoute(api, fn, event, path, method string, http bool) error {
+	if t.apiOrigins == nil {
+		t.apiOrigins = map[string]string{}
+	}
+	if _, ok := t.apiOrigins[api]; !ok {
+		t.apiOrigins[api] = fn
+	}
 	paths := t.paths(api)
 	key := strings.ToLower(method)
 	if key == "any" {
@@ -164,15 +170,18 @@ func (t *sam) httpAPIResource(string) error { return nil }
 
 func (t *sam) implicitAPIs() error {
 	if p, ok := t.restAPI[implicitREST].(map[string]any); ok {
+		t.cur = t.apiOrigins[implicitREST]
 		if err := t.makeRESTAPI(implicitREST, map[string]any{"StageName": "Prod"}, p, nil); err != nil {
 			return err
 		}
 	}
 	if p, ok := t.restAPI["http:"+implicitHTTP].(map[string]any); ok {
+		t.cur = t.apiOrigins["http:"+implicitHTTP]
 		t.makeHTTPAPI(implicitHTTP, map[string]any{}, p, nil)
 	}
 	for _, n := range sortedKeys(t.resources) {
 		r := object(t.resources[n])
+		t.cur = n
 		switch typeOfRaw(r) {
 		case "AWS::Serverless::Api":
 			p, _ := t.restAPI[n].(map[string]any)

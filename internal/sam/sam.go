@@ -46,6 +46,10 @@ type sam struct {
 	refs map[string]map[string]string
 	// original are the types the template gave its resources, by logical id.
 	original map[string]string
+	// cur is the Serverless resource being expanded; origins are, by logical id, the
+	// Serverless resource each generated one was made for (apiOrigins for implicit APIs).
+	cur                 string
+	origins, apiOrigins map[string]string
 }
 
 // referable records that id.prop names the generated resource gen.
@@ -146,8 +150,27 @@ var subRefRE = regexp.MustCompile(`\$\{[^!}][^}]*\}`)
 // scalars, in place; params are the template's parameter values (a list parameter as a
 // []string). The error of a template the translator refuses is an *Error.
 func Transform(m map[string]any, params map[string]any) error {
+	_, err := Expand(m, params)
+	return err
+}
+
+// Expand is Transform, and returns for each resource it made the logical id of the
+// Serverless resource it made it for (an implicit API: the first function whose event
+// needs it).
+func Expand(m map[string]any, params map[string]any) (origins map[string]string, err error) {
+	t := &sam{params: params, origins: map[string]string{}}
+	defer func() {
+		if p := recover(); p != nil {
+			// a shape the transform did not expect: said, rather than a crashed emulator or validator
+			err = &Error{Msg: fmt.Sprintf("Transform AWS::Serverless-2016-10-31 failed in cairn's Serverless translator: %v", p), Unsupported: true}
+		}
+	}()
+	return t.origins, t.expand(m)
+}
+
+func (t *sam) expand(m map[string]any) error {
 	res, _ := m["Resources"].(map[string]any)
-	t := &sam{params: params, resources: res, globals: map[string]map[string]any{}, renames: map[string]string{}}
+	t.resources, t.globals, t.renames = res, map[string]map[string]any{}, map[string]string{}
 	if g, ok := m["Globals"]; ok {
 		gm, ok := g.(map[string]any)
 		if !ok {
@@ -156,6 +179,8 @@ func Transform(m map[string]any, params map[string]any) error {
 		for k, v := range gm {
 			switch k {
 			case "Function", "Api", "HttpApi", "SimpleTable", "LayerVersion", "StateMachine":
+			case "WebSocketApi", "CapacityProvider":
+				return unsupported("", "'Globals' section is invalid. '%s' is not supported by the local emulator's Serverless translator.", k)
 			default:
 				return samErr("", "'Globals' section is invalid. '%s' is not supported. Must be one of the following values - [Api, Function, HttpApi, LayerVersion, SimpleTable, StateMachine]", k)
 			}
@@ -175,6 +200,7 @@ func Transform(m map[string]any, params map[string]any) error {
 	// layers first: functions and outputs name them by their new logical ids
 	for _, n := range names {
 		if typeOfRaw(res[n]) == "AWS::Serverless::LayerVersion" {
+			t.cur = n
 			if err := t.layer(n); err != nil {
 				return err
 			}
@@ -182,6 +208,7 @@ func Transform(m map[string]any, params map[string]any) error {
 	}
 	for _, n := range names {
 		var err error
+		t.cur = n
 		switch typ := typeOfRaw(res[n]); typ {
 		case "AWS::Serverless::Function":
 			err = t.function(n)
@@ -197,7 +224,7 @@ func Transform(m map[string]any, params map[string]any) error {
 		case "AWS::Serverless::LayerVersion":
 		default:
 			if strings.HasPrefix(typ, "AWS::Serverless::") {
-				err = samErr(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, StateMachine, Connector, SimpleTable, LayerVersion, Api and HttpApi)", typ)
+				err = unsupported(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, StateMachine, Connector, SimpleTable, LayerVersion, Api and HttpApi)", typ)
 			}
 		}
 		if err != nil {
@@ -209,6 +236,7 @@ func Transform(m map[string]any, params map[string]any) error {
 	}
 	for _, n := range sortedKeys(res) {
 		if typeOfRaw(res[n]) == "AWS::Serverless::Connector" {
+			t.cur = n
 			if err := t.connector(n); err != nil {
 				return err
 			}
@@ -238,6 +266,13 @@ func samErr(logicalID, format string, args ...any) error {
 		msg = fmt.Sprintf("Resource with id [%s] is invalid. %s", logicalID, msg)
 	}
 	return &Error{LogicalID: logicalID, Msg: "Transform AWS::Serverless-2016-10-31 failed with: Invalid Serverless Application Specification document. Number of errors found: 1. " + msg}
+}
+
+// unsupported is the failure of what AWS's translator expands and cairn's does not.
+func unsupported(logicalID, format string, args ...any) error {
+	err := samErr(logicalID, format, args...).(*Error)
+	err.Unsupported = true
+	return err
 }
 
 func typeOfRaw(v any) string {
@@ -307,6 +342,9 @@ func passthrough(r map[string]any) map[string]any {
 // put adds a generated resource; the Serverless resource's own attributes given in main
 // (DependsOn, Metadata) go only to the resource that replaces it.
 func (t *sam) put(id, typ string, props map[string]any, attrs map[string]any) {
+	if t.origins != nil && t.cur != "" {
+		t.origins[id] = t.cur
+	}
 	r := map[string]any{"Type": typ}
 	if props != nil {
 		r["Properties"] = props

@@ -82,7 +82,7 @@ func load(file string) (map[string]any, map[string]any, error) {
 	if err := json.Unmarshal(j, &m); err != nil {
 		return nil, nil, err
 	}
-	packaged(m)
+	sam.AssumePackaged(m)
 	params := map[string]any{}
 	decls, _ := m["Parameters"].(map[string]any)
 	for n, d := range decls {
@@ -96,44 +96,6 @@ func load(file string) (map[string]any, map[string]any, error) {
 		}
 	}
 	return m, params, nil
-}
-
-// artifactProps are the properties naming a local artifact that `sam package` (and
-// cairn's packaging) uploads, replacing the path by its S3 location.
-var artifactProps = map[string][]string{
-	"AWS::Serverless::Function":     {"CodeUri"},
-	"AWS::Serverless::LayerVersion": {"ContentUri"},
-	"AWS::Serverless::Api":          {"DefinitionUri"},
-	"AWS::Serverless::HttpApi":      {"DefinitionUri"},
-	"AWS::Serverless::StateMachine": {"DefinitionUri"},
-	"AWS::Serverless::Application":  {"Location"},
-	"AWS::Serverless::GraphQLApi":   {"SchemaUri"},
-}
-
-// packaged does what packaging does to a template before the transform sees it: a local
-// path in an artifact property (of a resource or of Globals) becomes an s3:// URI.
-func packaged(m map[string]any) {
-	fix := func(props map[string]any, names []string) {
-		for _, n := range names {
-			if s, ok := props[n].(string); ok && !strings.HasPrefix(s, "s3://") && !strings.HasPrefix(s, "https://") {
-				props[n] = "s3://cairn-artifacts/" + strings.Trim(strings.ReplaceAll(s, "/", "-"), ".-")
-			}
-		}
-	}
-	res, _ := m["Resources"].(map[string]any)
-	for _, r := range res {
-		rm, _ := r.(map[string]any)
-		typ, _ := rm["Type"].(string)
-		if props, ok := rm["Properties"].(map[string]any); ok {
-			fix(props, artifactProps[typ])
-		}
-	}
-	globals, _ := m["Globals"].(map[string]any)
-	for kind, g := range globals {
-		if props, ok := g.(map[string]any); ok {
-			fix(props, artifactProps["AWS::Serverless::"+kind])
-		}
-	}
 }
 
 // isServerless reports whether the template names the Serverless transform.

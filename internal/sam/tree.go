@@ -11,6 +11,9 @@ type Error struct {
 	// LogicalID is the Serverless resource at fault ("" for the template as a whole).
 	LogicalID string
 	Msg       string
+	// Unsupported: AWS's translator expands what cairn's does not (a resource or event
+	// type it leaves out), rather than a template the translator refuses.
+	Unsupported bool
 }
 
 func (e *Error) Error() string { return e.Msg }

@@ -177,7 +177,9 @@ func (t *sam) implicitAPIs() error {
 	}
 	if p, ok := t.restAPI["http:"+implicitHTTP].(map[string]any); ok {
 		t.cur = t.apiOrigins["http:"+implicitHTTP]
-		t.makeHTTPAPI(implicitHTTP, map[string]any{}, p, nil)
+		if err := t.makeHTTPAPI(implicitHTTP, map[string]any{}, p, nil); err != nil {
+			return err
+		}
 	}
 	for _, n := range sortedKeys(t.resources) {
 		r := object(t.resources[n])
@@ -190,7 +192,9 @@ func (t *sam) implicitAPIs() error {
 			}
 		case "AWS::Serverless::HttpApi":
 			p, _ := t.restAPI["http:"+n].(map[string]any)
-			t.makeHTTPAPI(n, t.props(n, "HttpApi"), p, r)
+			if err := t.makeHTTPAPI(n, t.props(n, "HttpApi"), p, r); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -280,10 +284,13 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 	t.put(stageID, "AWS::ApiGateway::Stage", sp, copyAttrs(attrs))
 	t.referable(n, "Stage", stageID)
 	t.referable(n, "Deployment", deployment)
+	if d, ok := props["Domain"].(map[string]any); ok {
+		return t.restDomain(n, t.resolveParamRefs(d).(map[string]any), attrs)
+	}
 	return nil
 }
 
-func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]any) {
+func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]any) error {
 	tags := map[string]any{}
 	if m, ok := props["Tags"].(map[string]any); ok {
 		for k, v := range m {
@@ -326,4 +333,8 @@ func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]an
 	}
 	t.put(stageID, "AWS::ApiGatewayV2::Stage", sp, copyAttrs(attrs))
 	t.referable(n, "Stage", stageID)
+	if d, ok := props["Domain"].(map[string]any); ok {
+		return t.httpDomain(n, t.resolveParamRefs(d).(map[string]any), attrs)
+	}
+	return nil
 }

@@ -23,7 +23,11 @@ func AssumePackaged(m map[string]any) {
 	fix := func(props map[string]any, names []string) {
 		for _, n := range names {
 			if s, ok := props[n].(string); ok && !strings.HasPrefix(s, "s3://") && !strings.HasPrefix(s, "https://") && s != "" {
-				props[n] = "s3://cairn-packaged/" + strings.Trim(strings.ReplaceAll(s, "/", "-"), ".-")
+				key := strings.Trim(strings.ReplaceAll(s, "/", "-"), ".-")
+				if key == "" {
+					key = "root" // the template's own folder
+				}
+				props[n] = "s3://cairn-packaged/" + key
 			}
 		}
 	}

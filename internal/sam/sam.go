@@ -465,6 +465,29 @@ func (t *sam) resolveParamRef(v any) any {
 	return v
 }
 
+// resolveParamRefs is resolveParamRef throughout v (a copy), as the translator resolves
+// the parameters of the settings it reads (a custom domain).
+func (t *sam) resolveParamRefs(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if r := t.resolveParamRef(x); !equalJSON(r, x) {
+			return r
+		}
+		out := make(map[string]any, len(x))
+		for k, vv := range x {
+			out[k] = t.resolveParamRefs(vv)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, vv := range x {
+			out[i] = t.resolveParamRefs(vv)
+		}
+		return out
+	}
+	return v
+}
+
 func (t *sam) layer(name string) error {
 	r := object(t.resources[name])
 	props := t.props(name, "LayerVersion")

@@ -3,22 +3,24 @@ package cfnlocal
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 )
 
 // Every stack event has its own EventId, so a follower that de-duplicates by id loses
-// none: a provider's second CREATE_IN_PROGRESS ("Resource creation Initiated") at the same
-// millisecond as the first, and a rollback's events at the time of the failure, included.
+// none: a provider's second CREATE_IN_PROGRESS ("Resource creation Initiated") in the same
+// millisecond as the first, signals received, and a rollback's events, included.
 func TestStackEventIDsAreUnique(t *testing.T) {
 	e := newEnv(t, func(o *Options) {
 		o.Providers = map[string]Provider{"AWS::SQS::Queue": {
 			Create: func(ctx context.Context, r Resource) (string, map[string]any, error) { return r.PhysicalID, nil, nil },
 		}}
 	})
-	e.svc.SetResourceDelay("ids", 0) // every event at the same instant
-	body := "Resources:\n  A: {Type: AWS::SQS::Queue}\n  B: {Type: AWS::SQS::Queue}\n  C: {Type: AWS::SNS::Topic}\n"
+	e.svc.SetResourceDelay("ids", 100*time.Microsecond) // every event in the same millisecond
+	body := "Resources:\n  A: {Type: AWS::SQS::Queue}\n  B: {Type: AWS::SQS::Queue}\n  C: {Type: AWS::SNS::Topic}\n" +
+		"  I:\n    Type: AWS::EC2::Instance\n    CreationPolicy: {ResourceSignal: {Count: 2}}\n    Properties: {ImageId: ami-0123456789abcdef0}\n"
 	e.create("ids", body, nil)
 	e.settle("ids")
 	if err := e.svc.InjectFault(Fault{Stack: "ids", LogicalID: "C2", Operation: "CREATE", Reason: "boom"}); err != nil {

@@ -138,9 +138,10 @@ func (s *Service) addEvent(st *stack, at time.Time, logicalID, physicalID, typ, 
 		// AWS's resource event ids name the resource, status and time; an id is unique in
 		// the stack, so a second event of the same status at the same millisecond (a
 		// provider's "Resource creation Initiated") gets a UUID instead. Events come in
-		// time order: only those of the same time are looked at.
+		// time order: only those of the same millisecond are looked at.
 		ev.ID = logicalID + "-" + status + "-" + at.UTC().Format("2006-01-02T15:04:05.000Z")
-		for i := len(st.Events) - 1; i >= 0 && st.Events[i].Time.Equal(at); i-- {
+		ms := at.Truncate(time.Millisecond)
+		for i := len(st.Events) - 1; i >= 0 && st.Events[i].Time.Truncate(time.Millisecond).Equal(ms); i-- {
 			if st.Events[i].ID == ev.ID {
 				ev.ID = logicalID + "-" + hashUUID("event", st.ID, fmt.Sprint(len(st.Events)))
 				break

@@ -28,6 +28,9 @@ func AssumePackaged(m map[string]any) {
 					key = "root" // the template's own folder
 				}
 				props[n] = "s3://cairn-packaged/" + key
+				if n == "Location" { // a nested stack's template: an https URL
+					props[n] = "https://cairn-packaged.s3.amazonaws.com/" + key
+				}
 			}
 		}
 	}

@@ -220,11 +220,13 @@ func (t *sam) expand(m map[string]any) error {
 			err = t.httpAPIResource(n)
 		case "AWS::Serverless::StateMachine":
 			err = t.stateMachine(n)
+		case "AWS::Serverless::Application":
+			err = t.application(n)
 		case "AWS::Serverless::Connector": // once everything else is expanded
 		case "AWS::Serverless::LayerVersion":
 		default:
 			if strings.HasPrefix(typ, "AWS::Serverless::") {
-				err = unsupported(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, StateMachine, Connector, SimpleTable, LayerVersion, Api and HttpApi)", typ)
+				err = unsupported(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, StateMachine, Connector, Application, SimpleTable, LayerVersion, Api and HttpApi)", typ)
 			}
 		}
 		if err != nil {
@@ -574,6 +576,26 @@ func renameRefs(v any, renames map[string]string) any {
 		}
 	}
 	return v
+}
+
+// application is AWS::Serverless::Application: a nested stack of the template at Location.
+// An application of the Serverless Application Repository ({ApplicationId,
+// SemanticVersion}) needs the repository to find its template, which the emulator does not
+// have.
+func (t *sam) application(name string) error {
+	r := object(t.resources[name])
+	props := object(r["Properties"])
+	url, ok := props["Location"].(string)
+	if !ok {
+		if object(props["Location"])["ApplicationId"] != nil {
+			return unsupported(name, "the local emulator's Serverless translator does not reach the Serverless Application Repository: give the application's template as Location (an S3 URL)")
+		}
+		return samErr(name, "Property 'Location' should be a string or a map with ApplicationId and SemanticVersion.")
+	}
+	sp := map[string]any{"TemplateURL": url, "Tags": tagList(props["Tags"])}
+	copyKeys(sp, props, "Parameters", "NotificationARNs", "TimeoutInMinutes")
+	t.put(name, "AWS::CloudFormation::Stack", sp, mainAttrs(r))
+	return nil
 }
 
 func (t *sam) simpleTable(name string) error {

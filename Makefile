@@ -127,3 +127,10 @@ test-awscli: cli
 spec:
 	python3 internal/spec/genspec.py > internal/spec/spec.txt.tmp && gzip -9n < internal/spec/spec.txt.tmp > internal/spec/spec.txt.gz.tmp \
 		&& mv internal/spec/spec.txt.gz.tmp internal/spec/spec.txt.gz && rm internal/spec/spec.txt.tmp
+
+# sam-data: regenerate internal/sam/translator.json, the policy templates and managed policy
+# ARNs of AWS's SAM translator (Apache-2.0), from the installed aws-sam-translator
+# (`pip install aws-sam-translator`). The file is committed: builds and CI never need this.
+.PHONY: sam-data
+sam-data:
+	python3 internal/sam/gendata.py

@@ -84,7 +84,17 @@ func (t *Template) Check() []Problem {
 			c.macros = true
 		}
 	}
+	var samProbs []Problem
+	if c.sam && !c.macros {
+		// checked as CloudFormation checks it, after the transform (serverless.go)
+		probs, expanded := t.checkServerless()
+		if expanded {
+			return probs
+		}
+		samProbs = probs
+	}
 	c.collect()
+	c.probs = append(c.probs, samProbs...)
 	if !c.macros {
 		c.checkParameters()
 		for _, name := range c.order {

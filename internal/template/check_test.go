@@ -96,7 +96,7 @@ func TestCheckRules(t *testing.T) {
 			`9:44: Resources.OrdersQueue.Properties.DelaySecond: unknown property "DelaySecond" of AWS::SQS::Queue (did you mean "DelaySeconds"?)`,
 			`9:44: Resources.PaymentsQueue.Properties.DelaySecond: unknown property "DelaySecond" of AWS::SQS::Queue (did you mean "DelaySeconds"?)`}},
 		{"macros are not checked past the structure", head + "Transform: Count\nResources:\n  T:\n    Type: AWS::SNS::Topic\n    Count: 3\n", nil},
-		{"Serverless types unchecked, references left to the transform", head + "Transform: AWS::Serverless-2016-10-31\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties: {Anything: x}\nOutputs:\n  R: {Value: !GetAtt FnRole.Arn}\n", nil},
+		{"Serverless templates are checked expanded: generated resources exist", head + "Transform: AWS::Serverless-2016-10-31\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties: {Runtime: python3.12, Handler: a.b, CodeUri: ./src}\nOutputs:\n  R: {Value: !GetAtt FnRole.Arn}\n", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

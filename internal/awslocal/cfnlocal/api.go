@@ -38,6 +38,7 @@ func init() {
 		"DetectStackDrift":                  (*Service).detectStackDrift,
 		"DescribeStackDriftDetectionStatus": (*Service).describeStackDriftDetectionStatus,
 		"DescribeStackResourceDrifts":       (*Service).describeStackResourceDrifts,
+		"SignalResource":                    (*Service).signalResource,
 	}
 }
 

@@ -43,8 +43,23 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		if err := s.checkUpdatable(st); err != nil {
 			return nil, err
 		}
+	case "IMPORT":
+		if st != nil && st.Status != "REVIEW_IN_PROGRESS" {
+			if err := s.checkUpdatable(st); err != nil {
+				return nil, err
+			}
+		}
 	default:
-		return nil, validation("ChangeSetType %s is not supported by the emulator (CREATE or UPDATE)", typ)
+		return nil, validation("1 validation error detected: Value '%s' at 'changeSetType' failed to satisfy constraint: Member must satisfy enum value set: [IMPORT, UPDATE, CREATE]", typ)
+	}
+	var imports []toImport
+	if typ == "IMPORT" {
+		var err error
+		if imports, err = resourcesToImport(f); err != nil {
+			return nil, err
+		}
+	} else if f.has("ResourcesToImport.member.1.LogicalResourceId") {
+		return nil, validation("ResourcesToImport can only be given with ChangeSetType IMPORT")
 	}
 	body, err := s.templateBody(f)
 	if err != nil {
@@ -81,16 +96,33 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	var tpl *template
 	description := ""
 	if failure == "" {
-		if tpl, err = s.parse(processed); err != nil {
-			return nil, err
+		tpl, err = s.parse(processed)
+		if err == nil {
+			err = checkCapabilities(tpl, caps)
 		}
-		if err := checkCapabilities(tpl, caps); err != nil {
+		// A processed template is checked after the call returns, as AWS does it: its
+		// errors (a GetAtt the generated resources do not have, a capability the generated
+		// roles need) fail the change set. A template without transforms is refused at once.
+		if err != nil && len(transformsOf(body)) == 0 {
 			return nil, err
+		} else if err != nil {
+			failure, processed, tpl = err.Error(), body, nil
 		}
+	}
+	if tpl != nil {
 		if _, _, err := tpl.resolveParams(params, s.ssm); err != nil {
 			return nil, err
 		}
 		description = tpl.Description
+		if typ == "IMPORT" {
+			existing := st
+			if existing != nil && existing.Status == "REVIEW_IN_PROGRESS" {
+				existing = nil
+			}
+			if err := s.checkImport(existing, processed, tpl, imports, params); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var prevRollback *rollbackConfig
 	if st != nil {
@@ -123,7 +155,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: processed, Params: params,
 		Original: originalOr(body, processed), Failure: failure,
 		Tags: tags, Capabilities: caps, NotificationARNs: arns, Rollback: rollback, ClientToken: f.get("ClientToken"),
-		IncludeNested: f.get("IncludeNestedStacks") == "true",
+		IncludeNested: f.get("IncludeNestedStacks") == "true", ToImport: imports,
 	}
 	s.st.ChangeSets = append(s.st.ChangeSets, cs)
 	s.poke(cs.ReadyAt)
@@ -181,8 +213,13 @@ func (s *Service) describeChangeSet(f form) (any, error) {
 		return nil, err
 	}
 	var params []xParam
+	tpl, _ := s.parse(cs.Body)
 	for _, k := range sortedKeys(cs.Params) {
-		params = append(params, xParam{ParameterKey: k, ParameterValue: cs.Params[k]})
+		v := cs.Params[k]
+		if tpl != nil && tpl.Parameters[k].NoEcho {
+			v = mask // as AWS masks NoEcho values in every describe call
+		}
+		params = append(params, xParam{ParameterKey: k, ParameterValue: v})
 	}
 	var tags []xTag
 	for _, t := range cs.Tags {
@@ -259,7 +296,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	if st == nil || st.deleted() {
 		return nil, stackNotFound(cs.StackName)
 	}
-	if cs.Type == "UPDATE" {
+	if cs.Type == "UPDATE" || cs.Type == "IMPORT" && st.Status != "REVIEW_IN_PROGRESS" {
 		if err := s.checkUpdatable(st); err != nil {
 			return nil, err
 		}
@@ -297,6 +334,17 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 			s.startCreateRollback(st, missingImport.Error(), now)
 			op = st.Op
 		}
+		s.startOp(st, op, now)
+		return nil, nil
+	}
+	if cs.Type == "IMPORT" {
+		if st.Status != "REVIEW_IN_PROGRESS" {
+			st.Updated = now
+		}
+		p.original = cs.Original
+		op := s.importOp(st, p, cs.ToImport, tok)
+		op.ChangeSetID = cs.ID
+		s.setStatus(st, now, "IMPORT_IN_PROGRESS", "User Initiated")
 		s.startOp(st, op, now)
 		return nil, nil
 	}

@@ -215,6 +215,7 @@ func (s *Service) deleteStack(f form) (any, error) {
 	for n := range retain {
 		if r := st.Resources[n]; r != nil {
 			r.DeletionPolicy = "Retain"
+			s.touchResource(st, n)
 		}
 	}
 	// change sets of a deleted stack go away
@@ -281,7 +282,7 @@ func (s *Service) xstack(st *stack) xStack {
 	for _, k := range sortedKeys(st.Params) {
 		v := st.Params[k]
 		if tpl != nil && tpl.Parameters[k].NoEcho {
-			v = "****"
+			v = mask
 		}
 		x.Parameters = append(x.Parameters, xParam{ParameterKey: k, ParameterValue: v})
 	}
@@ -293,7 +294,7 @@ func (s *Service) xstack(st *stack) xStack {
 			if d := tpl.Parameters[k]; d.Default != nil {
 				v := *d.Default
 				if d.NoEcho {
-					v = "****"
+					v = mask
 				}
 				x.Parameters = append(x.Parameters, xParam{ParameterKey: k, ParameterValue: v})
 			}

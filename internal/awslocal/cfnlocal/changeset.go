@@ -34,6 +34,8 @@ type changeSet struct {
 	IncludeNested    bool
 	Nested           map[string]string
 	ParentID, RootID string
+	// ToImport are the resources of an IMPORT change set.
+	ToImport []toImport `json:",omitempty"`
 }
 
 type change struct {
@@ -122,6 +124,9 @@ func (s *Service) completeChangeSet(cs *changeSet) {
 		return
 	}
 	cs.Changes = s.diff(st, p)
+	if cs.Type == "IMPORT" {
+		cs.Changes = importChanges(cs.ToImport)
+	}
 	if cs.Type == "UPDATE" && len(cs.Changes) == 0 && s.sameOutputsAndTags(st, p, cs.Tags) {
 		fail(noChangesReason)
 		return

@@ -62,6 +62,8 @@ func (s *Service) ResponseHandler() http.Handler {
 //	POST tamper            body: {"stack","logicalId","property","value"}
 //	POST custom-resources  body: StandIn JSON       answer Lambda-backed custom resources
 //	DELETE custom-resources, GET custom-resources
+//	POST signals           body: SignalStandIn JSON what the stand-in signals (SUCCESS, FAILURE, NONE)
+//	DELETE signals, GET signals
 //	GET executed-change-sets
 //	GET calls                                       API calls per action
 func (s *Service) ControlHandler() http.Handler {
@@ -111,6 +113,18 @@ func (s *Service) ControlHandler() http.Handler {
 			reply(map[string]bool{"ok": true}, nil)
 		case what == "custom-resources":
 			reply(s.StandIns(), nil)
+		case what == "signals" && r.Method == http.MethodPost:
+			var a SignalStandIn
+			if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
+				reply(nil, fmt.Errorf(`signals body must be {"stack", "logicalId", "signal": SUCCESS, FAILURE or NONE}: %w`, err))
+				return
+			}
+			reply(map[string]bool{"ok": true}, s.SetSignalStandIn(a))
+		case what == "signals" && r.Method == http.MethodDelete:
+			s.ClearSignalStandIns()
+			reply(map[string]bool{"ok": true}, nil)
+		case what == "signals":
+			reply(s.SignalStandIns(), nil)
 		case what == "executed-change-sets":
 			reply(s.ExecutedChangeSets(), nil)
 		case what == "calls":

@@ -55,6 +55,7 @@ func (s *Service) Tamper(stackName, logicalID, property, value string) error {
 		r.Tampered = map[string]any{}
 	}
 	r.Tampered[normPath(property)] = v
+	s.touchResource(st, logicalID)
 	return nil
 }
 
@@ -144,12 +145,14 @@ func (s *Service) advanceDrifts(now time.Time) {
 				}
 			}
 			r.DriftStatus, r.DriftChecked = rd.Status, d.ReadyAt
+			s.touchResource(st, n)
 			d.Results = append(d.Results, rd)
 		}
 		if d.Drifted > 0 {
 			d.StackDrift = "DRIFTED"
 		}
 		st.DriftStatus, st.DriftChecked = d.StackDrift, d.ReadyAt
+		s.touch(st)
 		s.emitDrift(st, d)
 	}
 }

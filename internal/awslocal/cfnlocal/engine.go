@@ -25,6 +25,8 @@ type operation struct {
 	NestedResult *nestedResult
 	// MonitorUntil ends the rollback triggers' monitoring time after the main phase.
 	MonitorUntil time.Time
+	// Signals is the current create step's wait for its resource's signals (signal.go).
+	Signals *signalWait
 
 	Body, OldBody      string
 	Original           string // the template as given, when transforms changed it; OldOriginal before
@@ -39,10 +41,14 @@ type operation struct {
 	Skip               map[string]bool
 	OnFailureDelete    bool
 	ChangeSetID, Token string
+	// Imported are the physical ids of the resources an IMPORT adopts, by logical id.
+	Imported map[string]string
+
+	tpl, oldTpl *template // Body and OldBody parsed, cached
 }
 
 type step struct {
-	Action    string // create, modify, delete, deleteOld, revert
+	Action    string // create, modify, delete, deleteOld, revert, import
 	LogicalID string
 	Old       *resource // for deleteOld
 }
@@ -115,6 +121,7 @@ func (s *Service) advanceStack(st *stack, now time.Time) {
 	}
 	for st.Op != nil && !st.Op.Halted {
 		op := st.Op
+		s.touch(st)
 		if s.rollbackTriggered(st, now) {
 			continue
 		}
@@ -149,6 +156,8 @@ func opVerb(action string) string {
 		return "CREATE"
 	case "delete", "deleteOld":
 		return "DELETE"
+	case "import":
+		return "IMPORT"
 	}
 	return "UPDATE"
 }
@@ -234,6 +243,11 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 		op.Touched = append(op.Touched, sp.LogicalID)
 		if err != nil {
 			op.Fail = err.Error()
+			delay = 0
+		}
+	case "import":
+		r = s.beginImport(st, sp, t)
+		if op.Fail != "" {
 			delay = 0
 		}
 	case "revert":
@@ -341,6 +355,9 @@ func (t *template) decl(name string) resourceDecl {
 func (s *Service) endStep(st *stack, t time.Time) {
 	op := st.Op
 	sp := op.Steps[op.Cur]
+	if s.awaitSignals(st, sp, t) {
+		return
+	}
 	op.Started = false
 	op.Cur++
 	fail := op.Fail
@@ -446,6 +463,8 @@ func (s *Service) stepFailed(st *stack, r *resource, sp step, reason string, t t
 		s.startUpdateRollback(st, why, t)
 	case op.Kind == "UPDATE" && op.Phase == "cleanup":
 		// CloudFormation ignores cleanup failures: the update stays complete.
+	case op.Kind == "IMPORT":
+		s.startImportRollback(st, fmt.Sprintf("The following resource(s) failed to import: [%s]. ", r.LogicalID), t)
 	case op.Kind == "DELETE":
 		s.setStatus(st, t, "DELETE_FAILED", fmt.Sprintf("The following resource(s) failed to delete: [%s]. ", r.LogicalID))
 		st.Op = nil
@@ -487,7 +506,7 @@ func (s *Service) startUpdateRollback(st *stack, reason string, t time.Time) {
 		}
 	}
 	op.Kind, op.Phase, op.Steps, op.Cur, op.Started, op.Due = "UPDATE_ROLLBACK", "main", steps, 0, false, t
-	op.Rollback, op.Halted = true, false
+	op.Rollback, op.Halted, op.Signals = true, false, nil
 	// resources created by replacement are deleted in the rollback cleanup; the old
 	// ones they replaced are restored by revert
 	op.Cleanup = nil
@@ -521,6 +540,23 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 		st.Outputs = outs
 		st.Op = nil
 		s.setStatus(st, t, "CREATE_COMPLETE", "")
+	case op.Kind == "IMPORT":
+		e, tpl, err := s.targetEvaluator(st, op.Body, op.Params)
+		var outs []output
+		if err == nil {
+			outs, err = s.evalOutputs(e, tpl)
+		}
+		if err == nil {
+			err = s.checkExportNames(st, outs)
+		}
+		if err != nil {
+			s.startImportRollback(st, err.Error(), t)
+			return
+		}
+		st.Outputs, st.Body, st.Original, st.tpl, st.Params = outs, op.Body, op.Original, tpl, op.Params
+		st.Description, st.Imports = tpl.Description, importsOf(st, tpl, s)
+		st.Op = nil
+		s.setStatus(st, t, "IMPORT_COMPLETE", "")
 	case op.Kind == "UPDATE" && op.Phase == "main":
 		e, tpl, err := s.targetEvaluator(st, op.Body, op.Params)
 		var outs []output

@@ -1,7 +1,9 @@
 package cfnlocal
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -75,6 +77,9 @@ func newEnv(t testing.TB, tweak func(*Options)) *env {
 		},
 		BaseURL: func() string { return e.srv.URL },
 	}
+	if _, isTest := t.(*testing.T); isTest {
+		o.Dir = t.TempDir() // every test's state persists, and is checked against memory at its end
+	}
 	if tweak != nil {
 		tweak(&o)
 	}
@@ -88,6 +93,7 @@ func newEnv(t testing.TB, tweak func(*Options)) *env {
 	mux.Handle("/_local/cloudformation/", svc.ControlHandler())
 	t.Cleanup(func() {
 		e.srv.Close()
+		e.checkPersisted()
 		if err := svc.Close(); err != nil {
 			t.Error(err)
 		}
@@ -236,4 +242,52 @@ func (e *env) stepUntilSettled(name string, wait func()) types.Stack {
 	}
 	e.t.Fatalf("stack %s never settled", name)
 	return types.Stack{}
+}
+
+// checkPersisted reads the state back from Dir, as a restarted emulator would, and fails
+// the test when it differs from the state in memory: what a save appends to the journal
+// must be everything that changed.
+func (e *env) checkPersisted() {
+	e.t.Helper()
+	s := e.svc
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.o.Dir == "" || s.closed {
+		return
+	}
+	if err := s.save(); err != nil {
+		e.t.Error(err)
+		return
+	}
+	z, err := newSealer(s.o.Dir)
+	if err != nil {
+		e.t.Error(err)
+		return
+	}
+	snap, err := readSnapshot(s.snapshotPath(), z)
+	if err != nil {
+		e.t.Error(err)
+		return
+	}
+	disk := &Service{o: s.o, byID: map[string]*stack{}, st: snap.persisted}
+	for _, st := range disk.st.Stacks {
+		disk.byID[st.ID] = st
+	}
+	if err := disk.replay(snap.Gen, z); err != nil {
+		e.t.Error(err)
+		return
+	}
+	mem, _ := json.MarshalIndent(s.st, "", " ")
+	got, _ := json.MarshalIndent(disk.st, "", " ")
+	if !bytes.Equal(mem, got) {
+		ml, gl := strings.Split(string(mem), "\n"), strings.Split(string(got), "\n")
+		for i := range min(len(ml), len(gl)) {
+			if ml[i] != gl[i] {
+				e.t.Errorf("the state read back from %s differs from memory at line %d:\nmemory: %s\ndisk:   %s", s.o.Dir, i+1,
+					strings.Join(ml[max(i-8, 0):min(i+3, len(ml))], "\n"), strings.Join(gl[max(i-8, 0):min(i+3, len(gl))], "\n"))
+				return
+			}
+		}
+		e.t.Errorf("the state read back from %s differs from memory: %d lines against %d", s.o.Dir, len(gl), len(ml))
+	}
 }

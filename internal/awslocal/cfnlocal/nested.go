@@ -127,6 +127,7 @@ func (s *Service) beginNested(st *stack, r *resource, reqType string, revert boo
 				return
 			}
 			child.Op, child.Undo = child.Undo, nil
+			s.touch(child)
 			wait(child)
 			s.startUpdateRollback(child, "", t)
 			s.poke(t)
@@ -145,6 +146,7 @@ func (s *Service) beginNested(st *stack, r *resource, reqType string, revert boo
 		}
 		if len(s.diff(child, p)) == 0 && s.sameOutputsAndTags(child, p, st.Tags) {
 			child.Undo = nil
+			s.touch(child)
 			return // nothing changes in the child
 		}
 		if err := s.checkUpdatable(child); err != nil {
@@ -152,6 +154,7 @@ func (s *Service) beginNested(st *stack, r *resource, reqType string, revert boo
 			return
 		}
 		child.Tags, child.Undo = st.Tags, nil
+		s.touch(child)
 		wait(child)
 		n := s.executeNested(op, r.LogicalID, child)
 		s.obsoleteChangeSets(child)
@@ -253,6 +256,7 @@ func (s *Service) nestedSettled(child *stack, status string, at time.Time) {
 	}
 	op.NestedResult = res
 	op.Due = at
+	s.touch(parent)
 	s.poke(at)
 }
 

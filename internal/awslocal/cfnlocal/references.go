@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws-cloudformation/rain/cft/parse"
+
+	"github.com/cairn-dev/cairn/internal/spec"
 )
 
 var pseudoParams = map[string]bool{
@@ -18,6 +20,7 @@ var pseudoParams = map[string]bool{
 // something the template declares, and that resources have no dependency cycle.
 func (t *template) checkReferences() error {
 	var unresolved []string
+	var attrErr error
 	for name, r := range t.Resources {
 		for _, d := range r.DependsOn {
 			if _, ok := t.Resources[d]; !ok {
@@ -39,6 +42,10 @@ func (t *template) checkReferences() error {
 				if _, ok := t.Resources[target]; !ok {
 					return invalidf("Template error: instance of Fn::GetAtt references undefined resource %s", target)
 				}
+			case "GetAttAttribute":
+				if err := t.checkAttribute(target); err != nil && attrErr == nil {
+					attrErr = err // in AWS's words, without the resource
+				}
 			case "Condition":
 				if _, ok := t.Conditions[target]; !ok {
 					return invalidf("Template error: unresolved condition dependency %s in Fn::If", target)
@@ -59,6 +66,11 @@ func (t *template) checkReferences() error {
 					return invalidf("Template error: instance of Fn::GetAtt references undefined resource %s", target)
 				}
 			}
+			if kind == "GetAttAttribute" {
+				if err := t.checkAttribute(target); err != nil && attrErr == nil {
+					attrErr = err
+				}
+			}
 			return nil
 		}); err != nil {
 			return fmt.Errorf("%w (output %s)", err, name)
@@ -69,6 +81,9 @@ func (t *template) checkReferences() error {
 			}
 		}
 	}
+	if attrErr != nil {
+		return attrErr
+	}
 	if len(unresolved) > 0 {
 		sort.Strings(unresolved)
 		return invalidf("Template format error: Unresolved resource dependencies [%s] in the Resources block of the template", strings.Join(dedupe(unresolved), ", "))
@@ -77,6 +92,23 @@ func (t *template) checkReferences() error {
 		return err
 	}
 	return nil
+}
+
+// checkAttribute refuses, as CloudFormation does before it creates anything, a Fn::GetAtt
+// of an attribute the resource type's schema does not declare (resAttr is
+// "Resource.Attribute"). Custom resources answer any attribute; registry types cairn does
+// not know are not checked.
+func (t *template) checkAttribute(resAttr string) error {
+	res, attr, _ := strings.Cut(resAttr, ".")
+	d, ok := t.Resources[res]
+	if !ok || isCustomType(d.Type) {
+		return nil
+	}
+	st := spec.Lookup(d.Type)
+	if st == nil || st.HasAttribute(attr) {
+		return nil
+	}
+	return invalidf("Template error: resource %s does not support attribute type %s in Fn::GetAtt", res, attr)
 }
 
 func (t *template) nameDefined(n string) bool {
@@ -90,7 +122,8 @@ func (t *template) nameDefined(n string) bool {
 	return ok
 }
 
-// walkRefs calls fn for every reference in v: ("Ref", name), ("GetAtt", resource) and
+// walkRefs calls fn for every reference in v: ("Ref", name), ("GetAtt", resource) then
+// ("GetAttAttribute", "resource.attribute") when the attribute is a literal, and
 // ("Condition", name).
 func (t *template) walkRefs(v any, fn func(kind, target string) error) error {
 	switch x := v.(type) {
@@ -103,8 +136,11 @@ func (t *template) walkRefs(v any, fn func(kind, target string) error) error {
 						return fn("Ref", s)
 					}
 				case "Fn::GetAtt":
-					if res, _, ok := getAttArgs(arg); ok {
+					if res, attr, ok := getAttArgs(arg); ok {
 						if err := fn("GetAtt", res); err != nil {
+							return err
+						}
+						if err := fn("GetAttAttribute", res+"."+attr); err != nil {
 							return err
 						}
 					}
@@ -132,6 +168,11 @@ func (t *template) walkRefs(v any, fn func(kind, target string) error) error {
 						}
 						if err := fn(kind, name); err != nil {
 							return err
+						}
+						if kind == "GetAtt" {
+							if err := fn("GetAttAttribute", w.W); err != nil {
+								return err
+							}
 						}
 					}
 					for _, vv := range vars {

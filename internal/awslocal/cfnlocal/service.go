@@ -15,14 +15,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -96,6 +94,7 @@ type Service struct {
 	calls     map[string]int
 	callCount int
 	templates map[string]*template     // parsed templates by body; they are never mutated
+	j         *journal                 // the state's journal under Dir (persist.go)
 	delays    map[string]time.Duration // resource delays by stack name (SetResourceDelay)
 
 	wake   chan struct{}
@@ -112,6 +111,7 @@ type persisted struct {
 	Executed   []ExecutedChangeSet
 	Faults     []*Fault
 	StandIns   []*StandIn
+	Signals    []*SignalStandIn
 	Drifts     []*driftDetection
 }
 
@@ -175,29 +175,14 @@ func (s *Service) Close() error {
 	s.wg.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.save()
-}
-
-func (s *Service) statePath() string { return filepath.Join(s.o.Dir, "cloudformation.json") }
-
-func (s *Service) load() error {
-	if err := statefile.Read(s.statePath(), &s.st); err != nil {
-		return fmt.Errorf("cloudformation emulator: %w", err)
+	err := s.save()
+	if s.j != nil {
+		if cerr := s.j.f.Close(); err == nil {
+			err = cerr
+		}
+		s.j = nil
 	}
-	for _, st := range s.st.Stacks {
-		s.byID[st.ID] = st
-	}
-	return nil
-}
-
-func (s *Service) save() error {
-	if s.o.Dir == "" {
-		return nil
-	}
-	if err := statefile.Write(s.statePath(), &s.st, 0o644); err != nil {
-		return fmt.Errorf("cloudformation emulator: write state: %w", err)
-	}
-	return nil
+	return err
 }
 
 // loop wakes at the next due time of any stack so progress happens without requests.
@@ -329,6 +314,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.call(h, form{r.Form})
+	s.touch(s.requestStack(form{r.Form}))
 	if serr := s.save(); serr != nil {
 		s.log.Error("cloudformation emulator: save state", "err", serr)
 	}
@@ -503,6 +489,18 @@ func (s *Service) parse(body string) (*template, error) {
 	}
 	s.templates[body] = t
 	return t, nil
+}
+
+// requestStack is the stack a request names (by StackName, or by a change set's ARN), for
+// saving what the request changed of it. Called with mu held.
+func (s *Service) requestStack(f form) *stack {
+	if st := s.findStack(f.get("StackName")); st != nil {
+		return st
+	}
+	if cs := s.findChangeSet(f.get("ChangeSetName"), ""); cs != nil {
+		return s.byID[cs.StackID]
+	}
+	return nil
 }
 
 // call advances the simulation and runs h; a panic becomes an InternalFailure answer

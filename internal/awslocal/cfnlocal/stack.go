@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/cairn-dev/cairn/internal/spec"
 )
 
 // stack is one CloudFormation stack, deleted or not.
@@ -48,7 +50,8 @@ type stack struct {
 	ParentID, RootID string
 	Undo             *operation
 
-	tpl *template // parsed Body, cached
+	tpl   *template  // parsed Body, cached
+	saved stackSaved // what the journal holds of it (persist.go)
 }
 
 type tag struct{ Key, Value string }
@@ -132,13 +135,28 @@ func (s *Service) addEvent(st *stack, at time.Time, logicalID, physicalID, typ, 
 		Type: typ, Time: at, Status: status, Reason: reason, Token: st.LastClientToken,
 	}
 	if logicalID != st.Name || typ != "AWS::CloudFormation::Stack" {
+		// AWS's resource event ids name the resource, status and time; an id is unique in
+		// the stack, so a second event of the same status at the same millisecond (a
+		// provider's "Resource creation Initiated") gets a UUID instead. Events come in
+		// time order: only those of the same millisecond are looked at.
 		ev.ID = logicalID + "-" + status + "-" + at.UTC().Format("2006-01-02T15:04:05.000Z")
+		ms := at.Truncate(time.Millisecond)
+		for i := len(st.Events) - 1; i >= 0 && st.Events[i].Time.Truncate(time.Millisecond).Equal(ms); i-- {
+			if st.Events[i].ID == ev.ID {
+				ev.ID = logicalID + "-" + hashUUID("event", st.ID, fmt.Sprint(len(st.Events)))
+				break
+			}
+		}
 	}
 	if props != nil {
 		b, _ := json.Marshal(props)
-		ev.Props = string(b)
+		ev.Props = maskSecrets(string(b), s.secretsOf(st)) // as AWS masks NoEcho values in stack events
 	}
 	st.Events = append(st.Events, ev)
+	if logicalID != st.Name || typ != "AWS::CloudFormation::Stack" {
+		s.touchResource(st, logicalID)
+	}
+	s.touch(st)
 	for _, arn := range st.NotificationARNs {
 		msg := notification(s, st, ev)
 		s.outbox = append(s.outbox, func(ctx context.Context) {
@@ -251,6 +269,10 @@ func (s *Service) attr(st *stack, r *resource, attr string) (any, error) {
 			return v, nil
 		}
 		return nil, invalidf("CustomResource attribute error: Vendor response doesn't contain %s key in object %s|%s|%s in S3 bucket cloudformation-custom-resource-storage-%s", attr, st.ID, r.LogicalID, r.PhysicalID, s.o.Region)
+	}
+	if t := spec.Lookup(r.Type); t != nil && !t.HasAttribute(attr) {
+		// an attribute named by an expression (Fn::Sub, Fn::If): the template check saw no literal
+		return nil, invalidf("Template error: resource %s does not support attribute type %s in Fn::GetAtt", r.LogicalID, attr)
 	}
 	if v, ok := r.Attrs[attr]; ok && s.provides(r.Type) {
 		return v, nil

@@ -51,6 +51,7 @@ type resourceDecl struct {
 	Condition           string
 	DeletionPolicy      string
 	UpdateReplacePolicy string
+	CreationPolicy      map[string]any
 }
 
 type outputDecl struct {
@@ -162,6 +163,7 @@ func parseTemplate(body string) (tpl *template, err error) {
 		d.Condition, _ = rm["Condition"].(string)
 		d.DeletionPolicy, _ = rm["DeletionPolicy"].(string)
 		d.UpdateReplacePolicy, _ = rm["UpdateReplacePolicy"].(string)
+		d.CreationPolicy, _ = rm["CreationPolicy"].(map[string]any)
 		tpl.Resources[name] = d
 	}
 	if outs, ok := m["Outputs"].(map[string]any); ok {

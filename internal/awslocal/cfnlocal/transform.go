@@ -8,12 +8,14 @@ import (
 	"strings"
 
 	"github.com/aws-cloudformation/rain/cft/parse"
+
+	"github.com/cairn-dev/cairn/internal/sam"
 )
 
 // This file processes a template's transforms, as CloudFormation does when a stack or change
 // set is created, before anything else looks at the template: inline Fn::Transform first,
 // then the Transform section in order. AWS's own transforms run here:
-// AWS::LanguageExtensions (langext.go), AWS::Serverless-2016-10-31 (sam.go) and
+// AWS::LanguageExtensions (langext.go), AWS::Serverless-2016-10-31 (internal/sam) and
 // AWS::Include. Any other name is a macro: one an AWS::CloudFormation::Macro resource of
 // the account defines would run its Lambda function, which the emulator does not run; a
 // name no macro defines fails as it does in AWS. The result is the Processed stage of
@@ -118,7 +120,9 @@ func (s *Service) process(st *stack, body string, params map[string]string) (str
 		case languageExtensions:
 			err = x.languageExtensions(m)
 		case serverlessTransform:
-			err = x.serverless(m)
+			if err = sam.Transform(m, x.params); err != nil {
+				err = invalidf("%s", err)
+			}
 		case includeTransform:
 			err = invalidf("Template format error: %s is used with Fn::Transform, not in the Transform section", n)
 		default:

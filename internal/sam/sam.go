@@ -1,15 +1,7 @@
-package cfnlocal
-
-import (
-	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"strings"
-	"unicode/utf8"
-)
-
+// Package sam expands the AWS::Serverless-2016-10-31 transform: a pure function of a
+// template's tree and its parameter values, used by the local emulator's CloudFormation and
+// by the template validator (which checks what it generates).
+//
 // AWS::Serverless-2016-10-31, for the resource types most templates use, expanded the way
 // AWS's SAM translator (aws/serverless-application-model) expands them, with the logical
 // ids it gives the resources it generates, so that a template's Refs and GetAtts of them
@@ -28,20 +20,157 @@ import (
 //
 // Other Serverless types and event sources fail the transform with a message saying so.
 // The hash suffix of an API's Deployment is of the emulator's own OpenAPI body, not AWS's.
+package sam
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
 
 const samTag = "SAM"
 
 type sam struct {
-	x         *transformer
+	params    map[string]any // the template's parameter values
 	resources map[string]any // the template's Resources, rewritten in place
 	globals   map[string]map[string]any
 	renames   map[string]string // layer logical ids to their hashed ones
 	restAPI   map[string]any    // the OpenAPI paths events add, by API logical id ("http:" for HTTP APIs)
+	// refs are the generated resources a template may name as LOGICALID.PROPERTY (Fn.Alias,
+	// MyApi.Stage), by Serverless resource and property.
+	refs map[string]map[string]string
+	// original are the types the template gave its resources, by logical id.
+	original map[string]string
+	// cur is the Serverless resource being expanded; origins are, by logical id, the
+	// Serverless resource each generated one was made for (apiOrigins for implicit APIs).
+	cur                 string
+	origins, apiOrigins map[string]string
 }
 
-func (x *transformer) serverless(m map[string]any) error {
+// referable records that id.prop names the generated resource gen.
+func (t *sam) referable(id, prop, gen string) {
+	if t.refs == nil {
+		t.refs = map[string]map[string]string{}
+	}
+	if t.refs[id] == nil {
+		t.refs[id] = map[string]string{}
+	}
+	t.refs[id][prop] = gen
+}
+
+// resolveResourceRefs points Ref, Fn::GetAtt and Fn::Sub of LOGICALID.PROPERTY at the
+// generated resource it names, as the translator's resource reference resolver does:
+// {"Ref": "Fn.Alias"} becomes {"Ref": "FnAliaslive"}, "${Fn.Version.Version}" becomes
+// "${FnVersion1234567890.Version}".
+func resolveResourceRefs(v any, refs map[string]map[string]string) any {
+	lookup := func(s string) (string, string, bool) {
+		id, rest, ok := strings.Cut(s, ".")
+		if !ok {
+			return "", "", false
+		}
+		prop, attr, _ := strings.Cut(rest, ".")
+		gen, ok := refs[id][prop]
+		return gen, attr, ok
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 1 {
+			if s, ok := x["Ref"].(string); ok {
+				if gen, attr, ok := lookup(s); ok && attr == "" {
+					return ref(gen)
+				}
+				return x
+			}
+			if l, ok := x["Fn::GetAtt"].([]any); ok && len(l) >= 2 {
+				parts := make([]string, 0, len(l))
+				for _, p := range l {
+					s, isStr := p.(string)
+					if !isStr {
+						parts = nil
+						break
+					}
+					parts = append(parts, s)
+				}
+				if gen, attr, ok := lookup(strings.Join(parts, ".")); ok && attr != "" {
+					return getAtt(gen, attr)
+				}
+			}
+			if s, ok := x["Fn::GetAtt"].(string); ok {
+				if gen, attr, ok := lookup(s); ok && attr != "" {
+					return getAtt(gen, attr)
+				}
+			}
+			if sub, ok := x["Fn::Sub"]; ok {
+				replace := func(s string) string {
+					return subRefRE.ReplaceAllStringFunc(s, func(m string) string {
+						if gen, attr, ok := lookup(m[2 : len(m)-1]); ok {
+							if attr != "" {
+								gen += "." + attr
+							}
+							return "${" + gen + "}"
+						}
+						return m
+					})
+				}
+				switch s := sub.(type) {
+				case string:
+					x["Fn::Sub"] = replace(s)
+				case []any:
+					if len(s) > 0 {
+						if str, ok := s[0].(string); ok {
+							s[0] = replace(str)
+						}
+					}
+					for i := 1; i < len(s); i++ {
+						s[i] = resolveResourceRefs(s[i], refs)
+					}
+				}
+				return x
+			}
+		}
+		for k, vv := range x {
+			x[k] = resolveResourceRefs(vv, refs)
+		}
+	case []any:
+		for i := range x {
+			x[i] = resolveResourceRefs(x[i], refs)
+		}
+	}
+	return v
+}
+
+var subRefRE = regexp.MustCompile(`\$\{[^!}][^}]*\}`)
+
+// Transform expands the Serverless resources of m, a template's tree of maps, lists and
+// scalars, in place; params are the template's parameter values (a list parameter as a
+// []string). The error of a template the translator refuses is an *Error.
+func Transform(m map[string]any, params map[string]any) error {
+	_, err := Expand(m, params)
+	return err
+}
+
+// Expand is Transform, and returns for each resource it made the logical id of the
+// Serverless resource it made it for (an implicit API: the first function whose event
+// needs it).
+func Expand(m map[string]any, params map[string]any) (origins map[string]string, err error) {
+	t := &sam{params: params, origins: map[string]string{}}
+	defer func() {
+		if p := recover(); p != nil {
+			// a shape the transform did not expect: said, rather than a crashed emulator or validator
+			err = &Error{Msg: fmt.Sprintf("Transform AWS::Serverless-2016-10-31 failed in cairn's Serverless translator: %v", p), Unsupported: true}
+		}
+	}()
+	return t.origins, t.expand(m)
+}
+
+func (t *sam) expand(m map[string]any) error {
 	res, _ := m["Resources"].(map[string]any)
-	t := &sam{x: x, resources: res, globals: map[string]map[string]any{}, renames: map[string]string{}}
+	t.resources, t.globals, t.renames = res, map[string]map[string]any{}, map[string]string{}
 	if g, ok := m["Globals"]; ok {
 		gm, ok := g.(map[string]any)
 		if !ok {
@@ -50,6 +179,8 @@ func (x *transformer) serverless(m map[string]any) error {
 		for k, v := range gm {
 			switch k {
 			case "Function", "Api", "HttpApi", "SimpleTable", "LayerVersion", "StateMachine":
+			case "WebSocketApi", "CapacityProvider":
+				return unsupported("", "'Globals' section is invalid. '%s' is not supported by the local emulator's Serverless translator.", k)
 			default:
 				return samErr("", "'Globals' section is invalid. '%s' is not supported. Must be one of the following values - [Api, Function, HttpApi, LayerVersion, SimpleTable, StateMachine]", k)
 			}
@@ -58,10 +189,18 @@ func (x *transformer) serverless(m map[string]any) error {
 		}
 		delete(m, "Globals")
 	}
+	t.original = map[string]string{}
+	for n, r := range res {
+		t.original[n] = typeOfRaw(r)
+	}
+	if err := t.embeddedConnectors(); err != nil {
+		return err
+	}
 	names := sortedKeys(res)
 	// layers first: functions and outputs name them by their new logical ids
 	for _, n := range names {
 		if typeOfRaw(res[n]) == "AWS::Serverless::LayerVersion" {
+			t.cur = n
 			if err := t.layer(n); err != nil {
 				return err
 			}
@@ -69,6 +208,7 @@ func (x *transformer) serverless(m map[string]any) error {
 	}
 	for _, n := range names {
 		var err error
+		t.cur = n
 		switch typ := typeOfRaw(res[n]); typ {
 		case "AWS::Serverless::Function":
 			err = t.function(n)
@@ -78,17 +218,39 @@ func (x *transformer) serverless(m map[string]any) error {
 			err = t.restAPIResource(n)
 		case "AWS::Serverless::HttpApi":
 			err = t.httpAPIResource(n)
+		case "AWS::Serverless::StateMachine":
+			err = t.stateMachine(n)
+		case "AWS::Serverless::Application":
+			err = t.application(n)
+		case "AWS::Serverless::Connector": // once everything else is expanded
 		case "AWS::Serverless::LayerVersion":
 		default:
 			if strings.HasPrefix(typ, "AWS::Serverless::") {
-				err = samErr(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, SimpleTable, LayerVersion, Api and HttpApi)", typ)
+				err = unsupported(n, "%s is not supported by the local emulator's Serverless translator (it expands Function, StateMachine, Connector, Application, SimpleTable, LayerVersion, Api and HttpApi)", typ)
 			}
 		}
 		if err != nil {
 			return err
 		}
 	}
-	t.implicitAPIs()
+	if err := t.implicitAPIs(); err != nil {
+		return err
+	}
+	for _, n := range sortedKeys(res) {
+		if typeOfRaw(res[n]) == "AWS::Serverless::Connector" {
+			t.cur = n
+			if err := t.connector(n); err != nil {
+				return err
+			}
+		}
+	}
+	if len(t.refs) > 0 {
+		for k, v := range m {
+			if k == "Resources" || k == "Outputs" {
+				m[k] = resolveResourceRefs(v, t.refs)
+			}
+		}
+	}
 	if len(t.renames) > 0 {
 		for k, v := range m {
 			if k == "Resources" || k == "Outputs" || k == "Conditions" {
@@ -105,7 +267,14 @@ func samErr(logicalID, format string, args ...any) error {
 	if logicalID != "" {
 		msg = fmt.Sprintf("Resource with id [%s] is invalid. %s", logicalID, msg)
 	}
-	return invalidf("Transform AWS::Serverless-2016-10-31 failed with: Invalid Serverless Application Specification document. Number of errors found: 1. %s", msg)
+	return &Error{LogicalID: logicalID, Msg: "Transform AWS::Serverless-2016-10-31 failed with: Invalid Serverless Application Specification document. Number of errors found: 1. " + msg}
+}
+
+// unsupported is the failure of what AWS's translator expands and cairn's does not.
+func unsupported(logicalID, format string, args ...any) error {
+	err := samErr(logicalID, format, args...).(*Error)
+	err.Unsupported = true
+	return err
 }
 
 func typeOfRaw(v any) string {
@@ -175,8 +344,11 @@ func passthrough(r map[string]any) map[string]any {
 // put adds a generated resource; the Serverless resource's own attributes given in main
 // (DependsOn, Metadata) go only to the resource that replaces it.
 func (t *sam) put(id, typ string, props map[string]any, attrs map[string]any) {
+	if t.origins != nil && t.cur != "" {
+		t.origins[id] = t.cur
+	}
 	r := map[string]any{"Type": typ}
-	if len(props) > 0 {
+	if props != nil {
 		r["Properties"] = props
 	}
 	for k, v := range attrs {
@@ -284,13 +456,36 @@ func logicalHash(data any) string {
 func (t *sam) resolveParamRef(v any) any {
 	if m, ok := v.(map[string]any); ok && len(m) == 1 {
 		if n, ok := m["Ref"].(string); ok {
-			if pv, ok := t.x.params[n]; ok {
+			if pv, ok := t.params[n]; ok {
 				if l, ok := pv.([]string); ok {
 					return strings.Join(l, ",")
 				}
 				return pv
 			}
 		}
+	}
+	return v
+}
+
+// resolveParamRefs is resolveParamRef throughout v (a copy), as the translator resolves
+// the parameters of the settings it reads (a custom domain).
+func (t *sam) resolveParamRefs(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if r := t.resolveParamRef(x); !equalJSON(r, x) {
+			return r
+		}
+		out := make(map[string]any, len(x))
+		for k, vv := range x {
+			out[k] = t.resolveParamRefs(vv)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, vv := range x {
+			out[i] = t.resolveParamRefs(vv)
+		}
+		return out
 	}
 	return v
 }
@@ -381,6 +576,26 @@ func renameRefs(v any, renames map[string]string) any {
 		}
 	}
 	return v
+}
+
+// application is AWS::Serverless::Application: a nested stack of the template at Location.
+// An application of the Serverless Application Repository ({ApplicationId,
+// SemanticVersion}) needs the repository to find its template, which the emulator does not
+// have.
+func (t *sam) application(name string) error {
+	r := object(t.resources[name])
+	props := object(r["Properties"])
+	url, ok := props["Location"].(string)
+	if !ok {
+		if object(props["Location"])["ApplicationId"] != nil {
+			return unsupported(name, "the local emulator's Serverless translator does not reach the Serverless Application Repository: give the application's template as Location (an S3 URL)")
+		}
+		return samErr(name, "Property 'Location' should be a string or a map with ApplicationId and SemanticVersion.")
+	}
+	sp := map[string]any{"TemplateURL": url, "Tags": tagList(props["Tags"])}
+	copyKeys(sp, props, "Parameters", "NotificationARNs", "TimeoutInMinutes")
+	t.put(name, "AWS::CloudFormation::Stack", sp, mainAttrs(r))
+	return nil
 }
 
 func (t *sam) simpleTable(name string) error {

@@ -1,4 +1,4 @@
-package cfnlocal
+package sam
 
 import (
 	"fmt"
@@ -7,21 +7,15 @@ import (
 	"strings"
 )
 
-// serviceRolePolicies are the AWS managed policies SAM knows under service-role/.
-var serviceRolePolicies = map[string]bool{
-	"AWSLambdaBasicExecutionRole": true, "AWSLambdaVPCAccessExecutionRole": true, "AWSLambdaSQSQueueExecutionRole": true,
-	"AWSLambdaKinesisExecutionRole": true, "AWSLambdaDynamoDBExecutionRole": true, "AWSLambdaRole": true,
-	"AWSLambdaENIManagementAccess": true, "AWSLambdaMSKExecutionRole": true,
-}
-
+// managedPolicyARN is the ARN of a managed policy named in Policies, as the translator
+// finds it: an AWS managed policy it knows by name, an ARN as given, anything else as
+// given too (the translator would ask IAM, which knows no more than its list of AWS
+// managed policies: a name it does not know fails when the role is made).
 func managedPolicyARN(name string) string {
-	if strings.HasPrefix(name, "arn:") {
-		return name
+	if path, ok := data().ManagedPolicies[name]; ok {
+		return managedPolicy(path)
 	}
-	if serviceRolePolicies[name] {
-		return managedPolicy("service-role/" + name)
-	}
-	return managedPolicy(name)
+	return name
 }
 
 // lambdaFunctionProps are the Function properties SAM copies to the AWS::Lambda::Function.
@@ -88,6 +82,16 @@ func (t *sam) function(name string) error {
 		}
 		f.ref, f.arn = ref(aliasID), ref(aliasID)
 	}
+	aliasName := ""
+	if a, ok := t.resolveParamRef(props["AutoPublishAlias"]).(string); ok {
+		aliasName = a
+	}
+	if err := t.eventInvokeConfig(f, aliasName, props, role); err != nil {
+		return err
+	}
+	if err := t.functionURL(f, props); err != nil {
+		return err
+	}
 	events, _ := props["Events"].(map[string]any)
 	for _, ev := range sortedKeys(events) {
 		if err := t.event(f, ev, object(events[ev]), role, attrs); err != nil {
@@ -145,53 +149,9 @@ func (t *sam) role(fn, roleID string, props map[string]any) (map[string]any, err
 	if _, ok := props["VpcConfig"]; ok {
 		managed = append(managed, managedPolicyARN("AWSLambdaVPCAccessExecutionRole"))
 	}
-	var inline []any
-	policies, isList := props["Policies"].([]any)
-	if p, ok := props["Policies"]; ok && !isList {
-		policies = []any{p}
-	}
-	for i, p := range policies {
-		named := func(doc any) any {
-			return map[string]any{"PolicyName": fmt.Sprintf("%sPolicy%d", roleID, i), "PolicyDocument": doc}
-		}
-		pm, isMap := p.(map[string]any)
-		switch {
-		case isMap && pm["Fn::If"] != nil:
-			l, _ := pm["Fn::If"].([]any)
-			if len(l) != 3 {
-				return nil, samErr(fn, "Policy at index %d in the 'Policies' property is not valid", i)
-			}
-			statement := false
-			for j := 1; j < 3; j++ {
-				if m, ok := l[j].(map[string]any); ok && m["Statement"] != nil {
-					statement = true
-					l[j] = named(m)
-				} else if s, ok := l[j].(string); ok {
-					l[j] = managedPolicyARN(s)
-				}
-			}
-			if statement {
-				inline = append(inline, pm)
-			} else {
-				managed = appendNew(managed, pm)
-			}
-		case isMap && pm["Statement"] != nil:
-			inline = append(inline, named(pm))
-		case isMap && len(pm) == 1 && !isIntrinsic(pm):
-			doc, err := policyTemplate(fn, i, pm)
-			if err != nil {
-				return nil, err
-			}
-			inline = append(inline, named(doc))
-		case isMap:
-			managed = appendNew(managed, pm)
-		default:
-			s, ok := p.(string)
-			if !ok {
-				return nil, samErr(fn, "Policy at index %d in the 'Policies' property is not valid", i)
-			}
-			managed = appendNew(managed, managedPolicyARN(s))
-		}
+	managed, inline, err := rolePolicies(fn, roleID, props["Policies"], managed)
+	if err != nil {
+		return nil, err
 	}
 	role := map[string]any{"AssumeRolePolicyDocument": assume, "ManagedPolicyArns": managed, "Tags": tagList(props["Tags"])}
 	if len(inline) > 0 {
@@ -206,6 +166,83 @@ func (t *sam) role(fn, roleID string, props map[string]any) (map[string]any, err
 	return role, nil
 }
 
+// rolePolicies sorts a resource's Policies into the managed policy ARNs of its role (after
+// those given) and its inline policies, as the translator's construct_role_for_resource
+// does: policy documents and policy templates become inline policies named
+// ROLEPolicyINDEX, names managed policy ARNs, and Fn::If picks between either kind.
+func rolePolicies(id, roleID string, policies any, managed []any) ([]any, []any, error) {
+	var inline []any
+	list, isList := policies.([]any)
+	if policies != nil && !isList {
+		list = []any{policies}
+	}
+	for i, p := range list {
+		named := func(doc any) any {
+			return map[string]any{"PolicyName": fmt.Sprintf("%sPolicy%d", roleID, i), "PolicyDocument": doc}
+		}
+		// document is an inline policy's document: a statement, or a policy template's
+		document := func(v any) (map[string]any, bool, error) {
+			m, ok := v.(map[string]any)
+			switch {
+			case !ok || isIntrinsic(m):
+				return nil, false, nil
+			case m["Statement"] != nil:
+				return m, true, nil
+			case len(m) == 1:
+				doc, err := policyTemplate(id, i, m)
+				return doc, err == nil, err
+			}
+			return nil, false, nil
+		}
+		pm, isMap := p.(map[string]any)
+		switch {
+		case isMap && pm["Fn::If"] != nil:
+			l, _ := pm["Fn::If"].([]any)
+			if len(l) != 3 {
+				return nil, nil, samErr(id, "Policy at index %d in the 'Policies' property is not valid", i)
+			}
+			statement := false
+			for j := 1; j < 3; j++ {
+				doc, ok, err := document(l[j])
+				switch {
+				case err != nil:
+					return nil, nil, err
+				case ok:
+					statement = true
+					l[j] = named(doc)
+				default:
+					if s, ok := l[j].(string); ok {
+						l[j] = managedPolicyARN(s)
+					}
+				}
+			}
+			if statement {
+				inline = append(inline, pm)
+			} else {
+				managed = appendNew(managed, pm)
+			}
+		case isMap && !isIntrinsic(pm):
+			doc, ok, err := document(pm)
+			if err != nil {
+				return nil, nil, err
+			}
+			if !ok {
+				return nil, nil, samErr(id, "Policy at index %d in the 'Policies' property is not valid", i)
+			}
+			inline = append(inline, named(doc))
+		case isMap:
+			managed = appendNew(managed, pm)
+		default:
+			s, ok := p.(string)
+			if !ok {
+				return nil, nil, samErr(id, "Policy at index %d in the 'Policies' property is not valid", i)
+			}
+			managed = appendNew(managed, managedPolicyARN(s))
+		}
+	}
+	return managed, inline, nil
+}
+
 func appendNew(l []any, v any) []any {
 	for _, x := range l {
 		if equalJSON(x, v) {
@@ -215,75 +252,53 @@ func appendNew(l []any, v any) []any {
 	return append(l, v)
 }
 
-// policyTemplates are the SAM policy templates the emulator expands: their actions, and
-// the ARN pattern of the resource each grants them on (${p} is the template's parameter).
-var policyTemplates = map[string]struct {
-	param   string
-	actions []string
-	arns    []string
-}{
-	"SQSPollerPolicy": {"QueueName", []string{"sqs:ChangeMessageVisibility", "sqs:ChangeMessageVisibilityBatch", "sqs:DeleteMessage", "sqs:DeleteMessageBatch", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"},
-		[]string{"arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:${p}"}},
-	"SQSSendMessagePolicy":    {"QueueName", []string{"sqs:SendMessage*"}, []string{"arn:${AWS::Partition}:sqs:${AWS::Region}:${AWS::AccountId}:${p}"}},
-	"SNSPublishMessagePolicy": {"TopicName", []string{"sns:Publish"}, []string{"arn:${AWS::Partition}:sns:${AWS::Region}:${AWS::AccountId}:${p}"}},
-	"DynamoDBCrudPolicy": {"TableName", []string{"dynamodb:GetItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:BatchGetItem", "dynamodb:DescribeTable", "dynamodb:ConditionCheckItem"},
-		[]string{"arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${p}", "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${p}/index/*"}},
-	"DynamoDBReadPolicy": {"TableName", []string{"dynamodb:GetItem", "dynamodb:Scan", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:DescribeTable"},
-		[]string{"arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${p}", "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${p}/index/*"}},
-	"DynamoDBWritePolicy": {"TableName", []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem"},
-		[]string{"arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${p}", "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${p}/index/*"}},
-	"S3ReadPolicy": {"BucketName", []string{"s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation", "s3:GetObjectVersion", "s3:GetLifecycleConfiguration"},
-		[]string{"arn:${AWS::Partition}:s3:::${p}", "arn:${AWS::Partition}:s3:::${p}/*"}},
-	"S3WritePolicy": {"BucketName", []string{"s3:PutObject", "s3:PutObjectAcl", "s3:PutLifecycleConfiguration"},
-		[]string{"arn:${AWS::Partition}:s3:::${p}", "arn:${AWS::Partition}:s3:::${p}/*"}},
-	"S3CrudPolicy": {"BucketName", []string{"s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation", "s3:GetObjectVersion", "s3:PutObject", "s3:PutObjectAcl", "s3:GetLifecycleConfiguration", "s3:PutLifecycleConfiguration", "s3:DeleteObject"},
-		[]string{"arn:${AWS::Partition}:s3:::${p}", "arn:${AWS::Partition}:s3:::${p}/*"}},
-	"LambdaInvokePolicy":                    {"FunctionName", []string{"lambda:InvokeFunction"}, []string{"arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:${p}*"}},
-	"EventBridgePutEventsPolicy":            {"EventBusName", []string{"events:PutEvents"}, []string{"arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}:event-bus/${p}"}},
-	"KMSDecryptPolicy":                      {"KeyId", []string{"kms:Decrypt"}, []string{"arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/${p}"}},
-	"AWSSecretsManagerGetSecretValuePolicy": {"SecretArn", []string{"secretsmanager:GetSecretValue"}, []string{"${p}"}},
-	"SSMParameterReadPolicy":                {"ParameterName", []string{"ssm:GetParameters", "ssm:GetParameter", "ssm:GetParametersByPath"}, []string{"arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/${p}"}},
-	"StepFunctionsExecutionPolicy":          {"StateMachineName", []string{"states:StartExecution"}, []string{"arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:${p}"}},
-	"CloudWatchPutMetricPolicy":             {"", []string{"cloudwatch:PutMetricData"}, []string{"*"}},
-}
-
-// policyTemplate expands a policy template ({Name: {Parameter: value}}) into its statement.
+// policyTemplate expands a policy template ({Name: {Parameter: value}}) into its policy
+// document, as the translator's policy template processor does: every {"Ref": P} of the
+// template's definition, P one of its parameters, becomes the value given for P.
 func policyTemplate(fn string, i int, pm map[string]any) (map[string]any, error) {
 	var name string
 	for k := range pm {
 		name = k
 	}
-	pt, ok := policyTemplates[name]
+	pt, ok := data().PolicyTemplates[name]
 	if !ok {
-		return nil, samErr(fn, "Policy at index %d in the 'Policies' property is not valid (policy template %s is not one the local emulator expands: use a policy statement)", i, name)
+		return nil, samErr(fn, "Policy at index %d in the 'Policies' property is not valid", i)
 	}
-	var resources []any
-	for _, a := range pt.arns {
-		if pt.param == "" {
-			resources = append(resources, a)
-			continue
+	given, ok := pm[name].(map[string]any)
+	if !ok {
+		return nil, samErr(fn, "Must specify valid parameter values for policy template '%s'", name)
+	}
+	var missing []string
+	for _, p := range pt.Parameters {
+		if _, ok := given[p]; !ok {
+			missing = append(missing, "'"+p+"'")
 		}
-		v := object(pm[name])[pt.param]
-		if v == nil {
-			return nil, samErr(fn, "Policy at index %d in the 'Policies' property is not valid (%s needs %s)", i, name, pt.param)
+	}
+	if len(missing) > 0 {
+		return nil, samErr(fn, "Following required parameters of template '%s' don't have values: [%s]", name, strings.Join(missing, ", "))
+	}
+	var resolve func(v any) any
+	resolve = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if r, ok := x["Ref"].(string); ok && len(x) == 1 && slices.Contains(pt.Parameters, r) {
+				return given[r]
+			}
+			out := make(map[string]any, len(x))
+			for k, vv := range x {
+				out[k] = resolve(vv)
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for j, vv := range x {
+				out[j] = resolve(vv)
+			}
+			return out
 		}
-		// the template's variable is its parameter's name with a lower-case first letter
-		vname := strings.ToLower(pt.param[:1]) + pt.param[1:]
-		resources = append(resources, sub(strings.ReplaceAll(a, "${p}", "${"+vname+"}"), map[string]any{vname: v}))
+		return v
 	}
-	var res any = resources
-	if len(resources) == 1 {
-		res = resources[0]
-	}
-	actions := make([]any, len(pt.actions))
-	for j, a := range pt.actions {
-		actions[j] = a
-	}
-	st := []any{map[string]any{"Action": actions, "Effect": "Allow", "Resource": res}}
-	if name == "SSMParameterReadPolicy" {
-		st = append([]any{map[string]any{"Action": []any{"ssm:DescribeParameters"}, "Effect": "Allow", "Resource": "*"}}, st...)
-	}
-	return map[string]any{"Statement": st}, nil
+	return resolve(pt.Definition).(map[string]any), nil
 }
 
 var aliasName = regexp.MustCompile(`^(?:[a-zA-Z0-9\-_]*[a-zA-Z\-_][a-zA-Z0-9\-_]*)$`)
@@ -307,6 +322,7 @@ func (t *sam) alias(fn string, alias any, code, fp, attrs map[string]any) (strin
 		data["SnapStart"] = ss
 	}
 	versionID := fn + "Version" + logicalHash(data)
+	t.referable(fn, "Version", versionID)
 	va := copyAttrs(attrs)
 	if _, ok := va["DeletionPolicy"]; !ok {
 		va["DeletionPolicy"] = "Retain"
@@ -317,12 +333,10 @@ func (t *sam) alias(fn string, alias any, code, fp, attrs map[string]any) (strin
 	}
 	t.put(versionID, "AWS::Lambda::Version", vp, va)
 	aliasID := fn + "Alias" + strings.NewReplacer("-", "D", "_", "U").Replace(name)
+	t.referable(fn, "Alias", aliasID)
 	t.put(aliasID, "AWS::Lambda::Alias", map[string]any{"Name": name, "FunctionName": ref(fn), "FunctionVersion": getAtt(versionID, "Version")}, copyAttrs(attrs))
 	return aliasID, nil
 }
-
-// pullPolicies are the managed policies SAM adds to a generated role per pull event source.
-var pullPolicies = map[string]string{"SQS": "AWSLambdaSQSQueueExecutionRole", "Kinesis": "AWSLambdaKinesisExecutionRole", "DynamoDB": "AWSLambdaDynamoDBExecutionRole"}
 
 func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[string]any) error {
 	typ, _ := ev["Type"].(string)
@@ -339,29 +353,14 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 		return nil
 	}
 	switch typ {
-	case "SQS", "Kinesis", "DynamoDB":
-		source := map[string]string{"SQS": "Queue", "Kinesis": "Stream", "DynamoDB": "Stream"}[typ]
-		if err := need(source); err != nil {
-			return err
-		}
-		esm := map[string]any{"EventSourceArn": p[source], "FunctionName": f.ref}
-		for _, k := range []string{"BatchSize", "Enabled", "MaximumBatchingWindowInSeconds", "FilterCriteria", "FunctionResponseTypes",
-			"ScalingConfig", "MetricsConfig", "KmsKeyArn", "StartingPosition", "StartingPositionTimestamp", "MaximumRetryAttempts",
-			"BisectBatchOnFunctionError", "MaximumRecordAgeInSeconds", "ParallelizationFactor", "TumblingWindowInSeconds", "DestinationConfig"} {
-			if v, ok := p[k]; ok {
-				esm[k] = v
-			}
-		}
-		t.put(id, "AWS::Lambda::EventSourceMapping", esm, copyAttrs(attrs))
-		if role != nil {
-			role["ManagedPolicyArns"] = appendNew(role["ManagedPolicyArns"].([]any), managedPolicyARN(pullPolicies[typ]))
-		}
+	case "SQS", "Kinesis", "DynamoDB", "MSK", "MQ", "SelfManagedKafka", "DocumentDB":
+		return t.pullEvent(f, name, typ, p, role, attrs)
 	case "SNS":
 		if err := need("Topic"); err != nil {
 			return err
 		}
-		if _, ok := p["SqsSubscription"]; ok {
-			return samErr(f.name, "Event with id [%s] is invalid. SqsSubscription is not supported by the local emulator's Serverless translator.", name)
+		if sq, ok := p["SqsSubscription"]; ok && sq != false {
+			return t.snsToSQS(f, name, p, sq, role, attrs)
 		}
 		sp := map[string]any{"Endpoint": f.arn, "Protocol": "lambda", "TopicArn": p["Topic"]}
 		for _, k := range []string{"FilterPolicy", "FilterPolicyScope", "Region", "RedrivePolicy"} {
@@ -420,7 +419,7 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 		br["DependsOn"] = append(deps, id+"Permission")
 	case "Schedule", "EventBridgeRule", "CloudWatchEvent":
 		rule := map[string]any{}
-		target := map[string]any{"Arn": f.arn, "Id": id + "LambdaTarget"}
+		target := map[string]any{"Arn": f.arn, "Id": targetID(id, "LambdaTarget", p)}
 		if typ == "Schedule" {
 			if err := need("Schedule"); err != nil {
 				return err
@@ -452,20 +451,58 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 				rule[k] = v
 			}
 		}
-		for _, k := range []string{"Input", "RetryPolicy"} {
+		for _, k := range []string{"Input", "RetryPolicy", "InputTransformer"} {
 			if v, ok := p[k]; ok {
 				target[k] = v
 			}
 		}
+		if v, ok := p["RuleName"]; ok && typ != "Schedule" {
+			rule["Name"] = v
+		}
+		if err := t.ruleDeadLetter(f.name, name, id, p, target, attrs); err != nil {
+			return err
+		}
 		rule["Targets"] = []any{target}
 		t.put(id, "AWS::Events::Rule", rule, copyAttrs(attrs))
 		permission("", map[string]any{"Principal": "events.amazonaws.com", "SourceArn": getAtt(id, "Arn")})
+	case "ScheduleV2":
+		return t.scheduleV2(f.name, id, name, f.arn, "LambdaPolicy", "lambda:InvokeFunction", p, attrs)
+	case "CloudWatchLogs":
+		if err := need("LogGroupName"); err != nil {
+			return err
+		}
+		if err := need("FilterPattern"); err != nil {
+			return err
+		}
+		permission("", map[string]any{"Principal": "logs.amazonaws.com",
+			"SourceArn": sub("arn:aws:logs:${AWS::Region}:${AWS::AccountId}:log-group:${__LogGroupName__}:*", map[string]any{"__LogGroupName__": p["LogGroupName"]})})
+		sa := copyAttrs(attrs)
+		sa["DependsOn"] = []any{id + "Permission"}
+		t.put(id, "AWS::Logs::SubscriptionFilter", map[string]any{"LogGroupName": p["LogGroupName"], "FilterPattern": p["FilterPattern"], "DestinationArn": f.arn}, sa)
+	case "IoTRule":
+		if err := need("Sql"); err != nil {
+			return err
+		}
+		permission("", map[string]any{"Principal": "iot.amazonaws.com", "SourceAccount": map[string]any{"Fn::Sub": "${AWS::AccountId}"},
+			"SourceArn": sub("arn:aws:iot:${AWS::Region}:${AWS::AccountId}:rule/${RuleName}", map[string]any{"RuleName": ref(id)})})
+		payload := map[string]any{"Sql": p["Sql"], "RuleDisabled": false, "Actions": []any{map[string]any{"Lambda": map[string]any{"FunctionArn": f.arn}}}}
+		copyKeys(payload, p, "AwsIotSqlVersion")
+		t.put(id, "AWS::IoT::TopicRule", map[string]any{"TopicRulePayload": payload}, copyAttrs(attrs))
+	case "AlexaSkill":
+		extra := map[string]any{"Principal": "alexa-appkit.amazon.com"}
+		if v, ok := p["SkillId"]; ok {
+			extra["EventSourceToken"] = v
+		}
+		permission("", extra)
+	case "Cognito":
+		return t.cognitoEvent(f, name, p, attrs)
 	case "Api":
 		return t.apiEvent(f, name, p, attrs)
 	case "HttpApi":
 		return t.httpAPIEvent(f, name, p, attrs)
 	default:
-		supported := []string{"Api", "CloudWatchEvent", "DynamoDB", "EventBridgeRule", "HttpApi", "Kinesis", "S3", "SNS", "SQS", "Schedule"}
+		supported := []string{"AlexaSkill", "Api", "CloudWatchEvent", "CloudWatchLogs", "Cognito", "DocumentDB", "DynamoDB", "EventBridgeRule", "HttpApi",
+			"IoTRule", "Kinesis", "MQ", "MSK", "S3", "SNS", "SQS", "Schedule", "ScheduleV2", "SelfManagedKafka"}
 		if !slices.Contains(supported, typ) {
 			return samErr(f.name, "Event with id [%s] is invalid. Event type %q is not supported by the local emulator's Serverless translator (it expands %s).", name, typ, strings.Join(supported, ", "))
 		}

@@ -1,4 +1,4 @@
-package cfnlocal
+package sam
 
 import (
 	"crypto/sha1"
@@ -33,6 +33,12 @@ var pathParam = regexp.MustCompile(`\{[^}]*\}`)
 
 // addRoute adds a function's aws_proxy integration at path and method to api.
 func (t *sam) addRoute(api, fn, event, path, method string, http bool) error {
+	if t.apiOrigins == nil {
+		t.apiOrigins = map[string]string{}
+	}
+	if _, ok := t.apiOrigins[api]; !ok {
+		t.apiOrigins[api] = fn
+	}
 	paths := t.paths(api)
 	key := strings.ToLower(method)
 	if key == "any" {
@@ -63,6 +69,11 @@ func (t *sam) addRoute(api, fn, event, path, method string, http bool) error {
 
 // permissionSource is the execute-api ARN a permission lets invoke the function.
 func permissionSource(partition bool, api, method, path string) any {
+	return permissionSourceOf(partition, ref(api), method, path)
+}
+
+// permissionSourceOf is permissionSource of an API given by id or intrinsic.
+func permissionSourceOf(partition bool, api any, method, path string) any {
 	m := strings.ToUpper(method)
 	if m == "ANY" {
 		m = "*"
@@ -75,7 +86,7 @@ func permissionSource(partition bool, api, method, path string) any {
 	if method == "" {
 		resource = "${__ApiId__}/${__Stage__}/*"
 	}
-	return sub(prefix+"${AWS::Region}:${AWS::AccountId}:"+resource, map[string]any{"__ApiId__": ref(api), "__Stage__": "*"})
+	return sub(prefix+"${AWS::Region}:${AWS::AccountId}:"+resource, map[string]any{"__ApiId__": api, "__Stage__": "*"})
 }
 
 func (t *sam) permission(id, suffix string, fn any, extra, attrs map[string]any) {
@@ -105,9 +116,17 @@ func (t *sam) apiEvent(f fnRefs, name string, p, attrs map[string]any) error {
 	}
 	api, suffix := implicitREST, "Prod"
 	if v, ok := p["RestApiId"]; ok {
-		n, r, err := t.explicitAPI(f.name, name, "RestApiId", "AWS::Serverless::Api", v)
-		if err != nil {
-			return err
+		// an AWS::Serverless::Api of the template gets the route; any other API (a RestApi
+		// of the template, an API id) only the permission to invoke the function
+		n, _ := object(v)["Ref"].(string)
+		r := object(t.resources[n])
+		if _, isStr := v.(string); !isStr && n == "" {
+			return eventErr(f.name, name, "Property 'RestApiId' should be a string.")
+		}
+		if n == "" || typeOfRaw(r) != "AWS::Serverless::Api" {
+			t.permission(f.name+name, "Stage", f.ref, map[string]any{"Principal": "apigateway.amazonaws.com",
+				"SourceArn": permissionSourceOf(false, v, method, path)}, attrs)
+			return nil
 		}
 		api, suffix = n, "Stage"
 		if s, ok := object(r["Properties"])["StageName"].(string); ok && alnum(s) == s && s != "" {
@@ -149,24 +168,36 @@ func (t *sam) httpAPIEvent(f fnRefs, name string, p, attrs map[string]any) error
 func (t *sam) restAPIResource(string) error { return nil }
 func (t *sam) httpAPIResource(string) error { return nil }
 
-func (t *sam) implicitAPIs() {
+func (t *sam) implicitAPIs() error {
 	if p, ok := t.restAPI[implicitREST].(map[string]any); ok {
-		t.makeRESTAPI(implicitREST, map[string]any{"StageName": "Prod"}, p, nil)
+		t.cur = t.apiOrigins[implicitREST]
+		if err := t.makeRESTAPI(implicitREST, map[string]any{"StageName": "Prod"}, p, nil); err != nil {
+			return err
+		}
 	}
 	if p, ok := t.restAPI["http:"+implicitHTTP].(map[string]any); ok {
-		t.makeHTTPAPI(implicitHTTP, map[string]any{}, p, nil)
+		t.cur = t.apiOrigins["http:"+implicitHTTP]
+		if err := t.makeHTTPAPI(implicitHTTP, map[string]any{}, p, nil); err != nil {
+			return err
+		}
 	}
 	for _, n := range sortedKeys(t.resources) {
 		r := object(t.resources[n])
+		t.cur = n
 		switch typeOfRaw(r) {
 		case "AWS::Serverless::Api":
 			p, _ := t.restAPI[n].(map[string]any)
-			t.makeRESTAPI(n, t.props(n, "Api"), p, r)
+			if err := t.makeRESTAPI(n, t.props(n, "Api"), p, r); err != nil {
+				return err
+			}
 		case "AWS::Serverless::HttpApi":
 			p, _ := t.restAPI["http:"+n].(map[string]any)
-			t.makeHTTPAPI(n, t.props(n, "HttpApi"), p, r)
+			if err := t.makeHTTPAPI(n, t.props(n, "HttpApi"), p, r); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }
 
 // definition is an API's OpenAPI body: its DefinitionBody with the events' routes added,
@@ -191,7 +222,7 @@ func definition(props map[string]any, paths map[string]any, skeleton map[string]
 	return body
 }
 
-func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]any) {
+func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]any) error {
 	title := props["Name"]
 	if title == nil {
 		title = ref("AWS::StackName")
@@ -208,10 +239,25 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 			ap[k] = v
 		}
 	}
-	if ec, ok := props["EndpointConfiguration"].(string); ok {
-		ap["EndpointConfiguration"] = map[string]any{"Types": []any{ec}}
-	} else if ec, ok := props["EndpointConfiguration"]; ok {
-		ap["EndpointConfiguration"] = ec
+	if ec, ok := props["EndpointConfiguration"]; ok {
+		// SAM's {Type, VPCEndpointIds} (or a type alone) in RestApi's words, and the
+		// endpointConfigurationTypes parameter the import of the body needs
+		m, isMap := ec.(map[string]any)
+		if typ := m["Type"]; isMap && typ != nil {
+			out := map[string]any{"Types": []any{typ}}
+			if m["VPCEndpointIds"] != nil && m["VpcEndpointIds"] != nil {
+				return samErr(n, "'VPCEndpointIds' and 'VpcEndpointIds' cannot be used together in EndpointConfiguration.")
+			}
+			if ids := orAny(m["VPCEndpointIds"], ""); ids != "" {
+				out["VpcEndpointIds"] = ids
+			} else if ids, ok := m["VpcEndpointIds"]; ok {
+				out["VpcEndpointIds"] = ids
+			}
+			copyKeys(out, m, "IpAddressType")
+			ap["EndpointConfiguration"], ap["Parameters"] = out, map[string]any{"endpointConfigurationTypes": typ}
+		} else {
+			ap["EndpointConfiguration"], ap["Parameters"] = map[string]any{"Types": []any{ec}}, map[string]any{"endpointConfigurationTypes": ec}
+		}
 	}
 	attrs := map[string]any{}
 	if r != nil {
@@ -236,9 +282,15 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 		}
 	}
 	t.put(stageID, "AWS::ApiGateway::Stage", sp, copyAttrs(attrs))
+	t.referable(n, "Stage", stageID)
+	t.referable(n, "Deployment", deployment)
+	if d, ok := props["Domain"].(map[string]any); ok {
+		return t.restDomain(n, t.resolveParamRefs(d).(map[string]any), attrs)
+	}
+	return nil
 }
 
-func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]any) {
+func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]any) error {
 	tags := map[string]any{}
 	if m, ok := props["Tags"].(map[string]any); ok {
 		for k, v := range m {
@@ -280,4 +332,9 @@ func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]an
 		}
 	}
 	t.put(stageID, "AWS::ApiGatewayV2::Stage", sp, copyAttrs(attrs))
+	t.referable(n, "Stage", stageID)
+	if d, ok := props["Domain"].(map[string]any); ok {
+		return t.httpDomain(n, t.resolveParamRefs(d).(map[string]any), attrs)
+	}
+	return nil
 }

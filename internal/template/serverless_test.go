@@ -1,0 +1,124 @@
+package template
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A Serverless template is checked after cairn's Serverless transform, as CloudFormation
+// checks it: Fn::GetAtt, Ref and runtimes of the resources it generates are checked, and
+// each problem is reported where the template says it (a generated resource's at the
+// Serverless resource it comes from, a global runtime at Globals).
+func TestServerlessTemplatesAreCheckedExpanded(t *testing.T) {
+	const sam = "Transform: AWS::Serverless-2016-10-31\n"
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"GetAtt of an attribute the generated function lacks", sam + `Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties: {Runtime: python3.12, Handler: a.b, CodeUri: ./src}
+Outputs:
+  Name: {Value: !GetAtt Fn.Name}
+  Role: {Value: !GetAtt FnRole.Arn}
+  Alias: {Value: !Ref Fn.Alias}
+`, []string{`7:28: Outputs.Name.Value: AWS::Lambda::Function Fn has no attribute "Name" for Fn::GetAtt; it has Arn, SnapStartResponse, SnapStartResponse.ApplyOn, SnapStartResponse.OptimizationStatus`,
+			`9:18: Outputs.Alias.Value: Ref names nothing: "Fn.Alias" is not a parameter, resource or pseudo parameter of the template`}},
+		{"Ref in a function's property, at its line", sam + `Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Runtime: python3.12
+      Handler: a.b
+      CodeUri: ./src
+      AutoPublishAlias: live
+      Environment:
+        Variables:
+          TABLE: !Ref Tabel
+  Table:
+    Type: AWS::Serverless::SimpleTable
+Outputs:
+  Alias: {Value: !Ref Fn.Alias}
+`, []string{`12:18: Resources.Fn.Properties.Environment.Variables.TABLE: Ref names nothing: "Tabel" is not a parameter, resource or pseudo parameter of the template (did you mean "Table"?)`}},
+		{"a generated resource's problem at the Serverless resource", sam + `Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Runtime: python3.12
+      Handler: a.b
+      CodeUri: ./src
+      MemorySize: [128]
+      RolePath: {a: b}
+`, []string{`9:7: Resources.Fn.Properties.MemorySize: must be a single value (a string, number or boolean), not a list`,
+			`10:7: Resources.FnRole.Properties.Path: must be a single value (a string, number or boolean), not a mapping (in FnRole, which the Serverless transform makes for Fn)`}},
+		{"an event's resource at the event", sam + `Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Runtime: python3.12
+      Handler: a.b
+      CodeUri: ./src
+      Events:
+        Poll:
+          Type: SQS
+          Properties:
+            Queue: !GetAtt Orders.Arn
+            BatchSize: [10]
+  Orders:
+    Type: AWS::SQS::Queue
+`, []string{`14:13: Resources.FnPoll.Properties.BatchSize: must be a single value (a string, number or boolean), not a list (in FnPoll, which the Serverless transform makes for Fn)`}},
+		{"deprecated runtimes of functions and Globals", sam + `Globals:
+  Function:
+    Runtime: python3.6
+Resources:
+  Old:
+    Type: AWS::Serverless::Function
+    Properties: {Handler: a.b, CodeUri: ./src}
+  Older:
+    Type: AWS::Serverless::Function
+    Properties: {Handler: a.b, CodeUri: ./src, Runtime: nodejs10.x}
+`, []string{`warning: 4:14: Resources.Old.Properties.Runtime: Lambda runtime python3.6 is deprecated`,
+			`warning: 11:57: Resources.Older.Properties.Runtime: Lambda runtime nodejs10.x is deprecated`}},
+		{"a template the translator refuses, and the other errors", sam + `Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties: {Runtime: python3.12, Handler: a.b}
+  Queue:
+    Type: AWS::SQS::Queue
+    Properties: {DelaySecond: 5}
+`, []string{`3:3: Resources.Fn: the Serverless transform refuses it: Only one of 'InlineCode' or 'CodeUri' can be set.`,
+			`8:18: Resources.Queue.Properties.DelaySecond: unknown property "DelaySecond" of AWS::SQS::Queue (did you mean "DelaySeconds"?)`}},
+		{"parameters without a default are stand-ins, not errors", sam + `Parameters:
+  Alias: {Type: String}
+Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties: {Runtime: python3.12, Handler: a.b, CodeUri: ./src, AutoPublishAlias: !Ref Alias}
+`, nil},
+		{"types cairn's transform leaves out are not checked", sam + `Resources:
+  Api:
+    Type: AWS::Serverless::GraphQLApi
+    Properties: {SchemaUri: ./schema.graphql, Auth: {Type: API_KEY}}
+Outputs:
+  Id: {Value: !GetAtt ApiGraphQLApi.ApiId}
+`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := problems(t, tt.body)
+			var trimmed []string
+			for _, g := range got {
+				// a deprecation says since when and what to move to: the date is the table's
+				if i := strings.Index(g, " is deprecated"); i >= 0 {
+					g = g[:i+len(" is deprecated")]
+				}
+				trimmed = append(trimmed, g)
+			}
+			if !slices.Equal(trimmed, tt.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

@@ -23,6 +23,7 @@ package bucket
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -122,18 +123,41 @@ func SweepKey(id string) string { return SweepsPrefix + id + jsonExt }
 // folder would be the bucket's own, runs/active/ (the open-run index) or drift/sweeps/.
 func Reserved(name string) bool { return name == openRuns || name == sweeps }
 
-// CheckDeployment refuses a deployment name that cannot make keys of its own: empty, with
-// slashes or spaces, or reserved.
+// deploymentRE is the characters a deployment name may use: letters, digits, '.', '_' and
+// '-', starting with a letter or digit, at most 128 of them. A name becomes part of keys,
+// report headings, log lines and notification subjects, so nothing a terminal or a
+// renderer reads as control (a newline, a right-to-left override, Markdown) is allowed.
+var deploymentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// planIDRE is what a plan id may hold: cairn names plans by their run ids
+// (20261130-080000123-1a2b3c4d), and an approval naming anything else names no plan.
+var planIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// CheckDeployment refuses a deployment name that cannot make keys of its own: empty,
+// reserved, or with any character outside letters, digits, '.', '_' and '-' (slashes,
+// spaces, control and format characters such as a right-to-left override). The CLI and
+// the deployer accept exactly the same names.
 func CheckDeployment(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("deployment name is empty: name the deployment")
 	case strings.ContainsAny(name, "/\\ "):
 		return fmt.Errorf("deployment %q: use a name without slashes or spaces", name)
+	case !deploymentRE.MatchString(name):
+		return fmt.Errorf("deployment %q: use letters, digits, '.', '_' and '-' only, starting with a letter or digit, at most 128 characters", name)
 	case name == openRuns:
 		return fmt.Errorf("deployment %q: the name is reserved (%s holds the index of open runs): choose another name", name, OpenRunsPrefix)
 	case name == sweeps:
 		return fmt.Errorf("deployment %q: the name is reserved (%s holds the drift sweeps in progress): choose another name", name, SweepsPrefix)
+	}
+	return nil
+}
+
+// CheckPlanID refuses a plan id no plan can have (cairn's are run ids): an approval
+// naming one approves nothing.
+func CheckPlanID(id string) error {
+	if !planIDRE.MatchString(id) {
+		return fmt.Errorf("plan id %q: a plan id holds letters, digits, '.', '_' and '-' only (e.g. 20261130-080000123-1a2b3c4d, as `cairn plans NAME` lists them)", id)
 	}
 	return nil
 }

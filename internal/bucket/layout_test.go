@@ -90,6 +90,13 @@ func TestCheckDeployment(t *testing.T) {
 		{"a/b", `deployment "a/b": use a name without slashes or spaces`},
 		{`a\b`, "without slashes or spaces"},
 		{"a b", "without slashes or spaces"},
+		{"v1.2_x-y", ""},
+		{"\u202eevil", "use letters, digits, '.', '_' and '-' only"},
+		{"shop\nprod", "use letters, digits"},
+		{"shop<!--", "use letters, digits"},
+		{"-shop", "starting with a letter or digit"},
+		{"shop`|", "use letters, digits"},
+		{strings.Repeat("a", 129), "at most 128 characters"},
 		{"active", `deployment "active": the name is reserved (runs/active/ holds the index of open runs): choose another name`},
 		{"sweeps", `deployment "sweeps": the name is reserved (drift/sweeps/ holds the drift sweeps in progress): choose another name`},
 	} {
@@ -102,6 +109,14 @@ func TestCheckDeployment(t *testing.T) {
 		}
 		if Reserved(tc.name) != (tc.name == "active" || tc.name == "sweeps") {
 			t.Errorf("Reserved(%q) = %v", tc.name, Reserved(tc.name))
+		}
+	}
+}
+
+func TestCheckPlanID(t *testing.T) {
+	for id, ok := range map[string]bool{"20261130-080000123-1a2b3c4d": true, "": false, "a/b": false, "\u202eid": false, "id\n": false, "../x": false} {
+		if err := CheckPlanID(id); (err == nil) != ok {
+			t.Errorf("CheckPlanID(%q) = %v", id, err)
 		}
 	}
 }

@@ -25,7 +25,7 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 		s.log.Info("deploy: ignoring an object that is not an approval", "key", u.Key, "want", bucket.ApprovalKey("NAME", "PLAN_ID"))
 		return nil
 	}
-	if err := bucket.CheckDeployment(deployment); err != nil {
+	if err := errors.Join(bucket.CheckDeployment(deployment), bucket.CheckPlanID(planID)); err != nil {
 		s.log.Error("deploy: approval refused; nothing is recorded or changed", "key", u.Key, "err", err)
 		return nil
 	}

@@ -212,3 +212,43 @@ func FuzzParseUpload(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckTemplateURL(t *testing.T) {
+	const name = "cairn-000000000000-us-east-1"
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://" + name + ".s3.amazonaws.com/templates/" + strings.Repeat("a", 64) + ".json", true},
+		{"https://" + name + ".s3.amazonaws.com/state/shop/shop.json", false},
+		{"https://" + name + ".s3.eu-west-1.amazonaws.com/runs/shop/x.json", false},
+		{"https://" + name + ".s3.dualstack.eu-west-1.amazonaws.com/plans/shop/x.json", false},
+		{"https://s3.amazonaws.com/" + name + "/state/shop/shop.json", false},
+		{"https://s3.us-east-1.amazonaws.com/" + name + "/deployments/shop.zip", false},
+		{"http://127.0.0.1:4566/" + name + "/state/shop/shop.json", false},
+		{"s3://" + name + "/locks/shop/shop.lock", false},
+		{"https://" + name + ".s3.amazonaws.com/templates/../state/shop/shop.json", false},
+		{"https://" + name + ".s3.amazonaws.com/templates%2F..%2Fstate/shop.json", false},
+		{"https://" + name + ".s3.amazonaws.com/templates//x.json", false},
+		{"https://S3.AMAZONAWS.COM/" + name + "/state/x.json", false},
+		{"https://other-bucket.s3.amazonaws.com/state/shop/shop.json", true},
+		{"https://s3.amazonaws.com/other-bucket/" + name + "/x.json", true},
+		{"https://" + name + "-other.s3.amazonaws.com/state/x.json", true},
+		{"https://example.com/template.yaml", true},
+		{"https://" + name + ".s3.${AWS::Region}.amazonaws.com/runs/shop/x.json", false},
+		{"https://${Bucket}.s3.amazonaws.com/runs/shop/x.json", true},
+		{"https://s3.${AWS::URLSuffix}/" + name + "/state/x.json", false},
+		{"templates/network.yaml", true},
+	} {
+		err := CheckTemplateURL(tc.url, name)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckTemplateURL(%q) = %v, want ok %v", tc.url, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "a template URL may name cairn's bucket only under templates/") {
+			t.Errorf("CheckTemplateURL(%q): %v", tc.url, err)
+		}
+	}
+	if err := CheckTemplateURL("https://x.s3.amazonaws.com/state/a.json", ""); err != nil {
+		t.Errorf("no bucket known: %v", err)
+	}
+}

@@ -72,6 +72,7 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 		cr := l.check(r.t)
 		if !r.reported {
 			r.reported = true
+			l.errs = append(l.errs, l.remoteURLs(r.t, childFile)...)
 			for _, pr := range cr.problems {
 				e := &Error{File: childFile, Line: pr.Line, Col: pr.Col, Key: pr.Path, Msg: pr.Msg}
 				if pr.Warning {

@@ -270,7 +270,7 @@ func (u Upload) RunID() string {
 
 // loadOptions are how the deployer loads the config of deployment's bundles.
 func (b *base) loadOptions(deployment string) config.LoadOptions {
-	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces}
+	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces, Bucket: b.cfg.Bucket}
 }
 
 func (b *base) runLogger(deployment, runID string) *slog.Logger {

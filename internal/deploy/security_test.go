@@ -2,12 +2,17 @@ package deploy_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/run"
 )
 
 // TestDeploymentNameOutsideTheSafeCharactersIsRefused uploads a bundle, and an approval,
@@ -31,5 +36,62 @@ func TestDeploymentNameOutsideTheSafeCharactersIsRefused(t *testing.T) {
 	}
 	if stacks := w.stacks(); len(stacks) != 0 {
 		t.Errorf("the refused upload created %d stack(s)", len(stacks))
+	}
+}
+
+// bundleOf writes a bundle directory of files (path → content) and returns it.
+func bundleOf(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestTemplateURLIntoCairnsBucketIsRefused pushes bundles whose templates point
+// CloudFormation at objects of cairn's own bucket outside templates/: a stack's
+// template_url naming the persistent graph (path style, on the emulator's endpoint) and a
+// nested stack's TemplateURL naming a run document (virtual-hosted style, in a Fn::Sub).
+// The deployer's role can read both, and CloudFormation would fetch them with it. Each run
+// fails before any CloudFormation call, naming the URL and the key, and nothing of the
+// graph reaches the report.
+func TestTemplateURLIntoCairnsBucketIsRefused(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	_, first := deployChain(t, w)
+	stateURL := "https://s3.amazonaws.com/" + bucket + "/state/shop/shop.json"
+	runURL := "https://" + bucket + ".s3.${AWS::Region}.amazonaws.com/runs/shop/" + first.Run.ID + ".json"
+	tests := []struct{ name, cfg, template, want string }{
+		{"template_url", "namespace: other\nstacks:\n  - name: a\n    template_url: " + stateURL + "\n", "",
+			`cairn.yaml:4:19: stacks[0].template_url: "` + stateURL + `" names s3://cairn-state/state/shop/shop.json, an object of cairn's own bucket: a template URL may name cairn's bucket only under templates/`},
+		{"nested TemplateURL", "namespace: other\nstacks:\n  - name: a\n    template_path: templates/parent.yaml\n",
+			"Resources:\n  Child:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: !Sub " + runURL + "\n",
+			`templates/parent.yaml:5:20: Resources.Child.Properties.TemplateURL: nested stack Child: "` + runURL + `" names s3://cairn-state/runs/shop/` + first.Run.ID + `.json, an object of cairn's own bucket`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{"cairn.yaml": tt.cfg}
+			if tt.template != "" {
+				files["templates/parent.yaml"] = tt.template
+			}
+			before := w.cfnCalls()
+			doc := w.wait("other", w.push("other", bundleOf(t, files)))
+			errs := strings.Join(doc.Errors, "\n")
+			if doc.Run.Status != run.RunFailed || !strings.Contains(errs, tt.want) {
+				t.Fatalf("run: %s (%s), errors:\n%s\nwant one containing %q", doc.Run.Status, doc.Run.Reason, errs, tt.want)
+			}
+			if after := w.cfnCalls(); after["CreateChangeSet"] != before["CreateChangeSet"] || after["CreateStack"] != before["CreateStack"] {
+				t.Errorf("the refused bundle called CloudFormation: %v", after)
+			}
+			if report := w.object(layout.RunReportKey("other", doc.Run.ID)); strings.Contains(report, first.Run.Stacks["network"].StackID) {
+				t.Errorf("the report holds what the graph holds:\n%s", report)
+			}
+		})
 	}
 }

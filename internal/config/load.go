@@ -35,6 +35,9 @@ type LoadOptions struct {
 	// VarsFile names it in messages.
 	Vars     []byte
 	VarsFile string
+	// SSMPaths are the Parameter Store paths each namespace's ${ssm} lookups may read
+	// (nil: every name); a lookup outside them is an error.
+	SSMPaths SSMPaths
 	// Bucket is cairn's own bucket ("" when not known, e.g. offline): a template URL
 	// naming one of its objects outside templates/ is an error (bucket.CheckTemplateURL).
 	Bucket string
@@ -330,6 +333,7 @@ func (l *loader) load(o LoadOptions) *Config {
 	}
 	l.names(c, defs, namespaceOK)
 	l.allowed(o, c, namespaceNode, defs)
+	l.ssmPaths(o, c, defs)
 	deps := l.references(c, defs)
 	l.cycles(c, deps)
 	l.exports(defs)

@@ -93,6 +93,10 @@ type Config struct {
 	// every namespace). A bundle or plan naming another namespace, or a stack named
 	// outside them, is refused before any CloudFormation call.
 	Namespaces config.Namespaces
+	// SSMPaths are the Parameter Store paths each namespace's ${ssm} lookups may read
+	// (CAIRN_SSM_PATHS; nil: every name, the role's policy decides alone). A bundle
+	// reading outside its namespace's is refused before any AWS call.
+	SSMPaths config.SSMPaths
 	// ServiceRole is the CloudFormation service role (cairn:cfnServiceRole) of stacks in
 	// cairn's own account that name none (service_role) themselves; "" none.
 	ServiceRole string
@@ -270,7 +274,7 @@ func (u Upload) RunID() string {
 
 // loadOptions are how the deployer loads the config of deployment's bundles.
 func (b *base) loadOptions(deployment string) config.LoadOptions {
-	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces, Bucket: b.cfg.Bucket}
+	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces, SSMPaths: b.cfg.SSMPaths, Bucket: b.cfg.Bucket}
 }
 
 func (b *base) runLogger(deployment, runID string) *slog.Logger {

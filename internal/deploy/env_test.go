@@ -67,6 +67,8 @@ type worldOptions struct {
 	PlanTTL time.Duration
 	// Namespaces is the deployer's CAIRN_NAMESPACES (default: every namespace).
 	Namespaces string
+	// SSMPaths is the deployer's CAIRN_SSM_PATHS (default: every name).
+	SSMPaths string
 	// Heartbeat is the deployer's heartbeat (default deploy.DefaultHeartbeat).
 	Heartbeat time.Duration
 	// FastRetries makes the SDK's retries back off a millisecond (of wall time), for runs
@@ -244,6 +246,10 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ssmPaths, err := config.ParseSSMPaths(o.SSMPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
 	deployerCfg := cfg.Copy()
 	if o.DenySSM != "" {
 		deployerCfg.APIOptions = append(deployerCfg.APIOptions, denySSM(o.DenySSM))
@@ -253,7 +259,7 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	}
 	d, err := deploy.NewFromAWS(deployerCfg, deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
-		Namespaces: allowed, Heartbeat: o.Heartbeat,
+		Namespaces: allowed, Heartbeat: o.Heartbeat, SSMPaths: ssmPaths,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -29,8 +29,9 @@ const StackStatusChange = "CloudFormation Stack Status Change"
 
 // ConfigFromEnv reads the deployer's configuration: CAIRN_BUCKET, CAIRN_DEPLOY_QUEUE_URL,
 // CAIRN_NOTIFICATIONS_TOPIC, CAIRN_CFN_ROLE_ARN (optional), CAIRN_HEARTBEAT_SECONDS (default
-// 15) and CAIRN_NAMESPACES (the CDK context cairn:namespaces, comma-separated; unset or
-// empty allows every namespace, as `cairn local up` does by default).
+// 15), CAIRN_NAMESPACES (the CDK context cairn:namespaces, comma-separated; unset or
+// empty allows every namespace, as `cairn local up` does by default) and CAIRN_SSM_PATHS
+// (the Parameter Store paths of each namespace, as JSON; unset: every name).
 func ConfigFromEnv() (Config, error) {
 	c := Config{
 		Bucket:      os.Getenv("CAIRN_BUCKET"),
@@ -43,6 +44,9 @@ func ConfigFromEnv() (Config, error) {
 		return c, fmt.Errorf("CAIRN_NAMESPACES: %w", err)
 	}
 	c.Namespaces = ns
+	if c.SSMPaths, err = config.ParseSSMPaths(os.Getenv("CAIRN_SSM_PATHS")); err != nil {
+		return c, fmt.Errorf("CAIRN_SSM_PATHS: %w", err)
+	}
 	if v := os.Getenv("CAIRN_HEARTBEAT_SECONDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 900 {

@@ -95,3 +95,30 @@ func TestTemplateURLIntoCairnsBucketIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestSSMLookupOutsideItsNamespacePathsIsRefused: with the per-namespace Parameter Store
+// paths of CAIRN_SSM_PATHS, a bundle of namespace shop reading web's SecureString through
+// ${ssm} is refused before any AWS call (the deployer's one role may read both
+// namespaces' paths, so IAM alone could not stop it), naming the lookup and the paths
+// shop may read; shop's own parameters deploy.
+func TestSSMLookupOutsideItsNamespacePathsIsRefused(t *testing.T) {
+	calls := &callCounter{}
+	w := newWorld(t, worldOptions{SSMPaths: `{"shop": ["/shop/*"], "web": ["/web/*"]}`, Calls: calls})
+	w.putLookupParameters()
+	w.putParameter("/web/prod/db/password", "SecureString", secret2)
+	dir := copyBundle(t, lookupsBundle)
+	edit(t, dir, "cairn.yaml", "Password: ${ssm /shop/${var env}/db/password}", "Password: ${ssm /web/${var env}/db/password}")
+	calls.take()
+	doc := w.wait("shop", w.push("shop", dir))
+	want := "SSM parameter /web/prod/db/password is outside the Parameter Store paths namespace shop may read (/shop/*)"
+	if doc.Run.Status != run.RunFailed || !strings.Contains(strings.Join(doc.Errors, "\n"), want) {
+		t.Fatalf("run: %s (%s), errors %q, want %q", doc.Run.Status, doc.Run.Reason, doc.Errors, want)
+	}
+	if n := calls.take(); n["SSM.GetParameters"] != 0 || n["CloudFormation.CreateChangeSet"] != 0 {
+		t.Errorf("the refused bundle called SSM or CloudFormation: %v", n)
+	}
+	edit(t, dir, "cairn.yaml", "Password: ${ssm /web/${var env}/db/password}", "Password: ${ssm /shop/${var env}/db/password}")
+	if doc := w.wait("shop", w.push("shop", dir)); doc.Run.Status != run.Succeeded {
+		t.Fatalf("shop's own parameters: %s (%s) %v", doc.Run.Status, doc.Run.Reason, doc.Errors)
+	}
+}

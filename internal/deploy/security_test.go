@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -120,5 +123,105 @@ func TestSSMLookupOutsideItsNamespacePathsIsRefused(t *testing.T) {
 	edit(t, dir, "cairn.yaml", "Password: ${ssm /web/${var env}/db/password}", "Password: ${ssm /shop/${var env}/db/password}")
 	if doc := w.wait("shop", w.push("shop", dir)); doc.Run.Status != run.Succeeded {
 		t.Fatalf("shop's own parameters: %s (%s) %v", doc.Run.Status, doc.Run.Reason, doc.Errors)
+	}
+}
+
+// planAndApprove plans dir for deployment shop, approves the plan and returns the plan
+// and its apply run, which must succeed.
+func (w *world) planAndApprove(dir string) (*plan.Document, *deploy.Document) {
+	w.t.Helper()
+	p := w.planOf("shop", w.uploadPlan("shop", dir))
+	if p.Status != plan.Planned {
+		w.t.Fatalf("plan: %s (%s) %v %v", p.Status, p.Reason, p.Refusals, p.Errors)
+	}
+	apply := w.approve("shop", p.ID)
+	if apply.Run.Status != run.Succeeded {
+		w.t.Fatalf("apply: %s (%s) %v %v", apply.Run.Status, apply.Run.Reason, apply.Refusals, phases(apply))
+	}
+	return p, apply
+}
+
+// TestProtectedStackParameterChangeNeedsPlan deploys the chain with database protected
+// (and reading its Size from SSM), through a plan. Then a push changing only a literal
+// parameter of database, and an unchanged re-push after the SSM parameter it reads
+// changed, are each refused before any change, naming database; a plan of the same
+// change lists database's update, and its approval applies it.
+func TestProtectedStackParameterChangeNeedsPlan(t *testing.T) {
+	w := newReviewWorld(t)
+	w.putParameter("/shop/db/size", "String", "small")
+	dir := copyBundle(t, chain)
+	edit(t, dir, "cairn.yaml", "      Size: small\n    termination_protection: true", "      Size: ${ssm /shop/db/size}\n      Tier: gold\n    termination_protection: true\n    protected: true")
+	edit(t, dir, "templates/parameter.yaml", "  Size:\n    Type: String\n", "  Size:\n    Type: String\n  Tier:\n    Type: String\n    Default: none\n")
+	w.planAndApprove(dir)
+
+	refused := func(what string) {
+		t.Helper()
+		executed := len(w.executedIDs())
+		doc := w.wait("shop", w.push("shop", dir))
+		refusals := strings.Join(doc.Refusals, "\n")
+		if doc.Run.Status != run.RunFailed || !strings.Contains(refusals, "protected stack(s) database change only through an approved plan") {
+			t.Fatalf("%s: push %s (%s), refusals %q", what, doc.Run.Status, doc.Run.Reason, refusals)
+		}
+		if n := len(w.executedIDs()); n != executed {
+			t.Fatalf("%s: the refused push executed %d change set(s)", what, n-executed)
+		}
+	}
+	edit(t, dir, "cairn.yaml", "Tier: gold", "Tier: platinum")
+	refused("a parameter value")
+	edit(t, dir, "cairn.yaml", "Tier: platinum", "Tier: gold")
+	if doc := w.wait("shop", w.push("shop", dir)); doc.Run.Status != run.Succeeded {
+		t.Fatalf("the applied bundle pushed again: %s (%s) %v", doc.Run.Status, doc.Run.Reason, doc.Refusals)
+	}
+	w.putParameter("/shop/db/size", "String", "large")
+	refused("an SSM value it reads")
+
+	p, _ := w.planAndApprove(dir)
+	if s := p.Stack("database"); s.Action != plan.Update || s.ChangeSetID == "" {
+		t.Errorf("plan: database %+v, want an update with a change set", s)
+	}
+	if d := w.stacks()["shop-database"]; d.StackStatus != "UPDATE_COMPLETE" {
+		t.Errorf("shop-database after the apply: %s", d.StackStatus)
+	}
+}
+
+// TestProtectedStackDeletionNeedsPlan deploys the chain with web protected, through a
+// plan, then drops web from cairn.yaml: the push is refused and web stays; so is a push
+// keeping web but dropping its protection. A plan lists web's deletion, and its approval
+// deletes it.
+func TestProtectedStackDeletionNeedsPlan(t *testing.T) {
+	w := newReviewWorld(t)
+	dir := copyBundle(t, chain)
+	edit(t, dir, "cairn.yaml", "      Value: ${output app::Name}\n      Size: small", "      Value: ${output app::Name}\n      Size: small\n    protected: true")
+	w.planAndApprove(dir)
+	if g := w.graph("shop", "shop"); !g.Stacks["web"].PlanOnly || g.Stacks["app"].PlanOnly {
+		t.Fatalf("graph: web plan only %v, app %v", g.Stacks["web"].PlanOnly, g.Stacks["app"].PlanOnly)
+	}
+
+	unprotected := copyBundle(t, dir)
+	edit(t, unprotected, "cairn.yaml", "      Size: small\n    protected: true", "      Size: small")
+	dropped := copyBundle(t, unprotected)
+	edit(t, dropped, "cairn.yaml", "  - name: web\n    template_path: templates/parameter.yaml\n    parameters:\n      Value: ${output app::Name}\n      Size: small\n", "")
+	for _, tc := range []struct{ dir, want string }{
+		{dropped, "protected stack(s) web (removed from the config: deleted) change only through an approved plan"},
+		{unprotected, "protected stack(s) web (its protection is removed) change only through an approved plan"},
+	} {
+		doc := w.wait("shop", w.push("shop", tc.dir))
+		if refusals := strings.Join(doc.Refusals, "\n"); doc.Run.Status != run.RunFailed || !strings.Contains(refusals, tc.want) {
+			t.Fatalf("push: %s, refusals %q, want %q", doc.Run.Status, refusals, tc.want)
+		}
+		if _, ok := w.stacks()["shop-web"]; !ok {
+			t.Fatal("a refused push deleted shop-web")
+		}
+	}
+
+	p, apply := w.planAndApprove(dropped)
+	if !slices.Contains(p.Deletions, "web") || p.Stack("web").Action != plan.Delete {
+		t.Errorf("plan: deletions %v, web %+v", p.Deletions, p.Stack("web"))
+	}
+	if s := apply.Run.Stacks["web"]; s.Phase != run.Done {
+		t.Errorf("apply: web %s (%s)", s.Phase, s.Reason)
+	}
+	if _, ok := w.stacks()["shop-web"]; ok {
+		t.Error("the approved plan did not delete shop-web")
 	}
 }

@@ -83,7 +83,7 @@ func Outputs(r *run.Run) func(stack, output string) (string, bool) {
 // the approval saw of the stacks.
 func (p *Document) ApplyRun(runID string, live map[string]Live, now time.Time) *run.Run {
 	r := p.Run.Clone()
-	r.ID, r.Mode, r.Status, r.Reason = runID, run.ModeDeploy, run.Running, ""
+	r.ID, r.Mode, r.Status, r.Reason, r.Plan = runID, run.ModeDeploy, run.Running, "", p.ID
 	r.StartedAt, r.UpdatedAt, r.FinishedAt, r.Seq = now, now, time.Time{}, 0
 	for name, s := range r.Stacks {
 		s.StartedAt, s.FinishedAt, s.ExecutedAt, s.PhaseSince, s.Attempts, s.Reason = time.Time{}, time.Time{}, time.Time{}, now, 0, ""

@@ -293,7 +293,7 @@ func Make(in Input) (*Result, error) {
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
 			RawParameters: s.StoredParameters(), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
-			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute,
+			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute, PlanOnly: s.Protected,
 		}
 		res.Run.Stacks[s.Name] = rs
 		res.Warnings = append(res.Warnings, secretWarnings(s, in.SSM)...)
@@ -404,9 +404,10 @@ func Make(in Input) (*Result, error) {
 		decide(Check, "template unchanged; updated only if its parameters resolve differently")
 	}
 
+	res.resolved(in, cfg)
 	res.deletions(in, cfg, prev)
 	if res.Run.Mode == run.ModeDeploy {
-		res.protect(in, cfg, g)
+		res.protect(in, cfg, g, prev)
 	}
 	sort.SliceStable(res.Decisions, func(i, j int) bool { return res.Decisions[i].Stack < res.Decisions[j].Stack })
 	return res, nil
@@ -540,7 +541,7 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			continue
 		}
 		rs := &run.Stack{Name: name, StackName: ps.StackName, StackID: live.StackID, Intent: run.IntentDelete, Phase: run.Pending, Exists: true,
-			Target: ps.Target, At: at}
+			Target: ps.Target, At: at, PlanOnly: ps.PlanOnly}
 		res.Run.Stacks[name] = rs
 		refuse := func(reason string) {
 			rs.Phase, rs.Reason = run.Failed, "deletion refused: "+reason
@@ -637,9 +638,11 @@ func sortedValues(m map[string]string) []string {
 }
 
 // protect refuses a direct deployment that would touch a protected stack: one it creates,
-// updates, re-creates or deletes, or one whose inputs come (directly or not) from a stack
-// the run changes. Such stacks change only through an approved plan.
-func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph) {
+// updates, re-creates or deletes, one whose inputs come (directly or not) from a stack the
+// run changes, one the graph recorded as protected that left the config, and one whose
+// protection the config drops (dropping it is reviewed like any change). Such stacks
+// change only through an approved plan.
+func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph, prev *state.Graph) {
 	changing := map[string]bool{}
 	for _, d := range res.Decisions {
 		switch d.Action {
@@ -666,6 +669,11 @@ func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph) {
 	}
 	var touched []string
 	for _, s := range cfg.Stacks {
+		p := prev.Stacks[s.Name]
+		if !s.Protected && p != nil && p.PlanOnly && s.Enabled {
+			touched = append(touched, s.Name+" (its protection is removed)")
+			continue
+		}
 		if !s.Protected || !s.Enabled || s.Locked {
 			continue
 		}
@@ -676,9 +684,41 @@ func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph) {
 			touched = append(touched, s.Name+" (its input "+via[s.Name]+" may change)")
 		}
 	}
+	for _, d := range res.Decisions {
+		if d.Action == Delete && cfg.Stack(d.Stack) == nil && prev.Stacks[d.Stack] != nil && prev.Stacks[d.Stack].PlanOnly {
+			touched = append(touched, d.Stack+" (removed from the config: deleted)")
+		}
+	}
 	if len(touched) > 0 {
 		res.Refusals = append(res.Refusals, fmt.Sprintf("protected stack(s) %s change only through an approved plan: run `cairn plan PATH --deployment %s`, review it, then `cairn approve %s PLAN_ID`",
 			strings.Join(touched, ", "), in.Deployment, in.Deployment))
+	}
+}
+
+// resolved turns each stack the plan would only check (template unchanged, nothing
+// forcing an update) into an update when its parameters, resolved now from the live
+// outputs, the SSM values and the bundle, differ from those the graph says were applied:
+// a parameter value, an SSM value or an output it reads changed. Such a stack is
+// changing, for the guard of protected stacks above all; one whose parameters cannot be
+// resolved yet (they read a stack the run creates) stays a check.
+func (res *Result) resolved(in Input, cfg *config.Config) {
+	lookups := map[string][]config.Lookup{}
+	for _, s := range cfg.Stacks {
+		lookups[s.Name] = s.StoredLookups()
+	}
+	resolve := Resolver(res.Run, lookups, in.SSM)
+	for i, d := range res.Decisions {
+		rs := res.Run.Stacks[d.Stack]
+		if d.Action != Check || rs == nil || rs.PrevParametersHash == "" {
+			continue
+		}
+		params, err := resolve(rs.Name, rs.RawParameters, Outputs(res.Run))
+		if err != nil {
+			continue
+		}
+		if run.HashParameters(Seal(rs, params)) != rs.PrevParametersHash {
+			res.Decisions[i].Action, res.Decisions[i].Reason = Update, "template unchanged; its parameters resolve to other values than the graph says were applied"
+		}
 	}
 }
 

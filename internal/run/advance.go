@@ -653,6 +653,10 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 		if s.StartedAt.IsZero() {
 			s.StartedAt = now
 		}
+		if unreviewed(r, s) {
+			fail(s, now, unreviewedReason(r, s, "its deletion"))
+			continue
+		}
 		setPhase(s, Deleting, now)
 		actions = append(actions, deleteStack(s))
 		inFlight++
@@ -660,7 +664,22 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 	return actions
 }
 
+// unreviewed reports whether s may not be changed by r: a protected stack (PlanOnly) in
+// a run that applies no approved plan. The plan refuses such runs before they start; this
+// is the last word, where every change of a stack is decided.
+func unreviewed(r *Run, s *Stack) bool { return r.Mode == ModeDeploy && r.Plan == "" && s.PlanOnly }
+
+// unreviewedReason is why what (a change, a deletion) of a protected stack is refused.
+func unreviewedReason(r *Run, s *Stack, what string) string {
+	return fmt.Sprintf("protected stack %s: %s needs an approved plan, and this run applies none: nothing was changed; run `cairn plan PATH --deployment %s`, review it, then `cairn approve %s PLAN_ID`",
+		s.StackName, what, r.Deployment, r.Deployment)
+}
+
 func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) []Action {
+	if s.Phase == Ready && r.Mode == ModeDeploy && unreviewed(r, s) {
+		fail(s, now, unreviewedReason(r, s, "its change set"))
+		return nil
+	}
 	if s.Phase == Ready && r.Mode == ModeDeploy {
 		// A retried execution, or a stack of an approved plan whose change set exists.
 		setPhase(s, Executing, now)
@@ -682,6 +701,10 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		s.Reason = "created at apply"
 		setPhase(s, Ready, now)
 		s.FinishedAt = now
+		return nil
+	}
+	if s.Intent == IntentRecreate && unreviewed(r, s) {
+		fail(s, now, unreviewedReason(r, s, "re-creating it"))
 		return nil
 	}
 	if s.Intent == IntentRecreate {
@@ -740,6 +763,10 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		setPhase(s, Unchanged, now)
 		return nil
 	}
+	if unreviewed(r, s) {
+		fail(s, now, unreviewedReason(r, s, "a change of its inputs ("+changedInputs(s)+")"))
+		return nil
+	}
 	if s.ChangeSetName == "" || s.Attempts == 0 {
 		r.Seq++
 		s.ChangeSetName = fmt.Sprintf("cairn-%s-%d", r.ID, r.Seq)
@@ -752,6 +779,27 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	*inFlight++
 	return []Action{{Kind: CreateChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
 		ChangeSetName: s.ChangeSetName, ChangeSetType: s.ChangeSetType, Parameters: params, Token: s.ChangeSetName}}
+}
+
+// changedInputs names what differs between a stack's inputs and those last applied.
+func changedInputs(s *Stack) string {
+	var what []string
+	switch {
+	case !s.Exists:
+		what = append(what, "it does not exist")
+	case s.Force:
+		what = append(what, "its tags, options or status")
+	}
+	if s.Exists && s.TemplateHash != s.PrevTemplateHash {
+		what = append(what, "its template")
+	}
+	if s.Exists && s.ParametersHash != s.PrevParametersHash {
+		what = append(what, "its parameter values")
+	}
+	if len(what) == 0 {
+		return "its inputs"
+	}
+	return strings.Join(what, ", ")
 }
 
 // planAtApply reports whether, in a plan, s depends on a stack the plan creates (or

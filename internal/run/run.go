@@ -149,6 +149,9 @@ type Stack struct {
 	// a DELETE_FAILED stack only); a ROLLBACK_FAILED stack is deleted once without.
 	Retain    []string `json:"retain,omitempty"`
 	Retaining bool     `json:"retaining,omitempty"`
+	// PlanOnly says the config has the stack protected (protected: true): it changes, and
+	// is deleted, only by the apply run of an approved plan (Run.Plan), never by a push.
+	PlanOnly bool `json:"plan_only,omitempty"`
 	// Protect is the termination protection the config wants; Protected what the stack
 	// has, as last seen. A deploy that finishes with them different sets it.
 	Protect bool `json:"termination_protection,omitempty"`
@@ -193,6 +196,9 @@ type Run struct {
 	UpdatedAt      time.Time         `json:"updated_at"`
 	FinishedAt     time.Time         `json:"finished_at,omitzero"`
 	Reason         string            `json:"reason,omitempty"`
+	// Plan is, in the apply run of an approved plan, the plan's id: the only kind of run
+	// that may change a PlanOnly stack.
+	Plan string `json:"plan,omitempty"`
 	// External holds outputs of stacks outside the run (xref lookups and locked stacks),
 	// keyed "STACK::Output" by the name used in the lookup.
 	External map[string]string `json:"external,omitempty"`

@@ -69,6 +69,10 @@ type Stack struct {
 	Outputs        map[string]string `json:"outputs,omitempty"`
 	Tags           map[string]string `json:"tags,omitempty"`
 	UpdatedAt      time.Time         `json:"updated_at,omitzero"`
+	// PlanOnly records that the config had the stack protected (protected: true) when it
+	// was last applied: dropping it from the config, or its protection, is then a change
+	// of a protected stack, made only through an approved plan.
+	PlanOnly bool `json:"plan_only,omitempty"`
 }
 
 // Names returns the config names of g's stacks in order.

@@ -125,7 +125,7 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 func applied(name string, s *run.Stack, rec Recording) *Stack {
 	st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
 		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Status: rec.Statuses[name], Outputs: s.Outputs,
-		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target}
+		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target, PlanOnly: s.PlanOnly}
 	st.locate(s.Target)
 	return st
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -76,7 +78,12 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 			return err
 		}
 		live = o.Live
-		reasons = append(reasons, p.StaleReasons(*o)...)
+		if bad := p.Integrity(deployment, planID, s.cfg.Bucket, *o); len(bad) > 0 {
+			log.Error("deploy: the plan document fails its integrity checks; nothing is executed", "reasons", strings.Join(bad, "; "))
+			reasons = append(reasons, bad...)
+		} else {
+			reasons = append(reasons, p.StaleReasons(*o)...)
+		}
 	}
 	if retirable(p) && now.Sub(p.CreatedAt) > s.cfg.PlanTTL {
 		// Its change sets, and stacks that exist only for it, go now.
@@ -116,7 +123,7 @@ func (s starter) observe(ctx context.Context, p *plan.Document, lock *state.Lock
 	case err != nil:
 		return nil, err
 	default:
-		o.Generation, o.GraphRunID = g.Generation, g.RunID
+		o.Generation, o.GraphRunID, o.Graph = g.Generation, g.RunID, g
 	}
 	if p.Versioned() {
 		if o.LatestVersion, err = s.latestVersion(ctx, p.Bundle.Bucket, p.Bundle.Key); err != nil {
@@ -126,8 +133,14 @@ func (s starter) observe(ctx context.Context, p *plan.Document, lock *state.Lock
 	if o.Live, err = liveOf(ctx, s.base, cs, p.Run); err != nil {
 		return nil, err
 	}
+	describe := p.ChangeSetsToDescribe()
 	for _, id := range p.ChangeSetsToCheck(o.Live) {
-		if o.ChangeSets[id], err = cs.Describe(ctx, p.ChangeSetTarget(id), id); err != nil {
+		if _, ok := describe[id]; !ok {
+			describe[id] = p.ChangeSetTarget(id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(describe)) {
+		if o.ChangeSets[id], err = cs.Describe(ctx, describe[id], id); err != nil {
 			return nil, err
 		}
 	}

@@ -1,7 +1,10 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -224,4 +227,116 @@ func TestProtectedStackDeletionNeedsPlan(t *testing.T) {
 	if _, ok := w.stacks()["shop-web"]; ok {
 		t.Error("the approved plan did not delete shop-web")
 	}
+}
+
+// editPlan rewrites plans/NAME/PLAN_ID.json as someone who may write plans/ can.
+func (w *world) editPlan(name, id string, edit func(p *plan.Document)) {
+	w.t.Helper()
+	p, err := plan.Decode([]byte(w.object(layout.PlanKey(name, id))))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	edit(p)
+	body, err := json.Marshal(p)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if _, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(layout.PlanKey(name, id)), Body: bytes.NewReader(body)}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// TestPlanDocumentPointingElsewhereExecutesNothing plans a change of two stacks of
+// deployment shop, and a change of deployment other (left unapproved). Each test edits the
+// shop plan's document in the bucket, as a writer of plans/ can, so that a stack's entry
+// names another change set (the other deployment's, or another stack's of the same plan,
+// with every field of the entry made to agree), or adds the deletion of the other
+// deployment's stack; then approves it. The approval refuses, saying which check failed,
+// and executes and deletes nothing.
+func TestPlanDocumentPointingElsewhereExecutesNothing(t *testing.T) {
+	w := newReviewWorld(t)
+	dir, _ := deployChain(t, w)
+	otherDir := bundleOf(t, map[string]string{"cairn.yaml": "namespace: other\nstacks:\n  - name: web\n    template_path: templates/parameter.yaml\n    parameters: {Value: v, Size: small}\n",
+		"templates/parameter.yaml": mustReadString(t, chain+"/templates/parameter.yaml")})
+	if d := w.wait("other", w.push("other", otherDir)); d.Run.Status != run.Succeeded {
+		t.Fatalf("other: %s (%s)", d.Run.Status, d.Run.Reason)
+	}
+	edit(t, otherDir, "cairn.yaml", "Size: small", "Size: large")
+	foreign := w.planOf("other", w.uploadPlan("other", otherDir)).Stack("web")
+	if foreign.ChangeSetID == "" {
+		t.Fatal("the other deployment's plan made no change set")
+	}
+	size := "small"
+	tests := []struct {
+		name   string
+		tamper func(p *plan.Document)
+		want   string
+	}{
+		{"another deployment's change set, by id", func(p *plan.Document) {
+			setChangeSet(p, "web", foreign.ChangeSetID, "", "", "")
+		}, "is named cairn-"},
+		{"another deployment's change set, every field", func(p *plan.Document) {
+			setChangeSet(p, "web", foreign.ChangeSetID, foreign.ChangeSetName, foreign.StackName, foreign.StackID)
+		}, "is not one of this plan's (they are named cairn-"},
+		{"another stack's change set of the same plan", func(p *plan.Document) {
+			db := p.Stack("database")
+			setChangeSet(p, "web", db.ChangeSetID, db.ChangeSetName, db.StackName, db.StackID)
+		}, `was made with tag cairn:name="database", where this plan says "web"`},
+		{"the deletion of another deployment's stack", func(p *plan.Document) {
+			p.Run.Stacks["victim"] = &run.Stack{Name: "victim", StackName: foreign.StackName, StackID: foreign.StackID, Intent: run.IntentDelete, Phase: run.Ready, Exists: true}
+			p.Stacks = append(p.Stacks, plan.Stack{Name: "victim", StackName: foreign.StackName, Action: plan.Delete})
+			p.Deletions = append(p.Deletions, "victim")
+		}, "stack victim (other-web): the plan deletes it, but the persistent graph holds no such stack"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := fmt.Sprintf("s%d", i)
+			edit(t, dir, "cairn.yaml", "Value: ${output app::Name}\n      Size: "+size, "Value: ${output app::Name}\n      Size: "+next)
+			edit(t, dir, "cairn.yaml", "Value: ${output network::VpcId}\n      Size: "+size+"\n    termination_protection: true", "Value: ${output network::VpcId}\n      Size: "+next+"\n    termination_protection: true")
+			size = next
+			p := w.planOf("shop", w.uploadPlan("shop", dir))
+			if p.Status != plan.Planned || p.Stack("web").ChangeSetID == "" || p.Stack("database").ChangeSetID == "" {
+				t.Fatalf("plan: %s (%s); web %+v, database %+v", p.Status, p.Reason, p.Stack("web"), p.Stack("database"))
+			}
+			w.editPlan("shop", p.ID, tt.tamper)
+			executed := len(w.executedIDs())
+			apply := w.approve("shop", p.ID)
+			reasons := strings.Join(apply.Refusals, "\n")
+			t.Logf("refused:\n%s", reasons)
+			if apply.Run.Status != run.RunFailed || !strings.Contains(reasons, tt.want) || !strings.Contains(reasons, "the plan document does not describe what its plan run made; nothing was executed: re-plan") {
+				t.Errorf("apply: %s (%s), refusals:\n%s\nwant one containing %q", apply.Run.Status, apply.Run.Reason, reasons, tt.want)
+			}
+			if n := len(w.executedIDs()); n != executed {
+				t.Errorf("the tampered plan executed %d change set(s)", n-executed)
+			}
+			if _, ok := w.stacks()[foreign.StackName]; !ok {
+				t.Errorf("the tampered plan deleted %s", foreign.StackName)
+			}
+		})
+	}
+}
+
+// setChangeSet makes stack name's entries of p (the plan's list and its run) name change
+// set id; name, stackName and stackID too where not "".
+func setChangeSet(p *plan.Document, stack, id, name, stackName, stackID string) {
+	rs, ps := p.Run.Stacks[stack], p.Stack(stack)
+	rs.ChangeSetID, ps.ChangeSetID = id, id
+	if name != "" {
+		rs.ChangeSetName, ps.ChangeSetName = name, name
+	}
+	if stackName != "" {
+		rs.StackName, ps.StackName = stackName, stackName
+	}
+	if stackID != "" {
+		rs.StackID, ps.StackID = stackID, stackID
+	}
+}
+
+func mustReadString(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -16,6 +17,13 @@ type ChangeSet struct {
 	Status          string // CREATE_COMPLETE, FAILED, ...
 	ExecutionStatus string // AVAILABLE, EXECUTE_COMPLETE, OBSOLETE, ...
 	Changes         []Change
+	// ID, Name, StackID and StackName are the change set's and its stack's, as
+	// CloudFormation describes them, and Tags the tags it was created with (cairn's say
+	// which graph, stack and bundle it was made for): what an approval checks before it
+	// trusts a plan document's word about which change set to execute.
+	ID, Name           string
+	StackID, StackName string
+	Tags               map[string]string
 }
 
 // Observed is what an approval saw of the world its plan was made against.
@@ -27,8 +35,12 @@ type Observed struct {
 	// it is looked at only for a plan of a versioned upload.
 	LatestVersion string
 	Live          map[string]Live
-	// ChangeSets are the reviewed change sets as described now, by id (see ChangeSetsToCheck).
+	// ChangeSets are the reviewed change sets as described now, by id (see ChangeSetsToCheck
+	// and Executed).
 	ChangeSets map[string]ChangeSet
+	// Graph is the persistent graph now (nil: none): who owns it, and the stacks it
+	// records, which a plan may delete or re-create.
+	Graph *state.Graph
 }
 
 // Lapsed lists why p cannot be applied whatever the stacks are like now, each reason

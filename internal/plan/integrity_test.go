@@ -26,7 +26,7 @@ func TestPlanIntegrity(t *testing.T) {
 			}}}
 		o := Observed{
 			Graph: &state.Graph{Deployment: "shop", Stacks: map[string]*state.Stack{"web": {Name: "web", StackName: "shop-web"}, "old": {Name: "old", StackName: "shop-old"}}},
-			Live: map[string]Live{"shop-old": {StackName: "shop-old", Tags: map[string]string{state.TagNamespace: "shop", state.TagGraphKey: "shop", state.TagName: "old"}}},
+			Live:  map[string]Live{"shop-old": {StackName: "shop-old", Tags: map[string]string{state.TagNamespace: "shop", state.TagGraphKey: "shop", state.TagName: "old"}}},
 			ChangeSets: map[string]ChangeSet{csID: {Found: true, Status: "CREATE_COMPLETE", ExecutionStatus: "AVAILABLE", ID: csID, Name: "cairn-" + id + "-1",
 				StackID: stackID, StackName: "shop-web", Tags: map[string]string{state.TagNamespace: "shop", state.TagGraphKey: "shop", state.TagName: "web", state.TagBundleSHA256: "s1"}}},
 		}
@@ -50,7 +50,11 @@ func TestPlanIntegrity(t *testing.T) {
 		{"a name without an id", func(p *Document, _ *Observed) { p.Run.Stacks["web"].ChangeSetID, p.Stacks[0].ChangeSetID = "", "" }, "is named without its id"},
 		{"another id described", func(_ *Document, o *Observed) { cs := o.ChangeSets[csID]; cs.ID = "arn:other"; o.ChangeSets[csID] = cs }, "CloudFormation describes arn:other"},
 		{"another name described", func(_ *Document, o *Observed) { cs := o.ChangeSets[csID]; cs.Name = "cairn-x"; o.ChangeSets[csID] = cs }, "is named cairn-x"},
-		{"another stack's", func(_ *Document, o *Observed) { cs := o.ChangeSets[csID]; cs.StackName = "shop-db"; o.ChangeSets[csID] = cs }, "belongs to stack shop-db"},
+		{"another stack's", func(_ *Document, o *Observed) {
+			cs := o.ChangeSets[csID]
+			cs.StackName = "shop-db"
+			o.ChangeSets[csID] = cs
+		}, "belongs to stack shop-db"},
 		{"another place", func(_ *Document, o *Observed) {
 			cs := o.ChangeSets[csID]
 			cs.StackID = strings.Replace(stackID, "us-east-1", "eu-west-1", 1)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/kmslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
@@ -209,6 +210,9 @@ func (e *Emulator) SNS() *snslocal.Service { return e.home.sns }
 // SSM returns the emulated Parameter Store of the home account and region, for in-process
 // callers.
 func (e *Emulator) SSM() *ssmlocal.Service { return e.home.ssm }
+
+// KMS returns the emulated KMS of the home account and region, for in-process callers.
+func (e *Emulator) KMS() *kmslocal.Service { return e.home.kms }
 
 // CloudFormation returns the emulated CloudFormation of the home account and region, for
 // fault injection and records.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/kmslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
@@ -32,6 +33,7 @@ type Place struct {
 	sns             *snslocal.Service
 	ssm             *ssmlocal.Service
 	cw              *cloudwatchlocal.Service
+	kms             *kmslocal.Service
 	cfn             *cfnlocal.Service
 	services        map[string]http.Handler // by signing name
 
@@ -93,6 +95,14 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.ssm.Close()
 		return nil, err
 	}
+	p.kms, err = kmslocal.New(kmslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("kms"), Logger: o.Logger})
+	if err != nil {
+		p.sqs.Close()
+		p.sns.Close()
+		p.ssm.Close()
+		p.cw.Close()
+		return nil, err
+	}
 	p.cfn, err = cfnlocal.New(cfnlocal.Options{
 		Region: region, AccountID: account, Clock: o.Clock, Dir: sub("cloudformation"), Logger: o.Logger,
 		GetObject: e.s3.GetObject,
@@ -118,7 +128,7 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.cw.Close()
 		return nil, err
 	}
-	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "monitoring": p.cw, "cloudformation": p.cfn}
+	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "monitoring": p.cw, "kms": p.kms, "cloudformation": p.cfn}
 	return p, nil
 }
 
@@ -307,6 +317,9 @@ func (p *Place) SSM() *ssmlocal.Service { return p.ssm }
 
 // CloudWatch returns the place's CloudWatch alarms, for in-process callers.
 func (p *Place) CloudWatch() *cloudwatchlocal.Service { return p.cw }
+
+// KMS returns the place's KMS, for in-process callers.
+func (p *Place) KMS() *kmslocal.Service { return p.kms }
 
 // CloudFormation returns the place's CloudFormation, for fault injection and records.
 func (p *Place) CloudFormation() *cfnlocal.Service { return p.cfn }

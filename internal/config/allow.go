@@ -214,3 +214,13 @@ func (l *loader) ssmPaths(o LoadOptions, c *Config, defs []*stackDef) {
 		}
 	}
 }
+
+// Env is p as CAIRN_SSM_PATHS holds it: JSON, namespaces sorted (nil allows every name:
+// "").
+func (p SSMPaths) Env() string {
+	if p == nil {
+		return ""
+	}
+	b, _ := json.Marshal(p) // a map of strings to lists of strings always encodes
+	return string(b)
+}

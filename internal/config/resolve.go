@@ -1,14 +1,14 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/seal"
 )
 
 // Values are what deploy-time lookups read. The deployer fetches them (DescribeStacks,
@@ -33,15 +33,23 @@ type SSMValue struct {
 	Value   string `json:"value,omitempty"`
 	Hash    string `json:"hash,omitempty"`
 	Version int64  `json:"version,omitempty"`
+	// Unkeyed is a SecureString's hash as cairn made it before seals were keyed, kept in
+	// memory only (never written): the plan compares it with a graph written then.
+	Unkeyed string `json:"-"`
 }
 
 // SecureString is the SSM type whose values cairn never stores.
 const SecureString = "SecureString"
 
-// NewSSMValue keeps what cairn may keep of parameter name: a SecureString's hash only.
-func NewSSMValue(name, typ, value string, version int64) SSMValue {
+// NewSSMValue keeps what cairn may keep of parameter name: a SecureString's seal under k
+// only.
+func NewSSMValue(k seal.Key, name, typ, value string, version int64) SSMValue {
 	if typ == SecureString {
-		return SSMValue{Type: typ, Hash: secretHash(name, value), Version: version}
+		v := SSMValue{Type: typ, Hash: secretHash(k, name, value), Version: version}
+		if k.Keyed() {
+			v.Unkeyed = secretHash(seal.Unkeyed, name, value)
+		}
+		return v
 	}
 	return SSMValue{Type: typ, Value: value, Version: version}
 }
@@ -49,18 +57,15 @@ func NewSSMValue(name, typ, value string, version int64) SSMValue {
 // secretHash identifies a SecureString value without revealing it: a changed value
 // changes the stack's input hash, and the deployer checks the value it unseals is the
 // one the run resolved.
-func secretHash(name, value string) string {
-	sum := sha256.Sum256([]byte("cairn ssm-secure\x00" + name + "\x00" + value))
-	return hex.EncodeToString(sum[:])
-}
+func secretHash(k seal.Key, name, value string) string { return k.Sum(secureDomain, name, value) }
 
 // sealedRE matches the sealed references that stand for secrets in stored parameter
 // values (see secret.go): {{cairn:ssm-secure:NAME@HASH}} for a SecureString ('@' is not
 // allowed in SSM names), {{cairn:bundle@HASH}} for a NoEcho value the bundle gives, and
 // {{cairn:noecho@HASH}} for a NoEcho value as a run stores it once resolved.
-var sealedRE = regexp.MustCompile(`\{\{cairn:(ssm-secure:([a-zA-Z0-9_.\-/:]+)|bundle|noecho)@([0-9a-f]{64})\}\}`)
+var sealedRE = regexp.MustCompile(`\{\{cairn:(ssm-secure:([a-zA-Z0-9_.\-/:]+)|bundle|noecho)@((?:` + seal.Marker + `)?[0-9a-f]{64})\}\}`)
 
-func seal(name, hash string) string { return "{{cairn:ssm-secure:" + name + "@" + hash + "}}" }
+func sealedSecure(name, hash string) string { return "{{cairn:ssm-secure:" + name + "@" + hash + "}}" }
 
 // Sealed lists the SecureString parameters named by sealed references in params, sorted:
 // what the deployer reads from SSM to unseal them.
@@ -80,6 +85,8 @@ func Sealed(params map[string]string) []string {
 // Plain is where the values of sealed references are read again, by the deployer, just
 // before they go to CloudFormation.
 type Plain struct {
+	// Key checks the seals (seals made before seals were keyed are checked as they were).
+	Key seal.Key
 	// SSM holds the SecureStrings fetched just now, by name.
 	SSM map[string]string
 	// Stack is the stack whose parameters are unsealed, and Bundle the NoEcho values its
@@ -104,13 +111,13 @@ func Unseal(params map[string]string, plain Plain) (map[string]string, error) {
 				switch {
 				case !ok:
 					errs = append(errs, fmt.Errorf("parameter %s: SecureString %s is gone from SSM: restore it or change the config, then push again", k, name))
-				case secretHash(name, p) != hash:
+				case !plain.Key.Verify(hash, secureDomain, name, p):
 					errs = append(errs, fmt.Errorf("parameter %s: SecureString %s changed since the run resolved it: push again to deploy the new value", k, name))
 				}
 				return p
 			case sm[1] == "bundle":
 				for _, p := range plain.Bundle {
-					if bundleHash(plain.Stack, p) == hash {
+					if plain.Key.Verify(hash, bundleDomain, plain.Stack, p) {
 						return p
 					}
 				}
@@ -324,7 +331,7 @@ func (e *evaluator) atDeploy(l Lookup) (result, error) {
 		}
 		switch p.Type {
 		case SecureString:
-			return result{s: seal(l.Name, p.Hash), secret: true, secrets: []string{l.Name}}, nil
+			return result{s: sealedSecure(l.Name, p.Hash), secret: true, secrets: []string{l.Name}}, nil
 		case "StringList":
 			return result{isList: true, list: strings.Split(p.Value, ",")}, nil
 		}

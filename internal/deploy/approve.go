@@ -78,6 +78,12 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 			return err
 		}
 		live = o.Live
+		key, err := s.key(ctx)
+		if err != nil {
+			s.release(ctx, lock, log)
+			return err
+		}
+		reasons = append(reasons, p.SealedWithoutKey(key)...)
 		if bad := p.Integrity(deployment, planID, s.cfg.Bucket, *o); len(bad) > 0 {
 			log.Error("deploy: the plan document fails its integrity checks; nothing is executed", "reasons", strings.Join(bad, "; "))
 			reasons = append(reasons, bad...)

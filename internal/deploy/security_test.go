@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // TestDeploymentNameOutsideTheSafeCharactersIsRefused uploads a bundle, and an approval,
@@ -339,4 +342,99 @@ func mustReadString(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// liveTags returns the tags of a live stack.
+func (w *world) liveTags(stackName string) map[string]string {
+	w.t.Helper()
+	tags := map[string]string{}
+	for _, tg := range w.stacks()[stackName].Tags {
+		tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+	}
+	return tags
+}
+
+// TestSealsConfirmNoGuess deploys a stack whose NoEcho parameter reads a SecureString, as
+// the lookups bundle does. A reader of the bucket and of the stack's tags who guesses the
+// secret right computes what cairn's seals were before they were keyed (sha256 of the
+// name and the value) and the parameters hash they would give: neither is found in any
+// version of any object, nor in the stack's tags, so nothing confirms the guess; every
+// seal the run stored is keyed.
+func TestSealsConfirmNoGuess(t *testing.T) {
+	w := newReviewWorld(t)
+	w.putLookupParameters()
+	doc := w.wait("shop", w.push("shop", copyBundle(t, lookupsBundle)))
+	if doc.Run.Status != run.Succeeded {
+		t.Fatalf("run: %s (%s)", doc.Run.Status, doc.Run.Reason)
+	}
+	const name = "/shop/prod/db/password"
+	guess := seal.Unkeyed.Sum("cairn ssm-secure", name, secret1) // the right guess, sealed as before
+	db := doc.Run.Stacks["db"]
+	stored := db.Parameters["Password"]
+	if !strings.HasPrefix(stored, "{{cairn:ssm-secure:"+name+"@"+seal.Marker) || strings.Contains(stored, guess) {
+		t.Fatalf("stored %q: want a keyed seal", stored)
+	}
+	guessed := maps.Clone(db.Parameters)
+	guessed["Password"] = "{{cairn:ssm-secure:" + name + "@" + guess + "}}"
+	guessedHash := run.HashParameters(guessed)
+	if w.graph("shop", "shop").Stacks["db"].ParametersHash == guessedHash || w.liveTags("shop-db")[state.TagParametersHash] == guessedHash {
+		t.Error("the parameters hash of the graph or the stack's tag confirms the guessed secret")
+	}
+	if n := w.scanBucket(secret1, guess, guessedHash); n < 5 {
+		t.Errorf("scanned only %d object versions", n)
+	}
+	if report := w.object(layout.RunReportKey("shop", doc.Run.ID)); strings.Contains(report, "sealed without a key") {
+		t.Errorf("a keyed deployer warns of unkeyed seals:\n%s", report)
+	}
+}
+
+// TestGraphSealedBeforeKeysKeepsStacksUnchanged deploys with a deployer that seals
+// without a key, as cairn did before keyed seals, then upgrades it to one with the seal
+// key: a plan made before is refused (re-plan); pushing the same bundle twice, nothing
+// looks changed (no change set is made, the
+// graph keeps its hashes, which the stacks' tags hold too). A changed SecureString then
+// updates exactly its stack, stored with a keyed seal.
+func TestGraphSealedBeforeKeysKeepsStacksUnchanged(t *testing.T) {
+	w := newReviewWorldWith(t, worldOptions{Unkeyed: true})
+	w.putLookupParameters()
+	dir := copyBundle(t, lookupsBundle)
+	old := w.wait("shop", w.push("shop", dir))
+	if old.Run.Status != run.Succeeded || !strings.Contains(strings.Join(old.Warnings, "\n"), "secrets are sealed without a key (CAIRN_SEAL_KEY_ID is not set)") {
+		t.Fatalf("unkeyed run: %s (%s), warnings %q", old.Run.Status, old.Run.Reason, old.Warnings)
+	}
+	before := w.graph("shop", "shop").Stacks["db"].ParametersHash
+	oldPlan := w.planOf("shop", w.uploadPlan("shop", dir))
+
+	w.upgrade()
+	if apply := w.approve("shop", oldPlan.ID); apply.Run.Status != run.RunFailed ||
+		!strings.Contains(strings.Join(apply.Refusals, "\n"), "plan "+oldPlan.ID+" holds secrets sealed without a key (it was made by a cairn before keyed seals): re-plan") {
+		t.Errorf("a plan made before the upgrade: %s, refusals %q", apply.Run.Status, apply.Refusals)
+	}
+	for i := range 2 {
+		calls := w.cfnCalls()
+		doc := w.wait("shop", w.push("shop", dir))
+		if doc.Run.Status != run.Succeeded || len(doc.Warnings) != 0 {
+			t.Fatalf("push %d after the upgrade: %s (%s), warnings %q", i+1, doc.Run.Status, doc.Run.Reason, doc.Warnings)
+		}
+		for n, s := range doc.Run.Stacks {
+			if s.Phase != run.Unchanged {
+				t.Errorf("push %d after the upgrade: stack %s %s (%s), want unchanged", i+1, n, s.Phase, s.Reason)
+			}
+		}
+		if n := w.cfnCalls()["CreateChangeSet"] - calls["CreateChangeSet"]; n != 0 {
+			t.Errorf("push %d after the upgrade made %d change set(s)", i+1, n)
+		}
+		if h := w.graph("shop", "shop").Stacks["db"].ParametersHash; h != before || w.liveTags("shop-db")[state.TagParametersHash] != before {
+			t.Errorf("push %d: the graph's hash of db is %s, its tag %s; was %s", i+1, h, w.liveTags("shop-db")[state.TagParametersHash], before)
+		}
+	}
+
+	w.putParameter("/shop/prod/db/password", "SecureString", secret2)
+	doc := w.wait("shop", w.push("shop", dir))
+	if s := doc.Run.Stacks["db"]; doc.Run.Status != run.Succeeded || s.Phase != run.Done || !strings.Contains(s.Parameters["Password"], "@"+seal.Marker) {
+		t.Fatalf("a changed SecureString: %s, db %s, stored %q", doc.Run.Status, s.Phase, s.Parameters["Password"])
+	}
+	if got := w.parameterValue(doc, "db"); got != "admin:"+secret2 {
+		t.Errorf("db holds %q", got)
+	}
 }

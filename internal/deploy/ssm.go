@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 )
 
 // SSMAPI reads the SSM parameters of ${ssm} lookups.
@@ -78,15 +79,16 @@ func ssmRefused(names []string, err error) error {
 	return refusedError{msg: msg, err: err}
 }
 
-// ssmValues reads names and keeps what cairn may keep of them: a SecureString's hash only.
-func (b *base) ssmValues(ctx context.Context, names []string) (map[string]config.SSMValue, error) {
+// ssmValues reads names and keeps what cairn may keep of them: a SecureString's seal
+// under k only.
+func (b *base) ssmValues(ctx context.Context, k seal.Key, names []string) (map[string]config.SSMValue, error) {
 	read, err := b.readSSM(ctx, names)
 	if err != nil || len(read) == 0 {
 		return nil, err
 	}
 	out := make(map[string]config.SSMValue, len(read))
 	for name, p := range read {
-		out[name] = config.NewSSMValue(name, p.Type, p.Value, p.Version)
+		out[name] = config.NewSSMValue(k, name, p.Type, p.Value, p.Version)
 	}
 	return out, nil
 }
@@ -106,7 +108,11 @@ func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.
 	if len(secret) == 0 {
 		return params, nil, nil
 	}
-	plain := config.Plain{Stack: cs.Name, Bundle: cs.BundleSecrets(), SSM: map[string]string{}}
+	k, err := b.key(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	plain := config.Plain{Key: k, Stack: cs.Name, Bundle: cs.BundleSecrets(), SSM: map[string]string{}}
 	if names := config.Sealed(params); len(names) > 0 {
 		read, err := b.readSSM(ctx, names)
 		if err != nil && awsclient.Permanent(err) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -25,19 +26,21 @@ func ActionOf(s *run.Stack) Action {
 	}
 }
 
-// Seal returns the resolved parameters of a stack as a run stores them: the value of each
-// NoEcho parameter sealed (config.SealNoEcho), the others as they are.
-func Seal(s *run.Stack, params map[string]string) map[string]string {
-	if len(s.NoEcho) == 0 {
-		return params
-	}
-	out := maps.Clone(params)
-	for _, k := range s.NoEcho {
-		if v, ok := out[k]; ok {
-			out[k] = config.SealNoEcho(s.Name, k, v)
+// Seal returns how a run stores a stack's resolved parameters, sealing with k: the value
+// of each NoEcho parameter sealed (config.SealNoEcho), the others as they are.
+func Seal(k seal.Key) func(s *run.Stack, params map[string]string) map[string]string {
+	return func(s *run.Stack, params map[string]string) map[string]string {
+		if len(s.NoEcho) == 0 {
+			return params
 		}
+		out := maps.Clone(params)
+		for _, name := range s.NoEcho {
+			if v, ok := out[name]; ok {
+				out[name] = config.SealNoEcho(k, s.Name, name, v)
+			}
+		}
+		return out
 	}
-	return out
 }
 
 // Resolver resolves the parameters of r's stacks from the lookups recorded when the run

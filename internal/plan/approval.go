@@ -3,10 +3,13 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -215,4 +218,22 @@ func (p *Document) ChangeSetTarget(id string) target.Spec {
 		}
 	}
 	return target.Spec{}
+}
+
+// SealedWithoutKey says why p cannot be applied by a deployer sealing with k: a plan made
+// before seals were keyed holds secrets sealed without a key, which its apply run would
+// find changed (nil when k is Unkeyed, or p holds none). The reason ends in "re-plan".
+func (p *Document) SealedWithoutKey(k seal.Key) []string {
+	if !k.Keyed() || p.Run == nil {
+		return nil
+	}
+	for _, name := range p.Run.Names() {
+		s := p.Run.Stacks[name]
+		for _, v := range slices.Concat(slices.Collect(maps.Values(s.Parameters)), slices.Collect(maps.Values(s.RawParameters))) {
+			if config.HoldsUnkeyedSeal(v) {
+				return []string{fmt.Sprintf("plan %s holds secrets sealed without a key (it was made by a cairn before keyed seals): re-plan", p.ID)}
+			}
+		}
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -72,6 +73,8 @@ type Input struct {
 	// SSM holds the SSM parameters the config's lookups read, as the deployer fetched
 	// them (SecureStrings by hash only); a name missing fails the stacks reading it.
 	SSM map[string]config.SSMValue
+	// Key seals secrets (NoEcho values, SecureStrings) as the run stores them.
+	Key seal.Key
 	Now time.Time
 }
 
@@ -291,7 +294,7 @@ func Make(in Input) (*Result, error) {
 		rs := &run.Stack{
 			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending, Target: s.Target, At: at,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
-			RawParameters: s.StoredParameters(), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
+			RawParameters: s.StoredParameters(in.Key), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute, PlanOnly: s.Protected,
 		}
@@ -701,6 +704,11 @@ func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph, prev *s
 // a parameter value, an SSM value or an output it reads changed. Such a stack is
 // changing, for the guard of protected stacks above all; one whose parameters cannot be
 // resolved yet (they read a stack the run creates) stays a check.
+//
+// A graph written before seals were keyed holds hashes of parameters sealed without a
+// key: where the parameters, sealed that way, still hash to the graph's, they did not
+// change. The run then compares with their keyed hash, and an unchanged stack keeps the
+// graph's hash (KeptParametersHash), which its tags carry too.
 func (res *Result) resolved(in Input, cfg *config.Config) {
 	lookups := map[string][]config.Lookup{}
 	for _, s := range cfg.Stacks {
@@ -716,10 +724,33 @@ func (res *Result) resolved(in Input, cfg *config.Config) {
 		if err != nil {
 			continue
 		}
-		if run.HashParameters(Seal(rs, params)) != rs.PrevParametersHash {
+		now := run.HashParameters(Seal(in.Key)(rs, params))
+		switch {
+		case now == rs.PrevParametersHash:
+		case in.Key.Keyed() && unkeyedHash(in, cfg.Stack(rs.Name), res.Run, lookups) == rs.PrevParametersHash:
+			rs.KeptParametersHash, rs.PrevParametersHash = rs.PrevParametersHash, now
+		default:
 			res.Decisions[i].Action, res.Decisions[i].Reason = Update, "template unchanged; its parameters resolve to other values than the graph says were applied"
 		}
 	}
+}
+
+// unkeyedHash is the hash of stack s's parameters as a cairn before keyed seals stored
+// them: sealed without a key. "" when they do not resolve.
+func unkeyedHash(in Input, s *config.Stack, r *run.Run, lookups map[string][]config.Lookup) string {
+	rs := r.Stacks[s.Name]
+	ssm := map[string]config.SSMValue{}
+	for name, v := range in.SSM {
+		if v.Unkeyed != "" {
+			v.Hash = v.Unkeyed
+		}
+		ssm[name] = v
+	}
+	params, err := Resolver(r, lookups, ssm)(s.Name, s.StoredParameters(seal.Unkeyed), Outputs(r))
+	if err != nil {
+		return ""
+	}
+	return run.HashParameters(Seal(seal.Unkeyed)(rs, params))
 }
 
 // secretWarnings warns of each parameter of s that receives a SecureString but is not

@@ -8,6 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -27,10 +28,10 @@ func protectedConfig(t *testing.T, value string, protected bool) *config.Config 
 
 // appliedAs is the graph, and the live stacks' hash tags, a push of cfg left behind when
 // the live stacks and SSM values were live and ssm: the parameters hashes a run recorded.
-func appliedAs(t *testing.T, cfg *config.Config, live map[string]Live, ssm map[string]config.SSMValue) *state.Graph {
+func appliedAs(t *testing.T, k seal.Key, cfg *config.Config, live map[string]Live, ssm map[string]config.SSMValue) *state.Graph {
 	t.Helper()
 	g := applied(t, cfg)
-	res := mustMake(t, Input{Config: cfg, Graph: g, Live: live, SSM: ssm, Mode: run.ModePlan})
+	res := mustMake(t, Input{Config: cfg, Graph: g, Live: live, SSM: ssm, Mode: run.ModePlan, Key: k})
 	lookups := map[string][]config.Lookup{}
 	for _, s := range cfg.Stacks {
 		lookups[s.Name] = s.StoredLookups()
@@ -41,7 +42,7 @@ func appliedAs(t *testing.T, cfg *config.Config, live map[string]Live, ssm map[s
 		if err != nil {
 			t.Fatalf("stack %s: %v", name, err)
 		}
-		h := run.HashParameters(Seal(rs, params))
+		h := run.HashParameters(Seal(k)(rs, params))
 		g.Stacks[name].ParametersHash = h
 		l := live[rs.StackName]
 		l.Tags = maps.Clone(l.Tags)
@@ -56,8 +57,9 @@ func appliedAs(t *testing.T, cfg *config.Config, live map[string]Live, ssm map[s
 // output by xref) is refused before it starts, naming the stack; the same change planned
 // is an update the reviewer sees; an unchanged push passes.
 func TestProtectedStackInputChangesNeedAPlan(t *testing.T) {
-	secure := func(v string) config.SSMValue { return config.NewSSMValue("/shop/pw", config.SecureString, v, 1) }
-	plain := func(v string) config.SSMValue { return config.NewSSMValue("/shop/db", "String", v, 1) }
+	key := testKey(t, "one")
+	secure := func(v string) config.SSMValue { return config.NewSSMValue(key, "/shop/pw", config.SecureString, v, 1) }
+	plain := func(v string) config.SSMValue { return config.NewSSMValue(key, "/shop/db", "String", v, 1) }
 	tests := []struct {
 		name        string
 		before, now string // db's In
@@ -90,13 +92,13 @@ func TestProtectedStackInputChangesNeedAPlan(t *testing.T) {
 			before := protectedConfig(t, tt.before, !tt.unprotected)
 			live := liveOf(before, "net", "db")
 			live["legacy-stack"] = Live{StackName: "legacy-stack", Status: "CREATE_COMPLETE", Outputs: map[string]string{"Out": "first"}}
-			g := appliedAs(t, before, live, ssm)
+			g := appliedAs(t, key, before, live, ssm)
 			if tt.change != nil {
 				tt.change(live, ssm)
 			}
 			cfg := protectedConfig(t, tt.now, !tt.unprotected)
 			for _, mode := range []run.Mode{run.ModeDeploy, run.ModePlan} {
-				res := mustMake(t, Input{Config: cfg, Graph: g, Live: live, SSM: ssm, Mode: mode})
+				res := mustMake(t, Input{Config: cfg, Graph: g, Live: live, SSM: ssm, Mode: mode, Key: key})
 				got := strings.Join(res.Refusals, "\n")
 				switch {
 				case mode == run.ModePlan && got != "":
@@ -120,7 +122,7 @@ func TestProtectedStackInputChangesNeedAPlan(t *testing.T) {
 func TestProtectedStackDeletionNeedsAPlan(t *testing.T) {
 	before := protectedConfig(t, "v1", true)
 	live := liveOf(before, "net", "db")
-	g := appliedAs(t, before, live, nil)
+	g := appliedAs(t, seal.Unkeyed, before, live, nil)
 	g.Stacks["db"].PlanOnly = true
 	dropped := load(t, "", "net")
 	dropped.Stacks[0].Parameters = map[string]string{"In": "n1"}

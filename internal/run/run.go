@@ -121,6 +121,10 @@ type Stack struct {
 	NoEcho         []string          `json:"no_echo,omitempty"`
 	Parameters     map[string]string `json:"parameters,omitempty"` // resolved when the stack starts
 	ParametersHash string            `json:"parameters_hash,omitempty"`
+	// KeptParametersHash is the hash the graph (and the stack's tags) record of the same
+	// parameters sealed without a key, by a cairn before keyed seals: a stack found
+	// unchanged is recorded with it, so graph and tags keep agreeing until it changes.
+	KeptParametersHash string `json:"kept_parameters_hash,omitempty"`
 
 	Phase         Phase             `json:"phase"`
 	StackID       string            `json:"stack_id,omitempty"`

@@ -87,6 +87,9 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 			}
 		case s.Phase == run.Done || s.Phase == run.Unchanged:
 			st := applied(name, s, rec)
+			if s.Phase == run.Unchanged && s.KeptParametersHash != "" {
+				st.ParametersHash = s.KeptParametersHash
+			}
 			if old != nil {
 				st.Tags = old.Tags
 				if st.StackID == "" {

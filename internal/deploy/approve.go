@@ -84,7 +84,11 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 			return err
 		}
 		reasons = append(reasons, p.SealedWithoutKey(key)...)
-		if bad := p.Integrity(deployment, planID, s.cfg.Bucket, *o); len(bad) > 0 {
+		bad := p.Integrity(deployment, planID, s.cfg.Bucket, *o)
+		if !p.Signed(key) {
+			bad = append([]string{fmt.Sprintf("plan %s of deployment %s: its seal is not the deployer's of the document as it is now: the document was edited since the plan run wrote it (or written by a cairn before plans were sealed); nothing was executed: re-plan", planID, deployment)}, bad...)
+		}
+		if len(bad) > 0 {
 			log.Error("deploy: the plan document fails its integrity checks; nothing is executed", "reasons", strings.Join(bad, "; "))
 			reasons = append(reasons, bad...)
 		} else {

@@ -254,8 +254,9 @@ func (w *world) editPlan(name, id string, edit func(p *plan.Document)) {
 // shop plan's document in the bucket, as a writer of plans/ can, so that a stack's entry
 // names another change set (the other deployment's, or another stack's of the same plan,
 // with every field of the entry made to agree), or adds the deletion of the other
-// deployment's stack; then approves it. The approval refuses, saying which check failed,
-// and executes and deletes nothing.
+// deployment's stack; then approves it. The approval refuses, saying which check failed
+// (the document's seal, by the deployer's key, and each check of what it names), and
+// executes and deletes nothing.
 func TestPlanDocumentPointingElsewhereExecutesNothing(t *testing.T) {
 	w := newReviewWorld(t)
 	dir, _ := deployChain(t, w)
@@ -306,7 +307,8 @@ func TestPlanDocumentPointingElsewhereExecutesNothing(t *testing.T) {
 			apply := w.approve("shop", p.ID)
 			reasons := strings.Join(apply.Refusals, "\n")
 			t.Logf("refused:\n%s", reasons)
-			if apply.Run.Status != run.RunFailed || !strings.Contains(reasons, tt.want) || !strings.Contains(reasons, "the plan document does not describe what its plan run made; nothing was executed: re-plan") {
+			if apply.Run.Status != run.RunFailed || !strings.Contains(reasons, tt.want) || !strings.Contains(reasons, "the plan document does not describe what its plan run made; nothing was executed: re-plan") ||
+				!strings.Contains(reasons, "plan "+p.ID+" of deployment shop: its seal is not the deployer's of the document as it is now: the document was edited since the plan run wrote it") {
 				t.Errorf("apply: %s (%s), refusals:\n%s\nwant one containing %q", apply.Run.Status, apply.Run.Reason, reasons, tt.want)
 			}
 			if n := len(w.executedIDs()); n != executed {

@@ -1,12 +1,15 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -15,6 +18,35 @@ import (
 // set-up) can edit it. Its approval executes the change sets and deletions it names, so
 // before anything runs the deployer checks in code that the document names only what its
 // own plan run made, for the graph it locks: Integrity. Each check is per stack entry.
+
+// planDomain is the seal domain of plan documents.
+const planDomain = "cairn plan"
+
+// body is what a plan's seal covers: the document as JSON, without what changes after
+// the plan run wrote it (its status, why, and the run that applied it) and the seal.
+func (p *Document) body() string {
+	c := *p
+	c.Status, c.Reason, c.AppliedBy, c.AppliedAt, c.Seal = "", "", "", time.Time{}, ""
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return "" // a Document always encodes; an empty body verifies nothing
+	}
+	return string(b)
+}
+
+// Sign seals p with k: its Seal is a MAC of all of it but its status. The deployer signs
+// every plan document it writes.
+func (p *Document) Sign(k seal.Key) { p.Seal = k.Sum(planDomain, p.body()) }
+
+// Signed reports whether p's seal is k's of p as it is now: the document is the one the
+// deployer wrote, whatever its status since. A deployer with a key accepts only keyed
+// seals: anyone can compute an unkeyed one.
+func (p *Document) Signed(k seal.Key) bool {
+	if p.Seal == "" || (k.Keyed() && !seal.IsKeyed(p.Seal)) {
+		return false
+	}
+	return k.Verify(p.Seal, planDomain, p.body())
+}
 
 // Executes lists the config names of the stacks of p's run whose change sets its apply
 // run would execute as they are (ApplyRun keeps them), sorted.

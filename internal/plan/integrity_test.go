@@ -1,10 +1,13 @@
 package plan
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -81,5 +84,65 @@ func TestPlanIntegrity(t *testing.T) {
 				t.Errorf("reasons %q do not end with the way forward", got)
 			}
 		})
+	}
+}
+
+// TestPlanSeal: the deployer seals each plan document it writes; the seal survives the
+// trip through JSON and the status changes the deployer makes, and breaks on any other
+// edit (a deletion added, a parameter, a lookup, an SSM value). A keyed deployer accepts
+// no unkeyed seal, which anyone could compute.
+func TestPlanSeal(t *testing.T) {
+	key := testKey(t, "one")
+	p := &Document{ID: "p1", Deployment: "shop", Namespace: "shop", GraphKey: "shop", Status: Planned,
+		Stacks:  []Stack{{Name: "web", StackName: "shop-web", Action: Update}},
+		Lookups: map[string][]config.Lookup{"web": {{Kind: "ssm", Name: "/shop/x", Param: "P"}}},
+		SSM:     map[string]config.SSMValue{"/shop/x": {Type: "String", Value: "a"}},
+		Run: &run.Run{ID: "p1", Deployment: "shop", Mode: run.ModePlan, Stacks: map[string]*run.Stack{
+			"web": {Name: "web", StackName: "shop-web", Intent: run.IntentDeploy, Phase: run.Ready, RawParameters: map[string]string{"P": "${ssm /shop/x}"}},
+		}}}
+	p.Sign(key)
+	roundTrip := func(p *Document) *Document {
+		t.Helper()
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if got := roundTrip(p); !got.Signed(key) {
+		t.Fatal("a signed plan read back does not verify")
+	}
+	applied := roundTrip(p)
+	applied.Status, applied.AppliedBy, applied.Reason = Applied, "r2", "applied by run r2"
+	if !applied.Signed(key) {
+		t.Error("the status the deployer records breaks the seal")
+	}
+	for name, edit := range map[string]func(d *Document){
+		"a deletion": func(d *Document) {
+			d.Run.Stacks["db"] = &run.Stack{Name: "db", StackName: "shop-db", Intent: run.IntentDelete}
+		},
+		"a parameter":   func(d *Document) { d.Run.Stacks["web"].RawParameters["P"] = "other" },
+		"a lookup":      func(d *Document) { d.Lookups["web"][0].Name = "/web/secret" },
+		"an SSM value":  func(d *Document) { d.SSM["/shop/x"] = config.SSMValue{Type: "String", Value: "b"} },
+		"the graph key": func(d *Document) { d.GraphKey = "other" },
+		"no seal":       func(d *Document) { d.Seal = "" },
+	} {
+		d := roundTrip(p)
+		edit(d)
+		if d.Signed(key) {
+			t.Errorf("%s edited: the seal still verifies", name)
+		}
+	}
+	if roundTrip(p).Signed(testKey(t, "two")) {
+		t.Error("another key verifies the seal")
+	}
+	forged := roundTrip(p)
+	forged.Sign(seal.Unkeyed)
+	if forged.Signed(key) || !forged.Signed(seal.Unkeyed) {
+		t.Error("a keyed deployer accepts an unkeyed seal anyone can compute")
 	}
 }

@@ -440,3 +440,43 @@ func TestGraphSealedBeforeKeysKeepsStacksUnchanged(t *testing.T) {
 		t.Errorf("db holds %q", got)
 	}
 }
+
+// TestHostilePropertyNameCannotHideThePlan pushes a stack whose custom resource has a
+// property named with a newline, an HTML comment, a tag, backticks and a pipe (a template
+// may name a custom resource's properties anything), then plans a change of its value. The
+// plan's Markdown (the pull-request comment) and the run report show the name escaped:
+// no HTML comment opens after the marker line, and what follows the name (its table, the
+// approve line) is still there.
+func TestHostilePropertyNameCannotHideThePlan(t *testing.T) {
+	w := newReviewWorld(t)
+	const name = "Bad\\n<!-- hide`|</details>"
+	tmpl := func(v string) string {
+		return "Resources:\n  Thing:\n    Type: Custom::Thing\n    Properties:\n      ServiceToken: arn:aws:lambda:us-east-1:000000000000:function:stand-in\n      \"" + name + "\": " + v + "\n"
+	}
+	dir := bundleOf(t, map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n", "templates/app.yaml": tmpl("one")})
+	if d := w.wait("shop", w.push("shop", dir)); d.Run.Status != run.Succeeded {
+		t.Fatalf("push: %s (%s) %v %v", d.Run.Status, d.Run.Reason, d.Errors, phases(d))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "templates/app.yaml"), []byte(tmpl("two")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := w.planOf("shop", w.uploadPlan("shop", dir))
+	if p.Status != plan.Planned || len(p.Stack("app").Changes) == 0 || !strings.Contains(strings.Join(p.Stack("app").Changes[0].Details, " "), "<!-- hide") {
+		t.Fatalf("plan: %s (%s) %v; app %+v", p.Status, p.Reason, p.Errors, p.Stack("app"))
+	}
+	for _, key := range []string{layout.PlanMarkdownKey("shop", p.ID), layout.RunReportKey("shop", p.ID)} {
+		md := w.object(key)
+		if n := strings.Count(md, "<!--") - strings.Count(md, "<!-- cairn:plan deployment=shop -->"); n != 0 {
+			t.Errorf("%s opens %d HTML comment(s) the name brought:\n%s", key, n, md)
+		}
+		for _, tag := range []string{"</details><", "hide`|"} {
+			if strings.Contains(md, tag) {
+				t.Errorf("%s holds %q raw:\n%s", key, tag, md)
+			}
+		}
+	}
+	md := w.object(layout.PlanMarkdownKey("shop", p.ID))
+	if !strings.Contains(md, "Bad &lt;!-- hide\\`\\|&lt;/details&gt;") || !strings.Contains(md, "cairn approve shop "+p.ID) || !strings.Contains(md, "| Thing | Custom::Thing | Modify |") {
+		t.Errorf("the plan does not show the escaped name, its change and the approve line:\n%s", md)
+	}
+}

@@ -128,6 +128,7 @@ func observe(s *Stack, d Detection, ignore []string, now time.Time) {
 		default:
 			s.Resources = d.Resources
 			applyIgnore(s, ignore)
+			maskSecrets(s)
 		}
 	default:
 		s.Status, s.Reason = Unknown, fmt.Sprintf("detection finished with stack drift status %q", d.DriftStatus)

@@ -146,7 +146,7 @@ func Summary(r *Report, uri string) string {
 			}
 			for _, df := range res.Differences {
 				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", report.Line(s.Describe()), report.Line(res.LogicalID), report.Line(res.Type),
-					report.Line(df.Path), report.Line(cmp.Or(df.Expected, "(none)")), report.Line(cmp.Or(df.Actual, "(none)")), report.Line(df.Type))
+					report.Line(df.Path), report.Line(cmp.Or(df.Expected, "(none)")), report.Line(cmp.Or(df.Actual, "(none)")), report.Line(df.kind()))
 			}
 		}
 	}
@@ -161,6 +161,14 @@ func Summary(r *Report, uri string) string {
 	}
 	fmt.Fprintf(&b, "Report: %s\n", uri)
 	return b.String()
+}
+
+// kind is the difference's type as reports show it, saying when its values are a secret's.
+func (d Difference) kind() string {
+	if d.Masked {
+		return d.Type + ", a secret: values not shown"
+	}
+	return d.Type
 }
 
 // Markdown writes r for people.
@@ -211,7 +219,7 @@ func Markdown(w io.Writer, r *Report) {
 			}
 			fmt.Fprintf(w, "| Property | Expected | Actual | Difference |\n|---|---|---|---|\n")
 			for _, df := range res.Differences {
-				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", report.CodeCell(df.Path), report.Cell(cmp.Or(df.Expected, "(none)")), report.Cell(cmp.Or(df.Actual, "(none)")), report.Cell(df.Type))
+				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", report.CodeCell(df.Path), report.Cell(cmp.Or(df.Expected, "(none)")), report.Cell(cmp.Or(df.Actual, "(none)")), report.Cell(df.kind()))
 			}
 			fmt.Fprintln(w)
 		}

@@ -63,7 +63,17 @@ func secretHash(k seal.Key, name, value string) string { return k.Sum(secureDoma
 // values (see secret.go): {{cairn:ssm-secure:NAME@HASH}} for a SecureString ('@' is not
 // allowed in SSM names), {{cairn:bundle@HASH}} for a NoEcho value the bundle gives, and
 // {{cairn:noecho@HASH}} for a NoEcho value as a run stores it once resolved.
-var sealedRE = regexp.MustCompile(`\{\{cairn:(ssm-secure:([a-zA-Z0-9_.\-/:]+)|bundle|noecho)@((?:` + seal.Marker + `)?[0-9a-f]{64})\}\}`)
+var sealedRE = regexp.MustCompile(`\{\{cairn:(ssm-secure:([a-zA-Z0-9_.\-/:]+)|output:([A-Za-z0-9_.~%+\-]+)\.([A-Za-z0-9]+)|bundle|noecho)@((?:` + seal.Marker + `)?[0-9a-f]{64})\}\}`)
+
+// The groups of a sealedRE match.
+const (
+	sealKind     = 1 // ssm-secure:NAME, output:STACK.OUTPUT, bundle or noecho
+	sealSSMName  = 2
+	sealStack    = 3 // query-escaped config name
+	sealOutput   = 4
+	sealHash     = 5
+	outputDomain = "cairn output"
+)
 
 func sealedSecure(name, hash string) string { return "{{cairn:ssm-secure:" + name + "@" + hash + "}}" }
 
@@ -73,8 +83,8 @@ func Sealed(params map[string]string) []string {
 	var names []string
 	for _, v := range params {
 		for _, m := range sealedRE.FindAllStringSubmatch(v, -1) {
-			if m[2] != "" && !slices.Contains(names, m[2]) {
-				names = append(names, m[2])
+			if m[sealSSMName] != "" && !slices.Contains(names, m[sealSSMName]) {
+				names = append(names, m[sealSSMName])
 			}
 		}
 	}
@@ -93,6 +103,9 @@ type Plain struct {
 	// bundle gives (Stack.BundleSecrets of the downloaded bundle).
 	Stack  string
 	Bundle []string
+	// Outputs holds the secret outputs read again just now, by config name of their stack
+	// and output name (SealedOutputs lists those to read).
+	Outputs map[[2]string]string
 }
 
 // Unseal replaces the sealed references in params with the values plain holds. A value
@@ -104,8 +117,18 @@ func Unseal(params map[string]string, plain Plain) (map[string]string, error) {
 	for k, v := range params {
 		out[k] = sealedRE.ReplaceAllStringFunc(v, func(m string) string {
 			sm := sealedRE.FindStringSubmatch(m)
-			name, hash := sm[2], sm[3]
+			name, hash := sm[sealSSMName], sm[sealHash]
 			switch {
+			case sm[sealStack] != "":
+				stack, output := unescapeName(sm[sealStack]), sm[sealOutput]
+				p, ok := plain.Outputs[[2]string{stack, output}]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("parameter %s: output %s of stack %s is gone: push again", k, output, stack))
+				case !plain.Key.Verify(hash, outputDomain, stack, output, p):
+					errs = append(errs, fmt.Errorf("parameter %s: output %s of stack %s changed since the run resolved it: push again", k, output, stack))
+				}
+				return p
 			case name != "":
 				p, ok := plain.SSM[name]
 				switch {
@@ -115,7 +138,7 @@ func Unseal(params map[string]string, plain Plain) (map[string]string, error) {
 					errs = append(errs, fmt.Errorf("parameter %s: SecureString %s changed since the run resolved it: push again to deploy the new value", k, name))
 				}
 				return p
-			case sm[1] == "bundle":
+			case sm[sealKind] == "bundle":
 				for _, p := range plain.Bundle {
 					if plain.Key.Verify(hash, bundleDomain, plain.Stack, p) {
 						return p
@@ -362,6 +385,10 @@ func (e *evaluator) atDeploy(l Lookup) (result, error) {
 		}
 		return result{}, fmt.Errorf("stack %s does not exist or has no output %s: it is not deployed by this config; deploy it first or fix the name", stackName, l.Output)
 	}
+	if HoldsSealed(v) {
+		// A secret output, sealed (SealOutput): it stays sealed in what consumes it.
+		return result{s: v, secret: true, secrets: []string{"output " + l.Stack + "::" + l.Output}}, nil
+	}
 	return result{s: v}, nil
 }
 
@@ -384,7 +411,15 @@ func ResolveTags(s *Stack, vals Values) (map[string]string, error) {
 	}
 	var errs []error
 	for _, k := range sortedNames(secrets) {
-		errs = append(errs, fmt.Errorf("stack %s: tag %s reads SecureString %s: tags are shown to anyone who can describe the stack, so cairn never puts a secret there: use a String parameter", s.Name, k, strings.Join(secrets[k], ", ")))
+		var what []string
+		for _, e := range secrets[k] {
+			if strings.HasPrefix(e, "output ") {
+				what = append(what, "secret "+e)
+			} else {
+				what = append(what, "SecureString "+e)
+			}
+		}
+		errs = append(errs, fmt.Errorf("stack %s: tag %s reads %s: tags are shown to anyone who can describe the stack, so cairn never puts a secret there: use a String parameter", s.Name, k, strings.Join(what, ", ")))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

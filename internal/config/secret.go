@@ -2,7 +2,9 @@ package config
 
 import (
 	"maps"
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/cairn-dev/cairn/internal/seal"
 )
@@ -123,9 +125,44 @@ func SealNoEcho(k seal.Key, stack, param, value string) string {
 // cairn older than keyed seals).
 func HoldsUnkeyedSeal(v string) bool {
 	for _, m := range sealedRE.FindAllStringSubmatch(v, -1) {
-		if !seal.IsKeyed(m[3]) {
+		if !seal.IsKeyed(m[sealHash]) {
 			return true
 		}
 	}
 	return false
+}
+
+// SealOutput returns output of stack (a config name) as a run stores it when it is secret
+// (an output of a NoEcho parameter, say): {{cairn:output:STACK.OUTPUT@HASH}}, HASH its
+// seal under k. A stack consuming it gets the reference; the deployer reads the output
+// again from CloudFormation just before the CreateChangeSet that needs its value, and
+// checks it against the seal (Unseal).
+func SealOutput(k seal.Key, stack, output, value string) string {
+	if loc := sealedRE.FindStringIndex(value); loc != nil && loc[0] == 0 && loc[1] == len(value) {
+		return value
+	}
+	return "{{cairn:output:" + url.QueryEscape(stack) + "." + output + "@" + k.Sum(outputDomain, stack, output, value) + "}}"
+}
+
+// SealedOutputs lists the outputs (config name of the stack, output) sealed references
+// in params stand for: what the deployer reads again to unseal them.
+func SealedOutputs(params map[string]string) [][2]string {
+	var out [][2]string
+	for _, v := range params {
+		for _, m := range sealedRE.FindAllStringSubmatch(v, -1) {
+			if ref := [2]string{unescapeName(m[sealStack]), m[sealOutput]}; m[sealStack] != "" && !slices.Contains(out, ref) {
+				out = append(out, ref)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
+	return out
+}
+
+func unescapeName(s string) string {
+	n, err := url.QueryUnescape(s)
+	if err != nil {
+		return s
+	}
+	return n
 }

@@ -77,12 +77,13 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 			s.release(ctx, lock, log)
 			return err
 		}
-		live = o.Live
 		key, err := s.key(ctx)
 		if err != nil {
 			s.release(ctx, lock, log)
 			return err
 		}
+		o.Live = plan.SealLive(p.Run, o.Live, key) // as the run stores them
+		live = o.Live
 		reasons = append(reasons, p.SealedWithoutKey(key)...)
 		bad := p.Integrity(deployment, planID, s.cfg.Bucket, *o)
 		if !p.Signed(key) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/deploy"
@@ -479,4 +480,107 @@ func TestHostilePropertyNameCannotHideThePlan(t *testing.T) {
 	if !strings.Contains(md, "Bad &lt;!-- hide\\`\\|&lt;/details&gt;") || !strings.Contains(md, "cairn approve shop "+p.ID) || !strings.Contains(md, "| Thing | Custom::Thing | Modify |") {
 		t.Errorf("the plan does not show the escaped name, its change and the approve line:\n%s", md)
 	}
+}
+
+// secretOutputBundle is a stack db whose template outputs its NoEcho parameter (given a
+// SecureString), and a stack app reading that output into a NoEcho parameter of its own,
+// which it keeps in an SSM parameter (so the test sees what CloudFormation got).
+func secretOutputBundle(t *testing.T) string {
+	return bundleOf(t, map[string]string{
+		"cairn.yaml": `namespace: shop
+stacks:
+  - name: db
+    template_path: templates/db.yaml
+    parameters: {Password: "${ssm /shop/db/password}"}
+  - name: app
+    template_path: templates/app.yaml
+    parameters: {Secret: "${output db::Password}", Name: "${output db::Name}"}
+`,
+		"templates/db.yaml": `Parameters:
+  Password: {Type: String, NoEcho: true}
+Resources:
+  Topic: {Type: AWS::SNS::Topic}
+Outputs:
+  Password: {Value: !Ref Password}
+  Name: {Value: !GetAtt Topic.TopicName}
+`,
+		"templates/app.yaml": `Parameters:
+  Secret: {Type: String, NoEcho: true}
+  Name: {Type: String}
+Resources:
+  Kept:
+    Type: AWS::SSM::Parameter
+    Properties: {Type: String, Value: !Sub "${Name}:${Secret}"}
+Outputs:
+  Kept: {Value: !Ref Kept}
+  Echo: {Value: !Ref Secret}
+`,
+	})
+}
+
+// TestSecretOutputIsSealed deploys a template that outputs its NoEcho parameter (a
+// SecureString) and a stack consuming that output. No version of any object of the bucket
+// holds the secret: the graph, the runs and the plans keep the outputs computed from it
+// (and the consumer's own output echoing it) sealed, and the consumer's parameter as a
+// sealed reference; CloudFormation still gets the value. An unchanged push makes no change
+// set; a changed secret updates both stacks; a plan of the consumer is fresh at approval.
+func TestSecretOutputIsSealed(t *testing.T) {
+	w := newReviewWorld(t)
+	w.putParameter("/shop/db/password", "SecureString", secret1)
+	dir := secretOutputBundle(t)
+	doc := w.wait("shop", w.push("shop", dir))
+	if doc.Run.Status != run.Succeeded {
+		t.Fatalf("push: %s (%s) %v %v", doc.Run.Status, doc.Run.Reason, doc.Errors, phases(doc))
+	}
+	db, app := doc.Run.Stacks["db"], doc.Run.Stacks["app"]
+	if !strings.HasPrefix(db.Outputs["Password"], "{{cairn:output:db.Password@"+seal.Marker) || strings.HasPrefix(db.Outputs["Name"], "{{") {
+		t.Errorf("db's outputs as stored: %v", db.Outputs)
+	}
+	if !strings.HasPrefix(app.Outputs["Echo"], "{{cairn:output:app.Echo@"+seal.Marker) || app.Parameters["Secret"] != db.Outputs["Password"] {
+		t.Errorf("app: outputs %v, parameters %v", app.Outputs, app.Parameters)
+	}
+	if got := w.parameterValueOf(doc, "app", "Kept"); !strings.HasSuffix(got, ":"+secret1) {
+		t.Errorf("app's parameter holds %q: CloudFormation did not get the secret", got)
+	}
+	if g := w.graph("shop", "shop"); g.Stacks["db"].Outputs["Password"] != db.Outputs["Password"] {
+		t.Errorf("graph: db outputs %v", g.Stacks["db"].Outputs)
+	}
+
+	calls := w.cfnCalls()
+	if again := w.wait("shop", w.push("shop", dir)); again.Run.Status != run.Succeeded || w.cfnCalls()["CreateChangeSet"] != calls["CreateChangeSet"] {
+		t.Errorf("unchanged push: %s, %d change set(s)", again.Run.Status, w.cfnCalls()["CreateChangeSet"]-calls["CreateChangeSet"])
+	}
+
+	w.putParameter("/shop/db/password", "SecureString", secret2)
+	changed := w.wait("shop", w.push("shop", dir))
+	if changed.Run.Stacks["db"].Phase != run.Done || changed.Run.Stacks["app"].Phase != run.Done {
+		t.Errorf("a changed secret: %v", phases(changed))
+	}
+	if got := w.parameterValueOf(changed, "app", "Kept"); !strings.HasSuffix(got, ":"+secret2) {
+		t.Errorf("after the change app's parameter holds %q", got)
+	}
+	// A plan of app, which consumes the secret output: its approval compares the output
+	// as sealed, so the plan is fresh, and the apply gets the value again.
+	edit(t, dir, "templates/app.yaml", "Properties: {Type: String,", "Properties: {Type: String, Description: reviewed,")
+	p, apply := w.planAndApprove(dir)
+	if p.Stack("app").Action != plan.Update || apply.Run.Stacks["app"].Phase != run.Done {
+		t.Errorf("plan: app %s; apply: app %s (%s)", p.Stack("app").Action, apply.Run.Stacks["app"].Phase, apply.Run.Stacks["app"].Reason)
+	}
+	if got := w.parameterValueOf(apply, "app", "Kept"); !strings.HasSuffix(got, ":"+secret2) {
+		t.Errorf("after the apply app's parameter holds %q", got)
+	}
+	if n := w.scanBucket(secret1, secret2); n < 10 {
+		t.Errorf("scanned only %d object versions", n)
+	}
+}
+
+// parameterValueOf is the value of the SSM parameter stack made (its output named output).
+func (w *world) parameterValueOf(doc *deploy.Document, stack, output string) string {
+	w.t.Helper()
+	name := doc.Run.Stacks[stack].Outputs[output]
+	out, err := w.ssmClient().GetParameter(context.Background(), &ssm.GetParameterInput{Name: aws.String(name)})
+	if err != nil {
+		w.t.Fatalf("stack %s: parameter %q: %v", stack, name, err)
+	}
+	return aws.ToString(out.Parameter.Value)
 }

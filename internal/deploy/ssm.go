@@ -93,12 +93,16 @@ func (b *base) ssmValues(ctx context.Context, k seal.Key, names []string) (map[s
 	return out, nil
 }
 
+// outputReader reads the outputs refs name (config name of the stack, output) again from
+// CloudFormation, for unsealing; one not there is absent.
+type outputReader func(ctx context.Context, refs [][2]string) (map[[2]string]string, error)
+
 // unseal reads the secrets params refer to (config.Unseal: SecureStrings from SSM, NoEcho
-// values from cs, the stack of the bundle the run deploys) and returns params with their
+// values from cs, the stack of the bundle the run deploys, secret outputs through outputs) and returns params with their
 // values, for the CreateChangeSet call only, and the names of the parameters holding one.
 // An error is permanent when the source answered: the value is gone or changed since the
 // run resolved it.
-func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.Stack) (map[string]string, []string, error) {
+func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.Stack, outputs outputReader) (map[string]string, []string, error) {
 	var secret []string
 	for k, v := range params {
 		if config.HoldsSealed(v) {
@@ -125,6 +129,11 @@ func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.
 			if p.Type == config.SecureString {
 				plain.SSM[name] = p.Value
 			}
+		}
+	}
+	if refs := config.SealedOutputs(params); len(refs) > 0 {
+		if plain.Outputs, err = outputs(ctx, refs); err != nil {
+			return nil, nil, err
 		}
 	}
 	out, err := config.Unseal(params, plain)

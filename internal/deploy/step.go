@@ -237,7 +237,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 	}
 	opts := st.cfg.Run
 	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
-	opts.Seal = plan.Seal(key)
+	opts.Seal, opts.SealOutputs = plan.Seal(key), plan.SealOutputs(key)
 	opts.Heartbeat = st.cfg.Heartbeat
 	prev := doc.Run
 	now := st.clk.Now().UTC()

@@ -43,6 +43,44 @@ func Seal(k seal.Key) func(s *run.Stack, params map[string]string) map[string]st
 	}
 }
 
+// SealOutputs returns how a run stores a stack's outputs, sealing with k those the stack
+// lists as secret (run.Stack.SecretOutputs): config.SealOutput.
+func SealOutputs(k seal.Key) func(s *run.Stack, outputs map[string]string) map[string]string {
+	return func(s *run.Stack, outputs map[string]string) map[string]string {
+		return sealOutputs(k, s.Name, s.SecretOutputs, outputs)
+	}
+}
+
+func sealOutputs(k seal.Key, stack string, secret []string, outputs map[string]string) map[string]string {
+	if len(secret) == 0 || outputs == nil {
+		return outputs
+	}
+	out := maps.Clone(outputs)
+	for _, name := range secret {
+		if v, ok := out[name]; ok {
+			out[name] = config.SealOutput(k, stack, name, v)
+		}
+	}
+	return out
+}
+
+// SealLive returns live, as DescribeStacks showed it, with the secret outputs of r's
+// stacks sealed with k: as the run stores them, so what an approval compares and hands
+// on never holds them in clear.
+func SealLive(r *run.Run, live map[string]Live, k seal.Key) map[string]Live {
+	if r == nil {
+		return live
+	}
+	out := maps.Clone(live)
+	for _, s := range r.Stacks {
+		if l, ok := out[s.Key()]; ok && len(s.SecretOutputs) > 0 {
+			l.Outputs = sealOutputs(k, s.Name, s.SecretOutputs, l.Outputs)
+			out[s.Key()] = l
+		}
+	}
+	return out
+}
+
 // Resolver resolves the parameters of r's stacks from the lookups recorded when the run
 // was planned (lookups, by config name) and the SSM parameters read then (ssm), so a later
 // step needs no bundle.

@@ -241,6 +241,7 @@ func Make(in Input) (*Result, error) {
 	for _, s := range cfg.Stacks {
 		inConfig[s.Name] = true
 	}
+	secret := secretOutputs(cfg, in.SSM)
 	// xref, rxref and cfn lookups read any live stack's outputs by its real name, in the
 	// account and region of the stack reading it.
 	for _, s := range cfg.Stacks {
@@ -267,7 +268,7 @@ func Make(in Input) (*Result, error) {
 				if cs == nil {
 					return "", false
 				}
-				v, ok := in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs[output]
+				v, ok := sealOutputs(in.Key, stack, secret[stack], in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs)[output]
 				return v, ok
 			},
 			Outputs: func(stackName, output string) (string, bool) {
@@ -285,7 +286,7 @@ func Make(in Input) (*Result, error) {
 		}
 		if !s.Enabled {
 			// Outside the run, but its outputs still feed lookups.
-			for k, v := range live.Outputs {
+			for k, v := range sealOutputs(in.Key, s.Name, secret[s.Name], live.Outputs) {
 				res.Run.External[s.Name+"::"+k] = v
 			}
 			decide(Disabled, "enabled: false")
@@ -294,7 +295,8 @@ func Make(in Input) (*Result, error) {
 		rs := &run.Stack{
 			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending, Target: s.Target, At: at,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
-			RawParameters: s.StoredParameters(in.Key), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
+			RawParameters: s.StoredParameters(in.Key), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID,
+			SecretOutputs: secret[s.Name], Outputs: sealOutputs(in.Key, s.Name, secret[s.Name], live.Outputs),
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute, PlanOnly: s.Protected,
 		}
@@ -727,7 +729,7 @@ func (res *Result) resolved(in Input, cfg *config.Config) {
 		now := run.HashParameters(Seal(in.Key)(rs, params))
 		switch {
 		case now == rs.PrevParametersHash:
-		case in.Key.Keyed() && unkeyedHash(in, cfg.Stack(rs.Name), res.Run, lookups) == rs.PrevParametersHash:
+		case legacyHash(in, cfg, res.Run, lookups, rs.Name) == rs.PrevParametersHash:
 			rs.KeptParametersHash, rs.PrevParametersHash = rs.PrevParametersHash, now
 		default:
 			res.Decisions[i].Action, res.Decisions[i].Reason = Update, "template unchanged; its parameters resolve to other values than the graph says were applied"
@@ -735,22 +737,62 @@ func (res *Result) resolved(in Input, cfg *config.Config) {
 	}
 }
 
-// unkeyedHash is the hash of stack s's parameters as a cairn before keyed seals stored
-// them: sealed without a key. "" when they do not resolve.
-func unkeyedHash(in Input, s *config.Stack, r *run.Run, lookups map[string][]config.Lookup) string {
-	rs := r.Stacks[s.Name]
+// legacyHash is the hash of stack name's parameters as a cairn before keyed seals and
+// sealed outputs stored them: its secrets sealed without a key, the outputs it reads in
+// clear. "" when they do not resolve.
+func legacyHash(in Input, cfg *config.Config, r *run.Run, lookups map[string][]config.Lookup, name string) string {
+	rs, s := r.Stacks[name], cfg.Stack(name)
 	ssm := map[string]config.SSMValue{}
-	for name, v := range in.SSM {
+	for n, v := range in.SSM {
 		if v.Unkeyed != "" {
 			v.Hash = v.Unkeyed
 		}
-		ssm[name] = v
+		ssm[n] = v
 	}
-	params, err := Resolver(r, lookups, ssm)(s.Name, s.StoredParameters(seal.Unkeyed), Outputs(r))
+	outputs := func(stack, output string) (string, bool) {
+		if d := r.Stacks[stack]; d != nil {
+			v, ok := in.Live[d.Key()].Outputs[output]
+			return v, ok
+		}
+		if cs := cfg.Stack(stack); cs != nil {
+			v, ok := in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs[output]
+			return v, ok
+		}
+		v, ok := r.External[stack+"::"+output]
+		return v, ok
+	}
+	params, err := Resolver(r, lookups, ssm)(name, s.StoredParameters(seal.Unkeyed), outputs)
 	if err != nil {
 		return ""
 	}
 	return run.HashParameters(Seal(seal.Unkeyed)(rs, params))
+}
+
+// secretOutputs lists, per stack of cfg, the outputs whose values are secret: computed
+// from a NoEcho parameter, from a parameter given a SecureString (ssm, as the run read
+// it), or from another stack's secret output, and so on down the graph.
+func secretOutputs(cfg *config.Config, ssm map[string]config.SSMValue) map[string][]string {
+	out := map[string][]string{}
+	for changed := true; changed; {
+		changed = false
+		for _, s := range cfg.Stacks {
+			if s.Template == nil {
+				continue
+			}
+			secret := s.Template.NoEchoParameters()
+			for _, l := range s.Lookups {
+				switch {
+				case l.Param == "":
+				case l.Kind == "ssm" && ssm[l.Name].Type == config.SecureString, l.Kind == "output" && slices.Contains(out[l.Stack], l.Output):
+					secret[l.Param] = true
+				}
+			}
+			if got := s.Template.SecretOutputs(secret); !slices.Equal(got, out[s.Name]) {
+				out[s.Name], changed = got, true
+			}
+		}
+	}
+	return out
 }
 
 // secretWarnings warns of each parameter of s that receives a SecureString but is not

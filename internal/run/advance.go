@@ -102,6 +102,10 @@ type Options struct {
 	// (NoEcho values) by hash only (default: as they are). The hash of what it returns
 	// is the stack's input hash; the call is made with the parameters resolved.
 	Seal func(s *Stack, params map[string]string) map[string]string
+	// SealOutputs returns a stack's outputs, as observed, the way the run stores them:
+	// its secret ones (Stack.SecretOutputs) sealed (default: as they are). What consumes
+	// them reads the sealed form.
+	SealOutputs func(s *Stack, outputs map[string]string) map[string]string
 	// MaxAttempts bounds retries of one action after API errors (default 3).
 	MaxAttempts int
 	// PhaseTimeout fails a stack that stays in one in-flight phase longer (default 3h): a
@@ -121,6 +125,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Seal == nil {
 		o.Seal = func(_ *Stack, params map[string]string) map[string]string { return params }
+	}
+	if o.SealOutputs == nil {
+		o.SealOutputs = func(_ *Stack, outputs map[string]string) map[string]string { return outputs }
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 15 * time.Minute
@@ -180,6 +187,9 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 			continue
 		}
 		was := s.Phase
+		if o.Outputs != nil {
+			o.Outputs = opts.SealOutputs(s, o.Outputs)
+		}
 		actions = append(actions, observe(next, s, o, now, opts)...)
 		if o.looked() && s.Phase == was && s.Phase.Waits() {
 			// Still under way: look again later, a little later each time.

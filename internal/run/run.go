@@ -117,8 +117,12 @@ type Stack struct {
 	// RawParameters are the parameters as written, lookups unresolved, and Parameters
 	// those the stack started with, resolved; both as stored (Options.Seal): the values of
 	// the NoEcho parameters (named in NoEcho) are sealed references, never the values.
-	RawParameters  map[string]string `json:"raw_parameters,omitempty"`
-	NoEcho         []string          `json:"no_echo,omitempty"`
+	RawParameters map[string]string `json:"raw_parameters,omitempty"`
+	NoEcho        []string          `json:"no_echo,omitempty"`
+	// SecretOutputs are the outputs whose values are secret (computed from a NoEcho
+	// parameter, a SecureString or another secret output): the run stores them sealed
+	// (Options.SealOutputs), never their values.
+	SecretOutputs  []string          `json:"secret_outputs,omitempty"`
 	Parameters     map[string]string `json:"parameters,omitempty"` // resolved when the stack starts
 	ParametersHash string            `json:"parameters_hash,omitempty"`
 	// KeptParametersHash is the hash the graph (and the stack's tags) record of the same
@@ -229,6 +233,7 @@ func (r *Run) Clone() *Run {
 		cs.Requires = append([]string(nil), s.Requires...)
 		cs.Retain = append([]string(nil), s.Retain...)
 		cs.NoEcho = append([]string(nil), s.NoEcho...)
+		cs.SecretOutputs = append([]string(nil), s.SecretOutputs...)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

@@ -114,8 +114,12 @@ var (
 		"cloudformation:ValidateTemplate",
 		"cloudformation:GetTemplateSummary",
 	}
+	// GetTemplate reads the template of a drifted stack whose applied template the drift
+	// function cannot read, to tell which of its properties hold secrets (masked in
+	// reports).
 	driftStackActions = []string{
 		"cloudformation:DetectStackDrift",
+		"cloudformation:GetTemplate",
 		"cloudformation:DetectStackResourceDrift",
 		"cloudformation:DescribeStackResourceDrifts",
 		"cloudformation:DescribeStackResources",

@@ -141,8 +141,9 @@ func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, see
 
 // secretsOf is where stack name of the applied config cfg holds secrets (see
 // Stack.Secrets): the properties its template sets from NoEcho parameters or secure
-// dynamic references, or every property when its template is not known (no config, a
-// template_url).
+// dynamic references, or every property ("*") when its template is not known (no config,
+// a template_url); the pass then reads the template from CloudFormation if the stack
+// drifted, and masks every value if that fails too.
 func secretsOf(cfg *config.Config, name string) map[string][]string {
 	var s *config.Stack
 	if cfg != nil {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -65,9 +66,14 @@ type Config struct {
 	Targets []Target
 	// SSMPaths are the Parameter Store names the deployer may read for ${ssm}
 	// lookups (and decrypt, for SecureStrings under customer managed keys): a
-	// name, or a path ending in /* for everything below it. By default each
-	// namespace's own path, /NAMESPACE/*; empty means no Parameter Store access.
+	// name, or a path ending in /* for everything below it; the union of
+	// SSMPathsOf, which IAM allows (one role serves every namespace). Empty means
+	// no Parameter Store access.
 	SSMPaths []string
+	// SSMPathsOf are the paths each namespace may read ("*": every namespace), which
+	// the deployer checks in code (CAIRN_SSM_PATHS). By default each namespace's
+	// own path, /NAMESPACE/*.
+	SSMPathsOf config.SSMPaths
 }
 
 // Target is one account and region cairn deploys into, with its target stack's options.
@@ -157,7 +163,12 @@ func LoadConfig(node contextGetter) (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("context %s: %w", ctxSSMPaths, err)
 	}
-	cfg.SSMPaths = ssm
+	cfg.SSMPathsOf = ssm
+	for _, paths := range ssm {
+		cfg.SSMPaths = append(cfg.SSMPaths, paths...)
+	}
+	sort.Strings(cfg.SSMPaths)
+	cfg.SSMPaths = slices.Compact(cfg.SSMPaths)
 
 	cfg.LambdaDir = defaultLambdaDir
 	if v := get(ctxLambdaDir); v != nil {
@@ -170,28 +181,53 @@ func LoadConfig(node contextGetter) (Config, error) {
 	return cfg, nil
 }
 
-// ssmPaths reads cairn:ssmPaths: a list of parameter names and paths ending in
-// /*, or, when unset, /NAMESPACE/* for every namespace. Sorted and deduplicated,
-// so the template does not change with their order.
-func ssmPaths(v interface{}, namespaces []string) ([]string, error) {
+// ssmPaths reads cairn:ssmPaths: the Parameter Store names and paths ending in /* each
+// namespace may read. A list (or a comma-separated string) is every namespace's; an
+// object maps namespaces ("*": every one) to lists. Unset, each namespace reads
+// /NAMESPACE/*. Each list is sorted and deduplicated, so the template does not change
+// with their order.
+func ssmPaths(v interface{}, namespaces []string) (config.SSMPaths, error) {
+	out := config.SSMPaths{}
 	if v == nil {
-		out := make([]string, len(namespaces))
-		for i, n := range namespaces {
-			out[i] = "/" + n + "/*"
+		for _, n := range namespaces {
+			out[n] = []string{"/" + n + "/*"}
 		}
 		return out, nil
 	}
-	paths, err := stringList(v)
-	if err != nil {
-		return nil, err
+	byNamespace := map[string]interface{}{}
+	switch t := v.(type) {
+	case map[string]interface{}:
+		byNamespace = t
+	case string:
+		if strings.HasPrefix(strings.TrimSpace(t), "{") {
+			if err := json.Unmarshal([]byte(t), &byNamespace); err != nil {
+				return nil, fmt.Errorf("%q is not a JSON object of namespaces to lists of paths: %v", t, err)
+			}
+		} else {
+			byNamespace["*"] = t
+		}
+	default:
+		byNamespace["*"] = v
 	}
-	for _, p := range paths {
-		if !ssmPathRe.MatchString(p) {
-			return nil, fmt.Errorf("%q is not a parameter name or path: write /NAME for one parameter or /PATH/* for every parameter below PATH (e.g. /shop/*); a wildcard anywhere else, or over every parameter, is refused", p)
+	for ns, list := range byNamespace {
+		if ns != "*" && !slices.Contains(namespaces, ns) {
+			return nil, fmt.Errorf("namespace %q is not one of cairn:namespaces (%s): give paths to those, or \"*\" for every one", ns, strings.Join(namespaces, ", "))
+		}
+		paths, err := stringList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range paths {
+			if !ssmPathRe.MatchString(p) {
+				return nil, fmt.Errorf("%q is not a parameter name or path: write /NAME for one parameter or /PATH/* for every parameter below PATH (e.g. /shop/*); a wildcard anywhere else, or over every parameter, is refused", p)
+			}
+		}
+		if len(paths) > 0 {
+			sort.Strings(paths)
+			out[ns] = slices.Compact(paths)
 		}
 	}
-	sort.Strings(paths)
-	return slices.Compact(paths), nil
+	return out, nil
 }
 
 // NamespacesEnv is the CAIRN_NAMESPACES value: namespaces joined by commas.

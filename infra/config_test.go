@@ -102,6 +102,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"a wildcard inside a path", ctxMap{ctxNamespaces: "a", ctxSSMPaths: []interface{}{"/a/*/db"}}, []string{ctxSSMPaths, `"/a/*/db"`}},
 		{"a relative name", ctxMap{ctxNamespaces: "a", ctxSSMPaths: "a/db"}, []string{ctxSSMPaths, `"a/db"`, "/NAME"}},
 		{"SSM paths not strings", ctxMap{ctxNamespaces: "a", ctxSSMPaths: 7.0}, []string{ctxSSMPaths, "list of strings"}},
+		{"SSM paths of another namespace", ctxMap{ctxNamespaces: "a", ctxSSMPaths: map[string]interface{}{"b": []interface{}{"/b/*"}}}, []string{ctxSSMPaths, `namespace "b" is not one of cairn:namespaces (a)`}},
+		{"SSM paths object, bad path", ctxMap{ctxNamespaces: "a", ctxSSMPaths: `{"a": ["/*"]}`}, []string{ctxSSMPaths, `"/*" is not a parameter name or path`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -68,6 +69,17 @@ var (
 	portsList    = []string{"s3:ListBucket"}
 )
 
+// sealKeyAdminActions are what the account may do with the seal key: administer it
+// (describe, tag, change its policy, schedule its deletion), never use it. The key's own
+// policy grants its use (kms:GenerateMac) to the deployer's role alone, so no identity
+// policy of the account, however broad, lets anyone else confirm a guessed secret
+// against a seal. Changing the key policy would, and CloudTrail records it.
+var sealKeyAdminActions = []string{
+	"kms:DescribeKey", "kms:GetKeyPolicy", "kms:PutKeyPolicy", "kms:GetKeyRotationStatus", "kms:ListResourceTags", "kms:TagResource",
+	"kms:UntagResource", "kms:UpdateKeyDescription", "kms:EnableKey", "kms:DisableKey", "kms:ListGrants", "kms:RevokeGrant",
+	"kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion",
+}
+
 // CloudFormation actions, split by the resource they can be limited to.
 var (
 	// deployerStackActions act on one named stack (or its change sets) and are
@@ -102,8 +114,12 @@ var (
 		"cloudformation:ValidateTemplate",
 		"cloudformation:GetTemplateSummary",
 	}
+	// GetTemplate reads the template of a drifted stack whose applied template the drift
+	// function cannot read, to tell which of its properties hold secrets (masked in
+	// reports).
 	driftStackActions = []string{
 		"cloudformation:DetectStackDrift",
+		"cloudformation:GetTemplate",
 		"cloudformation:DetectStackResourceDrift",
 		"cloudformation:DescribeStackResourceDrifts",
 		"cloudformation:DescribeStackResources",
@@ -352,6 +368,27 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		common["CAIRN_CFN_ROLE_ARN"] = jsii.String(cfg.CfnServiceRole)
 	}
 
+	// The seal key: what cairn stores of a secret (a NoEcho value, a SecureString, a
+	// secret output) in its bucket is a MAC under a key derived from this KMS HMAC key,
+	// so the readers of the bucket cannot test a guessed secret against it (package
+	// seal). Only the deployer's role may make MACs with it (GenerateMac, below); the
+	// account administers the key but is not granted its use. Retained with the stack:
+	// the seals recorded in the persistent graphs were made with it.
+	sealKey := awskms.NewKey(stack, jsii.String("SealKey"), &awskms.KeyProps{
+		Description:   jsii.String("cairn: seals of secrets in cairn's bucket (HMAC; used by the deployer only)"),
+		KeySpec:       awskms.KeySpec_HMAC_256,
+		KeyUsage:      awskms.KeyUsage_GENERATE_VERIFY_MAC,
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		Policy: awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &[]awsiam.PolicyStatement{
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:        jsii.String("KeyAdministration"),
+				Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+				Actions:    jsii.Strings(sealKeyAdminActions...),
+				Resources:  jsii.Strings("*"),
+			}),
+		}}),
+	})
+
 	// Deployer: each trigger loads a run, observes the stacks in flight,
 	// starts what became ready and returns; it never waits on CloudFormation.
 	// 2 minutes covers unzipping a bundle, hashing templates and backing off
@@ -364,13 +401,21 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	deployer := newFunction(stack, cfg, fn{
 		name: "deployer", memory: 512, timeout: awscdk.Duration_Minutes(jsii.Number(2)), roleName: target.DeployerRoleName,
 		desc: "cairn deployer: runs deployments, plans and approvals as a persisted state machine",
-	}, withEnv(common, "CAIRN_DEPLOY_QUEUE_URL", deployQueue.QueueUrl()))
+	}, withEnv(withEnv(withEnv(common, "CAIRN_DEPLOY_QUEUE_URL", deployQueue.QueueUrl()),
+		"CAIRN_SEAL_KEY_ID", sealKey.KeyArn()), "CAIRN_SSM_PATHS", jsii.String(cfg.SSMPathsOf.Env())))
 	deployer.AddEventSource(awslambdaeventsources.NewSqsEventSource(deployQueue, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(10),
 		ReportBatchItemFailures: jsii.Bool(true),
 		MaxConcurrency:          jsii.Number(5),
 	}))
 	deployerRole := deployer.Role()
+	sealKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("DeployerSeals"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewArnPrincipal(deployerRole.RoleArn())},
+		Actions:    jsii.Strings("kms:GenerateMac"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]interface{}{"StringEquals": map[string]interface{}{"kms:MacAlgorithm": "HMAC_SHA_256"}},
+	}), jsii.Bool(false))
 	grantObjects(deployerRole, bucket, "DeployerReadUploads", deployerReadPrefixes, objectRead)
 	grantObjects(deployerRole, bucket, "DeployerWriteState", deployerWritePrefixes, objectWrite)
 	grantList(deployerRole, bucket, "DeployerList", append(append([]string{}, deployerReadPrefixes...), deployerWritePrefixes...), listVersions)
@@ -472,6 +517,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	output(stack, "PortsServiceToken", portsTopic.TopicArn(), ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation")
 	output(stack, "NotificationsTopicArn", notifications.TopicArn(), ExportNotificationsTopic, "subscribe here for run summaries, drift reports and alarms")
 	output(stack, "DeployerRoleArn", deployerRole.RoleArn(), "", "role of the deployer Lambda: without cairn:cfnServiceRole, stacks create resources with its rights")
+	output(stack, "SealKeyArn", sealKey.KeyArn(), "", "KMS HMAC key of the seals of secrets in cairn's bucket: only the deployer's role may use it")
 	output(stack, "DriftRoleArn", drift.Role().RoleArn(), "", "role of the drift Lambda: attach read access to your stacks' resource types, drift detection reads them with it")
 
 	suppress(stack, cfg, bucket, map[string]awslambda.Function{"deployer": deployer, "ports": ports, "drift": drift})

@@ -299,6 +299,7 @@ func TestStack(t *testing.T) {
 	driftDLQ := s.id(t, "AWS::SQS::Queue", "DriftDLQ")
 	portsTopic := s.id(t, "AWS::SNS::Topic", "PortsTopic")
 	notifications := s.id(t, "AWS::SNS::Topic", "NotificationsTopic")
+	sealKey := s.id(t, "AWS::KMS::Key", "SealKey")
 
 	t.Run("cdk-nag AwsSolutions: no unsuppressed errors", func(t *testing.T) {
 		for _, e := range s.nagErrors {
@@ -562,6 +563,7 @@ func TestStack(t *testing.T) {
 				"CAIRN_BUCKET": "<" + bucket + ">", "CAIRN_NOTIFICATIONS_TOPIC": "<" + notifications + ">",
 				"CAIRN_DEPLOY_QUEUE_URL": "<" + deployQueue + ">", "CAIRN_NAMESPACES": "shop,web",
 				"CAIRN_PORT_POOLS": "default=20000-29999,web=30000-30099", "CAIRN_CFN_ROLE_ARN": testRole,
+				"CAIRN_SEAL_KEY_ID": "<" + sealKey + ".Arn>", "CAIRN_SSM_PATHS": `{"shop":["/shop/*"],"web":["/web/*"]}`,
 			}},
 			"Ports": {256, 30, map[string]string{
 				"CAIRN_BUCKET": "<" + bucket + ">", "CAIRN_NOTIFICATIONS_TOPIC": "<" + notifications + ">",
@@ -901,6 +903,42 @@ func TestStack(t *testing.T) {
 		}
 	})
 
+	t.Run("seal key: an HMAC key only the deployer's role may use", func(t *testing.T) {
+		r := s.resources[sealKey]
+		p := props(r)
+		if p["KeySpec"] != "HMAC_256" || p["KeyUsage"] != "GENERATE_VERIFY_MAC" || r["DeletionPolicy"] != "Retain" {
+			t.Errorf("seal key: spec %v, usage %v, deletion policy %v; want HMAC_256, GENERATE_VERIFY_MAC, Retain", p["KeySpec"], p["KeyUsage"], r["DeletionPolicy"])
+		}
+		deployerRole := s.id(t, "AWS::IAM::Role", "DeployerRole")
+		users := map[string][]string{}
+		for _, st := range list(p["KeyPolicy"].(map[string]interface{})["Statement"]) {
+			m := st.(map[string]interface{})
+			if m["Effect"] != "Allow" {
+				continue
+			}
+			who := flat(m["Principal"].(map[string]interface{})["AWS"])
+			for _, a := range list(m["Action"]) {
+				a := a.(string)
+				switch {
+				case strings.Contains(a, "*"):
+					t.Errorf("key policy: %s may %s", who, a)
+				case a == "kms:GenerateMac" || a == "kms:VerifyMac" || a == "kms:CreateGrant":
+					users[who] = append(users[who], a)
+				}
+			}
+		}
+		if want := map[string][]string{"<" + deployerRole + ".Arn>": {"kms:GenerateMac"}}; fmt.Sprint(users) != fmt.Sprint(want) {
+			t.Errorf("who may use or grant the seal key: %v, want only %v", users, want)
+		}
+		for _, st := range s.statements() {
+			for _, a := range st.actions {
+				if strings.HasPrefix(a, "kms:") && a != "kms:Decrypt" {
+					t.Errorf("%s %s: identity policy allows %s (the key policy alone grants the seal key)", st.where, st.sid, a)
+				}
+			}
+		}
+	})
+
 	t.Run("outputs and exports", func(t *testing.T) {
 		for export, value := range map[string]interface{}{
 			ExportBucketName:         map[string]interface{}{"Ref": bucket},
@@ -1162,6 +1200,9 @@ func TestContextChangesTemplate(t *testing.T) {
 		ctxLambdaDir:  lambdaDir(t, dir),
 	}, dir)
 	checkParameterGrants(t, s, []string{"/ops/db/password", "/shared/*"})
+	if env := props(s.resources[s.id(t, "AWS::Lambda::Function", "Deployer")])["Environment"].(map[string]interface{})["Variables"].(map[string]interface{}); env["CAIRN_SSM_PATHS"] != `{"*":["/ops/db/password","/shared/*"]}` {
+		t.Errorf("CAIRN_SSM_PATHS = %v, want the list for every namespace", env["CAIRN_SSM_PATHS"])
+	}
 	for _, e := range s.nagErrors {
 		t.Errorf("cdk-nag: %s", e)
 	}
@@ -1200,5 +1241,25 @@ func TestNoParameterStoreAccess(t *testing.T) {
 	checkParameterGrants(t, s, nil)
 	if strings.Contains(string(s.body), "PARAMETER_ARN") || strings.Contains(string(s.body), ":parameter/") {
 		t.Errorf("the template mentions parameters with cairn:ssmPaths empty")
+	}
+}
+
+// TestSSMPathsPerNamespace: cairn:ssmPaths as an object gives each namespace its own
+// paths: the deployer checks them in code (CAIRN_SSM_PATHS), and its role's policy, which
+// cannot tell namespaces apart, allows their union.
+func TestSSMPathsPerNamespace(t *testing.T) {
+	dir := t.TempDir()
+	s := synth(t, map[string]interface{}{
+		ctxNamespaces: "shop,web",
+		ctxSSMPaths:   map[string]interface{}{"shop": []interface{}{"/shop/*"}, "web": []interface{}{"/web/*", "/shared/zones"}},
+		ctxLambdaDir:  lambdaDir(t, dir),
+	}, dir)
+	checkParameterGrants(t, s, []string{"/shared/zones", "/shop/*", "/web/*"})
+	env := props(s.resources[s.id(t, "AWS::Lambda::Function", "Deployer")])["Environment"].(map[string]interface{})["Variables"].(map[string]interface{})
+	if env["CAIRN_SSM_PATHS"] != `{"shop":["/shop/*"],"web":["/shared/zones","/web/*"]}` {
+		t.Errorf("CAIRN_SSM_PATHS = %v", env["CAIRN_SSM_PATHS"])
+	}
+	for _, e := range s.nagErrors {
+		t.Errorf("cdk-nag: %s", e)
 	}
 }

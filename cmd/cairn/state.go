@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -173,6 +174,9 @@ func printGraph(out io.Writer, g *state.Graph, version string, home target.Targe
 		}
 		outs := make([]string, 0, len(st.Outputs))
 		for k, v := range st.Outputs {
+			if config.HoldsSealed(v) {
+				v = "****" // a secret output: the graph holds its seal only
+			}
 			outs = append(outs, k+"="+v)
 		}
 		sort.Strings(outs)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/kmslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/awslocal/secretslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
@@ -214,6 +215,9 @@ func (e *Emulator) SSM() *ssmlocal.Service { return e.home.ssm }
 // SecretsManager returns the emulated Secrets Manager of the home account and region, for
 // in-process callers.
 func (e *Emulator) SecretsManager() *secretslocal.Service { return e.home.secrets }
+
+// KMS returns the emulated KMS of the home account and region, for in-process callers.
+func (e *Emulator) KMS() *kmslocal.Service { return e.home.kms }
 
 // CloudFormation returns the emulated CloudFormation of the home account and region, for
 // fault injection and records.

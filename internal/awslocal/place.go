@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/kmslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/secretslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
@@ -33,6 +34,7 @@ type Place struct {
 	ssm             *ssmlocal.Service
 	secrets         *secretslocal.Service
 	cw              *cloudwatchlocal.Service
+	kms             *kmslocal.Service
 	cfn             *cfnlocal.Service
 	services        map[string]http.Handler // by signing name
 
@@ -105,6 +107,15 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.secrets.Close()
 		return nil, err
 	}
+	p.kms, err = kmslocal.New(kmslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("kms"), Logger: o.Logger})
+	if err != nil {
+		p.sqs.Close()
+		p.sns.Close()
+		p.ssm.Close()
+		p.secrets.Close()
+		p.cw.Close()
+		return nil, err
+	}
 	p.cfn, err = cfnlocal.New(cfnlocal.Options{
 		Region: region, AccountID: account, Clock: o.Clock, Dir: sub("cloudformation"), Logger: o.Logger,
 		GetObject: e.s3.GetObject,
@@ -130,9 +141,10 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.ssm.Close()
 		p.secrets.Close()
 		p.cw.Close()
+		p.kms.Close()
 		return nil, err
 	}
-	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "secretsmanager": p.secrets, "monitoring": p.cw,
+	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "secretsmanager": p.secrets, "monitoring": p.cw, "kms": p.kms,
 		"cloudformation": p.cfn, "events": eventsAPI{p}}
 	if err := p.loadEvents(); err != nil {
 		p.sqs.Close()
@@ -140,6 +152,7 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.ssm.Close()
 		p.secrets.Close()
 		p.cw.Close()
+		p.kms.Close()
 		p.cfn.Close()
 		return nil, err
 	}
@@ -255,6 +268,7 @@ func (e *Emulator) closePlaces() {
 		p.ssm.Close()
 		p.secrets.Close()
 		p.cw.Close()
+		p.kms.Close()
 	}
 }
 
@@ -335,6 +349,9 @@ func (p *Place) SecretsManager() *secretslocal.Service { return p.secrets }
 
 // CloudWatch returns the place's CloudWatch alarms, for in-process callers.
 func (p *Place) CloudWatch() *cloudwatchlocal.Service { return p.cw }
+
+// KMS returns the place's KMS, for in-process callers.
+func (p *Place) KMS() *kmslocal.Service { return p.kms }
 
 // CloudFormation returns the place's CloudFormation, for fault injection and records.
 func (p *Place) CloudFormation() *cfnlocal.Service { return p.cfn }

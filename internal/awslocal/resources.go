@@ -37,6 +37,7 @@ func (p *Place) providers() map[string]cfnlocal.Provider {
 		"AWS::SecretsManager::SecretTargetAttachment": p.secretTargetAttachmentProvider(),
 		"AWS::RDS::DBInstance":                        p.databaseProvider(false),
 		"AWS::RDS::DBCluster":                         p.databaseProvider(true),
+		"AWS::KMS::Key":                               p.keyProvider(),
 	}
 	if p.account == p.e.opts.AccountID && p.region == p.e.opts.Region {
 		out["AWS::Scheduler::Schedule"] = p.scheduleProvider()

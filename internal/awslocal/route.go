@@ -20,6 +20,7 @@ var targetServices = map[string]string{
 	"AmazonSQS":      "sqs",
 	"AmazonSSM":      "ssm",
 	"secretsmanager": "secretsmanager",
+	"TrentService":   "kms",
 	"AWSEvents":      "events",
 	// CloudWatch's AWS JSON 1.0 (the AWS CLI); its RPC v2 CBOR requests are signed.
 	"GraniteServiceVersion20100801": "monitoring",

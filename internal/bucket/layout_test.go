@@ -113,6 +113,13 @@ func TestCheckDeployment(t *testing.T) {
 		{"a/b", `deployment "a/b": use a name without slashes or spaces`},
 		{`a\b`, "without slashes or spaces"},
 		{"a b", "without slashes or spaces"},
+		{"v1.2_x-y", ""},
+		{"\u202eevil", "use letters, digits, '.', '_' and '-' only"},
+		{"shop\nprod", "use letters, digits"},
+		{"shop<!--", "use letters, digits"},
+		{"-shop", "starting with a letter or digit"},
+		{"shop`|", "use letters, digits"},
+		{strings.Repeat("a", 129), "at most 128 characters"},
 		{"active", `deployment "active": the name is reserved (runs/active/ holds the index of open runs): choose another name`},
 		{"sweeps", `deployment "sweeps": the name is reserved (drift/sweeps/ holds the drift sweeps in progress): choose another name`},
 	} {
@@ -125,6 +132,14 @@ func TestCheckDeployment(t *testing.T) {
 		}
 		if Reserved(tc.name) != (tc.name == "active" || tc.name == "sweeps") {
 			t.Errorf("Reserved(%q) = %v", tc.name, Reserved(tc.name))
+		}
+	}
+}
+
+func TestCheckPlanID(t *testing.T) {
+	for id, ok := range map[string]bool{"20261130-080000123-1a2b3c4d": true, "": false, "a/b": false, "\u202eid": false, "id\n": false, "../x": false} {
+		if err := CheckPlanID(id); (err == nil) != ok {
+			t.Errorf("CheckPlanID(%q) = %v", id, err)
 		}
 	}
 }
@@ -219,4 +234,44 @@ func FuzzParseUpload(f *testing.F) {
 			t.Fatalf("%q parses as %+v", key, u)
 		}
 	})
+}
+
+func TestCheckTemplateURL(t *testing.T) {
+	const name = "cairn-000000000000-us-east-1"
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://" + name + ".s3.amazonaws.com/templates/" + strings.Repeat("a", 64) + ".json", true},
+		{"https://" + name + ".s3.amazonaws.com/state/shop/shop.json", false},
+		{"https://" + name + ".s3.eu-west-1.amazonaws.com/runs/shop/x.json", false},
+		{"https://" + name + ".s3.dualstack.eu-west-1.amazonaws.com/plans/shop/x.json", false},
+		{"https://s3.amazonaws.com/" + name + "/state/shop/shop.json", false},
+		{"https://s3.us-east-1.amazonaws.com/" + name + "/deployments/shop.zip", false},
+		{"http://127.0.0.1:4566/" + name + "/state/shop/shop.json", false},
+		{"s3://" + name + "/locks/shop/shop.lock", false},
+		{"https://" + name + ".s3.amazonaws.com/templates/../state/shop/shop.json", false},
+		{"https://" + name + ".s3.amazonaws.com/templates%2F..%2Fstate/shop.json", false},
+		{"https://" + name + ".s3.amazonaws.com/templates//x.json", false},
+		{"https://S3.AMAZONAWS.COM/" + name + "/state/x.json", false},
+		{"https://other-bucket.s3.amazonaws.com/state/shop/shop.json", true},
+		{"https://s3.amazonaws.com/other-bucket/" + name + "/x.json", true},
+		{"https://" + name + "-other.s3.amazonaws.com/state/x.json", true},
+		{"https://example.com/template.yaml", true},
+		{"https://" + name + ".s3.${AWS::Region}.amazonaws.com/runs/shop/x.json", false},
+		{"https://${Bucket}.s3.amazonaws.com/runs/shop/x.json", true},
+		{"https://s3.${AWS::URLSuffix}/" + name + "/state/x.json", false},
+		{"templates/network.yaml", true},
+	} {
+		err := CheckTemplateURL(tc.url, name)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckTemplateURL(%q) = %v, want ok %v", tc.url, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "a template URL may name cairn's bucket only under templates/") {
+			t.Errorf("CheckTemplateURL(%q): %v", tc.url, err)
+		}
+	}
+	if err := CheckTemplateURL("https://x.s3.amazonaws.com/state/a.json", ""); err != nil {
+		t.Errorf("no bucket known: %v", err)
+	}
 }

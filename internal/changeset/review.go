@@ -46,6 +46,13 @@ func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string,
 		}
 		if page == 0 {
 			st.Found, st.Status, st.ExecutionStatus = true, string(out.Status), string(out.ExecutionStatus)
+			st.ID, st.Name, st.StackID, st.StackName = aws.ToString(out.ChangeSetId), aws.ToString(out.ChangeSetName), aws.ToString(out.StackId), aws.ToString(out.StackName)
+			for _, t := range out.Tags {
+				if st.Tags == nil {
+					st.Tags = map[string]string{}
+				}
+				st.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+			}
 		}
 		for _, ch := range out.Changes {
 			rc := ch.ResourceChange

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -114,4 +116,111 @@ func (l *loader) takeOver(c *Config, f field) {
 		return
 	}
 	c.TakeOverGraphFrom = v
+}
+
+// SSMPaths are the Parameter Store names the ${ssm} lookups of each namespace may read: in
+// AWS the CDK context cairn:ssmPaths (by default /NAMESPACE/* for each namespace), given
+// to the deployer as CAIRN_SSM_PATHS. A path is a parameter name, or a path ending in /*
+// for every name below it, as IAM matches parameter ARNs. The key "*" holds the paths
+// every namespace may read. Nil allows every name (`cairn local up` without --namespaces):
+// the deployer's role, whose policy is the union of the paths, then decides alone. One
+// role serves every namespace, so IAM cannot keep one namespace from another's
+// parameters: this list, checked in code, does.
+type SSMPaths map[string][]string
+
+// everyNamespace is the SSMPaths key of the paths every namespace may read.
+const everyNamespace = "*"
+
+// ParseSSMPaths reads CAIRN_SSM_PATHS: a JSON object of namespace ("*": every one) to a
+// list of names and paths ("" allows every name).
+func ParseSSMPaths(s string) (SSMPaths, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var p SSMPaths
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		return nil, fmt.Errorf("%q is not a JSON object of namespaces to lists of Parameter Store paths (e.g. {\"shop\": [\"/shop/*\"]}): %v", s, err)
+	}
+	if p == nil {
+		p = SSMPaths{}
+	}
+	for ns, paths := range p {
+		for _, path := range paths {
+			if !ssmPathRE.MatchString(path) {
+				return nil, fmt.Errorf("namespace %s: %q is not a parameter name or a path ending in /*", ns, path)
+			}
+		}
+	}
+	return p, nil
+}
+
+// ssmPathRE is a parameter name (letters, digits and _.- between slashes) or a path of
+// them ending in /*, as infra's cairn:ssmPaths accepts.
+var ssmPathRE = regexp.MustCompile(`^(/[a-zA-Z0-9_.-]+)+(/\*)?$`)
+
+// For lists the paths namespace may read, sorted ("*"'s with its own).
+func (p SSMPaths) For(namespace string) []string {
+	out := append(slices.Clone(p[everyNamespace]), p[namespace]...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Allows reports whether namespace's lookups may read parameter name (as written in a
+// lookup: a :VERSION or :LABEL selector is not part of the name).
+func (p SSMPaths) Allows(namespace, name string) bool {
+	if p == nil {
+		return true
+	}
+	if i := strings.LastIndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	if !strings.HasPrefix(name, "/") {
+		name = "/" + name // IAM's ARN of a name without a slash: parameter/NAME
+	}
+	if strings.Contains(name, "..") || strings.Contains(name, "//") {
+		return false
+	}
+	for _, path := range p.For(namespace) {
+		if dir, ok := strings.CutSuffix(path, "/*"); ok {
+			if strings.HasPrefix(name, dir+"/") {
+				return true
+			}
+		} else if name == path {
+			return true
+		}
+	}
+	return false
+}
+
+// ssmPaths refuses each ${ssm} lookup that reads a parameter outside the paths the
+// config's namespace may read.
+func (l *loader) ssmPaths(o LoadOptions, c *Config, defs []*stackDef) {
+	if o.SSMPaths == nil {
+		return
+	}
+	seen := map[*yaml.Node]bool{}
+	for _, d := range defs {
+		for _, lr := range d.lookups {
+			if lr.l.Kind != "ssm" || o.SSMPaths.Allows(c.Namespace, lr.l.Name) || seen[lr.node] {
+				continue
+			}
+			seen[lr.node] = true // a config tag's lookup is every stack's
+			allowed := "none"
+			if paths := o.SSMPaths.For(c.Namespace); len(paths) > 0 {
+				allowed = strings.Join(paths, ", ")
+			}
+			l.errorf(lr.node, lr.key, "SSM parameter %s is outside the Parameter Store paths namespace %s may read (%s): move the parameter under one of them, or have cairn deployed with the path in the CDK context cairn:ssmPaths for namespace %s",
+				lr.l.Name, c.Namespace, allowed, c.Namespace)
+		}
+	}
+}
+
+// Env is p as CAIRN_SSM_PATHS holds it: JSON, namespaces sorted (nil allows every name:
+// "").
+func (p SSMPaths) Env() string {
+	if p == nil {
+		return ""
+	}
+	b, _ := json.Marshal(p) // a map of strings to lists of strings always encodes
+	return string(b)
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -75,4 +76,57 @@ func TestTakeOverGraphFrom(t *testing.T) {
 	}
 	_, err = Load(fuzzBundle(t, []byte("namespace: shop\ntake_over_graph_from: ../x\n"+stacks)))
 	checkErrors(t, err, "cairn.yaml", []string{`2:23: take_over_graph_from: "../x" is not a deployment name: use letters, digits, '-', '_' and '.'`})
+}
+
+// TestSSMPathsPerNamespace: with CAIRN_SSM_PATHS, a ${ssm} lookup (of a parameter or a
+// tag, at any depth) reading outside the paths of the config's namespace is an error at
+// the lookup; "*" holds paths every namespace may read; without the list any name loads.
+func TestSSMPathsPerNamespace(t *testing.T) {
+	const paths = `{"shop": ["/shop/*", "/ops/db/password"], "*": ["/shared/*"], "web": ["/web/*"]}`
+	tests := []struct {
+		name, value, paths string
+		want               []string
+	}{
+		{"own path", "${ssm /shop/db/host}", paths, nil},
+		{"a version selector", "${ssm /shop/db/host:3}", paths, nil},
+		{"one named parameter", "${ssm /ops/db/password}", paths, nil},
+		{"every namespace's path", "${ssm /shared/zones}", paths, nil},
+		{"no list reads anything", "${ssm /web/secret}", "", nil},
+		{"another namespace's path", "x-${ssm /web/secret}", paths, []string{
+			`4:71: stacks[0].parameters.Name: SSM parameter /web/secret is outside the Parameter Store paths namespace shop may read (/ops/db/password, /shared/*, /shop/*): move the parameter under one of them, or have cairn deployed with the path in the CDK context cairn:ssmPaths for namespace shop`}},
+		{"a sibling of the named one", "${ssm /ops/db/password2}", paths, []string{"SSM parameter /ops/db/password2 is outside"}},
+		{"a path that leaves its folder", "${ssm /shop/../web/secret}", paths, []string{"SSM parameter /shop/../web/secret is outside"}},
+		{"a name without a slash", "${ssm secret}", paths, []string{"SSM parameter secret is outside"}},
+		{"nested in another lookup", "${join ,::${ssm /web/a}::b}", paths, []string{"SSM parameter /web/a is outside"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := ParseSSMPaths(tt.paths)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := "namespace: shop\ntags: {zone: z}\nstacks:\n  - {name: app, template_path: templates/app.yaml, parameters: {Name: \"" + tt.value + "\"}}\n"
+			_, err = LoadOptions{SSMPaths: p}.Load(fuzzBundle(t, []byte(cfg)))
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want[0]) {
+				t.Fatalf("Load: %v, want %q", err, tt.want[0])
+			}
+		})
+	}
+	// A tag's lookup too.
+	p, _ := ParseSSMPaths(paths)
+	_, err := LoadOptions{SSMPaths: p}.Load(fuzzBundle(t, []byte("namespace: web\ntags: {owner: \"${ssm /shop/owner}\"}\nstacks:\n  - {name: app, template_path: templates/app.yaml, parameters: {Name: a}}\n  - {name: b, template_path: templates/app.yaml, parameters: {Name: a}}\n")))
+	if err == nil || strings.Count(err.Error(), "SSM parameter /shop/owner is outside the Parameter Store paths namespace web may read (/shared/*, /web/*)") != 1 {
+		t.Errorf("a config tag reading another namespace's parameter: %v", err)
+	}
+	for _, bad := range []string{"[1]", `{"shop": ["/*"]}`, `{"shop": ["shop/*"]}`, `{"shop": ["/a/*/b"]}`} {
+		if _, err := ParseSSMPaths(bad); err == nil {
+			t.Errorf("ParseSSMPaths(%s) accepted", bad)
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cairn-dev/cairn/internal/artifact"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/template"
@@ -35,6 +36,12 @@ type LoadOptions struct {
 	// VarsFile names it in messages.
 	Vars     []byte
 	VarsFile string
+	// SSMPaths are the Parameter Store paths each namespace's ${ssm} lookups may read
+	// (nil: every name); a lookup outside them is an error.
+	SSMPaths SSMPaths
+	// Bucket is cairn's own bucket ("" when not known, e.g. offline): a template URL
+	// naming one of its objects outside templates/ is an error (bucket.CheckTemplateURL).
+	Bucket string
 }
 
 // Load loads and validates the bundle's config with no deployment name.
@@ -43,7 +50,7 @@ func Load(b *bundle.Bundle) (*Config, error) { return LoadOptions{}.Load(b) }
 // Load loads and validates the bundle's config. On any problem it returns nil and the
 // Errors, all of them, in file order.
 func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
-	l := &loader{b: b, file: b.ConfigFile, templates: map[string]*templateResult{}, files: map[string][]byte{}}
+	l := &loader{b: b, file: b.ConfigFile, templates: map[string]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket}
 	c := l.load(o)
 	if c != nil {
 		sortErrors(l.warnings, l.file)
@@ -94,7 +101,9 @@ var (
 )
 
 type loader struct {
-	b         *bundle.Bundle
+	b *bundle.Bundle
+	// bucket is cairn's own bucket (LoadOptions.Bucket).
+	bucket    string
 	file      string
 	errs      Errors
 	warnings  Errors
@@ -327,6 +336,7 @@ func (l *loader) load(o LoadOptions) *Config {
 	}
 	l.names(c, defs, namespaceOK)
 	l.allowed(o, c, namespaceNode, defs)
+	l.ssmPaths(o, c, defs)
 	deps := l.references(c, defs)
 	l.cycles(c, deps)
 	l.exports(defs)
@@ -364,6 +374,8 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 					d.templateOK = true
 					if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "s3://") {
 						l.errorf(f.v, f.key, "%q is not an https:// or s3:// URL", u)
+					} else if err := layout.CheckTemplateURL(u, l.bucket); err != nil {
+						l.errorf(f.v, f.key, "%v", err)
 					}
 					s.TemplateURL = u
 				}
@@ -635,6 +647,10 @@ func (l *loader) template(c *Config, d *stackDef) {
 			if d.templateNode.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 				line, col = d.templateNode.Line-1, d.templateNode.Column
 			}
+		}
+		for _, e := range l.remoteURLs(r.t, file) {
+			e.Line, e.Col = e.Line+line, e.Col+col
+			l.errs = append(l.errs, e)
 		}
 		for _, p := range cr.problems {
 			e := &Error{File: file, Line: p.Line + line, Col: p.Col + col, Key: p.Path, Msg: p.Msg}
@@ -1091,3 +1107,16 @@ func list(names []string, none string) string {
 
 // suggestList returns ` (did you mean "x"?)` for the closest candidate, if one is close.
 func suggestList(name string, candidates []string) string { return template.Suggest(name, candidates) }
+
+// remoteURLs checks the TemplateURLs that t's nested stacks give CloudFormation to fetch
+// (template.RemoteURLs): none may name cairn's own bucket outside templates/.
+func (l *loader) remoteURLs(t *template.Template, file string) []*Error {
+	var out []*Error
+	for _, u := range t.RemoteURLs() {
+		if err := layout.CheckTemplateURL(u.URL, l.bucket); err != nil {
+			out = append(out, &Error{File: file, Line: u.Line, Col: u.Col, Key: "Resources." + u.LogicalID + ".Properties.TemplateURL",
+				Msg: fmt.Sprintf("nested stack %s: %v", u.LogicalID, err)})
+		}
+	}
+	return out
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/seal"
 )
 
 // lookupTemplate takes the parameters the lookup tests fill.
@@ -217,16 +218,16 @@ stacks:
 	vals := Values{
 		Outputs: func(stack, output string) (string, bool) { v, ok := outputs[stack+"/"+output]; return v, ok },
 		SSM: map[string]SSMValue{
-			"/org/owner":           NewSSMValue("/org/owner", "String", "platform", 1),
-			"/staging/extra":       NewSSMValue("/staging/extra", "StringList", "x,y", 2),
-			"/staging/db/password": NewSSMValue("/staging/db/password", SecureString, "hunter2", 7),
+			"/org/owner":           NewSSMValue(seal.Unkeyed, "/org/owner", "String", "platform", 1),
+			"/staging/extra":       NewSSMValue(seal.Unkeyed, "/staging/extra", "StringList", "x,y", 2),
+			"/staging/db/password": NewSSMValue(seal.Unkeyed, "/staging/db/password", SecureString, "hunter2", 7),
 		},
 	}
 	params, err := ResolveParameters(app, vals)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sealed := "{{cairn:ssm-secure:/staging/db/password@" + secretHash("/staging/db/password", "hunter2") + "}}"
+	sealed := "{{cairn:ssm-secure:/staging/db/password@" + secretHash(seal.Unkeyed, "/staging/db/password", "hunter2") + "}}"
 	wantParams := map[string]string{
 		"A":        "hello ${var env}\n|aGVsbG8gJHt2YXIgZW52fQo=|{\"Version\":\"2012-10-17\",\"Statement\":[]}|{\"a\":{\"c\":true},\"b\":[1,\"two\"]}",
 		"B":        "s-1;s-2;x;y-fallback-staging",
@@ -284,7 +285,7 @@ func cmpOr(a, b string) string {
 }
 
 func TestSecretsStayOutOfReach(t *testing.T) {
-	vals := Values{SSM: map[string]SSMValue{"/pw": NewSSMValue("/pw", SecureString, "s3cret", 1)}}
+	vals := Values{SSM: map[string]SSMValue{"/pw": NewSSMValue(seal.Unkeyed, "/pw", SecureString, "s3cret", 1)}}
 	if v := vals.SSM["/pw"]; v.Value != "" || v.Hash == "" || strings.Contains(v.Hash, "s3cret") {
 		t.Errorf("kept %+v", v)
 	}
@@ -394,8 +395,8 @@ func FuzzLookup(f *testing.F) {
 	vals := Values{
 		Outputs: func(stack, output string) (string, bool) { return stack + "." + output, stack != "" },
 		SSM: map[string]SSMValue{
-			"/a": NewSSMValue("/a", "String", "x,y", 1), "/l": NewSSMValue("/l", "StringList", "p,q", 1),
-			"/s": NewSSMValue("/s", SecureString, "TOPSECRET", 1),
+			"/a": NewSSMValue(seal.Unkeyed, "/a", "String", "x,y", 1), "/l": NewSSMValue(seal.Unkeyed, "/l", "StringList", "p,q", 1),
+			"/s": NewSSMValue(seal.Unkeyed, "/s", SecureString, "TOPSECRET", 1),
 		},
 	}
 	f.Fuzz(func(t *testing.T, v string) {

@@ -90,6 +90,7 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 		checked := l.check(cr.t)
 		if !cr.reported {
 			cr.reported = true
+			l.errs = append(l.errs, l.remoteURLs(cr.t, childFile)...)
 			for _, pr := range checked.problems {
 				e := &Error{File: childFile, Line: pr.Line, Col: pr.Col, Key: pr.Path, Msg: pr.Msg}
 				if pr.Warning {

@@ -1,14 +1,14 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/seal"
 )
 
 // Values are what deploy-time lookups read. The deployer fetches them (DescribeStacks,
@@ -33,15 +33,23 @@ type SSMValue struct {
 	Value   string `json:"value,omitempty"`
 	Hash    string `json:"hash,omitempty"`
 	Version int64  `json:"version,omitempty"`
+	// Unkeyed is a SecureString's hash as cairn made it before seals were keyed, kept in
+	// memory only (never written): the plan compares it with a graph written then.
+	Unkeyed string `json:"-"`
 }
 
 // SecureString is the SSM type whose values cairn never stores.
 const SecureString = "SecureString"
 
-// NewSSMValue keeps what cairn may keep of parameter name: a SecureString's hash only.
-func NewSSMValue(name, typ, value string, version int64) SSMValue {
+// NewSSMValue keeps what cairn may keep of parameter name: a SecureString's seal under k
+// only.
+func NewSSMValue(k seal.Key, name, typ, value string, version int64) SSMValue {
 	if typ == SecureString {
-		return SSMValue{Type: typ, Hash: secretHash(name, value), Version: version}
+		v := SSMValue{Type: typ, Hash: secretHash(k, name, value), Version: version}
+		if k.Keyed() {
+			v.Unkeyed = secretHash(seal.Unkeyed, name, value)
+		}
+		return v
 	}
 	return SSMValue{Type: typ, Value: value, Version: version}
 }
@@ -49,18 +57,25 @@ func NewSSMValue(name, typ, value string, version int64) SSMValue {
 // secretHash identifies a SecureString value without revealing it: a changed value
 // changes the stack's input hash, and the deployer checks the value it unseals is the
 // one the run resolved.
-func secretHash(name, value string) string {
-	sum := sha256.Sum256([]byte("cairn ssm-secure\x00" + name + "\x00" + value))
-	return hex.EncodeToString(sum[:])
-}
+func secretHash(k seal.Key, name, value string) string { return k.Sum(secureDomain, name, value) }
 
 // sealedRE matches the sealed references that stand for secrets in stored parameter
 // values (see secret.go): {{cairn:ssm-secure:NAME@HASH}} for a SecureString ('@' is not
 // allowed in SSM names), {{cairn:bundle@HASH}} for a NoEcho value the bundle gives, and
 // {{cairn:noecho@HASH}} for a NoEcho value as a run stores it once resolved.
-var sealedRE = regexp.MustCompile(`\{\{cairn:(ssm-secure:([a-zA-Z0-9_.\-/:]+)|bundle|noecho)@([0-9a-f]{64})\}\}`)
+var sealedRE = regexp.MustCompile(`\{\{cairn:(ssm-secure:([a-zA-Z0-9_.\-/:]+)|output:([A-Za-z0-9_.~%+\-]+)\.([A-Za-z0-9]+)|bundle|noecho)@((?:` + seal.Marker + `)?[0-9a-f]{64})\}\}`)
 
-func seal(name, hash string) string { return "{{cairn:ssm-secure:" + name + "@" + hash + "}}" }
+// The groups of a sealedRE match.
+const (
+	sealKind     = 1 // ssm-secure:NAME, output:STACK.OUTPUT, bundle or noecho
+	sealSSMName  = 2
+	sealStack    = 3 // query-escaped config name
+	sealOutput   = 4
+	sealHash     = 5
+	outputDomain = "cairn output"
+)
+
+func sealedSecure(name, hash string) string { return "{{cairn:ssm-secure:" + name + "@" + hash + "}}" }
 
 // Sealed lists the SecureString parameters named by sealed references in params, sorted:
 // what the deployer reads from SSM to unseal them.
@@ -68,8 +83,8 @@ func Sealed(params map[string]string) []string {
 	var names []string
 	for _, v := range params {
 		for _, m := range sealedRE.FindAllStringSubmatch(v, -1) {
-			if m[2] != "" && !slices.Contains(names, m[2]) {
-				names = append(names, m[2])
+			if m[sealSSMName] != "" && !slices.Contains(names, m[sealSSMName]) {
+				names = append(names, m[sealSSMName])
 			}
 		}
 	}
@@ -80,12 +95,17 @@ func Sealed(params map[string]string) []string {
 // Plain is where the values of sealed references are read again, by the deployer, just
 // before they go to CloudFormation.
 type Plain struct {
+	// Key checks the seals (seals made before seals were keyed are checked as they were).
+	Key seal.Key
 	// SSM holds the SecureStrings fetched just now, by name.
 	SSM map[string]string
 	// Stack is the stack whose parameters are unsealed, and Bundle the NoEcho values its
 	// bundle gives (Stack.BundleSecrets of the downloaded bundle).
 	Stack  string
 	Bundle []string
+	// Outputs holds the secret outputs read again just now, by config name of their stack
+	// and output name (SealedOutputs lists those to read).
+	Outputs map[[2]string]string
 }
 
 // Unseal replaces the sealed references in params with the values plain holds. A value
@@ -97,20 +117,30 @@ func Unseal(params map[string]string, plain Plain) (map[string]string, error) {
 	for k, v := range params {
 		out[k] = sealedRE.ReplaceAllStringFunc(v, func(m string) string {
 			sm := sealedRE.FindStringSubmatch(m)
-			name, hash := sm[2], sm[3]
+			name, hash := sm[sealSSMName], sm[sealHash]
 			switch {
+			case sm[sealStack] != "":
+				stack, output := unescapeName(sm[sealStack]), sm[sealOutput]
+				p, ok := plain.Outputs[[2]string{stack, output}]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("parameter %s: output %s of stack %s is gone: push again", k, output, stack))
+				case !plain.Key.Verify(hash, outputDomain, stack, output, p):
+					errs = append(errs, fmt.Errorf("parameter %s: output %s of stack %s changed since the run resolved it: push again", k, output, stack))
+				}
+				return p
 			case name != "":
 				p, ok := plain.SSM[name]
 				switch {
 				case !ok:
 					errs = append(errs, fmt.Errorf("parameter %s: SecureString %s is gone from SSM: restore it or change the config, then push again", k, name))
-				case secretHash(name, p) != hash:
+				case !plain.Key.Verify(hash, secureDomain, name, p):
 					errs = append(errs, fmt.Errorf("parameter %s: SecureString %s changed since the run resolved it: push again to deploy the new value", k, name))
 				}
 				return p
-			case sm[1] == "bundle":
+			case sm[sealKind] == "bundle":
 				for _, p := range plain.Bundle {
-					if bundleHash(plain.Stack, p) == hash {
+					if plain.Key.Verify(hash, bundleDomain, plain.Stack, p) {
 						return p
 					}
 				}
@@ -324,7 +354,7 @@ func (e *evaluator) atDeploy(l Lookup) (result, error) {
 		}
 		switch p.Type {
 		case SecureString:
-			return result{s: seal(l.Name, p.Hash), secret: true, secrets: []string{l.Name}}, nil
+			return result{s: sealedSecure(l.Name, p.Hash), secret: true, secrets: []string{l.Name}}, nil
 		case "StringList":
 			return result{isList: true, list: strings.Split(p.Value, ",")}, nil
 		}
@@ -355,6 +385,10 @@ func (e *evaluator) atDeploy(l Lookup) (result, error) {
 		}
 		return result{}, fmt.Errorf("stack %s does not exist or has no output %s: it is not deployed by this config; deploy it first or fix the name", stackName, l.Output)
 	}
+	if HoldsSealed(v) {
+		// A secret output, sealed (SealOutput): it stays sealed in what consumes it.
+		return result{s: v, secret: true, secrets: []string{"output " + l.Stack + "::" + l.Output}}, nil
+	}
 	return result{s: v}, nil
 }
 
@@ -377,7 +411,15 @@ func ResolveTags(s *Stack, vals Values) (map[string]string, error) {
 	}
 	var errs []error
 	for _, k := range sortedNames(secrets) {
-		errs = append(errs, fmt.Errorf("stack %s: tag %s reads SecureString %s: tags are shown to anyone who can describe the stack, so cairn never puts a secret there: use a String parameter", s.Name, k, strings.Join(secrets[k], ", ")))
+		var what []string
+		for _, e := range secrets[k] {
+			if strings.HasPrefix(e, "output ") {
+				what = append(what, "secret "+e)
+			} else {
+				what = append(what, "SecureString "+e)
+			}
+		}
+		errs = append(errs, fmt.Errorf("stack %s: tag %s reads %s: tags are shown to anyone who can describe the stack, so cairn never puts a secret there: use a String parameter", s.Name, k, strings.Join(what, ", ")))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

@@ -1,10 +1,12 @@
 package config
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"maps"
+	"net/url"
 	"slices"
+	"strings"
+
+	"github.com/cairn-dev/cairn/internal/seal"
 )
 
 // What cairn stores of a secret is a hash. CloudFormation shows a NoEcho parameter as
@@ -22,17 +24,24 @@ import (
 // A changed secret changes its hash, so the stack's inputs change and it is updated. A
 // NoEcho value that reads deploy-time lookups keeps the lookups as written (their
 // arguments are names, not secrets).
+//
+// The hash is a MAC under the deployer's seal key (package seal), so a reader of the
+// bucket cannot test a guessed secret against it; seals made before the key (plain
+// sha256) are still recognised.
+
+// The domains of the seals: what a sealed value is.
+const (
+	bundleDomain = "cairn bundle"
+	noEchoDomain = "cairn noecho"
+	secureDomain = "cairn ssm-secure"
+)
 
 // bundleHash identifies a NoEcho value the bundle of stack gives.
-func bundleHash(stack, value string) string {
-	sum := sha256.Sum256([]byte("cairn bundle\x00" + stack + "\x00" + value))
-	return hex.EncodeToString(sum[:])
-}
+func bundleHash(k seal.Key, stack, value string) string { return k.Sum(bundleDomain, stack, value) }
 
 // noEchoHash identifies a resolved NoEcho value of stack's parameter.
-func noEchoHash(stack, param, value string) string {
-	sum := sha256.Sum256([]byte("cairn noecho\x00" + stack + "\x00" + param + "\x00" + value))
-	return hex.EncodeToString(sum[:])
+func noEchoHash(k seal.Key, stack, param, value string) string {
+	return k.Sum(noEchoDomain, stack, param, value)
 }
 
 // NoEcho lists the parameters of s's template that are NoEcho, sorted (none for a
@@ -76,11 +85,11 @@ func (s *Stack) BundleSecrets() []string {
 }
 
 // StoredParameters returns s's raw parameters as a run stores them: a NoEcho value the
-// bundle alone gives is sealed ({{cairn:bundle@HASH}}), the others are as written.
-func (s *Stack) StoredParameters() map[string]string {
+// bundle alone gives is sealed with k ({{cairn:bundle@HASH}}), the others are as written.
+func (s *Stack) StoredParameters(k seal.Key) map[string]string {
 	out := maps.Clone(s.Parameters)
 	for name, v := range s.bundleSecrets() {
-		out[name] = "{{cairn:bundle@" + bundleHash(s.Name, v) + "}}"
+		out[name] = "{{cairn:bundle@" + bundleHash(k, s.Name, v) + "}}"
 	}
 	return out
 }
@@ -104,10 +113,56 @@ func HoldsSealed(v string) bool { return sealedRE.MatchString(v) }
 
 // SealNoEcho returns a resolved value of stack's NoEcho parameter param as a run stores
 // it: a value that is a sealed reference already stays one, any other is replaced by its
-// hash ({{cairn:noecho@HASH}}).
-func SealNoEcho(stack, param, value string) string {
+// seal under k ({{cairn:noecho@HASH}}).
+func SealNoEcho(k seal.Key, stack, param, value string) string {
 	if loc := sealedRE.FindStringIndex(value); loc != nil && loc[0] == 0 && loc[1] == len(value) {
 		return value
 	}
-	return "{{cairn:noecho@" + noEchoHash(stack, param, value) + "}}"
+	return "{{cairn:noecho@" + noEchoHash(k, stack, param, value) + "}}"
+}
+
+// HoldsUnkeyedSeal reports whether a stored value holds a seal made without a key (by a
+// cairn older than keyed seals).
+func HoldsUnkeyedSeal(v string) bool {
+	for _, m := range sealedRE.FindAllStringSubmatch(v, -1) {
+		if !seal.IsKeyed(m[sealHash]) {
+			return true
+		}
+	}
+	return false
+}
+
+// SealOutput returns output of stack (a config name) as a run stores it when it is secret
+// (an output of a NoEcho parameter, say): {{cairn:output:STACK.OUTPUT@HASH}}, HASH its
+// seal under k. A stack consuming it gets the reference; the deployer reads the output
+// again from CloudFormation just before the CreateChangeSet that needs its value, and
+// checks it against the seal (Unseal).
+func SealOutput(k seal.Key, stack, output, value string) string {
+	if loc := sealedRE.FindStringIndex(value); loc != nil && loc[0] == 0 && loc[1] == len(value) {
+		return value
+	}
+	return "{{cairn:output:" + url.QueryEscape(stack) + "." + output + "@" + k.Sum(outputDomain, stack, output, value) + "}}"
+}
+
+// SealedOutputs lists the outputs (config name of the stack, output) sealed references
+// in params stand for: what the deployer reads again to unseal them.
+func SealedOutputs(params map[string]string) [][2]string {
+	var out [][2]string
+	for _, v := range params {
+		for _, m := range sealedRE.FindAllStringSubmatch(v, -1) {
+			if ref := [2]string{unescapeName(m[sealStack]), m[sealOutput]}; m[sealStack] != "" && !slices.Contains(out, ref) {
+				out = append(out, ref)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]string) int { return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1]) })
+	return out
+}
+
+func unescapeName(s string) string {
+	n, err := url.QueryUnescape(s)
+	if err != nil {
+		return s
+	}
+	return n
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/internal/seal"
 )
 
 // TestNoEchoSealing: a NoEcho value the bundle gives (written out, or read by ${var}) is
@@ -43,7 +45,7 @@ stacks:
 	if got := s.NoEcho(); !slices.Equal(got, []string{"FromOutput", "FromVar", "Literal"}) {
 		t.Errorf("NoEcho %v", got)
 	}
-	stored := s.StoredParameters()
+	stored := s.StoredParameters(seal.Unkeyed)
 	for _, k := range []string{"Literal", "FromVar"} {
 		if !strings.HasPrefix(stored[k], "{{cairn:bundle@") {
 			t.Errorf("stored %s = %q, want a sealed reference", k, stored[k])
@@ -73,11 +75,11 @@ stacks:
 		t.Error("a bundle value of stack app unsealed as stack src's")
 	}
 
-	sealed := SealNoEcho("app", "FromOutput", "arn:out")
-	if !strings.HasPrefix(sealed, "{{cairn:noecho@") || strings.Contains(sealed, "arn:out") || SealNoEcho("app", "FromOutput", "arn:out2") == sealed {
+	sealed := SealNoEcho(seal.Unkeyed, "app", "FromOutput", "arn:out")
+	if !strings.HasPrefix(sealed, "{{cairn:noecho@") || strings.Contains(sealed, "arn:out") || SealNoEcho(seal.Unkeyed, "app", "FromOutput", "arn:out2") == sealed {
 		t.Errorf("SealNoEcho = %q", sealed)
 	}
-	if got := SealNoEcho("app", "Literal", stored["Literal"]); got != stored["Literal"] {
+	if got := SealNoEcho(seal.Unkeyed, "app", "Literal", stored["Literal"]); got != stored["Literal"] {
 		t.Errorf("a sealed reference sealed again: %q", got)
 	}
 	if _, err := Unseal(map[string]string{"FromOutput": sealed}, Plain{Stack: "app"}); err == nil {

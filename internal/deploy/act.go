@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // act performs the actions Advance decided, changeset.Parallel stacks at a time (a
@@ -92,7 +93,7 @@ func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a r
 			stack, err = bundleStack(doc, loaded, a)
 		}
 		if err == nil {
-			plain, secret, err = st.unseal(ctx, a.Parameters, stack)
+			plain, secret, err = st.unseal(ctx, a.Parameters, stack, producers(next, loaded, cs))
 		}
 		if err == nil {
 			in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
@@ -196,4 +197,31 @@ func executeInputs(lb *Loaded, r *run.Run, a run.Action) (*changeset.Inputs, err
 	rs := r.Stacks[a.Stack]
 	return &changeset.Inputs{StackPolicy: string(cs.Options.StackPolicy),
 		DisableRollback: cs.Options.DisableRollback && rs != nil && rs.ChangeSetType == "CREATE"}, nil
+}
+
+// producers reads secret outputs again, from the stacks of run r (or of the bundle's
+// config, for stacks outside the run) that made them, for unsealing.
+func producers(r *run.Run, lb *Loaded, cs *changeset.Client) outputReader {
+	return func(ctx context.Context, refs [][2]string) (map[[2]string]string, error) {
+		out := map[[2]string]string{}
+		for _, ref := range refs {
+			var spec target.Spec
+			var stackName string
+			if s := r.Stacks[ref[0]]; s != nil {
+				spec, stackName = s.Target, s.StackName
+			} else if c := lb.Config.Stack(ref[0]); c != nil {
+				spec, stackName = c.Target, c.StackName
+			} else {
+				continue
+			}
+			live, err := cs.Stacks(ctx, spec, []string{stackName})
+			if err != nil {
+				return nil, fmt.Errorf("read output %s of stack %s again: %w", ref[1], stackName, err)
+			}
+			if v, ok := live[stackName].Outputs[ref[1]]; ok {
+				out[ref] = v
+			}
+		}
+		return out, nil
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -25,7 +27,7 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 		s.log.Info("deploy: ignoring an object that is not an approval", "key", u.Key, "want", bucket.ApprovalKey("NAME", "PLAN_ID"))
 		return nil
 	}
-	if err := bucket.CheckDeployment(deployment); err != nil {
+	if err := errors.Join(bucket.CheckDeployment(deployment), bucket.CheckPlanID(planID)); err != nil {
 		s.log.Error("deploy: approval refused; nothing is recorded or changed", "key", u.Key, "err", err)
 		return nil
 	}
@@ -75,8 +77,24 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 			s.release(ctx, lock, log)
 			return err
 		}
+		key, err := s.key(ctx)
+		if err != nil {
+			s.release(ctx, lock, log)
+			return err
+		}
+		o.Live = plan.SealLive(p.Run, o.Live, key) // as the run stores them
 		live = o.Live
-		reasons = append(reasons, p.StaleReasons(*o)...)
+		reasons = append(reasons, p.SealedWithoutKey(key)...)
+		bad := p.Integrity(deployment, planID, s.cfg.Bucket, *o)
+		if !p.Signed(key) {
+			bad = append([]string{fmt.Sprintf("plan %s of deployment %s: its seal is not the deployer's of the document as it is now: the document was edited since the plan run wrote it (or written by a cairn before plans were sealed); nothing was executed: re-plan", planID, deployment)}, bad...)
+		}
+		if len(bad) > 0 {
+			log.Error("deploy: the plan document fails its integrity checks; nothing is executed", "reasons", strings.Join(bad, "; "))
+			reasons = append(reasons, bad...)
+		} else {
+			reasons = append(reasons, p.StaleReasons(*o)...)
+		}
 	}
 	if retirable(p) && now.Sub(p.CreatedAt) > s.cfg.PlanTTL {
 		// Its change sets, and stacks that exist only for it, go now.
@@ -116,7 +134,7 @@ func (s starter) observe(ctx context.Context, p *plan.Document, lock *state.Lock
 	case err != nil:
 		return nil, err
 	default:
-		o.Generation, o.GraphRunID = g.Generation, g.RunID
+		o.Generation, o.GraphRunID, o.Graph = g.Generation, g.RunID, g
 	}
 	if p.Versioned() {
 		if o.LatestVersion, err = s.latestVersion(ctx, p.Bundle.Bucket, p.Bundle.Key); err != nil {
@@ -126,8 +144,14 @@ func (s starter) observe(ctx context.Context, p *plan.Document, lock *state.Lock
 	if o.Live, err = liveOf(ctx, s.base, cs, p.Run); err != nil {
 		return nil, err
 	}
+	describe := p.ChangeSetsToDescribe()
 	for _, id := range p.ChangeSetsToCheck(o.Live) {
-		if o.ChangeSets[id], err = cs.Describe(ctx, p.ChangeSetTarget(id), id); err != nil {
+		if _, ok := describe[id]; !ok {
+			describe[id] = p.ChangeSetTarget(id)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(describe)) {
+		if o.ChangeSets[id], err = cs.Describe(ctx, describe[id], id); err != nil {
 			return nil, err
 		}
 	}

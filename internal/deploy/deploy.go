@@ -41,6 +41,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -95,6 +96,16 @@ type Config struct {
 	// every namespace). A bundle or plan naming another namespace, or a stack named
 	// outside them, is refused before any CloudFormation call.
 	Namespaces config.Namespaces
+	// SSMPaths are the Parameter Store paths each namespace's ${ssm} lookups may read
+	// (CAIRN_SSM_PATHS; nil: every name, the role's policy decides alone). A bundle
+	// reading outside its namespace's is refused before any AWS call.
+	SSMPaths config.SSMPaths
+	// SealKeyID is the KMS HMAC key (CAIRN_SEAL_KEY_ID, made by cairn's stack and usable
+	// by the deployer's role only) the seals of secrets are keyed with (package seal).
+	// Empty: secrets are sealed without a key, as by cairn before keyed seals, so anyone
+	// who reads the bucket can confirm a guess of one; the deployer Lambda refuses to
+	// start so (ConfigFromEnv), and every run says so in a warning.
+	SealKeyID string
 	// ServiceRole is the CloudFormation service role (cairn:cfnServiceRole) of stacks in
 	// cairn's own account that name none (service_role) themselves; "" none.
 	ServiceRole string
@@ -131,6 +142,8 @@ type Clients struct {
 	SSM SSMAPI
 	// Reach reaches the stacks of other accounts and regions (nil: stacks at home only).
 	Reach *reach.Reacher
+	// KMS derives the seal key (required with Config.SealKeyID).
+	KMS seal.MACAPI
 }
 
 // base is what every part of the driver shares.
@@ -144,6 +157,10 @@ type base struct {
 	store *state.Store
 	clk   clock.Clock
 	log   *slog.Logger
+
+	kms     seal.MACAPI
+	sealMu  sync.Mutex
+	sealKey seal.Key // derived once per process (key)
 
 	budgets *sync.Map // run id @ account/region → *rate.Limiter: a run's budget there spans the steps a warm process makes
 	reach   *reach.Reacher
@@ -197,10 +214,13 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.SealKeyID != "" && c.KMS == nil {
+		return nil, errors.New("deploy: a seal key is configured (CAIRN_SEAL_KEY_ID) but no KMS client")
+	}
 	if c.Reach != nil && c.Reach.Clock == nil {
 		c.Reach.Clock = cfg.Clock
 	}
-	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, clk: cfg.Clock, log: cfg.Logger, budgets: &sync.Map{},
+	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger, budgets: &sync.Map{},
 		reach: c.Reach, clients: &sync.Map{},
 		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
@@ -272,7 +292,7 @@ func (u Upload) RunID() string {
 
 // loadOptions are how the deployer loads the config of deployment's bundles.
 func (b *base) loadOptions(deployment string) config.LoadOptions {
-	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces}
+	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces, SSMPaths: b.cfg.SSMPaths, Bucket: b.cfg.Bucket}
 }
 
 func (b *base) runLogger(deployment, runID string) *slog.Logger {
@@ -288,6 +308,29 @@ func (b *base) changesets(runID string, log *slog.Logger) *changeset.Client {
 			return b.assets(ctx, runID, t)
 		}, Clock: b.clk, Logger: log}
 }
+
+// key is the seal key (package seal), derived from the KMS key SealKeyID on first use
+// and then held for the life of the process; seal.Unkeyed without SealKeyID. An error is
+// KMS's, naming the key.
+func (b *base) key(ctx context.Context) (seal.Key, error) {
+	if b.cfg.SealKeyID == "" {
+		return seal.Unkeyed, nil
+	}
+	b.sealMu.Lock()
+	defer b.sealMu.Unlock()
+	if b.sealKey.Keyed() {
+		return b.sealKey, nil
+	}
+	k, err := seal.FromKMS(ctx, b.kms, b.cfg.SealKeyID)
+	if err != nil {
+		return seal.Unkeyed, err
+	}
+	b.sealKey = k
+	return k, nil
+}
+
+// unkeyedWarning is the warning of every run of a deployer without a seal key.
+const unkeyedWarning = "secrets are sealed without a key (CAIRN_SEAL_KEY_ID is not set): anyone who can read cairn's bucket can test a guessed NoEcho value or SecureString against its seal; deploy cairn's stack again to get the seal key"
 
 // budget is run runID's API budget in the account and region at (relative to home):
 // CloudFormation throttles each account and region on its own.

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -25,6 +27,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/kmslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/deploy"
@@ -52,6 +55,14 @@ type world struct {
 	queue string
 	topic string
 	logs  *syncBuffer
+	// sealKeyID is the deployer's seal key (CAIRN_SEAL_KEY_ID).
+	sealKeyID string
+	// deployer is the deployer function's driver; install replaces it (a new release
+	// deployed), upgrade installs one with the seal key (a world made Unkeyed: cairn
+	// upgraded from before keyed seals).
+	deployer atomic.Pointer[deploy.Driver]
+	install  func(deploy.Config)
+	upgrade  func()
 }
 
 type worldOptions struct {
@@ -67,6 +78,8 @@ type worldOptions struct {
 	PlanTTL time.Duration
 	// Namespaces is the deployer's CAIRN_NAMESPACES (default: every namespace).
 	Namespaces string
+	// SSMPaths is the deployer's CAIRN_SSM_PATHS (default: every name).
+	SSMPaths string
 	// Heartbeat is the deployer's heartbeat (default deploy.DefaultHeartbeat).
 	Heartbeat time.Duration
 	// FastRetries makes the SDK's retries back off a millisecond (of wall time), for runs
@@ -81,6 +94,9 @@ type worldOptions struct {
 	// Speed is how much virtual time passes per millisecond of wall time (default 500ms);
 	// a millisecond runs the world on the wall clock's pace.
 	Speed time.Duration
+	// Unkeyed runs a deployer without a seal key, which seals as cairn did before keyed
+	// seals (see world.upgrade).
+	Unkeyed bool
 	// Calls, when set, counts the deployer's own AWS calls.
 	Calls *callCounter
 }
@@ -244,6 +260,10 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ssmPaths, err := config.ParseSSMPaths(o.SSMPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
 	deployerCfg := cfg.Copy()
 	if o.DenySSM != "" {
 		deployerCfg.APIOptions = append(deployerCfg.APIOptions, denySSM(o.DenySSM))
@@ -251,18 +271,40 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	if o.Calls != nil {
 		deployerCfg.APIOptions = append(deployerCfg.APIOptions, o.Calls.middleware)
 	}
-	d, err := deploy.NewFromAWS(deployerCfg, deploy.Config{
-		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
-		Namespaces: allowed, Heartbeat: o.Heartbeat,
-	})
+	// The seal key, as cairn's stack makes it: an HMAC key of the emulator's KMS.
+	sealKey, err := em.KMS().Create(kmslocal.CreateInput{KeySpec: "HMAC_256", KeyUsage: "GENERATE_VERIFY_MAC"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	w.sealKeyID = sealKey.ARN
+	dcfg := deploy.Config{
+		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
+		Namespaces: allowed, Heartbeat: o.Heartbeat, SSMPaths: ssmPaths, SealKeyID: sealKey.ARN,
+	}
+	if o.Unkeyed {
+		dcfg.SealKeyID = ""
+	}
+	w.install = func(c deploy.Config) {
+		d, err := deploy.NewFromAWS(deployerCfg, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.deployer.Store(d)
+	}
+	w.install(dcfg)
+	w.upgrade = func() {
+		c := dcfg
+		c.SealKeyID = sealKey.ARN
+		w.install(c)
 	}
 	timeout := o.LambdaTimeout
 	if timeout == 0 {
 		timeout = time.Minute
 	}
-	if err := em.RegisterFunction("deployer", d.Handle, awslocal.WithTimeout(timeout)); err != nil {
+	handle := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		return w.deployer.Load().Handle(ctx, ev)
+	}
+	if err := em.RegisterFunction("deployer", handle, awslocal.WithTimeout(timeout)); err != nil {
 		t.Fatal(err)
 	}
 	if err := em.AddEventSourceMapping(queueName, "deployer", awslocal.ESMOptions{BatchSize: 10, ReportBatchItemFailures: true}); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -29,20 +30,26 @@ const StackStatusChange = "CloudFormation Stack Status Change"
 
 // ConfigFromEnv reads the deployer's configuration: CAIRN_BUCKET, CAIRN_DEPLOY_QUEUE_URL,
 // CAIRN_NOTIFICATIONS_TOPIC, CAIRN_CFN_ROLE_ARN (optional), CAIRN_HEARTBEAT_SECONDS (default
-// 15) and CAIRN_NAMESPACES (the CDK context cairn:namespaces, comma-separated; unset or
-// empty allows every namespace, as `cairn local up` does by default).
+// 15), CAIRN_NAMESPACES (the CDK context cairn:namespaces, comma-separated; unset or
+// empty allows every namespace, as `cairn local up` does by default) and CAIRN_SSM_PATHS
+// (the Parameter Store paths of each namespace, as JSON; unset: every name); and
+// CAIRN_SEAL_KEY_ID, the KMS HMAC key secrets are sealed with, which it requires.
 func ConfigFromEnv() (Config, error) {
 	c := Config{
 		Bucket:      os.Getenv("CAIRN_BUCKET"),
 		QueueURL:    os.Getenv("CAIRN_DEPLOY_QUEUE_URL"),
 		Topic:       os.Getenv("CAIRN_NOTIFICATIONS_TOPIC"),
 		ServiceRole: os.Getenv("CAIRN_CFN_ROLE_ARN"),
+		SealKeyID:   os.Getenv("CAIRN_SEAL_KEY_ID"),
 	}
 	ns, err := config.ParseNamespaces(os.Getenv("CAIRN_NAMESPACES"))
 	if err != nil {
 		return c, fmt.Errorf("CAIRN_NAMESPACES: %w", err)
 	}
 	c.Namespaces = ns
+	if c.SSMPaths, err = config.ParseSSMPaths(os.Getenv("CAIRN_SSM_PATHS")); err != nil {
+		return c, fmt.Errorf("CAIRN_SSM_PATHS: %w", err)
+	}
 	if v := os.Getenv("CAIRN_HEARTBEAT_SECONDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 900 {
@@ -56,6 +63,10 @@ func ConfigFromEnv() (Config, error) {
 	}
 	if c.QueueURL == "" {
 		missing = append(missing, "CAIRN_DEPLOY_QUEUE_URL")
+	}
+	if c.SealKeyID == "" {
+		// Without it, the seals of secrets in the bucket would confirm guesses.
+		missing = append(missing, "CAIRN_SEAL_KEY_ID (the KMS HMAC key cairn's stack makes)")
 	}
 	if len(missing) > 0 {
 		return c, fmt.Errorf("deployer misconfigured: set %s", strings.Join(missing, " and "))
@@ -74,6 +85,7 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 		SQS:   sqs.NewFromConfig(awsCfg),
 		SNS:   sns.NewFromConfig(awsCfg),
 		SSM:   ssm.NewFromConfig(awsCfg),
+		KMS:   kms.NewFromConfig(awsCfg),
 		Reach: reach.New(awsCfg, c.Clock),
 	})
 }

@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -100,16 +101,20 @@ func TestConfigFromEnv(t *testing.T) {
 		wantErr string
 		want    deploy.Config
 	}{
-		{name: "complete", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "https://q", "CAIRN_NOTIFICATIONS_TOPIC": "arn:t", "CAIRN_HEARTBEAT_SECONDS": "5"},
-			want: deploy.Config{Bucket: "b", QueueURL: "https://q", Topic: "arn:t", Heartbeat: 5 * time.Second}},
-		{name: "missing", env: map[string]string{}, wantErr: "deployer misconfigured: set CAIRN_BUCKET and CAIRN_DEPLOY_QUEUE_URL"},
-		{name: "bad heartbeat", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_HEARTBEAT_SECONDS": "901"}, wantErr: `CAIRN_HEARTBEAT_SECONDS="901"`},
-		{name: "namespaces", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_NAMESPACES": "shop,web"},
-			want: deploy.Config{Bucket: "b", QueueURL: "q", Namespaces: config.Namespaces{"shop", "web"}}},
-		{name: "bad namespaces", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_NAMESPACES": "shop,a/b"}, wantErr: `CAIRN_NAMESPACES: namespace "a/b"`},
+		{name: "complete", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "https://q", "CAIRN_NOTIFICATIONS_TOPIC": "arn:t", "CAIRN_HEARTBEAT_SECONDS": "5", "CAIRN_SEAL_KEY_ID": "k"},
+			want: deploy.Config{Bucket: "b", QueueURL: "https://q", Topic: "arn:t", Heartbeat: 5 * time.Second, SealKeyID: "k"}},
+		{name: "missing", env: map[string]string{}, wantErr: "deployer misconfigured: set CAIRN_BUCKET and CAIRN_DEPLOY_QUEUE_URL and CAIRN_SEAL_KEY_ID (the KMS HMAC key cairn's stack makes)"},
+		{name: "no seal key", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q"}, wantErr: "deployer misconfigured: set CAIRN_SEAL_KEY_ID"},
+		{name: "bad heartbeat", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_HEARTBEAT_SECONDS": "901", "CAIRN_SEAL_KEY_ID": "k"}, wantErr: `CAIRN_HEARTBEAT_SECONDS="901"`},
+		{name: "namespaces", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_NAMESPACES": "shop,web", "CAIRN_SEAL_KEY_ID": "k"},
+			want: deploy.Config{Bucket: "b", QueueURL: "q", Namespaces: config.Namespaces{"shop", "web"}, SealKeyID: "k"}},
+		{name: "bad namespaces", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_NAMESPACES": "shop,a/b", "CAIRN_SEAL_KEY_ID": "k"}, wantErr: `CAIRN_NAMESPACES: namespace "a/b"`},
+		{name: "ssm paths", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_SSM_PATHS": `{"shop": ["/shop/*"]}`, "CAIRN_SEAL_KEY_ID": "k"},
+			want: deploy.Config{Bucket: "b", QueueURL: "q", SSMPaths: config.SSMPaths{"shop": {"/shop/*"}}, SealKeyID: "k"}},
+		{name: "bad ssm paths", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_SSM_PATHS": `{"shop": ["/*"]}`, "CAIRN_SEAL_KEY_ID": "k"}, wantErr: `CAIRN_SSM_PATHS: namespace shop: "/*" is not a parameter name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, k := range []string{"CAIRN_BUCKET", "CAIRN_DEPLOY_QUEUE_URL", "CAIRN_NOTIFICATIONS_TOPIC", "CAIRN_HEARTBEAT_SECONDS", "CAIRN_NAMESPACES"} {
+			for _, k := range []string{"CAIRN_BUCKET", "CAIRN_DEPLOY_QUEUE_URL", "CAIRN_NOTIFICATIONS_TOPIC", "CAIRN_HEARTBEAT_SECONDS", "CAIRN_NAMESPACES", "CAIRN_SSM_PATHS", "CAIRN_SEAL_KEY_ID"} {
 				t.Setenv(k, tc.env[k])
 				if _, ok := tc.env[k]; !ok {
 					os.Unsetenv(k)
@@ -123,7 +128,7 @@ func TestConfigFromEnv(t *testing.T) {
 				return
 			}
 			if err != nil || got.Bucket != tc.want.Bucket || got.QueueURL != tc.want.QueueURL || got.Topic != tc.want.Topic || got.Heartbeat != tc.want.Heartbeat ||
-				!slices.Equal(got.Namespaces, tc.want.Namespaces) {
+				!slices.Equal(got.Namespaces, tc.want.Namespaces) || got.SealKeyID != tc.want.SealKeyID || !maps.EqualFunc(got.SSMPaths, tc.want.SSMPaths, slices.Equal) {
 				t.Errorf("config %+v, %v", got, err)
 			}
 		})

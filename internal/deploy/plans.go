@@ -39,7 +39,12 @@ func (ps plans) read(ctx context.Context, deployment, id string) (*plan.Document
 
 // write writes a plan document: created when etag is "", else only over etag.
 func (ps plans) write(ctx context.Context, p *plan.Document, etag string) (string, error) {
-	etag, err := bucket.WriteJSON(ctx, ps.s3, ps.cfg.Bucket, bucket.PlanKey(p.Deployment, p.ID), p, bucket.Write{Create: etag == "", IfMatch: etag})
+	key, err := ps.key(ctx)
+	if err != nil {
+		return "", err
+	}
+	p.Sign(key)
+	etag, err = bucket.WriteJSON(ctx, ps.s3, ps.cfg.Bucket, bucket.PlanKey(p.Deployment, p.ID), p, bucket.Write{Create: etag == "", IfMatch: etag})
 	if errors.Is(err, bucket.ErrConflict) {
 		return "", fmt.Errorf("plan %s: %w: %w", p.ID, errRaceLost, err)
 	}

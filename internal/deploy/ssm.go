@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 )
 
 // SSMAPI reads the SSM parameters of ${ssm} lookups.
@@ -78,25 +79,30 @@ func ssmRefused(names []string, err error) error {
 	return refusedError{msg: msg, err: err}
 }
 
-// ssmValues reads names and keeps what cairn may keep of them: a SecureString's hash only.
-func (b *base) ssmValues(ctx context.Context, names []string) (map[string]config.SSMValue, error) {
+// ssmValues reads names and keeps what cairn may keep of them: a SecureString's seal
+// under k only.
+func (b *base) ssmValues(ctx context.Context, k seal.Key, names []string) (map[string]config.SSMValue, error) {
 	read, err := b.readSSM(ctx, names)
 	if err != nil || len(read) == 0 {
 		return nil, err
 	}
 	out := make(map[string]config.SSMValue, len(read))
 	for name, p := range read {
-		out[name] = config.NewSSMValue(name, p.Type, p.Value, p.Version)
+		out[name] = config.NewSSMValue(k, name, p.Type, p.Value, p.Version)
 	}
 	return out, nil
 }
 
+// outputReader reads the outputs refs name (config name of the stack, output) again from
+// CloudFormation, for unsealing; one not there is absent.
+type outputReader func(ctx context.Context, refs [][2]string) (map[[2]string]string, error)
+
 // unseal reads the secrets params refer to (config.Unseal: SecureStrings from SSM, NoEcho
-// values from cs, the stack of the bundle the run deploys) and returns params with their
+// values from cs, the stack of the bundle the run deploys, secret outputs through outputs) and returns params with their
 // values, for the CreateChangeSet call only, and the names of the parameters holding one.
 // An error is permanent when the source answered: the value is gone or changed since the
 // run resolved it.
-func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.Stack) (map[string]string, []string, error) {
+func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.Stack, outputs outputReader) (map[string]string, []string, error) {
 	var secret []string
 	for k, v := range params {
 		if config.HoldsSealed(v) {
@@ -106,7 +112,11 @@ func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.
 	if len(secret) == 0 {
 		return params, nil, nil
 	}
-	plain := config.Plain{Stack: cs.Name, Bundle: cs.BundleSecrets(), SSM: map[string]string{}}
+	k, err := b.key(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	plain := config.Plain{Key: k, Stack: cs.Name, Bundle: cs.BundleSecrets(), SSM: map[string]string{}}
 	if names := config.Sealed(params); len(names) > 0 {
 		read, err := b.readSSM(ctx, names)
 		if err != nil && awsclient.Permanent(err) {
@@ -119,6 +129,11 @@ func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.
 			if p.Type == config.SecureString {
 				plain.SSM[name] = p.Value
 			}
+		}
+	}
+	if refs := config.SealedOutputs(params); len(refs) > 0 {
+		if plain.Outputs, err = outputs(ctx, refs); err != nil {
+			return nil, nil, err
 		}
 	}
 	out, err := config.Unseal(params, plain)

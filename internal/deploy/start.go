@@ -238,8 +238,19 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if err != nil {
 		return false, err
 	}
+	key, err := s.key(ctx)
+	if err != nil {
+		if !awsclient.Permanent(err) {
+			return false, err
+		}
+		doc.Errors = []string{err.Error()}
+		return true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
+	}
+	if !key.Keyed() {
+		doc.Warnings = append(doc.Warnings, unkeyedWarning)
+	}
 	if !doc.Destroy {
-		if doc.SSM, err = s.ssmValues(ctx, cfg.SSMNames()); err != nil {
+		if doc.SSM, err = s.ssmValues(ctx, key, cfg.SSMNames()); err != nil {
 			if !awsclient.Permanent(err) {
 				return false, err
 			}
@@ -251,7 +262,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	res, err := plan.Make(plan.Input{
 		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
 		Importers: imports, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
-		Home: home, Unreachable: unreachable, Undeletable: undeletable, Namespaces: s.cfg.Namespaces,
+		Home: home, Unreachable: unreachable, Undeletable: undeletable, Namespaces: s.cfg.Namespaces, Key: key,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}

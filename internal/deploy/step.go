@@ -231,9 +231,13 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 			doc.Statuses[o.Stack] = "DELETE_COMPLETE"
 		}
 	}
+	key, err := st.key(ctx)
+	if err != nil {
+		return err // the trigger comes again
+	}
 	opts := st.cfg.Run
 	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
-	opts.Seal = plan.Seal
+	opts.Seal, opts.SealOutputs = plan.Seal(key), plan.SealOutputs(key)
 	opts.Heartbeat = st.cfg.Heartbeat
 	prev := doc.Run
 	now := st.clk.Now().UTC()

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 
+	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -79,8 +80,8 @@ func TestRollbackTriggerRollsTheUpdateBack(t *testing.T) {
 	if got := w.parameterValue(doc, "app"); got != "one" {
 		t.Errorf("the app's setting is %q after the rollback, want one", got)
 	}
-	if report := w.object("runs/shop/" + doc.Run.ID + ".md"); !strings.Contains(report, why) {
-		t.Errorf("the run report does not give the reason %q:\n%s", why, report)
+	if md := w.object("runs/shop/" + doc.Run.ID + ".md"); !strings.Contains(md, report.Text(why)) {
+		t.Errorf("the run report does not give the reason %q:\n%s", why, md)
 	}
 
 	setAlarm(cwtypes.StateValueOk)

@@ -132,8 +132,11 @@ func Compare(deployment, path string, local, applied *config.Config, g *state.Gr
 			}
 		}
 		d.Params = params(old, s, stacks)
-		if len(d.Params) == 0 && gs.ParametersHash != "" {
-			if resolved, ok := resolve(s, stacks); ok && run.HashParameters(resolved) != gs.ParametersHash {
+		if len(d.Params) == 0 && gs.ParametersHash != "" && len(s.NoEcho()) == 0 {
+			// The graph's hash is of the parameters as the deployer stored them, secrets
+			// sealed under its key, which the CLI does not have: a stack with NoEcho
+			// parameters is compared by the text of its parameters only (above).
+			if resolved, ok := resolve(s, stacks); ok && !holdsSealed(resolved) && run.HashParameters(resolved) != gs.ParametersHash {
 				d.ParamsNote = "the parameters resolve to other values than applied: an output they read changed since"
 			}
 		}
@@ -381,4 +384,15 @@ func (rd *Reader) Diff(ctx context.Context, deployment, path string, local *conf
 	r := Compare(deployment, path, local, appliedConfig, g, rd.Home)
 	r.Note = note
 	return r, nil
+}
+
+// holdsSealed reports whether resolved parameters hold a sealed value (a secret output
+// the graph records sealed): their hash cannot be compared offline.
+func holdsSealed(params map[string]string) bool {
+	for _, v := range params {
+		if config.HoldsSealed(v) {
+			return true
+		}
+	}
+	return false
 }

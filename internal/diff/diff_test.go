@@ -73,6 +73,11 @@ func TestCompare(t *testing.T) {
 	appliedFiles := shop("10.0.0.0/16", "hunter2", "")
 	applied := load(t, appliedFiles)
 	g := graphOf(t, applied, "vpc-0123")
+	// A stack without secrets, whose parameters' hash the CLI can compute as the deployer.
+	readerFiles := map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - name: network\n    template_path: network.yaml\n    parameters: {Cidr: 10.0.0.0/16}\n" +
+		"  - name: app\n    template_path: reader.yaml\n    parameters:\n      VpcId: ${output network::VpcId}\n",
+		"network.yaml": network, "reader.yaml": "Parameters:\n  VpcId:\n    Type: String\nResources:\n  Topic:\n    Type: AWS::SNS::Topic\n"}
+	reader := load(t, readerFiles)
 	changedTemplate := shop("10.0.0.0/16", "hunter2", "")
 	changedTemplate["network.yaml"] = strings.Replace(network, "Resources:", "Resources:\n  Gateway:\n    Type: AWS::EC2::InternetGateway", 1)
 	tests := []struct {
@@ -99,7 +104,7 @@ func TestCompare(t *testing.T) {
 				"stack app (shop-app): applied, no longer in the bundle: the next run deletes it", "0 changed, 1 new, 1 removed, 1 unchanged"}},
 		{name: "a disabled stack is not removed", local: shop("10.0.0.0/16", "hunter2", "    enabled: false\n"), applied: applied, graph: g,
 			want: []string{"0 changed, 0 new, 0 removed, 1 unchanged"}},
-		{name: "an output it reads changed", local: appliedFiles, applied: applied, graph: graphOf(t, applied, "vpc-0123"), changed: true,
+		{name: "an output it reads changed", local: readerFiles, applied: reader, graph: graphOf(t, reader, "vpc-0123"), changed: true,
 			want: []string{"stack app (shop-app): changed", "  the parameters resolve to other values than applied: an output they read changed since"}},
 		{name: "the applied text is unreadable", local: changedTemplate, applied: nil, graph: g, changed: true,
 			want: []string{"stack network (shop-network): changed", "  the template changed (sha256 "}},
@@ -121,6 +126,20 @@ func TestCompare(t *testing.T) {
 			"0 changed, 0 new, 0 removed, 1 unchanged, 1 moved"}})
 	// The graph of "an output it reads changed" has app resolved against another VpcId.
 	tests[5].graph.Stacks["network"].Outputs["VpcId"] = "vpc-4567"
+	// A stack with NoEcho parameters: the graph's hash is of its parameters sealed under
+	// the deployer's key, which the CLI does not have, so it compares their text only.
+	sealed := graphOf(t, applied, "vpc-0123")
+	sealed.Stacks["network"].Outputs["VpcId"] = "vpc-4567"
+	tests = append(tests, struct {
+		name    string
+		local   map[string]string
+		applied *config.Config
+		graph   *state.Graph
+		changed bool
+		want    []string
+		absent  []string
+	}{name: "a stack with secrets is compared by its text", local: appliedFiles, applied: applied, graph: sealed,
+		want: []string{"0 changed, 0 new, 0 removed, 2 unchanged"}, absent: []string{"resolve to other values"}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Compare("shop", "PATH", load(t, tt.local), tt.applied, tt.graph, target.Target{Account: "000000000000", Region: "us-east-1"})

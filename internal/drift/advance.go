@@ -22,6 +22,11 @@ type Detection struct {
 	// Throttled that they were only for now (the next pass looks again).
 	StatusErr, ResourcesErr string
 	Throttled               bool
+	// Secrets are where the stack's template, read from CloudFormation, holds secrets (see
+	// Stack.Secrets), for a stack whose applied template is not known; SecretsRead says
+	// they were read.
+	Secrets     map[string][]string
+	SecretsRead bool
 }
 
 // NeedsResources reports whether a detection that ended as status says drifted, so its
@@ -127,7 +132,11 @@ func observe(s *Stack, d Detection, ignore []string, now time.Time) {
 			s.Status, s.Reason = Unknown, "drifted, but its resource drifts are unreadable: "+d.ResourcesErr
 		default:
 			s.Resources = d.Resources
+			if d.SecretsRead {
+				s.Secrets = d.Secrets
+			}
 			applyIgnore(s, ignore)
+			maskSecrets(s)
 		}
 	default:
 		s.Status, s.Reason = Unknown, fmt.Sprintf("detection finished with stack drift status %q", d.DriftStatus)

@@ -417,3 +417,65 @@ func TestSweepClaimedByACrashedInvocationIsTakenOverOnceItsClaimExpires(t *testi
 		t.Fatalf("app: %s, want IN_SYNC", stackOf(t, r, "app").Status)
 	}
 }
+
+// TestDriftOfASecretPropertyShowsNoValue tampers, out of band, an SSM parameter whose
+// value a template sets from a NoEcho parameter, in a stack of the applied config and in
+// one the config does not name (whose template the pass reads from CloudFormation). The
+// drift report (JSON and Markdown) and the notification say they drifted, and hold neither
+// the expected value (the secret) nor the actual one; a property free of secrets still
+// shows its values.
+func TestDriftOfASecretPropertyShowsNoValue(t *testing.T) {
+	const secret, tampered = "Corr3ct-Horse-Battery-7", "admin:Tamp3red-Guess"
+	v := newEnv(t, envOptions{})
+	v.deployment("testdata/secret", "shop", "shop", "app", "unknown")
+	v.tamper("shop-app", "Credential", "Value", tampered)
+	v.tamper("shop-app", "Credential", "Description", "edited by hand")
+	v.tamper("shop-unknown", "Credential", "Description", "edited too")
+	v.tamper("shop-unknown", "Credential", "Value", tampered)
+	v.invoke(v.scheduledEvent())
+	v.pump(50)
+
+	r := onlyReport(t, v, "shop")
+	app := stackOf(t, r, "app")
+	if app.Status != drift.Drifted || len(app.Resources) != 1 {
+		t.Fatalf("app: %s %+v", app.Status, app.Resources)
+	}
+	diffs := map[string]drift.Difference{}
+	for _, d := range app.Resources[0].Differences {
+		diffs[d.Path] = d
+	}
+	if d := diffs["/Value"]; !d.Masked || d.Expected != "****" || d.Actual != "****" {
+		t.Errorf("/Value drifted as %+v, want masked", d)
+	}
+	if d := diffs["/Description"]; d.Masked || d.Actual != "edited by hand" {
+		t.Errorf("/Description drifted as %+v, want its values", d)
+	}
+	// Not in the applied config: its template is read from CloudFormation instead.
+	if u := stackOf(t, r, "unknown"); u.Status != drift.Drifted || len(u.Resources) != 1 {
+		t.Errorf("a stack of unknown template: %+v", u)
+	} else {
+		for _, d := range u.Resources[0].Differences {
+			if d.Masked != (d.Path == "/Value") {
+				t.Errorf("a stack of unknown template: %+v, want only /Value masked", d)
+			}
+		}
+	}
+	md := v.object(layout.DriftMarkdownKey("shop", r.Sweep))
+	notes := v.notifications()
+	if len(notes) != 1 {
+		t.Fatalf("%d notifications", len(notes))
+	}
+	for where, text := range map[string]string{"JSON report": v.object(layout.DriftReportKey("shop", r.Sweep)), "Markdown report": md, "notification": notes[0]} {
+		for _, s := range []string{secret, tampered, "Tamp3red"} {
+			if strings.Contains(text, s) {
+				t.Errorf("the %s holds %q:\n%s", where, s, text)
+			}
+		}
+	}
+	if !strings.Contains(md, "| `/Value` | \\*\\*\\*\\* | \\*\\*\\*\\* | NOT_EQUAL, a secret: values not shown |") && !strings.Contains(md, "| `/Value` | **** | **** | NOT_EQUAL, a secret: values not shown |") {
+		t.Errorf("the Markdown report does not say the secret drifted:\n%s", md)
+	}
+	if !strings.Contains(notes[0], "shop-app Credential (AWS::SSM::Parameter) /Value: expected ****, actual **** (NOT_EQUAL, a secret: values not shown)") {
+		t.Errorf("the notification does not say the secret drifted:\n%s", notes[0])
+	}
+}

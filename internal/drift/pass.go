@@ -9,10 +9,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/template"
 )
 
 // pass is one look at a sweep: it observes the detections in flight, lets Observe settle
@@ -131,8 +133,30 @@ func (d *Driver) look(ctx context.Context, inv *invocation, s *Stack) (Detection
 			det.ResourcesErr, det.Throttled = awsclient.Message(err), awsclient.Throttled(err)
 		}
 		det.Resources = res
+		if _, unknown := s.Secrets["*"]; unknown && err == nil {
+			det.Secrets, det.SecretsRead = d.liveSecrets(ctx, api, budget, s)
+		}
 	}
 	return det, nil
+}
+
+// liveSecrets reads the template of s from CloudFormation, for a stack whose applied
+// template is not known, and says where it holds secrets (Stack.Secrets); read is false
+// when it cannot be read or parsed, and every value of the stack stays masked.
+func (d *Driver) liveSecrets(ctx context.Context, api CloudFormationAPI, budget *rate.Limiter, s *Stack) (secrets map[string][]string, read bool) {
+	if err := budget.Wait(ctx); err != nil {
+		return nil, false
+	}
+	out, err := api.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(stackRef(s)), TemplateStage: cfntypes.TemplateStageOriginal})
+	if err != nil {
+		d.log.Warn("drift: template not readable; the stack's drifted values stay masked", "stack", s.StackName, "err", err)
+		return nil, false
+	}
+	t, err := template.Parse([]byte(aws.ToString(out.TemplateBody)))
+	if err != nil {
+		return nil, false
+	}
+	return t.SecretProperties(t.NoEchoParameters()), true
 }
 
 // resources lists the modified and deleted resources of s, all pages.

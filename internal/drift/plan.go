@@ -120,6 +120,7 @@ func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, see
 			g.Missing = append(g.Missing, target.Describe(at, ps.StackName))
 		default:
 			s.StackID = l.StackID
+			s.Secrets = secretsOf(cfg, ps.Name)
 			if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
 				s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
 			} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {
@@ -136,6 +137,26 @@ func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, see
 	}
 	sort.Strings(g.Untracked)
 	return g
+}
+
+// secretsOf is where stack name of the applied config cfg holds secrets (see
+// Stack.Secrets): the properties its template sets from NoEcho parameters or secure
+// dynamic references, or every property ("*") when its template is not known (no config,
+// a template_url); the pass then reads the template from CloudFormation if the stack
+// drifted, and masks every value if that fails too.
+func secretsOf(cfg *config.Config, name string) map[string][]string {
+	var s *config.Stack
+	if cfg != nil {
+		s = cfg.Stack(name)
+	}
+	if s == nil || s.Template == nil {
+		return map[string][]string{"*": {"*"}}
+	}
+	out := s.Template.SecretProperties(s.Template.NoEchoParameters())
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // graphKeys lists [namespace, key] of every state/NAMESPACE/KEY.json.

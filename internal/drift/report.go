@@ -120,6 +120,7 @@ func Subject(r *Report) string {
 	default:
 		s = fmt.Sprintf("cairn drift: %s: drift changed, now in sync", g.Name)
 	}
+	s = report.Line(s)
 	if len(s) > 100 {
 		s = s[:97] + "..."
 	}
@@ -131,7 +132,7 @@ func Summary(r *Report, uri string) string {
 	g := r.Graph
 	var b strings.Builder
 	fmt.Fprintf(&b, "Drift of %s (graph %s/%s), sweep %s: %d drifted, %d in sync, %d unknown, %d not checked.\n",
-		g.Name, g.Namespace, g.Key, r.Sweep, g.Count(Drifted), g.Count(InSync), g.Count(Unknown), g.Count(NotChecked))
+		report.Line(g.Name), report.Line(g.Namespace), report.Line(g.Key), report.Line(r.Sweep), g.Count(Drifted), g.Count(InSync), g.Count(Unknown), g.Count(NotChecked))
 	for _, s := range g.Stacks {
 		if s.Status != Drifted {
 			continue
@@ -141,40 +142,49 @@ func Summary(r *Report, uri string) string {
 				continue
 			}
 			if len(res.Differences) == 0 {
-				fmt.Fprintf(&b, "- %s %s (%s): %s\n", s.Describe(), res.LogicalID, res.Type, res.Status)
+				fmt.Fprintf(&b, "- %s %s (%s): %s\n", report.Line(s.Describe()), report.Line(res.LogicalID), report.Line(res.Type), report.Line(res.Status))
 			}
 			for _, df := range res.Differences {
-				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", s.Describe(), res.LogicalID, res.Type, df.Path, cmp.Or(df.Expected, "(none)"), cmp.Or(df.Actual, "(none)"), df.Type)
+				fmt.Fprintf(&b, "- %s %s (%s) %s: expected %s, actual %s (%s)\n", report.Line(s.Describe()), report.Line(res.LogicalID), report.Line(res.Type),
+					report.Line(df.Path), report.Line(cmp.Or(df.Expected, "(none)")), report.Line(cmp.Or(df.Actual, "(none)")), report.Line(df.kind()))
 			}
 		}
 	}
 	for _, m := range g.Missing {
-		fmt.Fprintf(&b, "- %s: in the graph but missing from AWS\n", m)
+		fmt.Fprintf(&b, "- %s: in the graph but missing from AWS\n", report.Line(m))
 	}
 	for _, u := range g.Untracked {
-		fmt.Fprintf(&b, "- %s: tagged for this graph but not in it\n", u)
+		fmt.Fprintf(&b, "- %s: tagged for this graph but not in it\n", report.Line(u))
 	}
 	for _, c := range r.Changes {
-		fmt.Fprintf(&b, "- changed: %s\n", c)
+		fmt.Fprintf(&b, "- changed: %s\n", report.Line(c))
 	}
 	fmt.Fprintf(&b, "Report: %s\n", uri)
 	return b.String()
 }
 
+// kind is the difference's type as reports show it, saying when its values are a secret's.
+func (d Difference) kind() string {
+	if d.Masked {
+		return d.Type + ", a secret: values not shown"
+	}
+	return d.Type
+}
+
 // Markdown writes r for people.
 func Markdown(w io.Writer, r *Report) {
 	g := r.Graph
-	fmt.Fprintf(w, "# Drift of %s\n\n", g.Name)
-	fmt.Fprintf(w, "Graph `%s/%s`", g.Namespace, g.Key)
+	fmt.Fprintf(w, "# Drift of %s\n\n", report.Text(g.Name))
+	fmt.Fprintf(w, "Graph %s", report.Code(g.Namespace+"/"+g.Key))
 	if g.Bundle != "" {
-		fmt.Fprintf(w, ", bundle %s", g.Bundle)
+		fmt.Fprintf(w, ", bundle %s", report.Text(g.Bundle))
 	}
-	fmt.Fprintf(w, ". Sweep `%s` (%s), started %s.\n\n", r.Sweep, r.Trigger, clock.Stamp(r.StartedAt))
+	fmt.Fprintf(w, ". Sweep %s (%s), started %s.\n\n", report.Code(r.Sweep), report.Text(r.Trigger), clock.Stamp(r.StartedAt))
 	if g.Skipped != "" {
-		fmt.Fprintf(w, "**Not checked:** %s\n\n", g.Skipped)
+		fmt.Fprintf(w, "**Not checked:** %s\n\n", report.Text(g.Skipped))
 	}
 	for _, n := range g.Notes {
-		fmt.Fprintf(w, "> %s\n\n", n)
+		fmt.Fprintf(w, "> %s\n\n", report.Text(n))
 	}
 	fmt.Fprintf(w, "| Stack | CloudFormation | Status | Detail |\n|---|---|---|---|\n")
 	for _, s := range g.Stacks {
@@ -197,11 +207,11 @@ func Markdown(w io.Writer, r *Report) {
 		if len(s.Resources) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "## %s\n\n", s.Describe())
+		fmt.Fprintf(w, "## %s\n\n", report.Text(s.Describe()))
 		for _, res := range s.Resources {
-			fmt.Fprintf(w, "### %s (%s): %s", res.LogicalID, res.Type, res.Status)
+			fmt.Fprintf(w, "### %s (%s): %s", report.Text(res.LogicalID), report.Text(res.Type), report.Text(res.Status))
 			if res.Ignored != "" {
-				fmt.Fprintf(w, " (ignored by `%s`)", res.Ignored)
+				fmt.Fprintf(w, " (ignored by %s)", report.Code(res.Ignored))
 			}
 			fmt.Fprintf(w, "\n\n")
 			if len(res.Differences) == 0 {
@@ -209,7 +219,7 @@ func Markdown(w io.Writer, r *Report) {
 			}
 			fmt.Fprintf(w, "| Property | Expected | Actual | Difference |\n|---|---|---|---|\n")
 			for _, df := range res.Differences {
-				fmt.Fprintf(w, "| `%s` | %s | %s | %s |\n", report.Cell(df.Path), report.Cell(cmp.Or(df.Expected, "(none)")), report.Cell(cmp.Or(df.Actual, "(none)")), df.Type)
+				fmt.Fprintf(w, "| %s | %s | %s | %s |\n", report.CodeCell(df.Path), report.Cell(cmp.Or(df.Expected, "(none)")), report.Cell(cmp.Or(df.Actual, "(none)")), report.Cell(df.kind()))
 			}
 			fmt.Fprintln(w)
 		}
@@ -217,23 +227,23 @@ func Markdown(w io.Writer, r *Report) {
 	if len(g.Missing) > 0 {
 		fmt.Fprintf(w, "## In the graph, missing from AWS\n\n")
 		for _, m := range g.Missing {
-			fmt.Fprintf(w, "- %s\n", m)
+			fmt.Fprintf(w, "- %s\n", report.Text(m))
 		}
 		fmt.Fprintln(w)
 	}
 	if len(g.Untracked) > 0 {
 		fmt.Fprintf(w, "## Tagged for this graph, not in it\n\n")
 		for _, u := range g.Untracked {
-			fmt.Fprintf(w, "- %s\n", u)
+			fmt.Fprintf(w, "- %s\n", report.Text(u))
 		}
 		fmt.Fprintln(w)
 	}
 	if len(r.Changes) > 0 {
-		fmt.Fprintf(w, "## Changed since %s\n\n", r.Previous)
+		fmt.Fprintf(w, "## Changed since %s\n\n", report.Text(r.Previous))
 		changes := append([]string(nil), r.Changes...)
 		sort.Strings(changes)
 		for _, c := range changes {
-			fmt.Fprintf(w, "- %s\n", c)
+			fmt.Fprintf(w, "- %s\n", report.Text(c))
 		}
 		fmt.Fprintln(w)
 	}

@@ -18,11 +18,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/target"
+	"github.com/cairn-dev/cairn/internal/template"
 )
 
 // Status is where a stack's check stands.
@@ -95,6 +97,10 @@ type Stack struct {
 	StartedAt   time.Time  `json:"started_at,omitzero"`
 	CheckedAt   time.Time  `json:"checked_at,omitzero"`
 	Resources   []Resource `json:"resources,omitempty"`
+	// Secrets are, per resource (logical id; "*": every one), the property paths whose
+	// values are secret (template.SecretProperties of the applied template, "*" every
+	// path when that template is not known): their drift is reported, never their values.
+	Secrets map[string][]string `json:"secrets,omitempty"`
 	// Target is how the stack is reached (the graph's); At where it lives, relative to
 	// cairn's account and region ("" parts: cairn's own).
 	Target target.Spec   `json:"target,omitzero"`
@@ -125,6 +131,26 @@ type Difference struct {
 	Actual   string `json:"actual"`
 	// Type is CloudFormation's difference type: ADD, REMOVE or NOT_EQUAL.
 	Type string `json:"type"`
+	// Masked says the property holds a secret: Expected and Actual are not its values.
+	Masked bool `json:"masked,omitempty"`
+}
+
+// masked is what a report shows of a secret property's values.
+const masked = "****"
+
+// maskSecrets replaces the values of each difference of s on a secret property (see
+// Stack.Secrets) with ****: the property drifted, and no report, notification or
+// comparison with the next report holds what it was or is.
+func maskSecrets(s *Stack) {
+	for i := range s.Resources {
+		r := &s.Resources[i]
+		paths := append(slices.Clone(s.Secrets["*"]), s.Secrets[r.LogicalID]...)
+		for j := range r.Differences {
+			if d := &r.Differences[j]; template.IsSecretPath(d.Path, paths) {
+				d.Expected, d.Actual, d.Masked = masked, masked, true
+			}
+		}
+	}
 }
 
 // InFlight counts the detections started and not yet observed finished.

@@ -294,6 +294,12 @@ func TestProvisionResources(t *testing.T) {
 			"CAIRN_NAMESPACES":          "", // every namespace
 			"CAIRN_RESPONSE_URL_HOSTS":  u.Host,
 			"CAIRN_HEARTBEAT_SECONDS":   "3",
+			"CAIRN_SSM_PATHS":           "", // every parameter, as every namespace
+			"CAIRN_SEAL_KEY_ID":         env["CAIRN_SEAL_KEY_ID"],
+		}
+		// The seal key is the stack's own HMAC key, made in the emulator's KMS.
+		if k, err := v.e.KMS().Describe(env["CAIRN_SEAL_KEY_ID"]); err != nil || k.Spec != "HMAC_256" || k.ARN != env["CAIRN_SEAL_KEY_ID"] {
+			t.Errorf("CAIRN_SEAL_KEY_ID=%s: %+v %v", env["CAIRN_SEAL_KEY_ID"], k, err)
 		}
 		if !reflect.DeepEqual(env, want) {
 			t.Fatalf("Env() = %v, want %v", env, want)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -64,6 +65,9 @@ func Template(o Options) (string, error) {
 			}
 			vars["CAIRN_NAMESPACES"] = strings.Join(o.Namespaces, ",")
 			vars["CAIRN_PORT_POOLS"] = o.PortPools
+			if _, ok := vars["CAIRN_SSM_PATHS"]; ok {
+				vars["CAIRN_SSM_PATHS"] = ssmPaths(o.Namespaces).Env()
+			}
 			functions++
 		case "AWS::Events::Rule":
 			if _, ok := props["ScheduleExpression"]; ok {
@@ -106,6 +110,19 @@ func Template(o Options) (string, error) {
 	}
 	b, err := json.Marshal(doc)
 	return string(b), err
+}
+
+// ssmPaths are the Parameter Store paths of each namespace as the CDK context's default
+// makes them (/NAMESPACE/*), or nil, every name, when local mode allows every namespace.
+func ssmPaths(namespaces []string) config.SSMPaths {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	p := config.SSMPaths{}
+	for _, ns := range namespaces {
+		p[ns] = []string{"/" + ns + "/*"}
+	}
+	return p
 }
 
 // withNamespace copies a stack-id prefix matcher, {"prefix": {"Fn::Join": ["", [...,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -25,16 +26,56 @@ func ActionOf(s *run.Stack) Action {
 	}
 }
 
-// Seal returns the resolved parameters of a stack as a run stores them: the value of each
-// NoEcho parameter sealed (config.SealNoEcho), the others as they are.
-func Seal(s *run.Stack, params map[string]string) map[string]string {
-	if len(s.NoEcho) == 0 {
-		return params
+// Seal returns how a run stores a stack's resolved parameters, sealing with k: the value
+// of each NoEcho parameter sealed (config.SealNoEcho), the others as they are.
+func Seal(k seal.Key) func(s *run.Stack, params map[string]string) map[string]string {
+	return func(s *run.Stack, params map[string]string) map[string]string {
+		if len(s.NoEcho) == 0 {
+			return params
+		}
+		out := maps.Clone(params)
+		for _, name := range s.NoEcho {
+			if v, ok := out[name]; ok {
+				out[name] = config.SealNoEcho(k, s.Name, name, v)
+			}
+		}
+		return out
 	}
-	out := maps.Clone(params)
-	for _, k := range s.NoEcho {
-		if v, ok := out[k]; ok {
-			out[k] = config.SealNoEcho(s.Name, k, v)
+}
+
+// SealOutputs returns how a run stores a stack's outputs, sealing with k those the stack
+// lists as secret (run.Stack.SecretOutputs): config.SealOutput.
+func SealOutputs(k seal.Key) func(s *run.Stack, outputs map[string]string) map[string]string {
+	return func(s *run.Stack, outputs map[string]string) map[string]string {
+		return sealOutputs(k, s.Name, s.SecretOutputs, outputs)
+	}
+}
+
+func sealOutputs(k seal.Key, stack string, secret []string, outputs map[string]string) map[string]string {
+	if len(secret) == 0 || outputs == nil {
+		return outputs
+	}
+	out := maps.Clone(outputs)
+	for _, name := range secret {
+		if v, ok := out[name]; ok {
+			out[name] = config.SealOutput(k, stack, name, v)
+		}
+	}
+	return out
+}
+
+// SealLive returns live, as DescribeStacks showed it, with the secret outputs of r's
+// stacks sealed with k: as the run stores them, so what an approval compares and hands
+// on never holds them in clear.
+func SealLive(r *run.Run, live map[string]Live, k seal.Key) map[string]Live {
+	if r == nil {
+		return live
+	}
+	out := maps.Clone(live)
+	for _, s := range r.Stacks {
+		if l, ok := out[s.Key()]; ok && len(s.SecretOutputs) > 0 {
+			l.Outputs = sealOutputs(k, s.Name, s.SecretOutputs, l.Outputs)
+			out[s.Key()] = l
 		}
 	}
 	return out
@@ -83,7 +124,7 @@ func Outputs(r *run.Run) func(stack, output string) (string, bool) {
 // the approval saw of the stacks.
 func (p *Document) ApplyRun(runID string, live map[string]Live, now time.Time) *run.Run {
 	r := p.Run.Clone()
-	r.ID, r.Mode, r.Status, r.Reason = runID, run.ModeDeploy, run.Running, ""
+	r.ID, r.Mode, r.Status, r.Reason, r.Plan = runID, run.ModeDeploy, run.Running, "", p.ID
 	r.StartedAt, r.UpdatedAt, r.FinishedAt, r.Seq = now, now, time.Time{}, 0
 	for name, s := range r.Stacks {
 		s.StartedAt, s.FinishedAt, s.ExecutedAt, s.PhaseSince, s.Attempts, s.Reason = time.Time{}, time.Time{}, time.Time{}, now, 0, ""

@@ -3,10 +3,14 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
+	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -16,6 +20,13 @@ type ChangeSet struct {
 	Status          string // CREATE_COMPLETE, FAILED, ...
 	ExecutionStatus string // AVAILABLE, EXECUTE_COMPLETE, OBSOLETE, ...
 	Changes         []Change
+	// ID, Name, StackID and StackName are the change set's and its stack's, as
+	// CloudFormation describes them, and Tags the tags it was created with (cairn's say
+	// which graph, stack and bundle it was made for): what an approval checks before it
+	// trusts a plan document's word about which change set to execute.
+	ID, Name           string
+	StackID, StackName string
+	Tags               map[string]string
 }
 
 // Observed is what an approval saw of the world its plan was made against.
@@ -27,8 +38,12 @@ type Observed struct {
 	// it is looked at only for a plan of a versioned upload.
 	LatestVersion string
 	Live          map[string]Live
-	// ChangeSets are the reviewed change sets as described now, by id (see ChangeSetsToCheck).
+	// ChangeSets are the reviewed change sets as described now, by id (see ChangeSetsToCheck
+	// and Executed).
 	ChangeSets map[string]ChangeSet
+	// Graph is the persistent graph now (nil: none): who owns it, and the stacks it
+	// records, which a plan may delete or re-create.
+	Graph *state.Graph
 }
 
 // Lapsed lists why p cannot be applied whatever the stacks are like now, each reason
@@ -203,4 +218,22 @@ func (p *Document) ChangeSetTarget(id string) target.Spec {
 		}
 	}
 	return target.Spec{}
+}
+
+// SealedWithoutKey says why p cannot be applied by a deployer sealing with k: a plan made
+// before seals were keyed holds secrets sealed without a key, which its apply run would
+// find changed (nil when k is Unkeyed, or p holds none). The reason ends in "re-plan".
+func (p *Document) SealedWithoutKey(k seal.Key) []string {
+	if !k.Keyed() || p.Run == nil {
+		return nil
+	}
+	for _, name := range p.Run.Names() {
+		s := p.Run.Stacks[name]
+		for _, v := range slices.Concat(slices.Collect(maps.Values(s.Parameters)), slices.Collect(maps.Values(s.RawParameters))) {
+			if config.HoldsUnkeyedSeal(v) {
+				return []string{fmt.Sprintf("plan %s holds secrets sealed without a key (it was made by a cairn before keyed seals): re-plan", p.ID)}
+			}
+		}
+	}
+	return nil
 }

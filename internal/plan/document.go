@@ -67,6 +67,9 @@ type Document struct {
 	// termination protection the config wants (run.Stack.Protect).
 	Protection map[string]bool `json:"protection,omitempty"`
 	Drop       []string        `json:"drop,omitempty"`
+	// Seal is a MAC of the document, but its status, by the deployer's seal key (Sign):
+	// an approval executes only a document the deployer wrote.
+	Seal string `json:"seal,omitempty"`
 }
 
 // BundleVersion identifies the exact upload a plan was made from.

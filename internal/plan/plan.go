@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -72,6 +73,8 @@ type Input struct {
 	// SSM holds the SSM parameters the config's lookups read, as the deployer fetched
 	// them (SecureStrings by hash only); a name missing fails the stacks reading it.
 	SSM map[string]config.SSMValue
+	// Key seals secrets (NoEcho values, SecureStrings) as the run stores them.
+	Key seal.Key
 	Now time.Time
 }
 
@@ -238,6 +241,7 @@ func Make(in Input) (*Result, error) {
 	for _, s := range cfg.Stacks {
 		inConfig[s.Name] = true
 	}
+	secret := secretOutputs(cfg, in.SSM)
 	// xref, rxref and cfn lookups read any live stack's outputs by its real name, in the
 	// account and region of the stack reading it.
 	for _, s := range cfg.Stacks {
@@ -264,7 +268,7 @@ func Make(in Input) (*Result, error) {
 				if cs == nil {
 					return "", false
 				}
-				v, ok := in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs[output]
+				v, ok := sealOutputs(in.Key, stack, secret[stack], in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs)[output]
 				return v, ok
 			},
 			Outputs: func(stackName, output string) (string, bool) {
@@ -282,7 +286,7 @@ func Make(in Input) (*Result, error) {
 		}
 		if !s.Enabled {
 			// Outside the run, but its outputs still feed lookups.
-			for k, v := range live.Outputs {
+			for k, v := range sealOutputs(in.Key, s.Name, secret[s.Name], live.Outputs) {
 				res.Run.External[s.Name+"::"+k] = v
 			}
 			decide(Disabled, "enabled: false")
@@ -291,9 +295,10 @@ func Make(in Input) (*Result, error) {
 		rs := &run.Stack{
 			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending, Target: s.Target, At: at,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
-			RawParameters: s.StoredParameters(), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID, Outputs: live.Outputs,
+			RawParameters: s.StoredParameters(in.Key), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID,
+			SecretOutputs: secret[s.Name], Outputs: sealOutputs(in.Key, s.Name, secret[s.Name], live.Outputs),
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
-			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute,
+			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute, PlanOnly: s.Protected,
 		}
 		rs.Code = Code(s)
 		res.Run.Stacks[s.Name] = rs
@@ -405,9 +410,10 @@ func Make(in Input) (*Result, error) {
 		decide(Check, "template unchanged; updated only if its parameters resolve differently")
 	}
 
+	res.resolved(in, cfg)
 	res.deletions(in, cfg, prev)
 	if res.Run.Mode == run.ModeDeploy {
-		res.protect(in, cfg, g)
+		res.protect(in, cfg, g, prev)
 	}
 	sort.SliceStable(res.Decisions, func(i, j int) bool { return res.Decisions[i].Stack < res.Decisions[j].Stack })
 	return res, nil
@@ -541,7 +547,7 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			continue
 		}
 		rs := &run.Stack{Name: name, StackName: ps.StackName, StackID: live.StackID, Intent: run.IntentDelete, Phase: run.Pending, Exists: true,
-			Target: ps.Target, At: at}
+			Target: ps.Target, At: at, PlanOnly: ps.PlanOnly}
 		res.Run.Stacks[name] = rs
 		refuse := func(reason string) {
 			rs.Phase, rs.Reason = run.Failed, "deletion refused: "+reason
@@ -638,9 +644,11 @@ func sortedValues(m map[string]string) []string {
 }
 
 // protect refuses a direct deployment that would touch a protected stack: one it creates,
-// updates, re-creates or deletes, or one whose inputs come (directly or not) from a stack
-// the run changes. Such stacks change only through an approved plan.
-func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph) {
+// updates, re-creates or deletes, one whose inputs come (directly or not) from a stack the
+// run changes, one the graph recorded as protected that left the config, and one whose
+// protection the config drops (dropping it is reviewed like any change). Such stacks
+// change only through an approved plan.
+func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph, prev *state.Graph) {
 	changing := map[string]bool{}
 	for _, d := range res.Decisions {
 		switch d.Action {
@@ -667,6 +675,11 @@ func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph) {
 	}
 	var touched []string
 	for _, s := range cfg.Stacks {
+		p := prev.Stacks[s.Name]
+		if !s.Protected && p != nil && p.PlanOnly && s.Enabled {
+			touched = append(touched, s.Name+" (its protection is removed)")
+			continue
+		}
 		if !s.Protected || !s.Enabled || s.Locked {
 			continue
 		}
@@ -677,10 +690,110 @@ func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph) {
 			touched = append(touched, s.Name+" (its input "+via[s.Name]+" may change)")
 		}
 	}
+	for _, d := range res.Decisions {
+		if d.Action == Delete && cfg.Stack(d.Stack) == nil && prev.Stacks[d.Stack] != nil && prev.Stacks[d.Stack].PlanOnly {
+			touched = append(touched, d.Stack+" (removed from the config: deleted)")
+		}
+	}
 	if len(touched) > 0 {
 		res.Refusals = append(res.Refusals, fmt.Sprintf("protected stack(s) %s change only through an approved plan: run `cairn plan PATH --deployment %s`, review it, then `cairn approve %s PLAN_ID`",
 			strings.Join(touched, ", "), in.Deployment, in.Deployment))
 	}
+}
+
+// resolved turns each stack the plan would only check (template unchanged, nothing
+// forcing an update) into an update when its parameters, resolved now from the live
+// outputs, the SSM values and the bundle, differ from those the graph says were applied:
+// a parameter value, an SSM value or an output it reads changed. Such a stack is
+// changing, for the guard of protected stacks above all; one whose parameters cannot be
+// resolved yet (they read a stack the run creates) stays a check.
+//
+// A graph written before seals were keyed holds hashes of parameters sealed without a
+// key: where the parameters, sealed that way, still hash to the graph's, they did not
+// change. The run then compares with their keyed hash, and an unchanged stack keeps the
+// graph's hash (KeptParametersHash), which its tags carry too.
+func (res *Result) resolved(in Input, cfg *config.Config) {
+	lookups := map[string][]config.Lookup{}
+	for _, s := range cfg.Stacks {
+		lookups[s.Name] = s.StoredLookups()
+	}
+	resolve := Resolver(res.Run, lookups, in.SSM)
+	for i, d := range res.Decisions {
+		rs := res.Run.Stacks[d.Stack]
+		if d.Action != Check || rs == nil || rs.PrevParametersHash == "" {
+			continue
+		}
+		params, err := resolve(rs.Name, rs.RawParameters, Outputs(res.Run))
+		if err != nil {
+			continue
+		}
+		now := run.HashParameters(Seal(in.Key)(rs, params))
+		switch {
+		case now == rs.PrevParametersHash:
+		case legacyHash(in, cfg, res.Run, lookups, rs.Name) == rs.PrevParametersHash:
+			rs.KeptParametersHash, rs.PrevParametersHash = rs.PrevParametersHash, now
+		default:
+			res.Decisions[i].Action, res.Decisions[i].Reason = Update, "template unchanged; its parameters resolve to other values than the graph says were applied"
+		}
+	}
+}
+
+// legacyHash is the hash of stack name's parameters as a cairn before keyed seals and
+// sealed outputs stored them: its secrets sealed without a key, the outputs it reads in
+// clear. "" when they do not resolve.
+func legacyHash(in Input, cfg *config.Config, r *run.Run, lookups map[string][]config.Lookup, name string) string {
+	rs, s := r.Stacks[name], cfg.Stack(name)
+	ssm := map[string]config.SSMValue{}
+	for n, v := range in.SSM {
+		if v.Unkeyed != "" {
+			v.Hash = v.Unkeyed
+		}
+		ssm[n] = v
+	}
+	outputs := func(stack, output string) (string, bool) {
+		if d := r.Stacks[stack]; d != nil {
+			v, ok := in.Live[d.Key()].Outputs[output]
+			return v, ok
+		}
+		if cs := cfg.Stack(stack); cs != nil {
+			v, ok := in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs[output]
+			return v, ok
+		}
+		v, ok := r.External[stack+"::"+output]
+		return v, ok
+	}
+	params, err := Resolver(r, lookups, ssm)(name, s.StoredParameters(seal.Unkeyed), outputs)
+	if err != nil {
+		return ""
+	}
+	return run.HashParameters(Seal(seal.Unkeyed)(rs, params))
+}
+
+// secretOutputs lists, per stack of cfg, the outputs whose values are secret: computed
+// from a NoEcho parameter, from a parameter given a SecureString (ssm, as the run read
+// it), or from another stack's secret output, and so on down the graph.
+func secretOutputs(cfg *config.Config, ssm map[string]config.SSMValue) map[string][]string {
+	out := map[string][]string{}
+	for changed := true; changed; {
+		changed = false
+		for _, s := range cfg.Stacks {
+			if s.Template == nil {
+				continue
+			}
+			secret := s.Template.NoEchoParameters()
+			for _, l := range s.Lookups {
+				switch {
+				case l.Param == "":
+				case l.Kind == "ssm" && ssm[l.Name].Type == config.SecureString, l.Kind == "output" && slices.Contains(out[l.Stack], l.Output):
+					secret[l.Param] = true
+				}
+			}
+			if got := s.Template.SecretOutputs(secret); !slices.Equal(got, out[s.Name]) {
+				out[s.Name], changed = got, true
+			}
+		}
+	}
+	return out
 }
 
 // secretWarnings warns of each parameter of s that receives a SecureString but is not

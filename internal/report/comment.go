@@ -14,7 +14,9 @@ import (
 // of adding another. It names the deployment, so a pull request that changes several
 // deployments has one comment for each.
 func CommentMarker(deployment string) string {
-	return "<!-- cairn:plan deployment=" + deployment + " -->"
+	// Only "-->" ends the comment, and deployment names hold no '>' nor line breaks
+	// (bucket.CheckDeployment); they are dropped should another kind of name come here.
+	return "<!-- cairn:plan deployment=" + strings.NewReplacer(">", "", "\n", "").Replace(deployment) + " -->"
 }
 
 // CommentLimit is the most characters GitHub takes in a pull-request comment.
@@ -35,10 +37,10 @@ func PlanComment(w io.Writer, p *plan.Document, limit int) error {
 		_, err := io.WriteString(w, whole)
 		return err
 	}
-	where := fmt.Sprintf("`%s`", bucket.URI(p.Bundle.Bucket, bucket.PlanMarkdownKey(p.Deployment, p.ID)))
+	where := Code(bucket.URI(p.Bundle.Bucket, bucket.PlanMarkdownKey(p.Deployment, p.ID)))
 	note := func(omitted string) string {
-		return fmt.Sprintf("\n---\n\n**This plan is too long for a comment** (%d characters; GitHub takes %d): %s are left out. The whole plan is at %s (`cairn plans %s %s --format md`).\n",
-			len(whole), CommentLimit, omitted, where, p.Deployment, p.ID)
+		return fmt.Sprintf("\n---\n\n**This plan is too long for a comment** (%d characters; GitHub takes %d): %s are left out. The whole plan is at %s (%s).\n",
+			len(whole), CommentLimit, omitted, where, Code("cairn plans "+p.Deployment+" "+p.ID+" --format md"))
 	}
 	// The longest note this can end with: its numbers at their widest.
 	budget := limit - len(note(fmt.Sprintf("the sections of %d of %d stacks", len(stacks), len(stacks))))

@@ -165,7 +165,7 @@ func PlanDiagram(p *plan.Document) string {
 // mermaidText escapes text for a quoted Mermaid label: quotes and the characters Mermaid
 // or Markdown would read as markup become entity codes.
 func mermaidText(s string) string {
-	return strings.NewReplacer(`"`, "#quot;", "<br/>", "<br/>", "<", "#lt;", ">", "#gt;", "`", "#96;").Replace(s)
+	return strings.NewReplacer(`"`, "#quot;", "<br/>", "<br/>", "<", "#lt;", ">", "#gt;", "`", "#96;").Replace(Line(s))
 }
 
 // RunTimeline is a section of a run report with a Mermaid gantt chart of the run: per
@@ -240,5 +240,5 @@ func runOrder(r *run.Run) []string {
 // mermaidTask keeps a gantt task or section name from ending in the separators of the
 // gantt syntax.
 func mermaidTask(s string) string {
-	return strings.NewReplacer(":", " ", "#", " ", ";", " ").Replace(s)
+	return strings.NewReplacer(":", " ", "#", " ", ";", " ", "`", "'").Replace(Line(s))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,22 +35,23 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 		title = "destroy plan"
 	}
 	b.WriteString(CommentMarker(p.Deployment) + "\n")
-	fmt.Fprintf(&b, "# cairn %s %s of deployment %s: %s\n\n", title, p.ID, p.Deployment, p.Status)
-	fmt.Fprintf(&b, "- Bundle: %s\n", bundleLine(p.Bundle))
+	fmt.Fprintf(&b, "# cairn %s %s of deployment %s: %s\n\n", title, Text(p.ID), Text(p.Deployment), Text(string(p.Status)))
+	fmt.Fprintf(&b, "- Bundle: %s\n", Text(bundleLine(p.Bundle)))
 	if src := sourceLine(p.Bundle.Source); src != "" {
 		fmt.Fprintf(&b, "- Source: %s\n", src)
 	}
-	fmt.Fprintf(&b, "- Graph: %s/%s at generation %d\n", p.Namespace, p.GraphKey, p.Generation)
+	fmt.Fprintf(&b, "- Graph: %s/%s at generation %d\n", Text(p.Namespace), Text(p.GraphKey), p.Generation)
 	fmt.Fprintf(&b, "- Planned: %s\n", stamp(p.CreatedAt))
 	if p.Reason != "" {
-		fmt.Fprintf(&b, "- Reason: %s\n", p.Reason)
+		fmt.Fprintf(&b, "- Reason: %s\n", Text(p.Reason))
 	}
 	if p.Status == plan.Planned {
-		fmt.Fprintf(&b, "- Apply exactly this plan: `cairn approve %s %s`, or on merge `cairn apply PATH --deployment %s` of the same content\n", p.Deployment, p.ID, p.Deployment)
+		fmt.Fprintf(&b, "- Apply exactly this plan: %s, or on merge %s of the same content\n",
+			Code("cairn approve "+p.Deployment+" "+p.ID), Code("cairn apply PATH --deployment "+p.Deployment))
 	}
 	b.WriteString("\n")
 	for _, wn := range p.Warnings {
-		fmt.Fprintf(&b, "> **Warning:** %s\n\n", wn)
+		fmt.Fprintf(&b, "> **Warning:** %s\n\n", Text(wn))
 	}
 	section := func(title string, lines []string) {
 		if len(lines) == 0 {
@@ -61,13 +63,16 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 		}
 		b.WriteString("\n")
 	}
-	var errs []string
+	var errs, refusals []string
 	for _, e := range p.Errors {
-		errs = append(errs, "`"+e+"`")
+		errs = append(errs, Code(e))
+	}
+	for _, r := range p.Refusals {
+		refusals = append(refusals, Text(r))
 	}
 	section("Errors (nothing was planned)", errs)
-	section("Refused", p.Refusals)
-	section("Deletions and replacements", dangers(p))
+	section("Refused", refusals)
+	section("Deletions and replacements", dangers(p, Text))
 	order := Order(p)
 	var changing []plan.Stack
 	for _, s := range order {
@@ -78,7 +83,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	var granted []string
 	for _, s := range changing {
 		if c := capabilities(p, s.Name); c != "" && s.Action != plan.Delete {
-			granted = append(granted, fmt.Sprintf("%s (%s): %s", s.Name, stackName(p, s), c))
+			granted = append(granted, fmt.Sprintf("%s (%s): %s", Text(s.Name), Text(stackName(p, s)), Text(c)))
 		}
 	}
 	section("Capabilities granted", granted)
@@ -98,14 +103,14 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 			case s.CreatedAtApply:
 				changes = "-"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", s.Name, stackName(p, s), s.Action, changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", Cell(s.Name), Cell(stackName(p, s)), Cell(string(s.Action)), changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
 		}
 		b.WriteString("\n")
 		if n := len(p.Stacks) - len(changing); n > 0 {
 			var names []string
 			for _, s := range order {
 				if s.Action == plan.None {
-					name := s.Name
+					name := Text(s.Name)
 					if s.InputsMayChange {
 						name += " (inputs may change: re-checked at apply)"
 					}
@@ -124,11 +129,11 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 // stackSection is one changing stack's part of the Markdown plan.
 func stackSection(p *plan.Document, s plan.Stack) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s (%s): %s\n\n", s.Name, stackName(p, s), s.Action)
+	fmt.Fprintf(&b, "### %s (%s): %s\n\n", Text(s.Name), Text(stackName(p, s)), Text(string(s.Action)))
 	if s.ChangeSetName != "" {
-		fmt.Fprintf(&b, "Change set `%s`", s.ChangeSetName)
+		fmt.Fprintf(&b, "Change set %s", Code(s.ChangeSetName))
 		if s.Status != "" {
-			fmt.Fprintf(&b, " against the stack as it was at %s (%s)", stamp(s.LastUpdated), s.Status)
+			fmt.Fprintf(&b, " against the stack as it was at %s (%s)", stamp(s.LastUpdated), Text(s.Status))
 		}
 		b.WriteString(".\n")
 	}
@@ -141,7 +146,7 @@ func stackSection(p *plan.Document, s plan.Stack) string {
 		}
 	}
 	if c := capabilities(p, s.Name); c != "" {
-		fmt.Fprintf(&b, "Capabilities: %s.\n", c)
+		fmt.Fprintf(&b, "Capabilities: %s.\n", Text(c))
 	}
 	if s.Action == plan.Delete {
 		b.WriteString("The stack and every resource in it are deleted.\n\n")
@@ -162,9 +167,9 @@ func stackSection(p *plan.Document, s plan.Stack) string {
 	b.WriteString("\n| Resource | Type | Action | Replacement |\n|---|---|---|---|\n")
 	var details []string
 	for _, c := range s.Changes {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Cell(c.LogicalID), Cell(c.Type), c.Action, cmp.Or(c.Replacement, "-"))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Cell(c.LogicalID), Cell(c.Type), Cell(c.Action), Cell(cmp.Or(c.Replacement, "-")))
 		for _, d := range c.Details {
-			details = append(details, fmt.Sprintf("- %s: %s", c.LogicalID, d))
+			details = append(details, fmt.Sprintf("- %s: %s", Text(c.LogicalID), Text(d)))
 		}
 	}
 	b.WriteString("\n")
@@ -174,41 +179,50 @@ func stackSection(p *plan.Document, s plan.Stack) string {
 	return b.String()
 }
 
-// sourceLine describes where a plan's bundle came from, linking its CI run.
+// sourceLine describes where a plan's bundle came from (as Markdown), linking its CI run
+// when its address is a plain https URL.
 func sourceLine(src provenance.Source) string {
-	s := src.String()
+	s := Text(src.String())
 	if src.RunURL != "" {
 		if s != "" {
 			s += ", "
 		}
-		s += "[CI run](" + src.RunURL + ")"
+		if linkRE.MatchString(src.RunURL) {
+			s += "[CI run](" + src.RunURL + ")"
+		} else {
+			s += "CI run " + Text(src.RunURL)
+		}
 	}
 	return s
 }
 
+// linkRE is an https URL that is safe as a Markdown link's destination as it is.
+var linkRE = regexp.MustCompile(`^https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~/%+=:@!$,;?&#-]*)?$`)
+
 // dangers lists what cannot be undone by applying the old bundle again: deleted stacks
 // and replaced resources.
-func dangers(p *plan.Document) []string {
+func dangers(p *plan.Document, esc func(string) string) []string {
 	var out []string
 	order := Order(p)
 	for _, s := range order {
 		if s.Action == plan.Delete {
-			out = append(out, fmt.Sprintf("**delete stack** %s (%s)", stackName(p, s), s.Name))
+			out = append(out, fmt.Sprintf("**delete stack** %s (%s)", esc(stackName(p, s)), esc(s.Name)))
 		}
 	}
 	for _, s := range order {
-		name := stackName(p, s)
+		name := esc(stackName(p, s))
 		if s.Action == plan.Recreate {
-			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", name, s.Name))
+			out = append(out, fmt.Sprintf("**re-create stack** %s (%s): deleted and created again", name, esc(s.Name)))
 		}
 		for _, c := range s.Changes {
+			id, typ := esc(c.LogicalID), esc(c.Type)
 			switch {
 			case c.Action == "Remove":
-				out = append(out, fmt.Sprintf("**remove** %s (%s) from %s", c.LogicalID, c.Type, name))
+				out = append(out, fmt.Sprintf("**remove** %s (%s) from %s", id, typ, name))
 			case c.Replacement == "True":
-				out = append(out, fmt.Sprintf("**replace** %s (%s) in %s", c.LogicalID, c.Type, name))
+				out = append(out, fmt.Sprintf("**replace** %s (%s) in %s", id, typ, name))
 			case c.Replacement == "Conditional":
-				out = append(out, fmt.Sprintf("**may replace** %s (%s) in %s", c.LogicalID, c.Type, name))
+				out = append(out, fmt.Sprintf("**may replace** %s (%s) in %s", id, typ, name))
 			}
 		}
 	}
@@ -246,19 +260,19 @@ func PlanJSON(w io.Writer, p *plan.Document) error {
 // changes, deletions and replacements flagged.
 func PlanText(w io.Writer, p *plan.Document) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "plan %s of deployment %s: %s\n", p.ID, p.Deployment, p.Status)
-	fmt.Fprintf(&b, "bundle: %s\n", bundleText(p.Bundle, ShortVersion, ShortSum))
-	fmt.Fprintf(&b, "graph:  %s/%s generation %d, planned %s\n", p.Namespace, p.GraphKey, p.Generation, p.CreatedAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(&b, "plan %s of deployment %s: %s\n", Line(p.ID), Line(p.Deployment), p.Status)
+	fmt.Fprintf(&b, "bundle: %s\n", Line(bundleText(p.Bundle, ShortVersion, ShortSum)))
+	fmt.Fprintf(&b, "graph:  %s/%s generation %d, planned %s\n", Line(p.Namespace), Line(p.GraphKey), p.Generation, p.CreatedAt.UTC().Format(time.RFC3339))
 	if p.Reason != "" {
-		fmt.Fprintf(&b, "reason: %s\n", p.Reason)
+		fmt.Fprintf(&b, "reason: %s\n", Line(p.Reason))
 	}
 	for _, e := range p.Errors {
-		fmt.Fprintf(&b, "error: %s\n", e)
+		fmt.Fprintf(&b, "error: %s\n", Line(e))
 	}
 	for _, e := range p.Refusals {
-		fmt.Fprintf(&b, "refused: %s\n", e)
+		fmt.Fprintf(&b, "refused: %s\n", Line(e))
 	}
-	for _, d := range dangers(p) {
+	for _, d := range dangers(p, Line) {
 		fmt.Fprintf(&b, "! %s\n", strings.ReplaceAll(d, "**", ""))
 	}
 	var table strings.Builder
@@ -268,9 +282,9 @@ func PlanText(w io.Writer, p *plan.Document) error {
 		if c := capabilities(p, s.Name); c != "" && s.Action != "none" && s.Action != "delete" {
 			marks = append(marks, "capabilities: "+c)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, stackName(p, s), s.Action, strings.Join(marks, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Line(s.Name), Line(stackName(p, s)), s.Action, Line(strings.Join(marks, ", ")))
 		for _, c := range s.Changes {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Action, c.LogicalID, c.Type, replacement(c.Replacement))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", Line(c.Action), Line(c.LogicalID), Line(c.Type), Line(replacement(c.Replacement)))
 		}
 	}
 	tw.Flush()
@@ -281,7 +295,7 @@ func PlanText(w io.Writer, p *plan.Document) error {
 		}
 	}
 	for _, wn := range p.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", wn)
+		fmt.Fprintf(&b, "warning: %s\n", Line(wn))
 	}
 	if p.Status == plan.Planned {
 		fmt.Fprintf(&b, "apply exactly this plan: cairn approve %s %s\n", p.Deployment, p.ID)

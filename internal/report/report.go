@@ -48,35 +48,35 @@ func (in Input) status() string {
 func Markdown(w io.Writer, in Input) error {
 	var b strings.Builder
 	r := in.Run
-	fmt.Fprintf(&b, "# cairn run %s of deployment %s: %s\n\n", r.ID, r.Deployment, in.status())
+	fmt.Fprintf(&b, "# cairn run %s of deployment %s: %s\n\n", Text(r.ID), Text(r.Deployment), Text(in.status()))
 	if in.Bundle != "" {
-		fmt.Fprintf(&b, "- Bundle: %s\n", in.Bundle)
+		fmt.Fprintf(&b, "- Bundle: %s\n", Text(in.Bundle))
 	}
 	fmt.Fprintf(&b, "- Started: %s\n", stamp(r.StartedAt))
 	if !r.FinishedAt.IsZero() {
 		fmt.Fprintf(&b, "- Finished: %s (%s)\n", stamp(r.FinishedAt), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
 	}
 	if r.Reason != "" {
-		fmt.Fprintf(&b, "- Reason: %s\n", r.Reason)
+		fmt.Fprintf(&b, "- Reason: %s\n", Text(r.Reason))
 	}
 	b.WriteString("\n")
 	for _, wn := range in.Warnings {
-		fmt.Fprintf(&b, "> **Warning:** %s\n\n", wn)
+		fmt.Fprintf(&b, "> **Warning:** %s\n\n", Text(wn))
 	}
 	for _, n := range in.Notes {
-		fmt.Fprintf(&b, "> **Note:** %s\n\n", n)
+		fmt.Fprintf(&b, "> **Note:** %s\n\n", Text(n))
 	}
 	if len(in.Errors) > 0 {
 		b.WriteString("## Errors (nothing was changed)\n\n")
 		for _, e := range in.Errors {
-			fmt.Fprintf(&b, "- `%s`\n", e)
+			fmt.Fprintf(&b, "- %s\n", Code(e))
 		}
 		b.WriteString("\n")
 	}
 	if len(in.Refusals) > 0 {
 		b.WriteString("## Refused (the run stopped before changing anything)\n\n")
 		for _, e := range in.Refusals {
-			fmt.Fprintf(&b, "- %s\n", e)
+			fmt.Fprintf(&b, "- %s\n", Text(e))
 		}
 		b.WriteString("\n")
 	}
@@ -84,7 +84,7 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Status | Duration | Changes | Reason |\n|---|---|---|---|---|---|---|\n")
 		for _, n := range names {
 			s := r.Stacks[n]
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", n, s.Describe(), Action(s, in.Decisions...), s.Phase, duration(s), changes(s), Cell(s.Reason))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", Cell(n), Cell(s.Describe()), Action(s, in.Decisions...), s.Phase, duration(s), changes(s), Cell(s.Reason))
 		}
 		b.WriteString("\n")
 	}
@@ -97,12 +97,12 @@ func Markdown(w io.Writer, in Input) error {
 			if s := r.Stacks[d.Stack]; s != nil {
 				action, name = Action(s, in.Decisions...), target.Describe(s.At, d.StackName)
 			}
-			fmt.Fprintf(&b, "- %s (%s): %s", d.Stack, name, action)
+			fmt.Fprintf(&b, "- %s (%s): %s", Text(d.Stack), Text(name), Text(string(action)))
 			if d.Reason != "" {
-				fmt.Fprintf(&b, " — %s", d.Reason)
+				fmt.Fprintf(&b, " — %s", Text(d.Reason))
 			}
 			if c := d.CapabilitiesText(); c != "" {
-				fmt.Fprintf(&b, "; capabilities: %s", c)
+				fmt.Fprintf(&b, "; capabilities: %s", Text(c))
 			}
 			b.WriteString("\n")
 		}
@@ -159,11 +159,6 @@ func changes(s *run.Stack) string {
 	return fmt.Sprint(s.Changes)
 }
 
-// Cell escapes s for a cell of a Markdown table: no pipe ends it, no newline breaks it.
-func Cell(s string) string {
-	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
-}
-
 func stamp(t time.Time) string {
 	if t.IsZero() {
 		return "-"
@@ -173,7 +168,7 @@ func stamp(t time.Time) string {
 
 // Subject is the notification's subject line (at most 100 characters, as SNS requires).
 func Subject(in Input) string {
-	s := fmt.Sprintf("cairn %s: run %s %s", in.Run.Deployment, in.Run.ID, in.status())
+	s := Line(fmt.Sprintf("cairn %s: run %s %s", in.Run.Deployment, in.Run.ID, in.status()))
 	if len(s) > 100 {
 		s = s[:100]
 	}
@@ -185,9 +180,9 @@ func Subject(in Input) string {
 func Summary(in Input, reportURI string) string {
 	var b strings.Builder
 	r := in.Run
-	fmt.Fprintf(&b, "Deployment %s, run %s: %s", r.Deployment, r.ID, in.status())
+	fmt.Fprintf(&b, "Deployment %s, run %s: %s", Line(r.Deployment), Line(r.ID), Line(in.status()))
 	if r.Reason != "" {
-		fmt.Fprintf(&b, " (%s)", r.Reason)
+		fmt.Fprintf(&b, " (%s)", Line(r.Reason))
 	}
 	b.WriteString("\n")
 	counts := map[run.Phase]int{}
@@ -197,9 +192,9 @@ func Summary(in Input, reportURI string) string {
 		if s.Phase == run.Unchanged {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s: %s %s", target.Describe(s.At, n), Action(s, in.Decisions...), s.Phase)
+		fmt.Fprintf(&b, "- %s: %s %s", Line(target.Describe(s.At, n)), Action(s, in.Decisions...), s.Phase)
 		if s.Reason != "" {
-			fmt.Fprintf(&b, ": %s", s.Reason)
+			fmt.Fprintf(&b, ": %s", Line(s.Reason))
 		}
 		b.WriteString("\n")
 	}
@@ -207,16 +202,16 @@ func Summary(in Input, reportURI string) string {
 		fmt.Fprintf(&b, "- %d stack(s) unchanged\n", counts[run.Unchanged])
 	}
 	for _, e := range in.Errors {
-		fmt.Fprintf(&b, "error: %s\n", e)
+		fmt.Fprintf(&b, "error: %s\n", Line(e))
 	}
 	for _, e := range in.Refusals {
-		fmt.Fprintf(&b, "refused: %s\n", e)
+		fmt.Fprintf(&b, "refused: %s\n", Line(e))
 	}
 	for _, w := range in.Warnings {
-		fmt.Fprintf(&b, "warning: %s\n", w)
+		fmt.Fprintf(&b, "warning: %s\n", Line(w))
 	}
 	for _, n := range in.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
+		fmt.Fprintf(&b, "note: %s\n", Line(n))
 	}
 	if reportURI != "" {
 		fmt.Fprintf(&b, "Report: %s\n", reportURI)

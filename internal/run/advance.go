@@ -102,6 +102,10 @@ type Options struct {
 	// (NoEcho values) by hash only (default: as they are). The hash of what it returns
 	// is the stack's input hash; the call is made with the parameters resolved.
 	Seal func(s *Stack, params map[string]string) map[string]string
+	// SealOutputs returns a stack's outputs, as observed, the way the run stores them:
+	// its secret ones (Stack.SecretOutputs) sealed (default: as they are). What consumes
+	// them reads the sealed form.
+	SealOutputs func(s *Stack, outputs map[string]string) map[string]string
 	// MaxAttempts bounds retries of one action after API errors (default 3).
 	MaxAttempts int
 	// PhaseTimeout fails a stack that stays in one in-flight phase longer (default 3h): a
@@ -121,6 +125,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Seal == nil {
 		o.Seal = func(_ *Stack, params map[string]string) map[string]string { return params }
+	}
+	if o.SealOutputs == nil {
+		o.SealOutputs = func(_ *Stack, outputs map[string]string) map[string]string { return outputs }
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 15 * time.Minute
@@ -180,6 +187,9 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 			continue
 		}
 		was := s.Phase
+		if o.Outputs != nil {
+			o.Outputs = opts.SealOutputs(s, o.Outputs)
+		}
 		actions = append(actions, observe(next, s, o, now, opts)...)
 		if o.looked() && s.Phase == was && s.Phase.Waits() {
 			// Still under way: look again later, a little later each time.
@@ -653,6 +663,10 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 		if s.StartedAt.IsZero() {
 			s.StartedAt = now
 		}
+		if unreviewed(r, s) {
+			fail(s, now, unreviewedReason(r, s, "its deletion"))
+			continue
+		}
 		setPhase(s, Deleting, now)
 		actions = append(actions, deleteStack(s))
 		inFlight++
@@ -660,7 +674,22 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 	return actions
 }
 
+// unreviewed reports whether s may not be changed by r: a protected stack (PlanOnly) in
+// a run that applies no approved plan. The plan refuses such runs before they start; this
+// is the last word, where every change of a stack is decided.
+func unreviewed(r *Run, s *Stack) bool { return r.Mode == ModeDeploy && r.Plan == "" && s.PlanOnly }
+
+// unreviewedReason is why what (a change, a deletion) of a protected stack is refused.
+func unreviewedReason(r *Run, s *Stack, what string) string {
+	return fmt.Sprintf("protected stack %s: %s needs an approved plan, and this run applies none: nothing was changed; run `cairn plan PATH --deployment %s`, review it, then `cairn approve %s PLAN_ID`",
+		s.StackName, what, r.Deployment, r.Deployment)
+}
+
 func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) []Action {
+	if s.Phase == Ready && r.Mode == ModeDeploy && unreviewed(r, s) {
+		fail(s, now, unreviewedReason(r, s, "its change set"))
+		return nil
+	}
 	if s.Phase == Ready && r.Mode == ModeDeploy {
 		// A retried execution, or a stack of an approved plan whose change set exists.
 		setPhase(s, Executing, now)
@@ -682,6 +711,10 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		s.Reason = "created at apply"
 		setPhase(s, Ready, now)
 		s.FinishedAt = now
+		return nil
+	}
+	if s.Intent == IntentRecreate && unreviewed(r, s) {
+		fail(s, now, unreviewedReason(r, s, "re-creating it"))
 		return nil
 	}
 	if s.Intent == IntentRecreate {
@@ -740,6 +773,10 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		setPhase(s, Unchanged, now)
 		return nil
 	}
+	if unreviewed(r, s) {
+		fail(s, now, unreviewedReason(r, s, "a change of its inputs ("+changedInputs(s)+")"))
+		return nil
+	}
 	if s.ChangeSetName == "" || s.Attempts == 0 {
 		r.Seq++
 		s.ChangeSetName = fmt.Sprintf("cairn-%s-%d", r.ID, r.Seq)
@@ -752,6 +789,27 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	*inFlight++
 	return []Action{{Kind: CreateChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
 		ChangeSetName: s.ChangeSetName, ChangeSetType: s.ChangeSetType, Parameters: params, Token: s.ChangeSetName}}
+}
+
+// changedInputs names what differs between a stack's inputs and those last applied.
+func changedInputs(s *Stack) string {
+	var what []string
+	switch {
+	case !s.Exists:
+		what = append(what, "it does not exist")
+	case s.Force:
+		what = append(what, "its tags, options or status")
+	}
+	if s.Exists && s.TemplateHash != s.PrevTemplateHash {
+		what = append(what, "its template")
+	}
+	if s.Exists && s.ParametersHash != s.PrevParametersHash {
+		what = append(what, "its parameter values")
+	}
+	if len(what) == 0 {
+		return "its inputs"
+	}
+	return strings.Join(what, ", ")
 }
 
 // planAtApply reports whether, in a plan, s depends on a stack the plan creates (or

@@ -957,3 +957,55 @@ func TestAbandonDeletesUnexecutedChangeSets(t *testing.T) {
 		t.Errorf("done: %s %q", s.Phase, s.Reason)
 	}
 }
+
+// TestProtectedStackChangesOnlyInTheApplyOfAPlan: a protected stack (PlanOnly) is never
+// changed, re-created or deleted by a run that applies no approved plan, whatever that
+// run's plan let through: the stack fails with the way forward, its dependents are
+// blocked, and no call is made for it. The apply run of a plan (Run.Plan) changes it.
+func TestProtectedStackChangesOnlyInTheApplyOfAPlan(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(r *Run, w *world)
+		calls []string
+	}{
+		{name: "changed inputs", calls: []string{"CreateChangeSet a", "ExecuteChangeSet a"}},
+		{name: "re-created", calls: []string{"DeleteStack a", "CreateChangeSet a", "ExecuteChangeSet a"},
+			setup: func(r *Run, w *world) {
+				r.Stacks["a"].Intent, r.Stacks["a"].Exists = IntentRecreate, true
+				w.stacks["a"] = &fakeStack{status: "ROLLBACK_COMPLETE"}
+			}},
+		{name: "deleted", calls: []string{"DeleteStack a"},
+			setup: func(r *Run, w *world) {
+				r.Stacks["a"].Intent, r.Stacks["a"].Exists = IntentDelete, true
+				delete(r.Stacks, "b")
+			}},
+	}
+	for _, tt := range tests {
+		for _, plan := range []string{"", "20261130-120000000-1a2b3c4d"} {
+			t.Run(fmt.Sprintf("%s in plan %q", tt.name, plan), func(t *testing.T) {
+				w := newWorld(t)
+				r := chain("a", "b")
+				r.Plan, r.Deployment = plan, "shop"
+				r.Stacks["a"].PlanOnly = true
+				if tt.setup != nil {
+					tt.setup(r, w)
+				}
+				got := w.drive(r, Options{})
+				a := got.Stacks["a"]
+				if plan != "" {
+					if k := kinds(w.calls); !slices.Equal(k[:len(tt.calls)], tt.calls) || a.Phase != Done {
+						t.Errorf("apply of a plan: calls %v, a %s (%s)", k, a.Phase, a.Reason)
+					}
+					return
+				}
+				if len(w.calls) != 0 || a.Phase != Failed || !strings.HasPrefix(a.Reason, "protected stack shop-a: ") ||
+					!strings.Contains(a.Reason, "needs an approved plan, and this run applies none: nothing was changed; run `cairn plan PATH --deployment shop`") {
+					t.Errorf("a run applying no plan: calls %v, a %s: %q", kinds(w.calls), a.Phase, a.Reason)
+				}
+				if b := got.Stacks["b"]; b != nil && b.Phase != Blocked {
+					t.Errorf("b depends on a: %s", b.Phase)
+				}
+			})
+		}
+	}
+}

@@ -124,10 +124,18 @@ type Stack struct {
 	// RawParameters are the parameters as written, lookups unresolved, and Parameters
 	// those the stack started with, resolved; both as stored (Options.Seal): the values of
 	// the NoEcho parameters (named in NoEcho) are sealed references, never the values.
-	RawParameters  map[string]string `json:"raw_parameters,omitempty"`
-	NoEcho         []string          `json:"no_echo,omitempty"`
+	RawParameters map[string]string `json:"raw_parameters,omitempty"`
+	NoEcho        []string          `json:"no_echo,omitempty"`
+	// SecretOutputs are the outputs whose values are secret (computed from a NoEcho
+	// parameter, a SecureString or another secret output): the run stores them sealed
+	// (Options.SealOutputs), never their values.
+	SecretOutputs  []string          `json:"secret_outputs,omitempty"`
 	Parameters     map[string]string `json:"parameters,omitempty"` // resolved when the stack starts
 	ParametersHash string            `json:"parameters_hash,omitempty"`
+	// KeptParametersHash is the hash the graph (and the stack's tags) record of the same
+	// parameters sealed without a key, by a cairn before keyed seals: a stack found
+	// unchanged is recorded with it, so graph and tags keep agreeing until it changes.
+	KeptParametersHash string `json:"kept_parameters_hash,omitempty"`
 
 	Phase         Phase             `json:"phase"`
 	StackID       string            `json:"stack_id,omitempty"`
@@ -156,6 +164,9 @@ type Stack struct {
 	// a DELETE_FAILED stack only); a ROLLBACK_FAILED stack is deleted once without.
 	Retain    []string `json:"retain,omitempty"`
 	Retaining bool     `json:"retaining,omitempty"`
+	// PlanOnly says the config has the stack protected (protected: true): it changes, and
+	// is deleted, only by the apply run of an approved plan (Run.Plan), never by a push.
+	PlanOnly bool `json:"plan_only,omitempty"`
 	// Protect is the termination protection the config wants; Protected what the stack
 	// has, as last seen. A deploy that finishes with them different sets it.
 	Protect bool `json:"termination_protection,omitempty"`
@@ -242,6 +253,9 @@ type Run struct {
 	UpdatedAt      time.Time         `json:"updated_at"`
 	FinishedAt     time.Time         `json:"finished_at,omitzero"`
 	Reason         string            `json:"reason,omitempty"`
+	// Plan is, in the apply run of an approved plan, the plan's id: the only kind of run
+	// that may change a PlanOnly stack.
+	Plan string `json:"plan,omitempty"`
 	// External holds outputs of stacks outside the run (xref lookups and locked stacks),
 	// keyed "STACK::Output" by the name used in the lookup.
 	External map[string]string `json:"external,omitempty"`
@@ -268,6 +282,7 @@ func (r *Run) Clone() *Run {
 		cs.Requires = append([]string(nil), s.Requires...)
 		cs.Retain = append([]string(nil), s.Retain...)
 		cs.NoEcho = append([]string(nil), s.NoEcho...)
+		cs.SecretOutputs = append([]string(nil), s.SecretOutputs...)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

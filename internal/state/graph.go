@@ -72,6 +72,10 @@ type Stack struct {
 	// Code is the sha256 of each local artifact the applied templates name, by bundle path
 	// (run.Stack.Code): what the next plan compares to say which code changed.
 	Code map[string]string `json:"code,omitempty"`
+	// PlanOnly records that the config had the stack protected (protected: true) when it
+	// was last applied: dropping it from the config, or its protection, is then a change
+	// of a protected stack, made only through an approved plan.
+	PlanOnly bool `json:"plan_only,omitempty"`
 }
 
 // Names returns the config names of g's stacks in order.

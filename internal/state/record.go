@@ -87,6 +87,9 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 			}
 		case s.Phase == run.Done || s.Phase == run.Unchanged:
 			st := applied(name, s, rec)
+			if s.Phase == run.Unchanged && s.KeptParametersHash != "" {
+				st.ParametersHash = s.KeptParametersHash
+			}
 			if old != nil {
 				st.Tags = old.Tags
 				if st.StackID == "" {
@@ -125,7 +128,7 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 func applied(name string, s *run.Stack, rec Recording) *Stack {
 	st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
 		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Code: s.Code, Status: rec.Statuses[name], Outputs: s.Outputs,
-		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target}
+		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target, PlanOnly: s.PlanOnly}
 	st.locate(s.Target)
 	return st
 }

@@ -121,7 +121,7 @@ type FileAsset struct {
 	Zip bool
 	// Executable is the command that produces the asset (source.executable), which cairn
 	// does not run.
-	Executable []string
+	Executable   []string
 	Destinations []Destination
 }
 

@@ -18,18 +18,18 @@ import (
 // variants are kept under assemblies/ so the tests that deploy them need no Node.
 const cdkAppDir = "../testdata/cdkapp"
 
-// cdkAppVariants are the variants of the example app cairn's tests deploy: as committed, a
-// code change in its function, its audit stack removed, its stage renamed, and an image
-// asset added.
+// cdkAppVariants are the variants of the example app cairn's tests deploy one after the
+// other, each changing one thing of the one before: the app as committed, a code change in
+// its function, its audit stack removed, its stage renamed, and an image asset added.
 var cdkAppVariants = []struct {
 	name string
 	opts func(o *cdkapp.Options)
 }{
 	{"base", func(*cdkapp.Options) {}},
 	{"code-v2", func(o *cdkapp.Options) { o.Code = "v2" }},
-	{"no-audit", func(o *cdkapp.Options) { o.Audit = false }},
-	{"stage-test", func(o *cdkapp.Options) { o.Stage = "Test" }},
-	{"image", func(o *cdkapp.Options) { o.Image = true }},
+	{"no-audit", func(o *cdkapp.Options) { o.Code, o.Audit = "v2", false }},
+	{"stage-test", func(o *cdkapp.Options) { o.Code, o.Audit, o.Stage = "v2", false, "Test" }},
+	{"image", func(o *cdkapp.Options) { o.Code, o.Audit, o.Stage, o.Image = "v2", false, "Test", true }},
 }
 
 // synthCDKApp synthesizes a variant of the example app into a new folder and returns it.

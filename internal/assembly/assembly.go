@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/artifact"
 	"github.com/cairn-dev/cairn/internal/bundle"
 )
 
@@ -69,6 +70,8 @@ type Stack struct {
 	Path string
 	// ID is the artifact's id in its manifest, Manifest that manifest's bundle path.
 	ID, Manifest string
+	// Dir is the folder of the (root) assembly in the bundle ("." when the bundle is it).
+	Dir string
 	// StackName is the CloudFormation stack name (the artifact id when it names none).
 	StackName string
 	// Template is the template file's bundle path.
@@ -97,6 +100,9 @@ type Stack struct {
 	// NestedStacks says the template has AWS::CloudFormation::Stack resources, whose
 	// templates are file assets (CDK's NestedStack).
 	NestedStacks bool
+	// Bundle builds the file assets from the bundle holding the assembly: a folder zipped
+	// deterministically, a file as it is.
+	Bundle *artifact.Set
 }
 
 // Bootstrap is a required bootstrap version: the highest the stack and its asset manifests
@@ -141,6 +147,19 @@ func label(id, name string) string {
 		return id
 	}
 	return name + " (" + id + ")"
+}
+
+// PublishCommand is the command that publishes the asset id of the asset manifest manifest
+// of an assembly in folder dir of the bundle, as a CI job runs it where it synthesized the
+// app (whose assembly is cdk.out when the bundle is the assembly alone).
+func PublishCommand(dir, manifest, id string) string {
+	rel := manifest
+	if dir == "." {
+		dir = "cdk.out"
+	} else {
+		rel = strings.TrimPrefix(manifest, dir+"/")
+	}
+	return "cd " + dir + " && npx cdk-assets publish --path " + rel + " " + id
 }
 
 // Label names the file asset for people.
@@ -225,15 +244,15 @@ func (es Errors) Error() string {
 
 // manifest is the part of the cloud assembly schema's AssemblyManifest cairn reads.
 type manifest struct {
-	Version   string              `json:"version"`
-	Artifacts map[string]artifact `json:"artifacts"`
+	Version   string                      `json:"version"`
+	Artifacts map[string]artifactManifest `json:"artifacts"`
 	Missing   []struct {
 		Key      string `json:"key"`
 		Provider string `json:"provider"`
 	} `json:"missing"`
 }
 
-type artifact struct {
+type artifactManifest struct {
 	Type         string                     `json:"type"`
 	Environment  string                     `json:"environment"`
 	Dependencies []string                   `json:"dependencies"`
@@ -320,8 +339,8 @@ func Is(fsys fs.FS, dir string) bool {
 // assembly missing context values (the app looks things up in AWS at synthesis), files
 // the manifests name that are missing or leave the bundle, malformed JSON.
 func Read(fsys fs.FS, dir string) (*Assembly, error) {
-	r := &reader{fsys: fsys, seen: map[string]bool{}}
 	a := &Assembly{Dir: path.Clean(dir)}
+	r := &reader{fsys: fsys, root: a.Dir, seen: map[string]bool{}, files: artifact.NewSet(fsys)}
 	r.assembly(a, a.Dir, "", 0)
 	slices.SortFunc(a.Stacks, func(x, y *Stack) int { return strings.Compare(x.Path, y.Path) })
 	if len(r.errs) > 0 {
@@ -331,9 +350,11 @@ func Read(fsys fs.FS, dir string) (*Assembly, error) {
 }
 
 type reader struct {
-	fsys fs.FS
-	errs Errors
-	seen map[string]bool // assembly folders read
+	root  string // the root assembly's folder
+	fsys  fs.FS
+	files *artifact.Set
+	errs  Errors
+	seen  map[string]bool // assembly folders read
 }
 
 func (r *reader) errorf(file, key, format string, args ...any) {
@@ -464,17 +485,17 @@ func joinPath(prefix, id string) string {
 }
 
 // stack reads one stack artifact.
-func (r *reader) stack(file, dir, prefix, id string, art artifact) *Stack {
+func (r *reader) stack(file, dir, prefix, id string, art artifactManifest) *Stack {
 	key := "artifacts." + id
 	var p stackProperties
 	if err := json.Unmarshal(art.Properties, &p); err != nil {
 		r.errorf(file, key+".properties", "not a stack's properties: %v", err)
 		return nil
 	}
-	s := &Stack{ID: id, Manifest: file, Path: art.DisplayName, StackName: p.StackName, Parameters: p.Parameters, Tags: p.Tags,
+	s := &Stack{ID: id, Manifest: file, Dir: r.root, Path: art.DisplayName, StackName: p.StackName, Parameters: p.Parameters, Tags: p.Tags,
 		NotificationARNs: p.NotificationARNs, TerminationProtection: p.TerminationProtection,
 		DeployRole: p.AssumeRoleARN, DeployExternalID: p.AssumeRoleExternalID, ExecutionRole: p.CloudFormationExecutionRoleARN,
-		Bootstrap: Bootstrap{Version: p.RequiresBootstrapStackVersion, Parameter: p.BootstrapStackVersionSSMParameter}}
+		Bootstrap: Bootstrap{Version: p.RequiresBootstrapStackVersion, Parameter: p.BootstrapStackVersionSSMParameter}, Bundle: r.files}
 	if s.Path == "" {
 		s.Path = joinPath(prefix, id)
 	}
@@ -515,7 +536,7 @@ func (r *reader) stack(file, dir, prefix, id string, art artifact) *Stack {
 // annotations reports the error annotations of the stack's constructs (aws:cdk:error),
 // which `cdk deploy` refuses too, from the manifest and the stack's additional metadata
 // file when the bundle has it (the bundle cairn zips leaves metadata files out).
-func (r *reader) annotations(s *Stack, file, key, dir string, art artifact) {
+func (r *reader) annotations(s *Stack, file, key, dir string, art artifactManifest) {
 	meta := art.Metadata
 	if art.MetadataFile != "" {
 		if p, ok := r.file(file, key+".additionalMetadataFile", dir, art.MetadataFile); ok {
@@ -574,7 +595,7 @@ func (r *reader) nestedStacks(template string) bool {
 }
 
 // assets reads the asset manifest artifact id the stack depends on.
-func (r *reader) assets(s *Stack, file, dir, id string, art artifact) {
+func (r *reader) assets(s *Stack, file, dir, id string, art artifactManifest) {
 	key := "artifacts." + id + ".properties.file"
 	var p assetManifestProperties
 	if err := json.Unmarshal(art.Properties, &p); err != nil || p.File == "" {

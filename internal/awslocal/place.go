@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/ecrlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
@@ -32,6 +33,7 @@ type Place struct {
 	sns             *snslocal.Service
 	ssm             *ssmlocal.Service
 	cw              *cloudwatchlocal.Service
+	ecr             *ecrlocal.Service
 	cfn             *cfnlocal.Service
 	services        map[string]http.Handler // by signing name
 
@@ -93,6 +95,14 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.ssm.Close()
 		return nil, err
 	}
+	p.ecr, err = ecrlocal.New(ecrlocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("ecr"), Logger: o.Logger})
+	if err != nil {
+		p.sqs.Close()
+		p.sns.Close()
+		p.ssm.Close()
+		p.cw.Close()
+		return nil, err
+	}
 	p.cfn, err = cfnlocal.New(cfnlocal.Options{
 		Region: region, AccountID: account, Clock: o.Clock, Dir: sub("cloudformation"), Logger: o.Logger,
 		GetObject: e.s3.GetObject,
@@ -116,9 +126,10 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.sns.Close()
 		p.ssm.Close()
 		p.cw.Close()
+		p.ecr.Close()
 		return nil, err
 	}
-	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "monitoring": p.cw, "cloudformation": p.cfn}
+	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "monitoring": p.cw, "cloudformation": p.cfn, "ecr": p.ecr}
 	return p, nil
 }
 
@@ -230,6 +241,7 @@ func (e *Emulator) closePlaces() {
 		p.sns.Close()
 		p.ssm.Close()
 		p.cw.Close()
+		p.ecr.Close()
 	}
 }
 

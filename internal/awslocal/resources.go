@@ -31,6 +31,7 @@ func (p *Place) providers() map[string]cfnlocal.Provider {
 		"AWS::Events::Rule":           p.ruleProvider(),
 		"AWS::Events::EventBusPolicy": p.busPolicyProvider(),
 		"AWS::IAM::Role":              p.roleProvider(),
+		"AWS::ECR::Repository":        p.repositoryProvider(),
 	}
 	if p.account == p.e.opts.AccountID && p.region == p.e.opts.Region {
 		out["AWS::Scheduler::Schedule"] = p.scheduleProvider()

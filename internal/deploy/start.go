@@ -223,6 +223,11 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
 	}
+	if !doc.Destroy {
+		if failed, err := s.assemblyAssets(ctx, doc, lock, cfg, log); failed || err != nil {
+			return failed, err
+		}
+	}
 	live, unreachable, err := survey(ctx, cs, places(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
 	if err != nil {
 		return false, err

@@ -71,9 +71,11 @@ func FromContext(node constructs.Node, dir string) Options {
 
 // Build adds the app's stacks to app.
 func Build(app awscdk.App, o Options) {
+	// Aspects such as tags stop at a stage's boundary: the stage is tagged too.
 	awscdk.Tags_Of(app).Add(jsii.String("app"), jsii.String("orders"), nil)
-
 	stage := awscdk.NewStage(app, jsii.String(o.Stage), &awscdk.StageProps{Env: &Home})
+	awscdk.Tags_Of(stage).Add(jsii.String("app"), jsii.String("orders"), nil)
+
 	data := awscdk.NewStack(stage, jsii.String("Data"), &awscdk.StackProps{
 		Description: jsii.String("The orders queue"),
 	})

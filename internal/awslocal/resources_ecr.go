@@ -15,11 +15,7 @@ import (
 func (p *Place) repositoryProvider() cfnlocal.Provider {
 	return cfnlocal.Provider{
 		Create: func(_ context.Context, r cfnlocal.Resource) (string, map[string]any, error) {
-			name := text(r.Props["RepositoryName"])
-			if name == "" {
-				name = strings.ToLower(r.PhysicalID)
-			}
-			repo, err := p.ecr.Create(name)
+			repo, err := p.ecr.Create(r.PhysicalID, text(r.Props["ImageTagMutability"]))
 			if err != nil {
 				return "", nil, err
 			}

@@ -141,3 +141,6 @@ func clearLeftovers(ctx context.Context, cfg aws.Config, qualifier string, t tar
 	}
 	return nil
 }
+
+// CDKBootstrapTemplate is the template of the CDKToolkit stack BootstrapCDK deploys.
+func CDKBootstrapTemplate() string { return cdkBootstrapTemplate }

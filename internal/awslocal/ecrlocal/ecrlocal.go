@@ -43,7 +43,9 @@ type Service struct {
 type repository struct {
 	Name    string    `json:"name"`
 	Created time.Time `json:"created"`
-	Images  []*image  `json:"images,omitempty"`
+	// Immutable tags (IMMUTABLE) cannot move to another image.
+	Immutable bool     `json:"immutable,omitempty"`
+	Images    []*image `json:"images,omitempty"`
 }
 
 type image struct {
@@ -125,16 +127,26 @@ func (s *Service) notFound(name string) *Error {
 type Repository struct {
 	Name, ARN, URI, RegistryID string
 	Created                    time.Time
+	// Mutability is MUTABLE or IMMUTABLE.
+	Mutability string
 }
 
 func (s *Service) describe(r *repository) Repository {
-	return Repository{Name: r.Name, RegistryID: s.opts.AccountID, Created: r.Created,
+	mutability := "MUTABLE"
+	if r.Immutable {
+		mutability = "IMMUTABLE"
+	}
+	return Repository{Name: r.Name, RegistryID: s.opts.AccountID, Created: r.Created, Mutability: mutability,
 		ARN: fmt.Sprintf("arn:aws:ecr:%s:%s:repository/%s", s.opts.Region, s.opts.AccountID, r.Name),
 		URI: fmt.Sprintf("%s.dkr.ecr.%s.amazonaws.com/%s", s.opts.AccountID, s.opts.Region, r.Name)}
 }
 
-// Create is CreateRepository.
-func (s *Service) Create(name string) (Repository, error) {
+// Create is CreateRepository; mutability is MUTABLE (or "") or IMMUTABLE.
+func (s *Service) Create(name, mutability string) (Repository, error) {
+	if mutability != "" && mutability != "MUTABLE" && mutability != "IMMUTABLE" {
+		return Repository{}, &Error{Code: "InvalidParameterException", Status: 400,
+			Message: fmt.Sprintf("Invalid parameter at 'imageTagMutability' failed to satisfy constraint: 'Member must satisfy enum value set: [MUTABLE, IMMUTABLE]' (got %s)", mutability)}
+	}
 	if len(name) < 2 || len(name) > 256 || !nameRE.MatchString(name) {
 		return Repository{}, &Error{Code: "InvalidParameterException", Status: 400,
 			Message: fmt.Sprintf("Invalid parameter at 'repositoryName' failed to satisfy constraint: 'must satisfy regular expression '%s''", nameRE)}
@@ -145,7 +157,7 @@ func (s *Service) Create(name string) (Repository, error) {
 		return Repository{}, &Error{Code: "RepositoryAlreadyExistsException", Status: 400,
 			Message: fmt.Sprintf("The repository with name '%s' already exists in the registry with id '%s'", name, s.opts.AccountID)}
 	}
-	r := &repository{Name: name, Created: s.opts.Clock.Now().UTC()}
+	r := &repository{Name: name, Created: s.opts.Clock.Now().UTC(), Immutable: mutability == "IMMUTABLE"}
 	s.repos[name] = r
 	s.persistLocked()
 	return s.describe(r), nil
@@ -215,8 +227,9 @@ type Image struct {
 }
 
 // Put is PutImage: it stores manifest under tag (or untagged), its digest the sha256 of
-// the manifest. A tag moves to the new image, as in a mutable repository; the same
-// manifest with the same tag again is ImageAlreadyExistsException.
+// the manifest. A tag moves to the new image in a mutable repository and is refused in an
+// immutable one (ImageTagAlreadyExistsException); the same manifest with the same tag
+// again is ImageAlreadyExistsException.
 func (s *Service) Put(name, manifest, mediaType, tag string) (ImageID, error) {
 	if manifest == "" {
 		return ImageID{}, &Error{Code: "InvalidParameterException", Status: 400, Message: "Invalid parameter at 'imageManifest' failed to satisfy constraint: 'Member must not be null'"}
@@ -243,6 +256,12 @@ func (s *Service) Put(name, manifest, mediaType, tag string) (ImageID, error) {
 			Message: fmt.Sprintf("Image with digest '%s' and tag '%s' already exists in the repository with name '%s' in registry with id '%s'", id.Digest, tag, name, s.opts.AccountID)}
 	}
 	if tag != "" {
+		for _, i := range r.Images {
+			if r.Immutable && i != img && slices.Contains(i.Tags, tag) {
+				return ImageID{}, &Error{Code: "ImageTagAlreadyExistsException", Status: 400,
+					Message: fmt.Sprintf("The image tag '%s' already exists in the '%s' repository and cannot be overwritten because the repository is immutable.", tag, name)}
+			}
+		}
 		for _, i := range r.Images {
 			i.Tags = slices.DeleteFunc(i.Tags, func(t string) bool { return t == tag })
 		}

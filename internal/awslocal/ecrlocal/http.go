@@ -49,7 +49,7 @@ func epoch(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 
 func (s *Service) repositoryJSON(r Repository) map[string]any {
 	return map[string]any{"repositoryName": r.Name, "repositoryArn": r.ARN, "repositoryUri": r.URI, "registryId": r.RegistryID,
-		"createdAt": epoch(r.Created), "imageTagMutability": "MUTABLE",
+		"createdAt": epoch(r.Created), "imageTagMutability": r.Mutability,
 		"imageScanningConfiguration": map[string]any{"scanOnPush": false}, "encryptionConfiguration": map[string]any{"encryptionType": "AES256"}}
 }
 
@@ -68,6 +68,7 @@ func (s *Service) call(action string, body []byte) (any, error) {
 		ImageManifest          string    `json:"imageManifest"`
 		ImageManifestMediaType string    `json:"imageManifestMediaType"`
 		ImageTag               string    `json:"imageTag"`
+		ImageTagMutability     string    `json:"imageTagMutability"`
 		ImageIDs               []imageID `json:"imageIds"`
 	}
 	if err := decode(&in); err != nil {
@@ -78,7 +79,7 @@ func (s *Service) call(action string, body []byte) (any, error) {
 	}
 	switch action {
 	case "CreateRepository":
-		r, err := s.Create(in.RepositoryName)
+		r, err := s.Create(in.RepositoryName, in.ImageTagMutability)
 		if err != nil {
 			return nil, err
 		}

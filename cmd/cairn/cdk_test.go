@@ -13,7 +13,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -198,7 +200,12 @@ func TestCDKApp(t *testing.T) {
 		t.Errorf("the function's code is %+v after the change, was %+v", v2, v1)
 	}
 
-	// 4. The audit stack removed from the app: deleted by the next push, in its account.
+	// 4. The audit stack removed from the app: `cairn diff` says so, offline, and the next
+	// push deletes it, in its account.
+	out, code := cairnRun(t, "diff", cdkApp("no-audit"), "--deployment", "orders")
+	if code != 1 || !strings.Contains(out, "stack Audit (orders-audit): applied, no longer in the bundle: the next run deletes it") || !strings.Contains(out, "0 changed, 0 new, 1 removed, 2 unchanged") {
+		t.Errorf("diff exited %d:\n%s", code, out)
+	}
 	if out := cairnOK(t, append([]string{"push", cdkApp("no-audit"), "--deployment", "orders"}, followFlags...)...); !strings.Contains(out, ": 0 created, 0 updated, 1 deleted, 2 unchanged") {
 		t.Fatalf("push without the audit stack:\n%s", out)
 	}
@@ -211,8 +218,8 @@ func TestCDKApp(t *testing.T) {
 	if !strings.Contains(out, ": 2 created, 0 updated, 2 deleted, 0 unchanged") {
 		t.Fatalf("push of the renamed stage:\n%s", out)
 	}
-	if !regexp.MustCompile(`(?s)Dev/Service +delete +done.*Dev/Data +delete +deleting`).MatchString(out) {
-		t.Errorf("the old stage's stacks were not deleted dependents first:\n%s", out)
+	if svc, data := deletedAt(t, em, "Dev-Service"), deletedAt(t, em, "Dev-Data"); !svc.Before(data) {
+		t.Errorf("Dev-Service (importing Dev-Data's export) deleted at %s, Dev-Data at %s: want dependents first", svc, data)
 	}
 	if got := stacksIn(t, em, cdkHome); !slices.Equal(got, []string{"Test-Data", "Test-Service"}) {
 		t.Errorf("stacks after the rename: %v", got)
@@ -220,7 +227,7 @@ func TestCDKApp(t *testing.T) {
 
 	// 6. An image asset nobody published: refused before any CloudFormation call.
 	calls := cfnCallsAnywhere(em)
-	out, code := cairnRun(t, append([]string{"push", cdkApp("image"), "--deployment", "orders"}, followFlags...)...)
+	out, code = cairnRun(t, append([]string{"push", cdkApp("image"), "--deployment", "orders"}, followFlags...)...)
 	if code != 1 || !strings.Contains(out, "found before any CloudFormation call; nothing was changed") ||
 		!regexp.MustCompile(`image asset Worker \([0-9a-f]{64}\) of stack Test/Service is not in ECR repository cdk-hnb659fds-container-assets-000000000000-us-east-1 \(us-east-1\) with tag [0-9a-f]{64}: cairn does not build Docker images; publish it before the push, in CI: cd cdk.out && npx cdk-assets publish --path assembly-Test/TestServiceAAE03A31.assets.json [0-9a-f]{64}`).MatchString(out) {
 		t.Fatalf("push of an unpublished image exited %d:\n%s", code, out)
@@ -247,4 +254,51 @@ func plannedChangeSets(t *testing.T, deployment, id string) (ids, atApply []stri
 		ids = append(ids, s.ChangeSetID)
 	}
 	return ids, atApply
+}
+
+// TestLocalUpCDKBootstrap: `cairn local up --cdk-bootstrap --cdk-qualifier Q` makes the
+// CDKToolkit stack of qualifier Q, as `cdk bootstrap --qualifier Q` does.
+func TestLocalUpCDKBootstrap(t *testing.T) {
+	keepEnv(t)
+	exports, stop := localUp(t, "--dir", "", "--cdk-bootstrap", "--cdk-qualifier", "orders")
+	defer stop()
+	t.Setenv("AWS_CA_BUNDLE", "")
+	for k, v := range exports {
+		t.Setenv(k, v)
+	}
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := cloudformation.NewFromConfig(cfg).DescribeStacks(context.Background(), &cloudformation.DescribeStacksInput{StackName: aws.String("CDKToolkit")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outputsOf(st.Stacks[0]); got["BucketName"] != "cdk-orders-assets-000000000000-us-east-1" || got["ImageRepositoryName"] != "cdk-orders-container-assets-000000000000-us-east-1" || got["BootstrapVersion"] != "30" {
+		t.Errorf("CDKToolkit's outputs %v", got)
+	}
+	p, err := ssm.NewFromConfig(cfg).GetParameter(context.Background(), &ssm.GetParameterInput{Name: aws.String("/cdk-bootstrap/orders/version")})
+	if err != nil || aws.ToString(p.Parameter.Value) != "30" {
+		t.Errorf("the version parameter: %+v %v", p, err)
+	}
+}
+
+// deletedAt is when the stack of cairn's account and region named name was deleted.
+func deletedAt(t *testing.T, em *awslocal.Emulator, name string) time.Time {
+	t.Helper()
+	cfg, err := em.AWSConfig(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cloudformation.NewFromConfig(cfg).ListStacks(context.Background(), &cloudformation.ListStacksInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range out.StackSummaries {
+		if aws.ToString(s.StackName) == name && s.DeletionTime != nil {
+			return *s.DeletionTime
+		}
+	}
+	t.Fatalf("stack %s was not deleted", name)
+	return time.Time{}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -148,4 +149,83 @@ func writeGolden(t *testing.T, got, golden string) {
 		}
 	}
 	t.Logf("wrote %s", golden)
+}
+
+func TestCDKContext(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		envs, q       interface{}
+		want, wantErr string
+	}{
+		{"none", nil, nil, "hnb659fds:", ""},
+		{"a -c string, sorted", "222222222222:eu-west-1,111111111111:us-east-1", nil, "hnb659fds:111111111111:us-east-1 222222222222:eu-west-1", ""},
+		{"a qualifier", []interface{}{"111111111111:us-east-1"}, "orders", "orders:111111111111:us-east-1", ""},
+		{"twice", []interface{}{"111111111111:us-east-1", "111111111111:us-east-1"}, nil, "", "context cairn:cdkEnvironments: 111111111111:us-east-1 is listed twice"},
+		{"not an environment", "111111111111", nil, "", `context cairn:cdkEnvironments: "111111111111" is not ACCOUNT:REGION`},
+		{"bad qualifier", nil, "much-too-long-q", "", "context cairn:cdkQualifier: much-too-long-q is not a bootstrap qualifier"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := ctxMap{ctxNamespaces: "shop"}
+			if tt.envs != nil {
+				ctx[ctxCDKEnvironments] = tt.envs
+			}
+			if tt.q != nil {
+				ctx[ctxCDKQualifier] = tt.q
+			}
+			cfg, err := LoadConfig(ctx)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("LoadConfig = %v, want an error with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var envs []string
+			for _, e := range cfg.CDKEnvironments {
+				envs = append(envs, e.String())
+			}
+			if got := cfg.CDKQualifier + ":" + strings.Join(envs, " "); got != tt.want {
+				t.Errorf("got %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCDKEnvironmentsGrantBootstrapRoles: cairn:cdkEnvironments lets the deployer assume
+// the deploy, file-publishing and image-publishing roles of each environment's bootstrap
+// (and the drift function the deploy role), by name, and nothing else; cdk-nag passes.
+func TestCDKEnvironmentsGrantBootstrapRoles(t *testing.T) {
+	dir := t.TempDir()
+	s := synth(t, map[string]interface{}{ctxNamespaces: "orders", ctxLambdaDir: lambdaDir(t, dir),
+		ctxCDKEnvironments: []interface{}{"111111111111:eu-west-1", "000000000000:us-east-1"}}, dir)
+	for _, e := range s.nagErrors {
+		t.Errorf("cdk-nag: %s", e)
+	}
+	role := func(kind, account, region string) string {
+		return "arn:<AWS::Partition>:iam::" + account + ":role/cdk-hnb659fds-" + kind + "-role-" + account + "-" + region
+	}
+	want := map[string][]string{
+		"DeployerAssumeCDKRoles": {role("deploy", "000000000000", "us-east-1"), role("file-publishing", "000000000000", "us-east-1"), role("image-publishing", "000000000000", "us-east-1"),
+			role("deploy", "111111111111", "eu-west-1"), role("file-publishing", "111111111111", "eu-west-1"), role("image-publishing", "111111111111", "eu-west-1")},
+		"DriftAssumeCDKRoles": {role("deploy", "000000000000", "us-east-1"), role("deploy", "111111111111", "eu-west-1")},
+	}
+	got := map[string][]string{}
+	for _, st := range s.statements() {
+		if _, ok := want[st.sid]; ok {
+			if !slices.Equal(st.actions, []string{"sts:AssumeRole"}) {
+				t.Errorf("%s: actions %v", st.sid, st.actions)
+			}
+			got[st.sid] = append(got[st.sid], st.resources...)
+		}
+	}
+	for sid, w := range want {
+		slices.Sort(w)
+		g := got[sid]
+		slices.Sort(g)
+		if !slices.Equal(g, w) {
+			t.Errorf("%s allows %v, want %v", sid, g, w)
+		}
+	}
 }

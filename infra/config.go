@@ -68,6 +68,10 @@ type Config struct {
 	// name, or a path ending in /* for everything below it. By default each
 	// namespace's own path, /NAMESPACE/*; empty means no Parameter Store access.
 	SSMPaths []string
+	// CDKEnvironments are the environments whose CDK bootstrap roles (of CDKQualifier)
+	// cairn may assume, to deploy CDK apps' assemblies there; sorted.
+	CDKEnvironments []target.Target
+	CDKQualifier    string
 }
 
 // Target is one account and region cairn deploys into, with its target stack's options.
@@ -151,6 +155,9 @@ func LoadConfig(node contextGetter) (Config, error) {
 	}
 
 	if err := loadTargets(&cfg, get(ctxHome), get(ctxTargets)); err != nil {
+		return cfg, err
+	}
+	if err := loadCDK(&cfg, get(ctxCDKEnvironments), get(ctxCDKQualifier)); err != nil {
 		return cfg, err
 	}
 	ssm, err := ssmPaths(get(ctxSSMPaths), ns)

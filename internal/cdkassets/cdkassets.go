@@ -182,6 +182,10 @@ func (p *Publisher) Prepare(ctx context.Context, stacks []Stack) error {
 			}
 		}
 	}
+	problems := environments(stacks)
+	if len(problems) > 0 {
+		return problems // where the stacks go is wrong: nothing there is worth reading
+	}
 	problems, err := p.bootstrap(ctx, stacks)
 	if err != nil {
 		return err
@@ -200,6 +204,21 @@ func (p *Publisher) Prepare(ctx context.Context, stacks []Stack) error {
 		return problems
 	}
 	return p.upload(ctx, missing)
+}
+
+// environments reports the stacks cairn would deploy elsewhere than the environment the
+// app synthesized them for (a role_arn of cairn.yaml naming another account, a stack left
+// without its role): their templates name that environment's bootstrap resources.
+func environments(stacks []Stack) Problems {
+	var out Problems
+	for _, s := range stacks {
+		a := s.Assembly
+		if (a.Account != "" && a.Account != s.Account) || (a.Region != "" && a.Region != s.Region) {
+			out = append(out, fmt.Sprintf("stack %s: the app synthesized it for aws://%s/%s, but it would deploy to account %s in %s: deploy it through that environment's role (role_arn), or synthesize the app for this one",
+				s.Name, cmp.Or(a.Account, "unknown-account"), cmp.Or(a.Region, "unknown-region"), s.Account, s.Region))
+		}
+	}
+	return out
 }
 
 // bootstrap verifies each environment's bootstrap version, read once per place and

@@ -253,3 +253,26 @@ func TestPrepareRefusesUnbuildableFile(t *testing.T) {
 		t.Fatalf("with the object published: %v", err)
 	}
 }
+
+// TestPrepareRefusesAnotherEnvironment: a stack cairn would deploy elsewhere than where the
+// app synthesized it (cairn.yaml giving it a role of another account) is refused before
+// anything is read there.
+func TestPrepareRefusesAnotherEnvironment(t *testing.T) {
+	w := newWorld(t, false)
+	base := stacks(t, "base")
+	for i := range base {
+		if base[i].Name == "Audit" {
+			base[i].Account, base[i].Target.RoleARN = "222222222222", "arn:aws:iam::222222222222:role/cairn-deploy-eu-west-1"
+		}
+	}
+	reads := func() int { return w.e.Calls()["ssm.GetParameter"] + w.e.Calls()["s3.HeadObject"] }
+	before := reads()
+	ps := problems(t, w.p.Prepare(w.ctx, base))
+	want := "stack Audit: the app synthesized it for aws://111111111111/eu-west-1, but it would deploy to account 222222222222 in eu-west-1: deploy it through that environment's role (role_arn), or synthesize the app for this one"
+	if len(ps) != 1 || ps[0] != want {
+		t.Fatalf("problems %q\nwant %q", ps, want)
+	}
+	if n := reads() - before; n != 0 {
+		t.Errorf("%d call(s) made for stacks refused", n)
+	}
+}

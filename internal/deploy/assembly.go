@@ -38,19 +38,12 @@ func (s starter) assemblyAssets(ctx context.Context, doc *Document, lock *state.
 	var jobs []cdkassets.Stack
 	var problems cdkassets.Problems
 	for _, st := range stacks {
-		at := target.Target{Account: cmp.Or(st.Target.Account(), home.Account), Region: cmp.Or(st.Target.Region, home.Region)}
-		where := target.Describe(st.Target.Location(home), st.StackName)
-		a := st.Assembly
-		if (a.Account != "" && a.Account != at.Account) || (a.Region != "" && a.Region != at.Region) {
-			problems = append(problems, fmt.Sprintf("stack %s: the assembly deploys it to aws://%s/%s, but cairn would deploy it as %s: give it the role_arn of that account (or synthesize the app for this one)",
-				st.Name, cmp.Or(a.Account, "unknown-account"), cmp.Or(a.Region, "unknown-region"), where))
-			continue
-		}
 		if s.reach == nil && !st.Target.IsHome() {
-			problems = append(problems, fmt.Sprintf("stack %s: this deployer reaches cairn's own account and region only, not %s", st.Name, where))
+			problems = append(problems, fmt.Sprintf("stack %s: this deployer reaches cairn's own account and region only, not %s", st.Name, target.Describe(st.Target.Location(home), st.StackName)))
 			continue
 		}
-		jobs = append(jobs, cdkassets.Stack{Name: st.Name, Assembly: a, Account: at.Account, Region: at.Region, Target: st.Target,
+		at := target.Target{Account: cmp.Or(st.Target.Account(), home.Account), Region: cmp.Or(st.Target.Region, home.Region)}
+		jobs = append(jobs, cdkassets.Stack{Name: st.Name, Assembly: st.Assembly, Account: at.Account, Region: at.Region, Target: st.Target,
 			Where: st.Target.Location(home).Where()})
 	}
 	if len(problems) == 0 {

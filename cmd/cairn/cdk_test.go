@@ -236,6 +236,14 @@ func TestCDKApp(t *testing.T) {
 		t.Errorf("%d CloudFormation call(s) for a push refused before any", n)
 	}
 	t.Logf("refused:\n%s", out)
+	// The same for a deployment's first push, whose graph does not exist yet.
+	calls = cfnCallsAnywhere(em)
+	if out, code := cairnRun(t, append([]string{"push", cdkApp("image"), "--deployment", "orders-images"}, followFlags...)...); code != 1 || !strings.Contains(out, "image asset Worker") {
+		t.Fatalf("first push of an unpublished image exited %d:\n%s", code, out)
+	}
+	if n := cfnCallsAnywhere(em) - calls; n != 0 {
+		t.Errorf("%d CloudFormation call(s) for a first push refused before any", n)
+	}
 }
 
 // plannedChangeSets returns the change set ids of a plan's changing stacks, and the stacks

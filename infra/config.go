@@ -74,6 +74,10 @@ type Config struct {
 	// the deployer checks in code (CAIRN_SSM_PATHS). By default each namespace's
 	// own path, /NAMESPACE/*.
 	SSMPathsOf config.SSMPaths
+	// CDKEnvironments are the environments whose CDK bootstrap roles (of CDKQualifier)
+	// cairn may assume, to deploy CDK apps' assemblies there; sorted.
+	CDKEnvironments []target.Target
+	CDKQualifier    string
 }
 
 // Target is one account and region cairn deploys into, with its target stack's options.
@@ -157,6 +161,9 @@ func LoadConfig(node contextGetter) (Config, error) {
 	}
 
 	if err := loadTargets(&cfg, get(ctxHome), get(ctxTargets)); err != nil {
+		return cfg, err
+	}
+	if err := loadCDK(&cfg, get(ctxCDKEnvironments), get(ctxCDKQualifier)); err != nil {
 		return cfg, err
 	}
 	ssm, err := ssmPaths(get(ctxSSMPaths), ns)

@@ -95,6 +95,8 @@ sees it; one "local up" at a time may use a --dir.`,
 	cmd.Flags().StringVar(&o.DriftSchedule, "drift-schedule", localcairn.DefaultDriftSchedule, "schedule expression of the drift function")
 	cmd.Flags().StringVar(&o.PortPools, "port-pools", localcairn.DefaultPortPools, "port pools of Custom::PortAllocation, NAME=FIRST-LAST,...")
 	cmd.Flags().StringVar(&namespaces, "namespaces", "", `namespaces cairn may manage, NS,... (the CDK context cairn:namespaces; "" allows every namespace)`)
+	cmd.Flags().BoolVar(&o.CDKBootstrap, "cdk-bootstrap", false, "make what cdk bootstrap makes (stack CDKToolkit: staging bucket, image repository, bootstrap roles trusting cairn's account, version parameter) in cairn's account and region and in each of --targets, so a CDK app's cdk.out deploys unchanged")
+	cmd.Flags().StringVar(&o.CDKQualifier, "cdk-qualifier", localcairn.DefaultCDKQualifier, "the bootstrap qualifier of --cdk-bootstrap (cdk bootstrap --qualifier)")
 	cmd.Flags().StringSliceVar(&targets, "targets", nil, "other accounts and regions to deploy into, ACCOUNT:REGION,...: each gets the target stack (deploy role, event forwarding, ports topic)")
 	cmd.Flags().DurationVar(&timings.ResourceDelay, "resource-delay", time.Second, "how long each resource operation of a stack takes (cairn's own stack takes none)")
 	cmd.Flags().DurationVar(&timings.ChangeSetDelay, "change-set-delay", time.Second, "how long a change set takes to create")

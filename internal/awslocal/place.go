@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/ecrlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/kmslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/secretslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/snslocal"
@@ -35,6 +36,7 @@ type Place struct {
 	secrets         *secretslocal.Service
 	cw              *cloudwatchlocal.Service
 	kms             *kmslocal.Service
+	ecr             *ecrlocal.Service
 	cfn             *cfnlocal.Service
 	services        map[string]http.Handler // by signing name
 
@@ -116,6 +118,16 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.cw.Close()
 		return nil, err
 	}
+	p.ecr, err = ecrlocal.New(ecrlocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("ecr"), Logger: o.Logger})
+	if err != nil {
+		p.sqs.Close()
+		p.sns.Close()
+		p.ssm.Close()
+		p.secrets.Close()
+		p.cw.Close()
+		p.kms.Close()
+		return nil, err
+	}
 	p.cfn, err = cfnlocal.New(cfnlocal.Options{
 		Region: region, AccountID: account, Clock: o.Clock, Dir: sub("cloudformation"), Logger: o.Logger,
 		GetObject: e.s3.GetObject,
@@ -142,10 +154,11 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.secrets.Close()
 		p.cw.Close()
 		p.kms.Close()
+		p.ecr.Close()
 		return nil, err
 	}
 	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "secretsmanager": p.secrets, "monitoring": p.cw, "kms": p.kms,
-		"cloudformation": p.cfn, "events": eventsAPI{p}}
+		"cloudformation": p.cfn, "ecr": p.ecr, "events": eventsAPI{p}}
 	if err := p.loadEvents(); err != nil {
 		p.sqs.Close()
 		p.sns.Close()
@@ -153,6 +166,7 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		p.secrets.Close()
 		p.cw.Close()
 		p.kms.Close()
+		p.ecr.Close()
 		p.cfn.Close()
 		return nil, err
 	}
@@ -269,6 +283,7 @@ func (e *Emulator) closePlaces() {
 		p.secrets.Close()
 		p.cw.Close()
 		p.kms.Close()
+		p.ecr.Close()
 	}
 }
 

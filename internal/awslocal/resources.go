@@ -38,6 +38,7 @@ func (p *Place) providers() map[string]cfnlocal.Provider {
 		"AWS::RDS::DBInstance":                        p.databaseProvider(false),
 		"AWS::RDS::DBCluster":                         p.databaseProvider(true),
 		"AWS::KMS::Key":                               p.keyProvider(),
+		"AWS::ECR::Repository":                        p.repositoryProvider(),
 	}
 	if p.account == p.e.opts.AccountID && p.region == p.e.opts.Region {
 		out["AWS::Scheduler::Schedule"] = p.scheduleProvider()

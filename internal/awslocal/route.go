@@ -17,11 +17,12 @@ import (
 // targetServices maps X-Amz-Target prefixes to signing names, for JSON protocols whose
 // requests may arrive unsigned.
 var targetServices = map[string]string{
-	"AmazonSQS":      "sqs",
-	"AmazonSSM":      "ssm",
-	"secretsmanager": "secretsmanager",
-	"TrentService":   "kms",
-	"AWSEvents":      "events",
+	"AmazonSQS":                            "sqs",
+	"AmazonSSM":                            "ssm",
+	"secretsmanager":                       "secretsmanager",
+	"TrentService":                         "kms",
+	"AWSEvents":                            "events",
+	"AmazonEC2ContainerRegistry_V20150921": "ecr",
 	// CloudWatch's AWS JSON 1.0 (the AWS CLI); its RPC v2 CBOR requests are signed.
 	"GraniteServiceVersion20100801": "monitoring",
 }

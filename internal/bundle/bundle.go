@@ -1,5 +1,6 @@
 // Package bundle reads deployment bundles: a directory, a zip archive, or a single YAML
-// file, each holding a cairn.yaml config and the templates it names.
+// file, each holding a cairn.yaml config and the templates it names; or a CDK cloud
+// assembly (a cdk.out folder, or a zip of one), which holds a manifest.json instead.
 //
 // A bundle arrives from outside (an S3 upload), so reading one never trusts it: a zip may
 // not escape its root, hold links or duplicate names, or expand beyond the documented limits.
@@ -20,6 +21,11 @@ import (
 // ConfigName is the name of the config file at the root of a directory or zip bundle.
 const ConfigName = "cairn.yaml"
 
+// AssemblyManifest is the file at the root of a CDK cloud assembly (cdk.out): a folder or
+// zip holding it and no cairn.yaml is a bundle too, whose stacks the assembly gives
+// (internal/assembly reads it).
+const AssemblyManifest = "manifest.json"
+
 // VarsName is the var file at the root of a bundle: the values of ${var} lookups that
 // `cairn push --var-file` and `cairn plan --var-file` store with the config, so a run is
 // reproducible from its bundle alone.
@@ -31,7 +37,8 @@ type Bundle struct {
 	Path string
 	// ConfigFile names the config in messages: the path a user can open when possible.
 	ConfigFile string
-	// Config is the content of cairn.yaml (or of the single YAML file).
+	// Config is the content of cairn.yaml (or of the single YAML file); nil for a cloud
+	// assembly without a cairn.yaml, whose ConfigFile is its manifest.json.
 	Config []byte
 	// FS gives the bundle's files by bundle-relative, slash-separated path. A single-file
 	// bundle has no other files: its templates are inline.
@@ -89,12 +96,12 @@ func openDir(dir string) (*Bundle, error) {
 	// The root stays open for the life of the bundle: its FS refuses paths and symlinks
 	// that leave the directory.
 	fsys := root.FS()
-	config, err := ReadFile(fsys, ConfigName)
+	config, name, err := readConfig(fsys)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("bundle %s: no %s at its root: create one or pass the config file itself", dir, ConfigName)
+			return nil, fmt.Errorf("bundle %s: no %s (nor a CDK cloud assembly's %s) at its root: create one or pass the config file itself", dir, ConfigName, AssemblyManifest)
 		}
-		return nil, fmt.Errorf("bundle %s: read %s: %w", dir, ConfigName, err)
+		return nil, fmt.Errorf("bundle %s: read %s: %w", dir, name, err)
 	}
 	sum, err := Digest(os.DirFS(dir), ".")
 	if err != nil {
@@ -102,11 +109,25 @@ func openDir(dir string) (*Bundle, error) {
 	}
 	return &Bundle{
 		Path:       dir,
-		ConfigFile: filepath.Join(dir, ConfigName),
+		ConfigFile: filepath.Join(dir, name),
 		Config:     config,
 		FS:         fsys,
 		SHA256:     sum,
 	}, nil
+}
+
+// readConfig reads the bundle's cairn.yaml, and names it; a bundle without one that holds
+// a cloud assembly's manifest.json at its root has no config (nil) and is named by the
+// manifest. Neither is an error wrapping fs.ErrNotExist.
+func readConfig(fsys fs.FS) ([]byte, string, error) {
+	config, err := ReadFile(fsys, ConfigName)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return config, ConfigName, err
+	}
+	if st, serr := fs.Stat(fsys, AssemblyManifest); serr == nil && st.Mode().IsRegular() {
+		return nil, AssemblyManifest, nil
+	}
+	return nil, ConfigName, err
 }
 
 // openZip reads a zip bundle from its file, which stays open for the life of the bundle:
@@ -130,7 +151,7 @@ func openZip(path string, size int64) (*Bundle, error) {
 		return nil, fmt.Errorf("bundle %s: %w", path, err)
 	}
 	b.Path = path
-	b.ConfigFile = filepath.Join(path, ConfigName)
+	b.ConfigFile = filepath.Join(path, b.ConfigFile)
 	b.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return b, nil
 }

@@ -137,7 +137,7 @@ func TestOpenDirectoryRefusesEscapingSymlink(t *testing.T) {
 func TestOpenDirectoryWithoutConfig(t *testing.T) {
 	dir := t.TempDir()
 	_, err := Open(dir)
-	want := "bundle " + dir + ": no cairn.yaml at its root: create one or pass the config file itself"
+	want := "bundle " + dir + ": no cairn.yaml (nor a CDK cloud assembly's manifest.json) at its root: create one or pass the config file itself"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Open = %v, want %q", err, want)
 	}
@@ -348,7 +348,7 @@ func TestFromZipRefuses(t *testing.T) {
 		{"too many entries", zipOf(t, many), "zip has 2001 entries, more than the limit of 2000"},
 		{"bomb", zipOf(t, []entry{config, {name: "bomb.bin", raw: zeros(t, int(limits.file)+1)}}), `zip entry "bomb.bin" expands to more than 8388608 bytes (zip bomb?)`},
 		{"total", zipOf(t, overTotal), `zip entry "big/h.bin": bundle expands to more than 67108864 bytes (zip bomb?)`},
-		{"no config", zipOf(t, []entry{file("templates/a.yaml", "x")}), "zip has no cairn.yaml at its root"},
+		{"no config", zipOf(t, []entry{file("templates/a.yaml", "x")}), "zip has no cairn.yaml (nor a CDK cloud assembly's manifest.json) at its root"},
 		{"not a zip", []byte("namespace: shop\n"), "not a readable zip: zip: not a valid zip file"},
 	}
 	for _, tt := range tests {

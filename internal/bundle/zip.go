@@ -113,14 +113,14 @@ func FromZipReader(r io.ReaderAt, size int64) (*Bundle, error) {
 		}
 	}
 	files.index()
-	config, err := ReadFile(files, ConfigName)
+	config, name, err := readConfig(files)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("zip has no %s at its root", ConfigName)
+		return nil, fmt.Errorf("zip has no %s (nor a CDK cloud assembly's %s) at its root", ConfigName, AssemblyManifest)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Bundle{ConfigFile: ConfigName, Config: config, FS: files}, nil
+	return &Bundle{ConfigFile: name, Config: config, FS: files}, nil
 }
 
 // ReadFile reads a file of a bundle that cairn reads whole (config, template, var file,
@@ -195,6 +195,22 @@ func countEntry(f *zip.File, budget int64) (int64, error) {
 // time a zip can hold).
 var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// assemblyNoise reports whether the file p is one a CDK cloud assembly holds beside its
+// manifest.json that nothing deploys and that differs between two synths of the same app,
+// so that the content hash of an assembly (its bundle's sha256, by which `cairn apply`
+// finds the reviewed plan) is the same for the same app: tree.json (the construct tree,
+// with library versions and construct metadata), the stacks' additional metadata files
+// (*.metadata.json: construct metadata with stack traces through the jsii kernel's
+// temporary folder), and the CDK CLI's lock files (*.lock).
+func assemblyNoise(fsys fs.FS, p string) bool {
+	name := path.Base(p)
+	if name != "tree.json" && !strings.HasSuffix(name, ".metadata.json") && !strings.HasSuffix(name, ".lock") {
+		return false
+	}
+	st, err := fs.Stat(fsys, path.Join(path.Dir(p), AssemblyManifest))
+	return err == nil && st.Mode().IsRegular()
+}
+
 // skipDirs are folders WriteZip leaves out: version control and cairn's local state are
 // never part of a deployment (pushing a repository root must not upload .git).
 var skipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".cairn": true}
@@ -213,8 +229,9 @@ func Zip(dir string) ([]byte, error) {
 // 0644, or 0755 for a file its owner may execute (a Lambda custom runtime's bootstrap must
 // stay executable), so the same tree always gives the same bytes and digest, whatever the
 // checkout's file times and umask. It refuses symlinks, which would not mean the same
-// thing once zipped, and leaves out skipDirs. It is the one zip cairn makes of a folder:
-// a bundle's, and a code folder a template names.
+// thing once zipped, and leaves out skipDirs and the files of a cloud assembly that
+// change from one synthesis of the same app to the next (assemblyNoise). It is the one
+// zip cairn makes of a folder: a bundle's, and a code folder a template names.
 func WriteZip(w io.Writer, fsys fs.FS, root string) error {
 	zw := zip.NewWriter(w)
 	err := fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
@@ -231,7 +248,7 @@ func WriteZip(w io.Writer, fsys fs.FS, root string) error {
 		if d.Type()&fs.ModeSymlink != 0 {
 			return fmt.Errorf("%s is a symlink: bundles hold regular files only", p)
 		}
-		if d.IsDir() || !d.Type().IsRegular() {
+		if d.IsDir() || !d.Type().IsRegular() || assemblyNoise(fsys, p) {
 			return nil
 		}
 		info, err := d.Info()

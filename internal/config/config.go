@@ -8,6 +8,7 @@ package config
 import (
 	"fmt"
 
+	"github.com/cairn-dev/cairn/internal/assembly"
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/template"
 )
@@ -108,6 +109,9 @@ type Stack struct {
 	// when it names none, exactly those the template needs (CapabilitiesFromTemplate).
 	Capabilities             []string
 	CapabilitiesFromTemplate bool
+	// Assembly is the stack of the CDK cloud assembly this stack comes from (its assets
+	// and the bootstrap version it needs); nil for a stack of cairn.yaml.
+	Assembly *assembly.Stack
 }
 
 // Stack returns the stack with the config name, or nil.

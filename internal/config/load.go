@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/cairn-dev/cairn/internal/artifact"
+	"github.com/cairn-dev/cairn/internal/assembly"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/graph"
@@ -200,6 +201,9 @@ func (l *loader) errorf(n *yaml.Node, key, format string, args ...any) {
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 func (l *loader) load(o LoadOptions) *Config {
+	if l.b.Config == nil {
+		return l.assembly(o, nil) // a CDK cloud assembly alone
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(l.b.Config, &doc); err != nil {
 		line, msg := 1, strings.TrimPrefix(err.Error(), "yaml: ")
@@ -218,6 +222,14 @@ func (l *loader) load(o LoadOptions) *Config {
 		l.errorf(root, "", "config must be a mapping with namespace and stacks, got %s", describe(root))
 		return nil
 	}
+	if _, at := assembly.Named(root); at != nil {
+		return l.assembly(o, root) // cairn.yaml beside a CDK cloud assembly
+	}
+	return l.loadRoot(o, root)
+}
+
+// loadRoot loads the config document's root mapping.
+func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 	c := &Config{
 		File:               l.file,
 		NamespaceDelimiter: DefaultNamespaceDelimiter,

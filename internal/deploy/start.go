@@ -203,6 +203,12 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 // released); an error is one of AWS.
 func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb *Loaded, log *slog.Logger) (failed bool, err error) {
 	cfg := lb.Config
+	if !lb.Destroy {
+		// A CDK assembly's environments and assets, before any CloudFormation call.
+		if failed, err := s.assemblyAssets(ctx, doc, lock, cfg, log); failed || err != nil {
+			return failed, err
+		}
+	}
 	cs := s.changesets(doc.Run.ID, log)
 	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn)
 	if err != nil {

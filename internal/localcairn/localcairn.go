@@ -83,6 +83,12 @@ type Options struct {
 	// Home is cairn's own account and region (cairn:home); Provision sets it to the
 	// emulator's home account and region.
 	Home target.Target
+	// CDKBootstrap makes what `cdk bootstrap` makes (BootstrapCDK) in cairn's account and
+	// region and in each of Targets, before anything else, so a CDK app synthesized with
+	// the default synthesizer deploys into the emulator unchanged; CDKQualifier is its
+	// qualifier (DefaultCDKQualifier).
+	CDKBootstrap bool
+	CDKQualifier string
 }
 
 // withDefaults fills in what o leaves out.
@@ -181,6 +187,12 @@ func Provision(ctx context.Context, e *awslocal.Emulator, o Options) (*Cairn, er
 	body, err := Template(o)
 	if err != nil {
 		return nil, err
+	}
+	if o.CDKBootstrap {
+		places := append([]target.Target{o.Home}, o.Targets...)
+		if err := BootstrapCDK(ctx, e, places, o.CDKQualifier, o.Home.Account, o.StackTimeout); err != nil {
+			return nil, err
+		}
 	}
 	// The target stacks first: cairn's stack subscribes its ports queue to their topics, as
 	// `cdk deploy --all` orders them.

@@ -36,11 +36,9 @@ var golden []byte
 // What `cdk bootstrap` makes, which the synthesized template relies on: the bootstrap
 // version parameter its BootstrapVersion parameter reads, and the assets bucket `cdk deploy`
 // uploads the template to.
-const (
-	bootstrapParameter = "/cdk-bootstrap/hnb659fds/version"
-	bootstrapVersion   = "30"
-	assetsBucketPrefix = "cdk-hnb659fds-assets-"
-)
+var bootstrapParameter = CDKVersionParameter(DefaultCDKQualifier)
+
+const bootstrapVersion = "30"
 
 // Template returns the synthesized template with local mode's context values in the places
 // the CDK puts them (as `cdk synth -c cairn:...=...` would): the functions' CAIRN_NAMESPACES
@@ -180,6 +178,31 @@ type provisioner struct {
 	cfn  *cloudformation.Client
 	name string        // the stack
 	at   target.Target // its account and region
+	// params are the stack's parameters (none for cairn's and the target stacks).
+	params []cfntypes.Parameter
+}
+
+// template is how CreateStack and UpdateStack take the template: by URL when the
+// template was uploaded, else its body.
+func template(body, templateURL string) (*string, *string) {
+	if templateURL != "" {
+		return nil, aws.String(templateURL)
+	}
+	return aws.String(body), nil
+}
+
+// sameParameters reports whether the stack has the provisioner's parameters.
+func (p provisioner) sameParameters(st *cfntypes.Stack) bool {
+	have := map[string]string{}
+	for _, sp := range st.Parameters {
+		have[aws.ToString(sp.ParameterKey)] = aws.ToString(sp.ParameterValue)
+	}
+	for _, want := range p.params {
+		if have[aws.ToString(want.ParameterKey)] != aws.ToString(want.ParameterValue) {
+			return false
+		}
+	}
+	return true
 }
 
 // bootstrap makes what `cdk bootstrap` makes and uploads the template to the assets bucket,
@@ -193,7 +216,7 @@ func (p provisioner) bootstrap(ctx context.Context, cfg aws.Config, body string)
 		}
 	}
 	c := awsclient.S3(cfg)
-	bucket := assetsBucketPrefix + p.at.Account + "-" + p.at.Region
+	bucket := CDKAssetsBucket(DefaultCDKQualifier, p.at)
 	if _, err := c.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 			return "", fmt.Errorf("provision cairn: create the CDK assets bucket %s: %w", bucket, err)
@@ -266,8 +289,9 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 		switch {
 		case st == nil:
 			err = act("creating", func() error {
+				tb, tu := template(body, templateURL)
 				_, err := p.cfn.CreateStack(ctx, &cloudformation.CreateStackInput{
-					StackName: aws.String(p.name), TemplateURL: aws.String(templateURL), Capabilities: caps,
+					StackName: aws.String(p.name), TemplateBody: tb, TemplateURL: tu, Capabilities: caps, Parameters: p.params,
 				})
 				return err
 			})
@@ -279,15 +303,16 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 			if err != nil {
 				return nil, fmt.Errorf("provision cairn: read the template of stack %s: %w", p.name, err)
 			}
-			if aws.ToString(cur.TemplateBody) == body {
+			if aws.ToString(cur.TemplateBody) == body && p.sameParameters(st) {
 				return st, nil
 			}
 			if strings.Contains(aws.ToString(cur.TemplateBody), "AWS::CloudFormation::WaitConditionHandle") {
 				return nil, fmt.Errorf("provision cairn: the state folder holds cairn's stack as an earlier cairn made it by hand, not from infra's template: delete the folder (or pass another --dir) and start again")
 			}
 			err = act("updating", func() error {
+				tb, tu := template(body, templateURL)
 				_, err := p.cfn.UpdateStack(ctx, &cloudformation.UpdateStackInput{
-					StackName: aws.String(p.name), TemplateURL: aws.String(templateURL), Capabilities: caps,
+					StackName: aws.String(p.name), TemplateBody: tb, TemplateURL: tu, Capabilities: caps, Parameters: p.params,
 				})
 				return err
 			})

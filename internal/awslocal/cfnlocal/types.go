@@ -407,6 +407,14 @@ var resourceTypes = map[string]resourceType{
 		attrs:      map[string]func(c idCtx) any{"Arn": func(c idCtx) any { return c.arn("logs", "log-group:"+c.physical+":*") }},
 		createOnly: []string{"LogGroupName", "LogGroupClass"},
 	},
+	"AWS::ECR::Repository": {
+		phys: func(c idCtx) string { return strings.ToLower(c.name("RepositoryName", 256)) },
+		attrs: map[string]func(c idCtx) any{
+			"Arn":           func(c idCtx) any { return c.arn("ecr", "repository/"+c.physical) },
+			"RepositoryUri": func(c idCtx) any { return c.account + ".dkr.ecr." + c.region + ".amazonaws.com/" + c.physical },
+		},
+		createOnly: []string{"RepositoryName", "EncryptionConfiguration"},
+	},
 	"AWS::SSM::Parameter": {
 		phys: func(c idCtx) string { return c.name("Name", 2048) },
 		attrs: map[string]func(c idCtx) any{

@@ -55,12 +55,15 @@ const (
 	Map
 	// Object has the keys in Properties; Closed ones accept no other.
 	Object
+	// Single is any single value (a string, number or boolean): a union of them.
+	Single
 )
 
-// Scalar reports whether the kind is a string, number or boolean.
-func (k Kind) Scalar() bool { return k >= String && k <= Boolean }
+// Scalar reports whether the kind is a single value: a string, number or boolean.
+func (k Kind) Scalar() bool { return k >= String && k <= Boolean || k == Single }
 
-// Shape is the specification of one value.
+// Shape is the specification of one value: its kind and the JSON Schema keywords of the
+// resource provider schema that constrain it.
 type Shape struct {
 	Kind Kind
 	// Elem is the shape of a List's items or a Map's values.
@@ -69,11 +72,104 @@ type Shape struct {
 	Properties map[string]*Shape
 	Required   []string
 	Closed     bool
-	names      []string // sorted property names, for suggestions
+	// PatternProperties are the shapes of keys matching a pattern (an Object's other
+	// keys, or all of a Map's when set).
+	PatternProperties []PatternProperty
+	names             []string // sorted property names, for suggestions
+
+	// Enum lists the values allowed, as text; EnumFold ones compared case-insensitively.
+	Enum, EnumFold []string
+	// Pattern is a regular expression the value must contain a match of (JSON Schema's
+	// pattern is not anchored; provider schemas anchor theirs with ^ and $).
+	Pattern string
+	// Format names a format of AWS identifiers or networks (AWS::EC2::VPC.Id,
+	// ipv4-network, ...), whose meaning the checker knows.
+	Format string
+	// MinLength and MaxLength bound a string's length in characters; MinItems and
+	// MaxItems a list's; MinProperties and MaxProperties an object's or map's keys. -1
+	// where unset.
+	MinLength, MaxLength         int
+	MinItems, MaxItems           int
+	MinProperties, MaxProperties int
+	// Minimum and Maximum bound a number, Exclusive* strictly; nil where unset.
+	Minimum, Maximum, ExclusiveMinimum, ExclusiveMaximum *float64
+	// UniqueItems: a list's items must differ.
+	UniqueItems bool
+	// Alternatives: a single value must meet one of them (anyOf or oneOf of patterns,
+	// formats or enums).
+	Alternatives []*Shape
+	// Requirements are conditions on which keys an object has (oneOf, anyOf and allOf of
+	// required properties); each must hold.
+	Requirements []Requirement
+	// RequiredXor: exactly one of these properties; RequiredOr: at least one.
+	RequiredXor, RequiredOr []string
+	// DependentRequired: a property present requires the others; DependentExcluded: a
+	// property present excludes the others.
+	DependentRequired, DependentExcluded map[string][]string
+}
+
+// PatternProperty is the shape of the keys matching Pattern.
+type PatternProperty struct {
+	Pattern string
+	Shape   *Shape
 }
 
 // PropertyNames returns the object's property names, sorted.
 func (s *Shape) PropertyNames() []string { return s.names }
+
+// Constrained reports whether a single value has constraints past its kind.
+func (s *Shape) Constrained() bool {
+	return len(s.Enum) > 0 || len(s.EnumFold) > 0 || s.Pattern != "" || s.Format != "" || s.MinLength >= 0 ||
+		s.MaxLength >= 0 || s.Minimum != nil || s.Maximum != nil || s.ExclusiveMinimum != nil ||
+		s.ExclusiveMaximum != nil || len(s.Alternatives) > 0
+}
+
+// Requirement is a condition on the keys an object has.
+type Requirement struct {
+	// Op is 'r' (every name of Names present and, when Keys is set, no key outside Keys),
+	// '1' (exactly one of Sub holds), '+' (at least one does) or '&' (all do).
+	Op    byte
+	Names []string
+	Keys  []string
+	Sub   []Requirement
+}
+
+// Holds reports whether an object with the keys for which has returns true meets the
+// requirement; keys lists them all.
+func (r Requirement) Holds(has func(string) bool, keys []string) bool {
+	switch r.Op {
+	case 'r':
+		for _, n := range r.Names {
+			if !has(n) {
+				return false
+			}
+		}
+		if r.Keys != nil {
+			for _, k := range keys {
+				if !slices.Contains(r.Keys, k) {
+					return false
+				}
+			}
+		}
+		return true
+	case '1', '+':
+		n := 0
+		for _, s := range r.Sub {
+			if s.Holds(has, keys) {
+				n++
+			}
+		}
+		return n == 1 || r.Op == '+' && n > 0
+	case '&':
+		for _, s := range r.Sub {
+			if !s.Holds(has, keys) {
+				return false
+			}
+		}
+		return true
+	}
+	return true
+}
 
 // Type is the specification of one resource type.
 type Type struct {
@@ -108,11 +204,15 @@ func (t *Type) HasAttribute(attr string) bool {
 	return false
 }
 
-// Runtime is a Lambda runtime's lifecycle.
+// Runtime is a Lambda runtime's lifecycle, dates as YYYY-MM-DD ("" if not announced).
 type Runtime struct {
-	// Deprecated is the date (YYYY-MM-DD) AWS deprecated it, "" if not announced.
+	// Deprecated is when AWS deprecated it: it no longer gets security patches.
 	Deprecated string `json:"deprecated"`
-	Successor  string `json:"successor"`
+	// CreateBlocked is when AWS stopped creating functions with it; UpdateBlocked when
+	// it stopped updating them.
+	CreateBlocked string `json:"create"`
+	UpdateBlocked string `json:"update"`
+	Successor     string `json:"successor"`
 }
 
 type index struct {
@@ -216,64 +316,176 @@ func Lookup(name string) *Type {
 	return t
 }
 
+// rawShape is a shape's JSON (see genspec.py for the keys).
+type rawShape struct {
+	K   string              `json:"k"`
+	E   []string            `json:"e"`
+	EF  []string            `json:"E"`
+	P   string              `json:"p"`
+	F   string              `json:"f"`
+	L   []*int              `json:"L"`
+	N   []*float64          `json:"N"`
+	I   []*int              `json:"I"`
+	PC  []*int              `json:"P"`
+	U   int                 `json:"u"`
+	It  *int                `json:"it"`
+	Mv  *int                `json:"mv"`
+	Pr  map[string]int      `json:"pr"`
+	Rq  []string            `json:"rq"`
+	C   int                 `json:"c"`
+	PP  [][2]any            `json:"pp"`
+	Q   []json.RawMessage   `json:"q"`
+	Xor []string            `json:"xor"`
+	Or  []string            `json:"or"`
+	DR  map[string][]string `json:"dr"`
+	DX  map[string][]string `json:"dx"`
+	Alt []int               `json:"alt"`
+}
+
 // shape decodes shape i and the shapes it names; ix.mu is held.
 func (ix *index) shape(i int) *Shape {
 	if i < 0 || i >= len(ix.shapes) {
-		return &Shape{}
+		return &Shape{MinLength: -1, MaxLength: -1, MinItems: -1, MaxItems: -1, MinProperties: -1, MaxProperties: -1}
 	}
 	if s := ix.decoded[i]; s != nil {
 		return s
 	}
-	s := &Shape{}
+	s := &Shape{MinLength: -1, MaxLength: -1, MinItems: -1, MaxItems: -1, MinProperties: -1, MaxProperties: -1}
+	ix.decoded[i] = s // before the parts: a shape may name itself through them
 	body := ix.shapes[i]
 	if body[0] == '"' {
-		switch body {
-		case `"s"`:
-			s.Kind = String
-		case `"i"`:
-			s.Kind = Integer
-		case `"n"`:
-			s.Kind = Number
-		case `"b"`:
-			s.Kind = Boolean
-		}
-		ix.decoded[i] = s
+		s.Kind = kindOf(strings.Trim(body, `"`))
 		return s
 	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal([]byte(body), &raw); err != nil || len(raw) < 2 {
+	var raw rawShape
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
 		panic("spec: spec.txt.gz is corrupt at a shape: " + body)
 	}
-	var tag string
-	_ = json.Unmarshal(raw[0], &tag)
-	switch tag {
-	case "l", "m":
-		var elem int
-		_ = json.Unmarshal(raw[1], &elem)
-		s.Kind = List
-		if tag == "m" {
-			s.Kind = Map
-		}
-		s.Elem = ix.shape(elem)
-	case "o":
-		var props map[string]int
-		_ = json.Unmarshal(raw[1], &props)
-		if len(raw) > 2 {
-			_ = json.Unmarshal(raw[2], &s.Required)
-		}
-		if len(raw) > 3 {
-			var closed int
-			_ = json.Unmarshal(raw[3], &closed)
-			s.Closed = closed == 1
-		}
+	switch {
+	case raw.It != nil:
+		s.Kind, s.Elem = List, ix.shape(*raw.It)
+	case raw.Mv != nil:
+		s.Kind, s.Elem = Map, ix.shape(*raw.Mv)
+	case raw.Pr != nil:
 		s.Kind = Object
-		s.Properties = make(map[string]*Shape, len(props))
-		for name, p := range props {
+		s.Properties = make(map[string]*Shape, len(raw.Pr))
+		for name, p := range raw.Pr {
 			s.Properties[name] = ix.shape(p)
 			s.names = append(s.names, name)
 		}
 		slices.Sort(s.names)
+	case raw.K == "":
+		s.Kind = String
+	default:
+		s.Kind = kindOf(raw.K)
 	}
-	ix.decoded[i] = s
+	s.Required, s.Closed = raw.Rq, raw.C == 1
+	s.Enum, s.EnumFold, s.Pattern, s.Format = raw.E, raw.EF, raw.P, raw.F
+	s.MinLength, s.MaxLength = bounds(raw.L)
+	s.MinItems, s.MaxItems = bounds(raw.I)
+	s.MinProperties, s.MaxProperties = bounds(raw.PC)
+	if len(raw.N) == 4 {
+		s.Minimum, s.Maximum, s.ExclusiveMinimum, s.ExclusiveMaximum = raw.N[0], raw.N[1], raw.N[2], raw.N[3]
+	}
+	s.UniqueItems = raw.U == 1
+	for _, pp := range raw.PP {
+		pat, _ := pp[0].(string)
+		n, _ := pp[1].(float64)
+		s.PatternProperties = append(s.PatternProperties, PatternProperty{Pattern: pat, Shape: ix.shape(int(n))})
+	}
+	for _, q := range raw.Q {
+		s.Requirements = append(s.Requirements, requirement(q))
+	}
+	s.RequiredXor, s.RequiredOr = raw.Xor, raw.Or
+	s.DependentRequired, s.DependentExcluded = raw.DR, raw.DX
+	for _, a := range raw.Alt {
+		s.Alternatives = append(s.Alternatives, ix.shape(a))
+	}
+	return s
+}
+
+func kindOf(k string) Kind {
+	switch k {
+	case "s":
+		return String
+	case "i":
+		return Integer
+	case "n":
+		return Number
+	case "b":
+		return Boolean
+	case "x":
+		return Single
+	}
+	return Any
+}
+
+func bounds(b []*int) (lo, hi int) {
+	lo, hi = -1, -1
+	if len(b) == 2 {
+		if b[0] != nil {
+			lo = *b[0]
+		}
+		if b[1] != nil {
+			hi = *b[1]
+		}
+	}
+	return lo, hi
+}
+
+// requirement decodes one requirement: [names], {"r": names, "k": keys}, or {"1"|"+"|"&":
+// [requirement, ...]}.
+func requirement(raw json.RawMessage) Requirement {
+	var names []string
+	if json.Unmarshal(raw, &names) == nil {
+		return Requirement{Op: 'r', Names: names}
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return Requirement{Op: '&'}
+	}
+	if r, ok := m["r"]; ok {
+		req := Requirement{Op: 'r'}
+		_ = json.Unmarshal(r, &req.Names)
+		if k, ok := m["k"]; ok {
+			_ = json.Unmarshal(k, &req.Keys)
+			if req.Keys == nil {
+				req.Keys = []string{}
+			}
+		}
+		return req
+	}
+	for _, op := range []string{"1", "+", "&"} {
+		if sub, ok := m[op]; ok {
+			var parts []json.RawMessage
+			_ = json.Unmarshal(sub, &parts)
+			req := Requirement{Op: op[0]}
+			for _, p := range parts {
+				req.Sub = append(req.Sub, requirement(p))
+			}
+			return req
+		}
+	}
+	return Requirement{Op: '&'}
+}
+
+// NewShape returns a shape of kind k without constraints, for the values cairn specifies
+// itself (resource attributes such as CreationPolicy); Elem is Any for a List or Map.
+func NewShape(k Kind) *Shape {
+	s := &Shape{Kind: k, MinLength: -1, MaxLength: -1, MinItems: -1, MaxItems: -1, MinProperties: -1, MaxProperties: -1}
+	if k == List || k == Map {
+		s.Elem = NewShape(Any)
+	}
+	return s
+}
+
+// NewObject returns an Object shape of these properties; a closed one takes no others.
+func NewObject(props map[string]*Shape, closed bool, required ...string) *Shape {
+	s := NewShape(Object)
+	s.Properties, s.Closed, s.Required = props, closed, required
+	for n := range props {
+		s.names = append(s.names, n)
+	}
+	slices.Sort(s.names)
 	return s
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aws-cloudformation/rain/cft/parse"
 	"gopkg.in/yaml.v3"
 
 	"github.com/cairn-dev/cairn/internal/spec"
@@ -40,11 +39,12 @@ func (p Problem) String() string { return fmt.Sprintf("%d:%d: %s: %s", p.Line, p
 
 // resource is one resource of the template, ForEach loops expanded.
 type resource struct {
-	name     string
-	nameNode *yaml.Node
-	node     *yaml.Node
-	typ      string
-	typeNode *yaml.Node
+	name      string
+	nameNode  *yaml.Node
+	node      *yaml.Node
+	typ       string
+	typeNode  *yaml.Node
+	condition string // its Condition, "" when it has none
 }
 
 var pseudoParameters = []string{"AWS::AccountId", "AWS::NoValue", "AWS::NotificationARNs", "AWS::Partition",
@@ -65,16 +65,33 @@ type checker struct {
 	sam, macros bool
 	refNames    []string // parameters, resources and pseudo parameters, for suggestions
 	deps        map[string][]string
+	uses        []ParameterUse
+	today       string
+	logic       *logic
 }
 
 // Check checks the template against the CloudFormation resource specification and the
-// rules CloudFormation applies before it creates anything: resource types, properties
-// (nested ones too), required properties, lists against single values, Fn::GetAtt
-// attributes, Ref, DependsOn and Condition targets, circular dependencies, quotas,
-// parameter declarations and deprecated Lambda runtimes (a warning). Problems come in
-// template order.
-func (t *Template) Check() []Problem {
-	c := &checker{t: t, resources: map[string]*resource{}, conditions: map[string]bool{}, mappings: map[string]bool{}, deps: map[string][]string{}}
+// rules CloudFormation applies before it creates anything: the template's structure,
+// resource types, properties (nested ones too) and the keywords of their schemas (enums,
+// patterns, lengths, ranges, kinds with CloudFormation's conversions, list sizes, unique
+// items, combinations of properties), resource attributes, Fn::GetAtt attributes, Ref,
+// DependsOn and Condition targets and whether they exist under the conditions they are
+// used in, circular dependencies, quotas, parameter declarations and Lambda runtimes.
+// Every problem is reported, in template order.
+func (t *Template) Check() []Problem { return t.Inspect().Problems }
+
+// Inspection is what Check finds, and the places parameters' values go.
+type Inspection struct {
+	Problems []Problem
+	// Uses are the places a parameter's value goes as it is, where a stack's value for
+	// it must meet the property's constraints.
+	Uses []ParameterUse
+}
+
+// Inspect is Check with the parameter uses it finds on the way.
+func (t *Template) Inspect() Inspection {
+	c := &checker{t: t, resources: map[string]*resource{}, conditions: map[string]bool{}, mappings: map[string]bool{}, deps: map[string][]string{}, today: today()}
+	c.probs = append(c.probs, t.structure...)
 	for _, tr := range t.Transforms {
 		switch tr {
 		case languageExtensions:
@@ -87,9 +104,11 @@ func (t *Template) Check() []Problem {
 	c.collect()
 	if !c.macros {
 		c.checkParameters()
+		c.conditionLogic()
 		for _, name := range c.order {
 			c.resource(c.resources[name])
 		}
+		c.outputs()
 		if !c.sam {
 			c.references()
 			c.cycles()
@@ -101,7 +120,7 @@ func (t *Template) Check() []Problem {
 		}
 		return a.Col - b.Col
 	})
-	return c.probs
+	return Inspection{Problems: c.probs, Uses: c.uses}
 }
 
 func (c *checker) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -132,6 +151,9 @@ func (c *checker) collect() {
 				}
 				if tn := value(r.node, "Type"); tn != nil && tn.Kind == yaml.ScalarNode {
 					r.typ, r.typeNode = tn.Value, tn
+				}
+				if cn := value(r.node, "Condition"); cn != nil && cn.Kind == yaml.ScalarNode {
+					r.condition = cn.Value
 				}
 				if _, dup := c.resources[r.name]; dup {
 					c.errorf(e.key, "Resources."+r.name, "resource %s is declared twice (a Fn::ForEach loop makes the same name twice?)", r.name)
@@ -208,13 +230,26 @@ func (c *checker) resource(r *resource) {
 	for i := 0; i+1 < len(r.node.Content); i += 2 {
 		k := r.node.Content[i]
 		if !slices.Contains(resourceKeys, k.Value) {
-			c.errorf(k, base+"."+k.Value, "unknown resource attribute %q%s: a resource takes %s", k.Value, Suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
+			switch {
+			case c.sam && k.Value == "Connectors":
+				// the Serverless transform's own attribute
+			case c.sam:
+				// The transform writes resources out with the attributes it knows.
+				c.add(k, base+"."+k.Value, true, "unknown resource attribute %q%s: the Serverless transform drops it; a resource takes %s", k.Value, Suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
+			default:
+				c.errorf(k, base+"."+k.Value, "unknown resource attribute %q%s: a resource takes %s", k.Value, Suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
+			}
 		}
 	}
 	if r.typ == "" {
+		if tn := value(r.node, "Type"); tn != nil && (tn.Kind != yaml.ScalarNode || tn.Tag == "!!null") {
+			c.errorf(tn, base+".Type", "the Type of resource %s must be a type name such as AWS::S3::Bucket, not %s", r.name, kindOf(tn))
+			return
+		}
 		c.errorf(r.nameNode, base+".Type", "resource %s needs a Type such as AWS::S3::Bucket", r.name)
 		return
 	}
+	c.attributes(r)
 	props := value(r.node, "Properties")
 	propsKey := key(r.node, "Properties")
 	switch {
@@ -248,17 +283,59 @@ func (c *checker) resource(r *resource) {
 		if missing := st.Properties.Required; len(missing) > 0 {
 			c.errorf(r.nameNode, base, "%s requires %s %s: add them under Properties", r.typ, plural(len(missing), "property", "properties"), strings.Join(missing, ", "))
 		}
+		c.combinations(keySet{}, st.Properties, base+".Properties", r.nameNode, valueCtx{typ: r.typ})
 		return
 	}
-	c.value(props, st.Properties, base+".Properties", propsKey, r.typ, "")
+	c.value(props, st.Properties, base+".Properties", propsKey, valueCtx{typ: r.typ})
 	if r.typ == "AWS::Lambda::Function" {
 		if rt := value(props, "Runtime"); rt != nil && rt.Kind == yaml.ScalarNode {
-			if life, ok := spec.LookupRuntime(rt.Value); ok && life.Deprecated != "" && life.Deprecated <= today() {
-				next := ""
-				if life.Successor != "" {
-					next = ": move to " + life.Successor
+			if msg, warning, ok := RuntimeProblem(rt.Value, c.today); ok {
+				c.add(rt, base+".Properties.Runtime", warning, "%s", msg)
+			}
+		}
+	}
+}
+
+// outputKeys are the keys an output takes.
+var outputKeys = []string{"Value", "Description", "Export", "Condition"}
+
+// outputs checks each output's keys and values: CloudFormation takes single values only.
+func (c *checker) outputs() {
+	outs := value(c.t.Node, "Outputs")
+	if outs == nil || outs.Kind != yaml.MappingNode {
+		return
+	}
+	for _, e := range c.expand(outs, "Outputs") {
+		base := "Outputs." + e.key.Value
+		c.name(e.key, base, "output")
+		o := resolve(e.value)
+		if o.Kind != yaml.MappingNode {
+			continue // Parse reported it
+		}
+		for i := 0; i+1 < len(o.Content); i += 2 {
+			k, v := o.Content[i], resolve(o.Content[i+1])
+			path := base + "." + k.Value
+			switch k.Value {
+			case "Value":
+				c.value(v, str, path, k, valueCtx{typ: "output " + e.key.Value, where: "Value"})
+			case "Description":
+				if v.Kind != yaml.ScalarNode {
+					c.errorf(k, path, "must be a string, not %s", kindOf(v))
 				}
-				c.add(rt, base+".Properties.Runtime", true, "Lambda runtime %s is deprecated since %s%s", rt.Value, life.Deprecated, next)
+			case "Export":
+				if v.Kind != yaml.MappingNode || intrinsic(v) != "" || value(v, "Name") == nil {
+					c.errorf(k, path, "must be a mapping with a Name: Export: {Name: ...}")
+					continue
+				}
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					if ek := v.Content[j]; ek.Value != "Name" {
+						c.errorf(ek, path+"."+ek.Value, "unknown key %q of an Export: it takes Name only", ek.Value)
+					}
+				}
+				c.value(value(v, "Name"), str, path+".Name", key(v, "Name"), valueCtx{typ: "output " + e.key.Value, where: "Export.Name"})
+			case "Condition":
+			default:
+				c.errorf(k, path, "unknown key %q of an output%s: an output takes %s", k.Value, Suggest(k.Value, outputKeys), strings.Join(outputKeys, ", "))
 			}
 		}
 	}
@@ -272,97 +349,18 @@ func plural(n int, one, many string) string {
 }
 
 // intrinsic returns the function name of a mapping that is a call ({"Ref": x},
-// {"Fn::If": [...]}), or "".
+// {"Fn::If": [...]}), or "". {"Condition": x} is one only inside a condition, which
+// conditionLogic reads: elsewhere Condition is a property name.
 func intrinsic(n *yaml.Node) string {
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		return ""
 	}
 	k := n.Content[0].Value
 	// Rain::Embed and the like are rain's directives, resolved before CloudFormation sees them.
-	if k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::") || strings.HasPrefix(k, "Rain::") {
+	if k == "Ref" || strings.HasPrefix(k, "Fn::") || strings.HasPrefix(k, "Rain::") {
 		return k
 	}
 	return ""
-}
-
-// value checks a property value against its shape; at is the key holding it (or the list
-// item), where problems with the value itself are reported. where names the enclosing
-// property for nested messages.
-func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node, typ, where string) {
-	n = resolve(n)
-	if at == nil {
-		at = n
-	}
-	if fn := intrinsic(n); fn != "" {
-		if fn == "Fn::If" {
-			if args := resolve(n.Content[1]); args.Kind == yaml.SequenceNode && len(args.Content) == 3 {
-				c.value(args.Content[1], sh, path, args.Content[1], typ, where)
-				c.value(args.Content[2], sh, path, args.Content[2], typ, where)
-			}
-		}
-		return
-	}
-	of := typ
-	if where != "" {
-		of = where + " of " + typ
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		c.errorf(at, path, "has no value: CloudFormation refuses null values; remove the key or give it a value")
-		return
-	}
-	switch {
-	case sh.Kind == spec.Any:
-	case sh.Kind.Scalar():
-		if n.Kind != yaml.ScalarNode {
-			c.errorf(at, path, "must be a single value (a string, number or boolean), not %s", kindOf(n))
-		}
-	case sh.Kind == spec.List:
-		if n.Kind != yaml.SequenceNode {
-			c.errorf(at, path, "must be a list, not %s", kindOf(n))
-			return
-		}
-		for i, item := range n.Content {
-			c.value(item, sh.Elem, fmt.Sprintf("%s[%d]", path, i), item, typ, fmt.Sprintf("%s[%d]", lastKey(path), i))
-		}
-	case sh.Kind == spec.Map:
-		if n.Kind != yaml.MappingNode {
-			c.errorf(at, path, "must be a mapping, not %s", kindOf(n))
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			c.value(n.Content[i+1], sh.Elem, path+"."+k.Value, k, typ, lastKey(path)+"."+k.Value)
-		}
-	case sh.Kind == spec.Object:
-		if n.Kind != yaml.MappingNode {
-			c.errorf(at, path, "must be a mapping, not %s", kindOf(n))
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			p := sh.Properties[k.Value]
-			if p == nil {
-				if sh.Closed {
-					c.errorf(k, path+"."+k.Value, "unknown property %q of %s%s", k.Value, of, Suggest(k.Value, sh.PropertyNames()))
-				}
-				continue
-			}
-			sub := k.Value
-			if where != "" {
-				sub = where + "." + k.Value
-			}
-			c.value(n.Content[i+1], p, path+"."+k.Value, k, typ, sub)
-		}
-		var missing []string
-		for _, r := range sh.Required {
-			if key(n, r) == nil {
-				missing = append(missing, r)
-			}
-		}
-		if len(missing) > 0 {
-			c.errorf(at, path, "%s requires %s %s", of, plural(len(missing), "property", "properties"), strings.Join(missing, ", "))
-		}
-	}
 }
 
 func lastKey(path string) string {
@@ -384,12 +382,17 @@ func kindOf(n *yaml.Node) string {
 	return "an empty document"
 }
 
-// references checks every Ref, Fn::GetAtt, Fn::Sub variable, DependsOn and Condition, and
-// records the dependencies between resources.
+// references checks every Ref, Fn::GetAtt, Fn::Sub variable, DependsOn and Condition,
+// that what they name exists under the conditions they are used in, and records the
+// dependencies between resources.
 func (c *checker) references() {
 	for _, name := range c.order {
 		r := c.resources[name]
 		base := "Resources." + name
+		scope := map[string]bool{}
+		if r.condition != "" {
+			scope[r.condition] = true
+		}
 		for i := 0; i+1 < len(r.node.Content); i += 2 {
 			k, v := r.node.Content[i], resolve(r.node.Content[i+1])
 			switch k.Value {
@@ -413,13 +416,20 @@ func (c *checker) references() {
 						c.errorf(it, base+".DependsOn", "DependsOn names no resource %q%s", it.Value, Suggest(it.Value, c.order))
 						continue
 					}
+					if it.Value == name {
+						c.errorf(it, base+".DependsOn", "resource %s depends on itself", name)
+						continue
+					}
+					if why := c.unavailable(scope, it.Value); why != "" {
+						c.errorf(it, base+".DependsOn", "DependsOn names %s, which %s: CloudFormation refuses the template when %s exists without it; give %s the same Condition or drop the dependency", it.Value, why, name, name)
+					}
 					c.deps[name] = append(c.deps[name], it.Value)
 				}
 			case "Condition":
 				c.condition(v, base+".Condition")
 			case "Type":
 			default:
-				c.walk(v, base+"."+k.Value, name, nil)
+				c.walk(v, base+"."+k.Value, name, nil, scope)
 			}
 		}
 	}
@@ -428,19 +438,23 @@ func (c *checker) references() {
 		for _, e := range c.expand(outs, "") {
 			o := resolve(e.value)
 			base := "Outputs." + e.key.Value
+			scope := map[string]bool{}
+			if cn := value(o, "Condition"); cn != nil && cn.Kind == yaml.ScalarNode {
+				scope[cn.Value] = true
+			}
 			for i := 0; i+1 < len(o.Content); i += 2 {
 				k, v := o.Content[i], o.Content[i+1]
 				if k.Value == "Condition" {
 					c.condition(resolve(v), base+".Condition")
 					continue
 				}
-				c.walk(v, base+"."+k.Value, "", nil)
+				c.walk(v, base+"."+k.Value, "", nil, scope)
 			}
 		}
 	}
 	if conds := value(root, "Conditions"); conds != nil && conds.Kind == yaml.MappingNode {
 		for _, e := range c.expand(conds, "") {
-			c.walk(e.value, "Conditions."+e.key.Value, "", nil)
+			c.walk(e.value, "Conditions."+e.key.Value, "", nil, nil)
 		}
 	}
 }
@@ -468,13 +482,14 @@ func listOr(names []string, none string) string {
 }
 
 // walk checks the intrinsics under n; from is the resource n belongs to ("" for outputs
-// and conditions), locals the names an enclosing Fn::Sub defines.
-func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) {
+// and conditions), locals the names an enclosing Fn::Sub defines, scope the conditions
+// known to hold (true) or not (false) where n is (nil where not judged: in Conditions).
+func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, scope map[string]bool) {
 	n = resolve(n)
 	switch n.Kind {
 	case yaml.SequenceNode:
 		for i, it := range n.Content {
-			c.walk(it, fmt.Sprintf("%s[%d]", path, i), from, locals)
+			c.walk(it, fmt.Sprintf("%s[%d]", path, i), from, locals, scope)
 		}
 		return
 	case yaml.MappingNode:
@@ -484,7 +499,7 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) 
 	fn := intrinsic(n)
 	if fn == "" {
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			c.walk(n.Content[i+1], path+"."+n.Content[i].Value, from, locals)
+			c.walk(n.Content[i+1], path+"."+n.Content[i].Value, from, locals, scope)
 		}
 		return
 	}
@@ -492,9 +507,9 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) 
 	switch fn {
 	case "Ref":
 		if arg.Kind == yaml.ScalarNode {
-			c.ref(arg.Value, arg, path, from, locals)
+			c.ref(arg.Value, arg, path, from, locals, scope)
 		} else {
-			c.walk(arg, path, from, locals)
+			c.walk(arg, path, from, locals, scope)
 		}
 	case "Fn::GetAtt":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) == 2 {
@@ -504,9 +519,9 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) 
 				if attr.Kind == yaml.ScalarNode {
 					a = attr.Value
 				} else {
-					c.walk(attr, path, from, locals)
+					c.walk(attr, path, from, locals, scope)
 				}
-				c.getAtt(res.Value, a, res, attr, path, from)
+				c.getAtt(res.Value, a, res, attr, path, from, scope)
 			}
 			return
 		}
@@ -526,55 +541,76 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) 
 				if m := resolve(arg.Content[1]); m.Kind == yaml.MappingNode {
 					for i := 0; i+1 < len(m.Content); i += 2 {
 						vars[m.Content[i].Value] = true
-						c.walk(m.Content[i+1], path, from, locals)
+						c.walk(m.Content[i+1], path, from, locals, scope)
 					}
 				}
 			}
 		}
 		if s == nil || s.Kind != yaml.ScalarNode {
-			c.walk(arg, path, from, locals)
+			c.walk(arg, path, from, locals, scope)
 			return
 		}
-		words, err := parse.ParseSub(s.Value, true)
+		words, err := subVariables(s.Value)
 		if err != nil {
 			c.errorf(s, path, "Fn::Sub string does not parse: %v", err)
 			return
 		}
 		for _, w := range words {
 			switch {
-			case w.T == parse.STR || w.T == parse.AWS || w.T == parse.RAIN:
-			case vars[w.W]:
-			case w.T == parse.GETATT:
-				res, attr, _ := strings.Cut(w.W, ".")
-				if !vars[res] {
-					c.getAtt(res, attr, s, s, path, from)
+			case vars[w.name]:
+			case w.attr != "":
+				if !vars[w.res] {
+					c.getAtt(w.res, w.attr, s, s, path, from, scope)
 				}
 			default:
-				c.ref(w.W, s, path, from, nil)
+				c.ref(w.name, s, path, from, nil, scope)
 			}
 		}
 	case "Fn::If":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
-			c.condition(resolve(arg.Content[0]), path)
+			cond := resolve(arg.Content[0])
+			c.condition(cond, path)
 			for i, it := range arg.Content[1:] {
-				c.walk(it, fmt.Sprintf("%s[%d]", path, i+1), from, locals)
+				branch := scope
+				if scope != nil && cond.Kind == yaml.ScalarNode && c.conditions[cond.Value] {
+					branch = scopeWith(scope, cond.Value, i == 0)
+					if branch == nil {
+						continue // unreachable: the enclosing conditions decide the other way
+					}
+				}
+				c.walk(it, fmt.Sprintf("%s[%d]", path, i+1), from, locals, branch)
 			}
 		}
-	case "Condition":
-		c.condition(arg, path)
 	case "Fn::FindInMap":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
 			if m := resolve(arg.Content[0]); m.Kind == yaml.ScalarNode && !c.mappings[m.Value] {
 				c.errorf(m, path, "Fn::FindInMap names no mapping %q", m.Value)
 			}
 		}
-		c.walk(arg, path, from, locals)
+		c.walk(arg, path, from, locals, scope)
 	default:
-		c.walk(arg, path, from, locals)
+		switch {
+		case strings.HasPrefix(fn, "Fn::ForEach::") || strings.HasPrefix(fn, "Rain::") || strings.HasPrefix(fn, "Fn::Rain::"):
+		case slices.Contains(extensionFunctions, fn) && !c.t.HasTransform(languageExtensions):
+			c.errorf(k, path, "%s needs Transform: %s", fn, languageExtensions)
+		case !slices.Contains(functions, fn) && !slices.Contains(extensionFunctions, fn):
+			c.errorf(k, path, "unknown intrinsic function %s%s", fn, Suggest(fn, functions))
+		}
+		c.walk(arg, path, from, locals, scope)
 	}
 }
 
-func (c *checker) ref(name string, at *yaml.Node, path, from string, locals map[string]bool) {
+// functions are CloudFormation's intrinsic functions (those of conditions and rules
+// included); extensionFunctions those of the AWS::LanguageExtensions transform.
+var (
+	functions = []string{"Fn::Base64", "Fn::Cidr", "Fn::FindInMap", "Fn::GetAtt", "Fn::GetAZs", "Fn::If",
+		"Fn::ImportValue", "Fn::Join", "Fn::Select", "Fn::Split", "Fn::Sub", "Fn::Transform", "Fn::GetStackOutput",
+		"Fn::And", "Fn::Equals", "Fn::Not", "Fn::Or", "Fn::Contains", "Fn::EachMemberEquals", "Fn::EachMemberIn",
+		"Fn::RefAll", "Fn::ValueOf", "Fn::ValueOfAll"}
+	extensionFunctions = []string{"Fn::Length", "Fn::ToJsonString"}
+)
+
+func (c *checker) ref(name string, at *yaml.Node, path, from string, locals, scope map[string]bool) {
 	if locals[name] || slices.Contains(pseudoParameters, name) {
 		return
 	}
@@ -585,12 +621,15 @@ func (c *checker) ref(name string, at *yaml.Node, path, from string, locals map[
 		if from != "" {
 			c.deps[from] = append(c.deps[from], name)
 		}
+		if why := c.unavailable(scope, name); scope != nil && why != "" {
+			c.add(at, path, true, "Ref to %s, which %s: CloudFormation refuses the template when this exists without it; use Fn::If on %s", name, why, c.resources[name].condition)
+		}
 		return
 	}
 	c.errorf(at, path, "Ref names nothing: %q is not a parameter, resource or pseudo parameter of the template%s", name, Suggest(name, c.refNames))
 }
 
-func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, from string) {
+func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, from string, scope map[string]bool) {
 	r, ok := c.resources[res]
 	if !ok {
 		c.errorf(resNode, path, "Fn::GetAtt names no resource %q%s", res, Suggest(res, c.order))
@@ -598,6 +637,9 @@ func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, f
 	}
 	if from != "" {
 		c.deps[from] = append(c.deps[from], res)
+	}
+	if why := c.unavailable(scope, res); scope != nil && why != "" {
+		c.add(resNode, path, true, "Fn::GetAtt of %s, which %s: CloudFormation refuses the template when this exists without it; use Fn::If on %s", res, why, r.condition)
 	}
 	if attr == "" {
 		return

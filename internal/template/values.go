@@ -26,20 +26,20 @@ import (
 // packaged are the properties `aws cloudformation package` (and cairn's packaging) turns
 // from a local path into what the property takes: a string there is a path to package.
 var packaged = map[string]bool{
-	"AWS::ApiGateway::RestApi.BodyS3Location":                              true,
-	"AWS::Lambda::Function.Code":                                           true,
-	"AWS::Lambda::LayerVersion.Content":                                    true,
-	"AWS::ElasticBeanstalk::ApplicationVersion.SourceBundle":               true,
-	"AWS::StepFunctions::StateMachine.DefinitionS3Location":                true,
-	"AWS::AppSync::GraphQLSchema.DefinitionS3Location":                     true,
-	"AWS::AppSync::Resolver.RequestMappingTemplateS3Location":              true,
-	"AWS::AppSync::Resolver.ResponseMappingTemplateS3Location":             true,
+	"AWS::ApiGateway::RestApi.BodyS3Location":                               true,
+	"AWS::Lambda::Function.Code":                                            true,
+	"AWS::Lambda::LayerVersion.Content":                                     true,
+	"AWS::ElasticBeanstalk::ApplicationVersion.SourceBundle":                true,
+	"AWS::StepFunctions::StateMachine.DefinitionS3Location":                 true,
+	"AWS::AppSync::GraphQLSchema.DefinitionS3Location":                      true,
+	"AWS::AppSync::Resolver.RequestMappingTemplateS3Location":               true,
+	"AWS::AppSync::Resolver.ResponseMappingTemplateS3Location":              true,
 	"AWS::AppSync::FunctionConfiguration.RequestMappingTemplateS3Location":  true,
 	"AWS::AppSync::FunctionConfiguration.ResponseMappingTemplateS3Location": true,
-	"AWS::CloudFormation::Stack.TemplateURL":                               true,
-	"AWS::CodeCommit::Repository.Code.S3":                                  true,
-	"AWS::Glue::Job.Command.ScriptLocation":                                true,
-	"AWS::ServerlessRepo::Application.ReadmeUrl":                           true,
+	"AWS::CloudFormation::Stack.TemplateURL":                                true,
+	"AWS::CodeCommit::Repository.Code.S3":                                   true,
+	"AWS::Glue::Job.Command.ScriptLocation":                                 true,
+	"AWS::ServerlessRepo::Application.ReadmeUrl":                            true,
 }
 
 // valueCtx is where a value sits: the resource type, the path from its Properties (for
@@ -214,9 +214,11 @@ func presence(n *yaml.Node) keySet {
 	return ks
 }
 
-func (ks keySet) maybe(k string) bool { return slices.Contains(ks.sure, k) || slices.Contains(ks.unsure, k) }
-func (ks keySet) least() int         { return len(ks.sure) }
-func (ks keySet) most() int          { return len(ks.sure) + len(ks.unsure) }
+func (ks keySet) maybe(k string) bool {
+	return slices.Contains(ks.sure, k) || slices.Contains(ks.unsure, k)
+}
+func (ks keySet) least() int { return len(ks.sure) }
+func (ks keySet) most() int  { return len(ks.sure) + len(ks.unsure) }
 
 // holds reports whether a requirement on keys holds for some choice of the unsure keys
 // (a problem is reported only when it fails whichever way they go): each unsure key

@@ -304,7 +304,9 @@ func TestLoadErrors(t *testing.T) {
 			`5:16: stacks[0].requires[0]: dependency cycle: app -> db -> cache -> app: remove one of these dependencies`,
 		}},
 		{"not-a-template", []string{
-			`4:20: stacks[0].template_path: template templates/notes.yaml: line 2: unknown top-level section "QueueName": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+			`templates/notes.yaml:2:1: QueueName: unknown top-level section "QueueName": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+			`templates/notes.yaml:2:1: Resources: not a complete CloudFormation template: no Resources section (a template needs at least one resource)`,
+			`templates/notes.yaml:3:1: RetentionSeconds: unknown top-level section "RetentionSeconds": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
 		}},
 		{"invalid-yaml", []string{
 			`6:1: invalid YAML: mapping values are not allowed in this context`,
@@ -445,7 +447,7 @@ stacks:
 			`2:30: stacks[0].template_path: template path "/etc/app.yaml" leaves the bundle: give a path relative to the bundle root, such as templates/app.yaml`,
 		}},
 		{"inline template invalid", "stacks:\n  - name: a\n    template_body: |\n      Description: no resources\n", []string{
-			`3:20: stacks[0].template_body: the inline template_body: not a CloudFormation template: no Resources section`,
+			`4:7: Resources: not a complete CloudFormation template: no Resources section (a template needs at least one resource)`,
 		}},
 		{"lookups", `namespace: s
 stacks:

@@ -102,6 +102,7 @@ func (t *Template) Inspect() Inspection {
 		}
 	}
 	c.collect()
+	c.duplicateKeys(t.Node, 0)
 	if !c.macros {
 		c.checkParameters()
 		c.conditionLogic()
@@ -109,6 +110,7 @@ func (t *Template) Inspect() Inspection {
 			c.resource(c.resources[name])
 		}
 		c.outputs()
+		c.dynamicReferences()
 		if !c.sam {
 			c.references()
 			c.cycles()
@@ -133,6 +135,41 @@ func (c *checker) add(n *yaml.Node, path string, warning bool, format string, ar
 		p.Line, p.Col = n.Line, n.Column
 	}
 	c.probs = append(c.probs, p)
+}
+
+// duplicateKeys warns of a key a mapping has twice. YAML 1.1 forbids it, and cfn-lint
+// refuses it, but CloudFormation reads such a template, keeping the last.
+func (c *checker) duplicateKeys(n *yaml.Node, depth int) {
+	if n == nil || n.Kind == yaml.AliasNode || depth > maxDepth {
+		return
+	}
+	if n.Kind == yaml.MappingNode && len(n.Content) > 2 {
+		var seen map[string]*yaml.Node // for large mappings; small ones are scanned
+		if len(n.Content) > 32 {
+			seen = make(map[string]*yaml.Node, len(n.Content)/2)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			var first *yaml.Node
+			if seen != nil {
+				if first = seen[k.Value]; first == nil {
+					seen[k.Value] = k
+				}
+			} else {
+				for j := 0; j < i && first == nil; j += 2 {
+					if n.Content[j].Value == k.Value {
+						first = n.Content[j]
+					}
+				}
+			}
+			if first != nil {
+				c.add(k, k.Value, true, "duplicate key %q (first at line %d): CloudFormation keeps the last one; remove one", k.Value, first.Line)
+			}
+		}
+	}
+	for _, ch := range n.Content {
+		c.duplicateKeys(ch, depth+1)
+	}
 }
 
 // collect indexes the sections and checks the quotas.
@@ -287,6 +324,9 @@ func (c *checker) resource(r *resource) {
 		return
 	}
 	c.value(props, st.Properties, base+".Properties", propsKey, valueCtx{typ: r.typ})
+	if r.typ == "AWS::S3::Bucket" {
+		c.bucketACL(props, base)
+	}
 	if r.typ == "AWS::Lambda::Function" {
 		if rt := value(props, "Runtime"); rt != nil && rt.Kind == yaml.ScalarNode {
 			if msg, warning, ok := RuntimeProblem(rt.Value, c.today); ok {
@@ -294,6 +334,28 @@ func (c *checker) resource(r *resource) {
 			}
 		}
 	}
+}
+
+// bucketACL refuses an ACL granting access beyond the bucket owner without ownership
+// controls that allow ACLs: S3 has created buckets with ACLs disabled (BucketOwnerEnforced)
+// since April 2023, and refuses such a bucket's ACL.
+func (c *checker) bucketACL(props *yaml.Node, base string) {
+	acl := value(props, "AccessControl")
+	if acl == nil || acl.Kind != yaml.ScalarNode || slices.Contains([]string{"Private", "BucketOwnerFullControl", "BucketOwnerRead"}, acl.Value) {
+		return
+	}
+	if oc := value(props, "OwnershipControls"); oc != nil {
+		rules := value(oc, "Rules")
+		if rules == nil || rules.Kind != yaml.SequenceNode {
+			return // an intrinsic or a shape problem reported elsewhere
+		}
+		for _, r := range rules.Content {
+			if o := value(r, "ObjectOwnership"); o == nil || o.Kind != yaml.ScalarNode || o.Value != "BucketOwnerEnforced" {
+				return
+			}
+		}
+	}
+	c.errorf(acl, base+".Properties.AccessControl", "AccessControl %s needs OwnershipControls that allow ACLs: S3 creates buckets with ACLs disabled (BucketOwnerEnforced) and refuses the ACL; add OwnershipControls: {Rules: [{ObjectOwnership: ObjectWriter}]} (or BucketOwnerPreferred), or drop AccessControl", acl.Value)
 }
 
 // outputKeys are the keys an output takes.

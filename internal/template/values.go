@@ -424,6 +424,7 @@ func (c *checker) listConstraints(n *yaml.Node, sh *spec.Shape, path string, at 
 	}
 	if sh.UniqueItems {
 		seen := map[string]int{}
+		var repeats []string
 		for i, it := range n.Content {
 			it = resolve(it)
 			if intrinsic(it) != "" {
@@ -431,10 +432,13 @@ func (c *checker) listConstraints(n *yaml.Node, sh *spec.Shape, path string, at 
 			}
 			v := identity(it)
 			if j, dup := seen[v]; dup {
-				c.errorf(it, fmt.Sprintf("%s[%d]", path, i), "repeats item %d: the items must be unique", j)
+				repeats = append(repeats, fmt.Sprintf("item %d repeats item %d", i, j))
 				continue
 			}
 			seen[v] = i
+		}
+		if len(repeats) > 0 {
+			c.errorf(at, path, "has repeated items (%s): the items must be unique", strings.Join(repeats, ", "))
 		}
 	}
 }

@@ -427,7 +427,8 @@ EXTENSIONS = cfnlint.__path__[0] + "/data/schemas/extensions"
 def extension_enums(type_name):
     """Enums cfn-lint's extension schemas set on a top-level property unconditionally (an
     allOf item "if the property is given, then it is one of ...", as for RDS and
-    ElastiCache engines, whose lists come from AWS's APIs). The conditional ones (engine
+    ElastiCache engines, whose lists come from AWS's APIs), compared case-insensitively as
+    AWS compares them (cfn-lint lowercases the engine first). The conditional ones (engine
     versions per engine, instance classes per region) are cfn-lint's own rules: left out."""
     import glob
     import os
@@ -483,7 +484,7 @@ def main():
             top["properties"] = dict(top.get("properties", {}))
             for name, values in enums.items():
                 if isinstance(top["properties"].get(name), dict) and "enum" not in top["properties"][name]:
-                    top["properties"][name] = {**top["properties"][name], "enum": values}
+                    top["properties"][name] = {**top["properties"][name], "enumCaseInsensitive": values}
         conv = Converter(top)
         sid = conv.convert(top, top=True)
         atts = sorted(s.get_atts.keys())

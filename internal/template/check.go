@@ -305,6 +305,10 @@ func (c *checker) resource(r *resource) {
 	st := spec.Lookup(r.typ)
 	if st == nil {
 		parts := strings.Split(r.typ, "::")
+		if len(parts) == 4 && parts[3] == "MODULE" && parts[0] != "AWS" && !slices.Contains(parts, "") {
+			c.add(key(r.node, "Type"), base+".Type", true, "%s is a CloudFormation module, which CloudFormation expands into its resources: cairn does not check them", r.typ)
+			return
+		}
 		if len(parts) == 3 && parts[0] != "AWS" && parts[0] != "Alexa" && !slices.Contains(parts, "") {
 			c.add(key(r.node, "Type"), base+".Type", true, "%s is not an AWS type: a registry (third-party or private) type, so cairn does not check its properties", r.typ)
 			return
@@ -320,7 +324,7 @@ func (c *checker) resource(r *resource) {
 		if missing := st.Properties.Required; len(missing) > 0 {
 			c.errorf(r.nameNode, base, "%s requires %s %s: add them under Properties", r.typ, plural(len(missing), "property", "properties"), strings.Join(missing, ", "))
 		}
-		c.combinations(keySet{}, st.Properties, base+".Properties", r.nameNode, valueCtx{typ: r.typ})
+		c.combinations(keySet{}, st.Properties, base+".Properties", r.nameNode, nil, valueCtx{typ: r.typ})
 		return
 	}
 	c.value(props, st.Properties, base+".Properties", propsKey, valueCtx{typ: r.typ})
@@ -418,7 +422,8 @@ func intrinsic(n *yaml.Node) string {
 		return ""
 	}
 	k := n.Content[0].Value
-	// Rain::Embed and the like are rain's directives, resolved before CloudFormation sees them.
+	// Rain::Embed and the like are rain's directives (rain pkg resolves them): reported by
+	// walk, and their values unknown.
 	if k == "Ref" || strings.HasPrefix(k, "Fn::") || strings.HasPrefix(k, "Rain::") {
 		return k
 	}
@@ -437,6 +442,9 @@ func kindOf(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.MappingNode:
+		if fn := intrinsic(n); fn != "" {
+			return "the result of " + fn
+		}
 		return "a mapping"
 	case yaml.ScalarNode:
 		return fmt.Sprintf("the single value %q", n.Value)
@@ -483,7 +491,7 @@ func (c *checker) references() {
 						continue
 					}
 					if why := c.unavailable(scope, it.Value); why != "" {
-						c.errorf(it, base+".DependsOn", "DependsOn names %s, which %s: CloudFormation refuses the template when %s exists without it; give %s the same Condition or drop the dependency", it.Value, why, name, name)
+						c.errorf(it, base+".DependsOn", "DependsOn names %s, which %s: CloudFormation refuses the template when %s exists and %s does not; give %s the same Condition or drop the dependency", it.Value, why, name, it.Value, name)
 					}
 					c.deps[name] = append(c.deps[name], it.Value)
 				}
@@ -652,7 +660,9 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, 
 		c.walk(arg, path, from, locals, scope)
 	default:
 		switch {
-		case strings.HasPrefix(fn, "Fn::ForEach::") || strings.HasPrefix(fn, "Rain::") || strings.HasPrefix(fn, "Fn::Rain::"):
+		case strings.HasPrefix(fn, "Fn::ForEach::"):
+		case strings.HasPrefix(fn, "Rain::") || strings.HasPrefix(fn, "Fn::Rain::"):
+			c.errorf(k, path, "%s is a directive of rain's packager, not a CloudFormation function: CloudFormation refuses it; run rain pkg on the template first, or write the value out", fn)
 		case slices.Contains(extensionFunctions, fn) && !c.t.HasTransform(languageExtensions):
 			c.errorf(k, path, "%s needs Transform: %s", fn, languageExtensions)
 		case !slices.Contains(functions, fn) && !slices.Contains(extensionFunctions, fn):
@@ -684,7 +694,7 @@ func (c *checker) ref(name string, at *yaml.Node, path, from string, locals, sco
 			c.deps[from] = append(c.deps[from], name)
 		}
 		if why := c.unavailable(scope, name); scope != nil && why != "" {
-			c.add(at, path, true, "Ref to %s, which %s: CloudFormation refuses the template when this exists without it; use Fn::If on %s", name, why, c.resources[name].condition)
+			c.add(at, path, true, "Ref to %s, which %s: CloudFormation refuses the template when %s does not exist; use Fn::If [%s, ...] here", name, why, name, c.resources[name].condition)
 		}
 		return
 	}
@@ -701,7 +711,7 @@ func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, f
 		c.deps[from] = append(c.deps[from], res)
 	}
 	if why := c.unavailable(scope, res); scope != nil && why != "" {
-		c.add(resNode, path, true, "Fn::GetAtt of %s, which %s: CloudFormation refuses the template when this exists without it; use Fn::If on %s", res, why, r.condition)
+		c.add(resNode, path, true, "Fn::GetAtt of %s, which %s: CloudFormation refuses the template when %s does not exist; use Fn::If [%s, ...] here", res, why, res, r.condition)
 	}
 	if attr == "" {
 		return

@@ -394,5 +394,5 @@ func (c *checker) unavailable(scope map[string]bool, res string) string {
 	if c.logic.implies(scope, r.condition) {
 		return ""
 	}
-	return fmt.Sprintf("exists only when condition %s is true, which the conditions here do not imply", r.condition)
+	return fmt.Sprintf("exists only when condition %s is true, and it may be false here", r.condition)
 }

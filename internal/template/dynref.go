@@ -214,7 +214,7 @@ func (at dynPlace) refused(service string) string {
 		if at.section == "Resources" && at.attr == "Properties" && slices.Contains(secureStringProperties, at.typ+"."+strings.Join(at.prop, ".")) {
 			return ""
 		}
-		return "in the properties that take a password (" + strings.Join(secureStringProperties, ", ") + ")"
+		return "in the few properties that take a password, such as MasterUserPassword of AWS::RDS::DBInstance (AWS's dynamic references guide lists them)"
 	}
 	return ""
 }

@@ -190,7 +190,7 @@ func (c *checker) object(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Nod
 	if len(missing) > 0 {
 		c.errorf(at, path, "%s requires %s %s", vc.of(), plural(len(missing), "property", "properties"), strings.Join(missing, ", "))
 	}
-	c.combinations(keys, sh, path, at, vc)
+	c.combinations(keys, sh, path, at, n, vc)
 }
 
 // keySet is which keys an object has: a key whose value is Ref AWS::NoValue is absent,
@@ -272,11 +272,37 @@ func mayBeNoValue(v *yaml.Node) bool {
 }
 
 // combinations checks oneOf/anyOf requirements, requiredXor/requiredOr and the
-// properties that require or exclude each other.
-func (c *checker) combinations(keys keySet, sh *spec.Shape, path string, at *yaml.Node, vc valueCtx) {
+// properties that require or exclude each other. obj is the object (nil for a resource
+// without Properties): a property given too many times over is reported at its key, as
+// cfn-lint does; a missing one at the object.
+func (c *checker) combinations(keys keySet, sh *spec.Shape, path string, at, obj *yaml.Node, vc valueCtx) {
+	conflicted := map[string]bool{} // properties a failed "exactly one" names
+	tooMany := func(names []string) *yaml.Node {
+		var present []string
+		for _, n := range names {
+			if slices.Contains(keys.sure, n) {
+				present = append(present, n)
+			}
+		}
+		if len(present) < 2 {
+			return at
+		}
+		for _, n := range present {
+			conflicted[n] = true
+		}
+		return laterKey(obj, present, at)
+	}
 	for _, r := range sh.Requirements {
 		if !keys.holds(r.Holds) {
-			c.errorf(at, path, "%s %s", vc.of(), describeRequirement(r, keys))
+			where := at
+			if r.Op == '1' {
+				var names []string
+				for _, s := range r.Sub {
+					names = append(names, s.Names...)
+				}
+				where = tooMany(names)
+			}
+			c.errorf(where, path, "%s %s", vc.of(), describeRequirement(r, keys))
 		}
 	}
 	if len(sh.RequiredXor) > 0 {
@@ -290,7 +316,7 @@ func (c *checker) combinations(keys keySet, sh *spec.Shape, path string, at *yam
 			return n == 1
 		})
 		if !ok {
-			c.errorf(at, path, "%s takes exactly one of %s%s", vc.of(), strings.Join(sh.RequiredXor, ", "), given(sh.RequiredXor, keys))
+			c.errorf(tooMany(sh.RequiredXor), path, "%s takes exactly one of %s%s", vc.of(), strings.Join(sh.RequiredXor, ", "), given(sh.RequiredXor, keys))
 		}
 	}
 	if len(sh.RequiredOr) > 0 {
@@ -321,13 +347,31 @@ func (c *checker) combinations(keys keySet, sh *spec.Shape, path string, at *yam
 			continue
 		}
 		for _, q := range sh.DependentExcluded[p] {
-			if !slices.Contains(keys.sure, q) || reported[[2]string{q, p}] {
+			if !slices.Contains(keys.sure, q) || reported[[2]string{q, p}] || conflicted[p] && conflicted[q] {
 				continue
 			}
 			reported[[2]string{p, q}] = true
-			c.errorf(at, path, "%s: %s and %s exclude each other: give one of them", vc.of(), p, q)
+			c.errorf(laterKey(obj, []string{p, q}, at), path, "%s: %s and %s exclude each other: give one of them", vc.of(), p, q)
 		}
 	}
+}
+
+// laterKey returns the key node of obj, among names, that comes last in the template,
+// or def.
+func laterKey(obj *yaml.Node, names []string, def *yaml.Node) *yaml.Node {
+	var last *yaml.Node
+	if obj == nil {
+		return def
+	}
+	for i := 0; i+1 < len(obj.Content); i += 2 {
+		if k := obj.Content[i]; slices.Contains(names, k.Value) {
+			last = k
+		}
+	}
+	if last == nil {
+		return def
+	}
+	return last
 }
 
 // given says which of names the object has, for messages.

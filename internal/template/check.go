@@ -130,6 +130,9 @@ func (c *checker) errorf(n *yaml.Node, path, format string, args ...any) {
 }
 
 func (c *checker) add(n *yaml.Node, path string, warning bool, format string, args ...any) {
+	if path == "" {
+		path = `""` // an empty key
+	}
 	p := Problem{Line: 1, Col: 1, Path: path, Msg: fmt.Sprintf(format, args...), Warning: warning}
 	if n != nil && n.Line > 0 {
 		p.Line, p.Col = n.Line, n.Column

@@ -231,9 +231,10 @@ func (c *checker) conditionCycles(l *logic) {
 }
 
 // eval evaluates a formula for an assignment of the atoms; ok is false when it cannot
-// (an unknown part).
-func (l *logic) eval(e *condExpr, truth func(int) bool, depth int) (v, ok bool) {
-	if e == nil || depth > 50 {
+// (an unknown part). memo holds the named conditions already evaluated for this
+// assignment, so conditions naming others many times over cost one evaluation each.
+func (l *logic) eval(e *condExpr, truth func(int) bool, memo map[string]int8) (v, ok bool) {
+	if e == nil {
 		return false, false
 	}
 	switch e.op {
@@ -244,13 +245,26 @@ func (l *logic) eval(e *condExpr, truth func(int) bool, depth int) (v, ok bool) 
 	case '=':
 		return truth(e.atom), true
 	case 'c':
-		return l.eval(l.exprs[e.name], truth, depth+1)
+		switch memo[e.name] {
+		case 1:
+			return true, true
+		case -1:
+			return false, true
+		case -2:
+			return false, false // unknown, or a loop (reported)
+		}
+		memo[e.name] = -2
+		v, ok := l.eval(l.exprs[e.name], truth, memo)
+		if ok {
+			memo[e.name] = map[bool]int8{true: 1, false: -1}[v]
+		}
+		return v, ok
 	case '!':
-		v, ok := l.eval(e.args[0], truth, depth+1)
+		v, ok := l.eval(e.args[0], truth, memo)
 		return !v, ok
 	case '&', '|':
 		for _, a := range e.args {
-			v, ok := l.eval(a, truth, depth+1)
+			v, ok := l.eval(a, truth, memo)
 			if !ok {
 				return false, false
 			}
@@ -266,19 +280,23 @@ func (l *logic) eval(e *condExpr, truth func(int) bool, depth int) (v, ok bool) 
 	return false, false
 }
 
-// atomsOf collects the atoms a formula depends on.
-func (l *logic) atomsOf(e *condExpr, into map[int]bool, depth int) {
-	if e == nil || depth > 50 {
+// atomsOf collects the atoms a formula depends on; seen holds the named conditions
+// visited.
+func (l *logic) atomsOf(e *condExpr, into map[int]bool, seen map[string]bool) {
+	if e == nil {
 		return
 	}
 	switch e.op {
 	case '=':
 		into[e.atom] = true
 	case 'c':
-		l.atomsOf(l.exprs[e.name], into, depth+1)
+		if !seen[e.name] {
+			seen[e.name] = true
+			l.atomsOf(l.exprs[e.name], into, seen)
+		}
 	}
 	for _, a := range e.args {
-		l.atomsOf(a, into, depth+1)
+		l.atomsOf(a, into, seen)
 	}
 }
 
@@ -291,13 +309,13 @@ func (l *logic) implies(scope map[string]bool, target string) bool {
 	if v, ok := scope[target]; ok {
 		return v
 	}
-	used := map[int]bool{}
-	l.atomsOf(l.exprs[target], used, 0)
+	used, seen := map[int]bool{}, map[string]bool{}
+	l.atomsOf(l.exprs[target], used, seen)
 	for name := range scope {
 		if _, ok := l.exprs[name]; !ok {
 			return true
 		}
-		l.atomsOf(l.exprs[name], used, 0)
+		l.atomsOf(l.exprs[name], used, seen)
 	}
 	atoms := slices.Sorted(maps.Keys(used))
 	if len(atoms) > maxAtoms {
@@ -312,9 +330,10 @@ func (l *logic) implies(scope map[string]bool, target string) bool {
 		if !l.possible(atoms, used, truth) {
 			continue
 		}
+		memo := map[string]int8{}
 		holds := true
 		for name, want := range scope {
-			v, ok := l.eval(l.exprs[name], truth, 0)
+			v, ok := l.eval(&condExpr{op: 'c', name: name}, truth, memo)
 			if !ok {
 				return true
 			}
@@ -326,7 +345,7 @@ func (l *logic) implies(scope map[string]bool, target string) bool {
 		if !holds {
 			continue
 		}
-		v, ok := l.eval(l.exprs[target], truth, 0)
+		v, ok := l.eval(&condExpr{op: 'c', name: target}, truth, memo)
 		if !ok {
 			return true
 		}

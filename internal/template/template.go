@@ -184,6 +184,9 @@ const maxDescription = 1024
 
 // structuref records a problem of the template's shape, located at n.
 func (t *Template) structuref(n *yaml.Node, path, format string, args ...any) {
+	if path == "" {
+		path = `""` // an empty key
+	}
 	p := Problem{Line: 1, Col: 1, Path: path, Msg: fmt.Sprintf(format, args...)}
 	if n != nil && n.Line > 0 {
 		p.Line, p.Col = n.Line, n.Column

@@ -514,11 +514,11 @@ func identity(n *yaml.Node) string {
 
 // scalarProblem says why CloudFormation refuses a single value for the shape, or "".
 func scalarProblem(n *yaml.Node, sh *spec.Shape) string {
-	if msg := kindProblem(n, sh.Kind); msg != "" {
-		return msg
-	}
 	if strings.Contains(n.Value, "{{resolve:") {
 		return "" // a dynamic reference: known at deployment
+	}
+	if msg := kindProblem(n, sh.Kind); msg != "" {
+		return msg
 	}
 	return constraintProblem(n, sh)
 }
@@ -807,6 +807,10 @@ func (c *checker) parameterFlow(p Parameter, ref *yaml.Node, sh *spec.Shape, pat
 	target := sh
 	if isList {
 		target = sh.Elem
+	}
+	if target != nil && (target.Kind == spec.Object || target.Kind == spec.Map) {
+		c.errorf(at, path, "must be a list of mappings, but %s is a list of single values", what)
+		return
 	}
 	if target == nil || !target.Kind.Scalar() {
 		return

@@ -233,36 +233,39 @@ var (
 )
 
 func load() *index {
-	once.Do(func() {
-		ix := &index{types: map[string]string{}, runtimes: map[string]Runtime{}, byType: map[string]*Type{}}
-		for line := range strings.Lines(text()) {
-			line = strings.TrimSuffix(line, "\n")
-			if len(line) < 2 {
-				continue
-			}
-			rest := line[2:]
-			switch line[0] {
-			case 'V':
-				ix.version = rest
-			case 'S':
-				ix.shapes = append(ix.shapes, rest)
-			case 'T':
-				name, body, _ := strings.Cut(rest, " ")
-				ix.types[name] = body
-				ix.names = append(ix.names, name)
-			case 'R':
-				name, body, _ := strings.Cut(rest, " ")
-				var r Runtime
-				if json.Unmarshal([]byte(body), &r) == nil {
-					ix.runtimes[name] = r
-				}
+	once.Do(func() { idx = build(text()) })
+	return idx
+}
+
+// build indexes the specification's lines; shapes are decoded later, on first use.
+func build(text string) *index {
+	ix := &index{types: map[string]string{}, runtimes: map[string]Runtime{}, byType: map[string]*Type{}}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSuffix(line, "\n")
+		if len(line) < 2 {
+			continue
+		}
+		rest := line[2:]
+		switch line[0] {
+		case 'V':
+			ix.version = rest
+		case 'S':
+			ix.shapes = append(ix.shapes, rest)
+		case 'T':
+			name, body, _ := strings.Cut(rest, " ")
+			ix.types[name] = body
+			ix.names = append(ix.names, name)
+		case 'R':
+			name, body, _ := strings.Cut(rest, " ")
+			var r Runtime
+			if json.Unmarshal([]byte(body), &r) == nil {
+				ix.runtimes[name] = r
 			}
 		}
-		slices.Sort(ix.names)
-		ix.decoded = make([]*Shape, len(ix.shapes))
-		idx = ix
-	})
-	return idx
+	}
+	slices.Sort(ix.names)
+	ix.decoded = make([]*Shape, len(ix.shapes))
+	return ix
 }
 
 // Version is the cfn-lint release the specification was generated from.

@@ -3,6 +3,7 @@ package template
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -129,7 +130,7 @@ func (c *checker) dynamicReferences() {
 			item := resolve(v.Content[j+1])
 			base := section + "." + name
 			if item.Kind != yaml.MappingNode {
-				c.dynrefs(item, base, dynPlace{section: section})
+				c.dynrefs(item, []string{base}, dynPlace{section: section})
 				continue
 			}
 			typ := ""
@@ -140,7 +141,7 @@ func (c *checker) dynamicReferences() {
 			}
 			for k := 0; k+1 < len(item.Content); k += 2 {
 				attr := item.Content[k].Value
-				c.dynrefs(item.Content[k+1], base+"."+attr, dynPlace{section: section, attr: attr, typ: typ})
+				c.dynrefs(item.Content[k+1], []string{base, "." + attr}, dynPlace{section: section, attr: attr, typ: typ})
 			}
 		}
 	}
@@ -154,32 +155,35 @@ type dynPlace struct {
 	prop               []string
 }
 
-func (c *checker) dynrefs(n *yaml.Node, path string, at dynPlace) {
+// dynrefs checks the dynamic references under n; path holds the parts of n's path, joined
+// only for a problem.
+func (c *checker) dynrefs(n *yaml.Node, path []string, at dynPlace) {
 	n = resolve(n)
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if !strings.Contains(n.Value, "{{") {
 			return
 		}
+		p := strings.Join(path, "")
 		if strings.Contains(n.Value, "{{ resolve:") || strings.Contains(n.Value, "{{resolve :") {
-			c.add(n, path, true, "%q has a space in its dynamic reference: CloudFormation resolves {{resolve:...}} only as written, without spaces", shortText(n.Value))
+			c.add(n, p, true, "%q has a space in its dynamic reference: CloudFormation resolves {{resolve:...}} only as written, without spaces", shortText(n.Value))
 		}
 		refs, err := DynamicReferences(n.Value)
 		if err != nil {
-			c.errorf(n, path, "dynamic reference %v", err)
+			c.errorf(n, p, "dynamic reference %v", err)
 		}
 		for _, d := range refs {
 			if msg := d.Problem(); msg != "" {
-				c.errorf(n, path, "%s", msg)
+				c.errorf(n, p, "%s", msg)
 				continue
 			}
 			if where := at.refused(d.Service); where != "" {
-				c.errorf(n, path, "%s: CloudFormation resolves %s references only %s", d.Text, d.Service, where)
+				c.errorf(n, p, "%s: CloudFormation resolves %s references only %s", d.Text, d.Service, where)
 			}
 		}
 	case yaml.SequenceNode:
 		for i, it := range n.Content {
-			c.dynrefs(it, fmt.Sprintf("%s[%d]", path, i), at)
+			c.dynrefs(it, append(path, "["+strconv.Itoa(i)+"]"), at)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -188,7 +192,7 @@ func (c *checker) dynrefs(n *yaml.Node, path string, at dynPlace) {
 			if at.section == "Resources" && at.attr == "Properties" && !strings.HasPrefix(k, "Fn::") && k != "Ref" {
 				sub.prop = append(slices.Clip(at.prop), k)
 			}
-			c.dynrefs(n.Content[i+1], path+"."+k, sub)
+			c.dynrefs(n.Content[i+1], append(path, "."+k), sub)
 		}
 	}
 }

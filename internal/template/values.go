@@ -225,6 +225,9 @@ func (ks keySet) most() int  { return len(ks.sure) + len(ks.unsure) }
 // present or absent, up to 2^8 choices, all present and all absent beyond.
 func (ks keySet) holds(f func(has func(string) bool, keys []string) bool) bool {
 	n := len(ks.unsure)
+	if n == 0 {
+		return f(func(k string) bool { return slices.Contains(ks.sure, k) }, ks.sure)
+	}
 	tries := []uint64{0, math.MaxUint64}
 	if n <= 8 {
 		tries = tries[:0]
@@ -658,8 +661,18 @@ func enumHas(enum []string, v string, fold bool) bool {
 		if e == v || fold && strings.EqualFold(e, v) {
 			return true
 		}
-		if a, err := strconv.ParseFloat(e, 64); err == nil {
-			if b, err := strconv.ParseFloat(v, 64); err == nil && a == b {
+	}
+	// 5 is 5.0: compare as numbers when the value is one.
+	if v == "" || !strings.ContainsAny(v[:1], "+-.0123456789") {
+		return false
+	}
+	b, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return false
+	}
+	for _, e := range enum {
+		if e != "" && strings.ContainsAny(e[:1], "+-.0123456789") {
+			if a, err := strconv.ParseFloat(e, 64); err == nil && a == b {
 				return true
 			}
 		}

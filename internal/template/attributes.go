@@ -126,10 +126,11 @@ func (c *checker) attributes(r *resource) {
 				sh = spec.NewShape(spec.Object)
 				sh.Closed = false
 			}
-			if v.Kind != yaml.MappingNode || intrinsic(v) != "" {
+			if v.Kind != yaml.MappingNode && v.Kind != yaml.ScalarNode || v.Kind == yaml.ScalarNode && v.Tag != "!!null" {
 				c.errorf(k, path, "must be a mapping, not %s", kindOf(v))
 				continue
 			}
+			// Fn::If chooses between mappings; a Ref gives a single value, refused.
 			c.value(v, sh, path, k, valueCtx{typ: r.typ, where: k.Value})
 		case "Metadata":
 			if v.Kind != yaml.MappingNode || intrinsic(v) != "" {

@@ -24,13 +24,24 @@ func searchPattern(p, value string) (bool, error) {
 		v = compileSchemaPattern(p)
 		schemaPatterns.Store(p, v)
 	}
-	switch re := v.(type) {
+	ok, err := match(v, value)
+	if err == nil && !ok && strings.HasSuffix(value, "\n") {
+		// $ matches before a final newline in the regular expressions of Java (which
+		// AWS's handlers use) and Python (cfn-lint's), not in Go's: a YAML block value
+		// ends with one.
+		return match(v, strings.TrimSuffix(value, "\n"))
+	}
+	return ok, err
+}
+
+func match(compiled any, value string) (bool, error) {
+	switch re := compiled.(type) {
 	case *regexp.Regexp:
 		return re.MatchString(value), nil
 	case *regexp2.Regexp:
 		return re.MatchString(value)
 	default:
-		return false, v.(error)
+		return false, compiled.(error)
 	}
 }
 

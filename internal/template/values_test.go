@@ -50,6 +50,8 @@ func TestSchemaKeywords(t *testing.T) {
 			`15:7: Resources.R.Properties.InstanceTenancy: must be a single value, but Fn::GetAZs gives a list: select an item with Fn::Select or join them with Fn::Join`}},
 		{"a parameter's Default and AllowedValues where its value goes", head + "Parameters:\n  Tenancy: {Type: String, Default: shared, AllowedValues: [shared, dedicated]}\nResources:\n  R:\n    Type: AWS::EC2::VPC\n    Properties:\n      CidrBlock: 10.0.0.0/16\n      InstanceTenancy: !Ref Tenancy\n", []string{
 			`warning: 9:24: Resources.R.Properties.InstanceTenancy: parameter Tenancy flows here, and its Default is refused: "shared" is not one of the values it takes: dedicated, default, host`}},
+		{"$ matches before a block value's final newline, as in Java", res("AWS::Lambda::Function", "      Role: |\n        arn:aws:iam::123456789012:role/r\n      Code: {ZipFile: x}\n"), nil},
+		{"a macro anywhere (Fn::Transform) leaves the rest unchecked", res("AWS::SQS::Queue", "      DelaySeconds: soon\n      Fn::Transform: {Name: AWS::Include, Parameters: {Location: s3://b/k}}\n"), nil},
 		{"dynamic references are known at deployment", res("AWS::SQS::Queue", "      DelaySeconds: \"{{resolve:ssm:/app/delay}}\"\n"), nil},
 		{"a packaged property takes a local path", res("AWS::Lambda::Function", "      Role: arn:aws:iam::123456789012:role/r\n      Code: ./src\n      PackageType: Image\n"), nil},
 		{"Fn::Sub with spaces inside ${ }", res("AWS::SNS::Topic", "      TopicName: !Sub \"t-${ AWS::Region }-${ Nope}\"\n"), []string{
@@ -86,7 +88,7 @@ func TestAttributesAndConditions(t *testing.T) {
 		want       []string
 	}{
 		{"attributes", head + "Parameters:\n  P: {Type: String, Default: Retain}\nResources:\n  W:\n    Type: AWS::CloudFormation::WaitCondition\n    CreationPolicy: !Ref P\n  B:\n    Type: AWS::S3::Bucket\n    DeletionPolicy: Snapshot\n    UpdateReplacePolicy: !Ref P\n  G:\n    Type: AWS::AutoScaling::AutoScalingGroup\n    UpdatePolicy: {AutoScalingRollingUpdate: {MaxBatchSize: two}}\n    Properties: {MinSize: \"1\", MaxSize: \"2\", AvailabilityZones: [us-east-1a], LaunchConfigurationName: lc}\n  Q:\n    Type: AWS::SQS::Queue\n    UpdatePolicy: {}\n    DeletionPolicy: {\"Fn::Equals\": [a, b]}\n", []string{
-			`7:5: Resources.W.CreationPolicy: must be a mapping, not the result of Ref`,
+			`7:5: Resources.W.CreationPolicy: must be a mapping, but parameter P (String) is not`,
 			`10:21: Resources.B.DeletionPolicy: "Snapshot" is not one of Delete, Retain, RetainExceptOnCreate: AWS::S3::Bucket keeps no snapshots`,
 			`14:61: Resources.G.UpdatePolicy.AutoScalingRollingUpdate.MaxBatchSize: must be an integer, not "two"`,
 			`warning: 18:5: Resources.Q.UpdatePolicy: AWS::SQS::Queue takes no UpdatePolicy: CloudFormation applies one only to AWS::AppStream::Fleet, AWS::AutoScaling::AutoScalingGroup, AWS::ElastiCache::ReplicationGroup, AWS::Elasticsearch::Domain, AWS::Lambda::Alias, AWS::OpenSearchService::Domain`,

@@ -25,19 +25,19 @@ type DynamicReference struct {
 	Text string
 }
 
-// DynamicReferences returns the dynamic references of s, and an error for a "{{resolve:"
-// never closed.
-func DynamicReferences(s string) ([]DynamicReference, error) {
+// DynamicReferences returns the dynamic references of s. A "{{resolve:" never closed is
+// none: an Fn::Join or Fn::Sub may complete it with the rest.
+func DynamicReferences(s string) []DynamicReference {
 	var out []DynamicReference
 	for {
 		i := strings.Index(s, "{{resolve:")
 		if i < 0 {
-			return out, nil
+			return out
 		}
 		rest := s[i+len("{{resolve:"):]
 		j := strings.Index(rest, "}}")
 		if j < 0 {
-			return out, fmt.Errorf("%q is not closed with }}", shortText(s[i:]))
+			return out
 		}
 		body := rest[:j]
 		service, fields, _ := strings.Cut(body, ":")
@@ -168,11 +168,7 @@ func (c *checker) dynrefs(n *yaml.Node, path []string, at dynPlace) {
 		if strings.Contains(n.Value, "{{ resolve:") || strings.Contains(n.Value, "{{resolve :") {
 			c.add(n, p, true, "%q has a space in its dynamic reference: CloudFormation resolves {{resolve:...}} only as written, without spaces", shortText(n.Value))
 		}
-		refs, err := DynamicReferences(n.Value)
-		if err != nil {
-			c.errorf(n, p, "dynamic reference %v", err)
-		}
-		for _, d := range refs {
+		for _, d := range DynamicReferences(n.Value) {
 			if msg := d.Problem(); msg != "" {
 				c.errorf(n, p, "%s", msg)
 				continue

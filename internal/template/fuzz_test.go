@@ -125,8 +125,7 @@ func FuzzSubVariables(f *testing.F) {
 func FuzzDynamicReferences(f *testing.F) {
 	fuzzSeeds(f, "FuzzDynamicReferences")
 	f.Fuzz(func(t *testing.T, s string) {
-		refs, _ := DynamicReferences(s)
-		for _, d := range refs {
+		for _, d := range DynamicReferences(s) {
 			if !strings.HasPrefix(d.Text, "{{resolve:") || !strings.HasSuffix(d.Text, "}}") || !strings.Contains(s, d.Text) {
 				t.Fatalf("reference %q of %q", d.Text, s)
 			}

@@ -40,9 +40,33 @@ func DynamicReferences(s string) []DynamicReference {
 			return out
 		}
 		body := rest[:j]
-		service, fields, _ := strings.Cut(body, ":")
+		service, fields, _ := strings.Cut(opaqueVariables(body), ":")
 		out = append(out, DynamicReference{Service: service, Parts: strings.Split(fields, ":"), Text: "{{resolve:" + body + "}}"})
 		s = rest[j+2:]
+	}
+}
+
+// opaqueVariables replaces each Fn::Sub variable (${AWS::Partition}, ${Name}) by a
+// placeholder without colons, so the colons of the reference are its own.
+func opaqueVariables(s string) string {
+	if !strings.Contains(s, "${") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString("${}")
+		s = s[i+j+1:]
 	}
 }
 

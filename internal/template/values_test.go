@@ -52,6 +52,7 @@ func TestSchemaKeywords(t *testing.T) {
 			`warning: 9:24: Resources.R.Properties.InstanceTenancy: parameter Tenancy flows here, and its Default is refused: "shared" is not one of the values it takes: dedicated, default, host`}},
 		{"$ matches before a block value's final newline, as in Java", res("AWS::Lambda::Function", "      Role: |\n        arn:aws:iam::123456789012:role/r\n      Code: {ZipFile: x}\n"), nil},
 		{"a macro anywhere (Fn::Transform) leaves the rest unchecked", res("AWS::SQS::Queue", "      DelaySeconds: soon\n      Fn::Transform: {Name: AWS::Include, Parameters: {Location: s3://b/k}}\n"), nil},
+		{"a dynamic reference with Fn::Sub variables", res("AWS::SSM::Parameter", "      Type: String\n      Value: !Sub \"{{resolve:secretsmanager:arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:app:SecretString:key:AWSCURRENT}}\"\n"), nil},
 		{"a dynamic reference an Fn::Join completes", res("AWS::RDS::DBCluster", "      Engine: aurora-mysql\n      MasterUsername: !Join [\"\", [\"{{resolve:secretsmanager:\", !Ref AWS::StackName, \":SecretString:username}}\"]]\n"), nil},
 		{"dynamic references are known at deployment", res("AWS::SQS::Queue", "      DelaySeconds: \"{{resolve:ssm:/app/delay}}\"\n"), nil},
 		{"a packaged property takes a local path", res("AWS::Lambda::Function", "      Role: arn:aws:iam::123456789012:role/r\n      Code: ./src\n      PackageType: Image\n"), nil},

@@ -49,12 +49,65 @@ func compileSchemaPattern(p string) any {
 	if re, err := regexp.Compile(p); err == nil {
 		return re
 	}
+	if re, err := regexp.Compile(javaSyntax(p)); err == nil {
+		return re
+	}
 	re, err := regexp2.Compile(p, regexp2.None)
 	if err != nil {
-		return err
+		if re, err = regexp2.Compile(strings.ReplaceAll(p, `\_`, "_"), regexp2.None); err != nil {
+			return err
+		}
 	}
 	re.MatchTimeout = 50 * time.Millisecond
 	return re
+}
+
+// javaPOSIX are Java's POSIX character classes, as RE2 writes them.
+var javaPOSIX = map[string]string{"Graph": "graph", "Print": "print", "Alpha": "alpha", "Alnum": "alnum",
+	"Digit": "digit", "Punct": "punct", "Space": "space", "Upper": "upper", "Lower": "lower", "XDigit": "xdigit"}
+
+// javaSyntax rewrites what Java's regular expressions (in which AWS writes its schemas'
+// patterns) have and RE2 lacks: \p{Graph} and the other POSIX classes, and escapes of
+// characters that need none (\_).
+func javaSyntax(p string) string {
+	var b strings.Builder
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '\\' && i+1 < len(p):
+			next := p[i+1]
+			if next == 'p' && i+2 < len(p) && p[i+2] == '{' {
+				if j := strings.IndexByte(p[i:], '}'); j > 0 {
+					if posix, ok := javaPOSIX[p[i+3:i+j]]; ok {
+						if inClass {
+							b.WriteString("[:" + posix + ":]")
+						} else {
+							b.WriteString("[[:" + posix + ":]]")
+						}
+						i += j
+						continue
+					}
+				}
+			}
+			if next == '_' {
+				b.WriteByte('_')
+			} else {
+				b.WriteByte(c)
+				b.WriteByte(next)
+			}
+			i++
+		case c == '[':
+			inClass = true
+			b.WriteByte(c)
+		case c == ']':
+			inClass = false
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // format is what a format of the provider schemas (as cfn-lint patches them in) means:

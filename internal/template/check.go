@@ -137,26 +137,10 @@ func (c *checker) add(n *yaml.Node, path string, warning bool, format string, ar
 		path = `""` // an empty key
 	}
 	p := Problem{Line: 1, Col: 1, Path: path, Msg: fmt.Sprintf(format, args...), Warning: warning}
-	if n = located(n, 0); n != nil {
+	if n != nil && n.Line > 0 {
 		p.Line, p.Col = n.Line, n.Column
 	}
 	c.probs = append(c.probs, p)
-}
-
-// located returns n, or when n has no position (a node the short-form intrinsics' rewrite
-// made, as !Ref x in a list becomes {Ref: x}) the first node under it that has one.
-func located(n *yaml.Node, depth int) *yaml.Node {
-	if n == nil || n.Line > 0 {
-		return n
-	}
-	for _, c := range n.Content {
-		if depth < 8 {
-			if l := located(c, depth+1); l != nil {
-				return l
-			}
-		}
-	}
-	return nil
 }
 
 // duplicateKeys warns of a key a mapping has twice. YAML 1.1 forbids it, and cfn-lint

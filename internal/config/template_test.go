@@ -177,7 +177,7 @@ Resources:
 	}{
 		{"aurora-mysql", "3306", nil},
 		{"aurora", "db-port", []string{
-			`cairn.yaml:5:26: stacks[0].parameters.Engine: parameter Engine: value "aurora" goes to Resources.Db.Properties.Engine (t.yaml:8:15), which refuses it: "aurora" is not one of the values it takes: aurora-mysql, aurora-postgresql, mysql, postgres`,
+			`cairn.yaml:5:26: stacks[0].parameters.Engine: parameter Engine: value "aurora" goes to Resources.Db.Properties.Engine (t.yaml:8:15), which refuses it: "aurora" is not one of the values it takes (in any case): aurora-mysql, aurora-postgresql, mysql, postgres`,
 			`cairn.yaml:5:40: stacks[0].parameters.Port: parameter Port: value (NoEcho, not shown) goes to Resources.Db.Properties.Port (t.yaml:9:13), which refuses it: must be an integer, not (NoEcho, not shown)`,
 		}},
 	} {

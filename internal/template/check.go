@@ -101,7 +101,7 @@ func (t *Template) Inspect() Inspection {
 			c.macros = true
 		}
 	}
-	if !c.macros && hasKey(t.Node, "Fn::Transform", 0) {
+	if !c.macros && containsKey(t.Node, "Fn::Transform", 0) {
 		c.macros = true // a macro rewrites part of the template (AWS::Include, ...)
 	}
 	c.collect()
@@ -176,26 +176,6 @@ func (c *checker) duplicateKeys(n *yaml.Node, depth int) {
 	for _, ch := range n.Content {
 		c.duplicateKeys(ch, depth+1)
 	}
-}
-
-// hasKey reports whether a mapping under n has the key k.
-func hasKey(n *yaml.Node, k string, depth int) bool {
-	if n == nil || n.Kind == yaml.AliasNode || depth > maxDepth {
-		return false
-	}
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == k {
-				return true
-			}
-		}
-	}
-	for _, c := range n.Content {
-		if hasKey(c, k, depth+1) {
-			return true
-		}
-	}
-	return false
 }
 
 // collect indexes the sections and checks the quotas.

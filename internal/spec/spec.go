@@ -17,6 +17,7 @@ package spec
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	_ "embed"
 	"encoding/json"
 	"io"
@@ -29,17 +30,21 @@ import (
 //go:embed spec.txt.gz
 var compressed []byte
 
-// text inflates the embedded specification.
+// text inflates the embedded specification into one allocation of its size (gzip's
+// trailer gives it), which the index then slices.
 func text() string {
 	zr, err := gzip.NewReader(bytes.NewReader(compressed))
 	if err != nil {
 		panic("spec: spec.txt.gz is corrupt: " + err.Error())
 	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
+	var b strings.Builder
+	if n := len(compressed); n >= 4 {
+		b.Grow(int(binary.LittleEndian.Uint32(compressed[n-4:])))
+	}
+	if _, err := io.Copy(&b, zr); err != nil {
 		panic("spec: spec.txt.gz is corrupt: " + err.Error())
 	}
-	return string(b)
+	return b.String()
 }
 
 // Kind is what a property's value must be.

@@ -17,8 +17,8 @@ package spec
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	_ "embed"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"regexp"

@@ -47,6 +47,8 @@ var packaged = map[string]bool{
 type valueCtx struct {
 	typ   string
 	where string // e.g. SSESpecification.SSEType ("" for the Properties themselves)
+	// chosen: the value is a branch of an Fn::If, used only when its condition says so.
+	chosen bool
 }
 
 func (v valueCtx) of() string {
@@ -58,13 +60,13 @@ func (v valueCtx) of() string {
 
 func (v valueCtx) sub(key string) valueCtx {
 	if v.where == "" {
-		return valueCtx{v.typ, key}
+		return valueCtx{v.typ, key, v.chosen}
 	}
-	return valueCtx{v.typ, v.where + "." + key}
+	return valueCtx{v.typ, v.where + "." + key, v.chosen}
 }
 
 func (v valueCtx) item(i int) valueCtx {
-	return valueCtx{v.typ, fmt.Sprintf("%s[%d]", v.where, i)}
+	return valueCtx{v.typ, fmt.Sprintf("%s[%d]", v.where, i), v.chosen}
 }
 
 // schemaPath is the property's path without list indexes, as the packaged table names it.
@@ -703,8 +705,10 @@ func (c *checker) intrinsicValue(fn string, n *yaml.Node, sh *spec.Shape, path s
 	switch fn {
 	case "Fn::If":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) == 3 {
-			c.value(arg.Content[1], sh, path, arg.Content[1], vc)
-			c.value(arg.Content[2], sh, path, arg.Content[2], vc)
+			branch := vc
+			branch.chosen = true
+			c.value(arg.Content[1], sh, path, arg.Content[1], branch)
+			c.value(arg.Content[2], sh, path, arg.Content[2], branch)
 		}
 		return
 	case "Ref":
@@ -828,7 +832,11 @@ func (c *checker) parameterFlow(p Parameter, ref *yaml.Node, sh *spec.Shape, pat
 	if target == nil || !target.Kind.Scalar() {
 		return
 	}
-	c.uses = append(c.uses, ParameterUse{Parameter: p.Name, Path: path, Line: ref.Line, Col: ref.Column, shape: target, list: isList})
+	if !vc.chosen {
+		// A value an Fn::If may leave unused is not refused for sure: its Default and
+		// AllowedValues are warned of below, a stack's value is not judged.
+		c.uses = append(c.uses, ParameterUse{Parameter: p.Name, Path: path, Line: ref.Line, Col: ref.Column, shape: target, list: isList})
+	}
 	if p.NoEcho {
 		return // its values are never printed
 	}

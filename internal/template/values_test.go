@@ -1,6 +1,7 @@
 package template
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -111,5 +112,25 @@ func TestAttributesAndConditions(t *testing.T) {
 				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestParameterUses: the places a parameter's value goes as it is, which a stack's value
+// must suit; one an Fn::If may leave unused is not among them.
+func TestParameterUses(t *testing.T) {
+	tmpl, err := Parse([]byte(head + "Parameters:\n  T: {Type: String}\n  Zones: {Type: CommaDelimitedList}\nConditions:\n  C: !Equals [a, b]\nResources:\n  V:\n    Type: AWS::EC2::VPC\n    Properties:\n      CidrBlock: 10.0.0.0/16\n      InstanceTenancy: !Ref T\n  W:\n    Type: AWS::EC2::VPC\n    Properties:\n      CidrBlock: 10.0.0.0/16\n      InstanceTenancy: !If [C, !Ref T, default]\n  G:\n    Type: AWS::AutoScaling::AutoScalingGroup\n    Properties: {MinSize: \"1\", MaxSize: \"1\", LaunchConfigurationName: lc, AvailabilityZones: !Ref Zones}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, u := range tmpl.Inspect().Uses {
+		got = append(got, fmt.Sprintf("%s %s %d:%d shared=%q dedicate=%q", u.Parameter, u.Path, u.Line, u.Col, u.Check("shared"), u.Check("dedicated")))
+	}
+	want := []string{
+		`T Resources.V.Properties.InstanceTenancy 12:24 shared="\"shared\" is not one of the values it takes: dedicated, default, host" dedicate=""`,
+		`Zones Resources.G.Properties.AvailabilityZones 20:94 shared="" dedicate=""`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("uses:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -27,12 +27,11 @@ func subVariables(s string) ([]subWord, error) {
 		if j < 0 {
 			return out, nil
 		}
-		body := s[:j]
+		name := strings.TrimSpace(s[:j])
 		s = s[j+1:]
-		if strings.HasPrefix(body, "!") {
-			continue
+		if strings.HasPrefix(name, "!") {
+			continue // ${!Literal} (or ${ !Literal }) writes ${Literal}
 		}
-		name := strings.TrimSpace(body)
 		if name == "" {
 			return out, errors.New("${} names no variable: write ${Name}, or ${!} for the text ${}")
 		}

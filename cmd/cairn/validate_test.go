@@ -44,6 +44,27 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			// Twelve errors of twelve kinds in one template, the structural ones first: each
+			// is reported, none hides another (issue 32).
+			name:     "twelve errors at once",
+			args:     []string{"validate", filepath.Join(testBundles, "invalid", "twelve-errors")},
+			wantCode: 1,
+			wantStderr: []string{
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:3:1: Errors: unknown top-level section "Errors": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:9:3: Parameters.Name: parameter Name needs a Type such as String`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:18:25: Resources.Vpc.Properties.EnableDnsSupport: must be a boolean (true or false), not "maybe"`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:22:14: Resources.Subnet.Properties.VpcId: "vpc-1234567" is not a VPC id: vpc- and 8 or 17 hex digits`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:25:7: Resources.Subnet.Properties: AWS::EC2::Subnet: AvailabilityZone and AvailabilityZoneId exclude each other: give one of them`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:27:5: Resources.Queue.Type: unknown resource type "AWS::SQS::Queu" (did you mean "AWS::SQS::Queue"?)`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:35:53: Resources.Table.Properties.SSESpecification.SSEType: "AES256" is not one of the values it takes: KMS`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:38:16: Resources.Reader.DependsOn: DependsOn names Table, which exists only when condition IsProd is true, and it may be false here: CloudFormation refuses the template when Reader exists and Table does not; give Reader the same Condition or drop the dependency`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:39:5: Resources.Reader.Properties: AWS::IAM::Policy needs at least one of Users, Groups, Roles`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:44:5: Resources.Ready.CreationPolicy: must be a mapping, but parameter Env (String) is not`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:49:16: Resources.Handler.Properties.Runtime: Lambda runtime nodejs16.x is deprecated: AWS blocked creating functions with it on 2026-06-01 and updating them on 2026-07-01: move to nodejs24.x`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:55:22: Resources.Site.Properties.AccessControl: AccessControl PublicRead needs OwnershipControls that allow ACLs: S3 creates buckets with ACLs disabled (BucketOwnerEnforced) and refuses the ACL; add OwnershipControls: {Rules: [{ObjectOwnership: ObjectWriter}]} (or BucketOwnerPreferred), or drop AccessControl`,
+			},
+		},
+		{
 			name:       "allowed namespaces",
 			args:       []string{"validate", "--namespaces", "web,shop", filepath.Join(testBundles, "webshop")},
 			wantStdout: `: ok: 5 stacks in namespace "shop"`,

@@ -28,6 +28,11 @@ func TestNamespaceAllowList(t *testing.T) {
 		{"another delimiter leaves the namespace", "namespace: shop\nnamespace_delimiter: x\n" + stacks, "shop", []string{
 			`4:12: stacks[0].name: stack name "shopxapp" is outside the namespaces this cairn may manage: it must be named shop-*`,
 		}},
+		{"no stacks hides no other error", "namespace: other\nmax_concurrency: 0\n", "shop", []string{
+			`1:1: stacks: missing: a config needs a list of stacks`,
+			`1:12: namespace: namespace "other" is not one this cairn may manage (allowed: shop): use one of those, or have cairn deployed with it in the CDK context cairn:namespaces`,
+			`2:18: max_concurrency: must be at least 1, got 0`,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -304,7 +304,9 @@ func TestLoadErrors(t *testing.T) {
 			`5:16: stacks[0].requires[0]: dependency cycle: app -> db -> cache -> app: remove one of these dependencies`,
 		}},
 		{"not-a-template", []string{
-			`4:20: stacks[0].template_path: template templates/notes.yaml: line 2: unknown top-level section "QueueName": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+			`templates/notes.yaml:2:1: QueueName: unknown top-level section "QueueName": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+			`templates/notes.yaml:2:1: Resources: not a complete CloudFormation template: no Resources section (a template needs at least one resource)`,
+			`templates/notes.yaml:3:1: RetentionSeconds: unknown top-level section "RetentionSeconds": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
 		}},
 		{"invalid-yaml", []string{
 			`6:1: invalid YAML: mapping values are not allowed in this context`,
@@ -320,6 +322,20 @@ func TestLoadErrors(t *testing.T) {
 		{"capabilities-explicit", []string{
 			`5:5: stacks[0].capabilities: stack worker names no capabilities, and capabilities: explicit requires every stack to name its own; its template needs CAPABILITY_IAM for resource Role (AWS::IAM::Role) (` + filepath.Join(bundles, "invalid", "capabilities-explicit", "templates", "role.yaml") + `:3:3): add capabilities: [CAPABILITY_IAM]`,
 			`10:5: stacks[2].capabilities: stack other names no capabilities, and capabilities: explicit requires every stack to name its own: add capabilities: []`,
+		}},
+		{"twelve-errors", []string{
+			`templates/network.yaml:3:1: Errors: unknown top-level section "Errors": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+			`templates/network.yaml:9:3: Parameters.Name: parameter Name needs a Type such as String`,
+			`templates/network.yaml:18:25: Resources.Vpc.Properties.EnableDnsSupport: must be a boolean (true or false), not "maybe"`,
+			`templates/network.yaml:22:14: Resources.Subnet.Properties.VpcId: "vpc-1234567" is not a VPC id: vpc- and 8 or 17 hex digits`,
+			`templates/network.yaml:25:7: Resources.Subnet.Properties: AWS::EC2::Subnet: AvailabilityZone and AvailabilityZoneId exclude each other: give one of them`,
+			`templates/network.yaml:27:5: Resources.Queue.Type: unknown resource type "AWS::SQS::Queu" (did you mean "AWS::SQS::Queue"?)`,
+			`templates/network.yaml:35:53: Resources.Table.Properties.SSESpecification.SSEType: "AES256" is not one of the values it takes: KMS`,
+			`templates/network.yaml:38:16: Resources.Reader.DependsOn: DependsOn names Table, which exists only when condition IsProd is true, and it may be false here: CloudFormation refuses the template when Reader exists and Table does not; give Reader the same Condition or drop the dependency`,
+			`templates/network.yaml:39:5: Resources.Reader.Properties: AWS::IAM::Policy needs at least one of Users, Groups, Roles`,
+			`templates/network.yaml:44:5: Resources.Ready.CreationPolicy: must be a mapping, but parameter Env (String) is not`,
+			`templates/network.yaml:49:16: Resources.Handler.Properties.Runtime: Lambda runtime nodejs16.x is deprecated: AWS blocked creating functions with it on 2026-06-01 and updating them on 2026-07-01: move to nodejs24.x`,
+			`templates/network.yaml:55:22: Resources.Site.Properties.AccessControl: AccessControl PublicRead needs OwnershipControls that allow ACLs: S3 creates buckets with ACLs disabled (BucketOwnerEnforced) and refuses the ACL; add OwnershipControls: {Rules: [{ObjectOwnership: ObjectWriter}]} (or BucketOwnerPreferred), or drop AccessControl`,
 		}},
 		{"many-errors", []string{
 			`2:1: regions: unknown key "regions" (did you mean "region"?)`,
@@ -445,7 +461,7 @@ stacks:
 			`2:30: stacks[0].template_path: template path "/etc/app.yaml" leaves the bundle: give a path relative to the bundle root, such as templates/app.yaml`,
 		}},
 		{"inline template invalid", "stacks:\n  - name: a\n    template_body: |\n      Description: no resources\n", []string{
-			`3:20: stacks[0].template_body: the inline template_body: not a CloudFormation template: no Resources section`,
+			`4:7: Resources: not a complete CloudFormation template: no Resources section (a template needs at least one resource)`,
 		}},
 		{"lookups", `namespace: s
 stacks:

@@ -144,6 +144,7 @@ type templateResult struct {
 type checkResult struct {
 	problems []template.Problem
 	needs    []template.Need
+	uses     map[string][]template.ParameterUse // by parameter
 }
 
 // stackDef is a stack with the nodes its errors point at.
@@ -332,12 +333,13 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 	if c.PersistentGraphKey == "" {
 		c.PersistentGraphKey = c.Namespace
 	}
-	if stacksNode == nil {
-		l.errorf(root, "stacks", "missing: a config needs a list of stacks")
-		return c
-	}
-	if stacksNode.Kind != yaml.SequenceNode {
-		l.errorf(stacksNode, "stacks", "must be a list of stacks, got %s", describe(stacksNode))
+	if stacksNode == nil || stacksNode.Kind != yaml.SequenceNode {
+		if stacksNode == nil {
+			l.errorf(root, "stacks", "missing: a config needs a list of stacks")
+		} else {
+			l.errorf(stacksNode, "stacks", "must be a list of stacks, got %s", describe(stacksNode))
+		}
+		l.allowed(o, c, namespaceNode, nil) // the config's other errors still count
 		return c
 	}
 	defs := make([]*stackDef, 0, len(stacksNode.Content))
@@ -682,9 +684,19 @@ func (l *loader) template(c *Config, d *stackDef) {
 			continue
 		}
 		if v, given := d.static[name]; given {
+			at, _ := l.paramValue(d, name)
 			if err := p.CheckValue(v); err != nil {
-				at, _ := l.paramValue(d, name)
 				l.errorf(at, d.key+".parameters."+name, "%v (%s)", err, label)
+			} else if u, why := firstRefusal(cr.uses[name], v); why != "" {
+				shown := strconv.Quote(v)
+				if p.NoEcho {
+					shown = "(NoEcho, not shown)"
+				}
+				tfile := s.TemplatePath
+				if tfile == "" {
+					tfile = l.file
+				}
+				l.errorf(at, d.key+".parameters."+name, "parameter %s: value %s goes to %s (%s:%d:%d), which refuses it: %s", name, shown, u.Path, tfile, u.Line, u.Col, redact(why, v, p.NoEcho))
 			}
 		}
 	}
@@ -705,6 +717,24 @@ func (l *loader) template(c *Config, d *stackDef) {
 	s.Tree = tree
 	l.checkNestedCount(d, label, tree)
 	l.capabilities(c, d, template.MergeNeeds(cr.needs, nestedNeeds), file)
+}
+
+// firstRefusal returns the first place a parameter's value goes that refuses it, and why.
+func firstRefusal(uses []template.ParameterUse, v string) (template.ParameterUse, string) {
+	for _, u := range uses {
+		if why := u.Check(v); why != "" {
+			return u, why
+		}
+	}
+	return template.ParameterUse{}, ""
+}
+
+// redact keeps a NoEcho value out of a message.
+func redact(msg, v string, noEcho bool) string {
+	if !noEcho || v == "" {
+		return msg
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(msg, strconv.Quote(v), "(NoEcho, not shown)"), v, "(NoEcho, not shown)")
 }
 
 // paramValue returns the value node of a given parameter.
@@ -814,7 +844,11 @@ func (l *loader) check(t *template.Template) *checkResult {
 	if r, ok := l.checked[t.SHA256]; ok {
 		return r
 	}
-	r := &checkResult{problems: t.Check(), needs: t.Needs()}
+	in := t.Inspect()
+	r := &checkResult{problems: in.Problems, needs: t.Needs(), uses: map[string][]template.ParameterUse{}}
+	for _, u := range in.Uses {
+		r.uses[u.Parameter] = append(r.uses[u.Parameter], u)
+	}
 	l.checked[t.SHA256] = r
 	return r
 }

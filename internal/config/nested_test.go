@@ -70,7 +70,8 @@ func TestNestedStackErrors(t *testing.T) {
 		{"missing parameter", map[string]string{"templates/app.yaml": "Resources:\n  Net:\n    Type: AWS::CloudFormation::Stack\n    Properties: {TemplateURL: net.yaml}\n", "templates/net.yaml": nestedChild},
 			[]string{`templates/app.yaml:4:31: Resources.Net.Properties.TemplateURL: nested stack Net: template templates/net.yaml requires parameter Cidr (no Default): pass it under the nested stack's Parameters`}},
 		{"a child's own problem, in the child", map[string]string{"templates/app.yaml": parent("net.yaml", "10.0.0.0/16"), "templates/net.yaml": strings.Replace(nestedChild, "CidrBlock", "CidrBlok", 1)},
-			[]string{`templates/net.yaml:4:43: Resources.Vpc.Properties.CidrBlok: unknown property "CidrBlok" of AWS::EC2::VPC (did you mean "CidrBlock"?)`}},
+			[]string{`templates/net.yaml:4:30: Resources.Vpc.Properties: AWS::EC2::VPC takes exactly one of CidrBlock, Ipv4IpamPoolId, and has none`,
+				`templates/net.yaml:4:43: Resources.Vpc.Properties.CidrBlok: unknown property "CidrBlok" of AWS::EC2::VPC (did you mean "CidrBlock"?)`}},
 		{"a cycle", map[string]string{"templates/app.yaml": parent("net.yaml", "10.0.0.0/16"), "templates/net.yaml": nestedChild + "  Back:\n    Type: AWS::CloudFormation::Stack\n    Properties: {TemplateURL: app.yaml, Parameters: {Cidr: 10.0.0.0/16}}\n"},
 			[]string{`templates/net.yaml:7:31: Resources.Back.Properties.TemplateURL: nested stack Back: templates/app.yaml nests itself: templates/app.yaml -> templates/net.yaml -> templates/app.yaml`}},
 	}

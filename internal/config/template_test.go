@@ -86,15 +86,15 @@ stacks:
   - name: fn
     template_body:
       Resources:
-        F:
-          Type: AWS::Lambda::Function
-          Properties: {Role: r, Runtime: nodejs12.x, Handler: index.handler, Code: {ZipFile: x}}
+        W:
+          Type: Acme::Widgets::Widget
+          Properties: {Size: 3}
 `
 	c, err := Load(bundle.FromYAML("cairn.yaml", []byte(warn)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Warnings) != 1 || c.Warnings[0].Error() != "cairn.yaml:8:42: Resources.F.Properties.Runtime: warning: Lambda runtime nodejs12.x is deprecated since 2023-03-31: move to nodejs24.x" {
+	if len(c.Warnings) != 1 || c.Warnings[0].Error() != "cairn.yaml:7:11: Resources.W.Type: warning: Acme::Widgets::Widget is not an AWS type: a registry (third-party or private) type, so cairn does not check its properties" {
 		t.Errorf("warnings = %v", c.Warnings)
 	}
 }
@@ -155,4 +155,53 @@ func TestTemplateLimits(t *testing.T) {
 		`4:20: stacks[0].template_path: template bomb.yaml: line 6: the template's YAML aliases expand it to more than 11130 nodes (113 written): CloudFormation would expand every alias; repeat less through anchors`,
 		fmt.Sprintf(`6:20: stacks[1].template_path: template big.yaml: template is %d bytes, more than CloudFormation's limit of 1000000 (1 MB): split it into nested stacks or move code and data out of it`, len(big)),
 	})
+}
+
+// TestParameterValueFlows: a stack's value for a parameter is checked against the
+// properties the parameter goes to (here RDS engines, from the provider schemas as
+// cfn-lint extends them); a NoEcho value is never printed.
+func TestParameterValueFlows(t *testing.T) {
+	const tpl = `Parameters:
+  Engine: {Type: String}
+  Port: {Type: String, NoEcho: true}
+Resources:
+  Db:
+    Type: AWS::RDS::DBCluster
+    Properties:
+      Engine: !Ref Engine
+      Port: !Ref Port
+`
+	for _, tc := range []struct {
+		engine, port string
+		want         []string
+	}{
+		{"aurora-mysql", "3306", nil},
+		{"aurora", "db-port", []string{
+			`cairn.yaml:5:26: stacks[0].parameters.Engine: parameter Engine: value "aurora" goes to Resources.Db.Properties.Engine (t.yaml:8:15), which refuses it: "aurora" is not one of the values it takes (in any case): aurora-mysql, aurora-postgresql, mysql, postgres`,
+			`cairn.yaml:5:40: stacks[0].parameters.Port: parameter Port: value (NoEcho, not shown) goes to Resources.Db.Properties.Port (t.yaml:9:13), which refuses it: must be an integer, not (NoEcho, not shown)`,
+		}},
+	} {
+		cfg := "namespace: shop\nstacks:\n  - name: db\n    template_path: t.yaml\n    parameters: {Engine: " + tc.engine + ", Port: " + tc.port + "}\n"
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "t.yaml"), []byte(tpl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := bundle.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Load(b)
+		var got []string
+		if err != nil {
+			for _, e := range err.(Errors) {
+				got = append(got, strings.TrimPrefix(e.Error(), dir+string(filepath.Separator)))
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("engine %s: errors\n%s\nwant\n%s", tc.engine, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 )
@@ -69,4 +70,24 @@ func TestEveryTypeDecodes(t *testing.T) {
 			t.Fatalf("%s: %+v", n, st)
 		}
 	}
+}
+
+// BenchmarkLoad is what a process pays once, at its first lookup: inflating and indexing
+// the embedded specification, then decoding the types a template of the web shop uses.
+func BenchmarkLoad(b *testing.B) {
+	for b.Loop() {
+		ix := build(text())
+		ix.mu.Lock()
+		for _, t := range []string{"AWS::EC2::VPC", "AWS::ECS::Service", "AWS::ElasticLoadBalancingV2::LoadBalancer", "AWS::IAM::Role", "AWS::Lambda::Function"} {
+			var raw struct {
+				S int `json:"s"`
+			}
+			if err := json.Unmarshal([]byte(ix.types[t]), &raw); err != nil {
+				b.Fatal(err)
+			}
+			ix.shape(raw.S)
+		}
+		ix.mu.Unlock()
+	}
+	b.ReportMetric(float64(len(compressed))/1024, "KiB-embedded")
 }

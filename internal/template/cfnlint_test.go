@@ -3,6 +3,7 @@ package template
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -15,35 +16,58 @@ import (
 )
 
 // peerRoots are where the peer check finds templates: the project's testdata (bundles and
-// the broken corpus) and the shared real-world templates beside the repository.
-var peerRoots = []string{"../../testdata", "../../../shared/templates"}
+// the broken corpus) and the shared real-world templates beside the repository
+// ($CAIRN_SHARED_TEMPLATES when the checkout is elsewhere, as a worktree is).
+// $CAIRN_PEER_TEMPLATES (directories separated by colons) adds corpora whose disagreements
+// are listed without failing the test.
+var peerRoots = append([]string{"../../testdata", sharedTemplates()}, extraPeerRoots()...)
 
-// inCategory reports whether a cfn-lint finding is of a kind cairn checks: then cairn must
-// report an error on the same line of the same file.
-func inCategory(rule, msg string) bool {
-	notOneOf := strings.Contains(msg, "is not one of")
-	switch rule {
-	case "E0000", "E1001", "E1002", "E2002", "E2015", "E3004", "E3005", "E3006", "E3003", "E3015", "E6005", "E1010",
-		"E3010", "E2010", "E6010", "E7010":
-		return true
-	case "E3001", "E3002":
-		return strings.HasPrefix(msg, "Additional properties are not allowed")
-	case "E1019", "E1020", "E6101":
-		return notOneOf
-	case "E3012":
-		// A literal list or mapping where a single value goes, or the reverse; the types
-		// of intrinsic functions' results are not checked by cairn.
-		lit := regexp.MustCompile(`^(\[.*\]|\{.*\}|'[^']*'|[0-9.]+|True|False) is not of type '(array|object|string|integer|number|boolean)'`)
-		m := lit.FindStringSubmatch(msg)
-		if m == nil || strings.HasPrefix(msg, "{'Fn::") || strings.HasPrefix(msg, "{'Ref'") {
-			return false
-		}
-		literalCollection := strings.HasPrefix(m[1], "[") || strings.HasPrefix(m[1], "{")
-		wantCollection := m[2] == "array" || m[2] == "object"
-		return literalCollection != wantCollection
+func extraPeerRoots() []string {
+	if v := os.Getenv("CAIRN_PEER_TEMPLATES"); v != "" {
+		return strings.Split(v, ":")
 	}
-	return false
+	return nil
 }
+
+func sharedTemplates() string {
+	if d := os.Getenv("CAIRN_SHARED_TEMPLATES"); d != "" {
+		return d
+	}
+	return "../../../shared/templates"
+}
+
+// category names the kind of a cfn-lint error, as issue 32 counts them, or "" for a kind
+// cairn does not check (cfn-lint's own best practices, service rules of its own making).
+func category(rule, msg string) string {
+	switch rule {
+	case "E0000", "E1001", "E1002", "E1010", "E1019", "E1020", "E2001", "E2002", "E2010", "E2015",
+		"E3001", "E3002", "E3003", "E3004", "E3006", "E3010", "E3015", "E6005", "E6010", "E7010", "E8002":
+		if rule == "E3002" && !strings.HasPrefix(msg, "Additional properties") {
+			return "values" // E3002 is also cfn-lint's id for a format a property breaks
+		}
+		return "structure"
+	case "E3005":
+		if strings.Contains(msg, "will not exist") {
+			return "conditions"
+		}
+		return "structure"
+	case "E3012", "E3030", "E3031", "E3032", "E3033", "E3034", "E3037", "E3008", "E1103",
+		"E1150", "E1151", "E1152", "E1153", "E1154", "E1155", "E1156", "E1157", "E1158", "E1159",
+		"E1160", "E1161", "E1162", "E1163", "E1164":
+		return "values"
+	case "E3014", "E3017", "E3018", "E3020", "E3021", "E3058":
+		return "combinations"
+	case "E3016", "E3035", "E3036", "E3055":
+		return "attributes"
+	case "E2531", "E2533":
+		return "runtimes"
+	case "E3045", "E1050", "E1051", "E1052", "E1027":
+		return "lesser"
+	}
+	return ""
+}
+
+var categoryOrder = []string{"structure", "values", "combinations", "conditions", "attributes", "runtimes", "lesser"}
 
 type finding struct {
 	file string
@@ -52,17 +76,36 @@ type finding struct {
 	msg  string
 }
 
+// disagreement is a known difference between cairn and cfn-lint, with who is right by
+// AWS's documentation. The key is FILE:LINE (FILE relative to its peer root).
+type disagreement struct{ right, why string }
+
+// disagreements are the differences left, each judged. The peer check fails on any other.
+var disagreements = map[string]disagreement{
+	// testdata
+	"templates/broken/parameters.yaml:17": {"both", "the parameter Size has the unknown type Numbr; cairn reports it once, at its Type (line 9), cfn-lint again where ${Size} is used"},
+	"templates/broken/parameters.yaml:12": {"cairn", "an AllowedPattern must be a regular expression: CloudFormation compiles it (Java's syntax) to check any value, and an unterminated [ does not compile; cfn-lint does not compile it"},
+	"templates/broken/structure.yaml:8":   {"cairn", "CloudFormation refuses a null property value ('null' values are not allowed in templates); cfn-lint passes it"},
+	// the shared corpus
+	"corpus/awscft-ecs-schedule.yaml:125": {"cairn", "192.168.1.0/0 is a CIDR with host bits set: EC2 takes it and masks it (as a VPC's CidrBlock is canonicalized: its schema's propertyTransform), where cfn-lint requires a canonical network"},
+	"corpus/awscft-apigw-lambda.yaml:108": {"cairn", "!Rain::Embed is rain's packaging directive, which CloudFormation refuses (cairn's emulator fails it too); the template silences cfn-lint's E3012 there with its own Metadata (cfn-lint: config: ignore_checks)"},
+}
+
 // TestPeerCfnLint runs cfn-lint, the standard CloudFormation linter, once over every
-// template of testdata and the shared corpus, and compares: every cfn-lint error of a kind
-// cairn checks is found by cairn on the same line, and cairn refuses no template that
-// cfn-lint passes. Templates of macro transforms other than AWS's own are left out of the
-// first figure: cfn-lint checks them before the macro runs, CloudFormation after.
+// template of testdata and the shared corpus, and compares by category (issue 32): the
+// cfn-lint errors cairn misses (no error of cairn's on that line), and cairn's false
+// positives (an error of cairn's on a line where cfn-lint finds none, and templates cfn-lint
+// passes that cairn refuses). Templates of macro transforms other than AWS's own are left
+// out: cfn-lint checks them before the macro runs, CloudFormation after. Serverless
+// templates are counted apart: cfn-lint checks them after the SAM translation.
 func TestPeerCfnLint(t *testing.T) {
 	lint, err := exec.LookPath("cfn-lint")
 	if err != nil {
 		t.Skip("cfn-lint is not installed (pip install cfn-lint): the peer check is skipped")
 	}
 	var files []string
+	rel := map[string]string{}
+	rootOf := map[string]string{}
 	for _, root := range peerRoots {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -76,6 +119,8 @@ func TestPeerCfnLint(t *testing.T) {
 				return nil
 			}
 			files = append(files, p)
+			r, _ := filepath.Rel(root, p)
+			rel[p], rootOf[p] = r, root
 			return nil
 		})
 	}
@@ -105,57 +150,134 @@ func TestPeerCfnLint(t *testing.T) {
 		line, _ := strconv.Atoi(parts[1])
 		lintErrors[parts[0]] = append(lintErrors[parts[0]], finding{parts[0], line, parts[5], parts[6]})
 	}
-	var inCat, found, passed, falseRefusals, macroSkipped int
+	type tally struct{ lint, found int }
+	type figures struct {
+		templates, passed, refusedPassed, falsePositives, macroSkipped, stoppedEarly int
+		byCat                                                                        map[string]*tally
+	}
+	perRoot := map[string]*figures{}
+	for _, root := range peerRoots {
+		fg := &figures{byCat: map[string]*tally{}}
+		for _, c := range append(categoryOrder, "sam") {
+			fg.byCat[c] = &tally{}
+		}
+		perRoot[root] = fg
+	}
+	var unexplained []string
+	note := func(f string, line int, format string, args ...any) {
+		key := fmt.Sprintf("%s:%d", rel[f], line)
+		msg := fmt.Sprintf("%s:%d: ", f, line) + fmt.Sprintf(format, args...)
+		if d, ok := disagreements[key]; ok {
+			t.Logf("%s\n    known: %s is right: %s", msg, d.right, d.why)
+			return
+		}
+		if slices.Contains(extraPeerRoots(), rootOf[f]) {
+			t.Log(msg)
+			return
+		}
+		unexplained = append(unexplained, msg)
+	}
 	for _, f := range files {
+		fg := perRoot[rootOf[f]]
+		fg.templates++
 		body, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var cairnLines []int
-		refused := false
-		macro := false
+		var cairnErrors []Problem
+		macro, sam := false, false
 		tmpl, perr := Parse(body)
 		if perr != nil {
-			refused = true
-			cairnLines = append(cairnLines, lineOf(perr.Error()))
+			cairnErrors = append(cairnErrors, Problem{Line: lineOf(perr.Error()), Msg: perr.Error()})
 		} else {
 			for _, tr := range tmpl.Transforms {
 				macro = macro || tr != languageExtensions && tr != serverless
+				sam = sam || tr == serverless
 			}
 			for _, p := range tmpl.Check() {
 				if !p.Warning {
-					refused = true
-					cairnLines = append(cairnLines, p.Line)
+					cairnErrors = append(cairnErrors, p)
 				}
 			}
 		}
-		lerrs := lintErrors[f]
-		if len(lerrs) == 0 {
-			passed++
-			if refused {
-				falseRefusals++
-				t.Errorf("%s: cfn-lint passes it, cairn refuses it: %v", f, problemsOf(tmpl, perr))
-			}
+		if macro {
+			fg.macroSkipped++
 			continue
 		}
-		for _, le := range lerrs {
-			if !inCategory(le.rule, le.msg) {
-				continue
-			}
-			if macro {
-				macroSkipped++
-				continue
-			}
-			inCat++
-			if slices.Contains(cairnLines, le.line) || perr != nil {
-				found++
-			} else {
-				t.Errorf("%s:%d: cfn-lint %s %s: cairn reports nothing on that line (it reports %v)", f, le.line, le.rule, le.msg, problemsOf(tmpl, perr))
+		lerrs := lintErrors[f]
+		if len(lerrs) == 0 {
+			fg.passed++
+			if len(cairnErrors) > 0 {
+				fg.refusedPassed++
 			}
 		}
+		if perr != nil && len(lerrs) > 1 {
+			fg.stoppedEarly++
+		}
+		// A key and its value may be on two lines, and cfn-lint points at one or the
+		// other: a finding within a line of the other's counts as the same.
+		near := func(a, b int) bool { return a-b <= 1 && b-a <= 1 }
+		onLine := func(line int) bool {
+			return slices.ContainsFunc(cairnErrors, func(p Problem) bool { return near(p.Line, line) })
+		}
+		if perr != nil && slices.ContainsFunc(lerrs, func(le finding) bool { return le.rule == "E0000" }) {
+			// Both refuse the text; YAML parsers place the error differently.
+			onLine = func(int) bool { return true }
+			cairnErrors = nil
+		}
+		for _, le := range lerrs {
+			cat := category(le.rule, le.msg)
+			if cat == "" {
+				continue
+			}
+			if sam {
+				cat = "sam"
+			}
+			fg.byCat[cat].lint++
+			if onLine(le.line) {
+				fg.byCat[cat].found++
+			} else if cat != "sam" {
+				note(f, le.line, "missed: cfn-lint %s (%s) %s; cairn reports %s", le.rule, cat, le.msg, describeProblems(cairnErrors))
+			}
+		}
+		for _, p := range cairnErrors {
+			if slices.ContainsFunc(lerrs, func(le finding) bool { return near(le.line, p.Line) }) {
+				continue
+			}
+			fg.falsePositives++
+			note(f, p.Line, "false positive: cairn %s: %s; cfn-lint reports no error on that line", p.Path, p.Msg)
+		}
 	}
-	t.Logf("peer check over %d templates: cairn found %d of the %d cfn-lint errors in the categories it checks (%d more in macro templates left out); of the %d templates cfn-lint passes, cairn refused %d",
-		len(files), found, inCat, macroSkipped, passed, falseRefusals)
+	var table strings.Builder
+	for _, root := range peerRoots {
+		fg := perRoot[root]
+		if fg.templates == 0 {
+			continue
+		}
+		fmt.Fprintf(&table, "\npeer check over the %d templates of %s (%d of macro transforms left out):\n", fg.templates, root, fg.macroSkipped)
+		fmt.Fprintf(&table, "  %-13s %8s %8s %8s\n", "category", "cfn-lint", "found", "missed")
+		for _, c := range append(categoryOrder, "sam") {
+			tl := fg.byCat[c]
+			fmt.Fprintf(&table, "  %-13s %8d %8d %8d\n", c, tl.lint, tl.found, tl.lint-tl.found)
+		}
+		fmt.Fprintf(&table, "  false positives: %d errors on lines where cfn-lint finds none; of the %d templates cfn-lint passes, cairn refuses %d\n", fg.falsePositives, fg.passed, fg.refusedPassed)
+		fmt.Fprintf(&table, "  stopped early: %d templates with several cfn-lint errors got cairn's one parse error\n", fg.stoppedEarly)
+	}
+	t.Log(table.String())
+	for _, u := range unexplained {
+		t.Error(u)
+	}
+}
+
+func describeProblems(ps []Problem) string {
+	if len(ps) == 0 {
+		return "nothing"
+	}
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return strings.Join(out, "; ")
 }
 
 var lineRE = regexp.MustCompile(`line (\d+)`)
@@ -166,15 +288,4 @@ func lineOf(msg string) int {
 		return n
 	}
 	return 1
-}
-
-func problemsOf(t *Template, err error) []string {
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var out []string
-	for _, p := range t.Check() {
-		out = append(out, p.String())
-	}
-	return out
 }

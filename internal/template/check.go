@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aws-cloudformation/rain/cft/parse"
 	"gopkg.in/yaml.v3"
 
 	"github.com/cairn-dev/cairn/internal/spec"
@@ -40,11 +39,12 @@ func (p Problem) String() string { return fmt.Sprintf("%d:%d: %s: %s", p.Line, p
 
 // resource is one resource of the template, ForEach loops expanded.
 type resource struct {
-	name     string
-	nameNode *yaml.Node
-	node     *yaml.Node
-	typ      string
-	typeNode *yaml.Node
+	name      string
+	nameNode  *yaml.Node
+	node      *yaml.Node
+	typ       string
+	typeNode  *yaml.Node
+	condition string // its Condition, "" when it has none
 }
 
 var pseudoParameters = []string{"AWS::AccountId", "AWS::NoValue", "AWS::NotificationARNs", "AWS::Partition",
@@ -65,16 +65,33 @@ type checker struct {
 	sam, macros bool
 	refNames    []string // parameters, resources and pseudo parameters, for suggestions
 	deps        map[string][]string
+	uses        []ParameterUse
+	today       string
+	logic       *logic
 }
 
 // Check checks the template against the CloudFormation resource specification and the
-// rules CloudFormation applies before it creates anything: resource types, properties
-// (nested ones too), required properties, lists against single values, Fn::GetAtt
-// attributes, Ref, DependsOn and Condition targets, circular dependencies, quotas,
-// parameter declarations and deprecated Lambda runtimes (a warning). Problems come in
-// template order.
-func (t *Template) Check() []Problem {
-	c := &checker{t: t, resources: map[string]*resource{}, conditions: map[string]bool{}, mappings: map[string]bool{}, deps: map[string][]string{}}
+// rules CloudFormation applies before it creates anything: the template's structure,
+// resource types, properties (nested ones too) and the keywords of their schemas (enums,
+// patterns, lengths, ranges, kinds with CloudFormation's conversions, list sizes, unique
+// items, combinations of properties), resource attributes, Fn::GetAtt attributes, Ref,
+// DependsOn and Condition targets and whether they exist under the conditions they are
+// used in, circular dependencies, quotas, parameter declarations and Lambda runtimes.
+// Every problem is reported, in template order.
+func (t *Template) Check() []Problem { return t.Inspect().Problems }
+
+// Inspection is what Check finds, and the places parameters' values go.
+type Inspection struct {
+	Problems []Problem
+	// Uses are the places a parameter's value goes as it is, where a stack's value for
+	// it must meet the property's constraints.
+	Uses []ParameterUse
+}
+
+// Inspect is Check with the parameter uses it finds on the way.
+func (t *Template) Inspect() Inspection {
+	c := &checker{t: t, resources: map[string]*resource{}, conditions: map[string]bool{}, mappings: map[string]bool{}, deps: map[string][]string{}, today: today()}
+	c.probs = append(c.probs, t.structure...)
 	for _, tr := range t.Transforms {
 		switch tr {
 		case languageExtensions:
@@ -84,25 +101,31 @@ func (t *Template) Check() []Problem {
 			c.macros = true
 		}
 	}
-	var samProbs []Problem
+	if !c.macros && containsKey(t.Node, "Fn::Transform", 0) {
+		c.macros = true // a macro rewrites part of the template (AWS::Include, ...)
+	}
+	expanded := false
 	if c.sam && !c.macros {
 		// checked as CloudFormation checks it, after the transform (serverless.go)
-		probs, expanded := t.checkServerless()
-		if expanded {
-			return probs
-		}
-		samProbs = probs
+		var probs []Problem
+		probs, expanded = t.checkServerless()
+		c.probs = append(c.probs, probs...)
 	}
-	c.collect()
-	c.probs = append(c.probs, samProbs...)
-	if !c.macros {
-		c.checkParameters()
-		for _, name := range c.order {
-			c.resource(c.resources[name])
-		}
-		if !c.sam {
-			c.references()
-			c.cycles()
+	if !expanded {
+		c.collect()
+		c.duplicateKeys(t.Node, 0)
+		if !c.macros {
+			c.checkParameters()
+			c.conditionLogic()
+			for _, name := range c.order {
+				c.resource(c.resources[name])
+			}
+			c.outputs()
+			c.dynamicReferences()
+			if !c.sam {
+				c.references()
+				c.cycles()
+			}
 		}
 	}
 	slices.SortStableFunc(c.probs, func(a, b Problem) int {
@@ -111,7 +134,7 @@ func (t *Template) Check() []Problem {
 		}
 		return a.Col - b.Col
 	})
-	return c.probs
+	return Inspection{Problems: c.probs, Uses: c.uses}
 }
 
 func (c *checker) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -119,11 +142,49 @@ func (c *checker) errorf(n *yaml.Node, path, format string, args ...any) {
 }
 
 func (c *checker) add(n *yaml.Node, path string, warning bool, format string, args ...any) {
+	if path == "" {
+		path = `""` // an empty key
+	}
 	p := Problem{Line: 1, Col: 1, Path: path, Msg: fmt.Sprintf(format, args...), Warning: warning}
 	if n != nil && n.Line > 0 {
 		p.Line, p.Col = n.Line, n.Column
 	}
 	c.probs = append(c.probs, p)
+}
+
+// duplicateKeys warns of a key a mapping has twice. YAML 1.1 forbids it, and cfn-lint
+// refuses it, but CloudFormation reads such a template, keeping the last.
+func (c *checker) duplicateKeys(n *yaml.Node, depth int) {
+	if n == nil || n.Kind == yaml.AliasNode || depth > maxDepth {
+		return
+	}
+	if n.Kind == yaml.MappingNode && len(n.Content) > 2 {
+		var seen map[string]*yaml.Node // for large mappings; small ones are scanned
+		if len(n.Content) > 32 {
+			seen = make(map[string]*yaml.Node, len(n.Content)/2)
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			var first *yaml.Node
+			if seen != nil {
+				if first = seen[k.Value]; first == nil {
+					seen[k.Value] = k
+				}
+			} else {
+				for j := 0; j < i && first == nil; j += 2 {
+					if n.Content[j].Value == k.Value {
+						first = n.Content[j]
+					}
+				}
+			}
+			if first != nil {
+				c.add(k, k.Value, true, "duplicate key %q (first at line %d): CloudFormation keeps the last one; remove one", k.Value, first.Line)
+			}
+		}
+	}
+	for _, ch := range n.Content {
+		c.duplicateKeys(ch, depth+1)
+	}
 }
 
 // collect indexes the sections and checks the quotas.
@@ -142,6 +203,9 @@ func (c *checker) collect() {
 				}
 				if tn := value(r.node, "Type"); tn != nil && tn.Kind == yaml.ScalarNode {
 					r.typ, r.typeNode = tn.Value, tn
+				}
+				if cn := value(r.node, "Condition"); cn != nil && cn.Kind == yaml.ScalarNode {
+					r.condition = cn.Value
 				}
 				if _, dup := c.resources[r.name]; dup {
 					c.errorf(e.key, "Resources."+r.name, "resource %s is declared twice (a Fn::ForEach loop makes the same name twice?)", r.name)
@@ -218,13 +282,26 @@ func (c *checker) resource(r *resource) {
 	for i := 0; i+1 < len(r.node.Content); i += 2 {
 		k := r.node.Content[i]
 		if !slices.Contains(resourceKeys, k.Value) {
-			c.errorf(k, base+"."+k.Value, "unknown resource attribute %q%s: a resource takes %s", k.Value, Suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
+			switch {
+			case c.sam && k.Value == "Connectors":
+				// the Serverless transform's own attribute
+			case c.sam:
+				// The transform writes resources out with the attributes it knows.
+				c.add(k, base+"."+k.Value, true, "unknown resource attribute %q%s: the Serverless transform drops it; a resource takes %s", k.Value, Suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
+			default:
+				c.errorf(k, base+"."+k.Value, "unknown resource attribute %q%s: a resource takes %s", k.Value, Suggest(k.Value, resourceKeys), strings.Join(resourceKeys, ", "))
+			}
 		}
 	}
 	if r.typ == "" {
+		if tn := value(r.node, "Type"); tn != nil && (tn.Kind != yaml.ScalarNode || tn.Tag == "!!null") {
+			c.errorf(tn, base+".Type", "the Type of resource %s must be a type name such as AWS::S3::Bucket, not %s", r.name, kindOf(tn))
+			return
+		}
 		c.errorf(r.nameNode, base+".Type", "resource %s needs a Type such as AWS::S3::Bucket", r.name)
 		return
 	}
+	c.attributes(r)
 	props := value(r.node, "Properties")
 	propsKey := key(r.node, "Properties")
 	switch {
@@ -243,6 +320,10 @@ func (c *checker) resource(r *resource) {
 	st := spec.Lookup(r.typ)
 	if st == nil {
 		parts := strings.Split(r.typ, "::")
+		if len(parts) == 4 && parts[3] == "MODULE" && parts[0] != "AWS" && !slices.Contains(parts, "") {
+			c.add(key(r.node, "Type"), base+".Type", true, "%s is a CloudFormation module, which CloudFormation expands into its resources: cairn does not check them", r.typ)
+			return
+		}
 		if len(parts) == 3 && parts[0] != "AWS" && parts[0] != "Alexa" && !slices.Contains(parts, "") {
 			c.add(key(r.node, "Type"), base+".Type", true, "%s is not an AWS type: a registry (third-party or private) type, so cairn does not check its properties", r.typ)
 			return
@@ -258,17 +339,84 @@ func (c *checker) resource(r *resource) {
 		if missing := st.Properties.Required; len(missing) > 0 {
 			c.errorf(r.nameNode, base, "%s requires %s %s: add them under Properties", r.typ, plural(len(missing), "property", "properties"), strings.Join(missing, ", "))
 		}
+		c.combinations(keySet{}, st.Properties, base+".Properties", r.nameNode, nil, valueCtx{typ: r.typ})
 		return
 	}
-	c.value(props, st.Properties, base+".Properties", propsKey, r.typ, "")
+	c.value(props, st.Properties, base+".Properties", propsKey, valueCtx{typ: r.typ})
+	if r.typ == "AWS::S3::Bucket" {
+		c.bucketACL(props, base)
+	}
 	if r.typ == "AWS::Lambda::Function" {
 		if rt := value(props, "Runtime"); rt != nil && rt.Kind == yaml.ScalarNode {
-			if life, ok := spec.LookupRuntime(rt.Value); ok && life.Deprecated != "" && life.Deprecated <= today() {
-				next := ""
-				if life.Successor != "" {
-					next = ": move to " + life.Successor
+			if msg, warning, ok := RuntimeProblem(rt.Value, c.today); ok {
+				c.add(rt, base+".Properties.Runtime", warning, "%s", msg)
+			}
+		}
+	}
+}
+
+// bucketACL refuses an ACL granting access beyond the bucket owner without ownership
+// controls that allow ACLs: S3 has created buckets with ACLs disabled (BucketOwnerEnforced)
+// since April 2023, and refuses such a bucket's ACL.
+func (c *checker) bucketACL(props *yaml.Node, base string) {
+	acl := value(props, "AccessControl")
+	if acl == nil || acl.Kind != yaml.ScalarNode || slices.Contains([]string{"Private", "BucketOwnerFullControl", "BucketOwnerRead"}, acl.Value) {
+		return
+	}
+	if oc := value(props, "OwnershipControls"); oc != nil {
+		rules := value(oc, "Rules")
+		if rules == nil || rules.Kind != yaml.SequenceNode {
+			return // an intrinsic or a shape problem reported elsewhere
+		}
+		for _, r := range rules.Content {
+			if o := value(r, "ObjectOwnership"); o == nil || o.Kind != yaml.ScalarNode || o.Value != "BucketOwnerEnforced" {
+				return
+			}
+		}
+	}
+	c.errorf(acl, base+".Properties.AccessControl", "AccessControl %s needs OwnershipControls that allow ACLs: S3 creates buckets with ACLs disabled (BucketOwnerEnforced) and refuses the ACL; add OwnershipControls: {Rules: [{ObjectOwnership: ObjectWriter}]} (or BucketOwnerPreferred), or drop AccessControl", acl.Value)
+}
+
+// outputKeys are the keys an output takes.
+var outputKeys = []string{"Value", "Description", "Export", "Condition"}
+
+// outputs checks each output's keys and values: CloudFormation takes single values only.
+func (c *checker) outputs() {
+	outs := value(c.t.Node, "Outputs")
+	if outs == nil || outs.Kind != yaml.MappingNode {
+		return
+	}
+	for _, e := range c.expand(outs, "Outputs") {
+		base := "Outputs." + e.key.Value
+		c.name(e.key, base, "output")
+		o := resolve(e.value)
+		if o.Kind != yaml.MappingNode {
+			continue // Parse reported it
+		}
+		for i := 0; i+1 < len(o.Content); i += 2 {
+			k, v := o.Content[i], resolve(o.Content[i+1])
+			path := base + "." + k.Value
+			switch k.Value {
+			case "Value":
+				c.value(v, str, path, k, valueCtx{typ: "output " + e.key.Value, where: "Value"})
+			case "Description":
+				if v.Kind != yaml.ScalarNode {
+					c.errorf(k, path, "must be a string, not %s", kindOf(v))
 				}
-				c.add(rt, base+".Properties.Runtime", true, "Lambda runtime %s is deprecated since %s%s", rt.Value, life.Deprecated, next)
+			case "Export":
+				if v.Kind != yaml.MappingNode || intrinsic(v) != "" || value(v, "Name") == nil {
+					c.errorf(k, path, "must be a mapping with a Name: Export: {Name: ...}")
+					continue
+				}
+				for j := 0; j+1 < len(v.Content); j += 2 {
+					if ek := v.Content[j]; ek.Value != "Name" {
+						c.errorf(ek, path+"."+ek.Value, "unknown key %q of an Export: it takes Name only", ek.Value)
+					}
+				}
+				c.value(value(v, "Name"), str, path+".Name", key(v, "Name"), valueCtx{typ: "output " + e.key.Value, where: "Export.Name"})
+			case "Condition":
+			default:
+				c.errorf(k, path, "unknown key %q of an output%s: an output takes %s", k.Value, Suggest(k.Value, outputKeys), strings.Join(outputKeys, ", "))
 			}
 		}
 	}
@@ -282,100 +430,19 @@ func plural(n int, one, many string) string {
 }
 
 // intrinsic returns the function name of a mapping that is a call ({"Ref": x},
-// {"Fn::If": [...]}), or "".
+// {"Fn::If": [...]}), or "". {"Condition": x} is one only inside a condition, which
+// conditionLogic reads: elsewhere Condition is a property name.
 func intrinsic(n *yaml.Node) string {
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		return ""
 	}
 	k := n.Content[0].Value
-	// Rain::Embed and the like are rain's directives, resolved before CloudFormation sees them.
-	if k == "Ref" || k == "Condition" || strings.HasPrefix(k, "Fn::") || strings.HasPrefix(k, "Rain::") {
+	// Rain::Embed and the like are rain's directives (rain pkg resolves them): reported by
+	// walk, and their values unknown.
+	if k == "Ref" || strings.HasPrefix(k, "Fn::") || strings.HasPrefix(k, "Rain::") {
 		return k
 	}
 	return ""
-}
-
-// value checks a property value against its shape; at is the key holding it (or the list
-// item), where problems with the value itself are reported. where names the enclosing
-// property for nested messages.
-func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node, typ, where string) {
-	n = resolve(n)
-	if at == nil {
-		at = n
-	}
-	if c.t.packagedAt(n) {
-		return // a local artifact: packaged to an S3 location before CloudFormation sees it
-	}
-	if fn := intrinsic(n); fn != "" {
-		if fn == "Fn::If" {
-			if args := resolve(n.Content[1]); args.Kind == yaml.SequenceNode && len(args.Content) == 3 {
-				c.value(args.Content[1], sh, path, args.Content[1], typ, where)
-				c.value(args.Content[2], sh, path, args.Content[2], typ, where)
-			}
-		}
-		return
-	}
-	of := typ
-	if where != "" {
-		of = where + " of " + typ
-	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		c.errorf(at, path, "has no value: CloudFormation refuses null values; remove the key or give it a value")
-		return
-	}
-	switch {
-	case sh.Kind == spec.Any:
-	case sh.Kind.Scalar():
-		if n.Kind != yaml.ScalarNode {
-			c.errorf(at, path, "must be a single value (a string, number or boolean), not %s", kindOf(n))
-		}
-	case sh.Kind == spec.List:
-		if n.Kind != yaml.SequenceNode {
-			c.errorf(at, path, "must be a list, not %s", kindOf(n))
-			return
-		}
-		for i, item := range n.Content {
-			c.value(item, sh.Elem, fmt.Sprintf("%s[%d]", path, i), item, typ, fmt.Sprintf("%s[%d]", lastKey(path), i))
-		}
-	case sh.Kind == spec.Map:
-		if n.Kind != yaml.MappingNode {
-			c.errorf(at, path, "must be a mapping, not %s", kindOf(n))
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			c.value(n.Content[i+1], sh.Elem, path+"."+k.Value, k, typ, lastKey(path)+"."+k.Value)
-		}
-	case sh.Kind == spec.Object:
-		if n.Kind != yaml.MappingNode {
-			c.errorf(at, path, "must be a mapping, not %s", kindOf(n))
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i]
-			p := sh.Properties[k.Value]
-			if p == nil {
-				if sh.Closed {
-					c.errorf(k, path+"."+k.Value, "unknown property %q of %s%s", k.Value, of, Suggest(k.Value, sh.PropertyNames()))
-				}
-				continue
-			}
-			sub := k.Value
-			if where != "" {
-				sub = where + "." + k.Value
-			}
-			c.value(n.Content[i+1], p, path+"."+k.Value, k, typ, sub)
-		}
-		var missing []string
-		for _, r := range sh.Required {
-			if key(n, r) == nil {
-				missing = append(missing, r)
-			}
-		}
-		if len(missing) > 0 {
-			c.errorf(at, path, "%s requires %s %s", of, plural(len(missing), "property", "properties"), strings.Join(missing, ", "))
-		}
-	}
 }
 
 func lastKey(path string) string {
@@ -390,6 +457,9 @@ func kindOf(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.MappingNode:
+		if fn := intrinsic(n); fn != "" {
+			return "the result of " + fn
+		}
 		return "a mapping"
 	case yaml.ScalarNode:
 		return fmt.Sprintf("the single value %q", n.Value)
@@ -397,12 +467,17 @@ func kindOf(n *yaml.Node) string {
 	return "an empty document"
 }
 
-// references checks every Ref, Fn::GetAtt, Fn::Sub variable, DependsOn and Condition, and
-// records the dependencies between resources.
+// references checks every Ref, Fn::GetAtt, Fn::Sub variable, DependsOn and Condition,
+// that what they name exists under the conditions they are used in, and records the
+// dependencies between resources.
 func (c *checker) references() {
 	for _, name := range c.order {
 		r := c.resources[name]
 		base := "Resources." + name
+		scope := map[string]bool{}
+		if r.condition != "" {
+			scope[r.condition] = true
+		}
 		for i := 0; i+1 < len(r.node.Content); i += 2 {
 			k, v := r.node.Content[i], resolve(r.node.Content[i+1])
 			switch k.Value {
@@ -426,13 +501,20 @@ func (c *checker) references() {
 						c.errorf(it, base+".DependsOn", "DependsOn names no resource %q%s", it.Value, Suggest(it.Value, c.order))
 						continue
 					}
+					if it.Value == name {
+						c.errorf(it, base+".DependsOn", "resource %s depends on itself", name)
+						continue
+					}
+					if why := c.unavailable(scope, it.Value); why != "" {
+						c.errorf(it, base+".DependsOn", "DependsOn names %s, which %s: CloudFormation refuses the template when %s exists and %s does not; give %s the same Condition or drop the dependency", it.Value, why, name, it.Value, name)
+					}
 					c.deps[name] = append(c.deps[name], it.Value)
 				}
 			case "Condition":
 				c.condition(v, base+".Condition")
 			case "Type":
 			default:
-				c.walk(v, base+"."+k.Value, name, nil)
+				c.walk(v, base+"."+k.Value, name, nil, scope)
 			}
 		}
 	}
@@ -441,19 +523,23 @@ func (c *checker) references() {
 		for _, e := range c.expand(outs, "") {
 			o := resolve(e.value)
 			base := "Outputs." + e.key.Value
+			scope := map[string]bool{}
+			if cn := value(o, "Condition"); cn != nil && cn.Kind == yaml.ScalarNode {
+				scope[cn.Value] = true
+			}
 			for i := 0; i+1 < len(o.Content); i += 2 {
 				k, v := o.Content[i], o.Content[i+1]
 				if k.Value == "Condition" {
 					c.condition(resolve(v), base+".Condition")
 					continue
 				}
-				c.walk(v, base+"."+k.Value, "", nil)
+				c.walk(v, base+"."+k.Value, "", nil, scope)
 			}
 		}
 	}
 	if conds := value(root, "Conditions"); conds != nil && conds.Kind == yaml.MappingNode {
 		for _, e := range c.expand(conds, "") {
-			c.walk(e.value, "Conditions."+e.key.Value, "", nil)
+			c.walk(e.value, "Conditions."+e.key.Value, "", nil, nil)
 		}
 	}
 }
@@ -481,13 +567,14 @@ func listOr(names []string, none string) string {
 }
 
 // walk checks the intrinsics under n; from is the resource n belongs to ("" for outputs
-// and conditions), locals the names an enclosing Fn::Sub defines.
-func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) {
+// and conditions), locals the names an enclosing Fn::Sub defines, scope the conditions
+// known to hold (true) or not (false) where n is (nil where not judged: in Conditions).
+func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, scope map[string]bool) {
 	n = resolve(n)
 	switch n.Kind {
 	case yaml.SequenceNode:
 		for i, it := range n.Content {
-			c.walk(it, fmt.Sprintf("%s[%d]", path, i), from, locals)
+			c.walk(it, fmt.Sprintf("%s[%d]", path, i), from, locals, scope)
 		}
 		return
 	case yaml.MappingNode:
@@ -497,7 +584,7 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) 
 	fn := intrinsic(n)
 	if fn == "" {
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			c.walk(n.Content[i+1], path+"."+n.Content[i].Value, from, locals)
+			c.walk(n.Content[i+1], path+"."+n.Content[i].Value, from, locals, scope)
 		}
 		return
 	}
@@ -505,9 +592,9 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) 
 	switch fn {
 	case "Ref":
 		if arg.Kind == yaml.ScalarNode {
-			c.ref(arg.Value, arg, path, from, locals)
+			c.ref(arg.Value, arg, path, from, locals, scope)
 		} else {
-			c.walk(arg, path, from, locals)
+			c.walk(arg, path, from, locals, scope)
 		}
 	case "Fn::GetAtt":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) == 2 {
@@ -517,9 +604,9 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) 
 				if attr.Kind == yaml.ScalarNode {
 					a = attr.Value
 				} else {
-					c.walk(attr, path, from, locals)
+					c.walk(attr, path, from, locals, scope)
 				}
-				c.getAtt(res.Value, a, res, attr, path, from)
+				c.getAtt(res.Value, a, res, attr, path, from, scope)
 			}
 			return
 		}
@@ -539,55 +626,78 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool) 
 				if m := resolve(arg.Content[1]); m.Kind == yaml.MappingNode {
 					for i := 0; i+1 < len(m.Content); i += 2 {
 						vars[m.Content[i].Value] = true
-						c.walk(m.Content[i+1], path, from, locals)
+						c.walk(m.Content[i+1], path, from, locals, scope)
 					}
 				}
 			}
 		}
 		if s == nil || s.Kind != yaml.ScalarNode {
-			c.walk(arg, path, from, locals)
+			c.walk(arg, path, from, locals, scope)
 			return
 		}
-		words, err := parse.ParseSub(s.Value, true)
+		words, err := subVariables(s.Value)
 		if err != nil {
 			c.errorf(s, path, "Fn::Sub string does not parse: %v", err)
 			return
 		}
 		for _, w := range words {
 			switch {
-			case w.T == parse.STR || w.T == parse.AWS || w.T == parse.RAIN:
-			case vars[w.W]:
-			case w.T == parse.GETATT:
-				res, attr, _ := strings.Cut(w.W, ".")
-				if !vars[res] {
-					c.getAtt(res, attr, s, s, path, from)
+			case vars[w.name]:
+			case w.attr != "":
+				if !vars[w.res] {
+					c.getAtt(w.res, w.attr, s, s, path, from, scope)
 				}
 			default:
-				c.ref(w.W, s, path, from, nil)
+				c.ref(w.name, s, path, from, nil, scope)
 			}
 		}
 	case "Fn::If":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
-			c.condition(resolve(arg.Content[0]), path)
+			cond := resolve(arg.Content[0])
+			c.condition(cond, path)
 			for i, it := range arg.Content[1:] {
-				c.walk(it, fmt.Sprintf("%s[%d]", path, i+1), from, locals)
+				branch := scope
+				if scope != nil && cond.Kind == yaml.ScalarNode && c.conditions[cond.Value] {
+					branch = scopeWith(scope, cond.Value, i == 0)
+					if branch == nil {
+						continue // unreachable: the enclosing conditions decide the other way
+					}
+				}
+				c.walk(it, fmt.Sprintf("%s[%d]", path, i+1), from, locals, branch)
 			}
 		}
-	case "Condition":
-		c.condition(arg, path)
 	case "Fn::FindInMap":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
 			if m := resolve(arg.Content[0]); m.Kind == yaml.ScalarNode && !c.mappings[m.Value] {
 				c.errorf(m, path, "Fn::FindInMap names no mapping %q", m.Value)
 			}
 		}
-		c.walk(arg, path, from, locals)
+		c.walk(arg, path, from, locals, scope)
 	default:
-		c.walk(arg, path, from, locals)
+		switch {
+		case strings.HasPrefix(fn, "Fn::ForEach::"):
+		case strings.HasPrefix(fn, "Rain::") || strings.HasPrefix(fn, "Fn::Rain::"):
+			c.errorf(k, path, "%s is a directive of rain's packager, not a CloudFormation function: CloudFormation refuses it; run rain pkg on the template first, or write the value out", fn)
+		case slices.Contains(extensionFunctions, fn) && !c.t.HasTransform(languageExtensions):
+			c.errorf(k, path, "%s needs Transform: %s", fn, languageExtensions)
+		case !slices.Contains(functions, fn) && !slices.Contains(extensionFunctions, fn):
+			c.errorf(k, path, "unknown intrinsic function %s%s", fn, Suggest(fn, functions))
+		}
+		c.walk(arg, path, from, locals, scope)
 	}
 }
 
-func (c *checker) ref(name string, at *yaml.Node, path, from string, locals map[string]bool) {
+// functions are CloudFormation's intrinsic functions (those of conditions and rules
+// included); extensionFunctions those of the AWS::LanguageExtensions transform.
+var (
+	functions = []string{"Fn::Base64", "Fn::Cidr", "Fn::FindInMap", "Fn::GetAtt", "Fn::GetAZs", "Fn::If",
+		"Fn::ImportValue", "Fn::Join", "Fn::Select", "Fn::Split", "Fn::Sub", "Fn::Transform", "Fn::GetStackOutput",
+		"Fn::And", "Fn::Equals", "Fn::Not", "Fn::Or", "Fn::Contains", "Fn::EachMemberEquals", "Fn::EachMemberIn",
+		"Fn::RefAll", "Fn::ValueOf", "Fn::ValueOfAll"}
+	extensionFunctions = []string{"Fn::Length", "Fn::ToJsonString"}
+)
+
+func (c *checker) ref(name string, at *yaml.Node, path, from string, locals, scope map[string]bool) {
 	if locals[name] || slices.Contains(pseudoParameters, name) {
 		return
 	}
@@ -598,12 +708,15 @@ func (c *checker) ref(name string, at *yaml.Node, path, from string, locals map[
 		if from != "" {
 			c.deps[from] = append(c.deps[from], name)
 		}
+		if why := c.unavailable(scope, name); scope != nil && why != "" {
+			c.add(at, path, true, "Ref to %s, which %s: CloudFormation refuses the template when %s does not exist; use Fn::If [%s, ...] here", name, why, name, c.resources[name].condition)
+		}
 		return
 	}
 	c.errorf(at, path, "Ref names nothing: %q is not a parameter, resource or pseudo parameter of the template%s", name, Suggest(name, c.refNames))
 }
 
-func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, from string) {
+func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, from string, scope map[string]bool) {
 	r, ok := c.resources[res]
 	if !ok {
 		c.errorf(resNode, path, "Fn::GetAtt names no resource %q%s", res, Suggest(res, c.order))
@@ -611,6 +724,9 @@ func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, f
 	}
 	if from != "" {
 		c.deps[from] = append(c.deps[from], res)
+	}
+	if why := c.unavailable(scope, res); scope != nil && why != "" {
+		c.add(resNode, path, true, "Fn::GetAtt of %s, which %s: CloudFormation refuses the template when %s does not exist; use Fn::If [%s, ...] here", res, why, res, r.condition)
 	}
 	if attr == "" {
 		return

@@ -56,6 +56,7 @@ func TestCheckRules(t *testing.T) {
 			`6:7: Resources.Q.Properties.Tags: must be a list, not the single value "team"`}},
 		{"nested property types", head + "Resources:\n  G:\n    Type: AWS::EC2::SecurityGroup\n    Properties:\n      GroupDescription: web\n      SecurityGroupIngress:\n        - CidrIp: 10.0.0.0/8\n        - IpProtocol: tcp\n          FromPot: 443\n", []string{
 			`8:11: Resources.G.Properties.SecurityGroupIngress[0]: SecurityGroupIngress[0] of AWS::EC2::SecurityGroup requires property IpProtocol`,
+			`9:11: Resources.G.Properties.SecurityGroupIngress[1]: SecurityGroupIngress[1] of AWS::EC2::SecurityGroup takes exactly one of CidrIp, CidrIpv6, SourcePrefixListId, SourceSecurityGroupId, SourceSecurityGroupName, and has none`,
 			`10:11: Resources.G.Properties.SecurityGroupIngress[1].FromPot: unknown property "FromPot" of SecurityGroupIngress[1] of AWS::EC2::SecurityGroup (did you mean "FromPort"?)`}},
 		{"both branches of Fn::If", head + "Conditions:\n  C: !Equals [a, b]\nResources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      QueueName: !If [C, [x], !Ref AWS::NoValue]\n", []string{
 			`8:26: Resources.Q.Properties.QueueName: must be a single value (a string, number or boolean), not a list`}},
@@ -88,8 +89,8 @@ func TestCheckRules(t *testing.T) {
 			`3:60: Parameters.Env.Default: the Default is refused: parameter Env: value "test" is not one of its AllowedValues dev, prod`,
 			`4:16: Parameters.Size.Type: unknown parameter type "Numbr" (did you mean "Number"?): use String, Number, List<Number>, CommaDelimitedList or an AWS-specific type such as AWS::EC2::VPC::Id`,
 			`5:40: Parameters.Code.AllowedPattern: AllowedPattern "[a-z" is not a valid regular expression: error parsing regexp: unterminated [] set in ` + "`[a-z`"}},
-		{"deprecated Lambda runtime is a warning", head + "Resources:\n  F:\n    Type: AWS::Lambda::Function\n    Properties:\n      Role: arn:aws:iam::123456789012:role/r\n      Runtime: python2.7\n      Handler: index.handler\n      Code: {ZipFile: x}\n", []string{
-			`warning: 7:16: Resources.F.Properties.Runtime: Lambda runtime python2.7 is deprecated since 2021-07-15: move to python3.14`}},
+		{"Lambda runtime AWS no longer creates functions with", head + "Resources:\n  F:\n    Type: AWS::Lambda::Function\n    Properties:\n      Role: arn:aws:iam::123456789012:role/r\n      Runtime: python2.7\n      Handler: index.handler\n      Code: {ZipFile: x}\n", []string{
+			`7:16: Resources.F.Properties.Runtime: Lambda runtime python2.7 is deprecated: AWS blocked creating functions with it on 2021-07-15 and updating them on 2022-05-30: move to python3.14`}},
 		{"resource names", head + "Resources:\n  my-topic:\n    Type: AWS::SNS::Topic\n", []string{
 			`3:3: Resources.my-topic: resource name "my-topic" must be alphanumeric (A-Z, a-z, 0-9)`}},
 		{"ForEach expanded and checked", head + "Transform: AWS::LanguageExtensions\nResources:\n  Fn::ForEach::Queues:\n    - Name\n    - [Orders, Payments]\n    - ${Name}Queue:\n        Type: AWS::SQS::Queue\n        Properties: {QueueName: !Ref Name, DelaySecond: 5}\nOutputs:\n  Fn::ForEach::Urls:\n    - Name\n    - [Orders]\n    - ${Name}Url: {Value: !GetAtt [!Sub \"${Name}Queue\", QueueUrl]}\n", []string{
@@ -307,6 +308,29 @@ func TestBrokenCorpusFails(t *testing.T) {
 		}
 		if n == 0 {
 			t.Errorf("%s: no errors", p)
+		}
+	}
+}
+
+// TestRuntimeProblem: the lifecycle of a runtime by date: supported, deprecated (a
+// warning), creation blocked, then updates blocked too (errors).
+func TestRuntimeProblem(t *testing.T) {
+	tests := []struct {
+		runtime, day string
+		want         string
+		warning, ok  bool
+	}{
+		{"nodejs20.x", "2026-01-01", "", false, false},
+		{"nodejs20.x", "2026-04-30", "Lambda runtime nodejs20.x is deprecated since 2026-04-30 (AWS blocks creating functions with it on 2026-06-01): move to nodejs24.x", true, true},
+		{"nodejs20.x", "2026-06-01", "Lambda runtime nodejs20.x is deprecated: AWS blocked creating functions with it on 2026-06-01, and blocks updating them on 2026-07-01: move to nodejs24.x", false, true},
+		{"nodejs20.x", "2026-12-01", "Lambda runtime nodejs20.x is deprecated: AWS blocked creating functions with it on 2026-06-01 and updating them on 2026-07-01: move to nodejs24.x", false, true},
+		{"python3.14", "2026-12-01", "", false, false},
+		{"cobol85", "2026-12-01", "", false, false},
+	}
+	for _, tt := range tests {
+		msg, warning, ok := RuntimeProblem(tt.runtime, tt.day)
+		if msg != tt.want || warning != tt.warning || ok != tt.ok {
+			t.Errorf("RuntimeProblem(%s, %s) = %q, %v, %v; want %q, %v, %v", tt.runtime, tt.day, msg, warning, ok, tt.want, tt.warning, tt.ok)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package template
 
 import (
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -102,6 +101,3 @@ func alnumOnly(s string) string {
 	}
 	return b.String()
 }
-
-// today is the date deprecations are compared with.
-func today() string { return time.Now().UTC().Format(time.DateOnly) }

@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -106,6 +107,61 @@ func FuzzPackage(f *testing.F) {
 		}
 		if n := len(again.Artifacts()); n != 0 {
 			t.Fatalf("%d local artifacts survived packaging:\n%s", n, out.Body)
+		}
+	})
+}
+
+// fuzzSeeds adds the files of testdata/fuzz/NAME at the repository root as seeds.
+func fuzzSeeds(f *testing.F, name string) {
+	seeds, err := filepath.Glob("../../testdata/fuzz/" + name + "/*")
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no seeds in testdata/fuzz/%s (%v)", name, err)
+	}
+	for _, s := range seeds {
+		data, err := os.ReadFile(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data))
+	}
+}
+
+// FuzzSubVariables: the variables of any Fn::Sub string are trimmed names, a
+// Resource.Attribute split at its first dot, each written inside ${ } in the string.
+func FuzzSubVariables(f *testing.F) {
+	fuzzSeeds(f, "FuzzSubVariables")
+	f.Fuzz(func(t *testing.T, s string) {
+		words, err := subVariables(s)
+		if err != nil && !strings.Contains(s, "${") {
+			t.Fatalf("error %v without any ${", err)
+		}
+		for _, w := range words {
+			if w.name == "" || strings.TrimSpace(w.name) != w.name || strings.HasPrefix(w.name, "!") {
+				t.Fatalf("variable %q of %q", w.name, s)
+			}
+			if w.attr != "" && w.res+"."+w.attr != w.name {
+				t.Fatalf("GetAtt %q.%q of %q", w.res, w.attr, w.name)
+			}
+			if !strings.Contains(s, w.name) {
+				t.Fatalf("variable %q is not in %q", w.name, s)
+			}
+		}
+	})
+}
+
+// FuzzDynamicReferences: the dynamic references of any string are {{resolve:...}} texts
+// of it, and judging their syntax never fails.
+func FuzzDynamicReferences(f *testing.F) {
+	fuzzSeeds(f, "FuzzDynamicReferences")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range DynamicReferences(s) {
+			if !strings.HasPrefix(d.Text, "{{resolve:") || !strings.HasSuffix(d.Text, "}}") || !strings.Contains(s, d.Text) {
+				t.Fatalf("reference %q of %q", d.Text, s)
+			}
+			_ = d.Problem()
+			for _, place := range []dynPlace{{section: "Resources", attr: "Properties"}, {section: "Outputs", attr: "Value"}} {
+				_ = place.refused(d.Service)
+			}
 		}
 	})
 }

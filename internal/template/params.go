@@ -67,8 +67,11 @@ func knownType(t string) bool {
 		return true
 	}
 	if inner, ok := strings.CutPrefix(t, "List<"); ok && strings.HasSuffix(inner, ">") {
-		_, ok := awsTypes[strings.TrimSuffix(inner, ">")]
-		return ok
+		// List<String> is no documented type, yet accepted as a CommaDelimitedList (as
+		// cfn-lint accepts it); AWS::SSM::Parameter::Value<List<String>> is documented.
+		inner = strings.TrimSuffix(inner, ">")
+		_, ok := awsTypes[inner]
+		return ok || inner == "String"
 	}
 	if inner, ok := strings.CutPrefix(t, "AWS::SSM::Parameter::Value<"); ok && strings.HasSuffix(inner, ">") {
 		return knownType(strings.TrimSuffix(inner, ">"))

@@ -36,6 +36,9 @@ type Template struct {
 	Transforms []string
 
 	artifacts []Artifact // the local artifacts it names (artifacts.go)
+	// structure holds the problems of the template's shape Parse found (an unknown
+	// section, a parameter without a Type, ...); Check reports them with the rest.
+	structure []Problem
 }
 
 // Resource is a resource a template declares.
@@ -62,6 +65,7 @@ type Parameter struct {
 	Line, Col               int
 	DefaultLine, DefaultCol int
 	node                    *yaml.Node
+	untyped                 bool // declared without a Type (reported)
 }
 
 // HasOutput reports whether the template declares the output.
@@ -91,10 +95,12 @@ var sections = map[string]bool{
 // TemplateURL; over changeset.MaxTemplateBody bytes cairn uploads it there).
 const MaxBodySize = 1_000_000
 
-// Parse parses a template body and checks it has the shape of a CloudFormation template:
-// at most MaxBodySize bytes, YAML whose aliases expand to a bounded size, a mapping with a
-// non-empty Resources section whose resources have a Type, parameters with a Type, and
-// outputs with a Value. Errors give the line of the offending key.
+// Parse parses a template body. It fails only when the body is not a template at all:
+// empty, over MaxBodySize bytes, not YAML, YAML whose aliases expand beyond bounds, or not
+// a mapping. Problems of the template's shape (an unknown top-level section, no or an
+// empty Resources section, a resource or parameter without a Type, an output without a
+// Value, ...) do not stop it: Check reports them with every other problem, so one
+// structural error does not hide the rest.
 func Parse(body []byte) (*Template, error) {
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil, errors.New("template is empty")
@@ -141,34 +147,54 @@ func parseNode(body []byte, doc *yaml.Node) (*Template, error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], resolve(root.Content[i+1])
 		if !sections[k.Value] {
-			return nil, fmt.Errorf("line %d: unknown top-level section %q: CloudFormation accepts only %s", k.Line, k.Value, sectionList())
+			t.structuref(k, k.Value, "unknown top-level section %q%s: CloudFormation accepts only %s", k.Value, Suggest(k.Value, sectionNames()), sectionList())
+			continue
 		}
 		switch k.Value {
 		case "Resources":
 			haveResources = true
-			if err := t.resources(v); err != nil {
-				return nil, err
-			}
+			t.resources(k, v)
 		case "Parameters":
-			if err := t.parameters(v); err != nil {
-				return nil, err
-			}
+			t.parameters(k, v)
 		case "Outputs":
-			if err := t.outputs(v); err != nil {
-				return nil, err
-			}
+			t.outputs(k, v)
 		case "AWSTemplateFormatVersion":
 			if v.Kind != yaml.ScalarNode || v.Value != "2010-09-09" {
-				return nil, fmt.Errorf("line %d: AWSTemplateFormatVersion must be \"2010-09-09\"", v.Line)
+				t.structuref(v, k.Value, "must be \"2010-09-09\", the only version of the template format")
+			}
+		case "Description":
+			if v.Kind != yaml.ScalarNode {
+				t.structuref(v, k.Value, "must be a string, not %s", kind(v))
+			} else if len(v.Value) > maxDescription {
+				t.structuref(v, k.Value, "is %d bytes, more than CloudFormation's %d", len(v.Value), maxDescription)
+			}
+		case "Mappings", "Conditions", "Metadata", "Rules":
+			if v.Kind != yaml.MappingNode {
+				t.structuref(v, k.Value, "%s must be a mapping, not %s", k.Value, kind(v))
 			}
 		}
 	}
 	if !haveResources {
-		return nil, errors.New("not a CloudFormation template: no Resources section")
+		t.structuref(root, "Resources", "not a complete CloudFormation template: no Resources section (a template needs at least one resource)")
 	}
 	slices.Sort(t.Outputs)
 	t.artifacts = t.findArtifacts()
 	return t, nil
+}
+
+// maxDescription is the longest template Description CloudFormation accepts, in bytes.
+const maxDescription = 1024
+
+// structuref records a problem of the template's shape, located at n.
+func (t *Template) structuref(n *yaml.Node, path, format string, args ...any) {
+	if path == "" {
+		path = `""` // an empty key
+	}
+	p := Problem{Line: 1, Col: 1, Path: path, Msg: fmt.Sprintf(format, args...)}
+	if n != nil && n.Line > 0 {
+		p.Line, p.Col = n.Line, n.Column
+	}
+	t.structure = append(t.structure, p)
 }
 
 // transforms reads the Transform section: a name, a list of names, or macros with Name.
@@ -198,9 +224,14 @@ func (t *Template) transforms(root *yaml.Node) {
 // HasTransform reports whether the template names the transform.
 func (t *Template) HasTransform(name string) bool { return slices.Contains(t.Transforms, name) }
 
-func (t *Template) resources(n *yaml.Node) error {
+func (t *Template) resources(k, n *yaml.Node) {
 	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
-		return fmt.Errorf("line %d: Resources must be a mapping with at least one resource, got %s", n.Line, kind(n))
+		at := n
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			at = k
+		}
+		t.structuref(at, "Resources", "Resources must be a mapping with at least one resource, not %s", kind(n))
+		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		name, r := n.Content[i], resolve(n.Content[i+1])
@@ -208,39 +239,45 @@ func (t *Template) resources(n *yaml.Node) error {
 			t.Resources++ // expanded by Check
 			continue
 		}
+		t.Resources++
 		if r.Kind != yaml.MappingNode {
-			return fmt.Errorf("line %d: resource %s must be a mapping, got %s", name.Line, name.Value, kind(r))
+			continue // Check says so
 		}
 		typ := value(r, "Type")
 		if typ == nil || typ.Kind != yaml.ScalarNode || typ.Value == "" {
-			return fmt.Errorf("line %d: resource %s needs a Type such as AWS::S3::Bucket", name.Line, name.Value)
+			continue // Check says so
 		}
-		t.Resources++
 		t.Declared = append(t.Declared, Resource{LogicalID: name.Value, Type: typ.Value})
 	}
-	return nil
 }
 
-func (t *Template) parameters(n *yaml.Node) error {
+func (t *Template) parameters(k, n *yaml.Node) {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: Parameters must be a mapping, got %s", n.Line, kind(n))
+		t.structuref(n, "Parameters", "Parameters must be a mapping, not %s", kind(n))
+		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		name, p := n.Content[i], resolve(n.Content[i+1])
+		path := "Parameters." + name.Value
 		if p.Kind != yaml.MappingNode {
-			return fmt.Errorf("line %d: parameter %s must be a mapping, got %s", name.Line, name.Value, kind(p))
+			t.structuref(name, path, "parameter %s must be a mapping with a Type, not %s", name.Value, kind(p))
+			continue
 		}
+		param := Parameter{Name: name.Value, Line: name.Line, Col: name.Column, node: p}
 		typ := value(p, "Type")
 		if typ == nil || typ.Kind != yaml.ScalarNode || typ.Value == "" {
-			return fmt.Errorf("line %d: parameter %s needs a Type such as String", name.Line, name.Value)
+			t.structuref(name, path, "parameter %s needs a Type such as String", name.Value)
+			param.Type = "String" // so its uses are checked as CloudFormation's default would be
+			param.untyped = true
+		} else {
+			param.Type = typ.Value
 		}
-		param := Parameter{Name: name.Value, Type: typ.Value, Line: name.Line, Col: name.Column, node: p}
 		if d := value(p, "Default"); d != nil {
 			param.HasDefault = true
 			param.DefaultLine, param.DefaultCol = d.Line, d.Column
 			switch d.Kind {
 			case yaml.ScalarNode:
-				param.Default = d.Value
+				param.Default = canonical(d)
 			case yaml.SequenceNode:
 				param.Default = strings.Join(scalars(d), ",")
 			}
@@ -261,7 +298,6 @@ func (t *Template) parameters(n *yaml.Node) error {
 		param.MinValue, param.MaxValue = floatValue(p, "MinValue"), floatValue(p, "MaxValue")
 		t.Parameters[name.Value] = param
 	}
-	return nil
 }
 
 func intValue(n *yaml.Node, key string) *int {
@@ -288,9 +324,10 @@ func floatValue(n *yaml.Node, key string) *float64 {
 	return &f
 }
 
-func (t *Template) outputs(n *yaml.Node) error {
+func (t *Template) outputs(k, n *yaml.Node) {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: Outputs must be a mapping, got %s", n.Line, kind(n))
+		t.structuref(n, "Outputs", "Outputs must be a mapping, not %s", kind(n))
+		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		name, o := n.Content[i], resolve(n.Content[i+1])
@@ -298,11 +335,10 @@ func (t *Template) outputs(n *yaml.Node) error {
 			continue // expanded by Check; their names are known only then
 		}
 		if o.Kind != yaml.MappingNode || value(o, "Value") == nil {
-			return fmt.Errorf("line %d: output %s needs a Value", name.Line, name.Value)
+			t.structuref(name, "Outputs."+name.Value, "output %s needs a Value", name.Value)
 		}
 		t.Outputs = append(t.Outputs, name.Value)
 	}
-	return nil
 }
 
 // value returns the value of key in mapping n, or nil.
@@ -319,13 +355,14 @@ func key(n *yaml.Node, k string) *yaml.Node {
 	return kn
 }
 
-// pair returns the key and value nodes of k in mapping n, or nils.
+// pair returns the key and value nodes of k in mapping n, or nils. A key written twice
+// is the last one, as CloudFormation reads it.
 func pair(n *yaml.Node, k string) (*yaml.Node, *yaml.Node) {
 	n = resolve(n)
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil, nil
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := len(n.Content) - 2; i >= 0; i -= 2 {
 		if n.Content[i].Value == k {
 			return n.Content[i], n.Content[i+1]
 		}
@@ -341,11 +378,13 @@ func resolve(n *yaml.Node) *yaml.Node {
 	return n
 }
 
+// scalars returns the single values of a list as CloudFormation reads them (a YAML
+// boolean is true or false).
 func scalars(n *yaml.Node) []string {
 	var out []string
 	for _, c := range n.Content {
 		if c = resolve(c); c.Kind == yaml.ScalarNode {
-			out = append(out, c.Value)
+			out = append(out, canonical(c))
 		}
 	}
 	return out
@@ -369,11 +408,13 @@ func kind(n *yaml.Node) string {
 	}
 }
 
-func sectionList() string {
+func sectionNames() []string {
 	names := make([]string, 0, len(sections))
 	for s := range sections {
 		names = append(names, s)
 	}
 	slices.Sort(names)
-	return strings.Join(names, ", ")
+	return names
 }
+
+func sectionList() string { return strings.Join(sectionNames(), ", ") }

@@ -160,23 +160,53 @@ func TestParseRejects(t *testing.T) {
 		{"invalid YAML", "Resources: [", "template does not parse: invalid YAML: yaml: line 1: did not find expected node content"},
 		{"a list", "- a\n- b\n", `line 1: not a CloudFormation template: expected a mapping with a Resources section, got a list`},
 		{"a scalar", "hello\n", `line 1: not a CloudFormation template: expected a mapping with a Resources section, got "hello"`},
-		{"no Resources", "Description: nothing\n", "not a CloudFormation template: no Resources section"},
-		{"empty Resources", "Resources: {}\n", "line 1: Resources must be a mapping with at least one resource, got a mapping"},
-		{"Resources a list", "Resources:\n  - a\n", "line 2: Resources must be a mapping with at least one resource, got a list"},
-		{"resource not a mapping", "Resources:\n  Bucket: yes\n", `line 2: resource Bucket must be a mapping, got "yes"`},
-		{"resource without Type", "Resources:\n  Bucket:\n    Properties: {}\n", "line 2: resource Bucket needs a Type such as AWS::S3::Bucket"},
-		{"parameter without Type", "Parameters:\n  Name: {Default: x}\nResources:\n  B: {Type: AWS::S3::Bucket}\n", "line 2: parameter Name needs a Type such as String"},
-		{"Parameters a list", "Parameters: [a]\nResources:\n  B: {Type: AWS::S3::Bucket}\n", "line 1: Parameters must be a mapping, got a list"},
-		{"output without Value", "Resources:\n  B: {Type: AWS::S3::Bucket}\nOutputs:\n  Name: {Description: x}\n", "line 4: output Name needs a Value"},
-		{"unknown section", "Resource:\n  B: {Type: AWS::S3::Bucket}\n", `line 1: unknown top-level section "Resource": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`},
-		{"bad version", "AWSTemplateFormatVersion: 2012-01-01\nResources:\n  B: {Type: AWS::S3::Bucket}\n", `line 1: AWSTemplateFormatVersion must be "2010-09-09"`},
-		{"bad GetAtt", "Resources:\n  B:\n    Type: AWS::S3::Bucket\n    Properties: {X: !GetAtt nodot}\n", "template does not parse: GetAtt requires two parameters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.body))
 			if err == nil || err.Error() != tt.wantErr {
 				t.Fatalf("Parse = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestStructureProblems: a template whose shape is wrong still parses, and Check reports
+// the problem with every other one, so one does not hide the rest.
+func TestStructureProblems(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"no Resources", "Description: nothing\n", []string{
+			"1:1: Resources: not a complete CloudFormation template: no Resources section (a template needs at least one resource)"}},
+		{"empty Resources", "Resources: {}\n", []string{
+			"1:12: Resources: Resources must be a mapping with at least one resource, not a mapping"}},
+		{"Resources a list", "Resources:\n  - a\n", []string{
+			"2:3: Resources: Resources must be a mapping with at least one resource, not a list"}},
+		{"resource not a mapping", "Resources:\n  Bucket: yes\n  Q: {Type: AWS::SQS::Queue, Properties: {DelaySeconds: soon}}\n", []string{
+			`2:3: Resources.Bucket: resource Bucket must be a mapping, got "yes"`,
+			`3:57: Resources.Q.Properties.DelaySeconds: must be an integer, not "soon"`}},
+		{"resource without Type", "Resources:\n  Bucket:\n    Properties: {}\n", []string{
+			"2:3: Resources.Bucket.Type: resource Bucket needs a Type such as AWS::S3::Bucket"}},
+		{"parameter without Type", "Parameters:\n  Name: {Default: x}\n  Other: {Type: Strin}\nResources:\n  B: {Type: AWS::S3::Bucket}\n", []string{
+			"2:3: Parameters.Name: parameter Name needs a Type such as String",
+			`3:17: Parameters.Other.Type: unknown parameter type "Strin" (did you mean "String"?): use String, Number, List<Number>, CommaDelimitedList or an AWS-specific type such as AWS::EC2::VPC::Id`}},
+		{"Parameters a list", "Parameters: [a]\nResources:\n  B: {Type: AWS::S3::Bucket}\n", []string{
+			"1:13: Parameters: Parameters must be a mapping, not a list"}},
+		{"output without Value", "Resources:\n  B: {Type: AWS::S3::Bucket}\nOutputs:\n  Name: {Description: x}\n", []string{
+			"4:3: Outputs.Name: output Name needs a Value"}},
+		{"unknown sections, each", "Resource:\n  B: {Type: AWS::S3::Bucket}\nErrors: {}\nResources:\n  Q: {Type: AWS::SQS::Queu}\n", []string{
+			`1:1: Resource: unknown top-level section "Resource" (did you mean "Resources"?): CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+			`3:1: Errors: unknown top-level section "Errors": CloudFormation accepts only AWSTemplateFormatVersion, Conditions, Description, Globals, Hooks, Mappings, Metadata, Outputs, Parameters, Resources, Rules, Transform`,
+			`5:7: Resources.Q.Type: unknown resource type "AWS::SQS::Queu" (did you mean "AWS::SQS::Queue"?)`}},
+		{"bad version", "AWSTemplateFormatVersion: 2012-01-01\nResources:\n  B: {Type: AWS::S3::Bucket}\n", []string{
+			`1:27: AWSTemplateFormatVersion: must be "2010-09-09", the only version of the template format`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := problems(t, tt.body); !slices.Equal(got, tt.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
 	}

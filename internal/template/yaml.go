@@ -145,5 +145,45 @@ func normalize(doc *yaml.Node) (err error) {
 			}
 		}
 	}
+	fillPositions(doc, 1, 1, 0)
+	return nil
+}
+
+// fillPositions gives the nodes the rewrite made without a position (!Ref x in a list
+// becomes a new {Ref: x}) the position of their first part that has one (x), or else of
+// the key holding them, or of their parent.
+func fillPositions(n *yaml.Node, line, col, depth int) {
+	if n.Line == 0 {
+		if l := firstPosition(n, 0); l != nil {
+			n.Line, n.Column = l.Line, l.Column
+		} else {
+			n.Line, n.Column = line, col
+		}
+	}
+	if depth > maxDepth {
+		return
+	}
+	for i, c := range n.Content {
+		l, cl := n.Line, n.Column
+		if n.Kind == yaml.MappingNode && i%2 == 1 && n.Content[i-1].Line > 0 {
+			l, cl = n.Content[i-1].Line, n.Content[i-1].Column
+		}
+		if c.Kind != yaml.AliasNode {
+			fillPositions(c, l, cl, depth+1)
+		}
+	}
+}
+
+func firstPosition(n *yaml.Node, depth int) *yaml.Node {
+	if n.Line > 0 {
+		return n
+	}
+	if depth < 8 {
+		for _, c := range n.Content {
+			if l := firstPosition(c, depth+1); l != nil {
+				return l
+			}
+		}
+	}
 	return nil
 }

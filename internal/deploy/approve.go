@@ -99,7 +99,7 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 	doc.Run = p.ApplyRun(doc.Run.ID, live, now)
 	doc.Statuses = map[string]string{}
 	for name, rs := range doc.Run.Stacks {
-		if l, ok := live[rs.StackName]; ok {
+		if l, ok := live[rs.Key()]; ok {
 			doc.Statuses[name] = l.Status
 		}
 	}

@@ -16,13 +16,14 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // act performs the actions Advance decided, changeset.Parallel stacks at a time (a
 // stack's own actions in order), checking the lock before each, and returns their
 // results for the next step. Once a lock check fails, no further action starts.
-func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, log *slog.Logger) (map[string]run.Observation, error) {
+func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, log *slog.Logger) (map[string]run.Observation, error) {
 	var order []string
 	byStack := map[string][]run.Action{}
 	for _, a := range actions {
@@ -31,7 +32,9 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 		}
 		byStack[a.Stack] = append(byStack[a.Stack], a)
 	}
-	bundle := sync.OnceValues(func() (*Loaded, error) { return Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment)) })
+	bundle := sync.OnceValues(func() (*rundoc.Loaded, error) {
+		return rundoc.Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment))
+	})
 	type result struct {
 		obs      *run.Observation
 		warnings []string
@@ -74,7 +77,7 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 
 // perform makes one action: its result for the next step (keep says whether the next
 // step needs it), or a warning of the report.
-func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a run.Action, bundle func() (*Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
+func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.Run, a run.Action, bundle func() (*rundoc.Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
 	switch a.Kind {
 	case run.SetTerminationProtection:
 		// The stack is done either way; a failure is a warning of the report.
@@ -126,7 +129,7 @@ func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a r
 // parameters with their SecureStrings unsealed (those of the parameters named in secret).
 // A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
 // is retried.
-func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
+func inputs(doc *rundoc.Document, r *run.Run, lb *rundoc.Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
 	cs, err := bundleStack(doc, lb, a)
 	if err != nil {
 		return nil, err
@@ -169,7 +172,7 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 // bundleStack is the stack of action a in the bundle the run deploys, as downloaded again.
 // A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
 // is retried.
-func bundleStack(doc *Document, lb *Loaded, a run.Action) (*config.Stack, error) {
+func bundleStack(doc *rundoc.Document, lb *rundoc.Loaded, a run.Action) (*config.Stack, error) {
 	if lb.Config == nil {
 		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
 	}
@@ -185,7 +188,7 @@ func bundleStack(doc *Document, lb *Loaded, a run.Action) (*config.Stack, error)
 
 // executeInputs gathers what ExecuteChangeSet needs from the loaded bundle: the stack
 // policy, and DisableRollback for a create.
-func executeInputs(lb *Loaded, r *run.Run, a run.Action) (*changeset.Inputs, error) {
+func executeInputs(lb *rundoc.Loaded, r *run.Run, a run.Action) (*changeset.Inputs, error) {
 	if lb.Config == nil {
 		return nil, run.Permanent(fmt.Errorf("bundle no longer loads: %s", strings.Join(lb.Errors, "; ")))
 	}

@@ -38,9 +38,11 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -52,10 +54,6 @@ const DefaultHeartbeat = 15 * time.Second
 // stalled (its heartbeat lost) and the next invocation of any kind resumes it: four
 // heartbeats of the default 15 s, so a stalled run goes on within about a minute.
 const DefaultStallAfter = time.Minute
-
-// DefaultPlanTTL is how long an unapplied plan stays approvable; after it, the plan
-// expires and its change sets are deleted.
-const DefaultPlanTTL = 7 * 24 * time.Hour
 
 // S3API is the part of *s3.Client the driver uses.
 type S3API interface {
@@ -111,7 +109,7 @@ type Config struct {
 	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget),
 	// paced on Clock.
 	Budget func() *rate.Limiter
-	// PlanTTL is how long an unapplied plan stays approvable (default DefaultPlanTTL).
+	// PlanTTL is how long an unapplied plan stays approvable (default plan.DefaultTTL).
 	PlanTTL time.Duration
 	// Run tunes the state machine (retries, phase timeout).
 	Run    run.Options
@@ -184,7 +182,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		return nil, fmt.Errorf("deploy: stall after %s is less than two heartbeats (%s): every run would be found stalled", cfg.StallAfter, cfg.Heartbeat)
 	}
 	if cfg.PlanTTL <= 0 {
-		cfg.PlanTTL = DefaultPlanTTL
+		cfg.PlanTTL = plan.DefaultTTL
 	}
 	if cfg.Budget == nil {
 		cfg.Budget = awsclient.DefaultBudget
@@ -331,7 +329,7 @@ func (b *base) resumeLock(ctx context.Context, namespace, key, runID, token stri
 }
 
 // notify publishes the summary of a run that ended.
-func (b *base) notify(ctx context.Context, doc *Document, log *slog.Logger) {
+func (b *base) notify(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	if b.sns == nil || b.cfg.Topic == "" {
 		return
 	}

@@ -11,8 +11,8 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -112,7 +112,7 @@ func TestDeployThenUnchangedRepush(t *testing.T) {
 }
 
 // deployChain deploys the chain bundle from a copy and returns the copy and the run.
-func deployChain(t *testing.T, w *world) (string, *deploy.Document) {
+func deployChain(t *testing.T, w *world) (string, *rundoc.Document) {
 	t.Helper()
 	dir := copyBundle(t, chain)
 	doc := w.wait("shop", w.push("shop", dir))

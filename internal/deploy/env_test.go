@@ -63,7 +63,7 @@ type worldOptions struct {
 	ResourceDelay time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
-	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
+	// PlanTTL is how long a plan stays approvable (default plan.DefaultTTL).
 	PlanTTL time.Duration
 	// Namespaces is the deployer's CAIRN_NAMESPACES (default: every namespace).
 	Namespaces string

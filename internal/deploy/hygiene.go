@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -76,7 +77,7 @@ func (h hygiene) sweep(ctx context.Context, deployment, keepID string, used map[
 
 // afterApply supersedes the open plans of a deployment once a deploy or apply run
 // changed its graph: they were made against the graph as it was, so they can never apply.
-func (h hygiene) afterApply(ctx context.Context, doc *Document, log *slog.Logger) {
+func (h hygiene) afterApply(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	used := map[string]bool{}
 	for _, s := range doc.Run.Stacks {
 		if s.StackID != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -68,7 +69,7 @@ func (ps plans) ids(ctx context.Context, deployment string) ([]string, error) {
 // document builds the plan document of a plan run that ended, recording what an approval
 // checks: the graph generation, each stack's status and LastUpdatedTime, and each change
 // set with its resource changes.
-func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, cs *changeset.Client) (*plan.Document, error) {
+func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.Lock, cs *changeset.Client) (*plan.Document, error) {
 	p := &plan.Document{
 		ID: doc.Run.ID, Deployment: doc.Run.Deployment, Namespace: doc.Namespace, GraphKey: doc.GraphKey,
 		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
@@ -132,7 +133,7 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 
 // templateResources lists, for each stack the plan creates at apply (no change set says
 // what it adds yet), the resources its template declares, read from the planned bundle.
-func (ps plans) templateResources(ctx context.Context, doc *Document, p *plan.Document) error {
+func (ps plans) templateResources(ctx context.Context, doc *rundoc.Document, p *plan.Document) error {
 	var atApply []*plan.Stack
 	for i := range p.Stacks {
 		if s := &p.Stacks[i]; s.CreatedAtApply && s.ChangeSetID == "" {
@@ -142,7 +143,7 @@ func (ps plans) templateResources(ctx context.Context, doc *Document, p *plan.Do
 	if len(atApply) == 0 {
 		return nil
 	}
-	lb, err := Download(ctx, ps.s3, doc.Bundle, ps.loadOptions(doc.Run.Deployment))
+	lb, err := rundoc.Download(ctx, ps.s3, doc.Bundle, ps.loadOptions(doc.Run.Deployment))
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func (ps plans) markdown(ctx context.Context, p *plan.Document, log *slog.Logger
 }
 
 // markApplied records the outcome of an apply run in its plan document.
-func (ps plans) markApplied(ctx context.Context, doc *Document, log *slog.Logger) {
+func (ps plans) markApplied(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	p, etag, err := ps.read(ctx, doc.Run.Deployment, doc.Plan)
 	if err != nil {
 		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)

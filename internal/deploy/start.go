@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -31,7 +32,7 @@ type starter struct{ stepper }
 // run that is not started yet. It returns a nil document when the run exists already (the
 // event was delivered again); a run whose start was killed before its first step is then
 // resumed, and one that ended gets the rest of its clean-up.
-func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode run.Mode) (*Document, *slog.Logger, error) {
+func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode run.Mode) (*rundoc.Document, *slog.Logger, error) {
 	if u.Bucket == "" {
 		u.Bucket = s.cfg.Bucket
 	}
@@ -52,13 +53,13 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 		return nil, log, err
 	}
 	now := s.clk.Now().UTC()
-	return &Document{Run: &run.Run{ID: runID, Deployment: deployment, Mode: mode, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now}}, log, nil
+	return &rundoc.Document{Run: &run.Run{ID: runID, Deployment: deployment, Mode: mode, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now}}, log, nil
 }
 
 // acquire takes the lock of namespace/key for doc's run. A lock this run took before (its
 // start did not finish) is carried on; one another run holds makes the upload wait on the
 // queue: then the lock is nil, and so is the error.
-func (s starter) acquire(ctx context.Context, u Upload, doc *Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
+func (s starter) acquire(ctx context.Context, u Upload, doc *rundoc.Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
 	runID := doc.Run.ID
 	lock, err := s.store.Acquire(ctx, namespace, key, runID, owner(ctx))
 	var held *state.LockedError
@@ -86,7 +87,7 @@ func waiter(u Upload) string {
 // launch is the end every start shares: the graph records what the plan dropped, the run
 // document is created (or a duplicate delivery that created it first wins), the run is
 // indexed for stack events, its heartbeat chain starts, and its first step is made.
-func (s starter) launch(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger, what string) error {
+func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger, what string) error {
 	if err := s.graphs.record(ctx, lock, doc, nil); err != nil {
 		s.release(ctx, lock, log)
 		return err
@@ -152,7 +153,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 		return err
 	}
 	log = log.With("version", u.VersionID)
-	doc.Bundle = Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID, Sequencer: u.Sequencer}
+	doc.Bundle = rundoc.Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID, Sequencer: u.Sequencer}
 	if warn, err := s.store.VersioningWarning(ctx); err != nil {
 		log.Warn("deploy: cannot read bucket versioning", "err", err)
 	} else if warn != "" {
@@ -163,7 +164,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 	} else if sup {
 		return s.supersede(ctx, doc, log)
 	}
-	lb, err := Download(ctx, s.s3, doc.Bundle, s.loadOptions(up.Deployment))
+	lb, err := rundoc.Download(ctx, s.s3, doc.Bundle, s.loadOptions(up.Deployment))
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 // stacks' tags when it is missing), one look at every stack, and plan.Make's decisions. A
 // plan that fails or is refused is recorded as a failed run (failed, and the lock is
 // released); an error is one of AWS.
-func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb *Loaded, log *slog.Logger) (failed bool, err error) {
+func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, log *slog.Logger) (failed bool, err error) {
 	cfg := lb.Config
 	cs := s.changesets(doc.Run.ID, log)
 	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn)
@@ -357,7 +358,7 @@ func (s starter) superseded(ctx context.Context, u Upload) (bool, error) {
 }
 
 // supersede records a run that deploys nothing because a newer upload exists.
-func (s starter) supersede(ctx context.Context, doc *Document, log *slog.Logger) error {
+func (s starter) supersede(ctx context.Context, doc *rundoc.Document, log *slog.Logger) error {
 	doc.Run = run.Supersede(doc.Run, fmt.Sprintf("version %s of s3://%s/%s is no longer the newest: the newer upload is deployed instead", doc.Bundle.VersionID, doc.Bundle.Bucket, doc.Bundle.Key), s.clk.Now().UTC())
 	log.Info("deploy: upload superseded by a newer version; nothing deployed")
 	s.runs.report(ctx, doc, log)
@@ -369,7 +370,7 @@ func (s starter) supersede(ctx context.Context, doc *Document, log *slog.Logger)
 
 // fail records a run that fails before it changes anything, releasing lock (when held),
 // and notifies.
-func (s starter) fail(ctx context.Context, doc *Document, lock *state.Lock, reason string, log *slog.Logger) error {
+func (s starter) fail(ctx context.Context, doc *rundoc.Document, lock *state.Lock, reason string, log *slog.Logger) error {
 	doc.Run = run.Fail(doc.Run, reason, s.clk.Now().UTC())
 	s.runs.report(ctx, doc, log)
 	if doc.Run.Mode == run.ModePlan {

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -25,7 +26,7 @@ type Heartbeat struct {
 	Cairn      string `json:"cairn"` // "heartbeat" or "check"
 	Deployment string `json:"deployment"`
 	Run        string `json:"run"`
-	// Beat numbers the run's heartbeat chain (Document.Beat): a heartbeat of an older chain
+	// Beat numbers the run's heartbeat chain (rundoc.Document.Beat): a heartbeat of an older chain
 	// still makes a step but is not sent on, so a run has one chain however often it was
 	// resumed. 0 (absent) is the chain a run starts with.
 	Beat int `json:"beat,omitempty"`
@@ -59,7 +60,7 @@ func (st stepper) heartbeat(ctx context.Context, deployment, runID string, beat 
 }
 
 // check queues the delayed check run.Advance asked for.
-func (st stepper) check(ctx context.Context, doc *Document, delay time.Duration, log *slog.Logger) {
+func (st stepper) check(ctx context.Context, doc *rundoc.Document, delay time.Duration, log *slog.Logger) {
 	if err := st.send(ctx, Heartbeat{Cairn: "check", Deployment: doc.Run.Deployment, Run: doc.Run.ID}, delay); err != nil {
 		log.Warn("deploy: cannot queue the delayed check; the heartbeat looks instead", "err", err)
 	}
@@ -126,7 +127,7 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigg
 // token, another invocation of the same run resumed it since (a stack event and a
 // heartbeat at once, or a restart): that one carries on, and this step ends without a
 // trace. Otherwise the run was fenced and is abandoned.
-func (st stepper) lost(ctx context.Context, doc *Document, etag string, cause error, log *slog.Logger) error {
+func (st stepper) lost(ctx context.Context, doc *rundoc.Document, etag string, cause error, log *slog.Logger) error {
 	if errors.Is(cause, state.ErrLockLost) {
 		l, err := st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey)
 		if err == nil && l.RunID == doc.Run.ID && l.Token == doc.LockToken {
@@ -140,7 +141,7 @@ func (st stepper) lost(ctx context.Context, doc *Document, etag string, cause er
 // abandon ends a run whose lock was taken over or removed: it must not change anything
 // more, and the lock is not its own to release. It is closed as abandoned, the change sets
 // it made and did not execute are deleted, and it leaves the index of open runs.
-func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause error, log *slog.Logger) error {
+func (st stepper) abandon(ctx context.Context, doc *rundoc.Document, etag string, cause error, log *slog.Logger) error {
 	log.Error("deploy: run lost its lock and stops", "err", cause)
 	next, actions := run.Abandon(doc.Run, cause.Error(), st.clk.Now().UTC())
 	doc.Run = next
@@ -172,7 +173,7 @@ func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause
 // finished (killed after saving it): while the lock still holds the run's token, nothing
 // ran since, so all of it (finish); otherwise only its own entry in the index of open
 // runs, which nobody else removes.
-func (st stepper) finishEnded(ctx context.Context, doc *Document, log *slog.Logger) error {
+func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *slog.Logger) error {
 	if doc.LockToken == "" {
 		log.Debug("deploy: trigger for a run that ended without a lock ignored", "status", string(doc.Run.Status))
 		return nil
@@ -202,7 +203,7 @@ func (st stepper) finishEnded(ctx context.Context, doc *Document, log *slog.Logg
 // is marked (again: step marks it before the save), open plans it outdated are retired,
 // the run leaves the index of open runs, the lock is released and the summary published.
 // Each part may run again (finishEnded).
-func (st stepper) finish(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger) {
+func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger) {
 	if doc.Plan != "" {
 		st.plans.markApplied(ctx, doc, log)
 	}
@@ -217,7 +218,7 @@ func (st stepper) finish(ctx context.Context, doc *Document, lock *state.Lock, l
 
 // step observes, advances, acts and records, under lock. It looks at the stacks whose
 // check is due and at those named (run.Stack.Key of the stacks an event was about).
-func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *state.Lock, log *slog.Logger, named ...string) error {
+func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, lock *state.Lock, log *slog.Logger, named ...string) error {
 	if doc.Statuses == nil {
 		doc.Statuses = map[string]string{}
 	}
@@ -293,7 +294,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 
 // recordPlan records the plan of a plan run that ended and, under the lock, retires
 // the older plans it supersedes.
-func (st stepper) recordPlan(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger) error {
+func (st stepper) recordPlan(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger) error {
 	cs := st.changesets(doc.Run.ID, log)
 	p, err := st.plans.document(ctx, doc, lock, cs)
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -194,9 +194,9 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 	return lb.Config, name, ""
 }
 
-// appliedBundle downloads deployment name's bundle at version (see deploy.DownloadApplied).
-func (d *Driver) appliedBundle(ctx context.Context, name, version, sha string) (*deploy.Loaded, string, error) {
-	return deploy.DownloadApplied(ctx, d.c.S3, d.cfg.Bucket, name, version, sha)
+// appliedBundle downloads deployment name's bundle at version (see rundoc.DownloadApplied).
+func (d *Driver) appliedBundle(ctx context.Context, name, version, sha string) (*rundoc.Loaded, string, error) {
+	return rundoc.DownloadApplied(ctx, d.c.S3, d.cfg.Bucket, name, version, sha)
 }
 
 // deploymentOf finds the deployment whose deploy or plan upload has version versionID.

@@ -15,8 +15,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
@@ -91,7 +91,7 @@ func (p *Planner) Destroy(ctx context.Context, deployment string) (*Upload, erro
 		return nil, fmt.Errorf("destroy %s: the graph %s/%s names no applied bundle version to read the config from", deployment, ns, key)
 	}
 	up := &Upload{Namespace: ns, Key: key, Stacks: len(g.Stacks), Bundle: g.Bundle}
-	return up, p.replan(ctx, deployment, up, map[string]string{deploy.DestroyMetadata: "true"})
+	return up, p.replan(ctx, deployment, up, map[string]string{rundoc.DestroyMetadata: "true"})
 }
 
 func (p *Planner) replan(ctx context.Context, deployment string, up *Upload, extra map[string]string) error {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -141,9 +142,8 @@ type base struct {
 	clk   clock.Clock
 	log   *slog.Logger
 
-	budgets *sync.Map // run id @ account/region → *rate.Limiter: a run's budget there spans the steps a warm process makes
-	reach   *reach.Reacher
-	clients *sync.Map // run id + target → CloudFormation client of the target
+	reach  *reach.Reacher
+	places *sync.Map // run id → *reach.Places[changeset.API]: a run's clients and budgets span the steps a warm process makes
 }
 
 // Driver runs deployments: Start and Approve begin runs, Step advances them, and Handle
@@ -196,8 +196,8 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if c.Reach != nil && c.Reach.Clock == nil {
 		c.Reach.Clock = cfg.Clock
 	}
-	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, clk: cfg.Clock, log: cfg.Logger, budgets: &sync.Map{},
-		reach: c.Reach, clients: &sync.Map{},
+	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, clk: cfg.Clock, log: cfg.Logger,
+		reach: c.Reach, places: &sync.Map{},
 		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
@@ -276,35 +276,29 @@ func (b *base) runLogger(deployment, runID string) *slog.Logger {
 }
 
 func (b *base) changesets(runID string, log *slog.Logger) *changeset.Client {
-	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: b.budget(runID, target.Target{}),
+	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: b.placesOf(runID).Budget(target.Target{}),
 		Reach: func(ctx context.Context, t target.Spec) (changeset.API, *rate.Limiter, error) {
 			return b.at(ctx, runID, t)
 		}, Clock: b.clk, Logger: log}
 }
 
-// budget is run runID's API budget in the account and region at (relative to home):
-// CloudFormation throttles each account and region on its own.
-func (b *base) budget(runID string, at target.Target) *rate.Limiter {
-	key := runID + "@" + at.Account + "/" + at.Region
-	budget, ok := b.budgets.Load(key)
-	if !ok {
-		budget, _ = b.budgets.LoadOrStore(key, b.cfg.Budget())
+// placesOf is run runID's way into its accounts and regions: its clients and API budgets,
+// kept across the steps a warm process makes until the run ends (forget).
+func (b *base) placesOf(runID string) *reach.Places[changeset.API] {
+	if p, ok := b.places.Load(runID); ok {
+		return p.(*reach.Places[changeset.API])
 	}
-	return budget.(*rate.Limiter)
+	p, _ := b.places.LoadOrStore(runID, reach.NewPlaces(reach.PlacesConfig[changeset.API]{
+		Session: runID, Reacher: b.reach, Home: b.cfn, Region: b.cfg.Region, Budget: b.cfg.Budget,
+		Dial: func(c aws.Config) changeset.API { return cloudformation.NewFromConfig(c) },
+	}))
+	return p.(*reach.Places[changeset.API])
 }
 
 // forget drops what a run that ended kept: its budgets, clients and credentials.
 func (b *base) forget(runID string) {
-	for _, m := range []*sync.Map{b.budgets, b.clients} {
-		m.Range(func(k, _ any) bool {
-			if s, _ := k.(string); strings.HasPrefix(s, runID+"@") {
-				m.Delete(k)
-			}
-			return true
-		})
-	}
-	if b.reach != nil {
-		b.reach.Forget(runID)
+	if p, ok := b.places.LoadAndDelete(runID); ok {
+		p.(*reach.Places[changeset.API]).Forget()
 	}
 }
 

@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
-	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // hygiene retires the plans that can no longer apply: their change sets go, and so do
@@ -139,7 +135,7 @@ func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, stat
 		}
 		l, ok := live[p.Key(s)]
 		if ok && s.Action == plan.Create && l.Status == "REVIEW_IN_PROGRESS" && l.StackID == s.StackID && !keepStacks[l.StackID] && l.OwnedBy(p.Namespace, p.GraphKey, s.Name) {
-			others, err := h.otherChangeSets(ctx, p.Run.ID, t, l.StackID, lo.changeSetID)
+			others, err := cs.OtherChangeSets(ctx, t, l.StackID, lo.changeSetID)
 			switch {
 			case err != nil:
 				log.Warn("deploy: cannot list the change sets of a stack created for a plan; only the plan's change set is deleted", "plan", p.ID, "stack", s.StackName, "err", err)
@@ -165,29 +161,4 @@ func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, stat
 		return
 	}
 	log.Info("deploy: plan retired", "plan", p.ID, "status", string(status), "reason", reason)
-}
-
-// otherChangeSets lists the change sets of a stack other than own.
-func (h hygiene) otherChangeSets(ctx context.Context, runID string, t target.Spec, stackID, own string) ([]string, error) {
-	api, _, err := h.at(ctx, runID, t)
-	if err != nil {
-		return nil, err
-	}
-	in := &cloudformation.ListChangeSetsInput{StackName: aws.String(stackID)}
-	var others []string
-	for {
-		out, err := api.ListChangeSets(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("list change sets of stack %s: %w", stackID, err)
-		}
-		for _, c := range out.Summaries {
-			if aws.ToString(c.ChangeSetId) != own {
-				others = append(others, aws.ToString(c.ChangeSetName))
-			}
-		}
-		if aws.ToString(out.NextToken) == "" {
-			return others, nil
-		}
-		in.NextToken = out.NextToken
-	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -205,7 +206,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, log *slog.Logger) (failed bool, err error) {
 	cfg := lb.Config
 	cs := s.changesets(doc.Run.ID, log)
-	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn)
+	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn, awsclient.Budget{Limiter: s.placesOf(doc.Run.ID).Budget(target.Target{}), Clock: s.clk})
 	if err != nil {
 		return false, err
 	}
@@ -215,7 +216,7 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 			return false, err
 		}
 	}
-	home, err := s.home(ctx, hasRole(cfg, g))
+	home, err := s.placesOf(doc.Run.ID).Home(ctx, hasRole(cfg, g))
 	if err != nil {
 		return false, err
 	}
@@ -224,7 +225,7 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
 	}
-	live, unreachable, err := survey(ctx, cs, places(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
+	live, unreachable, err := survey(ctx, cs, reach.Where(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
 	if err != nil {
 		return false, err
 	}

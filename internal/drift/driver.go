@@ -23,7 +23,6 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/state"
-	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // Defaults of Config.
@@ -107,7 +106,6 @@ type Driver struct {
 	store *state.Store
 	clk   clock.Clock
 	log   *slog.Logger
-	reach reacher
 }
 
 // New returns a Driver.
@@ -193,11 +191,9 @@ type invocation struct {
 	sw     *Sweep
 	etag   string
 	token  string
-	stopAt time.Time     // zero: no deadline (run until done)
-	budget *rate.Limiter // at home
-	// budgets are the budgets in other accounts and regions (CloudFormation throttles
-	// each on its own).
-	budgets map[target.Target]*rate.Limiter
+	stopAt time.Time // zero: no deadline (run until done)
+	// places reach the sweep's accounts and regions, each with the invocation's budget.
+	places  *reach.Places[CloudFormationAPI]
 	sweepID string
 	log     *slog.Logger
 }
@@ -219,7 +215,7 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep
 	} else if !errors.Is(err, errNoSweep) {
 		return nil, err
 	}
-	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log, sweepID: req.ID}
+	inv := &invocation{token: newToken(), places: d.places(req.ID), log: log, sweepID: req.ID}
 	inv.stopAt = d.stopAt(ctx, untilDone)
 	sw := &Sweep{ID: req.ID, Trigger: req.Trigger, Filter: req.Filter, StartedAt: now, Holder: inv.token, Invocations: 1}
 	sw.HeldUntil = d.leaseEnd(inv)
@@ -270,7 +266,7 @@ func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) 
 		}
 		return sw, nil
 	}
-	inv := &invocation{token: newToken(), budget: d.cfg.Budget(), log: log, sweepID: sw.ID}
+	inv := &invocation{token: newToken(), places: d.places(sw.ID), log: log, sweepID: sw.ID}
 	inv.stopAt = d.stopAt(ctx, untilDone)
 	sw.Holder, sw.HeldUntil = inv.token, d.leaseEnd(inv)
 	sw.Invocations++

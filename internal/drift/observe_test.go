@@ -64,8 +64,8 @@ func resourceDrift(logicalID, path string) cfntypes.StackResourceDrift {
 
 func testDriver(t *testing.T, cfn CloudFormationAPI) (*Driver, *invocation) {
 	t.Helper()
-	d := &Driver{cfg: Config{Concurrency: 5}, c: Clients{CFN: cfn}, clk: clock.NewFake(mustTime("2026-11-30T12:00:00Z")), log: slog.New(slog.DiscardHandler)}
-	return d, &invocation{budget: rate.NewLimiter(rate.Inf, 1), log: d.log}
+	d := &Driver{cfg: Config{Concurrency: 5, Budget: func() *rate.Limiter { return rate.NewLimiter(rate.Inf, 1) }}, c: Clients{CFN: cfn}, clk: clock.NewFake(mustTime("2026-11-30T12:00:00Z")), log: slog.New(slog.DiscardHandler)}
+	return d, &invocation{places: d.places("test"), log: d.log}
 }
 
 func TestDetectStartsOrSettlesByAnswer(t *testing.T) {

@@ -32,9 +32,7 @@ func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, 
 		}
 		byStack[a.Stack] = append(byStack[a.Stack], a)
 	}
-	bundle := sync.OnceValues(func() (*rundoc.Loaded, error) {
-		return rundoc.Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment))
-	})
+	bundle := sync.OnceValues(func() (*rundoc.Loaded, error) { return st.bundle(ctx, doc) })
 	type result struct {
 		obs      *run.Observation
 		warnings []string

@@ -144,6 +144,8 @@ type base struct {
 
 	reach  *reach.Reacher
 	places *sync.Map // run id → *reach.Places[changeset.API]: a run's clients and budgets span the steps a warm process makes
+	// bundles keeps what the process loaded, so a step loads nothing it already knows.
+	bundles *bundles
 }
 
 // Driver runs deployments: Start and Approve begin runs, Step advances them, and Handle
@@ -197,7 +199,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		c.Reach.Clock = cfg.Clock
 	}
 	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, clk: cfg.Clock, log: cfg.Logger,
-		reach: c.Reach, places: &sync.Map{},
+		reach: c.Reach, places: &sync.Map{}, bundles: &bundles{},
 		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
@@ -209,7 +211,10 @@ func New(cfg Config, c Clients) (*Driver, error) {
 // It returns nil when the event is dealt with (a run started, a failed or superseded run
 // recorded, or the upload re-queued to wait for the lock); an error asks for the event to
 // be delivered again.
-func (d *Driver) Start(ctx context.Context, u Upload) error { return d.start.upload(ctx, u) }
+func (d *Driver) Start(ctx context.Context, u Upload) error {
+	up, _ := bucket.ParseUpload(u.Key)
+	return d.start.upload(ctx, u, up)
+}
 
 // Approve starts the apply run of an approved plan (an object created at
 // approvals/NAME/PLAN_ID). Under the lock it checks the plan is fresh; a stale plan
@@ -217,7 +222,10 @@ func (d *Driver) Start(ctx context.Context, u Upload) error { return d.start.upl
 // "re-plan". A fresh plan is marked applied (a plan applies at most once) and its exact
 // change sets are executed in dependency order; only stacks marked "created at apply" get
 // new change sets.
-func (d *Driver) Approve(ctx context.Context, u Upload) error { return d.start.approval(ctx, u) }
+func (d *Driver) Approve(ctx context.Context, u Upload) error {
+	up, _ := bucket.ParseUpload(u.Key)
+	return d.start.approval(ctx, u, up)
+}
 
 // Step advances run runID of deployment by one step. A heartbeat step re-enqueues the
 // heartbeat while the run stays open; a stack event or check step does not (one chain of
@@ -234,27 +242,6 @@ type Upload struct {
 	Time                              time.Time
 	// Body is the SQS message body that carried the event, re-sent while the lock is held.
 	Body string
-}
-
-// Deployment returns NAME of deployments/NAME.zip, or "" when the key is not one.
-func (u Upload) Deployment() string { return u.name(bucket.DeployUpload) }
-
-// PlanName returns NAME of plans/NAME.zip, or "".
-func (u Upload) PlanName() string { return u.name(bucket.PlanUpload) }
-
-// Approval returns NAME and PLAN_ID of approvals/NAME/PLAN_ID, or "", "".
-func (u Upload) Approval() (deployment, planID string) {
-	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
-		return p.Deployment, p.PlanID
-	}
-	return "", ""
-}
-
-func (u Upload) name(kind bucket.UploadKind) string {
-	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == kind {
-		return p.Deployment
-	}
-	return ""
 }
 
 // RunID names the run of an upload: its time to the millisecond, YYYYMMDD-HHMMSSmmm (so

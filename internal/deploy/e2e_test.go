@@ -297,3 +297,28 @@ func waitGone(t *testing.T, w *world, stack string) {
 	}
 	t.Fatalf("stack %s was never deleted", stack)
 }
+
+// TestStepsDoNotDownloadTheBundleAgain deploys the five stacks of the chain, each made by
+// a change set created in one step and executed in a later one: the bundle is downloaded
+// when the run starts, and no step after that downloads it again (a warm deployer keeps
+// what it loaded).
+func TestStepsDoNotDownloadTheBundleAgain(t *testing.T) {
+	calls := &callCounter{}
+	w := newWorld(t, worldOptions{Calls: calls})
+	_, doc := deployChain(t, w)
+	got := calls.take()
+	executed := 0
+	for _, s := range doc.Run.Stacks {
+		if s.ChangeSetID != "" {
+			executed++
+		}
+	}
+	gets := got["S3.GetObject deployments/shop.zip"]
+	t.Logf("%d change sets executed in %d steps; the bundle was downloaded %d time(s), %.1f per change set executed", executed, doc.Steps, gets, float64(gets)/float64(executed))
+	if executed != len(chainStacks) {
+		t.Fatalf("%d change sets executed, want %d", executed, len(chainStacks))
+	}
+	if gets != 1 {
+		t.Errorf("the bundle was downloaded %d times, want once, when the run started", gets)
+	}
+}

@@ -85,7 +85,8 @@ type worldOptions struct {
 	Calls *callCounter
 }
 
-// callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject").
+// callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject"), and S3 reads
+// also by "S3.GetObject KEY".
 type callCounter struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -99,7 +100,11 @@ func (c *callCounter) middleware(stack *middleware.Stack) error {
 			if c.n == nil {
 				c.n = map[string]int{}
 			}
-			c.n[awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx)]++
+			op := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+			c.n[op]++
+			if get, ok := in.Parameters.(*s3.GetObjectInput); ok {
+				c.n[op+" "+aws.ToString(get.Key)]++ // by key too, e.g. "S3.GetObject deployments/shop.zip"
+			}
 			c.mu.Unlock()
 			return next.HandleInitialize(ctx, in)
 		}), middleware.After)

@@ -203,11 +203,12 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 					Bucket: r.S3.Bucket.Name, Key: decodeKey(r.S3.Object.Key), VersionID: r.S3.Object.VersionID,
 					Sequencer: r.S3.Object.Sequencer, Time: r.EventTime, Body: rec.Body,
 				}
-				start := d.Start
-				if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
-					start = d.Approve
+				start := d.start.upload
+				up, _ := bucket.ParseUpload(u.Key) // the only parse of the key: its parts go along
+				if up.Kind == bucket.ApprovalUpload {
+					start = d.start.approval
 				}
-				if err := start(ctx, u); err != nil {
+				if err := start(ctx, u, up); err != nil {
 					errs = append(errs, err)
 				}
 			}

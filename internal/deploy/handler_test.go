@@ -160,28 +160,3 @@ func TestReservedDeploymentNameIsRefused(t *testing.T) {
 		t.Errorf("the refused upload created stacks: %v", stacks)
 	}
 }
-
-func TestUploadKeys(t *testing.T) {
-	tests := []struct {
-		key                  string
-		deployment, planName string
-		approval             [2]string
-	}{
-		{key: "deployments/shop.zip", deployment: "shop"},
-		{key: "plans/shop.zip", planName: "shop"},
-		{key: "approvals/shop/20261130-115800-1a2b3c4d", approval: [2]string{"shop", "20261130-115800-1a2b3c4d"}},
-		{key: "plans/shop/20261130-115800-1a2b3c4d.json"},
-		{key: "plans/shop.tar"},
-		{key: "approvals/shop"},
-		{key: "approvals/shop/"},
-		{key: "approvals/shop/id/extra"},
-		{key: "runs/shop/x.json"},
-	}
-	for _, tt := range tests {
-		u := deploy.Upload{Key: tt.key}
-		d, p := u.Approval()
-		if u.Deployment() != tt.deployment || u.PlanName() != tt.planName || [2]string{d, p} != tt.approval {
-			t.Errorf("%s: deployment %q, plan %q, approval %q %q", tt.key, u.Deployment(), u.PlanName(), d, p)
-		}
-	}
-}

@@ -143,7 +143,7 @@ func (ps plans) templateResources(ctx context.Context, doc *rundoc.Document, p *
 	if len(atApply) == 0 {
 		return nil
 	}
-	lb, err := rundoc.Download(ctx, ps.s3, doc.Bundle, ps.loadOptions(doc.Run.Deployment))
+	lb, err := ps.bundle(ctx, doc)
 	if err != nil {
 		return err
 	}

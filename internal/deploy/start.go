@@ -60,7 +60,7 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 // acquire takes the lock of namespace/key for doc's run. A lock this run took before (its
 // start did not finish) is carried on; one another run holds makes the upload wait on the
 // queue: then the lock is nil, and so is the error.
-func (s starter) acquire(ctx context.Context, u Upload, doc *rundoc.Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
+func (s starter) acquire(ctx context.Context, u Upload, waiter string, doc *rundoc.Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
 	runID := doc.Run.ID
 	lock, err := s.store.Acquire(ctx, namespace, key, runID, owner(ctx))
 	var held *state.LockedError
@@ -68,7 +68,7 @@ func (s starter) acquire(ctx context.Context, u Upload, doc *rundoc.Document, na
 	case errors.As(err, &held) && held.Holder.RunID == runID:
 		lock, err = s.resumeLock(ctx, namespace, key, runID, held.Holder.Token)
 	case errors.As(err, &held):
-		log.Info("deploy: another run holds the lock; the "+waiter(u)+" waits", "holder_run", held.Holder.RunID, "retry_in", s.cfg.LockRetry.String())
+		log.Info("deploy: another run holds the lock; the "+waiter+" waits", "holder_run", held.Holder.RunID, "retry_in", s.cfg.LockRetry.String())
 		return nil, s.requeue(ctx, u)
 	}
 	if err != nil {
@@ -76,13 +76,6 @@ func (s starter) acquire(ctx context.Context, u Upload, doc *rundoc.Document, na
 	}
 	doc.LockToken = lock.Token
 	return lock, nil
-}
-
-func waiter(u Upload) string {
-	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
-		return "approval"
-	}
-	return "upload"
 }
 
 // launch is the end every start shares: the graph records what the plan dropped, the run
@@ -130,13 +123,13 @@ func (s starter) ownBucket(u Upload) bool {
 	return false
 }
 
-// upload begins the run of a bundle upload: a deploy run, or a plan run.
-func (s starter) upload(ctx context.Context, u Upload) error {
+// upload begins the run of a bundle upload (up is what its key names): a deploy run, or a
+// plan run.
+func (s starter) upload(ctx context.Context, u Upload, up bucket.Upload) error {
 	if !s.ownBucket(u) {
 		return nil
 	}
-	up, ok := bucket.ParseUpload(u.Key)
-	if !ok || up.Kind == bucket.ApprovalUpload {
+	if up.Kind != bucket.DeployUpload && up.Kind != bucket.PlanUpload {
 		s.log.Info("deploy: ignoring an object that is not a bundle upload", "bucket", u.Bucket, "key", u.Key,
 			"want", bucket.DeploymentKey("NAME")+" or "+bucket.PlanUploadKey("NAME"))
 		return nil
@@ -169,6 +162,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 	if err != nil {
 		return err
 	}
+	s.bundles.put(up.Deployment, lb) // the run's steps use it again
 	doc.Bundle = lb.Bundle
 	if len(lb.Errors) > 0 {
 		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.Errors, "; "))
@@ -178,7 +172,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 	cfg := lb.Config
 	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
 	log = log.With("namespace", cfg.Namespace, "graph_key", cfg.PersistentGraphKey)
-	lock, err := s.acquire(ctx, u, doc, cfg.Namespace, cfg.PersistentGraphKey, log)
+	lock, err := s.acquire(ctx, u, "upload", doc, cfg.Namespace, cfg.PersistentGraphKey, log)
 	if lock == nil {
 		return err
 	}

@@ -83,11 +83,10 @@ var (
 	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "take_over_graph_from", "tags",
 		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks",
 		"region", "role_arn", "external_id", "service_role"}
-	stackKeys = []string{"name", "stack_name", "template_path", "template_url", "template_body",
+	stackKeys = slices.Concat([]string{"name", "stack_name", "template_path", "template_url", "template_body",
 		"parameters", "variables", "requires", "required_by", "tags", "termination_protection",
-		"protected", "enabled", "locked", "capabilities", "stack_policy_path", "notification_arns",
-		"rollback_configuration", "timeout_in_minutes", "disable_rollback",
-		"region", "role_arn", "external_id", "service_role"}
+		"protected", "enabled", "locked", "capabilities"}, optionKeys(),
+		[]string{"region", "role_arn", "external_id", "service_role"})
 	deletionKeys = []string{"max_deletions"}
 	driftKeys    = []string{"enabled", "ignore"}
 )
@@ -414,8 +413,6 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 			s.Enabled, _ = l.boolean(f.v, f.key)
 		case "locked":
 			s.Locked, _ = l.boolean(f.v, f.key)
-		case "stack_policy_path", "notification_arns", "rollback_configuration", "timeout_in_minutes", "disable_rollback":
-			l.option(d, f)
 		case "region", "role_arn", "external_id", "service_role":
 			l.targetField(&s.Target, f)
 			d.targetNodes[f.name] = f.v
@@ -431,6 +428,8 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 			if s.Capabilities == nil {
 				s.Capabilities = []string{}
 			}
+		default:
+			l.option(d, f) // a stack option (stackOptions)
 		}
 	}
 	if d.nameNode == nil {

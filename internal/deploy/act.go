@@ -9,9 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -74,18 +71,12 @@ func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, 
 }
 
 // perform makes one action: its result for the next step (keep says whether the next
-// step needs it), or a warning of the report.
+// step needs it), or a warning of the report (run.Result decides).
 func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.Run, a run.Action, bundle func() (*rundoc.Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
+	var in *changeset.Inputs
 	switch a.Kind {
-	case run.SetTerminationProtection:
-		// The stack is done either way; a failure is a warning of the report.
-		if o := cs.Perform(ctx, a, nil); o.Err != "" {
-			return o, false, o.Err
-		}
-		return o, false, ""
 	case run.CreateChangeSet:
 		loaded, err := bundle()
-		var in *changeset.Inputs
 		var plain map[string]string
 		var secret []string
 		var stack *config.Stack
@@ -100,33 +91,32 @@ func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.R
 		}
 		if err != nil {
 			log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
-			return run.Failure(a.Stack, err), true, ""
+			o = run.Failure(a.Stack, err)
+			keep, warning = run.Result(a, o)
+			return o, keep, warning
 		}
 		a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
-		return cs.Perform(ctx, a, in), true, ""
 	case run.ExecuteChangeSet:
 		loaded, err := bundle()
-		var in *changeset.Inputs
 		if err == nil {
 			in, err = executeInputs(loaded, next, a)
 		}
 		if err != nil {
 			log.Warn("deploy: cannot prepare the execution", "stack", a.Stack, "err", err)
-			return run.Failure(a.Stack, err), true, ""
+			o = run.Failure(a.Stack, err)
+			keep, warning = run.Result(a, o)
+			return o, keep, warning
 		}
-		return cs.Perform(ctx, a, in), true, ""
-	case run.DeleteChangeSet:
-		cs.Perform(ctx, a, nil) // the stack is done either way; a leftover change set is harmless
-		return o, false, ""
-	default:
-		return cs.Perform(ctx, a, nil), true, ""
 	}
+	o = cs.Perform(ctx, a, in)
+	keep, warning = run.Result(a, o)
+	return o, keep, warning
 }
 
-// inputs gathers what CreateChangeSet needs from the loaded bundle: plain are a's
-// parameters with their SecureStrings unsealed (those of the parameters named in secret).
-// A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
-// is retried.
+// inputs gathers what CreateChangeSet needs from the loaded bundle (changeset.CreateInputs)
+// with the run's tags: plain are a's parameters with their SecureStrings unsealed (those of
+// the parameters named in secret). A bundle that no longer loads fails the stack at once
+// (run.Permanent); one that changed is retried.
 func inputs(doc *rundoc.Document, r *run.Run, lb *rundoc.Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
 	cs, err := bundleStack(doc, lb, a)
 	if err != nil {
@@ -145,26 +135,7 @@ func inputs(doc *rundoc.Document, r *run.Run, lb *rundoc.Loaded, a run.Action, p
 	maps.Copy(tags, state.StackTags(lb.Config.Namespace, lb.Config.PersistentGraphKey, ref, &state.Stack{
 		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: rs.ParametersHash, Requires: rs.Requires,
 	}))
-	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Tree: cs.Tree,
-		IncludeNested: cs.Template != nil && cs.Template.HasNestedStacks(), Capabilities: cs.Capabilities, Tags: tags,
-		NotificationARNs: cs.Options.NotificationARNs, ServiceRole: cs.Target.ServiceRole}
-	if in.ServiceRole == "" && cs.Target.RoleARN == "" {
-		in.ServiceRole = serviceRole // cairn's own, for stacks of its account
-	}
-	if a.ChangeSetType == "UPDATE" {
-		// What the config no longer names is cleared, so the stack keeps in sync: an empty
-		// list of triggers removes the stack's, where none at all would keep them.
-		in.NotificationARNs = append([]string{}, in.NotificationARNs...)
-		in.Rollback = &cfntypes.RollbackConfiguration{RollbackTriggers: []cfntypes.RollbackTrigger{}}
-	}
-	if rb := cs.Options.Rollback; rb != nil {
-		in.Rollback = &cfntypes.RollbackConfiguration{MonitoringTimeInMinutes: aws.Int32(int32(rb.MonitoringTimeInMinutes)),
-			RollbackTriggers: []cfntypes.RollbackTrigger{}}
-		for _, t := range rb.Triggers {
-			in.Rollback.RollbackTriggers = append(in.Rollback.RollbackTriggers, cfntypes.RollbackTrigger{Arn: aws.String(t.ARN), Type: aws.String(t.Type)})
-		}
-	}
-	return in, nil
+	return changeset.CreateInputs(cs, a, tags, serviceRole), nil
 }
 
 // bundleStack is the stack of action a in the bundle the run deploys, as downloaded again.
@@ -184,8 +155,8 @@ func bundleStack(doc *rundoc.Document, lb *rundoc.Loaded, a run.Action) (*config
 	return cs, nil
 }
 
-// executeInputs gathers what ExecuteChangeSet needs from the loaded bundle: the stack
-// policy, and DisableRollback for a create.
+// executeInputs gathers what ExecuteChangeSet needs from the loaded bundle
+// (changeset.ExecuteInputs): the stack policy, and DisableRollback for a create.
 func executeInputs(lb *rundoc.Loaded, r *run.Run, a run.Action) (*changeset.Inputs, error) {
 	if lb.Config == nil {
 		return nil, run.Permanent(fmt.Errorf("bundle no longer loads: %s", strings.Join(lb.Errors, "; ")))
@@ -195,6 +166,5 @@ func executeInputs(lb *rundoc.Loaded, r *run.Run, a run.Action) (*changeset.Inpu
 		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
 	}
 	rs := r.Stacks[a.Stack]
-	return &changeset.Inputs{StackPolicy: string(cs.Options.StackPolicy),
-		DisableRollback: cs.Options.DisableRollback && rs != nil && rs.ChangeSetType == "CREATE"}, nil
+	return changeset.ExecuteInputs(cs, rs != nil && rs.ChangeSetType == "CREATE"), nil
 }

@@ -78,7 +78,7 @@ func (s starter) approval(ctx context.Context, u Upload, up bucket.Upload) error
 		live = o.Live
 		reasons = append(reasons, p.StaleReasons(*o)...)
 	}
-	if retirable(p) && now.Sub(p.CreatedAt) > s.cfg.PlanTTL {
+	if status, ok := p.Retirement("", now, s.cfg.PlanTTL); ok && status == plan.Expired {
 		// Its change sets, and stacks that exist only for it, go now.
 		s.hygiene.retire(ctx, p, etag, plan.Expired, fmt.Sprintf("expired after %s", s.cfg.PlanTTL), nil, cs, log)
 	}

@@ -236,12 +236,12 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 	}
 	if !doc.Destroy {
 		if doc.SSM, err = s.ssmValues(ctx, cfg.SSMNames()); err != nil {
-			if !awsclient.Permanent(err) {
+			retry, reason := plan.Unreadable(err)
+			if retry {
 				return false, err
 			}
-			// SSM refused (access denied): every delivery would be refused the same way.
 			doc.Errors = []string{err.Error()}
-			return true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
+			return true, s.fail(ctx, doc, lock, reason, log)
 		}
 	}
 	res, err := plan.Make(plan.Input{
@@ -341,15 +341,17 @@ func (s starter) latestVersion(ctx context.Context, name, key string) (string, e
 	return "", nil
 }
 
+// superseded reports whether a newer upload than u exists (rundoc.Superseded).
 func (s starter) superseded(ctx context.Context, u Upload) (bool, error) {
-	if u.VersionID == "" || u.VersionID == "null" {
+	b := rundoc.Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID}
+	if !rundoc.Versioned(b) {
 		return false, nil
 	}
 	latest, err := s.latestVersion(ctx, u.Bucket, u.Key)
 	if err != nil {
 		return false, err
 	}
-	return latest != "" && latest != u.VersionID, nil
+	return rundoc.Superseded(b, latest), nil
 }
 
 // supersede records a run that deploys nothing because a newer upload exists.

@@ -123,17 +123,17 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigg
 	return err
 }
 
-// lost deals with a lock check that failed (cause). While the lock still holds this run's
-// token, another invocation of the same run resumed it since (a stack event and a
-// heartbeat at once, or a restart): that one carries on, and this step ends without a
-// trace. Otherwise the run was fenced and is abandoned.
+// lost deals with a lock check that failed (cause), as state.Fenced decides from the lock
+// read again: another invocation of the same run carries on and this step ends without a
+// trace, or the run was fenced and is abandoned.
 func (st stepper) lost(ctx context.Context, doc *rundoc.Document, etag string, cause error, log *slog.Logger) error {
+	var current *state.Lock
 	if errors.Is(cause, state.ErrLockLost) {
-		l, err := st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey)
-		if err == nil && l.RunID == doc.Run.ID && l.Token == doc.LockToken {
-			log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", cause)
-			return nil
-		}
+		current, _ = st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey) // unreadable: nil
+	}
+	if !state.Fenced(cause, current, doc.Run.ID, doc.LockToken) {
+		log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", cause)
+		return nil
 	}
 	return st.abandon(ctx, doc, etag, cause, log)
 }
@@ -180,7 +180,7 @@ func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *sl
 	}
 	l, err := st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey)
 	switch {
-	case err == nil && l.RunID == doc.Run.ID && l.Token == doc.LockToken:
+	case err == nil && l.HeldBy(doc.Run.ID, doc.LockToken):
 		lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 		if errors.Is(err, state.ErrLockLost) {
 			break // gone meanwhile: someone else's now

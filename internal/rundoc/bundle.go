@@ -125,3 +125,14 @@ func DownloadApplied(ctx context.Context, api bucket.Getter, bucketName, name, v
 	lb, err := load(Bundle{Bucket: bucketName, Key: key, VersionID: version}, o, err, config.LoadOptions{Deployment: name})
 	return lb, key, err
 }
+
+// Superseded reports whether upload b is no longer the newest version of its key, latest
+// being the newest version id ("" when the bucket keeps none, or lists none): a newer
+// upload is deployed instead. An upload without a version is never superseded.
+func Superseded(b Bundle, latest string) bool {
+	return Versioned(b) && latest != "" && latest != b.VersionID
+}
+
+// Versioned reports whether upload b names an object version (S3 gives none, or "null",
+// in a bucket that keeps no versions).
+func Versioned(b Bundle) bool { return b.VersionID != "" && b.VersionID != "null" }

@@ -200,3 +200,16 @@ func (sw *Sweep) Unreported() []int {
 	}
 	return out
 }
+
+// WaitsFor reports whether sw waits for the detection detectionID, or a detection of the
+// stack stackID (either may be ""): a drift status change of it may settle a stack.
+func (sw *Sweep) WaitsFor(stackID, detectionID string) bool {
+	for _, g := range sw.Graphs {
+		for _, s := range g.Stacks {
+			if s.Status == Detecting && (s.DetectionID == detectionID && detectionID != "" || s.StackID == stackID && stackID != "") {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -2,13 +2,10 @@ package drift
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -165,25 +162,6 @@ type Request struct {
 	Trigger string
 	// Filter limits the sweep to graphs whose report name, key or NAMESPACE/KEY is Filter.
 	Filter string
-}
-
-// NewID returns a sweep id that sorts by time: 20261130T120000Z-1a2b3c4d.
-func NewID(t time.Time, suffix string) string {
-	if suffix == "" {
-		b := make([]byte, 4)
-		_, _ = rand.Read(b)
-		suffix = hex.EncodeToString(b)
-	}
-	var clean strings.Builder
-	for _, r := range suffix {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' {
-			clean.WriteRune(r)
-		}
-		if clean.Len() == 8 {
-			break
-		}
-	}
-	return t.UTC().Format("20060102T150405Z") + "-" + clean.String()
 }
 
 // invocation is one call's view of a sweep: its document, ETag, claim and time limits.

@@ -163,7 +163,7 @@ func (d *Driver) statusChanged(ctx context.Context, det driftDetail) error {
 		if err != nil {
 			return err
 		}
-		if !waitsFor(sw, det.StackID, detID) {
+		if !sw.WaitsFor(det.StackID, detID) {
 			continue
 		}
 		if _, err := d.Drive(ctx, id, -1, false); err != nil {
@@ -171,17 +171,6 @@ func (d *Driver) statusChanged(ctx context.Context, det driftDetail) error {
 		}
 	}
 	return nil
-}
-
-func waitsFor(sw *Sweep, stackID, detectionID string) bool {
-	for _, g := range sw.Graphs {
-		for _, s := range g.Stacks {
-			if s.Status == Detecting && (s.DetectionID == detectionID && detectionID != "" || s.StackID == stackID && stackID != "") {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // ConfigFromEnv reads the drift function's configuration: CAIRN_BUCKET,

@@ -14,6 +14,7 @@
 package drift
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -315,4 +316,23 @@ func newIn(now, before []string) []string {
 		}
 	}
 	return out
+}
+
+// NewID returns a sweep id that sorts by time: 20261130T120000Z-1a2b3c4d.
+func NewID(t time.Time, suffix string) string {
+	if suffix == "" {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		suffix = hex.EncodeToString(b)
+	}
+	var clean strings.Builder
+	for _, r := range suffix {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' {
+			clean.WriteRune(r)
+		}
+		if clean.Len() == 8 {
+			break
+		}
+	}
+	return t.UTC().Format("20060102T150405Z") + "-" + clean.String()
 }

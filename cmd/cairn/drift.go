@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/sweeper"
 	"github.com/cairn-dev/cairn/internal/session"
 )
 
@@ -26,7 +27,7 @@ func init() {
 	// CAIRN_DRIFT_QUEUE_URL are set; a missing one is reported by the invocation.
 	localFunctions["drift"] = func(context.Context) (any, error) {
 		return func(ctx context.Context, payload json.RawMessage) (*events.SQSEventResponse, error) {
-			h, err := drift.HandlerFromEnv(ctx)
+			h, err := sweeper.HandlerFromEnv(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -77,12 +78,12 @@ nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on
 					return err
 				}
 			}
-			d, err := drift.NewFromAWS(c.AWS, drift.Config{Bucket: c.bucket, QueueURL: queue, Topic: topic,
+			d, err := sweeper.NewFromAWS(c.AWS, sweeper.Config{Bucket: c.bucket, QueueURL: queue, Topic: topic,
 				Concurrency: concurrency, PollInterval: poll, MaxWait: poll, Logger: c.Logger})
 			if err != nil {
 				return err
 			}
-			sw, err := d.Start(ctx, drift.Request{Trigger: "cli", Filter: filter}, wait)
+			sw, err := d.Start(ctx, sweeper.Request{Trigger: "cli", Filter: filter}, wait)
 			if err != nil {
 				return err
 			}
@@ -102,7 +103,7 @@ nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on
 	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $"+session.TopicEnv+", or the export "+session.TopicExport+")")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep to the end and print the result")
 	cmd.Flags().IntVar(&concurrency, "concurrency", drift.DefaultConcurrency, "most drift detections in flight at once")
-	cmd.Flags().DurationVar(&poll, "poll", drift.DefaultPollInterval, "how often to look at detections in flight")
+	cmd.Flags().DurationVar(&poll, "poll", sweeper.DefaultPollInterval, "how often to look at detections in flight")
 	return cmd
 }
 

@@ -146,7 +146,7 @@ func (sw *Sweep) InFlight() int {
 func (sw *Sweep) Next(limit int) []*Stack {
 	var out []*Stack
 	for _, r := range sw.next(limit) {
-		out = append(out, sw.stack(r))
+		out = append(out, sw.At(r))
 	}
 	return out
 }

@@ -16,7 +16,7 @@ const module = "github.com/cairn-dev/cairn/"
 // drivers are the packages that drive AWS for a Lambda function: only the functions
 // themselves and the CLI may import them. Everyone else reads the data packages (rundoc,
 // plan, state, drift's sweep and reports).
-var drivers = []string{"internal/deploy"}
+var drivers = []string{"internal/deploy", "internal/sweeper"}
 
 // driverTests are the test-only packages that run a driver's handler as its Lambda does,
 // and so import it in their tests.

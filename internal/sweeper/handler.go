@@ -1,4 +1,4 @@
-package drift
+package sweeper
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/reach"
 )
 
@@ -122,7 +123,7 @@ func (d *Driver) scheduled(ctx context.Context, m envelope) error {
 	if at.IsZero() {
 		at = d.clk.Now()
 	}
-	id := NewID(at, m.ID)
+	id := drift.NewID(at, m.ID)
 	open := false
 	for _, other := range ids {
 		if other == id {

@@ -1,4 +1,4 @@
-package drift
+package sweeper
 
 import (
 	"bytes"
@@ -10,17 +10,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/drift"
 )
 
 // finishGraph writes g's report and publishes its summary when something drifted or
 // changed since the previous report.
-func (d *Driver) finishGraph(ctx context.Context, sw *Sweep, g *Graph) error {
+func (d *Driver) finishGraph(ctx context.Context, sw *drift.Sweep, g *drift.Graph) error {
 	key := bucket.DriftReportKey(g.Name, sw.ID)
 	prevKey, prev, err := d.previousReport(ctx, g.Name, key)
 	if err != nil {
 		d.log.Warn("drift: previous report unreadable; changes are not computed", "graph", g.Name, "err", err)
 	}
-	r := &Report{Sweep: sw.ID, Trigger: sw.Trigger, StartedAt: sw.StartedAt, WrittenAt: d.clk.Now().UTC(), Graph: g, Previous: prevKey}
+	r := &drift.Report{Sweep: sw.ID, Trigger: sw.Trigger, StartedAt: sw.StartedAt, WrittenAt: d.clk.Now().UTC(), Graph: g, Previous: prevKey}
 	if prev != nil {
 		r.Changes = g.Changes(prev.Graph)
 	}
@@ -29,7 +30,7 @@ func (d *Driver) finishGraph(ctx context.Context, sw *Sweep, g *Graph) error {
 	g.Report, g.Notified = key, notify && d.cfg.Topic != ""
 	body, err := json.MarshalIndent(r, "", "  ")
 	var md bytes.Buffer
-	Markdown(&md, r)
+	drift.Markdown(&md, r)
 	g.Report = ""
 	if err != nil {
 		return fmt.Errorf("drift: encode report %s: %w", key, err)
@@ -43,12 +44,12 @@ func (d *Driver) finishGraph(ctx context.Context, sw *Sweep, g *Graph) error {
 			return fmt.Errorf("drift: report: %w", err)
 		}
 	}
-	d.log.Info("drift: report written", "graph", g.Name, "report", key, "drifted", g.Count(Drifted),
-		"in_sync", g.Count(InSync), "changes", len(r.Changes), "notify", g.Notified)
+	d.log.Info("drift: report written", "graph", g.Name, "report", key, "drifted", g.Count(drift.Drifted),
+		"in_sync", g.Count(drift.InSync), "changes", len(r.Changes), "notify", g.Notified)
 	if g.Notified {
 		uri := bucket.URI(d.cfg.Bucket, mdKey)
 		if _, err := d.c.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(d.cfg.Topic),
-			Subject: aws.String(Subject(r)), Message: aws.String(Summary(r, uri))}); err != nil {
+			Subject: aws.String(drift.Subject(r)), Message: aws.String(drift.Summary(r, uri))}); err != nil {
 			return fmt.Errorf("drift: publish the drift summary of %s to %s: %w", g.Name, d.cfg.Topic, err)
 		}
 	}
@@ -57,7 +58,7 @@ func (d *Driver) finishGraph(ctx context.Context, sw *Sweep, g *Graph) error {
 }
 
 // previousReport returns the newest report of name older than key, if any.
-func (d *Driver) previousReport(ctx context.Context, name, key string) (string, *Report, error) {
+func (d *Driver) previousReport(ctx context.Context, name, key string) (string, *drift.Report, error) {
 	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.DriftReportsOf(name))
 	if err != nil {
 		return "", nil, err
@@ -76,12 +77,12 @@ func (d *Driver) previousReport(ctx context.Context, name, key string) (string, 
 }
 
 // ReadReport reads the JSON report at key.
-func (d *Driver) ReadReport(ctx context.Context, key string) (*Report, error) {
+func (d *Driver) ReadReport(ctx context.Context, key string) (*drift.Report, error) {
 	o, err := bucket.Get(ctx, d.c.S3, d.cfg.Bucket, key, "", 0)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
-	var r Report
+	var r drift.Report
 	if err := json.Unmarshal(o.Body, &r); err != nil || r.Graph == nil {
 		return nil, fmt.Errorf("s3://%s/%s is not a drift report (%v)", d.cfg.Bucket, key, err)
 	}

@@ -1,4 +1,4 @@
-package drift_test
+package sweeper_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
 func stackOf(t *testing.T, r *drift.Report, name string) *drift.Stack {
@@ -372,7 +373,7 @@ func TestDriftStatusEventFinishesTheSweepBeforeItsContinuation(t *testing.T) {
 	var statusEvents, continuations []sqstypes.Message
 	for range 500 { // the emulator emits the event from its own goroutine
 		for _, m := range v.receive(v.queueURL) {
-			if strings.Contains(aws.ToString(m.Body), drift.DriftStatusChange) {
+			if strings.Contains(aws.ToString(m.Body), sweeper.DriftStatusChange) {
 				statusEvents = append(statusEvents, m)
 			} else {
 				continuations = append(continuations, m)

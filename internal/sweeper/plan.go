@@ -1,4 +1,4 @@
-package drift
+package sweeper
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // plan fills sw with every persistent graph (matching the filter) and its stacks, each
 // pending or already settled as NOT_CHECKED with the reason.
-func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
+func (d *Driver) plan(ctx context.Context, sw *drift.Sweep, inv *invocation) error {
 	keys, err := d.graphKeys(ctx)
 	if err != nil {
 		return err
@@ -30,7 +31,7 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 				continue // deleted since the listing
 			}
 			inv.log.Error("drift: persistent graph unreadable; left out of the sweep", "namespace", k[0], "key", k[1], "err", err)
-			sw.Graphs = append(sw.Graphs, &Graph{Name: k[1], Namespace: k[0], Key: k[1], Skipped: "persistent graph unreadable: " + err.Error()})
+			sw.Graphs = append(sw.Graphs, &drift.Graph{Name: k[1], Namespace: k[0], Key: k[1], Skipped: "persistent graph unreadable: " + err.Error()})
 			continue
 		}
 		graphs = append(graphs, pg)
@@ -42,12 +43,12 @@ func (d *Driver) plan(ctx context.Context, sw *Sweep, inv *invocation) error {
 	names := map[string]bool{}
 	for _, pg := range graphs {
 		cfg, name, note := d.appliedConfig(ctx, pg)
-		name = ReportName(pg, name, names)
+		name = drift.ReportName(pg, name, names)
 		names[name] = true
 		if sw.Filter != "" && sw.Filter != name && sw.Filter != pg.Key && sw.Filter != pg.Namespace+"/"+pg.Key {
 			continue
 		}
-		g := NewGraph(pg, name, cfg, note, Places{Live: live, Home: home, Unreachable: unreachable})
+		g := drift.NewGraph(pg, name, cfg, note, drift.Places{Live: live, Home: home, Unreachable: unreachable})
 		if g.Skipped == "" {
 			if why, err := d.lockReason(ctx, g); err != nil {
 				return err

@@ -1,4 +1,4 @@
-package drift
+package sweeper
 
 import (
 	"context"
@@ -18,18 +18,17 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // Defaults of Config.
 const (
-	DefaultConcurrency   = 5
 	DefaultPollInterval  = 10 * time.Second
 	DefaultContinueAfter = 30 * time.Second
 	DefaultMargin        = 15 * time.Second
 	DefaultMaxWait       = 2 * time.Minute
-	DefaultMaxAge        = 6 * time.Hour
 )
 
 // S3API is the part of *s3.Client the driver uses.
@@ -120,7 +119,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		return nil, errors.New("drift: a notifications topic is set but no SNS client")
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultConcurrency
+		cfg.Concurrency = drift.DefaultConcurrency
 	}
 	if cfg.Budget == nil {
 		cfg.Budget = awsclient.DefaultBudget
@@ -141,7 +140,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		cfg.MaxWait = DefaultMaxWait
 	}
 	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = DefaultMaxAge
+		cfg.MaxAge = drift.DefaultMaxAge
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real
@@ -166,7 +165,7 @@ type Request struct {
 
 // invocation is one call's view of a sweep: its document, ETag, claim and time limits.
 type invocation struct {
-	sw     *Sweep
+	sw     *drift.Sweep
 	etag   string
 	token  string
 	stopAt time.Time // zero: no deadline (run until done)
@@ -178,10 +177,10 @@ type invocation struct {
 
 // Start creates the sweep of req and drives it as far as the invocation's deadline
 // allows (see Drive). It returns the sweep as it was left.
-func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep, error) {
+func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*drift.Sweep, error) {
 	now := d.clk.Now().UTC()
 	if req.ID == "" {
-		req.ID = NewID(now, "")
+		req.ID = drift.NewID(now, "")
 	}
 	if req.Trigger == "" {
 		req.Trigger = "manual"
@@ -195,7 +194,7 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep
 	}
 	inv := &invocation{token: newToken(), places: d.places(req.ID), log: log, sweepID: req.ID}
 	inv.stopAt = d.stopAt(ctx, untilDone)
-	sw := &Sweep{ID: req.ID, Trigger: req.Trigger, Filter: req.Filter, StartedAt: now, Holder: inv.token, Invocations: 1}
+	sw := &drift.Sweep{ID: req.ID, Trigger: req.Trigger, Filter: req.Filter, StartedAt: now, Holder: inv.token, Invocations: 1}
 	sw.HeldUntil = d.leaseEnd(inv)
 	if err := d.plan(ctx, sw, inv); err != nil {
 		return nil, err
@@ -220,7 +219,7 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*Sweep
 // (-1: not a continuation message); a stale one is ignored. A sweep claimed by a live
 // invocation is left to it. Drive returns the sweep as it was left, or nil when the
 // sweep is finished and gone.
-func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) (*Sweep, error) {
+func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) (*drift.Sweep, error) {
 	log := d.log.With("sweep", id)
 	sw, etag, err := d.load(ctx, id)
 	if errors.Is(err, errNoSweep) {
@@ -289,7 +288,7 @@ func (d *Driver) leaseEnd(inv *invocation) time.Time {
 }
 
 // drive runs passes until the sweep is done or this invocation must hand off.
-func (d *Driver) drive(ctx context.Context, inv *invocation, untilDone bool) (*Sweep, error) {
+func (d *Driver) drive(ctx context.Context, inv *invocation, untilDone bool) (*drift.Sweep, error) {
 	for {
 		if err := d.pass(ctx, inv); err != nil {
 			// Keep what this pass learned and let a continuation try again, rather than

@@ -31,7 +31,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
@@ -39,6 +38,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/job"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -63,9 +63,7 @@ type S3API interface {
 }
 
 // SQSAPI sends heartbeats and re-sends uploads that wait for the lock.
-type SQSAPI interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
+type SQSAPI = job.SQSAPI
 
 // SNSAPI publishes run summaries.
 type SNSAPI interface {
@@ -135,7 +133,7 @@ type base struct {
 	cfg   Config
 	s3    S3API
 	cfn   CFNAPI
-	sqs   SQSAPI
+	queue job.Queue // the deploy queue: heartbeats, checks, uploads waiting for the lock
 	sns   SNSAPI
 	ssm   SSMAPI
 	store *state.Store
@@ -171,7 +169,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	if cfg.Heartbeat > 15*time.Minute {
+	if cfg.Heartbeat > job.MaxDelay {
 		return nil, fmt.Errorf("deploy: heartbeat %s is longer than the 15 minutes SQS can delay a message", cfg.Heartbeat)
 	}
 	if cfg.LockRetry <= 0 {
@@ -198,7 +196,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if c.Reach != nil && c.Reach.Clock == nil {
 		c.Reach.Clock = cfg.Clock
 	}
-	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, clk: cfg.Clock, log: cfg.Logger,
+	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, clk: cfg.Clock, log: cfg.Logger,
 		reach: c.Reach, places: &sync.Map{}, bundles: &bundles{},
 		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
@@ -338,9 +336,4 @@ func owner(ctx context.Context) state.Owner {
 		o.Function = "cairn-deployer"
 	}
 	return o
-}
-
-func seconds(d time.Duration) int32 {
-	s := int32((d + time.Second - 1) / time.Second)
-	return min(max(s, 0), 900)
 }

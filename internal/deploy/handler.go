@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/job"
 	"github.com/cairn-dev/cairn/internal/reach"
 )
 
@@ -32,35 +30,18 @@ const StackStatusChange = "CloudFormation Stack Status Change"
 // 15) and CAIRN_NAMESPACES (the CDK context cairn:namespaces, comma-separated; unset or
 // empty allows every namespace, as `cairn local up` does by default).
 func ConfigFromEnv() (Config, error) {
+	e := job.NewEnv("deployer")
 	c := Config{
-		Bucket:      os.Getenv("CAIRN_BUCKET"),
-		QueueURL:    os.Getenv("CAIRN_DEPLOY_QUEUE_URL"),
-		Topic:       os.Getenv("CAIRN_NOTIFICATIONS_TOPIC"),
-		ServiceRole: os.Getenv("CAIRN_CFN_ROLE_ARN"),
+		Bucket:      e.Required("CAIRN_BUCKET"),
+		QueueURL:    e.Required("CAIRN_DEPLOY_QUEUE_URL"),
+		Topic:       e.Optional("CAIRN_NOTIFICATIONS_TOPIC"),
+		ServiceRole: e.Optional("CAIRN_CFN_ROLE_ARN"),
+		Heartbeat:   time.Duration(e.Int("CAIRN_HEARTBEAT_SECONDS", 1, 900, "seconds")) * time.Second,
 	}
-	ns, err := config.ParseNamespaces(os.Getenv("CAIRN_NAMESPACES"))
-	if err != nil {
-		return c, fmt.Errorf("CAIRN_NAMESPACES: %w", err)
-	}
-	c.Namespaces = ns
-	if v := os.Getenv("CAIRN_HEARTBEAT_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 900 {
-			return c, fmt.Errorf("CAIRN_HEARTBEAT_SECONDS=%q: want a whole number of seconds from 1 to 900", v)
-		}
-		c.Heartbeat = time.Duration(n) * time.Second
-	}
-	var missing []string
-	if c.Bucket == "" {
-		missing = append(missing, "CAIRN_BUCKET")
-	}
-	if c.QueueURL == "" {
-		missing = append(missing, "CAIRN_DEPLOY_QUEUE_URL")
-	}
-	if len(missing) > 0 {
-		return c, fmt.Errorf("deployer misconfigured: set %s", strings.Join(missing, " and "))
-	}
-	return c, nil
+	var err error
+	c.Namespaces, err = config.ParseNamespaces(e.Optional("CAIRN_NAMESPACES"))
+	e.Check("CAIRN_NAMESPACES", err)
+	return c, e.Err()
 }
 
 // NewFromAWS returns a Driver using clients built from awsCfg.
@@ -79,21 +60,15 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 }
 
 // HandlerFromEnv builds the deployer Lambda's handler from the environment (ConfigFromEnv
-// and awsclient.Load).
+// and awsclient.Load: job.Handler).
 func HandlerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	c, err := ConfigFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	awsCfg, err := awsclient.Load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d, err := NewFromAWS(awsCfg, c)
-	if err != nil {
-		return nil, err
-	}
-	return d.Handle, nil
+	return job.Handler(ctx, ConfigFromEnv, func(awsCfg aws.Config, c Config) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+		d, err := NewFromAWS(awsCfg, c)
+		if err != nil {
+			return nil, err
+		}
+		return d.Handle, nil
+	})
 }
 
 // message is any body the deploy queue carries, decoded once to tell the shapes apart.
@@ -131,48 +106,36 @@ func settles(status string) bool {
 // one run in a batch make one step. Every invocation then looks for open runs whose
 // heartbeat was lost, and resumes them (resumeStalled).
 func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	var order []stepKey
-	steps := map[stepKey]*stepReq{}
-	addStep := func(k stepKey, t Trigger, id string) {
-		r := steps[k]
-		if r == nil {
-			r = &stepReq{}
-			steps[k] = r
-			order = append(order, k)
-		}
-		r.trigger.Beats = append(r.trigger.Beats, t.Beats...)
-		r.trigger.Stacks = append(r.trigger.Stacks, t.Stacks...)
-		r.records = append(r.records, id)
-	}
-	fail := func(id string) {
-		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
-	}
+	batch := job.NewBatch[stepKey](func(a, b Trigger) Trigger {
+		a.Beats = append(a.Beats, b.Beats...)
+		a.Stacks = append(a.Stacks, b.Stacks...)
+		return a
+	})
 	for _, rec := range ev.Records {
 		log := d.log.With("message_id", rec.MessageId)
 		var m message
 		if err := json.Unmarshal([]byte(rec.Body), &m); err != nil {
 			log.Error("deploy: message is not JSON; it goes to the dead-letter queue", "err", err, "body", truncate(rec.Body))
-			fail(rec.MessageId)
+			batch.Fail(rec.MessageId)
 			continue
 		}
 		switch {
 		case m.Cairn == "heartbeat" || m.Cairn == "check":
 			if m.Deployment == "" || m.Run == "" {
 				log.Error("deploy: "+m.Cairn+" without deployment or run", "body", truncate(rec.Body))
-				fail(rec.MessageId)
+				batch.Fail(rec.MessageId)
 				continue
 			}
 			var t Trigger // a delayed check only asks for a step
 			if m.Cairn == "heartbeat" {
 				t.Beats = []int{m.Beat}
 			}
-			addStep(stepKey{m.Deployment, m.Run}, t, rec.MessageId)
+			batch.Add(stepKey{m.Deployment, m.Run}, rec.MessageId, t)
 		case m.DetailType == StackStatusChange && m.Source == "aws.cloudformation":
 			var det stackStatusDetail
 			if err := json.Unmarshal(m.Detail, &det); err != nil || det.StackID == "" {
 				log.Error("deploy: stack status event without a stack id", "err", err, "body", truncate(rec.Body))
-				fail(rec.MessageId)
+				batch.Fail(rec.MessageId)
 				continue
 			}
 			if !settles(det.StatusDetails.Status) {
@@ -182,14 +145,14 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			idx, err := d.runs.find(ctx, det.StackID)
 			if err != nil {
 				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
-				fail(rec.MessageId)
+				batch.Fail(rec.MessageId)
 				continue
 			}
 			if idx == nil {
 				log.Debug("deploy: stack event of no open run ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			addStep(stepKey{idx.Deployment, idx.Run}, Trigger{Stacks: eventKeys(det.StackID, d.cfg.Region)}, rec.MessageId)
+			batch.Add(stepKey{idx.Deployment, idx.Run}, rec.MessageId, Trigger{Stacks: eventKeys(det.StackID, d.cfg.Region)})
 		case m.Event == "s3:TestEvent":
 			log.Info("deploy: S3 test event ignored")
 		case len(m.Records) > 0:
@@ -214,48 +177,36 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			}
 			if err := errors.Join(errs...); err != nil {
 				log.Error("deploy: upload not started; it is delivered again", "err", err)
-				fail(rec.MessageId)
+				batch.Fail(rec.MessageId)
 			}
 		default:
 			log.Error("deploy: unknown message; it goes to the dead-letter queue", "body", truncate(rec.Body))
-			fail(rec.MessageId)
+			batch.Fail(rec.MessageId)
 		}
 	}
-	for _, k := range order {
-		r := steps[k]
-		if err := d.step.trigger(ctx, k.deployment, k.run, r.trigger); err != nil {
+	batch.Run(func(k stepKey, t Trigger) error { return d.step.trigger(ctx, k.deployment, k.run, t) },
+		func(k stepKey, err error) {
 			d.runLogger(k.deployment, k.run).Error("deploy: step failed; its trigger is delivered again", "err", err)
-			for _, id := range r.records {
-				fail(id)
-			}
-		}
-	}
-	d.resumeStalled(ctx, steps)
-	return resp, nil
+		})
+	d.resumeStalled(ctx, batch)
+	return batch.Response(), nil
 }
 
 type stepKey struct{ deployment, run string }
-
-// stepReq gathers the triggers of one run in a batch: the heartbeats' chains, and the
-// records to report failed when its step fails.
-type stepReq struct {
-	trigger Trigger
-	records []string
-}
 
 // resumeStalled resumes the open runs whose heartbeat chain has not beaten for
 // Config.StallAfter (a lost heartbeat), other than those stepped just now, with a new
 // chain: whatever triggers the deployer, a stalled run is carried on within about a
 // minute, and one fenced meanwhile is closed as abandoned. Failures are logged: the next
 // invocation looks again.
-func (d *Driver) resumeStalled(ctx context.Context, stepped map[stepKey]*stepReq) {
+func (d *Driver) resumeStalled(ctx context.Context, stepped *job.Batch[stepKey, Trigger]) {
 	stalled, err := d.runs.stalled(ctx, d.clk.Now().Add(-d.cfg.StallAfter))
 	if err != nil {
 		d.log.Warn("deploy: cannot look for stalled runs", "err", err)
 		return
 	}
 	for _, idx := range stalled {
-		if _, ok := stepped[stepKey{idx.Deployment, idx.Run}]; ok {
+		if stepped.Asked(stepKey{idx.Deployment, idx.Run}) {
 			continue
 		}
 		if err := d.step.trigger(ctx, idx.Deployment, idx.Run, Trigger{restart: true}); err != nil {

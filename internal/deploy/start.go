@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -317,10 +316,7 @@ func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
 }
 
 func (s starter) requeue(ctx context.Context, u Upload) error {
-	_, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(s.cfg.QueueURL), MessageBody: aws.String(u.Body), DelaySeconds: seconds(s.cfg.LockRetry),
-	})
-	if err != nil {
+	if err := s.queue.SendBody(ctx, u.Body, s.cfg.LockRetry); err != nil {
 		return fmt.Errorf("re-queue upload s3://%s/%s to wait for the lock: %w", u.Bucket, u.Key, err)
 	}
 	return nil

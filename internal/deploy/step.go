@@ -2,16 +2,12 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -67,11 +63,7 @@ func (st stepper) check(ctx context.Context, doc *rundoc.Document, delay time.Du
 }
 
 func (st stepper) send(ctx context.Context, m Heartbeat, delay time.Duration) error {
-	body, _ := json.Marshal(m)
-	_, err := st.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(st.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: seconds(delay),
-	})
-	if err != nil {
+	if err := st.queue.Send(ctx, m, delay); err != nil {
 		return fmt.Errorf("run %s: enqueue %s: %w", m.Run, m.Cairn, err)
 	}
 	return nil

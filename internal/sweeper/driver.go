@@ -2,34 +2,31 @@ package sweeper
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/job"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
-// Defaults of Config.
-const (
-	DefaultPollInterval  = 10 * time.Second
-	DefaultContinueAfter = 30 * time.Second
-	DefaultMargin        = 15 * time.Second
-	DefaultMaxWait       = 2 * time.Minute
-)
+// DefaultContinueAfter is the delay of a continuation: how long a sweep waits, between
+// passes, for detections that no drift status change announced.
+const DefaultContinueAfter = 30 * time.Second
+
+// DefaultPollInterval is how often Wait steps the sweep it follows.
+const DefaultPollInterval = 10 * time.Second
 
 // S3API is the part of *s3.Client the driver uses.
 type S3API interface {
@@ -46,9 +43,7 @@ type CloudFormationAPI interface {
 }
 
 // SQSAPI sends continuations.
-type SQSAPI interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
+type SQSAPI = job.SQSAPI
 
 // SNSAPI publishes drift summaries.
 type SNSAPI interface {
@@ -58,8 +53,8 @@ type SNSAPI interface {
 // Config configures a Driver.
 type Config struct {
 	Bucket string
-	// QueueURL receives continuations of sweeps that outlive an invocation ("" makes
-	// Continue-by-message impossible: only RunUntilDone finishes a sweep then).
+	// QueueURL is the drift function's queue, which continuations of sweeps go to (""
+	// sends none: a sweep then goes on at its next drift status change, schedule or Wait).
 	QueueURL string
 	// Topic is the notifications topic ARN ("" publishes nothing).
 	Topic string
@@ -68,16 +63,12 @@ type Config struct {
 	// Budget returns the sweep's CloudFormation API budget (default
 	// awsclient.DefaultBudget).
 	Budget func() *rate.Limiter
-	// PollInterval is the wait between looks at detections in flight (default 10s).
-	PollInterval time.Duration
-	// ContinueAfter is the delay of a continuation message (default 30s, at most 15m).
+	// ContinueAfter is the delay of a continuation message (default DefaultContinueAfter,
+	// at most 15m).
 	ContinueAfter time.Duration
-	// Margin is how long before its deadline an invocation stops to save and hand off
-	// (default 15s).
-	Margin time.Duration
-	// MaxWait is the longest one invocation waits for detections before handing off
-	// (default 2m): a delayed message costs less than a Lambda waiting.
-	MaxWait time.Duration
+	// Lease is how long a step's claim on a sweep lasts at most (default
+	// drift.DefaultLease; never past the invocation's deadline).
+	Lease time.Duration
 	// MaxAge ends a sweep whose detections have not finished after this long (default
 	// 6h); what is left is reported UNKNOWN.
 	MaxAge time.Duration
@@ -95,10 +86,11 @@ type Clients struct {
 	Reach *reach.Reacher
 }
 
-// Driver runs sweeps.
+// Driver runs sweeps, one step per trigger.
 type Driver struct {
 	cfg   Config
 	c     Clients
+	queue job.Queue
 	store *state.Store
 	clk   clock.Clock
 	log   *slog.Logger
@@ -124,20 +116,14 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Budget == nil {
 		cfg.Budget = awsclient.DefaultBudget
 	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = DefaultPollInterval
-	}
 	if cfg.ContinueAfter <= 0 {
 		cfg.ContinueAfter = DefaultContinueAfter
 	}
-	if cfg.ContinueAfter > 15*time.Minute {
+	if cfg.ContinueAfter > job.MaxDelay {
 		return nil, fmt.Errorf("drift: continuation delay %s is longer than the 15 minutes SQS can delay a message", cfg.ContinueAfter)
 	}
-	if cfg.Margin <= 0 {
-		cfg.Margin = DefaultMargin
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = DefaultMaxWait
+	if cfg.Lease <= 0 {
+		cfg.Lease = drift.DefaultLease
 	}
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = drift.DefaultMaxAge
@@ -148,14 +134,14 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Driver{cfg: cfg, c: c, clk: cfg.Clock, log: cfg.Logger,
+	return &Driver{cfg: cfg, c: c, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, clk: cfg.Clock, log: cfg.Logger,
 		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger}}, nil
 }
 
 // Request asks for a new sweep.
 type Request struct {
 	// ID names the sweep; "" makes one from the time. A sweep with this ID that is already
-	// open is continued instead (a redelivered scheduled event starts nothing twice).
+	// open is stepped instead (a redelivered scheduled event starts nothing twice).
 	ID string
 	// Trigger says who asked ("schedule", "cli"), for the report.
 	Trigger string
@@ -163,21 +149,35 @@ type Request struct {
 	Filter string
 }
 
-// invocation is one call's view of a sweep: its document, ETag, claim and time limits.
+// invocation is one step's view of a sweep: its document, ETag and claim.
 type invocation struct {
-	sw     *drift.Sweep
-	etag   string
-	token  string
-	stopAt time.Time // zero: no deadline (run until done)
+	sw    *drift.Sweep
+	etag  string
+	token string
 	// places reach the sweep's accounts and regions, each with the invocation's budget.
 	places  *reach.Places[CloudFormationAPI]
 	sweepID string
 	log     *slog.Logger
 }
 
-// Start creates the sweep of req and drives it as far as the invocation's deadline
-// allows (see Drive). It returns the sweep as it was left.
-func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*drift.Sweep, error) {
+func (d *Driver) invocation(id string, log *slog.Logger) *invocation {
+	return &invocation{token: newToken(), places: d.places(id), log: log, sweepID: id}
+}
+
+// deadline is the invocation's deadline on the driver's clock (zero: none). The context's
+// deadline is wall time and the clock may be virtual, so the time left carries over.
+func (d *Driver) deadline(ctx context.Context) time.Time {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return time.Time{}
+	}
+	return d.clk.Now().Add(time.Until(dl))
+}
+
+// Start creates the sweep of req and makes its first step: every graph planned (its
+// stacks pending, or not checked and why), the first detections started, then the sweep
+// handed to its continuation (or finished). It returns the sweep as it was left.
+func (d *Driver) Start(ctx context.Context, req Request) (*drift.Sweep, error) {
 	now := d.clk.Now().UTC()
 	if req.ID == "" {
 		req.ID = drift.NewID(now, "")
@@ -186,16 +186,14 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*drift
 		req.Trigger = "manual"
 	}
 	log := d.log.With("sweep", req.ID)
-	if sw, _, err := d.load(ctx, req.ID); err == nil {
-		log.Info("drift: sweep already exists; continuing it", "trigger", req.Trigger)
-		return d.Drive(ctx, sw.ID, -1, untilDone)
+	if _, _, err := d.load(ctx, req.ID); err == nil {
+		log.Info("drift: sweep already exists; stepping it", "trigger", req.Trigger)
+		return d.Step(ctx, req.ID, drift.Trigger{Seq: -1, Event: true})
 	} else if !errors.Is(err, errNoSweep) {
 		return nil, err
 	}
-	inv := &invocation{token: newToken(), places: d.places(req.ID), log: log, sweepID: req.ID}
-	inv.stopAt = d.stopAt(ctx, untilDone)
-	sw := &drift.Sweep{ID: req.ID, Trigger: req.Trigger, Filter: req.Filter, StartedAt: now, Holder: inv.token, Invocations: 1}
-	sw.HeldUntil = d.leaseEnd(inv)
+	inv := d.invocation(req.ID, log)
+	sw := drift.Claim(&drift.Sweep{ID: req.ID, Trigger: req.Trigger, Filter: req.Filter, StartedAt: now}, inv.token, now, d.deadline(ctx), d.cfg.Lease)
 	if err := d.plan(ctx, sw, inv); err != nil {
 		return nil, err
 	}
@@ -212,14 +210,16 @@ func (d *Driver) Start(ctx context.Context, req Request, untilDone bool) (*drift
 	}
 	inv.sw, inv.etag = sw, etag
 	log.Info("drift: sweep started", "trigger", req.Trigger, "graphs", len(sw.Graphs))
-	return d.drive(ctx, inv, untilDone)
+	return d.advance(ctx, inv)
 }
 
-// Drive continues open sweep id. seq is the continuation number of the message that asks
-// (-1: not a continuation message); a stale one is ignored. A sweep claimed by a live
-// invocation is left to it. Drive returns the sweep as it was left, or nil when the
-// sweep is finished and gone.
-func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) (*drift.Sweep, error) {
+// Step makes one step of open sweep id, asked for by t, as drift.Admit decides: a stale
+// continuation is dropped; a sweep a live invocation holds is left to it (its live
+// continuation sent again, to look later); else the sweep is claimed, one pass is made,
+// and the sweep is handed to its next continuation or, finished, removed. No step waits
+// for CloudFormation: detections finish between steps, announced by drift status changes.
+// Step returns the sweep as it was left, or nil when it is finished and gone.
+func (d *Driver) Step(ctx context.Context, id string, t drift.Trigger) (*drift.Sweep, error) {
 	log := d.log.With("sweep", id)
 	sw, etag, err := d.load(ctx, id)
 	if errors.Is(err, errNoSweep) {
@@ -230,23 +230,19 @@ func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) 
 		return nil, err
 	}
 	now := d.clk.Now()
-	if seq >= 0 && seq < sw.Continuation {
-		log.Info("drift: stale continuation ignored", "seq", seq, "current", sw.Continuation)
+	switch v, resend := drift.Admit(sw, t, now); v {
+	case drift.Stale:
+		log.Info("drift: stale continuation ignored", "seq", t.Seq, "current", sw.Continuation)
 		return sw, nil
-	}
-	if sw.Holder != "" && now.Before(sw.HeldUntil) {
+	case drift.Wait:
 		log.Info("drift: sweep is being driven by another invocation; leaving it to that one", "held_until", sw.HeldUntil)
-		if seq >= 0 {
-			// Look again later: if the holder hands off, this continuation is stale by
-			// then; if it died, its claim has expired and this one takes the sweep on.
-			return sw, d.sendContinuation(ctx, sw.ID, seq)
+		if resend >= 0 {
+			return sw, d.continueLater(ctx, sw.ID, resend)
 		}
 		return sw, nil
 	}
-	inv := &invocation{token: newToken(), places: d.places(sw.ID), log: log, sweepID: sw.ID}
-	inv.stopAt = d.stopAt(ctx, untilDone)
-	sw.Holder, sw.HeldUntil = inv.token, d.leaseEnd(inv)
-	sw.Invocations++
+	inv := d.invocation(id, log)
+	sw = drift.Claim(sw, inv.token, now, d.deadline(ctx), d.cfg.Lease)
 	etag, err = d.put(ctx, sw, etag, false)
 	if err != nil {
 		if errors.Is(err, bucket.ErrConflict) {
@@ -256,115 +252,104 @@ func (d *Driver) Drive(ctx context.Context, id string, seq int, untilDone bool) 
 		return nil, err
 	}
 	inv.sw, inv.etag = sw, etag
-	return d.drive(ctx, inv, untilDone)
+	return d.advance(ctx, inv)
 }
 
-// stopAt is when this invocation stops driving: Margin before the context's deadline and
-// at most MaxWait from now; zero for until-done runs without a deadline.
-func (d *Driver) stopAt(ctx context.Context, untilDone bool) time.Time {
-	now := d.clk.Now()
-	dl, ok := ctx.Deadline()
-	if !ok {
-		if untilDone {
-			return time.Time{}
+// advance makes one pass of the claimed sweep, then removes it when it is done, or hands
+// it to its next continuation. A pass that fails is handed off too, keeping what it
+// learned, rather than leave the sweep claimed by an invocation that gave up.
+func (d *Driver) advance(ctx context.Context, inv *invocation) (*drift.Sweep, error) {
+	if err := d.pass(ctx, inv); err != nil {
+		if herr := d.handOff(context.WithoutCancel(ctx), inv); herr != nil {
+			inv.log.Error("drift: sweep not handed off after a failed pass", "err", herr)
 		}
-		return now.Add(d.cfg.MaxWait)
+		return inv.sw, err
 	}
-	// The deadline is wall time; the clock may be virtual, so carry over the time left.
-	left := time.Until(dl) - d.cfg.Margin
-	if !untilDone && left > d.cfg.MaxWait {
-		left = d.cfg.MaxWait
-	}
-	return now.Add(left)
-}
-
-func (d *Driver) leaseEnd(inv *invocation) time.Time {
-	now := d.clk.Now()
-	end := now.Add(2*d.cfg.PollInterval + d.cfg.Margin)
-	if !inv.stopAt.IsZero() && inv.stopAt.Add(d.cfg.Margin).After(end) {
-		end = inv.stopAt.Add(d.cfg.Margin)
-	}
-	return end
-}
-
-// drive runs passes until the sweep is done or this invocation must hand off.
-func (d *Driver) drive(ctx context.Context, inv *invocation, untilDone bool) (*drift.Sweep, error) {
-	for {
-		if err := d.pass(ctx, inv); err != nil {
-			// Keep what this pass learned and let a continuation try again, rather than
-			// leave the sweep claimed by an invocation that gave up.
-			if herr := d.handOff(context.WithoutCancel(ctx), inv); herr != nil {
-				inv.log.Error("drift: sweep not handed off after a failed pass", "err", herr)
-			}
+	if inv.sw.Done() {
+		if err := d.delete(ctx, inv); err != nil {
 			return inv.sw, err
 		}
-		if inv.sw.Done() {
-			if err := d.delete(ctx, inv); err != nil {
-				return inv.sw, err
-			}
-			inv.log.Info("drift: sweep finished", "invocations", inv.sw.Invocations)
-			return inv.sw, nil
-		}
-		now := d.clk.Now()
-		if !inv.stopAt.IsZero() && !now.Add(d.cfg.PollInterval).Before(inv.stopAt) {
-			return inv.sw, d.handOff(ctx, inv)
-		}
-		inv.sw.HeldUntil = d.leaseEnd(inv)
-		etag, err := d.put(ctx, inv.sw, inv.etag, false)
-		if err != nil {
-			return inv.sw, d.lost(inv, err)
-		}
-		inv.etag = etag
-		select {
-		case <-ctx.Done():
-			return inv.sw, d.handOff(context.WithoutCancel(ctx), inv)
-		case <-d.clk.After(d.cfg.PollInterval):
-		}
+		inv.places.Forget()
+		inv.log.Info("drift: sweep finished", "invocations", inv.sw.Invocations)
+		return inv.sw, nil
 	}
+	return inv.sw, d.handOff(ctx, inv)
 }
 
-// handOff saves the sweep unclaimed and sends the next continuation. The message goes
-// first: if saving then fails, the message still resumes the sweep.
+// handOff saves the sweep unclaimed with its next continuation (drift.HandOff), which is
+// sent first: if saving then fails, the message still resumes the sweep.
 func (d *Driver) handOff(ctx context.Context, inv *invocation) error {
-	sw := inv.sw
-	next := sw.Continuation + 1
-	if err := d.sendContinuation(ctx, sw.ID, next); err != nil {
+	next, seq := drift.HandOff(inv.sw)
+	if err := d.continueLater(ctx, next.ID, seq); err != nil {
 		return err
 	}
-	sw.Continuation = next
-	sw.Holder, sw.HeldUntil = "", time.Time{}
-	etag, err := d.put(ctx, sw, inv.etag, false)
+	etag, err := d.put(ctx, next, inv.etag, false)
 	if err != nil {
 		return d.lost(inv, err)
 	}
-	inv.etag = etag
-	inv.log.Info("drift: sweep handed off", "in_flight", sw.InFlight(), "continuation", next, "after", d.cfg.ContinueAfter)
+	inv.sw, inv.etag = next, etag
+	inv.log.Info("drift: sweep handed off", "in_flight", next.InFlight(), "continuation", seq, "after", d.cfg.ContinueAfter)
 	return nil
 }
 
-// sendContinuation sends the delayed message that resumes sweep id as continuation seq.
-func (d *Driver) sendContinuation(ctx context.Context, id string, seq int) error {
-	if d.cfg.QueueURL == "" {
-		d.log.Warn("drift: no continuation queue configured (CAIRN_DRIFT_QUEUE_URL); the sweep continues at the next drift status event or schedule", "sweep", id)
+// continueLater sends the delayed message that resumes sweep id as continuation seq.
+func (d *Driver) continueLater(ctx context.Context, id string, seq int) error {
+	if d.queue.URL == "" {
+		d.log.Info("drift: no continuation queue configured (CAIRN_DRIFT_QUEUE_URL); the sweep goes on at its next drift status change, schedule or Wait", "sweep", id)
 		return nil
 	}
-	body, _ := json.Marshal(continuation{Cairn: continueKind, Sweep: id, Seq: seq})
-	_, err := d.c.SQS.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(d.cfg.QueueURL), MessageBody: aws.String(string(body)),
-		DelaySeconds: int32(d.cfg.ContinueAfter / time.Second),
-	})
-	if err != nil {
-		return fmt.Errorf("drift: sweep %s: send continuation to %s: %w", id, d.cfg.QueueURL, err)
+	if err := d.queue.Send(ctx, continuation{Cairn: continueKind, Sweep: id, Seq: seq}, d.cfg.ContinueAfter); err != nil {
+		return fmt.Errorf("drift: sweep %s: send continuation to %s: %w", id, d.queue.URL, err)
 	}
 	return nil
 }
 
 // lost turns a failed conditional save into the outcome: another invocation took the
-// sweep over (its lease ran out), which is not an error of this trigger.
+// sweep over (its claim ran out), which is not an error of this trigger.
 func (d *Driver) lost(inv *invocation, err error) error {
 	if errors.Is(err, bucket.ErrConflict) {
 		inv.log.Warn("drift: sweep changed under this invocation (claim expired and taken over); stopping", "err", err)
 		return nil
 	}
 	return fmt.Errorf("drift: save sweep %s: %w", inv.sw.ID, err)
+}
+
+// Wait follows sweep sw to its end for a caller that waits (cairn drift --wait): every
+// poll it steps the sweep itself, as a trigger of its own (the drift function's
+// continuations and drift status changes step it too, one invocation at a time). It
+// returns the sweep as it ended; when another invocation finished it, its graphs are read
+// back from their reports.
+func (d *Driver) Wait(ctx context.Context, sw *drift.Sweep, poll time.Duration) (*drift.Sweep, error) {
+	if poll <= 0 {
+		poll = DefaultPollInterval
+	}
+	for !sw.Done() {
+		select {
+		case <-ctx.Done():
+			return sw, ctx.Err()
+		case <-d.clk.After(poll):
+		}
+		next, err := d.Step(ctx, sw.ID, drift.Trigger{Seq: -1, Event: true})
+		if err != nil {
+			return sw, err
+		}
+		if next == nil {
+			return d.ended(ctx, sw)
+		}
+		sw = next
+	}
+	return sw, nil
+}
+
+// ended is sw once another invocation finished it: each graph as its report recorded it.
+func (d *Driver) ended(ctx context.Context, sw *drift.Sweep) (*drift.Sweep, error) {
+	out := sw.Clone()
+	for i, g := range out.Graphs {
+		r, err := d.ReadReport(ctx, bucket.DriftReportKey(g.Name, sw.ID))
+		if err != nil {
+			return sw, fmt.Errorf("drift: sweep %s finished, but the report of %s is unreadable: %w", sw.ID, g.Name, err)
+		}
+		out.Graphs[i] = r.Graph
+	}
+	return out, nil
 }

@@ -124,11 +124,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	v.d, err = sweeper.New(sweeper.Config{
 		Bucket: bucket, QueueURL: v.queueURL, Topic: v.topic, Concurrency: o.concurrency,
-		Budget:       func() *rate.Limiter { return rate.NewLimiter(rate.Inf, 1) },
-		PollInterval: 10 * time.Second, ContinueAfter: 30 * time.Second,
-		// Each invocation makes one pass and hands off, so every test crosses invocations.
-		MaxWait: time.Second,
-		Clock:   v.clk, Logger: quiet,
+		Budget:        func() *rate.Limiter { return rate.NewLimiter(rate.Inf, 1) },
+		ContinueAfter: 30 * time.Second,
+		Clock:         v.clk, Logger: quiet,
 	}, sweeper.Clients{S3: v.s3, CFN: v.cfn, SQS: v.sqs, SNS: v.sns})
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/job"
 	"github.com/cairn-dev/cairn/internal/reach"
 )
 
@@ -61,44 +59,86 @@ type driftDetail struct {
 }
 
 // Handle is the drift Lambda's handler. It accepts the EventBridge scheduled event
-// (starting a sweep, or continuing an open one), a drift status change event (continuing
-// the sweeps waiting for that stack), and SQS events carrying either or a continuation.
-// For SQS, records that fail are returned in batchItemFailures and delivered again.
+// (starting a sweep, or stepping an open one), a drift status change (stepping the sweeps
+// waiting for that stack), and SQS events carrying either or a continuation. An SQS batch
+// makes one step per sweep however many of its records ask for it; records that fail are
+// returned in batchItemFailures and delivered again.
 func (d *Driver) Handle(ctx context.Context, payload json.RawMessage) (*events.SQSEventResponse, error) {
 	var env envelope
 	if err := json.Unmarshal(payload, &env); err != nil {
 		return nil, fmt.Errorf("drift: event is not JSON (%v): send the scheduled event, a drift status change or an SQS event", err)
 	}
-	if len(env.Records) > 0 {
-		resp := &events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
-		for _, rec := range env.Records {
-			var m envelope
-			err := json.Unmarshal([]byte(rec.Body), &m)
-			if err == nil {
-				if len(m.Records) > 0 {
-					err = errors.New("nested SQS event")
-				} else {
-					err = d.handleOne(ctx, m)
-				}
-			}
-			if err != nil {
-				d.log.Error("drift: message failed; it is delivered again", "message_id", rec.MessageId, "err", err, "body", fmt.Sprintf("%.512s", rec.Body), "body_bytes", len(rec.Body))
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-			}
+	if len(env.Records) == 0 {
+		batch := job.NewBatch[string](mergeTriggers)
+		if err := d.route(ctx, env, "", batch); err != nil {
+			return nil, err
 		}
-		return resp, nil
+		var failed error
+		batch.Run(func(id string, t drift.Trigger) error { _, err := d.Step(ctx, id, t); return err }, func(_ string, err error) { failed = err })
+		return nil, failed
 	}
-	return nil, d.handleOne(ctx, env)
+	batch := job.NewBatch[string](mergeTriggers)
+	var changes []statusChange
+	for _, rec := range env.Records {
+		var m envelope
+		err := json.Unmarshal([]byte(rec.Body), &m)
+		switch {
+		case err != nil:
+		case len(m.Records) > 0:
+			err = errors.New("nested SQS event")
+		case m.DetailType == DriftStatusChange && m.Source == sourceCFN:
+			var det driftDetail
+			if err = json.Unmarshal(m.Detail, &det); err == nil {
+				changes = append(changes, statusChange{det, rec.MessageId})
+			}
+		default:
+			err = d.route(ctx, m, rec.MessageId, batch)
+		}
+		if err != nil {
+			d.failed(rec, err)
+			batch.Fail(rec.MessageId)
+		}
+	}
+	if err := d.statusChanged(ctx, changes, batch); err != nil {
+		for _, c := range changes {
+			d.log.Error("drift: drift status change not routed; it is delivered again", "message_id", c.record, "err", err)
+			batch.Fail(c.record)
+		}
+	}
+	batch.Run(func(id string, t drift.Trigger) error { _, err := d.Step(ctx, id, t); return err },
+		func(id string, err error) {
+			d.log.Error("drift: step failed; its records are delivered again", "sweep", id, "err", err)
+		})
+	resp := batch.Response()
+	return &resp, nil
 }
 
-func (d *Driver) handleOne(ctx context.Context, m envelope) error {
+// mergeTriggers folds the triggers of one sweep's records in a batch: the newest
+// continuation, and whether anything else asked.
+func mergeTriggers(a, b drift.Trigger) drift.Trigger {
+	return drift.Trigger{Seq: max(a.Seq, b.Seq), Event: a.Event || b.Event}
+}
+
+func (d *Driver) failed(rec events.SQSMessage, err error) {
+	d.log.Error("drift: message failed; it is delivered again", "message_id", rec.MessageId, "err", err, "body", fmt.Sprintf("%.512s", rec.Body), "body_bytes", len(rec.Body))
+}
+
+// statusChange is a drift status change and the record that carried it.
+type statusChange struct {
+	detail driftDetail
+	record string
+}
+
+// route adds the step m asks for to batch (record: the SQS record carrying it, "" for a
+// direct invocation), or deals with it at once: a scheduled event.
+func (d *Driver) route(ctx context.Context, m envelope, record string, batch *job.Batch[string, drift.Trigger]) error {
 	switch {
 	case m.Cairn == continueKind:
 		if m.Sweep == "" {
 			return errors.New("drift: continuation without a sweep id")
 		}
-		_, err := d.Drive(ctx, m.Sweep, m.Seq, false)
-		return err
+		batch.Add(m.Sweep, record, drift.Trigger{Seq: m.Seq})
+		return nil
 	case m.DetailType == ScheduledEvent && m.Source == sourceEvents:
 		return d.scheduled(ctx, m)
 	case m.DetailType == DriftStatusChange && m.Source == sourceCFN:
@@ -106,14 +146,14 @@ func (d *Driver) handleOne(ctx context.Context, m envelope) error {
 		if err := json.Unmarshal(m.Detail, &det); err != nil {
 			return fmt.Errorf("drift: drift status change without a readable detail: %w", err)
 		}
-		return d.statusChanged(ctx, det)
+		return d.statusChanged(ctx, []statusChange{{det, record}}, batch)
 	default:
 		return fmt.Errorf("drift: unknown event (detail-type %q, source %q, cairn %q): the drift function takes the scheduled event, drift status changes and its continuations", m.DetailType, m.Source, m.Cairn)
 	}
 }
 
-// scheduled continues open sweeps and starts a new one only when none is left open, so
-// a slow sweep is never doubled by the next schedule.
+// scheduled steps open sweeps and starts a new one only when none is left open, so a slow
+// sweep is never doubled by the next schedule.
 func (d *Driver) scheduled(ctx context.Context, m envelope) error {
 	ids, err := d.OpenSweeps(ctx)
 	if err != nil {
@@ -127,9 +167,9 @@ func (d *Driver) scheduled(ctx context.Context, m envelope) error {
 	open := false
 	for _, other := range ids {
 		if other == id {
-			continue // a redelivered event: Start continues it
+			continue // a redelivered event: Start steps it
 		}
-		sw, err := d.Drive(ctx, other, -1, false)
+		sw, err := d.Step(ctx, other, drift.Trigger{Seq: -1, Event: true})
 		if err != nil {
 			return err
 		}
@@ -141,17 +181,23 @@ func (d *Driver) scheduled(ctx context.Context, m envelope) error {
 	if open {
 		return nil
 	}
-	_, err = d.Start(ctx, Request{ID: id, Trigger: "schedule"}, false)
+	_, err = d.Start(ctx, Request{ID: id, Trigger: "schedule"})
 	return err
 }
 
-// statusChanged continues the open sweeps waiting for the stack of det, once its
-// detection has finished (AWS also announces detections in progress).
-func (d *Driver) statusChanged(ctx context.Context, det driftDetail) error {
-	if det.StatusDetails.DetectionStatus == "DETECTION_IN_PROGRESS" {
+// statusChanged adds to batch a step of each open sweep waiting for the stack of a finished
+// detection among changes (AWS also announces detections in progress): the open sweeps are
+// listed and read once for all of them.
+func (d *Driver) statusChanged(ctx context.Context, changes []statusChange, batch *job.Batch[string, drift.Trigger]) error {
+	var finished []statusChange
+	for _, c := range changes {
+		if c.detail.StatusDetails.DetectionStatus != "DETECTION_IN_PROGRESS" {
+			finished = append(finished, c)
+		}
+	}
+	if len(finished) == 0 {
 		return nil
 	}
-	detID := det.DetectionID
 	ids, err := d.OpenSweeps(ctx)
 	if err != nil {
 		return err
@@ -164,11 +210,10 @@ func (d *Driver) statusChanged(ctx context.Context, det driftDetail) error {
 		if err != nil {
 			return err
 		}
-		if !sw.WaitsFor(det.StackID, detID) {
-			continue
-		}
-		if _, err := d.Drive(ctx, id, -1, false); err != nil {
-			return err
+		for _, c := range finished {
+			if sw.WaitsFor(c.detail.StackID, c.detail.DetectionID) {
+				batch.Add(id, c.record, drift.Trigger{Seq: -1, Event: true})
+			}
 		}
 	}
 	return nil
@@ -177,29 +222,14 @@ func (d *Driver) statusChanged(ctx context.Context, det driftDetail) error {
 // ConfigFromEnv reads the drift function's configuration: CAIRN_BUCKET,
 // CAIRN_NOTIFICATIONS_TOPIC, CAIRN_DRIFT_QUEUE_URL and CAIRN_DRIFT_CONCURRENCY (default 5).
 func ConfigFromEnv() (Config, error) {
+	e := job.NewEnv("drift function")
 	c := Config{
-		Bucket:   os.Getenv("CAIRN_BUCKET"),
-		Topic:    os.Getenv("CAIRN_NOTIFICATIONS_TOPIC"),
-		QueueURL: os.Getenv("CAIRN_DRIFT_QUEUE_URL"),
+		Bucket:      e.Required("CAIRN_BUCKET"),
+		Topic:       e.Optional("CAIRN_NOTIFICATIONS_TOPIC"),
+		QueueURL:    e.Required("CAIRN_DRIFT_QUEUE_URL"),
+		Concurrency: e.Int("CAIRN_DRIFT_CONCURRENCY", 1, 100, "detections"),
 	}
-	if v := os.Getenv("CAIRN_DRIFT_CONCURRENCY"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return c, fmt.Errorf("CAIRN_DRIFT_CONCURRENCY=%q: want a whole number from 1 to 100", v)
-		}
-		c.Concurrency = n
-	}
-	var missing []string
-	if c.Bucket == "" {
-		missing = append(missing, "CAIRN_BUCKET")
-	}
-	if c.QueueURL == "" {
-		missing = append(missing, "CAIRN_DRIFT_QUEUE_URL")
-	}
-	if len(missing) > 0 {
-		return c, fmt.Errorf("drift function misconfigured: set %s", strings.Join(missing, " and "))
-	}
-	return c, nil
+	return c, e.Err()
 }
 
 // NewFromAWS returns a Driver using clients built from awsCfg.
@@ -214,19 +244,13 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 }
 
 // HandlerFromEnv builds the drift Lambda's handler from the environment (ConfigFromEnv
-// and awsclient.Load).
+// and awsclient.Load: job.Handler).
 func HandlerFromEnv(ctx context.Context) (func(context.Context, json.RawMessage) (*events.SQSEventResponse, error), error) {
-	c, err := ConfigFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	awsCfg, err := awsclient.Load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d, err := NewFromAWS(awsCfg, c)
-	if err != nil {
-		return nil, err
-	}
-	return d.Handle, nil
+	return job.Handler(ctx, ConfigFromEnv, func(awsCfg aws.Config, c Config) (func(context.Context, json.RawMessage) (*events.SQSEventResponse, error), error) {
+		d, err := NewFromAWS(awsCfg, c)
+		if err != nil {
+			return nil, err
+		}
+		return d.Handle, nil
+	})
 }

@@ -418,3 +418,26 @@ func TestSweepClaimedByACrashedInvocationIsTakenOverOnceItsClaimExpires(t *testi
 		t.Fatalf("app: %s, want IN_SYNC", stackOf(t, r, "app").Status)
 	}
 }
+
+// TestWaitReadsTheReportsOfASweepTheFunctionFinished: cairn drift --wait started a sweep,
+// and the drift function finished it (status events, continuations) before the command's
+// next step: Wait returns the sweep as its reports recorded it.
+func TestWaitReadsTheReportsOfASweepTheFunctionFinished(t *testing.T) {
+	v := newEnv(t, envOptions{})
+	v.deployment("testdata/bundle", "shop", "shop", "app", "web")
+	v.tamper("shop-web", "Queue", "VisibilityTimeout", "60")
+	ctx := context.Background()
+	sw, err := v.d.Start(ctx, sweeper.Request{Trigger: "cli"})
+	if err != nil || sw.Done() || sw.InFlight() != 2 {
+		t.Fatalf("started: %+v, %v; want two detections in flight", sw, err)
+	}
+	v.pump(50) // the function finishes it
+	got, err := v.d.Wait(ctx, sw, time.Second)
+	if err != nil || !got.Done() || len(got.Graphs) != 1 {
+		t.Fatalf("Wait: %+v, %v", got, err)
+	}
+	g := got.Graphs[0]
+	if g.Report == "" || g.Count(drift.Drifted) != 1 || g.Count(drift.InSync) != 1 {
+		t.Errorf("graph as Wait returns it: report %q, %d drifted, %d in sync; want its report's: 1 and 1", g.Report, g.Count(drift.Drifted), g.Count(drift.InSync))
+	}
+}

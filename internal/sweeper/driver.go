@@ -323,11 +323,13 @@ func (d *Driver) Wait(ctx context.Context, sw *drift.Sweep, poll time.Duration) 
 	if poll <= 0 {
 		poll = DefaultPollInterval
 	}
-	for !sw.Done() {
-		select {
-		case <-ctx.Done():
-			return sw, ctx.Err()
-		case <-d.clk.After(poll):
+	for first := true; !sw.Done(); first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return sw, ctx.Err()
+			case <-d.clk.After(poll):
+			}
 		}
 		next, err := d.Step(ctx, sw.ID, drift.Trigger{Seq: -1, Event: true})
 		if err != nil {

@@ -690,7 +690,7 @@ func TestParseValue(t *testing.T) {
 		var got []string
 		for _, p := range parts {
 			if p.lookup {
-				got = append(got, p.kind+"|"+p.raw)
+				got = append(got, string(p.kind)+"|"+p.raw)
 			}
 		}
 		if !slices.Equal(got, tt.want) {

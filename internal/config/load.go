@@ -290,7 +290,7 @@ func (l *loader) load(o LoadOptions) *Config {
 		var lookups []lookupRef
 		c.Tags, lookups = l.tags(tagsNode, "tags")
 		for _, lr := range lookups {
-			if lr.l.Kind == "output" {
+			if lr.l.Kind == KindOutput {
 				l.errorf(lr.node, lr.key, "the config's tags cannot read ${output %s::%s}: every stack would depend on stack %s; put the tag on the stacks that need it", lr.l.Stack, lr.l.Output, lr.l.Stack)
 				continue
 			}
@@ -565,7 +565,7 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 		}
 		for i := range d.lookups {
 			lr := &d.lookups[i]
-			if lr.l.Kind == "rxref" {
+			if lr.l.Kind == KindRxref {
 				if c.byName[lr.l.Stack] != nil {
 					l.errorf(lr.node, lr.key, "${rxref %s::%s} names stack %s of this config: write ${output %s::%s}, which also deploys %s first", lr.l.Stack, lr.l.Output, lr.l.Stack, lr.l.Stack, lr.l.Output, lr.l.Stack)
 					continue
@@ -576,7 +576,7 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 				}
 				continue
 			}
-			if lr.l.Kind != "output" {
+			if lr.l.Kind != KindOutput {
 				continue
 			}
 			target := c.byName[lr.l.Stack]

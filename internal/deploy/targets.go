@@ -159,7 +159,7 @@ func plannedKeys(home target.Target, cfg *config.Config, g *state.Graph) []strin
 			at := s.Target.Location(home)
 			keys = append(keys, target.Key(at, s.StackName))
 			for _, l := range s.Lookups {
-				if l.Kind == "xref" || l.Kind == "rxref" || l.Kind == "cfn" {
+				if l.Kind.ByStackName() {
 					keys = append(keys, target.Key(at, l.StackName))
 				}
 			}

@@ -105,19 +105,19 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	slog.SetDefault(logger)
 	// Heartbeats every 2 seconds: a run goes on even if an event is lost.
 	os.Setenv("CAIRN_HEARTBEAT_SECONDS", "2")
-	loc, err := startLocal(ctx, awslocal.Options{Logger: logger, CloudFormation: demoTimings}, "127.0.0.1:0", localcairn.Options{})
+	loc, err := startLocal(ctx, awslocal.Options{Logger: logger, CloudFormation: demoTimings}, "127.0.0.1:0", localcairn.Options{}, nil)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	defer loc.e.Close()
-	fmt.Fprintf(out, "emulator at %s; bucket %s; functions %s\n", loc.e.URL(), loc.c.Bucket, strings.Join(loc.functions, ", "))
-	fmt.Fprintf(out, "exports: cairn-bucket-name, cairn-ports-service-token (%s), cairn-notifications-topic-arn\n", loc.c.PortsTopic)
+	defer loc.Close()
+	fmt.Fprintf(out, "emulator at %s; bucket %s; functions %s\n", loc.Emulator.URL(), loc.Cairn.Bucket, strings.Join(loc.functions, ", "))
+	fmt.Fprintf(out, "exports: cairn-bucket-name, cairn-ports-service-token (%s), cairn-notifications-topic-arn\n", loc.Cairn.PortsTopic)
 	awsCfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return err
 	}
 	cf := cloudformation.NewFromConfig(awsCfg)
-	reports := &history.Store{S3: awsclient.S3(awsCfg), Bucket: loc.c.Bucket}
+	reports := &history.Store{S3: awsclient.S3(awsCfg), Bucket: loc.Cairn.Bucket}
 
 	step("planning %s as deployment %s (version 1): its database is protected, so it changes only through an approved plan", demoBundle, demoDeployment)
 	planID, err := demoPlan(ctx, demoBundle, out, errOut)

@@ -17,8 +17,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
-	"github.com/cairn-dev/cairn/internal/sweeper"
 	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
 func init() {

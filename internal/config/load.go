@@ -115,6 +115,9 @@ type loader struct {
 	// so a config with thousands of typos stays linear.
 	knownNames  []string
 	suggestions int
+	// merging holds the mappings whose merge keys (<<:) are being expanded, so a merge that
+	// refers to a mapping containing it (an alias cycle) is an error, not endless recursion.
+	merging map[*yaml.Node]bool
 }
 
 // maxSuggestions bounds the "did you mean" searches of unknown stack names in one load.
@@ -913,7 +916,15 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
 		if k.Tag == "!!merge" {
+			if l.merging == nil {
+				l.merging = map[*yaml.Node]bool{}
+			}
+			outer := l.merging[n]
+			l.merging[n] = true
 			merged = append(merged, l.merge(v, key, allowed)...)
+			if !outer {
+				delete(l.merging, n)
+			}
 			continue
 		}
 		if k.Kind != yaml.ScalarNode {
@@ -950,10 +961,23 @@ func (l *loader) merge(v *yaml.Node, key string, allowed []string) []field {
 	if v.Kind == yaml.SequenceNode {
 		var out []field
 		for _, c := range v.Content {
-			out = append(out, l.fields(c, key, allowed)...)
+			if c = resolve(c); c.Kind == yaml.SequenceNode {
+				out = append(out, l.fields(c, key, allowed)...) // not a mapping: said so
+				continue
+			}
+			out = append(out, l.merge(c, key, allowed)...)
 		}
 		return out
 	}
+	if l.merging[v] {
+		l.errorf(v, key, "the merge key <<: refers to a mapping that contains it (an alias cycle): merge another mapping")
+		return nil
+	}
+	if l.merging == nil {
+		l.merging = map[*yaml.Node]bool{}
+	}
+	l.merging[v] = true
+	defer delete(l.merging, v)
 	return l.fields(v, key, allowed)
 }
 

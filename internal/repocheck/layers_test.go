@@ -18,9 +18,10 @@ const module = "github.com/cairn-dev/cairn/"
 // plan, state, drift's sweep and reports).
 var drivers = []string{"internal/deploy", "internal/sweeper"}
 
-// driverTests are the test-only packages that run a driver's handler as its Lambda does,
-// and so import it in their tests.
-var driverTests = []string{"internal/crashtest"}
+// driverTests are the packages whose tests import a driver: the crash suite runs the
+// deployer's handler as its Lambda does, and infra's tests read each function's
+// configuration from the environment its stack sets (ConfigFromEnv).
+var driverTests = []string{"internal/crashtest", "infra"}
 
 // emulatorUsers are the product packages that may import the emulator (internal/awslocal
 // and below): local mode's provisioning and the CLI that serves it. Any package's tests may.

@@ -18,8 +18,8 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/cairn-dev/cairn/internal/customresource"
-	driftpkg "github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/ports"
+	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
 const testRole = "arn:aws:iam::123456789012:role/cairn-cfn"
@@ -839,9 +839,9 @@ func TestStack(t *testing.T) {
 		}
 		// The drift function starts with exactly the environment the stack sets.
 		setEnv(t, s.env(t, "Drift"))
-		c, err := driftpkg.ConfigFromEnv()
+		c, err := sweeper.ConfigFromEnv()
 		if err != nil {
-			t.Fatalf("drift.ConfigFromEnv with the stack's environment: %v", err)
+			t.Fatalf("sweeper.ConfigFromEnv with the stack's environment: %v", err)
 		}
 		if c.QueueURL != "<"+driftQueue+">" {
 			t.Errorf("drift continuations go to %q, want the drift queue %s", c.QueueURL, driftQueue)

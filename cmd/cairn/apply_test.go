@@ -94,7 +94,7 @@ func checkout(t *testing.T, dir string, when time.Time) string {
 // is refused with exit 1 and executes nothing. Plans are found by their commit.
 func TestApplyFindsTheReviewedPlanByContent(t *testing.T) {
 	deployWorld(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	t.Setenv("GITHUB_ACTIONS", "")
 	waitArgs := []string{"--wait", "--poll", "20ms", "--timeout", "1m"}
 	var stdout, stderr bytes.Buffer

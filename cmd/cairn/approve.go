@@ -3,16 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 
-	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/review"
+	"github.com/cairn-dev/cairn/internal/upload"
 )
 
 func init() { commands = append(commands, newApproveCmd) }
@@ -81,10 +78,9 @@ func approveEntry(cmd *cobra.Command, c *cairn, e review.Entry, wf waitFlags, w 
 	if err != nil {
 		return err
 	}
-	key := layout.ApprovalKey(deployment, id)
-	if _, err := c.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(key),
-		Body: strings.NewReader("approved " + time.Now().UTC().Format(time.RFC3339) + "\n")}); err != nil {
-		return fmt.Errorf("approve: write s3://%s/%s: %w", c.bucket, key, err)
+	key, err := upload.Approve(ctx, c.S3, c.bucket, deployment, id, time.Now())
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(w, "approved plan %s of deployment %s (s3://%s/%s): its apply run executes exactly the reviewed change sets\n", id, deployment, c.bucket, key)
 	if !wf.wait {

@@ -12,13 +12,13 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/upload"
@@ -122,7 +122,7 @@ func (f *waitFlags) add(cmd *cobra.Command, what string) {
 
 // follow follows the target's run with the one follower, printing its steps to w when w
 // is not nil. A timeout prints where to look and exits 4.
-func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.Writer) (*deploy.Document, error) {
+func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.Writer) (*rundoc.Document, error) {
 	var o follow.Observer
 	if w != nil {
 		o = &stepPrinter{w: w}
@@ -150,7 +150,7 @@ type stepPrinter struct {
 	width int
 }
 
-func (p *stepPrinter) Found(doc *deploy.Document) {
+func (p *stepPrinter) Found(doc *rundoc.Document) {
 	fmt.Fprintf(p.w, "run %s of deployment %s: %s\n", doc.Run.ID, doc.Run.Deployment, kindOf(doc))
 	p.width = follow.Width(doc)
 }
@@ -170,7 +170,7 @@ func clockTime(d time.Duration) string {
 }
 
 // kindOf names what a run is for: "push", "plan run", "apply of plan P".
-func kindOf(doc *deploy.Document) string {
+func kindOf(doc *rundoc.Document) string {
 	switch history.KindOf(doc) {
 	case history.Apply:
 		return "apply of plan " + doc.Plan
@@ -182,7 +182,7 @@ func kindOf(doc *deploy.Document) string {
 
 // outcome prints how a run ended (a summary, what it refused or warned about, and its
 // report) and returns its exit code: 0 succeeded, 3 superseded, 1 otherwise.
-func outcome(w io.Writer, doc *deploy.Document) error {
+func outcome(w io.Writer, doc *rundoc.Document) error {
 	r := doc.Run
 	if r.Status == runstate.Superseded {
 		fmt.Fprintf(w, "run %s superseded: %s\n", r.ID, r.Reason)
@@ -202,7 +202,7 @@ func outcome(w io.Writer, doc *deploy.Document) error {
 }
 
 // notes prints a run's errors, refusals, warnings and notes, each on its own line.
-func notes(w io.Writer, indent string, doc *deploy.Document) {
+func notes(w io.Writer, indent string, doc *rundoc.Document) {
 	for _, list := range []struct {
 		label string
 		lines []string

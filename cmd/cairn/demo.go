@@ -8,25 +8,27 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/localcairn"
+	runstate "github.com/cairn-dev/cairn/internal/run"
 )
 
 func init() { commands = append(commands, newDemoCmd) }
@@ -103,19 +105,19 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	slog.SetDefault(logger)
 	// Heartbeats every 2 seconds: a run goes on even if an event is lost.
 	os.Setenv("CAIRN_HEARTBEAT_SECONDS", "2")
-	loc, err := startLocal(ctx, awslocal.Options{Logger: logger, CloudFormation: demoTimings}, "127.0.0.1:0", localcairn.Options{})
+	loc, err := startLocal(ctx, awslocal.Options{Logger: logger, CloudFormation: demoTimings}, "127.0.0.1:0", localcairn.Options{}, nil)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	defer loc.e.Close()
-	fmt.Fprintf(out, "emulator at %s; bucket %s; functions %s\n", loc.e.URL(), loc.c.Bucket, strings.Join(loc.functions, ", "))
-	fmt.Fprintf(out, "exports: cairn-bucket-name, cairn-ports-service-token (%s), cairn-notifications-topic-arn\n", loc.c.PortsTopic)
+	defer loc.Close()
+	fmt.Fprintf(out, "emulator at %s; bucket %s; functions %s\n", loc.Emulator.URL(), loc.Cairn.Bucket, strings.Join(loc.functions, ", "))
+	fmt.Fprintf(out, "exports: cairn-bucket-name, cairn-ports-service-token (%s), cairn-notifications-topic-arn\n", loc.Cairn.PortsTopic)
 	awsCfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return err
 	}
 	cf := cloudformation.NewFromConfig(awsCfg)
-	s3c := awsclient.S3(awsCfg)
+	reports := &history.Store{S3: awsclient.S3(awsCfg), Bucket: loc.Cairn.Bucket}
 
 	step("planning %s as deployment %s (version 1): its database is protected, so it changes only through an approved plan", demoBundle, demoDeployment)
 	planID, err := demoPlan(ctx, demoBundle, out, errOut)
@@ -148,8 +150,8 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	if err := showStacks(ctx, cf, l.config.Namespace+"-", out); err != nil {
 		return err
 	}
-	step("deleted stacks, in the order CloudFormation deleted them (dependents first)")
-	if err := showDeletions(ctx, cf, l.config.Namespace+"-", out); err != nil {
+	step("deleted stacks, in the order the run deleted them (dependents first)")
+	if err := showDeletions(ctx, reports, demoDeployment, out); err != nil {
 		return err
 	}
 	step("ports after version 2 (the removed service's port is free again)")
@@ -167,7 +169,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	}
 
 	step("run reports")
-	if err := showReports(ctx, s3c, loc.c.Bucket, demoDeployment, out); err != nil {
+	if err := showReports(ctx, reports, demoDeployment, out); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand, follow the README's quick tour: bin/cairn local up &, bin/cairn local wait, eval \"$(bin/cairn local env)\", then cairn plan %s --deployment shop --wait and cairn approve\n",
@@ -318,78 +320,65 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// showStacks prints the live stacks whose names start with prefix, and their outputs.
+// showStacks prints the live stacks whose names start with prefix, and their outputs, as
+// the deployer reads them (changeset.ListStacks).
 func showStacks(ctx context.Context, cf *cloudformation.Client, prefix string, out io.Writer) error {
-	var stacks []cftypes.Stack
-	p := cloudformation.NewDescribeStacksPaginator(cf, &cloudformation.DescribeStacksInput{})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("demo: describe stacks: %w", err)
-		}
-		for _, s := range page.Stacks {
-			if strings.HasPrefix(aws.ToString(s.StackName), prefix) {
-				stacks = append(stacks, s)
-			}
-		}
+	live, err := changeset.ListStacks(ctx, cf, nil)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
-	sort.Slice(stacks, func(i, j int) bool { return aws.ToString(stacks[i].StackName) < aws.ToString(stacks[j].StackName) })
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STACK\tSTATUS\tOUTPUTS")
-	for _, s := range stacks {
+	for _, name := range slices.Sorted(maps.Keys(live)) {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
 		var outputs []string
-		for _, o := range s.Outputs {
-			outputs = append(outputs, aws.ToString(o.OutputKey)+"="+aws.ToString(o.OutputValue))
+		for k, v := range live[name].Outputs {
+			outputs = append(outputs, k+"="+v)
 		}
 		sort.Strings(outputs)
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", aws.ToString(s.StackName), s.StackStatus, strings.Join(outputs, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, live[name].Status, strings.Join(outputs, " "))
 	}
 	return tw.Flush()
 }
 
-// showDeletions prints the deleted stacks whose names start with prefix, oldest deletion
-// first, as CloudFormation's ListStacks records them.
-func showDeletions(ctx context.Context, cf *cloudformation.Client, prefix string, out io.Writer) error {
-	var deleted []cftypes.StackSummary
-	p := cloudformation.NewListStacksPaginator(cf, &cloudformation.ListStacksInput{StackStatusFilter: []cftypes.StackStatus{cftypes.StackStatusDeleteComplete}})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("demo: list deleted stacks: %w", err)
-		}
-		for _, s := range page.StackSummaries {
-			if strings.HasPrefix(aws.ToString(s.StackName), prefix) && s.DeletionTime != nil {
+// showDeletions prints the stacks the deployment's newest run deleted, in the order they
+// went, as its run document records them.
+func showDeletions(ctx context.Context, h *history.Store, deployment string, out io.Writer) error {
+	runs, err := h.Runs(ctx, deployment, 1)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	var deleted []*runstate.Stack
+	if len(runs) > 0 {
+		for _, s := range runs[0].Run.Stacks {
+			if s.Intent == runstate.IntentDelete && s.Phase == runstate.Done {
 				deleted = append(deleted, s)
 			}
 		}
 	}
-	sort.Slice(deleted, func(i, j int) bool { return deleted[i].DeletionTime.Before(*deleted[j].DeletionTime) })
+	sort.Slice(deleted, func(i, j int) bool { return deleted[i].FinishedAt.Before(deleted[j].FinishedAt) })
 	if len(deleted) == 0 {
 		fmt.Fprintln(out, "no stack was deleted")
 	}
 	for i, s := range deleted {
-		fmt.Fprintf(out, "  %d. %-14s deleted at %s\n", i+1, aws.ToString(s.StackName), s.DeletionTime.UTC().Format("15:04:05.000"))
+		fmt.Fprintf(out, "  %d. %-14s deleted at %s\n", i+1, s.StackName, s.FinishedAt.UTC().Format("15:04:05.000"))
 	}
 	return nil
 }
 
-// showReports prints the S3 keys of the deployment's run reports.
-func showReports(ctx context.Context, s3c *s3.Client, bucket, deployment string, out io.Writer) error {
-	prefix := layout.RunsOf(deployment)
-	p := s3.NewListObjectsV2Paginator(s3c, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
-	n := 0
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("demo: list s3://%s/%s: %w", bucket, prefix, err)
-		}
-		for _, o := range page.Contents {
-			fmt.Fprintf(out, "  s3://%s/%s\n", bucket, aws.ToString(o.Key))
-			n++
-		}
+// showReports prints the S3 keys of the deployment's run reports, oldest first.
+func showReports(ctx context.Context, h *history.Store, deployment string, out io.Writer) error {
+	ids, err := h.RunIDs(ctx, deployment)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
-	if n == 0 {
-		fmt.Fprintf(out, "  none under s3://%s/%s\n", bucket, prefix)
+	if len(ids) == 0 {
+		fmt.Fprintf(out, "  none under s3://%s/%s\n", h.Bucket, layout.RunsOf(deployment))
+	}
+	for _, id := range slices.Backward(ids) {
+		fmt.Fprintf(out, "  s3://%s/%s\n", h.Bucket, layout.RunReportKey(deployment, id))
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 // differences, and no change set is created.
 func TestDiffAgainstWhatIsApplied(t *testing.T) {
 	deployWorld(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	dir := bundleDir(t, "")
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"push", dir, "--deployment", "cli", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr); code != 0 {

@@ -18,6 +18,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
 func init() {
@@ -26,7 +27,7 @@ func init() {
 	// CAIRN_DRIFT_QUEUE_URL are set; a missing one is reported by the invocation.
 	localFunctions["drift"] = func(context.Context) (any, error) {
 		return func(ctx context.Context, payload json.RawMessage) (*events.SQSEventResponse, error) {
-			h, err := drift.HandlerFromEnv(ctx)
+			h, err := sweeper.HandlerFromEnv(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -55,9 +56,10 @@ the notifications topic (--topic, ` + session.TopicEnv + `, or the export ` + se
 when something drifted or changed since the previous report.
 
 Without --wait the detections are started and the drift function finishes the sweep
-(the continuation goes to --queue-url, ` + session.DriftQueueEnv + `). With --wait this command
-follows the sweep to the end, prints each stack's status and exits like diff(1): 0 when
-nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on error.`,
+(the continuation goes to --queue-url, ` + session.DriftQueueEnv + `; drift status changes step it
+as detections finish). With --wait this command also steps the sweep itself every --poll
+until it ends, prints each stack's status and exits like diff(1): 0 when nothing drifted,
+1 when something did (or a stack is missing or untracked), 2 on error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
 			filter := ""
@@ -77,12 +79,15 @@ nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on
 					return err
 				}
 			}
-			d, err := drift.NewFromAWS(c.AWS, drift.Config{Bucket: c.bucket, QueueURL: queue, Topic: topic,
-				Concurrency: concurrency, PollInterval: poll, MaxWait: poll, Logger: c.Logger})
+			d, err := sweeper.NewFromAWS(c.AWS, sweeper.Config{Bucket: c.bucket, QueueURL: queue, Topic: topic,
+				Concurrency: concurrency, Logger: c.Logger})
 			if err != nil {
 				return err
 			}
-			sw, err := d.Start(ctx, drift.Request{Trigger: "cli", Filter: filter}, wait)
+			sw, err := d.Start(ctx, sweeper.Request{Trigger: "cli", Filter: filter})
+			if err == nil && wait {
+				sw, err = d.Wait(ctx, sw, poll)
+			}
 			if err != nil {
 				return err
 			}
@@ -102,7 +107,7 @@ nothing drifted, 1 when something did (or a stack is missing or untracked), 2 on
 	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $"+session.TopicEnv+", or the export "+session.TopicExport+")")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep to the end and print the result")
 	cmd.Flags().IntVar(&concurrency, "concurrency", drift.DefaultConcurrency, "most drift detections in flight at once")
-	cmd.Flags().DurationVar(&poll, "poll", drift.DefaultPollInterval, "how often to look at detections in flight")
+	cmd.Flags().DurationVar(&poll, "poll", sweeper.DefaultPollInterval, "with --wait, how often to step the sweep (look at detections in flight, start the next)")
 	return cmd
 }
 

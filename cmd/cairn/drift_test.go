@@ -65,7 +65,7 @@ func driftEmulator(t *testing.T) {
 	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("cairn-state")}); err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := os.ReadFile("../../internal/drift/testdata/bundle/templates/app.yaml")
+	tmpl, err := os.ReadFile("../../internal/sweeper/testdata/bundle/templates/app.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,34 +139,30 @@ func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, l
 	slog.SetDefault(logger)
 
 	eo.Logger = logger
-	l, err := newLocal(eo, addr)
+	info := localdir.Info{Log: logFile}
+	l, err := startLocal(ctx, eo, addr, o, func(url string) error {
+		info.URL = url
+		if claim == nil {
+			return nil
+		}
+		// Published before provisioning, so "cairn local wait" can watch it get ready.
+		return claim.Publish(info)
+	})
 	if err != nil {
 		return fmt.Errorf("local up: %w", err)
 	}
-	info := localdir.Info{URL: l.e.URL(), Log: logFile}
-	if claim != nil {
-		// Published before provisioning, so "cairn local wait" can watch it get ready.
-		if err := claim.Publish(info); err != nil {
-			l.e.Close()
-			return fmt.Errorf("local up: %w", err)
-		}
-	}
-	if err := l.provision(ctx, o); err != nil {
-		l.e.Close()
-		return fmt.Errorf("local up: %w", err)
-	}
-	info.Ready, info.Env = true, l.env
+	info.Ready, info.Env = true, l.Env
 	if claim != nil {
 		if err := claim.Publish(info); err != nil {
-			l.e.Close()
+			l.Close()
 			return fmt.Errorf("local up: %w", err)
 		}
 	}
 	fmt.Fprint(cmd.OutOrStdout(), info.Exports())
 	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s%s); Ctrl-C to stop\n",
-		l.e.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.c.Bucket, orNone(l.functions), targetsNote(l.c.Targets))
+		l.Emulator.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.Cairn.Bucket, orNone(l.functions), targetsNote(l.Cairn.Targets))
 	<-ctx.Done()
-	if err := l.e.Close(); err != nil {
+	if err := l.Close(); err != nil {
 		return fmt.Errorf("local up: stopping: %w", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: stopped; state saved in %s\n", orMemory(dir))
@@ -278,83 +274,49 @@ It fails (exit 1) when none runs there or it is not ready yet (see "cairn local 
 	return cmd
 }
 
-// localCairn is an emulator serving cairn, with its handlers registered.
+// localCairn is cairn served by the emulator (localcairn.Start), with the functions of
+// localFunctions it runs.
 type localCairn struct {
-	e         *awslocal.Emulator
-	c         *localcairn.Cairn
-	env       []string // KEY=value: the emulator's and cairn's environment
+	*localcairn.Local
 	functions []string // registered
 }
 
-// startLocal starts an emulator on addr and provisions cairn in it (see provision). The
-// caller closes l.e.
-func startLocal(ctx context.Context, eo awslocal.Options, addr string, o localcairn.Options) (*localCairn, error) {
-	l, err := newLocal(eo, addr)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.provision(ctx, o); err != nil {
-		l.e.Close()
-		return nil, err
-	}
-	return l, nil
-}
-
-// newLocal starts an emulator on addr that holds every request until provision made it
-// ready. The caller closes l.e.
-func newLocal(eo awslocal.Options, addr string) (*localCairn, error) {
-	eo.HoldUntilReady = true
-	e, err := awslocal.New(eo)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.Start(addr); err != nil {
-		e.Close()
-		return nil, err
-	}
-	return &localCairn{e: e}, nil
-}
-
-// provision provisions cairn in the emulator, exports the environment into this process
-// (the in-process handlers reach the emulator exactly as product code does: through the
-// environment), registers every function of localFunctions, and marks the emulator ready.
-func (l *localCairn) provision(ctx context.Context, o localcairn.Options) error {
-	e := l.e
-	var err error
-	if l.c, err = localcairn.Provision(ctx, e, o); err != nil {
-		return err
-	}
-	l.env = append(e.Env(), l.c.Env()...)
-	for _, kv := range l.env {
-		k, v, _ := strings.Cut(kv, "=")
-		os.Setenv(k, v)
-	}
-	var h localcairn.Handlers
-	slots := map[string]*any{
-		localcairn.DeployerFunction: &h.Deployer,
-		localcairn.PortsFunction:    &h.Ports,
-		localcairn.DriftFunction:    &h.Drift,
-	}
-	for _, name := range functionNames() {
-		fn, err := localFunctions[name](ctx)
-		if err == nil {
-			if slot, ok := slots[name]; ok {
-				*slot = fn
-			} else {
-				// Not one of cairn's three: invocable, but wired to nothing.
-				err = e.RegisterFunction(name, fn)
+// startLocal starts cairn in an emulator on addr (localcairn.Start; serving is told its
+// URL before cairn is provisioned), exports its environment into this process (the
+// in-process handlers reach the emulator exactly as product code does: through the
+// environment) and runs every function of localFunctions. The caller closes it.
+func startLocal(ctx context.Context, eo awslocal.Options, addr string, o localcairn.Options, serving func(url string) error) (*localCairn, error) {
+	lc := &localCairn{}
+	l, err := localcairn.Start(ctx, localcairn.StartOptions{Emulator: eo, Addr: addr, Options: o, Serving: serving, SetEnv: true,
+		Handlers: func(ctx context.Context, l *localcairn.Local) (localcairn.Handlers, error) {
+			var h localcairn.Handlers
+			slots := map[string]*any{
+				localcairn.DeployerFunction: &h.Deployer,
+				localcairn.PortsFunction:    &h.Ports,
+				localcairn.DriftFunction:    &h.Drift,
 			}
-		}
-		if err != nil {
-			return fmt.Errorf("function %s: %w", name, err)
-		}
-		l.functions = append(l.functions, name)
+			for _, name := range functionNames() {
+				fn, err := localFunctions[name](ctx)
+				if err == nil {
+					if slot, ok := slots[name]; ok {
+						*slot = fn
+					} else {
+						// Not one of cairn's three: invocable, but wired to nothing.
+						err = l.Emulator.RegisterFunction(name, fn)
+					}
+				}
+				if err != nil {
+					return h, fmt.Errorf("function %s: %w", name, err)
+				}
+				lc.functions = append(lc.functions, name)
+			}
+			return h, nil
+		}})
+	if err != nil {
+		return nil, err
 	}
-	if err := l.c.Register(e, h); err != nil {
-		return err
-	}
-	e.MarkReady()
-	return nil
+	lc.Local = l
+	return lc, nil
 }
 
 func newLocalInvokeCmd() *cobra.Command {

@@ -22,7 +22,7 @@ import (
 // with `cairn approve --wait`, and is refused when approving it again.
 func TestPlanApproveCLI(t *testing.T) {
 	deployWorld(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	waitArgs := []string{"--wait", "--poll", "20ms", "--timeout", "1m"}
 	var stdout, stderr bytes.Buffer
 	if code := run(append([]string{"push", bundleDir(t, ""), "--deployment", "cli"}, waitArgs...), &stdout, &stderr); code != 0 {
@@ -64,11 +64,11 @@ func TestPlanApproveCLI(t *testing.T) {
 	}
 	out := stdout.String()
 	for _, re := range []string{
-		`(?m)^approved plan ` + id + ` of deployment cli \(s3://cairn-state/approvals/cli/` + id + `\): its apply run executes exactly the reviewed change sets$`,
+		`(?m)^approved plan ` + id + ` of deployment cli \(s3://cairn-000000000000-us-east-1/approvals/cli/` + id + `\): its apply run executes exactly the reviewed change sets$`,
 		`(?m)^run (\S+) of deployment cli: apply of plan ` + id + `$`,
 		`(?m)^  \d\d:\d\d  extra  create    done$`,
 		`(?m)^run \S+ succeeded in \S+: 1 created, 0 updated, 0 deleted, 2 unchanged, 0 failed$`,
-		`(?m)^report: s3://cairn-state/runs/cli/\S+\.md$`,
+		`(?m)^report: s3://cairn-000000000000-us-east-1/runs/cli/\S+\.md$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("approve output lacks a line matching %s:\n%s", re, out)
@@ -109,7 +109,7 @@ func approvals(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := awsclient.S3(cfg).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("cairn-state"), Prefix: aws.String("approvals/")})
+	out, err := awsclient.S3(cfg).ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(localBucket), Prefix: aws.String("approvals/")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func approvals(t *testing.T) int {
 // shows the last apply as the deployment's state, not an approval refused after it.
 func TestPlansAndStatusAsTerraformUsersExpect(t *testing.T) {
 	s3c := deployWorld(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	waitArgs := []string{"--wait", "--poll", "20ms", "--timeout", "1m"}
 	var stdout, stderr bytes.Buffer
 	if code := run(append([]string{"push", bundleDir(t, ""), "--deployment", "cli"}, waitArgs...), &stdout, &stderr); code != 0 {
@@ -197,7 +197,7 @@ func TestPlansAndStatusAsTerraformUsersExpect(t *testing.T) {
 	// An approval written again by hand (as `aws s3 cp` would) is refused by the deployer;
 	// the deployment's state is still the apply.
 	before := runIDs(t)
-	if _, err := s3c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String(layout.ApprovalKey("cli", id)), Body: strings.NewReader("again")}); err != nil {
+	if _, err := s3c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(localBucket), Key: aws.String(layout.ApprovalKey("cli", id)), Body: strings.NewReader("again")}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); len(runIDs(t)) == len(before); time.Sleep(10 * time.Millisecond) {
@@ -231,7 +231,7 @@ func runIDs(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := (&history.Store{S3: awsclient.S3(cfg), Bucket: "cairn-state"}).RunIDs(context.Background(), "cli")
+	ids, err := (&history.Store{S3: awsclient.S3(cfg), Bucket: localBucket}).RunIDs(context.Background(), "cli")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,17 +16,21 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/localcairn"
 )
 
-// deployWorld starts the emulator with a virtual clock running a thousand times faster
-// than the wall clock, sets up the bucket, the deploy queue and the stack event rule, and
-// runs the deployer behind them; the environment points the CLI at it.
+// localBucket is cairn's bucket as localcairn makes it in the emulator's account and
+// region.
+const localBucket = "cairn-000000000000-us-east-1"
+
+// deployWorld starts cairn in the emulator (localcairn.Start, as `cairn local up` does)
+// with a virtual clock running a thousand times faster than the wall clock, the deployer
+// behind its queue and event rules; the environment points the CLI at it.
 func deployWorld(t *testing.T) *s3.Client {
 	t.Helper()
 	_, s3c := deployEmulator(t)
@@ -46,13 +50,6 @@ func deployEmulator(t *testing.T, pace ...time.Duration) (*awslocal.Emulator, *s
 	// expiry): a fixed date would make plans look expired once the calendar moves on.
 	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	em, err := awslocal.New(awslocal.Options{Clock: clk, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := em.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -65,14 +62,34 @@ func deployEmulator(t *testing.T, pace ...time.Duration) (*awslocal.Emulator, *s
 			}
 		}
 	}()
+	l, err := localcairn.Start(ctx, localcairn.StartOptions{Emulator: awslocal.Options{Clock: clk, Logger: logger},
+		Handlers: func(ctx context.Context, l *localcairn.Local) (localcairn.Handlers, error) {
+			cfg, err := l.Emulator.AWSConfig(ctx)
+			if err != nil {
+				return localcairn.Handlers{}, err
+			}
+			d, err := deploy.NewFromAWS(cfg, deploy.Config{Bucket: l.Cairn.Bucket, QueueURL: l.Cairn.Deploy.URL, Clock: clk, Logger: logger})
+			if err != nil {
+				return localcairn.Handlers{}, err
+			}
+			return localcairn.Handlers{Deployer: d.Handle}, nil
+		}})
 	t.Cleanup(func() {
 		close(stop)
 		<-stopped
-		em.Close()
+		if l != nil {
+			l.Close()
+		}
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Cairn.Bucket != localBucket {
+		t.Fatalf("cairn's bucket is %s, want %s", l.Cairn.Bucket, localBucket)
+	}
 	t.Setenv("AWS_CA_BUNDLE", "")
 	t.Setenv("CAIRN_BUCKET", "")
-	for _, kv := range em.Env() {
+	for _, kv := range l.Emulator.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
@@ -80,41 +97,7 @@ func deployEmulator(t *testing.T, pace ...time.Duration) (*awslocal.Emulator, *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	s3c := awsclient.S3(cfg)
-	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("cairn-state")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s3c.PutBucketVersioning(ctx, &s3.PutBucketVersioningInput{Bucket: aws.String("cairn-state"),
-		VersioningConfiguration: &s3types.VersioningConfiguration{Status: s3types.BucketVersioningStatusEnabled}}); err != nil {
-		t.Fatal(err)
-	}
-	queueURL, err := em.SQS().CreateQueue("cairn-deploy", map[string]string{"VisibilityTimeout": "120"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	arn := em.SQS().QueueARN("cairn-deploy")
-	if _, err := s3c.PutBucketNotificationConfiguration(ctx, &s3.PutBucketNotificationConfigurationInput{
-		Bucket: aws.String("cairn-state"),
-		NotificationConfiguration: &s3types.NotificationConfiguration{QueueConfigurations: []s3types.QueueConfiguration{{
-			QueueArn: aws.String(arn), Events: []s3types.Event{"s3:ObjectCreated:*"},
-		}}},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := em.PutRule("stack-events", awslocal.EventPattern{Source: []string{"aws.cloudformation"}}, arn); err != nil {
-		t.Fatal(err)
-	}
-	d, err := deploy.NewFromAWS(cfg, deploy.Config{Bucket: "cairn-state", QueueURL: queueURL, Clock: clk, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := em.RegisterFunction("deployer", d.Handle); err != nil {
-		t.Fatal(err)
-	}
-	if err := em.AddEventSourceMapping("cairn-deploy", "deployer", awslocal.ESMOptions{ReportBatchItemFailures: true}); err != nil {
-		t.Fatal(err)
-	}
-	return em, s3c
+	return l.Emulator, awsclient.S3(cfg)
 }
 
 // bundleDir writes a two-stack bundle.
@@ -149,7 +132,7 @@ func TestPushWaitAndStatus(t *testing.T) {
 	dir := bundleDir(t, "")
 	ref := gitInit(t, dir, "https://example.com/cli.git")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"push", dir, "--deployment", "cli", "--bucket", "cairn-state", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr)
+	code := run([]string{"push", dir, "--deployment", "cli", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr)
 	out := stdout.String()
 	if code != 0 {
 		t.Fatalf("push --wait exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
@@ -157,13 +140,13 @@ func TestPushWaitAndStatus(t *testing.T) {
 	// Each stack's steps as they happen, with the time since the run started, in the order
 	// they happened; then the summary and the report.
 	for _, re := range []string{
-		`^pushed ` + regexp.QuoteMeta(dir) + ` to s3://cairn-state/deployments/cli\.zip \(version …\S{8}\) at git ` + ref + `$`,
+		`^pushed ` + regexp.QuoteMeta(dir) + ` to s3://cairn-000000000000-us-east-1/deployments/cli\.zip \(version …\S{8}\) at git ` + ref + `$`,
 		`^run (\S+) of deployment cli: push$`,
 		`^  \d\d:\d\d  topic  create    done$`,
 		`^  \d\d:\d\d  param  create    (creating change set|executing change set \(1 change\))$`,
 		`^  \d\d:\d\d  param  create    done$`,
 		`^run \S+ succeeded in \S+: 2 created, 0 updated, 0 deleted, 0 unchanged, 0 failed$`,
-		`^report: s3://cairn-state/runs/cli/\S+\.md$`,
+		`^report: s3://cairn-000000000000-us-east-1/runs/cli/\S+\.md$`,
 	} {
 		loc := regexp.MustCompile("(?m)" + re).FindStringIndex(out)
 		if loc == nil {
@@ -178,7 +161,7 @@ func TestPushWaitAndStatus(t *testing.T) {
 	if !slices.IsSorted(elapsed) || len(elapsed) < 4 {
 		t.Errorf("steps not in the order they happened: %v", elapsed)
 	}
-	head, err := s3c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String("deployments/cli.zip")})
+	head, err := s3c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(localBucket), Key: aws.String("deployments/cli.zip")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +170,7 @@ func TestPushWaitAndStatus(t *testing.T) {
 	}
 
 	stdout.Reset()
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	if code := run([]string{"status", "cli"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("status exited %d: %s", code, stderr.String())
 	}
@@ -236,7 +219,7 @@ func gitInit(t *testing.T, dir, remote string) string {
 func TestPushRefusesAnInvalidBundle(t *testing.T) {
 	dir := bundleDir(t, "  - name: broken\n")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"push", dir, "--deployment", "cli", "--bucket", "cairn-state"}, &stdout, &stderr)
+	code := run([]string{"push", dir, "--deployment", "cli", "--bucket", localBucket}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "cairn.yaml:") || stdout.Len() != 0 {
 		t.Fatalf("code %d, stdout %q, stderr %q: want 1 and located errors, nothing uploaded", code, stdout.String(), stderr.String())
 	}
@@ -252,7 +235,7 @@ func TestPushAndPlanRefuseAReservedDeploymentName(t *testing.T) {
 	dir := bundleDir(t, "")
 	for _, cmd := range []string{"push", "plan"} {
 		var stdout, stderr bytes.Buffer
-		code := run([]string{cmd, dir, "--deployment", "active", "--bucket", "cairn-state"}, &stdout, &stderr)
+		code := run([]string{cmd, dir, "--deployment", "active", "--bucket", localBucket}, &stdout, &stderr)
 		want := cmd + `: deployment "active": the name is reserved (runs/active/ holds the index of open runs): choose another name`
 		if code != 2 || !strings.Contains(stderr.String(), want) || stdout.Len() != 0 {
 			t.Errorf("%s: code %d, stdout %q, stderr %q: want 2 and %q", cmd, code, stdout.String(), stderr.String(), want)

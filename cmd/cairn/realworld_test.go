@@ -221,7 +221,7 @@ func TestRealWorldBundles(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.bundle, func(t *testing.T) {
 			em, _ := deployEmulator(t)
-			t.Setenv("CAIRN_BUCKET", "cairn-state")
+			t.Setenv("CAIRN_BUCKET", localBucket)
 			cfn := cfnClient(t)
 			dir := copyBundle(t, tc.bundle)
 			if out := cairnOK(t, "validate", dir); !strings.Contains(out, ": ok: 1 stacks") {

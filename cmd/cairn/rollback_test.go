@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -51,6 +52,7 @@ func cfnClient(t *testing.T) *cloudformation.Client {
 	return cloudformation.NewFromConfig(cfg)
 }
 
+// liveStacks returns the deployments' live stacks by name (cairn's own stack left out).
 func liveStacks(t *testing.T, cfn *cloudformation.Client) map[string]cfntypes.Stack {
 	t.Helper()
 	out := map[string]cfntypes.Stack{}
@@ -61,7 +63,8 @@ func liveStacks(t *testing.T, cfn *cloudformation.Client) map[string]cfntypes.St
 			t.Fatal(err)
 		}
 		for _, s := range page.Stacks {
-			if s.StackStatus != cfntypes.StackStatusDeleteComplete {
+			// cairn's own stack (localcairn) is not one of the deployments'.
+			if s.StackStatus != cfntypes.StackStatusDeleteComplete && aws.ToString(s.StackName) != localcairn.StackName {
 				out[aws.ToString(s.StackName)] = s
 			}
 		}
@@ -83,7 +86,7 @@ func param(s cfntypes.Stack, key string) string {
 // returning and c re-created, and once applied the stacks hold v1's values again.
 func TestRollbackRollsForwardToTheEarlierBundle(t *testing.T) {
 	deployWorld(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	waitArgs := []string{"--wait", "--poll", "20ms", "--timeout", "1m"}
 	v1 := versionDir(t, "one", true)
 	ref1 := gitInit(t, v1, "https://example.com/rb.git")
@@ -131,7 +134,7 @@ func TestRollbackRollsForwardToTheEarlierBundle(t *testing.T) {
 // the emptied graph's state object, saying so.
 func TestDestroyOnlyThroughApproval(t *testing.T) {
 	s3c := deployWorld(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	waitArgs := []string{"--wait", "--poll", "20ms", "--timeout", "1m"}
 	var stdout, stderr bytes.Buffer
 	if code := run(append([]string{"push", versionDir(t, "one", true), "--deployment", "rb"}, waitArgs...), &stdout, &stderr); code != 0 {
@@ -158,10 +161,10 @@ func TestDestroyOnlyThroughApproval(t *testing.T) {
 	if n := len(liveStacks(t, cfn)); n != 0 {
 		t.Errorf("%d stacks left after the approved destroy", n)
 	}
-	if !strings.Contains(stdout.String(), "state object s3://cairn-state/state/rb/rb.json was removed") {
+	if !strings.Contains(stdout.String(), "state object s3://cairn-000000000000-us-east-1/state/rb/rb.json was removed") {
 		t.Errorf("approve output does not say the graph was removed:\n%s", stdout.String())
 	}
-	if _, err := s3c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String("state/rb/rb.json")}); err == nil {
+	if _, err := s3c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(localBucket), Key: aws.String("state/rb/rb.json")}); err == nil {
 		t.Errorf("state/rb/rb.json still exists")
 	}
 	// Dependents first: c's deletion ended before b's began, b's before a's.
@@ -192,7 +195,7 @@ func TestDestroyOnlyThroughApproval(t *testing.T) {
 // still cannot roll back, and with --skip brings the stack to UPDATE_ROLLBACK_COMPLETE.
 func TestRecoverFromUpdateRollbackFailed(t *testing.T) {
 	deployWorld(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"push", versionDir(t, "one", false), "--deployment", "rb", "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("push exited %d:\n%s\n%s", code, stdout.String(), stderr.String())

@@ -25,24 +25,18 @@ import (
 func cairnWorld(t *testing.T) (*localcairn.Cairn, *s3.Client) {
 	t.Helper()
 	keepEnv(t)
-	e, err := awslocal.New(awslocal.Options{Logger: slog.New(slog.DiscardHandler)})
+	l, err := localcairn.Start(context.Background(), localcairn.StartOptions{Emulator: awslocal.Options{Logger: slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	t.Cleanup(func() { l.Close() })
 	t.Setenv("AWS_CA_BUNDLE", "")
 	t.Setenv("AWS_PROFILE", "")
-	for _, kv := range e.Env() {
+	for _, kv := range l.Emulator.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	c, err := localcairn.Provision(context.Background(), e, localcairn.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := l.Cairn
 	for _, k := range []string{"CAIRN_BUCKET", "CAIRN_DRIFT_QUEUE_URL", "CAIRN_NOTIFICATIONS_TOPIC"} {
 		t.Setenv(k, "")
 	}

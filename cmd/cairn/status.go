@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 func init() { commands = append(commands, newStatusCmd) }
@@ -78,7 +78,7 @@ open plan waiting for approval is named with the command that applies it.`,
 }
 
 // printDeployed prints the run that stands for what is deployed, and its stacks.
-func printDeployed(w io.Writer, doc *deploy.Document) {
+func printDeployed(w io.Writer, doc *rundoc.Document) {
 	r := doc.Run
 	fmt.Fprintf(w, "deployment %s: %s by run %s (%s)\n", r.Deployment, r.Status, r.ID, kindOf(doc))
 	b := doc.Bundle
@@ -120,7 +120,7 @@ func printDeployed(w io.Writer, doc *deploy.Document) {
 }
 
 // runStatus is a run's status, "refused" for a run refused before it changed anything.
-func runStatus(doc *deploy.Document) string {
+func runStatus(doc *rundoc.Document) string {
 	if doc.Run.Status == runstate.RunFailed && len(doc.Refusals) > 0 && !history.Acted(doc) {
 		return "refused"
 	}
@@ -128,7 +128,7 @@ func runStatus(doc *deploy.Document) string {
 }
 
 // runSummary is one line about a run: its counts, or why it changed nothing.
-func runSummary(doc *deploy.Document) string {
+func runSummary(doc *rundoc.Document) string {
 	switch {
 	case doc.Run.Status == runstate.Running:
 		return "running"

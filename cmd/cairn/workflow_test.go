@@ -338,7 +338,7 @@ func TestGitHubWorkflow(t *testing.T) {
 		}
 	}
 	deployWorld(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	t.Setenv("GITHUB_ACTIONS", "")
 
 	// main as it is deployed: deploy/ of the repository, pushed.

@@ -10,13 +10,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
 func main() {
 	// JSON logs, so CloudWatch Logs Insights can filter on sweep, graph and stack.
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
-	h, err := drift.HandlerFromEnv(context.Background())
+	h, err := sweeper.HandlerFromEnv(context.Background())
 	if err != nil {
 		slog.Error("drift function misconfigured", "err", err)
 		os.Exit(1)

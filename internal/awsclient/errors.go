@@ -95,6 +95,22 @@ func StackMissing(err error) bool {
 	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist")
 }
 
+// ChangeSetMissing reports CloudFormation's answer for a change set that does not exist
+// (ChangeSetNotFound, or a ValidationError saying so when the stack named is gone).
+func ChangeSetMissing(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	return ae.ErrorCode() == "ChangeSetNotFound" || ae.ErrorCode() == "ValidationError" && strings.Contains(ae.ErrorMessage(), "does not exist")
+}
+
+// AccessDenied reports an answer of IAM refusing the call (AccessDenied,
+// AccessDeniedException): the caller's role lacks a permission.
+func AccessDenied(err error) bool {
+	return strings.HasPrefix(ErrorCode(err), "AccessDenied")
+}
+
 // Reason is an AWS error as a stack's failure reason says it, without the SDK's operation,
 // status code and request id: for a condition the caller caused (a validation error,
 // missing capabilities, access denied: Permanent) CloudFormation's message alone, else

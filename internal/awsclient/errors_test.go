@@ -132,3 +132,35 @@ func TestReason(t *testing.T) {
 		}
 	}
 }
+
+// TestCloudFormationAndIAMAnswers: what the deployer's callers tell apart by the answer's
+// code and message, each classified here once.
+func TestCloudFormationAndIAMAnswers(t *testing.T) {
+	wrap := func(code, msg string) error {
+		return fmt.Errorf("operation error CloudFormation: X: %w", &smithy.GenericAPIError{Code: code, Message: msg})
+	}
+	for _, tc := range []struct {
+		name                                   string
+		err                                    error
+		stackMissing, changeSetMissing, denied bool
+	}{
+		{"stack gone", wrap("ValidationError", "Stack with id shop-app does not exist"), true, true, false},
+		{"change set gone", wrap("ChangeSetNotFound", "ChangeSet [cairn-1] does not exist"), false, true, false},
+		{"another validation error", wrap("ValidationError", "Template format error"), false, false, false},
+		{"IAM, query protocol", wrap("AccessDenied", "User: x is not authorized"), false, false, true},
+		{"IAM, JSON protocol", wrap("AccessDeniedException", "User: x is not authorized"), false, false, true},
+		{"throttled", wrap("Throttling", "Rate exceeded"), false, false, false},
+		{"no answer", errors.New("dial tcp: refused"), false, false, false},
+		{"nil", nil, false, false, false},
+	} {
+		if got := StackMissing(tc.err); got != tc.stackMissing {
+			t.Errorf("%s: StackMissing = %v", tc.name, got)
+		}
+		if got := ChangeSetMissing(tc.err); got != tc.changeSetMissing {
+			t.Errorf("%s: ChangeSetMissing = %v", tc.name, got)
+		}
+		if got := AccessDenied(tc.err); got != tc.denied {
+			t.Errorf("%s: AccessDenied = %v", tc.name, got)
+		}
+	}
+}

@@ -273,7 +273,7 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
 		}
 		_, err := api.DeleteChangeSet(ctx, req)
-		if awsclient.ErrorCode(err) == "ChangeSetNotFound" {
+		if awsclient.ChangeSetMissing(err) {
 			return nil
 		}
 		return err

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -39,7 +38,7 @@ func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string,
 		}
 		out, err := api.DescribeChangeSet(ctx, in)
 		if err != nil {
-			if awsclient.ErrorCode(err) == "ChangeSetNotFound" || strings.Contains(err.Error(), "does not exist") {
+			if awsclient.ChangeSetMissing(err) {
 				return plan.ChangeSet{}, nil
 			}
 			return st, fmt.Errorf("describe change set %s: %w", id, err)
@@ -104,10 +103,39 @@ func (c *Client) DeleteChangeSet(ctx context.Context, t target.Spec, id string) 
 		return err
 	}
 	_, err = api.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
-	if err != nil && awsclient.ErrorCode(err) != "ChangeSetNotFound" {
+	if err != nil && !awsclient.ChangeSetMissing(err) {
 		return fmt.Errorf("delete change set %s: %w", id, err)
 	}
 	return nil
+}
+
+// OtherChangeSets lists the change sets of stack stackID at t other than own, by name (all
+// pages, each under the run's budget).
+func (c *Client) OtherChangeSets(ctx context.Context, t target.Spec, stackID, own string) ([]string, error) {
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	in := &cloudformation.ListChangeSetsInput{StackName: aws.String(stackID)}
+	var others []string
+	for {
+		if err := budget.Wait(ctx); err != nil {
+			return nil, err
+		}
+		out, err := api.ListChangeSets(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("list change sets of stack %s: %w", stackID, err)
+		}
+		for _, cs := range out.Summaries {
+			if aws.ToString(cs.ChangeSetId) != own {
+				others = append(others, aws.ToString(cs.ChangeSetName))
+			}
+		}
+		if aws.ToString(out.NextToken) == "" {
+			return others, nil
+		}
+		in.NextToken = out.NextToken
+	}
 }
 
 // DeleteStack deletes a stack at t by id or name.

@@ -142,7 +142,7 @@ func (c *Config) Graph() (*graph.Graph, error) {
 			}
 		}
 		for _, l := range s.Lookups {
-			if l.Kind != "output" {
+			if l.Kind != KindOutput {
 				continue
 			}
 			if err := g.AddEdge(s.Name, l.Stack); err != nil {

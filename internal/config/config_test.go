@@ -706,11 +706,32 @@ func TestParseValue(t *testing.T) {
 		var got []string
 		for _, p := range parts {
 			if p.lookup {
-				got = append(got, p.kind+"|"+p.raw)
+				got = append(got, string(p.kind)+"|"+p.raw)
 			}
 		}
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("parseValue(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestMergeKeyCycleIsAnError: a merge key (<<:) naming an anchor of a mapping that contains
+// it is an alias cycle: an error at its place, not endless recursion (found by
+// FuzzLoadConfig; testdata/fuzz/FuzzLoadConfig/merge-cycle.yaml).
+func TestMergeKeyCycleIsAnError(t *testing.T) {
+	for _, cfg := range []string{
+		"namespace: shop\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n    parameters: &p\n      <<: *p\n      Size: small\n",
+		"namespace: shop\nstacks:\n  - &s\n    name: app\n    template_path: templates/app.yaml\n    <<: [*s]\n",
+	} {
+		_, err := Load(fuzzBundle(t, []byte(cfg)))
+		var errs Errors
+		if !errors.As(err, &errs) || !strings.Contains(err.Error(), "alias cycle") {
+			t.Errorf("%s: err %v, want the alias cycle named", cfg, err)
+		}
+	}
+	// The same anchor merged in two places is no cycle.
+	ok := "namespace: shop\nbase: &base {template_path: templates/app.yaml}\nstacks:\n  - {<<: *base, name: a}\n  - {<<: *base, name: b}\n"
+	if _, err := Load(fuzzBundle(t, []byte(ok))); err != nil && strings.Contains(err.Error(), "alias cycle") {
+		t.Errorf("an anchor merged twice is called a cycle: %v", err)
 	}
 }

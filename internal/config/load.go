@@ -92,11 +92,10 @@ var (
 	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "take_over_graph_from", "tags",
 		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks",
 		"region", "role_arn", "external_id", "service_role"}
-	stackKeys = []string{"name", "stack_name", "template_path", "template_url", "template_body",
+	stackKeys = slices.Concat([]string{"name", "stack_name", "template_path", "template_url", "template_body",
 		"parameters", "variables", "requires", "required_by", "tags", "termination_protection",
-		"protected", "enabled", "locked", "capabilities", "stack_policy_path", "notification_arns",
-		"rollback_configuration", "timeout_in_minutes", "disable_rollback",
-		"region", "role_arn", "external_id", "service_role"}
+		"protected", "enabled", "locked", "capabilities"}, optionKeys(),
+		[]string{"region", "role_arn", "external_id", "service_role"})
 	deletionKeys = []string{"max_deletions"}
 	driftKeys    = []string{"enabled", "ignore"}
 )
@@ -129,6 +128,9 @@ type loader struct {
 	// so a config with thousands of typos stays linear.
 	knownNames  []string
 	suggestions int
+	// merging holds the mappings whose merge keys (<<:) are being expanded, so a merge that
+	// refers to a mapping containing it (an alias cycle) is an error, not endless recursion.
+	merging map[*yaml.Node]bool
 }
 
 // maxSuggestions bounds the "did you mean" searches of unknown stack names in one load.
@@ -316,7 +318,7 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 		var lookups []lookupRef
 		c.Tags, lookups = l.tags(tagsNode, "tags")
 		for _, lr := range lookups {
-			if lr.l.Kind == "output" {
+			if lr.l.Kind == KindOutput {
 				l.errorf(lr.node, lr.key, "the config's tags cannot read ${output %s::%s}: every stack would depend on stack %s; put the tag on the stacks that need it", lr.l.Stack, lr.l.Output, lr.l.Stack)
 				continue
 			}
@@ -443,8 +445,6 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 			s.Enabled, _ = l.boolean(f.v, f.key)
 		case "locked":
 			s.Locked, _ = l.boolean(f.v, f.key)
-		case "stack_policy_path", "notification_arns", "rollback_configuration", "timeout_in_minutes", "disable_rollback":
-			l.option(d, f)
 		case "region", "role_arn", "external_id", "service_role":
 			l.targetField(&s.Target, f)
 			d.targetNodes[f.name] = f.v
@@ -460,6 +460,8 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 			if s.Capabilities == nil {
 				s.Capabilities = []string{}
 			}
+		default:
+			l.option(d, f) // a stack option (stackOptions)
 		}
 	}
 	if d.nameNode == nil {
@@ -595,7 +597,7 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 		}
 		for i := range d.lookups {
 			lr := &d.lookups[i]
-			if lr.l.Kind == "rxref" {
+			if lr.l.Kind == KindRxref {
 				if c.byName[lr.l.Stack] != nil {
 					l.errorf(lr.node, lr.key, "${rxref %s::%s} names stack %s of this config: write ${output %s::%s}, which also deploys %s first", lr.l.Stack, lr.l.Output, lr.l.Stack, lr.l.Stack, lr.l.Output, lr.l.Stack)
 					continue
@@ -606,7 +608,7 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 				}
 				continue
 			}
-			if lr.l.Kind != "output" {
+			if lr.l.Kind != KindOutput {
 				continue
 			}
 			target := c.byName[lr.l.Stack]
@@ -980,7 +982,15 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], resolve(n.Content[i+1])
 		if k.Tag == "!!merge" {
+			if l.merging == nil {
+				l.merging = map[*yaml.Node]bool{}
+			}
+			outer := l.merging[n]
+			l.merging[n] = true
 			merged = append(merged, l.merge(v, key, allowed)...)
+			if !outer {
+				delete(l.merging, n)
+			}
 			continue
 		}
 		if k.Kind != yaml.ScalarNode {
@@ -1017,10 +1027,23 @@ func (l *loader) merge(v *yaml.Node, key string, allowed []string) []field {
 	if v.Kind == yaml.SequenceNode {
 		var out []field
 		for _, c := range v.Content {
-			out = append(out, l.fields(c, key, allowed)...)
+			if c = resolve(c); c.Kind == yaml.SequenceNode {
+				out = append(out, l.fields(c, key, allowed)...) // not a mapping: said so
+				continue
+			}
+			out = append(out, l.merge(c, key, allowed)...)
 		}
 		return out
 	}
+	if l.merging[v] {
+		l.errorf(v, key, "the merge key <<: refers to a mapping that contains it (an alias cycle): merge another mapping")
+		return nil
+	}
+	if l.merging == nil {
+		l.merging = map[*yaml.Node]bool{}
+	}
+	l.merging[v] = true
+	defer delete(l.merging, v)
 	return l.fields(v, key, allowed)
 }
 

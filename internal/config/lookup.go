@@ -15,7 +15,7 @@ type Lookup struct {
 	// full CloudFormation name), rxref (a stack of this namespace outside this config), cfn
 	// (Runway's spelling of xref), ssm (an SSM parameter), var (a variable) or file (a
 	// file of the bundle).
-	Kind string
+	Kind LookupKind
 	// Stack is the name as written: a config stack name for output and rxref, a
 	// CloudFormation stack name for xref and cfn.
 	Stack string `json:",omitempty"`
@@ -37,15 +37,60 @@ type Lookup struct {
 	Tag   string `json:",omitempty"`
 }
 
-// Kinds are the lookups cairn knows, in the order messages list them.
-var Kinds = []string{"output", "xref", "rxref", "cfn", "ssm", "var", "file", "split", "join"}
+// LookupKind is what a ${KIND ARGS} lookup reads. Adding one: its constant and its row of
+// lookupKinds here, its arguments in parseLookup, its value in resolve.go (atLoad, read
+// when the bundle is loaded; atDeploy, from what the deployer fetched), and, for a kind
+// read at deploy time, its fetch in internal/deploy (start.go, before plan.Make).
+type LookupKind string
 
-// deployTime reports whether a lookup kind is read in the deployer rather than from the
-// bundle.
-func deployTime(kind string) bool {
-	switch kind {
-	case "output", "xref", "rxref", "cfn", "ssm":
-		return true
+// The lookups cairn knows.
+const (
+	KindOutput LookupKind = "output" // an output of a stack of this config: adds a dependency
+	KindXref   LookupKind = "xref"   // an output of any stack, by its CloudFormation name
+	KindRxref  LookupKind = "rxref"  // an output of a stack of this namespace outside this config
+	KindCFN    LookupKind = "cfn"    // Runway's spelling of xref
+	KindSSM    LookupKind = "ssm"    // an SSM parameter
+	KindVar    LookupKind = "var"    // a variable
+	KindFile   LookupKind = "file"   // a file of the bundle
+	KindSplit  LookupKind = "split"  // a value split into a list
+	KindJoin   LookupKind = "join"   // values joined
+)
+
+// lookupKinds are the lookups cairn knows, in the order messages list them, each with
+// whether it reads another stack's outputs by its CloudFormation name (in the reading
+// stack's account and region, adding no dependency).
+var lookupKinds = []struct {
+	kind   LookupKind
+	byName bool
+}{
+	{KindOutput, false},
+	{KindXref, true},
+	{KindRxref, true},
+	{KindCFN, true},
+	{KindSSM, false},
+	{KindVar, false},
+	{KindFile, false},
+	{KindSplit, false},
+	{KindJoin, false},
+}
+
+// Kinds are the lookups cairn knows, in the order messages list them.
+func Kinds() []LookupKind {
+	out := make([]LookupKind, len(lookupKinds))
+	for i, k := range lookupKinds {
+		out[i] = k.kind
+	}
+	return out
+}
+
+// ByStackName reports whether a lookup of kind k reads another stack's outputs by its
+// CloudFormation name, in the reading stack's account and region: the plan looks that
+// stack up, and it orders nothing.
+func (k LookupKind) ByStackName() bool {
+	for _, row := range lookupKinds {
+		if row.kind == k {
+			return row.byName
+		}
 	}
 	return false
 }
@@ -57,9 +102,10 @@ const maxDepth = 8
 type part struct {
 	text string
 	// lookup marks a ${KIND ARGS}; raw is its source text.
-	lookup    bool
-	kind, raw string
-	args      []part
+	lookup bool
+	kind   LookupKind
+	raw    string
+	args   []part
 }
 
 // SyntaxError is a value that does not parse.
@@ -155,7 +201,7 @@ func (sc *scanner) parts(depth int) ([]part, error) {
 			return nil, &SyntaxError{start, fmt.Sprintf("lookup %q is not closed: add }", shorten(sc.v[start:]))}
 		}
 		sc.i++ // the closing brace
-		out = append(out, part{lookup: true, kind: sc.v[start+2 : kindEnd], raw: sc.v[start:sc.i], args: args})
+		out = append(out, part{lookup: true, kind: LookupKind(sc.v[start+2 : kindEnd]), raw: sc.v[start:sc.i], args: args})
 	}
 	flush()
 	return out, nil
@@ -216,7 +262,7 @@ var (
 var fileCodecs = []string{"plain", "base64", "json", "yaml"}
 
 // parseLookup parses the KIND and evaluated ARGS of a lookup other than split and join.
-func parseLookup(kind, args string) (Lookup, error) {
+func parseLookup(kind LookupKind, args string) (Lookup, error) {
 	args = strings.TrimSpace(args)
 	stackOutput := func(seps []string, want string) (Lookup, error) {
 		for _, sep := range seps {
@@ -227,19 +273,19 @@ func parseLookup(kind, args string) (Lookup, error) {
 		return Lookup{}, fmt.Errorf("malformed lookup ${%s %s}: write ${%s %s}", kind, args, kind, want)
 	}
 	switch kind {
-	case "output":
+	case KindOutput:
 		return stackOutput([]string{"::", "."}, "STACK::Output")
-	case "rxref":
+	case KindRxref:
 		return stackOutput([]string{"::"}, "STACK::Output (a stack of this namespace outside this config)")
-	case "xref":
+	case KindXref:
 		l, err := stackOutput([]string{"::"}, "FULL-STACK-NAME::Output")
 		l.StackName = l.Stack
 		return l, err
-	case "cfn":
+	case KindCFN:
 		l, err := stackOutput([]string{"."}, "FULL-STACK-NAME.Output")
 		l.StackName = l.Stack
 		return l, err
-	case "ssm":
+	case KindSSM:
 		name := args
 		switch {
 		case name == "":
@@ -250,14 +296,14 @@ func parseLookup(kind, args string) (Lookup, error) {
 			return Lookup{}, fmt.Errorf("malformed lookup ${ssm %s}: a parameter name with / must start with /: write ${ssm /%s}", name, name)
 		}
 		return Lookup{Kind: kind, Name: name}, nil
-	case "var":
+	case KindVar:
 		name, _, _ := strings.Cut(args, "::")
 		name = strings.TrimSpace(name)
 		if !varNameRE.MatchString(name) {
 			return Lookup{}, fmt.Errorf("malformed lookup ${var %s}: write ${var NAME} or ${var NAME::default}, NAME being letters, digits and _.-", args)
 		}
 		return Lookup{Kind: kind, Name: name, Arg: args}, nil
-	case "file":
+	case KindFile:
 		codec, p, ok := strings.Cut(args, ":")
 		if !ok || p == "" {
 			return Lookup{}, fmt.Errorf("malformed lookup ${file %s}: write ${file CODEC:PATH}, CODEC being %s", args, strings.Join(fileCodecs, ", "))
@@ -271,13 +317,17 @@ func parseLookup(kind, args string) (Lookup, error) {
 		}
 		return Lookup{Kind: kind, Name: codec + ":" + strings.TrimPrefix(p, "file://"), Arg: args}, nil
 	}
-	return Lookup{}, fmt.Errorf("unknown lookup ${%s %s}%s: cairn supports %s", kind, args, suggestList(kind, Kinds), kindList())
+	var names []string
+	for _, k := range Kinds() {
+		names = append(names, string(k))
+	}
+	return Lookup{}, fmt.Errorf("unknown lookup ${%s %s}%s: cairn supports %s", kind, args, suggestList(string(kind), names), kindList())
 }
 
 func kindList() string {
-	out := make([]string, len(Kinds))
-	for i, k := range Kinds {
-		out[i] = "${" + k + "}"
+	var out []string
+	for _, k := range Kinds() {
+		out = append(out, "${"+string(k)+"}")
 	}
 	return strings.Join(out, ", ")
 }

@@ -198,7 +198,7 @@ stacks:
 	}
 	var kinds []string
 	for _, l := range app.Lookups {
-		kinds = append(kinds, l.Kind+" "+l.Param+l.Tag+" "+cmpOr(l.StackName, l.Name))
+		kinds = append(kinds, string(l.Kind)+" "+l.Param+l.Tag+" "+cmpOr(l.StackName, l.Name))
 	}
 	want := []string{
 		"var env env", "cfn link legacy-api", "rxref link shop-legacy", "xref link other-stack", "ssm owner /org/owner",
@@ -433,4 +433,26 @@ func FuzzLookup(f *testing.F) {
 			t.Fatalf("%q resolved to the secret in plain text: %q", v, params["P"])
 		}
 	})
+}
+
+// TestLookupKinds: every kind cairn knows parses by its name, and the kinds that read a
+// stack by its CloudFormation name are exactly those the plan looks up in the reader's
+// account and region.
+func TestLookupKinds(t *testing.T) {
+	byName := map[LookupKind]bool{KindXref: true, KindRxref: true, KindCFN: true}
+	for _, k := range Kinds() {
+		if got := k.ByStackName(); got != byName[k] {
+			t.Errorf("%s.ByStackName() = %v, want %v", k, got, byName[k])
+		}
+		parts, err := parseValue("${" + string(k) + " x}")
+		if err != nil || len(parts) != 1 || parts[0].kind != k {
+			t.Errorf("${%s x} parsed as %+v, %v", k, parts, err)
+		}
+	}
+	if LookupKind("envvar").ByStackName() {
+		t.Error("an unknown kind reads a stack")
+	}
+	if _, err := parseLookup("envvar", "HOME"); err == nil || !strings.Contains(err.Error(), "unknown lookup ${envvar HOME}") || !strings.Contains(err.Error(), "${output}") {
+		t.Errorf("unknown kind: %v", err)
+	}
 }

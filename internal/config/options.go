@@ -16,7 +16,9 @@ import (
 )
 
 // Options are a stack's CloudFormation stack options, passed with its change sets and
-// kept in sync on update.
+// kept in sync on update. Adding one: its field here (Hash covers every field), its row of
+// stackOptions (the key of cairn.yaml and how it is read), and what it sends in Create or
+// Execute (changeset passes those to CloudFormation).
 type Options struct {
 	// StackPolicyPath is the bundle file of the stack policy; StackPolicy its JSON, set
 	// (SetStackPolicy) before every change set of the stack is executed.
@@ -46,17 +48,85 @@ type Trigger struct {
 	ARN, Type string
 }
 
-// Hash identifies the options, so a change of them alone updates the stack; "" when the
-// stack has none (stacks without options keep the inputs they had).
+// Hash identifies the options, every field of them, so a change of any alone updates the
+// stack; "" when the stack has none (stacks without options keep the inputs they had).
 func (o Options) Hash() string {
-	if o.StackPolicy == nil && len(o.NotificationARNs) == 0 && o.Rollback == nil && o.TimeoutInMinutes == 0 && !o.DisableRollback {
-		return ""
-	}
 	cp := o
 	cp.StackPolicyPath = "" // moving the file changes nothing
 	b, _ := json.Marshal(cp)
+	if string(b) == "{}" {
+		return ""
+	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// CreateOptions are what a stack's options send with CreateChangeSet.
+type CreateOptions struct {
+	// NotificationARNs: nil sends none (the stack keeps its topics); an empty list clears
+	// the stack's.
+	NotificationARNs []string
+	// Rollback says a rollback configuration is sent: MonitoringTimeInMinutes (nil: not
+	// sent) and RollbackTriggers (empty: the stack's are cleared).
+	Rollback                bool
+	MonitoringTimeInMinutes *int
+	RollbackTriggers        []Trigger
+}
+
+// Create returns what the options send with CreateChangeSet. An update (update true)
+// clears the topics and triggers the config no longer names, so the stack keeps in sync:
+// an empty list of triggers removes the stack's, where none at all would keep them.
+func (o Options) Create(update bool) CreateOptions {
+	var c CreateOptions
+	if len(o.NotificationARNs) > 0 || update {
+		c.NotificationARNs = append([]string{}, o.NotificationARNs...)
+	}
+	if o.Rollback != nil || update {
+		c.Rollback, c.RollbackTriggers = true, []Trigger{}
+	}
+	if rb := o.Rollback; rb != nil {
+		c.MonitoringTimeInMinutes = &rb.MonitoringTimeInMinutes
+		c.RollbackTriggers = append(c.RollbackTriggers, rb.Triggers...)
+	}
+	return c
+}
+
+// ExecuteOptions are what a stack's options send with ExecuteChangeSet.
+type ExecuteOptions struct {
+	// StackPolicy is set (SetStackPolicy) before the execution; "" none.
+	StackPolicy string
+	// DisableRollback keeps a failed create's resources.
+	DisableRollback bool
+}
+
+// Execute returns what the options send with ExecuteChangeSet: the stack policy, and
+// DisableRollback for a change set that creates the stack (create true).
+func (o Options) Execute(create bool) ExecuteOptions {
+	return ExecuteOptions{StackPolicy: string(o.StackPolicy), DisableRollback: o.DisableRollback && create}
+}
+
+// stackOption is one stack option of cairn.yaml: its key, and how it is read into Options.
+type stackOption struct {
+	key    string
+	decode func(l *loader, o *Options, f field)
+}
+
+// stackOptions are the stack options cairn.yaml takes, in the order messages list them.
+var stackOptions = []stackOption{
+	{"stack_policy_path", (*loader).stackPolicy},
+	{"notification_arns", (*loader).notificationARNs},
+	{"rollback_configuration", (*loader).rollbackConfiguration},
+	{"timeout_in_minutes", (*loader).timeoutInMinutes},
+	{"disable_rollback", func(l *loader, o *Options, f field) { o.DisableRollback, _ = l.boolean(f.v, f.key) }},
+}
+
+// optionKeys are the keys of stackOptions.
+func optionKeys() []string {
+	keys := make([]string, len(stackOptions))
+	for i, o := range stackOptions {
+		keys[i] = o.key
+	}
+	return keys
 }
 
 // CloudFormation's limits on stack options.
@@ -78,64 +148,73 @@ var (
 	triggerTypes = []string{"AWS::CloudWatch::Alarm", "AWS::CloudWatch::CompositeAlarm"}
 )
 
-// option decodes one stack option key of d.
+// option decodes the stack option f of d (a key fields admitted: one of stackOptions).
 func (l *loader) option(d *stackDef, f field) {
-	o := &d.s.Options
-	switch f.name {
-	case "stack_policy_path":
-		p, ok := l.str(f.v, f.key)
-		if !ok {
+	for _, o := range stackOptions {
+		if o.key == f.name {
+			o.decode(l, &d.s.Options, f)
 			return
 		}
-		o.StackPolicyPath = p
-		body, err := l.bundleFile("stack policy", "policies/app.json", "bundle a directory", p)
-		if err != nil {
-			l.errorf(f.v, f.key, "%v", err)
-			return
+	}
+}
+
+func (l *loader) stackPolicy(o *Options, f field) {
+	p, ok := l.str(f.v, f.key)
+	if !ok {
+		return
+	}
+	o.StackPolicyPath = p
+	body, err := l.bundleFile("stack policy", "policies/app.json", "bundle a directory", p)
+	if err != nil {
+		l.errorf(f.v, f.key, "%v", err)
+		return
+	}
+	if msg := checkPolicy(body); msg != "" {
+		l.errorf(f.v, f.key, "stack policy %s %s", p, msg)
+		return
+	}
+	var buf bytes.Buffer
+	_ = json.Compact(&buf, body)
+	o.StackPolicy = buf.Bytes()
+}
+
+func (l *loader) notificationARNs(o *Options, f field) {
+	arns, nodes := l.strs(f.v, f.key)
+	if len(arns) > maxNotificationARNs {
+		l.errorf(f.v, f.key, "%d topics, more than CloudFormation's %d", len(arns), maxNotificationARNs)
+	}
+	for i, a := range arns {
+		if !snsARNRE.MatchString(a) {
+			l.errorf(nodes[i], fmt.Sprintf("%s[%d]", f.key, i), "%q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", a)
 		}
-		if msg := checkPolicy(body); msg != "" {
-			l.errorf(f.v, f.key, "stack policy %s %s", p, msg)
-			return
-		}
-		var buf bytes.Buffer
-		_ = json.Compact(&buf, body)
-		o.StackPolicy = buf.Bytes()
-	case "notification_arns":
-		arns, nodes := l.strs(f.v, f.key)
-		if len(arns) > maxNotificationARNs {
-			l.errorf(f.v, f.key, "%d topics, more than CloudFormation's %d", len(arns), maxNotificationARNs)
-		}
-		for i, a := range arns {
-			if !snsARNRE.MatchString(a) {
-				l.errorf(nodes[i], fmt.Sprintf("%s[%d]", f.key, i), "%q is not an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:TOPIC)", a)
-			}
-		}
-		o.NotificationARNs = arns
-	case "rollback_configuration":
-		r := &Rollback{}
-		o.Rollback = r
-		for _, g := range l.fields(f.v, f.key, rollbackKeys) {
-			switch g.name {
-			case "monitoring_time_in_minutes":
-				if n, ok := l.integer(g.v, g.key); ok {
-					if n < 0 || n > maxMonitoringTime {
-						l.errorf(g.v, g.key, "must be 0 to %d minutes, got %d", maxMonitoringTime, n)
-					}
-					r.MonitoringTimeInMinutes = n
+	}
+	o.NotificationARNs = arns
+}
+
+func (l *loader) rollbackConfiguration(o *Options, f field) {
+	r := &Rollback{}
+	o.Rollback = r
+	for _, g := range l.fields(f.v, f.key, rollbackKeys) {
+		switch g.name {
+		case "monitoring_time_in_minutes":
+			if n, ok := l.integer(g.v, g.key); ok {
+				if n < 0 || n > maxMonitoringTime {
+					l.errorf(g.v, g.key, "must be 0 to %d minutes, got %d", maxMonitoringTime, n)
 				}
-			case "rollback_triggers":
-				r.Triggers = l.triggers(g)
+				r.MonitoringTimeInMinutes = n
 			}
+		case "rollback_triggers":
+			r.Triggers = l.triggers(g)
 		}
-	case "timeout_in_minutes":
-		if n, ok := l.integer(f.v, f.key); ok {
-			if n < 1 {
-				l.errorf(f.v, f.key, "must be at least 1 minute, got %d", n)
-			}
-			o.TimeoutInMinutes = n
+	}
+}
+
+func (l *loader) timeoutInMinutes(o *Options, f field) {
+	if n, ok := l.integer(f.v, f.key); ok {
+		if n < 1 {
+			l.errorf(f.v, f.key, "must be at least 1 minute, got %d", n)
 		}
-	case "disable_rollback":
-		o.DisableRollback, _ = l.boolean(f.v, f.key)
+		o.TimeoutInMinutes = n
 	}
 }
 

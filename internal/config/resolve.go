@@ -246,7 +246,7 @@ func (e *evaluator) lookup(p part) (result, error) {
 
 func (e *evaluator) lookupValue(p part) (result, error) {
 	switch p.kind {
-	case "split":
+	case KindSplit:
 		delimParts, rest, ok := cutParts(p.args, "::")
 		delim, lit := literal(delimParts)
 		if !ok || !lit || delim == "" {
@@ -263,7 +263,7 @@ func (e *evaluator) lookupValue(p part) (result, error) {
 			return result{unknown: true, isList: true}, nil
 		}
 		return result{isList: true, list: strings.Split(v.String(), delim)}, nil
-	case "join":
+	case KindJoin:
 		delimParts, rest, ok := cutParts(p.args, "::")
 		delim, lit := literal(delimParts)
 		if !ok || !lit {
@@ -312,7 +312,7 @@ func (e *evaluator) lookupValue(p part) (result, error) {
 
 func (e *evaluator) atLoad(l Lookup) (result, error) {
 	switch l.Kind {
-	case "var":
+	case KindVar:
 		_, def, hasDefault := strings.Cut(l.Arg, "::")
 		v, ok := e.vars(l.Name)
 		switch {
@@ -325,7 +325,7 @@ func (e *evaluator) atLoad(l Lookup) (result, error) {
 		l.Value = v
 		e.found = append(e.found, l)
 		return result{s: v}, nil
-	case "file":
+	case KindFile:
 		v, err := e.readFile(l.Name)
 		if err != nil {
 			return result{}, err
@@ -340,14 +340,14 @@ func (e *evaluator) atLoad(l Lookup) (result, error) {
 
 func (e *evaluator) atDeploy(l Lookup) (result, error) {
 	switch l.Kind {
-	case "var", "file":
+	case KindVar, KindFile:
 		for _, r := range e.recorded {
 			if r.Kind == l.Kind && r.Arg == l.Arg {
 				return result{s: r.Value}, nil
 			}
 		}
 		return result{}, errors.New("no value was recorded when the bundle was loaded: push the bundle again")
-	case "ssm":
+	case KindSSM:
 		p, ok := e.vals.SSM[l.Name]
 		if !ok {
 			return result{}, fmt.Errorf("SSM parameter %s not found: create it (aws ssm put-parameter --name %s --type String --value ...) or fix the name", l.Name, l.Name)
@@ -370,7 +370,7 @@ func (e *evaluator) atDeploy(l Lookup) (result, error) {
 		return result{}, errors.New("names a stack the config does not know: reload the config")
 	}
 	outputs := e.vals.Outputs
-	if l.Kind == "output" && e.vals.Output != nil {
+	if l.Kind == KindOutput && e.vals.Output != nil {
 		// By config name: two stacks of the config may share a CloudFormation name in two
 		// accounts or regions.
 		outputs = func(_, output string) (string, bool) { return e.vals.Output(l.Stack, output) }
@@ -380,7 +380,7 @@ func (e *evaluator) atDeploy(l Lookup) (result, error) {
 	}
 	v, ok := outputs(stackName, l.Output)
 	if !ok {
-		if l.Kind == "output" {
+		if l.Kind == KindOutput {
 			return result{}, fmt.Errorf("stack %s has no output %s yet: deploy %s first", stackName, l.Output, l.Stack)
 		}
 		return result{}, fmt.Errorf("stack %s does not exist or has no output %s: it is not deployed by this config; deploy it first or fix the name", stackName, l.Output)
@@ -488,7 +488,7 @@ func (c *Config) SSMNames() []string {
 func (s *Stack) SSMNames() []string {
 	var names []string
 	for _, l := range s.Lookups {
-		if l.Kind == "ssm" {
+		if l.Kind == KindSSM {
 			names = append(names, l.Name)
 		}
 	}

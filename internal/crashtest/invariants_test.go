@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -269,7 +269,7 @@ func (w *world) observe(ctx context.Context, version string, keep []string, step
 		if err != nil {
 			return snap, nil, err
 		}
-		doc, err := deploy.DecodeDocument([]byte(body))
+		doc, err := rundoc.DecodeDocument([]byte(body))
 		if err != nil {
 			flag(runsClosed, "%s: %v", k, err)
 			continue

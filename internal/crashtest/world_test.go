@@ -77,15 +77,6 @@ func newWorld(t testing.TB, inj *injector, dir string) *world {
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	w.emOpts = awslocal.Options{Dir: dir, Clock: w.clk, Logger: logger,
 		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: 2 * time.Second, ChangeSetDelay: time.Second}}
-	em, err := awslocal.New(w.emOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := em.Start(w.addr); err != nil {
-		t.Fatal(err)
-	}
-	w.addr = strings.TrimPrefix(em.URL(), "http://")
-	w.em = em
 	if dir != "" {
 		inj.restart = w.restart
 	}
@@ -110,32 +101,50 @@ func newWorld(t testing.TB, inj *injector, dir string) *world {
 		w.waitRestarts()
 		close(stop)
 		<-ticked
-		w.emulator().Close()
+		if em := w.emulator(); em != nil {
+			em.Close()
+		}
 		if t.Failed() {
 			t.Logf("emulator and deployer logs (last 300 lines):\n%s", tail(w.logs.String(), 300))
 		}
 	})
-	w.cairn, err = localcairn.Provision(ctx, em, localcairn.Options{Namespaces: []string{"shop"}})
+	local, err := w.start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := em.AWSConfig(ctx)
+	w.em, w.cairn = local.Emulator, local.Cairn
+	w.addr = strings.TrimPrefix(w.em.URL(), "http://")
+	cfg, err := w.em.AWSConfig(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.s3, w.cfn, w.sqs = awsclient.S3(cfg), cloudformation.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
-	// The deployer's configuration: the retries awsclient.Load gives it in AWS, and the
-	// crash injector on every client.
-	w.deployerCfg = cfg.Copy()
-	w.deployerCfg.Retryer = func() aws.Retryer {
-		return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = awsclient.MaxAttempts })
-	}
-	w.deployerCfg.APIOptions = append(w.deployerCfg.APIOptions, inj.middleware)
-	w.deployerLogger = logger
-	if err := w.cairn.Register(em, localcairn.Handlers{Deployer: w.handle}); err != nil {
-		t.Fatal(err)
-	}
 	return w
+}
+
+// start starts cairn in the emulator on the world's address and --dir (localcairn.Start,
+// as `cairn local up` does), its deployer the world's: handle, in a process of its own.
+func (w *world) start(ctx context.Context) (*localcairn.Local, error) {
+	return localcairn.Start(ctx, localcairn.StartOptions{Emulator: w.emOpts, Addr: w.addr, Options: localcairn.Options{Namespaces: []string{"shop"}},
+		Handlers: func(ctx context.Context, l *localcairn.Local) (localcairn.Handlers, error) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if w.deployerLogger == nil { // the first start (a restart keeps the address, and so the configuration)
+				cfg, err := l.Emulator.AWSConfig(ctx)
+				if err != nil {
+					return localcairn.Handlers{}, err
+				}
+				// The deployer's configuration: the retries awsclient.Load gives it in AWS,
+				// and the crash injector on every client.
+				w.deployerCfg = cfg.Copy()
+				w.deployerCfg.Retryer = func() aws.Retryer {
+					return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = awsclient.MaxAttempts })
+				}
+				w.deployerCfg.APIOptions = append(w.deployerCfg.APIOptions, w.inj.middleware)
+				w.deployerLogger = w.emOpts.Logger
+			}
+			return localcairn.Handlers{Deployer: w.handle}, nil
+		}})
 }
 
 // emulator returns the emulator running now.
@@ -171,21 +180,12 @@ func (w *world) restart(p point) {
 			// its state saved and its port free, is done.
 			w.t.Logf("restart at %s: stopping the emulator: %v", p, err)
 		}
-		em, err := awslocal.New(w.emOpts)
-		if err == nil {
-			err = em.Start(w.addr)
-		}
-		var c *localcairn.Cairn
-		if err == nil {
-			c, err = localcairn.Provision(ctx, em, localcairn.Options{Namespaces: []string{"shop"}})
-		}
-		if err == nil {
-			err = c.Register(em, localcairn.Handlers{Deployer: w.handle})
-		}
+		local, err := w.start(ctx)
 		if err != nil {
 			w.t.Errorf("restart at %s: start the emulator again on %s: %v", p, w.emOpts.Dir, err)
 			return
 		}
+		em, c := local.Emulator, local.Cairn
 		if c.Bucket != w.cairn.Bucket || c.Deploy.URL != w.cairn.Deploy.URL {
 			w.t.Errorf("restart at %s: cairn's stack came back with bucket %s and deploy queue %s, was %s and %s", p, c.Bucket, c.Deploy.URL, w.cairn.Bucket, w.cairn.Deploy.URL)
 		}

@@ -9,13 +9,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -23,7 +21,7 @@ import (
 // act performs the actions Advance decided, changeset.Parallel stacks at a time (a
 // stack's own actions in order), checking the lock before each, and returns their
 // results for the next step. Once a lock check fails, no further action starts.
-func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, log *slog.Logger) (map[string]run.Observation, error) {
+func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, log *slog.Logger) (map[string]run.Observation, error) {
 	var order []string
 	byStack := map[string][]run.Action{}
 	for _, a := range actions {
@@ -32,7 +30,7 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 		}
 		byStack[a.Stack] = append(byStack[a.Stack], a)
 	}
-	bundle := sync.OnceValues(func() (*Loaded, error) { return Download(ctx, st.s3, doc.Bundle, st.loadOptions(doc.Run.Deployment)) })
+	bundle := sync.OnceValues(func() (*rundoc.Loaded, error) { return st.bundle(ctx, doc) })
 	type result struct {
 		obs      *run.Observation
 		warnings []string
@@ -74,18 +72,12 @@ func (st stepper) act(ctx context.Context, doc *Document, next *run.Run, actions
 }
 
 // perform makes one action: its result for the next step (keep says whether the next
-// step needs it), or a warning of the report.
-func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a run.Action, bundle func() (*Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
+// step needs it), or a warning of the report (run.Result decides).
+func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.Run, a run.Action, bundle func() (*rundoc.Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
+	var in *changeset.Inputs
 	switch a.Kind {
-	case run.SetTerminationProtection:
-		// The stack is done either way; a failure is a warning of the report.
-		if o := cs.Perform(ctx, a, nil); o.Err != "" {
-			return o, false, o.Err
-		}
-		return o, false, ""
 	case run.CreateChangeSet:
 		loaded, err := bundle()
-		var in *changeset.Inputs
 		var plain map[string]string
 		var secret []string
 		var stack *config.Stack
@@ -100,34 +92,33 @@ func (st stepper) perform(ctx context.Context, doc *Document, next *run.Run, a r
 		}
 		if err != nil {
 			log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
-			return run.Failure(a.Stack, err), true, ""
+			o = run.Failure(a.Stack, err)
+			keep, warning = run.Result(a, o)
+			return o, keep, warning
 		}
 		a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
-		return cs.Perform(ctx, a, in), true, ""
 	case run.ExecuteChangeSet:
 		loaded, err := bundle()
-		var in *changeset.Inputs
 		if err == nil {
 			in, err = executeInputs(loaded, next, a)
 		}
 		if err != nil {
 			log.Warn("deploy: cannot prepare the execution", "stack", a.Stack, "err", err)
-			return run.Failure(a.Stack, err), true, ""
+			o = run.Failure(a.Stack, err)
+			keep, warning = run.Result(a, o)
+			return o, keep, warning
 		}
-		return cs.Perform(ctx, a, in), true, ""
-	case run.DeleteChangeSet:
-		cs.Perform(ctx, a, nil) // the stack is done either way; a leftover change set is harmless
-		return o, false, ""
-	default:
-		return cs.Perform(ctx, a, nil), true, ""
 	}
+	o = cs.Perform(ctx, a, in)
+	keep, warning = run.Result(a, o)
+	return o, keep, warning
 }
 
-// inputs gathers what CreateChangeSet needs from the loaded bundle: plain are a's
-// parameters with their SecureStrings unsealed (those of the parameters named in secret).
-// A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
-// is retried.
-func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
+// inputs gathers what CreateChangeSet needs from the loaded bundle (changeset.CreateInputs)
+// with the run's tags: plain are a's parameters with their SecureStrings unsealed (those of
+// the parameters named in secret). A bundle that no longer loads fails the stack at once
+// (run.Permanent); one that changed is retried.
+func inputs(doc *rundoc.Document, r *run.Run, lb *rundoc.Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
 	cs, err := bundleStack(doc, lb, a)
 	if err != nil {
 		return nil, err
@@ -145,32 +136,13 @@ func inputs(doc *Document, r *run.Run, lb *Loaded, a run.Action, plain map[strin
 	maps.Copy(tags, state.StackTags(lb.Config.Namespace, lb.Config.PersistentGraphKey, ref, &state.Stack{
 		Name: cs.Name, TemplateHash: rs.TemplateHash, ParametersHash: rs.ParametersHash, Requires: rs.Requires,
 	}))
-	in := &changeset.Inputs{TemplateBody: cs.TemplateBody, TemplateURL: cs.TemplateURL, Tree: cs.Tree,
-		IncludeNested: cs.Template != nil && cs.Template.HasNestedStacks(), Capabilities: cs.Capabilities, Tags: tags,
-		NotificationARNs: cs.Options.NotificationARNs, ServiceRole: cs.Target.ServiceRole}
-	if in.ServiceRole == "" && cs.Target.RoleARN == "" {
-		in.ServiceRole = serviceRole // cairn's own, for stacks of its account
-	}
-	if a.ChangeSetType == "UPDATE" {
-		// What the config no longer names is cleared, so the stack keeps in sync: an empty
-		// list of triggers removes the stack's, where none at all would keep them.
-		in.NotificationARNs = append([]string{}, in.NotificationARNs...)
-		in.Rollback = &cfntypes.RollbackConfiguration{RollbackTriggers: []cfntypes.RollbackTrigger{}}
-	}
-	if rb := cs.Options.Rollback; rb != nil {
-		in.Rollback = &cfntypes.RollbackConfiguration{MonitoringTimeInMinutes: aws.Int32(int32(rb.MonitoringTimeInMinutes)),
-			RollbackTriggers: []cfntypes.RollbackTrigger{}}
-		for _, t := range rb.Triggers {
-			in.Rollback.RollbackTriggers = append(in.Rollback.RollbackTriggers, cfntypes.RollbackTrigger{Arn: aws.String(t.ARN), Type: aws.String(t.Type)})
-		}
-	}
-	return in, nil
+	return changeset.CreateInputs(cs, a, tags, serviceRole), nil
 }
 
 // bundleStack is the stack of action a in the bundle the run deploys, as downloaded again.
 // A bundle that no longer loads fails the stack at once (run.Permanent); one that changed
 // is retried.
-func bundleStack(doc *Document, lb *Loaded, a run.Action) (*config.Stack, error) {
+func bundleStack(doc *rundoc.Document, lb *rundoc.Loaded, a run.Action) (*config.Stack, error) {
 	if lb.Config == nil {
 		return nil, run.Permanent(fmt.Errorf("bundle %s no longer loads: %s", doc.Bundle, strings.Join(lb.Errors, "; ")))
 	}
@@ -184,9 +156,9 @@ func bundleStack(doc *Document, lb *Loaded, a run.Action) (*config.Stack, error)
 	return cs, nil
 }
 
-// executeInputs gathers what ExecuteChangeSet needs from the loaded bundle: the stack
-// policy, and DisableRollback for a create.
-func executeInputs(lb *Loaded, r *run.Run, a run.Action) (*changeset.Inputs, error) {
+// executeInputs gathers what ExecuteChangeSet needs from the loaded bundle
+// (changeset.ExecuteInputs): the stack policy, and DisableRollback for a create.
+func executeInputs(lb *rundoc.Loaded, r *run.Run, a run.Action) (*changeset.Inputs, error) {
 	if lb.Config == nil {
 		return nil, run.Permanent(fmt.Errorf("bundle no longer loads: %s", strings.Join(lb.Errors, "; ")))
 	}
@@ -195,13 +167,12 @@ func executeInputs(lb *Loaded, r *run.Run, a run.Action) (*changeset.Inputs, err
 		return nil, fmt.Errorf("stack %s is not in the bundle's config", a.Stack)
 	}
 	rs := r.Stacks[a.Stack]
-	return &changeset.Inputs{StackPolicy: string(cs.Options.StackPolicy),
-		DisableRollback: cs.Options.DisableRollback && rs != nil && rs.ChangeSetType == "CREATE"}, nil
+	return changeset.ExecuteInputs(cs, rs != nil && rs.ChangeSetType == "CREATE"), nil
 }
 
 // producers reads secret outputs again, from the stacks of run r (or of the bundle's
 // config, for stacks outside the run) that made them, for unsealing.
-func producers(r *run.Run, lb *Loaded, cs *changeset.Client) outputReader {
+func producers(r *run.Run, lb *rundoc.Loaded, cs *changeset.Client) outputReader {
 	return func(ctx context.Context, refs [][2]string) (map[[2]string]string, error) {
 		out := map[[2]string]string{}
 		for _, ref := range refs {

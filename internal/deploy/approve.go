@@ -15,15 +15,15 @@ import (
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
-// approval begins the apply run of an approved plan: under the lock, the plan must be
+// approval begins the apply run of an approved plan (up is what the approval's key names): under the lock, the plan must be
 // fresh (plan.Document.Lapsed and StaleReasons decide it from what is observed here),
 // and then it is marked applied before anything runs.
-func (s starter) approval(ctx context.Context, u Upload) error {
+func (s starter) approval(ctx context.Context, u Upload, up bucket.Upload) error {
 	if !s.ownBucket(u) {
 		return nil
 	}
-	deployment, planID := u.Approval()
-	if deployment == "" {
+	deployment, planID := up.Deployment, up.PlanID
+	if up.Kind != bucket.ApprovalUpload {
 		s.log.Info("deploy: ignoring an object that is not an approval", "key", u.Key, "want", bucket.ApprovalKey("NAME", "PLAN_ID"))
 		return nil
 	}
@@ -57,7 +57,7 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 		log.Warn("deploy: approved plan refused: outside the allowed namespaces; nothing is executed", "reasons", strings.Join(outside, "; "))
 		return s.fail(ctx, doc, nil, fmt.Sprintf("refused: plan %s is outside the namespaces this cairn may manage; nothing was executed", planID), log)
 	}
-	lock, err := s.acquire(ctx, u, doc, p.Namespace, p.GraphKey, log)
+	lock, err := s.acquire(ctx, u, "approval", doc, p.Namespace, p.GraphKey, log)
 	if lock == nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 			reasons = append(reasons, p.StaleReasons(*o)...)
 		}
 	}
-	if retirable(p) && now.Sub(p.CreatedAt) > s.cfg.PlanTTL {
+	if status, ok := p.Retirement("", now, s.cfg.PlanTTL); ok && status == plan.Expired {
 		// Its change sets, and stacks that exist only for it, go now.
 		s.hygiene.retire(ctx, p, etag, plan.Expired, fmt.Sprintf("expired after %s", s.cfg.PlanTTL), nil, cs, log)
 	}
@@ -117,7 +117,7 @@ func (s starter) approval(ctx context.Context, u Upload) error {
 	doc.Run = p.ApplyRun(doc.Run.ID, live, now)
 	doc.Statuses = map[string]string{}
 	for name, rs := range doc.Run.Stacks {
-		if l, ok := live[rs.StackName]; ok {
+		if l, ok := live[rs.Key()]; ok {
 			doc.Statuses[name] = l.Status
 		}
 	}

@@ -28,9 +28,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
@@ -38,9 +38,12 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/job"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -54,10 +57,6 @@ const DefaultHeartbeat = 15 * time.Second
 // heartbeats of the default 15 s, so a stalled run goes on within about a minute.
 const DefaultStallAfter = time.Minute
 
-// DefaultPlanTTL is how long an unapplied plan stays approvable; after it, the plan
-// expires and its change sets are deleted.
-const DefaultPlanTTL = 7 * 24 * time.Hour
-
 // S3API is the part of *s3.Client the driver uses.
 type S3API interface {
 	state.S3API
@@ -67,9 +66,7 @@ type S3API interface {
 }
 
 // SQSAPI sends heartbeats and re-sends uploads that wait for the lock.
-type SQSAPI interface {
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-}
+type SQSAPI = job.SQSAPI
 
 // SNSAPI publishes run summaries.
 type SNSAPI interface {
@@ -124,7 +121,7 @@ type Config struct {
 	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget),
 	// paced on Clock.
 	Budget func() *rate.Limiter
-	// PlanTTL is how long an unapplied plan stays approvable (default DefaultPlanTTL).
+	// PlanTTL is how long an unapplied plan stays approvable (default plan.DefaultTTL).
 	PlanTTL time.Duration
 	// Run tunes the state machine (retries, phase timeout).
 	Run    run.Options
@@ -151,7 +148,7 @@ type base struct {
 	cfg   Config
 	s3    S3API
 	cfn   CFNAPI
-	sqs   SQSAPI
+	queue job.Queue // the deploy queue: heartbeats, checks, uploads waiting for the lock
 	sns   SNSAPI
 	ssm   SSMAPI
 	store *state.Store
@@ -162,9 +159,12 @@ type base struct {
 	sealMu  sync.Mutex
 	sealKey seal.Key // derived once per process (key)
 
-	budgets *sync.Map // run id @ account/region → *rate.Limiter: a run's budget there spans the steps a warm process makes
-	reach   *reach.Reacher
-	clients *sync.Map // run id + target → CloudFormation client of the target
+	reach  *reach.Reacher
+	places *sync.Map // run id → *reach.Places[changeset.API]: a run's clients and budgets span the steps a warm process makes
+	// clients are the S3 clients of the targets' assets buckets, by run id and target.
+	clients *sync.Map
+	// bundles keeps what the process loaded, so a step loads nothing it already knows.
+	bundles *bundles
 }
 
 // Driver runs deployments: Start and Approve begin runs, Step advances them, and Handle
@@ -190,7 +190,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	if cfg.Heartbeat > 15*time.Minute {
+	if cfg.Heartbeat > job.MaxDelay {
 		return nil, fmt.Errorf("deploy: heartbeat %s is longer than the 15 minutes SQS can delay a message", cfg.Heartbeat)
 	}
 	if cfg.LockRetry <= 0 {
@@ -203,7 +203,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		return nil, fmt.Errorf("deploy: stall after %s is less than two heartbeats (%s): every run would be found stalled", cfg.StallAfter, cfg.Heartbeat)
 	}
 	if cfg.PlanTTL <= 0 {
-		cfg.PlanTTL = DefaultPlanTTL
+		cfg.PlanTTL = plan.DefaultTTL
 	}
 	if cfg.Budget == nil {
 		cfg.Budget = awsclient.DefaultBudget
@@ -220,8 +220,8 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if c.Reach != nil && c.Reach.Clock == nil {
 		c.Reach.Clock = cfg.Clock
 	}
-	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, sqs: c.SQS, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger, budgets: &sync.Map{},
-		reach: c.Reach, clients: &sync.Map{},
+	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger,
+		reach: c.Reach, places: &sync.Map{}, clients: &sync.Map{}, bundles: &bundles{},
 		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
@@ -233,7 +233,10 @@ func New(cfg Config, c Clients) (*Driver, error) {
 // It returns nil when the event is dealt with (a run started, a failed or superseded run
 // recorded, or the upload re-queued to wait for the lock); an error asks for the event to
 // be delivered again.
-func (d *Driver) Start(ctx context.Context, u Upload) error { return d.start.upload(ctx, u) }
+func (d *Driver) Start(ctx context.Context, u Upload) error {
+	up, _ := bucket.ParseUpload(u.Key)
+	return d.start.upload(ctx, u, up)
+}
 
 // Approve starts the apply run of an approved plan (an object created at
 // approvals/NAME/PLAN_ID). Under the lock it checks the plan is fresh; a stale plan
@@ -241,7 +244,10 @@ func (d *Driver) Start(ctx context.Context, u Upload) error { return d.start.upl
 // "re-plan". A fresh plan is marked applied (a plan applies at most once) and its exact
 // change sets are executed in dependency order; only stacks marked "created at apply" get
 // new change sets.
-func (d *Driver) Approve(ctx context.Context, u Upload) error { return d.start.approval(ctx, u) }
+func (d *Driver) Approve(ctx context.Context, u Upload) error {
+	up, _ := bucket.ParseUpload(u.Key)
+	return d.start.approval(ctx, u, up)
+}
 
 // Step advances run runID of deployment by one step. A heartbeat step re-enqueues the
 // heartbeat while the run stays open; a stack event or check step does not (one chain of
@@ -258,27 +264,6 @@ type Upload struct {
 	Time                              time.Time
 	// Body is the SQS message body that carried the event, re-sent while the lock is held.
 	Body string
-}
-
-// Deployment returns NAME of deployments/NAME.zip, or "" when the key is not one.
-func (u Upload) Deployment() string { return u.name(bucket.DeployUpload) }
-
-// PlanName returns NAME of plans/NAME.zip, or "".
-func (u Upload) PlanName() string { return u.name(bucket.PlanUpload) }
-
-// Approval returns NAME and PLAN_ID of approvals/NAME/PLAN_ID, or "", "".
-func (u Upload) Approval() (deployment, planID string) {
-	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
-		return p.Deployment, p.PlanID
-	}
-	return "", ""
-}
-
-func (u Upload) name(kind bucket.UploadKind) string {
-	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == kind {
-		return p.Deployment
-	}
-	return ""
 }
 
 // RunID names the run of an upload: its time to the millisecond, YYYYMMDD-HHMMSSmmm (so
@@ -300,7 +285,7 @@ func (b *base) runLogger(deployment, runID string) *slog.Logger {
 }
 
 func (b *base) changesets(runID string, log *slog.Logger) *changeset.Client {
-	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: b.budget(runID, target.Target{}),
+	return &changeset.Client{CFN: b.cfn, S3: b.s3, Bucket: b.cfg.Bucket, Region: b.cfg.Region, Budget: b.placesOf(runID).Budget(target.Target{}),
 		Reach: func(ctx context.Context, t target.Spec) (changeset.API, *rate.Limiter, error) {
 			return b.at(ctx, runID, t)
 		},
@@ -332,30 +317,30 @@ func (b *base) key(ctx context.Context) (seal.Key, error) {
 // unkeyedWarning is the warning of every run of a deployer without a seal key.
 const unkeyedWarning = "secrets are sealed without a key (CAIRN_SEAL_KEY_ID is not set): anyone who can read cairn's bucket can test a guessed NoEcho value or SecureString against its seal; deploy cairn's stack again to get the seal key"
 
-// budget is run runID's API budget in the account and region at (relative to home):
-// CloudFormation throttles each account and region on its own.
-func (b *base) budget(runID string, at target.Target) *rate.Limiter {
-	key := runID + "@" + at.Account + "/" + at.Region
-	budget, ok := b.budgets.Load(key)
-	if !ok {
-		budget, _ = b.budgets.LoadOrStore(key, b.cfg.Budget())
+// placesOf is run runID's way into its accounts and regions: its clients and API budgets,
+// kept across the steps a warm process makes until the run ends (forget).
+func (b *base) placesOf(runID string) *reach.Places[changeset.API] {
+	if p, ok := b.places.Load(runID); ok {
+		return p.(*reach.Places[changeset.API])
 	}
-	return budget.(*rate.Limiter)
+	p, _ := b.places.LoadOrStore(runID, reach.NewPlaces(reach.PlacesConfig[changeset.API]{
+		Session: runID, Reacher: b.reach, Home: b.cfn, Region: b.cfg.Region, Budget: b.cfg.Budget,
+		Dial: func(c aws.Config) changeset.API { return cloudformation.NewFromConfig(c) },
+	}))
+	return p.(*reach.Places[changeset.API])
 }
 
 // forget drops what a run that ended kept: its budgets, clients and credentials.
 func (b *base) forget(runID string) {
-	for _, m := range []*sync.Map{b.budgets, b.clients} {
-		m.Range(func(k, _ any) bool {
-			if s, _ := k.(string); strings.HasPrefix(s, runID+"@") {
-				m.Delete(k)
-			}
-			return true
-		})
+	if p, ok := b.places.LoadAndDelete(runID); ok {
+		p.(*reach.Places[changeset.API]).Forget()
 	}
-	if b.reach != nil {
-		b.reach.Forget(runID)
-	}
+	b.clients.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), runID+"@") {
+			b.clients.Delete(k)
+		}
+		return true
+	})
 }
 
 func (b *base) release(ctx context.Context, lock *state.Lock, log *slog.Logger) {
@@ -379,7 +364,7 @@ func (b *base) resumeLock(ctx context.Context, namespace, key, runID, token stri
 }
 
 // notify publishes the summary of a run that ended.
-func (b *base) notify(ctx context.Context, doc *Document, log *slog.Logger) {
+func (b *base) notify(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	if b.sns == nil || b.cfg.Topic == "" {
 		return
 	}
@@ -407,9 +392,4 @@ func owner(ctx context.Context) state.Owner {
 		o.Function = "cairn-deployer"
 	}
 	return o
-}
-
-func seconds(d time.Duration) int32 {
-	s := int32((d + time.Second - 1) / time.Second)
-	return min(max(s, 0), 900)
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 // TestDestroyFiveStacksOnlyAfterApproval plans the destruction of the 5-stack chain: with
@@ -22,7 +22,7 @@ import (
 func TestDestroyFiveStacksOnlyAfterApproval(t *testing.T) {
 	w := newReviewWorld(t)
 	dir, _ := deployChain(t, w)
-	destroy := map[string]string{deploy.DestroyMetadata: "true"}
+	destroy := map[string]string{rundoc.DestroyMetadata: "true"}
 
 	blocked := w.planOf("shop", w.uploadPlanMeta("shop", dir, destroy))
 	if blocked.Status != plan.PlanFailed || !strings.Contains(strings.Join(blocked.Refusals, "\n"), "stack database (shop-database): deletion refused: termination protection is on") {

@@ -11,8 +11,8 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -112,7 +112,7 @@ func TestDeployThenUnchangedRepush(t *testing.T) {
 }
 
 // deployChain deploys the chain bundle from a copy and returns the copy and the run.
-func deployChain(t *testing.T, w *world) (string, *deploy.Document) {
+func deployChain(t *testing.T, w *world) (string, *rundoc.Document) {
 	t.Helper()
 	dir := copyBundle(t, chain)
 	doc := w.wait("shop", w.push("shop", dir))
@@ -212,7 +212,9 @@ func TestLongRunFinishesByHeartbeatsAlone(t *testing.T) {
 	w := newWorld(t, worldOptions{NoStackEvents: true, LambdaTimeout: 2 * time.Second, ResourceDelay: 10 * time.Minute, Lease: 20 * time.Minute})
 	startedAt := time.Now()
 	dir := copyBundle(t, chain)
-	doc := w.wait("shop", w.push("shop", dir))
+	// Its many heartbeat steps take wall time of their own: on a loaded machine more than
+	// the minute w.wait allows.
+	doc := w.waitRun("shop", w.push("shop", dir), 3*time.Minute)
 	if doc.Run.Status != run.Succeeded {
 		t.Fatalf("run: %s (%s); stacks %v", doc.Run.Status, doc.Run.Reason, phases(doc))
 	}
@@ -296,4 +298,29 @@ func waitGone(t *testing.T, w *world, stack string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("stack %s was never deleted", stack)
+}
+
+// TestStepsDoNotDownloadTheBundleAgain deploys the five stacks of the chain, each made by
+// a change set created in one step and executed in a later one: the bundle is downloaded
+// when the run starts, and no step after that downloads it again (a warm deployer keeps
+// what it loaded).
+func TestStepsDoNotDownloadTheBundleAgain(t *testing.T) {
+	calls := &callCounter{}
+	w := newWorld(t, worldOptions{Calls: calls})
+	_, doc := deployChain(t, w)
+	got := calls.take()
+	executed := 0
+	for _, s := range doc.Run.Stacks {
+		if s.ChangeSetID != "" {
+			executed++
+		}
+	}
+	gets := got["S3.GetObject deployments/shop.zip"]
+	t.Logf("%d change sets executed in %d steps; the bundle was downloaded %d time(s), %.1f per change set executed", executed, doc.Steps, gets, float64(gets)/float64(executed))
+	if executed != len(chainStacks) {
+		t.Fatalf("%d change sets executed, want %d", executed, len(chainStacks))
+	}
+	if gets != 1 {
+		t.Errorf("the bundle was downloaded %d times, want once, when the run started", gets)
+	}
 }

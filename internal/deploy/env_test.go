@@ -74,7 +74,7 @@ type worldOptions struct {
 	ResourceDelay time.Duration
 	// Lease is the lock's lease (default state.DefaultLease).
 	Lease time.Duration
-	// PlanTTL is how long a plan stays approvable (default deploy.DefaultPlanTTL).
+	// PlanTTL is how long a plan stays approvable (default plan.DefaultTTL).
 	PlanTTL time.Duration
 	// Namespaces is the deployer's CAIRN_NAMESPACES (default: every namespace).
 	Namespaces string
@@ -101,7 +101,8 @@ type worldOptions struct {
 	Calls *callCounter
 }
 
-// callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject").
+// callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject"), and S3 reads
+// also by "S3.GetObject KEY".
 type callCounter struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -115,7 +116,11 @@ func (c *callCounter) middleware(stack *middleware.Stack) error {
 			if c.n == nil {
 				c.n = map[string]int{}
 			}
-			c.n[awsmiddleware.GetServiceID(ctx)+"."+awsmiddleware.GetOperationName(ctx)]++
+			op := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+			c.n[op]++
+			if get, ok := in.Parameters.(*s3.GetObjectInput); ok {
+				c.n[op+" "+aws.ToString(get.Key)]++ // by key too, e.g. "S3.GetObject deployments/shop.zip"
+			}
 			c.mu.Unlock()
 			return next.HandleInitialize(ctx, in)
 		}), middleware.After)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -16,7 +17,7 @@ type graphs struct{ *base }
 
 // record records in the persistent graph the stacks that finished (all of them when the
 // run ended, with the bundle when it succeeded), and drops what the plan dropped.
-func (gs graphs) record(ctx context.Context, lock *state.Lock, doc *Document, finished []string) error {
+func (gs graphs) record(ctx context.Context, lock *state.Lock, doc *rundoc.Document, finished []string) error {
 	rec := state.Recording{Run: doc.Run, Finished: finished, Drop: doc.Drop, Statuses: doc.Statuses,
 		Bundle: doc.Bundle.Ref(), Region: gs.cfg.Region, Now: gs.clk.Now().UTC()}
 	if rec.Idle() {

@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/job"
 	"github.com/cairn-dev/cairn/internal/reach"
 )
 
@@ -35,43 +33,22 @@ const StackStatusChange = "CloudFormation Stack Status Change"
 // (the Parameter Store paths of each namespace, as JSON; unset: every name); and
 // CAIRN_SEAL_KEY_ID, the KMS HMAC key secrets are sealed with, which it requires.
 func ConfigFromEnv() (Config, error) {
+	e := job.NewEnv("deployer")
 	c := Config{
-		Bucket:      os.Getenv("CAIRN_BUCKET"),
-		QueueURL:    os.Getenv("CAIRN_DEPLOY_QUEUE_URL"),
-		Topic:       os.Getenv("CAIRN_NOTIFICATIONS_TOPIC"),
-		ServiceRole: os.Getenv("CAIRN_CFN_ROLE_ARN"),
-		SealKeyID:   os.Getenv("CAIRN_SEAL_KEY_ID"),
-	}
-	ns, err := config.ParseNamespaces(os.Getenv("CAIRN_NAMESPACES"))
-	if err != nil {
-		return c, fmt.Errorf("CAIRN_NAMESPACES: %w", err)
-	}
-	c.Namespaces = ns
-	if c.SSMPaths, err = config.ParseSSMPaths(os.Getenv("CAIRN_SSM_PATHS")); err != nil {
-		return c, fmt.Errorf("CAIRN_SSM_PATHS: %w", err)
-	}
-	if v := os.Getenv("CAIRN_HEARTBEAT_SECONDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 900 {
-			return c, fmt.Errorf("CAIRN_HEARTBEAT_SECONDS=%q: want a whole number of seconds from 1 to 900", v)
-		}
-		c.Heartbeat = time.Duration(n) * time.Second
-	}
-	var missing []string
-	if c.Bucket == "" {
-		missing = append(missing, "CAIRN_BUCKET")
-	}
-	if c.QueueURL == "" {
-		missing = append(missing, "CAIRN_DEPLOY_QUEUE_URL")
-	}
-	if c.SealKeyID == "" {
+		Bucket:      e.Required("CAIRN_BUCKET"),
+		QueueURL:    e.Required("CAIRN_DEPLOY_QUEUE_URL"),
+		Topic:       e.Optional("CAIRN_NOTIFICATIONS_TOPIC"),
+		ServiceRole: e.Optional("CAIRN_CFN_ROLE_ARN"),
 		// Without it, the seals of secrets in the bucket would confirm guesses.
-		missing = append(missing, "CAIRN_SEAL_KEY_ID (the KMS HMAC key cairn's stack makes)")
+		SealKeyID: e.Required("CAIRN_SEAL_KEY_ID"),
+		Heartbeat: time.Duration(e.Int("CAIRN_HEARTBEAT_SECONDS", 1, 900, "seconds")) * time.Second,
 	}
-	if len(missing) > 0 {
-		return c, fmt.Errorf("deployer misconfigured: set %s", strings.Join(missing, " and "))
-	}
-	return c, nil
+	var err error
+	c.Namespaces, err = config.ParseNamespaces(e.Optional("CAIRN_NAMESPACES"))
+	e.Check("CAIRN_NAMESPACES", err)
+	c.SSMPaths, err = config.ParseSSMPaths(e.Optional("CAIRN_SSM_PATHS"))
+	e.Check("CAIRN_SSM_PATHS", err)
+	return c, e.Err()
 }
 
 // NewFromAWS returns a Driver using clients built from awsCfg.
@@ -91,21 +68,15 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 }
 
 // HandlerFromEnv builds the deployer Lambda's handler from the environment (ConfigFromEnv
-// and awsclient.Load).
+// and awsclient.Load: job.Handler).
 func HandlerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	c, err := ConfigFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	awsCfg, err := awsclient.Load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d, err := NewFromAWS(awsCfg, c)
-	if err != nil {
-		return nil, err
-	}
-	return d.Handle, nil
+	return job.Handler(ctx, ConfigFromEnv, func(awsCfg aws.Config, c Config) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+		d, err := NewFromAWS(awsCfg, c)
+		if err != nil {
+			return nil, err
+		}
+		return d.Handle, nil
+	})
 }
 
 // message is any body the deploy queue carries, decoded once to tell the shapes apart.
@@ -143,48 +114,36 @@ func settles(status string) bool {
 // one run in a batch make one step. Every invocation then looks for open runs whose
 // heartbeat was lost, and resumes them (resumeStalled).
 func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	var order []stepKey
-	steps := map[stepKey]*stepReq{}
-	addStep := func(k stepKey, t Trigger, id string) {
-		r := steps[k]
-		if r == nil {
-			r = &stepReq{}
-			steps[k] = r
-			order = append(order, k)
-		}
-		r.trigger.Beats = append(r.trigger.Beats, t.Beats...)
-		r.trigger.Stacks = append(r.trigger.Stacks, t.Stacks...)
-		r.records = append(r.records, id)
-	}
-	fail := func(id string) {
-		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
-	}
+	batch := job.NewBatch[stepKey](func(a, b Trigger) Trigger {
+		a.Beats = append(a.Beats, b.Beats...)
+		a.Stacks = append(a.Stacks, b.Stacks...)
+		return a
+	})
 	for _, rec := range ev.Records {
 		log := d.log.With("message_id", rec.MessageId)
 		var m message
 		if err := json.Unmarshal([]byte(rec.Body), &m); err != nil {
 			log.Error("deploy: message is not JSON; it goes to the dead-letter queue", "err", err, "body", truncate(rec.Body))
-			fail(rec.MessageId)
+			batch.Fail(rec.MessageId)
 			continue
 		}
 		switch {
 		case m.Cairn == "heartbeat" || m.Cairn == "check":
 			if m.Deployment == "" || m.Run == "" {
 				log.Error("deploy: "+m.Cairn+" without deployment or run", "body", truncate(rec.Body))
-				fail(rec.MessageId)
+				batch.Fail(rec.MessageId)
 				continue
 			}
 			var t Trigger // a delayed check only asks for a step
 			if m.Cairn == "heartbeat" {
 				t.Beats = []int{m.Beat}
 			}
-			addStep(stepKey{m.Deployment, m.Run}, t, rec.MessageId)
+			batch.Add(stepKey{m.Deployment, m.Run}, rec.MessageId, t)
 		case m.DetailType == StackStatusChange && m.Source == "aws.cloudformation":
 			var det stackStatusDetail
 			if err := json.Unmarshal(m.Detail, &det); err != nil || det.StackID == "" {
 				log.Error("deploy: stack status event without a stack id", "err", err, "body", truncate(rec.Body))
-				fail(rec.MessageId)
+				batch.Fail(rec.MessageId)
 				continue
 			}
 			if !settles(det.StatusDetails.Status) {
@@ -194,14 +153,14 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			idx, err := d.runs.find(ctx, det.StackID)
 			if err != nil {
 				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
-				fail(rec.MessageId)
+				batch.Fail(rec.MessageId)
 				continue
 			}
 			if idx == nil {
 				log.Debug("deploy: stack event of no open run ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			addStep(stepKey{idx.Deployment, idx.Run}, Trigger{Stacks: eventKeys(det.StackID, d.cfg.Region)}, rec.MessageId)
+			batch.Add(stepKey{idx.Deployment, idx.Run}, rec.MessageId, Trigger{Stacks: eventKeys(det.StackID, d.cfg.Region)})
 		case m.Event == "s3:TestEvent":
 			log.Info("deploy: S3 test event ignored")
 		case len(m.Records) > 0:
@@ -215,58 +174,47 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 					Bucket: r.S3.Bucket.Name, Key: decodeKey(r.S3.Object.Key), VersionID: r.S3.Object.VersionID,
 					Sequencer: r.S3.Object.Sequencer, Time: r.EventTime, Body: rec.Body,
 				}
-				start := d.Start
-				if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
-					start = d.Approve
+				start := d.start.upload
+				up, _ := bucket.ParseUpload(u.Key) // the only parse of the key: its parts go along
+				if up.Kind == bucket.ApprovalUpload {
+					start = d.start.approval
 				}
-				if err := start(ctx, u); err != nil {
+				if err := start(ctx, u, up); err != nil {
 					errs = append(errs, err)
 				}
 			}
 			if err := errors.Join(errs...); err != nil {
 				log.Error("deploy: upload not started; it is delivered again", "err", err)
-				fail(rec.MessageId)
+				batch.Fail(rec.MessageId)
 			}
 		default:
 			log.Error("deploy: unknown message; it goes to the dead-letter queue", "body", truncate(rec.Body))
-			fail(rec.MessageId)
+			batch.Fail(rec.MessageId)
 		}
 	}
-	for _, k := range order {
-		r := steps[k]
-		if err := d.step.trigger(ctx, k.deployment, k.run, r.trigger); err != nil {
+	batch.Run(func(k stepKey, t Trigger) error { return d.step.trigger(ctx, k.deployment, k.run, t) },
+		func(k stepKey, err error) {
 			d.runLogger(k.deployment, k.run).Error("deploy: step failed; its trigger is delivered again", "err", err)
-			for _, id := range r.records {
-				fail(id)
-			}
-		}
-	}
-	d.resumeStalled(ctx, steps)
-	return resp, nil
+		})
+	d.resumeStalled(ctx, batch)
+	return batch.Response(), nil
 }
 
 type stepKey struct{ deployment, run string }
-
-// stepReq gathers the triggers of one run in a batch: the heartbeats' chains, and the
-// records to report failed when its step fails.
-type stepReq struct {
-	trigger Trigger
-	records []string
-}
 
 // resumeStalled resumes the open runs whose heartbeat chain has not beaten for
 // Config.StallAfter (a lost heartbeat), other than those stepped just now, with a new
 // chain: whatever triggers the deployer, a stalled run is carried on within about a
 // minute, and one fenced meanwhile is closed as abandoned. Failures are logged: the next
 // invocation looks again.
-func (d *Driver) resumeStalled(ctx context.Context, stepped map[stepKey]*stepReq) {
+func (d *Driver) resumeStalled(ctx context.Context, stepped *job.Batch[stepKey, Trigger]) {
 	stalled, err := d.runs.stalled(ctx, d.clk.Now().Add(-d.cfg.StallAfter))
 	if err != nil {
 		d.log.Warn("deploy: cannot look for stalled runs", "err", err)
 		return
 	}
 	for _, idx := range stalled {
-		if _, ok := stepped[stepKey{idx.Deployment, idx.Run}]; ok {
+		if stepped.Asked(stepKey{idx.Deployment, idx.Run}) {
 			continue
 		}
 		if err := d.step.trigger(ctx, idx.Deployment, idx.Run, Trigger{restart: true}); err != nil {

@@ -103,7 +103,7 @@ func TestConfigFromEnv(t *testing.T) {
 	}{
 		{name: "complete", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "https://q", "CAIRN_NOTIFICATIONS_TOPIC": "arn:t", "CAIRN_HEARTBEAT_SECONDS": "5", "CAIRN_SEAL_KEY_ID": "k"},
 			want: deploy.Config{Bucket: "b", QueueURL: "https://q", Topic: "arn:t", Heartbeat: 5 * time.Second, SealKeyID: "k"}},
-		{name: "missing", env: map[string]string{}, wantErr: "deployer misconfigured: set CAIRN_BUCKET and CAIRN_DEPLOY_QUEUE_URL and CAIRN_SEAL_KEY_ID (the KMS HMAC key cairn's stack makes)"},
+		{name: "missing", env: map[string]string{}, wantErr: "deployer misconfigured: set CAIRN_BUCKET and CAIRN_DEPLOY_QUEUE_URL and CAIRN_SEAL_KEY_ID"},
 		{name: "no seal key", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q"}, wantErr: "deployer misconfigured: set CAIRN_SEAL_KEY_ID"},
 		{name: "bad heartbeat", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_HEARTBEAT_SECONDS": "901", "CAIRN_SEAL_KEY_ID": "k"}, wantErr: `CAIRN_HEARTBEAT_SECONDS="901"`},
 		{name: "namespaces", env: map[string]string{"CAIRN_BUCKET": "b", "CAIRN_DEPLOY_QUEUE_URL": "q", "CAIRN_NAMESPACES": "shop,web", "CAIRN_SEAL_KEY_ID": "k"},
@@ -163,30 +163,5 @@ func TestReservedDeploymentNameIsRefused(t *testing.T) {
 	}
 	if stacks := w.stacks(); len(stacks) != 0 {
 		t.Errorf("the refused upload created stacks: %v", stacks)
-	}
-}
-
-func TestUploadKeys(t *testing.T) {
-	tests := []struct {
-		key                  string
-		deployment, planName string
-		approval             [2]string
-	}{
-		{key: "deployments/shop.zip", deployment: "shop"},
-		{key: "plans/shop.zip", planName: "shop"},
-		{key: "approvals/shop/20261130-115800-1a2b3c4d", approval: [2]string{"shop", "20261130-115800-1a2b3c4d"}},
-		{key: "plans/shop/20261130-115800-1a2b3c4d.json"},
-		{key: "plans/shop.tar"},
-		{key: "approvals/shop"},
-		{key: "approvals/shop/"},
-		{key: "approvals/shop/id/extra"},
-		{key: "runs/shop/x.json"},
-	}
-	for _, tt := range tests {
-		u := deploy.Upload{Key: tt.key}
-		d, p := u.Approval()
-		if u.Deployment() != tt.deployment || u.PlanName() != tt.planName || [2]string{d, p} != tt.approval {
-			t.Errorf("%s: deployment %q, plan %q, approval %q %q", tt.key, u.Deployment(), u.PlanName(), d, p)
-		}
 	}
 }

@@ -5,13 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
-
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/plan"
-	"github.com/cairn-dev/cairn/internal/run"
-	"github.com/cairn-dev/cairn/internal/target"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 // hygiene retires the plans that can no longer apply: their change sets go, and so do
@@ -43,8 +39,9 @@ func (h hygiene) afterPlan(ctx context.Context, keep *plan.Document, cs *changes
 	h.sweep(ctx, keep.Deployment, keep.ID, used, reason, cs, log)
 }
 
-// sweep retires the open plans of deployment other than keepID: those older than keepID
-// as superseded (with the reason given), newer ones only once expired.
+// sweep retires the open plans of deployment other than keepID as
+// plan.Document.Retirement decides: those older than keepID as superseded (with the reason
+// given), newer ones only once expired.
 func (h hygiene) sweep(ctx context.Context, deployment, keepID string, used map[string]bool, reason func(*plan.Document) string, cs *changeset.Client, log *slog.Logger) {
 	ids, err := h.plans.ids(ctx, deployment)
 	if err != nil {
@@ -60,15 +57,16 @@ func (h hygiene) sweep(ctx context.Context, deployment, keepID string, used map[
 			continue
 		}
 		old, etag, err := h.plans.read(ctx, deployment, id)
-		if err != nil || !retirable(old) {
+		if err != nil {
 			continue
 		}
-		status, why := plan.Superseded, reason(old)
-		if id > keepID {
-			if now.Sub(old.CreatedAt) <= h.cfg.PlanTTL {
-				continue // newer than what supersedes: still open
-			}
-			status, why = plan.Expired, fmt.Sprintf("expired after %s", h.cfg.PlanTTL)
+		status, ok := old.Retirement(keepID, now, h.cfg.PlanTTL)
+		if !ok {
+			continue
+		}
+		why := reason(old)
+		if status == plan.Expired {
+			why = fmt.Sprintf("expired after %s", h.cfg.PlanTTL)
 		}
 		h.retire(ctx, old, etag, status, why, used, cs, log)
 	}
@@ -76,7 +74,7 @@ func (h hygiene) sweep(ctx context.Context, deployment, keepID string, used map[
 
 // afterApply supersedes the open plans of a deployment once a deploy or apply run
 // changed its graph: they were made against the graph as it was, so they can never apply.
-func (h hygiene) afterApply(ctx context.Context, doc *Document, log *slog.Logger) {
+func (h hygiene) afterApply(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	used := map[string]bool{}
 	for _, s := range doc.Run.Stacks {
 		if s.StackID != "" {
@@ -90,55 +88,24 @@ func (h hygiene) afterApply(ctx context.Context, doc *Document, log *slog.Logger
 	h.sweep(ctx, doc.Run.Deployment, "~", used, reason, h.changesets(doc.Run.ID, log), log)
 }
 
-// retirable reports whether a plan still has something to retire: it waits for approval, or it
-// failed after making change sets (which may have created REVIEW_IN_PROGRESS stacks).
-func retirable(p *plan.Document) bool {
-	return p.Status == plan.Planned || (p.Status == plan.PlanFailed && len(leftovers(p)) > 0)
-}
-
-// leftover is a change set a plan made, on the stack it was made for.
-type leftover struct {
-	stack       plan.Stack
-	changeSetID string
-}
-
-// leftovers lists the change sets a plan made: the reviewed ones and, in a plan that
-// failed, those of stacks that did not get as far as review (a CREATE change set that
-// failed still made its REVIEW_IN_PROGRESS stack). "No changes" change sets are deleted
-// by the plan run itself.
-func leftovers(p *plan.Document) []leftover {
-	var out []leftover
-	for _, s := range p.Stacks {
-		id := s.ChangeSetID
-		if rs := p.Run.Stacks[s.Name]; id == "" && rs != nil && rs.Phase != run.Unchanged {
-			id = rs.ChangeSetID
-		}
-		if id != "" {
-			out = append(out, leftover{stack: s, changeSetID: id})
-		}
-	}
-	return out
-}
-
 // retire deletes a plan's change sets and the stacks created only for it, and records why.
-// A stack goes only when it is still the REVIEW_IN_PROGRESS stack the plan's CREATE change
-// set made (same id), its cairn:* tags name the plan's graph and stack, keepStacks does not
-// hold it, and it has no change set but the plan's: anything else is someone else's.
+// A stack goes only when plan.Document.MadeOnlyFor says it is the plan's own and it holds
+// no change set but the plan's: anything else is someone else's.
 func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, status plan.Status, reason string, keepStacks map[string]bool, cs *changeset.Client, log *slog.Logger) {
 	live, err := liveOf(ctx, h.base, cs, p.Run)
 	if err != nil {
 		log.Warn("deploy: cannot describe stacks to clean up a plan", "plan", p.ID, "err", err)
 		return
 	}
-	for _, lo := range leftovers(p) {
-		s := lo.stack
-		t := p.ChangeSetTarget(lo.changeSetID)
+	for _, lo := range p.Leftovers() {
+		s := lo.Stack
+		t := p.ChangeSetTarget(lo.ChangeSetID)
 		if rs := p.Run.Stacks[s.Name]; rs != nil {
 			t = rs.Target
 		}
 		l, ok := live[p.Key(s)]
-		if ok && s.Action == plan.Create && l.Status == "REVIEW_IN_PROGRESS" && l.StackID == s.StackID && !keepStacks[l.StackID] && l.OwnedBy(p.Namespace, p.GraphKey, s.Name) {
-			others, err := h.otherChangeSets(ctx, p.Run.ID, t, l.StackID, lo.changeSetID)
+		if p.MadeOnlyFor(lo, l, ok, keepStacks) {
+			others, err := cs.OtherChangeSets(ctx, t, l.StackID, lo.ChangeSetID)
 			switch {
 			case err != nil:
 				log.Warn("deploy: cannot list the change sets of a stack created for a plan; only the plan's change set is deleted", "plan", p.ID, "stack", s.StackName, "err", err)
@@ -151,8 +118,8 @@ func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, stat
 				continue
 			}
 		}
-		if err := cs.DeleteChangeSet(ctx, t, lo.changeSetID); err != nil {
-			log.Warn("deploy: cannot delete a change set of a retired plan", "plan", p.ID, "change_set", lo.changeSetID, "err", err)
+		if err := cs.DeleteChangeSet(ctx, t, lo.ChangeSetID); err != nil {
+			log.Warn("deploy: cannot delete a change set of a retired plan", "plan", p.ID, "change_set", lo.ChangeSetID, "err", err)
 		}
 	}
 	if p.Status == plan.PlanFailed {
@@ -164,29 +131,4 @@ func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, stat
 		return
 	}
 	log.Info("deploy: plan retired", "plan", p.ID, "status", string(status), "reason", reason)
-}
-
-// otherChangeSets lists the change sets of a stack other than own.
-func (h hygiene) otherChangeSets(ctx context.Context, runID string, t target.Spec, stackID, own string) ([]string, error) {
-	api, _, err := h.at(ctx, runID, t)
-	if err != nil {
-		return nil, err
-	}
-	in := &cloudformation.ListChangeSetsInput{StackName: aws.String(stackID)}
-	var others []string
-	for {
-		out, err := api.ListChangeSets(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("list change sets of stack %s: %w", stackID, err)
-		}
-		for _, c := range out.Summaries {
-			if aws.ToString(c.ChangeSetId) != own {
-				others = append(others, aws.ToString(c.ChangeSetName))
-			}
-		}
-		if aws.ToString(out.NextToken) == "" {
-			return others, nil
-		}
-		in.NextToken = out.NextToken
-	}
 }

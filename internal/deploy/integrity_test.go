@@ -159,9 +159,8 @@ func TestFencedChangeIsReplanned(t *testing.T) {
 			if doc.Run.Status != run.Abandoned {
 				t.Fatalf("the fenced run: %s (%s), want abandoned", doc.Run.Status, doc.Run.Reason)
 			}
-			if keys := w.openRuns(); len(keys) > 0 {
-				t.Errorf("the open-run index still lists %v", keys)
-			}
+			// The run leaves the open-run index just after its document is saved ended.
+			w.waitFor("the abandoned run to leave the open-run index", func() bool { return len(w.openRuns()) == 0 })
 			w.waitFor("shop-web's update to finish", func() bool { return w.stacks()["shop-web"].StackStatus == cfntypes.StackStatusUpdateComplete })
 			if got := parameter(w.stacks()["shop-web"], "Size"); got != "large" {
 				t.Fatalf("shop-web Size %q after the fenced update, want large", got)

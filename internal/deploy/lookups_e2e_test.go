@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 const lookupsBundle = "testdata/lookups"
@@ -46,7 +46,7 @@ func (w *world) putParameter(name, typ, value string) {
 }
 
 // parameterValue is the value of the SSM parameter a stack created (its Name output).
-func (w *world) parameterValue(doc *deploy.Document, stack string) string {
+func (w *world) parameterValue(doc *rundoc.Document, stack string) string {
 	w.t.Helper()
 	name := doc.Run.Stacks[stack].Outputs["Name"]
 	out, err := w.ssmClient().GetParameter(context.Background(), &ssm.GetParameterInput{Name: aws.String(name)})

@@ -8,8 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 const line = "testdata/line"
@@ -40,7 +40,7 @@ func BenchmarkLineOfFive(b *testing.B) {
 
 // eventSpan returns the times of the first stack event and the last one of the run's
 // stacks, as CloudFormation recorded them.
-func (w *world) eventSpan(doc *deploy.Document) (first, last time.Time) {
+func (w *world) eventSpan(doc *rundoc.Document) (first, last time.Time) {
 	w.t.Helper()
 	for _, s := range doc.Run.Stacks {
 		p := cloudformation.NewDescribeStackEventsPaginator(w.cfnc, &cloudformation.DescribeStackEventsInput{StackName: aws.String(s.StackName)})

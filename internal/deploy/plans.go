@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -73,7 +74,7 @@ func (ps plans) ids(ctx context.Context, deployment string) ([]string, error) {
 // document builds the plan document of a plan run that ended, recording what an approval
 // checks: the graph generation, each stack's status and LastUpdatedTime, and each change
 // set with its resource changes.
-func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, cs *changeset.Client) (*plan.Document, error) {
+func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.Lock, cs *changeset.Client) (*plan.Document, error) {
 	p := &plan.Document{
 		ID: doc.Run.ID, Deployment: doc.Run.Deployment, Namespace: doc.Namespace, GraphKey: doc.GraphKey,
 		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
@@ -137,7 +138,7 @@ func (ps plans) document(ctx context.Context, doc *Document, lock *state.Lock, c
 
 // templateResources lists, for each stack the plan creates at apply (no change set says
 // what it adds yet), the resources its template declares, read from the planned bundle.
-func (ps plans) templateResources(ctx context.Context, doc *Document, p *plan.Document) error {
+func (ps plans) templateResources(ctx context.Context, doc *rundoc.Document, p *plan.Document) error {
 	var atApply []*plan.Stack
 	for i := range p.Stacks {
 		if s := &p.Stacks[i]; s.CreatedAtApply && s.ChangeSetID == "" {
@@ -147,7 +148,7 @@ func (ps plans) templateResources(ctx context.Context, doc *Document, p *plan.Do
 	if len(atApply) == 0 {
 		return nil
 	}
-	lb, err := Download(ctx, ps.s3, doc.Bundle, ps.loadOptions(doc.Run.Deployment))
+	lb, err := ps.bundle(ctx, doc)
 	if err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ func (ps plans) markdown(ctx context.Context, p *plan.Document, log *slog.Logger
 }
 
 // markApplied records the outcome of an apply run in its plan document.
-func (ps plans) markApplied(ctx context.Context, doc *Document, log *slog.Logger) {
+func (ps plans) markApplied(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	p, etag, err := ps.read(ctx, doc.Run.Deployment, doc.Plan)
 	if err != nil {
 		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)

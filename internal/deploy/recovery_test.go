@@ -16,9 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -349,7 +349,7 @@ func cfnWrites(before, after map[string]int) map[string]int {
 	return out
 }
 
-func decision(doc *deploy.Document, stack string) plan.Decision {
+func decision(doc *rundoc.Document, stack string) plan.Decision {
 	for _, d := range doc.Decisions {
 		if d.Stack == stack {
 			return d

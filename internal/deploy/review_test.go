@@ -19,9 +19,9 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 // newReviewWorld is newWorld with the bucket notifications cairn's stack sets up for
@@ -96,7 +96,7 @@ func (w *world) planOf(name, version string) *plan.Document {
 }
 
 // approve creates approvals/NAME/PLAN_ID and waits for the apply run it starts.
-func (w *world) approve(name, planID string) *deploy.Document {
+func (w *world) approve(name, planID string) *rundoc.Document {
 	w.t.Helper()
 	seen := map[string]bool{}
 	for _, d := range w.runs(name) {

@@ -14,14 +14,29 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
 )
+
+// activeIndex is the content of an open run's index object (bucket.OpenRunKey), so a
+// stack status event finds its run with one listing.
+type activeIndex struct {
+	Deployment string   `json:"deployment"`
+	Run        string   `json:"run"`
+	Stacks     []string `json:"stacks"` // CloudFormation stack names
+}
+
+// errRaceLost says another step wrote the run document since it was read.
+var errRaceLost = errors.New("run document changed since it was read")
+
+// errNoRun says the run document does not exist.
+var errNoRun = errors.New("no such run")
 
 // runs keeps the run documents, their reports and the index of open runs.
 type runs struct{ *base }
 
 // load reads a run document and its ETag.
-func (rs runs) load(ctx context.Context, deployment, runID string) (*Document, string, error) {
+func (rs runs) load(ctx context.Context, deployment, runID string) (*rundoc.Document, string, error) {
 	key := bucket.RunKey(deployment, runID)
 	o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, key, "", 0)
 	if errors.Is(err, bucket.ErrNotFound) {
@@ -30,7 +45,7 @@ func (rs runs) load(ctx context.Context, deployment, runID string) (*Document, s
 	if err != nil {
 		return nil, "", fmt.Errorf("run %s of deployment %s: %w", runID, deployment, err)
 	}
-	doc, err := DecodeDocument(o.Body)
+	doc, err := rundoc.DecodeDocument(o.Body)
 	if err != nil {
 		return nil, "", fmt.Errorf("run %s: %s: %w", runID, bucket.URI(rs.cfg.Bucket, key), err)
 	}
@@ -39,7 +54,7 @@ func (rs runs) load(ctx context.Context, deployment, runID string) (*Document, s
 
 // save writes doc conditionally: created when etag is "", else only over etag. It
 // returns the new ETag, or errRaceLost.
-func (rs runs) save(ctx context.Context, doc *Document, etag string) (string, error) {
+func (rs runs) save(ctx context.Context, doc *rundoc.Document, etag string) (string, error) {
 	key := bucket.RunKey(doc.Run.Deployment, doc.Run.ID)
 	etag, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, key, doc, bucket.Write{Create: etag == "", IfMatch: etag})
 	if errors.Is(err, bucket.ErrConflict) {
@@ -53,7 +68,7 @@ func (rs runs) save(ctx context.Context, doc *Document, etag string) (string, er
 
 // report writes the Markdown report of a run that ends. It is written before the final
 // run document, so whoever sees the run ended finds its report.
-func (rs runs) report(ctx context.Context, doc *Document, log *slog.Logger) {
+func (rs runs) report(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	var b bytes.Buffer
 	err := report.Markdown(&b, doc.Report())
 	if err == nil {
@@ -65,7 +80,7 @@ func (rs runs) report(ctx context.Context, doc *Document, log *slog.Logger) {
 }
 
 // index records doc as an open run, with its stacks, for findRun.
-func (rs runs) index(ctx context.Context, doc *Document, log *slog.Logger) {
+func (rs runs) index(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	idx := activeIndex{Deployment: doc.Run.Deployment, Run: doc.Run.ID}
 	for _, s := range doc.Run.Stacks {
 		idx.Stacks = append(idx.Stacks, s.Key())

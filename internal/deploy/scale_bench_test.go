@@ -90,7 +90,7 @@ func split(calls map[string]int, prefix string) (reads, writes int) {
 	for k, n := range calls {
 		op, ok := strings.CutPrefix(k, prefix)
 		switch {
-		case !ok:
+		case !ok, strings.Contains(op, " "):
 		case strings.HasPrefix(op, "Describe"), strings.HasPrefix(op, "List"), strings.HasPrefix(op, "Get"):
 			reads += n
 		default:
@@ -100,10 +100,11 @@ func split(calls map[string]int, prefix string) (reads, writes int) {
 	return reads, writes
 }
 
+// total sums the counts of prefix's calls (not the per-key counts of S3 reads).
 func total(calls map[string]int, prefix string) int {
 	n := 0
 	for k, c := range calls {
-		if strings.HasPrefix(k, prefix) {
+		if strings.HasPrefix(k, prefix) && !strings.Contains(k, " ") {
 			n += c
 		}
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -135,7 +135,7 @@ func TestSSMLookupOutsideItsNamespacePathsIsRefused(t *testing.T) {
 
 // planAndApprove plans dir for deployment shop, approves the plan and returns the plan
 // and its apply run, which must succeed.
-func (w *world) planAndApprove(dir string) (*plan.Document, *deploy.Document) {
+func (w *world) planAndApprove(dir string) (*plan.Document, *rundoc.Document) {
 	w.t.Helper()
 	p := w.planOf("shop", w.uploadPlan("shop", dir))
 	if p.Status != plan.Planned {
@@ -575,7 +575,7 @@ func TestSecretOutputIsSealed(t *testing.T) {
 }
 
 // parameterValueOf is the value of the SSM parameter stack made (its output named output).
-func (w *world) parameterValueOf(doc *deploy.Document, stack, output string) string {
+func (w *world) parameterValueOf(doc *rundoc.Document, stack, output string) string {
 	w.t.Helper()
 	name := doc.Run.Stacks[stack].Outputs[output]
 	out, err := w.ssmClient().GetParameter(context.Background(), &ssm.GetParameterInput{Name: aws.String(name)})

@@ -2,13 +2,11 @@ package deploy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/aws/smithy-go"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -71,8 +69,7 @@ func (e refusedError) Unwrap() error { return e.err }
 // read, how to allow it.
 func ssmRefused(names []string, err error) error {
 	msg := fmt.Sprintf("SSM refused to read the parameters %s: %s", strings.Join(names, ", "), awsclient.Message(err))
-	var ae smithy.APIError
-	if errors.As(err, &ae) && strings.HasPrefix(ae.ErrorCode(), "AccessDenied") {
+	if awsclient.AccessDenied(err) {
 		msg += ": the deployer's role reads only the Parameter Store paths of cairn's CDK context cairn:ssmPaths " +
 			"(default /NAMESPACE/*): add the path there and deploy cairn again (make deploy), or move the parameter"
 	}

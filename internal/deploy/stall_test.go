@@ -15,8 +15,8 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 // waitLog waits (a minute of wall time at most) until the deployer's log holds want.
@@ -47,10 +47,10 @@ func (w *world) waitFor(what string, cond func() bool) {
 // until the queue stays empty and the run makes no step: its heartbeat chain is lost. SQS
 // takes one PurgeQueue a minute (PurgeQueueInProgress otherwise): a refused purge waits
 // for the next round, on the world's clock, which runs ahead.
-func (w *world) loseHeartbeat(deployment, version string) *deploy.Document {
+func (w *world) loseHeartbeat(deployment, version string) *rundoc.Document {
 	w.t.Helper()
 	ctx := context.Background()
-	var doc *deploy.Document
+	var doc *rundoc.Document
 	for quiet := 0; quiet < 5; {
 		var busy *sqstypes.PurgeQueueInProgress
 		if _, err := w.sqs.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(w.queue)}); err != nil && !errors.As(err, &busy) {
@@ -61,7 +61,7 @@ func (w *world) loseHeartbeat(deployment, version string) *deploy.Document {
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		var now *deploy.Document
+		var now *rundoc.Document
 		for _, d := range w.runs(deployment) {
 			if d.Bundle.VersionID == version {
 				now = d

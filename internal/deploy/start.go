@@ -11,14 +11,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -31,7 +32,7 @@ type starter struct{ stepper }
 // run that is not started yet. It returns a nil document when the run exists already (the
 // event was delivered again); a run whose start was killed before its first step is then
 // resumed, and one that ended gets the rest of its clean-up.
-func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode run.Mode) (*Document, *slog.Logger, error) {
+func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode run.Mode) (*rundoc.Document, *slog.Logger, error) {
 	if u.Bucket == "" {
 		u.Bucket = s.cfg.Bucket
 	}
@@ -52,13 +53,13 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 		return nil, log, err
 	}
 	now := s.clk.Now().UTC()
-	return &Document{Run: &run.Run{ID: runID, Deployment: deployment, Mode: mode, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now}}, log, nil
+	return &rundoc.Document{Run: &run.Run{ID: runID, Deployment: deployment, Mode: mode, Status: run.Running, Stacks: map[string]*run.Stack{}, StartedAt: now, UpdatedAt: now}}, log, nil
 }
 
 // acquire takes the lock of namespace/key for doc's run. A lock this run took before (its
 // start did not finish) is carried on; one another run holds makes the upload wait on the
 // queue: then the lock is nil, and so is the error.
-func (s starter) acquire(ctx context.Context, u Upload, doc *Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
+func (s starter) acquire(ctx context.Context, u Upload, waiter string, doc *rundoc.Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
 	runID := doc.Run.ID
 	lock, err := s.store.Acquire(ctx, namespace, key, runID, owner(ctx))
 	var held *state.LockedError
@@ -66,7 +67,7 @@ func (s starter) acquire(ctx context.Context, u Upload, doc *Document, namespace
 	case errors.As(err, &held) && held.Holder.RunID == runID:
 		lock, err = s.resumeLock(ctx, namespace, key, runID, held.Holder.Token)
 	case errors.As(err, &held):
-		log.Info("deploy: another run holds the lock; the "+waiter(u)+" waits", "holder_run", held.Holder.RunID, "retry_in", s.cfg.LockRetry.String())
+		log.Info("deploy: another run holds the lock; the "+waiter+" waits", "holder_run", held.Holder.RunID, "retry_in", s.cfg.LockRetry.String())
 		return nil, s.requeue(ctx, u)
 	}
 	if err != nil {
@@ -76,17 +77,10 @@ func (s starter) acquire(ctx context.Context, u Upload, doc *Document, namespace
 	return lock, nil
 }
 
-func waiter(u Upload) string {
-	if p, ok := bucket.ParseUpload(u.Key); ok && p.Kind == bucket.ApprovalUpload {
-		return "approval"
-	}
-	return "upload"
-}
-
 // launch is the end every start shares: the graph records what the plan dropped, the run
 // document is created (or a duplicate delivery that created it first wins), the run is
 // indexed for stack events, its heartbeat chain starts, and its first step is made.
-func (s starter) launch(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger, what string) error {
+func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger, what string) error {
 	if err := s.graphs.record(ctx, lock, doc, nil); err != nil {
 		s.release(ctx, lock, log)
 		return err
@@ -128,13 +122,13 @@ func (s starter) ownBucket(u Upload) bool {
 	return false
 }
 
-// upload begins the run of a bundle upload: a deploy run, or a plan run.
-func (s starter) upload(ctx context.Context, u Upload) error {
+// upload begins the run of a bundle upload (up is what its key names): a deploy run, or a
+// plan run.
+func (s starter) upload(ctx context.Context, u Upload, up bucket.Upload) error {
 	if !s.ownBucket(u) {
 		return nil
 	}
-	up, ok := bucket.ParseUpload(u.Key)
-	if !ok || up.Kind == bucket.ApprovalUpload {
+	if up.Kind != bucket.DeployUpload && up.Kind != bucket.PlanUpload {
 		s.log.Info("deploy: ignoring an object that is not a bundle upload", "bucket", u.Bucket, "key", u.Key,
 			"want", bucket.DeploymentKey("NAME")+" or "+bucket.PlanUploadKey("NAME"))
 		return nil
@@ -152,7 +146,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 		return err
 	}
 	log = log.With("version", u.VersionID)
-	doc.Bundle = Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID, Sequencer: u.Sequencer}
+	doc.Bundle = rundoc.Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID, Sequencer: u.Sequencer}
 	if warn, err := s.store.VersioningWarning(ctx); err != nil {
 		log.Warn("deploy: cannot read bucket versioning", "err", err)
 	} else if warn != "" {
@@ -163,10 +157,11 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 	} else if sup {
 		return s.supersede(ctx, doc, log)
 	}
-	lb, err := Download(ctx, s.s3, doc.Bundle, s.loadOptions(up.Deployment))
+	lb, err := rundoc.Download(ctx, s.s3, doc.Bundle, s.loadOptions(up.Deployment))
 	if err != nil {
 		return err
 	}
+	s.bundles.put(up.Deployment, lb) // the run's steps use it again
 	doc.Bundle = lb.Bundle
 	if len(lb.Errors) > 0 {
 		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.Errors, "; "))
@@ -176,7 +171,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 	cfg := lb.Config
 	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
 	log = log.With("namespace", cfg.Namespace, "graph_key", cfg.PersistentGraphKey)
-	lock, err := s.acquire(ctx, u, doc, cfg.Namespace, cfg.PersistentGraphKey, log)
+	lock, err := s.acquire(ctx, u, "upload", doc, cfg.Namespace, cfg.PersistentGraphKey, log)
 	if lock == nil {
 		return err
 	}
@@ -201,7 +196,7 @@ func (s starter) upload(ctx context.Context, u Upload) error {
 // stacks' tags when it is missing), one look at every stack, and plan.Make's decisions. A
 // plan that fails or is refused is recorded as a failed run (failed, and the lock is
 // released); an error is one of AWS.
-func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb *Loaded, log *slog.Logger) (failed bool, err error) {
+func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, log *slog.Logger) (failed bool, err error) {
 	cfg := lb.Config
 	if !lb.Destroy {
 		// A CDK assembly's environments and assets, before any CloudFormation call.
@@ -210,7 +205,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 		}
 	}
 	cs := s.changesets(doc.Run.ID, log)
-	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn)
+	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn, awsclient.Budget{Limiter: s.placesOf(doc.Run.ID).Budget(target.Target{}), Clock: s.clk})
 	if err != nil {
 		return false, err
 	}
@@ -220,7 +215,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 			return false, err
 		}
 	}
-	home, err := s.home(ctx, hasRole(cfg, g))
+	home, err := s.placesOf(doc.Run.ID).Home(ctx, hasRole(cfg, g))
 	if err != nil {
 		return false, err
 	}
@@ -229,7 +224,7 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
 	}
-	live, unreachable, err := survey(ctx, cs, places(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
+	live, unreachable, err := survey(ctx, cs, reach.Where(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
 	if err != nil {
 		return false, err
 	}
@@ -257,12 +252,12 @@ func (s starter) decide(ctx context.Context, doc *Document, lock *state.Lock, lb
 	}
 	if !doc.Destroy {
 		if doc.SSM, err = s.ssmValues(ctx, key, cfg.SSMNames()); err != nil {
-			if !awsclient.Permanent(err) {
+			retry, reason := plan.Unreadable(err)
+			if retry {
 				return false, err
 			}
-			// SSM refused (access denied): every delivery would be refused the same way.
 			doc.Errors = []string{err.Error()}
-			return true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
+			return true, s.fail(ctx, doc, lock, reason, log)
 		}
 	}
 	res, err := plan.Make(plan.Input{
@@ -338,10 +333,7 @@ func lookupsOf(cfg *config.Config) map[string][]config.Lookup {
 }
 
 func (s starter) requeue(ctx context.Context, u Upload) error {
-	_, err := s.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(s.cfg.QueueURL), MessageBody: aws.String(u.Body), DelaySeconds: seconds(s.cfg.LockRetry),
-	})
-	if err != nil {
+	if err := s.queue.SendBody(ctx, u.Body, s.cfg.LockRetry); err != nil {
 		return fmt.Errorf("re-queue upload s3://%s/%s to wait for the lock: %w", u.Bucket, u.Key, err)
 	}
 	return nil
@@ -362,19 +354,21 @@ func (s starter) latestVersion(ctx context.Context, name, key string) (string, e
 	return "", nil
 }
 
+// superseded reports whether a newer upload than u exists (rundoc.Superseded).
 func (s starter) superseded(ctx context.Context, u Upload) (bool, error) {
-	if u.VersionID == "" || u.VersionID == "null" {
+	b := rundoc.Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID}
+	if !rundoc.Versioned(b) {
 		return false, nil
 	}
 	latest, err := s.latestVersion(ctx, u.Bucket, u.Key)
 	if err != nil {
 		return false, err
 	}
-	return latest != "" && latest != u.VersionID, nil
+	return rundoc.Superseded(b, latest), nil
 }
 
 // supersede records a run that deploys nothing because a newer upload exists.
-func (s starter) supersede(ctx context.Context, doc *Document, log *slog.Logger) error {
+func (s starter) supersede(ctx context.Context, doc *rundoc.Document, log *slog.Logger) error {
 	doc.Run = run.Supersede(doc.Run, fmt.Sprintf("version %s of s3://%s/%s is no longer the newest: the newer upload is deployed instead", doc.Bundle.VersionID, doc.Bundle.Bucket, doc.Bundle.Key), s.clk.Now().UTC())
 	log.Info("deploy: upload superseded by a newer version; nothing deployed")
 	s.runs.report(ctx, doc, log)
@@ -386,7 +380,7 @@ func (s starter) supersede(ctx context.Context, doc *Document, log *slog.Logger)
 
 // fail records a run that fails before it changes anything, releasing lock (when held),
 // and notifies.
-func (s starter) fail(ctx context.Context, doc *Document, lock *state.Lock, reason string, log *slog.Logger) error {
+func (s starter) fail(ctx context.Context, doc *rundoc.Document, lock *state.Lock, reason string, log *slog.Logger) error {
 	doc.Run = run.Fail(doc.Run, reason, s.clk.Now().UTC())
 	s.runs.report(ctx, doc, log)
 	if doc.Run.Mode == run.ModePlan {

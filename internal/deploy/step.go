@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,12 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -25,7 +22,7 @@ type Heartbeat struct {
 	Cairn      string `json:"cairn"` // "heartbeat" or "check"
 	Deployment string `json:"deployment"`
 	Run        string `json:"run"`
-	// Beat numbers the run's heartbeat chain (Document.Beat): a heartbeat of an older chain
+	// Beat numbers the run's heartbeat chain (rundoc.Document.Beat): a heartbeat of an older chain
 	// still makes a step but is not sent on, so a run has one chain however often it was
 	// resumed. 0 (absent) is the chain a run starts with.
 	Beat int `json:"beat,omitempty"`
@@ -59,18 +56,14 @@ func (st stepper) heartbeat(ctx context.Context, deployment, runID string, beat 
 }
 
 // check queues the delayed check run.Advance asked for.
-func (st stepper) check(ctx context.Context, doc *Document, delay time.Duration, log *slog.Logger) {
+func (st stepper) check(ctx context.Context, doc *rundoc.Document, delay time.Duration, log *slog.Logger) {
 	if err := st.send(ctx, Heartbeat{Cairn: "check", Deployment: doc.Run.Deployment, Run: doc.Run.ID}, delay); err != nil {
 		log.Warn("deploy: cannot queue the delayed check; the heartbeat looks instead", "err", err)
 	}
 }
 
 func (st stepper) send(ctx context.Context, m Heartbeat, delay time.Duration) error {
-	body, _ := json.Marshal(m)
-	_, err := st.sqs.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl: aws.String(st.cfg.QueueURL), MessageBody: aws.String(string(body)), DelaySeconds: seconds(delay),
-	})
-	if err != nil {
+	if err := st.queue.Send(ctx, m, delay); err != nil {
 		return fmt.Errorf("run %s: enqueue %s: %w", m.Run, m.Cairn, err)
 	}
 	return nil
@@ -122,17 +115,17 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigg
 	return err
 }
 
-// lost deals with a lock check that failed (cause). While the lock still holds this run's
-// token, another invocation of the same run resumed it since (a stack event and a
-// heartbeat at once, or a restart): that one carries on, and this step ends without a
-// trace. Otherwise the run was fenced and is abandoned.
-func (st stepper) lost(ctx context.Context, doc *Document, etag string, cause error, log *slog.Logger) error {
+// lost deals with a lock check that failed (cause), as state.Fenced decides from the lock
+// read again: another invocation of the same run carries on and this step ends without a
+// trace, or the run was fenced and is abandoned.
+func (st stepper) lost(ctx context.Context, doc *rundoc.Document, etag string, cause error, log *slog.Logger) error {
+	var current *state.Lock
 	if errors.Is(cause, state.ErrLockLost) {
-		l, err := st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey)
-		if err == nil && l.RunID == doc.Run.ID && l.Token == doc.LockToken {
-			log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", cause)
-			return nil
-		}
+		current, _ = st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey) // unreadable: nil
+	}
+	if !state.Fenced(cause, current, doc.Run.ID, doc.LockToken) {
+		log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", cause)
+		return nil
 	}
 	return st.abandon(ctx, doc, etag, cause, log)
 }
@@ -140,7 +133,7 @@ func (st stepper) lost(ctx context.Context, doc *Document, etag string, cause er
 // abandon ends a run whose lock was taken over or removed: it must not change anything
 // more, and the lock is not its own to release. It is closed as abandoned, the change sets
 // it made and did not execute are deleted, and it leaves the index of open runs.
-func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause error, log *slog.Logger) error {
+func (st stepper) abandon(ctx context.Context, doc *rundoc.Document, etag string, cause error, log *slog.Logger) error {
 	log.Error("deploy: run lost its lock and stops", "err", cause)
 	next, actions := run.Abandon(doc.Run, cause.Error(), st.clk.Now().UTC())
 	doc.Run = next
@@ -172,14 +165,14 @@ func (st stepper) abandon(ctx context.Context, doc *Document, etag string, cause
 // finished (killed after saving it): while the lock still holds the run's token, nothing
 // ran since, so all of it (finish); otherwise only its own entry in the index of open
 // runs, which nobody else removes.
-func (st stepper) finishEnded(ctx context.Context, doc *Document, log *slog.Logger) error {
+func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *slog.Logger) error {
 	if doc.LockToken == "" {
 		log.Debug("deploy: trigger for a run that ended without a lock ignored", "status", string(doc.Run.Status))
 		return nil
 	}
 	l, err := st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey)
 	switch {
-	case err == nil && l.RunID == doc.Run.ID && l.Token == doc.LockToken:
+	case err == nil && l.HeldBy(doc.Run.ID, doc.LockToken):
 		lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 		if errors.Is(err, state.ErrLockLost) {
 			break // gone meanwhile: someone else's now
@@ -202,7 +195,7 @@ func (st stepper) finishEnded(ctx context.Context, doc *Document, log *slog.Logg
 // is marked (again: step marks it before the save), open plans it outdated are retired,
 // the run leaves the index of open runs, the lock is released and the summary published.
 // Each part may run again (finishEnded).
-func (st stepper) finish(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger) {
+func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger) {
 	if doc.Plan != "" {
 		st.plans.markApplied(ctx, doc, log)
 	}
@@ -217,7 +210,7 @@ func (st stepper) finish(ctx context.Context, doc *Document, lock *state.Lock, l
 
 // step observes, advances, acts and records, under lock. It looks at the stacks whose
 // check is due and at those named (run.Stack.Key of the stacks an event was about).
-func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *state.Lock, log *slog.Logger, named ...string) error {
+func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, lock *state.Lock, log *slog.Logger, named ...string) error {
 	if doc.Statuses == nil {
 		doc.Statuses = map[string]string{}
 	}
@@ -297,7 +290,7 @@ func (st stepper) step(ctx context.Context, doc *Document, etag string, lock *st
 
 // recordPlan records the plan of a plan run that ended and, under the lock, retires
 // the older plans it supersedes.
-func (st stepper) recordPlan(ctx context.Context, doc *Document, lock *state.Lock, log *slog.Logger) error {
+func (st stepper) recordPlan(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger) error {
 	cs := st.changesets(doc.Run.ID, log)
 	p, err := st.plans.document(ctx, doc, lock, cs)
 	if err != nil {

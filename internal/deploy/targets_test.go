@@ -278,3 +278,28 @@ func postFault(t *testing.T, url, body string) {
 		t.Fatalf("POST /_local/faults: %s", resp.Status)
 	}
 }
+
+// TestApplyRecordsTheStatusOfStacksElsewhere: an approved plan that leaves a stack of
+// another region untouched still records its live status in the graph, as it does for the
+// stacks of cairn's own region.
+func TestApplyRecordsTheStatusOfStacksElsewhere(t *testing.T) {
+	w := newReviewWorld(t)
+	w.withTargets(target.Target{Account: "000000000000", Region: "us-west-2"})
+	cfg := `namespace: shop
+stacks:
+  - {name: base, template_path: templates/queue.yaml, parameters: {Purpose: base}}
+  - {name: west, region: us-west-2, template_path: templates/queue.yaml, parameters: {Purpose: west}}
+`
+	if doc := w.wait("shop", w.push("shop", writeBundle(t, cfg))); doc.Run.Status != run.Succeeded {
+		t.Fatalf("first run: %s (%s)", doc.Run.Status, doc.Run.Reason)
+	}
+	// Only base changes: west is unchanged in the plan and in its apply.
+	p := w.planOf("shop", w.uploadPlan("shop", writeBundle(t, strings.Replace(cfg, "Purpose: base}", "Purpose: base-2}", 1))))
+	doc := w.approve("shop", p.ID)
+	if doc.Run.Status != run.Succeeded || doc.Run.Stacks["west"].Phase != run.Unchanged {
+		t.Fatalf("apply run: %s (%s), west %s", doc.Run.Status, doc.Run.Reason, doc.Run.Stacks["west"].Phase)
+	}
+	if st := w.graph("shop", "shop").Stacks["west"]; st == nil || st.Status != "CREATE_COMPLETE" {
+		t.Errorf("graph's west after the apply: %+v, want its live status CREATE_COMPLETE", st)
+	}
+}

@@ -17,8 +17,8 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -45,7 +45,7 @@ func (w *world) pushBytes(name string, data []byte) string {
 }
 
 // runs returns every run document of a deployment, oldest first.
-func (w *world) runs(name string) []*deploy.Document {
+func (w *world) runs(name string) []*rundoc.Document {
 	w.t.Helper()
 	ctx := context.Background()
 	out, err := w.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("runs/" + name + "/")})
@@ -59,17 +59,17 @@ func (w *world) runs(name string) []*deploy.Document {
 		}
 	}
 	sort.Strings(keys)
-	var docs []*deploy.Document
+	var docs []*rundoc.Document
 	for _, k := range keys {
 		docs = append(docs, w.doc(k))
 	}
 	return docs
 }
 
-func (w *world) doc(key string) *deploy.Document {
+func (w *world) doc(key string) *rundoc.Document {
 	w.t.Helper()
 	body := w.object(key)
-	doc, err := deploy.DecodeDocument([]byte(body))
+	doc, err := rundoc.DecodeDocument([]byte(body))
 	if err != nil {
 		w.t.Fatalf("%s: %v", key, err)
 	}
@@ -92,12 +92,12 @@ func (w *world) object(key string) string {
 
 // wait returns the finished run of the upload of version, waiting up to a minute of wall
 // time for it.
-func (w *world) wait(name, version string) *deploy.Document {
+func (w *world) wait(name, version string) *rundoc.Document {
 	w.t.Helper()
 	return w.waitRun(name, version, time.Minute)
 }
 
-func (w *world) waitRun(name, version string, timeout time.Duration) *deploy.Document {
+func (w *world) waitRun(name, version string, timeout time.Duration) *rundoc.Document {
 	w.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -165,7 +165,7 @@ func (w *world) cfnCalls() map[string]int {
 	return out
 }
 
-func phases(d *deploy.Document) map[string]run.Phase {
+func phases(d *rundoc.Document) map[string]run.Phase {
 	out := map[string]run.Phase{}
 	for n, s := range d.Run.Stacks {
 		out[n] = s.Phase

@@ -18,9 +18,9 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -368,7 +368,7 @@ func (rd *Reader) Diff(ctx context.Context, deployment, path string, local *conf
 	if version == "null" {
 		version = ""
 	}
-	lb, key, err := deploy.DownloadApplied(ctx, rd.S3, rd.Bucket, deployment, version, g.Bundle.SHA256)
+	lb, key, err := rundoc.DownloadApplied(ctx, rd.S3, rd.Bucket, deployment, version, g.Bundle.SHA256)
 	var note string
 	var appliedConfig *config.Config
 	switch {

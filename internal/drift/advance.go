@@ -62,7 +62,8 @@ func (sw *Sweep) Clone() *Sweep {
 	return &c
 }
 
-func (sw *Sweep) stack(r Ref) *Stack {
+// At is the stack r names, or nil.
+func (sw *Sweep) At(r Ref) *Stack {
 	if r.Graph < 0 || r.Graph >= len(sw.Graphs) || r.Stack < 0 || r.Stack >= len(sw.Graphs[r.Graph].Stacks) {
 		return nil
 	}
@@ -82,12 +83,16 @@ func (sw *Sweep) Watch() []Ref {
 	return out
 }
 
+// DefaultMaxAge is how long a sweep waits for its detections before what is left is
+// settled UNKNOWN (Observe's maxAge).
+const DefaultMaxAge = 6 * time.Hour
+
 // Observe applies what a pass saw of the detections in flight, and settles as UNKNOWN
 // every stack not checked maxAge after the sweep started.
 func Observe(sw *Sweep, seen []Detection, now time.Time, maxAge time.Duration) *Sweep {
 	next := sw.Clone()
 	for _, d := range seen {
-		if s := next.stack(d.Ref); s != nil && s.Status == Detecting {
+		if s := next.At(d.Ref); s != nil && s.Status == Detecting {
 			observe(s, d, next.Graphs[d.Graph].Ignore, now.UTC())
 		}
 	}
@@ -157,6 +162,10 @@ func (sw *Sweep) Locks(limit int) []int {
 	return out
 }
 
+// DefaultConcurrency is how many drift detections are in flight at once, by default
+// (Schedule's limit): CloudFormation limits concurrent detections per account.
+const DefaultConcurrency = 5
+
 // Schedule decides the detections to start now: the pending stacks that fit within limit
 // detections in flight, in graph then stack order, but none of a graph whose lock is held
 // (locked holds why, by graph): those are settled as NOT_CHECKED.
@@ -170,7 +179,7 @@ func Schedule(sw *Sweep, limit int, locked map[int]string) (*Sweep, []Ref) {
 	}
 	var start []Ref
 	for _, r := range refs {
-		if next.stack(r).Status == Pending {
+		if next.At(r).Status == Pending {
 			start = append(start, r)
 		}
 	}
@@ -181,7 +190,7 @@ func Schedule(sw *Sweep, limit int, locked map[int]string) (*Sweep, []Ref) {
 func Start(sw *Sweep, answers []Started, now time.Time) *Sweep {
 	next := sw.Clone()
 	for _, a := range answers {
-		s := next.stack(a.Ref)
+		s := next.At(a.Ref)
 		if s == nil || s.Status != Pending {
 			continue
 		}
@@ -208,4 +217,17 @@ func (sw *Sweep) Unreported() []int {
 		}
 	}
 	return out
+}
+
+// WaitsFor reports whether sw waits for the detection detectionID, or a detection of the
+// stack stackID (either may be ""): a drift status change of it may settle a stack.
+func (sw *Sweep) WaitsFor(stackID, detectionID string) bool {
+	for _, g := range sw.Graphs {
+		for _, s := range g.Stacks {
+			if s.Status == Detecting && (s.DetectionID == detectionID && detectionID != "" || s.StackID == stackID && stackID != "") {
+				return true
+			}
+		}
+	}
+	return false
 }

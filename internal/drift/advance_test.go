@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
-var swept = mustTime("2026-11-30T12:00:00Z")
+var swept = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // twoGraphs is a sweep of graph shop (app detecting, cache and web pending) and graph
 // bank (vpc pending).

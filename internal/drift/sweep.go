@@ -1,19 +1,19 @@
-// Package drift checks every stack cairn manages for drift, on an EventBridge schedule or
-// on demand, and reports what changed out of band down to the property.
-//
-// A check of the whole bucket is a sweep: a plain document (saved at
-// drift/sweeps/ID.json) holding, per persistent graph and per stack, where detection
+// Package drift is drift detection's data and decisions, tested without AWS. A check of
+// every stack cairn manages (or of one deployment's) is a sweep: a plain document (saved
+// at drift/sweeps/ID.json) holding, per persistent graph and per stack, where detection
 // stands: pending, detecting (with the detection id), then IN_SYNC, DRIFTED, UNKNOWN or
-// NOT_CHECKED with the reason. CloudFormation detects drift asynchronously and limits
-// concurrent detections, so no invocation waits for all of them: each one observes the
-// detections in flight, starts pending ones up to the concurrency limit, saves the sweep
-// and, when its Lambda deadline nears, hands the sweep on to a delayed SQS message (the
-// "CloudFormation Drift Detection Status Change" event may continue it sooner). A graph
-// whose stacks are all settled gets its report at drift/NAME/ID.json and .md, and a
-// notification when something drifted or changed since its previous report.
+// NOT_CHECKED with the reason. Pure functions take a sweep and what a step observed to the
+// next sweep: NewGraph plans a graph's part, Observe settles finished detections,
+// Schedule chooses the detections to start within the concurrency limit (skipping graphs
+// a deploy holds), Start records CloudFormation's answers, Changes compares a graph with
+// its previous report; Admit, Claim and HandOff decide which trigger drives a sweep and
+// how it continues. A graph whose stacks are all settled gets its Report (drift/NAME/ID.json
+// and .md, rendered here) and a notification when something drifted or changed since.
+// internal/sweeper is the driver that makes the AWS calls.
 package drift
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -171,7 +171,7 @@ func (sw *Sweep) InFlight() int {
 func (sw *Sweep) Next(limit int) []*Stack {
 	var out []*Stack
 	for _, r := range sw.next(limit) {
-		out = append(out, sw.stack(r))
+		out = append(out, sw.At(r))
 	}
 	return out
 }
@@ -341,4 +341,23 @@ func newIn(now, before []string) []string {
 		}
 	}
 	return out
+}
+
+// NewID returns a sweep id that sorts by time: 20261130T120000Z-1a2b3c4d.
+func NewID(t time.Time, suffix string) string {
+	if suffix == "" {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		suffix = hex.EncodeToString(b)
+	}
+	var clean strings.Builder
+	for _, r := range suffix {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r >= 'A' && r <= 'Z' {
+			clean.WriteRune(r)
+		}
+		if clean.Len() == 8 {
+			break
+		}
+	}
+	return t.UTC().Format("20060102T150405Z") + "-" + clean.String()
 }

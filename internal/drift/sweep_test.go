@@ -3,6 +3,7 @@ package drift
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 func graphOfStatuses(sts ...Status) *Graph {
@@ -123,8 +124,8 @@ func TestGraphDriftedCountsMissingAndUntracked(t *testing.T) {
 }
 
 func TestNewIDSortsByTimeAndStaysAKeySegment(t *testing.T) {
-	a := NewID(mustTime("2026-11-30T12:00:00Z"), "53dc4d37-cffa-4f76")
-	b := NewID(mustTime("2026-11-30T12:05:00Z"), "../../x")
+	a := NewID(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), "53dc4d37-cffa-4f76")
+	b := NewID(time.Date(2026, 11, 30, 12, 5, 0, 0, time.UTC), "../../x")
 	if a != "20261130T120000Z-53dc4d37" || b != "20261130T120500Z-x" || !(a < b) {
 		t.Fatalf("ids %q, %q", a, b)
 	}

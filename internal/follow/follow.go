@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -29,7 +29,7 @@ var ErrTimeout = errors.New("gave up waiting")
 // Runs is what the follower reads; history.Store provides it.
 type Runs interface {
 	RunIDs(ctx context.Context, deployment string) ([]string, error)
-	Run(ctx context.Context, deployment, id string) (*deploy.Document, error)
+	Run(ctx context.Context, deployment, id string) (*rundoc.Document, error)
 }
 
 // Target says which run to follow.
@@ -47,7 +47,7 @@ type Target struct {
 }
 
 // Matches reports whether doc is the target's run.
-func (t Target) Matches(doc *deploy.Document) bool {
+func (t Target) Matches(doc *rundoc.Document) bool {
 	switch {
 	case t.Plan != "":
 		return doc.Plan == t.Plan && doc.Run.Mode == run.ModeDeploy
@@ -60,7 +60,7 @@ func (t Target) Matches(doc *deploy.Document) bool {
 // Observer is told what the follower sees.
 type Observer interface {
 	// Found is called once, when the run is first read.
-	Found(doc *deploy.Document)
+	Found(doc *rundoc.Document)
 	// Stepped is called for each stack step, in the order they happened.
 	Stepped(s Step)
 }
@@ -79,16 +79,16 @@ const scanLimit = 20
 
 // Follow waits for the target's run to end and returns its document. On timeout it
 // returns what it last read (nil if the run never appeared) and ErrTimeout.
-func (f *Follower) Follow(ctx context.Context, t Target, o Observer) (*deploy.Document, error) {
+func (f *Follower) Follow(ctx context.Context, t Target, o Observer) (*rundoc.Document, error) {
 	return f.poll(ctx, t, o, false)
 }
 
 // Started waits only for the target's run to start, and returns its first document.
-func (f *Follower) Started(ctx context.Context, t Target) (*deploy.Document, error) {
+func (f *Follower) Started(ctx context.Context, t Target) (*rundoc.Document, error) {
 	return f.poll(ctx, t, nil, true)
 }
 
-func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bool) (*deploy.Document, error) {
+func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bool) (*rundoc.Document, error) {
 	clk := f.Clock
 	if clk == nil {
 		clk = clock.Real
@@ -99,7 +99,7 @@ func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bo
 		passed[id] = true
 	}
 	var id string
-	var last *deploy.Document
+	var last *rundoc.Document
 	for {
 		if id == "" {
 			found, err := f.find(ctx, t, passed)
@@ -185,7 +185,7 @@ type Step struct {
 func (s Step) Name() string { return target.Describe(s.Place, s.Stack) }
 
 // Width is the widest Name of doc's stacks, for aligning the steps.
-func Width(doc *deploy.Document) int {
+func Width(doc *rundoc.Document) int {
 	w := 0
 	for name, s := range doc.Run.Stacks {
 		w = max(w, len(target.Describe(s.At, name)))
@@ -222,7 +222,7 @@ func (s Step) Doing() string {
 // Steps lists the steps cur shows that prev did not, ordered by when they happened (then
 // stacks finishing before stacks starting, then by stack name). Stacks still pending have
 // taken no step.
-func Steps(prev, cur *deploy.Document) []Step {
+func Steps(prev, cur *rundoc.Document) []Step {
 	var out []Step
 	for _, name := range cur.Run.Names() {
 		s := cur.Run.Stacks[name]
@@ -260,7 +260,7 @@ type Summary struct {
 }
 
 // Summarize counts the stacks of a run by outcome.
-func Summarize(doc *deploy.Document) Summary {
+func Summarize(doc *rundoc.Document) Summary {
 	var sum Summary
 	for _, s := range doc.Run.Stacks {
 		switch s.Phase {

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -24,12 +24,12 @@ var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 // poll reads (by run id), so the follower sees a run appear and move on.
 type script struct {
 	mu    sync.Mutex
-	polls []map[string]*deploy.Document
+	polls []map[string]*rundoc.Document
 	i     int
 	reads []string // run ids read, in order
 }
 
-func (s *script) now() map[string]*deploy.Document {
+func (s *script) now() map[string]*rundoc.Document {
 	return s.polls[min(s.i, len(s.polls)-1)]
 }
 
@@ -45,7 +45,7 @@ func (s *script) RunIDs(ctx context.Context, deployment string) ([]string, error
 	return ids, nil
 }
 
-func (s *script) Run(ctx context.Context, deployment, id string) (*deploy.Document, error) {
+func (s *script) Run(ctx context.Context, deployment, id string) (*rundoc.Document, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reads = append(s.reads, id)
@@ -67,7 +67,7 @@ type recorder struct {
 	steps []string
 }
 
-func (r *recorder) Found(doc *deploy.Document) { r.found = append(r.found, doc.Run.ID) }
+func (r *recorder) Found(doc *rundoc.Document) { r.found = append(r.found, doc.Run.ID) }
 func (r *recorder) Stepped(s follow.Step) {
 	r.steps = append(r.steps, fmt.Sprintf("%s %s %s %s", s.Elapsed, s.Name(), s.Action, s.Doing()))
 }
@@ -77,9 +77,9 @@ func stack(name string, intent run.Intent, phase run.Phase, at time.Duration, re
 	return &run.Stack{Name: name, StackName: "shop-" + name, Intent: intent, Phase: phase, PhaseSince: t0.Add(at), Reason: reason, ChangeSetType: "CREATE"}
 }
 
-func runDoc(id, version string, status run.Status, stacks ...*run.Stack) *deploy.Document {
-	d := &deploy.Document{Run: &run.Run{ID: id, Deployment: "shop", Mode: run.ModeDeploy, Status: status, StartedAt: t0, Stacks: map[string]*run.Stack{}},
-		Bundle: deploy.Bundle{VersionID: version}}
+func runDoc(id, version string, status run.Status, stacks ...*run.Stack) *rundoc.Document {
+	d := &rundoc.Document{Run: &run.Run{ID: id, Deployment: "shop", Mode: run.ModeDeploy, Status: status, StartedAt: t0, Stacks: map[string]*run.Stack{}},
+		Bundle: rundoc.Bundle{VersionID: version}}
 	for _, s := range stacks {
 		d.Run.Stacks[s.Name] = s
 	}
@@ -88,13 +88,13 @@ func runDoc(id, version string, status run.Status, stacks ...*run.Stack) *deploy
 
 // followAll runs f.Follow on a fake clock, moving the script and the clock one poll at a
 // time while the follower waits.
-func followAll(t *testing.T, s *script, target follow.Target, timeout time.Duration) (*deploy.Document, *recorder, error) {
+func followAll(t *testing.T, s *script, target follow.Target, timeout time.Duration) (*rundoc.Document, *recorder, error) {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	f := &follow.Follower{Runs: s, Clock: clk, Poll: 2 * time.Second, Timeout: timeout}
 	rec := &recorder{}
 	type result struct {
-		doc *deploy.Document
+		doc *rundoc.Document
 		err error
 	}
 	done := make(chan result, 1)
@@ -117,7 +117,7 @@ func followAll(t *testing.T, s *script, target follow.Target, timeout time.Durat
 
 func TestFollowPrintsStepsInTheOrderTheyHappened(t *testing.T) {
 	old := runDoc("20261130-070000-0000", "v1", run.Succeeded, stack("db", run.IntentDeploy, run.Done, 0, ""))
-	s := &script{polls: []map[string]*deploy.Document{
+	s := &script{polls: []map[string]*rundoc.Document{
 		{old.Run.ID: old}, // the upload's run does not exist yet
 		{old.Run.ID: old, "20261130-080000-aaaa": runDoc("20261130-080000-aaaa", "v2", run.Running,
 			stack("web", run.IntentDeploy, run.CreatingChangeSet, 3*time.Second, ""),
@@ -180,7 +180,7 @@ func count(list []string, s string) int {
 }
 
 func TestFollowTimesOut(t *testing.T) {
-	s := &script{polls: []map[string]*deploy.Document{{}}}
+	s := &script{polls: []map[string]*rundoc.Document{{}}}
 	doc, _, err := followAll(t, s, follow.Target{Deployment: "shop", Version: "v9"}, 10*time.Second)
 	if !errors.Is(err, follow.ErrTimeout) || doc != nil {
 		t.Fatalf("Follow = %v, %v; want ErrTimeout and no run", doc, err)
@@ -195,7 +195,7 @@ func TestTargetMatches(t *testing.T) {
 	tests := []struct {
 		name   string
 		target follow.Target
-		doc    *deploy.Document
+		doc    *rundoc.Document
 		want   bool
 	}{
 		{"the upload's version", follow.Target{Version: "v1"}, runDoc("r", "v1", run.Running), true},
@@ -231,13 +231,13 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestStarted(t *testing.T) {
-	s := &script{polls: []map[string]*deploy.Document{
+	s := &script{polls: []map[string]*rundoc.Document{
 		{},
 		{"20261130-080000-aaaa": runDoc("20261130-080000-aaaa", "v2", run.Running, stack("web", run.IntentDeploy, run.Pending, 0, ""))},
 	}}
 	clk := clock.NewFake(t0)
 	f := &follow.Follower{Runs: s, Clock: clk, Poll: time.Second, Timeout: time.Minute}
-	done := make(chan *deploy.Document, 1)
+	done := make(chan *rundoc.Document, 1)
 	go func() {
 		doc, err := f.Started(context.Background(), follow.Target{Deployment: "shop", Version: "v2"})
 		if err != nil {

@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 // ErrNotFound says a run or plan document does not exist (it is the bucket layout's).
@@ -62,12 +62,12 @@ func newestFirst(keys []string, id func(string) (string, bool)) []string {
 }
 
 // Run reads one run document; ErrNotFound when it does not exist.
-func (s *Store) Run(ctx context.Context, deployment, id string) (*deploy.Document, error) {
+func (s *Store) Run(ctx context.Context, deployment, id string) (*rundoc.Document, error) {
 	body, err := s.get(ctx, layout.RunKey(deployment, id))
 	if err != nil {
 		return nil, fmt.Errorf("run %s of deployment %s: %w", id, deployment, err)
 	}
-	doc, err := deploy.DecodeDocument(body)
+	doc, err := rundoc.DecodeDocument(body)
 	if err != nil {
 		return nil, fmt.Errorf("run %s of deployment %s: %s: %w", id, deployment, layout.URI(s.Bucket, layout.RunKey(deployment, id)), err)
 	}
@@ -89,7 +89,7 @@ func (s *Store) Plan(ctx context.Context, deployment, id string) (*plan.Document
 
 // Runs reads the newest at most n runs of deployment (every run when n <= 0), newest
 // first. A document that cannot be read is skipped: a run being written is read next time.
-func (s *Store) Runs(ctx context.Context, deployment string, n int) ([]*deploy.Document, error) {
+func (s *Store) Runs(ctx context.Context, deployment string, n int) ([]*rundoc.Document, error) {
 	ids, err := s.RunIDs(ctx, deployment)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (s *Store) Runs(ctx context.Context, deployment string, n int) ([]*deploy.D
 	if n > 0 && len(ids) > n {
 		ids = ids[:n]
 	}
-	var docs []*deploy.Document
+	var docs []*rundoc.Document
 	for _, id := range ids {
 		doc, err := s.Run(ctx, deployment, id)
 		if errors.Is(err, ErrNotFound) {
@@ -135,7 +135,7 @@ const (
 )
 
 // KindOf tells plan runs from apply runs and pushes.
-func KindOf(doc *deploy.Document) Kind {
+func KindOf(doc *rundoc.Document) Kind {
 	switch {
 	case doc.Run.Mode == run.ModePlan:
 		return PlanRun
@@ -147,7 +147,7 @@ func KindOf(doc *deploy.Document) Kind {
 
 // Acted reports whether a run got as far as its stacks: it was not superseded, refused
 // or stopped by config errors before it changed or checked anything.
-func Acted(doc *deploy.Document) bool {
+func Acted(doc *rundoc.Document) bool {
 	if doc.Run.Status == run.Superseded {
 		return false
 	}
@@ -162,7 +162,7 @@ func Acted(doc *deploy.Document) bool {
 // Deployed returns the newest run, among docs (newest first), that stands for what is
 // deployed: a push or an apply that acted on its stacks. Plan runs, superseded uploads
 // and refused approvals change nothing and are passed over. nil when there is none.
-func Deployed(docs []*deploy.Document) *deploy.Document {
+func Deployed(docs []*rundoc.Document) *rundoc.Document {
 	for _, d := range docs {
 		if KindOf(d) != PlanRun && Acted(d) {
 			return d

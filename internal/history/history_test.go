@@ -17,10 +17,10 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 )
 
 // bucket serves the emulator's S3 with one bucket and returns a client of it.
@@ -57,9 +57,9 @@ func put(t *testing.T, c *s3.Client, key string, v any) {
 }
 
 // doc is a run document with one stack in phase.
-func doc(id string, mode run.Mode, planID string, status run.Status, phase run.Phase) *deploy.Document {
+func doc(id string, mode run.Mode, planID string, status run.Status, phase run.Phase) *rundoc.Document {
 	t0 := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
-	return &deploy.Document{
+	return &rundoc.Document{
 		Run: &run.Run{ID: id, Deployment: "shop", Mode: mode, Status: status, StartedAt: t0,
 			Stacks: map[string]*run.Stack{"db": {Name: "db", StackName: "shop-db", Phase: phase}}},
 		Plan: planID,
@@ -69,7 +69,7 @@ func doc(id string, mode run.Mode, planID string, status run.Status, phase run.P
 func TestStore(t *testing.T) {
 	c := bucket(t)
 	ctx := context.Background()
-	for _, d := range []*deploy.Document{
+	for _, d := range []*rundoc.Document{
 		doc("20261130-080000-aaaa", run.ModeDeploy, "", run.Succeeded, run.Done),
 		doc("20261130-090000-bbbb", run.ModePlan, "", run.Succeeded, run.Ready),
 		doc("20261130-083000-cccc", run.ModeDeploy, "20261130-090000-bbbb", run.RunFailed, run.Blocked),
@@ -113,14 +113,14 @@ func TestKindAndDeployed(t *testing.T) {
 	failedApply := doc("8-apply", run.ModeDeploy, "4-plan", run.RunFailed, run.Failed)
 	tests := []struct {
 		name string
-		docs []*deploy.Document // newest first
-		want *deploy.Document
+		docs []*rundoc.Document // newest first
+		want *rundoc.Document
 	}{
-		{"a refused duplicate approval is not the deployment's state", []*deploy.Document{refusedApproval, planRun, apply}, apply},
-		{"a plan run is not", []*deploy.Document{planRun, push}, push},
-		{"a superseded upload is not", []*deploy.Document{superseded, refusedApproval, push}, push},
-		{"a failed apply that acted is", []*deploy.Document{failedApply, push}, failedApply},
-		{"nothing deployed", []*deploy.Document{planRun, refusedApproval}, nil},
+		{"a refused duplicate approval is not the deployment's state", []*rundoc.Document{refusedApproval, planRun, apply}, apply},
+		{"a plan run is not", []*rundoc.Document{planRun, push}, push},
+		{"a superseded upload is not", []*rundoc.Document{superseded, refusedApproval, push}, push},
+		{"a failed apply that acted is", []*rundoc.Document{failedApply, push}, failedApply},
+		{"nothing deployed", []*rundoc.Document{planRun, refusedApproval}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestKindAndDeployed(t *testing.T) {
 			}
 		})
 	}
-	for d, want := range map[*deploy.Document]history.Kind{push: history.Push, planRun: history.PlanRun, apply: history.Apply, refusedApproval: history.Apply} {
+	for d, want := range map[*rundoc.Document]history.Kind{push: history.Push, planRun: history.PlanRun, apply: history.Apply, refusedApproval: history.Apply} {
 		if got := history.KindOf(d); got != want {
 			t.Errorf("KindOf(%s) = %s, want %s", d.Run.ID, got, want)
 		}

@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
@@ -341,8 +340,7 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 // describe returns the cairn stack, or nil when it does not exist.
 func (p provisioner) describe(ctx context.Context) (*cfntypes.Stack, error) {
 	out, err := p.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(p.name)})
-	var ae smithy.APIError
-	if errors.As(err, &ae) && strings.Contains(ae.ErrorMessage(), "does not exist") {
+	if awsclient.StackMissing(err) {
 		return nil, nil
 	}
 	if err != nil {

@@ -46,6 +46,10 @@ type Observed struct {
 	Graph *state.Graph
 }
 
+// DefaultTTL is how long an unapplied plan stays approvable; after it, the plan expires
+// and its change sets are deleted.
+const DefaultTTL = 7 * 24 * time.Hour
+
 // Lapsed lists why p cannot be applied whatever the stacks are like now, each reason
 // ending in "re-plan": applied already, failed, superseded, expired. final says no
 // observation can add to them, so none needs to be made.

@@ -247,7 +247,7 @@ func Make(in Input) (*Result, error) {
 	for _, s := range cfg.Stacks {
 		at := s.Target.Location(in.Home)
 		for _, l := range s.Lookups {
-			if l.Kind != "xref" && l.Kind != "rxref" && l.Kind != "cfn" {
+			if !l.Kind.ByStackName() {
 				continue
 			}
 			k := target.Key(at, l.StackName)
@@ -805,7 +805,7 @@ func secretWarnings(s *config.Stack, ssm map[string]config.SSMValue) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, l := range s.Lookups {
-		if l.Kind != "ssm" || l.Param == "" || seen[l.Param] || ssm[l.Name].Type != config.SecureString {
+		if l.Kind != config.KindSSM || l.Param == "" || seen[l.Param] || ssm[l.Name].Type != config.SecureString {
 			continue
 		}
 		seen[l.Param] = true

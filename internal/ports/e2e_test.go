@@ -26,37 +26,39 @@ import (
 // which answers through the ResponseURL, and the stack completes.
 func TestEndToEnd(t *testing.T) {
 	ctx := context.Background()
-	e, err := awslocal.New(awslocal.Options{Logger: slog.New(slog.DiscardHandler), CloudFormation: awslocal.CloudFormationTimings{
-		ResourceDelay: 10 * time.Millisecond, ChangeSetDelay: 10 * time.Millisecond, CustomResourceTimeout: 30 * time.Second,
-	}})
+	// The ports function as `cairn local up` runs it, bound to the stack's queue.
+	l, err := localcairn.Start(ctx, localcairn.StartOptions{
+		Emulator: awslocal.Options{Logger: slog.New(slog.DiscardHandler), CloudFormation: awslocal.CloudFormationTimings{
+			ResourceDelay: 10 * time.Millisecond, ChangeSetDelay: 10 * time.Millisecond, CustomResourceTimeout: 30 * time.Second,
+		}},
+		Options: localcairn.Options{PortPools: "default=20000-20099"},
+		Handlers: func(ctx context.Context, l *localcairn.Local) (localcairn.Handlers, error) {
+			cfg, err := l.Emulator.AWSConfig(ctx)
+			if err != nil {
+				return localcairn.Handlers{}, err
+			}
+			pools, err := ports.ParsePools(l.Cairn.PortPools)
+			if err != nil {
+				return localcairn.Handlers{}, err
+			}
+			h, err := ports.NewHandler(awsclient.S3(cfg), ports.Config{Bucket: l.Cairn.Bucket, Pools: pools,
+				Handler: customresource.Options{AllowedHosts: []string{l.Cairn.ResponseHosts}, Logger: slog.New(slog.DiscardHandler)}})
+			if err != nil {
+				return localcairn.Handlers{}, err
+			}
+			return localcairn.Handlers{Ports: h.HandleSQS}, nil
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	if err := e.Start("127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	c, err := localcairn.Provision(ctx, e, localcairn.Options{PortPools: "default=20000-20099"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer l.Close()
+	e, c := l.Emulator, l.Cairn
 	cfg, err := e.AWSConfig(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pools, err := ports.ParsePools(c.PortPools)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s3c := awsclient.S3(cfg)
-	h, err := ports.NewHandler(s3c, ports.Config{Bucket: c.Bucket, Pools: pools,
-		Handler: customresource.Options{AllowedHosts: []string{c.ResponseHosts}, Logger: slog.New(slog.DiscardHandler)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Register(e, localcairn.Handlers{Ports: h.HandleSQS}); err != nil {
-		t.Fatal(err)
-	}
 	cf := cloudformation.NewFromConfig(cfg)
 	store := ports.NewStore(s3c, c.Bucket, nil)
 	template, err := os.ReadFile("testdata/two-ports.yaml")

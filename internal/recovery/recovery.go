@@ -247,7 +247,7 @@ func Record(g *state.Graph, stackName, status, stackID string, outputs map[strin
 func describe(ctx context.Context, cfn CFNAPI, name string) (cfntypes.Stack, error) {
 	out, err := cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
 	if err != nil {
-		if awsclient.ErrorCode(err) == "ValidationError" && strings.Contains(err.Error(), "does not exist") {
+		if awsclient.StackMissing(err) {
 			return cfntypes.Stack{}, fmt.Errorf("stack %s does not exist", name)
 		}
 		return cfntypes.Stack{}, fmt.Errorf("describe stack %s: %w", name, err)

@@ -12,11 +12,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/bundle"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
@@ -91,7 +89,7 @@ func (p *Planner) Destroy(ctx context.Context, deployment string) (*Upload, erro
 		return nil, fmt.Errorf("destroy %s: the graph %s/%s names no applied bundle version to read the config from", deployment, ns, key)
 	}
 	up := &Upload{Namespace: ns, Key: key, Stacks: len(g.Stacks), Bundle: g.Bundle}
-	return up, p.replan(ctx, deployment, up, map[string]string{deploy.DestroyMetadata: "true"})
+	return up, p.replan(ctx, deployment, up, map[string]string{rundoc.DestroyMetadata: "true"})
 }
 
 func (p *Planner) replan(ctx context.Context, deployment string, up *Upload, extra map[string]string) error {
@@ -111,20 +109,17 @@ func (p *Planner) replan(ctx context.Context, deployment string, up *Upload, ext
 }
 
 // fetch downloads a version of the deployment's bundle, whichever of its deploy and plan
-// uploads holds it, with its metadata.
+// uploads holds it (rundoc.FindApplied), with its metadata.
 func (p *Planner) fetch(ctx context.Context, deployment, version string) ([]byte, map[string]string, error) {
-	keys := []string{layout.DeploymentKey(deployment), layout.PlanUploadKey(deployment)}
-	for _, key := range keys {
-		o, err := layout.Get(ctx, p.S3, p.Bucket, key, version, bundle.MaxZipSize)
-		if errors.Is(err, layout.ErrNotFound) || awsclient.HTTPStatus(err) == 400 {
-			continue // not this key's version (S3 answers 400 for a version id of another key)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		return o.Body, o.Metadata, nil
+	o, _, err := rundoc.FindApplied(ctx, p.S3, p.Bucket, deployment, version, "")
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, fmt.Errorf("bundle version %s of deployment %s is in neither %s nor %s (expired by a lifecycle rule?)", version, deployment, layout.URI(p.Bucket, keys[0]), layout.URI(p.Bucket, keys[1]))
+	if o == nil {
+		return nil, nil, fmt.Errorf("bundle version %s of deployment %s is in neither %s nor %s (expired by a lifecycle rule?)", version, deployment,
+			layout.URI(p.Bucket, layout.DeploymentKey(deployment)), layout.URI(p.Bucket, layout.PlanUploadKey(deployment)))
+	}
+	return o.Body, o.Metadata, nil
 }
 
 // Applied lists the bundles the graph's history records as applied, newest first, each

@@ -19,9 +19,9 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -98,7 +98,7 @@ type Reader struct {
 	S3 interface {
 		HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	}
-	// TTL defaults to the deployer's, deploy.DefaultPlanTTL.
+	// TTL defaults to the deployer's, plan.DefaultTTL.
 	TTL   time.Duration
 	Clock clock.Clock
 
@@ -173,7 +173,7 @@ func (r *Reader) observer() *observer {
 func (o *observer) entry(ctx context.Context, p *plan.Document, refusals []string) (Entry, error) {
 	obs := Observed{Now: o.now, TTL: o.r.TTL, Generation: -1, Refusals: refusals}
 	if obs.TTL <= 0 {
-		obs.TTL = deploy.DefaultPlanTTL
+		obs.TTL = plan.DefaultTTL
 	}
 	if p.Status == plan.Planned {
 		// Only an open plan's status depends on what changed since.
@@ -233,7 +233,7 @@ func (o *observer) latestBundle(ctx context.Context, bucket, key string) (string
 
 // refusedApprovals maps plan ids to the refusals of their apply runs that the deployer
 // refused before they changed anything.
-func refusedApprovals(runs []*deploy.Document) map[string][]string {
+func refusedApprovals(runs []*rundoc.Document) map[string][]string {
 	out := map[string][]string{}
 	for _, d := range runs {
 		if history.KindOf(d) == history.Apply && !history.Acted(d) && len(d.Refusals) > 0 {

@@ -20,12 +20,12 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/review"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -168,7 +168,7 @@ func TestReader(t *testing.T) {
 		w.put(t, layout.PlanKey("shop", p.ID), p)
 	}
 	// A refused approval of the second plan (it executed nothing).
-	w.put(t, layout.RunKey("shop", "20261130-084000-eeee"), &deploy.Document{
+	w.put(t, layout.RunKey("shop", "20261130-084000-eeee"), &rundoc.Document{
 		Run:  &run.Run{ID: "20261130-084000-eeee", Deployment: "shop", Mode: run.ModeDeploy, Status: run.RunFailed, Stacks: map[string]*run.Stack{}},
 		Plan: refused.ID, Refusals: []string{"stack shop-db: change set cairn-1 no longer exists (deleted after plan 08:20): re-plan"},
 	})

@@ -38,14 +38,21 @@ func serve(t *testing.T) *awslocal.Emulator {
 	return e
 }
 
-// emulator serves the emulator with cairn provisioned in it, its exports included.
+// emulator serves cairn in the emulator (localcairn.Start), its exports included, no
+// function running, and points the environment at the emulator with no CAIRN_* variable set.
 func emulator(t *testing.T) *localcairn.Cairn {
 	t.Helper()
-	c, err := localcairn.Provision(context.Background(), serve(t), localcairn.Options{})
+	l, err := localcairn.Start(context.Background(), localcairn.StartOptions{Emulator: awslocal.Options{Logger: slog.New(slog.DiscardHandler)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	t.Cleanup(func() { l.Close() })
+	clearEnv(t)
+	for _, kv := range l.Emulator.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return l.Cairn
 }
 
 func clearEnv(t *testing.T) {

@@ -114,22 +114,32 @@ type CloudFormationAPI interface {
 	DescribeStacks(ctx context.Context, in *cloudformation.DescribeStacksInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStacksOutput, error)
 }
 
+// Budget is the run's API budget every CloudFormation call waits for (awsclient.Budget).
+type Budget interface {
+	Wait(ctx context.Context) error
+}
+
 // Rebuild reconstructs the graph of namespace/key from the tags of the live stacks
-// (DescribeStacks, all pages): every stack tagged with this namespace and graph key, whether
-// cairn created it or it was tagged to be adopted. The result has Rebuilt set when it found
-// any stack and Generation 0; it is not written (Write it under the lock).
-func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, namespace, key string) (*Graph, error) {
+// (DescribeStacks, all pages, each waiting for budget): every stack tagged with this
+// namespace and graph key, whether cairn created it or it was tagged to be adopted. The
+// result has Rebuilt set when it found any stack and Generation 0; it is not written (Write
+// it under the lock).
+func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, budget Budget, namespace, key string) (*Graph, error) {
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
 	}
 	g := &Graph{SchemaVersion: SchemaVersion, Namespace: namespace, Key: key, Stacks: map[string]*Stack{}}
 	bundles := map[BundleRef]int{}
-	p := cloudformation.NewDescribeStacksPaginator(cfn, &cloudformation.DescribeStacksInput{})
-	for p.HasMorePages() {
-		out, err := p.NextPage(ctx)
+	in := &cloudformation.DescribeStacksInput{}
+	for page := 0; page == 0 || aws.ToString(in.NextToken) != ""; page++ {
+		if err := budget.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("rebuild state %s/%s from stack tags: %w", namespace, key, err)
+		}
+		out, err := cfn.DescribeStacks(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("rebuild state %s/%s from stack tags: describe stacks: %w", namespace, key, err)
 		}
+		in.NextToken = out.NextToken
 		for _, cs := range out.Stacks {
 			if aws.ToString(cs.ParentId) != "" {
 				continue // a nested stack carries its parent's tags
@@ -182,12 +192,12 @@ func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, namespace, k
 // ReadOrRebuild reads the graph under l and, when its object is missing, rebuilds it from
 // stack tags (logged; Rebuilt says so, for the run report). A namespace without state and
 // without tagged stacks gives an empty graph. Write the result under the same lock.
-func (s *Store) ReadOrRebuild(ctx context.Context, l *Lock, cfn CloudFormationAPI) (*Graph, error) {
+func (s *Store) ReadOrRebuild(ctx context.Context, l *Lock, cfn CloudFormationAPI, budget Budget) (*Graph, error) {
 	g, err := s.Read(ctx, l)
 	if !errors.Is(err, ErrNotFound) {
 		return g, err
 	}
-	return s.Rebuild(ctx, cfn, l.Namespace, l.Key)
+	return s.Rebuild(ctx, cfn, budget, l.Namespace, l.Key)
 }
 
 func stackFromTags(cs cfntypes.Stack, namespace, key string) (*Stack, BundleRef, bool) {

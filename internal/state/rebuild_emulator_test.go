@@ -298,7 +298,7 @@ func TestRebuildFromEmulatorStacks(t *testing.T) {
 		{"nobody", "prod", state.BundleRef{}, nil},
 	} {
 		t.Run(tc.namespace+"/"+tc.key, func(t *testing.T) {
-			g, err := e.store.Rebuild(context.Background(), e.cfn, tc.namespace, tc.key)
+			g, err := e.store.Rebuild(context.Background(), e.cfn, awsclient.Budget{}, tc.namespace, tc.key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,7 +346,7 @@ func TestReadOrRebuildAfterStateObjectDeleted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.store.ReadOrRebuild(ctx, l, e.cfn); err != nil {
+			if _, err := e.store.ReadOrRebuild(ctx, l, e.cfn, awsclient.Budget{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := e.store.Write(ctx, l, written); err != nil {
@@ -362,7 +362,7 @@ func TestReadOrRebuildAfterStateObjectDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.store.Release(ctx, l)
-			g, err := e.store.ReadOrRebuild(ctx, l, e.cfn)
+			g, err := e.store.ReadOrRebuild(ctx, l, e.cfn, awsclient.Budget{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,7 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -171,7 +173,7 @@ func TestDeleteStateThenRebuildFromTags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rebuilt, err := s.ReadOrRebuild(ctx, l, cfn)
+	rebuilt, err := s.ReadOrRebuild(ctx, l, cfn, awsclient.Budget{})
 	if err != nil {
 		t.Fatalf("ReadOrRebuild: %v", err)
 	}
@@ -221,6 +223,29 @@ func nested(s cfntypes.Stack) cfntypes.Stack {
 	return s
 }
 
+// countingBudget allows every call and counts the waits.
+type countingBudget struct{ waits int }
+
+func (b *countingBudget) Wait(context.Context) error { b.waits++; return nil }
+
+// TestRebuildStopsWhenItsBudgetDoes: every page of the rebuild's DescribeStacks waits for
+// the run's budget, so a budget that allows no more ends the rebuild with its error.
+func TestRebuildStopsWhenItsBudgetDoes(t *testing.T) {
+	e := newEnv(t)
+	var stacks []cfntypes.Stack
+	for _, n := range []string{"a", "b", "c"} {
+		stacks = append(stacks, cfnStack(&state.Stack{StackName: "shop-" + n, StackID: stackARN("shop-" + n)}, map[string]string{state.TagNamespace: "shop", state.TagGraphKey: "main", state.TagName: n}))
+	}
+	cfn := &fakeCFN{stacks: stacks, pageSize: 1}
+	budget := awsclient.Budget{Limiter: rate.NewLimiter(rate.Every(time.Hour), 2)} // two calls, then one an hour
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := e.store(nil).Rebuild(ctx, cfn, budget, "shop", "main")
+	if err == nil || !strings.Contains(err.Error(), "API budget") || cfn.pages != 2 {
+		t.Fatalf("rebuild of 3 pages on a budget of 2 calls: %d pages, err %v; want 2 pages and the budget's error", cfn.pages, err)
+	}
+}
+
 func TestRebuild(t *testing.T) {
 	tagged := func(name string, extra ...string) cfntypes.Stack {
 		tags := map[string]string{state.TagNamespace: "shop", state.TagGraphKey: "main", state.TagName: name}
@@ -263,7 +288,11 @@ func TestRebuild(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			s := e.store(nil)
-			g, err := s.Rebuild(context.Background(), &fakeCFN{stacks: tc.stacks, pageSize: 1, err: tc.err}, "shop", "main")
+			cfn, budget := &fakeCFN{stacks: tc.stacks, pageSize: 1, err: tc.err}, &countingBudget{}
+			g, err := s.Rebuild(context.Background(), cfn, budget, "shop", "main")
+			if tc.err == nil && budget.waits != cfn.pages {
+				t.Errorf("%d DescribeStacks pages, %d waits for the budget: want one wait before each page", cfn.pages, budget.waits)
+			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)

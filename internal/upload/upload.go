@@ -1,6 +1,7 @@
 // Package upload turns a bundle on disk into the object a deploy or plan run starts from:
 // it validates the config, zips the bundle, records where it came from (provenance), and
-// uploads it (to bucket.DeploymentKey for a deploy, bucket.PlanUploadKey for a plan).
+// uploads it (to bucket.DeploymentKey for a deploy, bucket.PlanUploadKey for a plan); and it
+// writes the approval of a plan (bucket.ApprovalKey), which starts the plan's apply run.
 package upload
 
 import (

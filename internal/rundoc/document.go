@@ -1,4 +1,4 @@
-package deploy
+package rundoc
 
 import (
 	"encoding/json"
@@ -63,20 +63,6 @@ func (d *Document) Report() report.Input {
 	}
 	return in
 }
-
-// activeIndex is the content of an open run's index object (bucket.OpenRunKey), so a
-// stack status event finds its run with one listing.
-type activeIndex struct {
-	Deployment string   `json:"deployment"`
-	Run        string   `json:"run"`
-	Stacks     []string `json:"stacks"` // CloudFormation stack names
-}
-
-// errRaceLost says another step wrote the run document since it was read.
-var errRaceLost = errors.New("run document changed since it was read")
-
-// errNoRun says the run document does not exist.
-var errNoRun = errors.New("no such run")
 
 // DecodeDocument parses a run document.
 func DecodeDocument(body []byte) (*Document, error) {

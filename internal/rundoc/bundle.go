@@ -1,4 +1,4 @@
-package deploy
+package rundoc
 
 import (
 	"context"
@@ -45,10 +45,16 @@ func Download(ctx context.Context, api bucket.Getter, b Bundle, opts config.Load
 		version = ""
 	}
 	o, err := bucket.Get(ctx, api, b.Bucket, b.Key, version, bundle.MaxZipSize)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return &Loaded{Bundle: b, Missing: true, Errors: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
+	}
+	return load(b, o, err, opts)
+}
+
+// load loads the downloaded object o of upload b (err: why it could not be read).
+func load(b Bundle, o *bucket.Object, err error, opts config.LoadOptions) (*Loaded, error) {
 	var big *bucket.TooLargeError
 	switch {
-	case errors.Is(err, bucket.ErrNotFound):
-		return &Loaded{Bundle: b, Missing: true, Errors: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
 	case errors.As(err, &big):
 		return &Loaded{Bundle: b, Errors: []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}}, nil
 	case err != nil:
@@ -56,8 +62,7 @@ func Download(ctx context.Context, api bucket.Getter, b Bundle, opts config.Load
 	}
 	b.Source = provenance.FromMetadata(o.Metadata)
 	b.GitRef, b.GitRemote = b.Source.Commit, b.Source.Remote
-	sum := sha256.Sum256(o.Body)
-	b.SHA256 = hex.EncodeToString(sum[:])
+	b.SHA256 = Sum(o.Body)
 	lb := &Loaded{Bundle: b, Destroy: o.Metadata[DestroyMetadata] == "true"}
 	bb, err := bundle.FromZip(o.Body)
 	if err != nil {
@@ -79,24 +84,55 @@ func Download(ctx context.Context, api bucket.Getter, b Bundle, opts config.Load
 	return lb, nil
 }
 
-// DownloadApplied downloads deployment name's bundle at version from its deploy upload,
-// else from its plan upload (an approved plan applies the plan upload), and loads it.
-// Without a version (an unversioned bucket) an upload counts only when it is the one
-// applied (its sha256). It returns nil, and the key, when neither holds it.
-func DownloadApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*Loaded, string, error) {
+// Sum is the hex sha256 of an upload's bytes, as a run records its bundle.
+func Sum(body []byte) string {
+	sum := sha256.Sum256(body)
+	return hex.EncodeToString(sum[:])
+}
+
+// FindApplied reads deployment name's bundle at version from its deploy upload, else from
+// its plan upload (an approved plan applies the plan upload). Without a version (an
+// unversioned bucket) an upload counts only when it is the one applied (its sha256). It
+// returns the object and its key, or nil and "" when neither holds it.
+func FindApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*bucket.Object, string, error) {
 	for _, key := range []string{bucket.DeploymentKey(name), bucket.PlanUploadKey(name)} {
-		lb, err := Download(ctx, api, Bundle{Bucket: bucketName, Key: key, VersionID: version}, config.LoadOptions{Deployment: name})
-		if err != nil && version != "" && awsclient.HTTPStatus(err) == 400 {
-			continue // S3 refuses a version id of another key
-		}
+		o, err := bucket.Get(ctx, api, bucketName, key, version, bundle.MaxZipSize)
 		switch {
+		case errors.Is(err, bucket.ErrNotFound):
+		case err != nil && version != "" && awsclient.HTTPStatus(err) == 400:
+			// S3 refuses a version id of another key.
 		case err != nil:
 			return nil, key, err
-		case lb.Missing:
-		case version == "" && sha != "" && lb.Bundle.SHA256 != sha:
+		case version == "" && sha != "" && Sum(o.Body) != sha:
 		default:
-			return lb, key, nil
+			return o, key, nil
 		}
 	}
 	return nil, "", nil
 }
+
+// DownloadApplied is FindApplied's bundle, loaded (Download). It returns nil, and the
+// key, when neither upload holds it.
+func DownloadApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*Loaded, string, error) {
+	o, key, err := FindApplied(ctx, api, bucketName, name, version, sha)
+	if o == nil && err == nil {
+		return nil, "", nil
+	}
+	var big *bucket.TooLargeError
+	if err != nil && !errors.As(err, &big) {
+		return nil, key, err
+	}
+	lb, err := load(Bundle{Bucket: bucketName, Key: key, VersionID: version}, o, err, config.LoadOptions{Deployment: name})
+	return lb, key, err
+}
+
+// Superseded reports whether upload b is no longer the newest version of its key, latest
+// being the newest version id ("" when the bucket keeps none, or lists none): a newer
+// upload is deployed instead. An upload without a version is never superseded.
+func Superseded(b Bundle, latest string) bool {
+	return Versioned(b) && latest != "" && latest != b.VersionID
+}
+
+// Versioned reports whether upload b names an object version (S3 gives none, or "null",
+// in a bucket that keeps no versions).
+func Versioned(b Bundle) bool { return b.VersionID != "" && b.VersionID != "null" }

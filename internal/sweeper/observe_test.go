@@ -1,4 +1,4 @@
-package drift
+package sweeper
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/drift"
 )
 
 func mustTime(s string) time.Time {
@@ -64,30 +65,30 @@ func resourceDrift(logicalID, path string) cfntypes.StackResourceDrift {
 
 func testDriver(t *testing.T, cfn CloudFormationAPI) (*Driver, *invocation) {
 	t.Helper()
-	d := &Driver{cfg: Config{Concurrency: 5}, c: Clients{CFN: cfn}, clk: clock.NewFake(mustTime("2026-11-30T12:00:00Z")), log: slog.New(slog.DiscardHandler)}
-	return d, &invocation{budget: rate.NewLimiter(rate.Inf, 1), log: d.log}
+	d := &Driver{cfg: Config{Concurrency: 5, Budget: func() *rate.Limiter { return rate.NewLimiter(rate.Inf, 1) }}, c: Clients{CFN: cfn}, clk: clock.NewFake(mustTime("2026-11-30T12:00:00Z")), log: slog.New(slog.DiscardHandler)}
+	return d, &invocation{places: d.places("test"), log: d.log}
 }
 
 func TestDetectStartsOrSettlesByAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		err    error
-		want   Status
+		want   drift.Status
 		reason string
 	}{
-		{"started", nil, Detecting, ""},
-		{"throttled stays pending", apiErr("Throttling", "Rate exceeded"), Pending, ""},
-		{"gone", apiErr("ValidationError", "Stack with id shop-app does not exist"), NotChecked, "stack does not exist in AWS"},
-		{"refused", apiErr("ValidationError", "Drift detection is not supported for stack shop-app in status ROLLBACK_COMPLETE"), Unknown, "ROLLBACK_COMPLETE"},
+		{"started", nil, drift.Detecting, ""},
+		{"throttled stays pending", apiErr("Throttling", "Rate exceeded"), drift.Pending, ""},
+		{"gone", apiErr("ValidationError", "Stack with id shop-app does not exist"), drift.NotChecked, "stack does not exist in AWS"},
+		{"refused", apiErr("ValidationError", "Drift detection is not supported for stack shop-app in status ROLLBACK_COMPLETE"), drift.Unknown, "ROLLBACK_COMPLETE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, inv := testDriver(t, &fakeCFN{detectErr: tc.err})
-			s := &Stack{Name: "app", StackName: "shop-app", Status: Pending}
+			s := &drift.Stack{Name: "app", StackName: "shop-app", Status: drift.Pending}
 			answer, err := d.detect(context.Background(), inv, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			s = Start(&Sweep{Graphs: []*Graph{{Stacks: []*Stack{s}}}}, []Started{answer}, d.clk.Now()).Graphs[0].Stacks[0]
+			s = drift.Start(&drift.Sweep{Graphs: []*drift.Graph{{Stacks: []*drift.Stack{s}}}}, []drift.Started{answer}, d.clk.Now()).Graphs[0].Stacks[0]
 			if s.Status != tc.want || !strings.Contains(s.Reason, tc.reason) {
 				t.Fatalf("%s (%q), want %s containing %q", s.Status, s.Reason, tc.want, tc.reason)
 			}
@@ -108,27 +109,27 @@ func TestObserveSettlesFinishedDetections(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		cfn       *fakeCFN
-		want      Status
+		want      drift.Status
 		reason    string
 		resources int
 	}{
-		{"in progress", &fakeCFN{status: status("DETECTION_IN_PROGRESS", "", "")}, Detecting, "", 0},
-		{"in sync", &fakeCFN{status: status("DETECTION_COMPLETE", "IN_SYNC", "")}, InSync, "", 0},
-		{"drifted over two pages", &fakeCFN{status: status("DETECTION_COMPLETE", "DRIFTED", ""), pages: twoPages()}, Drifted, "", 2},
-		{"failed", &fakeCFN{status: status("DETECTION_FAILED", "", "Failed to detect drift on resource [Fn]: access denied")}, Unknown, "access denied", 0},
-		{"failed but drifted", &fakeCFN{status: status("DETECTION_FAILED", "DRIFTED", "Failed to detect drift on resource [Fn]"), pages: twoPages()}, Drifted, "some resources", 2},
-		{"throttled", &fakeCFN{statusErr: apiErr("Throttling", "Rate exceeded")}, Detecting, "", 0},
-		{"detection unknown", &fakeCFN{statusErr: apiErr("ValidationError", "Stack drift detection det-1 does not exist")}, Unknown, "det-1", 0},
+		{"in progress", &fakeCFN{status: status("DETECTION_IN_PROGRESS", "", "")}, drift.Detecting, "", 0},
+		{"in sync", &fakeCFN{status: status("DETECTION_COMPLETE", "IN_SYNC", "")}, drift.InSync, "", 0},
+		{"drifted over two pages", &fakeCFN{status: status("DETECTION_COMPLETE", "DRIFTED", ""), pages: twoPages()}, drift.Drifted, "", 2},
+		{"failed", &fakeCFN{status: status("DETECTION_FAILED", "", "Failed to detect drift on resource [Fn]: access denied")}, drift.Unknown, "access denied", 0},
+		{"failed but drifted", &fakeCFN{status: status("DETECTION_FAILED", "DRIFTED", "Failed to detect drift on resource [Fn]"), pages: twoPages()}, drift.Drifted, "some resources", 2},
+		{"throttled", &fakeCFN{statusErr: apiErr("Throttling", "Rate exceeded")}, drift.Detecting, "", 0},
+		{"detection unknown", &fakeCFN{statusErr: apiErr("ValidationError", "Stack drift detection det-1 does not exist")}, drift.Unknown, "det-1", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, inv := testDriver(t, tc.cfn)
-			s := &Stack{Name: "app", StackName: "shop-app", Status: Detecting, DetectionID: "det-1"}
+			s := &drift.Stack{Name: "app", StackName: "shop-app", Status: drift.Detecting, DetectionID: "det-1"}
 			seen, err := d.look(context.Background(), inv, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			sw := &Sweep{StartedAt: d.clk.Now(), Graphs: []*Graph{{Stacks: []*Stack{s}}}}
-			s = Observe(sw, []Detection{seen}, d.clk.Now(), time.Hour).Graphs[0].Stacks[0]
+			sw := &drift.Sweep{StartedAt: d.clk.Now(), Graphs: []*drift.Graph{{Stacks: []*drift.Stack{s}}}}
+			s = drift.Observe(sw, []drift.Detection{seen}, d.clk.Now(), time.Hour).Graphs[0].Stacks[0]
 			if s.Status != tc.want || !strings.Contains(s.Reason, tc.reason) || len(s.Resources) != tc.resources {
 				t.Fatalf("%s (%q) with %d resources, want %s containing %q with %d", s.Status, s.Reason, len(s.Resources), tc.want, tc.reason, tc.resources)
 			}

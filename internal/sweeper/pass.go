@@ -1,4 +1,4 @@
-package drift
+package sweeper
 
 import (
 	"cmp"
@@ -9,10 +9,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/template"
 )
@@ -21,16 +21,16 @@ import (
 // them, reads the locks of the graphs whose stacks are next, lets Schedule choose the
 // detections to start, starts them, and writes the report of every graph that settled.
 func (d *Driver) pass(ctx context.Context, inv *invocation) error {
-	var seen []Detection
+	var seen []drift.Detection
 	for _, r := range inv.sw.Watch() {
-		det, err := d.look(ctx, inv, inv.sw.stack(r))
+		det, err := d.look(ctx, inv, inv.sw.At(r))
 		if err != nil {
 			return err
 		}
 		det.Ref = r
 		seen = append(seen, det)
 	}
-	sw := Observe(inv.sw, seen, d.clk.Now(), d.cfg.MaxAge)
+	sw := drift.Observe(inv.sw, seen, d.clk.Now(), d.cfg.MaxAge)
 	locked := map[int]string{}
 	for _, g := range sw.Locks(d.cfg.Concurrency) {
 		why, err := d.lockReason(ctx, sw.Graphs[g])
@@ -40,18 +40,18 @@ func (d *Driver) pass(ctx context.Context, inv *invocation) error {
 		}
 		locked[g] = why
 	}
-	sw, starts := Schedule(sw, d.cfg.Concurrency, locked)
-	var answers []Started
+	sw, starts := drift.Schedule(sw, d.cfg.Concurrency, locked)
+	var answers []drift.Started
 	for _, r := range starts {
-		a, err := d.detect(ctx, inv, sw.stack(r))
+		a, err := d.detect(ctx, inv, sw.At(r))
 		if err != nil {
-			inv.sw = Start(sw, answers, d.clk.Now())
+			inv.sw = drift.Start(sw, answers, d.clk.Now())
 			return err
 		}
 		a.Ref = r
 		answers = append(answers, a)
 	}
-	inv.sw = Start(sw, answers, d.clk.Now())
+	inv.sw = drift.Start(sw, answers, d.clk.Now())
 	for _, g := range inv.sw.Unreported() {
 		if err := d.finishGraph(ctx, inv.sw, inv.sw.Graphs[g]); err != nil {
 			return err
@@ -61,7 +61,7 @@ func (d *Driver) pass(ctx context.Context, inv *invocation) error {
 }
 
 // lockReason returns why g must not be checked now: its lock is held (a deploy runs).
-func (d *Driver) lockReason(ctx context.Context, g *Graph) (string, error) {
+func (d *Driver) lockReason(ctx context.Context, g *drift.Graph) (string, error) {
 	l, err := d.store.CurrentLock(ctx, g.Namespace, g.Key)
 	if errors.Is(err, state.ErrNotLocked) {
 		return "", nil
@@ -77,30 +77,30 @@ func (d *Driver) lockReason(ctx context.Context, g *Graph) (string, error) {
 }
 
 // detect starts the detection of s and returns CloudFormation's answer.
-func (d *Driver) detect(ctx context.Context, inv *invocation, s *Stack) (Started, error) {
+func (d *Driver) detect(ctx context.Context, inv *invocation, s *drift.Stack) (drift.Started, error) {
 	api, budget, err := d.at(ctx, inv, s.Target)
 	if err != nil {
-		return Started{Err: awsclient.Message(err)}, nil
+		return drift.Started{Err: awsclient.Message(err)}, nil
 	}
 	if err := budget.Wait(ctx); err != nil {
-		return Started{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
+		return drift.Started{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
 	}
 	out, err := api.DetectStackDrift(ctx, &cloudformation.DetectStackDriftInput{StackName: aws.String(stackRef(s))})
 	switch {
 	case err == nil:
 		inv.log.Debug("drift: detection started", "stack", s.StackName, "detection", aws.ToString(out.StackDriftDetectionId))
-		return Started{DetectionID: aws.ToString(out.StackDriftDetectionId)}, nil
+		return drift.Started{DetectionID: aws.ToString(out.StackDriftDetectionId)}, nil
 	case awsclient.Throttled(err):
 		inv.log.Warn("drift: detection not started (throttled); retried next pass", "stack", s.StackName, "err", err)
-		return Started{Throttled: true}, nil
+		return drift.Started{Throttled: true}, nil
 	case awsclient.StackMissing(err):
-		return Started{Missing: true}, nil
+		return drift.Started{Missing: true}, nil
 	default:
-		return Started{Err: awsclient.Message(err)}, nil
+		return drift.Started{Err: awsclient.Message(err)}, nil
 	}
 }
 
-func stackRef(s *Stack) string {
+func stackRef(s *drift.Stack) string {
 	if s.StackID != "" {
 		return s.StackID
 	}
@@ -108,23 +108,23 @@ func stackRef(s *Stack) string {
 }
 
 // look reads the state of s's detection and, once it found drift, the drifted resources.
-func (d *Driver) look(ctx context.Context, inv *invocation, s *Stack) (Detection, error) {
+func (d *Driver) look(ctx context.Context, inv *invocation, s *drift.Stack) (drift.Detection, error) {
 	api, budget, err := d.at(ctx, inv, s.Target)
 	if err != nil {
-		return Detection{StatusErr: awsclient.Message(err)}, nil
+		return drift.Detection{StatusErr: awsclient.Message(err)}, nil
 	}
 	if err := budget.Wait(ctx); err != nil {
-		return Detection{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
+		return drift.Detection{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
 	}
 	out, err := api.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(s.DetectionID)})
 	if err != nil {
 		if awsclient.Throttled(err) {
 			inv.log.Warn("drift: detection status not read (throttled); retried next pass", "stack", s.StackName, "err", err)
 		}
-		return Detection{StatusErr: awsclient.Message(err), Throttled: awsclient.Throttled(err)}, nil
+		return drift.Detection{StatusErr: awsclient.Message(err), Throttled: awsclient.Throttled(err)}, nil
 	}
-	det := Detection{Status: string(out.DetectionStatus), DriftStatus: string(out.StackDriftStatus), Reason: aws.ToString(out.DetectionStatusReason)}
-	if NeedsResources(det.Status, det.DriftStatus) {
+	det := drift.Detection{Status: string(out.DetectionStatus), DriftStatus: string(out.StackDriftStatus), Reason: aws.ToString(out.DetectionStatusReason)}
+	if drift.NeedsResources(det.Status, det.DriftStatus) {
 		res, err := d.resources(ctx, inv, s)
 		if err != nil {
 			if awsclient.Throttled(err) {
@@ -134,7 +134,7 @@ func (d *Driver) look(ctx context.Context, inv *invocation, s *Stack) (Detection
 		}
 		det.Resources = res
 		if _, unknown := s.Secrets["*"]; unknown && err == nil {
-			det.Secrets, det.SecretsRead = d.liveSecrets(ctx, api, budget, s)
+			det.Secrets, det.SecretsRead = d.liveSecrets(ctx, inv, api, budget, s)
 		}
 	}
 	return det, nil
@@ -143,13 +143,13 @@ func (d *Driver) look(ctx context.Context, inv *invocation, s *Stack) (Detection
 // liveSecrets reads the template of s from CloudFormation, for a stack whose applied
 // template is not known, and says where it holds secrets (Stack.Secrets); read is false
 // when it cannot be read or parsed, and every value of the stack stays masked.
-func (d *Driver) liveSecrets(ctx context.Context, api CloudFormationAPI, budget *rate.Limiter, s *Stack) (secrets map[string][]string, read bool) {
+func (d *Driver) liveSecrets(ctx context.Context, inv *invocation, api CloudFormationAPI, budget awsclient.Budget, s *drift.Stack) (secrets map[string][]string, read bool) {
 	if err := budget.Wait(ctx); err != nil {
 		return nil, false
 	}
 	out, err := api.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(stackRef(s)), TemplateStage: cfntypes.TemplateStageOriginal})
 	if err != nil {
-		d.log.Warn("drift: template not readable; the stack's drifted values stay masked", "stack", s.StackName, "err", err)
+		inv.log.Warn("drift: template not readable; the stack's drifted values stay masked", "stack", s.StackName, "err", err)
 		return nil, false
 	}
 	t, err := template.Parse([]byte(aws.ToString(out.TemplateBody)))
@@ -160,7 +160,7 @@ func (d *Driver) liveSecrets(ctx context.Context, api CloudFormationAPI, budget 
 }
 
 // resources lists the modified and deleted resources of s, all pages.
-func (d *Driver) resources(ctx context.Context, inv *invocation, s *Stack) ([]Resource, error) {
+func (d *Driver) resources(ctx context.Context, inv *invocation, s *drift.Stack) ([]drift.Resource, error) {
 	in := &cloudformation.DescribeStackResourceDriftsInput{
 		StackName: aws.String(stackRef(s)),
 		StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{
@@ -171,7 +171,7 @@ func (d *Driver) resources(ctx context.Context, inv *invocation, s *Stack) ([]Re
 	if err != nil {
 		return nil, err
 	}
-	var out []Resource
+	var out []drift.Resource
 	for {
 		if err := budget.Wait(ctx); err != nil {
 			return nil, err
@@ -181,10 +181,10 @@ func (d *Driver) resources(ctx context.Context, inv *invocation, s *Stack) ([]Re
 			return nil, err
 		}
 		for _, r := range page.StackResourceDrifts {
-			res := Resource{LogicalID: aws.ToString(r.LogicalResourceId), PhysicalID: aws.ToString(r.PhysicalResourceId),
+			res := drift.Resource{LogicalID: aws.ToString(r.LogicalResourceId), PhysicalID: aws.ToString(r.PhysicalResourceId),
 				Type: aws.ToString(r.ResourceType), Status: string(r.StackResourceDriftStatus)}
 			for _, p := range r.PropertyDifferences {
-				res.Differences = append(res.Differences, Difference{Path: aws.ToString(p.PropertyPath),
+				res.Differences = append(res.Differences, drift.Difference{Path: aws.ToString(p.PropertyPath),
 					Expected: aws.ToString(p.ExpectedValue), Actual: aws.ToString(p.ActualValue), Type: string(p.DifferenceType)})
 			}
 			out = append(out, res)

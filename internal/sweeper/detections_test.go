@@ -1,4 +1,4 @@
-package drift_test
+package sweeper_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package drift_test
+package sweeper_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
 func stackOf(t *testing.T, r *drift.Report, name string) *drift.Stack {
@@ -372,7 +373,7 @@ func TestDriftStatusEventFinishesTheSweepBeforeItsContinuation(t *testing.T) {
 	var statusEvents, continuations []sqstypes.Message
 	for range 500 { // the emulator emits the event from its own goroutine
 		for _, m := range v.receive(v.queueURL) {
-			if strings.Contains(aws.ToString(m.Body), drift.DriftStatusChange) {
+			if strings.Contains(aws.ToString(m.Body), sweeper.DriftStatusChange) {
 				statusEvents = append(statusEvents, m)
 			} else {
 				continuations = append(continuations, m)
@@ -477,5 +478,28 @@ func TestDriftOfASecretPropertyShowsNoValue(t *testing.T) {
 	}
 	if !strings.Contains(notes[0], "shop-app Credential (AWS::SSM::Parameter) /Value: expected ****, actual **** (NOT_EQUAL, a secret: values not shown)") {
 		t.Errorf("the notification does not say the secret drifted:\n%s", notes[0])
+	}
+}
+
+// TestWaitReadsTheReportsOfASweepTheFunctionFinished: cairn drift --wait started a sweep,
+// and the drift function finished it (status events, continuations) before the command's
+// next step: Wait returns the sweep as its reports recorded it.
+func TestWaitReadsTheReportsOfASweepTheFunctionFinished(t *testing.T) {
+	v := newEnv(t, envOptions{})
+	v.deployment("testdata/bundle", "shop", "shop", "app", "web")
+	v.tamper("shop-web", "Queue", "VisibilityTimeout", "60")
+	ctx := context.Background()
+	sw, err := v.d.Start(ctx, sweeper.Request{Trigger: "cli"})
+	if err != nil || sw.Done() || sw.InFlight() != 2 {
+		t.Fatalf("started: %+v, %v; want two detections in flight", sw, err)
+	}
+	v.pump(50) // the function finishes it
+	got, err := v.d.Wait(ctx, sw, time.Second)
+	if err != nil || !got.Done() || len(got.Graphs) != 1 {
+		t.Fatalf("Wait: %+v, %v", got, err)
+	}
+	g := got.Graphs[0]
+	if g.Report == "" || g.Count(drift.Drifted) != 1 || g.Count(drift.InSync) != 1 {
+		t.Errorf("graph as Wait returns it: report %q, %d drifted, %d in sync; want its report's: 1 and 1", g.Report, g.Count(drift.Drifted), g.Count(drift.InSync))
 	}
 }

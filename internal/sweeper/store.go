@@ -1,4 +1,4 @@
-package drift
+package sweeper
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/drift"
 )
 
 // The sweep's own document: read with its ETag, written only over it, so one invocation
@@ -16,7 +17,7 @@ import (
 
 var errNoSweep = errors.New("no such sweep")
 
-func (d *Driver) load(ctx context.Context, id string) (*Sweep, string, error) {
+func (d *Driver) load(ctx context.Context, id string) (*drift.Sweep, string, error) {
 	key := bucket.SweepKey(id)
 	o, err := bucket.Get(ctx, d.c.S3, d.cfg.Bucket, key, "", 0)
 	if errors.Is(err, bucket.ErrNotFound) {
@@ -25,7 +26,7 @@ func (d *Driver) load(ctx context.Context, id string) (*Sweep, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("drift: sweep: %w", err)
 	}
-	var sw Sweep
+	var sw drift.Sweep
 	if err := json.Unmarshal(o.Body, &sw); err != nil || sw.ID != id {
 		return nil, "", fmt.Errorf("drift: %s is not a sweep document (%v): delete it to let drift detection go on", bucket.URI(d.cfg.Bucket, key), err)
 	}
@@ -33,7 +34,7 @@ func (d *Driver) load(ctx context.Context, id string) (*Sweep, string, error) {
 }
 
 // put writes sw conditionally: created (If-None-Match) or replacing the ETag it read.
-func (d *Driver) put(ctx context.Context, sw *Sweep, etag string, create bool) (string, error) {
+func (d *Driver) put(ctx context.Context, sw *drift.Sweep, etag string, create bool) (string, error) {
 	return bucket.WriteJSON(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepKey(sw.ID), sw, bucket.Write{Create: create, IfMatch: etag})
 }
 

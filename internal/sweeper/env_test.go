@@ -1,4 +1,4 @@
-package drift_test
+package sweeper_test
 
 import (
 	"bytes"
@@ -34,6 +34,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
 const bucket = "cairn-state"
@@ -57,7 +58,7 @@ type env struct {
 	notesURL string
 	topic    string
 	flight   *detections
-	d        *drift.Driver
+	d        *sweeper.Driver
 }
 
 type envOptions struct {
@@ -118,17 +119,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	v.topic = aws.ToString(top.TopicArn)
 	v.must(v.sns.Subscribe(ctx, &sns.SubscribeInput{TopicArn: top.TopicArn, Protocol: aws.String("sqs"), Endpoint: aws.String(notesARN)}))
-	if err := e.PutRule("drift-status", awslocal.EventPattern{Source: []string{"aws.cloudformation"}, DetailType: []string{drift.DriftStatusChange}}, queueARN); err != nil {
+	if err := e.PutRule("drift-status", awslocal.EventPattern{Source: []string{"aws.cloudformation"}, DetailType: []string{sweeper.DriftStatusChange}}, queueARN); err != nil {
 		t.Fatal(err)
 	}
-	v.d, err = drift.New(drift.Config{
+	v.d, err = sweeper.New(sweeper.Config{
 		Bucket: bucket, QueueURL: v.queueURL, Topic: v.topic, Concurrency: o.concurrency,
-		Budget:       func() *rate.Limiter { return rate.NewLimiter(rate.Inf, 1) },
-		PollInterval: 10 * time.Second, ContinueAfter: 30 * time.Second,
-		// Each invocation makes one pass and hands off, so every test crosses invocations.
-		MaxWait: time.Second,
-		Clock:   v.clk, Logger: quiet,
-	}, drift.Clients{S3: v.s3, CFN: v.cfn, SQS: v.sqs, SNS: v.sns})
+		Budget:        func() *rate.Limiter { return rate.NewLimiter(rate.Inf, 1) },
+		ContinueAfter: 30 * time.Second,
+		Clock:         v.clk, Logger: quiet,
+	}, sweeper.Clients{S3: v.s3, CFN: v.cfn, SQS: v.sqs, SNS: v.sns})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,16 @@
-package drift
+package sweeper
 
 import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/cairn-dev/cairn/internal/drift"
 )
 
 // templateCFN is fakeCFN that also answers GetTemplate.
@@ -46,13 +49,14 @@ func TestSecretsOfAStackOfUnknownTemplate(t *testing.T) {
 			cfn := &templateCFN{fakeCFN: &fakeCFN{pages: drifts(), status: &cloudformation.DescribeStackDriftDetectionStatusOutput{
 				DetectionStatus: cfntypes.StackDriftDetectionStatusDetectionComplete, StackDriftStatus: cfntypes.StackDriftStatusDrifted}}, body: tmpl, err: tc.getErr}
 			d, inv := testDriver(t, cfn)
-			s := &Stack{Name: "app", StackName: "shop-app", Status: Detecting, DetectionID: "det-1", Secrets: map[string][]string{"*": {"*"}}}
+			s := &drift.Stack{Name: "app", StackName: "shop-app", Status: drift.Detecting, DetectionID: "det-1", Secrets: map[string][]string{"*": {"*"}}}
 			det, err := d.look(context.Background(), inv, s)
 			if err != nil {
 				t.Fatal(err)
 			}
-			observe(s, det, nil, d.clk.Now())
-			got := map[string]Difference{}
+			sw := &drift.Sweep{StartedAt: d.clk.Now(), Graphs: []*drift.Graph{{Stacks: []*drift.Stack{s}}}}
+			s = drift.Observe(sw, []drift.Detection{det}, d.clk.Now(), time.Hour).Graphs[0].Stacks[0]
+			got := map[string]drift.Difference{}
 			for _, r := range s.Resources {
 				for _, df := range r.Differences {
 					got[df.Path] = df

@@ -1,0 +1,10 @@
+// Package repocheck checks the repository as a whole; it holds tests only. They keep true
+// what review found and no single package's tests can see:
+//
+//   - no build output is committed: a tracked file that is an executable (ELF, Mach-O or
+//     PE, as `go build` writes them) fails `make test`, whatever its name;
+//   - the layers hold: only the Lambdas of functions/ and the CLI of cmd/ import a driver
+//     (internal/deploy, the drift function's driver), so every reader gets the run's data
+//     from the data packages; and no product code imports the emulator (internal/awslocal
+//     and below), which only tests, the CLI's local mode and localcairn may use.
+package repocheck

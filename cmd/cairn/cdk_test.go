@@ -129,7 +129,7 @@ func secondSynth(t *testing.T, variant string) string {
 // call, naming the asset and the command that publishes it).
 func TestCDKApp(t *testing.T) {
 	em, _ := deployEmulator(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	ctx := context.Background()
 	if err := localcairn.BootstrapCDK(ctx, em, []target.Target{cdkHome, cdkOther}, "", cdkHome.Account, time.Minute); err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ var cfnWrites = []string{"CreateChangeSet", "ExecuteChangeSet", "DeleteChangeSet
 // content again makes no CloudFormation write and stores no artifact.
 func TestPushCarriesCode(t *testing.T) {
 	em, s3c := deployEmulator(t)
-	t.Setenv("CAIRN_BUCKET", "cairn-state")
+	t.Setenv("CAIRN_BUCKET", localBucket)
 	ctx := context.Background()
 	dir := copyBundle(t, "code")
 	if out := cairnOK(t, "validate", dir); !strings.Contains(out, ": ok: 3 stacks") {
@@ -49,7 +49,7 @@ func TestPushCarriesCode(t *testing.T) {
 		t.Fatalf("push:\n%s", out)
 	}
 	handler := functionCode(t, em, "code-orders-handler")
-	if handler.S3Bucket != "cairn-state" || !regexp.MustCompile(`^assets/[0-9a-f]{64}\.zip$`).MatchString(handler.S3Key) {
+	if handler.S3Bucket != localBucket || !regexp.MustCompile(`^assets/[0-9a-f]{64}\.zip$`).MatchString(handler.S3Key) {
 		t.Fatalf("the SAM function's code is %+v, want assets/SHA256.zip in cairn's bucket", handler)
 	}
 	// the prebuilt zip is stored as it is: its key is its own sha256
@@ -67,7 +67,7 @@ func TestPushCarriesCode(t *testing.T) {
 		t.Errorf("%d objects under assets/, want the handler's code, the layer, the worker's zip and the definition: %v", len(assets), assets)
 	}
 	for key := range assets {
-		o, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("cairn-state"), Key: aws.String(key)})
+		o, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(localBucket), Key: aws.String(key)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func functionCode(t *testing.T, em *awslocal.Emulator, name string) awslocal.Fun
 // PutObject there makes one more.
 func assetVersions(t *testing.T, s3c *s3.Client) map[string]int {
 	t.Helper()
-	out, err := s3c.ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String("cairn-state"), Prefix: aws.String("assets/")})
+	out, err := s3c.ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String(localBucket), Prefix: aws.String("assets/")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,12 +217,12 @@ func TestPlanAndPushRefuseNestedFanOut(t *testing.T) {
 	}
 	want := "cairn.yaml:4:20: stacks[0].template_path: stack app: template templates/app.yaml makes 2,097,150 nested stacks holding 3,145,726 resources in all (a template nested twice counts twice), more than the 2,500 resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks"
 	for _, cmd := range []string{"plan", "push"} {
-		out, code := cairnRun(t, cmd, dir, "--deployment", "hostile", "--bucket", "cairn-state")
+		out, code := cairnRun(t, cmd, dir, "--deployment", "hostile", "--bucket", localBucket)
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("cairn %s exited %d:\n%s\nwant 1 and %q", cmd, code, out, want)
 		}
 	}
-	out, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String("cairn-state")})
+	out, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(localBucket)})
 	if err != nil || len(out.Contents) != 0 {
 		t.Errorf("the refused bundle left objects in the bucket: %v, %v", out, err)
 	}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -30,11 +28,7 @@ type cfnTarget struct {
 
 func newCFNTarget(t *testing.T, name, url string) cfnTarget {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(url),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")), config.WithRetryMaxAttempts(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := clientConfig(t, url, name == "moto")
 	return cfnTarget{name: name, url: url, cfn: cloudformation.NewFromConfig(cfg), sqs: sqs.NewFromConfig(cfg)}
 }
 

@@ -1,6 +1,7 @@
 package awslocal_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,11 +14,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
@@ -50,20 +54,48 @@ type target struct {
 
 func newTarget(t *testing.T, name, url string) target {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(),
+	cfg := clientConfig(t, url, name == "moto")
+	return target{name: name, s3: awsclient.S3(cfg), sqs: sqs.NewFromConfig(cfg), sns: sns.NewFromConfig(cfg),
+		ssm: ssm.NewFromConfig(cfg), secrets: secretsmanager.NewFromConfig(cfg), events: eventbridge.NewFromConfig(cfg)}
+}
+
+// clientConfig is the SDK configuration of the scenarios' clients of the endpoint url: one
+// attempt per call, so what the endpoint answers (an error, a throttle, a 500) is observed
+// as it is. A client of moto_server (peer) may try again a call whose answer the
+// connection lost, and only that: moto's server (werkzeug) closes the connection after
+// every answer, and on a loaded machine a reset can cut an answer while it is read ("use
+// of closed network connection", "connection reset"), which is no answer of moto's to
+// compare. The SDK's own classification (retry.RetryableConnectionError) says which
+// errors those are; a call moto did answer is never asked again.
+func clientConfig(t *testing.T, url string, peer bool) aws.Config {
+	t.Helper()
+	opts := []func(*config.LoadOptions) error{
 		config.WithRegion("us-east-1"),
 		config.WithBaseEndpoint(url),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
-		config.WithRetryMaxAttempts(1),
-	)
+	}
+	if !peer {
+		opts = append(opts, config.WithRetryMaxAttempts(1))
+	} else {
+		opts = append(opts, config.WithRetryMaxAttempts(peerAttempts), config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
+				o.RateLimiter = ratelimit.None
+				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 50 * time.Millisecond, nil })
+			})
+		}))
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return target{name: name, s3: awsclient.S3(cfg), sqs: sqs.NewFromConfig(cfg), sns: sns.NewFromConfig(cfg),
-		ssm: ssm.NewFromConfig(cfg), secrets: secretsmanager.NewFromConfig(cfg), events: eventbridge.NewFromConfig(cfg)}
+	return cfg
 }
+
+// peerAttempts is how often a moto client tries a call whose answer the connection lost.
+const peerAttempts = 3
 
 // startMoto runs moto_server on a free loopback port for the test's duration.
 func startMoto(t *testing.T) string {
@@ -644,4 +676,103 @@ func TestDifferentialAgainstMoto(t *testing.T) {
 		})
 	}
 	t.Logf("differential against moto: %d scenarios, %d agree, %d documented moto deviations", len(list), agreed, deviated)
+}
+
+// TestPeerClientRetriesOnlyLostAnswers: a moto client asks again a call whose answer a
+// reset cut (as moto's server does on a loaded machine), and never one the server answered:
+// a refusal or a server error is observed at the first attempt, as from cairn's emulator.
+func TestPeerClientRetriesOnlyLostAnswers(t *testing.T) {
+	const answer = `<CreateTopicResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><CreateTopicResult><TopicArn>arn:aws:sns:us-east-1:123456789012:t</TopicArn></CreateTopicResult><ResponseMetadata><RequestId>r1</RequestId></ResponseMetadata></CreateTopicResponse>`
+	const refusal = `<ErrorResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><Error><Type>Sender</Type><Code>InvalidParameter</Code><Message>Invalid parameter: Topic Name</Message></Error><RequestId>r2</RequestId></ErrorResponse>`
+	tests := []struct {
+		name    string
+		answers []string // what the server does on each connection: "cut", or STATUS BODY
+		peer    bool
+		calls   int
+		wantErr string
+	}{
+		{"an answer cut by a reset is asked again", []string{"cut", "200 " + answer}, true, 2, ""},
+		{"answers cut every time fail the call", []string{"cut", "cut", "cut"}, true, peerAttempts, "connection reset"},
+		{"a refusal is observed as it is", []string{"400 " + refusal, "200 " + answer}, true, 1, "InvalidParameter"},
+		{"a server error is observed as it is", []string{"500 " + refusal, "200 " + answer}, true, 1, "StatusCode: 500"},
+		{"the emulator's client never asks again", []string{"cut", "200 " + answer}, false, 1, "connection reset"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url, calls := cuttingServer(t, tt.answers)
+			c := sns.NewFromConfig(clientConfig(t, url, tt.peer))
+			out, err := c.CreateTopic(context.Background(), &sns.CreateTopicInput{Name: aws.String("t")})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("CreateTopic: %v", err)
+			case tt.wantErr == "" && aws.ToString(out.TopicArn) != "arn:aws:sns:us-east-1:123456789012:t":
+				t.Fatalf("TopicArn %q", aws.ToString(out.TopicArn))
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("CreateTopic: %v, want an error with %q", err, tt.wantErr)
+			}
+			if n := calls(); n != tt.calls {
+				t.Errorf("the server got %d calls, want %d", n, tt.calls)
+			}
+		})
+	}
+}
+
+// cuttingServer answers one request per connection with the next of answers: "STATUS
+// BODY", or "cut": half of a 200 answer, then a reset. It returns its URL and a count of
+// the requests it got.
+func cuttingServer(t *testing.T, answers []string) (string, func() int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	n := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			req, err := http.ReadRequest(bufio.NewReader(conn))
+			if err != nil {
+				conn.Close()
+				continue
+			}
+			io.Copy(io.Discard, req.Body)
+			mu.Lock()
+			a := "cut"
+			if n < len(answers) {
+				a = answers[n]
+			}
+			n++
+			mu.Unlock()
+			status, body, _ := strings.Cut(a, " ")
+			if status == "cut" {
+				body = "<CreateTopicResponse>" + strings.Repeat(" ", 200)
+				fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: %d\r\n\r\n%s", 2*len(body), body)
+				conn.(*net.TCPConn).SetLinger(0) // close with a reset, as a server that drops the connection
+				conn.Close()
+				continue
+			}
+			fmt.Fprintf(conn, "HTTP/1.1 %s %s\r\nContent-Type: text/xml\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", status, http.StatusText(atoi(status)), len(body), body)
+			conn.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	return "http://" + ln.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

@@ -198,8 +198,9 @@ Outputs:
 }
 
 // TestStreamEventSourceMapping: a DynamoDB table's StreamArn is a stream ARN of the table,
-// and an event source mapping from it is accepted as Lambda accepts it (StartingPosition
-// required), also the one SAM makes for a DynamoDB event.
+// a Kinesis stream's Arn the ARN of the stream its Ref names, and an event source mapping
+// from either is accepted as Lambda accepts it (StartingPosition required), also those SAM
+// makes for DynamoDB and Kinesis events.
 func TestStreamEventSourceMapping(t *testing.T) {
 	v := startStacks(t)
 	body := `Transform: AWS::Serverless-2016-10-31
@@ -211,6 +212,9 @@ Resources:
       KeySchema: [{AttributeName: id, KeyType: HASH}]
       BillingMode: PAY_PER_REQUEST
       StreamSpecification: {StreamViewType: NEW_AND_OLD_IMAGES}
+  Kinesis:
+    Type: AWS::Kinesis::Stream
+    Properties: {ShardCount: 1}
   Handler:
     Type: AWS::Lambda::Function
     Properties: {Runtime: provided.al2023, Handler: bootstrap, Role: arn:aws:iam::000000000000:role/fn, Code: {ZipFile: x}}
@@ -225,9 +229,12 @@ Resources:
       InlineCode: x
       Events:
         Changes: {Type: DynamoDB, Properties: {Stream: !GetAtt Table.StreamArn, StartingPosition: TRIM_HORIZON}}
+        Records: {Type: Kinesis, Properties: {Stream: !GetAtt Kinesis.Arn, StartingPosition: LATEST, BatchSize: 100}}
 Outputs:
   Stream: {Value: !GetAtt Table.StreamArn}
   Table: {Value: !Ref Table}
+  KinesisArn: {Value: !GetAtt Kinesis.Arn}
+  KinesisName: {Value: !Ref Kinesis}
 `
 	ctx := context.Background()
 	if _, err := v.cf.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("streams"), TemplateBody: aws.String(body),
@@ -237,6 +244,9 @@ Outputs:
 	out := waitStack(t, v.cf, "streams", cfntypes.StackStatusCreateComplete)
 	if !strings.HasPrefix(out["Stream"], "arn:aws:dynamodb:us-east-1:000000000000:table/"+out["Table"]+"/stream/") {
 		t.Fatalf("stream ARN %s of table %s", out["Stream"], out["Table"])
+	}
+	if want := "arn:aws:kinesis:us-east-1:000000000000:stream/" + out["KinesisName"]; out["KinesisName"] == "" || out["KinesisArn"] != want {
+		t.Fatalf("Kinesis stream %q: Arn %s, want %s", out["KinesisName"], out["KinesisArn"], want)
 	}
 	reason := v.failure(t, "no-position", `Resources:
   Table:

@@ -138,6 +138,9 @@ func (p *Place) eventSourceMappingProvider() cfnlocal.Provider {
 			e.log.Info("event source mapping from a stream recorded: the emulator simulates the stream, so no records come", "source", source, "function", fn)
 			return nil
 		}
+		if source == "" && r.Props["SelfManagedEventSource"] != nil {
+			return fmt.Errorf("an event source mapping from a self-managed Apache Kafka cluster (SelfManagedEventSource, no EventSourceArn): the emulator maps SQS queues and (recorded, never invoked) DynamoDB and Kinesis streams only")
+		}
 		if !strings.HasPrefix(source, "arn:aws:sqs:") {
 			return fmt.Errorf("event source %s: the emulator maps SQS queues and (recorded, never invoked) DynamoDB and Kinesis streams only", source)
 		}

@@ -48,6 +48,9 @@ func (t *sam) function(name string) error {
 		return err
 	}
 	fp["Code"] = code
+	if dp, ok := props["DeploymentPreference"].(map[string]any); ok && !disabled(t.resolveParamRef(dp["Enabled"])) {
+		return unsupported(name, "DeploymentPreference (a gradual deployment through CodeDeploy, and the ServerlessDeploymentApplication it makes) is not supported by the local emulator's Serverless translator")
+	}
 	if fp["PackageType"] != "Image" && (props["Handler"] == nil || props["Runtime"] == nil) {
 		return samErr(name, "Runtime and Handler needs to be present when PackageType is of type `Zip`")
 	}
@@ -102,6 +105,11 @@ func (t *sam) function(name string) error {
 		t.put(roleID, "AWS::IAM::Role", role, copyAttrs(attrs))
 	}
 	return nil
+}
+
+// disabled reports whether an Enabled value is false (a boolean, or its text).
+func disabled(v any) bool {
+	return v == false || v == "false" || v == "False"
 }
 
 // code is the function's Code: InlineCode, CodeUri or ImageUri.

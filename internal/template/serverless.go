@@ -33,6 +33,7 @@ func (t *Template) checkServerless() (probs []Problem, expanded bool) {
 		return nil, false
 	}
 	sam.AssumePackaged(m)
+	t.assumeOmittedPackaged(m)
 	origins, err := sam.Expand(m, t.transformParams())
 	var serr *sam.Error
 	if errors.As(err, &serr) {
@@ -72,6 +73,34 @@ func (t *Template) checkServerless() (probs []Problem, expanded bool) {
 	}
 	return probs, true
 }
+
+// assumeOmittedPackaged gives each artifact property the template leaves out (or empty)
+// that packaging fills with the template's folder, as `aws cloudformation package` does (a
+// Serverless function without CodeUri, InlineCode or an image; a layer without
+// ContentUri), the S3 location packaging will put there, as sam.AssumePackaged does for
+// paths: the transform then sees what CloudFormation will, and does not refuse a code
+// location that packaging provides.
+func (t *Template) assumeOmittedPackaged(m map[string]any) {
+	resources, _ := m["Resources"].(map[string]any)
+	for _, a := range t.artifacts {
+		if a.Path != "" || a.Metadata || strings.Contains(a.Property, ".") {
+			continue
+		}
+		r, _ := resources[a.LogicalID].(map[string]any)
+		props, _ := r["Properties"].(map[string]any)
+		if props == nil {
+			continue // Globals name a path, never an omission; a resource of a Fn::ForEach loop keeps its template name
+		}
+		if a.Bucket == "" {
+			props[a.Property] = "s3://" + assumedBucket + "/root"
+		} else {
+			props[a.Property] = map[string]any{a.Bucket: assumedBucket, a.Key: "root"}
+		}
+	}
+}
+
+// assumedBucket is the bucket validation assumes packaged artifacts in (sam.AssumePackaged's).
+const assumedBucket = "cairn-packaged"
 
 // transformParams are the parameter values the transform reads (an alias name, a layer's
 // name): defaults, and for a parameter without one a stand-in value it accepts.

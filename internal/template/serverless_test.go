@@ -69,6 +69,8 @@ Outputs:
   Orders:
     Type: AWS::SQS::Queue
 `, []string{`14:13: Resources.FnPoll.Properties.BatchSize: must be a single value (a string, number or boolean), not a list (in FnPoll, which the Serverless transform makes for Fn)`}},
+		// runtimes AWS no longer lets functions be created with are errors (a warning is for
+		// a deprecated runtime AWS still takes)
 		{"deprecated runtimes of functions and Globals", sam + `Globals:
   Function:
     Runtime: python3.6
@@ -79,23 +81,49 @@ Resources:
   Older:
     Type: AWS::Serverless::Function
     Properties: {Handler: a.b, CodeUri: ./src, Runtime: nodejs10.x}
-`, []string{`warning: 4:14: Resources.Old.Properties.Runtime: Lambda runtime python3.6 is deprecated`,
-			`warning: 11:57: Resources.Older.Properties.Runtime: Lambda runtime nodejs10.x is deprecated`}},
+`, []string{`4:14: Resources.Old.Properties.Runtime: Lambda runtime python3.6 is deprecated`,
+			`11:57: Resources.Older.Properties.Runtime: Lambda runtime nodejs10.x is deprecated`}},
 		{"a template the translator refuses, and the other errors", sam + `Resources:
   Fn:
     Type: AWS::Serverless::Function
-    Properties: {Runtime: python3.12, Handler: a.b}
+    Properties: {PackageType: Image}
   Queue:
     Type: AWS::SQS::Queue
     Properties: {DelaySecond: 5}
-`, []string{`3:3: Resources.Fn: the Serverless transform refuses it: Only one of 'InlineCode' or 'CodeUri' can be set.`,
+`, []string{`3:3: Resources.Fn: the Serverless transform refuses it: 'ImageUri' must be set.`,
 			`8:18: Resources.Queue.Properties.DelaySecond: unknown property "DelaySecond" of AWS::SQS::Queue (did you mean "DelaySeconds"?)`}},
+		{"an omitted CodeUri is the template's folder, packaged as aws cloudformation package does", sam + `Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties: {Runtime: python3.12, Handler: a.b}
+  Empty:
+    Type: AWS::Serverless::Function
+    Properties: {Runtime: python3.12, Handler: a.b, CodeUri: ""}
+  Layer:
+    Type: AWS::Serverless::LayerVersion
+    Properties: {CompatibleRuntimes: [python3.12]}
+`, nil},
 		{"parameters without a default are stand-ins, not errors", sam + `Parameters:
   Alias: {Type: String}
 Resources:
   Fn:
     Type: AWS::Serverless::Function
     Properties: {Runtime: python3.12, Handler: a.b, CodeUri: ./src, AutoPublishAlias: !Ref Alias}
+`, nil},
+		{"a function's DeploymentPreference, which cairn's transform leaves out, is not checked", sam + `Resources:
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Runtime: python3.12
+      Handler: a.b
+      CodeUri: ./src
+      AutoPublishAlias: live
+      DeploymentPreference: {Type: AllAtOnce}
+      Policies:
+        - Statement:
+            - Effect: Allow
+              Action: codedeploy:PutLifecycleEventHookExecutionStatus
+              Resource: !Sub "arn:aws:codedeploy:${AWS::Region}:${AWS::AccountId}:deploymentgroup:${ServerlessDeploymentApplication}/*"
 `, nil},
 		{"types cairn's transform leaves out are not checked", sam + `Resources:
   Api:

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"math/big"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -302,6 +303,24 @@ func (e *evaluator) refName(n string) (any, error) {
 	return nil, invalidf("Template format error: Unresolved resource dependencies [%s] in the Resources block of the template", n)
 }
 
+// subVariable matches a variable of a Fn::Sub string, its name with the whitespace around
+// it that CloudFormation ignores: ${ AWS::Region } is ${AWS::Region}, ${ !Literal } is
+// ${!Literal} (as cairn validate reads them, internal/template's subVariables).
+var subVariable = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+// parseSub splits a Fn::Sub string into words as CloudFormation reads it: rain's parser,
+// once whitespace around names is dropped (rain would keep " Q" as the name, and read
+// " AWS::Region" as a reference to " Region").
+func parseSub(str string) ([]parse.SubWord, error) {
+	str = subVariable.ReplaceAllStringFunc(str, func(v string) string {
+		if name := strings.TrimSpace(v[2 : len(v)-1]); name != "" {
+			return "${" + name + "}"
+		}
+		return v
+	})
+	return parse.ParseSub(str, false)
+}
+
 func (e *evaluator) sub(arg any) (any, error) {
 	str, rawVars := subArgs(arg)
 	if str == "" {
@@ -317,7 +336,7 @@ func (e *evaluator) sub(arg any) (any, error) {
 		}
 		vars[k] = s
 	}
-	words, err := parse.ParseSub(str, false)
+	words, err := parseSub(str)
 	if err != nil {
 		return nil, invalidf("Template error: Fn::Sub %q is malformed: %v", str, err)
 	}

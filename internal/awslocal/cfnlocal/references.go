@@ -147,7 +147,7 @@ func (t *template) walkRefs(v any, fn func(kind, target string) error) error {
 					return t.walkRefs(arg, fn)
 				case "Fn::Sub":
 					str, vars := subArgs(arg)
-					words, err := parse.ParseSub(str, false)
+					words, err := parseSub(str)
 					if err != nil {
 						return invalidf("Template error: Fn::Sub %q is malformed: %v", str, err)
 					}

@@ -111,3 +111,35 @@ func TestInvalidTemplatesAreValidationErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSubIgnoresSpacesAroundNames: CloudFormation reads ${ Name } as ${Name} in Fn::Sub
+// (whitespace around a variable's name is ignored, as cfn-lint, written to CloudFormation's
+// behaviour, also strips it: aws-cloudformation/cfn-lint#236), for references, pseudo
+// parameters, attributes and explicit variables alike; a literal ${!X} (or ${ !X }) stays
+// one, and a name that is missing is reported without its spaces.
+func TestSubIgnoresSpacesAroundNames(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("spaces", `Resources:
+  Q:
+    Type: AWS::SQS::Queue
+    Properties: {QueueName: spaced}
+Outputs:
+  Ref: {Value: !Sub "${ Q}|${Q }|${	Q	}"}
+  Pseudo: {Value: !Sub "${ AWS::Region }"}
+  Attr: {Value: !Sub "${ Q.QueueName }"}
+  Var: {Value: !Sub ["${ X }-${!Literal}-${ !Spaced }", {X: x}]}
+`, nil)
+	got := outputs(e.settle("spaces"))
+	want := map[string]string{"Ref": "https://sqs.us-east-1.amazonaws.com/000000000000/spaced|https://sqs.us-east-1.amazonaws.com/000000000000/spaced|https://sqs.us-east-1.amazonaws.com/000000000000/spaced",
+		"Pseudo": "us-east-1", "Attr": "spaced", "Var": "x-${Literal}-${Spaced}"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("output %s = %q, want %q", k, got[k], v)
+		}
+	}
+	_, err := e.cfn.CreateStack(context.Background(), &cloudformation.CreateStackInput{StackName: aws.String("spaces-missing"),
+		TemplateBody: aws.String("Resources:\n  A:\n    Type: AWS::SNS::Topic\n    Properties:\n      TopicName: !Sub '${ Nope }-x'\n")})
+	if err == nil || !strings.Contains(err.Error(), "Unresolved resource dependencies [Nope]") {
+		t.Errorf("a Fn::Sub of a missing name with spaces: %v, want Unresolved resource dependencies [Nope]", err)
+	}
+}

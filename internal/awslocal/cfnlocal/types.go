@@ -310,6 +310,11 @@ var resourceTypes = map[string]resourceType{
 		},
 		createOnly: []string{"TableName", "KeySchema", "LocalSecondaryIndexes"},
 	},
+	"AWS::Kinesis::Stream": {
+		phys:       func(c idCtx) string { return c.name("Name", 128) },
+		attrs:      map[string]func(c idCtx) any{"Arn": func(c idCtx) any { return c.arn("kinesis", "stream/"+c.physical) }},
+		createOnly: []string{"Name"},
+	},
 	"AWS::RDS::DBInstance": {
 		phys: func(c idCtx) string { return strings.ToLower(c.name("DBInstanceIdentifier", 63)) },
 		attrs: map[string]func(c idCtx) any{

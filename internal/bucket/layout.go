@@ -6,6 +6,7 @@
 //	deployments/NAME.zip            bundle uploads that deploy
 //	plans/NAME.zip                  bundle uploads that only plan
 //	approvals/NAME/PLAN_ID          an approval of plan PLAN_ID
+//	approvals/NAME.zip              a bundle whose content is applied from reviewed plans
 //	plans/NAME/PLAN_ID.json, .md    plans and their pull-request comments
 //	state/NAMESPACE/KEY.json        persistent graphs
 //	locks/NAMESPACE/KEY.lock        their locks
@@ -79,6 +80,10 @@ func DeploymentKey(name string) string { return DeploymentsPrefix + name + zip }
 
 // PlanUploadKey is the upload that plans deployment name.
 func PlanUploadKey(name string) string { return PlansPrefix + name + zip }
+
+// ApplyKey is the upload that applies a bundle's content from the reviewed plans of
+// deployment name (cairn apply): an approval, so it lives with them.
+func ApplyKey(name string) string { return ApprovalsPrefix + name + zip }
 
 // ApprovalKey is the object whose creation approves plan planID of deployment name.
 func ApprovalKey(name, planID string) string { return ApprovalsPrefix + name + "/" + planID }
@@ -214,6 +219,9 @@ const (
 	PlanUpload
 	// ApprovalUpload is approvals/NAME/PLAN_ID: apply that plan.
 	ApprovalUpload
+	// ApplyUpload is approvals/NAME.zip: apply the bundle's content, each stack it changes
+	// through a reviewed plan's entry made for exactly that content.
+	ApplyUpload
 )
 
 // Upload is what the key of an uploaded object names.
@@ -233,6 +241,9 @@ func ParseUpload(key string) (u Upload, ok bool) {
 	}
 	if name, ok := zipName(key, PlansPrefix); ok {
 		return Upload{Kind: PlanUpload, Deployment: name}, true
+	}
+	if name, ok := zipName(key, ApprovalsPrefix); ok {
+		return Upload{Kind: ApplyUpload, Deployment: name}, true
 	}
 	rest, ok := strings.CutPrefix(key, ApprovalsPrefix)
 	if !ok {

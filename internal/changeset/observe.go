@@ -150,6 +150,12 @@ func toLive(s cfntypes.Stack) plan.Live {
 	for _, t := range s.Tags {
 		l.Tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
+	for _, p := range s.Parameters {
+		if l.Parameters == nil {
+			l.Parameters = map[string]string{}
+		}
+		l.Parameters[aws.ToString(p.ParameterKey)] = aws.ToString(p.ParameterValue)
+	}
 	for _, o := range s.Outputs {
 		if l.Outputs == nil {
 			l.Outputs = map[string]string{}
@@ -289,6 +295,13 @@ func (c *Client) describeChangeSet(ctx context.Context, api API, budget Budget, 
 			o.ChangeSetReason = aws.ToString(out.StatusReason)
 		}
 		o.Changes += len(out.Changes)
+		if len(s.Rippled) > 0 {
+			for _, ch := range out.Changes {
+				if rc := ch.ResourceChange; rc != nil {
+					o.ResourceChanges = append(o.ResourceChanges, ResourceChange(rc))
+				}
+			}
+		}
 		if aws.ToString(out.NextToken) == "" {
 			return o
 		}

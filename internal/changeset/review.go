@@ -4,12 +4,15 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -91,6 +94,45 @@ func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string,
 		}
 		in.NextToken = out.NextToken
 	}
+}
+
+// ResourceChange is a resource change of a change set as a run checks a ripple's
+// (run.ResourceChange): each detail's source and causing entity.
+func ResourceChange(rc *cfntypes.ResourceChange) run.ResourceChange {
+	c := run.ResourceChange{LogicalID: aws.ToString(rc.LogicalResourceId), Type: aws.ToString(rc.ResourceType), Action: string(rc.Action), Replacement: string(rc.Replacement)}
+	for _, d := range rc.Details {
+		cause := string(d.ChangeSource)
+		if ce := aws.ToString(d.CausingEntity); ce != "" {
+			cause += " " + ce
+		}
+		if cause != "" && !slices.Contains(c.Causes, cause) {
+			c.Causes = append(c.Causes, cause)
+		}
+	}
+	return c
+}
+
+// Resources lists the resources of the stack at t with id stackID (what deleting it
+// removes), in CloudFormation's order.
+func (c *Client) Resources(ctx context.Context, t target.Spec, stackID string) ([]plan.Resource, error) {
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := budget.Wait(ctx); err != nil {
+		return nil, err
+	}
+	out, err := api.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stackID)})
+	if err != nil {
+		return nil, fmt.Errorf("describe the resources of stack %s: %w", awsclient.StackName(stackID), err)
+	}
+	var res []plan.Resource
+	for _, r := range out.StackResources {
+		if r.ResourceStatus != cfntypes.ResourceStatusDeleteComplete {
+			res = append(res, plan.Resource{LogicalID: aws.ToString(r.LogicalResourceId), Type: aws.ToString(r.ResourceType)})
+		}
+	}
+	return res, nil
 }
 
 // DeleteChangeSet deletes a change set of a stack at t by id; one already gone is no error.

@@ -123,6 +123,9 @@ type Config struct {
 	Budget func() *rate.Limiter
 	// PlanTTL is how long an unapplied plan stays approvable (default plan.DefaultTTL).
 	PlanTTL time.Duration
+	// SettleBudget is how long a run waits for busy stacks to settle before it decides
+	// (default DefaultSettleBudget).
+	SettleBudget time.Duration
 	// Run tunes the state machine (retries, phase timeout).
 	Run    run.Options
 	Clock  clock.Clock
@@ -165,6 +168,9 @@ type base struct {
 	clients *sync.Map
 	// bundles keeps what the process loaded, so a step loads nothing it already knows.
 	bundles *bundles
+	// resumeStart makes the start of a run that waited for busy stacks again (the
+	// starter's resume), when a trigger of that run comes.
+	resumeStart func(ctx context.Context, doc *rundoc.Document, etag string, lock *state.Lock, log *slog.Logger) error
 }
 
 // Driver runs deployments: Start and Approve begin runs, Step advances them, and Handle
@@ -205,6 +211,9 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.PlanTTL <= 0 {
 		cfg.PlanTTL = plan.DefaultTTL
 	}
+	if cfg.SettleBudget <= 0 {
+		cfg.SettleBudget = DefaultSettleBudget
+	}
 	if cfg.Budget == nil {
 		cfg.Budget = awsclient.DefaultBudget
 	}
@@ -226,7 +235,9 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
 	st := stepper{base: b, runs: rs, plans: ps, hygiene: h, graphs: graphs{b}}
-	return &Driver{base: b, runs: rs, step: st, start: starter{stepper: st}}, nil
+	start := starter{stepper: st}
+	b.resumeStart = start.resume
+	return &Driver{base: b, runs: rs, step: st, start: start}, nil
 }
 
 // Start begins the run of an upload of a bundle (deployments/NAME.zip or plans/NAME.zip).

@@ -19,7 +19,7 @@ type graphs struct{ *base }
 // run ended, with the bundle when it succeeded), and drops what the plan dropped.
 func (gs graphs) record(ctx context.Context, lock *state.Lock, doc *rundoc.Document, finished []string) error {
 	rec := state.Recording{Run: doc.Run, Finished: finished, Drop: doc.Drop, Statuses: doc.Statuses,
-		Bundle: doc.Bundle.Ref(), Region: gs.cfg.Region, Now: gs.clk.Now().UTC()}
+		Bundle: doc.Bundle.Ref(), Region: gs.cfg.Region, Now: gs.clk.Now().UTC(), Origins: doc.Origins}
 	if rec.Idle() {
 		return nil
 	}

@@ -176,8 +176,11 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				}
 				start := d.start.upload
 				up, _ := bucket.ParseUpload(u.Key) // the only parse of the key: its parts go along
-				if up.Kind == bucket.ApprovalUpload {
+				switch up.Kind {
+				case bucket.ApprovalUpload:
 					start = d.start.approval
+				case bucket.ApplyUpload:
+					start = d.start.content
 				}
 				if err := start(ctx, u, up); err != nil {
 					errs = append(errs, err)

@@ -21,28 +21,21 @@ type hygiene struct {
 // retires all older open plans, so at most the few newest can still be open.
 const sweepWindow = 20
 
-// afterPlan supersedes every older unapplied plan of the deployment, and expires any that
-// outlived the plan TTL: their change sets are deleted, and so are stacks that exist only
-// for them (REVIEW_IN_PROGRESS, never executed) unless keep (the newest plan) uses them.
-// Failures are logged: hygiene never fails a run.
+// afterPlan retires, once plan keep is recorded, the open plans it supersedes (those of
+// the same change: plan.Document.Retirement) and any that outlived the plan TTL: their
+// change sets are deleted, and so are stacks that exist only for them (REVIEW_IN_PROGRESS,
+// never executed) unless a plan that stays open uses them. Plans of other changes stay
+// open. Failures are logged: hygiene never fails a run.
 func (h hygiene) afterPlan(ctx context.Context, keep *plan.Document, cs *changeset.Client, log *slog.Logger) {
-	used := map[string]bool{}
-	for _, s := range keep.Stacks {
-		if s.StackID != "" {
-			used[s.StackID] = true
-		}
-	}
 	reason := func(old *plan.Document) string {
-		return fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s (version %s; this plan is of version %s) and planned as plan %s",
-			keep.Bundle.Bucket, keep.Bundle.Key, keep.Bundle.VersionID, old.Bundle.VersionID, keep.ID)
+		return fmt.Sprintf("%s was planned again as plan %s", cmpOr(keep.Change(), "this checkout"), keep.ID)
 	}
-	h.sweep(ctx, keep.Deployment, keep.ID, used, reason, cs, log)
+	h.sweep(ctx, keep.Deployment, keep, reason, cs, log)
 }
 
-// sweep retires the open plans of deployment other than keepID as
-// plan.Document.Retirement decides: those older than keepID as superseded (with the reason
-// given), newer ones only once expired.
-func (h hygiene) sweep(ctx context.Context, deployment, keepID string, used map[string]bool, reason func(*plan.Document) string, cs *changeset.Client, log *slog.Logger) {
+// sweep retires the open plans of deployment as plan.Document.Retirement decides, by
+// the newest plan made (by; nil: none), with the reason given for a superseded one.
+func (h hygiene) sweep(ctx context.Context, deployment string, by *plan.Document, reason func(*plan.Document) string, cs *changeset.Client, log *slog.Logger) {
 	ids, err := h.plans.ids(ctx, deployment)
 	if err != nil {
 		log.Warn("deploy: cannot list plans to clean up", "err", err)
@@ -52,40 +45,45 @@ func (h hygiene) sweep(ctx context.Context, deployment, keepID string, used map[
 		ids = ids[len(ids)-sweepWindow:]
 	}
 	now := h.clk.Now().UTC()
+	type retiring struct {
+		p      *plan.Document
+		etag   string
+		status plan.Status
+	}
+	var retire []retiring
+	used := map[string]bool{}
 	for _, id := range ids {
-		if id == keepID {
-			continue
-		}
-		old, etag, err := h.plans.read(ctx, deployment, id)
+		p, etag, err := h.plans.read(ctx, deployment, id)
 		if err != nil {
 			continue
 		}
-		status, ok := old.Retirement(keepID, now, h.cfg.PlanTTL)
-		if !ok {
+		status, ok := p.Retirement(by, now, h.cfg.PlanTTL)
+		if ok {
+			retire = append(retire, retiring{p, etag, status})
 			continue
 		}
-		why := reason(old)
-		if status == plan.Expired {
+		if p.Status == plan.Planned {
+			for _, s := range p.Stacks {
+				if s.StackID != "" {
+					used[s.StackID] = true
+				}
+			}
+		}
+	}
+	for _, r := range retire {
+		why := reason(r.p)
+		if r.status == plan.Expired {
 			why = fmt.Sprintf("expired after %s", h.cfg.PlanTTL)
 		}
-		h.retire(ctx, old, etag, status, why, used, cs, log)
+		h.retire(ctx, r.p, r.etag, r.status, why, used, cs, log)
 	}
 }
 
-// afterApply supersedes the open plans of a deployment once a deploy or apply run
-// changed its graph: they were made against the graph as it was, so they can never apply.
+// afterApply expires, once a deploy or apply run ended, the open plans that outlived the
+// plan TTL. The others stay open: an entry of theirs is stale only if the run changed its
+// stack or an output it consumes, which an apply finds out per entry.
 func (h hygiene) afterApply(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
-	used := map[string]bool{}
-	for _, s := range doc.Run.Stacks {
-		if s.StackID != "" {
-			used[s.StackID] = true
-		}
-	}
-	reason := func(*plan.Document) string {
-		return fmt.Sprintf("the persistent graph %s/%s changed since the plan: run %s (%s) applied in between", doc.Namespace, doc.GraphKey, doc.Run.ID, doc.Run.Status)
-	}
-	// Every id sorts before "~", so every open plan but expired newer ones is superseded.
-	h.sweep(ctx, doc.Run.Deployment, "~", used, reason, h.changesets(doc.Run.ID, log), log)
+	h.sweep(ctx, doc.Run.Deployment, nil, func(*plan.Document) string { return "" }, h.changesets(doc.Run.ID, log), log)
 }
 
 // retire deletes a plan's change sets and the stacks created only for it, and records why.

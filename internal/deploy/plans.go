@@ -101,17 +101,35 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.
 		}
 	}
 	var live map[string]plan.Live
+	var g *state.Graph
 	if len(doc.Run.Stacks) > 0 && lock != nil {
 		var err error
 		if live, err = liveOf(ctx, ps.base, cs, doc.Run); err != nil {
 			return nil, err
+		}
+		if g, err = ps.store.Read(ctx, lock); err != nil && !errors.Is(err, state.ErrNotFound) {
+			return nil, err
+		}
+	}
+	key, err := ps.key(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changing := map[string]bool{}
+	for _, name := range doc.Run.Names() {
+		if s := doc.Run.Stacks[name]; s.Intent != run.IntentDelete && (s.AtApply || s.Phase == run.Ready && s.ChangeSetID != "") {
+			changing[name] = true
 		}
 	}
 	for _, name := range doc.Run.Names() {
 		s := doc.Run.Stacks[name]
 		pst := plan.Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Action: plan.ActionOf(s),
 			TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Parameters: s.Parameters,
-			InputsMayChange: s.InputsMayChange, CreatedAtApply: s.AtApply, Reason: s.Reason, CodeChanges: s.CodeChanges}
+			InputsMayChange: s.InputsMayChange, CreatedAtApply: s.AtApply, Reason: s.Reason, CodeChanges: s.CodeChanges,
+			Inputs: doc.Inputs[name], Consumed: plan.Consumed(doc.Run, doc.Lookups, doc.SSM, name, key)}
+		if s.InputsMayChange {
+			pst.KnownAfterApply = plan.KnownAfterApply(doc.Lookups[name], changing)
+		}
 		if s.Phase == run.Ready && s.ChangeSetID != "" {
 			pst.ChangeSetName, pst.ChangeSetID = s.ChangeSetName, s.ChangeSetID
 		}
@@ -121,12 +139,24 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.
 		if s.Intent == run.IntentDelete {
 			p.Deletions = append(p.Deletions, name)
 		}
+		if pst.Action == plan.Update {
+			applied := live[s.Key()].Parameters
+			if g != nil && g.Stacks[name] != nil && g.Stacks[name].Parameters != nil {
+				applied = g.Stacks[name].Parameters
+			}
+			pst.ParameterChanges = plan.ParameterChanges(applied, s.Parameters, s.NoEcho)
+		}
 		if pst.ChangeSetID != "" {
 			st, err := cs.Describe(ctx, s.Target, pst.ChangeSetID)
 			if err != nil {
 				return nil, err
 			}
 			pst.Changes = st.Changes
+		}
+		if pst.Action == plan.Delete && pst.StackID != "" {
+			if pst.Resources, err = cs.Resources(ctx, s.Target, pst.StackID); err != nil {
+				return nil, err
+			}
 		}
 		p.Stacks = append(p.Stacks, pst)
 	}
@@ -136,16 +166,18 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.
 	return p, nil
 }
 
-// templateResources lists, for each stack the plan creates at apply (no change set says
-// what it adds yet), the resources its template declares, read from the planned bundle.
+// templateResources reads from the planned bundle what the templates say: for each stack
+// the plan creates at apply (no change set says what it adds yet), the resources its
+// template declares; for each stack whose inputs are known only after apply, the
+// resources those inputs feed (plan.Feeds).
 func (ps plans) templateResources(ctx context.Context, doc *rundoc.Document, p *plan.Document) error {
-	var atApply []*plan.Stack
+	var need []*plan.Stack
 	for i := range p.Stacks {
-		if s := &p.Stacks[i]; s.CreatedAtApply && s.ChangeSetID == "" {
-			atApply = append(atApply, s)
+		if s := &p.Stacks[i]; s.CreatedAtApply && s.ChangeSetID == "" || len(s.KnownAfterApply) > 0 {
+			need = append(need, s)
 		}
 	}
-	if len(atApply) == 0 {
+	if len(need) == 0 {
 		return nil
 	}
 	lb, err := ps.bundle(ctx, doc)
@@ -155,8 +187,15 @@ func (ps plans) templateResources(ctx context.Context, doc *rundoc.Document, p *
 	if lb.Config == nil {
 		return nil
 	}
-	for _, s := range atApply {
-		if cs := lb.Config.Stack(s.Name); cs != nil && cs.Template != nil {
+	for _, s := range need {
+		cs := lb.Config.Stack(s.Name)
+		if cs == nil || cs.Template == nil {
+			continue
+		}
+		if len(s.KnownAfterApply) > 0 {
+			s.Feeds = plan.Feeds(cs.Template, s.KnownAfterApply)
+		}
+		if s.CreatedAtApply && s.ChangeSetID == "" {
 			for _, r := range cs.Template.Declared {
 				s.Resources = append(s.Resources, plan.Resource{LogicalID: r.LogicalID, Type: r.Type})
 			}
@@ -177,21 +216,24 @@ func (ps plans) markdown(ctx context.Context, p *plan.Document, log *slog.Logger
 	}
 }
 
-// markApplied records the outcome of an apply run in its plan document.
+// markApplied records the outcome of an apply run in the plans all of whose changes it
+// ran (rundoc.Document.Applies).
 func (ps plans) markApplied(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
-	p, etag, err := ps.read(ctx, doc.Run.Deployment, doc.Plan)
-	if err != nil {
-		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)
-		return
-	}
-	if p.AppliedBy != doc.Run.ID || p.Status == plan.Applied {
-		return // another run's, or marked already
-	}
-	p.Status, p.Reason = plan.Applied, fmt.Sprintf("applied by run %s: %s", doc.Run.ID, doc.Run.Status)
-	if doc.Run.Reason != "" {
-		p.Reason += " (" + doc.Run.Reason + ")"
-	}
-	if _, err := ps.write(ctx, p, etag); err != nil {
-		log.Warn("deploy: cannot record the applied plan", "plan", doc.Plan, "err", err)
+	for _, id := range doc.Applies {
+		p, etag, err := ps.read(ctx, doc.Run.Deployment, id)
+		if err != nil {
+			log.Warn("deploy: cannot record the applied plan", "plan", id, "err", err)
+			continue
+		}
+		if p.AppliedBy != doc.Run.ID || p.Status == plan.Applied {
+			continue // another run's, or marked already
+		}
+		p.Status, p.Reason = plan.Applied, fmt.Sprintf("applied by run %s: %s", doc.Run.ID, doc.Run.Status)
+		if doc.Run.Reason != "" {
+			p.Reason += " (" + doc.Run.Reason + ")"
+		}
+		if _, err := ps.write(ctx, p, etag); err != nil {
+			log.Warn("deploy: cannot record the applied plan", "plan", id, "err", err)
+		}
 	}
 }

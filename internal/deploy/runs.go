@@ -85,6 +85,7 @@ func (rs runs) index(ctx context.Context, doc *rundoc.Document, log *slog.Logger
 	for _, s := range doc.Run.Stacks {
 		idx.Stacks = append(idx.Stacks, s.Key())
 	}
+	idx.Stacks = append(idx.Stacks, waitingKeys(doc)...)
 	sort.Strings(idx.Stacks)
 	if _, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunKey(doc.Run.ID), idx, bucket.Write{}); err != nil {
 		log.Warn("deploy: cannot index the open run; it advances by heartbeats only", "err", err)

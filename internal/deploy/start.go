@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -85,7 +86,9 @@ func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *state.L
 		s.release(ctx, lock, log)
 		return err
 	}
-	etag, err := s.runs.save(ctx, doc, "")
+	waited := doc.ETag != ""
+	doc.Waiting = nil
+	etag, err := s.runs.save(ctx, doc, doc.ETag)
 	if errors.Is(err, errRaceLost) {
 		// A duplicate delivery of this event started the run meanwhile, under this same
 		// lock: it is that run's to release.
@@ -98,7 +101,9 @@ func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *state.L
 	}
 	s.runs.index(ctx, doc, log)
 	log.Info("deploy: "+what+" started", "stacks", len(doc.Run.Stacks), "decisions", len(doc.Decisions))
-	if err := s.heartbeat(ctx, doc.Run.Deployment, doc.Run.ID, doc.Beat); err != nil {
+	if waited {
+		// Its heartbeat chain began while it waited.
+	} else if err := s.heartbeat(ctx, doc.Run.Deployment, doc.Run.ID, doc.Beat); err != nil {
 		// Without a heartbeat the run advances by stack events only; the first step below
 		// may still finish it.
 		log.Error("deploy: cannot enqueue the first heartbeat", "err", err)
@@ -152,10 +157,15 @@ func (s starter) upload(ctx context.Context, u Upload, up bucket.Upload) error {
 	} else if warn != "" {
 		doc.Warnings = append(doc.Warnings, warn)
 	}
-	if sup, err := s.superseded(ctx, u); err != nil {
-		return err
-	} else if sup {
-		return s.supersede(ctx, doc, log)
+	// A newer push supersedes a push; plans of a deployment coexist (each upload to
+	// plans/NAME.zip is planned: another pull request's may follow it at once), and a
+	// newer plan supersedes only the earlier plans of the same change (hygiene).
+	if mode == run.ModeDeploy {
+		if sup, err := s.superseded(ctx, u); err != nil {
+			return err
+		} else if sup {
+			return s.supersede(ctx, doc, log)
+		}
 	}
 	lb, err := rundoc.Download(ctx, s.s3, doc.Bundle, s.loadOptions(up.Deployment))
 	if err != nil {
@@ -175,49 +185,71 @@ func (s starter) upload(ctx context.Context, u Upload, up bucket.Upload) error {
 	if lock == nil {
 		return err
 	}
-	// A newer upload may have arrived while this one waited for the lock.
-	if sup, err := s.superseded(ctx, u); err != nil || sup {
-		s.release(ctx, lock, log)
-		if err != nil {
-			return err
+	// A newer push may have arrived while this one waited for the lock.
+	if mode == run.ModeDeploy {
+		if sup, err := s.superseded(ctx, u); err != nil || sup {
+			s.release(ctx, lock, log)
+			if err != nil {
+				return err
+			}
+			return s.supersede(ctx, doc, log)
 		}
-		return s.supersede(ctx, doc, log)
 	}
-	if failed, err := s.decide(ctx, doc, lock, lb, log); failed || err != nil {
+	return s.locked(ctx, doc, lock, lb, log)
+}
+
+// locked is the rest of the start of an upload's run, under its lock: the decisions, then
+// the run, or its wait for busy stacks to settle.
+func (s starter) locked(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, log *slog.Logger) error {
+	d, failed, err := s.decide(ctx, doc, lock, lb, doc.Run.Mode, log)
+	if failed || err != nil {
 		if !failed {
 			s.release(ctx, lock, log)
 		}
 		return err
 	}
+	if len(d.res.Busy) > 0 {
+		return s.wait(ctx, doc, lock, d.res.Busy, log)
+	}
 	return s.launch(ctx, doc, lock, log, "run")
 }
 
-// decide makes the run of an upload under its lock: the persistent graph (rebuilt from the
-// stacks' tags when it is missing), one look at every stack, and plan.Make's decisions. A
-// plan that fails or is refused is recorded as a failed run (failed, and the lock is
-// released); an error is one of AWS.
-func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, log *slog.Logger) (failed bool, err error) {
+// decided is what a start decided under the lock: plan.Make's result, and what it saw.
+type decided struct {
+	res   *plan.Result
+	live  map[string]plan.Live
+	graph *state.Graph
+	key   seal.Key
+}
+
+// decide makes the run of a bundle under its lock: the persistent graph (rebuilt from the
+// stacks' tags when it is missing), one look at every stack, and plan.Make's decisions in
+// mode (an apply decides in plan mode: what it changes is covered by reviewed plans, so
+// nothing is refused for needing review). A plan that fails or is refused is recorded as
+// a failed run (failed, and the lock is released); an error is one of AWS. Stacks another
+// hand is changing (Result.Busy) leave doc as it was: the run waits for them.
+func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, mode run.Mode, log *slog.Logger) (d *decided, failed bool, err error) {
 	cfg := lb.Config
 	if !lb.Destroy {
 		// A CDK assembly's environments and assets, before any CloudFormation call.
 		if failed, err := s.assemblyAssets(ctx, doc, lock, cfg, log); failed || err != nil {
-			return failed, err
+			return nil, failed, err
 		}
 	}
 	cs := s.changesets(doc.Run.ID, log)
 	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn, awsclient.Budget{Limiter: s.placesOf(doc.Run.ID).Budget(target.Target{}), Clock: s.clk})
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	if g.Rebuilt {
 		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the persistent graph %s was missing and was rebuilt from the tags of %d stack(s)", bucket.StateKey(cfg.Namespace, cfg.PersistentGraphKey), len(g.Stacks)))
 		if err := s.store.Write(ctx, lock, g); err != nil {
-			return false, err
+			return nil, false, err
 		}
 	}
 	home, err := s.placesOf(doc.Run.ID).Home(ctx, hasRole(cfg, g))
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	doc.Destroy = lb.Destroy
 	planCfg := cfg
@@ -226,49 +258,54 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 	}
 	live, unreachable, err := survey(ctx, cs, reach.Where(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	for loc, why := range unreachable {
 		log.Warn("deploy: an account and region of the run cannot be reached; its stacks fail", "account", loc.Account, "region", loc.Region, "reason", why)
 	}
 	imports, err := importers(ctx, cs, planCfg, g, home, live)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	undeletable, err := s.undeletable(ctx, cs, cfg, g, home, live)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	key, err := s.key(ctx)
 	if err != nil {
 		if !awsclient.Permanent(err) {
-			return false, err
+			return nil, false, err
 		}
 		doc.Errors = []string{err.Error()}
-		return true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
+		return nil, true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
 	}
-	if !key.Keyed() {
+	if !key.Keyed() && !slices.Contains(doc.Warnings, unkeyedWarning) {
 		doc.Warnings = append(doc.Warnings, unkeyedWarning)
 	}
 	if !doc.Destroy {
 		if doc.SSM, err = s.ssmValues(ctx, key, cfg.SSMNames()); err != nil {
 			retry, reason := plan.Unreadable(err)
 			if retry {
-				return false, err
+				return nil, false, err
 			}
 			doc.Errors = []string{err.Error()}
-			return true, s.fail(ctx, doc, lock, reason, log)
+			return nil, true, s.fail(ctx, doc, lock, reason, log)
 		}
 	}
 	res, err := plan.Make(plan.Input{
-		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: doc.Run.Mode, Config: cfg, Graph: g, Live: live,
+		RunID: doc.Run.ID, Deployment: doc.Run.Deployment, Mode: mode, Config: cfg, Graph: g, Live: live,
 		Importers: imports, Bundle: doc.Bundle.Ref(), Now: doc.Run.StartedAt, Destroy: doc.Destroy, SSM: doc.SSM,
 		Home: home, Unreachable: unreachable, Undeletable: undeletable, Namespaces: s.cfg.Namespaces, Key: key,
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
-		return true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
+		return nil, true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
 	}
+	d = &decided{res: res, live: live, graph: g, key: key}
+	if len(res.Busy) > 0 {
+		return d, false, nil
+	}
+	res.Run.Mode = doc.Run.Mode
 	doc.Run = res.Run
 	doc.Decisions, doc.Refusals = res.Decisions, res.Refusals
 	if res.TakesOverFrom != "" {
@@ -278,9 +315,9 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 	doc.Warnings = append(doc.Warnings, res.Warnings...)
 	if len(res.Refusals) > 0 {
 		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
-		return true, s.fail(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)
+		return d, true, s.fail(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)
 	}
-	doc.Lookups, doc.Statuses = lookupsOf(cfg), map[string]string{}
+	doc.Lookups, doc.Statuses, doc.Inputs = lookupsOf(cfg), map[string]string{}, res.Inputs
 	for name, rs := range doc.Run.Stacks {
 		if l, ok := live[rs.Key()]; ok {
 			doc.Statuses[name] = l.Status
@@ -291,7 +328,7 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 			doc.Drop = append(doc.Drop, dec.Stack)
 		}
 	}
-	return false, nil
+	return d, false, nil
 }
 
 // undeletable reads, for each stack of the config or the graph that CloudFormation left
@@ -389,12 +426,17 @@ func (s starter) fail(ctx context.Context, doc *rundoc.Document, lock *state.Loc
 			log.Warn("deploy: cannot record the failed plan", "err", err)
 		}
 	}
-	_, err := s.runs.save(ctx, doc, "")
+	doc.Waiting = nil
+	_, err := s.runs.save(ctx, doc, doc.ETag)
 	if lock != nil {
 		s.release(ctx, lock, log)
 	}
 	if err != nil && !errors.Is(err, errRaceLost) {
 		return err
+	}
+	if doc.ETag != "" {
+		s.forget(doc.Run.ID)
+		s.runs.unindex(ctx, doc.Run.ID, log)
 	}
 	s.notify(ctx, doc, log)
 	return nil

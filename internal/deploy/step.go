@@ -97,7 +97,11 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigg
 	if err != nil {
 		return err
 	}
-	err = st.step(ctx, doc, etag, lock, log, t.Stacks...)
+	if len(doc.Waiting) > 0 {
+		err = st.resumeStart(ctx, doc, etag, lock, log)
+	} else {
+		err = st.step(ctx, doc, etag, lock, log, t.Stacks...)
+	}
 	// After a lost race the run may have ended meanwhile; the next heartbeat then finds
 	// it finished and stops the chain. A restart whose new chain number was not saved
 	// sends nothing: the run is found stalled again.
@@ -145,9 +149,7 @@ func (st stepper) abandon(ctx context.Context, doc *rundoc.Document, etag string
 		}
 		doc.Notes = append(doc.Notes, fmt.Sprintf("stack %s: change set %s deleted (the run was abandoned)", a.Stack, a.ChangeSetName))
 	}
-	if doc.Plan != "" {
-		st.plans.markApplied(ctx, doc, log) // the plan was consumed: it applies at most once
-	}
+	st.plans.markApplied(ctx, doc, log) // its plans were consumed: a plan applies at most once
 	st.runs.report(ctx, doc, log)
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {
 		if errors.Is(err, errRaceLost) {
@@ -196,9 +198,7 @@ func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *sl
 // the run leaves the index of open runs, the lock is released and the summary published.
 // Each part may run again (finishEnded).
 func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger) {
-	if doc.Plan != "" {
-		st.plans.markApplied(ctx, doc, log)
-	}
+	st.plans.markApplied(ctx, doc, log)
 	if doc.Run.Mode == run.ModeDeploy {
 		st.hygiene.afterApply(ctx, doc, log)
 	}
@@ -231,6 +231,7 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	opts := st.cfg.Run
 	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
 	opts.Seal, opts.SealOutputs = plan.Seal(key), plan.SealOutputs(key)
+	opts.Explain = func(s *run.Stack, changes []run.ResourceChange) string { return plan.Explained(changes, s.Rippled) }
 	opts.Heartbeat = st.cfg.Heartbeat
 	prev := doc.Run
 	now := st.clk.Now().UTC()
@@ -266,10 +267,8 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 		}
 	}
 	if ended {
-		if doc.Plan != "" {
-			// Whoever sees the apply run ended finds its plan marked applied.
-			st.plans.markApplied(ctx, doc, log)
-		}
+		// Whoever sees the apply run ended finds its plans marked applied.
+		st.plans.markApplied(ctx, doc, log)
 		st.runs.report(ctx, doc, log)
 	}
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {

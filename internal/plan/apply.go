@@ -2,7 +2,6 @@ package plan
 
 import (
 	"maps"
-	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -118,44 +117,3 @@ func Outputs(r *run.Run) func(stack, output string) (string, bool) {
 	}
 }
 
-// ApplyRun turns the plan's run into the apply run runID: reviewed change sets wait to be
-// executed in dependency order, stacks without changes are re-checked, and "created at
-// apply" ones get their change sets made once what they depend on exists. live is what
-// the approval saw of the stacks.
-func (p *Document) ApplyRun(runID string, live map[string]Live, now time.Time) *run.Run {
-	r := p.Run.Clone()
-	r.ID, r.Mode, r.Status, r.Reason, r.Plan = runID, run.ModeDeploy, run.Running, "", p.ID
-	r.StartedAt, r.UpdatedAt, r.FinishedAt, r.Seq = now, now, time.Time{}, 0
-	for name, s := range r.Stacks {
-		s.StartedAt, s.FinishedAt, s.ExecutedAt, s.PhaseSince, s.Attempts, s.Reason = time.Time{}, time.Time{}, time.Time{}, now, 0, ""
-		if want, ok := p.Protection[name]; ok {
-			s.Protect = want // a plan recorded before its stacks carried it
-		}
-		l, exists := live[s.StackName]
-		s.Protected = exists && l.TerminationProtection
-		if exists && l.Status != "REVIEW_IN_PROGRESS" {
-			s.Outputs = l.Outputs
-		}
-		switch {
-		case s.Intent == run.IntentDelete || s.Intent == run.IntentRead:
-			s.Phase = run.Pending
-		case s.Phase == run.Failed || s.Phase == run.Blocked:
-			// A plan that failed is never applied; kept as is for the report.
-		case s.AtApply:
-			s.Phase, s.ChangeSetName, s.ChangeSetID, s.ChangeSetType = run.Pending, "", "", ""
-			s.Exists = exists && l.Status != "REVIEW_IN_PROGRESS"
-			if exists {
-				s.StackID = l.StackID
-			}
-		default:
-			// Ready with a reviewed change set, or Unchanged: resolved parameters must
-			// match the plan's before anything is executed.
-			s.PlannedParametersHash = s.ParametersHash
-			if s.Phase == run.Unchanged {
-				s.ChangeSetName, s.ChangeSetID = "", ""
-			}
-			s.Phase = run.Pending
-		}
-	}
-	return r
-}

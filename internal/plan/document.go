@@ -123,13 +123,31 @@ type Stack struct {
 	LastUpdated    time.Time `json:"last_updated,omitzero"`
 	TemplateHash   string    `json:"template_hash,omitempty"`
 	ParametersHash string    `json:"parameters_hash,omitempty"`
-	// Parameters are the resolved values the change set was made with.
-	Parameters      map[string]string `json:"parameters,omitempty"`
-	InputsMayChange bool              `json:"inputs_may_change,omitempty"`
-	CreatedAtApply  bool              `json:"created_at_apply,omitempty"`
-	Changes         []Change          `json:"changes,omitempty"`
+	// Parameters are the resolved values the change set was made with (secrets sealed).
+	Parameters map[string]string `json:"parameters,omitempty"`
+	// Inputs are the content of the stack the entry was made for; Consumed the outputs
+	// its parameters read at plan time (by "STACK::OUTPUT", secret ones sealed): with the
+	// live stack's id, Status and LastUpdated above, the base it was planned from.
+	Inputs   Inputs            `json:"inputs,omitzero"`
+	Consumed map[string]string `json:"consumed,omitempty"`
+	// InputsMayChange marks a stack whose parameters read outputs of a stack the plan
+	// changes: its inputs are known only after apply. KnownAfterApply names those
+	// parameters, and Feeds the resources of its template that read each of them. At
+	// apply, once what it reads is applied, a stack whose parameters came out as planned
+	// executes its reviewed change set (or stays unchanged); one whose parameters
+	// differ gets a new change set, executed only if every change in it is explained by
+	// those parameters (see Explained).
+	InputsMayChange bool                `json:"inputs_may_change,omitempty"`
+	KnownAfterApply []string            `json:"known_after_apply,omitempty"`
+	Feeds           map[string][]string `json:"feeds,omitempty"`
+	CreatedAtApply  bool                `json:"created_at_apply,omitempty"`
+	Changes         []Change            `json:"changes,omitempty"`
+	// ParameterChanges are the parameters the change set changes, old → new (secrets as
+	// ****), for the reviewer.
+	ParameterChanges []ParameterChange `json:"parameter_changes,omitempty"`
 	// Resources are what the template declares, for a stack the plan creates that has no
-	// change set yet (created at apply): what its creation will add.
+	// change set yet (created at apply): what its creation will add; for a stack the plan
+	// deletes, what it holds now: what its deletion removes.
 	Resources []Resource `json:"resources,omitempty"`
 	Reason    string     `json:"reason,omitempty"`
 	// CodeChanges are the local artifacts whose content changed since applied.
@@ -156,12 +174,12 @@ type Change struct {
 	Details     []string `json:"details,omitempty"`
 }
 
-// Marks returns the plan's notes about a stack: "inputs may change", "created at apply",
+// Marks returns the plan's notes about a stack: "known after apply", "created at apply",
 // "code changed (src/, sha256 1a2b… → 3c4d…)".
 func (s Stack) Marks() []string {
 	var m []string
 	if s.InputsMayChange {
-		m = append(m, "inputs may change")
+		m = append(m, "known after apply")
 	}
 	if s.CreatedAtApply {
 		m = append(m, "created at apply")

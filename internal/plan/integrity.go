@@ -49,7 +49,7 @@ func (p *Document) Signed(k seal.Key) bool {
 }
 
 // Executes lists the config names of the stacks of p's run whose change sets its apply
-// run would execute as they are (ApplyRun keeps them), sorted.
+// run would execute as they are (an apply keeps them), sorted.
 func (p *Document) Executes() []string {
 	if p.Run == nil {
 		return nil
@@ -137,7 +137,7 @@ func (p *Document) changeSetProblem(rs *run.Stack, entry Stack, o Observed) stri
 	case !strings.HasPrefix(rs.ChangeSetName, prefix):
 		return fmt.Sprintf("change set %s is not one of this plan's (they are named %sN)", rs.ChangeSetName, prefix)
 	case !cs.Found:
-		return "" // gone: StaleReasons says so
+		return "" // gone: its entry is stale (Compose says so)
 	case cs.ID != rs.ChangeSetID:
 		return fmt.Sprintf("the plan recorded change set %s, CloudFormation describes %s", rs.ChangeSetID, cs.ID)
 	case cs.Name != rs.ChangeSetName:

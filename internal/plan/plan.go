@@ -31,6 +31,9 @@ type Live struct {
 	// Exports maps output keys to their export names.
 	Exports     map[string]string
 	LastUpdated time.Time
+	// Parameters are the stack's parameters as DescribeStacks shows them (NoEcho ones as
+	// ****).
+	Parameters map[string]string
 }
 
 // Input is everything a plan is made from.
@@ -135,6 +138,12 @@ type Result struct {
 	// Warnings do not stop the run: a SecureString given to a parameter that is not
 	// NoEcho, say.
 	Warnings []string
+	// Inputs are, by stack, the content of each enabled stack of the config (InputsOf).
+	Inputs map[string]Inputs
+	// Busy holds the stacks (by key, with their status) that another hand is changing
+	// now (an *_IN_PROGRESS status that no run of this graph started, since the run holds
+	// its lock): nothing is decided until they settle (see Busy).
+	Busy map[string]string
 }
 
 // informational tags say which bundle last changed a stack and what its inputs were (so
@@ -302,6 +311,10 @@ func Make(in Input) (*Result, error) {
 		}
 		rs.Code = Code(s)
 		res.Run.Stacks[s.Name] = rs
+		if res.Inputs == nil {
+			res.Inputs = map[string]Inputs{}
+		}
+		res.Inputs[s.Name] = InputsOf(s, in.SSM, in.Key, in.Home)
 		res.Warnings = append(res.Warnings, secretWarnings(s, in.SSM)...)
 		if reason, ok := in.Unreachable[at]; ok {
 			rs.Phase, rs.Reason, rs.FinishedAt = run.Failed, reason, in.Now
@@ -342,7 +355,10 @@ func Make(in Input) (*Result, error) {
 			decide(Recreate, "ROLLBACK_COMPLETE after a failed create: deleted and created again")
 			continue
 		case strings.HasSuffix(st, "_IN_PROGRESS"):
-			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is busy (%s): wait until it settles, then push again", s.StackName, st))
+			if res.Busy == nil {
+				res.Busy = map[string]string{}
+			}
+			res.Busy[target.Key(at, s.StackName)] = st
 			continue
 		case st == "CREATE_FAILED":
 			res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s is CREATE_FAILED (disable_rollback kept its resources): roll it back with `cairn recover %s %s --rollback`, then push again", s.StackName, in.Deployment, s.Name))
@@ -417,6 +433,23 @@ func Make(in Input) (*Result, error) {
 	}
 	sort.SliceStable(res.Decisions, func(i, j int) bool { return res.Decisions[i].Stack < res.Decisions[j].Stack })
 	return res, nil
+}
+
+// BusyReason is why a run that waited for the busy stacks (Result.Busy, keyed as Live,
+// with their statuses) to settle gives up: a stack another hand is changing did not settle
+// within the run's budget (waited). It names the command the run came from: plan, push,
+// apply (of a bundle's content) or approve (of plan planID).
+func BusyReason(busy map[string]string, command, deployment, planID string, waited time.Duration) string {
+	var stacks []string
+	for _, k := range slices.Sorted(maps.Keys(busy)) {
+		stacks = append(stacks, fmt.Sprintf("%s (%s)", k, busy[k]))
+	}
+	again := fmt.Sprintf("%s again (`cairn %s PATH --deployment %s`)", command, command, deployment)
+	if command == "approve" {
+		again = fmt.Sprintf("approve again (`cairn approve %s %s`)", deployment, planID)
+	}
+	return fmt.Sprintf("stack(s) %s stayed busy for %s: an operation cairn did not start is under way on them; nothing was changed; wait until they settle, then %s",
+		strings.Join(stacks, ", "), waited.Round(time.Second), again)
 }
 
 // disagreement says how the input hash tags of a live stack differ from what the graph
@@ -544,6 +577,13 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 		}
 		if !exists {
 			decide(Drop, "removed from the config and already gone from AWS: dropped from the graph")
+			continue
+		}
+		if st := live.Status; strings.HasSuffix(st, "_IN_PROGRESS") && st != "REVIEW_IN_PROGRESS" {
+			if res.Busy == nil {
+				res.Busy = map[string]string{}
+			}
+			res.Busy[target.Key(at, ps.StackName)] = st
 			continue
 		}
 		rs := &run.Stack{Name: name, StackName: ps.StackName, StackID: live.StackID, Intent: run.IntentDelete, Phase: run.Pending, Exists: true,

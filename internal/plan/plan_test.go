@@ -240,12 +240,44 @@ func TestFailedAndForeignStacks(t *testing.T) {
 	}
 	want := []string{
 		"stack shop-b is ROLLBACK_COMPLETE but its cairn tags do not name namespace shop, graph shop, stack b: delete it by hand or tag it",
-		"stack shop-c is busy (UPDATE_IN_PROGRESS): wait until it settles, then push again",
 		"stack shop-d is UPDATE_ROLLBACK_FAILED: recover it with `cairn recover shop d`, then push again",
 		"stack shop-e exists but cairn did not create it (no cairn:* tags): rename the stack in the config, or tag it with cairn:namespace=shop, cairn:graph-key=shop, cairn:name=e to adopt it",
 	}
 	if !slices.Equal(res.Refusals, want) {
 		t.Fatalf("refusals\n%s", strings.Join(res.Refusals, "\n"))
+	}
+	// A stack another hand is changing is not refused: the run waits for it to settle.
+	if !maps.Equal(res.Busy, map[string]string{"shop-c": "UPDATE_IN_PROGRESS"}) || res.Run.Stacks["c"] == nil {
+		t.Errorf("busy %v", res.Busy)
+	}
+}
+
+// TestBusyStacksWait: stacks in a transient state (a cleanup after a replacement, an update
+// cairn did not start), kept or deleted, are Busy; REVIEW_IN_PROGRESS is not. The
+// reason given when they never settle names the command used.
+func TestBusyStacksWait(t *testing.T) {
+	cfg := load(t, "", "a", "b", "r")
+	old := load(t, "", "a", "b", "r", "gone")
+	live := liveOf(old, "a", "b", "r", "gone")
+	for name, status := range map[string]string{"a": "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", "r": "REVIEW_IN_PROGRESS", "gone": "DELETE_IN_PROGRESS"} {
+		l := live["shop-"+name]
+		l.Status = status
+		live["shop-"+name] = l
+	}
+	res := mustMake(t, Input{Config: cfg, Graph: applied(t, old), Live: live, Mode: run.ModePlan})
+	if want := map[string]string{"shop-a": "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", "shop-gone": "DELETE_IN_PROGRESS"}; !maps.Equal(res.Busy, want) || len(res.Refusals) > 0 {
+		t.Fatalf("busy %v refusals %v", res.Busy, res.Refusals)
+	}
+	for _, tc := range []struct{ command, want string }{
+		{"plan", "then plan again (`cairn plan PATH --deployment shop`)"},
+		{"push", "then push again (`cairn push PATH --deployment shop`)"},
+		{"apply", "then apply again (`cairn apply PATH --deployment shop`)"},
+		{"approve", "then approve again (`cairn approve shop P1`)"},
+	} {
+		got := BusyReason(res.Busy, tc.command, "shop", "P1", 15*time.Minute)
+		if !strings.HasPrefix(got, "stack(s) shop-a (UPDATE_COMPLETE_CLEANUP_IN_PROGRESS), shop-gone (DELETE_IN_PROGRESS) stayed busy for 15m0s: ") || !strings.HasSuffix(got, tc.want) {
+			t.Errorf("%s: %s", tc.command, got)
+		}
 	}
 }
 

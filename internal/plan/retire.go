@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/run"
@@ -12,21 +14,48 @@ func (p *Document) Retirable() bool {
 	return p.Status == Planned || (p.Status == PlanFailed && len(p.Leftovers()) > 0)
 }
 
-// Retirement decides how plan hygiene retires p when plan keepID is the one kept (plan ids
-// sort by time, so a newer plan's id sorts after), at now, plans staying approvable for
-// ttl: an open plan older than keepID is Superseded; a newer one (or any, when keepID is
-// "") stays open until it outlived ttl, then Expired. A plan with nothing left to retire,
-// and keepID itself, are left alone (false).
-func (p *Document) Retirement(keepID string, now time.Time, ttl time.Duration) (Status, bool) {
+// Retirement decides how plan hygiene retires p at now, plans staying approvable for ttl,
+// when by is the newest plan made (nil: none is being made): an open plan of the same
+// change as by (Supersedes) and older than it is Superseded; any other open plan stays
+// open until it outlived ttl, then Expired. Plans of other pull requests coexist with by:
+// an entry of theirs goes stale only when its own stack or an output it consumes changes.
+// A plan with nothing left to retire, and by itself, are left alone (false).
+func (p *Document) Retirement(by *Document, now time.Time, ttl time.Duration) (Status, bool) {
 	switch {
-	case p.ID == keepID || !p.Retirable():
+	case !p.Retirable() || by != nil && p.ID == by.ID:
 		return "", false
-	case p.ID < keepID:
+	case by != nil && by.Supersedes(p):
 		return Superseded, true
 	case now.Sub(p.CreatedAt) > ttl:
 		return Expired, true
 	}
 	return "", false
+}
+
+// Supersedes reports whether p, a plan made after older, replaces it: both were made for
+// the same change, the same pull request (by number), or the same branch when neither names
+// a pull request (a plan made from no git checkout at all counts as one branch, so such
+// plans replace each other as a team's one working copy would).
+func (p *Document) Supersedes(older *Document) bool {
+	if older == nil || older.ID >= p.ID || older.Deployment != p.Deployment {
+		return false
+	}
+	return p.Change() == older.Change()
+}
+
+// Change names the change a plan was made for, as Supersedes compares them: "pull request
+// #N", "branch REF", or "" (no git checkout).
+func (p *Document) Change() string {
+	src := p.Bundle.Source
+	switch {
+	case src.PullRequest > 0:
+		return fmt.Sprintf("pull request #%d", src.PullRequest)
+	case src.HeadRef != "":
+		return "branch " + src.HeadRef
+	case src.Ref != "":
+		return "branch " + strings.TrimPrefix(src.Ref, "refs/heads/")
+	}
+	return ""
 }
 
 // Leftover is a change set a plan made, on the stack it was made for.

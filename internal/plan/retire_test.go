@@ -4,45 +4,53 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
-// TestRetirement: which open plans hygiene supersedes or expires, by the plan kept.
+// TestRetirement: which open plans hygiene supersedes or expires, by the newest plan made.
 func TestRetirement(t *testing.T) {
 	const ttl = 7 * 24 * time.Hour
 	made := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	failedWithChangeSet := &Document{Run: &run.Run{Stacks: map[string]*run.Stack{"app": {Phase: run.Failed, ChangeSetID: "cs-1"}}},
 		Stacks: []Stack{{Name: "app"}}}
 	failedBare := &Document{Run: &run.Run{Stacks: map[string]*run.Stack{"app": {Phase: run.Failed}}}, Stacks: []Stack{{Name: "app"}}}
+	pr := func(n int) provenance.Source { return provenance.Source{PullRequest: n} }
+	newest := func(id string, n int) *Document {
+		return &Document{ID: id, Deployment: "shop", Bundle: BundleVersion{Source: pr(n)}}
+	}
 	for _, tc := range []struct {
 		name   string
 		id     string
+		pr     int
 		status Status
 		from   *Document // Run and Stacks of a failed plan
-		keep   string
+		by     *Document
 		age    time.Duration
 		want   Status
 		retire bool
 	}{
-		{name: "older open plan, newer one kept", id: "P1", status: Planned, keep: "P2", age: time.Hour, want: Superseded, retire: true},
-		{name: "the plan kept", id: "P2", status: Planned, keep: "P2", age: ttl + time.Hour},
-		{name: "newer open plan, young", id: "P3", status: Planned, keep: "P2", age: ttl},
-		{name: "newer open plan, past its TTL", id: "P3", status: Planned, keep: "P2", age: ttl + time.Second, want: Expired, retire: true},
-		{name: "after an apply every open plan goes", id: "P9", status: Planned, keep: "~", age: time.Minute, want: Superseded, retire: true},
-		{name: "an approval keeps none: only an expired plan goes", id: "P1", status: Planned, keep: "", age: ttl + time.Second, want: Expired, retire: true},
-		{name: "an approval keeps none: a young plan stays", id: "P1", status: Planned, keep: "", age: time.Hour},
-		{name: "applied", id: "P1", status: Applied, keep: "P2", age: time.Hour},
-		{name: "applying", id: "P1", status: Applying, keep: "~", age: ttl * 2},
-		{name: "superseded already", id: "P1", status: Superseded, keep: "P2", age: time.Hour},
-		{name: "failed after making a change set", id: "P1", status: PlanFailed, from: failedWithChangeSet, keep: "P2", age: time.Hour, want: Superseded, retire: true},
-		{name: "failed before making any", id: "P1", status: PlanFailed, from: failedBare, keep: "P2", age: time.Hour},
+		{name: "older plan of the same pull request", id: "P1", pr: 21, status: Planned, by: newest("P2", 21), age: time.Hour, want: Superseded, retire: true},
+		{name: "older plan of another pull request stays", id: "P1", pr: 22, status: Planned, by: newest("P2", 21), age: time.Hour},
+		{name: "older plan of another pull request, past its TTL", id: "P1", pr: 22, status: Planned, by: newest("P2", 21), age: ttl + time.Second, want: Expired, retire: true},
+		{name: "the plan made", id: "P2", pr: 21, status: Planned, by: newest("P2", 21), age: ttl + time.Hour},
+		{name: "a newer plan of the same pull request, young", id: "P3", pr: 21, status: Planned, by: newest("P2", 21), age: ttl},
+		{name: "a newer plan of the same pull request, past its TTL", id: "P3", pr: 21, status: Planned, by: newest("P2", 21), age: ttl + time.Second, want: Expired, retire: true},
+		{name: "no plan made (after an apply): only an expired plan goes", id: "P1", status: Planned, age: ttl + time.Second, want: Expired, retire: true},
+		{name: "no plan made: a young plan stays", id: "P1", status: Planned, age: time.Hour},
+		{name: "applied", id: "P1", pr: 21, status: Applied, by: newest("P2", 21), age: time.Hour},
+		{name: "applying", id: "P1", pr: 21, status: Applying, by: newest("P2", 21), age: ttl * 2},
+		{name: "superseded already", id: "P1", pr: 21, status: Superseded, by: newest("P2", 21), age: time.Hour},
+		{name: "failed after making a change set", id: "P1", pr: 21, status: PlanFailed, from: failedWithChangeSet, by: newest("P2", 21), age: time.Hour, want: Superseded, retire: true},
+		{name: "failed before making any", id: "P1", pr: 21, status: PlanFailed, from: failedBare, by: newest("P2", 21), age: time.Hour},
 	} {
-		p := &Document{ID: tc.id, Status: tc.status, CreatedAt: made, Run: &run.Run{Stacks: map[string]*run.Stack{}}, Stacks: []Stack{{Name: "app", ChangeSetID: "cs-1"}}}
+		p := &Document{ID: tc.id, Deployment: "shop", Status: tc.status, CreatedAt: made, Run: &run.Run{Stacks: map[string]*run.Stack{}},
+			Stacks: []Stack{{Name: "app", ChangeSetID: "cs-1"}}, Bundle: BundleVersion{Source: pr(tc.pr)}}
 		if tc.from != nil {
 			p.Run, p.Stacks = tc.from.Run, tc.from.Stacks
 		}
-		got, retire := p.Retirement(tc.keep, made.Add(tc.age), ttl)
+		got, retire := p.Retirement(tc.by, made.Add(tc.age), ttl)
 		if got != tc.want || retire != tc.retire {
 			t.Errorf("%s: Retirement = %q, %v; want %q, %v", tc.name, got, retire, tc.want, tc.retire)
 		}

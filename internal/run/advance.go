@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -70,9 +71,23 @@ type Observation struct {
 	Outputs     map[string]string `json:"outputs,omitempty"`
 	// TerminationProtection is the described stack's, when it was described.
 	TerminationProtection *bool `json:"termination_protection,omitempty"`
+	// ResourceChanges are the change set's resource changes, described for a stack whose
+	// change set a ripple made (Stack.Rippled): what Options.Explain checks.
+	ResourceChanges []ResourceChange `json:"resource_changes,omitempty"`
 	// LookErr says why the stack could not be described: nothing is known of it, and it
 	// is looked at again later.
 	LookErr string `json:"look_err,omitempty"`
+}
+
+// ResourceChange is one resource change of a change set, with why CloudFormation says it
+// changes: each of Causes is a change detail's source and causing entity,
+// "ParameterReference VpcId", "ResourceReference Vpc", "DirectModification".
+type ResourceChange struct {
+	LogicalID   string   `json:"logical_id"`
+	Type        string   `json:"type,omitempty"`
+	Action      string   `json:"action"`
+	Replacement string   `json:"replacement,omitempty"`
+	Causes      []string `json:"causes,omitempty"`
 }
 
 // Failure is the observation of an action on stack that failed with err. It is permanent
@@ -114,6 +129,10 @@ type Options struct {
 	// Heartbeat is the period of the driver's heartbeat, which caps the back-off of the
 	// checks of a waiting stack (default 15 minutes, the longest SQS delay).
 	Heartbeat time.Duration
+	// Explain says why a change set made for a ripple (Stack.Rippled) holds a change its
+	// changed parameters do not explain ("" when every change is explained); default:
+	// nothing is explained, so such a change set is never executed.
+	Explain func(s *Stack, changes []ResourceChange) string
 }
 
 func (o Options) withDefaults() Options {
@@ -131,6 +150,11 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 15 * time.Minute
+	}
+	if o.Explain == nil {
+		o.Explain = func(s *Stack, _ []ResourceChange) string {
+			return "nothing explains its changes"
+		}
 	}
 	if o.Resolve == nil {
 		o.Resolve = func(_ string, raw map[string]string, _ func(string, string) (string, bool)) (map[string]string, error) {
@@ -434,6 +458,15 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 				s.FinishedAt = now
 				return nil
 			}
+			if len(s.Rippled) > 0 {
+				if why := opts.Explain(s, o.ResourceChanges); why != "" {
+					// Not executed: its change set stays, for a new review.
+					fail(s, now, fmt.Sprintf("stack %s: stopped: its inputs %s came out of the apply with other values than planned, and its change set %s holds more than they explain: %s; it was not executed: review it in a new plan",
+						s.StackName, strings.Join(s.Rippled, ", "), s.ChangeSetName, why))
+					s.Stopped = true
+					return nil
+				}
+			}
 			setPhase(s, Executing, now)
 			return []Action{execute(s)}
 		case "FAILED":
@@ -736,25 +769,32 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	}
 	// The run keeps the parameters as stored (secrets by hash only); the call gets params.
 	stored := opts.Seal(s, params)
-	if r.Mode == ModeDeploy && s.PlannedParametersHash != "" {
+	if r.Mode == ModeDeploy && s.PlannedParametersHash != "" && len(s.Rippled) == 0 {
 		if h := HashParameters(stored); h != s.PlannedParametersHash {
 			what := "change set " + s.ChangeSetName
 			if s.ChangeSetName == "" {
 				what = "the plan (no changes)"
 			}
-			fail(s, now, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
-				s.StackName, what, DescribeParameters(s.Parameters, stored)))
-			return nil
+			if !s.Ripple || s.Parameters == nil {
+				fail(s, now, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
+					s.StackName, what, DescribeParameters(s.Parameters, stored)))
+				return nil
+			}
+			// Known after apply, and known now: a change set of the new values replaces
+			// the reviewed one, and runs only if they explain all of it.
+			s.Rippled = ChangedParameters(s.Parameters, stored)
+			s.ChangeSetName, s.ChangeSetID, s.Changes = "", "", 0
 		}
 	}
-	if s.ChangeSetID != "" && s.ChangeSetName != "" && r.Mode == ModeDeploy {
+	if s.ChangeSetID != "" && s.ChangeSetName != "" && r.Mode == ModeDeploy && len(s.Rippled) == 0 {
 		// A reviewed change set of an approved plan: executed as it is, never re-made.
 		setPhase(s, Executing, now)
 		*inFlight++
 		return []Action{execute(s)}
 	}
-	if r.Mode == ModeDeploy && s.PlannedParametersHash != "" && !s.AtApply {
+	if r.Mode == ModeDeploy && s.PlannedParametersHash != "" && !s.AtApply && len(s.Rippled) == 0 {
 		// Planned with no changes, and its inputs still resolve as planned.
+		s.Parameters, s.ParametersHash = stored, HashParameters(stored)
 		s.Reason = "no changes in the plan"
 		setPhase(s, Unchanged, now)
 		return nil
@@ -768,7 +808,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 	}
 	s.Parameters = stored
 	s.ParametersHash = HashParameters(stored)
-	if s.Exists && !s.Force && s.TemplateHash == s.PrevTemplateHash && s.ParametersHash == s.PrevParametersHash {
+	if s.Exists && !s.Force && s.TemplateHash == s.PrevTemplateHash && s.ParametersHash == s.PrevParametersHash && len(s.Rippled) == 0 {
 		s.Reason = "inputs unchanged"
 		setPhase(s, Unchanged, now)
 		return nil
@@ -830,8 +870,26 @@ func planAtApply(r *Run, s *Stack) bool {
 	return false
 }
 
+// ChangedParameters names, sorted, the parameters whose values differ between was and now.
+func ChangedParameters(was, now map[string]string) []string {
+	var names []string
+	for k, v := range now {
+		if w, ok := was[k]; !ok || w != v {
+			names = append(names, k)
+		}
+	}
+	for k := range was {
+		if _, ok := now[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 // DescribeParameters names the parameters whose values differ between was and now, for
-// the reasons that a reviewed change set is stale.
+// the reasons that a reviewed change set is stale. Stored values hold secrets only sealed;
+// a sealed value is shown as ****, never as what it seals.
 func DescribeParameters(was, now map[string]string) string {
 	var diffs []string
 	keys := map[string]bool{}
@@ -848,13 +906,25 @@ func DescribeParameters(was, now map[string]string) string {
 	sort.Strings(names)
 	for _, k := range names {
 		if was[k] != now[k] {
-			diffs = append(diffs, fmt.Sprintf("%s was %q, now %q", k, was[k], now[k]))
+			diffs = append(diffs, fmt.Sprintf("%s was %s, now %s", k, shown(was[k]), shown(now[k])))
 		}
 	}
 	if len(diffs) == 0 {
 		return "parameters differ"
 	}
 	return strings.Join(diffs, ", ")
+}
+
+// sealedRE matches the sealed references stored values hold for secrets
+// ({{cairn:noecho@...}}, {{cairn:ssm-secure:...@...}}, ...; see package config).
+var sealedRE = regexp.MustCompile(`\{\{cairn:[^{}]*@[^{}]*\}\}`)
+
+// shown is a stored value as a reason shows it: quoted, or **** when it holds a secret.
+func shown(v string) string {
+	if sealedRE.MatchString(v) {
+		return "****"
+	}
+	return fmt.Sprintf("%q", v)
 }
 
 func finish(r *Run, now time.Time) {

@@ -18,10 +18,11 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 type world struct {
 	t        *testing.T
 	delay    int
-	stacks   map[string]*fakeStack // by config name
-	failOn   map[string]string     // config name -> failure status to end an execution in
-	emptyCS  map[string]bool       // change sets of these stacks have no changes
-	apiErrs  map[string]int        // config name -> number of API errors to return for its next actions
+	stacks   map[string]*fakeStack       // by config name
+	failOn   map[string]string           // config name -> failure status to end an execution in
+	emptyCS  map[string]bool             // change sets of these stacks have no changes
+	apiErrs  map[string]int              // config name -> number of API errors to return for its next actions
+	changes  map[string][]ResourceChange // config name -> the resource changes of its change sets
 	calls    []Action
 	inFlight int
 	maxSeen  int
@@ -112,7 +113,7 @@ func (w *world) tick(r *Run, errs []Observation) []Observation {
 		if fs == nil || slices.ContainsFunc(errs, func(o Observation) bool { return o.Stack == n }) {
 			continue // the driver reports the action's error instead
 		}
-		obs = append(obs, Observation{Stack: n, ChangeSetID: "arn:cs/" + n, ChangeSetStatus: fs.csStatus, ChangeSetReason: fs.csReason, Changes: 1})
+		obs = append(obs, Observation{Stack: n, ChangeSetID: "arn:cs/" + n, ChangeSetStatus: fs.csStatus, ChangeSetReason: fs.csReason, Changes: 1, ResourceChanges: w.changes[n]})
 	}
 	for _, n := range st {
 		fs := w.stacks[n]
@@ -625,6 +626,85 @@ func TestApplyExecutesReviewedChangeSets(t *testing.T) {
 				t.Errorf("b: reason %q", b.Reason)
 			}
 		})
+	}
+}
+
+// TestRippleRunsOnlyWhatItsInputsExplain: a reviewed stack whose inputs come from a stack
+// the apply changes first executes its reviewed change set when its parameters come out as
+// planned; otherwise a new change set of the new values runs only if Explain finds every
+// change explained by the parameters that changed, else the stack stops, its change set
+// kept and not executed.
+func TestRippleRunsOnlyWhatItsInputsExplain(t *testing.T) {
+	explain := func(s *Stack, changes []ResourceChange) string {
+		if !slices.Equal(s.Rippled, []string{"Dep"}) {
+			return fmt.Sprintf("rippled %v", s.Rippled)
+		}
+		for _, c := range changes {
+			if !slices.Equal(c.Causes, []string{"ParameterReference Dep"}) {
+				return c.LogicalID + " is not explained"
+			}
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name      string
+		plannedB  string
+		changes   []ResourceChange
+		wantCalls []string
+		wantB     Phase
+	}{
+		{name: "came out as planned: the reviewed change set", plannedB: "a:map[P:v]",
+			wantCalls: []string{"ExecuteChangeSet a", "ExecuteChangeSet b"}, wantB: Done},
+		{name: "other values, explained by them", plannedB: "a:old", changes: []ResourceChange{{LogicalID: "Sg", Action: "Modify", Causes: []string{"ParameterReference Dep"}}},
+			wantCalls: []string{"ExecuteChangeSet a", "CreateChangeSet b", "ExecuteChangeSet b"}, wantB: Done},
+		{name: "other values, more than they explain: stopped", plannedB: "a:old", changes: []ResourceChange{{LogicalID: "Extra", Action: "Add"}},
+			wantCalls: []string{"ExecuteChangeSet a", "CreateChangeSet b"}, wantB: Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.changes = map[string][]ResourceChange{"b": tc.changes}
+			r := chain("a", "b")
+			r.Plan = "P1"
+			for n, s := range r.Stacks {
+				s.Exists = true
+				s.ChangeSetName, s.ChangeSetID, s.ChangeSetType = "cairn-plan-"+n, "arn:cs/"+n, "UPDATE"
+				w.stacks[n] = &fakeStack{status: "UPDATE_COMPLETE", csStatus: "CREATE_COMPLETE", params: map[string]string{"P": "v"}}
+			}
+			r.Stacks["a"].PlannedParametersHash = HashParameters(map[string]string{"P": "v"})
+			b := r.Stacks["b"]
+			b.Ripple, b.PlanOnly = true, true
+			b.Parameters = map[string]string{"P": "v", "Dep": tc.plannedB}
+			b.PlannedParametersHash = HashParameters(b.Parameters)
+			got := w.drive(r, Options{Resolve: resolveOutputs, Explain: explain})
+			if k := kinds(w.calls); !slices.Equal(k, tc.wantCalls) {
+				t.Fatalf("calls %v, want %v", k, tc.wantCalls)
+			}
+			gb := got.Stacks["b"]
+			if gb.Phase != tc.wantB {
+				t.Fatalf("b %s (%s), want %s", gb.Phase, gb.Reason, tc.wantB)
+			}
+			if tc.wantB == Failed && (!gb.Stopped || !strings.Contains(gb.Reason, "stopped: its inputs Dep came out of the apply with other values than planned") ||
+				!strings.Contains(gb.Reason, "Extra is not explained") || gb.ChangeSetName != "cairn-r1-1") {
+				t.Errorf("b stopped: %+v", gb)
+			}
+		})
+	}
+	// Without Explain nothing a ripple's new change set holds is explained.
+	w := newWorld(t)
+	r := chain("a", "b")
+	r.Plan = "P1"
+	for n, s := range r.Stacks {
+		s.Exists = true
+		w.stacks[n] = &fakeStack{status: "UPDATE_COMPLETE", params: map[string]string{"P": "v"}}
+	}
+	r.Stacks["a"].ChangeSetName, r.Stacks["a"].ChangeSetID = "cairn-plan-a", "arn:cs/a"
+	w.stacks["a"].csStatus = "CREATE_COMPLETE"
+	r.Stacks["a"].PlannedParametersHash = HashParameters(map[string]string{"P": "v"})
+	b := r.Stacks["b"]
+	b.Ripple, b.Parameters = true, map[string]string{"P": "v", "Dep": "a:old"}
+	b.PlannedParametersHash = HashParameters(b.Parameters)
+	if got := w.drive(r, Options{Resolve: resolveOutputs}); got.Stacks["b"].Phase != Failed || !got.Stacks["b"].Stopped {
+		t.Errorf("b without Explain: %s", got.Stacks["b"].Phase)
 	}
 }
 

@@ -157,6 +157,16 @@ type Stack struct {
 	// change set was made with: a stack whose parameters now resolve differently is stale
 	// and is never executed.
 	PlannedParametersHash string `json:"planned_parameters_hash,omitempty"`
+	// Ripple, in an apply run, marks a reviewed stack whose inputs come from a stack the
+	// same run changes first (known after apply). Should its parameters then resolve
+	// otherwise than planned, its reviewed change set no longer applies: a new one is made
+	// with the new values (Rippled names the parameters that changed), and executed only
+	// if every change in it is explained by them (Options.Explain); anything else stops
+	// the stack, its change set kept for a new review.
+	Ripple  bool     `json:"ripple,omitempty"`
+	Rippled []string `json:"rippled,omitempty"`
+	// Stopped marks a ripple stopped that way: failed, its change set not executed.
+	Stopped bool `json:"stopped,omitempty"`
 	// Retain lists the resources (logical ids) a deletion of the stack keeps because
 	// CloudFormation fails to delete them: a stack left ROLLBACK_FAILED or DELETE_FAILED,
 	// deleted only through an approved plan that lists them. Retaining says the stack is
@@ -283,6 +293,7 @@ func (r *Run) Clone() *Run {
 		cs.Retain = append([]string(nil), s.Retain...)
 		cs.NoEcho = append([]string(nil), s.NoEcho...)
 		cs.SecretOutputs = append([]string(nil), s.SecretOutputs...)
+		cs.Rippled = append([]string(nil), s.Rippled...)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -46,6 +47,25 @@ type Document struct {
 	Drop []string `json:"drop,omitempty"`
 	// Plan is, for an apply run, the id of the approved plan it applies.
 	Plan string `json:"plan,omitempty"`
+	// Content marks the apply run of a bundle's content (cairn apply); Plans are the
+	// plans whose entries an apply run executes, and Applies those all of whose changes
+	// it executes (marked applied).
+	Content bool     `json:"content,omitempty"`
+	Plans   []string `json:"plans,omitempty"`
+	Applies []string `json:"applies,omitempty"`
+	// Inputs are, by stack, the content of each stack of the bundle (plan.Inputs): a plan
+	// records them in its entries, an apply compares them.
+	Inputs map[string]plan.Inputs `json:"inputs,omitempty"`
+	// Origins say, by stack, where the change a run makes to it comes from ("pull request
+	// #21"): the graph records it with the change.
+	Origins map[string]string `json:"origins,omitempty"`
+	// Waiting holds, while a run waits for stacks another hand is changing to settle
+	// before it decides anything, their keys and statuses; WaitingSince since when.
+	Waiting      map[string]string `json:"waiting,omitempty"`
+	WaitingSince time.Time         `json:"waiting_since,omitzero"`
+	// ETag is, in memory only, the ETag the document was last saved with ("" while it was
+	// never saved): what a run that waited for busy stacks overwrites once it starts.
+	ETag string `json:"-"`
 	// Destroy marks a run (a plan or its apply) that deletes every stack of the graph.
 	Destroy bool `json:"destroy,omitempty"`
 	Steps   int  `json:"steps"`

@@ -69,6 +69,14 @@ type Stack struct {
 	Outputs        map[string]string `json:"outputs,omitempty"`
 	Tags           map[string]string `json:"tags,omitempty"`
 	UpdatedAt      time.Time         `json:"updated_at,omitzero"`
+	// Parameters are the parameters applied, as the run stored them (secrets sealed): what
+	// a plan shows a change of them against. Absent in graphs written before they were kept.
+	Parameters map[string]string `json:"parameters,omitempty"`
+	// ChangedAt and ChangedBy say when and by what the stack last changed (created,
+	// updated or re-created: not only checked): "pull request #21 (run R)". An entry of a
+	// plan made before then went stale, and the refusal names this.
+	ChangedAt time.Time `json:"changed_at,omitzero"`
+	ChangedBy string    `json:"changed_by,omitempty"`
 	// Code is the sha256 of each local artifact the applied templates name, by bundle path
 	// (run.Stack.Code): what the next plan compares to say which code changed.
 	Code map[string]string `json:"code,omitempty"`

@@ -20,6 +20,9 @@ type Recording struct {
 	Statuses map[string]string
 	// Bundle is the deployed bundle, recorded once the run succeeded.
 	Bundle BundleRef
+	// Origins say, by stack, where the change the run makes to it comes from ("pull
+	// request #21"); a stack it changes is recorded as changed by its origin and the run.
+	Origins map[string]string
 	Region string
 	Now    time.Time
 }
@@ -92,10 +95,17 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 			}
 			if old != nil {
 				st.Tags = old.Tags
+				st.ChangedAt, st.ChangedBy = old.ChangedAt, old.ChangedBy
 				if st.StackID == "" {
 					st.StackID = old.StackID
 					st.locate(s.Target)
 				}
+				if s.Phase == run.Unchanged && old.Parameters != nil && st.ParametersHash == old.ParametersHash {
+					st.Parameters = old.Parameters
+				}
+			}
+			if s.Phase == run.Done {
+				st.ChangedAt, st.ChangedBy = rec.Now, changedBy(rec, name)
 			}
 			next.Stacks[name] = st
 			changed = true
@@ -124,10 +134,18 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 	return next, true
 }
 
+// changedBy is what changed stack name in the run recorded: its origin and the run.
+func changedBy(rec Recording, name string) string {
+	if o := rec.Origins[name]; o != "" {
+		return o + " (run " + rec.Run.ID + ")"
+	}
+	return "run " + rec.Run.ID
+}
+
 // applied is the graph's entry of stack name as the run's step left it.
 func applied(name string, s *run.Stack, rec Recording) *Stack {
 	st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
-		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Code: s.Code, Status: rec.Statuses[name], Outputs: s.Outputs,
+		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Parameters: s.Parameters, Code: s.Code, Status: rec.Statuses[name], Outputs: s.Outputs,
 		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target, PlanOnly: s.PlanOnly}
 	st.locate(s.Target)
 	return st

@@ -64,7 +64,7 @@ func TestParseUpload(t *testing.T) {
 		{"approvals/shop/P1", Upload{Kind: ApprovalUpload, Deployment: "shop", PlanID: "P1"}, true},
 		{"approvals/shop.zip", Upload{Kind: ApplyUpload, Deployment: "shop"}, true},
 		{"approvals/shop/P1.zip", Upload{Kind: ApprovalUpload, Deployment: "shop", PlanID: "P1.zip"}, true}, // an approval of no plan: refused by the deployer
-		{"deployments/active.zip", Upload{Kind: DeployUpload, Deployment: "active"}, true}, // parsed; CheckDeployment refuses it
+		{"deployments/active.zip", Upload{Kind: DeployUpload, Deployment: "active"}, true},                  // parsed; CheckDeployment refuses it
 		{"deployments/.zip", Upload{}, false},
 		{"deployments/a/b.zip", Upload{}, false},
 		{"deployments/shop.tar", Upload{}, false},

@@ -116,4 +116,3 @@ func Outputs(r *run.Run) func(stack, output string) (string, bool) {
 		return v, ok
 	}
 }
-

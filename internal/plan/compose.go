@@ -93,8 +93,8 @@ type ComposeInput struct {
 	// Changed says, by stack (config name), what last changed it and when, as the graph
 	// records it: a stale entry's reason names it when that was after the plan.
 	Changed map[string]LastChange
-	Now       time.Time
-	TTL       time.Duration
+	Now     time.Time
+	TTL     time.Duration
 }
 
 // LastChange is the last change cairn made to a stack: By what ("pull request #21 (run R)")

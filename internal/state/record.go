@@ -23,8 +23,8 @@ type Recording struct {
 	// Origins say, by stack, where the change the run makes to it comes from ("pull
 	// request #21"); a stack it changes is recorded as changed by its origin and the run.
 	Origins map[string]string
-	Region string
-	Now    time.Time
+	Region  string
+	Now     time.Time
 }
 
 // Idle reports whether the step can change no graph at all, so the graph need not be read:

@@ -3,12 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
+	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
 
@@ -20,25 +28,30 @@ func newApplyCmd() *cobra.Command {
 	var wf waitFlags
 	cmd := &cobra.Command{
 		Use:   "apply PATH --deployment NAME",
-		Short: "Approve the reviewed plan made for PATH's content: exactly its change sets run, or nothing",
-		Long: `Apply is the merge side of plan-on-the-pull-request: it zips the bundle at PATH as plan
+		Short: "Apply PATH's content from reviewed plans: each stack it changes runs the change set reviewed for exactly that content, or nothing runs",
+		Long: `Apply is the merge side of plan-on-the-pull-request. It zips the bundle at PATH as plan
 does (deterministically: the same content from another checkout, with other file times,
-gives the same sha256), finds the newest plan of deployment NAME made for that content,
-and approves it, as ` + "`cairn approve NAME PLAN_ID`" + ` does. No plan id passes between the two CI
-jobs: the content finds the plan.
+gives the same sha256) and uploads it to s3://BUCKET/approvals/NAME.zip. Under the
+deployment's lock, the deployer compares it with what is applied, stack by stack: every
+stack it changes must be covered by a reviewed change set made for exactly that stack's
+content, from a base that is still current (the stack and the outputs it consumes as
+planned), in any open plan: several pull requests planned and merged one after the other
+each bring their own. Then exactly those change sets run, in dependency order, and each
+plan all of whose changes ran is marked applied. Where any stack is not covered, nothing
+runs and the refusal names each such stack, why, and the reviewed way forward.
 
-Where no plan was made for this content, or the newest one is stale, applied, superseded,
-expired or failed, apply refuses with exit 1 and the reason, and writes nothing: nothing
-is executed and no change set is created. With --wait it follows the apply run: exit 0
-applied, 1 refused or failed, 4 timed out.`,
+Content that is already applied (the persistent graph's bundle has its sha256) is not
+uploaded: apply says so and exits 0, so a job retried after it succeeded succeeds. With
+--wait it follows the apply run: exit 0 applied, 1 refused or failed, 3 superseded by a
+newer apply, 4 timed out.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if deployment == "" {
-				return usageError{cmd: cmd, msg: "--deployment NAME is required (the deployment whose plan of this content is applied)"}
+				return usageError{cmd: cmd, msg: "--deployment NAME is required (the deployment whose plans cover this content)"}
 			}
 			if err := layout.CheckDeployment(deployment); err != nil {
 				return fmt.Errorf("%s: %w", cmd.Name(), err)
 			}
-			stdout := cmd.OutOrStdout()
+			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
 			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{})
 			if err != nil {
 				return err
@@ -47,28 +60,79 @@ applied, 1 refused or failed, 4 timed out.`,
 			if err != nil {
 				return err
 			}
-			e, err := c.review().ForContent(cmd.Context(), deployment, b.SHA256)
-			var none *review.NoPlanError
-			if errors.As(err, &none) {
-				return refuse("%v", err)
-			}
+			g, err := appliedGraph(cmd, c, deployment)
 			if err != nil {
 				return err
 			}
-			if err := e.Applicable(); err != nil {
-				return refuse("%v", err)
+			if review.AlreadyApplied(g, b.SHA256) {
+				fmt.Fprintf(stdout, "deployment %s: this content (bundle sha256 %s) is already applied (graph %s/%s at generation %d, by run %s): nothing to apply\n",
+					deployment, report.ShortSum(b.SHA256), g.Namespace, g.Key, g.Generation, g.RunID)
+				return nil
 			}
-			p := e.Plan
-			made := fmt.Sprintf("plan %s of deployment %s was made %s ago for this content (bundle sha256 %s)", p.ID, deployment, review.Age(e.Age), report.ShortSum(b.SHA256))
-			if src := p.Bundle.Source.String(); src != "" {
-				made += " from " + src
+			before, err := c.history.RunIDs(ctx, deployment)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintln(stdout, made)
-			return approveEntry(cmd, c, e, wf, stdout)
+			key := layout.ApplyKey(deployment)
+			version, err := upload.Put(ctx, c.S3, c.bucket, key, b.Zip, b.Metadata)
+			if err != nil {
+				return fmt.Errorf("apply: %w", err)
+			}
+			fmt.Fprintf(stdout, "uploaded %s to %s: its content is applied from the reviewed plans made for it\n", args[0], uploaded(c.bucket, key, version, b.Source))
+			if !wf.wait {
+				fmt.Fprintf(stdout, "see the apply run with `cairn status %s`\n", deployment)
+				return nil
+			}
+			doc, err := wf.follow(cmd, c, follow.Target{Deployment: deployment, Version: version, Before: before}, stdout)
+			if err != nil {
+				return err
+			}
+			composed(cmd, c, stdout, doc)
+			return outcome(stdout, doc)
 		},
 	}
-	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name: its plan made for this content is approved")
+	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name: its reviewed plans cover this content")
 	cf.add(cmd)
 	wf.add(cmd, "apply run")
 	return cmd
+}
+
+// appliedGraph is the persistent graph of deployment, as its newest run names it; nil when
+// nothing was deployed yet.
+func appliedGraph(cmd *cobra.Command, c *cairn, deployment string) (*state.Graph, error) {
+	namespace, key, err := c.history.Graph(cmd.Context(), deployment)
+	if errors.Is(err, history.ErrNothingDeployed) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	g, err := c.state.Show(cmd.Context(), namespace, key, "")
+	if errors.Is(err, state.ErrNotFound) {
+		return nil, nil
+	}
+	return g, err
+}
+
+// composed says which plans an apply run applied the entries of: "plan P of pull request
+// #21 (made 5m ago): stacks api".
+func composed(cmd *cobra.Command, c *cairn, w io.Writer, doc *rundoc.Document) {
+	for _, id := range doc.Plans {
+		p, err := c.history.Plan(cmd.Context(), doc.Run.Deployment, id)
+		if err != nil {
+			continue
+		}
+		var stacks []string
+		for name, origin := range doc.Origins {
+			if strings.HasSuffix(origin, "plan "+p.ID) {
+				stacks = append(stacks, name)
+			}
+		}
+		slices.Sort(stacks)
+		whose := p.Change()
+		if whose == "" {
+			whose = "a checkout without git"
+		}
+		fmt.Fprintf(w, "plan %s of %s (made %s): its reviewed entries for %s\n", p.ID, whose, ago(time.Now(), p.CreatedAt), strings.Join(stacks, ", "))
+	}
 }

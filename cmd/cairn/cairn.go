@@ -56,7 +56,7 @@ func (f *cairnFlags) open(cmd *cobra.Command) (*cairn, error) {
 }
 
 func (c *cairn) review() *review.Reader {
-	return &review.Reader{History: c.history, State: c.state, S3: c.S3}
+	return &review.Reader{History: c.history, State: c.state}
 }
 
 // deploymentFlag is --deployment NAME of push and plan.
@@ -173,6 +173,9 @@ func clockTime(d time.Duration) string {
 func kindOf(doc *rundoc.Document) string {
 	switch history.KindOf(doc) {
 	case history.Apply:
+		if doc.Content {
+			return "apply of a bundle's content from reviewed plans"
+		}
 		return "apply of plan " + doc.Plan
 	case history.PlanRun:
 		return "plan run"

@@ -226,7 +226,10 @@ func (s starter) applyLocked(ctx context.Context, doc *rundoc.Document, lock *st
 	doc.Plans, doc.Applies = comp.Plans, comp.Whole
 	doc.Origins = map[string]string{}
 	for name, pk := range comp.Picks {
-		doc.Origins[name] = cmpOr(pk.Plan.Change(), "plan "+pk.Plan.ID)
+		doc.Origins[name] = "plan " + pk.Plan.ID
+		if c := pk.Plan.Change(); c != "" {
+			doc.Origins[name] = c + ", plan " + pk.Plan.ID
+		}
 	}
 	doc.Run = comp.Run(content, doc.Run.ID, d.live, now)
 	doc.Statuses = map[string]string{}
@@ -319,9 +322,3 @@ func changedBy(g *state.Graph) map[string]plan.LastChange {
 	return out
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}

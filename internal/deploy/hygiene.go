@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -28,7 +29,7 @@ const sweepWindow = 20
 // open. Failures are logged: hygiene never fails a run.
 func (h hygiene) afterPlan(ctx context.Context, keep *plan.Document, cs *changeset.Client, log *slog.Logger) {
 	reason := func(old *plan.Document) string {
-		return fmt.Sprintf("%s was planned again as plan %s", cmpOr(keep.Change(), "this checkout"), keep.ID)
+		return fmt.Sprintf("%s was planned again as plan %s", cmp.Or(keep.Change(), "this checkout"), keep.ID)
 	}
 	h.sweep(ctx, keep.Deployment, keep, reason, cs, log)
 }

@@ -130,7 +130,7 @@ const (
 	Push Kind = "push"
 	// PlanRun: a plan run of an upload to plans/NAME.zip; it executes nothing.
 	PlanRun Kind = "plan"
-	// Apply: the apply run of an approved plan.
+	// Apply: the apply run of an approved plan, or of a bundle's content (cairn apply).
 	Apply Kind = "apply"
 )
 
@@ -139,7 +139,7 @@ func KindOf(doc *rundoc.Document) Kind {
 	switch {
 	case doc.Run.Mode == run.ModePlan:
 		return PlanRun
-	case doc.Plan != "":
+	case doc.Plan != "" || doc.Content:
 		return Apply
 	}
 	return Push

@@ -773,7 +773,7 @@ func (res *Result) resolved(in Input, cfg *config.Config) {
 		case legacyHash(in, cfg, res.Run, lookups, rs.Name) == rs.PrevParametersHash:
 			rs.KeptParametersHash, rs.PrevParametersHash = rs.PrevParametersHash, now
 		default:
-			res.Decisions[i].Action, res.Decisions[i].Reason = Update, "template unchanged; its parameters resolve to other values than the graph says were applied"
+			res.Decisions[i].Action, res.Decisions[i].Reason = Update, "its parameters resolve to other values than applied (its template is unchanged)"
 		}
 	}
 }

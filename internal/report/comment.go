@@ -43,7 +43,8 @@ func PlanComment(w io.Writer, p *plan.Document, limit int) error {
 			len(whole), CommentLimit, omitted, where, Code("cairn plans "+p.Deployment+" "+p.ID+" --format md"))
 	}
 	// The longest note this can end with: its numbers at their widest.
-	budget := limit - len(note(fmt.Sprintf("the sections of %d of %d stacks", len(stacks), len(stacks))))
+	budget := limit - max(len(note(fmt.Sprintf("the sections of %d of %d stacks", len(stacks), len(stacks)))),
+		len(note(fmt.Sprintf("the rest of the summary and the sections of all %d stacks", len(stacks)))))
 	var b strings.Builder
 	if len(head) > budget {
 		// Even the head is too long (thousands of stacks): cut it at a line.

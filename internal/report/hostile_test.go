@@ -203,17 +203,22 @@ func hostilePlan(v func(int) string) *plan.Document {
 			Source: provenance.Source{Ref: v(6), PullRequest: 7, HeadRef: v(7), RunURL: "https://github.com/o/r/actions/runs/1" + v(8)}},
 		Warnings: []string{v(9)}, Refusals: []string{v(10)}, Errors: []string{v(11)},
 		Stacks: []plan.Stack{
-			{Name: "app", StackName: "shop-app", Action: plan.Update, ChangeSetName: "cairn-x-1", ChangeSetID: "arn:cs", Status: "UPDATE_COMPLETE", LastUpdated: at, Changes: changes},
+			{Name: "app", StackName: "shop-app", Action: plan.Update, ChangeSetName: "cairn-x-1", ChangeSetID: "arn:cs", Status: "UPDATE_COMPLETE", LastUpdated: at, Changes: changes,
+				ParameterChanges: []plan.ParameterChange{{Name: v(15), Old: v(16), New: v(17)}, {Name: v(18), Old: "****", New: "****", Secret: true}}},
 			{Name: "new", StackName: "shop-new", Action: plan.Create, CreatedAtApply: true, Resources: []plan.Resource{{LogicalID: v(12), Type: v(13)}}},
-			{Name: "old", StackName: "shop-old", Action: plan.Delete},
+			{Name: "old", StackName: "shop-old", Action: plan.Delete, Resources: []plan.Resource{{LogicalID: v(22), Type: v(23)}}},
+			{Name: "ripple", StackName: "shop-ripple", Action: plan.Update, ChangeSetName: "cairn-x-2", InputsMayChange: true,
+				KnownAfterApply: []string{v(19)}, Feeds: map[string][]string{v(19): {v(20)}}},
 			{Name: "same", StackName: "shop-same", Action: plan.None, InputsMayChange: true},
 		},
-		Decisions: []plan.Decision{{Stack: "app", StackName: "shop-app", Action: plan.Update, Reason: v(14), Capabilities: []string{"CAPABILITY_IAM"}, FromTemplate: true}},
+		Decisions: []plan.Decision{{Stack: "app", StackName: "shop-app", Action: plan.Update, Reason: v(14), Capabilities: []string{"CAPABILITY_IAM"}, FromTemplate: true},
+			{Stack: "ripple", StackName: "shop-ripple", Action: plan.Update, Reason: v(21)}},
 		Run: &run.Run{ID: "20261130-120000000-1a2b3c4d", Deployment: "shop", Mode: run.ModePlan, Stacks: map[string]*run.Stack{
-			"app":  {Name: "app", StackName: "shop-app", Requires: []string{"same"}},
-			"new":  {Name: "new", StackName: "shop-new", Requires: []string{"app"}},
-			"old":  {Name: "old", StackName: "shop-old", Intent: run.IntentDelete},
-			"same": {Name: "same", StackName: "shop-same"},
+			"app":    {Name: "app", StackName: "shop-app", Requires: []string{"same"}},
+			"new":    {Name: "new", StackName: "shop-new", Requires: []string{"app"}},
+			"old":    {Name: "old", StackName: "shop-old", Intent: run.IntentDelete},
+			"ripple": {Name: "ripple", StackName: "shop-ripple", Requires: []string{"app"}},
+			"same":   {Name: "same", StackName: "shop-same"},
 		}},
 	}
 	return p
@@ -258,6 +263,22 @@ func TestHostileNamesCannotHideAnything(t *testing.T) {
 		return b.String()
 	}
 	checkHostile(t, "plan", planHTML, planMarkdown)
+	// The comment of a plan gone stale says why, in words a bundle or AWS may control.
+	stale := func(v func(int) string) string {
+		p := hostilePlan(v)
+		p.Status, p.Reason = "stale", v(24)
+		var b bytes.Buffer
+		if err := report.PlanComment(&b, p, 0); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	checkHostile(t, "stale plan", planHTML, stale)
+	for _, i := range []int{12, 13, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24} {
+		if tok := fmt.Sprintf("TOK%dEND", i); !strings.Contains(stale(benign), tok) {
+			t.Errorf("the comment does not show value %d (%s): the hostile test does not reach it", i, tok)
+		}
+	}
 	checkHostile(t, "pull-request comment", planHTML, func(v func(int) string) string {
 		var b bytes.Buffer
 		if err := report.PlanComment(&b, hostilePlan(v), 0); err != nil {

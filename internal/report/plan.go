@@ -45,9 +45,8 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	if p.Reason != "" {
 		fmt.Fprintf(&b, "- Reason: %s\n", Text(p.Reason))
 	}
-	if p.Status == plan.Planned {
-		fmt.Fprintf(&b, "- Apply exactly this plan: %s, or on merge %s of the same content\n",
-			Code("cairn approve "+p.Deployment+" "+p.ID), Code("cairn apply PATH --deployment "+p.Deployment))
+	if next := nextStep(p); next != "" {
+		fmt.Fprintf(&b, "- Next: %s\n", next)
 	}
 	b.WriteString("\n")
 	for _, wn := range p.Warnings {
@@ -88,7 +87,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	}
 	section("Capabilities granted", granted)
 	if len(changing) == 0 && len(p.Errors) == 0 && len(p.Refusals) == 0 {
-		b.WriteString("No changes: every stack is up to date.\n")
+		b.WriteString("No changes: every stack is up to date, and there is nothing to approve.\n")
 	}
 	if len(changing) > 0 {
 		b.WriteString(PlanDiagram(p))
@@ -112,7 +111,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 				if s.Action == plan.None {
 					name := Text(s.Name)
 					if s.InputsMayChange {
-						name += " (inputs may change: re-checked at apply)"
+						name += " (known after apply: re-checked once what it reads is applied)"
 					}
 					names = append(names, name)
 				}
@@ -139,8 +138,8 @@ func stackSection(p *plan.Document, s plan.Stack) string {
 	}
 	for _, m := range s.Marks() {
 		switch m {
-		case "inputs may change":
-			b.WriteString("> **Inputs may change:** its parameters come from outputs this plan changes; the change set uses today's values, and the apply refuses it if they differ.\n")
+		case "known after apply":
+			b.WriteString(knownAfterApply(s))
 		case "created at apply":
 			b.WriteString("> **Created at apply:** a stack it depends on is created by this plan, so its change set is made during the apply, from the outputs the new stack has.\n")
 		}
@@ -149,8 +148,25 @@ func stackSection(p *plan.Document, s plan.Stack) string {
 		fmt.Fprintf(&b, "Capabilities: %s.\n", Text(c))
 	}
 	if s.Action == plan.Delete {
-		b.WriteString("The stack and every resource in it are deleted.\n\n")
+		if len(s.Resources) == 0 {
+			b.WriteString("The stack and every resource in it are deleted.\n\n")
+			return b.String()
+		}
+		fmt.Fprintf(&b, "The stack is deleted, and with it its %d resource(s):\n\n| Resource | Type | Action |\n|---|---|---|\n", len(s.Resources))
+		for _, r := range s.Resources {
+			fmt.Fprintf(&b, "| %s | %s | Remove |\n", Cell(r.LogicalID), Cell(r.Type))
+		}
+		b.WriteString("\n")
 		return b.String()
+	}
+	if len(s.ParameterChanges) > 0 {
+		b.WriteString("\n| Parameter | Old | New |\n|---|---|---|\n")
+		for _, c := range s.ParameterChanges {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", Cell(c.Name), CodeCell(cmp.Or(c.Old, "(none)")), CodeCell(cmp.Or(c.New, "(removed)")))
+		}
+	}
+	if len(s.Changes) == 0 && len(s.Resources) == 0 && s.ChangeSetName != "" {
+		fmt.Fprintf(&b, "\nNo resource changes: the stack changes because %s; its change set updates %s only.\n", Text(changeReason(p, s)), map[bool]string{true: "its parameters and settings", false: "its settings"}[len(s.ParameterChanges) > 0])
 	}
 	if len(s.Changes) == 0 && len(s.Resources) > 0 {
 		b.WriteString("\nIts template declares these resources, which its creation adds:\n\n| Resource | Type | Action |\n|---|---|---|\n")
@@ -177,6 +193,73 @@ func stackSection(p *plan.Document, s plan.Stack) string {
 		fmt.Fprintf(&b, "<details><summary>Details of %d change(s)</summary>\n\n%s\n\n</details>\n\n", len(details), strings.Join(details, "\n"))
 	}
 	return b.String()
+}
+
+// knownAfterApply explains a stack whose inputs the plan knows only after apply: which
+// parameters, the resources of its template they feed, and what the apply does.
+func knownAfterApply(s plan.Stack) string {
+	var b strings.Builder
+	b.WriteString("> **Known after apply:** ")
+	if len(s.KnownAfterApply) > 0 {
+		var params []string
+		for _, p := range s.KnownAfterApply {
+			param := Code(p)
+			if feeds := s.Feeds[p]; len(feeds) > 0 {
+				var res []string
+				for _, r := range feeds {
+					res = append(res, Text(r))
+				}
+				param += " (feeds " + strings.Join(res, ", ") + ")"
+			}
+			params = append(params, param)
+		}
+		fmt.Fprintf(&b, "its parameters %s read outputs of stacks this plan changes. ", strings.Join(params, ", "))
+	} else {
+		b.WriteString("its parameters read outputs of stacks this plan changes. ")
+	}
+	b.WriteString("Once those are applied, the apply runs the change set shown if they came out as planned; otherwise it makes a new change set and runs it only if every change in it is explained by them (their references, the replacement of what they feed): anything more stops the stack for a new review.\n")
+	return b.String()
+}
+
+// changeReason is why a stack changes, as the plan decided it (its decision's reason).
+func changeReason(p *plan.Document, s plan.Stack) string {
+	for _, d := range p.Decisions {
+		if d.Stack == s.Name && d.Reason != "" {
+			return d.Reason
+		}
+	}
+	if len(s.ParameterChanges) > 0 {
+		return "its parameters change"
+	}
+	return cmp.Or(s.Reason, "its inputs changed")
+}
+
+// nextStep is what to do about a plan in its status, for the comment: approve it, or why
+// not and what to do instead.
+func nextStep(p *plan.Document) string {
+	replan := "re-run the pull request's plan job (" + Code("cairn plan PATH --deployment "+p.Deployment) + ") and review the new plan"
+	switch p.Status {
+	case plan.Planned:
+		if len(p.Changing()) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("on merge, %s applies the reviewed change sets of this plan for the stacks the merged content changes as planned; or apply exactly this plan: %s",
+			Code("cairn apply PATH --deployment "+p.Deployment), Code("cairn approve "+p.Deployment+" "+p.ID))
+	case "stale":
+		return "this plan can no longer apply: " + replan
+	case plan.Superseded:
+		return "a newer plan of the same change replaces it: see that plan"
+	case plan.Expired:
+		return "too old to apply: " + replan
+	case plan.PlanFailed:
+		return "nothing can be applied: fix the bundle, then " + replan
+	case plan.Applied, plan.Applying:
+		if p.AppliedBy != "" {
+			return fmt.Sprintf("applied by run %s (%s)", Text(p.AppliedBy), Code("cairn status "+p.Deployment))
+		}
+		return "applied"
+	}
+	return ""
 }
 
 // sourceLine describes where a plan's bundle came from (as Markdown), linking its CI run
@@ -283,8 +366,16 @@ func PlanText(w io.Writer, p *plan.Document) error {
 			marks = append(marks, "capabilities: "+c)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Line(s.Name), Line(stackName(p, s)), s.Action, Line(strings.Join(marks, ", ")))
+		for _, c := range s.ParameterChanges {
+			fmt.Fprintf(tw, "  param\t%s\t%s\t\n", Line(c.Name), Line(cmp.Or(c.Old, "(none)")+" -> "+cmp.Or(c.New, "(removed)")))
+		}
 		for _, c := range s.Changes {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", Line(c.Action), Line(c.LogicalID), Line(c.Type), Line(replacement(c.Replacement)))
+		}
+		if s.Action == plan.Delete {
+			for _, r := range s.Resources {
+				fmt.Fprintf(tw, "  Remove\t%s\t%s\t\n", Line(r.LogicalID), Line(r.Type))
+			}
 		}
 	}
 	tw.Flush()
@@ -297,7 +388,10 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	for _, wn := range p.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", Line(wn))
 	}
-	if p.Status == plan.Planned {
+	switch {
+	case p.Status == plan.Planned && len(p.Changing()) == 0:
+		b.WriteString("no changes: every stack is up to date; nothing to approve\n")
+	case p.Status == plan.Planned:
 		fmt.Fprintf(&b, "apply exactly this plan: cairn approve %s %s\n", p.Deployment, p.ID)
 	}
 	_, err := io.WriteString(w, b.String())

@@ -71,7 +71,7 @@ func TestPlanViewsPutDangerFirst(t *testing.T) {
 			if del < 0 || repl < 0 || first < 0 || del > first || repl > first {
 				t.Errorf("deletion at %d, replacement at %d, first stack at %d; want both before any stack:\n%s", del, repl, first, out)
 			}
-			for _, want := range []string{"inputs may change", "created at apply", "cairn approve shop 20261130-115800-1a2b3c4d"} {
+			for _, want := range []string{"known after apply", "created at apply", "cairn approve shop 20261130-115800-1a2b3c4d", "nginx:1.27", "nginx:1.28"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("missing %q:\n%s", want, out)
 				}
@@ -83,7 +83,7 @@ func TestPlanViewsPutDangerFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := plan.Decode(b.Bytes())
-	if err != nil || back.Stack("network").Changes[0].Replacement != "True" || back.Stacks[5].CreatedAtApply != true {
+	if err != nil || back.Stack("network").Changes[0].Replacement != "True" || back.Stack("worker").CreatedAtApply != true {
 		t.Errorf("JSON round trip: %v %+v", err, back)
 	}
 }

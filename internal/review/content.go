@@ -8,33 +8,20 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
-// The reviewed plan of a merge is found by the content it was made for: a bundle zipped
-// deterministically has the same sha256 in the pull request's checkout and in the merge's,
-// and the plan records the sha256 of the upload it was made from. Nothing passes between
-// the two CI jobs but the bucket.
+// The reviewed plans of a merge are found by content: `cairn apply` uploads the merged
+// bundle, and the deployer composes the entries of the open plans made for exactly the
+// content of each stack it changes (plan.Compose). What a reader can tell before that is
+// whether the content is applied already.
 
-// NoPlanError says no plan of the deployment was made for a bundle's content.
-type NoPlanError struct {
-	Deployment, SHA256 string
-}
-
-func (e *NoPlanError) Error() string {
-	return fmt.Sprintf("no reviewed plan for this content (bundle sha256 %s): plan it on the pull request first (`cairn plan PATH --deployment %s`)", e.SHA256, e.Deployment)
-}
-
-// ForContent returns the newest plan of deployment made for the bundle of sha256 sum, with
-// its status; a *NoPlanError when there is none.
-func (r *Reader) ForContent(ctx context.Context, deployment, sum string) (Entry, error) {
-	entries, err := r.find(ctx, deployment, 1, func(p *plan.Document) bool { return p.Bundle.SHA256 == sum })
-	if err != nil {
-		return Entry{}, err
-	}
-	if len(entries) == 0 {
-		return Entry{}, &NoPlanError{Deployment: deployment, SHA256: sum}
-	}
-	return entries[0], nil
+// AlreadyApplied reports whether the bundle of sha256 sum is what the persistent graph g
+// says was last applied whole (a push, or an apply, that succeeded): applying it again
+// has nothing to do. It is the decision `cairn apply` makes before it uploads anything, so
+// a job retried after it succeeded ends at once, with success.
+func AlreadyApplied(g *state.Graph, sum string) bool {
+	return g != nil && sum != "" && g.Bundle.SHA256 == sum
 }
 
 // ForCommit returns the newest at most limit plans of deployment (all when limit <= 0)
@@ -95,22 +82,3 @@ func (r *Reader) find(ctx context.Context, deployment string, limit int, keep fu
 	return out, nil
 }
 
-// Applicable returns nil when e, the plan found for a bundle's content, can be applied;
-// else why not and what to do, as `cairn apply` says it.
-func (e Entry) Applicable() error {
-	p := e.Plan
-	what := fmt.Sprintf("the reviewed plan for this content (bundle sha256 %s), %s", p.Bundle.SHA256, p.ID)
-	if src := p.Bundle.Source.String(); src != "" {
-		what += " (" + src + ")"
-	}
-	replan := fmt.Sprintf("re-plan this content (`cairn plan PATH --deployment %s`), review it, then apply", p.Deployment)
-	switch e.Status {
-	case Planned:
-		return nil
-	case Applied:
-		return fmt.Errorf("%s, was already %s: a plan applies at most once; nothing to apply", what, e.Why)
-	case Failed:
-		return fmt.Errorf("%s, failed (%s): there is nothing to apply; fix the bundle and plan it on the pull request", what, e.Why)
-	}
-	return fmt.Errorf("%s, is %s (%s): %s", what, e.Status, e.Why, replan)
-}

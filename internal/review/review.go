@@ -11,13 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
-	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -42,18 +40,19 @@ type Observed struct {
 	Now time.Time
 	// TTL is how long a plan stays approvable.
 	TTL time.Duration
-	// Generation is the persistent graph's generation now (0: no graph); negative when
-	// unknown.
-	Generation int64
-	// LatestBundle is the newest version id of the plan's bundle key, "" when unknown.
-	LatestBundle string
+	// Graph is the persistent graph now (nil: none, or not known): the stacks it records
+	// say what changed since a plan, and by what.
+	Graph *state.Graph
 	// Refusals are those of an approval of the plan that the deployer refused.
 	Refusals []string
 }
 
 // Classify says what became of plan p, and why in words. It is pure: the deployer's
-// freshness rules (plan.Document.Lapsed and StaleReasons), as far as they can be told
-// without CloudFormation, as one status a reviewer reads.
+// freshness rules, as far as they can be told from the persistent graph without
+// CloudFormation, as one status a reviewer reads. Plans of other pull requests coexist:
+// a plan is stale only when a stack it changes, or one whose outputs such a stack
+// consumes, changed since it was made (the graph records what changed each stack, and
+// when), or an approval of it was refused.
 func Classify(p *plan.Document, o Observed) (Status, string) {
 	switch p.Status {
 	case plan.Applying:
@@ -70,16 +69,57 @@ func Classify(p *plan.Document, o Observed) (Status, string) {
 	if age := o.Now.Sub(p.CreatedAt); o.TTL > 0 && age > o.TTL {
 		return Expired, fmt.Sprintf("made %s ago; plans stay approvable for %s", Age(age), Age(o.TTL))
 	}
-	if o.Generation >= 0 && o.Generation != p.Generation {
-		return Stale, fmt.Sprintf("the persistent graph %s/%s is at generation %d, the plan was made at %d: another run applied since", p.Namespace, p.GraphKey, o.Generation, p.Generation)
-	}
-	if p.Versioned() && o.LatestBundle != "" && o.LatestBundle != p.Bundle.VersionID {
-		return Superseded, fmt.Sprintf("a newer bundle was uploaded to s3://%s/%s since", p.Bundle.Bucket, p.Bundle.Key)
+	if why := Changed(p, o.Graph, false); why != "" {
+		return Stale, why
 	}
 	if len(o.Refusals) > 0 {
 		return Stale, "an approval was refused: " + strings.Join(o.Refusals, "; ")
 	}
 	return Planned, ""
+}
+
+// Changed says how the graph g shows p's entries gone stale: a stack an entry changes
+// (every stack of the plan, with all), or a stack whose outputs it consumes, was changed
+// since the plan was made; "" when none was (or g is nil). It names the first such stack
+// and what changed it.
+func Changed(p *plan.Document, g *state.Graph, all bool) string {
+	if g == nil {
+		return ""
+	}
+	since := func(name string) *state.Stack {
+		if st := g.Stacks[name]; st != nil && st.ChangedAt.After(p.CreatedAt) {
+			return st
+		}
+		return nil
+	}
+	who := p.Change()
+	if who == "" {
+		who = "plan " + p.ID
+	} else {
+		who = "the plan of " + who + " (" + p.ID + ")"
+	}
+	for _, e := range p.Stacks {
+		if e.Action == plan.None && !all {
+			continue
+		}
+		if st := since(e.Name); st != nil {
+			what := "went stale"
+			if e.Action == plan.None {
+				what = "leaves it as it was, and its content would undo the change: it went stale"
+			}
+			return fmt.Sprintf("%s for stack %s %s when %s changed it at %s", who, e.Name, what, st.ChangedBy, st.ChangedAt.UTC().Format("15:04"))
+		}
+		if e.Action == plan.None {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(e.Consumed)) {
+			from, _, _ := strings.Cut(k, "::")
+			if st := since(from); st != nil {
+				return fmt.Sprintf("%s for stack %s went stale when %s changed stack %s, whose outputs it consumes, at %s", who, e.Name, st.ChangedBy, from, st.ChangedAt.UTC().Format("15:04"))
+			}
+		}
+	}
+	return ""
 }
 
 // Entry is one plan with its status.
@@ -88,16 +128,14 @@ type Entry struct {
 	Status Status
 	Why    string
 	Age    time.Duration
+	// Graph is the persistent graph it was classified against (nil: none, or not read).
+	Graph *state.Graph
 }
 
 // Reader reads plans and what decides their status from cairn's bucket.
 type Reader struct {
 	History *history.Store
 	State   *state.Store
-	// S3 finds the newest version of a plan's bundle.
-	S3 interface {
-		HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
-	}
 	// TTL defaults to the deployer's, plan.DefaultTTL.
 	TTL   time.Duration
 	Clock clock.Clock
@@ -153,13 +191,11 @@ func (r *Reader) Get(ctx context.Context, deployment, id string) (Entry, error) 
 	return r.observer().entry(ctx, p, refused[id])
 }
 
-// observer caches what several plans of a deployment share: the graph's generation and
-// the newest bundle versions.
+// observer caches what several plans of a deployment share: the persistent graphs.
 type observer struct {
-	r           *Reader
-	now         time.Time
-	generations map[string]int64
-	latest      map[string]string
+	r      *Reader
+	now    time.Time
+	graphs map[string]*state.Graph
 }
 
 func (r *Reader) observer() *observer {
@@ -167,68 +203,42 @@ func (r *Reader) observer() *observer {
 	if clk == nil {
 		clk = clock.Real
 	}
-	return &observer{r: r, now: clk.Now(), generations: map[string]int64{}, latest: map[string]string{}}
+	return &observer{r: r, now: clk.Now(), graphs: map[string]*state.Graph{}}
 }
 
 func (o *observer) entry(ctx context.Context, p *plan.Document, refusals []string) (Entry, error) {
-	obs := Observed{Now: o.now, TTL: o.r.TTL, Generation: -1, Refusals: refusals}
+	obs := Observed{Now: o.now, TTL: o.r.TTL, Refusals: refusals}
 	if obs.TTL <= 0 {
 		obs.TTL = plan.DefaultTTL
 	}
 	if p.Status == plan.Planned {
 		// Only an open plan's status depends on what changed since.
 		var err error
-		if obs.Generation, err = o.generation(ctx, p.Namespace, p.GraphKey); err != nil {
-			return Entry{}, err
-		}
-		if obs.LatestBundle, err = o.latestBundle(ctx, p.Bundle.Bucket, p.Bundle.Key); err != nil {
+		if obs.Graph, err = o.graph(ctx, p.Namespace, p.GraphKey); err != nil {
 			return Entry{}, err
 		}
 	}
 	status, why := Classify(p, obs)
-	return Entry{Plan: p, Status: status, Why: why, Age: max(0, o.now.Sub(p.CreatedAt))}, nil
+	return Entry{Plan: p, Status: status, Why: why, Age: max(0, o.now.Sub(p.CreatedAt)), Graph: obs.Graph}, nil
 }
 
-func (o *observer) generation(ctx context.Context, namespace, key string) (int64, error) {
+func (o *observer) graph(ctx context.Context, namespace, key string) (*state.Graph, error) {
 	if namespace == "" {
-		return -1, nil
+		return nil, nil
 	}
 	k := namespace + "/" + key
-	if g, ok := o.generations[k]; ok {
+	if g, ok := o.graphs[k]; ok {
 		return g, nil
 	}
 	g, err := o.r.State.Show(ctx, namespace, key, "")
-	gen := int64(0)
 	switch {
 	case errors.Is(err, state.ErrNotFound):
+		g, err = nil, nil
 	case err != nil:
-		return 0, err
-	default:
-		gen = g.Generation
+		return nil, err
 	}
-	o.generations[k] = gen
-	return gen, nil
-}
-
-func (o *observer) latestBundle(ctx context.Context, bucket, key string) (string, error) {
-	if bucket == "" || key == "" {
-		return "", nil
-	}
-	k := bucket + "/" + key
-	if v, ok := o.latest[k]; ok {
-		return v, nil
-	}
-	out, err := o.r.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
-	v := ""
-	switch {
-	case awsclient.NotFound(err):
-	case err != nil:
-		return "", fmt.Errorf("read s3://%s/%s: %w", bucket, key, err)
-	default:
-		v = aws.ToString(out.VersionId)
-	}
-	o.latest[k] = v
-	return v, nil
+	o.graphs[k] = g
+	return g, nil
 }
 
 // refusedApprovals maps plan ids to the refusals of their apply runs that the deployer
@@ -273,6 +283,11 @@ func (e Entry) Approvable(newest []Entry) error {
 	}
 	switch e.Status {
 	case Planned:
+		// An approval applies the plan's whole content: a stack it leaves alone that
+		// changed since would be undone.
+		if why := Changed(p, e.Graph, true); why != "" {
+			return fmt.Errorf("%s: approving the plan would apply content older than what is applied; apply the merged content instead (`cairn apply PATH --deployment %s`), or %s", why, p.Deployment, replan)
+		}
 		return nil
 	case Applied:
 		return fmt.Errorf("plan %s was already %s: a plan applies at most once; %s", p.ID, e.Why, replan)

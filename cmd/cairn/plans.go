@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 )
@@ -13,7 +17,7 @@ func init() { commands = append(commands, newPlansCmd) }
 
 func newPlansCmd() *cobra.Command {
 	var cf cairnFlags
-	var format, commit string
+	var format, commit, comments string
 	var limit int
 	var latest bool
 	cmd := &cobra.Command{
@@ -45,13 +49,16 @@ or a pull request's head), abbreviated to 7 hex digits or more.`,
 				if err != nil {
 					return asRefusal(err)
 				}
-				if err := render(out, e.Plan); err != nil {
+				if err := render(out, shown(e)); err != nil {
 					return err
 				}
 				if format == "text" && e.Status != review.Planned {
 					fmt.Fprintf(out, "status now: %s (%s)\n", e.Status, e.Why)
 				}
 				return nil
+			}
+			if comments != "" {
+				return writeComments(cmd, r, deployment, limit, comments)
 			}
 			var entries []review.Entry
 			if commit != "" {
@@ -106,5 +113,48 @@ or a pull request's head), abbreviated to 7 hex digits or more.`,
 	cmd.Flags().IntVar(&limit, "limit", 20, "list at most this many plans (0: all)")
 	cmd.Flags().BoolVar(&latest, "latest", false, "print only the id of the newest plan that can be approved")
 	cmd.Flags().StringVar(&commit, "commit", "", "only the plans made from this commit (or a pull request's head commit)")
+	cmd.Flags().StringVar(&comments, "comments", "", "write into this directory the comment of each pull request's newest plan, as it stands now (PR.md), and print each pull request and file")
 	return cmd
+}
+
+// shown is e's plan as its comment shows it now: with the status a reviewer reads (stale,
+// with why, when the plan's document still says planned).
+func shown(e review.Entry) *plan.Document {
+	p := *e.Plan
+	if e.Status == review.Stale || e.Status == review.Expired && p.Status == plan.Planned {
+		p.Status, p.Reason = plan.Status(e.Status), e.Why
+	}
+	return &p
+}
+
+// writeComments writes the comment of the newest plan of each pull request among the
+// limit newest plans of deployment into dir, as PR.md, and prints "PR FILE" for each:
+// what CI posts again after an apply, so each pull request's comment says whether its plan
+// was applied, went stale (why, and what to do) or was superseded.
+func writeComments(cmd *cobra.Command, r *review.Reader, deployment string, limit int, dir string) error {
+	entries, err := r.List(cmd.Context(), deployment, limit)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	done := map[int]bool{}
+	for _, e := range entries {
+		n := e.Plan.Bundle.Source.PullRequest
+		if n <= 0 || done[n] {
+			continue
+		}
+		done[n] = true
+		var b bytes.Buffer
+		if err := report.PlanComment(&b, shown(e), 0); err != nil {
+			return err
+		}
+		file := filepath.Join(dir, fmt.Sprintf("%d.md", n))
+		if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d %s\n", n, file)
+	}
+	return nil
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/customresource"
+	"github.com/cairn-dev/cairn/internal/ports"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/localcairn"
@@ -41,10 +43,24 @@ func deployWorld(t *testing.T) *s3.Client {
 // a second per millisecond of wall time, or pace when given.
 func deployEmulator(t *testing.T, pace ...time.Duration) (*awslocal.Emulator, *s3.Client) {
 	t.Helper()
-	step := 500 * time.Millisecond
+	o := emulatorOptions{step: 500 * time.Millisecond}
 	if len(pace) > 0 {
-		step = pace[0]
+		o.step = pace[0]
 	}
+	return deployEmulatorWith(t, o)
+}
+
+// emulatorOptions say how deployEmulatorWith starts cairn: the virtual clock's pace (per
+// millisecond of wall time), and whether the ports function runs and the deployer seals
+// with the stack's KMS key, as in Lambda.
+type emulatorOptions struct {
+	step         time.Duration
+	ports, keyed bool
+}
+
+func deployEmulatorWith(t *testing.T, o emulatorOptions) (*awslocal.Emulator, *s3.Client) {
+	t.Helper()
+	step := o.step
 	ctx := context.Background()
 	// The virtual clock starts at the wall clock, which the CLI itself reads (plan ages and
 	// expiry): a fixed date would make plans look expired once the calendar moves on.
@@ -68,11 +84,33 @@ func deployEmulator(t *testing.T, pace ...time.Duration) (*awslocal.Emulator, *s
 			if err != nil {
 				return localcairn.Handlers{}, err
 			}
-			d, err := deploy.NewFromAWS(cfg, deploy.Config{Bucket: l.Cairn.Bucket, QueueURL: l.Cairn.Deploy.URL, Clock: clk, Logger: logger})
+			env := map[string]string{}
+			for _, kv := range l.Cairn.Env() {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			dc := deploy.Config{Bucket: l.Cairn.Bucket, QueueURL: l.Cairn.Deploy.URL, Clock: clk, Logger: logger}
+			if o.keyed {
+				dc.SealKeyID = env["CAIRN_SEAL_KEY_ID"]
+			}
+			d, err := deploy.NewFromAWS(cfg, dc)
 			if err != nil {
 				return localcairn.Handlers{}, err
 			}
-			return localcairn.Handlers{Deployer: d.Handle}, nil
+			h := localcairn.Handlers{Deployer: d.Handle}
+			if o.ports {
+				pools, err := ports.ParsePools(env[ports.PoolsEnv])
+				if err != nil {
+					return localcairn.Handlers{}, err
+				}
+				p, err := ports.NewHandler(awsclient.S3(cfg), ports.Config{Bucket: l.Cairn.Bucket, Pools: pools,
+					Handler: customresource.Options{AllowedHosts: customresource.ParseHosts(env[customresource.HostsEnv]), Clock: clk, Logger: logger}})
+				if err != nil {
+					return localcairn.Handlers{}, err
+				}
+				h.Ports = p.HandleSQS
+			}
+			return h, nil
 		}})
 	t.Cleanup(func() {
 		close(stop)

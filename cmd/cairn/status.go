@@ -7,12 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
 func init() { commands = append(commands, newStatusCmd) }
@@ -49,6 +51,13 @@ open plan waiting for approval is named with the command that applies it.`,
 				printDeployed(w, doc)
 			} else {
 				fmt.Fprintf(w, "deployment %s: nothing deployed yet\n", deployment)
+			}
+			g, err := appliedGraph(cmd, c, deployment)
+			if err != nil {
+				return err
+			}
+			if d := history.Behind(runs, g); d != nil {
+				printBehind(w, d, g)
 			}
 			fmt.Fprintln(w, "\nrecent runs:")
 			tw := newTable(w, 0)
@@ -117,6 +126,38 @@ func printDeployed(w io.Writer, doc *rundoc.Document) {
 		tw.Flush()
 	}
 	notes(w, "", doc)
+}
+
+// printBehind says that the content last pushed or merged (run d's) is not what the graph
+// records as applied, why, and what to do.
+func printBehind(w io.Writer, d *rundoc.Document, g *state.Graph) {
+	what := "pushed"
+	if d.Content {
+		what = "merged (cairn apply)"
+	}
+	applied := "nothing"
+	if g != nil && g.Bundle.SHA256 != "" {
+		applied = "bundle sha256 " + report.ShortSum(g.Bundle.SHA256)
+		if g.Bundle.GitRef != "" {
+			applied += ", git " + g.Bundle.GitRef
+		}
+	}
+	src := "bundle sha256 " + report.ShortSum(d.Bundle.SHA256)
+	if d.Bundle.GitRef != "" {
+		src += ", git " + d.Bundle.GitRef
+	}
+	fmt.Fprintf(w, "\nbehind: the content last %s (%s, run %s: %s) is not applied; the graph's applied content is %s\n", what, src, d.Run.ID, runStatus(d), applied)
+	for _, r := range d.Refusals {
+		fmt.Fprintf(w, "  refused: %s\n", r)
+	}
+	switch {
+	case d.Run.Status == runstate.Running:
+		fmt.Fprintf(w, "  its run is under way: follow it with `cairn status %s`\n", d.Run.Deployment)
+	case d.Content:
+		fmt.Fprintf(w, "  plan this content (`cairn plan PATH --deployment %s`), review that plan, then approve exactly it (`cairn approve %s PLAN_ID`)\n", d.Run.Deployment, d.Run.Deployment)
+	default:
+		fmt.Fprintf(w, "  see why in its report: s3://%s/%s\n", d.Bundle.Bucket, layout.RunReportKey(d.Run.Deployment, d.Run.ID))
+	}
 }
 
 // runStatus is a run's status, "refused" for a run refused before it changed anything.

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/state"
 )
 
 // ErrNotFound says a run or plan document does not exist (it is the bucket layout's).
@@ -167,6 +168,24 @@ func Deployed(docs []*rundoc.Document) *rundoc.Document {
 		if KindOf(d) != PlanRun && Acted(d) {
 			return d
 		}
+	}
+	return nil
+}
+
+// Behind returns, among docs (newest first), the newest push or apply of a bundle's
+// content (what was last pushed or merged) when the graph g does not record its content as
+// applied (Graph.Bundle): the deployment's applied content is behind it, because that run
+// was refused, failed or is still running. nil when g is up to date with it (or there is
+// no such run).
+func Behind(docs []*rundoc.Document, g *state.Graph) *rundoc.Document {
+	for _, d := range docs {
+		if KindOf(d) == PlanRun || d.Plan != "" || d.Run.Status == run.Superseded {
+			continue // plans and approvals of one plan are not what was pushed or merged
+		}
+		if d.Bundle.SHA256 == "" || g != nil && g.Bundle.SHA256 == d.Bundle.SHA256 {
+			return nil
+		}
+		return d
 	}
 	return nil
 }

@@ -36,11 +36,33 @@ func planDoc(id string, status plan.Status, created time.Time, generation int64,
 		Generation: generation, Bundle: plan.BundleVersion{Bucket: "cairn", Key: "plans/shop.zip", VersionID: version}, Run: &run.Run{ID: id}}
 }
 
+// TestClassify: a plan's status as a reviewer reads it, from its document and the
+// persistent graph: plans of other changes coexist, and a plan is stale only once a stack
+// it changes, or one whose outputs such a stack consumes, changed after it was made.
 func TestClassify(t *testing.T) {
 	now := t0.Add(time.Hour)
 	week := 7 * 24 * time.Hour
 	applied := planDoc("p", plan.Applied, t0, 3, "v1")
 	applied.AppliedBy, applied.AppliedAt = "20261130-081000-abcd", t0.Add(10*time.Minute)
+	open := func() *plan.Document {
+		p := planDoc("p", plan.Planned, t0, 3, "v1")
+		p.Bundle.Source = provenance.Source{PullRequest: 22}
+		p.Stacks = []plan.Stack{
+			{Name: "jobs", Action: plan.Update, Consumed: map[string]string{"network::VpcId": "vpc-1"}},
+			{Name: "api", Action: plan.None},
+		}
+		return p
+	}
+	graph := func(changed ...string) *state.Graph {
+		g := &state.Graph{Stacks: map[string]*state.Stack{}}
+		for _, name := range []string{"jobs", "api", "network"} {
+			g.Stacks[name] = &state.Stack{Name: name, ChangedBy: "push (run R0)", ChangedAt: t0.Add(-time.Hour)}
+		}
+		for _, name := range changed {
+			g.Stacks[name].ChangedBy, g.Stacks[name].ChangedAt = "pull request #21, plan P21 (run R9)", t0.Add(3*time.Minute)
+		}
+		return g
+	}
 	tests := []struct {
 		name     string
 		plan     *plan.Document
@@ -48,23 +70,24 @@ func TestClassify(t *testing.T) {
 		want     review.Status
 		why      string
 	}{
-		{"open and fresh", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 3, LatestBundle: "v1"}, review.Planned, ""},
-		{"applied", applied, review.Observed{Now: now, TTL: week, Generation: 4}, review.Applied, "applied at 2026-11-30T08:10:00Z by run 20261130-081000-abcd"},
-		{"expired by age", planDoc("p", plan.Planned, t0.Add(-8*24*time.Hour), 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 3, LatestBundle: "v1"},
+		{"open and fresh", open(), review.Observed{Now: now, TTL: week, Graph: graph()}, review.Planned, ""},
+		{"another pull request changed a stack it leaves alone", open(), review.Observed{Now: now, TTL: week, Graph: graph("api")}, review.Planned, ""},
+		{"another pull request changed the stack it changes", open(), review.Observed{Now: now, TTL: week, Graph: graph("jobs")}, review.Stale,
+			"the plan of pull request #22 (p) for stack jobs went stale when pull request #21, plan P21 (run R9) changed it at 08:03"},
+		{"another pull request changed what it consumes", open(), review.Observed{Now: now, TTL: week, Graph: graph("network")}, review.Stale,
+			"the plan of pull request #22 (p) for stack jobs went stale when pull request #21, plan P21 (run R9) changed stack network, whose outputs it consumes, at 08:03"},
+		{"applied", applied, review.Observed{Now: now, TTL: week}, review.Applied, "applied at 2026-11-30T08:10:00Z by run 20261130-081000-abcd"},
+		{"expired by age", planDoc("p", plan.Planned, t0.Add(-8*24*time.Hour), 3, "v1"), review.Observed{Now: now, TTL: week},
 			review.Expired, "made 8d ago; plans stay approvable for 7d"},
-		{"the graph moved on", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 4, LatestBundle: "v1"},
-			review.Stale, "the persistent graph shop/shop is at generation 4, the plan was made at 3: another run applied since"},
-		{"a newer upload not planned yet", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 3, LatestBundle: "v2"},
-			review.Superseded, "a newer bundle was uploaded to s3://cairn/plans/shop.zip since"},
-		{"an approval was refused", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: 3, LatestBundle: "v1",
-			Refusals: []string{"stack shop-db: change set cairn-1 is stale (stack updated 08:03 after plan 08:00): re-plan"}},
-			review.Stale, "an approval was refused: stack shop-db: change set cairn-1 is stale (stack updated 08:03 after plan 08:00): re-plan"},
-		{"unknown generation and bundle", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week, Generation: -1}, review.Planned, ""},
+		{"an approval was refused", planDoc("p", plan.Planned, t0, 3, "v1"), review.Observed{Now: now, TTL: week,
+			Refusals: []string{"stack shop-db (shop-db): its change set cairn-1 no longer exists"}},
+			review.Stale, "an approval was refused: stack shop-db (shop-db): its change set cairn-1 no longer exists"},
+		{"no graph known", open(), review.Observed{Now: now, TTL: week}, review.Planned, ""},
 		{"superseded by the deployer", func() *plan.Document {
 			p := planDoc("p", plan.Superseded, t0, 3, "v1")
-			p.Reason = "a newer bundle was planned as plan q"
+			p.Reason = "pull request #7 was planned again as plan q"
 			return p
-		}(), review.Observed{Now: now, TTL: week}, review.Superseded, "a newer bundle was planned as plan q"},
+		}(), review.Observed{Now: now, TTL: week}, review.Superseded, "pull request #7 was planned again as plan q"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +96,26 @@ func TestClassify(t *testing.T) {
 				t.Fatalf("Classify = %s (%q), want %s (%q)", got, why, tt.want, tt.why)
 			}
 		})
+	}
+	// Approving the plan whose untouched stack another pull request changed would undo
+	// that change: refused, pointing at `cairn apply` of the merged content.
+	e := review.Entry{Plan: open(), Status: review.Planned, Graph: graph("api")}
+	err := e.Approvable(nil)
+	if err == nil || !strings.Contains(err.Error(), "for stack api leaves it as it was, and its content would undo the change: it went stale when pull request #21, plan P21 (run R9) changed it at 08:03") ||
+		!strings.Contains(err.Error(), "apply the merged content instead (`cairn apply PATH --deployment shop`)") {
+		t.Errorf("Approvable = %v", err)
+	}
+	if err := (review.Entry{Plan: open(), Status: review.Planned, Graph: graph()}).Approvable(nil); err != nil {
+		t.Errorf("Approvable of a fresh plan = %v", err)
+	}
+}
+
+// TestAlreadyApplied: content whose bundle the graph records as applied has nothing to
+// apply.
+func TestAlreadyApplied(t *testing.T) {
+	g := &state.Graph{Bundle: state.BundleRef{SHA256: "feed"}}
+	if !review.AlreadyApplied(g, "feed") || review.AlreadyApplied(g, "beef") || review.AlreadyApplied(nil, "feed") || review.AlreadyApplied(&state.Graph{}, "") {
+		t.Error("AlreadyApplied")
 	}
 }
 
@@ -114,7 +157,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	return &world{s3: c, reader: &review.Reader{
-		History: &history.Store{S3: c, Bucket: "cairn"}, State: &state.Store{S3: c, Bucket: "cairn"}, S3: c,
+		History: &history.Store{S3: c, Bucket: "cairn"}, State: &state.Store{S3: c, Bucket: "cairn"},
 		Clock: clock.NewFake(t0.Add(time.Hour)),
 	}}
 }
@@ -217,9 +260,9 @@ func TestReader(t *testing.T) {
 	}
 }
 
-// TestForContentAndCommit: the plan a merge applies is the newest one made for its
-// bundle's content; plans are found by the commit they were made from too.
-func TestForContentAndCommit(t *testing.T) {
+// TestForCommit: plans are found by the commit they were made from, or a pull request's
+// head.
+func TestForCommit(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	w.graphAt(t, 2)
@@ -227,39 +270,14 @@ func TestForContentAndCommit(t *testing.T) {
 	v2 := w.put(t, "plans/shop.zip", "bundle 2")
 	pr := provenance.Source{Commit: "0123456789abcdef0123456789abcdef01234567", Ref: "refs/pull/7/merge", PullRequest: 7, HeadCommit: "89abcdef0123456789abcdef0123456789abcdef"}
 	older := planDoc("20261130-080000-aaaa", plan.Planned, t0, 2, v1)
-	older.Bundle.SHA256 = "feed"
 	applied := planDoc("20261130-081000-bbbb", plan.Applied, t0.Add(10*time.Minute), 1, v1)
-	applied.Bundle.SHA256, applied.AppliedBy, applied.AppliedAt = "cafe", "20261130-082000-cccc", t0.Add(20*time.Minute)
+	applied.AppliedBy, applied.AppliedAt = "20261130-082000-cccc", t0.Add(20*time.Minute)
 	applied.Bundle.GitRef = "fedcba9876543210fedcba9876543210fedcba98"
 	newest := planDoc("20261130-083000-dddd", plan.Planned, t0.Add(30*time.Minute), 2, v2)
-	newest.Bundle.SHA256, newest.Bundle.Source, newest.Bundle.GitRef = "feed", pr, pr.Commit
+	newest.Bundle.Source, newest.Bundle.GitRef = pr, pr.Commit
 	for _, p := range []*plan.Document{older, applied, newest} {
 		w.put(t, layout.PlanKey("shop", p.ID), p)
 	}
-	tests := []struct {
-		sum, id, wantErr string
-	}{
-		{"feed", newest.ID, ""},
-		{"cafe", applied.ID, "the reviewed plan for this content (bundle sha256 cafe), 20261130-081000-bbbb, was already applied at 2026-11-30T08:20:00Z by run 20261130-082000-cccc: a plan applies at most once; nothing to apply"},
-		{"beef", "", "no reviewed plan for this content (bundle sha256 beef): plan it on the pull request first (`cairn plan PATH --deployment shop`)"},
-	}
-	for _, tt := range tests {
-		e, err := w.reader.ForContent(ctx, "shop", tt.sum)
-		if err == nil {
-			err = e.Applicable()
-		}
-		if (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) || (tt.id != "" && e.Plan.ID != tt.id) {
-			t.Errorf("ForContent(%s) = %v, %v; want plan %q, error %q", tt.sum, e.Plan, err, tt.id, tt.wantErr)
-		}
-	}
-	// The older plan of the same content is superseded: apply never falls back to it.
-	w.put(t, "plans/shop.zip", "bundle 3")
-	e, err := w.reader.ForContent(ctx, "shop", "feed")
-	want := "the reviewed plan for this content (bundle sha256 feed), 20261130-083000-dddd (commit 0123456789ab (refs/pull/7/merge), pull request #7 (head 89abcdef0123)), is superseded (a newer bundle was uploaded to s3://cairn/plans/shop.zip since): re-plan this content (`cairn plan PATH --deployment shop`), review it, then apply"
-	if err != nil || e.Applicable() == nil || e.Applicable().Error() != want {
-		t.Errorf("ForContent after a newer upload: %v, %v; want %q", err, e.Applicable(), want)
-	}
-
 	for _, tt := range []struct {
 		sha  string
 		want []string

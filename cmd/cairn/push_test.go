@@ -104,7 +104,7 @@ func deployEmulatorWith(t *testing.T, o emulatorOptions) (*awslocal.Emulator, *s
 					return localcairn.Handlers{}, err
 				}
 				p, err := ports.NewHandler(awsclient.S3(cfg), ports.Config{Bucket: l.Cairn.Bucket, Pools: pools,
-					Handler: customresource.Options{AllowedHosts: customresource.ParseHosts(env[customresource.HostsEnv]), Clock: clk, Logger: logger}})
+					Handler: customresource.Options{AllowedHosts: customresource.ParseHosts(env[customresource.HostsEnv]), Logger: logger}})
 				if err != nil {
 					return localcairn.Handlers{}, err
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/plan"
 )
 
@@ -209,3 +215,229 @@ func TestTwoPullRequestsOnOneStackSecondRefused(t *testing.T) {
 
 // timeAt is the file time of the n-th checkout a test makes.
 func timeAt(n int) time.Time { return time.Date(2030, 1, 1, n, 0, 0, 0, time.UTC) }
+
+// webshop copies the README's sample bundle, with edits (old → new) made to files of it.
+func webshop(t *testing.T, edits ...[3]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(testBundles, "webshop"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range edits {
+		path := filepath.Join(dir, e[0])
+		body := readFile(t, path)
+		if !strings.Contains(body, e[1]) {
+			t.Fatalf("%s holds no %q", e[0], e[1])
+		}
+		if err := os.WriteFile(path, []byte(strings.Replace(body, e[1], e[2], 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// deployWebshop plans and approves the webshop (its database is protected) in a world
+// whose ports function answers the service's port and whose deployer seals with its key.
+func deployWebshop(t *testing.T) {
+	t.Helper()
+	deployEmulatorWith(t, emulatorOptions{step: 500 * time.Millisecond, ports: true, keyed: true})
+	t.Setenv("CAIRN_BUCKET", localBucket)
+	t.Setenv("GITHUB_ACTIONS", "")
+	first := planPR(t, "shop", webshop(t), "1")
+	mustCLI(t, append([]string{"approve", "shop", first.ID}, reviewWait...)...)
+}
+
+// secretArn is the value of the database's SecretArn output: what the service's NoEcho
+// DatabaseSecretArn parameter is given.
+func secretArn(t *testing.T) string {
+	t.Helper()
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(context.Background(), &cloudformation.DescribeStacksInput{StackName: aws.String("shop-database")})
+	if err != nil || len(out.Stacks) != 1 {
+		t.Fatalf("describe shop-database: %v", err)
+	}
+	for _, o := range out.Stacks[0].Outputs {
+		if aws.ToString(o.OutputKey) == "SecretArn" && strings.Contains(aws.ToString(o.OutputValue), "secret") {
+			return aws.ToString(o.OutputValue)
+		}
+	}
+	t.Fatalf("shop-database has no SecretArn output: %+v", out.Stacks[0].Outputs)
+	return ""
+}
+
+// TestWebshopServiceThroughPlanAndApprove: the README's sample changes its service (whose
+// DatabaseSecretArn is NoEcho) through plan → approve: the reviewed change set runs, none
+// is created; the comment shows the image old → new and never the secret; `cairn diff`
+// is clean right after. A plan whose consumed secret changed since is refused saying so
+// with ****, never the value.
+func TestWebshopServiceThroughPlanAndApprove(t *testing.T) {
+	deployWebshop(t)
+	arn := secretArn(t)
+	bump := webshop(t, [3]string{"cairn.yaml", "nginx:1.27", "nginx:1.28"})
+	var outputs []string
+	md := mustCLI(t, append([]string{"plan", bump, "--deployment", "shop", "--pr", "2", "--format", "md"}, reviewWait...)...)
+	outputs = append(outputs, md)
+	p := planPR(t, "shop", bump, "2")
+	svc := p.Stack("service")
+	if svc == nil || svc.Action != plan.Update || svc.ChangeSetID == "" || len(p.Changing()) != 1 {
+		t.Fatalf("plan of the image bump: %+v, changing %d", svc, len(p.Changing()))
+	}
+	if !strings.Contains(md, "| Image | `public.ecr.aws/nginx/nginx:1.27` | `public.ecr.aws/nginx/nginx:1.28` |") {
+		t.Errorf("the comment lacks the image change old → new:\n%s", md)
+	}
+	c0, e0 := changeSetsCreated(t), len(executedChangeSets(t))
+	out := mustCLI(t, append([]string{"approve", "shop", p.ID}, reviewWait...)...)
+	outputs = append(outputs, out)
+	created, ran := changeSetsCreated(t)-c0, executedChangeSets(t)[e0:]
+	t.Logf("webshop service through plan → approve: change sets created %d, executed %d %v (planned %s)\n%s", created, len(ran), ran, svc.ChangeSetID, out)
+	if created != 0 || !slices.Equal(ran, []string{svc.ChangeSetID}) {
+		t.Fatalf("approve: created %d, executed %v; want 0 and exactly %s", created, ran, svc.ChangeSetID)
+	}
+	code, diff, errOut := cli(t, "diff", bump, "--deployment", "shop")
+	outputs = append(outputs, diff, errOut)
+	if code != 0 || !strings.Contains(diff, "0 changed, 0 new, 0 removed, 5 unchanged") {
+		t.Errorf("cairn diff right after the apply: exit %d\n%s%s", code, diff, errOut)
+	}
+
+	// A plan of the service whose consumed secret changes before it is approved.
+	again := webshop(t, [3]string{"cairn.yaml", "nginx:1.27", "nginx:1.29"})
+	p2 := planPR(t, "shop", again, "3")
+	// Outside cairn, the database is replaced: its secret is a new one.
+	updateOutside(t, "shop-database", strings.Replace(readFile(t, filepath.Join(again, "templates", "database.yaml")), "MasterUsername: shop", "MasterUsername: shop2", 1))
+	rotated := secretArn(t)
+	if rotated == arn {
+		t.Fatal("the database's replacement kept its secret")
+	}
+	c0, e0 = changeSetsCreated(t), len(executedChangeSets(t))
+	code, out, errOut = cli(t, append([]string{"approve", "shop", p2.ID}, reviewWait...)...)
+	outputs = append(outputs, out, errOut)
+	t.Logf("approve after the secret changed: exit %d, created %d, executed %d\n%s%s", code, changeSetsCreated(t)-c0, len(executedChangeSets(t))-e0, out, errOut)
+	if code != 1 || !strings.Contains(out, "for stack service went stale: the outputs it consumes changed since the plan: ") || !strings.Contains(out, "database::SecretArn was ****, now ****") ||
+		changeSetsCreated(t) != c0 || len(executedChangeSets(t)) != e0 {
+		t.Errorf("approve of a plan whose consumed secret changed: exit %d; want refused, saying so with ****, nothing executed\n%s", code, out)
+	}
+	outputs = append(outputs, mustCLI(t, "plans", "shop", p2.ID, "--format", "md"), mustCLI(t, "plans", "shop", p2.ID), mustCLI(t, "status", "shop"))
+	for _, o := range outputs {
+		for _, secret := range []string{arn, rotated} {
+			if strings.Contains(o, secret) {
+				t.Errorf("the NoEcho value %s is printed:\n%s", secret, o)
+			}
+		}
+	}
+}
+
+// updateOutside updates a stack with another template, as someone outside cairn would,
+// keeping its parameters, and waits for the update to end.
+func updateOutside(t *testing.T, stack, body string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := awsclient.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cloudformation.NewFromConfig(cfg)
+	out, err := c.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params []cfntypes.Parameter
+	for _, p := range out.Stacks[0].Parameters {
+		params = append(params, cfntypes.Parameter{ParameterKey: p.ParameterKey, UsePreviousValue: aws.Bool(true)})
+	}
+	if _, err := c.UpdateStack(ctx, &cloudformation.UpdateStackInput{StackName: aws.String(stack), TemplateBody: aws.String(body), Parameters: params}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		out, err := c.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(stack)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := string(out.Stacks[0].StackStatus); !strings.HasSuffix(st, "_IN_PROGRESS") {
+			if st != "UPDATE_COMPLETE" {
+				t.Fatalf("%s: %s", stack, st)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not settle", stack)
+		}
+	}
+}
+
+// TestRippleFromAReplacedUpstream: a plan that replaces the shop's VPC (its CIDR block
+// changes) knows the inputs of the stacks reading the network's outputs only after apply.
+// Its one approval applies all of it: the network's reviewed change set, then, for each
+// stack whose inputs came out otherwise, a change set of the new values, run because
+// those explain every change in it. A second plan also edits the cache's own template:
+// at apply the cache's change set holds more than its inputs explain, so the cache stops
+// (and what reads it), and its content is planned again for review, which applies it.
+func TestRippleFromAReplacedUpstream(t *testing.T) {
+	deployWebshop(t)
+	cidr := [3]string{"cairn.yaml", "CidrBlock: 10.20.0.0/16", "CidrBlock: 10.30.0.0/16"}
+	p := planPR(t, "shop", webshop(t, cidr), "4")
+	if s := p.Stack("network"); s.Action != plan.Update || s.Replacements() == 0 {
+		t.Fatalf("network %+v: want an update replacing the VPC", s)
+	}
+	for name, want := range map[string][]string{"cache": {"SubnetIds", "VpcId"}, "database": {"SubnetIds", "VpcId"}, "service": {"PrivateSubnetIds", "PublicSubnetIds", "VpcId"}} {
+		if s := p.Stack(name); !s.InputsMayChange || !slices.Equal(s.KnownAfterApply, want) || len(s.Feeds["VpcId"]) == 0 {
+			t.Errorf("%s: known after apply %v (feeds %v), want %v", name, s.KnownAfterApply, s.Feeds, want)
+		}
+	}
+	md := mustCLI(t, "plans", "shop", p.ID, "--format", "md")
+	if !strings.Contains(md, "> **Known after apply:** its parameters `SubnetIds` (feeds SubnetGroup), `VpcId` (feeds SecurityGroup) read outputs of stacks this plan changes.") {
+		t.Errorf("the comment does not say what is known after apply:\n%s", md)
+	}
+	c0, e0 := changeSetsCreated(t), len(executedChangeSets(t))
+	code, out, errOut := cli(t, append([]string{"approve", "shop", p.ID}, reviewWait...)...)
+	created, ran := changeSetsCreated(t)-c0, executedChangeSets(t)[e0:]
+	t.Logf("ripple applied in one approve: exit %d, change sets created %d, executed %d\n%s%s", code, created, len(ran), out, errOut)
+	if code != 0 || len(ran) != created+1 || ran[0] != p.Stack("network").ChangeSetID || created < 3 {
+		t.Fatalf("approve: exit %d, created %d, executed %v; want the network's reviewed change set first, then one made at apply for each ripple (3 or more)", code, created, ran)
+	}
+	if !regexp.MustCompile(`(?m)^run \S+ succeeded in \S+: 0 created, \d updated, 0 deleted, \d unchanged, 0 failed$`).MatchString(out) {
+		t.Errorf("approve does not end in success:\n%s", out)
+	}
+	if code, diff, _ := cli(t, "diff", webshop(t, cidr), "--deployment", "shop"); code != 0 {
+		t.Errorf("cairn diff after the ripple: exit %d\n%s", code, diff)
+	}
+
+	// The VPC is replaced again, and the cache's own template changes too.
+	cidr2 := [3]string{"cairn.yaml", "CidrBlock: 10.20.0.0/16", "CidrBlock: 10.40.0.0/16"}
+	own := [3]string{"templates/cache.yaml", "GroupDescription: Redis from inside the VPC", "GroupDescription: Redis from the shops VPC"}
+	p2 := planPR(t, "shop", webshop(t, cidr2, own), "5")
+	if s := p2.Stack("cache"); s.Action != plan.Update || !s.InputsMayChange || s.ChangeSetID == "" {
+		t.Fatalf("cache %+v: want its own update, known after apply", s)
+	}
+	c0, e0 = changeSetsCreated(t), len(executedChangeSets(t))
+	code, out, errOut = cli(t, append([]string{"approve", "shop", p2.ID}, reviewWait...)...)
+	created, ran = changeSetsCreated(t)-c0, executedChangeSets(t)[e0:]
+	t.Logf("ripple exceeding its inputs: exit %d, change sets created %d, executed %d\n%s%s", code, created, len(ran), out, errOut)
+	stopped := regexp.MustCompile(`(?m)^  \d\d:\d\d  cache +update +failed: stack shop-cache: stopped: its inputs SubnetIds, VpcId came out of the apply with other values than planned, and its change set cairn-\S+ holds more than they explain: .*SecurityGroup \(AWS::EC2::SecurityGroup\): Modify from DirectModification; it was not executed: review it in a new plan$`)
+	replan := regexp.MustCompile("(?m)^  note: stopped stacks are planned again for review against the stacks as this run left them: plan (\\S+) \\(`cairn plans shop \\S+`\\), then `cairn approve shop \\S+`$")
+	m := replan.FindStringSubmatch(out)
+	if code != 1 || !stopped.MatchString(out) || m == nil || slices.Contains(ran, p2.Stack("cache").ChangeSetID) {
+		t.Fatalf("approve: exit %d; want the cache stopped, its change set not executed, and a new plan named\n%s", code, out)
+	}
+	// The new plan of what stopped is made against the stacks as they are now: reviewed,
+	// then approved, it applies the cache and what reads it.
+	id := m[1]
+	var again plan.Document
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if code, js, _ := cli(t, "plans", "shop", id, "--format", "json"); code == 0 && json.Unmarshal([]byte(js), &again) == nil && again.Status != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plan %s of the stopped stacks was never made", id)
+		}
+	}
+	if again.Status != plan.Planned || again.Stack("cache").Action != plan.Update || again.Stack("network").Action != plan.None {
+		t.Fatalf("the plan of the stopped stacks: %s (%s); cache %+v", again.Status, again.Reason, again.Stack("cache"))
+	}
+	out = mustCLI(t, append([]string{"approve", "shop", id}, reviewWait...)...)
+	if code, diff, _ := cli(t, "diff", webshop(t, cidr2, own), "--deployment", "shop"); code != 0 {
+		t.Errorf("cairn diff after the new plan's approval: exit %d\n%s\n%s", code, diff, out)
+	}
+}

@@ -139,6 +139,16 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				t.Beats = []int{m.Beat}
 			}
 			batch.Add(stepKey{m.Deployment, m.Run}, rec.MessageId, t)
+		case m.Cairn == "replan":
+			if m.Deployment == "" || m.Run == "" {
+				log.Error("deploy: replan without deployment or run", "body", truncate(rec.Body))
+				batch.Fail(rec.MessageId)
+				continue
+			}
+			if err := d.start.replan(ctx, m.Deployment, m.Run, rec.Body); err != nil {
+				log.Error("deploy: replan not started; it is delivered again", "err", err)
+				batch.Fail(rec.MessageId)
+			}
 		case m.DetailType == StackStatusChange && m.Source == "aws.cloudformation":
 			var det stackStatusDetail
 			if err := json.Unmarshal(m.Detail, &det); err != nil || det.StackID == "" {

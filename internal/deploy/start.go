@@ -146,10 +146,16 @@ func (s starter) upload(ctx context.Context, u Upload, up bucket.Upload) error {
 	if up.Kind == bucket.PlanUpload {
 		mode = run.ModePlan
 	}
-	doc, log, err := s.begin(ctx, &u, up.Deployment, mode)
+	return s.bundleRun(ctx, u, up.Deployment, mode)
+}
+
+// bundleRun begins the run of the bundle uploaded as u (a deploy, or a plan: mode).
+func (s starter) bundleRun(ctx context.Context, u Upload, deployment string, mode run.Mode) error {
+	doc, log, err := s.begin(ctx, &u, deployment, mode)
 	if doc == nil {
 		return err
 	}
+	up := bucket.Upload{Deployment: deployment}
 	log = log.With("version", u.VersionID)
 	doc.Bundle = rundoc.Bundle{Bucket: u.Bucket, Key: u.Key, VersionID: u.VersionID, Sequencer: u.Sequencer}
 	if warn, err := s.store.VersioningWarning(ctx); err != nil {
@@ -212,6 +218,43 @@ func (s starter) locked(ctx context.Context, doc *rundoc.Document, lock *state.L
 		return s.wait(ctx, doc, lock, d.res.Busy, log)
 	}
 	return s.launch(ctx, doc, lock, log, "run")
+}
+
+// ReplanOf is the plan run an apply run that stopped stacks (run.Stack.Stopped) asks
+// for: the same bundle planned again against the stacks as the apply left them, so what
+// stopped is reviewed anew. Its upload is the apply's bundle, told apart by the sequencer
+// "replan:RUN", which names its run (Upload.RunID): the apply run's report names the plan.
+func ReplanOf(doc *rundoc.Document) (Upload, bool) {
+	if doc.Run.Mode != run.ModeDeploy || doc.Run.Status == run.Running {
+		return Upload{}, false
+	}
+	for _, s := range doc.Run.Stacks {
+		if s.Stopped {
+			return Upload{Bucket: doc.Bundle.Bucket, Key: doc.Bundle.Key, VersionID: doc.Bundle.VersionID,
+				Sequencer: "replan:" + doc.Run.ID, Time: doc.Run.FinishedAt}, true
+		}
+	}
+	return Upload{}, false
+}
+
+// replan begins the plan run an apply run that stopped stacks asks for (ReplanOf), by a
+// message of the deployer's own: body is re-sent while the lock is held.
+func (s starter) replan(ctx context.Context, deployment, runID, body string) error {
+	doc, _, err := s.runs.load(ctx, deployment, runID)
+	if errors.Is(err, errNoRun) {
+		s.log.Info("deploy: replan of an unknown run ignored", "deployment", deployment, "run", runID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	u, ok := ReplanOf(doc)
+	if !ok {
+		s.log.Info("deploy: replan of a run that stopped nothing ignored", "deployment", deployment, "run", runID)
+		return nil
+	}
+	u.Body = body
+	return s.bundleRun(ctx, u, deployment, run.ModePlan)
 }
 
 // decided is what a start decided under the lock: plan.Make's result, and what it saw.

@@ -205,6 +205,11 @@ func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *state.
 	st.forget(doc.Run.ID)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	st.release(ctx, lock, log)
+	if _, ok := ReplanOf(doc); ok {
+		if err := st.send(ctx, Heartbeat{Cairn: "replan", Deployment: doc.Run.Deployment, Run: doc.Run.ID}, 0); err != nil {
+			log.Error("deploy: cannot ask for the plan of the stopped stacks", "err", err)
+		}
+	}
 	st.notify(ctx, doc, log)
 }
 
@@ -267,6 +272,11 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 		}
 	}
 	if ended {
+		if u, ok := ReplanOf(doc); ok {
+			id := u.RunID()
+			doc.Notes = append(doc.Notes, fmt.Sprintf("stopped stacks are planned again for review against the stacks as this run left them: plan %s (`cairn plans %s %s`), then `cairn approve %s %s`",
+				id, doc.Run.Deployment, id, doc.Run.Deployment, id))
+		}
 		// Whoever sees the apply run ended finds its plans marked applied.
 		st.plans.markApplied(ctx, doc, log)
 		st.runs.report(ctx, doc, log)

@@ -96,7 +96,9 @@ func (p *Document) Integrity(deployment, planID, bucketName string, o Observed) 
 	if g := o.Graph; g != nil && g.Deployment != "" && g.Deployment != deployment {
 		bad("the persistent graph %s/%s it names belongs to deployment %s", p.Namespace, p.GraphKey, g.Deployment)
 	}
-	if want := bucket.PlanUploadKey(deployment); p.Bundle.Key != want || (bucketName != "" && p.Bundle.Bucket != bucketName) {
+	// Its bundle is the deployment's plan upload, or (a plan made again of the stacks an
+	// apply stopped) the content it applied.
+	if want := bucket.PlanUploadKey(deployment); p.Bundle.Key != want && p.Bundle.Key != bucket.ApplyKey(deployment) || (bucketName != "" && p.Bundle.Bucket != bucketName) {
 		bad("its bundle is s3://%s/%s, not the deployment's plan upload s3://%s/%s", p.Bundle.Bucket, p.Bundle.Key, bucketName, want)
 	}
 	entries := map[string]Stack{}

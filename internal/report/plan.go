@@ -73,9 +73,11 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	section("Refused", refusals)
 	section("Deletions and replacements", dangers(p, Text))
 	order := Order(p)
+	// What a reviewer looks at: the stacks that change, and those whose inputs are known
+	// only after apply (they may change once what they read is applied).
 	var changing []plan.Stack
 	for _, s := range order {
-		if s.Action != plan.None {
+		if s.Action != plan.None || s.InputsMayChange {
 			changing = append(changing, s)
 		}
 	}
@@ -86,7 +88,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 		}
 	}
 	section("Capabilities granted", granted)
-	if len(changing) == 0 && len(p.Errors) == 0 && len(p.Refusals) == 0 {
+	if len(p.Changing()) == 0 && len(p.Errors) == 0 && len(p.Refusals) == 0 {
 		b.WriteString("No changes: every stack is up to date, and there is nothing to approve.\n")
 	}
 	if len(changing) > 0 {
@@ -102,18 +104,18 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 			case s.CreatedAtApply:
 				changes = "-"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", Cell(s.Name), Cell(stackName(p, s)), Cell(string(s.Action)), changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
+			action := string(s.Action)
+			if s.Action == plan.None {
+				action, changes = "known after apply", "-"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %s |\n", Cell(s.Name), Cell(stackName(p, s)), Cell(action), changes, s.Replacements(), Cell(strings.Join(s.Marks(), ", ")))
 		}
 		b.WriteString("\n")
 		if n := len(p.Stacks) - len(changing); n > 0 {
 			var names []string
 			for _, s := range order {
-				if s.Action == plan.None {
-					name := Text(s.Name)
-					if s.InputsMayChange {
-						name += " (known after apply: re-checked once what it reads is applied)"
-					}
-					names = append(names, name)
+				if s.Action == plan.None && !s.InputsMayChange {
+					names = append(names, Text(s.Name))
 				}
 			}
 			fmt.Fprintf(&b, "Unchanged: %s.\n\n", strings.Join(names, ", "))
@@ -128,7 +130,11 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 // stackSection is one changing stack's part of the Markdown plan.
 func stackSection(p *plan.Document, s plan.Stack) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s (%s): %s\n\n", Text(s.Name), Text(stackName(p, s)), Text(string(s.Action)))
+	action := string(s.Action)
+	if s.Action == plan.None {
+		action = "unchanged now, known after apply"
+	}
+	fmt.Fprintf(&b, "### %s (%s): %s\n\n", Text(s.Name), Text(stackName(p, s)), Text(action))
 	if s.ChangeSetName != "" {
 		fmt.Fprintf(&b, "Change set %s", Code(s.ChangeSetName))
 		if s.Status != "" {

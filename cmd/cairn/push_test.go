@@ -19,11 +19,11 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
-	"github.com/cairn-dev/cairn/internal/customresource"
-	"github.com/cairn-dev/cairn/internal/ports"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/customresource"
 	"github.com/cairn-dev/cairn/internal/deploy"
 	"github.com/cairn-dev/cairn/internal/localcairn"
+	"github.com/cairn-dev/cairn/internal/ports"
 )
 
 // localBucket is cairn's bucket as localcairn makes it in the emulator's account and

@@ -321,4 +321,3 @@ func changedBy(g *state.Graph) map[string]plan.LastChange {
 	}
 	return out
 }
-

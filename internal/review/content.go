@@ -81,4 +81,3 @@ func (r *Reader) find(ctx context.Context, deployment string, limit int, keep fu
 	}
 	return out, nil
 }
-

@@ -159,7 +159,7 @@ func TestPlansAndStatusAsTerraformUsersExpect(t *testing.T) {
 	for _, re := range []string{
 		`^PLAN +STATUS +AGE +CHANGES +BUNDLE +DETAIL$`,
 		`^` + id + ` +planned +\d+[smhd] +1 stack +…\S+ +cairn approve cli ` + id + `$`,
-		`^` + superseded + ` +superseded +\d+[smhd] +\d+ stacks? +…\S+ +a newer bundle was`,
+		`^` + superseded + ` +superseded +\d+[smhd] +\d+ stacks? +…\S+ +this checkout was planned again as plan ` + id + `$`,
 	} {
 		if !regexp.MustCompile("(?m)" + re).MatchString(got) {
 			t.Errorf("plans lacks a line matching %s:\n%s", re, got)

@@ -373,7 +373,8 @@ func PlanText(w io.Writer, p *plan.Document) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Line(s.Name), Line(stackName(p, s)), s.Action, Line(strings.Join(marks, ", ")))
 		for _, c := range s.ParameterChanges {
-			fmt.Fprintf(tw, "  param\t%s\t%s\t\n", Line(c.Name), Line(cmp.Or(c.Old, "(none)")+" -> "+cmp.Or(c.New, "(removed)")))
+			// Without a tab the line is one cell, outside the table's columns.
+			fmt.Fprintf(tw, "  parameter %s: %s\n", Line(c.Name), Line(cmp.Or(c.Old, "(none)")+" -> "+cmp.Or(c.New, "(removed)")))
 		}
 		for _, c := range s.Changes {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", Line(c.Action), Line(c.LogicalID), Line(c.Type), Line(replacement(c.Replacement)))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+	"pgregory.net/rapid"
 
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -39,11 +41,23 @@ type ghStep struct {
 }
 
 type ghWorkflow struct {
-	On   map[string]any `yaml:"on"`
-	Jobs map[string]struct {
-		If    string   `yaml:"if"`
-		Steps []ghStep `yaml:"steps"`
-	} `yaml:"jobs"`
+	On          map[string]any   `yaml:"on"`
+	Concurrency *ghConcurrency   `yaml:"concurrency"`
+	Jobs        map[string]ghJob `yaml:"jobs"`
+}
+
+type ghJob struct {
+	If          string            `yaml:"if"`
+	Needs       any               `yaml:"needs"`
+	Environment any               `yaml:"environment"`
+	Concurrency *ghConcurrency    `yaml:"concurrency"`
+	Outputs     map[string]string `yaml:"outputs"`
+	Steps       []ghStep          `yaml:"steps"`
+}
+
+type ghConcurrency struct {
+	Group            string `yaml:"group"`
+	CancelInProgress bool   `yaml:"cancel-in-progress"`
 }
 
 type ghAction struct {
@@ -233,24 +247,52 @@ func (r *runner) action(s ghStep, outer map[string]any) (map[string]string, erro
 }
 
 // job runs a job of the workflow on event, with the checkout source, and returns the
-// outputs of its cairn step and whether it succeeded.
-func (r *runner) job(w ghWorkflow, name string) (map[string]string, error) {
+// outputs of its cairn step and whether it succeeded. needs holds the outputs of the jobs
+// it needs, by job (the needs context).
+func (r *runner) job(w ghWorkflow, name string, needs ...map[string]map[string]string) (map[string]string, error) {
+	out, _, err := r.jobOutputs(w, name, needs...)
+	return out, err
+}
+
+// jobOutputs is job, returning the job's own outputs (its outputs: evaluated) too.
+func (r *runner) jobOutputs(w ghWorkflow, name string, needs ...map[string]map[string]string) (cairn, outputs map[string]string, err error) {
 	job, ok := w.Jobs[name]
 	if !ok {
 		r.t.Fatalf("the workflow has no job %s", name)
 	}
-	contexts := map[string]any{"github": r.github}
-	var cairn map[string]string
+	needed := map[string]any{}
+	for _, n := range needs {
+		for j, o := range n {
+			outs := map[string]any{}
+			for k, v := range o {
+				outs[k] = v
+			}
+			needed[j] = map[string]any{"outputs": outs}
+		}
+	}
+	steps := map[string]any{}
+	contexts := map[string]any{"github": r.github, "needs": needed, "steps": steps}
 	for _, s := range job.Steps {
 		out, err := r.step(s, contexts, "")
+		if s.ID != "" {
+			o := map[string]any{}
+			for k, v := range out {
+				o[k] = v
+			}
+			steps[s.ID] = map[string]any{"outputs": o}
+		}
 		if strings.Contains(s.Uses, "actions/cairn") {
 			cairn = out
 		}
 		if err != nil {
-			return cairn, err
+			return cairn, nil, err
 		}
 	}
-	return cairn, nil
+	outputs = map[string]string{}
+	for k, v := range job.Outputs {
+		outputs[k] = expression(v, contexts)
+	}
+	return cairn, outputs, nil
 }
 
 // newRunner prepares a job's runner: a workspace, RUNNER_TEMP, the GitHub variables of
@@ -303,9 +345,14 @@ echo "$*" >> "$GH_LOG"
 echo "token $GH_TOKEN" >> "$GH_LOG"
 case "$*" in
 *"/comments --jq"*) [ -n "$FAKE_GH_EXISTING" ] && echo "$FAKE_GH_EXISTING" ;;
+*"/pulls --jq"*) [ -n "$FAKE_GH_PR" ] && echo "$FAKE_GH_PR" ;;
 esac
 for a in "$@"; do
-  case "$a" in body=@*) cp "${a#body=@}" "$GH_LOG.body" ;; esac
+  case "$a" in body=@*)
+    cp "${a#body=@}" "$GH_LOG.body"
+    n=1; while [ -e "$GH_LOG.$n" ]; do n=$((n+1)); done
+    cp "${a#body=@}" "$GH_LOG.$n" ;;
+  esac
 done
 exit 0
 `
@@ -314,14 +361,30 @@ exit 0
 	}
 	r.env["PATH"] = dir + string(os.PathListSeparator) + r.env["PATH"]
 	r.env["FAKE_GH_EXISTING"] = existing
+	r.env["FAKE_GH_PR"] = "7" // the pull request a pushed commit belongs to
 	return r.env["GH_LOG"]
+}
+
+// bodies are the comment bodies gh posted, in order (fakeGH keeps each under GH_LOG.N).
+func bodies(t *testing.T, log string) []string {
+	t.Helper()
+	var out []string
+	for i := 1; ; i++ {
+		b, err := os.ReadFile(fmt.Sprintf("%s.%d", log, i))
+		if err != nil {
+			return out
+		}
+		out = append(out, string(b))
+	}
 }
 
 // TestGitHubWorkflow runs the README's workflow, with the composite action's steps as
 // written, against the emulator: the pull request's job plans and writes the comment (and
 // posts or updates it when gh is there); the job of the merge's push, on another checkout
-// of the same content with other file times, applies exactly the change sets planned and
-// creates none; a merge with one more commit fails and executes nothing.
+// of the same content with other file times, applies exactly the change sets planned,
+// creates none, and updates the comment to applied; a merge with one more commit is
+// refused, executing nothing, and its job plans main's content and posts it on the merged
+// pull request, whose plan the gate job then approves and applies.
 func TestGitHubWorkflow(t *testing.T) {
 	for _, tool := range []string{"bash", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -331,6 +394,9 @@ func TestGitHubWorkflow(t *testing.T) {
 	w := readmeWorkflow(t)
 	if w.Jobs["plan"].If != "github.event_name == 'pull_request'" || w.Jobs["apply"].If != "github.event_name == 'push'" {
 		t.Fatalf("the workflow's jobs: plan if %q, apply if %q", w.Jobs["plan"].If, w.Jobs["apply"].If)
+	}
+	if g := w.Jobs["gate"]; g.Needs != "apply" || g.If != "needs.apply.outputs.replan-id != ''" || g.Environment == nil {
+		t.Fatalf("the workflow's gate: needs %v, if %q, environment %v; want it to need apply, run on its replan-id, in an environment", g.Needs, g.If, g.Environment)
 	}
 	for _, event := range []string{"pull_request", "push"} {
 		if _, ok := w.On[event]; !ok {
@@ -385,7 +451,8 @@ func TestGitHubWorkflow(t *testing.T) {
 	comment := readFile(t, commentFile)
 	for _, want := range []string{report.CommentMarker("shop") + "\n# cairn plan " + id + " of deployment shop: planned\n",
 		"- Source: commit 111111111111 (refs/pull/7/merge) of https://github.com/shop/infra, pull request #7 (add-extra, head 222222222222), [CI run](https://github.com/shop/infra/actions/runs/4242)\n",
-		"```mermaid\nflowchart LR\n", "| extra | cli-extra | create | 1 | 0 |  |\n| topic | cli-topic | update | 1 | 0 |  |\n\nUnchanged: param (inputs may change: re-checked at apply).\n"} {
+		"```mermaid\nflowchart LR\n", "| extra | cli-extra | create | 1 | 0 |  |\n", "| topic | cli-topic | update | 1 | 0 |  |\n",
+		"| param | cli-param | known after apply | - | 0 | known after apply |\n", "> **Known after apply:** its parameters `Value` (feeds P) read outputs of stacks this plan changes."} {
 		if !strings.Contains(comment, want) {
 			t.Errorf("the comment lacks %q:\n%s", want, comment)
 		}
@@ -396,17 +463,9 @@ func TestGitHubWorkflow(t *testing.T) {
 	if summary := readFile(t, pr.env["GITHUB_STEP_SUMMARY"]); summary != comment {
 		t.Errorf("the job summary is not the comment:\n%s", summary)
 	}
-	var p plan.Document
-	stdout.Reset()
-	if code := run([]string{"plans", "shop", id, "--format", "json"}, &stdout, &stderr); code != 0 || json.Unmarshal(stdout.Bytes(), &p) != nil {
-		t.Fatalf("plans shop %s: exit %d %s", id, code, stderr.String())
-	}
-	var planned []string
-	for _, s := range p.Changing() {
-		planned = append(planned, s.ChangeSetID)
-	}
 
-	// 2. The same job again with gh: it posts the comment, then updates it.
+	// 2. The same job again with gh: it posts the comment, then updates it. Each run made a
+	// new plan of the pull request: the newest supersedes the older ones.
 	for _, existing := range []string{"", "987654"} {
 		again := newRunner(t, merged, "pull_request", "refs/pull/7/merge", mergeSHA, prEvent)
 		log := fakeGH(t, again, existing)
@@ -428,60 +487,260 @@ func TestGitHubWorkflow(t *testing.T) {
 			t.Errorf("gh did not get the job's token (the action's github-token, github.token by default):\n%s", calls)
 		}
 	}
-	// Each re-run of the job made a new plan of the same content: the newest is applied.
 	stdout.Reset()
 	if code := run([]string{"plans", "shop", "--latest"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("plans --latest: %s", stderr.String())
 	}
 	id = strings.TrimSpace(stdout.String())
-	stdout.Reset()
-	if code := run([]string{"plans", "shop", id, "--format", "json"}, &stdout, &stderr); code != 0 || json.Unmarshal(stdout.Bytes(), &p) != nil {
-		t.Fatalf("plans shop %s: exit %d %s", id, code, stderr.String())
-	}
-	planned = nil
-	for _, s := range p.Changing() {
-		planned = append(planned, s.ChangeSetID)
-	}
+	planned := planChangeSets(t, id)
 
-	// 3. The merge's push: main now holds the merged content, in another checkout.
+	// 3. The merge's push: main now holds the merged content, in another checkout. The
+	// comment of the pull request is updated: its plan is applied.
 	mainMerged := checkout(t, merged, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	created, executed := changeSetsCreated(t), executedChangeSets(t)
 	push := newRunner(t, mainMerged, "push", "refs/heads/main", "3333333333333333333333333333333333333333", map[string]any{"ref": "refs/heads/main"})
-	outputs, err = push.job(w, "apply")
+	log := fakeGH(t, push, "987654")
+	outputs, jobOut, err := push.jobOutputs(w, "apply")
 	t.Logf("push job:\n%s", push.out.String())
 	if err != nil {
 		t.Fatalf("the merge's job failed: %v\n%s", err, push.out.String())
 	}
 	newlyCreated, newlyExecuted := changeSetsCreated(t)-created, executedChangeSets(t)[len(executed):]
 	t.Logf("apply on merge: change sets created %d, executed %d (%v), planned %d (%v)", newlyCreated, len(newlyExecuted), newlyExecuted, len(planned), planned)
-	if outputs["plan-id"] != id {
-		t.Errorf("the merge applied plan %q, want %s", outputs["plan-id"], id)
+	if outputs["plan-id"] != id || jobOut["replan-id"] != "" {
+		t.Errorf("the merge applied plan %q (replan %q), want %s", outputs["plan-id"], jobOut["replan-id"], id)
 	}
-	// Both planned stacks start at once: compared as sets, each executed once.
 	slices.Sort(newlyExecuted)
-	slices.Sort(planned)
 	if newlyCreated != 0 || len(planned) != 2 || !slices.Equal(newlyExecuted, planned) {
 		t.Errorf("apply on merge created %d change set(s) and executed %v; want 0 created and exactly the planned %v", newlyCreated, newlyExecuted, planned)
 	}
 	if !regexp.MustCompile(`(?m)^run \S+ succeeded in \S+: 1 created, 1 updated, 0 deleted, 1 unchanged, 0 failed$`).MatchString(push.out.String()) {
 		t.Errorf("the merge's job does not show the apply run's summary:\n%s", push.out.String())
 	}
+	if b := bodies(t, log); len(b) != 1 || !strings.HasPrefix(b[0], report.CommentMarker("shop")+"\n# cairn plan "+id+" of deployment shop: applied\n") ||
+		!strings.Contains(readFile(t, log), "api --silent -X PATCH repos/shop/infra/issues/comments/987654 -F body=@") {
+		t.Errorf("the pull request's comment is not updated to applied: %d bodies\n%s", len(b), strings.Join(b, "\n---\n"))
+	}
 
-	// 4. A merge with one more commit: content no plan was made for.
+	// 4. A merge with one more commit: content no plan was made for. The apply executes
+	// nothing; the job plans main's content and posts it on the merged pull request, and
+	// the gate approves exactly that plan.
 	more := checkout(t, merged, time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC))
 	queue := filepath.Join(more, "deploy", "extra.yaml")
 	if err := os.WriteFile(queue, []byte(readFile(t, queue)+"    Properties:\n      DelaySeconds: 5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	created, executed, approved := changeSetsCreated(t), executedChangeSets(t), approvals(t)
+	created, executed = changeSetsCreated(t), executedChangeSets(t)
 	refused := newRunner(t, more, "push", "refs/heads/main", "4444444444444444444444444444444444444444", map[string]any{"ref": "refs/heads/main"})
-	if _, err := refused.job(w, "apply"); err == nil {
-		t.Fatalf("the job of a merge with one more commit succeeded:\n%s", refused.out.String())
+	log = fakeGH(t, refused, "987654")
+	_, jobOut, err = refused.jobOutputs(w, "apply")
+	t.Logf("push job of a merge with one more commit:\n%s", refused.out.String())
+	replan := jobOut["replan-id"]
+	if err != nil || replan == "" {
+		t.Fatalf("the job of a merge with one more commit: %v, replan %q\n%s", err, replan, refused.out.String())
 	}
-	if !regexp.MustCompile(`cairn: no reviewed plan for this content \(bundle sha256 [0-9a-f]{64}\): plan it on the pull request first`).MatchString(refused.out.String()) {
+	if !strings.Contains(refused.out.String(), "  refused: stack extra (cli-extra): no plan was made for this content of stack extra: plan this content") {
 		t.Errorf("the refused job does not say why:\n%s", refused.out.String())
 	}
-	if changeSetsCreated(t) != created || len(executedChangeSets(t)) != len(executed) || approvals(t) != approved {
-		t.Errorf("the refused merge created or executed change sets, or approved something")
+	if len(executedChangeSets(t)) != len(executed) {
+		t.Errorf("the refused merge executed change sets")
+	}
+	replanned := planChangeSets(t, replan)
+	if n := changeSetsCreated(t) - created; n != len(replanned) {
+		t.Errorf("the refused merge created %d change sets; want only the %d of the plan of main's content", n, len(replanned))
+	}
+	calls := readFile(t, log)
+	if b := bodies(t, log); len(b) == 0 || !strings.HasPrefix(b[len(b)-1], report.CommentMarker("shop")+"\n# cairn plan "+replan+" of deployment shop: planned\n") ||
+		!strings.Contains(calls, "api repos/shop/infra/commits/4444444444444444444444444444444444444444/pulls --jq .[0].number\n") {
+		t.Errorf("the plan of main's content is not posted on the merged pull request:\n%s", calls)
+	}
+	if summary := readFile(t, refused.env["GITHUB_STEP_SUMMARY"]); !strings.Contains(summary, "# cairn plan "+replan+" of deployment shop: planned") {
+		t.Errorf("the job summary lacks the plan of main's content:\n%s", summary)
+	}
+	gate := newRunner(t, more, "push", "refs/heads/main", "4444444444444444444444444444444444444444", map[string]any{"ref": "refs/heads/main"})
+	fakeGH(t, gate, "987654")
+	created, executed = changeSetsCreated(t), executedChangeSets(t)
+	if _, err := gate.job(w, "gate", map[string]map[string]string{"apply": jobOut}); err != nil {
+		t.Fatalf("the gate job failed: %v\n%s", err, gate.out.String())
+	}
+	t.Logf("gate job:\n%s", gate.out.String())
+	ran := executedChangeSets(t)[len(executed):]
+	slices.Sort(ran)
+	if n := changeSetsCreated(t) - created; n != 0 || !slices.Equal(ran, replanned) {
+		t.Errorf("the gate created %d change sets and executed %v; want 0 and exactly %v", n, ran, replanned)
+	}
+}
+
+// planChangeSets are the ids of the change sets plan id holds, sorted.
+func planChangeSets(t *testing.T, id string) []string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	var p plan.Document
+	if code := run([]string{"plans", "shop", id, "--format", "json"}, &stdout, &stderr); code != 0 || json.Unmarshal(stdout.Bytes(), &p) != nil {
+		t.Fatalf("plans shop %s: exit %d %s", id, code, stderr.String())
+	}
+	var ids []string
+	for _, s := range p.Changing() {
+		if s.ChangeSetID != "" {
+			ids = append(ids, s.ChangeSetID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// concurrency is GitHub's documented handling of concurrency groups ("Control the
+// concurrency of workflows and jobs", docs.github.com/en/actions/using-jobs/using-concurrency):
+// a group (its name case-insensitive) holds at most one running and one pending job; a newly
+// queued job cancels the pending one and takes its place, and with cancel-in-progress it
+// cancels the running one too. A job in no group runs at once.
+type concurrency struct {
+	running, pending map[string]*ghRun
+	done, cancelled  []*ghRun
+	// stopped are the jobs cancelled while they ran.
+	stopped []*ghRun
+}
+
+// ghRun is one job queued: the workflow's job, and for an apply the merge it applies.
+type ghRun struct {
+	job   string
+	merge int
+}
+
+func (c *concurrency) queue(group string, cancel bool, r *ghRun) {
+	if group == "" {
+		c.done = append(c.done, r)
+		return
+	}
+	group = strings.ToLower(group)
+	switch {
+	case c.running[group] == nil:
+		c.running[group] = r
+	case cancel:
+		c.cancelled = append(c.cancelled, c.running[group])
+		c.stopped = append(c.stopped, c.running[group])
+		if p := c.pending[group]; p != nil {
+			c.cancelled = append(c.cancelled, p)
+			delete(c.pending, group)
+		}
+		c.running[group] = r
+	default:
+		if p := c.pending[group]; p != nil {
+			c.cancelled = append(c.cancelled, p)
+		}
+		c.pending[group] = r
+	}
+}
+
+// finish ends the running job of group, and starts its pending one.
+func (c *concurrency) finish(group string) {
+	if r := c.running[group]; r != nil {
+		c.done = append(c.done, r)
+		delete(c.running, group)
+	}
+	if p := c.pending[group]; p != nil {
+		c.running[group] = p
+		delete(c.pending, group)
+	}
+}
+
+// groupOf is a job's concurrency group as GitHub evaluates it for an event (the job's own,
+// else the workflow's), and whether it cancels a running job.
+func groupOf(w ghWorkflow, job string, github map[string]any) (string, bool) {
+	c := w.Jobs[job].Concurrency
+	if c == nil {
+		c = w.Concurrency
+	}
+	if c == nil {
+		return "", false
+	}
+	return expression(c.Group, map[string]any{"github": github}), c.CancelInProgress
+}
+
+// TestGitHubConcurrency plays GitHub's documented concurrency rules over the README
+// workflow's groups, for random interleavings of pushes to pull requests, merges, and jobs
+// finishing: a running apply is never cancelled, a plan job never cancels an apply, and
+// once every job ran, the last merge's content was applied by an apply job that ran to
+// its end (a pending apply replaced by a later one loses nothing: the later one applies
+// main's content, which holds it). The workflow this README had before, one group for
+// every job, fails the same check: a third pull request's plan cancels a merge's pending
+// apply.
+func TestGitHubConcurrency(t *testing.T) {
+	check := func(w ghWorkflow) func(*rapid.T) {
+		return func(rt *rapid.T) {
+			c := &concurrency{running: map[string]*ghRun{}, pending: map[string]*ghRun{}}
+			merges := 0
+			steps := rapid.IntRange(1, 40).Draw(rt, "steps")
+			for range steps {
+				switch rapid.IntRange(0, 2).Draw(rt, "event") {
+				case 0: // a push to a pull request
+					n := rapid.IntRange(1, 4).Draw(rt, "pr")
+					github := map[string]any{"event_name": "pull_request", "event": map[string]any{"pull_request": map[string]any{"number": float64(n)}}}
+					g, cancel := groupOf(w, "plan", github)
+					c.queue(g, cancel, &ghRun{job: "plan"})
+				case 1: // a merge: a push to main
+					merges++
+					g, cancel := groupOf(w, "apply", map[string]any{"event_name": "push", "ref": "refs/heads/main"})
+					c.queue(g, cancel, &ghRun{job: "apply", merge: merges})
+				case 2: // a running job ends
+					groups := slices.Sorted(maps.Keys(c.running))
+					if len(groups) > 0 {
+						c.finish(groups[rapid.IntRange(0, len(groups)-1).Draw(rt, "group")])
+					}
+				}
+				for _, r := range c.stopped {
+					if r.job == "apply" {
+						rt.Fatalf("a running apply (merge %d) was cancelled", r.merge)
+					}
+				}
+			}
+			for len(c.running) > 0 {
+				c.finish(slices.Sorted(maps.Keys(c.running))[0])
+			}
+			last := 0
+			for _, r := range c.done {
+				if r.job == "apply" {
+					last = max(last, r.merge)
+				}
+			}
+			if last != merges {
+				var lost []int
+				for _, r := range c.cancelled {
+					if r.job == "apply" {
+						lost = append(lost, r.merge)
+					}
+				}
+				rt.Fatalf("%d merges, the last applied is merge %d; applies cancelled: %v", merges, last, lost)
+			}
+		}
+	}
+	w := readmeWorkflow(t)
+	if g, cancel := groupOf(w, "apply", nil); g == "" || cancel {
+		t.Fatalf("the apply job's group %q (cancel-in-progress %v): want one group per deployment that never cancels a running apply", g, cancel)
+	}
+	rapid.Check(t, check(w))
+
+	// The workflow before: one group for every job.
+	old := w
+	old.Concurrency = &ghConcurrency{Group: "cairn-shop"}
+	old.Jobs = maps.Clone(w.Jobs)
+	for _, name := range []string{"plan", "apply"} {
+		j := old.Jobs[name]
+		j.Concurrency = nil
+		old.Jobs[name] = j
+	}
+	c := &concurrency{running: map[string]*ghRun{}, pending: map[string]*ghRun{}}
+	pr := func(n int) map[string]any {
+		return map[string]any{"event_name": "pull_request", "event": map[string]any{"pull_request": map[string]any{"number": float64(n)}}}
+	}
+	for _, e := range []struct {
+		job    string
+		github map[string]any
+	}{{"plan", pr(1)}, {"apply", nil}, {"plan", pr(3)}} {
+		g, cancel := groupOf(old, e.job, e.github)
+		c.queue(g, cancel, &ghRun{job: e.job, merge: 1})
+	}
+	if len(c.cancelled) != 1 || c.cancelled[0].job != "apply" {
+		t.Errorf("one group for every job: cancelled %v, want the merge's pending apply", c.cancelled)
 	}
 }

@@ -1,25 +1,52 @@
 #!/usr/bin/env bash
-# The action's step: `cairn plan` with the plan posted as the pull request's comment, or
-# `cairn apply` of exactly the plan made for the same content.
+# The action's step: `cairn plan` with the plan posted as the pull request's comment;
+# `cairn apply` of the merged content from the change sets reviewed for it (and, where no
+# reviewed plan covers it, a plan of that content posted for review: replan-id); or
+# `cairn approve` of exactly one plan. After an apply or an approval, the comment of each
+# pull request whose plan changed status (applied, stale, superseded) is updated.
 #
-# The comment's Markdown is always written to a file ($RUNNER_TEMP/cairn-plan-NAME.md, the
+# A comment's Markdown is always written to a file ($RUNNER_TEMP/cairn-plan-NAME.md, the
 # output comment-file, and the job summary); gh posts it when it is installed, updating the
 # comment that starts with the same hidden marker instead of adding another.
 set -euo pipefail
 : "${INPUT_COMMAND:?}" "${INPUT_PATH:?}" "${INPUT_DEPLOYMENT:?}"
-args=(--deployment "$INPUT_DEPLOYMENT" --wait --timeout "${INPUT_TIMEOUT:-30m}")
+common=()
 if [ -n "${INPUT_BUCKET:-}" ]; then
-  args+=(--bucket "$INPUT_BUCKET")
+  common+=(--bucket "$INPUT_BUCKET")
 fi
+args=(--deployment "$INPUT_DEPLOYMENT" --wait --timeout "${INPUT_TIMEOUT:-30m}" "${common[@]}")
 out="${GITHUB_OUTPUT:-/dev/null}"
+comment="$RUNNER_TEMP/cairn-plan-$INPUT_DEPLOYMENT.md"
 
-case "$INPUT_COMMAND" in
-plan)
-  comment="$RUNNER_TEMP/cairn-plan-$INPUT_DEPLOYMENT.md"
-  log="$RUNNER_TEMP/cairn-plan-$INPUT_DEPLOYMENT.log"
-  prargs=()
-  if [ -n "${INPUT_PULL_REQUEST:-}" ]; then
-    prargs=(--pr "$INPUT_PULL_REQUEST")
+# gh_ready says whether comments are posted: wanted, and gh installed.
+gh_ready() {
+  [ "${INPUT_COMMENT:-true}" = true ] && command -v gh >/dev/null
+}
+
+# post FILE PR posts FILE as PR's comment, updating the one with the same marker; with
+# "update" as a third argument it only updates (a pull request without cairn's comment
+# gets none).
+post() {
+  local file="$1" pr="$2" mode="${3:-post}" marker repo id
+  marker="$(head -n 1 "$file")"
+  repo="${GITHUB_REPOSITORY:?}"
+  id="$(gh api --paginate "repos/$repo/issues/$pr/comments" \
+    --jq ".[] | select(.body | startswith(\"$marker\")) | .id" | head -n 1)"
+  if [ -n "$id" ]; then
+    gh api --silent -X PATCH "repos/$repo/issues/comments/$id" -F "body=@$file"
+    echo "cairn: updated comment $id of pull request #$pr"
+  elif [ "$mode" = post ]; then
+    gh api --silent -X POST "repos/$repo/issues/$pr/comments" -F "body=@$file"
+    echo "cairn: commented on pull request #$pr"
+  fi
+}
+
+# plan_comment PR writes the plan of PATH (for pull request PR) as a comment into
+# $comment, prints cairn's messages, and sets plan_id and code.
+plan_comment() {
+  local pr="$1" log="$RUNNER_TEMP/cairn-plan-$INPUT_DEPLOYMENT.log" prargs=()
+  if [ -n "$pr" ]; then
+    prargs=(--pr "$pr")
   fi
   code=0
   cairn plan "$INPUT_PATH" "${args[@]}" "${prargs[@]}" --format md >"$comment" 2>"$log" || code=$?
@@ -37,41 +64,77 @@ plan)
     } >"$comment"
   fi
   plan_id="$(sed -n 's/^plan id: //p' "$log" | tail -n 1)"
-  echo "plan-id=$plan_id" >>"$out"
   echo "comment-file=$comment" >>"$out"
   if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
     cat "$comment" >>"$GITHUB_STEP_SUMMARY"
   fi
-  if [ "${INPUT_COMMENT:-true}" = true ]; then
-    if [ -z "${INPUT_PULL_REQUEST:-}" ]; then
-      echo "cairn: no pull request to comment on: the comment is in $comment"
-    elif ! command -v gh >/dev/null; then
-      echo "cairn: gh is not installed: the comment for pull request #$INPUT_PULL_REQUEST is in $comment"
-    else
-      marker="$(head -n 1 "$comment")"
-      repo="${GITHUB_REPOSITORY:?}"
-      id="$(gh api --paginate "repos/$repo/issues/$INPUT_PULL_REQUEST/comments" \
-        --jq ".[] | select(.body | startswith(\"$marker\")) | .id" | head -n 1)"
-      if [ -n "$id" ]; then
-        gh api --silent -X PATCH "repos/$repo/issues/comments/$id" -F "body=@$comment"
-        echo "cairn: updated comment $id of pull request #$INPUT_PULL_REQUEST"
-      else
-        gh api --silent -X POST "repos/$repo/issues/$INPUT_PULL_REQUEST/comments" -F "body=@$comment"
-        echo "cairn: commented on pull request #$INPUT_PULL_REQUEST"
-      fi
-    fi
+  if [ "${INPUT_COMMENT:-true}" != true ]; then
+    return
+  elif [ -z "$pr" ]; then
+    echo "cairn: no pull request to comment on: the comment is in $comment"
+  elif ! command -v gh >/dev/null; then
+    echo "cairn: gh is not installed: the comment for pull request #$pr is in $comment"
+  else
+    post "$comment" "$pr"
   fi
-  exit "$code"
-  ;;
-apply)
-  code=0
-  cairn apply "$INPUT_PATH" "${args[@]}" | tee "$RUNNER_TEMP/cairn-apply-$INPUT_DEPLOYMENT.log" || code=$?
-  plan_id="$(sed -n 's/^plan \([^ ]*\) of deployment .* was made .* for this content.*/\1/p' "$RUNNER_TEMP/cairn-apply-$INPUT_DEPLOYMENT.log" | head -n 1)"
+}
+
+# update_comments posts again the comment of each pull request's newest plan, as it
+# stands now: applied, stale (why, what to do) or superseded.
+update_comments() {
+  gh_ready || return 0
+  local dir="$RUNNER_TEMP/cairn-comments-$INPUT_DEPLOYMENT" pr file
+  cairn plans "$INPUT_DEPLOYMENT" "${common[@]}" --comments "$dir" | while read -r pr file; do
+    post "$file" "$pr" update
+  done
+}
+
+# merged_pr is the pull request the pushed commit belongs to, as GitHub knows it.
+merged_pr() {
+  if [ -n "${INPUT_PULL_REQUEST:-}" ]; then
+    echo "$INPUT_PULL_REQUEST"
+  elif command -v gh >/dev/null && [ -n "${GITHUB_SHA:-}" ]; then
+    gh api "repos/${GITHUB_REPOSITORY:?}/commits/$GITHUB_SHA/pulls" --jq '.[0].number' 2>/dev/null | head -n 1 || true
+  fi
+}
+
+case "$INPUT_COMMAND" in
+plan)
+  plan_comment "${INPUT_PULL_REQUEST:-}"
   echo "plan-id=$plan_id" >>"$out"
   exit "$code"
   ;;
+apply)
+  log="$RUNNER_TEMP/cairn-apply-$INPUT_DEPLOYMENT.log"
+  code=0
+  cairn apply "$INPUT_PATH" "${args[@]}" | tee "$log" || code=$?
+  plans="$(sed -n 's/^plan \([^ ]*\) of .* (made .*): its reviewed entries for .*/\1/p' "$log" | tr '\n' ' ')"
+  echo "plan-id=${plans% }" >>"$out"
+  update_comments
+  if [ "$code" -eq 1 ] && grep -q '^  refused: ' "$log"; then
+    # No reviewed plan covers the merged content: it is planned now, posted on the merged
+    # pull request and in the job summary, and the gate approves exactly that plan.
+    echo "cairn: the merged content is not covered by a reviewed plan: planning it for review"
+    plan_comment "$(merged_pr)"
+    if [ "$code" -ne 0 ] || [ -z "$plan_id" ]; then
+      exit 1
+    fi
+    echo "replan-id=$plan_id" >>"$out"
+    echo "cairn: plan $plan_id of the merged content waits for the gate: approve it to apply it"
+    exit 0
+  fi
+  exit "$code"
+  ;;
+approve)
+  : "${INPUT_PLAN_ID:?the approve command needs the input plan-id}"
+  code=0
+  cairn approve "$INPUT_DEPLOYMENT" "$INPUT_PLAN_ID" --wait --timeout "${INPUT_TIMEOUT:-30m}" "${common[@]}" || code=$?
+  echo "plan-id=$INPUT_PLAN_ID" >>"$out"
+  update_comments
+  exit "$code"
+  ;;
 *)
-  echo "cairn: command must be plan or apply, not \"$INPUT_COMMAND\"" >&2
+  echo "cairn: command must be plan, apply or approve, not \"$INPUT_COMMAND\"" >&2
   exit 2
   ;;
 esac

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -719,6 +720,23 @@ func TestGitHubConcurrency(t *testing.T) {
 		t.Fatalf("the apply job's group %q (cancel-in-progress %v): want one group per deployment that never cancels a running apply", g, cancel)
 	}
 	rapid.Check(t, check(w))
+	// The check finds what GitHub's rules do to an apply group that cancels: a running
+	// apply cancelled by the next merge.
+	cancelling := w
+	cancelling.Jobs = maps.Clone(w.Jobs)
+	j := cancelling.Jobs["apply"]
+	j.Concurrency = &ghConcurrency{Group: j.Concurrency.Group, CancelInProgress: true}
+	cancelling.Jobs["apply"] = j
+	rec := &failures{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rapid.Check(rec, check(cancelling))
+	}()
+	<-done
+	if !rec.failed {
+		t.Error("the check passes an apply group with cancel-in-progress: it cannot fail")
+	}
 
 	// The workflow before: one group for every job.
 	old := w
@@ -744,3 +762,19 @@ func TestGitHubConcurrency(t *testing.T) {
 		t.Errorf("one group for every job: cancelled %v, want the merge's pending apply", c.cancelled)
 	}
 }
+
+// failures records a property's failure instead of failing the test.
+type failures struct {
+	testing.TB
+	failed bool
+}
+
+func (f *failures) Errorf(string, ...any) { f.failed = true }
+func (f *failures) Error(...any)          { f.failed = true }
+func (f *failures) Fatalf(string, ...any) { f.failed = true; runtime.Goexit() }
+func (f *failures) Fatal(...any)          { f.failed = true; runtime.Goexit() }
+func (f *failures) FailNow()              { f.failed = true; runtime.Goexit() }
+func (f *failures) Fail()                 { f.failed = true }
+func (f *failures) Failed() bool          { return f.failed }
+func (f *failures) Logf(string, ...any)   {}
+func (f *failures) Log(...any)            {}

@@ -99,6 +99,9 @@ type worldOptions struct {
 	Unkeyed bool
 	// Calls, when set, counts the deployer's own AWS calls.
 	Calls *callCounter
+	// SettleBudget is how long a run waits for busy stacks (default
+	// deploy.DefaultSettleBudget).
+	SettleBudget time.Duration
 }
 
 // callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject"), and S3 reads
@@ -284,7 +287,7 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	w.sealKeyID = sealKey.ARN
 	dcfg := deploy.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
-		Namespaces: allowed, Heartbeat: o.Heartbeat, SSMPaths: ssmPaths, SealKeyID: sealKey.ARN,
+		Namespaces: allowed, Heartbeat: o.Heartbeat, SSMPaths: ssmPaths, SealKeyID: sealKey.ARN, SettleBudget: o.SettleBudget,
 	}
 	if o.Unkeyed {
 		dcfg.SealKeyID = ""

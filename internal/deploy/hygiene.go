@@ -96,7 +96,13 @@ func (h hygiene) retire(ctx context.Context, p *plan.Document, etag string, stat
 		log.Warn("deploy: cannot describe stacks to clean up a plan", "plan", p.ID, "err", err)
 		return
 	}
-	for _, lo := range p.Leftovers() {
+	leftovers := p.Leftovers()
+	if key, err := h.key(ctx); err != nil || !p.Signed(key) {
+		// An edited document may name anyone's change sets: nothing it names is deleted.
+		log.Warn("deploy: a plan document fails its seal: its change sets are left alone", "plan", p.ID, "err", err)
+		leftovers = nil
+	}
+	for _, lo := range leftovers {
 		s := lo.Stack
 		t := p.ChangeSetTarget(lo.ChangeSetID)
 		if rs := p.Run.Stacks[s.Name]; rs != nil {

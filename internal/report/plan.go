@@ -366,6 +366,7 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 2, 4, 2, ' ', 0)
+	var params []string
 	for _, s := range Order(p) {
 		marks := s.Marks()
 		if c := capabilities(p, s.Name); c != "" && s.Action != "none" && s.Action != "delete" {
@@ -373,8 +374,10 @@ func PlanText(w io.Writer, p *plan.Document) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", Line(s.Name), Line(stackName(p, s)), s.Action, Line(strings.Join(marks, ", ")))
 		for _, c := range s.ParameterChanges {
-			// Without a tab the line is one cell, outside the table's columns.
-			fmt.Fprintf(tw, "  parameter %s: %s\n", Line(c.Name), Line(cmp.Or(c.Old, "(none)")+" -> "+cmp.Or(c.New, "(removed)")))
+			// A parameter's line stands outside the table's columns, which an empty row
+			// holds its place in: a line of one cell would end the block tabwriter aligns.
+			params = append(params, fmt.Sprintf("  parameter %s: %s", Line(c.Name), Line(cmp.Or(c.Old, "(none)")+" -> "+cmp.Or(c.New, "(removed)"))))
+			fmt.Fprint(tw, "\t\t\t\n")
 		}
 		for _, c := range s.Changes {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", Line(c.Action), Line(c.LogicalID), Line(c.Type), Line(replacement(c.Replacement)))
@@ -387,6 +390,9 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	tw.Flush()
 	for _, line := range strings.SplitAfter(table.String(), "\n") {
+		if strings.TrimSpace(line) == "" && line != "" && len(params) > 0 {
+			line, params = params[0]+"\n", params[1:]
+		}
 		b.WriteString(strings.TrimRight(line, " \n"))
 		if strings.HasSuffix(line, "\n") {
 			b.WriteString("\n")

@@ -138,3 +138,31 @@ func TestPlanViewsShowCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanWithoutChanges: a plan that changes nothing says so in the comment, the terminal
+// view and the comment CI posts, and suggests no approval.
+func TestPlanWithoutChanges(t *testing.T) {
+	p := loadPlan(t)
+	for i := range p.Stacks {
+		p.Stacks[i].Action, p.Stacks[i].Changes, p.Stacks[i].ChangeSetID = plan.None, nil, ""
+	}
+	p.Decisions, p.Errors, p.Refusals = nil, nil, nil
+	for _, tc := range []struct {
+		name, want string
+		render     func(*bytes.Buffer) error
+	}{
+		{"markdown", "No changes: every stack is up to date, and there is nothing to approve.\n", func(b *bytes.Buffer) error { return PlanMarkdown(b, p) }},
+		{"comment", "No changes: every stack is up to date, and there is nothing to approve.\n", func(b *bytes.Buffer) error { return PlanComment(b, p, 0) }},
+		{"text", "no changes: every stack is up to date; nothing to approve\n", func(b *bytes.Buffer) error { return PlanText(b, p) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := tc.render(&b); err != nil {
+				t.Fatal(err)
+			}
+			if got := b.String(); !strings.Contains(got, tc.want) || strings.Contains(got, "approve "+p.Deployment) || strings.Contains(got, "Next:") {
+				t.Errorf("a plan without changes, want %q and no approval hint:\n%s", tc.want, got)
+			}
+		})
+	}
+}

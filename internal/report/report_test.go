@@ -169,7 +169,7 @@ func TestStacksElsewhereNamed(t *testing.T) {
 	r.Stacks["cache"].At = target.Target{Account: "111111111111", Region: "eu-west-1"}
 	summary := Summary(Input{Run: r}, "")
 	for _, tc := range []struct{ name, out, want string }{
-		{"plan text", text.String(), "\nworker    shop-worker (111111111111, eu-west-1)     create                    created at apply"},
+		{"plan text", text.String(), "\nworker    shop-worker (111111111111, eu-west-1)     create               created at apply"},
 		{"plan text", text.String(), "! delete stack shop-legacy (cairn's account, us-west-2) (legacy)"},
 		{"plan text", text.String(), "\napp       shop-app                                  update"},
 		{"summary", summary, "- cache (111111111111, eu-west-1): create failed: stack shop-cache is ROLLBACK_COMPLETE"},

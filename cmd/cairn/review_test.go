@@ -197,6 +197,20 @@ func TestTwoPullRequestsOnOneStackSecondRefused(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^behind: the content last merged \(cairn apply\) \(bundle sha256 [0-9a-f]{12}, run \S+: refused\) is not applied; the graph's applied content is bundle sha256 [0-9a-f]{12}$`).MatchString(status) {
 		t.Errorf("status does not say the deployment is behind what was merged:\n%s", status)
 	}
+	// What CI posts again after the apply: #21's comment says applied, #22's stale, why
+	// and what to do.
+	dir := t.TempDir()
+	if out := mustCLI(t, "plans", "cli", "--comments", dir); !strings.Contains(out, "21 "+filepath.Join(dir, "21.md")) || !strings.Contains(out, "22 "+filepath.Join(dir, "22.md")) {
+		t.Errorf("plans --comments wrote:\n%s", out)
+	}
+	c21, c22 := readFile(t, filepath.Join(dir, "21.md")), readFile(t, filepath.Join(dir, "22.md"))
+	if !strings.Contains(c21, " of deployment cli: applied\n") || !strings.Contains(c21, "- Next: applied by run ") {
+		t.Errorf("#21's comment after its merge:\n%s", c21)
+	}
+	if !strings.Contains(c22, " of deployment cli: stale\n") || !regexp.MustCompile(`(?m)^- Reason: the plan of pull request #22 \(\S+\) for stack jobs went stale when pull request #21, plan ` + regexp.QuoteMeta(p21.ID) + ` \(run \S+\) changed it at \d\d:\d\d$`).MatchString(c22) ||
+		!strings.Contains(c22, "- Next: this plan can no longer apply: ") {
+		t.Errorf("#22's comment after #21 changed its stack:\n%s", c22)
+	}
 
 	// The reviewed way forward: main's content planned, and exactly that plan approved.
 	pMain := planPR(t, "cli", main, "22")

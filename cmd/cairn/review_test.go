@@ -207,7 +207,7 @@ func TestTwoPullRequestsOnOneStackSecondRefused(t *testing.T) {
 	if !strings.Contains(c21, " of deployment cli: applied\n") || !strings.Contains(c21, "- Next: applied by run ") {
 		t.Errorf("#21's comment after its merge:\n%s", c21)
 	}
-	if !strings.Contains(c22, " of deployment cli: stale\n") || !regexp.MustCompile(`(?m)^- Reason: the plan of pull request #22 \(\S+\) for stack jobs went stale when pull request #21, plan ` + regexp.QuoteMeta(p21.ID) + ` \(run \S+\) changed it at \d\d:\d\d$`).MatchString(c22) ||
+	if !strings.Contains(c22, " of deployment cli: stale\n") || !regexp.MustCompile(`(?m)^- Reason: the plan of pull request #22 \(\S+\) for stack jobs went stale when pull request #21, plan `+regexp.QuoteMeta(p21.ID)+` \(run \S+\) changed it at \d\d:\d\d$`).MatchString(c22) ||
 		!strings.Contains(c22, "- Next: this plan can no longer apply: ") {
 		t.Errorf("#22's comment after #21 changed its stack:\n%s", c22)
 	}

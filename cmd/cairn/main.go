@@ -52,7 +52,13 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 // line gives them, so an error names what is missing or extra.
 func checkArguments(c *cobra.Command) {
 	if c.Runnable() && c.HasParent() {
-		c.Args = usageArgs
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := usageArgs(cmd, args); err != nil {
+				return err
+			}
+			return checkNames(cmd, args)
+		}
+		wrapDeploymentRefusals(c)
 	}
 	for _, sub := range c.Commands() {
 		checkArguments(sub)

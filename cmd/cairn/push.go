@@ -64,7 +64,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 			if err != nil {
 				return err
 			}
-			return outcome(stdout, doc)
+			return outcomeOf(stdout, doc, args[0])
 		},
 	}
 	deploymentFlag(cmd, &deployment, layout.DeploymentKey("NAME"))

@@ -485,21 +485,21 @@ type event struct {
 	Plan       string    `json:"plan,omitempty"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 
-	Stack     string   `json:"stack,omitempty"`
-	StackName string   `json:"stack_name,omitempty"`
-	Account   string   `json:"account,omitempty"`
-	Region    string   `json:"region,omitempty"`
-	Action    string   `json:"action,omitempty"`
-	Phase     string   `json:"phase,omitempty"`
-	Changes   int      `json:"changes,omitempty"`
-	Nested    []string `json:"nested,omitempty"`
-	LogicalID string   `json:"logical_id,omitempty"`
-	Type      string   `json:"type,omitempty"`
-	Status    string   `json:"status,omitempty"`
-	Reason    string   `json:"reason,omitempty"`
+	Stack     string    `json:"stack,omitempty"`
+	StackName string    `json:"stack_name,omitempty"`
+	Account   string    `json:"account,omitempty"`
+	Region    string    `json:"region,omitempty"`
+	Action    string    `json:"action,omitempty"`
+	Phase     string    `json:"phase,omitempty"`
+	Changes   int       `json:"changes,omitempty"`
+	Nested    []string  `json:"nested,omitempty"`
+	LogicalID string    `json:"logical_id,omitempty"`
+	Type      string    `json:"type,omitempty"`
+	Status    string    `json:"status,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
 	At        time.Time `json:"at,omitzero"`
-	Elapsed   *float64 `json:"elapsed_seconds,omitempty"`
-	EventID   string   `json:"event_id,omitempty"`
+	Elapsed   *float64  `json:"elapsed_seconds,omitempty"`
+	EventID   string    `json:"event_id,omitempty"`
 
 	Message  string         `json:"message,omitempty"`
 	Summary  *summary       `json:"summary,omitempty"`

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -185,32 +184,42 @@ as JSON, a string otherwise. The next "cairn drift --wait" reports the differenc
 			if !ok || prop == "" {
 				return fmt.Errorf("local tamper: %q is not PROPERTY=VALUE (e.g. VersioningConfiguration/Status=Suspended)", args[2])
 			}
-			endpoint := strings.TrimRight(awsclient.Endpoint(), "/")
-			if endpoint == "" {
-				return errors.New("local tamper: AWS_ENDPOINT_URL is not set: start the emulator with `cairn local up` and export the environment it prints")
-			}
-			body, _ := json.Marshal(map[string]string{"stack": args[0], "logicalId": args[1], "property": prop, "value": value})
-			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, endpoint+"/_local/cloudformation/tamper", bytes.NewReader(body))
-			if err != nil {
-				return fmt.Errorf("local tamper: %w", err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return session.Explain(err)
-			}
-			defer resp.Body.Close()
-			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			if resp.StatusCode != http.StatusOK {
-				var e struct{ Error string }
-				if json.Unmarshal(answer, &e) == nil && e.Error != "" {
-					// The emulator names its own operation; say it once.
-					return fmt.Errorf("local tamper: %s", strings.TrimPrefix(e.Error, "tamper: "))
-				}
-				return fmt.Errorf("local tamper: the emulator answered %s: %s (does it serve CloudFormation?)", resp.Status, strings.TrimSpace(string(answer)))
+			body := map[string]string{"stack": args[0], "logicalId": args[1], "property": prop, "value": value}
+			if err := postLocal(cmd.Context(), "tamper", body); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "stack %s: %s %s set to %s out of band; run `cairn drift --wait` to see it reported\n", args[0], args[1], prop, value)
 			return nil
 		},
 	}
+}
+
+// postLocal posts body as JSON to the emulator's CloudFormation control endpoint what
+// (tamper, faults), at $AWS_ENDPOINT_URL, and says what the emulator refused.
+func postLocal(ctx context.Context, what string, body any) error {
+	endpoint := strings.TrimRight(awsclient.Endpoint(), "/")
+	if endpoint == "" {
+		return fmt.Errorf("local %s: AWS_ENDPOINT_URL is not set: start the emulator with `cairn local up` and export the environment it prints", what)
+	}
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/_local/cloudformation/"+what, bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("local %s: %w", what, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return session.Explain(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(answer, &e) == nil && e.Error != "" {
+			// The emulator names its own operation; say it once.
+			return fmt.Errorf("local %s: %s", what, strings.TrimPrefix(e.Error, what+": "))
+		}
+		return fmt.Errorf("local %s: the emulator answered %s: %s (does it serve CloudFormation?)", what, resp.Status, strings.TrimSpace(string(answer)))
+	}
+	return nil
 }

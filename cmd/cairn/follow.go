@@ -191,9 +191,9 @@ func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.W
 			v.detached(id, again, "interrupted")
 		}
 		if id == "" {
-			fmt.Fprintf(cmd.ErrOrStderr(), "\nstopped following: the run of deployment %s had not started yet; it starts on its own: follow it with `%s`\n", t.Deployment, again)
+			fmt.Fprintf(cmd.ErrOrStderr(), "\nstopped following; the run of deployment %s had not started yet and starts on its own\nfollow it with: %s\n", t.Deployment, again)
 		} else {
-			fmt.Fprintf(cmd.ErrOrStderr(), "\nstopped following: run %s of deployment %s goes on; follow it again with `%s`\n", id, t.Deployment, again)
+			fmt.Fprintf(cmd.ErrOrStderr(), "\nstopped following; run %s of deployment %s goes on\nfollow it again with: %s\n", id, t.Deployment, again)
 		}
 		return nil, exitError{130}
 	case errors.Is(err, follow.ErrTimeout):
@@ -317,9 +317,16 @@ func (v *textView) Changed(r follow.Resource) {
 	if r.InProgress() && !r.Self {
 		return // shown in flight, live; settled, on its own line
 	}
-	line := fmt.Sprintf("  %s  %-*s  %-8s  %s  %s  %s", clockTime(r.Elapsed), v.width, target.Describe(r.Place, r.Stack), "", r.Path(), r.Type, r.Status)
-	if r.Reason != "" && (r.Failed() || r.Self) {
-		line += ": " + r.Reason
+	what := r.Path() + "  " + r.Type + "  " + r.Status
+	if r.Self {
+		what = "stack " + r.Status
+		if len(r.Nested) > 0 {
+			what = "nested stack " + strings.Join(r.Nested, "/") + " " + r.Status
+		}
+	}
+	line := fmt.Sprintf("  %s  %-*s  %-8s  %s", clockTime(r.Elapsed), v.width, target.Describe(r.Place, r.Stack), "", what)
+	if reason := strings.TrimSpace(r.Reason); reason != "" && (r.Failed() || r.Self) {
+		line += ": " + reason
 	}
 	sgr := ""
 	switch {

@@ -104,7 +104,8 @@ type watch struct {
 }
 
 // skew is how much earlier than the run recorded it an operation's first event may be:
-// the deployer's clock and CloudFormation's differ a little.
+// the deployer's clock and CloudFormation's differ a little. Reading back stops at the
+// operation's first event anyway; the bound keeps a read that misses it short.
 const skew = 5 * time.Second
 
 // maxEventPages bounds one read of a stack's events: 10 pages of 100 events.
@@ -272,6 +273,9 @@ pages:
 				continue // a later operation's, in a replay
 			}
 			fresh = append(fresh, ev)
+			if starts(ev) {
+				break pages // the operation's first event: what came before is another's
+			}
 		}
 		if aws.ToString(out.NextToken) == "" {
 			break
@@ -291,13 +295,31 @@ pages:
 	return res, nil
 }
 
+// operationStarts are the statuses of a stack's own event that begin an operation; a
+// rollback is part of the operation that failed.
+var operationStarts = map[string]bool{
+	"CREATE_IN_PROGRESS": true, "UPDATE_IN_PROGRESS": true, "DELETE_IN_PROGRESS": true,
+	"IMPORT_IN_PROGRESS": true, "REVIEW_IN_PROGRESS": true,
+}
+
+// starts reports whether ev is the stack's own event beginning an operation.
+func starts(ev cfntypes.StackEvent) bool {
+	return ownEvent(ev) && operationStarts[string(ev.ResourceStatus)]
+}
+
+// ownEvent reports whether ev is of the stack itself rather than of a resource.
+func ownEvent(ev cfntypes.StackEvent) bool {
+	return aws.ToString(ev.PhysicalResourceId) == aws.ToString(ev.StackId) ||
+		aws.ToString(ev.ResourceType) == "AWS::CloudFormation::Stack" && aws.ToString(ev.LogicalResourceId) == aws.ToString(ev.StackName)
+}
+
 // resource turns an event of w into a Resource; the stack's own events show only a
 // rollback beginning (the run's steps say the rest). An event of a nested stack resource
 // starts watching the nested stack.
 func (e *Events) resource(w *watch, ev cfntypes.StackEvent, runStart time.Time) (Resource, bool) {
 	status, logical, typ := string(ev.ResourceStatus), aws.ToString(ev.LogicalResourceId), aws.ToString(ev.ResourceType)
 	physical := aws.ToString(ev.PhysicalResourceId)
-	own := physical == aws.ToString(ev.StackId) || typ == "AWS::CloudFormation::Stack" && logical == aws.ToString(ev.StackName)
+	own := ownEvent(ev)
 	if own && !strings.Contains(status, "ROLLBACK") {
 		return Resource{}, false
 	}

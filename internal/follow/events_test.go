@@ -62,7 +62,10 @@ func (c *counting) count() int {
 // began.
 // The emulator runs on a virtual clock, 50 times faster than the wall clock; each
 // resource takes a virtual second.
-func emulatedStack(t *testing.T) (*counting, string, *clock.Fake) {
+func emulatedStack(t *testing.T) (*counting, string, *clock.Fake) { return emulated(t, true) }
+
+// emulated is emulatedStack, with Topic failing when fail is true.
+func emulated(t *testing.T, fail bool) (*counting, string, *clock.Fake) {
 	t.Helper()
 	t.Setenv("AWS_CA_BUNDLE", "")
 	clk := clock.NewFake(time.Now().UTC())
@@ -99,8 +102,10 @@ func emulatedStack(t *testing.T) (*counting, string, *clock.Fake) {
 	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("templates"), Key: aws.String("child.yaml"), Body: strings.NewReader(childTemplate)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.CloudFormation().InjectFault(cfnlocal.Fault{Stack: "shop-app", LogicalID: "Topic", Operation: "CREATE", Reason: "Topic shop-alerts already exists"}); err != nil {
-		t.Fatal(err)
+	if fail {
+		if err := e.CloudFormation().InjectFault(cfnlocal.Fault{Stack: "shop-app", LogicalID: "Topic", Operation: "CREATE", Reason: "Topic shop-alerts already exists"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	api := cloudformation.NewFromConfig(cfg)
 	out, err := api.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("shop-app"), TemplateBody: aws.String(parentTemplate)})
@@ -182,14 +187,17 @@ func TestEventsFollowAStackAndItsNestedStack(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	seen := map[string]bool{}
-	for i, r := range got {
+	last := map[string]time.Time{} // by stack: a stack's events come in order (stacks are read one after another)
+	for _, r := range got {
 		if seen[r.EventID] {
 			t.Errorf("event %s (%s %s) read twice", r.EventID, r.Path(), r.Status)
 		}
 		seen[r.EventID] = true
-		if i > 0 && r.At.Before(got[i-1].At) {
-			t.Errorf("%s %s comes after a later event", r.Path(), r.Status)
+		stack := strings.Join(r.Nested, "/")
+		if r.At.Before(last[stack]) {
+			t.Errorf("%s %s comes after a later event of its stack", r.Path(), r.Status)
 		}
+		last[stack] = r.At
 		if r.Stack != "app" || r.StackName != "shop-app" {
 			t.Errorf("%s belongs to %s (%s), want app (shop-app)", r.Path(), r.Stack, r.StackName)
 		}
@@ -258,6 +266,25 @@ func TestEventsReplayAFinishedRun(t *testing.T) {
 	list := names(res)
 	if !slices.Contains(list, "Topic CREATE_FAILED") || slices.Contains(list, "shop-app DELETE_IN_PROGRESS") {
 		t.Errorf("replay:\n%s\nwant the failed create and not the later deletion", strings.Join(list, "\n"))
+	}
+}
+
+// TestEventsShowOnlyTheRunsOperation: a stack updated right after its creation shows the
+// update's events only, not the creation's just before it.
+func TestEventsShowOnlyTheRunsOperation(t *testing.T) {
+	c, id, clk := emulated(t, false)
+	settle(t, c, id)
+	executed := clk.Now()
+	body := strings.Replace(parentTemplate, "  Queue: {Type: AWS::SQS::Queue}\n", "  Queue: {Type: AWS::SQS::Queue, Properties: {DelaySeconds: 5}}\n", 1)
+	if _, err := c.api.UpdateStack(context.Background(), &cloudformation.UpdateStackInput{StackName: aws.String(id), TemplateBody: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, c, id)
+	ev := &follow.Events{At: func(context.Context, target.Spec) (follow.EventsAPI, error) { return c, nil }}
+	res, _ := ev.Read(context.Background(), nil, appRun(id, executed, run.Running, run.Executing))
+	list := names(res)
+	if !slices.Contains(list, "Queue UPDATE_COMPLETE") || slices.ContainsFunc(list, func(s string) bool { return strings.Contains(s, "CREATE_") }) {
+		t.Errorf("events:\n%s\nwant the update's, none of the creation's", strings.Join(list, "\n"))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -160,8 +161,9 @@ func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bo
 	}
 }
 
-// report tells o what changed from prev to doc: the steps of stacks starting, the
-// resources' changes, then the steps of stacks finishing (their last resources first).
+// report tells o what changed from prev to doc, in the order it happened: the steps and
+// the resources' changes by time, a stack's resources always before the step that ends
+// its part of the run (CloudFormation's clock and the deployer's may differ a little).
 func (f *Follower) report(ctx context.Context, o Observer, ro ResourceObserver, prev, doc *rundoc.Document) {
 	steps := Steps(prev, doc)
 	if ro == nil || f.Events == nil {
@@ -170,21 +172,51 @@ func (f *Follower) report(ctx context.Context, o Observer, ro ResourceObserver, 
 		}
 		return
 	}
-	for _, s := range steps {
-		if !s.Phase.Terminal() {
-			o.Stepped(s)
-		}
-	}
 	res, notes := f.Events.Read(ctx, prev, doc)
 	for _, n := range notes {
 		ro.Noted(n)
 	}
-	for _, r := range res {
-		ro.Changed(r)
+	type item struct {
+		at   time.Time
+		step *Step
+		res  *Resource
 	}
-	for _, s := range steps {
+	ends := map[string]time.Time{}
+	var items []item
+	for i, s := range steps {
 		if s.Phase.Terminal() {
-			o.Stepped(s)
+			ends[s.Stack] = s.At
+		}
+		items = append(items, item{at: s.At, step: &steps[i]})
+	}
+	for i, r := range res {
+		at := r.At
+		if end, ok := ends[r.Stack]; ok && at.After(end) {
+			at = end
+		}
+		items = append(items, item{at: at, res: &res[i]})
+	}
+	// At one instant: a stack's resources, then the steps ending stacks, then the rest.
+	rank := func(it item) int {
+		switch {
+		case it.res != nil:
+			return 0
+		case it.step.Phase.Terminal():
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return rank(a) - rank(b)
+	})
+	for _, it := range items {
+		if it.res != nil {
+			ro.Changed(*it.res)
+		} else {
+			o.Stepped(*it.step)
 		}
 	}
 }

@@ -19,8 +19,8 @@ type screen struct {
 	grid       [][]rune
 	cont       []bool // the row continues the one above (the text wrapped)
 	r, c       int
-	wrap       bool // the cursor is past the last column: the next rune wraps
-	scrolled   []row // what scrolled off the top, oldest first
+	wrap       bool   // the cursor is past the last column: the next rune wraps
+	scrolled   []row  // what scrolled off the top, oldest first
 	pending    []byte // an escape sequence or UTF-8 rune split across writes
 }
 

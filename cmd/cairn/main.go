@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/version"
 )
 
 // commands lists constructors of the sub-commands; each command's file adds itself in init,
@@ -38,7 +39,9 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Event-driven, serverless deployer of CloudFormation stacks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Read().String(),
 	}
+	root.SetVersionTemplate("cairn {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	for _, c := range commands {

@@ -55,6 +55,9 @@ applied, 1 refused or failed, 4 timed out.`,
 			if err != nil {
 				return err
 			}
+			if done, err := appliedAlready(cmd, c, e, wf); done {
+				return err
+			}
 			if err := e.Applicable(); err != nil {
 				return refuse("%v", err)
 			}

@@ -150,11 +150,20 @@ func TestApplyFindsTheReviewedPlanByContent(t *testing.T) {
 	// Refused at once, exit 1, nothing written or executed.
 	more := bundleDir(t, "  - name: extra\n    template_path: topic.yaml\n  - name: more\n    template_path: topic.yaml\n")
 	moreSum := sha256Of(t, more)
+	// A CI job retried after the apply succeeded: done, exit 0, nothing written.
+	before, ran := approvals(t), executedChangeSets(t)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run(append([]string{"apply", merge, "--deployment", "cli"}, waitArgs...), &stdout, &stderr); code != 0 ||
+		!wildcard("plan "+p.ID+" of deployment cli, the reviewed plan for this content, was already applied by run * (*): nothing to do\n").MatchString(stdout.String()) {
+		t.Errorf("apply again: exit %d\nstdout: %s\nstderr: %s\nwant exit 0, already applied", code, stdout.String(), stderr.String())
+	}
+	if approvals(t) != before || !slices.Equal(executedChangeSets(t), ran) {
+		t.Error("an apply of an applied plan wrote an approval or executed a change set")
+	}
 	tests := []struct {
 		name, path, want string
 	}{
-		{"already applied", merge, "cairn: the reviewed plan for this content (bundle sha256 " + p.Bundle.SHA256 + "), " + p.ID +
-			" (commit " + commit[:12] + " (refs/heads/*) of https://example.com/cli.git, pull request #7), was already applied at * by run *: a plan applies at most once; nothing to apply"},
 		{"content never planned", more, "cairn: no reviewed plan for this content (bundle sha256 " + moreSum + "): plan it on the pull request first (`cairn plan PATH --deployment cli`)"},
 	}
 	for _, tt := range tests {

@@ -47,6 +47,7 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
+	addCompletions(root)
 	checkArguments(root)
 	return root
 }

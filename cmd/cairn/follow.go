@@ -20,7 +20,6 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
-	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/reach"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -53,11 +52,11 @@ line (see the README). Exit codes: 0 succeeded, 1 failed, 3 superseded, 4 timed 
 				return err
 			}
 			deployment := args[0]
-			doc, err := findRun(cmd.Context(), c, deployment, args[1:])
+			t, err := findRun(cmd.Context(), c, deployment, args[1:])
 			if err != nil {
 				return err
 			}
-			got, err := wf.follow(cmd, c, follow.Target{Deployment: deployment, Run: doc.Run.ID}, cmd.OutOrStdout())
+			got, err := wf.follow(cmd, c, t, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
@@ -69,46 +68,34 @@ line (see the README). Exit codes: 0 succeeded, 1 failed, 3 superseded, 4 timed 
 	return cmd
 }
 
-// findRun reads the run a follow names: runID[0] when given, else the deployment's
-// newest. An unknown deployment or run is refused with the names it may have meant.
-func findRun(ctx context.Context, c *cairn, deployment string, runID []string) (*rundoc.Document, error) {
+// findRun says which run a follow names: runID[0] when given, else the deployment's
+// newest; a deployment with an upload and no run yet, its first run once it starts. An
+// unknown deployment or run is refused with the runs it has.
+func findRun(ctx context.Context, c *cairn, deployment string, runID []string) (follow.Target, error) {
+	t := follow.Target{Deployment: deployment}
 	ids, err := c.history.RunIDs(ctx, deployment)
 	if err != nil {
-		return nil, err
+		return t, err
 	}
 	if len(ids) == 0 {
-		return nil, unknownDeployment(ctx, c, deployment)
+		known, err := layout.Deployments(ctx, c.S3, c.bucket)
+		if err != nil {
+			return t, err
+		}
+		if len(runID) == 0 && slices.Contains(known, deployment) {
+			return t, nil // pushed, its run not started yet: the first one to start
+		}
+		return t, refuse("deployment %s has no runs in s3://%s: push a bundle with `cairn push PATH --deployment %s`", deployment, c.bucket, deployment)
 	}
-	id := ids[0]
+	t.Run = ids[0]
 	if len(runID) > 0 {
-		id = runID[0]
-		if !slices.Contains(ids, id) {
-			return nil, refuse("deployment %s has no run %s%s; its newest runs: %s (see `cairn status %s`)",
-				deployment, id, template.Suggest(id, ids), strings.Join(ids[:min(3, len(ids))], ", "), deployment)
+		t.Run = runID[0]
+		if !slices.Contains(ids, t.Run) {
+			return t, refuse("deployment %s has no run %s%s; its newest runs: %s (see `cairn status %s`)",
+				deployment, t.Run, template.Suggest(t.Run, ids), strings.Join(ids[:min(3, len(ids))], ", "), deployment)
 		}
 	}
-	doc, err := c.history.Run(ctx, deployment, id)
-	if errors.Is(err, history.ErrNotFound) {
-		return nil, refuse("run %s of deployment %s is gone from s3://%s", id, deployment, c.bucket)
-	}
-	return doc, err
-}
-
-// unknownDeployment is the refusal of a deployment the bucket has no upload of, naming
-// the one meant when another is close.
-func unknownDeployment(ctx context.Context, c *cairn, name string) error {
-	known, err := layout.Deployments(ctx, c.S3, c.bucket)
-	if err != nil {
-		return err
-	}
-	msg := fmt.Sprintf("deployment %s has no runs in s3://%s", name, c.bucket)
-	if hint := template.Suggest(name, known); hint != "" {
-		return refuse("%s%s", msg, hint)
-	}
-	if len(known) > 0 {
-		return refuse("%s: its deployments are %s", msg, strings.Join(known[:min(10, len(known))], ", "))
-	}
-	return refuse("%s: push a bundle with `cairn push PATH --deployment %s`", msg, name)
+	return t, nil
 }
 
 // waitFlags are the flags of commands that follow a run.

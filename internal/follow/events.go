@@ -91,8 +91,9 @@ type watch struct {
 	stackID   string
 	// root is the run stack's id, for a nested stack.
 	root string
-	// last is the id of the newest event read; since bounds the first read (an event
-	// before it belongs to an earlier operation), until a replay's (after it: a later one).
+	// last is the id of the newest event read; since bounds the reads (an event before it
+	// belongs to an earlier operation; for a run's stack, the start of its operation once
+	// read), until a replay's (after it: a later one).
 	last         string
 	since, until time.Time
 	// retryAt and backoff hold off a stack whose reads were throttled.
@@ -273,8 +274,12 @@ pages:
 				continue // a later operation's, in a replay
 			}
 			fresh = append(fresh, ev)
-			if starts(ev) {
-				break pages // the operation's first event: what came before is another's
+			if w.root == "" && starts(ev) {
+				// The operation's first event: what came before is another's. (A nested
+				// stack may go through several operations in one of its parent's: a create,
+				// then a delete when the parent rolls back; it is bounded by since.)
+				w.since = aws.ToTime(ev.Timestamp)
+				break pages
 			}
 		}
 		if aws.ToString(out.NextToken) == "" {
@@ -315,7 +320,9 @@ func ownEvent(ev cfntypes.StackEvent) bool {
 
 // resource turns an event of w into a Resource; the stack's own events show only a
 // rollback beginning (the run's steps say the rest). An event of a nested stack resource
-// starts watching the nested stack.
+// naming its stack starts watching the nested stack, from its parent's operation on (its
+// first event may well come before the one naming it: CloudFormation names the nested
+// stack once it exists).
 func (e *Events) resource(w *watch, ev cfntypes.StackEvent, runStart time.Time) (Resource, bool) {
 	status, logical, typ := string(ev.ResourceStatus), aws.ToString(ev.LogicalResourceId), aws.ToString(ev.ResourceType)
 	physical := aws.ToString(ev.PhysicalResourceId)
@@ -324,12 +331,15 @@ func (e *Events) resource(w *watch, ev cfntypes.StackEvent, runStart time.Time) 
 		return Resource{}, false
 	}
 	if !own && typ == "AWS::CloudFormation::Stack" && strings.HasPrefix(physical, "arn:") && e.watches[physical] == nil {
-		root := w.root
+		root, since := w.root, w.since
 		if root == "" {
 			root = w.stackID
 		}
+		if r := e.watches[root]; r != nil {
+			since = r.since
+		}
 		e.watches[physical] = &watch{stack: w.stack, stackName: w.stackName, place: w.place, spec: w.spec, stackID: physical, root: root,
-			nested: append(slices.Clone(w.nested), logical), active: true, since: aws.ToTime(ev.Timestamp).Add(-skew), until: w.until}
+			nested: append(slices.Clone(w.nested), logical), active: true, since: since, until: w.until}
 		e.order = append(e.order, physical)
 	}
 	at := aws.ToTime(ev.Timestamp)

@@ -62,10 +62,10 @@ func (c *counting) count() int {
 // began.
 // The emulator runs on a virtual clock, 50 times faster than the wall clock; each
 // resource takes a virtual second.
-func emulatedStack(t *testing.T) (*counting, string, *clock.Fake) { return emulated(t, true) }
+func emulatedStack(t *testing.T) (*counting, string, *clock.Fake, time.Time) { return emulated(t, true) }
 
 // emulated is emulatedStack, with Topic failing when fail is true.
-func emulated(t *testing.T, fail bool) (*counting, string, *clock.Fake) {
+func emulated(t *testing.T, fail bool) (*counting, string, *clock.Fake, time.Time) {
 	t.Helper()
 	t.Setenv("AWS_CA_BUNDLE", "")
 	clk := clock.NewFake(time.Now().UTC())
@@ -108,11 +108,12 @@ func emulated(t *testing.T, fail bool) (*counting, string, *clock.Fake) {
 		}
 	}
 	api := cloudformation.NewFromConfig(cfg)
+	began := clk.Now() // as a run records it: before the operation starts
 	out, err := api.CreateStack(ctx, &cloudformation.CreateStackInput{StackName: aws.String("shop-app"), TemplateBody: aws.String(parentTemplate)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &counting{api: api}, aws.ToString(out.StackId), clk
+	return &counting{api: api}, aws.ToString(out.StackId), clk, began
 }
 
 // settle waits for the stack's operation to end.
@@ -157,8 +158,7 @@ func names(res []follow.Resource) []string {
 // its logical id, the failure with its reason, one call per stack and poll once nothing is
 // new.
 func TestEventsFollowAStackAndItsNestedStack(t *testing.T) {
-	c, id, clk := emulatedStack(t)
-	began := clk.Now()
+	c, id, clk, began := emulatedStack(t)
 	ev := &follow.Events{At: func(context.Context, target.Spec) (follow.EventsAPI, error) { return c, nil }}
 	ctx := context.Background()
 	var got []follow.Resource
@@ -227,8 +227,7 @@ func TestEventsFollowAStackAndItsNestedStack(t *testing.T) {
 // TestEventsReadOnlyWhatIsNew: a stack whose events did not change costs one call a poll
 // (the newest page, stopped at the last event seen) and gives nothing.
 func TestEventsReadOnlyWhatIsNew(t *testing.T) {
-	c, id, clk := emulatedStack(t)
-	began := clk.Now()
+	c, id, _, began := emulatedStack(t)
 	settle(t, c, id)
 	ev := &follow.Events{At: func(context.Context, target.Spec) (follow.EventsAPI, error) { return c, nil }}
 	doc := appRun(id, began, run.Running, run.RollingBack) // still in flight for the run
@@ -251,8 +250,7 @@ func TestEventsReadOnlyWhatIsNew(t *testing.T) {
 // TestEventsReplayAFinishedRun: a run that ended before it was followed shows its stacks'
 // operations, read once, and nothing of an operation after the run.
 func TestEventsReplayAFinishedRun(t *testing.T) {
-	c, id, clk := emulatedStack(t)
-	began := clk.Now()
+	c, id, clk, began := emulatedStack(t)
 	settle(t, c, id)
 	doc := appRun(id, began, run.RunFailed, run.Failed)
 	doc.Run.Stacks["app"].FinishedAt = clk.Now()
@@ -272,7 +270,7 @@ func TestEventsReplayAFinishedRun(t *testing.T) {
 // TestEventsShowOnlyTheRunsOperation: a stack updated right after its creation shows the
 // update's events only, not the creation's just before it.
 func TestEventsShowOnlyTheRunsOperation(t *testing.T) {
-	c, id, clk := emulated(t, false)
+	c, id, clk, _ := emulated(t, false)
 	settle(t, c, id)
 	executed := clk.Now()
 	body := strings.Replace(parentTemplate, "  Queue: {Type: AWS::SQS::Queue}\n", "  Queue: {Type: AWS::SQS::Queue, Properties: {DelaySeconds: 5}}\n", 1)

@@ -38,4 +38,3 @@ func TestFromBuild(t *testing.T) {
 		})
 	}
 }
-

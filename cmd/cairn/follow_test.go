@@ -248,16 +248,16 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("cairn %s: exit %d, %q, want %q", strings.Join(tt.args, " "), code, got, tt.want)
 		}
 	}
-	for _, shell := range []string{"bash", "zsh", "fish"} {
-		if code, out, _ := runCLI(t, "completion", shell); code != 0 || !strings.Contains(out, "cairn") || !strings.Contains(out, "__complete") {
-			t.Errorf("completion %s: exit %d, %d bytes", shell, code, len(out))
+	for _, args := range [][]string{{"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}, {"completion", "powershell"}} {
+		if code, out, _ := runCLI(t, args...); code != 0 || !strings.Contains(out, "cairn") || !strings.Contains(out, "__complete") {
+			t.Errorf("%s: exit %d, %d bytes", strings.Join(args, " "), code, len(out))
 		}
 	}
 }
 
 // TestVersion: cairn version and --version say what the build recorded.
 func TestVersion(t *testing.T) {
-	code, out, _ := runCLI(t, "version")
+	code, out, _ := runCLI(t, []string{"version"}...)
 	if code != 0 || !regexp.MustCompile(`^cairn \S+\ncommit:   .+\ngo:       go1\.\d+.*\nplatform: \w+/\w+\n$`).MatchString(out) {
 		t.Errorf("version: exit %d\n%s", code, out)
 	}
@@ -290,7 +290,7 @@ func TestInitAndPaths(t *testing.T) {
 	if want := template + ":1:1: this is a CloudFormation template, not a cairn config: write a config for it with `cairn init --from " + template + "`\n"; code != 1 || errOut != want {
 		t.Errorf("validate of a template: exit %d, %q\nwant %q", code, errOut, want)
 	}
-	code, out, errOut := runCLI(t, "init", dir, "--namespace", "demo")
+	code, out, errOut := runCLI(t, []string{"init", dir, "--namespace", "demo"}...)
 	want := "wrote " + filepath.Join(dir, "cairn.yaml") + ": 2 stacks (app, network) in namespace demo\nread the 2 lines marked \"review:\"\n"
 	if code != 0 || !strings.HasPrefix(out, want) {
 		t.Fatalf("init: exit %d\n%s%s\nwant it to begin %q", code, out, errOut, want)

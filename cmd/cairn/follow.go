@@ -254,6 +254,8 @@ type textView struct {
 	width  int
 	flight follow.InFlight
 	doc    *rundoc.Document
+	// rolling holds, by stack, the status of a rollback in progress (its own events).
+	rolling map[string]string
 	// footer is the number of lines the live footer takes now; still when the last
 	// "still in progress" line of a log was printed.
 	footer int
@@ -301,6 +303,15 @@ func (v *textView) Stepped(s follow.Step) {
 
 func (v *textView) Changed(r follow.Resource) {
 	v.flight.Add(r)
+	if r.Self && len(r.Nested) == 0 {
+		if v.rolling == nil {
+			v.rolling = map[string]string{}
+		}
+		v.rolling[r.Stack] = ""
+		if r.InProgress() {
+			v.rolling[r.Stack] = r.Status
+		}
+	}
 	if r.InProgress() && !r.Self {
 		return // shown in flight, live; settled, on its own line
 	}
@@ -410,7 +421,11 @@ func (v *textView) draw(now time.Time) {
 	slices.SortStableFunc(stacks, func(a, b *runstate.Stack) int { return a.PhaseSince.Compare(b.PhaseSince) })
 	for _, s := range stacks {
 		step := follow.Step{Stack: s.Name, Place: s.At, Phase: s.Phase, Changes: s.Changes}
-		lines = append(lines, line{fmt.Sprintf("    %-*s  %s  %s", v.width, step.Name(), step.Doing(), age(now, s.PhaseSince)), ""})
+		doing := step.Doing()
+		if st := v.rolling[s.Name]; st != "" && s.Phase == runstate.Executing {
+			doing = "rolling back (" + st + ")"
+		}
+		lines = append(lines, line{fmt.Sprintf("    %-*s  %s  %s", v.width, step.Name(), doing, age(now, s.PhaseSince)), ""})
 		for _, r := range byStack[s.Name] {
 			l := line{fmt.Sprintf("      %s  %s  %s  %s", r.Path(), r.Type, r.Status, age(now, r.At)), ""}
 			if r.Key() == slow[0].Key() {

@@ -187,11 +187,12 @@ func TestTerminal(t *testing.T) {
 	v2 := demoBundle2(t, 30)
 
 	push := startInTerminal(t, "push", v2, "--deployment", "demo", "--wait", "--poll", "200ms")
-	live := push.waitFor(`^      Group  AWS::Logs::LogGroup  UPDATE_IN_PROGRESS  \d+s  <- slowest$`, 30*time.Second)
+	live := push.waitFor(`^      Group  AWS::Logs::LogGroup  UPDATE_IN_PROGRESS  [1-9]\d*s  <- slowest$`, 30*time.Second)
 	if !slices.ContainsFunc(live, regexp.MustCompile(`^  \d\d:\d\d  1 stack in flight; Ctrl-C stops following \(the run goes on\)$`).MatchString) ||
 		!slices.ContainsFunc(live, regexp.MustCompile(`^    alerts  executing change set \(1 change\)  \d+s$`).MatchString) {
 		t.Errorf("the live lines lack the stack in flight:\n%s", strings.Join(live, "\n"))
 	}
+	t.Logf("the screen before Ctrl-C:\n$ %s\n%s", push.name, strings.Join(live, "\n"))
 	push.interrupt()
 	if code := push.exit(20 * time.Second); code != 130 {
 		t.Fatalf("push after Ctrl-C: exit %d, want 130; the screen:\n%s", code, push.screen.Text())
@@ -209,9 +210,14 @@ func TestTerminal(t *testing.T) {
 	}
 
 	follow := startInTerminal(t, "follow", "demo", m[1], "--poll", "200ms")
-	failing := follow.waitFor(`^  \d\d:\d\d  alerts            Group  AWS::Logs::LogGroup  UPDATE_FAILED: `+regexp.QuoteMeta(reason)+`$`, 30*time.Second)
-	if slices.ContainsFunc(failing, regexp.MustCompile(`^run \S+ failed in`).MatchString) {
-		t.Errorf("the failure showed only once the run ended:\n%s", strings.Join(failing, "\n"))
+	failed := `^  \d\d:\d\d  alerts            Group  AWS::Logs::LogGroup  UPDATE_FAILED: ` + regexp.QuoteMeta(reason) + `$`
+	follow.waitFor(failed, 30*time.Second)
+	// While CloudFormation rolls the stack back, the failure is on the screen, the live
+	// lines say the stack rolls back, and the run has not ended.
+	rolling := follow.waitFor(`^    alerts  rolling back \(UPDATE_ROLLBACK_IN_PROGRESS\)  \d+s$`, 10*time.Second)
+	t.Logf("the screen as the stack rolls back:\n$ %s\n%s", follow.name, strings.Join(rolling, "\n"))
+	if !slices.ContainsFunc(rolling, regexp.MustCompile(failed).MatchString) || slices.ContainsFunc(rolling, regexp.MustCompile(`^run \S+ failed in`).MatchString) {
+		t.Errorf("want the failure shown while the run goes on:\n%s", strings.Join(rolling, "\n"))
 	}
 	if code := follow.exit(30 * time.Second); code != 1 {
 		t.Fatalf("follow: exit %d, want 1 (the run failed); the screen:\n%s", code, follow.screen.Text())

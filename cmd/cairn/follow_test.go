@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -317,5 +318,67 @@ func TestDemoHelpSaysWhatItDoes(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo --help lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestInterruptWithJSON: SIGINT (Ctrl-C) while following with --json ends the stream with
+// a detached event naming the command to follow again, exit 130, and the run goes on.
+func TestInterruptWithJSON(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond) // a virtual minute is three seconds
+	t.Setenv("CAIRN_BUCKET", localBucket)
+	if code, out, errOut := runCLI(t, append([]string{"push", bundleDir(t, ""), "--deployment", "cli", "--wait"}, followArgs...)...); code != 0 {
+		t.Fatalf("push: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, []string{"local", "fault", "cli-param", "P", "--delay", "1m"}...); code != 0 {
+		t.Fatalf("local fault: %s", errOut)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := bundleDir(t, "")
+	if err := os.WriteFile(filepath.Join(changed, "param.yaml"), []byte("Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !Sub \"${Value}-2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "push", changed, "--deployment", "cli", "--json", "--poll", "20ms")
+	cmd.Env = append(os.Environ(), cliEnv+"=1")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), `"logical_id":"P"`) && strings.Contains(sc.Text(), "UPDATE_IN_PROGRESS") {
+			break // P is being updated, slowly
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	err = cmd.Wait()
+	events := decodeEvents(t, strings.Join(lines, "\n"))
+	last := events[len(events)-1]
+	var detached struct{ Why, Follow string }
+	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &detached)
+	if cmd.ProcessState.ExitCode() != 130 || last.Event != "detached" || detached.Why != "interrupted" || detached.Follow != "cairn follow cli "+last.Run {
+		t.Fatalf("after SIGINT: %v, exit %d, last event %s\nstderr: %s", err, cmd.ProcessState.ExitCode(), lines[len(lines)-1], stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopped following; run "+last.Run+" of deployment cli goes on\nfollow it again with: cairn follow cli "+last.Run+"\n") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	// The run went on without the follower.
+	if code, out, _ := runCLI(t, append([]string{"follow", "cli", last.Run}, followArgs...)...); code != 0 || !strings.Contains(out, "P  AWS::SSM::Parameter  UPDATE_COMPLETE") {
+		t.Errorf("follow after the interrupt: exit %d\n%s", code, out)
 	}
 }

@@ -62,7 +62,9 @@ func (c *counting) count() int {
 // began.
 // The emulator runs on a virtual clock, 50 times faster than the wall clock; each
 // resource takes a virtual second.
-func emulatedStack(t *testing.T) (*counting, string, *clock.Fake, time.Time) { return emulated(t, true) }
+func emulatedStack(t *testing.T) (*counting, string, *clock.Fake, time.Time) {
+	return emulated(t, true)
+}
 
 // emulated is emulatedStack, with Topic failing when fail is true.
 func emulated(t *testing.T, fail bool) (*counting, string, *clock.Fake, time.Time) {

@@ -617,9 +617,9 @@ func printNext(w io.Writer, doc *rundoc.Document, path string) {
 }
 
 // waitNewest follows, with wf.wait, deployment's newest run while it runs, and prints how
-// it ended; its result (an exitError for a run that did not succeed) is returned as the
-// command's once it has shown the rest.
-func waitNewest(cmd *cobra.Command, c *cairn, deployment string, wf waitFlags) (error, error) {
+// it ended. Its result (an exitError for a run that did not succeed) is the command's,
+// returned once it has shown the rest; err stops the command at once.
+func waitNewest(cmd *cobra.Command, c *cairn, deployment string, wf waitFlags) (result, err error) {
 	if !wf.wait {
 		return nil, nil
 	}
@@ -631,17 +631,17 @@ func waitNewest(cmd *cobra.Command, c *cairn, deployment string, wf waitFlags) (
 	if err != nil || doc.Run.Status != runstate.Running {
 		return nil, nil
 	}
-	got, err := wf.follow(cmd, c, follow.Target{Deployment: deployment, Run: doc.Run.ID}, cmd.OutOrStdout())
+	got, ferr := wf.follow(cmd, c, follow.Target{Deployment: deployment, Run: doc.Run.ID}, cmd.OutOrStdout())
 	var ee exitError
 	switch {
-	case errors.As(err, &ee) && (ee.code == 130 || ee.code == 4):
-		return nil, err
-	case err != nil && got == nil:
-		return err, nil // --json: the end event said it
-	case err != nil:
-		return nil, err
+	case errors.As(ferr, &ee) && (ee.code == 130 || ee.code == 4):
+		return nil, ferr
+	case ferr != nil && got == nil:
+		return ferr, nil // --json: the end event said it
+	case ferr != nil:
+		return nil, ferr
 	}
-	result := outcome(cmd.OutOrStdout(), got)
+	result = outcome(cmd.OutOrStdout(), got)
 	fmt.Fprintln(cmd.OutOrStdout())
 	return result, nil
 }

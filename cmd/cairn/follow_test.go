@@ -249,6 +249,17 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("cairn %s: exit %d, %q, want %q", strings.Join(tt.args, " "), code, got, tt.want)
 		}
 	}
+	// A plan id, of the deployment named before it.
+	if code, out, errOut := runCLI(t, append([]string{"plan", bundleDir(t, ""), "--deployment", "shop", "--wait"}, followArgs...)...); code != 0 {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
+	}
+	_, plan, _ := runCLI(t, "plans", "shop", "--latest")
+	plan = strings.TrimSpace(plan)
+	for _, args := range [][]string{{"__complete", "approve", "shop", ""}, {"__complete", "plans", "shop", plan[:8]}} {
+		if code, out, _ := runCLI(t, args...); code != 0 || !slices.Equal(strings.Fields(out), []string{plan, ":4"}) {
+			t.Errorf("cairn %s: exit %d, %q, want %q", strings.Join(args, " "), code, strings.Fields(out), []string{plan, ":4"})
+		}
+	}
 	for _, args := range [][]string{{"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}, {"completion", "powershell"}} {
 		if code, out, _ := runCLI(t, args...); code != 0 || !strings.Contains(out, "cairn") || !strings.Contains(out, "__complete") {
 			t.Errorf("%s: exit %d, %d bytes", strings.Join(args, " "), code, len(out))
@@ -288,8 +299,41 @@ func TestInitAndPaths(t *testing.T) {
 	}
 	template := filepath.Join(dir, "app.yaml")
 	code, _, errOut := runCLI(t, "validate", template)
-	if want := template + ":1:1: this is a CloudFormation template, not a cairn config: write a config for it with `cairn init --from " + template + "`\n"; code != 1 || errOut != want {
+	if want := template + ":1:1: this is a CloudFormation template, not a cairn config: write a config for it with `cairn init " + dir + " --from " + template + "`\n"; code != 1 || errOut != want {
 		t.Errorf("validate of a template: exit %d, %q\nwant %q", code, errOut, want)
+	}
+	// The command it names works as typed, from another folder: a draft for that template
+	// and the one it reads an output of, with the parameter's description, guesses marked.
+	from := t.TempDir()
+	for name, body := range map[string]string{
+		"network.yaml": "Resources:\n  Vpc: {Type: AWS::EC2::VPC, Properties: {CidrBlock: 10.0.0.0/16}}\nOutputs:\n  VpcId: {Value: !Ref Vpc}\n",
+		"app.yaml":     "Parameters:\n  VpcId: {Type: String, Description: where the app runs}\n  Size: {Type: Number, Default: 2}\nResources:\n  T: {Type: AWS::SNS::Topic, Properties: {DisplayName: !Ref VpcId}}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(from, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(t.TempDir())
+	_, _, hint := runCLI(t, "validate", filepath.Join(from, "app.yaml"))
+	typed := regexp.MustCompile("`cairn (init [^`]+)`").FindStringSubmatch(hint)
+	if typed == nil {
+		t.Fatalf("validate of a template names no init: %q", hint)
+	}
+	args := append(strings.Fields(typed[1]), "--from", filepath.Join(from, "network.yaml"))
+	if code, out, errOut := runCLI(t, args...); code != 0 || !strings.HasPrefix(out, "wrote "+filepath.Join(from, "cairn.yaml")+": 2 stacks (app, network)") {
+		t.Fatalf("cairn %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	draft, err := os.ReadFile(filepath.Join(from, "cairn.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"      # where the app runs (String)\n      VpcId: ${output network::VpcId}  # review: guessed: stack network's output VpcId\n",
+		"      # Number\n      Size: \"2\"  # the template's default\n",
+	} {
+		if !strings.Contains(string(draft), want) {
+			t.Errorf("the draft lacks %q:\n%s", want, draft)
+		}
 	}
 	code, out, errOut := runCLI(t, []string{"init", dir, "--namespace", "demo"}...)
 	want := "wrote " + filepath.Join(dir, "cairn.yaml") + ": 2 stacks (app, network) in namespace demo\nread the 2 lines marked \"review:\"\n"

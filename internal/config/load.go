@@ -229,7 +229,7 @@ func (l *loader) load(o LoadOptions) *Config {
 		return l.assembly(o, root) // cairn.yaml beside a CDK cloud assembly
 	}
 	if isTemplate(root) {
-		l.errorf(root, "", "this is a CloudFormation template, not a cairn config: write a config for it with `cairn init --from %s`", l.file)
+		l.errorf(root, "", "this is a CloudFormation template, not a cairn config: write a config for it with `cairn init %s --from %s`", filepath.Dir(l.file), l.file)
 		return nil
 	}
 	return l.loadRoot(o, root)

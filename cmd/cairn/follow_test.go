@@ -426,3 +426,74 @@ func TestInterruptWithJSON(t *testing.T) {
 		t.Errorf("follow after the interrupt: exit %d\n%s", code, out)
 	}
 }
+
+// TestFollowShowsNestedStacks: --wait shows the resources of a stack's nested stacks (and
+// theirs) as they settle, under the nested stack's logical id, as --json does with their
+// path in "nested".
+func TestFollowShowsNestedStacks(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	t.Setenv("CAIRN_BUCKET", localBucket)
+	bundle := filepath.Join("..", "..", "testdata", "bundles", "nested")
+	code, out, errOut := runCLI(t, append([]string{"push", bundle, "--deployment", "nest", "--wait"}, followArgs...)...)
+	if code != 0 {
+		t.Fatalf("push --wait: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, re := range []string{
+		`(?m)^  \d\d:\d\d  app            Work  AWS::SQS::Queue  CREATE_COMPLETE$`,
+		`(?m)^  \d\d:\d\d  app            Network/Vpc  AWS::EC2::VPC  CREATE_COMPLETE$`,
+		`(?m)^  \d\d:\d\d  app            Network/Subnets/Subnet  AWS::EC2::Subnet  CREATE_COMPLETE$`,
+		`(?m)^  \d\d:\d\d  app            Network  AWS::CloudFormation::Stack  CREATE_COMPLETE$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("push --wait lacks %s:\n%s", re, out)
+		}
+	}
+	code, out, errOut = runCLI(t, append([]string{"follow", "nest", "--json"}, followArgs...)...)
+	if code != 0 {
+		t.Fatalf("follow --json: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `"nested":["Network","Subnets"],"logical_id":"Subnet","type":"AWS::EC2::Subnet","status":"CREATE_COMPLETE"`) {
+		t.Errorf("follow --json lacks the nested nested stack's Subnet:\n%s", out)
+	}
+}
+
+// TestNextCommandRecovers: a stack left UPDATE_FAILED (disable_rollback) ends the run with
+// `cairn recover ... --rollback`, then the push again; both work as printed.
+func TestNextCommandRecovers(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	t.Setenv("CAIRN_BUCKET", localBucket)
+	dir := bundleDir(t, "")
+	cfg := "namespace: cli\nstacks:\n  - name: topic\n    template_path: topic.yaml\n  - name: param\n    template_path: param.yaml\n    disable_rollback: true\n    parameters:\n      Value: ${output topic::Arn}\n"
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, append([]string{"push", dir, "--deployment", "cli", "--wait"}, followArgs...)...); code != 0 {
+		t.Fatalf("push: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, "local", "fault", "cli-param", "P", "--fail", "denied by policy"); code != 0 {
+		t.Fatalf("local fault: %s", errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "param.yaml"), []byte("Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !Sub \"${Value}-2\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, append([]string{"push", dir, "--deployment", "cli", "--wait"}, followArgs...)...)
+	failed := regexp.MustCompile(`(?m)^  \d\d:\d\d  param +P  AWS::SSM::Parameter  UPDATE_FAILED: denied by policy$`)
+	next := regexp.MustCompile("(?m)^next: stack cli-param is stuck \\(UPDATE_FAILED\\): recover it, then deploy again: `(cairn recover cli param --rollback)`, then `(cairn push " + regexp.QuoteMeta(dir) + " --deployment cli)`$")
+	m := next.FindStringSubmatch(out)
+	if code != 1 || !failed.MatchString(out) || m == nil {
+		t.Fatalf("push of a failing update: exit %d, want 1, the failure and %s\n%s%s", code, next, out, errOut)
+	}
+	// status ends the failed deployment's state with the same command.
+	if _, st, _ := runCLI(t, "status", "cli"); !strings.Contains(st, "\nnext: stack cli-param is stuck (UPDATE_FAILED): recover it, then deploy again: `cairn recover cli param --rollback`, then `cairn push PATH --deployment cli`\n") {
+		t.Errorf("status of the failed deployment lacks the next command:\n%s", st)
+	}
+	for _, typed := range []string{m[2], m[3]} {
+		args := strings.Fields(strings.TrimPrefix(typed, "cairn "))
+		if strings.HasPrefix(typed, "cairn push") {
+			args = append(args, append([]string{"--wait"}, followArgs...)...)
+		}
+		if code, out, errOut := runCLI(t, args...); code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", typed, code, out, errOut)
+		}
+	}
+}

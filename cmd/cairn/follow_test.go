@@ -487,7 +487,7 @@ func TestNextCommandRecovers(t *testing.T) {
 	if _, st, _ := runCLI(t, "status", "cli"); !strings.Contains(st, "\nnext: stack cli-param is stuck (UPDATE_FAILED): recover it, then deploy again: `cairn recover cli param --rollback`, then `cairn push PATH --deployment cli`\n") {
 		t.Errorf("status of the failed deployment lacks the next command:\n%s", st)
 	}
-	for _, typed := range []string{m[2], m[3]} {
+	for _, typed := range []string{m[1], m[2]} {
 		args := strings.Fields(strings.TrimPrefix(typed, "cairn "))
 		if strings.HasPrefix(typed, "cairn push") {
 			args = append(args, append([]string{"--wait"}, followArgs...)...)

@@ -37,7 +37,7 @@ func init() {
 
 func newDriftCmd() *cobra.Command {
 	var queueURL, topic string
-	var wait bool
+	var wait, asJSON bool
 	var concurrency int
 	var poll time.Duration
 	var cf cairnFlags
@@ -58,7 +58,9 @@ Without --wait the detections are started and the drift function finishes the sw
 (the continuation goes to --queue-url, ` + session.DriftQueueEnv + `; drift status changes step it
 as detections finish). With --wait this command also steps the sweep itself every --poll
 until it ends, prints each stack's status and exits like diff(1): 0 when nothing drifted,
-1 when something did (or a stack is missing or untracked), 2 on error.`,
+1 when something did (or a stack is missing or untracked), 2 on error. --json (implies
+--wait) prints the ended sweep instead as one JSON document on one line, as its reports in the bucket
+hold it, with the same exit code.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
 			filter := ""
@@ -69,6 +71,7 @@ until it ends, prints each stack's status and exits like diff(1): 0 when nothing
 			if err != nil {
 				return err
 			}
+			wait = wait || asJSON
 			queue := first(queueURL, c.DriftQueue())
 			if !wait && queue == "" {
 				return usageError{cmd: cmd, msg: "without --wait the drift function finishes the sweep, through its queue: pass --queue-url or set " + session.DriftQueueEnv + " (or use --wait)"}
@@ -98,6 +101,9 @@ until it ends, prints each stack's status and exits like diff(1): 0 when nothing
 				}
 				return nil
 			}
+			if asJSON {
+				return printSweepJSON(out, sw)
+			}
 			return printSweep(out, c.bucket, sw)
 		},
 	}
@@ -105,6 +111,7 @@ until it ends, prints each stack's status and exits like diff(1): 0 when nothing
 	cmd.Flags().StringVar(&queueURL, "queue-url", "", "the drift function's queue, for continuations (default: $"+session.DriftQueueEnv+")")
 	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $"+session.TopicEnv+", or the export "+session.TopicExport+")")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep to the end and print the result")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "follow the sweep as --wait does and print it as one JSON document")
 	cmd.Flags().IntVar(&concurrency, "concurrency", drift.DefaultConcurrency, "most drift detections in flight at once")
 	cmd.Flags().DurationVar(&poll, "poll", sweeper.DefaultPollInterval, "with --wait, how often to step the sweep (look at detections in flight, start the next)")
 	return cmd
@@ -156,6 +163,20 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 	}
 	if drifted {
 		return exitError{1}
+	}
+	return nil
+}
+
+// printSweepJSON prints the ended sweep as JSON and returns exit code 1 when something
+// drifted, as printSweep does.
+func printSweepJSON(w io.Writer, sw *drift.Sweep) error {
+	if err := json.NewEncoder(w).Encode(sw); err != nil {
+		return err
+	}
+	for _, g := range sw.Graphs {
+		if g.Drifted() {
+			return exitError{1}
+		}
 	}
 	return nil
 }

@@ -14,8 +14,12 @@ deps:
 
 build: cli lambdas
 
+# The commit the CLI reports (cairn version): -buildvcs=false keeps builds free of git, so
+# it is linked in, with -dirty when the work tree has uncommitted changes; empty outside git.
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git rev-parse HEAD >/dev/null 2>&1 && ! git diff --quiet HEAD 2>/dev/null && echo -dirty)
+
 cli:
-	$(GO) build -o $(BIN)/cairn ./cmd/cairn
+	$(GO) build -ldflags '-X github.com/cairn-dev/cairn/internal/version.Commit=$(COMMIT)' -o $(BIN)/cairn ./cmd/cairn
 
 # Each Lambda is a provided.al2023 arm64 "bootstrap" binary: no RPC server (lambda.norpc) and
 # no HTTP/2 client (nethttpomithttp2: every AWS API cairn calls speaks HTTP/1.1), which keeps

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/template"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
 
@@ -108,57 +109,6 @@ func uploaded(bucket, key, version string, src provenance.Source) string {
 	return s
 }
 
-// waitFlags are the flags of commands that follow a run.
-type waitFlags struct {
-	wait          bool
-	timeout, poll time.Duration
-}
-
-func (f *waitFlags) add(cmd *cobra.Command, what string) {
-	cmd.Flags().BoolVar(&f.wait, "wait", false, "follow the "+what+" and exit with its result")
-	cmd.Flags().DurationVar(&f.timeout, "timeout", time.Hour, "with --wait, how long to follow it")
-	cmd.Flags().DurationVar(&f.poll, "poll", 2*time.Second, "with --wait, how often to read the bucket")
-}
-
-// follow follows the target's run with the one follower, printing its steps to w when w
-// is not nil. A timeout prints where to look and exits 4.
-func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.Writer) (*rundoc.Document, error) {
-	var o follow.Observer
-	if w != nil {
-		o = &stepPrinter{w: w}
-	}
-	fl := &follow.Follower{Runs: c.history, Poll: f.poll, Timeout: f.timeout}
-	doc, err := fl.Follow(cmd.Context(), t, o)
-	if errors.Is(err, follow.ErrTimeout) {
-		out := w
-		if out == nil {
-			out = cmd.ErrOrStderr()
-		}
-		fmt.Fprintf(out, "gave up waiting after %s: the run goes on; see `cairn status %s`\n", f.timeout, t.Deployment)
-		return nil, exitError{4}
-	}
-	return doc, err
-}
-
-// stepPrinter prints a run's steps as they happen:
-//
-//	run 20261201-092934-20253e1b of deployment shop: apply of plan 20261201-092919-1bebd4eb
-//	  00:03  network                           create    executing change set (11 changes)
-//	  00:05  remote (111111111111, eu-west-1)  create    creating change set
-type stepPrinter struct {
-	w     io.Writer
-	width int
-}
-
-func (p *stepPrinter) Found(doc *rundoc.Document) {
-	fmt.Fprintf(p.w, "run %s of deployment %s: %s\n", doc.Run.ID, doc.Run.Deployment, kindOf(doc))
-	p.width = follow.Width(doc)
-}
-
-func (p *stepPrinter) Stepped(s follow.Step) {
-	fmt.Fprintf(p.w, "  %s  %-*s  %-8s  %s\n", clockTime(s.Elapsed), p.width, s.Name(), s.Action, s.Doing())
-}
-
 // clockTime is an elapsed time as mm:ss (h:mm:ss past an hour).
 func clockTime(d time.Duration) string {
 	d = d.Round(time.Second)
@@ -183,12 +133,17 @@ func kindOf(doc *rundoc.Document) string {
 	return "push"
 }
 
-// outcome prints how a run ended (a summary, what it refused or warned about, and its
-// report) and returns its exit code: 0 succeeded, 3 superseded, 1 otherwise.
-func outcome(w io.Writer, doc *rundoc.Document) error {
+// outcome prints how a run ended (a summary, what it refused or warned about, its
+// report, and the next command when it failed) and returns its exit code: 0 succeeded,
+// 3 superseded, 1 otherwise.
+func outcome(w io.Writer, doc *rundoc.Document) error { return outcomeOf(w, doc, "") }
+
+// outcomeOf is outcome of a run of the bundle at path (the next command names it).
+func outcomeOf(w io.Writer, doc *rundoc.Document, path string) error {
 	r := doc.Run
 	if r.Status == runstate.Superseded {
 		fmt.Fprintf(w, "run %s superseded: %s\n", r.ID, r.Reason)
+		printNext(w, doc, path)
 		return exitError{3}
 	}
 	sum := follow.Summarize(doc)
@@ -199,6 +154,7 @@ func outcome(w io.Writer, doc *rundoc.Document) error {
 	notes(w, "  ", doc)
 	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, layout.RunReportKey(r.Deployment, r.ID))
 	if r.Status != runstate.Succeeded {
+		printNext(w, doc, path)
 		return exitError{1}
 	}
 	return nil
@@ -239,7 +195,14 @@ func ago(now, t time.Time) string {
 // nothing deployed) into refusals.
 func asRefusal(err error) error {
 	var unknown *review.UnknownPlanError
-	if errors.As(err, &unknown) || errors.Is(err, history.ErrNothingDeployed) {
+	if errors.As(err, &unknown) {
+		var ids []string
+		for _, e := range unknown.Recent {
+			ids = append(ids, e.Plan.ID)
+		}
+		return refuse("%v%s", err, template.Suggest(unknown.ID, ids))
+	}
+	if errors.Is(err, history.ErrNothingDeployed) {
 		return refuse("%v", err)
 	}
 	return err

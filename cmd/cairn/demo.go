@@ -60,10 +60,13 @@ func newDemoCmd() *cobra.Command {
 		Use:   "demo",
 		Short: "Deploy the web-shop sample into an in-process AWS emulator, change it, and show what cairn did",
 		Long: `Demo validates ` + demoBundle + ` and prints its dependency graph, then starts the AWS
-emulator in this process (state in memory), deploys cairn into it as "cairn local up"
-does, pushes the bundle and follows the run, shows the stacks and their outputs, pushes a
-second version that changes the ` + demoChanged + ` stack and removes ` + strings.Join(demoRemoved, " and ") + `, and shows
-the update, the dependents-first deletion and where the run reports are.
+emulator in this process (state in memory) and deploys cairn into it as "cairn local up"
+does. The shop's database is protected, so its first version goes through review: the
+demo plans it (change sets, nothing executed), approves exactly that plan and follows the
+apply run, then shows the stacks, their outputs and the ports they were given. It pushes
+a second version that changes the ` + demoChanged + ` stack and removes ` + strings.Join(demoRemoved, " and ") + ` (no protected
+stack changes, so the push deploys at once), shows the update and the dependents-first
+deletion, changes a VPC out of band and finds the drift, and lists the run reports.
 
 Run it from the repository root (make demo does).`,
 		Args: cobra.NoArgs,
@@ -172,7 +175,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	if err := showReports(ctx, reports, demoDeployment, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand, follow the README's quick tour: bin/cairn local up &, bin/cairn local wait, eval \"$(bin/cairn local env)\", then cairn plan %s --deployment shop --wait and cairn approve\n",
+	fmt.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand, follow the README's quick tour: bin/cairn local up &, bin/cairn local wait, eval \"$(bin/cairn local env)\", then bin/cairn plan %s --deployment shop --wait and bin/cairn approve\n",
 		time.Since(start).Seconds(), demoBundle)
 	return nil
 }

@@ -48,7 +48,7 @@ func TestDemo(t *testing.T) {
 		{"checking for drift", []string{`set to 10.9.0.0/16 out of band`, `^webshop +network +shop-network +DRIFTED +Vpc /CidrBlock: 10.20.0.0/16 -> 10.9.0.0/16$`, `^webshop +cache +shop-cache +IN_SYNC`}, nil},
 		{"run reports", []string{`^  s3://cairn-000000000000-us-east-1/runs/webshop/\S+\.md$`,
 			// The way on is the README's tour: a push alone would be refused (the database is protected).
-			`^demo finished in \S+s\. To explore by hand, follow the README's quick tour: bin/cairn local up &, bin/cairn local wait, .*cairn plan testdata/bundles/webshop --deployment shop --wait and cairn approve$`}, []string{"then cairn push"}},
+			`^demo finished in \S+s\. To explore by hand, follow the README's quick tour: bin/cairn local up &, bin/cairn local wait, .*, then bin/cairn plan testdata/bundles/webshop --deployment shop --wait and bin/cairn approve$`}, []string{"then cairn push"}},
 	} {
 		text := section(tt.section)
 		for _, re := range tt.want {

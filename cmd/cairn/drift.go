@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,7 +37,7 @@ func init() {
 
 func newDriftCmd() *cobra.Command {
 	var queueURL, topic string
-	var wait bool
+	var wait, asJSON bool
 	var concurrency int
 	var poll time.Duration
 	var cf cairnFlags
@@ -59,7 +58,9 @@ Without --wait the detections are started and the drift function finishes the sw
 (the continuation goes to --queue-url, ` + session.DriftQueueEnv + `; drift status changes step it
 as detections finish). With --wait this command also steps the sweep itself every --poll
 until it ends, prints each stack's status and exits like diff(1): 0 when nothing drifted,
-1 when something did (or a stack is missing or untracked), 2 on error.`,
+1 when something did (or a stack is missing or untracked), 2 on error. --json (implies
+--wait) prints the ended sweep instead as one JSON document on one line, as its reports in the bucket
+hold it, with the same exit code.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
 			filter := ""
@@ -70,6 +71,7 @@ until it ends, prints each stack's status and exits like diff(1): 0 when nothing
 			if err != nil {
 				return err
 			}
+			wait = wait || asJSON
 			queue := first(queueURL, c.DriftQueue())
 			if !wait && queue == "" {
 				return usageError{cmd: cmd, msg: "without --wait the drift function finishes the sweep, through its queue: pass --queue-url or set " + session.DriftQueueEnv + " (or use --wait)"}
@@ -99,6 +101,9 @@ until it ends, prints each stack's status and exits like diff(1): 0 when nothing
 				}
 				return nil
 			}
+			if asJSON {
+				return printSweepJSON(out, sw)
+			}
 			return printSweep(out, c.bucket, sw)
 		},
 	}
@@ -106,6 +111,7 @@ until it ends, prints each stack's status and exits like diff(1): 0 when nothing
 	cmd.Flags().StringVar(&queueURL, "queue-url", "", "the drift function's queue, for continuations (default: $"+session.DriftQueueEnv+")")
 	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $"+session.TopicEnv+", or the export "+session.TopicExport+")")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep to the end and print the result")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "follow the sweep as --wait does and print it as one JSON document")
 	cmd.Flags().IntVar(&concurrency, "concurrency", drift.DefaultConcurrency, "most drift detections in flight at once")
 	cmd.Flags().DurationVar(&poll, "poll", sweeper.DefaultPollInterval, "with --wait, how often to step the sweep (look at detections in flight, start the next)")
 	return cmd
@@ -161,6 +167,20 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 	return nil
 }
 
+// printSweepJSON prints the ended sweep as JSON and returns exit code 1 when something
+// drifted, as printSweep does.
+func printSweepJSON(w io.Writer, sw *drift.Sweep) error {
+	if err := json.NewEncoder(w).Encode(sw); err != nil {
+		return err
+	}
+	for _, g := range sw.Graphs {
+		if g.Drifted() {
+			return exitError{1}
+		}
+	}
+	return nil
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -185,32 +205,42 @@ as JSON, a string otherwise. The next "cairn drift --wait" reports the differenc
 			if !ok || prop == "" {
 				return fmt.Errorf("local tamper: %q is not PROPERTY=VALUE (e.g. VersioningConfiguration/Status=Suspended)", args[2])
 			}
-			endpoint := strings.TrimRight(awsclient.Endpoint(), "/")
-			if endpoint == "" {
-				return errors.New("local tamper: AWS_ENDPOINT_URL is not set: start the emulator with `cairn local up` and export the environment it prints")
-			}
-			body, _ := json.Marshal(map[string]string{"stack": args[0], "logicalId": args[1], "property": prop, "value": value})
-			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodPost, endpoint+"/_local/cloudformation/tamper", bytes.NewReader(body))
-			if err != nil {
-				return fmt.Errorf("local tamper: %w", err)
-			}
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return session.Explain(err)
-			}
-			defer resp.Body.Close()
-			answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-			if resp.StatusCode != http.StatusOK {
-				var e struct{ Error string }
-				if json.Unmarshal(answer, &e) == nil && e.Error != "" {
-					// The emulator names its own operation; say it once.
-					return fmt.Errorf("local tamper: %s", strings.TrimPrefix(e.Error, "tamper: "))
-				}
-				return fmt.Errorf("local tamper: the emulator answered %s: %s (does it serve CloudFormation?)", resp.Status, strings.TrimSpace(string(answer)))
+			body := map[string]string{"stack": args[0], "logicalId": args[1], "property": prop, "value": value}
+			if err := postLocal(cmd.Context(), "tamper", body); err != nil {
+				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "stack %s: %s %s set to %s out of band; run `cairn drift --wait` to see it reported\n", args[0], args[1], prop, value)
 			return nil
 		},
 	}
+}
+
+// postLocal posts body as JSON to the emulator's CloudFormation control endpoint what
+// (tamper, faults), at $AWS_ENDPOINT_URL, and says what the emulator refused.
+func postLocal(ctx context.Context, what string, body any) error {
+	endpoint := strings.TrimRight(awsclient.Endpoint(), "/")
+	if endpoint == "" {
+		return fmt.Errorf("local %s: AWS_ENDPOINT_URL is not set: start the emulator with `cairn local up` and export the environment it prints", what)
+	}
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint+"/_local/cloudformation/"+what, bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("local %s: %w", what, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return session.Explain(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(answer, &e) == nil && e.Error != "" {
+			// The emulator names its own operation; say it once.
+			return fmt.Errorf("local %s: %s", what, strings.TrimPrefix(e.Error, what+": "))
+		}
+		return fmt.Errorf("local %s: the emulator answered %s: %s (does it serve CloudFormation?)", what, resp.Status, strings.TrimSpace(string(answer)))
+	}
+	return nil
 }

@@ -126,6 +126,7 @@ func TestDriftCommandReportsTamperedProperty(t *testing.T) {
 		{name: "no such resource", tamper: []string{"shop-app", "Nope", "A=b"}, code: 2, errOut: "cairn: local tamper: stack shop-app has no resource Nope (it has Bucket, Queue)\n", exact: true},
 		{name: "tamper", tamper: []string{"shop-app", "Bucket", "VersioningConfiguration/Status=Suspended"}, code: 0, out: "Bucket VersioningConfiguration/Status set to Suspended"},
 		{name: "drifted", args: []string{"drift", "--wait", "--poll", "20ms"}, code: 1, out: "DRIFTED  Bucket /VersioningConfiguration/Status: Enabled -> Suspended"},
+		{name: "drifted, for a script", args: []string{"drift", "shop", "--json", "--poll", "20ms"}, code: 1, out: `"status":"DRIFTED"`},
 		{name: "unknown graph", args: []string{"drift", "nope", "--wait"}, code: 2, errOut: `no persistent graph named "nope"`},
 		{name: "no queue without --wait", args: []string{"drift"}, code: 2, errOut: "pass --queue-url or set CAIRN_DRIFT_QUEUE_URL"},
 	}

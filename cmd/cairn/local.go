@@ -40,7 +40,7 @@ func newLocalCmd() *cobra.Command {
 		Use:   "local",
 		Short: "Run cairn against the embedded AWS emulator",
 	}
-	local.AddCommand(newLocalUpCmd(), newLocalWaitCmd(), newLocalEnvCmd(), newLocalInvokeCmd(), newLocalTamperCmd())
+	local.AddCommand(newLocalUpCmd(), newLocalWaitCmd(), newLocalEnvCmd(), newLocalInvokeCmd(), newLocalTamperCmd(), newLocalFaultCmd())
 	return local
 }
 

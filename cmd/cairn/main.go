@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/version"
 )
 
 // commands lists constructors of the sub-commands; each command's file adds itself in init,
@@ -38,12 +39,15 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 		Short:         "Event-driven, serverless deployer of CloudFormation stacks",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Read().String(),
 	}
+	root.SetVersionTemplate("cairn {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
+	addCompletions(root)
 	checkArguments(root)
 	return root
 }
@@ -52,7 +56,13 @@ func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
 // line gives them, so an error names what is missing or extra.
 func checkArguments(c *cobra.Command) {
 	if c.Runnable() && c.HasParent() {
-		c.Args = usageArgs
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := usageArgs(cmd, args); err != nil {
+				return err
+			}
+			return checkNames(cmd, args)
+		}
+		wrapDeploymentRefusals(c)
 	}
 	for _, sub := range c.Commands() {
 		checkArguments(sub)

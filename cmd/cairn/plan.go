@@ -143,6 +143,7 @@ func waitPlan(cmd *cobra.Command, c *cairn, wf waitFlags, t follow.Target, rende
 	}
 	fmt.Fprintf(info, "plan id: %s\n", p.ID)
 	if p.Status != plan.Planned {
+		printNext(info, doc, "")
 		return p.ID, exitError{1}
 	}
 	return p.ID, nil

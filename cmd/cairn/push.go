@@ -25,9 +25,12 @@ func newPushCmd() *cobra.Command {
 file), zips it and uploads it to s3://BUCKET/deployments/NAME.zip, with the git ref and
 remote as object metadata when PATH is inside a git work tree. The upload starts a run.
 
-With --wait it follows the run, printing each stack's steps as they happen with the time
-since the run started, then a summary, and exits with the run's result: 0 succeeded, 1
-failed, 3 superseded by a newer upload, 4 timed out.
+With --wait it follows the run, printing each stack's steps and each resource's status as
+they happen with the time since the run started (on a terminal, live, the resources in
+flight slowest first), then a summary and, when it failed, the next command; it exits with
+the run's result: 0 succeeded, 1 failed, 3 superseded by a newer upload, 4 timed out. Ctrl-C
+stops following, not the run (exit 130): ` + "`cairn follow NAME`" + ` re-attaches. --json prints the run as
+JSON events, one a line.
 
 The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation export ` + session.BucketExport + `.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,7 +67,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 			if err != nil {
 				return err
 			}
-			return outcome(stdout, doc)
+			return outcomeOf(stdout, doc, args[0])
 		},
 	}
 	deploymentFlag(cmd, &deployment, layout.DeploymentKey("NAME"))

@@ -24,6 +24,7 @@ const statusRuns = 20
 
 func newStatusCmd() *cobra.Command {
 	var cf cairnFlags
+	var wf waitFlags
 	cmd := &cobra.Command{
 		Use:   "status NAME",
 		Short: "Show what is deployed (the last push or apply) and each stack, and the recent runs",
@@ -31,10 +32,18 @@ func newStatusCmd() *cobra.Command {
 with each stack's action and status. Plan runs, uploads superseded by newer ones and
 approvals refused before they changed anything are not the deployment's state: they are
 listed among the recent runs, each with its kind (push, plan run, apply of plan P). An
-open plan waiting for approval is named with the command that applies it.`,
+open plan waiting for approval is named with the command that applies it.
+
+With --wait, a run in progress is followed first, as ` + "`cairn follow NAME`" + ` does, and the
+status is shown once it ends; the exit code is the run's (0 succeeded, 1 failed, 3
+superseded, 4 timed out, 130 interrupted).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, deployment := cmd.Context(), args[0]
 			c, err := cf.open(cmd)
+			if err != nil {
+				return err
+			}
+			result, err := waitNewest(cmd, c, deployment, wf)
 			if err != nil {
 				return err
 			}
@@ -79,10 +88,11 @@ open plan waiting for approval is named with the command that applies it.`,
 					break
 				}
 			}
-			return nil
+			return result
 		},
 	}
 	cf.add(cmd)
+	wf.add(cmd, "run in progress, if any, before showing the status,")
 	return cmd
 }
 
@@ -126,6 +136,7 @@ func printDeployed(w io.Writer, doc *rundoc.Document) {
 		tw.Flush()
 	}
 	notes(w, "", doc)
+	printNext(w, doc, "")
 }
 
 // printBehind says that the content last pushed or merged (run d's) is not what the graph

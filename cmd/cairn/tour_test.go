@@ -167,6 +167,12 @@ func TestQuickTour(t *testing.T) {
 		`(?m)^run \S+ succeeded in \S+: 5 created, 0 updated, 0 deleted, 0 unchanged, 0 failed$`,
 		`(?m)^deployment shop: succeeded by run \S+ \(apply of plan \S+\)$`,
 		`(?m)^run \S+ succeeded in \S+: 0 created, 0 updated, 0 deleted, 5 unchanged, 0 failed$`,
+		// Ctrl-C during --wait, then follow: the slow resource settles, the run ends.
+		`(?m)^stack shop-cache: the next operation of Cache takes 10s longer in the emulator$`,
+		`(?m)^stopped following; run \S+ of deployment shop goes on\nfollow it again with: cairn follow shop \S+$`,
+		`(?m)^  \d\d:\d\d  cache +Cache  AWS::ElastiCache::ReplicationGroup  UPDATE_COMPLETE$`,
+		`(?m)^  \d\d:\d\d  cache +update +done$`,
+		`(?m)^run \S+ succeeded in \S+: 0 created, 1 updated, 0 deleted, 4 unchanged, 0 failed$`,
 		`(?m)^network +shop-network +CREATE_COMPLETE`,
 		`(?m)^default +\d+ +shop-service +Port `,
 		`(?m)^shop +network +shop-network +DRIFTED +Vpc /CidrBlock: 10\.20\.0\.0/16 -> 10\.9\.0\.0/16$`,

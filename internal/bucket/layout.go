@@ -209,6 +209,15 @@ func CheckPlanID(id string) error {
 	return nil
 }
 
+// CheckRunID refuses a run id no run can have (`cairn status NAME` lists them; a plan's
+// id is its plan run's).
+func CheckRunID(id string) error {
+	if !planIDRE.MatchString(id) {
+		return fmt.Errorf("run id %q: a run id holds letters, digits, '.', '_' and '-' only (e.g. 20261130-080000123-1a2b3c4d, as `cairn status NAME` lists them)", id)
+	}
+	return nil
+}
+
 // UploadKind says what an upload asks for.
 type UploadKind int
 

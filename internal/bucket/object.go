@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -209,4 +211,30 @@ func ListModified(ctx context.Context, api Lister, name, prefix string) ([]Liste
 		}
 		in.ContinuationToken = out.NextContinuationToken
 	}
+}
+
+// Deployments lists the names of the deployments with an upload in bucket name (a push's
+// deployments/NAME.zip or a plan's plans/NAME.zip), sorted: what a name that matches none
+// may have meant. The plans' own documents, one folder down, are not listed.
+func Deployments(ctx context.Context, api Lister, name string) ([]string, error) {
+	seen := map[string]bool{}
+	for _, prefix := range []string{DeploymentsPrefix, PlansPrefix} {
+		in := &s3.ListObjectsV2Input{Bucket: aws.String(name), Prefix: aws.String(prefix), Delimiter: aws.String("/")}
+		for {
+			out, err := api.ListObjectsV2(ctx, in)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", URI(name, prefix), err)
+			}
+			for _, o := range out.Contents {
+				if d, ok := zipName(aws.ToString(o.Key), prefix); ok {
+					seen[d] = true
+				}
+			}
+			if !aws.ToBool(out.IsTruncated) {
+				break
+			}
+			in.ContinuationToken = out.NextContinuationToken
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
 }

@@ -51,9 +51,22 @@ type Bundle struct {
 	SingleFile bool
 }
 
-// Open reads the bundle at path: a directory holding cairn.yaml, a file ending in .zip, or
-// any other file taken as a single YAML config with inline template bodies.
+// Location is the bundle a path names: a file named cairn.yaml names its folder (its
+// templates are beside it), any other path itself.
+func Location(path string) string {
+	if filepath.Base(path) == ConfigName {
+		if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() {
+			return filepath.Dir(path)
+		}
+	}
+	return path
+}
+
+// Open reads the bundle at path: a directory holding cairn.yaml (or that cairn.yaml
+// itself, see Location), a file ending in .zip, or any other file taken as a single YAML
+// config with inline template bodies.
 func Open(path string) (*Bundle, error) {
+	path = Location(path)
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("open bundle: %w", err)
@@ -99,7 +112,7 @@ func openDir(dir string) (*Bundle, error) {
 	config, name, err := readConfig(fsys)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("bundle %s: no %s (nor a CDK cloud assembly's %s) at its root: create one or pass the config file itself", dir, ConfigName, AssemblyManifest)
+			return nil, fmt.Errorf("bundle %s: no %s (nor a CDK cloud assembly's %s) at its root: write one for its templates with `cairn init %s`, or pass a single-file config", dir, ConfigName, AssemblyManifest, dir)
 		}
 		return nil, fmt.Errorf("bundle %s: read %s: %w", dir, name, err)
 	}

@@ -137,7 +137,7 @@ func TestOpenDirectoryRefusesEscapingSymlink(t *testing.T) {
 func TestOpenDirectoryWithoutConfig(t *testing.T) {
 	dir := t.TempDir()
 	_, err := Open(dir)
-	want := "bundle " + dir + ": no cairn.yaml (nor a CDK cloud assembly's manifest.json) at its root: create one or pass the config file itself"
+	want := "bundle " + dir + ": no cairn.yaml (nor a CDK cloud assembly's manifest.json) at its root: write one for its templates with `cairn init " + dir + "`, or pass a single-file config"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Open = %v, want %q", err, want)
 	}

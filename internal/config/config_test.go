@@ -82,8 +82,9 @@ func TestLoadWebshop(t *testing.T) {
 	if !slices.Equal(svc.Lookups, wantLookups) {
 		t.Errorf("lookups = %+v", svc.Lookups)
 	}
-	// The dot form of an output lookup is the same lookup.
-	if l := c.Stack("cache").Lookups; len(l) != 2 || l[1] != (Lookup{Kind: "output", Stack: "network", StackName: "shop-network", Output: "VpcId", Param: "VpcId"}) {
+	// The dot form of an output lookup is the same lookup; the node type is a variable.
+	if l := c.Stack("cache").Lookups; len(l) != 3 || l[2] != (Lookup{Kind: "output", Stack: "network", StackName: "shop-network", Output: "VpcId", Param: "VpcId"}) ||
+		l[0] != (Lookup{Kind: "var", Name: "cache_node_type", Arg: "cache_node_type", Value: "cache.t4g.micro", Param: "NodeType"}) {
 		t.Errorf("cache lookups = %+v", l)
 	}
 	g, err := c.Graph()

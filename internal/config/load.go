@@ -238,7 +238,21 @@ func (l *loader) load(o LoadOptions) *Config {
 	if _, at := assembly.Named(root); at != nil {
 		return l.assembly(o, root) // cairn.yaml beside a CDK cloud assembly
 	}
+	if isTemplate(root) {
+		l.errorf(root, "", "this is a CloudFormation template, not a cairn config: write a config for it with `cairn init %s --from %s`", filepath.Dir(l.file), l.file)
+		return nil
+	}
 	return l.loadRoot(o, root)
+}
+
+// isTemplate reports whether a config's root is a CloudFormation template's: it has
+// Resources or AWSTemplateFormatVersion, and none of a config's namespace and stacks.
+func isTemplate(root *yaml.Node) bool {
+	keys := map[string]bool{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		keys[root.Content[i].Value] = true
+	}
+	return (keys["Resources"] || keys["AWSTemplateFormatVersion"]) && !keys["stacks"] && !keys["namespace"]
 }
 
 // loadRoot loads the config document's root mapping.

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +43,8 @@ type Target struct {
 	Since time.Time
 	// Plan, for an approval, picks the apply run of that plan id.
 	Plan string
+	// Run names the run to follow by its id (cairn follow NAME RUN).
+	Run string
 	// Before lists the runs that existed before the upload or approval: never the target.
 	Before []string
 }
@@ -49,6 +52,8 @@ type Target struct {
 // Matches reports whether doc is the target's run.
 func (t Target) Matches(doc *rundoc.Document) bool {
 	switch {
+	case t.Run != "":
+		return doc.Run.ID == t.Run
 	case t.Plan != "":
 		return doc.Plan == t.Plan && doc.Run.Mode == run.ModeDeploy
 	case t.Version != "":
@@ -65,12 +70,29 @@ type Observer interface {
 	Stepped(s Step)
 }
 
+// ResourceObserver is an Observer told of the resources too, when the Follower reads
+// stack events (Follower.Events).
+type ResourceObserver interface {
+	Observer
+	// Changed is called for each status a resource reaches, in the order they happened:
+	// after the steps of stacks starting and before those of stacks finishing.
+	Changed(r Resource)
+	// Noted is called with what the follower cannot show (a stack whose events it
+	// cannot read).
+	Noted(note string)
+	// Polled is called after each poll of a run that goes on, with the time.
+	Polled(doc *rundoc.Document, now time.Time)
+}
+
 // Follower polls the bucket for one run.
 type Follower struct {
 	Runs    Runs
 	Clock   clock.Clock
 	Poll    time.Duration
 	Timeout time.Duration
+	// Events, when set, reads the resource events of the stacks in flight for an
+	// observer that is a ResourceObserver.
+	Events *Events
 }
 
 // scanLimit bounds how many unread runs one poll reads while looking for the target: a
@@ -98,8 +120,9 @@ func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bo
 	for _, id := range t.Before {
 		passed[id] = true
 	}
-	var id string
+	id := t.Run
 	var last *rundoc.Document
+	ro, _ := o.(ResourceObserver)
 	for {
 		if id == "" {
 			found, err := f.find(ctx, t, passed)
@@ -117,9 +140,10 @@ func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bo
 				o.Found(doc)
 			}
 			if o != nil {
-				for _, s := range Steps(last, doc) {
-					o.Stepped(s)
-				}
+				f.report(ctx, o, ro, last, doc)
+			}
+			if ro != nil && doc.Run.Status == run.Running {
+				ro.Polled(doc, clk.Now())
 			}
 			last = doc
 			if untilFound || doc.Run.Status != run.Running {
@@ -133,6 +157,66 @@ func (f *Follower) poll(ctx context.Context, t Target, o Observer, untilFound bo
 		case <-ctx.Done():
 			return last, ctx.Err()
 		case <-clk.After(f.Poll):
+		}
+	}
+}
+
+// report tells o what changed from prev to doc, in the order it happened: the steps and
+// the resources' changes by time, a stack's resources always before the step that ends
+// its part of the run (CloudFormation's clock and the deployer's may differ a little).
+func (f *Follower) report(ctx context.Context, o Observer, ro ResourceObserver, prev, doc *rundoc.Document) {
+	steps := Steps(prev, doc)
+	if ro == nil || f.Events == nil {
+		for _, s := range steps {
+			o.Stepped(s)
+		}
+		return
+	}
+	res, notes := f.Events.Read(ctx, prev, doc)
+	for _, n := range notes {
+		ro.Noted(n)
+	}
+	type item struct {
+		at   time.Time
+		step *Step
+		res  *Resource
+	}
+	ends := map[string]time.Time{}
+	var items []item
+	for i, s := range steps {
+		if s.Phase.Terminal() {
+			ends[s.Stack] = s.At
+		}
+		items = append(items, item{at: s.At, step: &steps[i]})
+	}
+	for i, r := range res {
+		at := r.At
+		if end, ok := ends[r.Stack]; ok && at.After(end) {
+			at = end
+		}
+		items = append(items, item{at: at, res: &res[i]})
+	}
+	// At one instant: a stack's resources, then the steps ending stacks, then the rest.
+	rank := func(it item) int {
+		switch {
+		case it.res != nil:
+			return 0
+		case it.step.Phase.Terminal():
+			return 1
+		}
+		return 2
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return rank(a) - rank(b)
+	})
+	for _, it := range items {
+		if it.res != nil {
+			ro.Changed(*it.res)
+		} else {
+			o.Stepped(*it.step)
 		}
 	}
 }

@@ -225,11 +225,11 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	for _, name := range names {
 		s := next.Stacks[name]
 		if s.Phase == Executing && s.ChangeSetType == "CREATE" && s.CreateTimeout > 0 && now.Sub(s.PhaseSince) > s.CreateTimeout {
-			fail(s, now, fmt.Sprintf("stack %s: the create did not finish within timeout_in_minutes (%s): check the stack in the CloudFormation console", s.StackName, s.CreateTimeout))
+			failAs(s, now, Wait, fmt.Sprintf("stack %s: the create did not finish within timeout_in_minutes (%s): check the stack in the CloudFormation console", s.StackName, s.CreateTimeout))
 			continue
 		}
 		if s.Phase.InFlight() && s.Phase != Ready && now.Sub(s.PhaseSince) > opts.PhaseTimeout {
-			fail(s, now, fmt.Sprintf("no result after %s in phase %s: check the stack in the CloudFormation console", opts.PhaseTimeout, s.Phase))
+			failAs(s, now, Wait, fmt.Sprintf("no result after %s in phase %s: check the stack in the CloudFormation console", opts.PhaseTimeout, s.Phase))
 		}
 	}
 	block(next, names, now)
@@ -417,8 +417,12 @@ func setPhase(s *Stack, p Phase, now time.Time) {
 	}
 }
 
-func fail(s *Stack, now time.Time, reason string) {
-	s.Reason = reason
+// fail fails s for a reason whose way out is fixing the bundle (Fix); failAs for another
+// Class.
+func fail(s *Stack, now time.Time, reason string) { failAs(s, now, Fix, reason) }
+
+func failAs(s *Stack, now time.Time, class Class, reason string) {
+	s.Reason, s.Class = reason, class
 	setPhase(s, Failed, now)
 }
 
@@ -427,7 +431,11 @@ func fail(s *Stack, now time.Time, reason string) {
 func retry(s *Stack, o Observation, back Phase, what string, now time.Time, opts Options) {
 	s.Attempts++
 	if o.Permanent || s.Attempts >= opts.MaxAttempts {
-		fail(s, now, fmt.Sprintf("%s failed after %d attempt(s): %s", what, s.Attempts, o.Err))
+		class := Wait
+		if o.Permanent {
+			class = Fix
+		}
+		failAs(s, now, class, fmt.Sprintf("%s failed after %d attempt(s): %s", what, s.Attempts, o.Err))
 		return
 	}
 	setPhase(s, back, now)
@@ -488,7 +496,7 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		return observeStack(s, o, now, "")
 	case RollingBack:
 		if o.Err != "" {
-			fail(s, now, "continue update rollback failed: "+o.Err)
+			failAs(s, now, Recover, "continue update rollback failed: "+o.Err)
 			return nil
 		}
 		return observeStack(s, o, now, "")
@@ -520,9 +528,9 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 				s.Retaining = true
 				return []Action{deleteStack(s)}
 			case s.Retaining:
-				fail(s, now, fmt.Sprintf("delete failed although it kept %s: %s: another resource fails to delete: re-plan, so the plan lists it", strings.Join(s.Retain, ", "), firstReason(o)))
+				failAs(s, now, Review, fmt.Sprintf("delete failed although it kept %s: %s: another resource fails to delete: re-plan, so the plan lists it", strings.Join(s.Retain, ", "), firstReason(o)))
 			default:
-				fail(s, now, "delete failed: "+firstReason(o))
+				failAs(s, now, Review, "delete failed: "+firstReason(o))
 			}
 		}
 	}
@@ -543,12 +551,12 @@ func observeStack(s *Stack, o Observation, now time.Time, _ string) []Action {
 			setPhase(s, RollingBack, now)
 			return []Action{{Kind: ContinueUpdateRollback, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}}
 		}
-		fail(s, now, "update rollback failed again after ContinueUpdateRollback: "+firstReason(o)+": run `cairn recover`")
+		failAs(s, now, Recover, "update rollback failed again after ContinueUpdateRollback: "+firstReason(o)+": run `cairn recover`")
 	case st == "UPDATE_ROLLBACK_COMPLETE" && s.Phase == RollingBack:
 		fail(s, now, "update failed and was rolled back after ContinueUpdateRollback: "+cmp.Or(s.Reason, firstReason(o)))
 	case st == "ROLLBACK_COMPLETE", st == "ROLLBACK_FAILED", st == "CREATE_FAILED", st == "UPDATE_FAILED",
 		st == "UPDATE_ROLLBACK_COMPLETE", st == "DELETE_FAILED", st == "DELETE_COMPLETE", o.StackGone:
-		fail(s, now, fmt.Sprintf("stack %s is %s: %s", s.StackName, cmp.Or(st, "gone"), firstReason(o)))
+		failAs(s, now, StatusClass(st), fmt.Sprintf("stack %s is %s: %s", s.StackName, cmp.Or(st, "gone"), firstReason(o)))
 	}
 	return nil
 }
@@ -697,7 +705,7 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 			s.StartedAt = now
 		}
 		if unreviewed(r, s) {
-			fail(s, now, unreviewedReason(r, s, "its deletion"))
+			failAs(s, now, Review, unreviewedReason(r, s, "its deletion"))
 			continue
 		}
 		setPhase(s, Deleting, now)
@@ -720,7 +728,7 @@ func unreviewedReason(r *Run, s *Stack, what string) string {
 
 func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) []Action {
 	if s.Phase == Ready && r.Mode == ModeDeploy && unreviewed(r, s) {
-		fail(s, now, unreviewedReason(r, s, "its change set"))
+		failAs(s, now, Review, unreviewedReason(r, s, "its change set"))
 		return nil
 	}
 	if s.Phase == Ready && r.Mode == ModeDeploy {
@@ -747,7 +755,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		return nil
 	}
 	if s.Intent == IntentRecreate && unreviewed(r, s) {
-		fail(s, now, unreviewedReason(r, s, "re-creating it"))
+		failAs(s, now, Review, unreviewedReason(r, s, "re-creating it"))
 		return nil
 	}
 	if s.Intent == IntentRecreate {
@@ -776,7 +784,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 				what = "the plan (no changes)"
 			}
 			if !s.Ripple || s.Parameters == nil {
-				fail(s, now, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
+				failAs(s, now, Review, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
 					s.StackName, what, DescribeParameters(s.Parameters, stored)))
 				return nil
 			}
@@ -814,7 +822,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		return nil
 	}
 	if unreviewed(r, s) {
-		fail(s, now, unreviewedReason(r, s, "a change of its inputs ("+changedInputs(s)+")"))
+		failAs(s, now, Review, unreviewedReason(r, s, "a change of its inputs ("+changedInputs(s)+")"))
 		return nil
 	}
 	if s.ChangeSetName == "" || s.Attempts == 0 {

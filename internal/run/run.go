@@ -137,16 +137,19 @@ type Stack struct {
 	// unchanged is recorded with it, so graph and tags keep agreeing until it changes.
 	KeptParametersHash string `json:"kept_parameters_hash,omitempty"`
 
-	Phase         Phase             `json:"phase"`
-	StackID       string            `json:"stack_id,omitempty"`
-	ChangeSetName string            `json:"change_set_name,omitempty"`
-	ChangeSetID   string            `json:"change_set_id,omitempty"`
-	ChangeSetType string            `json:"change_set_type,omitempty"` // CREATE or UPDATE
-	Changes       int               `json:"changes,omitempty"`
-	Attempts      int               `json:"attempts,omitempty"` // retries of the current phase
-	Rollbacks     int               `json:"rollbacks,omitempty"`
-	Reason        string            `json:"reason,omitempty"`
-	Outputs       map[string]string `json:"outputs,omitempty"`
+	Phase         Phase  `json:"phase"`
+	StackID       string `json:"stack_id,omitempty"`
+	ChangeSetName string `json:"change_set_name,omitempty"`
+	ChangeSetID   string `json:"change_set_id,omitempty"`
+	ChangeSetType string `json:"change_set_type,omitempty"` // CREATE or UPDATE
+	Changes       int    `json:"changes,omitempty"`
+	Attempts      int    `json:"attempts,omitempty"` // retries of the current phase
+	Rollbacks     int    `json:"rollbacks,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	// Class is, for a failed stack, the kind of its failure: what a person does next
+	// (NextStep).
+	Class   Class             `json:"class,omitempty"`
+	Outputs map[string]string `json:"outputs,omitempty"`
 	// AtApply marks a plan's stack whose change set cannot be made yet, because a stack it
 	// depends on is created by the same plan: the apply run creates it ("created at apply").
 	AtApply bool `json:"at_apply,omitempty"`

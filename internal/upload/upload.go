@@ -51,6 +51,7 @@ type Options struct {
 // validate returns the config package's error (config.Errors lists each problem with its
 // location).
 func Prepare(path, deployment string, o Options) (*Bundle, error) {
+	path = bundle.Location(path)
 	varFile := o.VarFile
 	b, err := bundle.Open(path)
 	if err != nil {

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/scaffold"
+	"github.com/cairn-dev/cairn/internal/template"
+)
+
+func init() { commands = append(commands, newInitCmd) }
+
+func newInitCmd() *cobra.Command {
+	var from []string
+	var namespace string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "init [DIR]",
+		Short: "Write a first cairn.yaml for CloudFormation templates: a stack each, parameters, guessed dependencies to review",
+		Long: `Init writes DIR/cairn.yaml (DIR defaults to the current folder) for the CloudFormation
+templates named with --from (each inside DIR: a bundle holds its templates), or for every
+template found in DIR and its folders. Each template becomes a stack named after its file;
+its parameters are written with their defaults and descriptions; a parameter named as
+another template's output reads it (${output STACK::NAME}), and a template importing
+another's export requires it. Every guess, and each parameter that needs a value, is
+marked "review:" in a comment: the file is a draft to read. Init never overwrites a
+cairn.yaml unless --force.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) > 0 {
+				dir = args[0]
+			}
+			if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+				return refuse("init: %s is not a folder: name the bundle's folder (it holds the templates)", dir)
+			}
+			target := filepath.Join(dir, bundle.ConfigName)
+			if _, err := os.Stat(target); err == nil && !force {
+				return refuse("init: %s exists: edit it, or write a new one over it with --force", target)
+			}
+			paths := from
+			if len(paths) == 0 {
+				found, err := findTemplates(dir)
+				if err != nil {
+					return err
+				}
+				if len(found) == 0 {
+					return refuse("init: no CloudFormation templates in %s: name them with --from TEMPLATE", dir)
+				}
+				paths = found
+			}
+			var ts []scaffold.Template
+			for _, p := range paths {
+				rel, err := inside(dir, p)
+				if err != nil {
+					return refuse("init: %v", err)
+				}
+				body, err := os.ReadFile(p)
+				if err != nil {
+					return refuse("init: %v", err)
+				}
+				ts = append(ts, scaffold.Template{Path: filepath.ToSlash(rel), Body: body})
+			}
+			if namespace == "" {
+				namespace = namespaceOf(dir)
+			}
+			r, err := scaffold.Write(namespace, ts)
+			if err != nil {
+				return refuse("init: %v", err)
+			}
+			if err := os.WriteFile(target, r.Config, 0o644); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "wrote %s: %d %s (%s) in namespace %s\n", target, len(r.Stacks), plural(len(r.Stacks), "stack"), strings.Join(r.Stacks, ", "), namespace)
+			fmt.Fprintf(w, "read the %d %s marked \"review:\"", r.Review, plural(r.Review, "line"))
+			if len(r.Missing) > 0 {
+				need := "parameters need"
+				if len(r.Missing) == 1 {
+					need = "parameter needs"
+				}
+				fmt.Fprintf(w, "; %d %s a value: %s", len(r.Missing), need, strings.Join(r.Missing, ", "))
+			}
+			fmt.Fprintf(w, "\nthen check it with `cairn validate %s` and see the order with `cairn graph %s`\n", dir, dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&from, "from", nil, "templates to write stacks for, inside DIR (default: every template in DIR)")
+	cmd.Flags().StringVar(&namespace, "namespace", "", "the namespace: stack names are NAMESPACE-<name> (default: DIR's name)")
+	cmd.Flags().BoolVar(&force, "force", false, "write over an existing cairn.yaml")
+	return cmd
+}
+
+// inside returns p relative to dir, refusing a path outside it.
+func inside(dir, p string) (string, error) {
+	ad, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	ap, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(ad, ap)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("template %s is outside %s: a bundle holds its templates: copy it into %s, or run init in a folder holding it (cairn init DIR --from DIR/...)", p, dir, dir)
+	}
+	return rel, nil
+}
+
+// templateExts are the extensions of files init looks into for templates.
+var templateExts = []string{".yaml", ".yml", ".json", ".template"}
+
+// findTemplates lists the CloudFormation templates in dir and its folders (not hidden
+// ones, nor node_modules or a CDK app's cdk.out), in path order.
+func findTemplates(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if p != dir && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "cdk.out") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if name == bundle.ConfigName || name == bundle.VarsName || !slices.Contains(templateExts, strings.ToLower(filepath.Ext(name))) {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || info.Size() > template.MaxBodySize {
+			return nil
+		}
+		body, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if t, err := template.Parse(body); err == nil && t.Resources > 0 {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return out, err
+}
+
+// namespaceOf is the namespace a bundle's folder suggests: its name as a stack name.
+func namespaceOf(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return scaffold.StackName(filepath.Base(abs) + ".x")
+}

@@ -43,6 +43,7 @@ func BenchmarkColdStart(b *testing.B) {
 		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=secret", "AWS_SESSION_TOKEN=token",
 		"CAIRN_BUCKET=cairn-state", "CAIRN_DEPLOY_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/cairn-deploy",
 		"CAIRN_NOTIFICATIONS_TOPIC=arn:aws:sns:us-east-1:000000000000:cairn-notifications", "TZ=:UTC",
+		"CAIRN_SEAL_KEY_ID=arn:aws:kms:us-east-1:000000000000:key/00000000-0000-0000-0000-000000000000",
 	}
 	var starts []time.Duration
 	for b.Loop() {

@@ -807,6 +807,13 @@ func TestLooksComeWhenAWaitIsLikelyOver(t *testing.T) {
 		}
 		return out
 	}
+	steps := func(from, step float64, n int) []time.Duration {
+		var out []time.Duration
+		for i := range n {
+			out = append(out, time.Duration((from+float64(i)*step)*float64(time.Second)))
+		}
+		return out
+	}
 	for _, tc := range []struct {
 		name       string
 		history    Timing
@@ -817,14 +824,14 @@ func TestLooksComeWhenAWaitIsLikelyOver(t *testing.T) {
 		wantOp     []time.Duration
 		heartbeats time.Duration
 	}{
-		{name: "no history", csLooks: 24, opLooks: 5,
-			wantCS: s(2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 6.5, 7, 7.5, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12, 13, 14, 16, 20),
+		{name: "no history", csLooks: 44, opLooks: 5,
+			wantCS: append(steps(2, 0.25, 41), s(13, 14, 16, 20)...),
 			wantOp: s(1, 2, 4, 8, 16, 31)},
-		{name: "a history of 5 s and 60 s: never more than a heartbeat apart", history: Timing{ChangeSet: 5 * time.Second, Operation: time.Minute}, csLooks: 11, opLooks: 6,
-			wantCS: s(4, 4.5, 5, 5.5, 6, 6.5, 7, 7.5, 8, 8.5, 9.5, 10.5),
-			wantOp: s(15, 30, 45, 54, 55.15, 56.3, 57.45)},
+		{name: "a history of 5 s and 60 s: never more than a heartbeat apart", history: Timing{ChangeSet: 5 * time.Second, Operation: time.Minute}, csLooks: 26, opLooks: 6,
+			wantCS: append(steps(3, 0.25, 25), s(10, 11)...),
+			wantOp: s(15, 30, 36, 37.55, 39.1, 40.65, 42.2)},
 		{name: "the place's change sets took 1.2 to 9 s", learned: map[string]Place{"/": {Fastest: 1200 * time.Millisecond, Slowest: 9 * time.Second, Seen: 2}}, csLooks: 2, opLooks: 0,
-			wantCS: s(1.08, 1.7, 2.32), wantOp: s(1)},
+			wantCS: s(1.08, 1.39, 1.7), wantOp: s(1)},
 		{name: "a long history backs off to the heartbeat", history: Timing{ChangeSet: 40 * time.Second}, csLooks: 0, opLooks: 0,
 			wantCS: s(15), wantOp: s(1)},
 	} {
@@ -906,7 +913,7 @@ func TestShortStepsShareTheBudget(t *testing.T) {
 			t.Fatalf("%s: next look in %v, want %v (20 stacks in their windows)", n, got, 20*lookCost)
 		}
 	}
-	if perSecond := 20 / (20 * lookCost).Seconds(); perSecond > 12.5 {
+	if perSecond := 20 / (20 * lookCost).Seconds(); perSecond > 12.5 { // half of awsclient.DefaultBudget
 		t.Errorf("%.1f looks a second", perSecond)
 	}
 }
@@ -921,7 +928,7 @@ func TestWakeQueuesOneCheckAtATime(t *testing.T) {
 		"b": {Name: "b", StackName: "x-b", Intent: IntentDeploy, Phase: Pending, TemplateHash: "t"},
 	}}
 	type step struct {
-		at    time.Duration
+		at     time.Duration
 		obs    []Observation
 		delay  time.Duration // 0: no check queued
 		linger time.Duration // 0: the driver does not wait in the invocation
@@ -929,10 +936,10 @@ func TestWakeQueuesOneCheckAtATime(t *testing.T) {
 	for i, st := range []step{
 		{at: 0, delay: 2 * time.Second}, // a's change set: first look in 2s
 		{at: 500 * time.Millisecond},    // an event step: the queued check comes in time
-		{at: 2 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: ShortStep},  // the check: next look in a short step, waited for
-		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second}, // executing: first look in 1s
-		{at: 3 * time.Second, linger: ShortStep}, // a heartbeat: nothing sooner needed; its look is half a second away
-		{at: 3500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: 2 * time.Second},                                    // a done, b's change set: the place's took 2.5 s, so 2 s
+		{at: 2 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: ShortStep},                                                // the check: next look in a short step, waited for
+		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
+		{at: 3 * time.Second, linger: 500 * time.Millisecond},                                                                                                            // a heartbeat: nothing sooner needed; its look is half a second away
+		{at: 3500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: 2 * time.Second},                                          // a done, b's change set: the place's took 2.5 s, so 2 s
 		{at: 5500 * time.Millisecond, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
 	} {
 		now := t0.Add(st.at)

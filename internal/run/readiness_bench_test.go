@@ -74,7 +74,9 @@ var readinessStrategies = []struct {
 }{
 	{"cairn", simulateCairn},
 	{"serial", func(g simGraph, t timings, _ int, _ uint64) outcome { return simulateSerial(g, t) }},
-	{"sceptre", func(g simGraph, t timings, c int, _ uint64) outcome { return simulateLevelByLevel(g, t, c, sceptrePolls) }},
+	{"sceptre", func(g simGraph, t timings, c int, _ uint64) outcome {
+		return simulateLevelByLevel(g, t, c, sceptrePolls)
+	}},
 	{"level-0.25s", func(g simGraph, t timings, c int, _ uint64) outcome {
 		return simulateLevelByLevel(g, t, c, pollingEvery(250*time.Millisecond))
 	}},

@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"runtime/pprof"
 	"bytes"
 	"context"
 	"log/slog"
@@ -63,6 +64,9 @@ type world struct {
 	deployer atomic.Pointer[deploy.Driver]
 	install  func(deploy.Config)
 	upgrade  func()
+	// instance returns another instance of the deployer function (as Lambda runs
+	// several), whose AWS calls calls counts, for a test to invoke directly.
+	instance func(calls *callCounter) *deploy.Driver
 }
 
 type worldOptions struct {
@@ -297,6 +301,15 @@ func newWorld(t testing.TB, o worldOptions) *world {
 		w.deployer.Store(d)
 	}
 	w.install(dcfg)
+	w.instance = func(calls *callCounter) *deploy.Driver {
+		cfg := deployerCfg.Copy()
+		cfg.APIOptions = append(cfg.APIOptions, calls.middleware)
+		d, err := deploy.NewFromAWS(cfg, dcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 	w.upgrade = func() {
 		c := dcfg
 		c.SealKeyID = sealKey.ARN
@@ -306,8 +319,11 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	if timeout == 0 {
 		timeout = time.Minute
 	}
-	handle := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		return w.deployer.Load().Handle(ctx, ev)
+	handle := func(ctx context.Context, ev events.SQSEvent) (out events.SQSEventResponse, err error) {
+		// Labelled, so a CPU profile tells the deployer's time from the emulator's
+		// (BenchmarkRunCPU).
+		pprof.Do(ctx, deployerLabel, func(ctx context.Context) { out, err = w.deployer.Load().Handle(ctx, ev) })
+		return out, err
 	}
 	if err := em.RegisterFunction("deployer", handle, awslocal.WithTimeout(timeout)); err != nil {
 		t.Fatal(err)

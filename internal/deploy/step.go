@@ -190,6 +190,7 @@ func (st stepper) abandon(ctx context.Context, doc *rundoc.Document, etag string
 		return err
 	}
 	st.forget(doc.Run.ID)
+	st.runs.unindexStacks(ctx, doc, false, log)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	st.notify(ctx, doc, log)
 	return nil
@@ -221,6 +222,10 @@ func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *sl
 		return err
 	}
 	log.Debug("deploy: trigger for a finished run", "status", string(doc.Run.Status))
+	if idx, err := st.runs.readIndex(ctx, bucket.OpenRunKey(doc.Run.ID)); err == nil && idx == nil {
+		return nil // cleaned up: a delayed check or a late event of a run that ended
+	}
+	st.runs.unindexStacks(ctx, doc, false, log)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	return nil
 }
@@ -237,6 +242,7 @@ func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *state.
 		st.hygiene.afterApply(ctx, doc, log)
 	}
 	st.forget(doc.Run.ID)
+	st.runs.unindexStacks(ctx, doc, true, log)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	st.release(ctx, lock, log)
 	st.notify(ctx, doc, log)
@@ -271,6 +277,13 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	next, actions := run.Advance(prev, seen, now, opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
 	doc.Run, doc.Pending = next, pending
+	var started []string
+	for _, a := range actions {
+		if p := prev.Stacks[a.Stack]; p != nil && p.Phase == run.Pending && pending[a.Stack].Err == "" {
+			started = append(started, a.Stack)
+		}
+	}
+	st.runs.indexStacks(ctx, doc, started, log)
 	doc.Steps++
 	if lockErr != nil {
 		return st.lost(ctx, doc, etag, lockErr, log)

@@ -1,12 +1,12 @@
 package deploy_test
 
 import (
-	"runtime/pprof"
 	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"

@@ -32,7 +32,7 @@ func TestTable(t *testing.T) {
 		figure, value, holds string
 	}{
 		{"line of 5 stacks of 4 s each, emulator, 3 s heartbeats: makespan / 20 s", "1.001", "yes"},
-		{"10,000-stack load, validate, graph: ms", "139.6", "no"},           // goal < 100
+		{"10,000-stack load, validate, graph: ms", "139.6", "no"},          // goal < 100
 		{"10,000-stack load, validate, graph: MB allocated", "85.0", "no"}, // goal < 64
 		{"readiness irregular-16 later-run, change sets 2-12 s: cairn / critical path", "1.031", "yes"},
 		{"readiness irregular-16 later-run, change sets 2-12 s: 0.25 s thread-per-stack / cairn", "1.009", "yes"}, // 1.040 / 1.031

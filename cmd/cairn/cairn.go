@@ -194,7 +194,7 @@ func outcome(w io.Writer, doc *rundoc.Document) error {
 		fmt.Fprintf(w, "  reason: %s\n", r.Reason)
 	}
 	notes(w, "  ", doc)
-	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, layout.RunReportKey(r.Deployment, r.ID))
+	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, doc.ReportKey())
 	if r.Status != runstate.Succeeded {
 		return exitError{1}
 	}

@@ -371,7 +371,7 @@ func (b *base) notify(ctx context.Context, doc *rundoc.Document, log *slog.Logge
 		return
 	}
 	in := doc.Report()
-	uri := bucket.URI(b.cfg.Bucket, bucket.RunReportKey(doc.Run.Deployment, doc.Run.ID))
+	uri := bucket.URI(b.cfg.Bucket, doc.ReportKey())
 	_, err := b.sns.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(b.cfg.Topic), Subject: aws.String(report.Subject(in)), Message: aws.String(report.Summary(in, uri)),
 	})

@@ -106,7 +106,7 @@ type worldOptions struct {
 }
 
 // callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject"), and S3 reads
-// also by "S3.GetObject KEY".
+// and writes also by "S3.Operation KEY".
 type callCounter struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -122,8 +122,15 @@ func (c *callCounter) middleware(stack *middleware.Stack) error {
 			}
 			op := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
 			c.n[op]++
-			if get, ok := in.Parameters.(*s3.GetObjectInput); ok {
-				c.n[op+" "+aws.ToString(get.Key)]++ // by key too, e.g. "S3.GetObject deployments/shop.zip"
+			switch p := in.Parameters.(type) { // by key too, e.g. "S3.GetObject deployments/shop.zip"
+			case *s3.GetObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
+			case *s3.PutObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
+			case *s3.DeleteObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
+			case *s3.CopyObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
 			}
 			c.mu.Unlock()
 			return next.HandleInitialize(ctx, in)

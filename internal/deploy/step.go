@@ -264,14 +264,10 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 			doc.Statuses[o.Stack] = "DELETE_COMPLETE"
 		}
 	}
-	key, err := st.key(ctx)
+	opts, err := st.options(ctx, doc)
 	if err != nil {
 		return err // the trigger comes again
 	}
-	opts := st.cfg.Run
-	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
-	opts.Seal, opts.SealOutputs = plan.Seal(key), plan.SealOutputs(key)
-	opts.Heartbeat = st.cfg.Heartbeat
 	prev := doc.Run
 	now := st.clk.Now().UTC()
 	next, actions := run.Advance(prev, seen, now, opts)
@@ -352,6 +348,20 @@ func (st stepper) recordPlan(ctx context.Context, doc *rundoc.Document, lock *st
 		st.hygiene.afterPlan(ctx, p, cs, log)
 	}
 	return nil
+}
+
+// options are run.Advance's options for a step of doc's run: how it resolves its stacks'
+// inputs and seals their outputs.
+func (st stepper) options(ctx context.Context, doc *rundoc.Document) (run.Options, error) {
+	key, err := st.key(ctx)
+	if err != nil {
+		return run.Options{}, err
+	}
+	opts := st.cfg.Run
+	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
+	opts.Seal, opts.SealOutputs = plan.Seal(key), plan.SealOutputs(key)
+	opts.Heartbeat = st.cfg.Heartbeat
+	return opts, nil
 }
 
 func finishedNow(prev, next *run.Run, name string) bool {

@@ -60,7 +60,7 @@ func TestValidate(t *testing.T) {
 				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:38:16: Resources.Reader.DependsOn: DependsOn names Table, which exists only when condition IsProd is true, and it may be false here: CloudFormation refuses the template when Reader exists and Table does not; give Reader the same Condition or drop the dependency`,
 				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:39:5: Resources.Reader.Properties: AWS::IAM::Policy needs at least one of Users, Groups, Roles`,
 				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:44:5: Resources.Ready.CreationPolicy: must be a mapping, but parameter Env (String) is not`,
-				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:49:16: Resources.Handler.Properties.Runtime: Lambda runtime nodejs16.x is deprecated: AWS blocked creating functions with it on 2026-06-01 and updating them on 2026-07-01: move to nodejs24.x`,
+				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:49:16: Resources.Handler.Properties.Runtime: Lambda runtime nodejs12.x is deprecated: AWS blocked creating functions with it on 2023-03-31 and updating them on 2023-04-30: move to nodejs24.x`,
 				`../../testdata/bundles/invalid/twelve-errors/templates/network.yaml:55:22: Resources.Site.Properties.AccessControl: AccessControl PublicRead needs OwnershipControls that allow ACLs: S3 creates buckets with ACLs disabled (BucketOwnerEnforced) and refuses the ACL; add OwnershipControls: {Rules: [{ObjectOwnership: ObjectWriter}]} (or BucketOwnerPreferred), or drop AccessControl`,
 			},
 		},

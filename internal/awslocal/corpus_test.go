@@ -434,8 +434,9 @@ func checkValidation(t *testing.T, name string, r *corpusResult, notValid, unche
 	_, skipped := unchecked[name]
 	switch {
 	case skipped:
-		if !r.validated || len(r.blocked) == 0 {
-			t.Errorf("%s: validated %v (%s), runtimes AWS blocks %v: take it off the templates whose runtimes go unchecked", name, r.validated, r.verr, r.blocked)
+		// valid whatever the day; the entry matters on the days AWS blocks its runtimes
+		if !r.validated {
+			t.Errorf("%s: refused (%s), runtimes AWS blocks %v: take it off the templates whose runtimes go unchecked", name, r.verr, r.blocked)
 		}
 	case listed:
 		if r.validated || !strings.Contains(r.verr, want) {

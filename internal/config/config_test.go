@@ -16,11 +16,19 @@ import (
 
 const bundles = "../../testdata/bundles"
 
+// runtimeDay is the day the tests judge Lambda runtimes on (LoadOptions.Today) where the
+// runtime is not what they test, so a fixture's runtime does not expire with the calendar.
+const runtimeDay = "2026-12-01"
+
+// load loads the bundle in dir, its runtimes judged on runtimeDay unless o says a day.
 func load(t testing.TB, dir string, o LoadOptions) *Config {
 	t.Helper()
 	b, err := bundle.Open(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.Today == "" {
+		o.Today = runtimeDay
 	}
 	c, err := o.Load(b)
 	if err != nil {
@@ -334,7 +342,7 @@ func TestLoadErrors(t *testing.T) {
 			`templates/network.yaml:38:16: Resources.Reader.DependsOn: DependsOn names Table, which exists only when condition IsProd is true, and it may be false here: CloudFormation refuses the template when Reader exists and Table does not; give Reader the same Condition or drop the dependency`,
 			`templates/network.yaml:39:5: Resources.Reader.Properties: AWS::IAM::Policy needs at least one of Users, Groups, Roles`,
 			`templates/network.yaml:44:5: Resources.Ready.CreationPolicy: must be a mapping, but parameter Env (String) is not`,
-			`templates/network.yaml:49:16: Resources.Handler.Properties.Runtime: Lambda runtime nodejs16.x is deprecated: AWS blocked creating functions with it on 2026-06-01 and updating them on 2026-07-01: move to nodejs24.x`,
+			`templates/network.yaml:49:16: Resources.Handler.Properties.Runtime: Lambda runtime nodejs12.x is deprecated: AWS blocked creating functions with it on 2023-03-31 and updating them on 2023-04-30: move to nodejs24.x`,
 			`templates/network.yaml:55:22: Resources.Site.Properties.AccessControl: AccessControl PublicRead needs OwnershipControls that allow ACLs: S3 creates buckets with ACLs disabled (BucketOwnerEnforced) and refuses the ACL; add OwnershipControls: {Rules: [{ObjectOwnership: ObjectWriter}]} (or BucketOwnerPreferred), or drop AccessControl`,
 		}},
 		{"many-errors", []string{
@@ -356,7 +364,7 @@ func TestLoadErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := Load(b)
+			c, err := LoadOptions{Today: runtimeDay}.Load(b)
 			if c != nil {
 				t.Error("Load returned a config with errors")
 			}

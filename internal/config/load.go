@@ -43,6 +43,11 @@ type LoadOptions struct {
 	// Bucket is cairn's own bucket ("" when not known, e.g. offline): a template URL
 	// naming one of its objects outside templates/ is an error (bucket.CheckTemplateURL).
 	Bucket string
+	// Today is the day (YYYY-MM-DD, UTC) Lambda runtimes are judged on: a function whose
+	// runtime AWS blocks creating functions with by then is an error, one deprecated by
+	// then a warning (template.RuntimeProblem). Empty: the current date (template.Today).
+	// The deployer passes its clock's date.
+	Today string
 }
 
 // Load loads and validates the bundle's config with no deployment name.
@@ -51,7 +56,10 @@ func Load(b *bundle.Bundle) (*Config, error) { return LoadOptions{}.Load(b) }
 // Load loads and validates the bundle's config. On any problem it returns nil and the
 // Errors, all of them, in file order.
 func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
-	l := &loader{b: b, file: b.ConfigFile, templates: map[string]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket}
+	l := &loader{b: b, file: b.ConfigFile, templates: map[string]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, day: o.Today}
+	if l.day == "" {
+		l.day = template.Today()
+	}
 	c := l.load(o)
 	if c != nil {
 		sortErrors(l.warnings, l.file)
@@ -103,7 +111,9 @@ var (
 type loader struct {
 	b *bundle.Bundle
 	// bucket is cairn's own bucket (LoadOptions.Bucket).
-	bucket    string
+	bucket string
+	// day is the day Lambda runtimes are judged on (LoadOptions.Today).
+	day       string
 	file      string
 	errs      Errors
 	warnings  Errors
@@ -846,7 +856,7 @@ func (l *loader) check(t *template.Template) *checkResult {
 	if r, ok := l.checked[t.SHA256]; ok {
 		return r
 	}
-	in := t.Inspect()
+	in := t.InspectOn(l.day)
 	r := &checkResult{problems: in.Problems, needs: t.Needs(), uses: map[string][]template.ParameterUse{}}
 	for _, u := range in.Uses {
 		r.uses[u.Parameter] = append(r.uses[u.Parameter], u)

@@ -122,10 +122,14 @@ func TestLocalArtifacts(t *testing.T) {
     Properties:
       Code: %s
       Handler: index.handler
-      Role: arn:aws:iam::123456789012:role/r
-      Runtime: nodejs20.x
+      Role: arn:aws:iam::123456789012:role/fn
+      Runtime: nodejs24.x
 `
 	code := func(path string) string { return strings.Replace(fn, "%s", path, 1) }
+	var layers []string
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		layers = append(layers, "arn:aws:lambda:us-east-1:123456789012:layer:"+name+":1")
+	}
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -138,14 +142,15 @@ func TestLocalArtifacts(t *testing.T) {
 			[]string{`templates/app.yaml:5:13: Resources.Fn.Properties.Code: Code of Fn: "../../src" leaves the bundle: name a file or folder of the bundle, relative to the folder of templates/app.yaml`}},
 		{"an absolute path", map[string]string{"templates/app.yaml": code("/etc")},
 			[]string{`templates/app.yaml:5:13: Resources.Fn.Properties.Code: Code of Fn: "/etc" leaves the bundle: name a file or folder of the bundle, relative to the folder of templates/app.yaml`}},
-		{"six layers", map[string]string{"templates/app.yaml": code("../src") + "      Layers: [a, b, c, d, e, f]\n", "src/index.js": "x"},
-			[]string{`templates/app.yaml:5:13: Resources.Fn.Properties.Code: function Fn names 6 layers, more than Lambda's 5`}},
-		{"a state machine folder", map[string]string{"templates/app.yaml": "Resources:\n  M:\n    Type: AWS::StepFunctions::StateMachine\n    Properties: {RoleArn: r, DefinitionS3Location: sm}\n", "templates/sm/x.json": "{}"},
-			[]string{`templates/app.yaml:4:52: Resources.M.Properties.DefinitionS3Location: DefinitionS3Location of M (templates/sm): a state machine definition is a file (JSON or YAML), not a folder`}},
+		{"six layers", map[string]string{"templates/app.yaml": code("../src") + "      Layers: [" + strings.Join(layers, ", ") + "]\n", "src/index.js": "x"},
+			[]string{`templates/app.yaml:5:13: Resources.Fn.Properties.Code: function Fn names 6 layers, more than Lambda's 5`,
+				`templates/app.yaml:9:7: Resources.Fn.Properties.Layers: has 6 items, more than the 5 it takes`}},
+		{"a state machine folder", map[string]string{"templates/app.yaml": "Resources:\n  M:\n    Type: AWS::StepFunctions::StateMachine\n    Properties: {RoleArn: \"arn:aws:iam::123456789012:role/sm\", DefinitionS3Location: sm}\n", "templates/sm/x.json": "{}"},
+			[]string{`templates/app.yaml:4:86: Resources.M.Properties.DefinitionS3Location: DefinitionS3Location of M (templates/sm): a state machine definition is a file (JSON or YAML), not a folder`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Load(nestedBundle(tc.files))
+			c, err := LoadOptions{Today: runtimeDay}.Load(nestedBundle(tc.files))
 			var got []string
 			var errs Errors
 			if errors.As(err, &errs) {
@@ -178,10 +183,10 @@ func TestLocalArtifacts(t *testing.T) {
 func TestNestedTemplatesCarryCode(t *testing.T) {
 	files := map[string]string{
 		"templates/app.yaml":       "Resources:\n  Fns:\n    Type: AWS::CloudFormation::Stack\n    Properties: {TemplateURL: fns/fns.yaml}\n",
-		"templates/fns/fns.yaml":   "Resources:\n  Fn:\n    Type: AWS::Lambda::Function\n    Properties: {Handler: app.handler, Runtime: python3.12, Role: r, Code: src}\n",
+		"templates/fns/fns.yaml":   "Resources:\n  Fn:\n    Type: AWS::Lambda::Function\n    Properties: {Handler: app.handler, Runtime: python3.14, Role: \"arn:aws:iam::123456789012:role/fn\", Code: src}\n",
 		"templates/fns/src/app.py": "def handler(e, c): return 1\n",
 	}
-	c, err := Load(nestedBundle(files))
+	c, err := LoadOptions{Today: runtimeDay}.Load(nestedBundle(files))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +197,7 @@ func TestNestedTemplatesCarryCode(t *testing.T) {
 	}
 	before := s.Tree.SHA256()
 	files["templates/fns/src/app.py"] = "def handler(e, c): return 2\n"
-	c, err = Load(nestedBundle(files))
+	c, err = LoadOptions{Today: runtimeDay}.Load(nestedBundle(files))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,6 +99,36 @@ stacks:
 	}
 }
 
+// TestRuntimesJudgedOnToday: LoadOptions.Today is the day a bundle's Lambda runtimes are
+// judged on: nodejs20.x is deprecated (a warning) until AWS blocks creating functions with
+// it on 2027-02-01, and refused from that day.
+func TestRuntimesJudgedOnToday(t *testing.T) {
+	const cfg = `namespace: shop
+stacks:
+  - name: fn
+    template_body:
+      Resources:
+        Fn:
+          Type: AWS::Lambda::Function
+          Properties:
+            Role: arn:aws:iam::123456789012:role/fn
+            Runtime: nodejs20.x
+            Handler: index.handler
+            Code: {ZipFile: "exports.handler = async () => ({})"}
+`
+	c, err := LoadOptions{Today: "2027-01-31"}.Load(bundle.FromYAML("cairn.yaml", []byte(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || c.Warnings[0].Error() != "cairn.yaml:10:22: Resources.Fn.Properties.Runtime: warning: Lambda runtime nodejs20.x is deprecated since 2026-04-30 (AWS blocks creating functions with it on 2027-02-01): move to nodejs24.x" {
+		t.Errorf("warnings = %v", c.Warnings)
+	}
+	_, err = LoadOptions{Today: "2027-02-01"}.Load(bundle.FromYAML("cairn.yaml", []byte(cfg)))
+	checkErrors(t, err, "cairn.yaml", []string{
+		`10:22: Resources.Fn.Properties.Runtime: Lambda runtime nodejs20.x is deprecated: AWS blocked creating functions with it on 2027-02-01, and blocks updating them on 2027-03-03: move to nodejs24.x`,
+	})
+}
+
 // TestDuplicateExports: two stacks exporting one name are refused before either deploys;
 // names made unique with ${AWS::StackName} are fine.
 func TestDuplicateExports(t *testing.T) {

@@ -277,9 +277,11 @@ func (u Upload) RunID() string {
 	return fmt.Sprintf("%s%03d-%s", t.Format("20060102-150405"), t.Nanosecond()/int(time.Millisecond), hex.EncodeToString(sum[:4]))
 }
 
-// loadOptions are how the deployer loads the config of deployment's bundles.
+// loadOptions are how the deployer loads the config of deployment's bundles: Lambda
+// runtimes are judged on its clock's date.
 func (b *base) loadOptions(deployment string) config.LoadOptions {
-	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces, SSMPaths: b.cfg.SSMPaths, Bucket: b.cfg.Bucket}
+	return config.LoadOptions{Deployment: deployment, Namespaces: b.cfg.Namespaces, SSMPaths: b.cfg.SSMPaths, Bucket: b.cfg.Bucket,
+		Today: b.clk.Now().UTC().Format(time.DateOnly)}
 }
 
 func (b *base) runLogger(deployment, runID string) *slog.Logger {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cairn-dev/cairn/internal/run"
 )
@@ -37,6 +38,64 @@ func TestInvalidTemplateMakesNoCloudFormationCall(t *testing.T) {
 	if live := w.stacks(); len(live) != 0 {
 		t.Errorf("stacks exist: %v", live)
 	}
+}
+
+// TestRuntimesJudgedOnTheDeployersClock: the deployer judges Lambda runtimes on its own
+// clock's date (config.LoadOptions.Today): a function on nodejs20.x deploys the day before
+// AWS blocks creating functions with it (2027-02-01), and the same bundle fails validation
+// on that day, before any CloudFormation call. Each world's clock is set to its day, so the
+// test holds whatever the date it runs.
+func TestRuntimesJudgedOnTheDeployersClock(t *testing.T) {
+	files := map[string]string{
+		"cairn.yaml": "namespace: shop\nstacks:\n  - name: fn\n    template_path: templates/fn.yaml\n",
+		"templates/fn.yaml": `AWSTemplateFormatVersion: "2010-09-09"
+Resources:
+  Role:
+    Type: AWS::IAM::Role
+    Properties:
+      AssumeRolePolicyDocument:
+        Version: "2012-10-17"
+        Statement:
+          - {Effect: Allow, Principal: {Service: lambda.amazonaws.com}, Action: sts:AssumeRole}
+  Fn:
+    Type: AWS::Lambda::Function
+    Properties:
+      Role: !GetAtt Role.Arn
+      Runtime: nodejs20.x
+      Handler: index.handler
+      Code: {ZipFile: "exports.handler = async () => ({})"}
+`,
+	}
+	dir := t.TempDir()
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("the day before the block", func(t *testing.T) {
+		w := newWorld(t, worldOptions{})
+		w.clk.Set(time.Date(2027, 1, 31, 12, 0, 0, 0, time.UTC))
+		doc := w.wait("shop", w.push("shop", dir))
+		if doc.Run.Status != run.Succeeded {
+			t.Fatalf("run %s (%s) %q, want succeeded: AWS creates nodejs20.x functions until 2027-02-01", doc.Run.Status, doc.Run.Reason, doc.Errors)
+		}
+	})
+	t.Run("the day of the block", func(t *testing.T) {
+		w := newWorld(t, worldOptions{})
+		w.clk.Set(time.Date(2027, 2, 1, 12, 0, 0, 0, time.UTC))
+		before := w.cfnCalls()
+		doc := w.wait("shop", w.push("shop", dir))
+		want := "templates/fn.yaml:14:16: Resources.Fn.Properties.Runtime: Lambda runtime nodejs20.x is deprecated: AWS blocked creating functions with it on 2027-02-01, and blocks updating them on 2027-03-03: move to nodejs24.x"
+		if doc.Run.Status != run.RunFailed || len(doc.Errors) != 1 || !strings.HasSuffix(doc.Errors[0], want) {
+			t.Fatalf("run %s (%s) with errors %q, want failed with %q", doc.Run.Status, doc.Run.Reason, doc.Errors, want)
+		}
+		if after := w.cfnCalls(); !maps.Equal(before, after) {
+			t.Errorf("CloudFormation calls %v -> %v, want none", before, after)
+		}
+	})
 }
 
 // TestIAMWithoutCapabilitiesDeploys: a stack with IAM resources and no capabilities key is

@@ -58,6 +58,50 @@ shapes = []  # canonical json strings
 by_canon = {}
 
 
+# RUNTIME_SCHEDULE is AWS's Lambda runtime schedule where it has moved since the installed
+# cfn-lint's table (LmbdRuntimeLifecycle.json) was written: runtime -> (deprecated, creation
+# blocked, update blocked, successor), dates in UTC. The source is the "Supported runtimes"
+# and "Deprecated runtimes" tables of
+# https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html, checked 2026-12-01:
+# AWS moved the blocks of most Amazon Linux 2 runtimes to 2027-02-01 (create) and
+# 2027-03-03 (update), and those of java8.al2, java11, java17 and python3.11 a year on, and
+# dotnet10 and ruby4.0 are the newest of their languages. cfn-lint 1.51 has the older dates
+# (cfn-lint took these in June 2026, after 1.51), which would have cairn refuse templates
+# AWS deploys. An entry the installed cfn-lint agrees with can go.
+RUNTIME_SCHEDULE = {
+    "dotnetcore1.0": ("2019-06-27", "2019-06-30", "2019-07-30", "dotnet10"),
+    "dotnetcore2.0": ("2019-05-30", "2019-04-30", "2019-05-30", "dotnet10"),
+    "dotnetcore2.1": ("2022-01-05", "2022-01-05", "2022-04-13", "dotnet10"),
+    "dotnetcore3.1": ("2023-04-03", "2023-04-03", "2023-05-03", "dotnet10"),
+    "dotnet6": ("2024-12-20", "2027-02-01", "2027-03-03", "dotnet10"),
+    "dotnet8": ("2026-11-10", "2027-02-01", "2027-03-03", "dotnet10"),
+    "dotnet9": ("2026-11-10", None, None, "dotnet10"),
+    "dotnet10": ("2028-11-14", "2028-12-14", "2029-01-15", None),
+    "go1.x": ("2024-01-08", "2024-02-08", "2027-03-03", "provided.al2023"),
+    "java8": ("2024-01-08", "2024-02-08", "2027-03-03", "java25"),
+    "java8.al2": ("2027-06-30", "2027-07-31", "2027-08-31", "java25"),
+    "java11": ("2027-06-30", "2027-07-31", "2027-08-31", "java25"),
+    "java17": ("2027-06-30", "2027-07-31", "2027-08-31", "java25"),
+    "nodejs14.x": ("2023-12-04", "2024-01-09", "2027-03-03", "nodejs24.x"),
+    "nodejs16.x": ("2024-06-12", "2027-02-01", "2027-03-03", "nodejs24.x"),
+    "nodejs18.x": ("2025-09-01", "2027-02-01", "2027-03-03", "nodejs24.x"),
+    "nodejs20.x": ("2026-04-30", "2027-02-01", "2027-03-03", "nodejs24.x"),
+    "provided": ("2024-01-08", "2024-02-08", "2027-03-03", "provided.al2023"),
+    "provided.al2": ("2026-07-31", "2027-02-01", "2027-03-03", "provided.al2023"),
+    "python3.7": ("2023-12-04", "2024-01-09", "2027-03-03", "python3.14"),
+    "python3.8": ("2024-10-14", "2027-02-01", "2027-03-03", "python3.14"),
+    "python3.9": ("2025-12-15", "2027-02-01", "2027-03-03", "python3.14"),
+    "python3.10": ("2026-10-31", "2027-02-01", "2027-03-03", "python3.14"),
+    "python3.11": ("2027-06-30", "2027-07-31", "2027-08-31", "python3.14"),
+    "ruby2.5": ("2021-07-30", "2021-07-30", "2022-03-31", "ruby4.0"),
+    "ruby2.7": ("2023-12-07", "2024-01-09", "2027-03-03", "ruby4.0"),
+    "ruby3.2": ("2026-03-31", "2027-02-01", "2027-03-03", "ruby4.0"),
+    "ruby3.3": ("2027-03-31", "2027-04-30", "2027-05-31", "ruby4.0"),
+    "ruby3.4": ("2028-03-31", "2028-04-30", "2028-05-31", "ruby4.0"),
+    "ruby4.0": ("2029-03-31", "2029-04-30", "2029-05-31", None),
+}
+
+
 def intern(shape):
     canon = json.dumps(shape, sort_keys=True, separators=(",", ":"))
     if canon not in by_canon:
@@ -539,6 +583,8 @@ def main():
     out += renumber(types)
     out += [f"T {t['name']} " + json.dumps(t["rec"], separators=(",", ":")) for t in types]
     lifecycle = json.load(open(cfnlint.__path__[0] + "/data/AdditionalSpecs/LmbdRuntimeLifecycle.json"))
+    for rt, (deprecated, create, update, successor) in RUNTIME_SCHEDULE.items():
+        lifecycle[rt] = {"deprecated": deprecated, "create-block": create, "update-block": update, "successor": successor}
     for rt in sorted(lifecycle):
         v = lifecycle[rt]
         rec = {"deprecated": v.get("deprecated") or "", "create": v.get("create-block") or "",

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cairn-dev/cairn/internal/spec"
 )
 
 // peerRoots are where the peer check finds templates: the project's testdata (bundles and
@@ -91,6 +93,41 @@ var disagreements = map[string]disagreement{
 	"corpus/awscft-apigw-lambda.yaml:108": {"cairn", "!Rain::Embed is rain's packaging directive, which CloudFormation refuses (cairn's emulator fails it too); the template silences cfn-lint's E3012 there with its own Metadata (cfn-lint: config: ignore_checks)"},
 }
 
+// Messages about a Lambda runtime: cairn's (RuntimeProblem) and cfn-lint's (E2531, E2533).
+var (
+	cairnRuntimeRE = regexp.MustCompile(`^Lambda runtime (\S+) is deprecated`)
+	lintRuntimeRE  = regexp.MustCompile(`^Runtime '([^']+)'`)
+)
+
+// runtimeDisagreement judges a disagreement over a Lambda runtime by AWS's schedule on day
+// (the table RuntimeProblem reads: AWS's Lambda runtimes page, genspec.py), so the verdict
+// follows the calendar as both tools do, where a list of lines would hold for one day:
+//   - cairn's error at the Runtime of a Serverless template (a function's or Globals') for
+//     a runtime AWS blocks creating functions with on day, where cfn-lint reports the same
+//     runtime in the file: both are right, they place it apart: cfn-lint checks the
+//     translated template, where the function has no line of its own, and reports at the
+//     Serverless resource; cairn at the Runtime key that sets it.
+//   - cfn-lint's error for a runtime AWS still creates functions with on day (cairn warns
+//     that it is deprecated): cfn-lint 1.51's table has the dates AWS had before it moved
+//     the blocks later (to 2027 for most Amazon Linux 2 runtimes), so cairn is right.
+func runtimeDisagreement(cairnMsg, lintMsg string, lintRuntimes []string, day string) (disagreement, bool) {
+	if m := cairnRuntimeRE.FindStringSubmatch(cairnMsg); m != nil {
+		rt := m[1]
+		if _, warning, ok := RuntimeProblem(rt, day); ok && !warning && slices.Contains(lintRuntimes, rt) {
+			life, _ := spec.LookupRuntime(rt)
+			return disagreement{"both", fmt.Sprintf("AWS blocked creating functions with %s on %s (its Lambda runtimes page); cfn-lint reports it at the Serverless function (its SAM translation has no line for the property), cairn at the Runtime that sets it", rt, life.CreateBlocked)}, true
+		}
+	}
+	if m := lintRuntimeRE.FindStringSubmatch(lintMsg); m != nil {
+		rt := m[1]
+		if _, warning, ok := RuntimeProblem(rt, day); !ok || warning {
+			life, _ := spec.LookupRuntime(rt)
+			return disagreement{"cairn", fmt.Sprintf("AWS blocks creating functions with %s on %s, by its Lambda runtimes page (cairn warns that it is deprecated); cfn-lint 1.51's table has the earlier date AWS had announced", rt, life.CreateBlocked)}, true
+		}
+	}
+	return disagreement{}, false
+}
+
 // TestPeerCfnLint runs cfn-lint, the standard CloudFormation linter, once over every
 // template of testdata and the shared corpus, and compares by category (issue 32): the
 // cfn-lint errors cairn misses (no error of cairn's on that line), and cairn's false
@@ -163,11 +200,19 @@ func TestPeerCfnLint(t *testing.T) {
 		}
 		perRoot[root] = fg
 	}
+	// cfn-lint judges runtimes on the day it runs, and so does cairn here.
+	day := Today()
 	var unexplained []string
-	note := func(f string, line int, format string, args ...any) {
+	// note reports a disagreement: known when the list has its line or when judged (a
+	// runtime's, by runtimeDisagreement), else unexplained.
+	note := func(f string, line int, judged *disagreement, format string, args ...any) {
 		key := fmt.Sprintf("%s:%d", rel[f], line)
 		msg := fmt.Sprintf("%s:%d: ", f, line) + fmt.Sprintf(format, args...)
-		if d, ok := disagreements[key]; ok {
+		d, ok := disagreements[key]
+		if judged != nil {
+			d, ok = *judged, true
+		}
+		if ok {
 			t.Logf("%s\n    known: %s is right: %s", msg, d.right, d.why)
 			return
 		}
@@ -194,7 +239,7 @@ func TestPeerCfnLint(t *testing.T) {
 				macro = macro || tr != languageExtensions && tr != serverless
 				sam = sam || tr == serverless
 			}
-			for _, p := range tmpl.Check() {
+			for _, p := range tmpl.CheckOn(day) {
 				if !p.Warning {
 					cairnErrors = append(cairnErrors, p)
 				}
@@ -205,6 +250,18 @@ func TestPeerCfnLint(t *testing.T) {
 			continue
 		}
 		lerrs := lintErrors[f]
+		var lintRuntimes []string
+		for _, le := range lerrs {
+			if m := lintRuntimeRE.FindStringSubmatch(le.msg); m != nil && category(le.rule, le.msg) == "runtimes" {
+				lintRuntimes = append(lintRuntimes, m[1])
+			}
+		}
+		judge := func(cairnMsg, lintMsg string) *disagreement {
+			if d, ok := runtimeDisagreement(cairnMsg, lintMsg, lintRuntimes, day); ok {
+				return &d
+			}
+			return nil
+		}
 		if len(lerrs) == 0 {
 			fg.passed++
 			if len(cairnErrors) > 0 {
@@ -237,7 +294,11 @@ func TestPeerCfnLint(t *testing.T) {
 			if onLine(le.line) {
 				fg.byCat[cat].found++
 			} else if cat != "sam" {
-				note(f, le.line, "missed: cfn-lint %s (%s) %s; cairn reports %s", le.rule, cat, le.msg, describeProblems(cairnErrors))
+				var judged *disagreement
+				if cat == "runtimes" {
+					judged = judge("", le.msg)
+				}
+				note(f, le.line, judged, "missed: cfn-lint %s (%s) %s; cairn reports %s", le.rule, cat, le.msg, describeProblems(cairnErrors))
 			}
 		}
 		for _, p := range cairnErrors {
@@ -245,7 +306,11 @@ func TestPeerCfnLint(t *testing.T) {
 				continue
 			}
 			fg.falsePositives++
-			note(f, p.Line, "false positive: cairn %s: %s; cfn-lint reports no error on that line", p.Path, p.Msg)
+			var judged *disagreement
+			if sam {
+				judged = judge(p.Msg, "")
+			}
+			note(f, p.Line, judged, "false positive: cairn %s: %s; cfn-lint reports no error on that line", p.Path, p.Msg)
 		}
 	}
 	var table strings.Builder

@@ -66,7 +66,7 @@ type checker struct {
 	refNames    []string // parameters, resources and pseudo parameters, for suggestions
 	deps        map[string][]string
 	uses        []ParameterUse
-	today       string
+	day         string // the day Lambda runtimes are judged on
 	logic       *logic
 }
 
@@ -77,8 +77,13 @@ type checker struct {
 // items, combinations of properties), resource attributes, Fn::GetAtt attributes, Ref,
 // DependsOn and Condition targets and whether they exist under the conditions they are
 // used in, circular dependencies, quotas, parameter declarations and Lambda runtimes.
-// Every problem is reported, in template order.
+// Every problem is reported, in template order. Runtimes are judged on the current date
+// (Today); CheckOn judges them on another.
 func (t *Template) Check() []Problem { return t.Inspect().Problems }
+
+// CheckOn is Check with Lambda runtimes judged on day (YYYY-MM-DD, as RuntimeProblem takes
+// it): a runtime AWS blocks creating functions with by then is an error.
+func (t *Template) CheckOn(day string) []Problem { return t.InspectOn(day).Problems }
 
 // Inspection is what Check finds, and the places parameters' values go.
 type Inspection struct {
@@ -89,8 +94,12 @@ type Inspection struct {
 }
 
 // Inspect is Check with the parameter uses it finds on the way.
-func (t *Template) Inspect() Inspection {
-	c := &checker{t: t, resources: map[string]*resource{}, conditions: map[string]bool{}, mappings: map[string]bool{}, deps: map[string][]string{}, today: today()}
+func (t *Template) Inspect() Inspection { return t.InspectOn(Today()) }
+
+// InspectOn is Inspect with Lambda runtimes judged on day (see CheckOn). A loader judges
+// every template of a bundle on the one day it loads it.
+func (t *Template) InspectOn(day string) Inspection {
+	c := &checker{t: t, resources: map[string]*resource{}, conditions: map[string]bool{}, mappings: map[string]bool{}, deps: map[string][]string{}, day: day}
 	c.probs = append(c.probs, t.structure...)
 	for _, tr := range t.Transforms {
 		switch tr {
@@ -108,7 +117,7 @@ func (t *Template) Inspect() Inspection {
 	if c.sam && !c.macros {
 		// checked as CloudFormation checks it, after the transform (serverless.go)
 		var probs []Problem
-		probs, expanded = t.checkServerless()
+		probs, expanded = t.checkServerless(day)
 		c.probs = append(c.probs, probs...)
 	}
 	if !expanded {
@@ -348,7 +357,7 @@ func (c *checker) resource(r *resource) {
 	}
 	if r.typ == "AWS::Lambda::Function" {
 		if rt := value(props, "Runtime"); rt != nil && rt.Kind == yaml.ScalarNode {
-			if msg, warning, ok := RuntimeProblem(rt.Value, c.today); ok {
+			if msg, warning, ok := RuntimeProblem(rt.Value, c.day); ok {
 				c.add(rt, base+".Properties.Runtime", warning, "%s", msg)
 			}
 		}

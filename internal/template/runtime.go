@@ -38,8 +38,9 @@ func RuntimeProblem(runtime, day string) (msg string, warning, ok bool) {
 	return "", false, false
 }
 
-// Today is the day deprecations are compared with, in UTC, as RuntimeProblem takes it.
-func Today() string { return today() }
-
-// today is the date deprecations are compared with.
-func today() string { return time.Now().UTC().Format(time.DateOnly) }
+// Today is the current date in UTC, the day Check judges runtimes on, as RuntimeProblem
+// takes it. Code that loads templates for a user (the CLI, the deployer) passes the day on
+// (config.LoadOptions.Today) so one load judges every template on the same day.
+func Today() string {
+	return time.Now().UTC().Format(time.DateOnly)
+}

@@ -23,7 +23,7 @@ import (
 // before, without reference checks: with the refusal as a problem (at the resource at
 // fault) when the translator refuses the template, without one when cairn's transform
 // leaves out what it needs (a type AWS's translator expands and cairn's does not).
-func (t *Template) checkServerless() (probs []Problem, expanded bool) {
+func (t *Template) checkServerless(day string) (probs []Problem, expanded bool) {
 	var doc any
 	if err := t.Node.Decode(&doc); err != nil {
 		return nil, false
@@ -65,7 +65,7 @@ func (t *Template) checkServerless() (probs []Problem, expanded bool) {
 			x.Transforms = append(x.Transforms, tr)
 		}
 	}
-	for _, p := range x.Check() {
+	for _, p := range x.CheckOn(day) {
 		if id := resourceOf(p.Path); origins[id] != "" && origins[id] != id {
 			p.Msg += " (in " + id + ", which the Serverless transform makes for " + origins[id] + ")"
 		}

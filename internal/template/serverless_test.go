@@ -150,3 +150,19 @@ Outputs:
 		})
 	}
 }
+
+// TestServerlessRuntimesJudgedOnTheDay: CheckOn's day reaches the expanded template: a
+// Globals runtime is a warning while AWS still creates functions with it, an error from
+// the day it stops, at Globals either way.
+func TestServerlessRuntimesJudgedOnTheDay(t *testing.T) {
+	const body = "Transform: AWS::Serverless-2016-10-31\nGlobals:\n  Function:\n    Runtime: nodejs20.x\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties: {Handler: index.handler, CodeUri: ./src}\n"
+	tests := []struct{ day, want string }{
+		{"2027-01-31", "warning: 4:14: Resources.Fn.Properties.Runtime: Lambda runtime nodejs20.x is deprecated since 2026-04-30 (AWS blocks creating functions with it on 2027-02-01): move to nodejs24.x"},
+		{"2027-02-01", "4:14: Resources.Fn.Properties.Runtime: Lambda runtime nodejs20.x is deprecated: AWS blocked creating functions with it on 2027-02-01, and blocks updating them on 2027-03-03: move to nodejs24.x"},
+	}
+	for _, tt := range tests {
+		if got := problemsOn(t, body, tt.day); !slices.Equal(got, []string{tt.want}) {
+			t.Errorf("on %s: problems:\n%s\nwant:\n%s", tt.day, strings.Join(got, "\n"), tt.want)
+		}
+	}
+}

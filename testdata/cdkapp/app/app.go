@@ -87,7 +87,7 @@ func Build(app awscdk.App, o Options) {
 		Description: jsii.String("The function reading the orders queue"),
 	})
 	fn := awslambda.NewFunction(service, jsii.String("Handler"), &awslambda.FunctionProps{
-		Runtime: awslambda.Runtime_PYTHON_3_12(),
+		Runtime: awslambda.Runtime_PYTHON_3_14(),
 		Handler: jsii.String("index.handler"),
 		Code:    awslambda.Code_FromAsset(jsii.String(filepath.Join(o.Dir, "lambda", o.Code)), nil),
 		// The cross-stack reference: the Data stack exports the queue's URL, which the

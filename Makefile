@@ -21,10 +21,12 @@ COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git rev-pars
 cli:
 	$(GO) build -ldflags '-X github.com/cairn-dev/cairn/internal/version.Commit=$(COMMIT)' -o $(BIN)/cairn ./cmd/cairn
 
-# Each Lambda is a provided.al2023 arm64 "bootstrap" binary: no RPC server (lambda.norpc) and
-# no HTTP/2 client (nethttpomithttp2: every AWS API cairn calls speaks HTTP/1.1), which keeps
-# the deployer under 15 MB. The cold-start benchmark builds with these tags too.
-LAMBDA_TAGS = lambda.norpc,nethttpomithttp2
+# Each Lambda is a provided.al2023 arm64 "bootstrap" binary: no RPC server (lambda.norpc), no
+# HTTP/2 client (nethttpomithttp2: every AWS API cairn calls speaks HTTP/1.1), and the AWS
+# configuration from the function's environment alone (cairn.lambda: awsclient.ForFunction,
+# without the SDK's shared-file, profile and SSO chain), which keeps the deployer under
+# 15 MB. The cold-start benchmark builds with these tags too.
+LAMBDA_TAGS = lambda.norpc,nethttpomithttp2,cairn.lambda
 
 lambdas:
 	@for f in $(FUNCTIONS); do \
@@ -132,7 +134,7 @@ spec:
 	python3 internal/spec/genspec.py > internal/spec/spec.txt.tmp && gzip -9n < internal/spec/spec.txt.tmp > internal/spec/spec.txt.gz.tmp \
 		&& mv internal/spec/spec.txt.gz.tmp internal/spec/spec.txt.gz && rm internal/spec/spec.txt.tmp
 
-# sam-data: regenerate internal/sam/translator.json, the policy templates and managed policy
+# sam-data: regenerate internal/sam/translator.json.gz, the policy templates and managed policy
 # ARNs of AWS's SAM translator (Apache-2.0), from the installed aws-sam-translator
 # (`pip install aws-sam-translator`). The file is committed: builds and CI never need this.
 .PHONY: sam-data

@@ -2,6 +2,10 @@ module github.com/cairn-dev/cairn
 
 go 1.26.2
 
+// The deployer's Lambda binary carries cloudformation, ecr, kms and ssm at their last
+// versions before the SDK's schema-based (de)serialization, whose eagerly built schemas
+// of every shape of those APIs add 2.3 MB to it (over its 15 MB goal) and their
+// construction to its cold start; upgrade them only with BenchmarkColdStart's figures.
 require (
 	github.com/aws-cloudformation/rain v1.24.4
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.276.0
@@ -9,16 +13,16 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0
 	github.com/aws/aws-sdk-go-v2/config v1.33.18
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
-	github.com/aws/aws-sdk-go-v2/service/cloudformation v1.84.0
+	github.com/aws/aws-sdk-go-v2/service/cloudformation v1.82.6 // pinned: see above
 	github.com/aws/aws-sdk-go-v2/service/cloudwatch v1.75.7
-	github.com/aws/aws-sdk-go-v2/service/ecr v1.67.6
+	github.com/aws/aws-sdk-go-v2/service/ecr v1.65.0 // pinned: see above
 	github.com/aws/aws-sdk-go-v2/service/eventbridge v1.55.11
-	github.com/aws/aws-sdk-go-v2/service/kms v1.62.6
+	github.com/aws/aws-sdk-go-v2/service/kms v1.60.0 // pinned: see above
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/aws-sdk-go-v2/service/secretsmanager v1.50.12
 	github.com/aws/aws-sdk-go-v2/service/sns v1.48.0
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
-	github.com/aws/aws-sdk-go-v2/service/ssm v1.82.1
+	github.com/aws/aws-sdk-go-v2/service/ssm v1.79.3 // pinned: see above
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0
 	github.com/aws/constructs-go/constructs/v10 v10.8.1
 	github.com/aws/jsii-runtime-go v1.142.0

@@ -152,7 +152,7 @@ func outcomeOf(w io.Writer, doc *rundoc.Document, path string) error {
 		fmt.Fprintf(w, "  reason: %s\n", r.Reason)
 	}
 	notes(w, "  ", doc)
-	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, layout.RunReportKey(r.Deployment, r.ID))
+	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, doc.ReportKey())
 	if r.Status != runstate.Succeeded {
 		printNext(w, doc, path)
 		return exitError{1}

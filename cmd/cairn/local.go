@@ -98,8 +98,10 @@ sees it; one "local up" at a time may use a --dir.`,
 	cmd.Flags().BoolVar(&o.CDKBootstrap, "cdk-bootstrap", false, "make what cdk bootstrap makes (stack CDKToolkit: staging bucket, image repository, bootstrap roles trusting cairn's account, version parameter) in cairn's account and region and in each of --targets, so a CDK app's cdk.out deploys unchanged")
 	cmd.Flags().StringVar(&o.CDKQualifier, "cdk-qualifier", localcairn.DefaultCDKQualifier, "the bootstrap qualifier of --cdk-bootstrap (cdk bootstrap --qualifier)")
 	cmd.Flags().StringSliceVar(&targets, "targets", nil, "other accounts and regions to deploy into, ACCOUNT:REGION,...: each gets the target stack (deploy role, event forwarding, ports topic)")
-	cmd.Flags().DurationVar(&timings.ResourceDelay, "resource-delay", time.Second, "how long each resource operation of a stack takes (cairn's own stack takes none)")
-	cmd.Flags().DurationVar(&timings.ChangeSetDelay, "change-set-delay", time.Second, "how long a change set takes to create")
+	timings.ResourceDelay, timings.ChangeSetDelay = time.Second, time.Second
+	cmd.Flags().Var(&delayRange{&timings.ResourceDelay, &timings.ResourceDelayMax}, "resource-delay", "how long each resource operation of a stack takes, D or MIN..MAX (each drawn between them; cairn's own stack takes none)")
+	cmd.Flags().Var(&delayRange{&timings.ChangeSetDelay, &timings.ChangeSetDelayMax}, "change-set-delay", "how long a change set takes to create, D or MIN..MAX (e.g. 2s..12s: each drawn between them, as they vary in AWS)")
+	cmd.Flags().Uint64Var(&timings.DelaySeed, "delay-seed", 1, "seed of the delays drawn from MIN..MAX ranges: the same seed draws the same times")
 	return cmd
 }
 
@@ -412,3 +414,35 @@ func orMemory(dir string) string {
 	}
 	return dir
 }
+
+// delayRange is the value of a delay flag: one duration, or MIN..MAX for delays drawn
+// between the two.
+type delayRange struct{ lo, hi *time.Duration }
+
+func (d *delayRange) String() string {
+	if d.lo == nil {
+		return ""
+	}
+	if *d.hi > *d.lo {
+		return d.lo.String() + ".." + d.hi.String()
+	}
+	return d.lo.String()
+}
+
+func (d *delayRange) Set(v string) error {
+	lo, hi, isRange := strings.Cut(v, "..")
+	l, err := time.ParseDuration(lo)
+	if err != nil || l < 0 {
+		return fmt.Errorf("%q is not a duration or a range MIN..MAX of durations (such as 1s or 2s..12s)", v)
+	}
+	h := l
+	if isRange {
+		if h, err = time.ParseDuration(hi); err != nil || h < l {
+			return fmt.Errorf("%q: MAX of MIN..MAX is not a duration at least MIN (such as 2s..12s)", v)
+		}
+	}
+	*d.lo, *d.hi = l, h
+	return nil
+}
+
+func (d *delayRange) Type() string { return "duration[..max]" }

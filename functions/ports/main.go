@@ -22,7 +22,7 @@ func main() {
 		slog.Error("ports function misconfigured", "err", err)
 		os.Exit(1)
 	}
-	aws, err := awsclient.Load(ctx)
+	aws, err := awsclient.ForFunction(ctx)
 	if err != nil {
 		slog.Error("ports function cannot load its AWS configuration", "err", err)
 		os.Exit(1)

@@ -7,37 +7,49 @@
 package awsclient
 
 import (
-	"context"
+	"cmp"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // MaxAttempts bounds every SDK call's retries (throttling included, with backoff).
 const MaxAttempts = 8
 
-// Load reads the shared AWS configuration from the environment.
-func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
-	opts := []func(*config.LoadOptions) error{
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = MaxAttempts })
-		}),
-		// Checksums only where an API requires them: plain-HTTP endpoints and non-seekable
-		// bodies otherwise break uploads.
-		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
-		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+func retryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = MaxAttempts })
+}
+
+// defaultRegion is the region when the environment names none.
+const defaultRegion = "us-east-1"
+
+// FromEnvironment is the configuration of a Lambda function, from the environment Lambda
+// gives it alone: AWS_REGION, the credentials of the function's role
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), and AWS_ENDPOINT_URL when
+// set; with Load's retries and checksum settings. It leaves out the SDK's chain of shared
+// files, profiles, SSO and instance metadata, which a Lambda never uses, so a function's
+// binary carries none of it (ForFunction, under the cairn.lambda build tag).
+func FromEnvironment() (aws.Config, error) {
+	key, secret := os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+	if key == "" || secret == "" {
+		return aws.Config{}, fmt.Errorf("load AWS configuration from the environment: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (Lambda sets them from the function's role)")
 	}
-	if os.Getenv("AWS_REGION") == "" && os.Getenv("AWS_DEFAULT_REGION") == "" {
-		opts = append(opts, config.WithRegion("us-east-1"))
+	cfg := aws.Config{
+		Region:                     cmp.Or(os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"), defaultRegion),
+		Credentials:                credentials.NewStaticCredentialsProvider(key, secret, os.Getenv("AWS_SESSION_TOKEN")),
+		HTTPClient:                 awshttp.NewBuildableClient(),
+		Retryer:                    retryer,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, append(opts, optFns...)...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration from the environment: %w", err)
+	if e := Endpoint(); e != "" {
+		cfg.BaseEndpoint = aws.String(e)
 	}
 	return cfg, nil
 }

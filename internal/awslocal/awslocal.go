@@ -66,9 +66,13 @@ type Options struct {
 	HoldUntilReady bool
 }
 
-// CloudFormationTimings are the durations the emulated CloudFormation simulates.
+// CloudFormationTimings are the durations the emulated CloudFormation simulates (see
+// cfnlocal.Options): with a Max above its delay, each operation's is drawn between the two
+// from DelaySeed.
 type CloudFormationTimings struct {
 	ResourceDelay, ChangeSetDelay, CustomResourceTimeout time.Duration
+	ResourceDelayMax, ChangeSetDelayMax                  time.Duration
+	DelaySeed                                            uint64
 }
 
 // Emulator serves the emulated AWS services.

@@ -145,6 +145,9 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		BaseURL:               p.baseURL,
 		ResourceDelay:         o.CloudFormation.ResourceDelay,
 		ChangeSetDelay:        o.CloudFormation.ChangeSetDelay,
+		ResourceDelayMax:      o.CloudFormation.ResourceDelayMax,
+		ChangeSetDelayMax:     o.CloudFormation.ChangeSetDelayMax,
+		DelaySeed:             o.CloudFormation.DelaySeed,
 		CustomResourceTimeout: o.CloudFormation.CustomResourceTimeout,
 	})
 	if err != nil {

@@ -83,10 +83,26 @@ func ahead(bench string) func(results) (float64, bool) {
 	}
 }
 
-func atMost(limit float64) func(float64) bool { return func(v float64) bool { return v <= limit } }
-func below(limit float64) func(float64) bool  { return func(v float64) bool { return v < limit } }
-func above(limit float64) func(float64) bool  { return func(v float64) bool { return v > limit } }
-func exactly(want float64) func(float64) bool { return func(v float64) bool { return v == want } }
+// ratioOf is one metric of bench divided by another (of bench2, or of bench when "").
+func ratioOf(bench, unit, bench2, unit2 string) func(results) (float64, bool) {
+	if bench2 == "" {
+		bench2 = bench
+	}
+	return func(r results) (float64, bool) {
+		a, ok := r[bench][unit]
+		b, ok2 := r[bench2][unit2]
+		if !ok || !ok2 || b == 0 {
+			return 0, false
+		}
+		return a / b, true
+	}
+}
+
+func atMost(limit float64) func(float64) bool  { return func(v float64) bool { return v <= limit } }
+func below(limit float64) func(float64) bool   { return func(v float64) bool { return v < limit } }
+func above(limit float64) func(float64) bool   { return func(v float64) bool { return v > limit } }
+func atLeast(limit float64) func(float64) bool { return func(v float64) bool { return v >= limit } }
+func exactly(want float64) func(float64) bool  { return func(v float64) bool { return v == want } }
 
 // makespanCases are the makespan benchmark's graphs and concurrencies; free ones are not
 // limited by concurrency (the work divided by max_concurrency is below the critical path).
@@ -111,17 +127,50 @@ func goals() []goal {
 		}
 		gs = append(gs, goal{"makespan " + c.name + ": best peer / cairn", "> 1 (ahead of both)", ahead(b), "%.4f", above(1)})
 	}
-	return append(gs,
-		goal{"10,000-stack load, validate, graph: ms", "< 200", metric("BenchmarkLoad10k", "ms/load"), "%.1f", below(200)},
-		goal{"10,000-stack load, validate, graph: MB allocated", "< 128", metric("BenchmarkLoad10k", "MB-alloc/load"), "%.1f", below(128)},
+	return append(append(append(gs,
+		goal{"10,000-stack load, validate, graph: ms", "< 100", metric("BenchmarkLoad10k", "ms/load"), "%.1f", below(100)},
+		goal{"10,000-stack load, validate, graph: MB allocated", "< 64", metric("BenchmarkLoad10k", "MB-alloc/load"), "%.1f", below(64)},
 		goal{"transitive reduction of 10,000 stacks: ms", "well under 95 (< 50)", scaled(metric("BenchmarkTransitiveReduction10k", "ns/op"), 1e-6), "%.1f", below(50)},
 		goal{"unchanged re-push of 500 stacks: CloudFormation writes", "0", metric("BenchmarkPush500/others-0", "repush-cfn-writes"), "%.0f", exactly(0)},
 		goal{"unchanged re-push of 500 stacks: CloudFormation reads", "<= 5", metric("BenchmarkPush500/others-0", "repush-cfn-reads"), "%.0f", atMost(5)},
 		goal{"the same beside 2,000 unrelated stacks: writes", "0", metric("BenchmarkPush500/others-2000", "repush-cfn-writes"), "%.0f", exactly(0)},
 		goal{"the same beside 2,000 unrelated stacks: reads", "<= 2 x min(500 stacks, 25 pages)", metric("BenchmarkPush500/others-2000", "repush-cfn-reads"), "%.0f", atMost(50)},
-		goal{"deployer bootstrap, linux/arm64: MB (10^6 bytes)", "<= 15", metric("BenchmarkColdStart", "MB-arm64"), "%.2f", atMost(15)},
-		goal{"deployer start to ready for an event: ms (p50)", "<= 50", metric("BenchmarkColdStart", "ms-to-ready-p50"), "%.1f", atMost(50)},
-	)
+		goal{"deployer bootstrap, linux/arm64: MB (10^6 bytes)", "< 15", metric("BenchmarkColdStart", "MB-arm64"), "%.2f", below(15)},
+		goal{"deployer init duration (process start to its first request for an event, as Lambda's REPORT line): ms (p50)", "<= 50", metric("BenchmarkColdStart", "ms-to-ready-p50"), "%.1f", atMost(50)},
+		goal{"port allocations, 20 stacks at once, one function instance: per s", ">= 500", metric("BenchmarkAllocate/stacks=20/instances=one", "allocs/s"), "%.0f", atLeast(500)},
+		goal{"port allocations, 20 stacks at once, an instance per stack: per s", ">= 500", metric("BenchmarkAllocate/stacks=20/instances=per-stack", "allocs/s"), "%.0f", atLeast(500)},
+	), readinessGoals()...), runCPUGoals()...)
+}
+
+// readinessCases are BenchmarkReadiness's graphs and runs (varied change-set times).
+var readinessCases = []string{"chain-5", "irregular-16", "random-30"}
+
+// readinessGoals: cairn's makespan within 5% of the critical path with change sets of 2 to
+// 12 s, ahead of a 0.25 s thread-per-stack poller with at most a fifth of its calls.
+func readinessGoals() []goal {
+	var gs []goal
+	for _, g := range readinessCases {
+		for _, run := range []string{"first-run", "later-run"} {
+			b := "BenchmarkReadiness/" + g + "/" + run
+			name := "readiness " + g + " " + run + ", change sets 2-12 s: "
+			gs = append(gs,
+				goal{name + "cairn / critical path", "<= 1.05", metric(b, "cairn/cp"), "%.3f", atMost(1.05)},
+				goal{name + "0.25 s thread-per-stack / cairn", "> 1 (ahead)", ratioOf(b, "thread-0.25s/cp", "", "cairn/cp"), "%.3f", above(1)},
+				goal{name + "cairn's calls / the 0.25 s poller's", "<= 0.2", ratioOf(b, "cairn-calls/stack", "", "thread-0.25s-calls/stack"), "%.3f", atMost(0.2)},
+			)
+		}
+	}
+	return gs
+}
+
+// runCPUGoals: the deployer's CPU per stack flat in the run's size (BenchmarkRunCPU).
+func runCPUGoals() []goal {
+	var gs []goal
+	for _, n := range []string{"200", "500", "1000"} {
+		gs = append(gs, goal{"deployer CPU per stack, " + n + " stacks / 50 stacks", "<= 1.25 (flat)",
+			ratioOf("BenchmarkRunCPU/stacks="+n, "deployer-cpu-ms/stack", "BenchmarkRunCPU/stacks=50", "deployer-cpu-ms/stack"), "%.2f", atMost(1.25)})
+	}
+	return gs
 }
 
 // table writes the goals table of r to w and reports how many goals hold and were measured.

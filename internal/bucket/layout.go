@@ -12,6 +12,7 @@
 //	locks/NAMESPACE/KEY.lock        their locks
 //	runs/NAME/RUN_ID.json, .md      runs and their reports
 //	runs/active/RUN_ID.json         the index of open runs
+//	runs/active/stacks/NAME.json    the open run of each stack it started, by stack name
 //	templates/SHA256.json           templates passed by TemplateURL
 //	assets/SHA256.EXT               packaged artifacts (code, definitions) of stacks at home
 //	ports/POOL.json                 port allocations
@@ -51,6 +52,9 @@ const (
 	// OpenRunsPrefix holds one small index object per open run, so a stack status event
 	// finds its run with one listing.
 	OpenRunsPrefix = RunsPrefix + openRuns + "/"
+	// OpenStacksPrefix holds, per CloudFormation stack name, the open run that started
+	// the stack, so a stack status event finds its run with one read and no listing.
+	OpenStacksPrefix = OpenRunsPrefix + "stacks/"
 	// SweepsPrefix holds the drift sweeps in progress; a finished sweep's document is
 	// deleted (its reports remain).
 	SweepsPrefix = DriftPrefix + sweeps + "/"
@@ -114,6 +118,10 @@ func RunReportKey(name, runID string) string { return RunsOf(name) + runID + mdE
 
 // OpenRunKey is the index object of open run runID.
 func OpenRunKey(runID string) string { return OpenRunsPrefix + runID + jsonExt }
+
+// OpenStackKey is the index object naming the open run of the CloudFormation stack named
+// stackName (stack names are letters, digits and '-').
+func OpenStackKey(stackName string) string { return OpenStacksPrefix + stackName + jsonExt }
 
 // TemplateKey is a template uploaded for TemplateURL, addressed by its sha256 (hex).
 func TemplateKey(sha256 string) string { return TemplatesPrefix + sha256 + jsonExt }

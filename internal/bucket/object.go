@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 )
@@ -177,6 +178,33 @@ func Delete(ctx context.Context, api Deleter, name, key, ifMatch string) error {
 	return fmt.Errorf("delete %s: %w", URI(name, key), err)
 }
 
+// ManyDeleter deletes objects a thousand at a time.
+type ManyDeleter interface {
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
+}
+
+// DeleteMany deletes keys of bucket name, a thousand a request (S3's most); keys that do
+// not exist are no error.
+func DeleteMany(ctx context.Context, api ManyDeleter, name string, keys []string) error {
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		objs := make([]s3types.ObjectIdentifier, n)
+		for i, k := range keys[:n] {
+			objs[i] = s3types.ObjectIdentifier{Key: aws.String(k)}
+		}
+		out, err := api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(name), Delete: &s3types.Delete{Objects: objs, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return fmt.Errorf("delete %d objects of %s: %w", n, URI(name, ""), err)
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return fmt.Errorf("delete %s: %s: %s (and %d more)", URI(name, aws.ToString(e.Key)), aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
 // List returns every key under prefix in bucket name, in key order, all pages.
 func List(ctx context.Context, api Lister, name, prefix string) ([]string, error) {
 	listed, err := ListModified(ctx, api, name, prefix)
@@ -196,7 +224,17 @@ type Listed struct {
 // ListModified returns every object under prefix in bucket name, in key order, all
 // pages, with the time each was last written.
 func ListModified(ctx context.Context, api Lister, name, prefix string) ([]Listed, error) {
-	in := &s3.ListObjectsV2Input{Bucket: aws.String(name), Prefix: aws.String(prefix)}
+	return listModified(ctx, api, &s3.ListObjectsV2Input{Bucket: aws.String(name), Prefix: aws.String(prefix)})
+}
+
+// ListFolder is ListModified of the objects directly in the folder prefix (ending in
+// "/"), none of its subfolders' (the delimiter "/").
+func ListFolder(ctx context.Context, api Lister, name, prefix string) ([]Listed, error) {
+	return listModified(ctx, api, &s3.ListObjectsV2Input{Bucket: aws.String(name), Prefix: aws.String(prefix), Delimiter: aws.String("/")})
+}
+
+func listModified(ctx context.Context, api Lister, in *s3.ListObjectsV2Input) ([]Listed, error) {
+	name, prefix := aws.ToString(in.Bucket), aws.ToString(in.Prefix)
 	var listed []Listed
 	for {
 		out, err := api.ListObjectsV2(ctx, in)

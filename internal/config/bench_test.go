@@ -19,7 +19,7 @@ func generated10k(tb testing.TB, n int) (data []byte, edges int) {
 }
 
 // BenchmarkLoad10k reads, loads, validates and builds the graph (with its deploy order)
-// of a generated 10,000-stack bundle. Goal: under 200 ms and 128 MB. It reports ms per
+// of a generated 10,000-stack bundle. Goal: under 100 ms and 64 MB. It reports ms per
 // load, MB allocated per load, and the MB still live holding the loaded config and graph.
 func BenchmarkLoad10k(b *testing.B) {
 	data, edges := generated10k(b, 10_000)

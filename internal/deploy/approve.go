@@ -154,7 +154,7 @@ func (s starter) applyLocked(ctx context.Context, doc *rundoc.Document, lock *st
 		only = p
 	}
 	decisions := doc.Decisions
-	d, failed, err := s.decide(ctx, doc, lock, lb, run.ModePlan, log)
+	d, failed, err := s.decide(ctx, doc, lock, lb, run.ModePlan, nil, log)
 	if failed || err != nil {
 		if !failed {
 			s.release(ctx, lock, log)

@@ -63,6 +63,8 @@ type S3API interface {
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	// CopyObject refreshes an artifact the assets lifecycle would otherwise expire.
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
+	// DeleteObjects removes a run's entries of the open-run index by stack.
+	DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error)
 }
 
 // SQSAPI sends heartbeats and re-sends uploads that wait for the lock.
@@ -382,7 +384,7 @@ func (b *base) notify(ctx context.Context, doc *rundoc.Document, log *slog.Logge
 		return
 	}
 	in := doc.Report()
-	uri := bucket.URI(b.cfg.Bucket, bucket.RunReportKey(doc.Run.Deployment, doc.Run.ID))
+	uri := bucket.URI(b.cfg.Bucket, doc.ReportKey())
 	_, err := b.sns.Publish(ctx, &sns.PublishInput{
 		TopicArn: aws.String(b.cfg.Topic), Subject: aws.String(report.Subject(in)), Message: aws.String(report.Summary(in, uri)),
 	})

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,9 @@ type world struct {
 	deployer atomic.Pointer[deploy.Driver]
 	install  func(deploy.Config)
 	upgrade  func()
+	// instance returns another instance of the deployer function (as Lambda runs
+	// several), whose AWS calls calls counts, for a test to invoke directly.
+	instance func(calls *callCounter) *deploy.Driver
 }
 
 type worldOptions struct {
@@ -105,7 +109,7 @@ type worldOptions struct {
 }
 
 // callCounter counts AWS calls by "service.Operation" (e.g. "S3.GetObject"), and S3 reads
-// also by "S3.GetObject KEY".
+// and writes also by "S3.Operation KEY".
 type callCounter struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -121,8 +125,15 @@ func (c *callCounter) middleware(stack *middleware.Stack) error {
 			}
 			op := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
 			c.n[op]++
-			if get, ok := in.Parameters.(*s3.GetObjectInput); ok {
-				c.n[op+" "+aws.ToString(get.Key)]++ // by key too, e.g. "S3.GetObject deployments/shop.zip"
+			switch p := in.Parameters.(type) { // by key too, e.g. "S3.GetObject deployments/shop.zip"
+			case *s3.GetObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
+			case *s3.PutObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
+			case *s3.DeleteObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
+			case *s3.CopyObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
 			}
 			c.mu.Unlock()
 			return next.HandleInitialize(ctx, in)
@@ -300,6 +311,15 @@ func newWorld(t testing.TB, o worldOptions) *world {
 		w.deployer.Store(d)
 	}
 	w.install(dcfg)
+	w.instance = func(calls *callCounter) *deploy.Driver {
+		cfg := deployerCfg.Copy()
+		cfg.APIOptions = append(cfg.APIOptions, calls.middleware)
+		d, err := deploy.NewFromAWS(cfg, dcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 	w.upgrade = func() {
 		c := dcfg
 		c.SealKeyID = sealKey.ARN
@@ -309,8 +329,11 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	if timeout == 0 {
 		timeout = time.Minute
 	}
-	handle := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		return w.deployer.Load().Handle(ctx, ev)
+	handle := func(ctx context.Context, ev events.SQSEvent) (out events.SQSEventResponse, err error) {
+		// Labelled, so a CPU profile tells the deployer's time from the emulator's
+		// (BenchmarkRunCPU).
+		pprof.Do(ctx, deployerLabel, func(ctx context.Context) { out, err = w.deployer.Load().Handle(ctx, ev) })
+		return out, err
 	}
 	if err := em.RegisterFunction("deployer", handle, awslocal.WithTimeout(timeout)); err != nil {
 		t.Fatal(err)

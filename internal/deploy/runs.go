@@ -8,22 +8,30 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
-// activeIndex is the content of an open run's index object (bucket.OpenRunKey), so a
-// stack status event finds its run with one listing.
+// activeIndex is the content of an open run's index object (bucket.OpenRunKey): its time
+// says whether the run's heartbeat chain is alive (stalled).
 type activeIndex struct {
-	Deployment string   `json:"deployment"`
-	Run        string   `json:"run"`
-	Stacks     []string `json:"stacks"` // CloudFormation stack names
+	Deployment string `json:"deployment"`
+	Run        string `json:"run"`
+}
+
+// stackIndex is the content of a stack's entry of the open-run index by stack
+// (bucket.OpenStackKey): the run that started it, and which stack of that run it is
+// (run.Stack.Key), so an event of a same-named stack elsewhere is not taken for it.
+type stackIndex struct {
+	Deployment string `json:"deployment"`
+	Run        string `json:"run"`
+	Stack      string `json:"stack"`
 }
 
 // errRaceLost says another step wrote the run document since it was read.
@@ -79,25 +87,97 @@ func (rs runs) report(ctx context.Context, doc *rundoc.Document, log *slog.Logge
 	}
 }
 
-// index records doc as an open run, with its stacks, for findRun.
+// index records doc as an open run (its stacks are indexed as it starts them,
+// indexStacks), for resumeStalled.
 func (rs runs) index(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	idx := activeIndex{Deployment: doc.Run.Deployment, Run: doc.Run.ID}
-	for _, s := range doc.Run.Stacks {
-		idx.Stacks = append(idx.Stacks, s.Key())
-	}
-	idx.Stacks = append(idx.Stacks, waitingKeys(doc)...)
-	sort.Strings(idx.Stacks)
 	if _, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunKey(doc.Run.ID), idx, bucket.Write{}); err != nil {
 		log.Warn("deploy: cannot index the open run; it advances by heartbeats only", "err", err)
 	}
+	rs.indexWaiting(ctx, doc, log)
+}
+
+// indexWaiting records run doc as the open run of each stack it waits for (a run waiting
+// for stacks another hand is changing to settle), so their status events step it.
+func (rs runs) indexWaiting(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
+	keys := waitingKeys(doc)
+	changeset.Concurrently(len(keys), func(i int) {
+		_, name := target.ParseKey(keys[i])
+		idx := stackIndex{Deployment: doc.Run.Deployment, Run: doc.Run.ID, Stack: keys[i]}
+		if _, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(name), idx, bucket.Write{}); err != nil {
+			log.Warn("deploy: cannot index a stack the run waits for; its looks carry it on", "stack", keys[i], "err", err)
+		}
+	})
+}
+
+// unindexWaiting removes the entries indexWaiting wrote that still name run doc, as its
+// wait ends (the run starts, or is refused): the stacks it then starts are indexed anew.
+func (rs runs) unindexWaiting(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
+	var keys []string
+	for _, k := range waitingKeys(doc) {
+		_, name := target.ParseKey(k)
+		keys = append(keys, bucket.OpenStackKey(name))
+	}
+	rs.unindexKeys(ctx, doc.Run.ID, keys, false, log)
+}
+
+// indexStacks records run doc as the open run of each of the stacks named (config names),
+// which it starts in this step, so their stack events find it (find). A failure is
+// logged: the run's looks and heartbeat carry it on.
+func (rs runs) indexStacks(ctx context.Context, doc *rundoc.Document, names []string, log *slog.Logger) {
+	changeset.Concurrently(len(names), func(i int) {
+		s := doc.Run.Stacks[names[i]]
+		idx := stackIndex{Deployment: doc.Run.Deployment, Run: doc.Run.ID, Stack: s.Key()}
+		if _, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(s.StackName), idx, bucket.Write{}); err != nil {
+			log.Warn("deploy: cannot index the stack's open run; its events are not seen, its looks carry it on", "stack", s.Name, "err", err)
+		}
+	})
+}
+
+// unindexStacks removes the entries of the stacks run doc started, once it ended: with
+// its lock still held, no other run of its graph indexed them since, and one request
+// deletes a thousand; without it (a run that lost its lock, or whose clean-up is finished
+// by a later trigger), each entry is read and deleted only if it still names the run
+// (If-Match), since another run may have indexed the stack since.
+func (rs runs) unindexStacks(ctx context.Context, doc *rundoc.Document, locked bool, log *slog.Logger) {
+	var keys []string
+	for _, name := range doc.Run.Names() {
+		if s := doc.Run.Stacks[name]; !s.StartedAt.IsZero() && s.StackName != "" {
+			keys = append(keys, bucket.OpenStackKey(s.StackName))
+		}
+	}
+	rs.unindexKeys(ctx, doc.Run.ID, keys, locked, log)
+}
+
+// unindexKeys deletes the open-run index entries keys of run runID (see unindexStacks).
+func (rs runs) unindexKeys(ctx context.Context, runID string, keys []string, locked bool, log *slog.Logger) {
+	if locked {
+		if err := bucket.DeleteMany(ctx, rs.s3, rs.cfg.Bucket, keys); err != nil {
+			log.Warn("deploy: cannot remove the run's stacks from the open-run index; their late events find the run ended", "err", err)
+		}
+		return
+	}
+	changeset.Concurrently(len(keys), func(i int) {
+		o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, keys[i], "", 0)
+		if err != nil {
+			return // gone, or unreadable: a late event finds the run ended
+		}
+		var idx stackIndex
+		if json.Unmarshal(o.Body, &idx) != nil || idx.Run != runID {
+			return
+		}
+		if err := bucket.Delete(ctx, rs.s3, rs.cfg.Bucket, keys[i], o.ETag); err != nil && !errors.Is(err, bucket.ErrConflict) {
+			log.Warn("deploy: cannot remove a stack of the run from the open-run index", "key", keys[i], "err", err)
+		}
+	})
 }
 
 // stalled returns the open runs whose index object was last written before since: the
 // index is written when a run starts and at every beat of its heartbeat chain, so those
-// runs' chains are lost (or they ended before their clean-up). One listing; each one found
-// costs a read of its index object.
+// runs' chains are lost (or they ended before their clean-up). One listing of the open
+// runs (not of their stacks); each one found costs a read of its index object.
 func (rs runs) stalled(ctx context.Context, since time.Time) ([]activeIndex, error) {
-	listed, err := bucket.ListModified(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
+	listed, err := bucket.ListFolder(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("open runs: %w", err)
 	}
@@ -141,32 +221,26 @@ func (rs runs) unindex(ctx context.Context, runID string, log *slog.Logger) {
 	}
 }
 
-// find returns the open run that owns the CloudFormation stack stackID (its ARN, or a
-// name), from the index: one listing and a read of each open run's index object.
+// find returns the open run that started the CloudFormation stack stackID (its ARN, or
+// a name), from the open-run index by stack: one read, whatever the number of open runs
+// and of their stacks; nil when none did (a late event of a run that ended).
 func (rs runs) find(ctx context.Context, stackID string) (*activeIndex, error) {
-	want := eventKeys(stackID, rs.cfg.Region)
-	listed, err := bucket.List(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
+	o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(awsclient.StackName(stackID)), "", 0)
+	if errors.Is(err, bucket.ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open runs: %w", err)
+		return nil, fmt.Errorf("open run of stack %s: %w", awsclient.StackName(stackID), err)
 	}
-	for _, key := range listed {
-		if _, ok := bucket.OpenRunOf(key); !ok {
-			continue
-		}
-		idx, err := rs.readIndex(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		if idx == nil {
-			continue
-		}
-		for _, s := range idx.Stacks {
-			if slices.Contains(want, s) {
-				return idx, nil
-			}
-		}
+	var idx stackIndex
+	if err := json.Unmarshal(o.Body, &idx); err != nil || idx.Deployment == "" || idx.Run == "" {
+		rs.log.Warn("deploy: ignoring a malformed entry of the open-run index", "stack_id", stackID, "err", err)
+		return nil, nil
 	}
-	return nil, nil
+	if !slices.Contains(eventKeys(stackID, rs.cfg.Region), idx.Stack) {
+		return nil, nil // a stack of the same name elsewhere
+	}
+	return &activeIndex{Deployment: idx.Deployment, Run: idx.Run}, nil
 }
 
 // eventKeys are the index keys (run.Stack.Key) a stack event's stack id may have: its name

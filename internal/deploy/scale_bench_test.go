@@ -1,12 +1,17 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,4 +149,67 @@ func sampleHeap() func() uint64 {
 		defer mu.Unlock()
 		return peak
 	}
+}
+
+// BenchmarkRunCPU pushes runs of 50, 200, 500 and 1,000 stacks (benchbundle's first n,
+// max_concurrency 50) through the emulator on its virtual clock, and reports the CPU time
+// per stack of the deployer (the samples of a CPU profile taken from the upload to the
+// run's end whose goroutines carry the deployer's handler's label) and of the whole
+// process (the emulator and the test's polling too: user and system, every thread, GC
+// included), and the S3 requests per stack. Goal: the deployer's flat in n, its cost
+// linear in the stacks. The push creates the stacks.
+func BenchmarkRunCPU(b *testing.B) {
+	for _, n := range []int{50, 200, 500, 1000} {
+		b.Run(fmt.Sprintf("stacks=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			if err := benchbundle.Write(dir, "bench", n); err != nil {
+				b.Fatal(err)
+			}
+			edit(b, dir, "cairn.yaml", "stacks:\n", "max_concurrency: 50\nstacks:\n")
+			for b.Loop() {
+				calls := &callCounter{}
+				// At 20 times the wall clock's pace (a step takes the time it takes on the
+				// virtual clock too), with change sets of 2 s and resources of 5 s, each
+				// stack's events and checks make their own steps, as in AWS.
+				w := newWorld(b, worldOptions{Calls: calls, Speed: 20 * time.Millisecond})
+				runtime.GC()
+				var prof bytes.Buffer
+				if err := pprof.StartCPUProfile(&prof); err != nil {
+					b.Skipf("cannot profile (another profile runs: -cpuprofile?): %v", err)
+				}
+				cpu := processCPU(b)
+				doc := w.waitRun("bench", w.push("bench", dir), 20*time.Minute)
+				used := processCPU(b) - cpu
+				pprof.StopCPUProfile()
+				if doc.Run.Status != run.Succeeded {
+					b.Fatalf("push: %s (%s)", doc.Run.Status, doc.Run.Reason)
+				}
+				if dir := os.Getenv("CAIRN_RUNCPU_PROFILES"); dir != "" { // for go tool pprof -tagfocus function=deployer
+					if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("run-%d.pprof", n)), prof.Bytes(), 0o644); err != nil {
+						b.Fatal(err)
+					}
+				}
+				deployer, sampled, err := labelledCPU(prof.Bytes())
+				if err != nil {
+					b.Fatal(err)
+				}
+				s3 := total(calls.take(), "S3.")
+				perStack := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
+				b.ReportMetric(perStack(deployer), "deployer-cpu-ms/stack")
+				b.ReportMetric(perStack(used), "process-cpu-ms/stack")
+				b.ReportMetric(float64(s3)/float64(n), "s3/stack")
+				b.Logf("%d stacks: the deployer %v CPU (%.1f ms a stack), the process %v (%v sampled); %d steps, %d S3 requests",
+					n, deployer.Round(time.Millisecond), perStack(deployer), used.Round(time.Millisecond), sampled.Round(time.Millisecond), doc.Steps, s3)
+			}
+		})
+	}
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -87,6 +87,7 @@ func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *state.L
 		return err
 	}
 	waited := doc.ETag != ""
+	s.runs.unindexWaiting(ctx, doc, log)
 	doc.Waiting = nil
 	etag, err := s.runs.save(ctx, doc, doc.ETag)
 	if errors.Is(err, errRaceLost) {
@@ -187,6 +188,10 @@ func (s starter) bundleRun(ctx context.Context, u Upload, deployment string, mod
 	cfg := lb.Config
 	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
 	log = log.With("namespace", cfg.Namespace, "graph_key", cfg.PersistentGraphKey)
+	trial := s.trial(ctx, doc, lb)
+	if trial != nil && s.quiet(ctx, trial) {
+		return s.recordQuiet(ctx, trial.doc, log)
+	}
 	lock, err := s.acquire(ctx, u, "upload", doc, cfg.Namespace, cfg.PersistentGraphKey, log)
 	if lock == nil {
 		return err
@@ -201,13 +206,14 @@ func (s starter) bundleRun(ctx context.Context, u Upload, deployment string, mod
 			return s.supersede(ctx, doc, log)
 		}
 	}
-	return s.locked(ctx, doc, lock, lb, log)
+	return s.locked(ctx, doc, lock, lb, trial, log)
 }
 
-// locked is the rest of the start of an upload's run, under its lock: the decisions, then
-// the run, or its wait for busy stacks to settle.
-func (s starter) locked(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, log *slog.Logger) error {
-	d, failed, err := s.decide(ctx, doc, lock, lb, doc.Run.Mode, log)
+// locked is the rest of the start of an upload's run, under its lock: the decisions (the
+// trial's when it was planned against this same graph), then the run, or its wait for busy
+// stacks to settle.
+func (s starter) locked(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, trial *trialRun, log *slog.Logger) error {
+	d, failed, err := s.decide(ctx, doc, lock, lb, doc.Run.Mode, trial, log)
 	if failed || err != nil {
 		if !failed {
 			s.release(ctx, lock, log)
@@ -265,13 +271,101 @@ type decided struct {
 	key   seal.Key
 }
 
+// trialRun is the plan of an upload made before its lock is taken (starter.trial).
+type trialRun struct {
+	doc        *rundoc.Document
+	decided    *decided
+	generation int64 // of the graph it was made against
+}
+
+// trial plans a deploy upload without taking its lock, against the graph as it is: a run
+// that changes nothing needs no lock (quiet), and one that does adopts the trial under
+// its lock when the graph did not change meanwhile, so it looks at its stacks once. It is
+// nil when that cannot hold: another run holds the lock, the graph is missing (a rebuild
+// writes it), the bundle is a CDK assembly (its assets are published under the lock) or
+// a destroy, or the plan fails or is refused (the run then plans again under its lock
+// and records why). doc is not changed.
+func (s starter) trial(ctx context.Context, doc *rundoc.Document, lb *rundoc.Loaded) *trialRun {
+	cfg := lb.Config
+	if doc.Run.Mode != run.ModeDeploy || lb.Destroy {
+		return nil
+	}
+	for _, st := range cfg.Stacks {
+		if st.Assembly != nil {
+			return nil
+		}
+	}
+	if _, err := s.store.CurrentLock(ctx, cfg.Namespace, cfg.PersistentGraphKey); !errors.Is(err, state.ErrNotLocked) {
+		return nil
+	}
+	g, err := s.store.Show(ctx, cfg.Namespace, cfg.PersistentGraphKey, "")
+	if err != nil {
+		return nil
+	}
+	t := *doc
+	t.Run = doc.Run.Clone()
+	t.Warnings = slices.Clone(doc.Warnings)
+	discard := slog.New(slog.DiscardHandler) // what it would log, the run logs as it plans again
+	d, reason, err := s.plan(ctx, &t, lb, g, t.Run.Mode, discard)
+	if err != nil || reason != "" || len(d.res.Busy) > 0 {
+		return nil
+	}
+	return &trialRun{doc: &t, decided: d, generation: g.Generation}
+}
+
+// quiet reports whether the trial's run changes nothing: the plan drops no stack from the
+// graph, and the run's first step (run.Advance, as step calls it, with no observation)
+// finds every stack unchanged and ends it without an action. The trial's run is then
+// that ended run.
+func (s starter) quiet(ctx context.Context, t *trialRun) bool {
+	if len(t.doc.Drop) > 0 || len(t.doc.Run.Stacks) == 0 {
+		return false
+	}
+	opts, err := s.options(ctx, t.doc)
+	if err != nil {
+		return false
+	}
+	next, actions := run.Advance(t.doc.Run, nil, s.clk.Now().UTC(), opts)
+	if len(actions) > 0 || next.Status != run.Succeeded {
+		return false
+	}
+	for _, st := range next.Stacks {
+		if st.Phase != run.Unchanged {
+			return false
+		}
+	}
+	t.doc.Run = next
+	return true
+}
+
+// recordQuiet records a run that changes nothing in its run document alone, created
+// ended (Quiet): it takes no lock and writes neither the graph (whose stacks, inputs and
+// outputs stand), the index of open runs nor a report; its summary is published.
+func (s starter) recordQuiet(ctx context.Context, doc *rundoc.Document, log *slog.Logger) error {
+	doc.Quiet = true
+	if _, err := s.runs.save(ctx, doc, ""); errors.Is(err, errRaceLost) {
+		log.Info("deploy: run already recorded by a duplicate of this event")
+		return nil
+	} else if err != nil {
+		return err
+	}
+	for _, name := range doc.Run.Names() {
+		st := doc.Run.Stacks[name]
+		log.Info("deploy: stack finished", "stack", name, "stack_name", st.StackName, "phase", string(st.Phase), "reason", st.Reason, "changes", st.Changes)
+	}
+	log.Info("deploy: run ended: nothing to change", "stacks", len(doc.Run.Stacks), "status", string(doc.Run.Status))
+	s.notify(ctx, doc, log)
+	return nil
+}
+
 // decide makes the run of a bundle under its lock: the persistent graph (rebuilt from the
 // stacks' tags when it is missing), one look at every stack, and plan.Make's decisions in
 // mode (an apply decides in plan mode: what it changes is covered by reviewed plans, so
-// nothing is refused for needing review). A plan that fails or is refused is recorded as
-// a failed run (failed, and the lock is released); an error is one of AWS. Stacks another
+// nothing is refused for needing review). A trial planned against this same graph before
+// the lock was taken is adopted as it is. A plan that fails or is refused is recorded as a
+// failed run (failed, and the lock is released); an error is one of AWS. Stacks another
 // hand is changing (Result.Busy) leave doc as it was: the run waits for them.
-func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, mode run.Mode, log *slog.Logger) (d *decided, failed bool, err error) {
+func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, mode run.Mode, trial *trialRun, log *slog.Logger) (d *decided, failed bool, err error) {
 	cfg := lb.Config
 	if !lb.Destroy {
 		// A CDK assembly's environments and assets, before any CloudFormation call.
@@ -279,10 +373,16 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 			return nil, failed, err
 		}
 	}
-	cs := s.changesets(doc.Run.ID, log)
 	g, err := s.store.ReadOrRebuild(ctx, lock, s.cfn, awsclient.Budget{Limiter: s.placesOf(doc.Run.ID).Budget(target.Target{}), Clock: s.clk})
 	if err != nil {
 		return nil, false, err
+	}
+	if trial != nil && !g.Rebuilt && g.Generation == trial.generation {
+		// Planned against this same graph before the lock was taken (trial).
+		token := doc.LockToken
+		*doc = *trial.doc
+		doc.LockToken = token
+		return trial.decided, false, nil
 	}
 	if g.Rebuilt {
 		doc.Warnings = append(doc.Warnings, fmt.Sprintf("the persistent graph %s was missing and was rebuilt from the tags of %d stack(s)", bucket.StateKey(cfg.Namespace, cfg.PersistentGraphKey), len(g.Stacks)))
@@ -290,9 +390,29 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 			return nil, false, err
 		}
 	}
-	home, err := s.placesOf(doc.Run.ID).Home(ctx, hasRole(cfg, g))
+	d, reason, err := s.plan(ctx, doc, lb, g, mode, log)
 	if err != nil {
 		return nil, false, err
+	}
+	if reason != "" {
+		if len(doc.Refusals) > 0 {
+			log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(doc.Refusals, "; "))
+		}
+		return d, true, s.fail(ctx, doc, lock, reason, log)
+	}
+	return d, false, nil
+}
+
+// plan is the part of decide that needs no lock, on graph g: one look at every stack and
+// plan.Make's decisions in mode, recorded in doc (unless stacks are busy: Result.Busy). A
+// plan that fails or is refused gives the reason its run fails (doc says why); an error
+// is one of AWS.
+func (s starter) plan(ctx context.Context, doc *rundoc.Document, lb *rundoc.Loaded, g *state.Graph, mode run.Mode, log *slog.Logger) (d *decided, reason string, err error) {
+	cfg := lb.Config
+	cs := s.changesets(doc.Run.ID, log)
+	home, err := s.placesOf(doc.Run.ID).Home(ctx, hasRole(cfg, g))
+	if err != nil {
+		return nil, "", err
 	}
 	doc.Destroy = lb.Destroy
 	planCfg := cfg
@@ -301,26 +421,26 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 	}
 	live, unreachable, err := survey(ctx, cs, reach.Where(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	for loc, why := range unreachable {
 		log.Warn("deploy: an account and region of the run cannot be reached; its stacks fail", "account", loc.Account, "region", loc.Region, "reason", why)
 	}
 	imports, err := importers(ctx, cs, planCfg, g, home, live)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	undeletable, err := s.undeletable(ctx, cs, cfg, g, home, live)
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	key, err := s.key(ctx)
 	if err != nil {
 		if !awsclient.Permanent(err) {
-			return nil, false, err
+			return nil, "", err
 		}
 		doc.Errors = []string{err.Error()}
-		return nil, true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
+		return nil, "no plan: " + err.Error(), nil
 	}
 	if !key.Keyed() && !slices.Contains(doc.Warnings, unkeyedWarning) {
 		doc.Warnings = append(doc.Warnings, unkeyedWarning)
@@ -329,10 +449,10 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 		if doc.SSM, err = s.ssmValues(ctx, key, cfg.SSMNames()); err != nil {
 			retry, reason := plan.Unreadable(err)
 			if retry {
-				return nil, false, err
+				return nil, "", err
 			}
 			doc.Errors = []string{err.Error()}
-			return nil, true, s.fail(ctx, doc, lock, reason, log)
+			return nil, reason, nil
 		}
 	}
 	res, err := plan.Make(plan.Input{
@@ -342,11 +462,11 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 	})
 	if err != nil {
 		doc.Errors = []string{err.Error()}
-		return nil, true, s.fail(ctx, doc, lock, "no plan: "+err.Error(), log)
+		return nil, "no plan: " + err.Error(), nil
 	}
 	d = &decided{res: res, live: live, graph: g, key: key}
 	if len(res.Busy) > 0 {
-		return d, false, nil
+		return d, "", nil
 	}
 	res.Run.Mode = doc.Run.Mode
 	doc.Run = res.Run
@@ -357,8 +477,7 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 	}
 	doc.Warnings = append(doc.Warnings, res.Warnings...)
 	if len(res.Refusals) > 0 {
-		log.Warn("deploy: plan refused; nothing is changed", "refusals", strings.Join(res.Refusals, "; "))
-		return d, true, s.fail(ctx, doc, lock, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), log)
+		return d, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), nil
 	}
 	doc.Lookups, doc.Statuses, doc.Inputs = lookupsOf(cfg), map[string]string{}, res.Inputs
 	for name, rs := range doc.Run.Stacks {
@@ -371,7 +490,7 @@ func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.L
 			doc.Drop = append(doc.Drop, dec.Stack)
 		}
 	}
-	return d, false, nil
+	return d, "", nil
 }
 
 // undeletable reads, for each stack of the config or the graph that CloudFormation left
@@ -469,6 +588,7 @@ func (s starter) fail(ctx context.Context, doc *rundoc.Document, lock *state.Loc
 			log.Warn("deploy: cannot record the failed plan", "err", err)
 		}
 	}
+	s.runs.unindexWaiting(ctx, doc, log)
 	doc.Waiting = nil
 	_, err := s.runs.save(ctx, doc, doc.ETag)
 	if lock != nil {

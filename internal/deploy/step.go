@@ -69,21 +69,49 @@ func (st stepper) send(ctx context.Context, m Heartbeat, delay time.Duration) er
 	return nil
 }
 
+// MaxLinger bounds how long one invocation waits for the looks run.Lingers asks for
+// (those due within a second, which a delayed SQS message cannot express); past it, or
+// near the Lambda deadline, a delayed check of a second carries the run on.
+const MaxLinger = 30 * time.Second
+
 // trigger is one step of run runID, asked for by stack events, a delayed check, a
-// heartbeat or a restart. A finished run only gets the clean-up its last step may not
-// have finished (finishEnded).
+// heartbeat or a restart, and the steps of the looks it lingers for (run.Lingers). A
+// finished run only gets the clean-up its last step may not have finished (finishEnded).
 func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigger) error {
+	began := st.clk.Now()
+	for {
+		wait, err := st.stepOnce(ctx, deployment, runID, t)
+		if err != nil || wait < 0 {
+			return err
+		}
+		deadline, ok := ctx.Deadline()
+		if st.clk.Now().Add(wait).Sub(began) > MaxLinger || ok && time.Until(deadline) < wait+10*time.Second {
+			st.check(ctx, &rundoc.Document{Run: &run.Run{Deployment: deployment, ID: runID}}, time.Second, st.runLogger(deployment, runID))
+			return nil
+		}
+		select {
+		case <-st.clk.After(wait):
+		case <-ctx.Done():
+			return nil // the heartbeat carries the run on
+		}
+		t = Trigger{} // a look, as a delayed check asks for
+	}
+}
+
+// stepOnce is one step; it returns how long to wait for the next look run.Lingers asks
+// for, or -1.
+func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trigger) (time.Duration, error) {
 	log := st.runLogger(deployment, runID)
 	doc, etag, err := st.runs.load(ctx, deployment, runID)
 	if errors.Is(err, errNoRun) {
 		log.Info("deploy: trigger for an unknown run ignored", "err", err)
-		return nil
+		return -1, nil
 	}
 	if err != nil {
-		return err
+		return -1, err
 	}
 	if doc.Run.Status != run.Running {
-		return st.finishEnded(ctx, doc, log)
+		return -1, st.finishEnded(ctx, doc, log)
 	}
 	if t.restart {
 		doc.Beat++
@@ -92,10 +120,10 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigg
 	chained := t.restart || slices.Contains(t.Beats, doc.Beat)
 	lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 	if errors.Is(err, state.ErrLockLost) {
-		return st.lost(ctx, doc, etag, err, log)
+		return -1, st.lost(ctx, doc, etag, err, log)
 	}
 	if err != nil {
-		return err
+		return -1, err
 	}
 	if len(doc.Waiting) > 0 {
 		err = st.resumeStart(ctx, doc, etag, lock, log)
@@ -107,16 +135,22 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigg
 	// sends nothing: the run is found stalled again.
 	if chained && doc.Run.Status == run.Running && (err == nil || errors.Is(err, errRaceLost) && !t.restart) {
 		if herr := st.heartbeat(ctx, deployment, runID, doc.Beat); herr != nil {
-			return herr // delivered again, so the chain is not lost
+			return -1, herr // delivered again, so the chain is not lost
 		}
 		// The index object's time says when the chain last beat (runs.stalled).
 		st.runs.index(ctx, doc, log)
 	}
 	if errors.Is(err, errRaceLost) {
 		log.Info("deploy: another step advanced the run first; this one ends", "err", err)
-		return nil
+		return -1, nil
 	}
-	return err
+	if err != nil {
+		return -1, err
+	}
+	if wait, ok := run.Lingers(doc.Run, st.clk.Now().UTC()); ok {
+		return wait, nil
+	}
+	return -1, nil
 }
 
 // lost deals with a lock check that failed (cause), as state.Fenced decides from the lock
@@ -158,6 +192,7 @@ func (st stepper) abandon(ctx context.Context, doc *rundoc.Document, etag string
 		return err
 	}
 	st.forget(doc.Run.ID)
+	st.runs.unindexStacks(ctx, doc, false, log)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	st.notify(ctx, doc, log)
 	return nil
@@ -189,6 +224,10 @@ func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *sl
 		return err
 	}
 	log.Debug("deploy: trigger for a finished run", "status", string(doc.Run.Status))
+	if idx, err := st.runs.readIndex(ctx, bucket.OpenRunKey(doc.Run.ID)); err == nil && idx == nil {
+		return nil // cleaned up: a delayed check or a late event of a run that ended
+	}
+	st.runs.unindexStacks(ctx, doc, false, log)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	return nil
 }
@@ -203,6 +242,7 @@ func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *state.
 		st.hygiene.afterApply(ctx, doc, log)
 	}
 	st.forget(doc.Run.ID)
+	st.runs.unindexStacks(ctx, doc, true, log)
 	st.runs.unindex(ctx, doc.Run.ID, log)
 	st.release(ctx, lock, log)
 	if _, ok := ReplanOf(doc); ok {
@@ -229,20 +269,22 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 			doc.Statuses[o.Stack] = "DELETE_COMPLETE"
 		}
 	}
-	key, err := st.key(ctx)
+	opts, err := st.options(ctx, doc)
 	if err != nil {
 		return err // the trigger comes again
 	}
-	opts := st.cfg.Run
-	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
-	opts.Seal, opts.SealOutputs = plan.Seal(key), plan.SealOutputs(key)
-	opts.Explain = func(s *run.Stack, changes []run.ResourceChange) string { return plan.Explained(changes, s.Rippled) }
-	opts.Heartbeat = st.cfg.Heartbeat
 	prev := doc.Run
 	now := st.clk.Now().UTC()
 	next, actions := run.Advance(prev, seen, now, opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
 	doc.Run, doc.Pending = next, pending
+	var started []string
+	for _, a := range actions {
+		if p := prev.Stacks[a.Stack]; p != nil && p.Phase == run.Pending && pending[a.Stack].Err == "" {
+			started = append(started, a.Stack)
+		}
+	}
+	st.runs.indexStacks(ctx, doc, started, log)
 	doc.Steps++
 	if lockErr != nil {
 		return st.lost(ctx, doc, etag, lockErr, log)
@@ -314,6 +356,21 @@ func (st stepper) recordPlan(ctx context.Context, doc *rundoc.Document, lock *st
 		st.hygiene.afterPlan(ctx, p, cs, log)
 	}
 	return nil
+}
+
+// options are run.Advance's options for a step of doc's run: how it resolves its stacks'
+// inputs and seals their outputs.
+func (st stepper) options(ctx context.Context, doc *rundoc.Document) (run.Options, error) {
+	key, err := st.key(ctx)
+	if err != nil {
+		return run.Options{}, err
+	}
+	opts := st.cfg.Run
+	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
+	opts.Seal, opts.SealOutputs = plan.Seal(key), plan.SealOutputs(key)
+	opts.Explain = func(s *run.Stack, changes []run.ResourceChange) string { return plan.Explained(changes, s.Rippled) }
+	opts.Heartbeat = st.cfg.Heartbeat
+	return opts, nil
 }
 
 func finishedNow(prev, next *run.Run, name string) bool {

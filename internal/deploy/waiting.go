@@ -76,7 +76,7 @@ func (s starter) resume(ctx context.Context, doc *rundoc.Document, etag string, 
 	case doc.Content || doc.Plan != "":
 		return s.applyLocked(ctx, doc, lock, lb, log)
 	}
-	return s.locked(ctx, doc, lock, lb, log)
+	return s.locked(ctx, doc, lock, lb, nil, log)
 }
 
 // command is what the user ran to start doc's run: plan, push, apply or approve.

@@ -84,15 +84,15 @@ func (e *Env) Err() error {
 }
 
 // Handler builds a function's Lambda handler H as functions/ and `cairn local up` run it:
-// its configuration C from the environment (fromEnv), the SDK's from awsclient.Load (with
-// AWS_ENDPOINT_URL deciding where it talks), then build.
+// its configuration C from the environment (fromEnv), the SDK's from awsclient.ForFunction
+// (with AWS_ENDPOINT_URL deciding where it talks), then build.
 func Handler[C, H any](ctx context.Context, fromEnv func() (C, error), build func(aws.Config, C) (H, error)) (H, error) {
 	var none H
 	c, err := fromEnv()
 	if err != nil {
 		return none, err
 	}
-	awsCfg, err := awsclient.Load(ctx)
+	awsCfg, err := awsclient.ForFunction(ctx)
 	if err != nil {
 		return none, err
 	}

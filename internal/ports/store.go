@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,9 +84,24 @@ type Store struct {
 	// attempts bounds the read-modify-write rounds of one change under contention.
 	attempts int
 	backoff  time.Duration // cap of the first jittered wait, doubled per conflict
-	// locks serialise this process's writers of a pool (records of one SQS batch run
-	// concurrently), so conditional writes only arbitrate between processes.
-	locks sync.Map // pool name -> chan struct{} of capacity 1
+	// queues hold this process's changes waiting for their pool (records of one SQS batch
+	// run concurrently): the changes that arrive while a write is under way are made
+	// together in the next one, so conditional writes only arbitrate between processes
+	// and a burst of requests costs a write per batch, not per request.
+	queues sync.Map // pool name -> *queue
+}
+
+// queue is a pool's changes waiting to be written, and whether a writer is at work.
+type queue struct {
+	mu      sync.Mutex
+	waiting []*change
+	busy    bool
+}
+
+// change is one request's change of a pool document and where its result goes.
+type change struct {
+	apply func(*poolState) (bool, error)
+	done  chan error
 }
 
 // NewStore returns a Store of the pools in bucket; clk paces conflict retries.
@@ -141,44 +157,98 @@ func (s *Store) load(ctx context.Context, pool string) (poolState, string, error
 }
 
 // update applies change to pool's document and writes it back only if nobody wrote it in
-// between (If-Match its ETag, or If-None-Match * when it does not exist yet). On a
-// conflict it waits a jittered, growing delay and starts over from a fresh read, so change
-// must derive everything from the state it is given. change reports whether it changed
-// anything; an error from it aborts without writing.
-func (s *Store) update(ctx context.Context, pool string, change func(*poolState) (bool, error)) error {
-	v, _ := s.locks.LoadOrStore(pool, make(chan struct{}, 1))
-	lock := v.(chan struct{})
-	select {
-	case lock <- struct{}{}:
-		defer func() { <-lock }()
-	case <-ctx.Done():
-		return fmt.Errorf("write %s: %w while waiting for this process's other writers", s.where(pool), ctx.Err())
+// between (If-Match its ETag, or If-None-Match * when it does not exist yet). The changes
+// of this process that arrive while a write of the pool is under way are applied together,
+// in order, and written at once (a change that fails leaves the document as it found it
+// and fails alone). On a conflict the writer waits a jittered, growing delay and starts
+// over from a fresh read, so change must derive everything from the state it is given.
+// change reports whether it changed anything; an error from it aborts it without writing.
+func (s *Store) update(ctx context.Context, pool string, apply func(*poolState) (bool, error)) error {
+	v, _ := s.queues.LoadOrStore(pool, &queue{})
+	q := v.(*queue)
+	c := &change{apply: apply, done: make(chan error, 1)}
+	q.mu.Lock()
+	q.waiting = append(q.waiting, c)
+	if q.busy {
+		q.mu.Unlock()
+		select {
+		case err := <-c.done:
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("write %s: %w while waiting for this process's other writers", s.where(pool), ctx.Err())
+		}
+	}
+	q.busy = true
+	q.mu.Unlock()
+	// This request writes: its batch, then each batch that gathered meanwhile.
+	for {
+		q.mu.Lock()
+		batch := q.waiting
+		q.waiting = nil
+		if len(batch) == 0 {
+			q.busy = false
+			q.mu.Unlock()
+			break
+		}
+		q.mu.Unlock()
+		s.write(ctx, pool, batch)
+	}
+	return <-c.done
+}
+
+// write applies batch's changes to pool's document and writes it once, retrying on
+// conflict; each change's result goes to its done.
+func (s *Store) write(ctx context.Context, pool string, batch []*change) {
+	errs := make([]error, len(batch))
+	defer func() {
+		for i, c := range batch {
+			c.done <- errs[i]
+		}
+	}()
+	fail := func(err error) {
+		for i := range errs {
+			errs[i] = err
+		}
 	}
 	wait := s.backoff
 	for attempt := 1; ; attempt++ {
 		st, etag, err := s.load(ctx, pool)
 		if err != nil {
-			return err
+			fail(err)
+			return
 		}
-		changed, err := change(&st)
-		if err != nil || !changed {
-			return err
+		changed := false
+		for i, c := range batch {
+			kept := slices.Clone(st.Allocations)
+			ok, err := c.apply(&st)
+			errs[i] = err
+			if err != nil {
+				st.Allocations = kept // a failed change leaves the document as it was
+				continue
+			}
+			changed = changed || ok
+		}
+		if !changed {
+			return
 		}
 		sort.Slice(st.Allocations, func(i, j int) bool { return st.Allocations[i].First < st.Allocations[j].First })
 		_, err = bucket.WriteJSON(ctx, s.client, s.bucket, bucket.PoolKey(pool), st, bucket.Write{Create: etag == "", IfMatch: etag})
 		if err == nil {
-			return nil
+			return
 		}
 		if !errors.Is(err, bucket.ErrConflict) {
-			return err
+			fail(err)
+			return
 		}
 		if attempt >= s.attempts {
-			return fmt.Errorf("write %s: still conflicting with concurrent writers after %d attempts: retry the stack operation", s.where(pool), attempt)
+			fail(fmt.Errorf("write %s: still conflicting with concurrent writers after %d attempts: retry the stack operation", s.where(pool), attempt))
+			return
 		}
 		select {
 		case <-s.clock.After(rand.N(wait) + time.Millisecond):
 		case <-ctx.Done():
-			return fmt.Errorf("write %s: %w while retrying a conflicting write", s.where(pool), ctx.Err())
+			fail(fmt.Errorf("write %s: %w while retrying a conflicting write", s.where(pool), ctx.Err()))
+			return
 		}
 		wait = min(2*wait, maxBackoff)
 	}

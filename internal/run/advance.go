@@ -205,6 +205,7 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 		return next, nil
 	}
 	var actions []Action
+	looked := map[string]bool{}
 	for _, o := range obs {
 		s := next.Stacks[o.Stack]
 		if s == nil {
@@ -216,9 +217,9 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 		}
 		actions = append(actions, observe(next, s, o, now, opts)...)
 		if o.looked() && s.Phase == was && s.Phase.Waits() {
-			// Still under way: look again later, a little later each time.
+			// Still under way: look again when the schedule says (look.go).
 			s.Looks++
-			s.CheckAt = now.Add(backoff(s.Phase, s.Looks, opts.Heartbeat))
+			looked[s.Name] = true
 		}
 	}
 	names := next.Names() // sorted once: every pass below goes in name order
@@ -236,6 +237,7 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	actions = append(actions, start(next, names, now, opts)...)
 	actions = append(actions, protect(r, next, names)...)
 	finish(next, now)
+	schedule(next, looked, now, opts.Heartbeat)
 	wake(next, now)
 	for i := range actions {
 		if s := next.Stacks[actions[i].Stack]; s != nil {
@@ -248,24 +250,6 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 // FirstCheck is how soon after a stack starts waiting for CloudFormation the driver first
 // looks at it: a change set takes a few seconds, and no event says when it is ready.
 const FirstCheck = time.Second
-
-// changeSetLooks is how many looks at a change set being created come a second apart:
-// no event says when it is ready, and CloudFormation takes 2 to 10 seconds.
-const changeSetLooks = 10
-
-// backoff is the wait before the next look at a stack looked at looks times in phase p:
-// a change set every second for its first changeSetLooks looks, then like the rest,
-// FirstCheck doubled each time; never more than the heartbeat.
-func backoff(p Phase, looks int, heartbeat time.Duration) time.Duration {
-	if p == CreatingChangeSet {
-		if looks < changeSetLooks {
-			return min(FirstCheck, heartbeat)
-		}
-		looks -= changeSetLooks - 1
-	}
-	d := FirstCheck << min(looks, 20)
-	return min(d, heartbeat)
-}
 
 // looked reports whether o is a look at the stack (a described change set or stack),
 // rather than only the ids an action returned.
@@ -281,7 +265,7 @@ func (o Observation) looked() bool {
 // (a look too early would only push its next check further away).
 func (r *Run) Due(now time.Time, named ...string) (changeSets, stacks []string) {
 	for name, s := range r.Stacks {
-		if !s.Phase.Waits() || s.CheckAt.After(now) && !slices.Contains(named, s.Key()) {
+		if !s.Phase.Waits() || s.CheckAt.After(now.Add(Piggyback)) && !slices.Contains(named, s.Key()) {
 			continue
 		}
 		if s.Phase == CreatingChangeSet {
@@ -296,25 +280,20 @@ func (r *Run) Due(now time.Time, named ...string) (changeSets, stacks []string) 
 }
 
 // wake decides whether the driver queues a delayed check after this step: unless the
-// check already queued fires when the earliest waiting stack's check falls due (within the
-// second SQS delays are counted in), one is queued for it, rounded up to whole seconds so
-// it never comes early. A check queued earlier still fires; its step finds nothing due and
-// queues nothing, so checks never multiply.
+// check already queued fires in the second before the earliest waiting stack's check falls
+// due, one is queued for that second (SQS delays whole seconds; the step it makes waits
+// the rest, see Lingers). A look due within Linger needs none: the driver waits for it.
+// A check queued earlier still fires; its step finds nothing due and queues nothing, so
+// checks never multiply.
 func wake(r *Run, now time.Time) {
 	if r.Status != Running {
 		return
 	}
-	var due time.Time
-	for _, s := range r.Stacks {
-		if s.Phase.Waits() && (due.IsZero() || s.CheckAt.Before(due)) {
-			due = s.CheckAt
-		}
+	due, ok := nextDue(r)
+	if !ok || due.Sub(now) < Linger || !r.CheckQueued.After(due) && r.CheckQueued.After(due.Add(-time.Second)) {
+		return // none waits, the driver lingers for it, or the check queued comes in its second
 	}
-	if due.IsZero() || !r.CheckQueued.Before(due) && r.CheckQueued.Before(due.Add(time.Second)) {
-		return // none waits, or the check queued comes at due (within SQS's second)
-	}
-	delay := max(due.Sub(now), time.Second)
-	r.CheckQueued = now.Add((delay + time.Second - 1) / time.Second * time.Second)
+	r.CheckQueued = now.Add(due.Sub(now) / time.Second * time.Second)
 }
 
 // Wake reports whether the step that advanced prev to next at now must queue a delayed
@@ -404,10 +383,7 @@ func setPhase(s *Stack, p Phase, now time.Time) {
 	if s.Phase != p {
 		s.Phase = p
 		s.PhaseSince = now
-		s.Looks, s.CheckAt = 0, time.Time{}
-		if p.Waits() {
-			s.CheckAt = now.Add(FirstCheck)
-		}
+		s.Looks, s.CheckAt = 0, time.Time{} // a wait's first look: schedule (look.go)
 	}
 	if p == Executing && s.ExecutedAt.IsZero() {
 		s.ExecutedAt = now
@@ -457,6 +433,9 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		if o.ChangeSetID != "" {
 			s.ChangeSetID = o.ChangeSetID
 		}
+		if o.ChangeSetStatus == "CREATE_COMPLETE" || o.ChangeSetStatus == "FAILED" {
+			learn(r, s, now)
+		}
 		switch o.ChangeSetStatus {
 		case "CREATE_COMPLETE":
 			s.Changes = o.Changes
@@ -493,13 +472,13 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 			retry(s, o, Ready, "execute change set "+s.ChangeSetName, now, opts)
 			return nil
 		}
-		return observeStack(s, o, now, "")
+		return observeStack(r, s, o, now)
 	case RollingBack:
 		if o.Err != "" {
 			failAs(s, now, Recover, "continue update rollback failed: "+o.Err)
 			return nil
 		}
-		return observeStack(s, o, now, "")
+		return observeStack(r, s, o, now)
 	case Deleting, DeletingOld:
 		if o.Err != "" {
 			retry(s, o, Pending, "delete stack "+s.StackName, now, opts)
@@ -537,9 +516,12 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 	return nil
 }
 
-func observeStack(s *Stack, o Observation, now time.Time, _ string) []Action {
+func observeStack(r *Run, s *Stack, o Observation, now time.Time) []Action {
 	switch st := o.StackStatus; {
 	case st == "CREATE_COMPLETE" || st == "UPDATE_COMPLETE" || st == "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS" || st == "IMPORT_COMPLETE":
+		if s.Phase == Executing {
+			learn(r, s, now)
+		}
 		s.Outputs = o.Outputs
 		s.Exists = true
 		s.Reason = ""

@@ -843,8 +843,9 @@ func TestFailure(t *testing.T) {
 }
 
 // checkWake checks what every step promises the driver: each stack that waits for
-// CloudFormation is looked at within a heartbeat, and a delayed check is queued for the
-// earliest of them, within the second SQS delays are counted in.
+// CloudFormation is looked at within a heartbeat, and the earliest of them is either
+// waited for in the invocation (within Linger) or has a delayed check queued in the second
+// before it (SQS delays whole seconds; the step waits the rest).
 func checkWake(t testing.TB, r *Run, now time.Time, opts Options) {
 	t.Helper()
 	opts = opts.withDefaults()
@@ -864,60 +865,136 @@ func checkWake(t testing.TB, r *Run, now time.Time, opts Options) {
 			due = s.CheckAt
 		}
 	}
-	if r.Status == Running && !due.IsZero() && (r.CheckQueued.Before(due) || r.CheckQueued.Sub(due) >= time.Second) {
-		t.Fatalf("check queued for %v at %v, want one within the second after %v", r.CheckQueued, now, due)
+	if d, lingers := Lingers(r, now); lingers != (r.Status == Running && !due.IsZero() && due.Sub(now) < Linger) || lingers && !now.Add(d).Equal(due) {
+		t.Fatalf("at %v the driver lingers %v (%v), want it to wait for a look due within %v (next at %v)", now, d, lingers, Linger, due)
+	}
+	if r.Status == Running && !due.IsZero() && due.Sub(now) >= Linger && (r.CheckQueued.After(due) || due.Sub(r.CheckQueued) >= time.Second) {
+		t.Fatalf("check queued for %v at %v, want one within the second before %v", r.CheckQueued, now, due)
 	}
 }
 
-// TestChecksBackOffUpToTheHeartbeat follows one stack through its change set and its
-// execution, looking whenever its check falls due: a change set every second for ten
-// seconds, then 2, 4, 8 seconds later; an operation a second after it begins, then 2, 4, 8
-// seconds later; never more than a heartbeat apart.
-func TestChecksBackOffUpToTheHeartbeat(t *testing.T) {
+// TestLooksComeWhenAWaitIsLikelyOver follows one stack through its change set and its
+// execution, looking whenever its check falls due, and checks when the looks came into
+// each wait: a change set from when it is likely ready (its history, else what the run
+// learned of its place, else 2 s), a short step apart until it is overdue, then backing off
+// up to the heartbeat; an operation in the window its history gives, else backing off from
+// a second (its end comes as a stack event).
+func TestLooksComeWhenAWaitIsLikelyOver(t *testing.T) {
+	s := func(v ...float64) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x*float64(time.Second)))
+		}
+		return out
+	}
+	steps := func(from, step float64, n int) []time.Duration {
+		var out []time.Duration
+		for i := range n {
+			out = append(out, time.Duration((from+float64(i)*step)*float64(time.Second)))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name       string
+		history    Timing
+		learned    map[string]Place
+		csLooks    int // looks that find the change set in progress
+		opLooks    int // looks that find the operation in progress
+		wantCS     []time.Duration
+		wantOp     []time.Duration
+		heartbeats time.Duration
+	}{
+		{name: "no history", csLooks: 44, opLooks: 5,
+			wantCS: append(steps(2, 0.25, 41), s(13, 14, 16, 20)...),
+			wantOp: s(1, 2, 4, 8, 16, 31)},
+		{name: "a history of 5 s and 60 s: never more than a heartbeat apart", history: Timing{ChangeSet: 5 * time.Second, Operation: time.Minute}, csLooks: 26, opLooks: 6,
+			wantCS: append(steps(3, 0.25, 25), s(10, 11)...),
+			wantOp: s(15, 30, 36, 37.55, 39.1, 40.65, 42.2)},
+		{name: "the place's change sets took 1.2 to 9 s", learned: map[string]Place{"/": {Fastest: 1200 * time.Millisecond, Slowest: 9 * time.Second, Seen: 2}}, csLooks: 2, opLooks: 0,
+			wantCS: s(1.08, 1.39, 1.7), wantOp: s(1)},
+		{name: "a long history backs off to the heartbeat", history: Timing{ChangeSet: 40 * time.Second}, csLooks: 0, opLooks: 0,
+			wantCS: s(15), wantOp: s(1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Heartbeat: 15 * time.Second}
+			r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, Learned: tc.learned, Stacks: map[string]*Stack{
+				"app": {Name: "app", StackName: "shop-app", Intent: IntentDeploy, Phase: Pending, TemplateHash: "t", History: tc.history},
+			}}
+			r, actions := Advance(r, nil, t0, opts)
+			if len(actions) != 1 || actions[0].Kind != CreateChangeSet {
+				t.Fatalf("actions %v", actions)
+			}
+			var gaps []time.Duration
+			look := func(o Observation) {
+				t.Helper()
+				at := r.Stacks["app"].CheckAt
+				if cs, st := r.Due(at); len(cs)+len(st) != 1 {
+					t.Fatalf("at its check %v the stack is not due: %v %v", at, cs, st)
+				}
+				if cs, st := r.Due(at.Add(-Piggyback - time.Millisecond)); len(cs)+len(st) != 0 {
+					t.Fatalf("the stack is due before its check")
+				}
+				o.Stack = "app"
+				prev := r
+				r, actions = Advance(r, []Observation{o}, at, opts)
+				checkWake(t, r, at, opts)
+				gaps = append(gaps, at.Sub(prev.Stacks["app"].PhaseSince).Round(10*time.Millisecond))
+			}
+			for range tc.csLooks {
+				look(Observation{ChangeSetStatus: "CREATE_IN_PROGRESS"})
+			}
+			look(Observation{ChangeSetStatus: "CREATE_COMPLETE", ChangeSetID: "arn:cs/1"})
+			if len(actions) != 1 || actions[0].Kind != ExecuteChangeSet {
+				t.Fatalf("actions %v", actions)
+			}
+			if !slices.Equal(gaps, tc.wantCS) {
+				t.Errorf("change set looked at %v into its wait, want %v", gaps, tc.wantCS)
+			}
+			gaps = nil
+			for range tc.opLooks {
+				look(Observation{StackStatus: "CREATE_IN_PROGRESS"})
+			}
+			look(Observation{StackStatus: "CREATE_COMPLETE"})
+			if !slices.Equal(gaps, tc.wantOp) {
+				t.Errorf("operation looked at %v into its wait, want %v", gaps, tc.wantOp)
+			}
+			if r.Status != Succeeded {
+				t.Errorf("run %s", r.Status)
+			}
+			took := r.Stacks["app"].Took
+			if took.ChangeSet != tc.wantCS[len(tc.wantCS)-1].Round(10*time.Millisecond) && took.ChangeSet.Round(10*time.Millisecond) != tc.wantCS[len(tc.wantCS)-1] || took.Operation.Round(10*time.Millisecond) != tc.wantOp[len(tc.wantOp)-1] {
+				t.Errorf("took %+v, want the change set %v and the operation %v (the graph keeps them)", took, tc.wantCS[len(tc.wantCS)-1], tc.wantOp[len(tc.wantOp)-1])
+			}
+			if p := r.Learned["/"]; p.Seen != 1+tc.learned["/"].Seen {
+				t.Errorf("learned %+v of the place", p)
+			}
+		})
+	}
+}
+
+// TestShortStepsShareTheBudget: when many stacks are in their windows at once, their
+// looks come further apart, so a run's looks stay within half its API budget.
+func TestShortStepsShareTheBudget(t *testing.T) {
+	r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, MaxConcurrency: 50, Stacks: map[string]*Stack{}}
+	for i := range 20 {
+		n := fmt.Sprintf("s%02d", i)
+		r.Stacks[n] = &Stack{Name: n, StackName: n, Intent: IntentDeploy, Phase: Pending, TemplateHash: "t"}
+	}
 	opts := Options{Heartbeat: 15 * time.Second}
-	r := &Run{ID: "r", Mode: ModeDeploy, Status: Running, Stacks: map[string]*Stack{
-		"app": {Name: "app", StackName: "shop-app", Intent: IntentDeploy, Phase: Pending, TemplateHash: "t"},
-	}}
-	r, actions := Advance(r, nil, t0, opts)
-	if len(actions) != 1 || actions[0].Kind != CreateChangeSet {
-		t.Fatalf("actions %v", actions)
+	r, _ = Advance(r, nil, t0, opts)
+	at := t0.Add(2 * time.Second)
+	var obs []Observation
+	for n := range r.Stacks {
+		obs = append(obs, Observation{Stack: n, ChangeSetStatus: "CREATE_IN_PROGRESS"})
 	}
-	var gaps []time.Duration
-	look := func(o Observation) {
-		t.Helper()
-		at := r.Stacks["app"].CheckAt
-		if cs, st := r.Due(at); len(cs)+len(st) != 1 {
-			t.Fatalf("at its check %v the stack is not due: %v %v", at, cs, st)
+	r, _ = Advance(r, obs, at, opts)
+	for n, s := range r.Stacks {
+		if got := s.CheckAt.Sub(at); got != 20*lookCost {
+			t.Fatalf("%s: next look in %v, want %v (20 stacks in their windows)", n, got, 20*lookCost)
 		}
-		if cs, st := r.Due(at.Add(-time.Millisecond)); len(cs)+len(st) != 0 {
-			t.Fatalf("the stack is due before its check")
-		}
-		o.Stack = "app"
-		prev := r
-		r, actions = Advance(r, []Observation{o}, at, opts)
-		checkWake(t, r, at, opts)
-		gaps = append(gaps, at.Sub(prev.Stacks["app"].PhaseSince))
 	}
-	for range 14 {
-		look(Observation{ChangeSetStatus: "CREATE_IN_PROGRESS"})
-	}
-	look(Observation{ChangeSetStatus: "CREATE_COMPLETE", ChangeSetID: "arn:cs/1"})
-	if len(actions) != 1 || actions[0].Kind != ExecuteChangeSet {
-		t.Fatalf("actions %v", actions)
-	}
-	for range 4 {
-		look(Observation{StackStatus: "CREATE_IN_PROGRESS"})
-	}
-	look(Observation{StackStatus: "CREATE_COMPLETE"})
-	want := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 39, 54, 1, 3, 7, 15, 30}
-	for i := range want {
-		want[i] *= time.Second
-	}
-	if !slices.Equal(gaps, want) {
-		t.Errorf("looks at %v into each phase, want %v", gaps, want)
-	}
-	if r.Status != Succeeded {
-		t.Errorf("run %s", r.Status)
+	if perSecond := 20 / (20 * lookCost).Seconds(); perSecond > 12.5 { // half of awsclient.DefaultBudget
+		t.Errorf("%.1f looks a second", perSecond)
 	}
 }
 
@@ -931,24 +1008,28 @@ func TestWakeQueuesOneCheckAtATime(t *testing.T) {
 		"b": {Name: "b", StackName: "x-b", Intent: IntentDeploy, Phase: Pending, TemplateHash: "t"},
 	}}
 	type step struct {
-		at    time.Duration
-		obs   []Observation
-		delay time.Duration // 0: no check queued
+		at     time.Duration
+		obs    []Observation
+		delay  time.Duration // 0: no check queued
+		linger time.Duration // 0: the driver does not wait in the invocation
 	}
 	for i, st := range []step{
-		{at: 0, delay: time.Second},  // a's change set: first look in 1s
-		{at: 500 * time.Millisecond}, // an event step: the queued check comes in time
-		{at: time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, delay: time.Second}, // the check: next look in 1s
-		{at: 1500 * time.Millisecond}, // a heartbeat: nothing sooner needed
-		{at: 2 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
-		{at: 3 * time.Second, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                              // a done, b's change set
-		{at: 4 * time.Second, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
+		{at: 0, delay: 2 * time.Second}, // a's change set: first look in 2s
+		{at: 500 * time.Millisecond},    // an event step: the queued check comes in time
+		{at: 2 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: ShortStep},                                                // the check: next look in a short step, waited for
+		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
+		{at: 3 * time.Second, linger: 500 * time.Millisecond},                                                                                                            // a heartbeat: nothing sooner needed; its look is half a second away
+		{at: 3500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: 2 * time.Second},                                          // a done, b's change set: the place's took 2.5 s, so 2 s
+		{at: 5500 * time.Millisecond, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
 	} {
 		now := t0.Add(st.at)
 		next, _ := Advance(r, st.obs, now, opts)
 		delay, ok := Wake(r, next, now)
 		if ok != (st.delay > 0) || delay != st.delay {
 			t.Fatalf("step %d at +%v: check queued %v (%v), want %v", i, st.at, delay, ok, st.delay)
+		}
+		if linger, ok := Lingers(next, now); ok != (st.linger > 0) || linger != st.linger {
+			t.Fatalf("step %d at +%v: lingers %v (%v), want %v", i, st.at, linger, ok, st.linger)
 		}
 		r = next
 	}
@@ -965,7 +1046,7 @@ func TestFailedLookBacksOff(t *testing.T) {
 		"app": {Name: "app", StackName: "shop-app", Intent: IntentDeploy, Phase: Executing, PhaseSince: t0, CheckAt: t0.Add(time.Second), ChangeSetName: "cs"},
 	}}
 	now := t0.Add(time.Second)
-	for _, want := range []time.Duration{2, 4, 8, 15, 15} {
+	for _, want := range []time.Duration{1, 2, 4, 8, 15, 15} {
 		r, _ = Advance(r, []Observation{{Stack: "app", LookErr: "describe stack shop-app: Rate exceeded"}}, now, opts)
 		if got := r.Stacks["app"].CheckAt.Sub(now); got != want*time.Second || r.Stacks["app"].Phase != Executing {
 			t.Fatalf("after a failed look: %s, next look in %v, want executing, %v", r.Stacks["app"].Phase, got, want*time.Second)

@@ -97,8 +97,9 @@ func generatedGraph(name string, n int) simGraph {
 	return g
 }
 
-// timings are the drawn CloudFormation durations of each stack.
-type timings struct{ cs, op []time.Duration }
+// timings are the drawn CloudFormation durations of each stack, and what cairn's graph
+// remembers of its last run (hist; none on a first run).
+type timings struct{ cs, op, histCS, histOp []time.Duration }
 
 func draw(n int, seed uint64) timings {
 	r := rand.New(rand.NewPCG(seed, 7))
@@ -132,6 +133,9 @@ type outcome struct {
 	calls    int           // CloudFormation calls
 	steps    int           // deployer steps (cairn only)
 	status   run.Status    // how cairn's run ended
+	// readyToExecute sums, over cairn's stacks, the time from a change set's readiness to
+	// its execution.
+	readyToExecute time.Duration
 }
 
 // --- cairn ---
@@ -140,8 +144,12 @@ type simTrigger struct {
 	at        time.Time
 	heartbeat bool
 	check     bool
-	stack     string // a stack event's stack (CloudFormation name)
+	stack     string    // a stack event's stack (CloudFormation name)
+	lingering time.Time // a step the invocation that began then makes after waiting (run.Lingers)
 }
+
+// simMaxLinger bounds how long one invocation waits for looks (deploy's MaxLinger).
+const simMaxLinger = 30 * time.Second
 
 type triggerQueue []simTrigger
 
@@ -173,6 +181,7 @@ type cairnSim struct {
 	calls   int
 	steps   int
 	lastEnd time.Time
+	lag     time.Duration // ready to execute, summed
 }
 
 func simulateCairn(g simGraph, t timings, concurrency int, seed uint64) outcome {
@@ -181,6 +190,9 @@ func simulateCairn(g simGraph, t timings, concurrency int, seed uint64) outcome 
 	s.r = &run.Run{ID: "sim", Mode: run.ModeDeploy, Status: run.Running, MaxConcurrency: concurrency, Stacks: map[string]*run.Stack{}, StartedAt: simEpoch}
 	for i, name := range g.names {
 		st := &run.Stack{Name: name, StackName: "x-" + name, Intent: run.IntentDeploy, Phase: run.Pending, TemplateHash: "t"}
+		if t.histCS != nil {
+			st.History = run.Timing{ChangeSet: t.histCS[i], Operation: t.histOp[i]}
+		}
 		for _, d := range g.deps[i] {
 			st.Requires = append(st.Requires, g.names[d])
 		}
@@ -204,7 +216,7 @@ func simulateCairn(g simGraph, t timings, concurrency int, seed uint64) outcome 
 		}
 		busyUntil = s.step(tr.at, merged)
 	}
-	return outcome{makespan: s.lastEnd.Sub(simEpoch), calls: s.calls, steps: s.steps, status: s.r.Status}
+	return outcome{makespan: s.lastEnd.Sub(simEpoch), calls: s.calls, steps: s.steps, status: s.r.Status, readyToExecute: s.lag}
 }
 
 // calls are the CloudFormation calls of one part of a step (its looks, or its actions),
@@ -251,11 +263,15 @@ func (s *cairnSim) step(start time.Time, triggers []simTrigger) time.Time {
 	clock := start.Add(simStepS3 / 2) // load the run document, renew the lock
 	var named []string
 	heartbeat := false
+	invoked := start // when the invocation making this step began
 	for _, tr := range triggers {
 		if tr.stack != "" {
 			named = append(named, tr.stack)
 		}
 		heartbeat = heartbeat || tr.heartbeat
+		if !tr.lingering.IsZero() && tr.lingering.Before(invoked) {
+			invoked = tr.lingering
+		}
 	}
 	changeSets, stacks := s.r.Due(clock, named...)
 	var obs []run.Observation
@@ -287,6 +303,7 @@ func (s *cairnSim) step(start time.Time, triggers []simTrigger) time.Time {
 		case run.CreateChangeSet:
 			cs.csReady = at.Add(s.t.cs[i])
 		case run.ExecuteChangeSet:
+			s.lag += at.Sub(cs.csReady)
 			cs.opEnd = at.Add(s.t.op[i])
 			if cs.opEnd.After(s.lastEnd) {
 				s.lastEnd = cs.opEnd
@@ -301,6 +318,13 @@ func (s *cairnSim) step(start time.Time, triggers []simTrigger) time.Time {
 	clock = acts.done().Add(simStepS3 / 2) // save the run document
 	if delay, ok := run.Wake(prev, next, now); ok {
 		heap.Push(&s.q, simTrigger{at: clock.Add(delay), check: true})
+	}
+	if wait, ok := run.Lingers(next, clock); ok {
+		if clock.Add(wait).Sub(invoked) <= simMaxLinger {
+			heap.Push(&s.q, simTrigger{at: clock.Add(wait), lingering: invoked})
+		} else {
+			heap.Push(&s.q, simTrigger{at: clock.Add(time.Second), check: true}) // a fresh invocation
+		}
 	}
 	if heartbeat && next.Status == run.Running {
 		heap.Push(&s.q, simTrigger{at: clock.Add(simHeartbeat), heartbeat: true})
@@ -333,9 +357,34 @@ func pollUntil(start, ready time.Time, wait func() time.Duration) (time.Time, in
 
 func every(d time.Duration) func() time.Duration { return func() time.Duration { return d } }
 
+// polling is how a peer looks: at a change set (a new schedule per change set), and at a
+// stack operation; the first operation look comes opFirst after the execution, and each
+// operation look costs opCalls calls.
+type polling struct {
+	cs      func() func() time.Duration
+	op      time.Duration
+	opFirst time.Duration
+	opCalls int
+	after   time.Duration // a level-by-level worker sleeps this long once more after the last look
+}
+
+var (
+	// stackerPolls: Stacker's walker as BenchmarkMakespan models it (change sets after 0.5,
+	// 1, 2, 3, 3 ... s, stacks every 5 s).
+	stackerPolls = polling{cs: stackerChangeSetPolls, op: 5 * time.Second, opFirst: 5 * time.Second, opCalls: 1}
+	// sceptrePolls: Sceptre's executor (change sets every 2 s, stacks every 4 s with
+	// DescribeStacks and DescribeStackEvents, one more sleep after the end).
+	sceptrePolls = polling{cs: func() func() time.Duration { return every(2 * time.Second) }, op: 4 * time.Second, opCalls: 2, after: 4 * time.Second}
+)
+
+// pollingEvery looks at change sets and stacks every d, one call a look.
+func pollingEvery(d time.Duration) polling {
+	return polling{cs: func() func() time.Duration { return every(d) }, op: d, opFirst: d, opCalls: 1}
+}
+
 // simulateThreadPerStack is Stacker's scheduling: a thread per stack, started when its
 // dependencies finished, holding a slot while it polls.
-func simulateThreadPerStack(g simGraph, t timings, concurrency int) outcome {
+func simulateThreadPerStack(g simGraph, t timings, concurrency int, p polling) outcome {
 	n := len(g.names)
 	done := make([]time.Time, n)
 	finished := make([]bool, n)
@@ -344,11 +393,12 @@ func simulateThreadPerStack(g simGraph, t timings, concurrency int) outcome {
 	var out outcome
 	start := func(i int, at time.Time) {
 		out.calls += 2 // describe the stack, create its change set
-		csAt, looks := pollUntil(at, at.Add(t.cs[i]), stackerChangeSetPolls())
+		csAt, looks := pollUntil(at.Add(simCallLatency), at.Add(simCallLatency).Add(t.cs[i]), p.cs())
 		out.calls += looks + 1 // the looks, then execute
-		end := csAt.Add(t.op[i])
-		seen, looks := pollUntil(csAt.Add(5*time.Second), end, every(5*time.Second))
-		out.calls += looks
+		execAt := csAt.Add(simCallLatency)
+		end := execAt.Add(t.op[i])
+		seen, looks := pollUntil(execAt.Add(p.opFirst), end, every(p.op))
+		out.calls += looks * p.opCalls
 		out.makespan = max(out.makespan, end.Sub(simEpoch))
 		done[i], finished[i] = seen, true
 		slots = append(slots, seen)
@@ -388,7 +438,7 @@ func simulateThreadPerStack(g simGraph, t timings, concurrency int) outcome {
 
 // simulateLevelByLevel is Sceptre's scheduling: levels by depth, each on a pool of
 // concurrency threads, the next level once the whole level returned.
-func simulateLevelByLevel(g simGraph, t timings, concurrency int) outcome {
+func simulateLevelByLevel(g simGraph, t timings, concurrency int, p polling) outcome {
 	n := len(g.names)
 	depth := make([]int, n)
 	levels := [][]int{}
@@ -418,16 +468,37 @@ func simulateLevelByLevel(g simGraph, t timings, concurrency int) outcome {
 			}
 			at := workers[w]
 			out.calls += 2 // describe the stack, create its change set
-			csAt, looks := pollUntil(at, at.Add(t.cs[i]), every(2*time.Second))
+			csAt, looks := pollUntil(at.Add(simCallLatency), at.Add(simCallLatency).Add(t.cs[i]), p.cs())
 			out.calls += looks + 1 // the looks, then execute
-			end := csAt.Add(t.op[i])
-			seen, looks := pollUntil(csAt, end, every(4*time.Second))
-			out.calls += 2 * looks // DescribeStacks and DescribeStackEvents each time
+			execAt := csAt.Add(simCallLatency)
+			end := execAt.Add(t.op[i])
+			seen, looks := pollUntil(execAt.Add(p.opFirst), end, every(p.op))
+			out.calls += p.opCalls * looks
 			out.makespan = max(out.makespan, end.Sub(simEpoch))
-			workers[w] = seen.Add(4 * time.Second) // it sleeps once more before it returns
+			workers[w] = seen.Add(p.after)
 			levelEnd = later(levelEnd, workers[w])
 		}
 		levelStart = levelEnd
+	}
+	return out
+}
+
+// simulateSerial deploys one stack at a time in dependency order, as `aws cloudformation
+// deploy` run once per stack does: its change set looked at every 5 s, then the stack
+// every 30 s (the AWS CLI's deploy waiters).
+func simulateSerial(g simGraph, t timings) outcome {
+	var out outcome
+	at := simEpoch
+	for i := range g.names { // deps always point to earlier stacks
+		out.calls += 2
+		csAt, looks := pollUntil(at.Add(simCallLatency).Add(5*time.Second), at.Add(simCallLatency).Add(t.cs[i]), every(5*time.Second))
+		out.calls += looks + 1
+		execAt := csAt.Add(simCallLatency)
+		end := execAt.Add(t.op[i])
+		seen, looks := pollUntil(execAt.Add(30*time.Second), end, every(30*time.Second))
+		out.calls += looks
+		out.makespan = max(out.makespan, end.Sub(simEpoch))
+		at = seen
 	}
 	return out
 }
@@ -454,7 +525,7 @@ func BenchmarkMakespan(b *testing.B) {
 					for d := range sc.draws {
 						t := draw(len(g.names), uint64(d+1))
 						cp, work := criticalPath(g, t)
-						m.add(cp, work/time.Duration(c), simulateCairn(g, t, c, uint64(d+1)), simulateLevelByLevel(g, t, c), simulateThreadPerStack(g, t, c))
+						m.add(cp, work/time.Duration(c), simulateCairn(g, t, c, uint64(d+1)), simulateLevelByLevel(g, t, c, sceptrePolls), simulateThreadPerStack(g, t, c, stackerPolls))
 					}
 				}
 				n := float64(len(g.names) * sc.draws)
@@ -514,8 +585,9 @@ func TestMakespanSchedulersFinish(t *testing.T) {
 		for _, c := range []int{1, 3, 50} {
 			for name, o := range map[string]outcome{
 				"cairn":  simulateCairn(g, tm, c, 3),
-				"level":  simulateLevelByLevel(g, tm, c),
-				"thread": simulateThreadPerStack(g, tm, c),
+				"level":  simulateLevelByLevel(g, tm, c, sceptrePolls),
+				"thread": simulateThreadPerStack(g, tm, c, stackerPolls),
+				"serial": simulateSerial(g, tm),
 			} {
 				if o.makespan < cp || o.calls < 3*len(g.names) {
 					t.Errorf("%s %s c=%d: makespan %v (critical path %v), %d calls", name, g.name, c, o.makespan, cp, o.calls)

@@ -195,9 +195,14 @@ type Stack struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	// CheckAt is when the driver next looks at a stack that waits for CloudFormation (zero:
 	// at the next step), and Looks how often it looked in this phase without seeing its
-	// end; the checks back off from FirstCheck, doubling up to the heartbeat.
+	// end; when they come is look.go's schedule.
 	CheckAt time.Time `json:"check_at,omitzero"`
 	Looks   int       `json:"looks,omitempty"`
+	// History is how long the stack's last change set and operation took (the graph's
+	// record of its last run): when its looks are likely to find a wait over (see look.go).
+	// Took is how long they take in this run, recorded in the graph for the next.
+	History Timing `json:"history,omitzero"`
+	Took    Timing `json:"took,omitzero"`
 	// Target is where the stack lives and how the deployer reaches it (cairn.yaml's
 	// region, role_arn, external_id, service_role); At its account and region relative to
 	// the deployer's, "" where they are the deployer's own. The zero values are home.
@@ -274,6 +279,8 @@ type Run struct {
 	External map[string]string `json:"external,omitempty"`
 	// CheckQueued is when the delayed check the driver queued last fires (see Wake).
 	CheckQueued time.Time `json:"check_queued,omitzero"`
+	// Learned is what the run saw of change sets, by account and region (see look.go).
+	Learned map[string]Place `json:"learned,omitempty"`
 }
 
 // Names returns the stacks' config names, sorted.
@@ -303,6 +310,12 @@ func (r *Run) Clone() *Run {
 		c.Stacks[n] = &cs
 	}
 	c.External = cloneMap(r.External)
+	if r.Learned != nil {
+		c.Learned = make(map[string]Place, len(r.Learned))
+		for k, v := range r.Learned {
+			c.Learned[k] = v
+		}
+	}
 	return &c
 }
 

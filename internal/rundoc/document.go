@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -73,6 +74,18 @@ type Document struct {
 	// stalled (its heartbeat lost) a new chain starts with the next number, and heartbeats
 	// of older chains are not sent on.
 	Beat int `json:"beat,omitempty"`
+	// Quiet marks a run that found nothing to change: it is recorded in this document
+	// alone, written once, ended (no lock, graph write, index entry or Markdown report).
+	Quiet bool `json:"quiet,omitempty"`
+}
+
+// ReportKey is the object that reports the run: its Markdown report, or this document
+// itself for a quiet run, which writes no report.
+func (d *Document) ReportKey() string {
+	if d.Quiet {
+		return bucket.RunKey(d.Run.Deployment, d.Run.ID)
+	}
+	return bucket.RunReportKey(d.Run.Deployment, d.Run.ID)
 }
 
 // Report is the document as the report package shows it.

@@ -14,6 +14,7 @@ reshaped: per policy template its parameter names and its definition; managed po
 the aws partition by name, with the ARN's path after arn:aws:iam::aws:policy/.
 """
 
+import gzip
 import json
 import os
 import sys
@@ -45,10 +46,11 @@ def main():
         "managedPolicies": {name: arn[len(prefix):] for name, arn in sorted(managed.items()) if arn.startswith(prefix)},
         "connectorProfiles": {"permissions": profiles["Permissions"], "resources": profiles["CfnResourceProperties"]},
     }
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "translator.json")
-    with open(path, "w") as f:
-        json.dump(out, f, sort_keys=True, separators=(",", ":"))
-        f.write("\n")
+    # Compressed (deterministically: no name, no time), as the deployer's binary carries it.
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "translator.json.gz")
+    text = json.dumps(out, sort_keys=True, separators=(",", ":")) + "\n"
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0, filename="") as f:
+        f.write(text.encode())
     print("%s: %d policy templates, %d managed policies, connector profiles from %d source types" % (
         path, len(out["policyTemplates"]), len(out["managedPolicies"]), len(profiles["Permissions"])), file=sys.stderr)
 

@@ -318,7 +318,7 @@ func TestExpansionMatchesTranslator(t *testing.T) {
 }
 
 // TestPolicyTemplatesMatchTranslator uses every policy template of the translator's data
-// (testdata: translator.json) in one function's Policies and requires the role the
+// (translator.json.gz) in one function's Policies and requires the role the
 // translator makes, policy by policy.
 func TestPolicyTemplatesMatchTranslator(t *testing.T) {
 	var d struct {
@@ -326,11 +326,7 @@ func TestPolicyTemplatesMatchTranslator(t *testing.T) {
 			Parameters []string `json:"parameters"`
 		} `json:"policyTemplates"`
 	}
-	b, err := os.ReadFile("translator.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
+	if err := json.Unmarshal(sam.TranslatorJSON(), &d); err != nil {
 		t.Fatal(err)
 	}
 	var policies []any
@@ -342,7 +338,7 @@ func TestPolicyTemplatesMatchTranslator(t *testing.T) {
 		policies = append(policies, map[string]any{name: params})
 	}
 	if len(policies) < 80 {
-		t.Fatalf("only %d policy templates in translator.json", len(policies))
+		t.Fatalf("only %d policy templates in translator.json.gz", len(policies))
 	}
 	tpl := func() map[string]any {
 		return map[string]any{"Transform": "AWS::Serverless-2016-10-31", "Resources": map[string]any{"Fn": map[string]any{

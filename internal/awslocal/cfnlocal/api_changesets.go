@@ -152,7 +152,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	cs := &changeSet{
 		ID:   fmt.Sprintf("arn:aws:cloudformation:%s:%s:changeSet/%s/%s", s.o.Region, s.o.AccountID, csName, hashUUID("cs", st.ID, csName, fmt.Sprint(s.nextSeq()))),
 		Name: csName, StackID: st.ID, StackName: st.Name, Type: typ, Status: "CREATE_IN_PROGRESS", ExecutionStatus: "UNAVAILABLE",
-		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.o.ChangeSetDelay), Body: processed, Params: params,
+		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.draw(s.o.ChangeSetDelay, s.o.ChangeSetDelayMax)), Body: processed, Params: params,
 		Original: originalOr(body, processed), Failure: failure,
 		Tags: tags, Capabilities: caps, NotificationARNs: arns, Rollback: rollback, ClientToken: f.get("ClientToken"),
 		IncludeNested: f.get("IncludeNestedStacks") == "true", ToImport: imports,

@@ -61,7 +61,18 @@ func (s *Service) resourceDelay(stack string) time.Duration {
 	if d, ok := s.delays[stack]; ok {
 		return d
 	}
-	return s.o.ResourceDelay
+	return s.draw(s.o.ResourceDelay, s.o.ResourceDelayMax)
+}
+
+// draw is a delay between lo and hi (Options.DelaySeed's next), or lo when hi is not
+// above it.
+func (s *Service) draw(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	s.drawMu.Lock()
+	defer s.drawMu.Unlock()
+	return lo + time.Duration(s.draws.Int64N(int64(hi-lo)+1))
 }
 
 func (s *Service) provided(st *stack, r *resource) Resource {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -50,6 +51,14 @@ type Options struct {
 	ResourceDelay time.Duration
 	// ChangeSetDelay is how long a change set takes to create (default 1s).
 	ChangeSetDelay time.Duration
+	// ChangeSetDelayMax and ResourceDelayMax, when above ChangeSetDelay and ResourceDelay,
+	// make each change set and each resource operation take a time drawn uniformly between
+	// the two: in AWS they take seconds to tens of seconds and vary, and a deployer that
+	// only ever meets one fixed time is not measured by it.
+	ChangeSetDelayMax, ResourceDelayMax time.Duration
+	// DelaySeed seeds those draws (default 1): the same seed and the same operations in
+	// the same order take the same times.
+	DelaySeed uint64
 	// CustomResourceTimeout is how long a stack waits for a custom resource response when
 	// the resource sets no ServiceTimeout (default 2 minutes; AWS waits an hour).
 	CustomResourceTimeout time.Duration
@@ -96,6 +105,8 @@ type Service struct {
 	templates map[string]*template     // parsed templates by body; they are never mutated
 	j         *journal                 // the state's journal under Dir (persist.go)
 	delays    map[string]time.Duration // resource delays by stack name (SetResourceDelay)
+	drawMu    sync.Mutex
+	draws     *rand.Rand // of the delays between Options' delays and their Max (draw)
 
 	wake   chan struct{}
 	done   chan struct{}
@@ -135,6 +146,9 @@ func New(o Options) (*Service, error) {
 	if o.ChangeSetDelay <= 0 {
 		o.ChangeSetDelay = time.Second
 	}
+	if o.DelaySeed == 0 {
+		o.DelaySeed = 1
+	}
 	if o.CustomResourceTimeout <= 0 {
 		o.CustomResourceTimeout = 2 * time.Minute
 	}
@@ -151,6 +165,7 @@ func New(o Options) (*Service, error) {
 		templates: map[string]*template{},
 		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
+		draws:     rand.New(rand.NewPCG(o.DelaySeed, 0x63666e)),
 	}
 	if o.Dir != "" {
 		if err := s.load(); err != nil {

@@ -1,0 +1,174 @@
+package run
+
+import (
+	"time"
+)
+
+// The schedule of looks at a stack that waits for CloudFormation: a pure function of when
+// the wait began, what is expected of it, and when the last look was.
+//
+// No event says when a change set is ready, so it must be looked at, and every look that
+// comes too early is a wasted call while every look that comes late delays the stack and
+// all that depends on it. A wait is expected to end within a window after it began: for a
+// change set, from the stack's own history (the graph keeps how long its last change set
+// took), else from the fastest and slowest change sets the run saw in the same account and
+// region (Run.Learned), else from what CloudFormation takes (ChangeSetPrior). The first
+// look comes when the window opens; within it the looks come a short step apart
+// (ShortStep, longer when many stacks are in their windows at once, so the run's API
+// budget holds); past it they back off, each as far after the last as the window's end
+// is behind, up to the heartbeat. A stack operation, whose end a stack event announces, is
+// looked at in the window its history gives (so a late or lost event costs little), else
+// only as a fallback, backing off from a second.
+
+// Timing is how long a stack's waits took: its change set's creation and its operation
+// (the execution of its change set). The graph keeps each stack's last (state.Stack.Took),
+// and the next run expects as much (Stack.History).
+type Timing struct {
+	ChangeSet time.Duration `json:"change_set,omitempty"`
+	Operation time.Duration `json:"operation,omitempty"`
+}
+
+// Place is what a run learned of the change sets of one account and region: the fastest
+// and the slowest it saw created.
+type Place struct {
+	Fastest time.Duration `json:"fastest,omitempty"`
+	Slowest time.Duration `json:"slowest,omitempty"`
+	Seen    int           `json:"seen,omitempty"`
+}
+
+// ChangeSetPrior is when a change set of a stack with no history, in a place the run has
+// seen none made, is likely ready: CloudFormation takes from about 2 to 12 seconds.
+var ChangeSetPrior = struct{ From, To time.Duration }{2 * time.Second, 12 * time.Second}
+
+const (
+	// ShortStep is the gap between looks while a wait is likely to end.
+	ShortStep = 250 * time.Millisecond
+	// lookCost is the share of the run's API budget (awsclient.DefaultBudget: 25 calls a
+	// second) one look in a short step may take: with n stacks in their windows at once,
+	// the steps are n*lookCost apart, at most half the budget.
+	lookCost = 80 * time.Millisecond
+	// Piggyback: a step looks, besides the stacks due, at those due this soon, which it
+	// would otherwise leave to another step a moment later.
+	Piggyback = ShortStep / 2
+	// Linger is how close a look must be for the driver to wait for it in the step's own
+	// invocation rather than queue a delayed check: SQS delays messages by whole seconds.
+	Linger = time.Second
+)
+
+// placeKey names the account and region of a stack, the unit of learning.
+func placeKey(s *Stack) string { return s.At.Account + "/" + s.At.Region }
+
+// window is when the wait of s (in its phase, begun at s.PhaseSince) is likely over, lo to
+// hi after it began; 0, 0 when nothing is expected of it.
+func window(s *Stack, learned map[string]Place) (lo, hi time.Duration) {
+	switch s.Phase {
+	case CreatingChangeSet:
+		if h := s.History.ChangeSet; h > 0 {
+			return h * 6 / 10, h*16/10 + time.Second
+		}
+		lo, hi = ChangeSetPrior.From, ChangeSetPrior.To
+		if p := learned[placeKey(s)]; p.Seen > 0 {
+			lo = min(p.Fastest*9/10, lo)
+			hi = max(hi, p.Slowest*3/2)
+		}
+		return lo, hi
+	case Executing:
+		if h := s.History.Operation; h > 0 {
+			return h * 6 / 10, h*16/10 + 2*time.Second
+		}
+	}
+	return 0, 0
+}
+
+// nextLook is when to look at s next, after a look at now (or when its wait began, at
+// now == s.PhaseSince); step is the short step of this moment (shortStep).
+func nextLook(s *Stack, learned map[string]Place, now time.Time, step, heartbeat time.Duration) time.Time {
+	lo, hi := window(s, learned)
+	elapsed := now.Sub(s.PhaseSince)
+	var d time.Duration
+	switch {
+	case elapsed < lo:
+		d = lo - elapsed
+	case elapsed < hi:
+		d = max(step, (hi-lo)/40)
+	default:
+		d = max(FirstCheck, elapsed-hi)
+	}
+	return now.Add(min(d, heartbeat))
+}
+
+// shortStep is the gap between looks in a window while hot stacks are in their windows.
+func shortStep(hot int) time.Duration { return max(ShortStep, time.Duration(hot)*lookCost) }
+
+// hot counts the stacks of r that wait within their window at now.
+func hot(r *Run, now time.Time) int {
+	n := 0
+	for _, s := range r.Stacks {
+		if !s.Phase.Waits() {
+			continue
+		}
+		if lo, hi := window(s, r.Learned); hi > 0 && now.Sub(s.PhaseSince) >= lo-ShortStep && now.Sub(s.PhaseSince) < hi {
+			n++
+		}
+	}
+	return n
+}
+
+// learn records what a wait of s that ended at now took: the stack's own timing, kept in
+// the graph for its next run, and its place's, for the other stacks of this run.
+func learn(r *Run, s *Stack, now time.Time) {
+	took := now.Sub(s.PhaseSince)
+	switch s.Phase {
+	case CreatingChangeSet:
+		s.Took.ChangeSet = took
+		if r.Learned == nil {
+			r.Learned = map[string]Place{}
+		}
+		p := r.Learned[placeKey(s)]
+		if p.Seen == 0 || took < p.Fastest {
+			p.Fastest = took
+		}
+		p.Slowest = max(p.Slowest, took)
+		p.Seen++
+		r.Learned[placeKey(s)] = p
+	case Executing:
+		s.Took.Operation = took
+	}
+}
+
+// schedule sets the next look of each waiting stack of r that was just looked at (looked)
+// or just began to wait (no check yet): a pure function of its window and now.
+func schedule(r *Run, looked map[string]bool, now time.Time, heartbeat time.Duration) {
+	step := shortStep(hot(r, now))
+	for name, s := range r.Stacks {
+		if !s.Phase.Waits() {
+			s.CheckAt = time.Time{}
+			continue
+		}
+		if s.CheckAt.IsZero() || looked[name] {
+			s.CheckAt = nextLook(s, r.Learned, now, step, heartbeat)
+		}
+	}
+}
+
+// Lingers reports whether the driver should wait in its invocation for the next look at
+// r after a step at now, and how long: when it is due within Linger, which a delayed SQS
+// message cannot express.
+func Lingers(r *Run, now time.Time) (time.Duration, bool) {
+	due, ok := nextDue(r)
+	if !ok || r.Status != Running || due.Sub(now) >= Linger {
+		return 0, false
+	}
+	return max(due.Sub(now), 0), true
+}
+
+// nextDue is the earliest next look at a waiting stack of r.
+func nextDue(r *Run) (time.Time, bool) {
+	var due time.Time
+	for _, s := range r.Stacks {
+		if s.Phase.Waits() && (due.IsZero() || s.CheckAt.Before(due)) {
+			due = s.CheckAt
+		}
+	}
+	return due, !due.IsZero()
+}

@@ -252,7 +252,7 @@ func nextStep(p *plan.Document) string {
 		return fmt.Sprintf("on merge, %s applies the reviewed change sets of this plan for the stacks the merged content changes as planned; or apply exactly this plan: %s",
 			Code("cairn apply PATH --deployment "+p.Deployment), Code("cairn approve "+p.Deployment+" "+p.ID))
 	case "stale":
-		return "this plan can no longer apply: " + replan
+		return "this plan can no longer apply: " + replan + "; once the pull request is merged, the apply job on main plans the merged content and posts that plan on the pull request, for the gate's approval"
 	case plan.Superseded:
 		return "a newer plan of the same change replaces it: see that plan"
 	case plan.Expired:

@@ -201,7 +201,9 @@ func (s *Store) ReadOrRebuild(ctx context.Context, l *Lock, cfn CloudFormationAP
 }
 
 func stackFromTags(cs cfntypes.Stack, namespace, key string) (*Stack, BundleRef, bool) {
-	if cs.StackStatus == cfntypes.StackStatusDeleteComplete {
+	if cs.StackStatus == cfntypes.StackStatusDeleteComplete || cs.StackStatus == cfntypes.StackStatusReviewInProgress {
+		// Gone, or never deployed: a stack in REVIEW_IN_PROGRESS only holds the change set
+		// a plan made to create it (it has no resources); the graph records what was deployed.
 		return nil, BundleRef{}, false
 	}
 	tags := map[string]string{}

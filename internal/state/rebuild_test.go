@@ -276,6 +276,21 @@ func TestRebuild(t *testing.T) {
 			stacks:  []cfntypes.Stack{tagged("network"), nested(tagged("network"))},
 			want:    map[string][]string{"network": nil},
 			rebuilt: true},
+		{name: "a stack a plan made only to hold its change set (REVIEW_IN_PROGRESS) was never deployed",
+			stacks: []cfntypes.Stack{tagged("network"), func() cfntypes.Stack {
+				s := tagged("service", state.TagRequires, "network")
+				s.StackStatus = cfntypes.StackStatusReviewInProgress
+				return s
+			}()},
+			want:    map[string][]string{"network": nil},
+			rebuilt: true},
+		{name: "only stacks in REVIEW_IN_PROGRESS give an empty graph, not a rebuilt one",
+			stacks: []cfntypes.Stack{func() cfntypes.Stack {
+				s := tagged("network")
+				s.StackStatus = cfntypes.StackStatusReviewInProgress
+				return s
+			}()},
+			want: map[string][]string{}},
 		{name: "two stacks claiming one name",
 			stacks:  []cfntypes.Stack{tagged("network"), tagged("network")},
 			wantErr: "both tagged cairn:name=network"},

@@ -280,12 +280,17 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 		done[action] = true
 		return f()
 	}
+	// lost reports a read whose answer did not come (a dropped connection, a throttle, a
+	// server fault): the stack is looked at again at the next poll rather than given up on.
+	lost := func(err error) bool { return !awsclient.Permanent(err) && ctx.Err() == nil }
 	for {
 		st, err := p.describe(ctx)
-		if err != nil {
+		if err != nil && !lost(err) {
 			return nil, err
 		}
 		switch {
+		case err != nil:
+			err = nil // looked at again below
 		case st == nil:
 			err = act("creating", func() error {
 				tb, tu := template(body, templateURL)
@@ -299,6 +304,9 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 		case st.StackStatus == cfntypes.StackStatusCreateComplete || st.StackStatus == cfntypes.StackStatusUpdateComplete ||
 			st.StackStatus == cfntypes.StackStatusUpdateRollbackComplete:
 			cur, err := p.cfn.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(p.name)})
+			if err != nil && lost(err) {
+				break // looked at again below
+			}
 			if err != nil {
 				return nil, fmt.Errorf("provision cairn: read the template of stack %s: %w", p.name, err)
 			}

@@ -64,6 +64,9 @@ type Error struct {
 
 func (e *Error) Error() string { return "ecr " + e.Code + ": " + e.Message }
 
+// JSONFault is the error as the protocol answers it (awsjson.Fault).
+func (e *Error) JSONFault() (code, message string, status int) { return e.Code, e.Message, e.Status }
+
 // New returns a Service, loading Dir's state when there is some.
 func New(o Options) (*Service, error) {
 	if o.Region == "" {

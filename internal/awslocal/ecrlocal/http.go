@@ -2,34 +2,18 @@ package ecrlocal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/awsjson"
 )
 
-// ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target
-// AmazonEC2ContainerRegistry_V20150921.ACTION, a JSON body.
-func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, action, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-	if err != nil {
-		writeError(w, &Error{Code: "SerializationException", Message: err.Error(), Status: 400})
-		return
-	}
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	res, err := s.call(action, body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	_ = json.NewEncoder(w).Encode(res)
-}
+// protocol is how the service speaks AWS JSON 1.1 (X-Amz-Target AmazonEC2ContainerRegistry_V20150921.ACTION).
+var protocol = awsjson.Protocol{MaxBody: 4 << 20, Internal: "ServerException"}
+
+// ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target AmazonEC2ContainerRegistry_V20150921.ACTION, a JSON body.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { protocol.Serve(w, r, s.call) }
 
 type imageID struct {
 	ImageDigest string `json:"imageDigest,omitempty"`
@@ -146,14 +130,4 @@ func (s *Service) call(action string, body []byte) (any, error) {
 		return map[string]any{"images": images, "failures": failures}, nil
 	}
 	return nil, &Error{Code: "InvalidAction", Status: 400, Message: fmt.Sprintf("The action %s is not valid for this endpoint (the local emulator serves CreateRepository, DescribeRepositories, DeleteRepository, PutImage, DescribeImages and BatchGetImage)", action)}
-}
-
-func writeError(w http.ResponseWriter, err error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		e = &Error{Code: "ServerException", Message: err.Error(), Status: 500}
-	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "message": e.Message})
 }

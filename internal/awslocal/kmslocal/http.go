@@ -2,33 +2,17 @@ package kmslocal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/awsjson"
 )
 
-// ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target TrentService.ACTION, a JSON
-// body (blobs in base64, which encoding/json does for []byte).
-func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, action, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeError(w, &Error{Code: "SerializationException", Message: err.Error(), Status: 400})
-		return
-	}
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	res, err := s.call(action, body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	_ = json.NewEncoder(w).Encode(res)
-}
+// protocol is how the service speaks AWS JSON 1.1 (X-Amz-Target TrentService.ACTION).
+var protocol = awsjson.Protocol{Internal: "KMSInternalException"}
+
+// ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target TrentService.ACTION, a JSON body.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { protocol.Serve(w, r, s.call) }
 
 // metadata is a key as DescribeKey and CreateKey answer it.
 func metadata(k Key, account string) map[string]any {
@@ -116,14 +100,4 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
-}
-
-func writeError(w http.ResponseWriter, err error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		e = &Error{Code: "KMSInternalException", Message: err.Error(), Status: 500}
-	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "message": e.Message})
 }

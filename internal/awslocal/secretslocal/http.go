@@ -4,11 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/awsjson"
 )
 
 // Time is a date as Secrets Manager's JSON carries it: seconds since the epoch.
@@ -35,25 +35,11 @@ func pageStart(token string, n int) (int, error) {
 	return start, nil
 }
 
-// ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target secretsmanager.ACTION.
-func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, action, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeError(w, &Error{"SerializationException", err.Error()})
-		return
-	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		body = []byte("{}")
-	}
-	out, err := s.call(action, body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	_ = json.NewEncoder(w).Encode(out)
-}
+// protocol is how the service speaks AWS JSON 1.1 (X-Amz-Target secretsmanager.ACTION).
+var protocol = awsjson.Protocol{Internal: "InternalServiceError", MessageKey: "Message"}
+
+// ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target secretsmanager.ACTION, a JSON body.
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { protocol.Serve(w, r, s.call) }
 
 func (s *Service) call(action string, body []byte) (any, error) {
 	decode := func(v any) error {
@@ -223,15 +209,4 @@ func (s *Service) batchGet(ids []string, filters []Filter) (any, error) {
 		out.SecretValues = append(out.SecretValues, v)
 	}
 	return out, nil
-}
-
-func writeError(w http.ResponseWriter, err error) {
-	var e *Error
-	status := http.StatusBadRequest
-	if !errors.As(err, &e) {
-		e, status = &Error{"InternalServiceError", err.Error()}, http.StatusInternalServerError
-	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "Message": e.Message})
 }

@@ -92,6 +92,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// JSONFault is the error as the protocol answers it (awsjson.Fault): Secrets Manager
+// answers every error of a request with status 400.
+func (e *Error) JSONFault() (code, message string, status int) { return e.Code, e.Message, 400 }
+
 func notFound() *Error {
 	return &Error{"ResourceNotFoundException", "Secrets Manager can't find the specified secret."}
 }

@@ -2,32 +2,17 @@ package ssmlocal
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/awsjson"
 )
 
+// protocol is how the service speaks AWS JSON 1.1 (X-Amz-Target AmazonSSM.ACTION).
+var protocol = awsjson.Protocol{Internal: "InternalServerError"}
+
 // ServeHTTP serves the AWS JSON 1.1 protocol: X-Amz-Target AmazonSSM.ACTION, a JSON body.
-func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, action, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err != nil {
-		writeError(w, &Error{Code: "SerializationException", Message: err.Error(), Status: 400})
-		return
-	}
-	if len(body) == 0 {
-		body = []byte("{}")
-	}
-	res, err := s.call(action, body)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	_ = json.NewEncoder(w).Encode(res)
-}
+func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { protocol.Serve(w, r, s.call) }
 
 func (s *Service) call(action string, body []byte) (any, error) {
 	decode := func(v any) error {
@@ -138,14 +123,4 @@ func orEmpty[T any](l []T) []T {
 		return []T{}
 	}
 	return l
-}
-
-func writeError(w http.ResponseWriter, err error) {
-	var e *Error
-	if !errors.As(err, &e) {
-		e = &Error{Code: "InternalServerError", Message: err.Error(), Status: 500}
-	}
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": e.Code, "message": e.Message})
 }

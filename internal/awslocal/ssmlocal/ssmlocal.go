@@ -82,6 +82,9 @@ type Error struct {
 
 func (e *Error) Error() string { return "ssm " + e.Code + ": " + e.Message }
 
+// JSONFault is the error as the protocol answers it (awsjson.Fault).
+func (e *Error) JSONFault() (code, message string, status int) { return e.Code, e.Message, e.Status }
+
 func validation(format string, args ...any) *Error {
 	return &Error{Code: "ValidationException", Message: fmt.Sprintf(format, args...), Status: 400}
 }

@@ -14,8 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -41,6 +39,8 @@ type Options struct {
 // Service is one emulated CloudWatch.
 type Service struct {
 	o Options
+	// state is where the service keeps its state under --dir.
+	state statefile.File
 
 	mu     sync.Mutex
 	alarms map[string]*record // by name
@@ -215,41 +215,18 @@ func New(o Options) (*Service, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{o: o, alarms: map[string]*record{}}
-	if o.Dir == "" {
-		return s, nil
-	}
-	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("cloudwatch emulator: create state folder: %w", err)
-	}
-	if err := statefile.Read(s.path(), &s.alarms); err != nil {
-		return nil, fmt.Errorf("cloudwatch emulator: %w", err)
+	s.state = statefile.File{Dir: o.Dir, Name: "alarms.json", Service: "cloudwatch emulator", Perm: 0o644, Logger: o.Logger}
+	if err := s.state.Load(&s.alarms); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
-
-func (s *Service) path() string { return filepath.Join(s.o.Dir, "alarms.json") }
 
 // Close writes the state a last time.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.saveLocked()
-}
-
-func (s *Service) saveLocked() error {
-	if s.o.Dir == "" {
-		return nil
-	}
-	if err := statefile.Write(s.path(), s.alarms, 0o644); err != nil {
-		return fmt.Errorf("cloudwatch emulator: save state: %w", err)
-	}
-	return nil
-}
-
-func (s *Service) persistLocked() {
-	if err := s.saveLocked(); err != nil {
-		s.o.Logger.Error("cloudwatch emulator: alarms will not survive a restart", "err", err)
-	}
+	return s.state.Save(s.alarms)
 }
 
 // ARN returns the ARN of the alarm named name in the emulated account and region.
@@ -384,7 +361,7 @@ func (s *Service) PutMetricAlarm(in MetricAlarmInput) error {
 		tags = old.Tags // an update ignores the request's tags
 	}
 	s.alarms[in.AlarmName] = &record{Alarm: a, Tags: tags}
-	s.persistLocked()
+	s.state.Persist(s.alarms)
 	return nil
 }
 
@@ -527,7 +504,7 @@ func (s *Service) SetAlarmState(name, value, reason, reasonData string) error {
 		a.StateTransitionedTimestamp = Timestamp(now)
 	}
 	arn := a.AlarmArn
-	s.persistLocked()
+	s.state.Persist(s.alarms)
 	s.mu.Unlock()
 	s.o.Logger.Info("cloudwatch: alarm state set", "alarm", name, "state", value, "reason", reason)
 	if changed && s.o.OnStateChange != nil {
@@ -550,7 +527,7 @@ func (s *Service) DeleteAlarms(names ...string) error {
 	for _, n := range names {
 		delete(s.alarms, n)
 	}
-	s.persistLocked()
+	s.state.Persist(s.alarms)
 	return nil
 }
 

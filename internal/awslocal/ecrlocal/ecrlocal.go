@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -35,6 +34,8 @@ type Options struct {
 // Service is one account's registry in one region.
 type Service struct {
 	opts Options
+	// state is where the service keeps its state under --dir.
+	state statefile.File
 
 	mu    sync.Mutex
 	repos map[string]*repository
@@ -82,37 +83,18 @@ func New(o Options) (*Service, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{opts: o, repos: map[string]*repository{}}
-	if o.Dir != "" {
-		if err := statefile.Read(s.path(), &s.repos); err != nil {
-			return nil, fmt.Errorf("ecr emulator: %w", err)
-		}
+	s.state = statefile.File{Dir: o.Dir, Name: "ecr.json", Service: "ecr emulator", Perm: 0o644, Logger: o.Logger}
+	if err := s.state.Load(&s.repos); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
-
-func (s *Service) path() string { return filepath.Join(s.opts.Dir, "ecr.json") }
 
 // Close writes the state a last time.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.saveLocked()
-}
-
-func (s *Service) saveLocked() error {
-	if s.opts.Dir == "" {
-		return nil
-	}
-	if err := statefile.Write(s.path(), s.repos, 0o644); err != nil {
-		return fmt.Errorf("ecr emulator: save state: %w", err)
-	}
-	return nil
-}
-
-func (s *Service) persistLocked() {
-	if err := s.saveLocked(); err != nil {
-		s.opts.Logger.Error("ecr emulator: state will not survive a restart", "err", err)
-	}
+	return s.state.Save(s.repos)
 }
 
 // nameRE is ECR's repository name pattern.
@@ -162,7 +144,7 @@ func (s *Service) Create(name, mutability string) (Repository, error) {
 	}
 	r := &repository{Name: name, Created: s.opts.Clock.Now().UTC(), Immutable: mutability == "IMMUTABLE"}
 	s.repos[name] = r
-	s.persistLocked()
+	s.state.Persist(s.repos)
 	return s.describe(r), nil
 }
 
@@ -200,7 +182,7 @@ func (s *Service) Delete(name string, force bool) (Repository, error) {
 			Message: fmt.Sprintf("The repository with name '%s' in registry with id '%s' cannot be deleted because it still contains images", name, s.opts.AccountID)}
 	}
 	delete(s.repos, name)
-	s.persistLocked()
+	s.state.Persist(s.repos)
 	return s.describe(r), nil
 }
 
@@ -276,7 +258,7 @@ func (s *Service) Put(name, manifest, mediaType, tag string) (ImageID, error) {
 	if tag != "" {
 		img.Tags = append(img.Tags, tag)
 	}
-	s.persistLocked()
+	s.state.Persist(s.repos)
 	return id, nil
 }
 

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/big"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -47,7 +46,9 @@ type Options struct {
 // Service is one emulated Secrets Manager (one account in one region).
 type Service struct {
 	opts Options
-	key  *atrest.Key
+	// state is where the service keeps its state under --dir.
+	state statefile.File
+	key   *atrest.Key
 
 	mu      sync.Mutex
 	secrets []*secret // in creation order
@@ -131,37 +132,18 @@ func New(o Options) (*Service, error) {
 	if s.key, err = atrest.Open(o.Dir); err != nil {
 		return nil, fmt.Errorf("secrets manager emulator: %w", err)
 	}
-	if o.Dir != "" {
-		if err := statefile.Read(s.path(), &s.secrets); err != nil {
-			return nil, fmt.Errorf("secrets manager emulator: %w", err)
-		}
+	s.state = statefile.File{Dir: o.Dir, Name: "secrets.json", Service: "secrets manager emulator", Perm: 0o600, Logger: o.Logger}
+	if err := s.state.Load(&s.secrets); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
-
-func (s *Service) path() string { return filepath.Join(s.opts.Dir, "secrets.json") }
 
 // Close writes the state a last time.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.saveLocked()
-}
-
-func (s *Service) saveLocked() error {
-	if s.opts.Dir == "" {
-		return nil
-	}
-	if err := statefile.Write(s.path(), s.secrets, 0o600); err != nil {
-		return fmt.Errorf("secrets manager emulator: save state: %w", err)
-	}
-	return nil
-}
-
-func (s *Service) persistLocked() {
-	if err := s.saveLocked(); err != nil {
-		s.opts.Logger.Error("secrets manager emulator: state will not survive a restart", "err", err)
-	}
+	return s.state.Save(s.secrets)
 }
 
 // expireLocked forgets the secrets whose recovery window has ended.
@@ -169,7 +151,7 @@ func (s *Service) expireLocked(now time.Time) {
 	before := len(s.secrets)
 	s.secrets = slices.DeleteFunc(s.secrets, func(x *secret) bool { return !x.DeleteAt.IsZero() && !now.Before(x.DeleteAt) })
 	if len(s.secrets) != before {
-		s.persistLocked()
+		s.state.Persist(s.secrets)
 	}
 }
 
@@ -311,7 +293,7 @@ func (s *Service) Create(in CreateInput) (*CreateOutput, error) {
 		out.VersionId = s.addVersionLocked(x, v, orDefault(in.ClientRequestToken, newID()), []string{Current}, now).ID
 	}
 	s.secrets = append(s.secrets, x)
-	s.persistLocked()
+	s.state.Persist(s.secrets)
 	return out, nil
 }
 
@@ -403,7 +385,7 @@ func (s *Service) Put(in PutInput) (*PutOutput, error) {
 		return &PutOutput{ARN: x.ARN, Name: x.Name, VersionId: ver.ID, VersionStages: slices.Clone(ver.Stages)}, nil
 	}
 	ver := s.addVersionLocked(x, v, orDefault(in.ClientRequestToken, newID()), stages, s.opts.Clock.Now())
-	s.persistLocked()
+	s.state.Persist(s.secrets)
 	return &PutOutput{ARN: x.ARN, Name: x.Name, VersionId: ver.ID, VersionStages: slices.Clone(ver.Stages)}, nil
 }
 
@@ -455,7 +437,7 @@ func (s *Service) Get(in GetInput) (*GetOutput, error) {
 	today := s.opts.Clock.Now().UTC().Truncate(24 * time.Hour)
 	if !x.Accessed.Equal(today) || !ver.Accessed.Equal(today) {
 		x.Accessed, ver.Accessed = today, today
-		s.persistLocked()
+		s.state.Persist(s.secrets)
 	}
 	return &GetOutput{ARN: x.ARN, Name: x.Name, VersionId: ver.ID, SecretString: val.String, SecretBinary: val.Binary,
 		VersionStages: slices.Clone(ver.Stages), CreatedDate: Time(ver.Created)}, nil
@@ -506,7 +488,7 @@ func (s *Service) Update(in UpdateInput) (*UpdateOutput, error) {
 			out.VersionId = s.addVersionLocked(x, v, orDefault(in.ClientRequestToken, newID()), []string{Current}, now).ID
 		}
 	}
-	s.persistLocked()
+	s.state.Persist(s.secrets)
 	return out, nil
 }
 
@@ -555,7 +537,7 @@ func (s *Service) Delete(in DeleteInput) (*DeleteOutput, error) {
 		x.Deleted, x.DeleteAt = now, now.Add(time.Duration(days)*24*time.Hour)
 		out.DeletionDate = Time(x.DeleteAt)
 	}
-	s.persistLocked()
+	s.state.Persist(s.secrets)
 	return out, nil
 }
 
@@ -571,7 +553,7 @@ func (s *Service) Restore(id string) (*RestoreOutput, error) {
 		return nil, err
 	}
 	x.Deleted, x.DeleteAt = time.Time{}, time.Time{}
-	s.persistLocked()
+	s.state.Persist(s.secrets)
 	return &RestoreOutput{ARN: x.ARN, Name: x.Name}, nil
 }
 
@@ -834,7 +816,7 @@ func (s *Service) MoveStage(id, stage, moveTo, removeFrom string) (*RestoreOutpu
 		v.Stages = slices.DeleteFunc(v.Stages, func(st string) bool { return st == stage })
 	}
 	x.Changed = s.opts.Clock.Now()
-	s.persistLocked()
+	s.state.Persist(s.secrets)
 	return &RestoreOutput{ARN: x.ARN, Name: x.Name}, nil
 }
 
@@ -855,7 +837,7 @@ func (s *Service) Tag(id string, add []Tag, remove []string) error {
 		}
 	}
 	x.Tags = slices.DeleteFunc(x.Tags, func(t Tag) bool { return slices.Contains(remove, t.Key) })
-	s.persistLocked()
+	s.state.Persist(s.secrets)
 	return nil
 }
 
@@ -869,7 +851,7 @@ func (s *Service) SetPolicy(id, policy string) (*RestoreOutput, error) {
 		return nil, err
 	}
 	x.Policy = policy
-	s.persistLocked()
+	s.state.Persist(s.secrets)
 	return &RestoreOutput{ARN: x.ARN, Name: x.Name}, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -38,7 +37,9 @@ type Options struct {
 // Service is one emulated Parameter Store.
 type Service struct {
 	opts Options
-	key  *atrest.Key
+	// state is where the service keeps its state under --dir.
+	state statefile.File
+	key   *atrest.Key
 
 	mu     sync.Mutex
 	params map[string]*parameter
@@ -112,37 +113,18 @@ func New(o Options) (*Service, error) {
 	if s.key, err = atrest.Open(o.Dir); err != nil {
 		return nil, fmt.Errorf("ssm emulator: %w", err)
 	}
-	if o.Dir != "" {
-		if err := statefile.Read(s.path(), &s.params); err != nil {
-			return nil, fmt.Errorf("ssm emulator: %w", err)
-		}
+	s.state = statefile.File{Dir: o.Dir, Name: "ssm.json", Service: "ssm emulator", Perm: 0o600, Logger: o.Logger}
+	if err := s.state.Load(&s.params); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
-
-func (s *Service) path() string { return filepath.Join(s.opts.Dir, "ssm.json") }
 
 // Close writes the state a last time.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.saveLocked()
-}
-
-func (s *Service) saveLocked() error {
-	if s.opts.Dir == "" {
-		return nil
-	}
-	if err := statefile.Write(s.path(), s.params, 0o600); err != nil {
-		return fmt.Errorf("ssm emulator: save state: %w", err)
-	}
-	return nil
-}
-
-func (s *Service) persistLocked() {
-	if err := s.saveLocked(); err != nil {
-		s.opts.Logger.Error("ssm emulator: state will not survive a restart", "err", err)
-	}
+	return s.state.Save(s.params)
 }
 
 func (s *Service) encrypt(plain string) string { return s.key.Seal([]byte(plain)) }
@@ -247,7 +229,7 @@ func (s *Service) Put(in PutInput) (int64, error) {
 	if in.Tier != "" && in.Tier != "Intelligent-Tiering" {
 		p.Tier = in.Tier
 	}
-	s.persistLocked()
+	s.state.Persist(s.params)
 	return p.Version, nil
 }
 
@@ -474,7 +456,7 @@ func (s *Service) Delete(name string) error {
 		return notFound(name)
 	}
 	delete(s.params, name)
-	s.persistLocked()
+	s.state.Persist(s.params)
 	return nil
 }
 

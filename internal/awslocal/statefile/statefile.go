@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 )
@@ -44,4 +45,45 @@ func Write(path string, v any, perm os.FileMode) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// File is one service's state file, Name under Dir; with no Dir (an emulator without
+// --dir) nothing is read or written. Service names the service in errors and logs.
+type File struct {
+	Dir, Name, Service string
+	Perm               os.FileMode
+	Logger             *slog.Logger
+}
+
+// Path is where the state is kept.
+func (f File) Path() string { return filepath.Join(f.Dir, f.Name) }
+
+// Load reads the state into v (see Read).
+func (f File) Load(v any) error {
+	if f.Dir == "" {
+		return nil
+	}
+	if err := Read(f.Path(), v); err != nil {
+		return fmt.Errorf("%s: %w", f.Service, err)
+	}
+	return nil
+}
+
+// Save writes v as the state (see Write).
+func (f File) Save(v any) error {
+	if f.Dir == "" {
+		return nil
+	}
+	if err := Write(f.Path(), v, f.Perm); err != nil {
+		return fmt.Errorf("%s: save state: %w", f.Service, err)
+	}
+	return nil
+}
+
+// Persist is Save after a change the caller cannot undo: a failure is logged, and the
+// change stands in memory.
+func (f File) Persist(v any) {
+	if err := f.Save(v); err != nil && f.Logger != nil {
+		f.Logger.Error(f.Service+": state will not survive a restart", "err", err)
+	}
 }

@@ -58,3 +58,30 @@ func TestRead(t *testing.T) {
 		t.Fatalf("a corrupt file: %v", err)
 	}
 }
+
+// TestFile: without a Dir nothing is read or written; with one, Save and Load round-trip
+// at Name with Perm, and a corrupt file is refused naming the service and the file.
+func TestFile(t *testing.T) {
+	var got map[string]int
+	none := statefile.File{Name: "x.json", Service: "x emulator", Perm: 0o600}
+	if err := none.Save(map[string]int{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := none.Load(&got); err != nil || got != nil {
+		t.Fatalf("no Dir: Load = %v, %v; want nothing", got, err)
+	}
+	f := statefile.File{Dir: filepath.Join(t.TempDir(), "state"), Name: "x.json", Service: "x emulator", Perm: 0o600}
+	f.Persist(map[string]int{"a": 1})
+	if err := f.Load(&got); err != nil || got["a"] != 1 {
+		t.Fatalf("Load = %v, %v; want a=1", got, err)
+	}
+	if fi, err := os.Stat(f.Path()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state file %v, %v; want mode 0600", fi, err)
+	}
+	if err := os.WriteFile(f.Path(), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Load(&got); err == nil || !strings.HasPrefix(err.Error(), "x emulator: state "+f.Path()+" is corrupt") {
+		t.Errorf("corrupt file: %v", err)
+	}
+}

@@ -321,7 +321,7 @@ func (e *Emulator) Close() error {
 	}
 	e.wg.Wait()
 	for _, p := range places {
-		errs = append(errs, p.cfn.Close(), p.sns.Close(), p.ssm.Close(), p.secrets.Close(), p.cw.Close(), p.ecr.Close())
+		errs = append(errs, p.closeServices())
 	}
 	errs = append(errs, e.sts.Close(), e.s3.Close())
 	return errors.Join(errs...)

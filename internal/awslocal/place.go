@@ -64,8 +64,16 @@ func placeKey(account, region string) string { return account + "/" + region }
 
 // newPlace makes the services of account in region, with their state under dir ("" in
 // memory).
-func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
+func newPlace(e *Emulator, account, region, dir string) (_ *Place, err error) {
 	p := &Place{e: e, account: account, region: region, dir: dir, buses: map[string]*eventBus{}, databases: map[string]dbTarget{}}
+	defer func() {
+		if err != nil { // the services made before the failure are closed
+			if p.sqs != nil {
+				p.sqs.Close()
+			}
+			p.closeServices()
+		}
+	}()
 	sub := func(name string) string {
 		if dir == "" {
 			return ""
@@ -73,27 +81,20 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		return filepath.Join(dir, name)
 	}
 	o := e.opts
-	var err error
 	p.sqs, err = sqslocal.New(sqslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("sqs"), BaseURL: e.URL, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
 	p.sns, err = snslocal.New(snslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("sns"), Send: e.send, Invoke: e.notifyFunction, Logger: o.Logger})
 	if err != nil {
-		p.sqs.Close()
 		return nil, err
 	}
 	p.ssm, err = ssmlocal.New(ssmlocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("ssm"), Logger: o.Logger})
 	if err != nil {
-		p.sqs.Close()
-		p.sns.Close()
 		return nil, err
 	}
 	p.secrets, err = secretslocal.New(secretslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("secretsmanager"), Logger: o.Logger})
 	if err != nil {
-		p.sqs.Close()
-		p.sns.Close()
-		p.ssm.Close()
 		return nil, err
 	}
 	p.cw, err = cloudwatchlocal.New(cloudwatchlocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("cloudwatch"), Logger: o.Logger,
@@ -103,29 +104,14 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 			}
 		}})
 	if err != nil {
-		p.sqs.Close()
-		p.sns.Close()
-		p.ssm.Close()
-		p.secrets.Close()
 		return nil, err
 	}
 	p.kms, err = kmslocal.New(kmslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("kms"), Logger: o.Logger})
 	if err != nil {
-		p.sqs.Close()
-		p.sns.Close()
-		p.ssm.Close()
-		p.secrets.Close()
-		p.cw.Close()
 		return nil, err
 	}
 	p.ecr, err = ecrlocal.New(ecrlocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("ecr"), Logger: o.Logger})
 	if err != nil {
-		p.sqs.Close()
-		p.sns.Close()
-		p.ssm.Close()
-		p.secrets.Close()
-		p.cw.Close()
-		p.kms.Close()
 		return nil, err
 	}
 	p.cfn, err = cfnlocal.New(cfnlocal.Options{
@@ -151,29 +137,32 @@ func newPlace(e *Emulator, account, region, dir string) (*Place, error) {
 		CustomResourceTimeout: o.CloudFormation.CustomResourceTimeout,
 	})
 	if err != nil {
-		p.sqs.Close()
-		p.sns.Close()
-		p.ssm.Close()
-		p.secrets.Close()
-		p.cw.Close()
-		p.kms.Close()
-		p.ecr.Close()
 		return nil, err
 	}
 	p.services = map[string]http.Handler{"sqs": p.sqs, "sns": p.sns, "ssm": p.ssm, "secretsmanager": p.secrets, "monitoring": p.cw, "kms": p.kms,
 		"cloudformation": p.cfn, "ecr": p.ecr, "events": eventsAPI{p}}
-	if err := p.loadEvents(); err != nil {
-		p.sqs.Close()
-		p.sns.Close()
-		p.ssm.Close()
-		p.secrets.Close()
-		p.cw.Close()
-		p.kms.Close()
-		p.ecr.Close()
-		p.cfn.Close()
+	if err = p.loadEvents(); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// closeServices closes the place's services that were made, SQS aside: the emulator
+// closes SQS first (its Close ends long polls), then waits for its pollers, then the rest.
+func (p *Place) closeServices() error {
+	p.kms.Close()
+	return errors.Join(closeMade(p.cfn), closeMade(p.sns), closeMade(p.ssm), closeMade(p.secrets), closeMade(p.cw), closeMade(p.ecr))
+}
+
+// closeMade closes s unless it was never made (nil).
+func closeMade[T any, P interface {
+	*T
+	Close() error
+}](s P) error {
+	if s == nil {
+		return nil
+	}
+	return s.Close()
 }
 
 // loadPlaces brings back every place whose state is under Dir, so their stacks, queues and
@@ -280,13 +269,7 @@ func (e *Emulator) closePlaces() {
 			continue
 		}
 		p.sqs.Close()
-		p.cfn.Close()
-		p.sns.Close()
-		p.ssm.Close()
-		p.secrets.Close()
-		p.cw.Close()
-		p.kms.Close()
-		p.ecr.Close()
+		p.closeServices()
 	}
 }
 

@@ -428,7 +428,14 @@ func copyEdited(n *yaml.Node, edits []edit, depth int) *yaml.Node {
 	if n.Kind == yaml.ScalarNode {
 		for _, e := range edits {
 			if e.node == n || e.node != nil && e.line == n.Line && e.col == n.Column && e.node.Value == n.Value && e.node.Tag == n.Tag {
-				return e.value
+				if n.Anchor == "" {
+					return e.value
+				}
+				// An anchored value (reached through an alias too) keeps its anchor, so
+				// the aliases still name it.
+				v := *e.value
+				v.Anchor = n.Anchor
+				return &v
 			}
 		}
 	}

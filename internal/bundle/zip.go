@@ -131,10 +131,14 @@ func ReadFile(fsys fs.FS, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err == nil && info.IsDir() {
-		return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
+	size := int64(0)
+	if info, err := f.Stat(); err == nil {
+		if info.IsDir() {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: errors.New("is a directory")}
+		}
+		size = info.Size()
 	}
-	body, err := io.ReadAll(io.LimitReader(f, MaxReadSize+1))
+	body, err := readAll(io.LimitReader(f, MaxReadSize+1), size)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +146,30 @@ func ReadFile(fsys fs.FS, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is more than %d bytes: cairn reads configs, templates and ${file} files of at most %d MiB", name, MaxReadSize, MaxReadSize>>20)
 	}
 	return body, nil
+}
+
+// readAll is io.ReadAll into a buffer of the size the file says it has (at most the read
+// limit, so a zip entry claiming more costs nothing), which a large config then fills
+// once instead of growing into it through copies.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 || size > MaxReadSize {
+		return io.ReadAll(r)
+	}
+	// One byte more than the size: reading to the end then needs no growth.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than it said: grow as io.ReadAll does
+		}
+	}
 }
 
 // entryName checks a zip entry name and returns it as a clean fs.FS path.

@@ -169,15 +169,34 @@ type stackDef struct {
 	templateOK                 bool   // the template key's value decoded
 	capsNode                   *yaml.Node
 	inline                     *yaml.Node // an inline template_body given as a mapping
-	paramKeys                  map[string]*yaml.Node
-	requires, requiredBy       []*yaml.Node
-	lookups                    []lookupRef
-	ownTags                    map[string]string
-	// static holds the parameter values known at load (no deploy-time lookup), checked
-	// against the template's constraints.
-	static map[string]string
+	// params are the parameters given, in the config's order (a slice: a stack has few,
+	// and a large config many stacks).
+	params               []givenParam
+	requires, requiredBy []*yaml.Node
+	lookups              []lookupRef
+	ownTags              map[string]string
 	// targetNodes holds the nodes of the stack's own targetKeys.
 	targetNodes map[string]*yaml.Node
+}
+
+// givenParam is a parameter given to a stack, with its key node (kept even if its value is
+// wrong), and its value when known at load (no deploy-time lookup), checked against the
+// template's constraints.
+type givenParam struct {
+	name   string
+	k      *yaml.Node
+	static string
+	known  bool
+}
+
+// given reports whether the stack is given parameter name.
+func (d *stackDef) given(name string) bool {
+	for i := range d.params {
+		if d.params[i].name == name {
+			return true
+		}
+	}
+	return false
 }
 
 type lookupRef struct {
@@ -186,21 +205,59 @@ type lookupRef struct {
 	key  string
 }
 
-// dep is one dependency with the node that declares it, for locating a cycle. Its key is
-// key, or else list[idx] (built only when reported: a large config has many deps).
+// dep is one dependency: entry idx of the requires, required_by or lookups of stack d.
+// Its ends, node and key (for locating a cycle) are read from d when needed: a large
+// config has many deps.
 type dep struct {
-	from, to string
-	node     *yaml.Node
-	key      string
-	list     string
-	idx      int
+	d    *stackDef
+	list depList
+	idx  int
 }
 
-func (d dep) fullKey() string {
-	if d.key != "" {
-		return d.key
+type depList uint8
+
+const (
+	depRequires depList = iota
+	depRequiredBy
+	depLookup
+)
+
+func (p dep) from() string {
+	if p.list == depRequiredBy {
+		return p.d.s.RequiredBy[p.idx]
 	}
-	return fmt.Sprintf("%s[%d]", d.list, d.idx)
+	return p.d.s.Name
+}
+
+func (p dep) to() string {
+	switch p.list {
+	case depRequires:
+		return p.d.s.Requires[p.idx]
+	case depRequiredBy:
+		return p.d.s.Name
+	}
+	return p.d.lookups[p.idx].l.Stack
+}
+
+// node is the node that declares the dependency.
+func (p dep) node() *yaml.Node {
+	switch p.list {
+	case depRequires:
+		return p.d.requires[p.idx]
+	case depRequiredBy:
+		return p.d.requiredBy[p.idx]
+	}
+	return p.d.lookups[p.idx].node
+}
+
+func (p dep) fullKey() string {
+	switch p.list {
+	case depRequires:
+		return fmt.Sprintf("%s.requires[%d]", p.d.key, p.idx)
+	case depRequiredBy:
+		return fmt.Sprintf("%s.required_by[%d]", p.d.key, p.idx)
+	}
+	return p.d.lookups[p.idx].key
 }
 
 func (l *loader) errorf(n *yaml.Node, key, format string, args ...any) {
@@ -370,7 +427,7 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 	}
 	defs := make([]*stackDef, 0, len(stacksNode.Content))
 	for i, n := range stacksNode.Content {
-		if d := l.stack(c, resolve(n), fmt.Sprintf("stacks[%d]", i)); d != nil {
+		if d := l.stack(c, resolve(n), "stacks["+strconv.Itoa(i)+"]"); d != nil {
 			defs = append(defs, d)
 		}
 	}
@@ -389,8 +446,10 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 		l.errorf(n, key, "a stack must be a mapping with name and template_path, got %s", describe(n))
 		return nil
 	}
-	s := &Stack{Enabled: true, Parameters: map[string]string{}, Target: c.Target}
-	d := &stackDef{s: s, key: key, node: n, paramKeys: map[string]*yaml.Node{}, static: map[string]string{}, targetNodes: map[string]*yaml.Node{}}
+	s := &Stack{Enabled: true, Target: c.Target}
+	// The stack's maps are made when their keys are met, at their size (targetNodes
+	// stays nil when empty): a large config has many stacks.
+	d := &stackDef{s: s, key: key, node: n}
 	var ownTagLookups []lookupRef
 	for _, f := range l.fields(n, key, stackKeys) {
 		switch f.name {
@@ -436,8 +495,11 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 				continue
 			}
 			d.paramsNode = f.k
-			for _, p := range l.fields(f.v, f.key, nil) {
-				d.paramKeys[p.name] = p.k // given, even if its value is wrong
+			params := l.fields(f.v, f.key, nil)
+			s.Parameters = make(map[string]string, len(params))
+			d.params = make([]givenParam, 0, len(params))
+			for _, p := range params {
+				d.params = append(d.params, givenParam{name: p.name, k: p.k}) // given, even if its value is wrong
 				v, ok := l.str(p.v, p.key)
 				if !ok {
 					continue
@@ -452,7 +514,8 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 					d.lookups = append(d.lookups, lookupRef{l: lk, node: p.v, key: p.key})
 				}
 				if known {
-					d.static[p.name] = static
+					gp := &d.params[len(d.params)-1]
+					gp.static, gp.known = static, true
 				}
 			}
 		case "requires":
@@ -471,6 +534,9 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 			s.Locked, _ = l.boolean(f.v, f.key)
 		case "region", "role_arn", "external_id", "service_role":
 			l.targetField(&s.Target, f)
+			if d.targetNodes == nil {
+				d.targetNodes = map[string]*yaml.Node{}
+			}
 			d.targetNodes[f.name] = f.v
 		case "capabilities":
 			d.capsNode = f.k
@@ -487,6 +553,9 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 		default:
 			l.option(d, f) // a stack option (stackOptions)
 		}
+	}
+	if s.Parameters == nil {
+		s.Parameters = map[string]string{}
 	}
 	if d.nameNode == nil {
 		l.errorf(n, key+".name", "missing: every stack needs a name")
@@ -509,16 +578,22 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 	slices.SortStableFunc(d.lookups, func(a, b lookupRef) int {
 		return cmp.Or(strings.Compare(a.l.Param, b.l.Param), strings.Compare(a.l.Tag, b.l.Tag))
 	})
-	for _, lr := range d.lookups {
-		s.Lookups = append(s.Lookups, lr.l)
+	if len(d.lookups) > 0 {
+		s.Lookups = make([]Lookup, len(d.lookups))
+		for i, lr := range d.lookups {
+			s.Lookups[i] = lr.l
+		}
 	}
 	return d
 }
 
 // names checks stack names, config names and CloudFormation names alike, and indexes them.
 func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
-	byStackName := map[string]*stackDef{}
-	byName := map[string]*stackDef{}
+	byStackName := make(map[stackIdentity]*stackDef, len(defs))
+	byName := make(map[string]*stackDef, len(defs))
+	if len(c.byName) == 0 {
+		c.byName = make(map[string]*Stack, len(defs))
+	}
 	for _, d := range defs {
 		s := d.s
 		if d.nameNode != nil {
@@ -563,6 +638,7 @@ func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
 			byStackName[identity(s)] = d
 		}
 	}
+	c.Stacks = slices.Grow(c.Stacks, len(defs))
 	for _, d := range defs {
 		c.Stacks = append(c.Stacks, d.s)
 	}
@@ -600,23 +676,23 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 		// Dependencies of an unnamed or duplicate stack would be attributed to another.
 		own := s.Name != "" && c.byName[s.Name] == s
 		for i, r := range s.Requires {
-			dp := dep{from: s.Name, to: r, node: d.requires[i], list: d.key + ".requires", idx: i}
+			dp := dep{d: d, list: depRequires, idx: i}
 			if c.byName[r] != nil {
 				if own {
 					deps = append(deps, dp)
 				}
 			} else {
-				known(r, dp.node, dp.fullKey(), "requires")
+				known(r, dp.node(), dp.fullKey(), "requires")
 			}
 		}
 		for i, r := range s.RequiredBy {
-			dp := dep{from: r, to: s.Name, node: d.requiredBy[i], list: d.key + ".required_by", idx: i}
+			dp := dep{d: d, list: depRequiredBy, idx: i}
 			if c.byName[r] != nil {
 				if own {
 					deps = append(deps, dp)
 				}
 			} else {
-				known(r, dp.node, dp.fullKey(), "required_by names")
+				known(r, dp.node(), dp.fullKey(), "required_by names")
 			}
 		}
 		for i := range d.lookups {
@@ -636,12 +712,13 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 				continue
 			}
 			target := c.byName[lr.l.Stack]
-			if !known(lr.l.Stack, lr.node, lr.key, "${output "+lr.l.Stack+"::"+lr.l.Output+"} names") {
+			if target == nil {
+				known(lr.l.Stack, lr.node, lr.key, "${output "+lr.l.Stack+"::"+lr.l.Output+"} names")
 				continue
 			}
 			s.Lookups[i].StackName = target.StackName
 			if own {
-				deps = append(deps, dep{from: s.Name, to: lr.l.Stack, node: lr.node, key: lr.key})
+				deps = append(deps, dep{d: d, list: depLookup, idx: i})
 			}
 			if t := target.Template; t != nil && !t.HasOutput(lr.l.Output) {
 				l.errorf(lr.node, lr.key, "stack %s has no output %q: its template declares %s", target.Name, lr.l.Output, list(t.Outputs, "no outputs"))
@@ -702,15 +779,15 @@ func (l *loader) template(c *Config, d *stackDef) {
 			}
 		}
 	}
-	// Errors are sorted by position at the end, so map order does not show.
-	for name, pk := range d.paramKeys {
+	for _, gp := range d.params {
+		name := gp.name
 		p, ok := r.t.Parameters[name]
 		if !ok {
-			l.errorf(pk, d.key+".parameters."+name, "%s declares no parameter %q%s; it declares %s", label, name, suggestList(name, r.t.ParameterNames()), list(r.t.ParameterNames(), "none"))
+			l.errorf(gp.k, d.key+".parameters."+name, "%s declares no parameter %q%s; it declares %s", label, name, suggestList(name, r.t.ParameterNames()), list(r.t.ParameterNames(), "none"))
 			continue
 		}
-		if v, given := d.static[name]; given {
-			at, _ := l.paramValue(d, name)
+		if v := gp.static; gp.known {
+			at, _ := l.paramValue(d, gp.k)
 			if err := p.CheckValue(v); err != nil {
 				l.errorf(at, d.key+".parameters."+name, "%v (%s)", err, label)
 			} else if u, why := firstRefusal(cr.uses[name], v); why != "" {
@@ -726,7 +803,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 			}
 		}
 	}
-	if missing := missingParameters(r.t, func(name string) bool { _, ok := d.paramKeys[name]; return ok }); len(missing) > 0 {
+	if missing := missingParameters(r.t, d.given); len(missing) > 0 {
 		at, atKey := d.paramsNode, d.key+".parameters"
 		if at == nil {
 			at, atKey = d.node, d.key
@@ -763,9 +840,8 @@ func redact(msg, v string, noEcho bool) string {
 	return strings.ReplaceAll(strings.ReplaceAll(msg, strconv.Quote(v), "(NoEcho, not shown)"), v, "(NoEcho, not shown)")
 }
 
-// paramValue returns the value node of a given parameter.
-func (l *loader) paramValue(d *stackDef, name string) (*yaml.Node, bool) {
-	k := d.paramKeys[name]
+// paramValue returns the value node of a given parameter, by its key node k.
+func (l *loader) paramValue(d *stackDef, k *yaml.Node) (*yaml.Node, bool) {
 	if d.paramsNode == nil {
 		return k, false
 	}
@@ -932,8 +1008,8 @@ func (l *loader) cycles(c *Config, deps []dep) {
 		}
 	}
 	for _, d := range deps {
-		if err := g.AddEdge(d.from, d.to); err != nil {
-			l.errorf(d.node, d.fullKey(), "%v", err)
+		if err := g.AddEdge(d.from(), d.to()); err != nil {
+			l.errorf(d.node(), d.fullKey(), "%v", err)
 		}
 	}
 	var ce *graph.CycleError
@@ -941,8 +1017,8 @@ func (l *loader) cycles(c *Config, deps []dep) {
 	if errors.As(err, &ce) && len(ce.Cycle) > 1 {
 		// Report the cycle where its first edge is first declared.
 		for _, d := range deps {
-			if d.from == ce.Cycle[0] && d.to == ce.Cycle[1] {
-				l.errorf(d.node, d.fullKey(), "%v: remove one of these dependencies", ce)
+			if d.from() == ce.Cycle[0] && d.to() == ce.Cycle[1] {
+				l.errorf(d.node(), d.fullKey(), "%v: remove one of these dependencies", ce)
 				break
 			}
 		}

@@ -84,6 +84,9 @@ func (l *loader) scalar(n *yaml.Node, key string) (string, bool) {
 // the others are returned for the deployer to resolve. static is the value when it holds
 // no deploy-time lookup (known).
 func (l *loader) lookups(v string, n *yaml.Node, key string) (found []Lookup, static string, known, ok bool) {
+	if !strings.Contains(v, "${") {
+		return nil, v, true, true // no lookup: most values of a large config
+	}
 	parts, err := parseValue(v)
 	if err != nil {
 		var se *SyntaxError

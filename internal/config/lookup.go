@@ -152,11 +152,12 @@ func (sc *scanner) lookupStart(i int) (kindEnd, argsStart int, ok bool) {
 // parsed (depth > 0), which it leaves unread.
 func (sc *scanner) parts(depth int) ([]part, error) {
 	var out []part
-	var lit strings.Builder
+	// Literal text is always a run of the value as written (a "${" that starts no lookup
+	// is kept as is), so a text part is a substring of it, not a copy.
+	lit := sc.i
 	flush := func() {
-		if lit.Len() > 0 {
-			out = append(out, part{text: lit.String()})
-			lit.Reset()
+		if sc.i > lit {
+			out = append(out, part{text: sc.v[lit:sc.i]})
 		}
 	}
 	for sc.i < len(sc.v) {
@@ -166,7 +167,6 @@ func (sc *scanner) parts(depth int) ([]part, error) {
 			return out, nil
 		}
 		if c != '$' || sc.i+1 >= len(sc.v) || sc.v[sc.i+1] != '{' {
-			lit.WriteByte(c)
 			sc.i++
 			continue
 		}
@@ -174,7 +174,6 @@ func (sc *scanner) parts(depth int) ([]part, error) {
 		kindEnd, argsStart, ok := sc.lookupStart(start)
 		if !ok {
 			if depth == 0 {
-				lit.WriteString("${")
 				sc.i += 2
 				continue
 			}
@@ -184,7 +183,6 @@ func (sc *scanner) parts(depth int) ([]part, error) {
 			if j < 0 {
 				return nil, &SyntaxError{start, fmt.Sprintf("%q is not closed: add }", sc.v[start:])}
 			}
-			lit.WriteString(sc.v[start : start+j+1])
 			sc.i = start + j + 1
 			continue
 		}
@@ -202,6 +200,7 @@ func (sc *scanner) parts(depth int) ([]part, error) {
 		}
 		sc.i++ // the closing brace
 		out = append(out, part{lookup: true, kind: LookupKind(sc.v[start+2 : kindEnd]), raw: sc.v[start:sc.i], args: args})
+		lit = sc.i
 	}
 	flush()
 	return out, nil

@@ -86,6 +86,14 @@ func where(t Target) string {
 
 // identity is a stack's identity in the config: account, region and stack name, the
 // account and region "" where they are cairn's (which only the deployer knows).
-func identity(s *Stack) string {
-	return s.Target.Account() + "/" + s.Target.Region + "/" + s.StackName
+func identity(s *Stack) stackIdentity {
+	account := ""
+	if s.Target.RoleARN != "" {
+		account = s.Target.Account()
+	}
+	return stackIdentity{account, s.Target.Region, s.StackName}
 }
+
+// stackIdentity is a map key: a struct, not the fields joined into a string, since a
+// large config has thousands of stacks.
+type stackIdentity struct{ account, region, stackName string }

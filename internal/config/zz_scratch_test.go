@@ -1,0 +1,31 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/cairn-dev/cairn/internal/benchbundle"
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"gopkg.in/yaml.v3"
+)
+
+func BenchmarkScratchYAML(b *testing.B) {
+	cfg := []byte(benchbundle.Config("bench", benchbundle.Stacks(10000)))
+	b.Logf("config %d bytes", len(cfg))
+	b.ReportAllocs()
+	for b.Loop() {
+		var n yaml.Node
+		if err := yaml.Unmarshal(cfg, &n); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkScratchZip(b *testing.B) {
+	data, _ := generated10k(b, 10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bundle.FromZip(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/template"
+	"github.com/cairn-dev/cairn/internal/yamlnode"
 )
 
 // LoadOptions are facts about a deployment that are not in its config.
@@ -274,8 +275,8 @@ func (l *loader) load(o LoadOptions) *Config {
 	if l.b.Config == nil {
 		return l.assembly(o, nil) // a CDK cloud assembly alone
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(l.b.Config, &doc); err != nil {
+	doc, err := yamlnode.Parse(l.b.Config)
+	if err != nil {
 		line, msg := 1, strings.TrimPrefix(err.Error(), "yaml: ")
 		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 			line, _ = strconv.Atoi(m[1])
@@ -284,7 +285,7 @@ func (l *loader) load(o LoadOptions) *Config {
 		l.errs = append(l.errs, &Error{File: l.file, Line: line, Col: 1, Msg: "invalid YAML: " + msg})
 		return nil
 	}
-	root := resolve(&doc)
+	root := resolve(doc)
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = resolve(root.Content[0])
 	}

@@ -1,0 +1,528 @@
+// Package yamlnode parses a YAML document into the node tree of gopkg.in/yaml.v3, as
+// yaml.Unmarshal into a yaml.Node does, faster for the plain block style configs are
+// written in.
+//
+// yaml.v3 builds its tree from a port of libyaml's scanner, which reads a large config
+// (10,000 stacks, 1.8 MB) at about 20 MB/s and allocates half as much again as the tree
+// it returns. Parse reads the common subset of YAML directly: block mappings and
+// sequences, one-line plain and quoted scalars without escapes, and one-line flow
+// sequences and mappings of those. Anything else (comments, anchors and aliases, tags,
+// block scalars, multi-line scalars, escapes, tabs, non-ASCII text, several documents,
+// and every error) is handed to yaml.v3 whole, so the tree, its positions and the error
+// messages are always yaml.v3's: FuzzParse checks that both give the same tree.
+package yamlnode
+
+import (
+	"gopkg.in/yaml.v3"
+)
+
+// Parse returns the document node of data, as yaml.Unmarshal(data, &node) does.
+func Parse(data []byte) (*yaml.Node, error) {
+	if doc, ok := parseBlock(data); ok {
+		return doc, nil
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	return &doc, nil
+}
+
+// maxKey is below libyaml's limit on an implicit key (1024 characters): a longer key is
+// yaml.v3's to refuse.
+const maxKey = 1000
+
+// parser reads the block subset. Any method returning false means "not in the subset":
+// Parse then hands the whole document to yaml.v3.
+type parser struct {
+	s         string // the document
+	i         int    // the next byte
+	line      int    // 1-based line of i
+	lineStart int    // index of the first byte of line
+
+	// nodes and ptrs are slabs the tree is cut from: a config of 10,000 stacks has
+	// ~150,000 nodes, allocated in a few hundred blocks instead of one by one.
+	nodes []yaml.Node
+	ptrs  []*yaml.Node
+	// stack collects the children of the collections being read.
+	stack []*yaml.Node
+	// tags caches the tag yaml.v3 resolves a plain scalar that may not be a string to.
+	tags map[string]string
+}
+
+func parseBlock(data []byte) (*yaml.Node, bool) {
+	if !inSubset(data) {
+		return nil, false
+	}
+	p := &parser{s: string(data), line: 1}
+	p.skipBlankLines()
+	if p.i >= len(p.s) || p.col() != 1 {
+		return nil, false // empty, or an indented root: yaml.v3's
+	}
+	doc := p.node(yaml.DocumentNode, "", "", 0)
+	root, ok := p.block(0)
+	if !ok {
+		return nil, false
+	}
+	if root.Kind != yaml.MappingNode && root.Kind != yaml.SequenceNode {
+		return nil, false // a scalar document
+	}
+	p.skipBlankLines()
+	if p.i < len(p.s) {
+		return nil, false // text left at a lesser indentation than the root's: an error
+	}
+	doc.Content = p.children([]*yaml.Node{root})
+	return doc, true
+}
+
+// inSubset rejects, before any parsing, documents with bytes the parser leaves to
+// yaml.v3: comments, tabs, carriage returns and other control characters, non-ASCII
+// text (columns count characters), anchors, aliases, tags, block scalars and directives
+// are all marked by one of these.
+func inSubset(data []byte) bool {
+	for _, c := range data {
+		switch {
+		case c == '\n':
+		case c < 0x20 || c >= 0x7f:
+			return false
+		case c == '#', c == '&', c == '*', c == '!', c == '|', c == '>', c == '%', c == '\\', c == '@', c == '`':
+			return false
+		}
+	}
+	return true
+}
+
+func (p *parser) col() int { return p.i - p.lineStart + 1 }
+
+// node cuts a node from the slab, at the current position.
+func (p *parser) node(kind yaml.Kind, tag, value string, style yaml.Style) *yaml.Node {
+	if len(p.nodes) == cap(p.nodes) {
+		p.nodes = make([]yaml.Node, 0, 1024)
+	}
+	p.nodes = append(p.nodes, yaml.Node{Kind: kind, Style: style, Tag: tag, Value: value, Line: p.line, Column: p.col()})
+	return &p.nodes[len(p.nodes)-1]
+}
+
+// children returns an exactly sized Content, cut from the slab with no room to grow
+// into its neighbour's.
+func (p *parser) children(c []*yaml.Node) []*yaml.Node {
+	if len(c) == 0 {
+		return nil
+	}
+	if len(c) > cap(p.ptrs)-len(p.ptrs) {
+		p.ptrs = make([]*yaml.Node, 0, max(4096, len(c)))
+	}
+	start := len(p.ptrs)
+	p.ptrs = append(p.ptrs, c...)
+	return p.ptrs[start:len(p.ptrs):len(p.ptrs)]
+}
+
+// skipBlankLines moves to the first non-space of the next line holding anything; at the
+// end of a line it moves on.
+func (p *parser) skipBlankLines() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ':
+			p.i++
+		case '\n':
+			p.i++
+			p.line++
+			p.lineStart = p.i
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) skipSpaces() {
+	for p.i < len(p.s) && p.s[p.i] == ' ' {
+		p.i++
+	}
+}
+
+// atLineEnd reports whether only spaces are left on the line.
+func (p *parser) atLineEnd() bool {
+	p.skipSpaces()
+	return p.i >= len(p.s) || p.s[p.i] == '\n'
+}
+
+// entry reports whether a block sequence entry ("- ") starts at i.
+func (p *parser) entry() bool {
+	return p.i < len(p.s) && p.s[p.i] == '-' && (p.i+1 == len(p.s) || p.s[p.i+1] == ' ' || p.s[p.i+1] == '\n')
+}
+
+// block reads the node starting at i, whose column (0-based) is its indentation, and
+// the lines after it that belong to it; parent is the indentation of the collection
+// holding it (-1 for the root).
+func (p *parser) block(parent int) (*yaml.Node, bool) {
+	indent := p.col() - 1
+	if p.entry() {
+		return p.sequence(indent)
+	}
+	if p.keyAhead() {
+		return p.mapping(indent)
+	}
+	n, ok := p.inline(false)
+	if !ok || !p.atLineEnd() {
+		return nil, false
+	}
+	return n, p.endsAt(parent)
+}
+
+// endsAt reports whether the lines after a one-line value leave the collection at
+// indentation parent, or start its next entry: a deeper line would continue the value.
+func (p *parser) endsAt(parent int) bool {
+	p.skipBlankLines()
+	return p.i >= len(p.s) || p.col()-1 <= parent
+}
+
+// keyAhead reports whether the line from i holds an implicit mapping key: a plain or
+// quoted scalar followed by ": " or a ':' ending the line.
+func (p *parser) keyAhead() bool {
+	save, line, ls := p.i, p.line, p.lineStart
+	defer func() { p.i, p.line, p.lineStart = save, line, ls }()
+	switch c := p.s[p.i]; c {
+	case '"', '\'':
+		if _, ok := p.quoted(); !ok {
+			return false
+		}
+		p.skipSpaces()
+		return p.mappingValue()
+	case '[', '{':
+		return false
+	}
+	_, ok := p.plainKey()
+	return ok
+}
+
+// mappingValue reports whether a ':' that starts a value is at i.
+func (p *parser) mappingValue() bool {
+	return p.i < len(p.s) && p.s[p.i] == ':' && (p.i+1 == len(p.s) || p.s[p.i+1] == ' ' || p.s[p.i+1] == '\n')
+}
+
+// mapping reads a block mapping whose keys are at column indent+1.
+func (p *parser) mapping(indent int) (*yaml.Node, bool) {
+	m := p.node(yaml.MappingNode, "!!map", "", 0)
+	mark := len(p.stack)
+	defer func() { p.stack = p.stack[:mark] }()
+	for {
+		k, ok := p.key()
+		if !ok {
+			return nil, false
+		}
+		p.i++ // the ':'
+		var v *yaml.Node
+		if p.atLineEnd() {
+			// The value is on the lines below: deeper, or a sequence at the key's indentation.
+			p.skipBlankLines()
+			if p.i >= len(p.s) {
+				return nil, false // an empty value: yaml.v3's
+			}
+			switch c := p.col() - 1; {
+			case c > indent:
+				v, ok = p.block(indent)
+			case c == indent && p.entry():
+				v, ok = p.sequence(indent)
+			default:
+				return nil, false // an empty value
+			}
+		} else {
+			if p.entry() {
+				return nil, false // "key: - x"
+			}
+			v, ok = p.inline(false)
+			ok = ok && p.atLineEnd() && p.endsAt(indent)
+		}
+		if !ok {
+			return nil, false
+		}
+		p.stack = append(p.stack, k, v)
+		if p.i >= len(p.s) || p.col()-1 < indent {
+			break
+		}
+		if p.col()-1 > indent || p.entry() {
+			return nil, false
+		}
+	}
+	m.Content = p.children(p.stack[mark:])
+	return m, true
+}
+
+// key reads a mapping key and stops at its ':'.
+func (p *parser) key() (*yaml.Node, bool) {
+	if c := p.s[p.i]; c == '"' || c == '\'' {
+		k, ok := p.quoted()
+		p.skipSpaces()
+		return k, ok && p.mappingValue()
+	}
+	line, col := p.line, p.col()
+	v, ok := p.plainKey()
+	if !ok {
+		return nil, false
+	}
+	k := p.scalar(v)
+	k.Line, k.Column = line, col
+	p.i += len(v)
+	p.skipSpaces()
+	return k, p.mappingValue()
+}
+
+// plainKey returns the plain scalar from i that ": " or a final ':' ends, without moving.
+func (p *parser) plainKey() (string, bool) {
+	if !p.plainStart(false) {
+		return "", false
+	}
+	j := p.i
+	for j < len(p.s) && p.s[j] != '\n' {
+		if p.s[j] == ':' && (j+1 == len(p.s) || p.s[j+1] == ' ' || p.s[j+1] == '\n') {
+			v := trimRight(p.s[p.i:j])
+			return v, len(v) <= maxKey && v != ""
+		}
+		j++
+	}
+	return "", false
+}
+
+func trimRight(s string) string {
+	for len(s) > 0 && s[len(s)-1] == ' ' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// plainStart reports whether a plain scalar may start at i: not with an indicator, but
+// with '-', ':' or '?' followed by a character that is not a space.
+func (p *parser) plainStart(flow bool) bool {
+	switch c := p.s[p.i]; c {
+	case '-':
+		if p.i+1 < len(p.s) && p.s[p.i+1] != ' ' && p.s[p.i+1] != '\n' && !(flow && isFlowIndicator(p.s[p.i+1])) {
+			return p.i+2 >= len(p.s) || p.s[p.i:p.i+3] != "---" || p.col() != 1
+		}
+		return false
+	case '.':
+		return p.col() != 1 || p.i+2 >= len(p.s) || p.s[p.i:p.i+3] != "..." // a document end
+	case '?', ':', ',', '[', ']', '{', '}', '"', '\'', ' ', '\n':
+		return false
+	}
+	return true
+}
+
+func isFlowIndicator(c byte) bool {
+	return c == ',' || c == '[' || c == ']' || c == '{' || c == '}'
+}
+
+// sequence reads a block sequence whose entries' dashes are at column indent+1.
+func (p *parser) sequence(indent int) (*yaml.Node, bool) {
+	seq := p.node(yaml.SequenceNode, "!!seq", "", 0)
+	mark := len(p.stack)
+	defer func() { p.stack = p.stack[:mark] }()
+	for {
+		p.i++ // the '-'
+		if p.atLineEnd() {
+			return nil, false // an entry on the lines below, or an empty one: yaml.v3's
+		}
+		v, ok := p.block(indent)
+		if !ok {
+			return nil, false
+		}
+		p.stack = append(p.stack, v)
+		if p.i >= len(p.s) || p.col()-1 < indent {
+			break
+		}
+		if p.col()-1 > indent {
+			return nil, false
+		}
+		if !p.entry() {
+			break // a key of the mapping holding the sequence at its own indentation
+		}
+	}
+	seq.Content = p.children(p.stack[mark:])
+	return seq, true
+}
+
+// inline reads a value that ends on its line: a scalar or a flow collection.
+func (p *parser) inline(flow bool) (*yaml.Node, bool) {
+	switch p.s[p.i] {
+	case '"', '\'':
+		return p.quoted()
+	case '[':
+		return p.flowSequence()
+	case '{':
+		return p.flowMapping()
+	}
+	if !p.plainStart(flow) {
+		return nil, false
+	}
+	line, col := p.line, p.col()
+	j := p.i
+	for j < len(p.s) && p.s[j] != '\n' {
+		c := p.s[j]
+		if c == ':' && (j+1 == len(p.s) || p.s[j+1] == ' ' || p.s[j+1] == '\n' || flow && isFlowIndicator(p.s[j+1])) {
+			if !flow {
+				return nil, false // "a: b: c"
+			}
+			break
+		}
+		if flow && isFlowIndicator(c) {
+			break
+		}
+		j++
+	}
+	v := trimRight(p.s[p.i:j])
+	n := p.scalar(v)
+	n.Line, n.Column = line, col
+	p.i += len(v)
+	return n, n != nil
+}
+
+// scalar returns the node of plain scalar v, with the tag yaml.v3 resolves it to.
+func (p *parser) scalar(v string) *yaml.Node {
+	tag := "!!str"
+	switch v[0] {
+	case 't', 'T', 'f', 'F':
+		switch v {
+		case "true", "True", "TRUE", "false", "False", "FALSE":
+			tag = "!!bool"
+		}
+	case 'n', 'N', '~':
+		switch v {
+		case "~", "null", "Null", "NULL":
+			tag = "!!null"
+		}
+	case '<':
+		if v == "<<" {
+			tag = "!!merge"
+		}
+	case '+', '-', '.', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		tag = p.resolve(v)
+	}
+	return p.node(yaml.ScalarNode, tag, v, 0)
+}
+
+// resolve returns the tag yaml.v3 gives plain scalar v, which may be a number or a
+// timestamp: yaml.v3 is asked, once per value.
+func (p *parser) resolve(v string) string {
+	if tag, ok := p.tags[v]; ok {
+		return tag
+	}
+	tag := "!!str"
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(v), &doc); err == nil && len(doc.Content) == 1 {
+		if n := doc.Content[0]; n.Kind == yaml.ScalarNode && n.Value == v {
+			tag = n.Tag
+		}
+	}
+	if p.tags == nil {
+		p.tags = map[string]string{}
+	}
+	p.tags[v] = tag
+	return tag
+}
+
+// quoted reads a one-line quoted scalar without escapes.
+func (p *parser) quoted() (*yaml.Node, bool) {
+	q := p.s[p.i]
+	j := p.i + 1
+	for j < len(p.s) && p.s[j] != q {
+		if p.s[j] == '\n' {
+			return nil, false
+		}
+		j++
+	}
+	if j == len(p.s) || q == '\'' && j+1 < len(p.s) && p.s[j+1] == '\'' {
+		return nil, false // not closed, or a '' escape
+	}
+	style := yaml.DoubleQuotedStyle
+	if q == '\'' {
+		style = yaml.SingleQuotedStyle
+	}
+	n := p.node(yaml.ScalarNode, "!!str", p.s[p.i+1:j], style)
+	p.i = j + 1
+	return n, true
+}
+
+// flowSequence reads a one-line [a, b] of scalars and flow collections.
+func (p *parser) flowSequence() (*yaml.Node, bool) {
+	seq := p.node(yaml.SequenceNode, "!!seq", "", yaml.FlowStyle)
+	mark := len(p.stack)
+	defer func() { p.stack = p.stack[:mark] }()
+	p.i++ // '['
+	p.skipSpaces()
+	for p.i < len(p.s) && p.s[p.i] != ']' {
+		v, ok := p.flowItem()
+		if !ok {
+			return nil, false
+		}
+		p.stack = append(p.stack, v)
+		if !p.flowNext(']') {
+			return nil, false
+		}
+	}
+	if p.i >= len(p.s) {
+		return nil, false
+	}
+	p.i++ // ']'
+	seq.Content = p.children(p.stack[mark:])
+	return seq, true
+}
+
+// flowMapping reads a one-line {k: v, ...} of scalars and flow collections.
+func (p *parser) flowMapping() (*yaml.Node, bool) {
+	m := p.node(yaml.MappingNode, "!!map", "", yaml.FlowStyle)
+	mark := len(p.stack)
+	defer func() { p.stack = p.stack[:mark] }()
+	p.i++ // '{'
+	p.skipSpaces()
+	for p.i < len(p.s) && p.s[p.i] != '}' {
+		k, ok := p.flowItem()
+		if !ok || k.Kind != yaml.ScalarNode {
+			return nil, false
+		}
+		p.skipSpaces()
+		if !p.mappingValue() {
+			return nil, false // "{a}", "{a:b}" or "{"a":b}": yaml.v3's
+		}
+		p.i++
+		p.skipSpaces()
+		v, ok := p.flowItem()
+		if !ok {
+			return nil, false
+		}
+		p.stack = append(p.stack, k, v)
+		if !p.flowNext('}') {
+			return nil, false
+		}
+	}
+	if p.i >= len(p.s) {
+		return nil, false
+	}
+	p.i++ // '}'
+	m.Content = p.children(p.stack[mark:])
+	return m, true
+}
+
+// flowItem reads one entry of a flow collection.
+func (p *parser) flowItem() (*yaml.Node, bool) {
+	if p.i >= len(p.s) || p.s[p.i] == '\n' {
+		return nil, false
+	}
+	return p.inline(true)
+}
+
+// flowNext moves past the ", " after an entry, or to the closing bracket; a trailing
+// comma or a pair in a sequence is yaml.v3's.
+func (p *parser) flowNext(end byte) bool {
+	p.skipSpaces()
+	if p.i >= len(p.s) {
+		return false
+	}
+	switch p.s[p.i] {
+	case end:
+		return true
+	case ',':
+		p.i++
+		p.skipSpaces()
+		return p.i < len(p.s) && p.s[p.i] != end && p.s[p.i] != ',' && p.s[p.i] != '\n'
+	}
+	return false
+}

@@ -126,7 +126,7 @@ func (c *Config) Graph() (*graph.Graph, error) {
 	if c.graph != nil {
 		return c.graph, nil
 	}
-	g := graph.New()
+	g := graph.NewSized(len(c.Stacks))
 	for _, s := range c.Stacks {
 		g.AddNode(s.Name)
 	}

@@ -1002,7 +1002,7 @@ func (l *loader) readTemplate(n *yaml.Node, key, p string) ([]byte, bool) {
 
 // cycles reports a dependency cycle among known stacks at the declaration of its first edge.
 func (l *loader) cycles(c *Config, deps []dep) {
-	g := graph.New()
+	g := graph.NewSized(len(c.Stacks))
 	for _, s := range c.Stacks {
 		if c.byName[s.Name] == s {
 			g.AddNode(s.Name)

@@ -38,6 +38,9 @@ type Graph struct {
 	names []string
 	deps  [][]int32 // deps[i]: the nodes i depends on, in insertion order
 	rdeps [][]int32 // rdeps[i]: the nodes that depend on i, in insertion order
+	// edges indexes the edges of nodes with more than manyDeps dependencies, for
+	// AddEdge's duplicate check; a node with fewer is checked by a scan of its deps,
+	// which spares a 10,000-stack graph a map entry per edge.
 	edges map[edge]struct{}
 
 	// mu guards the name-sorted index below, which readers build lazily and share.
@@ -48,9 +51,21 @@ type Graph struct {
 
 type edge struct{ from, to int32 }
 
+// manyDeps is the number of dependencies from which a node's edges are indexed in a map.
+const manyDeps = 16
+
 // New returns an empty graph.
-func New() *Graph {
-	return &Graph{index: map[string]int32{}, edges: map[edge]struct{}{}}
+func New() *Graph { return NewSized(0) }
+
+// NewSized returns an empty graph with room for nodes nodes, for a caller that knows how
+// many it will add (a config of 10,000 stacks).
+func NewSized(nodes int) *Graph {
+	return &Graph{
+		index: make(map[string]int32, nodes),
+		names: make([]string, 0, nodes),
+		deps:  make([][]int32, 0, nodes),
+		rdeps: make([][]int32, 0, nodes),
+	}
 }
 
 // AddNode adds a stack. Adding a name twice is a no-op, so callers can add every stack
@@ -83,11 +98,29 @@ func (g *Graph) AddEdge(from, to string) error {
 }
 
 func (g *Graph) addEdge(f, t int32) {
-	e := edge{f, t}
-	if _, dup := g.edges[e]; dup {
-		return
+	switch ds := g.deps[f]; {
+	case len(ds) < manyDeps:
+		if slices.Contains(ds, t) {
+			return
+		}
+	case len(ds) == manyDeps:
+		if slices.Contains(ds, t) {
+			return
+		}
+		if g.edges == nil {
+			g.edges = map[edge]struct{}{}
+		}
+		for _, d := range ds {
+			g.edges[edge{f, d}] = struct{}{}
+		}
+		g.edges[edge{f, t}] = struct{}{}
+	default:
+		e := edge{f, t}
+		if _, dup := g.edges[e]; dup {
+			return
+		}
+		g.edges[e] = struct{}{}
 	}
-	g.edges[e] = struct{}{}
 	g.deps[f] = append(g.deps[f], t)
 	g.rdeps[t] = append(g.rdeps[t], f)
 }
@@ -168,7 +201,7 @@ func (g *Graph) sortedNames(ids []int32) []string {
 
 // clone returns a deep copy of g with the same node numbering.
 func (g *Graph) clone() *Graph {
-	c := New()
+	c := NewSized(len(g.names))
 	for _, name := range g.names {
 		c.AddNode(name)
 	}

@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +80,45 @@ func TestAddEdge(t *testing.T) {
 				t.Errorf("failed AddEdge changed Len to %d", g.Len())
 			}
 		})
+	}
+}
+
+// TestAddEdgeDuplicatesOfManyDeps adds every edge of a node twice, for nodes with fewer,
+// as many and more dependencies than AddEdge checks by a scan (manyDeps), and in both
+// orders of adding: each dependency is kept once, in Dependencies and in the order.
+func TestAddEdgeDuplicatesOfManyDeps(t *testing.T) {
+	for _, n := range []int{manyDeps - 1, manyDeps, manyDeps + 1, 3 * manyDeps} {
+		for _, interleaved := range []bool{false, true} {
+			g := New()
+			g.AddNode("app")
+			var want []string
+			for i := range n {
+				name := fmt.Sprintf("dep-%03d", i)
+				g.AddNode(name)
+				want = append(want, name)
+			}
+			add := func(name string) {
+				if err := g.AddEdge("app", name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, name := range want {
+				add(name)
+				if interleaved {
+					add(name)
+				}
+			}
+			for _, name := range want {
+				add(name)
+			}
+			if got := g.Dependencies("app"); !slices.Equal(got, want) {
+				t.Errorf("%d deps (interleaved %v): Dependencies = %v, want %v", n, interleaved, got, want)
+			}
+			order, err := g.Order()
+			if err != nil || len(order) != n+1 || order[n] != "app" {
+				t.Errorf("%d deps (interleaved %v): Order = %v, %v", n, interleaved, order, err)
+			}
+		}
 	}
 }
 

@@ -488,3 +488,32 @@ func TestZipBundleIsReadLazily(t *testing.T) {
 		t.Errorf("ReadFile of a file over MaxReadSize: %v", err)
 	}
 }
+
+// TestZipConfigKeptFromCounting checks the config FromZip keeps from counting its size is
+// the file, up to ReadFile's limit, and that one over it is refused as ReadFile refuses it.
+func TestZipConfigKeptFromCounting(t *testing.T) {
+	for _, tc := range []struct {
+		size    int
+		wantErr string
+	}{
+		{size: 0},
+		{size: 100},
+		{size: MaxReadSize},
+		{size: MaxReadSize + 1, wantErr: "cairn.yaml is more than 8388608 bytes"},
+	} {
+		config := bytes.Repeat([]byte("a: b\n"), tc.size/5+1)[:tc.size]
+		b, err := FromZip(zipOf(t, []entry{{name: "templates/t.yaml", body: []byte("x")}, {name: ConfigName, body: config}}))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%d bytes: error %v, want %q", tc.size, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%d bytes: %v", tc.size, err)
+		}
+		if !bytes.Equal(b.Config, config) || b.Config == nil || b.ConfigFile != ConfigName {
+			t.Errorf("%d bytes: config %d bytes (nil %v) from %q", tc.size, len(b.Config), b.Config == nil, b.ConfigFile)
+		}
+	}
+}

@@ -59,7 +59,8 @@ func FromZip(data []byte) (*Bundle, error) {
 // are absolute or leave the root, symlinks and other non-regular files, duplicate names,
 // and archives beyond the limits above, naming the offending entry. Every entry is
 // decompressed once to count its true size; the bundle's files are decompressed again
-// when opened, one at a time, so a bundle of code never sits whole in memory. The Bundle's
+// when opened, one at a time, so a bundle of code never sits whole in memory, except the
+// config, which is read whole anyway and kept from the first pass. The Bundle's
 // SHA256 is left for the caller (FromZip and Open set it).
 func FromZipReader(r io.ReaderAt, size int64) (*Bundle, error) {
 	if size > MaxZipSize {
@@ -75,6 +76,7 @@ func FromZipReader(r io.ReaderAt, size int64) (*Bundle, error) {
 	files := zipFS{files: map[string]zipEntry{}, dirs: map[string][]fs.DirEntry{}}
 	dirs := map[string]bool{}
 	var total int64
+	var config []byte // cairn.yaml, kept while counting
 	for _, f := range zr.File {
 		name, err := entryName(f.Name)
 		if err != nil {
@@ -97,9 +99,16 @@ func FromZipReader(r io.ReaderAt, size int64) (*Bundle, error) {
 		if _, ok := files.files[name]; ok || dirs[name] {
 			return nil, fmt.Errorf("zip entry %q appears more than once", f.Name)
 		}
-		n, err := countEntry(f, limits.total-total)
+		var keep *keeper
+		if name == ConfigName {
+			keep = &keeper{b: make([]byte, 0, min(f.UncompressedSize64, MaxReadSize)+1)}
+		}
+		n, err := countEntry(f, limits.total-total, keep)
 		if err != nil {
 			return nil, err
+		}
+		if keep != nil {
+			config = keep.b
 		}
 		total += n
 		files.files[name] = zipEntry{f: f, size: n, mode: mode}
@@ -113,7 +122,10 @@ func FromZipReader(r io.ReaderAt, size int64) (*Bundle, error) {
 		}
 	}
 	files.index()
-	config, name, err := readConfig(files)
+	name := ConfigName
+	if config == nil {
+		config, name, err = readConfig(files)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("zip has no %s (nor a CDK cloud assembly's %s) at its root", ConfigName, AssemblyManifest)
 	}
@@ -198,14 +210,18 @@ func entryName(raw string) (string, error) {
 
 // countEntry decompresses one entry without keeping it, and returns its true size,
 // stopping as soon as it exceeds the per-file limit or the remaining total budget.
-func countEntry(f *zip.File, budget int64) (int64, error) {
+func countEntry(f *zip.File, budget int64, keep *keeper) (int64, error) {
 	limit := min(limits.file, budget)
 	rc, err := f.Open()
 	if err != nil {
 		return 0, fmt.Errorf("zip entry %q: %w", f.Name, err)
 	}
 	defer rc.Close()
-	n, err := io.Copy(io.Discard, io.LimitReader(rc, limit+1))
+	w := io.Discard
+	if keep != nil {
+		w = keep
+	}
+	n, err := io.Copy(w, io.LimitReader(rc, limit+1))
 	if err != nil {
 		return 0, fmt.Errorf("zip entry %q: %w", f.Name, err)
 	}
@@ -216,6 +232,21 @@ func countEntry(f *zip.File, budget int64) (int64, error) {
 		return 0, fmt.Errorf("zip entry %q expands to more than %d bytes (zip bomb?)", f.Name, limits.file)
 	}
 	return n, nil
+}
+
+// keeper keeps what is written to it up to MaxReadSize bytes (ReadFile's limit), and
+// nothing (b nil) when more is written: ReadFile then reads the file again, and refuses it.
+type keeper struct{ b []byte }
+
+func (k *keeper) Write(p []byte) (int, error) {
+	if k.b != nil {
+		if len(k.b)+len(p) > MaxReadSize {
+			k.b = nil
+		} else {
+			k.b = append(k.b, p...)
+		}
+	}
+	return len(p), nil
 }
 
 // zipTime is the modification time of every entry WriteZip writes, so the archive depends

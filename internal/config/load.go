@@ -139,6 +139,8 @@ type loader struct {
 	// so a config with thousands of typos stays linear.
 	knownNames  []string
 	suggestions int
+	// eval evaluates the lookups of values at load, made once (lookups).
+	eval *evaluator
 	// merging holds the mappings whose merge keys (<<:) are being expanded, so a merge that
 	// refers to a mapping containing it (an alias cycle) is an error, not endless recursion.
 	merging map[*yaml.Node]bool
@@ -509,6 +511,9 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 				found, static, known, ok := l.lookups(v, p.v, p.key)
 				if !ok {
 					continue
+				}
+				if d.lookups == nil && len(found) > 0 {
+					d.lookups = make([]lookupRef, 0, len(found)+len(params)-len(d.params)+len(l.topTags))
 				}
 				for _, lk := range found {
 					lk.Param = p.name

@@ -82,7 +82,8 @@ func (l *loader) scalar(n *yaml.Node, key string) (string, bool) {
 
 // lookups parses and evaluates the value v of node n: var and file lookups are read now,
 // the others are returned for the deployer to resolve. static is the value when it holds
-// no deploy-time lookup (known).
+// no deploy-time lookup (known). found is valid until the next call (the loader's one
+// evaluator is reused): callers copy what they keep.
 func (l *loader) lookups(v string, n *yaml.Node, key string) (found []Lookup, static string, known, ok bool) {
 	if !strings.Contains(v, "${") {
 		return nil, v, true, true // no lookup: most values of a large config
@@ -94,10 +95,15 @@ func (l *loader) lookups(v string, n *yaml.Node, key string) (found []Lookup, st
 		l.errorAt(n, key, v, se.Offset, "%v", err)
 		return nil, "", false, false
 	}
-	e := &evaluator{load: true, vars: func(name string) (string, bool) {
-		val, ok := l.vars[name]
-		return val, ok
-	}, readFile: l.readData}
+	e := l.eval
+	if e == nil {
+		e = &evaluator{load: true, vars: func(name string) (string, bool) {
+			val, ok := l.vars[name]
+			return val, ok
+		}, readFile: l.readData}
+		l.eval = e
+	}
+	e.found = e.found[:0]
 	val, err := e.eval(parts)
 	if err != nil {
 		offset := 0

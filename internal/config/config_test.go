@@ -422,6 +422,12 @@ func TestLoadRules(t *testing.T) {
 			`2:5: stacks[0]: no template: set template_path, template_url or template_body`,
 		}},
 		{"duplicate key", "namespace: a\nnamespace: b\nstacks: []\n", []string{`2:1: namespace: duplicate key (first at line 1)`}},
+		// A stack's parameters merged from another stack are checked where they are written
+		// (this crashed the loader).
+		{"parameters merged into a stack", "stacks:\n  - &base\n    name: a\n    template_path: templates/app.yaml\n    parameters: {Name: n, Size: big}\n  - <<: *base\n    name: b\n", []string{
+			`5:33: stacks[0].parameters.Size: parameter Size: value "big" is not a number (the parameter is a Number) (template templates/app.yaml)`,
+			`5:33: stacks[1].parameters.Size: parameter Size: value "big" is not a number (the parameter is a Number) (template templates/app.yaml)`,
+		}},
 		{"wrong types", `namespace: [x]
 namespace_delimiter: {a: b}
 persistent_graph_key: a/b

@@ -89,8 +89,22 @@ func sortErrors(es Errors, first string) {
 	})
 }
 
-// stackNameRE is what CloudFormation accepts as a stack name (with at most 128 characters).
-var stackNameRE = regexp.MustCompile(`^[a-zA-Z][-a-zA-Z0-9]*$`)
+// validStackName reports whether s is what CloudFormation accepts as a stack name (with
+// at most 128 characters): ^[a-zA-Z][-a-zA-Z0-9]*$, checked without a regexp because a
+// large config checks thousands.
+func validStackName(s string) bool {
+	if s == "" || !isLetter(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isLetter(c) && !('0' <= c && c <= '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
 // graphKeyRE keeps a persistent graph key usable as one S3 key segment.
 var graphKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
@@ -184,10 +198,11 @@ type stackDef struct {
 
 // givenParam is a parameter given to a stack, with its key node (kept even if its value is
 // wrong), and its value when known at load (no deploy-time lookup), checked against the
-// template's constraints.
+// template's constraints, whose errors point at at: the value's node, or the key's when
+// the parameter is merged into the parameters (<<:).
 type givenParam struct {
 	name   string
-	k      *yaml.Node
+	k, at  *yaml.Node
 	static string
 	known  bool
 }
@@ -409,7 +424,7 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 			l.topTags = append(l.topTags, lr)
 		}
 	}
-	namespaceOK := c.Namespace == "" || stackNameRE.MatchString(c.Namespace)
+	namespaceOK := c.Namespace == "" || validStackName(c.Namespace)
 	if !namespaceOK {
 		l.errorf(namespaceNode, "namespace", "%q cannot start CloudFormation stack names: use letters, digits and hyphens, starting with a letter", c.Namespace)
 	}
@@ -502,7 +517,11 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 			s.Parameters = make(map[string]string, len(params))
 			d.params = make([]givenParam, 0, len(params))
 			for _, p := range params {
-				d.params = append(d.params, givenParam{name: p.name, k: p.k}) // given, even if its value is wrong
+				at := p.v
+				if p.merged {
+					at = p.k
+				}
+				d.params = append(d.params, givenParam{name: p.name, k: p.k, at: at}) // given, even if its value is wrong
 				v, ok := l.str(p.v, p.key)
 				if !ok {
 					continue
@@ -629,7 +648,7 @@ func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
 				s.StackName = c.Namespace + c.NamespaceDelimiter + s.Name
 			}
 		}
-		if !stackNameRE.MatchString(s.StackName) || len(s.StackName) > 128 {
+		if !validStackName(s.StackName) || len(s.StackName) > 128 {
 			if derived && !namespaceOK {
 				continue // the namespace error says it once
 			}
@@ -792,8 +811,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 			l.errorf(gp.k, d.key+".parameters."+name, "%s declares no parameter %q%s; it declares %s", label, name, suggestList(name, r.t.ParameterNames()), list(r.t.ParameterNames(), "none"))
 			continue
 		}
-		if v := gp.static; gp.known {
-			at, _ := l.paramValue(d, gp.k)
+		if v, at := gp.static, gp.at; gp.known {
 			if err := p.CheckValue(v); err != nil {
 				l.errorf(at, d.key+".parameters."+name, "%v (%s)", err, label)
 			} else if u, why := firstRefusal(cr.uses[name], v); why != "" {
@@ -844,29 +862,6 @@ func redact(msg, v string, noEcho bool) string {
 		return msg
 	}
 	return strings.ReplaceAll(strings.ReplaceAll(msg, strconv.Quote(v), "(NoEcho, not shown)"), v, "(NoEcho, not shown)")
-}
-
-// paramValue returns the value node of a given parameter, by its key node k.
-func (l *loader) paramValue(d *stackDef, k *yaml.Node) (*yaml.Node, bool) {
-	if d.paramsNode == nil {
-		return k, false
-	}
-	params := resolve(value(d.node, d.paramsNode.Value))
-	for i := 0; params != nil && i+1 < len(params.Content); i += 2 {
-		if params.Content[i] == k {
-			return resolve(params.Content[i+1]), true
-		}
-	}
-	return k, false
-}
-
-func value(n *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
 }
 
 // indent is the indentation of line (1-based) of the config, as a column offset.
@@ -1038,6 +1033,8 @@ type field struct {
 	name string
 	key  string // full key path
 	k, v *yaml.Node
+	// merged: the key is in a mapping merged in (<<:), not in the mapping itself.
+	merged bool
 }
 
 // fields returns the keys of mapping n, reporting a non-mapping, duplicate keys and, when
@@ -1123,6 +1120,7 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 	for _, f := range merged {
 		if seen(f.name) == nil {
 			mark(f.k, true)
+			f.merged = true
 			out = append(out, f)
 		}
 	}
@@ -1185,11 +1183,15 @@ func (l *loader) strs(n *yaml.Node, key string) ([]string, []*yaml.Node) {
 	}
 	var vals []string
 	var nodes []*yaml.Node
+	if len(n.Content) > 0 {
+		vals, nodes = make([]string, 0, len(n.Content)), make([]*yaml.Node, 0, len(n.Content))
+	}
 	for i, c := range n.Content {
-		if v, ok := l.str(c, fmt.Sprintf("%s[%d]", key, i)); ok {
-			vals = append(vals, v)
-			nodes = append(nodes, resolve(c))
+		if c = resolve(c); c.Kind == yaml.ScalarNode && c.Tag != "!!null" {
+			vals, nodes = append(vals, c.Value), append(nodes, c) // as str, without its key
+			continue
 		}
+		l.str(c, fmt.Sprintf("%s[%d]", key, i)) // says what is wrong
 	}
 	return vals, nodes
 }

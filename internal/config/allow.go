@@ -24,7 +24,7 @@ func ParseNamespaces(s string) (Namespaces, error) {
 		if n == "" {
 			continue
 		}
-		if !stackNameRE.MatchString(n) {
+		if !validStackName(n) {
 			return nil, fmt.Errorf("namespace %q in %q: use letters, digits and hyphens, starting with a letter", n, s)
 		}
 		if !slices.Contains(ns, n) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -132,6 +133,17 @@ func TestSSMPathsPerNamespace(t *testing.T) {
 	for _, bad := range []string{"[1]", `{"shop": ["/*"]}`, `{"shop": ["shop/*"]}`, `{"shop": ["/a/*/b"]}`} {
 		if _, err := ParseSSMPaths(bad); err == nil {
 			t.Errorf("ParseSSMPaths(%s) accepted", bad)
+		}
+	}
+}
+
+// TestValidStackName checks the stack name check against CloudFormation's pattern.
+func TestValidStackName(t *testing.T) {
+	pattern := regexp.MustCompile(`^[a-zA-Z][-a-zA-Z0-9]*$`)
+	for _, name := range []string{"", "a", "Z", "app", "shop-app-2", "a-", "a--b", "-a", "1a", "a_b", "a.b", "a b",
+		"a\n", "\na", "é", "aé", "a/b", "A9-z", "stack-00001", "z" + string(rune(0))} {
+		if got, want := validStackName(name), pattern.MatchString(name); got != want {
+			t.Errorf("validStackName(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

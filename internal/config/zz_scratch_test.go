@@ -29,3 +29,14 @@ func BenchmarkScratchZip(b *testing.B) {
 		}
 	}
 }
+
+func TestScratchMergedParams(t *testing.T) {
+	files := map[string]string{
+		"cairn.yaml": "namespace: x\ndefaults: &p\n  parameters: {Size: \"1\"}\nstacks:\n  - <<: *p\n    name: a\n    template_path: templates/t.yaml\n",
+		"templates/t.yaml": benchbundle.Template,
+	}
+	b := nestedBundle(files)
+	b.Config = []byte(files["cairn.yaml"])
+	_, err := Load(b)
+	t.Log(err)
+}

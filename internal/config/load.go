@@ -155,6 +155,9 @@ type loader struct {
 	suggestions int
 	// eval evaluates the lookups of values at load, made once (lookups).
 	eval *evaluator
+	// fieldBuf holds the results of fields, which callers only range over: a stack's are
+	// given back when it is decoded (stack), so a large config reuses one buffer.
+	fieldBuf fieldArena
 	// merging holds the mappings whose merge keys (<<:) are being expanded, so a merge that
 	// refers to a mapping containing it (an alias cycle) is an error, not endless recursion.
 	merging map[*yaml.Node]bool
@@ -469,6 +472,7 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 	// stays nil when empty): a large config has many stacks.
 	d := &stackDef{s: s, key: key, node: n}
 	var ownTagLookups []lookupRef
+	defer l.fieldBuf.release(l.fieldBuf.mark()) // the stack's fields are ranged over here only
 	for _, f := range l.fields(n, key, stackKeys) {
 		switch f.name {
 		case "name":
@@ -1028,6 +1032,37 @@ func (l *loader) cycles(c *Config, deps []dep) {
 	}
 }
 
+// fieldArena hands out slices of fields from a buffer that is given back in the order
+// taken (mark, release).
+type fieldArena struct {
+	buf []field
+	gen int // counts the buffers made, so a release knows whether buf is the marked one
+}
+
+type arenaMark struct{ gen, len int }
+
+// take returns an empty slice with room for n fields; appending past n copies it out.
+func (a *fieldArena) take(n int) []field {
+	if cap(a.buf)-len(a.buf) < n {
+		a.buf = make([]field, 0, max(n, 256, 2*cap(a.buf)))
+		a.gen++
+	}
+	start := len(a.buf)
+	a.buf = a.buf[:start+n]
+	return a.buf[start:start:start+n]
+}
+
+func (a *fieldArena) mark() arenaMark { return arenaMark{a.gen, len(a.buf)} }
+
+// release gives back what was taken since m: nothing taken since may be in use.
+func (a *fieldArena) release(m arenaMark) {
+	if a.gen == m.gen {
+		a.buf = a.buf[:m.len]
+	} else {
+		a.buf = a.buf[:0] // a buffer made since m holds only what was taken since
+	}
+}
+
 // field is one key of a mapping.
 type field struct {
 	name string
@@ -1039,7 +1074,7 @@ type field struct {
 
 // fields returns the keys of mapping n, reporting a non-mapping, duplicate keys and, when
 // allowed is not nil, unknown keys. Merge keys (<<: *anchor) are expanded; explicit keys
-// win over merged ones.
+// win over merged ones. The slice is the loader's (fieldBuf): range over it, do not keep it.
 func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 	n = resolve(n)
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
@@ -1049,7 +1084,7 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 		l.errorf(n, key, "must be a mapping, got %s", describe(n))
 		return nil
 	}
-	out := make([]field, 0, len(n.Content)/2)
+	out := l.fieldBuf.take(len(n.Content) / 2)
 	// Duplicates are found by a scan of out for the small mappings a config is made of,
 	// and by a map for large ones (a map per mapping is most of a 10,000-stack load's
 	// garbage).

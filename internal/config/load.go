@@ -138,10 +138,11 @@ type loader struct {
 	trees map[string]*treeResult
 	// assets builds the bundle's artifacts, shared by every template naming one.
 	assets  *artifact.Set
-	checked map[string]*checkResult // template checks by sha256: identical templates are checked once
-	files   map[string][]byte       // template files read, by path as written
-	vars    map[string]string       // variables, the var file's over the config's
-	data    map[string]dataResult   // files read by ${file}, by CODEC:PATH
+	checked map[string]*checkResult  // template checks by sha256: identical templates are checked once
+	files   map[string][]byte        // template files read, by path as written
+	paths   map[string]*templatePath // by template_path as written
+	vars    map[string]string        // variables, the var file's over the config's
+	data    map[string]dataResult    // files read by ${file}, by CODEC:PATH
 	// topTags are the lookups of the config's tags, which every stack not overriding
 	// the tag shares.
 	topTags []lookupRef
@@ -218,6 +219,31 @@ func (d *stackDef) given(name string) bool {
 		}
 	}
 	return false
+}
+
+// templateKeyPath is the key of the stack's template (stacks[i].template_path, ...), built
+// for an error only: a large config has many stacks.
+func (d *stackDef) templateKeyPath() string { return d.key + "." + d.templateKey }
+
+// templatePath is what the stacks naming one template_path share: its label in messages,
+// its file in the bundle, and its clean path, which starts its chain of nested templates.
+type templatePath struct {
+	label, file, clean string
+	chain              []string
+}
+
+// templatePath returns what stacks naming template_path p share, made once per path.
+func (l *loader) templatePath(p string) *templatePath {
+	if tp, ok := l.paths[p]; ok {
+		return tp
+	}
+	clean := path.Clean(p)
+	tp := &templatePath{label: "template " + p, file: filepath.Join(filepath.Dir(l.file), p), clean: clean, chain: []string{clean}}
+	if l.paths == nil {
+		l.paths = map[string]*templatePath{}
+	}
+	l.paths[p] = tp
+	return tp
 }
 
 type lookupRef struct {
@@ -618,7 +644,28 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 
 // names checks stack names, config names and CloudFormation names alike, and indexes them.
 func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
-	byStackName := make(map[stackIdentity]*stackDef, len(defs))
+	// By identity: stacks in cairn's own account and region (most) by stack name alone.
+	byStackName := make(map[string]*stackDef, len(defs))
+	var byIdentity map[stackIdentity]*stackDef
+	// claim records d's identity, or returns the stack that has it already.
+	claim := func(d *stackDef) *stackDef {
+		id := identity(d.s)
+		if id.account == "" && id.region == "" {
+			if first, dup := byStackName[id.stackName]; dup {
+				return first
+			}
+			byStackName[id.stackName] = d
+			return nil
+		}
+		if first, dup := byIdentity[id]; dup {
+			return first
+		}
+		if byIdentity == nil {
+			byIdentity = map[stackIdentity]*stackDef{}
+		}
+		byIdentity[id] = d
+		return nil
+	}
 	byName := make(map[string]*stackDef, len(defs))
 	if len(c.byName) == 0 {
 		c.byName = make(map[string]*Stack, len(defs))
@@ -641,9 +688,9 @@ func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
 			continue // empty or duplicate name, reported above
 		}
 		derived := s.StackName == ""
-		at, atKey := d.stackNameN, d.key+".stack_name"
+		at, atKey := d.stackNameN, ".stack_name" // after d.key: joined only for an error
 		if derived {
-			at, atKey = d.nameNode, d.key+".name"
+			at, atKey = d.nameNode, ".name"
 			if s.Name == "" {
 				continue
 			}
@@ -660,11 +707,9 @@ func (l *loader) names(c *Config, defs []*stackDef, namespaceOK bool) {
 			if derived {
 				how = " (namespace, delimiter and name joined)"
 			}
-			l.errorf(at, atKey, "CloudFormation stack name %q%s is invalid: it must start with a letter, hold only letters, digits and hyphens, and have at most 128 characters", s.StackName, how)
-		} else if first, dup := byStackName[identity(s)]; dup {
-			l.errorf(at, atKey, "stack %s has the CloudFormation stack name %q of stack %s (line %d) in the same account and region (%s): set a distinct stack_name, or another region or role_arn", s.Name, s.StackName, first.s.Name, first.node.Line, where(s.Target))
-		} else {
-			byStackName[identity(s)] = d
+			l.errorf(at, d.key+atKey, "CloudFormation stack name %q%s is invalid: it must start with a letter, hold only letters, digits and hyphens, and have at most 128 characters", s.StackName, how)
+		} else if first := claim(d); first != nil {
+			l.errorf(at, d.key+atKey, "stack %s has the CloudFormation stack name %q of stack %s (line %d) in the same account and region (%s): set a distinct stack_name, or another region or role_arn", s.Name, s.StackName, first.s.Name, first.node.Line, where(s.Target))
 		}
 	}
 	c.Stacks = slices.Grow(c.Stacks, len(defs))
@@ -765,13 +810,12 @@ func (l *loader) template(c *Config, d *stackDef) {
 		l.capabilities(c, d, nil, "")
 		return
 	}
-	key := d.key + "." + d.templateKey
 	label := "the inline template_body"
 	file := l.file
 	if d.templateKey == "template_path" {
-		label = "template " + s.TemplatePath
-		file = filepath.Join(filepath.Dir(l.file), s.TemplatePath)
-		body, ok := l.readTemplate(d.templateNode, key, s.TemplatePath)
+		tp := l.templatePath(s.TemplatePath)
+		label, file = tp.label, tp.file
+		body, ok := l.readTemplate(d)
 		if !ok {
 			return
 		}
@@ -779,7 +823,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 	}
 	r := l.parse(s.TemplateBody, s.TemplatePath, d.inline)
 	if r.err != nil {
-		l.errorf(d.templateNode, key, "%s: %v", label, r.err)
+		l.errorf(d.templateNode, d.templateKeyPath(), "%s: %v", label, r.err)
 		return
 	}
 	s.Template = r.t
@@ -841,8 +885,8 @@ func (l *loader) template(c *Config, d *stackDef) {
 	// the templates its nested stacks name in the bundle, their needs counting for it
 	tpath, chain := "", []string(nil)
 	if s.TemplatePath != "" {
-		tpath = path.Clean(s.TemplatePath)
-		chain = []string{tpath}
+		tp := l.templatePath(s.TemplatePath)
+		tpath, chain = tp.clean, tp.chain
 	}
 	tree, nestedNeeds := l.nested(r.t, tpath, file, chain)
 	s.Tree = tree
@@ -935,7 +979,7 @@ func (l *loader) exports(defs []*stackDef) {
 			// Exports are per account and region.
 			k := d.s.Target.Account() + "/" + d.s.Target.Region + "/" + e.Name
 			if first, dup := seen[k]; dup && first.d != d {
-				l.errorf(d.templateNode, d.key+"."+d.templateKey, "stack %s exports %q (output %s), as stack %s (%s) does with output %s: CloudFormation refuses a second export of a name in a region; make the name unique, e.g. with ${AWS::StackName}", d.s.Name, e.Name, e.Output, first.d.s.Name, first.d.key, first.output)
+				l.errorf(d.templateNode, d.templateKeyPath(), "stack %s exports %q (output %s), as stack %s (%s) does with output %s: CloudFormation refuses a second export of a name in a region; make the name unique, e.g. with ${AWS::StackName}", d.s.Name, e.Name, e.Output, first.d.s.Name, first.d.key, first.output)
 				continue
 			}
 			seen[k] = owner{d, e.Output}
@@ -989,15 +1033,16 @@ func deepCopy(n *yaml.Node) *yaml.Node {
 	return &cp
 }
 
-// readTemplate reads a template file from the bundle, refusing paths that leave it. Each
-// file is read once; stacks sharing a template share its bytes.
-func (l *loader) readTemplate(n *yaml.Node, key, p string) ([]byte, bool) {
+// readTemplate reads the template file of stack d from the bundle, refusing paths that
+// leave it. Each file is read once; stacks sharing a template share its bytes.
+func (l *loader) readTemplate(d *stackDef) ([]byte, bool) {
+	p := d.s.TemplatePath
 	if body, ok := l.files[p]; ok {
 		return body, true
 	}
 	body, err := l.bundleFile("template", "templates/app.yaml", "put the template inline with template_body, or bundle a directory", p)
 	if err != nil {
-		l.errorf(n, key, "%v", err)
+		l.errorf(d.templateNode, d.templateKeyPath(), "%v", err)
 		return nil, false
 	}
 	l.files[p] = body
@@ -1049,7 +1094,7 @@ func (a *fieldArena) take(n int) []field {
 	}
 	start := len(a.buf)
 	a.buf = a.buf[:start+n]
-	return a.buf[start:start:start+n]
+	return a.buf[start : start : start+n]
 }
 
 func (a *fieldArena) mark() arenaMark { return arenaMark{a.gen, len(a.buf)} }

@@ -228,7 +228,7 @@ func (l *loader) checkNestedCount(d *stackDef, label string, tree *template.Tree
 	if resources <= template.MaxNestedResources {
 		return
 	}
-	l.errorf(d.templateNode, d.key+"."+d.templateKey, "stack %s: %s makes %s nested stacks holding %s resources in all (a template nested twice counts twice), more than the %s resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks: nest fewer, or split them into stacks of the config",
+	l.errorf(d.templateNode, d.templateKeyPath(), "stack %s: %s makes %s nested stacks holding %s resources in all (a template nested twice counts twice), more than the %s resources CloudFormation creates, updates or deletes in one operation of a stack and its nested stacks: nest fewer, or split them into stacks of the config",
 		d.s.Name, label, count(stacks), count(resources), count(template.MaxNestedResources))
 }
 

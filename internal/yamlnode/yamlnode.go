@@ -81,16 +81,23 @@ func parseBlock(data []byte) (*yaml.Node, bool) {
 // are all marked by one of these.
 func inSubset(data []byte) bool {
 	for _, c := range data {
-		switch {
-		case c == '\n':
-		case c < 0x20 || c >= 0x7f:
-			return false
-		case c == '#', c == '&', c == '*', c == '!', c == '|', c == '>', c == '%', c == '\\', c == '@', c == '`':
+		if outside[c] {
 			return false
 		}
 	}
 	return true
 }
+
+// outside marks the bytes inSubset rejects.
+var outside = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c != '\n' && (c < 0x20 || c >= 0x7f)
+	}
+	for _, c := range "#&*!|>%\\@`" {
+		t[c] = true
+	}
+	return t
+}()
 
 func (p *parser) col() int { return p.i - p.lineStart + 1 }
 
@@ -99,8 +106,12 @@ func (p *parser) node(kind yaml.Kind, tag, value string, style yaml.Style) *yaml
 	if len(p.nodes) == cap(p.nodes) {
 		p.nodes = make([]yaml.Node, 0, 1024)
 	}
-	p.nodes = append(p.nodes, yaml.Node{Kind: kind, Style: style, Tag: tag, Value: value, Line: p.line, Column: p.col()})
-	return &p.nodes[len(p.nodes)-1]
+	// Set field by field in the zeroed slot: copying a whole Node in costs a write
+	// barrier over all its pointers while the collector runs.
+	p.nodes = p.nodes[:len(p.nodes)+1]
+	n := &p.nodes[len(p.nodes)-1]
+	n.Kind, n.Style, n.Tag, n.Value, n.Line, n.Column = kind, style, tag, value, p.line, p.col()
+	return n
 }
 
 // children returns an exactly sized Content, cut from the slab with no room to grow

@@ -43,10 +43,18 @@ type Graph struct {
 	// which spares a 10,000-stack graph a map entry per edge.
 	edges map[edge]struct{}
 
-	// mu guards the name-sorted index below, which readers build lazily and share.
+	nedges int // edges added, which with len(names) tells when ordered is stale
+
+	// mu guards the name-sorted index and the order below, which readers build lazily
+	// and share.
 	mu     sync.Mutex
 	byName []int32 // node numbers in name order
 	rank   []int32 // rank[i]: position of node i in byName
+	// ordered is the result of order for the graph of orderedAt nodes and edges: the
+	// config loader validates the graph and its callers then ask for the order.
+	ordered   []int32
+	orderErr  error
+	orderedAt [2]int
 }
 
 type edge struct{ from, to int32 }
@@ -123,6 +131,7 @@ func (g *Graph) addEdge(f, t int32) {
 	}
 	g.deps[f] = append(g.deps[f], t)
 	g.rdeps[t] = append(g.rdeps[t], f)
+	g.nedges++
 }
 
 // Has reports whether name is a node of g.

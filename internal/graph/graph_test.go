@@ -154,6 +154,46 @@ func TestNodesHasLen(t *testing.T) {
 	}
 }
 
+// TestOrderAfterGrowth checks the order, kept once computed, follows every node and edge
+// added after it, and that the slice Order returns is the caller's.
+func TestOrderAfterGrowth(t *testing.T) {
+	g := build(t, "a b c")
+	steps := []struct {
+		edge string // from>to, or a node
+		want []string
+		err  string
+	}{
+		{"", []string{"a", "b", "c"}, ""},
+		{"a>c", []string{"b", "c", "a"}, ""},
+		{"a>c", []string{"b", "c", "a"}, ""}, // a duplicate changes nothing
+		{"0", []string{"0", "b", "c", "a"}, ""},
+		{"c>0", []string{"0", "b", "c", "a"}, ""},
+		{"0>a", nil, "dependency cycle: 0 -> a -> c -> 0"},
+	}
+	for _, st := range steps {
+		if from, to, ok := strings.Cut(st.edge, ">"); ok {
+			if err := g.AddEdge(from, to); err != nil {
+				t.Fatal(err)
+			}
+		} else if st.edge != "" {
+			g.AddNode(st.edge)
+		}
+		for range 2 {
+			got, err := g.Order()
+			if st.err != "" {
+				if err == nil || err.Error() != st.err || g.Validate() == nil {
+					t.Fatalf("after %s: Order() = %v, %v; want %s", st.edge, got, err, st.err)
+				}
+				continue
+			}
+			if err != nil || !slices.Equal(got, st.want) || g.Validate() != nil {
+				t.Fatalf("after %s: Order() = %v, %v; want %v", st.edge, got, err, st.want)
+			}
+			got[0] = "changed by the caller"
+		}
+	}
+}
+
 func TestNodesAfterGrowth(t *testing.T) {
 	// The sorted index is cached; adding a node must refresh it.
 	g := build(t, "b a")

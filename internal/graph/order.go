@@ -52,12 +52,29 @@ func (g *Graph) ReverseOrder() ([]string, error) {
 	return order, nil
 }
 
-// order is Kahn's algorithm over node numbers. On a cycle it returns the *CycleError.
+// order returns the deploy order as node numbers, or the *CycleError, computed once per
+// state of the graph (callers must not modify the slice).
 func (g *Graph) order() ([]int32, error) {
+	at := [2]int{len(g.names), g.nedges}
+	g.mu.Lock()
+	if g.orderedAt == at && (g.ordered != nil || g.orderErr != nil) {
+		defer g.mu.Unlock()
+		return g.ordered, g.orderErr
+	}
+	g.mu.Unlock()
+	ids, err := g.kahn()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ordered, g.orderErr, g.orderedAt = ids, err, at
+	return ids, err
+}
+
+// kahn is Kahn's algorithm over node numbers. On a cycle it returns the *CycleError.
+func (g *Graph) kahn() ([]int32, error) {
 	byName, rank := g.sorted()
 	n := len(g.names)
 	waiting := make([]int32, n) // dependencies not yet placed
-	h := rankHeap{}
+	h := make(rankHeap, 0, n)
 	for i := range n {
 		waiting[i] = int32(len(g.deps[i]))
 		if waiting[i] == 0 {

@@ -57,7 +57,7 @@ func Load(b *bundle.Bundle) (*Config, error) { return LoadOptions{}.Load(b) }
 // Load loads and validates the bundle's config. On any problem it returns nil and the
 // Errors, all of them, in file order.
 func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
-	l := &loader{b: b, file: b.ConfigFile, templates: map[string]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, day: o.Today}
+	l := &loader{b: b, file: b.ConfigFile, templates: map[source]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, day: o.Today}
 	if l.day == "" {
 		l.day = template.Today()
 	}
@@ -132,10 +132,10 @@ type loader struct {
 	file      string
 	errs      Errors
 	warnings  Errors
-	templates map[string]*templateResult // by "path:" + template path or "body:" + body
-	// trees: the nested stacks and artifacts of a template were walked (by "path:" + its
-	// path, or "body:" + sha256 of an inline body), each template once.
-	trees map[string]*treeResult
+	templates map[source]*templateResult // by template path, or by body
+	// trees: the nested stacks and artifacts of a template were walked (by its
+	// path, or by the sha256 of an inline body), each template once.
+	trees map[source]*treeResult
 	// assets builds the bundle's artifacts, shared by every template naming one.
 	assets  *artifact.Set
 	checked map[string]*checkResult  // template checks by sha256: identical templates are checked once
@@ -166,6 +166,11 @@ type loader struct {
 
 // maxSuggestions bounds the "did you mean" searches of unknown stack names in one load.
 const maxSuggestions = 20
+
+// source names a template: by its path in the bundle, or else by its body (an inline
+// template_body, or its sha256). A struct, not a joined string, since every stack of a
+// large config looks its template up.
+type source struct{ path, body string }
 
 type templateResult struct {
 	t   *template.Template
@@ -1007,9 +1012,9 @@ func (l *loader) check(t *template.Template) *checkResult {
 // parse parses a template body once per file (by path) or inline body (by content); an
 // inline mapping is parsed from its node, so positions are the config's.
 func (l *loader) parse(body []byte, file string, inline *yaml.Node) *templateResult {
-	cacheKey := "path:" + file
+	cacheKey := source{path: file}
 	if file == "" {
-		cacheKey = "body:" + string(body)
+		cacheKey = source{body: string(body)}
 	}
 	r, ok := l.templates[cacheKey]
 	if !ok {

@@ -29,12 +29,12 @@ type treeResult struct {
 // returns the tree (nil when t names no bundle template and no artifact) and what the
 // children need of capabilities.
 func (l *loader) nested(t *template.Template, tpath, file string, chain []string) (*template.Tree, []template.Need) {
-	cacheKey := "path:" + tpath
+	cacheKey := source{path: tpath}
 	if tpath == "" {
-		cacheKey = "body:" + t.SHA256
+		cacheKey = source{body: t.SHA256}
 	}
 	if l.trees == nil {
-		l.trees = map[string]*treeResult{}
+		l.trees = map[source]*treeResult{}
 	}
 	if r, ok := l.trees[cacheKey]; ok {
 		return r.tree, r.needs // a cycle back to a template still walked is reported by its parent
@@ -68,7 +68,7 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 			fail("nested stack %s: %s nests itself: %s", ns.LogicalID, p, strings.Join(append(slices.Clone(chain), p), " -> "))
 			continue
 		}
-		if prev, ok := l.trees["path:"+p]; ok && !prev.done {
+		if prev, ok := l.trees[source{path: p}]; ok && !prev.done {
 			fail("nested stack %s: %s nests itself: %s", ns.LogicalID, p, strings.Join(append(slices.Clone(chain), p), " -> "))
 			continue
 		}

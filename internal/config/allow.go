@@ -200,17 +200,18 @@ func (l *loader) ssmPaths(o LoadOptions, c *Config, defs []*stackDef) {
 	}
 	seen := map[*yaml.Node]bool{}
 	for _, d := range defs {
-		for _, lr := range d.lookups {
-			if lr.l.Kind != "ssm" || o.SSMPaths.Allows(c.Namespace, lr.l.Name) || seen[lr.node] {
+		for i, at := range d.lookupAt {
+			lk := d.s.Lookups[i]
+			if lk.Kind != "ssm" || o.SSMPaths.Allows(c.Namespace, lk.Name) || seen[at.node] {
 				continue
 			}
-			seen[lr.node] = true // a config tag's lookup is every stack's
+			seen[at.node] = true // a config tag's lookup is every stack's
 			allowed := "none"
 			if paths := o.SSMPaths.For(c.Namespace); len(paths) > 0 {
 				allowed = strings.Join(paths, ", ")
 			}
-			l.errorf(lr.node, lr.key, "SSM parameter %s is outside the Parameter Store paths namespace %s may read (%s): move the parameter under one of them, or have cairn deployed with the path in the CDK context cairn:ssmPaths for namespace %s",
-				lr.l.Name, c.Namespace, allowed, c.Namespace)
+			l.errorf(at.node, at.key, "SSM parameter %s is outside the Parameter Store paths namespace %s may read (%s): move the parameter under one of them, or have cairn deployed with the path in the CDK context cairn:ssmPaths for namespace %s",
+				lk.Name, c.Namespace, allowed, c.Namespace)
 		}
 	}
 }

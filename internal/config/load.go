@@ -199,8 +199,9 @@ type stackDef struct {
 	// and a large config many stacks).
 	params               []givenParam
 	requires, requiredBy []*yaml.Node
-	lookups              []lookupRef
-	ownTags              map[string]string
+	// lookupAt locates each of the stack's Lookups (s.Lookups[i] at lookupAt[i]).
+	lookupAt []lookupAt
+	ownTags  map[string]string
 	// targetNodes holds the nodes of the stack's own targetKeys.
 	targetNodes map[string]*yaml.Node
 }
@@ -251,6 +252,30 @@ func (l *loader) templatePath(p string) *templatePath {
 	return tp
 }
 
+// lookupAt is where a lookup is written: the node and key of its value.
+type lookupAt struct {
+	node *yaml.Node
+	key  string
+}
+
+// addLookup adds a lookup of the stack.
+func (d *stackDef) addLookup(lr lookupRef) {
+	d.s.Lookups = append(d.s.Lookups, lr.l)
+	d.lookupAt = append(d.lookupAt, lookupAt{lr.node, lr.key})
+}
+
+// sortLookups orders the stack's lookups by parameter, then tag (a stable insertion sort
+// of both slices: a stack has few).
+func (d *stackDef) sortLookups() {
+	ls, at := d.s.Lookups, d.lookupAt
+	for i := 1; i < len(ls); i++ {
+		for j := i; j > 0 && cmp.Or(strings.Compare(ls[j].Param, ls[j-1].Param), strings.Compare(ls[j].Tag, ls[j-1].Tag)) < 0; j-- {
+			ls[j], ls[j-1] = ls[j-1], ls[j]
+			at[j], at[j-1] = at[j-1], at[j]
+		}
+	}
+}
+
 type lookupRef struct {
 	l    Lookup
 	node *yaml.Node
@@ -288,7 +313,7 @@ func (p dep) to() string {
 	case depRequiredBy:
 		return p.d.s.Name
 	}
-	return p.d.lookups[p.idx].l.Stack
+	return p.d.s.Lookups[p.idx].Stack
 }
 
 // node is the node that declares the dependency.
@@ -299,7 +324,7 @@ func (p dep) node() *yaml.Node {
 	case depRequiredBy:
 		return p.d.requiredBy[p.idx]
 	}
-	return p.d.lookups[p.idx].node
+	return p.d.lookupAt[p.idx].node
 }
 
 func (p dep) fullKey() string {
@@ -309,7 +334,7 @@ func (p dep) fullKey() string {
 	case depRequiredBy:
 		return fmt.Sprintf("%s.required_by[%d]", p.d.key, p.idx)
 	}
-	return p.d.lookups[p.idx].key
+	return p.d.lookupAt[p.idx].key
 }
 
 func (l *loader) errorf(n *yaml.Node, key, format string, args ...any) {
@@ -566,12 +591,13 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 				if !ok {
 					continue
 				}
-				if d.lookups == nil && len(found) > 0 {
-					d.lookups = make([]lookupRef, 0, len(found)+len(params)-len(d.params)+len(l.topTags))
+				if s.Lookups == nil && len(found) > 0 {
+					n := len(found) + len(params) - len(d.params) + len(l.topTags)
+					s.Lookups, d.lookupAt = make([]Lookup, 0, n), make([]lookupAt, 0, n)
 				}
 				for _, lk := range found {
 					lk.Param = p.name
-					d.lookups = append(d.lookups, lookupRef{l: lk, node: p.v, key: p.key})
+					d.addLookup(lookupRef{l: lk, node: p.v, key: p.key})
 				}
 				if known {
 					gp := &d.params[len(d.params)-1]
@@ -631,19 +657,13 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 	}
 	for _, lr := range l.topTags {
 		if _, own := d.ownTags[lr.l.Tag]; !own {
-			d.lookups = append(d.lookups, lr)
+			d.addLookup(lr)
 		}
 	}
-	d.lookups = append(d.lookups, ownTagLookups...)
-	slices.SortStableFunc(d.lookups, func(a, b lookupRef) int {
-		return cmp.Or(strings.Compare(a.l.Param, b.l.Param), strings.Compare(a.l.Tag, b.l.Tag))
-	})
-	if len(d.lookups) > 0 {
-		s.Lookups = make([]Lookup, len(d.lookups))
-		for i, lr := range d.lookups {
-			s.Lookups[i] = lr.l
-		}
+	for _, lr := range ownTagLookups {
+		d.addLookup(lr)
 	}
+	d.sortLookups()
 	return d
 }
 
@@ -732,7 +752,7 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 	}
 	n := 0
 	for _, d := range defs {
-		n += len(d.requires) + len(d.requiredBy) + len(d.lookups)
+		n += len(d.requires) + len(d.requiredBy) + len(d.lookupAt)
 	}
 	deps := make([]dep, 0, n)
 	known := func(name string, n *yaml.Node, key, what string) bool {
@@ -774,33 +794,33 @@ func (l *loader) references(c *Config, defs []*stackDef) []dep {
 				known(r, dp.node(), dp.fullKey(), "required_by names")
 			}
 		}
-		for i := range d.lookups {
-			lr := &d.lookups[i]
-			if lr.l.Kind == KindRxref {
-				if c.byName[lr.l.Stack] != nil {
-					l.errorf(lr.node, lr.key, "${rxref %s::%s} names stack %s of this config: write ${output %s::%s}, which also deploys %s first", lr.l.Stack, lr.l.Output, lr.l.Stack, lr.l.Stack, lr.l.Output, lr.l.Stack)
+		for i, at := range d.lookupAt {
+			lk := &s.Lookups[i]
+			if lk.Kind == KindRxref {
+				if c.byName[lk.Stack] != nil {
+					l.errorf(at.node, at.key, "${rxref %s::%s} names stack %s of this config: write ${output %s::%s}, which also deploys %s first", lk.Stack, lk.Output, lk.Stack, lk.Stack, lk.Output, lk.Stack)
 					continue
 				}
-				s.Lookups[i].StackName = lr.l.Stack
+				lk.StackName = lk.Stack
 				if c.Namespace != "" {
-					s.Lookups[i].StackName = c.Namespace + c.NamespaceDelimiter + lr.l.Stack
+					lk.StackName = c.Namespace + c.NamespaceDelimiter + lk.Stack
 				}
 				continue
 			}
-			if lr.l.Kind != KindOutput {
+			if lk.Kind != KindOutput {
 				continue
 			}
-			target := c.byName[lr.l.Stack]
+			target := c.byName[lk.Stack]
 			if target == nil {
-				known(lr.l.Stack, lr.node, lr.key, "${output "+lr.l.Stack+"::"+lr.l.Output+"} names")
+				known(lk.Stack, at.node, at.key, "${output "+lk.Stack+"::"+lk.Output+"} names")
 				continue
 			}
-			s.Lookups[i].StackName = target.StackName
+			lk.StackName = target.StackName
 			if own {
 				deps = append(deps, dep{d: d, list: depLookup, idx: i})
 			}
-			if t := target.Template; t != nil && !t.HasOutput(lr.l.Output) {
-				l.errorf(lr.node, lr.key, "stack %s has no output %q: its template declares %s", target.Name, lr.l.Output, list(t.Outputs, "no outputs"))
+			if t := target.Template; t != nil && !t.HasOutput(lk.Output) {
+				l.errorf(at.node, at.key, "stack %s has no output %q: its template declares %s", target.Name, lk.Output, list(t.Outputs, "no outputs"))
 			}
 		}
 	}

@@ -357,9 +357,9 @@ func (p *parser) inline(flow bool) (*yaml.Node, bool) {
 	case '"', '\'':
 		return p.quoted()
 	case '[':
-		return p.flowSequence()
+		return p.flow(yaml.SequenceNode)
 	case '{':
-		return p.flowMapping()
+		return p.flow(yaml.MappingNode)
 	}
 	if !p.plainStart(flow) {
 		return nil, false
@@ -452,64 +452,56 @@ func (p *parser) quoted() (*yaml.Node, bool) {
 	return n, true
 }
 
-// flowSequence reads a one-line [a, b] of scalars and flow collections.
-func (p *parser) flowSequence() (*yaml.Node, bool) {
-	seq := p.node(yaml.SequenceNode, "!!seq", "", yaml.FlowStyle)
+// flow reads a one-line flow collection of scalars and flow collections: [a, b] when
+// kind is a SequenceNode, {k: v, ...} when it is a MappingNode.
+func (p *parser) flow(kind yaml.Kind) (*yaml.Node, bool) {
+	tag, end := "!!seq", byte(']')
+	if kind == yaml.MappingNode {
+		tag, end = "!!map", '}'
+	}
+	n := p.node(kind, tag, "", yaml.FlowStyle)
 	mark := len(p.stack)
 	defer func() { p.stack = p.stack[:mark] }()
-	p.i++ // '['
+	p.i++ // '[' or '{'
 	p.skipSpaces()
-	for p.i < len(p.s) && p.s[p.i] != ']' {
+	for p.i < len(p.s) && p.s[p.i] != end {
+		if kind == yaml.MappingNode {
+			k, ok := p.flowKey()
+			if !ok {
+				return nil, false
+			}
+			p.stack = append(p.stack, k)
+		}
 		v, ok := p.flowItem()
 		if !ok {
 			return nil, false
 		}
 		p.stack = append(p.stack, v)
-		if !p.flowNext(']') {
+		if !p.flowNext(end) {
 			return nil, false
 		}
 	}
 	if p.i >= len(p.s) {
 		return nil, false
 	}
-	p.i++ // ']'
-	seq.Content = p.children(p.stack[mark:])
-	return seq, true
+	p.i++ // ']' or '}'
+	n.Content = p.children(p.stack[mark:])
+	return n, true
 }
 
-// flowMapping reads a one-line {k: v, ...} of scalars and flow collections.
-func (p *parser) flowMapping() (*yaml.Node, bool) {
-	m := p.node(yaml.MappingNode, "!!map", "", yaml.FlowStyle)
-	mark := len(p.stack)
-	defer func() { p.stack = p.stack[:mark] }()
-	p.i++ // '{'
-	p.skipSpaces()
-	for p.i < len(p.s) && p.s[p.i] != '}' {
-		k, ok := p.flowItem()
-		if !ok || k.Kind != yaml.ScalarNode {
-			return nil, false
-		}
-		p.skipSpaces()
-		if !p.mappingValue() {
-			return nil, false // "{a}", "{a:b}" or "{"a":b}": yaml.v3's
-		}
-		p.i++
-		p.skipSpaces()
-		v, ok := p.flowItem()
-		if !ok {
-			return nil, false
-		}
-		p.stack = append(p.stack, k, v)
-		if !p.flowNext('}') {
-			return nil, false
-		}
-	}
-	if p.i >= len(p.s) {
+// flowKey reads a key of a flow mapping and the ": " after it.
+func (p *parser) flowKey() (*yaml.Node, bool) {
+	k, ok := p.flowItem()
+	if !ok || k.Kind != yaml.ScalarNode {
 		return nil, false
 	}
-	p.i++ // '}'
-	m.Content = p.children(p.stack[mark:])
-	return m, true
+	p.skipSpaces()
+	if !p.mappingValue() {
+		return nil, false // "{a}", "{a:b}" or "{"a":b}": yaml.v3's
+	}
+	p.i++
+	p.skipSpaces()
+	return k, true
 }
 
 // flowItem reads one entry of a flow collection.

@@ -6,19 +6,34 @@
 // (10,000 stacks, 1.8 MB) at about 20 MB/s and allocates half as much again as the tree
 // it returns. Parse reads the common subset of YAML directly: block mappings and
 // sequences, one-line plain and quoted scalars without escapes, and one-line flow
-// sequences and mappings of those. Anything else (comments, anchors and aliases, tags,
-// block scalars, multi-line scalars, escapes, tabs, non-ASCII text, several documents,
-// and every error) is handed to yaml.v3 whole, so the tree, its positions and the error
-// messages are always yaml.v3's: FuzzParse checks that both give the same tree.
+// sequences and mappings of those, in ASCII. Anything else (anchors and aliases, tags,
+// block scalars, multi-line scalars, escapes, tabs, non-ASCII text outside comments,
+// several documents, and every error) is handed to yaml.v3 whole, so the tree, its
+// positions and the error messages are always yaml.v3's: FuzzParseAsYAMLv3 and
+// TestParseGeneratedDocuments check that both give the same tree.
+//
+// Parse leaves a document with comments to yaml.v3, which places them in the tree;
+// ParseWithoutComments reads them on the fast path and leaves them out, for callers that
+// never read a node's comments.
 package yamlnode
 
 import (
+	"bytes"
+	"unicode/utf8"
+
 	"gopkg.in/yaml.v3"
 )
 
 // Parse returns the document node of data, as yaml.Unmarshal(data, &node) does.
-func Parse(data []byte) (*yaml.Node, error) {
-	if doc, ok := parseBlock(data); ok {
+func Parse(data []byte) (*yaml.Node, error) { return parse(data, false) }
+
+// ParseWithoutComments is Parse for a caller that reads no comments: the tree may lack
+// the document's comments (HeadComment, LineComment and FootComment empty); everything
+// else (nodes, positions, errors) is yaml.v3's.
+func ParseWithoutComments(data []byte) (*yaml.Node, error) { return parse(data, true) }
+
+func parse(data []byte, dropComments bool) (*yaml.Node, error) {
+	if doc, ok := parseBlock(data, dropComments); ok {
 		return doc, nil
 	}
 	var doc yaml.Node
@@ -48,11 +63,14 @@ type parser struct {
 	stack []*yaml.Node
 	// tags caches the tag yaml.v3 resolves a plain scalar that may not be a string to.
 	tags map[string]string
+	// bad: a comment holds a character yaml.v3 reads otherwise (a line break other
+	// than \n, a control character, invalid UTF-8).
+	bad bool
 }
 
-func parseBlock(data []byte) (*yaml.Node, bool) {
-	if !inSubset(data) {
-		return nil, false
+func parseBlock(data []byte, dropComments bool) (*yaml.Node, bool) {
+	if !dropComments && bytes.IndexByte(data, '#') >= 0 {
+		return nil, false // comments: yaml.v3's to place in the tree
 	}
 	p := &parser{s: string(data), line: 1}
 	p.skipBlankLines()
@@ -72,29 +90,15 @@ func parseBlock(data []byte) (*yaml.Node, bool) {
 		return nil, false // text left at a lesser indentation than the root's: an error
 	}
 	doc.Content = p.children([]*yaml.Node{root})
-	return doc, true
+	return doc, !p.bad
 }
 
-// inSubset rejects, before any parsing, documents with bytes the parser leaves to
-// yaml.v3: comments, tabs, carriage returns and other control characters, non-ASCII
-// text (columns count characters), anchors, aliases, tags, block scalars and directives
-// are all marked by one of these.
-func inSubset(data []byte) bool {
-	for _, c := range data {
-		if outside[c] {
-			return false
-		}
-	}
-	return true
-}
-
-// outside marks the bytes inSubset rejects.
-var outside = func() (t [256]bool) {
+// notText marks the bytes the parser leaves to yaml.v3 wherever they stand outside a
+// comment: tabs, carriage returns and other control characters, and non-ASCII text
+// (yaml.v3 counts columns in characters).
+var notText = func() (t [256]bool) {
 	for c := range t {
 		t[c] = c != '\n' && (c < 0x20 || c >= 0x7f)
-	}
-	for _, c := range "#&*!|>%\\@`" {
-		t[c] = true
 	}
 	return t
 }()
@@ -128,13 +132,15 @@ func (p *parser) children(c []*yaml.Node) []*yaml.Node {
 	return p.ptrs[start:len(p.ptrs):len(p.ptrs)]
 }
 
-// skipBlankLines moves to the first non-space of the next line holding anything; at the
-// end of a line it moves on.
+// skipBlankLines moves to the first non-space of the next line holding anything but a
+// comment; at the end of a line it moves on.
 func (p *parser) skipBlankLines() {
 	for p.i < len(p.s) {
 		switch p.s[p.i] {
 		case ' ':
 			p.i++
+		case '#': // after spaces only, or at a line's start: a comment
+			p.skipComment()
 		case '\n':
 			p.i++
 			p.line++
@@ -151,10 +157,36 @@ func (p *parser) skipSpaces() {
 	}
 }
 
-// atLineEnd reports whether only spaces are left on the line.
+// atLineEnd reports whether only spaces, and a comment, are left on the line.
 func (p *parser) atLineEnd() bool {
 	p.skipSpaces()
+	if p.comment() {
+		p.skipComment()
+	}
 	return p.i >= len(p.s) || p.s[p.i] == '\n'
+}
+
+// comment reports whether a comment starts at i: a '#' after a space.
+func (p *parser) comment() bool {
+	return p.i > 0 && p.i < len(p.s) && p.s[p.i] == '#' && p.s[p.i-1] == ' '
+}
+
+// skipComment moves to the end of the line, noting a character that would make yaml.v3
+// read the comment otherwise, or refuse it.
+func (p *parser) skipComment() {
+	for p.i < len(p.s) && p.s[p.i] != '\n' {
+		c := p.s[p.i]
+		if !notText[c] {
+			p.i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(p.s[p.i:])
+		if c < 0x80 || r == utf8.RuneError || r == 0x85 || r == 0x2028 || r == 0x2029 || r == 0xFEFF ||
+			r < 0xA0 || 0xD7FF < r && r < 0xE000 || 0xFFFD < r && r < 0x10000 {
+			p.bad = true
+		}
+		p.i += n
+	}
 }
 
 // entry reports whether a block sequence entry ("- ") starts at i.
@@ -289,6 +321,9 @@ func (p *parser) plainKey() (string, bool) {
 			v := trimRight(p.s[p.i:j])
 			return v, len(v) <= maxKey && v != ""
 		}
+		if p.s[j] == '#' && p.s[j-1] == ' ' || notText[p.s[j]] {
+			return "", false // a comment before any ':', or a character for yaml.v3
+		}
 		j++
 	}
 	return "", false
@@ -312,10 +347,11 @@ func (p *parser) plainStart(flow bool) bool {
 		return false
 	case '.':
 		return p.col() != 1 || p.i+2 >= len(p.s) || p.s[p.i:p.i+3] != "..." // a document end
-	case '?', ':', ',', '[', ']', '{', '}', '"', '\'', ' ', '\n':
+	case '?', ':', ',', '[', ']', '{', '}', '"', '\'', ' ', '\n', '#',
+		'&', '*', '!', '|', '>', '%', '@', '`': // anchors, aliases, tags, block scalars...
 		return false
 	}
-	return true
+	return !notText[p.s[p.i]]
 }
 
 func isFlowIndicator(c byte) bool {
@@ -374,8 +410,11 @@ func (p *parser) inline(flow bool) (*yaml.Node, bool) {
 			}
 			break
 		}
-		if flow && isFlowIndicator(c) {
-			break
+		if flow && isFlowIndicator(c) || c == '#' && p.s[j-1] == ' ' {
+			break // a comment ends the scalar
+		}
+		if notText[c] {
+			return nil, false
 		}
 		j++
 	}
@@ -435,8 +474,8 @@ func (p *parser) quoted() (*yaml.Node, bool) {
 	q := p.s[p.i]
 	j := p.i + 1
 	for j < len(p.s) && p.s[j] != q {
-		if p.s[j] == '\n' {
-			return nil, false
+		if c := p.s[j]; c == '\n' || notText[c] || c == '\\' && q == '"' {
+			return nil, false // on several lines, a character for yaml.v3, or an escape
 		}
 		j++
 	}

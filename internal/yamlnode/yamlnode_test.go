@@ -14,46 +14,56 @@ import (
 )
 
 // same reports where trees a and b differ ("" when they do not): every field yaml.v3
-// fills, an empty Content counting as none.
-func same(a, b *yaml.Node, at string) string {
+// fills (but comments when noComments), an empty Content counting as none.
+func same(a, b *yaml.Node, at string, noComments bool) string {
 	if a == nil || b == nil {
 		if a != b {
 			return at + ": one is nil"
 		}
 		return ""
 	}
+	comments := func(n *yaml.Node) [3]string {
+		if noComments {
+			return [3]string{}
+		}
+		return [3]string{n.HeadComment, n.LineComment, n.FootComment}
+	}
 	if a.Kind != b.Kind || a.Style != b.Style || a.Tag != b.Tag || a.Value != b.Value || a.Anchor != b.Anchor ||
-		a.Line != b.Line || a.Column != b.Column || a.HeadComment != b.HeadComment || a.LineComment != b.LineComment ||
-		a.FootComment != b.FootComment || (a.Alias == nil) != (b.Alias == nil) || len(a.Content) != len(b.Content) {
+		a.Line != b.Line || a.Column != b.Column || comments(a) != comments(b) || (a.Alias == nil) != (b.Alias == nil) ||
+		len(a.Content) != len(b.Content) {
 		return fmt.Sprintf("%s: got {kind %d style %d tag %q value %q at %d:%d, %d children}, yaml.v3 {kind %d style %d tag %q value %q at %d:%d, %d children}",
 			at, a.Kind, a.Style, a.Tag, a.Value, a.Line, a.Column, len(a.Content), b.Kind, b.Style, b.Tag, b.Value, b.Line, b.Column, len(b.Content))
 	}
 	for i := range a.Content {
-		if d := same(a.Content[i], b.Content[i], fmt.Sprintf("%s/%d", at, i)); d != "" {
+		if d := same(a.Content[i], b.Content[i], fmt.Sprintf("%s/%d", at, i), noComments); d != "" {
 			return d
 		}
 	}
 	return ""
 }
 
-// check parses data with Parse and with yaml.v3 and fails on any difference; it returns
-// whether the fast path read it.
-func check(t *testing.T, data []byte) bool {
+// check parses data with Parse, ParseWithoutComments and yaml.v3, and fails on any
+// difference (but comments, for ParseWithoutComments); it returns whether the fast path
+// read it without and with comments.
+func check(t *testing.T, data []byte) (fast, fastWithoutComments bool) {
 	t.Helper()
 	var want yaml.Node
 	wantErr := yaml.Unmarshal(data, &want)
-	got, err := Parse(data)
-	if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
-		t.Fatalf("Parse(%q): error %v, yaml.v3 %v", data, err, wantErr)
+	for _, noComments := range []bool{false, true} {
+		got, err := parse(data, noComments)
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("parse(%q, without comments %v): error %v, yaml.v3 %v", data, noComments, err, wantErr)
+		}
+		if err != nil {
+			return false, false
+		}
+		if d := same(got, &want, "doc", noComments); d != "" {
+			t.Fatalf("parse(%q, without comments %v) differs from yaml.v3 at %s", data, noComments, d)
+		}
 	}
-	if err != nil {
-		return false
-	}
-	if d := same(got, &want, "doc"); d != "" {
-		t.Fatalf("Parse(%q) differs from yaml.v3 at %s", data, d)
-	}
-	_, fast := parseBlock(data)
-	return fast
+	_, fast = parseBlock(data, false)
+	_, fastWithoutComments = parseBlock(data, true)
+	return fast, fastWithoutComments
 }
 
 // TestParseAsYAMLv3 checks the tree of configs in and out of the subset against
@@ -62,49 +72,73 @@ func TestParseAsYAMLv3(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		fast bool
+		// fastWithoutComments: read on the fast path by ParseWithoutComments (as is
+		// whatever Parse reads there).
+		fastWithoutComments bool
 	}{
-		{"namespace: x\nstacks:\n  - name: a\n    template_path: t.yaml\n", true},
-		{"namespace: x\nstacks:\n- name: a\n  requires: [b, c]\n- name: b\n", true},
-		{"tags: {team: platform, 'a b': \"c d\"}\nmax_concurrency: 4\nenabled: true\nx: ~\ny: null\nz: 1.5\nw: 0x1f\nd: 2001-12-14\nv: -3\n", true},
-		{"a:\n  b:\n    c: d\n  e: [1, [2, 3], {f: g}]\n\n\nh: i j  \n", true},
-		{"a: ${output stack-00001::Url}\nb: http://x/y\nc: a:b\n- d\n", false}, // an error: yaml.v3's
-		{"a: ${output stack-00001::Url}\nb: http://x/y\nc: a:b\n", true},
-		{"- a\n- - b\n  - c\n- d: e\n  f: g\n", true},
-		{"a: []\nb: {}\nc: \"\"\nd: ''\n", true},
-		{"<<: {a: b}\nc: d\n", true},
-		{"a: b # comment\n", false},
-		{"a: &x b\nc: *x\n", false},
-		{"a: !Ref b\n", false},
-		{"a: |\n  b\n", false},
-		{"a:\n  b\n  c\n", false},  // a multi-line plain scalar
-		{"a:\nb: c\n", false},      // an empty value
-		{"a: b\n  c: d\n", false},  // an error
-		{"a: b: c\n", false},       // an error
-		{"a: 'it''s'\n", false},    // an escape
-		{"a: \"b\\tc\"\n", false},  // an escape
-		{"a: b\na: c\n", true},     // a duplicate key is the loader's to report
-		{"a: [b, c,]\n", false},    // a trailing comma
-		{"a: [b\n  , c]\n", false}, // a multi-line flow sequence
-		{"---\na: b\n", false},
-		{"a: b\n...\n", false},
-		{"  a: b\n", false},
-		{"", false},
-		{"\n\n", false},
-		{"just text\n", false},
-		{"a:\tb\n", false},
-		{"a: b\r\nc: d\r\n", false},
-		{"a: é\n", false},
-		{"a: [b: c]\n", false},
-		{"a: {b}\n", false},
-		{"a: - b\n", false},
-		{"? a\n: b\n", false},
-		{"a:\n  - b\n  c: d\n", false},
-		{"a:\n- b\n- c\nd: e\n", true},
-		{"\"a b\": c\n'd': e\n", true},
-		{"a : b\n-x: y\n", true},
+		{"namespace: x\nstacks:\n  - name: a\n    template_path: t.yaml\n", true, false},
+		{"namespace: x\nstacks:\n- name: a\n  requires: [b, c]\n- name: b\n", true, false},
+		{"tags: {team: platform, 'a b': \"c d\"}\nmax_concurrency: 4\nenabled: true\nx: ~\ny: null\nz: 1.5\nw: 0x1f\nd: 2001-12-14\nv: -3\n", true, false},
+		{"a:\n  b:\n    c: d\n  e: [1, [2, 3], {f: g}]\n\n\nh: i j  \n", true, false},
+		{"a: ${output stack-00001::Url}\nb: http://x/y\nc: a:b\n- d\n", false, false}, // an error: yaml.v3's
+		{"a: ${output stack-00001::Url}\nb: http://x/y\nc: a:b\n", true, false},
+		{"- a\n- - b\n  - c\n- d: e\n  f: g\n", true, false},
+		{"a: []\nb: {}\nc: \"\"\nd: ''\n", true, false},
+		{"<<: {a: b}\nc: d\n", true, false},
+		{"a: b # comment\n", false, true},
+		{"# head\na: b#c # line\n  # indented\nd: # on the key\n  - e # entry\n  # between\n  - [f] # flow\n  - 'g # h' # quoted\n# foot\n", false, true},
+		{"a: [b, # c\n  d]\n", false, false},     // a comment in a flow collection
+		{"a: [b]# c\n", false, false},            // no space before '#': an error
+		{"a: #c\nb: d\n", false, false},          // an empty value
+		{"a #b: c\n", false, false},              // a key cut by a comment: an error
+		{"- a #b: c\n- \"d\" #e\n", false, true}, // a comment after entries
+		{"# `cairn local up` — and é, 日本, 😀\na: b # «c»\n", false, true},
+		{"# a\u2028b: c\na: b\n", false, false}, // a line break yaml.v3 knows in a comment
+		{"# a\u0085b\na: b\n", false, false},
+		{"# a\x01\na: b\n", false, false}, // a control character: yaml.v3 refuses it
+		{"# a\xffb\na: b\n", false, false}, // invalid UTF-8
+		{"# a\tb\na: b\n", false, false},
+		{"a: b\t# c\n", false, false},
+		{"a: x&y\nb: x*y|z>w%@`!\nc: 'd\\e'\n", true, false},
+		{"a: \"d\\e\"\n", false, false},
+		{"a: &x b\n", false, false},
+		{"a: [&x b]\n", false, false},
+		{"&a b: c\n", false, false},
+		{"a: \"é\"\n", false, false},
+		{"\ufeffa: b\n", false, false},
+		{"a: &x b\nc: *x\n", false, false},
+		{"a: !Ref b\n", false, false},
+		{"a: |\n  b\n", false, false},
+		{"a:\n  b\n  c\n", false, false},  // a multi-line plain scalar
+		{"a:\nb: c\n", false, false},      // an empty value
+		{"a: b\n  c: d\n", false, false},  // an error
+		{"a: b: c\n", false, false},       // an error
+		{"a: 'it''s'\n", false, false},    // an escape
+		{"a: \"b\\tc\"\n", false, false},  // an escape
+		{"a: b\na: c\n", true, false},     // a duplicate key is the loader's to report
+		{"a: [b, c,]\n", false, false},    // a trailing comma
+		{"a: [b\n  , c]\n", false, false}, // a multi-line flow sequence
+		{"---\na: b\n", false, false},
+		{"a: b\n...\n", false, false},
+		{"  a: b\n", false, false},
+		{"", false, false},
+		{"\n\n", false, false},
+		{"just text\n", false, false},
+		{"a:\tb\n", false, false},
+		{"a: b\r\nc: d\r\n", false, false},
+		{"a: é\n", false, false},
+		{"a: [b: c]\n", false, false},
+		{"a: {b}\n", false, false},
+		{"a: - b\n", false, false},
+		{"? a\n: b\n", false, false},
+		{"a:\n  - b\n  c: d\n", false, false},
+		{"a:\n- b\n- c\nd: e\n", true, false},
+		{"\"a b\": c\n'd': e\n", true, false},
+		{"a : b\n-x: y\n", true, false},
 	} {
-		if fast := check(t, []byte(tc.in)); fast != tc.fast {
-			t.Errorf("Parse(%q): fast path %v, want %v", tc.in, fast, tc.fast)
+		fast, fastWithoutComments := check(t, []byte(tc.in))
+		if fast != tc.fast || fastWithoutComments != (tc.fast || tc.fastWithoutComments) {
+			t.Errorf("Parse(%q): fast path %v (%v without comments), want %v (%v)", tc.in, fast, fastWithoutComments, tc.fast, tc.fast || tc.fastWithoutComments)
 		}
 	}
 }
@@ -113,12 +147,27 @@ func TestParseAsYAMLv3(t *testing.T) {
 // yaml.v3 reads it.
 func TestParseGeneratedConfig(t *testing.T) {
 	cfg := benchbundle.Config("bench", benchbundle.Stacks(2000))
-	if !check(t, []byte(cfg)) {
+	if fast, _ := check(t, []byte(cfg)); !fast {
 		t.Error("the generated config is not read on the fast path")
 	}
-	if !check(t, []byte(benchbundle.Template)) {
-		// The template uses tags (!Join): yaml.v3's.
-		t.Log("template read by yaml.v3")
+	check(t, []byte(benchbundle.Template)) // with tags (!Join): yaml.v3's
+}
+
+// TestRepositoryConfigs checks the example configs in testdata/bundles, written by hand
+// with comments, are read on the fast path without their comments, as yaml.v3 reads them.
+func TestRepositoryConfigs(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/bundles/*/cairn.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no configs in testdata/bundles (%v)", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, fast := check(t, data); !fast {
+			t.Errorf("%s is not read on the fast path", f)
+		}
 	}
 }
 
@@ -155,8 +204,9 @@ func TestParseGeneratedDocuments(t *testing.T) {
 		var b strings.Builder
 		genMapping(rt, &b, 0, 3)
 		doc := b.String()
-		if !check(t, []byte(doc)) {
-			rt.Fatalf("not read on the fast path:\n%s", doc)
+		fast, fastWithoutComments := check(t, []byte(doc))
+		if !fastWithoutComments || !fast && !strings.Contains(doc, "#") {
+			rt.Fatalf("not read on the fast path (%v, %v without comments):\n%s", fast, fastWithoutComments, doc)
 		}
 	})
 }
@@ -165,7 +215,7 @@ var (
 	genKeys    = []string{"a", "name", "template_path", "a b", "-x", "k-1", "\"quoted key\"", "'single'", "x.y", "$k", "a:b", "1", "true", "null"}
 	genScalars = []string{"b", "stack-00001", "${output stack-00001::Url}", "http://x/y?a=b", "a:b", "a,b", "a[b]", "a{b}", "a - b", "a  b",
 		"1", "-2", "+3", "0x1f", "0o17", "1_000", "1.5", "-1.5e3", ".5", ".inf", "-.Inf", ".NaN", "2001-12-14", "2001-12-14T21:59:43.10-05:00", "12:30", "1.2.3",
-		"true", "False", "TRUE", "yes", "no", "on", "off", "y", "n", "null", "Null", "~", "nil", "\"\"", "''", "\"a b: c\"", "'it is'", "\"1\"", "'true'", "<<x", "-a", "a-"}
+		"true", "False", "TRUE", "yes", "no", "on", "off", "y", "n", "null", "Null", "~", "nil", "\"\"", "''", "\"a b: c\"", "'it is'", "\"1\"", "'true'", "<<x", "-a", "a-", "a#b", "'c # d'", "\"#e\"", "x&y", "a*b", "50%", "a|b>c", "a!b", "'d\\e'"}
 	genFlowScalars = []string{"b", "stack-00001", "1", "-2", "1.5", "true", "null", "~", "\"a, b\"", "'c]'", "a b", "x.y"}
 )
 
@@ -180,7 +230,7 @@ func genMapping(t *rapid.T, b *strings.Builder, indent, depth int) {
 		b.WriteString(rapid.SampledFrom([]string{":", " :"}).Draw(t, "colon"))
 		genValue(t, b, indent, depth)
 		if rapid.IntRange(0, 5).Draw(t, "blank") == 0 {
-			b.WriteString(rapid.SampledFrom([]string{"\n", "  \n"}).Draw(t, "blank line"))
+			b.WriteString(rapid.SampledFrom([]string{"\n", "  \n", "# a comment\n", "      # deeper\n", " #\n"}).Draw(t, "blank line"))
 		}
 	}
 }
@@ -193,16 +243,16 @@ func genValue(t *rapid.T, b *strings.Builder, indent, depth int) {
 	}
 	switch kind {
 	case 0:
-		b.WriteString(" " + rapid.SampledFrom(genScalars).Draw(t, "scalar") + rapid.SampledFrom([]string{"", " "}).Draw(t, "trailing") + "\n")
+		b.WriteString(" " + rapid.SampledFrom(genScalars).Draw(t, "scalar") + rapid.SampledFrom([]string{"", " "}).Draw(t, "trailing") + genComment(t) + "\n")
 	case 1:
-		b.WriteString(" " + genFlow(t, 2) + "\n")
+		b.WriteString(" " + genFlow(t, 2) + genComment(t) + "\n")
 	case 2:
 		in := indent + rapid.IntRange(1, 4).Draw(t, "indent")
-		b.WriteString("\n" + strings.Repeat(" ", in))
+		b.WriteString(genComment(t) + "\n" + strings.Repeat(" ", in))
 		genMapping(t, b, in, depth-1)
 	default:
 		in := indent + rapid.IntRange(0, 3).Draw(t, "indent")
-		b.WriteString("\n")
+		b.WriteString(genComment(t) + "\n")
 		genSequence(t, b, in, depth-1)
 	}
 }
@@ -220,13 +270,18 @@ func genSequence(t *rapid.T, b *strings.Builder, indent, depth int) {
 		}
 		switch kind {
 		case 0:
-			b.WriteString(rapid.SampledFrom(genScalars).Draw(t, "scalar") + "\n")
+			b.WriteString(rapid.SampledFrom(genScalars).Draw(t, "scalar") + genComment(t) + "\n")
 		case 1:
-			b.WriteString(genFlow(t, 2) + "\n")
+			b.WriteString(genFlow(t, 2) + genComment(t) + "\n")
 		default:
 			genMapping(t, b, indent+1+gap, depth-1) // a compact mapping
 		}
 	}
+}
+
+// genComment returns nothing, or a comment to end a line with.
+func genComment(t *rapid.T) string {
+	return rapid.SampledFrom([]string{"", "", "", " # note", "   #x: y", " #", " # `cairn push` — é &a *b !c |d >e"}).Draw(t, "comment")
 }
 
 // genFlow returns a one-line flow sequence or mapping.

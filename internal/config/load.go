@@ -57,11 +57,14 @@ func Load(b *bundle.Bundle) (*Config, error) { return LoadOptions{}.Load(b) }
 // Load loads and validates the bundle's config. On any problem it returns nil and the
 // Errors, all of them, in file order.
 func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
-	l := &loader{b: b, file: b.ConfigFile, templates: map[source]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, day: o.Today}
-	if l.day == "" {
-		l.day = template.Today()
-	}
+	l := o.loader(b, false)
 	c := l.load(o)
+	if l.needComments {
+		// An inline template_body mapping keeps its comments in the body: load again,
+		// with the config's comments read.
+		l = o.loader(b, true)
+		c = l.load(o)
+	}
 	if c != nil {
 		sortErrors(l.warnings, l.file)
 		c.Warnings = l.warnings
@@ -71,6 +74,14 @@ func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
 		return nil, l.errs
 	}
 	return c, nil
+}
+
+func (o LoadOptions) loader(b *bundle.Bundle, withComments bool) *loader {
+	l := &loader{b: b, file: b.ConfigFile, templates: map[source]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, day: o.Today, withComments: withComments}
+	if l.day == "" {
+		l.day = template.Today()
+	}
+	return l
 }
 
 // sortErrors orders errors by file (the config first), line and column.
@@ -154,6 +165,11 @@ type loader struct {
 	// so a config with thousands of typos stays linear.
 	knownNames  []string
 	suggestions int
+	// withComments: the config's tree holds its comments. Without them (the faster
+	// parse), commentsDropped says the config may have had some, and needComments that a
+	// stack's inline template_body mapping would have kept them in its body: Load then
+	// loads again, with them.
+	withComments, commentsDropped, needComments bool
 	// eval evaluates the lookups of values at load, made once (lookups).
 	eval *evaluator
 	// fieldBuf holds the results of fields, which callers only range over: a stack's are
@@ -351,7 +367,15 @@ func (l *loader) load(o LoadOptions) *Config {
 	if l.b.Config == nil {
 		return l.assembly(o, nil) // a CDK cloud assembly alone
 	}
-	doc, err := yamlnode.Parse(l.b.Config)
+	// The config is read without its comments, which nothing reads but the body of an
+	// inline template_body mapping (needComments).
+	parse := yamlnode.ParseWithoutComments
+	if l.withComments {
+		parse = yamlnode.Parse
+	} else {
+		l.commentsDropped = bytes.IndexByte(l.b.Config, '#') >= 0
+	}
+	doc, err := parse(l.b.Config)
 	if err != nil {
 		line, msg := 1, strings.TrimPrefix(err.Error(), "yaml: ")
 		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
@@ -558,6 +582,7 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 				}
 			case "template_body":
 				if f.v.Kind == yaml.MappingNode {
+					l.needComments = l.needComments || l.commentsDropped
 					body, err := yaml.Marshal(f.v)
 					if err != nil {
 						l.errorf(f.v, f.key, "cannot re-encode the inline template: %v", err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/cairn-dev/cairn/internal/bundle"
 )
 
@@ -233,5 +235,41 @@ Resources:
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("engine %s: errors\n%s\nwant\n%s", tc.engine, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 		}
+	}
+}
+
+// TestInlineTemplateKeepsComments: the config is read without its comments, except when a
+// stack's template_body is a mapping, whose body keeps the comments written in it (as
+// yaml.v3 encodes them); other stacks load the same either way.
+func TestInlineTemplateKeepsComments(t *testing.T) {
+	const cfg = `# the shop
+namespace: shop # its namespace
+stacks:
+  - name: queue # a stack
+    template_body:
+      # the queue
+      Resources:
+        Queue: {Type: AWS::SQS::Queue} # a queue
+  - name: app
+    template_path: templates/app.yaml
+    parameters: {Name: app} # one parameter
+`
+	c, err := Load(fuzzBundle(t, []byte(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(cfg), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want, err := yaml.Marshal(doc.Content[0].Content[3].Content[0].Content[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := c.Stack("queue").TemplateBody; string(body) != string(want) || !strings.Contains(string(body), "# a queue") {
+		t.Errorf("inline body:\n%s\nwant:\n%s", body, want)
+	}
+	if app := c.Stack("app"); app.Parameters["Name"] != "app" || app.StackName != "shop-app" {
+		t.Errorf("app = %+v", app)
 	}
 }

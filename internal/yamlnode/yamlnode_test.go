@@ -95,7 +95,7 @@ func TestParseAsYAMLv3(t *testing.T) {
 		{"# `cairn local up` — and é, 日本, 😀\na: b # «c»\n", false, true},
 		{"# a\u2028b: c\na: b\n", false, false}, // a line break yaml.v3 knows in a comment
 		{"# a\u0085b\na: b\n", false, false},
-		{"# a\x01\na: b\n", false, false}, // a control character: yaml.v3 refuses it
+		{"# a\x01\na: b\n", false, false},  // a control character: yaml.v3 refuses it
 		{"# a\xffb\na: b\n", false, false}, // invalid UTF-8
 		{"# a\tb\na: b\n", false, false},
 		{"a: b\t# c\n", false, false},

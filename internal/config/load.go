@@ -617,8 +617,8 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
 					continue
 				}
 				if s.Lookups == nil && len(found) > 0 {
-					n := len(found) + len(params) - len(d.params) + len(l.topTags)
-					s.Lookups, d.lookupAt = make([]Lookup, 0, n), make([]lookupAt, 0, n)
+					size := len(found) + len(params) - len(d.params) + len(l.topTags)
+					s.Lookups, d.lookupAt = make([]Lookup, 0, size), make([]lookupAt, 0, size)
 				}
 				for _, lk := range found {
 					lk.Param = p.name

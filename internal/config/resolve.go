@@ -193,8 +193,13 @@ type evaluator struct {
 }
 
 func (e *evaluator) eval(parts []part) (result, error) {
-	if len(parts) == 1 && parts[0].lookup {
+	switch {
+	case len(parts) == 0:
+		return result{}, nil
+	case len(parts) == 1 && parts[0].lookup:
 		return e.lookup(parts[0])
+	case len(parts) == 1:
+		return result{s: parts[0].text}, nil // text alone: most lookups' arguments
 	}
 	var out result
 	var b strings.Builder

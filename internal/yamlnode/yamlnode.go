@@ -43,8 +43,22 @@ func parse(data []byte, dropComments bool) (*yaml.Node, error) {
 	return &doc, nil
 }
 
-// maxKey is below libyaml's limit on an implicit key (1024 characters): a longer key is
-// yaml.v3's to refuse.
+// maxDepth bounds the nesting the parser follows (it recurses): a deeper document is
+// yaml.v3's, which refuses nesting past 10,000.
+const maxDepth = 1000
+
+// deeper enters a nested collection, reporting false past maxDepth.
+func (p *parser) deeper() bool {
+	p.depth++
+	if p.depth > maxDepth {
+		p.depth--
+		return false
+	}
+	return true
+}
+
+// maxKey is below libyaml's limit on an implicit key (1024 characters from its start to
+// its ':'): a longer key is yaml.v3's to refuse.
 const maxKey = 1000
 
 // parser reads the block subset. Any method returning false means "not in the subset":
@@ -62,7 +76,8 @@ type parser struct {
 	// stack collects the children of the collections being read.
 	stack []*yaml.Node
 	// tags caches the tag yaml.v3 resolves a plain scalar that may not be a string to.
-	tags map[string]string
+	tags  map[string]string
+	depth int // collections being read, nested
 	// bad: a comment holds a character yaml.v3 reads otherwise (a line break other
 	// than \n, a control character, invalid UTF-8).
 	bad bool
@@ -198,6 +213,10 @@ func (p *parser) entry() bool {
 // the lines after it that belong to it; parent is the indentation of the collection
 // holding it (-1 for the root).
 func (p *parser) block(parent int) (*yaml.Node, bool) {
+	if !p.deeper() {
+		return nil, false
+	}
+	defer func() { p.depth-- }()
 	indent := p.col() - 1
 	if p.entry() {
 		return p.sequence(indent)
@@ -294,9 +313,10 @@ func (p *parser) mapping(indent int) (*yaml.Node, bool) {
 // key reads a mapping key and stops at its ':'.
 func (p *parser) key() (*yaml.Node, bool) {
 	if c := p.s[p.i]; c == '"' || c == '\'' {
+		start := p.i
 		k, ok := p.quoted()
 		p.skipSpaces()
-		return k, ok && p.mappingValue()
+		return k, ok && p.mappingValue() && p.i-start <= maxKey
 	}
 	line, col := p.line, p.col()
 	v, ok := p.plainKey()
@@ -319,7 +339,7 @@ func (p *parser) plainKey() (string, bool) {
 	for j < len(p.s) && p.s[j] != '\n' {
 		if p.s[j] == ':' && (j+1 == len(p.s) || p.s[j+1] == ' ' || p.s[j+1] == '\n') {
 			v := trimRight(p.s[p.i:j])
-			return v, len(v) <= maxKey && v != ""
+			return v, j-p.i <= maxKey && v != ""
 		}
 		if p.s[j] == '#' && p.s[j-1] == ' ' || notText[p.s[j]] {
 			return "", false // a comment before any ':', or a character for yaml.v3
@@ -494,6 +514,10 @@ func (p *parser) quoted() (*yaml.Node, bool) {
 // flow reads a one-line flow collection of scalars and flow collections: [a, b] when
 // kind is a SequenceNode, {k: v, ...} when it is a MappingNode.
 func (p *parser) flow(kind yaml.Kind) (*yaml.Node, bool) {
+	if !p.deeper() {
+		return nil, false
+	}
+	defer func() { p.depth-- }()
 	tag, end := "!!seq", byte(']')
 	if kind == yaml.MappingNode {
 		tag, end = "!!map", '}'
@@ -530,13 +554,14 @@ func (p *parser) flow(kind yaml.Kind) (*yaml.Node, bool) {
 
 // flowKey reads a key of a flow mapping and the ": " after it.
 func (p *parser) flowKey() (*yaml.Node, bool) {
+	start := p.i
 	k, ok := p.flowItem()
 	if !ok || k.Kind != yaml.ScalarNode {
 		return nil, false
 	}
 	p.skipSpaces()
-	if !p.mappingValue() {
-		return nil, false // "{a}", "{a:b}" or "{"a":b}": yaml.v3's
+	if !p.mappingValue() || p.i-start > maxKey {
+		return nil, false // "{a}", "{a:b}", "{"a":b}" or a long key: yaml.v3's
 	}
 	p.i++
 	p.skipSpaces()

@@ -143,6 +143,33 @@ func TestParseAsYAMLv3(t *testing.T) {
 	}
 }
 
+// TestParseLimits checks keys near libyaml's limit on an implicit key (1024 characters to
+// its ':') and nesting past the parser's depth (yaml.v3 refuses past 10,000; the parser
+// recurses, so it must not follow a hostile document down) read as yaml.v3 reads them.
+func TestParseLimits(t *testing.T) {
+	for _, n := range []int{maxKey - 2, 1021, 1022, 1023, 1100} {
+		for _, k := range []string{strings.Repeat("x", n), `"` + strings.Repeat("x", n) + `"`, "'" + strings.Repeat("x", n) + "'", strings.Repeat("x", n/2) + strings.Repeat(" ", n/2)} {
+			for _, doc := range []string{k + ": v\n", "a:\n  " + k + ": v\n", "- " + k + ": v\n", "a: {" + k + ": v}\n", "a: [" + k + "]\n"} {
+				fast, _ := check(t, []byte(doc))
+				if want := n <= maxKey-2 || strings.HasPrefix(doc, "a: ["); fast != want {
+					t.Errorf("a key of %d characters in %.20q...: fast path %v, want %v", len(k), doc, fast, want)
+				}
+			}
+		}
+	}
+	for _, n := range []int{maxDepth - 1, maxDepth, 20_000, 200_000} {
+		for _, doc := range []string{
+			"a: " + strings.Repeat("[", n) + strings.Repeat("]", n) + "\n",
+			"a: " + strings.Repeat("{b: ", n) + "c" + strings.Repeat("}", n) + "\n",
+			strings.Repeat("- ", n) + "a\n",
+		} {
+			if fast, _ := check(t, []byte(doc)); fast != (n < maxDepth) {
+				t.Errorf("nesting %d deep in %.10q...: fast path %v", n, doc, fast)
+			}
+		}
+	}
+}
+
 // TestParseGeneratedConfig checks the large generated config reads on the fast path, as
 // yaml.v3 reads it.
 func TestParseGeneratedConfig(t *testing.T) {

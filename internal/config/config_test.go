@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/cairn-dev/cairn/internal/bundle"
 )
 
@@ -748,5 +750,33 @@ func TestMergeKeyCycleIsAnError(t *testing.T) {
 	ok := "namespace: shop\nbase: &base {template_path: templates/app.yaml}\nstacks:\n  - {<<: *base, name: a}\n  - {<<: *base, name: b}\n"
 	if _, err := Load(fuzzBundle(t, []byte(ok))); err != nil && strings.Contains(err.Error(), "alias cycle") {
 		t.Errorf("an anchor merged twice is called a cycle: %v", err)
+	}
+}
+
+// TestPlainScalarsAsDecode checks the loader's reading of true, false and decimal
+// integers gives what yaml.v3's Decode gives, and leaves every other spelling to it.
+func TestPlainScalarsAsDecode(t *testing.T) {
+	for _, v := range []string{"true", "True", "TRUE", "false", "False", "FALSE", "tRue", "yes", "on", "1",
+		"0", "-0", "7", "-7", "42", "007", "010", "08", "0x1F", "0o17", "1_000", "+5", "123456789012345678", "9223372036854775807", "99999999999999999999", "1.5", "1e3", "~"} {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte("v: "+v+"\n"), &doc); err != nil {
+			t.Fatal(err)
+		}
+		n := doc.Content[0].Content[1]
+		if b, ok := plainBool(n); ok {
+			var want bool
+			if err := n.Decode(&want); err != nil || b != want {
+				t.Errorf("plainBool(%q) = %v, Decode %v, %v", v, b, want, err)
+			}
+		}
+		if i, ok := plainInt(n); ok {
+			var want int
+			if err := n.Decode(&want); err != nil || i != want {
+				t.Errorf("plainInt(%q) = %v, Decode %v, %v", v, i, want, err)
+			}
+		}
+		if _, ok := plainBool(n); ok != (n.Tag == "!!bool" && strings.EqualFold(v, "true") || n.Tag == "!!bool" && strings.EqualFold(v, "false")) {
+			t.Errorf("plainBool(%q) read it: %v (tag %s)", v, ok, n.Tag)
+		}
 	}
 }

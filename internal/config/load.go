@@ -1328,6 +1328,9 @@ func (l *loader) strs(n *yaml.Node, key string) ([]string, []*yaml.Node) {
 
 func (l *loader) boolean(n *yaml.Node, key string) (bool, bool) {
 	n = resolve(n)
+	if b, ok := plainBool(n); ok {
+		return b, true
+	}
 	var b bool
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || n.Decode(&b) != nil {
 		l.errorf(n, key, "must be true or false, got %s", describe(n))
@@ -1338,12 +1341,43 @@ func (l *loader) boolean(n *yaml.Node, key string) (bool, bool) {
 
 func (l *loader) integer(n *yaml.Node, key string) (int, bool) {
 	n = resolve(n)
+	if i, ok := plainInt(n); ok {
+		return i, true
+	}
 	var i int
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || n.Decode(&i) != nil {
 		l.errorf(n, key, "must be an integer, got %s", describe(n))
 		return 0, false
 	}
 	return i, true
+}
+
+// plainBool and plainInt read the spellings yaml.v3 decodes a !!bool and a !!int of
+// most often (true and false; a decimal without leading zeros) without its decoder,
+// which a large config would run for each stack's flags; anything else goes to Decode.
+func plainBool(n *yaml.Node) (bool, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		return false, false
+	}
+	switch n.Value {
+	case "true", "True", "TRUE":
+		return true, true
+	case "false", "False", "FALSE":
+		return false, true
+	}
+	return false, false
+}
+
+func plainInt(n *yaml.Node) (int, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		return 0, false
+	}
+	digits := strings.TrimPrefix(n.Value, "-")
+	if digits == "" || len(digits) > 18 || digits[0] == '0' && len(digits) > 1 || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n.Value)
+	return i, err == nil
 }
 
 // tags decodes a tag mapping and the lookups of its values; aws: and cairn: keys are

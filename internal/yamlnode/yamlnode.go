@@ -211,7 +211,7 @@ func (p *parser) entry() bool {
 
 // block reads the node starting at i, whose column (0-based) is its indentation, and
 // the lines after it that belong to it; parent is the indentation of the collection
-// holding it (-1 for the root).
+// holding it (0 for the root, which must be a collection).
 func (p *parser) block(parent int) (*yaml.Node, bool) {
 	if !p.deeper() {
 		return nil, false

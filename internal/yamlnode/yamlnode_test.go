@@ -133,6 +133,7 @@ func TestParseAsYAMLv3(t *testing.T) {
 		{"? a\n: b\n", false, false},
 		{"a:\n  - b\n  c: d\n", false, false},
 		{"a:\n- b\n- c\nd: e\n", true, false},
+		{"a:\n  b\nc:\n    - d\n    -   e: f\n        g: h\n", true, false}, // a scalar below its key; deeper entries
 		{"\"a b\": c\n'd': e\n", true, false},
 		{"a : b\n-x: y\n", true, false},
 	} {

@@ -1180,6 +1180,7 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 		return nil
 	}
 	out := l.fieldBuf.take(len(n.Content) / 2)
+	keys, next := fieldKeys(n, key), 0 // the fields' full keys, in one string
 	// Duplicates are found by a scan of out for the small mappings a config is made of,
 	// and by a map for large ones (a map per mapping is most of a 10,000-stack load's
 	// garbage).
@@ -1230,7 +1231,11 @@ func (l *loader) fields(n *yaml.Node, key string, allowed []string) []field {
 			l.errorf(k, key, "keys must be strings, got %s", describe(k))
 			continue
 		}
-		fk := joinKey(key, k.Value)
+		fk := k.Value
+		if key != "" {
+			end := next + len(key) + 1 + len(k.Value)
+			fk, next = keys[next:end], end
+		}
 		if first := seen(k.Value); first != nil {
 			l.errorf(k, fk, "duplicate key (first at line %d)", first.Line)
 			continue
@@ -1281,11 +1286,28 @@ func (l *loader) merge(v *yaml.Node, key string, allowed []string) []field {
 	return l.fields(v, key, allowed)
 }
 
-func joinKey(key, name string) string {
+// fieldKeys joins key to each string key of mapping n, in one string: the full keys of
+// its fields one after the other, made with one allocation instead of one a field.
+func fieldKeys(n *yaml.Node, key string) string {
 	if key == "" {
-		return name
+		return ""
 	}
-	return key + "." + name
+	size := 0
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Tag != "!!merge" && k.Kind == yaml.ScalarNode {
+			size += len(key) + 1 + len(k.Value)
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Tag != "!!merge" && k.Kind == yaml.ScalarNode {
+			b.WriteString(key)
+			b.WriteByte('.')
+			b.WriteString(k.Value)
+		}
+	}
+	return b.String()
 }
 
 // resolve follows aliases to the node they name.

@@ -527,8 +527,10 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 		return c
 	}
 	defs := make([]*stackDef, 0, len(stacksNode.Content))
+	// The stacks and their definitions are made in two blocks, not one by one.
+	stacks, slab := make([]Stack, len(stacksNode.Content)), make([]stackDef, len(stacksNode.Content))
 	for i, n := range stacksNode.Content {
-		if d := l.stack(c, resolve(n), "stacks["+strconv.Itoa(i)+"]"); d != nil {
+		if d := l.stack(c, resolve(n), "stacks["+strconv.Itoa(i)+"]", &slab[i], &stacks[i]); d != nil {
 			defs = append(defs, d)
 		}
 	}
@@ -541,16 +543,17 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 	return c
 }
 
-// stack decodes one stack; template and parameter checks that need other stacks come later.
-func (l *loader) stack(c *Config, n *yaml.Node, key string) *stackDef {
+// stack decodes one stack into d and s; template and parameter checks that need other
+// stacks come later.
+func (l *loader) stack(c *Config, n *yaml.Node, key string, d *stackDef, s *Stack) *stackDef {
 	if n.Kind != yaml.MappingNode {
 		l.errorf(n, key, "a stack must be a mapping with name and template_path, got %s", describe(n))
 		return nil
 	}
-	s := &Stack{Enabled: true, Target: c.Target}
+	*s = Stack{Enabled: true, Target: c.Target}
 	// The stack's maps are made when their keys are met, at their size (targetNodes
 	// stays nil when empty): a large config has many stacks.
-	d := &stackDef{s: s, key: key, node: n}
+	*d = stackDef{s: s, key: key, node: n}
 	var ownTagLookups []lookupRef
 	defer l.fieldBuf.release(l.fieldBuf.mark()) // the stack's fields are ranged over here only
 	for _, f := range l.fields(n, key, stackKeys) {

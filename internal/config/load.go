@@ -193,6 +193,8 @@ type templateResult struct {
 	err error
 	// reported: the template's own problems were reported (once per file or body).
 	reported bool
+	// checked is l.check(t), kept here for the next stack of this file or body.
+	checked *checkResult
 }
 
 type checkResult struct {
@@ -865,8 +867,9 @@ func (l *loader) template(c *Config, d *stackDef) {
 	}
 	label := "the inline template_body"
 	file := l.file
+	var tp *templatePath
 	if d.templateKey == "template_path" {
-		tp := l.templatePath(s.TemplatePath)
+		tp = l.templatePath(s.TemplatePath)
 		label, file = tp.label, tp.file
 		body, ok := l.readTemplate(d)
 		if !ok {
@@ -880,7 +883,10 @@ func (l *loader) template(c *Config, d *stackDef) {
 		return
 	}
 	s.Template = r.t
-	cr := l.check(r.t)
+	if r.checked == nil {
+		r.checked = l.check(r.t)
+	}
+	cr := r.checked
 	if !r.reported {
 		r.reported = true
 		line, col := 0, 0
@@ -938,7 +944,9 @@ func (l *loader) template(c *Config, d *stackDef) {
 	// the templates its nested stacks name in the bundle, their needs counting for it
 	tpath, chain := "", []string(nil)
 	if s.TemplatePath != "" {
-		tp := l.templatePath(s.TemplatePath)
+		if tp == nil {
+			tp = l.templatePath(s.TemplatePath)
+		}
 		tpath, chain = tp.clean, tp.chain
 	}
 	tree, nestedNeeds := l.nested(r.t, tpath, file, chain)

@@ -308,6 +308,7 @@ func Make(in Input) (*Result, error) {
 			SecretOutputs: secret[s.Name], Outputs: sealOutputs(in.Key, s.Name, secret[s.Name], live.Outputs),
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute, PlanOnly: s.Protected,
+			Early: Early(s),
 		}
 		rs.Code = Code(s)
 		res.Run.Stacks[s.Name] = rs

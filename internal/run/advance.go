@@ -442,7 +442,8 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 			s.Changes = o.Changes
 			s.Attempts = 0
 			if s.MadeEarly {
-				setPhase(s, Ready, now) // start (settleEarly) executes it once its dependencies finished
+				s.Reason = "made early: executed once " + strings.Join(s.Requires, ", ") + " finished"
+				setPhase(s, Ready, now) // start (settleEarly) executes it then
 				return nil
 			}
 			if r.Mode == ModePlan {

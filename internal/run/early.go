@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -84,7 +85,7 @@ func settleEarly(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		if *inFlight >= limit {
 			return nil, false
 		}
-		s.MadeEarly = false
+		s.MadeEarly, s.Reason = false, ""
 		setPhase(s, Executing, now)
 		*inFlight++
 		return []Action{execute(s)}, false
@@ -103,6 +104,7 @@ func earlyFailed(s *Stack, o Observation, now time.Time) []Action {
 	actions := dropEarly(s)
 	if IsNoChanges(o.ChangeSetReason) {
 		s.MadeEarly = true
+		s.Reason = "no changes as " + strings.Join(s.Requires, ", ") + " stood: decided again once they finished"
 		if o.Outputs != nil {
 			s.Outputs = o.Outputs
 		}
@@ -122,6 +124,6 @@ func dropEarly(s *Stack) []Action {
 		actions = append(actions, Action{Kind: DeleteChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID,
 			ChangeSetName: s.ChangeSetName, ChangeSetID: s.ChangeSetID})
 	}
-	s.ChangeSetName, s.ChangeSetID, s.Changes, s.MadeEarly = "", "", 0, false
+	s.ChangeSetName, s.ChangeSetID, s.Changes, s.MadeEarly, s.Reason = "", "", 0, false, ""
 	return actions
 }

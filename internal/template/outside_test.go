@@ -11,6 +11,7 @@ func TestOutside(t *testing.T) {
 		{"long import in JSON", `{"Resources":{"Q":{"Type":"AWS::SQS::Queue","Properties":{"QueueName":{"Fn::ImportValue":"x"}}}}}`, "Fn::ImportValue"},
 		{"stack output", "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      QueueName: {Fn::GetStackOutput: {StackName: a, OutputName: b}}\n", "Fn::GetStackOutput"},
 		{"ssm dynamic reference", "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties: {QueueName: '{{resolve:ssm:/team/queue}}'}\n", "a dynamic reference"},
+		{"ssm parameter type", "Parameters:\n  Ami: {Type: 'AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>', Default: /team/ami}\nResources:\n  Q: {Type: AWS::SQS::Queue}\n", "an SSM parameter type"},
 		{"serverless transform", "Transform: AWS::Serverless-2016-10-31\nResources:\n  Q: {Type: AWS::SQS::Queue}\n", ""},
 		{"own macro", "Transform: [AWS::Serverless-2016-10-31, Count]\nResources:\n  Q: {Type: AWS::SQS::Queue}\n", "the macro Count"},
 		{"inline macro", "Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties:\n      Fn::Transform: {Name: Tags}\n", "Fn::Transform"},

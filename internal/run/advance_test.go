@@ -910,7 +910,7 @@ func TestLooksComeWhenAWaitIsLikelyOver(t *testing.T) {
 	steps := func(from, step float64, n int) []time.Duration {
 		var out []time.Duration
 		for i := range n {
-			out = append(out, time.Duration((from+float64(i)*step)*float64(time.Second)))
+			out = append(out, time.Duration((from+float64(i)*step)*float64(time.Second)).Round(10*time.Millisecond))
 		}
 		return out
 	}
@@ -925,13 +925,13 @@ func TestLooksComeWhenAWaitIsLikelyOver(t *testing.T) {
 		heartbeats time.Duration
 	}{
 		{name: "no history", csLooks: 44, opLooks: 5,
-			wantCS: append(steps(2, 0.25, 41), s(13, 14, 16, 20)...),
+			wantCS: append(steps(1, 0.275, 41), s(13, 14, 16, 20)...), // the window 1 to 12 s, 40 steps
 			wantOp: s(1, 2, 4, 8, 16, 31)},
 		{name: "a history of 5 s and 60 s: never more than a heartbeat apart", history: Timing{ChangeSet: 5 * time.Second, Operation: time.Minute}, csLooks: 26, opLooks: 6,
 			wantCS: append(steps(3, 0.25, 25), s(10, 11)...),
 			wantOp: s(15, 30, 36, 37.55, 39.1, 40.65, 42.2)},
 		{name: "the place's change sets took 1.2 to 9 s", learned: map[string]Place{"/": {Fastest: 1200 * time.Millisecond, Slowest: 9 * time.Second, Seen: 2}}, csLooks: 2, opLooks: 0,
-			wantCS: s(1.08, 1.39, 1.7), wantOp: s(1)},
+			wantCS: s(1, 1.31, 1.63), wantOp: s(1)}, // the window 1 to 13.5 s
 		{name: "a long history backs off to the heartbeat", history: Timing{ChangeSet: 40 * time.Second}, csLooks: 0, opLooks: 0,
 			wantCS: s(15), wantOp: s(1)},
 	} {
@@ -1034,13 +1034,13 @@ func TestWakeQueuesOneCheckAtATime(t *testing.T) {
 		linger time.Duration // 0: the driver does not wait in the invocation
 	}
 	for i, st := range []step{
-		{at: 0, delay: 2 * time.Second}, // a's change set: first look in 2s
-		{at: 500 * time.Millisecond},    // an event step: the queued check comes in time
-		{at: 2 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: ShortStep},                                                // the check: next look in a short step, waited for
-		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
-		{at: 3 * time.Second, linger: 500 * time.Millisecond},                                                                                                            // a heartbeat: nothing sooner needed; its look is half a second away
-		{at: 3500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: 2 * time.Second},                                          // a done, b's change set: the place's took 2.5 s, so 2 s
-		{at: 5500 * time.Millisecond, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
+		{at: 0, delay: time.Second},                                  // a's change set: first look in 1s
+		{at: 500 * time.Millisecond, linger: 500 * time.Millisecond}, // an event step: the queued check comes in time, and the look is half a second away
+		{at: time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: 275 * time.Millisecond},                                       // the check: next look in a short step (the 1-12 s window's fortieth), waited for
+		{at: 1500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
+		{at: 2 * time.Second, linger: 500 * time.Millisecond},                                                                                                            // a heartbeat: nothing sooner needed; its look is half a second away
+		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                              // a done, b's change set: the place's took 1.5 s, the window still opens at 1 s
+		{at: 3500 * time.Millisecond, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
 	} {
 		now := t0.Add(st.at)
 		next, _ := Advance(r, st.obs, now, opts)

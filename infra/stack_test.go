@@ -520,6 +520,10 @@ func TestStack(t *testing.T) {
 				"EventSourceArn":        map[string]interface{}{"Fn::GetAtt": []interface{}{portsQueue, "Arn"}},
 				"FunctionName":          map[string]interface{}{"Ref": ports},
 				"FunctionResponseTypes": []interface{}{"ReportBatchItemFailures"},
+				// At most two instances write a pool at once, batches of ten: what
+				// BenchmarkAllocate's deployed case (instances=2) measures.
+				"BatchSize":     10,
+				"ScalingConfig": map[string]interface{}{"MaximumConcurrency": 2},
 			})
 		})
 		deployer := s.id(t, "AWS::Lambda::Function", "Deployer")

@@ -18,6 +18,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -54,7 +55,7 @@ func driftEmulator(t *testing.T) {
 	t.Setenv("CAIRN_BUCKET", "cairn-state")
 	t.Setenv("CAIRN_DRIFT_QUEUE_URL", "")
 	t.Setenv("CAIRN_NOTIFICATIONS_TOPIC", "")
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"), config.WithBaseEndpoint(e.URL()),
+	cfg, err := config.LoadDefaultConfig(ctx, awsclient.WithSafeBodies(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(e.URL()),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
 	if err != nil {

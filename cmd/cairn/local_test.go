@@ -24,6 +24,7 @@ import (
 	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/localdir"
 )
@@ -165,7 +166,7 @@ func TestLocalUpServesCairnUntilInterrupted(t *testing.T) {
 				t.Fatalf("local up exported no %s: %v", k, exports)
 			}
 		}
-		cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"), config.WithBaseEndpoint(exports["AWS_ENDPOINT_URL"]),
+		cfg, err := config.LoadDefaultConfig(ctx, awsclient.WithSafeBodies(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(exports["AWS_ENDPOINT_URL"]),
 			config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
 		if err != nil {
 			t.Fatal(err)
@@ -350,7 +351,7 @@ func TestLocalUpRestartResumesCustomResources(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--addr", addr, "--dir", dir, "--resource-delay", "300ms"}
 	exports, stop := localUp(t, args...)
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"), config.WithBaseEndpoint(exports["AWS_ENDPOINT_URL"]),
+	cfg, err := config.LoadDefaultConfig(ctx, awsclient.WithSafeBodies(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(exports["AWS_ENDPOINT_URL"]),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // MaxAttempts bounds every SDK call's retries (throttling included, with backoff).
@@ -47,6 +48,7 @@ func FromEnvironment() (aws.Config, error) {
 		Retryer:                    retryer,
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		APIOptions:                 []func(*middleware.Stack) error{SafeBodies},
 	}
 	if e := Endpoint(); e != "" {
 		cfg.BaseEndpoint = aws.String(e)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/middleware"
 )
 
 // Load reads the shared AWS configuration from the environment: the SDK's whole chain
@@ -17,6 +18,7 @@ import (
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
 		config.WithRetryer(retryer),
+		WithSafeBodies(),
 		// Checksums only where an API requires them: plain-HTTP endpoints and non-seekable
 		// bodies otherwise break uploads.
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
@@ -36,3 +38,9 @@ func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.C
 // (`cairn local up`, tests); built for Lambda (the cairn.lambda build tag, the Makefile's
 // LAMBDA_TAGS), FromEnvironment's.
 func ForFunction(ctx context.Context) (aws.Config, error) { return Load(ctx) }
+
+// WithSafeBodies is the configuration option that adds SafeBodies to every client, for
+// configurations loaded without Load (the emulator's own clients, tests).
+func WithSafeBodies() func(*config.LoadOptions) error {
+	return config.WithAPIOptions([]func(*middleware.Stack) error{SafeBodies})
+}

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/kmslocal"
@@ -351,15 +352,9 @@ func (e *Emulator) AWSConfigAt(ctx context.Context, account, region string) (aws
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(key, "test", "")),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
-		// Under load an answer's connection is now and then closed while it is read (the
-		// cause is not found yet; README, local mode): clients of the emulator ask again
-		// more often than the SDK's 3 attempts.
-		config.WithRetryMaxAttempts(localAttempts),
+		awsclient.WithSafeBodies(),
 	)
 }
-
-// localAttempts is how many times a client of the emulator makes a call (AWSConfigAt).
-const localAttempts = 8
 
 // setupHeader carries SetupConfig's token past the readiness gate.
 const setupHeader = "X-Cairn-Local-Setup"

@@ -87,7 +87,7 @@ func clientConfig(t *testing.T, url string, peer bool) aws.Config {
 			})
 		}))
 	}
-	cfg, err := config.LoadDefaultConfig(context.Background(), opts...)
+	cfg, err := config.LoadDefaultConfig(context.Background(), append(opts, awsclient.WithSafeBodies())...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ import (
 // token) for region, as a client of that account and region would be.
 func as(t *testing.T, e *awslocal.Emulator, key, secret, token, region string) aws.Config {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(region), config.WithBaseEndpoint(e.URL()),
+	cfg, err := config.LoadDefaultConfig(context.Background(), awsclient.WithSafeBodies(), config.WithRegion(region), config.WithBaseEndpoint(e.URL()),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(key, secret, token)),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithRetryMaxAttempts(1))

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/bucket"
 )
@@ -35,7 +36,7 @@ func newS3(t *testing.T) *s3.Client {
 	}
 	srv := httptest.NewServer(svc)
 	t.Cleanup(func() { srv.Close(); svc.Close() })
-	cfg, err := config.LoadDefaultConfig(context.Background(),
+	cfg, err := config.LoadDefaultConfig(context.Background(), awsclient.WithSafeBodies(),
 		config.WithRegion("us-east-1"),
 		config.WithBaseEndpoint(srv.URL),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),

@@ -72,6 +72,22 @@ type world struct {
 func newWorld(t testing.TB, inj *injector, dir string) *world {
 	t.Helper()
 	ctx := context.Background()
+	w := prepareWorld(t, inj, dir)
+	local, err := w.start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := local.Emulator.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.s3, w.cfn, w.sqs = awsclient.S3(cfg), cloudformation.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
+	return w
+}
+
+// prepareWorld builds a world that is not started yet: its options, its running virtual
+// clock, and the clean-up that stops both.
+func prepareWorld(t testing.TB, inj *injector, dir string) *world {
 	w := &world{t: t, clk: clock.NewFake(epoch), inj: inj, logs: &syncBuffer{}, addr: "127.0.0.1:0"}
 	inj.clock = w.clk
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -108,32 +124,30 @@ func newWorld(t testing.TB, inj *injector, dir string) *world {
 			t.Logf("emulator and deployer logs (last 300 lines):\n%s", tail(w.logs.String(), 300))
 		}
 	})
-	local, err := w.start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.em, w.cairn = local.Emulator, local.Cairn
-	w.addr = strings.TrimPrefix(w.em.URL(), "http://")
-	cfg, err := w.em.AWSConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.s3, w.cfn, w.sqs = awsclient.S3(cfg), cloudformation.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 	return w
 }
 
 // start starts cairn in the emulator on the world's address and --dir (localcairn.Start,
 // as `cairn local up` does), its deployer the world's: handle, in a process of its own.
+//
+// The deployer runs as soon as it is registered, before Start returns: provisioning
+// queued the s3:TestEvent of the bucket's notifications, and the event source mapping
+// delivers it at once. So the first start publishes, under w.mu and before registering,
+// everything an invocation reads (the emulator, cairn's resources, the deployer's
+// configuration); setting them after Start returned once let that first invocation find
+// no cairn, panic in newProcess and leave w.mu locked for good.
 func (w *world) start(ctx context.Context) (*localcairn.Local, error) {
 	return localcairn.Start(ctx, localcairn.StartOptions{Emulator: w.emOpts, Addr: w.addr, Options: localcairn.Options{Namespaces: []string{"shop"}},
 		Handlers: func(ctx context.Context, l *localcairn.Local) (localcairn.Handlers, error) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
-			if w.deployerLogger == nil { // the first start (a restart keeps the address, and so the configuration)
+			if w.cairn == nil { // the first start (a restart keeps the address, and so the configuration)
 				cfg, err := l.Emulator.AWSConfig(ctx)
 				if err != nil {
 					return localcairn.Handlers{}, err
 				}
+				w.em, w.cairn = l.Emulator, l.Cairn
+				w.addr = strings.TrimPrefix(l.Emulator.URL(), "http://")
 				// The deployer's configuration: the retries awsclient.Load gives it in AWS,
 				// and the crash injector on every client.
 				w.deployerCfg = cfg.Copy()
@@ -215,18 +229,10 @@ func (w *world) inRestart() bool {
 // killed Lambda does, so its whole batch returns to the queue after the visibility
 // timeout.
 func (w *world) handle(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
-	w.mu.Lock()
-	if w.process == nil {
-		w.process, err = w.newProcess()
-		if err != nil {
-			w.mu.Unlock()
-			return resp, err
-		}
-		w.processes++
+	process, err := w.currentProcess()
+	if err != nil {
+		return resp, err
 	}
-	process := w.process
-	w.mu.Unlock()
-
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	inv := &invocation{cancel: cancel}
@@ -248,6 +254,23 @@ func (w *world) handle(ctx context.Context, ev events.SQSEvent) (resp events.SQS
 		resp, err = events.SQSEventResponse{}, fmt.Errorf("crashtest: the deployer was killed %s", *p)
 	}()
 	return process(context.WithValue(ctx, invocationKey{}, inv), ev)
+}
+
+// currentProcess is the deployer process running now, started afresh when the last one
+// died. It unlocks w.mu by defer: a panic while a process starts fails that invocation
+// (the emulator recovers it, as Lambda reports a crashed function), not the whole world.
+func (w *world) currentProcess() (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.process == nil {
+		process, err := w.newProcess()
+		if err != nil {
+			return nil, err
+		}
+		w.process = process
+		w.processes++
+	}
+	return w.process, nil
 }
 
 // newProcess starts a deployer process: what functions/deployer builds at a cold start,
@@ -335,21 +358,14 @@ func (w *world) settle() error {
 
 // busy says what is still going on, or "".
 func (w *world) busy(ctx context.Context) (string, error) {
-	q, err := w.sqs.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(w.cairn.Deploy.URL),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	in, err := queueCounts(ctx, w.sqs, w.cairn.Deploy.URL)
 	if err != nil {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return "", fmt.Errorf("deploy queue attributes (restarts asked %d, done %d): %w", w.restarts, w.restarted, err)
 	}
-	var counts []string
-	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
-		if n := q.Attributes[a]; n != "0" {
-			counts = append(counts, a+"="+n)
-		}
-	}
-	if len(counts) > 0 {
-		return "deploy queue " + strings.Join(counts, " "), nil
+	if in != "" {
+		return "deploy queue " + in, nil
 	}
 	live, err := w.liveStacks(ctx)
 	if err != nil {
@@ -361,6 +377,22 @@ func (w *world) busy(ctx context.Context) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// queueCounts says what a queue holds (visible, in flight, delayed), or "" when nothing.
+func queueCounts(ctx context.Context, c *sqs.Client, url string) (string, error) {
+	q, err := c.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
+	if err != nil {
+		return "", err
+	}
+	var counts []string
+	for _, a := range []string{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible", "ApproximateNumberOfMessagesDelayed"} {
+		if n := q.Attributes[a]; n != "0" {
+			counts = append(counts, a+"="+n)
+		}
+	}
+	return strings.Join(counts, " "), nil
 }
 
 // deadLetters is how many messages the deploy queue moved to its dead-letter queue.

@@ -251,6 +251,7 @@ func Make(in Input) (*Result, error) {
 		inConfig[s.Name] = true
 	}
 	secret := secretOutputs(cfg, in.SSM)
+	exported := Exports(cfg)
 	// xref, rxref and cfn lookups read any live stack's outputs by its real name, in the
 	// account and region of the stack reading it.
 	for _, s := range cfg.Stacks {
@@ -308,6 +309,7 @@ func Make(in Input) (*Result, error) {
 			SecretOutputs: secret[s.Name], Outputs: sealOutputs(in.Key, s.Name, secret[s.Name], live.Outputs),
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute, PlanOnly: s.Protected,
+			Early: Early(s, exported),
 		}
 		rs.Code = Code(s)
 		res.Run.Stacks[s.Name] = rs

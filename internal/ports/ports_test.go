@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/customresource"
 	"github.com/cairn-dev/cairn/internal/ports"
@@ -43,7 +44,7 @@ func newS3(tb testing.TB) *s3.Client {
 	}
 	srv := httptest.NewServer(svc)
 	tb.Cleanup(srv.Close)
-	cfg, err := config.LoadDefaultConfig(context.Background(),
+	cfg, err := config.LoadDefaultConfig(context.Background(), awsclient.WithSafeBodies(),
 		config.WithRegion("us-east-1"),
 		config.WithBaseEndpoint(srv.URL),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),

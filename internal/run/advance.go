@@ -427,6 +427,7 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 	switch s.Phase {
 	case CreatingChangeSet:
 		if o.Err != "" {
+			s.MadeEarly = false
 			retry(s, o, Pending, "create change set "+s.ChangeSetName, now, opts)
 			return nil
 		}
@@ -440,6 +441,11 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		case "CREATE_COMPLETE":
 			s.Changes = o.Changes
 			s.Attempts = 0
+			if s.MadeEarly {
+				s.Reason = "made early: executed once " + strings.Join(s.Requires, ", ") + " finished"
+				setPhase(s, Ready, now) // start (settleEarly) executes it then
+				return nil
+			}
 			if r.Mode == ModePlan {
 				setPhase(s, Ready, now)
 				s.FinishedAt = now
@@ -457,6 +463,9 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 			setPhase(s, Executing, now)
 			return []Action{execute(s)}
 		case "FAILED":
+			if s.MadeEarly {
+				return earlyFailed(s, o, now)
+			}
 			if IsNoChanges(o.ChangeSetReason) {
 				s.Reason = "no changes"
 				setPhase(s, Unchanged, now)
@@ -642,7 +651,7 @@ func settled(r *Run, s *Stack) bool {
 func start(r *Run, names []string, now time.Time, opts Options) []Action {
 	inFlight := 0
 	for _, s := range r.Stacks {
-		if s.Phase.InFlight() && !settled(r, s) {
+		if s.Phase.InFlight() && !settled(r, s) && !waitsEarly(s) {
 			inFlight++
 		}
 	}
@@ -666,6 +675,9 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 		}
 		settledBefore = n
 		block(r, names, now)
+	}
+	for _, name := range names {
+		actions = append(actions, startEarly(r, r.Stacks[name], now, opts, &inFlight, limit)...)
 	}
 	for _, s := range r.Stacks {
 		if s.Intent != IntentDelete && !settled(r, s) {
@@ -709,6 +721,20 @@ func unreviewedReason(r *Run, s *Stack, what string) string {
 }
 
 func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) []Action {
+	var discarded []Action
+	if s.MadeEarly {
+		acts, again := settleEarly(r, s, now, opts, inFlight, limit)
+		if !again {
+			return acts
+		}
+		discarded = acts // its change set no longer applies: the stack starts now
+	}
+	return append(discarded, startNow(r, s, now, opts, inFlight, limit)...)
+}
+
+// startNow starts s if it is ready to start, the way a stack whose dependencies finished
+// starts.
+func startNow(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) []Action {
 	if s.Phase == Ready && r.Mode == ModeDeploy && unreviewed(r, s) {
 		failAs(s, now, Review, unreviewedReason(r, s, "its change set"))
 		return nil
@@ -745,14 +771,7 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		*inFlight++
 		return []Action{deleteStack(s)}
 	}
-	params, err := opts.Resolve(s.Name, s.RawParameters, func(stack, output string) (string, bool) {
-		if d := r.Stacks[stack]; d != nil {
-			v, ok := d.Outputs[output]
-			return v, ok
-		}
-		v, ok := r.External[stack+"::"+output]
-		return v, ok
-	})
+	params, err := resolve(r, s, opts)
 	if err != nil {
 		fail(s, now, "parameters: "+err.Error())
 		return nil
@@ -807,6 +826,25 @@ func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		failAs(s, now, Review, unreviewedReason(r, s, "a change of its inputs ("+changedInputs(s)+")"))
 		return nil
 	}
+	return makeChangeSet(r, s, params, now, inFlight)
+}
+
+// resolve resolves s's parameters from the outputs the run knows now: those of the
+// stacks it ran, or had when it began, and those outside it (External).
+func resolve(r *Run, s *Stack, opts Options) (map[string]string, error) {
+	return opts.Resolve(s.Name, s.RawParameters, func(stack, output string) (string, bool) {
+		if d := r.Stacks[stack]; d != nil {
+			v, ok := d.Outputs[output]
+			return v, ok
+		}
+		v, ok := r.External[stack+"::"+output]
+		return v, ok
+	})
+}
+
+// makeChangeSet creates s's change set of params (s.Parameters already holds them as
+// stored).
+func makeChangeSet(r *Run, s *Stack, params map[string]string, now time.Time, inFlight *int) []Action {
 	if s.ChangeSetName == "" || s.Attempts == 0 {
 		r.Seq++
 		s.ChangeSetName = fmt.Sprintf("cairn-%s-%d", r.ID, r.Seq)

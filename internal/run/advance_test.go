@@ -135,15 +135,21 @@ func (w *world) drive(r *Run, opts Options) *Run {
 		next, actions := Advance(r, obs, now, opts)
 		in := 0
 		for _, s := range next.Stacks {
-			if s.Phase.InFlight() && !settled(next, s) {
+			if s.Phase.InFlight() && !settled(next, s) && !waitsEarly(s) {
 				in++
 			}
 			for _, a := range actions {
-				if a.Stack == s.Name && (a.Kind == CreateChangeSet || a.Kind == DeleteStack && s.Intent != IntentDelete) {
+				if a.Stack != s.Name || s.Intent == IntentDelete {
+					continue
+				}
+				early := a.Kind == CreateChangeSet && s.MadeEarly // its dependencies may be executing
+				if a.Kind == CreateChangeSet || a.Kind == DeleteStack || a.Kind == ExecuteChangeSet {
 					for _, d := range s.Requires {
-						if dp := next.Stacks[d]; dp != nil && dp.Phase != Done && dp.Phase != Unchanged && !(next.Mode == ModePlan && dp.Phase == Ready) {
-							w.t.Fatalf("%s started before its dependency %s (%s)", s.Name, d, dp.Phase)
+						dp := next.Stacks[d]
+						if dp == nil || dp.Phase == Done || dp.Phase == Unchanged || next.Mode == ModePlan && dp.Phase == Ready || early && dp.Phase == Executing {
+							continue
 						}
+						w.t.Fatalf("%s: %s before its dependency %s finished (%s)", s.Name, a.Kind, d, dp.Phase)
 					}
 				}
 			}
@@ -471,9 +477,23 @@ func TestRandomRunsTerminate(t *testing.T) {
 				w.failOn[name] = "UPDATE_ROLLBACK_COMPLETE"
 			}
 			s.Protect, s.Protected = rapid.Bool().Draw(rt, "protect"+name), rapid.Bool().Draw(rt, "protected"+name)
+			s.Early = rapid.Bool().Draw(rt, "early"+name)
 			r.Stacks[name] = s
 		}
 		got := w.drive(r, Options{})
+		// Every change set made is executed or deleted: none made early is left behind.
+		made := map[string]bool{}
+		for _, a := range w.calls {
+			switch a.Kind {
+			case CreateChangeSet:
+				made[a.ChangeSetName] = true
+			case ExecuteChangeSet, DeleteChangeSet:
+				delete(made, a.ChangeSetName)
+			}
+		}
+		if len(made) > 0 {
+			rt.Fatalf("change sets neither executed nor deleted: %v", slices.Sorted(maps.Keys(made)))
+		}
 		protections := map[string]int{}
 		for _, a := range w.calls {
 			if a.Kind == SetTerminationProtection {
@@ -890,7 +910,7 @@ func TestLooksComeWhenAWaitIsLikelyOver(t *testing.T) {
 	steps := func(from, step float64, n int) []time.Duration {
 		var out []time.Duration
 		for i := range n {
-			out = append(out, time.Duration((from+float64(i)*step)*float64(time.Second)))
+			out = append(out, time.Duration((from+float64(i)*step)*float64(time.Second)).Round(10*time.Millisecond))
 		}
 		return out
 	}
@@ -905,13 +925,13 @@ func TestLooksComeWhenAWaitIsLikelyOver(t *testing.T) {
 		heartbeats time.Duration
 	}{
 		{name: "no history", csLooks: 44, opLooks: 5,
-			wantCS: append(steps(2, 0.25, 41), s(13, 14, 16, 20)...),
+			wantCS: append(steps(1, 0.275, 41), s(13, 14, 16, 20)...), // the window 1 to 12 s, 40 steps
 			wantOp: s(1, 2, 4, 8, 16, 31)},
 		{name: "a history of 5 s and 60 s: never more than a heartbeat apart", history: Timing{ChangeSet: 5 * time.Second, Operation: time.Minute}, csLooks: 26, opLooks: 6,
 			wantCS: append(steps(3, 0.25, 25), s(10, 11)...),
 			wantOp: s(15, 30, 36, 37.55, 39.1, 40.65, 42.2)},
 		{name: "the place's change sets took 1.2 to 9 s", learned: map[string]Place{"/": {Fastest: 1200 * time.Millisecond, Slowest: 9 * time.Second, Seen: 2}}, csLooks: 2, opLooks: 0,
-			wantCS: s(1.08, 1.39, 1.7), wantOp: s(1)},
+			wantCS: s(1, 1.31, 1.63), wantOp: s(1)}, // the window 1 to 13.5 s
 		{name: "a long history backs off to the heartbeat", history: Timing{ChangeSet: 40 * time.Second}, csLooks: 0, opLooks: 0,
 			wantCS: s(15), wantOp: s(1)},
 	} {
@@ -1014,13 +1034,13 @@ func TestWakeQueuesOneCheckAtATime(t *testing.T) {
 		linger time.Duration // 0: the driver does not wait in the invocation
 	}
 	for i, st := range []step{
-		{at: 0, delay: 2 * time.Second}, // a's change set: first look in 2s
-		{at: 500 * time.Millisecond},    // an event step: the queued check comes in time
-		{at: 2 * time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: ShortStep},                                                // the check: next look in a short step, waited for
-		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
-		{at: 3 * time.Second, linger: 500 * time.Millisecond},                                                                                                            // a heartbeat: nothing sooner needed; its look is half a second away
-		{at: 3500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: 2 * time.Second},                                          // a done, b's change set: the place's took 2.5 s, so 2 s
-		{at: 5500 * time.Millisecond, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
+		{at: 0, delay: time.Second},                                  // a's change set: first look in 1s
+		{at: 500 * time.Millisecond, linger: 500 * time.Millisecond}, // an event step: the queued check comes in time, and the look is half a second away
+		{at: time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: 275 * time.Millisecond},                                       // the check: next look in a short step (the 1-12 s window's fortieth), waited for
+		{at: 1500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
+		{at: 2 * time.Second, linger: 500 * time.Millisecond},                                                                                                            // a heartbeat: nothing sooner needed; its look is half a second away
+		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                              // a done, b's change set: the place's took 1.5 s, the window still opens at 1 s
+		{at: 3500 * time.Millisecond, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
 	} {
 		now := t0.Add(st.at)
 		next, _ := Advance(r, st.obs, now, opts)

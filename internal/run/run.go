@@ -177,6 +177,14 @@ type Stack struct {
 	// a DELETE_FAILED stack only); a ROLLBACK_FAILED stack is deleted once without.
 	Retain    []string `json:"retain,omitempty"`
 	Retaining bool     `json:"retaining,omitempty"`
+	// Early says a deploy run may make the stack's change set while the stacks it depends
+	// on are still being updated, from the outputs they had: its templates read nothing
+	// else that their updates can change (template.Tree.Outside). MadeEarly marks a change
+	// set so made: it waits (Ready, holding no concurrency slot) until they finished, and
+	// is executed only if the parameters then resolve as they did when it was made; else
+	// it is deleted and made again. The change set's creation leaves the critical path.
+	Early     bool `json:"early,omitempty"`
+	MadeEarly bool `json:"made_early,omitempty"`
 	// PlanOnly says the config has the stack protected (protected: true): it changes, and
 	// is deleted, only by the apply run of an approved plan (Run.Plan), never by a push.
 	PlanOnly bool `json:"plan_only,omitempty"`

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -61,7 +62,7 @@ func startS3(t testing.TB) string {
 // newClient builds an SDK S3 client for the emulator at url, the way tests are told to.
 func newClient(t testing.TB, url string) *s3.Client {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(),
+	cfg, err := config.LoadDefaultConfig(context.Background(), awsclient.WithSafeBodies(),
 		config.WithRegion("us-east-1"),
 		config.WithBaseEndpoint(url),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),

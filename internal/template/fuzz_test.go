@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -50,6 +51,13 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = tmpl.CheckParameters(values)
 		_ = tmpl.Exports("stack")
+		_ = tmpl.ExportsKnown("stack")
+		tree := &Tree{Template: tmpl}
+		_ = tree.Outside()
+		names, _ := tree.Imports()
+		if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
+			t.Fatalf("imports %q are not sorted and distinct", names)
+		}
 	})
 }
 

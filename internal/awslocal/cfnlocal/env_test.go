@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
 
@@ -98,17 +99,16 @@ func newEnv(t testing.TB, tweak func(*Options)) *env {
 			t.Error(err)
 		}
 	})
-	// One attempt, so faults and refusals surface as they are; but a connection the SDK
-	// finds closed while it reads a large answer ("use of closed network connection",
-	// which it takes for a reset) is tried once more at once, as its standard retryer would.
+	// One attempt, so faults and refusals surface as they are (SafeBodies keeps the SDK
+	// from losing an answer under load, as in the product's clients).
 	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"),
 		config.WithBaseEndpoint(e.srv.URL),
+		awsclient.WithSafeBodies(),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = 2
-				o.Retryables = []retry.IsErrorRetryable{retry.RetryableConnectionError{}}
+				o.MaxAttempts = 1
 				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
 				o.RateLimiter = ratelimit.None
 			})

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 )
 
@@ -57,7 +58,7 @@ func start(t *testing.T, opts s3local.Options) (*s3.Client, *s3local.Service) {
 
 func client(t *testing.T, url string) *s3.Client {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(),
+	cfg, err := config.LoadDefaultConfig(context.Background(), awsclient.WithSafeBodies(),
 		config.WithRegion("us-east-1"),
 		config.WithBaseEndpoint(url),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),

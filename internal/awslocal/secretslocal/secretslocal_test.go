@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/secretslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -33,7 +34,7 @@ func start(t *testing.T, dir string, clk clock.Clock) (*sm.Client, *secretslocal
 	}
 	srv := httptest.NewServer(svc)
 	t.Cleanup(func() { srv.Close(); svc.Close() })
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(srv.URL),
+	cfg, err := config.LoadDefaultConfig(context.Background(), awsclient.WithSafeBodies(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(srv.URL),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")), config.WithRetryMaxAttempts(1))
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -59,7 +60,7 @@ func newEnv(t *testing.T, dir string) *env {
 
 func newClient(t *testing.T, url string) *sqs.Client {
 	t.Helper()
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(url),
+	cfg, err := config.LoadDefaultConfig(context.Background(), awsclient.WithSafeBodies(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(url),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired))
 	if err != nil {

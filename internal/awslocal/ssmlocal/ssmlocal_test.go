@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/ssmlocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -25,7 +26,7 @@ func client(t *testing.T, svc *ssmlocal.Service) *ssm.Client {
 	t.Helper()
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(srv.URL),
+	cfg, err := config.LoadDefaultConfig(context.Background(), awsclient.WithSafeBodies(), config.WithRegion("us-east-1"), config.WithBaseEndpoint(srv.URL),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")), config.WithRetryMaxAttempts(1))
 	if err != nil {
 		t.Fatal(err)

@@ -370,19 +370,12 @@ var operationStarts = map[string]bool{
 // failed to delete (status DELETE_FAILED), which a stack left ROLLBACK_FAILED or
 // DELETE_FAILED can only be deleted without: its way out is a deletion that keeps them.
 func (c *Client) Undeletable(ctx context.Context, t target.Spec, stackID string) ([]plan.Resource, error) {
-	api, budget, err := c.At(ctx, t)
+	all, err := c.stackResources(ctx, t, stackID)
 	if err != nil {
 		return nil, err
-	}
-	if err := budget.Wait(ctx); err != nil {
-		return nil, err
-	}
-	out, err := api.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(stackID)})
-	if err != nil {
-		return nil, fmt.Errorf("describe the resources of stack %s: %w", awsclient.StackName(stackID), err)
 	}
 	var res []plan.Resource
-	for _, r := range out.StackResources {
+	for _, r := range all {
 		if r.ResourceStatus == cfntypes.ResourceStatusDeleteFailed {
 			res = append(res, plan.Resource{LogicalID: aws.ToString(r.LogicalResourceId), Type: aws.ToString(r.ResourceType), Reason: aws.ToString(r.ResourceStatusReason)})
 		}

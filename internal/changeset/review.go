@@ -115,6 +115,22 @@ func ResourceChange(rc *cfntypes.ResourceChange) run.ResourceChange {
 // Resources lists the resources of the stack at t with id stackID (what deleting it
 // removes), in CloudFormation's order.
 func (c *Client) Resources(ctx context.Context, t target.Spec, stackID string) ([]plan.Resource, error) {
+	all, err := c.stackResources(ctx, t, stackID)
+	if err != nil {
+		return nil, err
+	}
+	var res []plan.Resource
+	for _, r := range all {
+		if r.ResourceStatus != cfntypes.ResourceStatusDeleteComplete {
+			res = append(res, plan.Resource{LogicalID: aws.ToString(r.LogicalResourceId), Type: aws.ToString(r.ResourceType)})
+		}
+	}
+	return res, nil
+}
+
+// stackResources describes the resources of the stack at t with id stackID, within the
+// place's API budget.
+func (c *Client) stackResources(ctx context.Context, t target.Spec, stackID string) ([]cfntypes.StackResource, error) {
 	api, budget, err := c.At(ctx, t)
 	if err != nil {
 		return nil, err
@@ -126,13 +142,7 @@ func (c *Client) Resources(ctx context.Context, t target.Spec, stackID string) (
 	if err != nil {
 		return nil, fmt.Errorf("describe the resources of stack %s: %w", awsclient.StackName(stackID), err)
 	}
-	var res []plan.Resource
-	for _, r := range out.StackResources {
-		if r.ResourceStatus != cfntypes.ResourceStatusDeleteComplete {
-			res = append(res, plan.Resource{LogicalID: aws.ToString(r.LogicalResourceId), Type: aws.ToString(r.ResourceType)})
-		}
-	}
-	return res, nil
+	return out.StackResources, nil
 }
 
 // DeleteChangeSet deletes a change set of a stack at t by id; one already gone is no error.

@@ -21,11 +21,27 @@ func Early(s *config.Stack, ex Exported) bool {
 			return false
 		}
 	}
+	var key any = s.Tree // stacks of one template share its verdict: each is walked once
 	tree := s.Tree
 	if tree == nil && s.Template != nil {
-		tree = &template.Tree{Template: s.Template}
+		tree, key = &template.Tree{Template: s.Template}, s.Template
 	}
-	if tree == nil || tree.Outside() != "" {
+	if tree == nil {
+		return false
+	}
+	if v, ok := ex.memo[key]; ok {
+		return v
+	}
+	v := treeEarly(tree, ex)
+	if ex.memo != nil {
+		ex.memo[key] = v
+	}
+	return v
+}
+
+// treeEarly is Early's verdict on a stack's templates.
+func treeEarly(tree *template.Tree, ex Exported) bool {
+	if tree.Outside() != "" {
 		return false
 	}
 	imports, literal := tree.Imports()
@@ -51,11 +67,12 @@ func Early(s *config.Stack, ex Exported) bool {
 type Exported struct {
 	Names   []string
 	Unknown string
+	memo    map[any]bool // Early's verdict by tree (or template, for a stack without one)
 }
 
 // Exports gathers what cfg's stacks export.
 func Exports(cfg *config.Config) Exported {
-	var ex Exported
+	ex := Exported{memo: map[any]bool{}}
 	unknown := func(name string) {
 		if ex.Unknown == "" {
 			ex.Unknown = name

@@ -113,6 +113,8 @@ type Stack struct {
 // Publisher checks and publishes the assets of a run's assembly stacks.
 type Publisher struct {
 	Clients Clients
+	// Own is cairn's bucket: no asset is ever published there (Destinations).
+	Own string
 	// Concurrency bounds the assets looked at or uploaded at once (default 8).
 	Concurrency int
 	Logger      *slog.Logger
@@ -134,6 +136,7 @@ func (ps Problems) Error() string { return strings.Join(ps, "; ") }
 // fileJob is one file asset at one resolved destination.
 type fileJob struct {
 	stack   string
+	account string // the stack's
 	publish string // the command publishing it
 	files   *artifact.Set
 	asset   assembly.FileAsset
@@ -166,7 +169,7 @@ func (p *Publisher) Prepare(ctx context.Context, stacks []Stack) error {
 				d = d.Resolve(s.Account, s.Region)
 				if k := d.Bucket + "/" + d.Key + "|" + d.Region; !seenFile[k] {
 					seenFile[k] = true
-					files = append(files, fileJob{stack: s.Name, files: s.Assembly.Bundle, asset: a, dest: d,
+					files = append(files, fileJob{stack: s.Name, account: s.Account, files: s.Assembly.Bundle, asset: a, dest: d,
 						publish: assembly.PublishCommand(s.Assembly.Dir, a.Manifest, a.ID)})
 				}
 			}
@@ -185,6 +188,9 @@ func (p *Publisher) Prepare(ctx context.Context, stacks []Stack) error {
 	problems := environments(stacks)
 	if len(problems) > 0 {
 		return problems // where the stacks go is wrong: nothing there is worth reading
+	}
+	if problems := p.destinations(files); len(problems) > 0 {
+		return problems // nothing is looked at, nothing published
 	}
 	problems, err := p.bootstrap(ctx, stacks)
 	if err != nil {
@@ -219,6 +225,44 @@ func environments(stacks []Stack) Problems {
 		}
 	}
 	return out
+}
+
+// destinations refuses every file destination cairn will not write to: a manifest is the
+// bundle's, and whoever may upload a bundle (a pull request's plan job) must not make the
+// deployer write where it says with credentials of cairn's. A file asset is published
+// only through the role its destination names (the bootstrap's file-publishing role), of
+// the account the stack deploys to, never one of cairn's own roles nor the deployer's own
+// credentials, and never into cairn's bucket or a target's assets bucket.
+func (p *Publisher) destinations(jobs []fileJob) Problems {
+	var out Problems
+	for _, j := range jobs {
+		if problem := Destination(j.dest, j.account, p.Own); problem != "" {
+			out = append(out, fmt.Sprintf("file asset %s of stack %s: %s", j.asset.Label(), j.stack, problem))
+		}
+	}
+	return out
+}
+
+// Destination is why cairn will not publish a file asset to d (resolved) for a stack of
+// account, with cairn's bucket own; "" when it will.
+func Destination(d assembly.Destination, account, own string) string {
+	where := "s3://" + d.Bucket + "/" + d.Key
+	switch {
+	case d.Bucket == "" || d.Bucket == own || strings.HasPrefix(d.Bucket, target.AssetsBucketPrefix):
+		return fmt.Sprintf("its destination %s is a bucket of cairn's own: cairn publishes an asset only to the staging bucket of the environment's CDK bootstrap; synthesize the app with the default synthesizer (cdk bootstrap)", where)
+	case d.RoleARN == "":
+		return fmt.Sprintf("its destination %s names no role to publish it with (assumeRoleArn): cairn publishes assets only through the file-publishing role the manifest names, never with its own credentials; synthesize the app with the default synthesizer (cdk bootstrap)", where)
+	}
+	m := target.RoleARNPattern().FindStringSubmatch(d.RoleARN)
+	switch {
+	case m == nil:
+		return fmt.Sprintf("its destination %s names the role %q, which is no IAM role ARN", where, d.RoleARN)
+	case m[1] != account:
+		return fmt.Sprintf("its destination %s names the role %s of account %s, but the stack deploys to account %s: publish through that environment's own file-publishing role", where, d.RoleARN, m[1], account)
+	case strings.HasPrefix(d.RoleARN[strings.LastIndex(d.RoleARN, "/")+1:], "cairn-"):
+		return fmt.Sprintf("its destination %s names %s, a role of cairn's own: publish through the environment's CDK file-publishing role (cdk bootstrap)", where, d.RoleARN)
+	}
+	return ""
 }
 
 // bootstrap verifies each environment's bootstrap version, read once per place and
@@ -313,7 +357,8 @@ func (p *Publisher) missingFiles(ctx context.Context, jobs []fileJob) ([]fileJob
 	g.SetLimit(p.concurrency())
 	for i, j := range jobs {
 		g.Go(func() error {
-			_, err := p.Clients.S3(spec(j.dest)).HeadObject(gctx, &s3.HeadObjectInput{Bucket: aws.String(j.dest.Bucket), Key: aws.String(j.dest.Key)})
+			_, err := p.Clients.S3(spec(j.dest)).HeadObject(gctx, &s3.HeadObjectInput{Bucket: aws.String(j.dest.Bucket), Key: aws.String(j.dest.Key),
+				ExpectedBucketOwner: aws.String(j.account)})
 			switch {
 			case err == nil:
 				return nil
@@ -371,7 +416,7 @@ func (p *Publisher) upload(ctx context.Context, jobs []fileJob) error {
 			} else if strings.HasSuffix(j.dest.Key, ".json") {
 				contentType = "application/json"
 			}
-			_, err = p.Clients.S3(spec(j.dest)).PutObject(gctx, &s3.PutObjectInput{Bucket: aws.String(j.dest.Bucket), Key: aws.String(j.dest.Key),
+			_, err = p.Clients.S3(spec(j.dest)).PutObject(gctx, &s3.PutObjectInput{Bucket: aws.String(j.dest.Bucket), Key: aws.String(j.dest.Key), ExpectedBucketOwner: aws.String(j.account),
 				Body: body, ContentLength: aws.Int64(o.Size), ContentType: aws.String(contentType)})
 			if err != nil {
 				if permanent(err) {

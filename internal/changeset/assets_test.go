@@ -43,6 +43,17 @@ func (f *fakeAssets) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...
 	return &s3.HeadObjectOutput{LastModified: aws.Time(at)}, nil
 }
 
+func (f *fakeAssets) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "GET "+aws.ToString(in.Key))
+	b, ok := f.bodies[aws.ToString(in.Key)]
+	if !ok {
+		return nil, &smithy.GenericAPIError{Code: "NoSuchKey", Message: "Not Found"}
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(strings.NewReader(string(b)))}, nil
+}
+
 func (f *fakeAssets) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -87,21 +98,40 @@ func TestCreateChangeSetStoresArtifacts(t *testing.T) {
 	}
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	codeKey, defKey := "assets/"+code.SHA256+".zip", "assets/"+def.SHA256+".json"
+	built := map[string][]byte{}
+	for key, src := range map[string]artifact.Source{codeKey: {Path: "src", Zip: true}, defKey: {Path: "sm.json"}} {
+		o, err := set.Build(src, artifact.Digest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := o.Body()
+		if err != nil {
+			t.Fatal(err)
+		}
+		built[key], _ = io.ReadAll(body)
+		o.Close()
+	}
 	for _, tc := range []struct {
 		name    string
 		objects map[string]time.Time
+		forged  string // an object whose content is not its key's
 		want    []string
 		err     string
 	}{
-		{"none there", nil, []string{"HEAD " + codeKey, "PUT " + codeKey, "HEAD " + defKey, "PUT " + defKey}, ""},
-		{"both there", map[string]time.Time{codeKey: now.Add(-time.Hour), defKey: now.Add(-29 * 24 * time.Hour)}, []string{"HEAD " + codeKey, "HEAD " + defKey}, ""},
-		{"one a month old", map[string]time.Time{codeKey: now.Add(-31 * 24 * time.Hour), defKey: now}, []string{"HEAD " + codeKey, "COPY assets-eu/" + codeKey + " -> " + codeKey + " REPLACE", "HEAD " + defKey}, ""},
-		{"no assets bucket", nil, []string{"HEAD " + codeKey, "PUT " + codeKey}, "the assets bucket assets-eu does not exist (account 111111111111, eu-west-1): stacks outside cairn's own account and region"},
+		{"none there", nil, "", []string{"HEAD " + codeKey, "PUT " + codeKey, "HEAD " + defKey, "PUT " + defKey}, ""},
+		{"both there", map[string]time.Time{codeKey: now.Add(-time.Hour), defKey: now.Add(-29 * 24 * time.Hour)}, "", []string{"HEAD " + codeKey, "GET " + codeKey, "HEAD " + defKey, "GET " + defKey}, ""},
+		{"one a month old", map[string]time.Time{codeKey: now.Add(-31 * 24 * time.Hour), defKey: now}, "", []string{"HEAD " + codeKey, "GET " + codeKey, "COPY assets-eu/" + codeKey + " -> " + codeKey + " REPLACE", "HEAD " + defKey, "GET " + defKey}, ""},
+		{"one holding other content", map[string]time.Time{codeKey: now.Add(-time.Hour), defKey: now}, codeKey, []string{"HEAD " + codeKey, "GET " + codeKey, "PUT " + codeKey, "HEAD " + defKey, "GET " + defKey}, ""},
+		{"no assets bucket", nil, "", []string{"HEAD " + codeKey, "PUT " + codeKey}, "the assets bucket assets-eu does not exist (account 111111111111, eu-west-1): stacks outside cairn's own account and region"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &fakeAssets{objects: map[string]time.Time{}, bodies: map[string][]byte{}, noBucket: tc.err != ""}
 			for k, v := range tc.objects {
 				store.objects[k] = v
+				store.bodies[k] = built[k]
+				if k == tc.forged {
+					store.bodies[k] = []byte("an attacker's code")
+				}
 			}
 			cfn := &fakeCFN{t: t}
 			var asked target.Spec

@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -63,6 +64,7 @@ type Uploader interface {
 
 // AssetsAPI is the part of *s3.Client that stores artifacts.
 type AssetsAPI interface {
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
 	HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error)
 	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
@@ -399,20 +401,29 @@ func (c *Client) storeAssets(ctx context.Context, store *Assets, set *artifact.S
 	log := c.log()
 	for _, a := range assets {
 		head, err := store.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key)})
-		switch {
-		case err == nil:
-			if age := c.now().Sub(aws.ToTime(head.LastModified)); age > bucket.AssetsRefreshAfter {
-				_, err := store.S3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key),
-					CopySource: aws.String(store.Bucket + "/" + a.Key), MetadataDirective: s3types.MetadataDirectiveReplace,
-					Metadata: map[string]string{"cairn-source": a.Source.Path}})
-				if err != nil {
-					return fmt.Errorf("refresh artifact %s (s3://%s/%s, %s): %w", a.Source.Path, store.Bucket, a.Key, store.Where, err)
-				}
-				log.Info("changeset: artifact refreshed", "artifact", a.Source.Path, "key", a.Key, "bucket", store.Bucket)
-			}
-			continue
-		case !awsclient.NotFound(err):
+		if err != nil && !awsclient.NotFound(err) {
 			return fmt.Errorf("look for artifact %s (s3://%s/%s, %s): %w", a.Source.Path, store.Bucket, a.Key, store.Where, err)
+		}
+		if err == nil {
+			// The key names the content: an object holding anything else (written by
+			// another hand) is never used, but written again with the right content.
+			held, err := holds(ctx, store, a)
+			if err != nil {
+				return fmt.Errorf("verify artifact %s (s3://%s/%s, %s): %w", a.Source.Path, store.Bucket, a.Key, store.Where, err)
+			}
+			if held {
+				if age := c.now().Sub(aws.ToTime(head.LastModified)); age > bucket.AssetsRefreshAfter {
+					_, err := store.S3.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key),
+						CopySource: aws.String(store.Bucket + "/" + a.Key), MetadataDirective: s3types.MetadataDirectiveReplace,
+						Metadata: map[string]string{"cairn-source": a.Source.Path}})
+					if err != nil {
+						return fmt.Errorf("refresh artifact %s (s3://%s/%s, %s): %w", a.Source.Path, store.Bucket, a.Key, store.Where, err)
+					}
+					log.Info("changeset: artifact refreshed", "artifact", a.Source.Path, "key", a.Key, "bucket", store.Bucket)
+				}
+				continue
+			}
+			log.Warn("changeset: artifact did not hold the content its key names; it is written again", "artifact", a.Source.Path, "key", a.Key, "bucket", store.Bucket)
 		}
 		if err := c.uploadAsset(ctx, store, set, a); err != nil {
 			return err
@@ -420,6 +431,24 @@ func (c *Client) storeAssets(ctx context.Context, store *Assets, set *artifact.S
 		log.Info("changeset: artifact stored", "artifact", a.Source.Path, "key", a.Key, "bucket", store.Bucket, "bytes", a.Digest.Size)
 	}
 	return nil
+}
+
+// holds reports whether the object of artifact a in store has the sha256 its key names.
+func holds(ctx context.Context, store *Assets, a template.Asset) (bool, error) {
+	sha, ok := bucket.ContentAddressed(a.Key)
+	if !ok {
+		return false, fmt.Errorf("%s is not a content-addressed key", a.Key)
+	}
+	out, err := store.S3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key)})
+	if err != nil {
+		return false, err
+	}
+	defer out.Body.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, out.Body); err != nil {
+		return false, err
+	}
+	return hex.EncodeToString(h.Sum(nil)) == sha, nil
 }
 
 func (c *Client) uploadAsset(ctx context.Context, store *Assets, set *artifact.Set, a template.Asset) error {

@@ -231,9 +231,12 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if c.Reach != nil && c.Reach.Clock == nil {
 		c.Reach.Clock = cfg.Clock
 	}
-	b := &base{cfg: cfg, s3: c.S3, cfn: c.CFN, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger,
+	// Every request of a run to cairn's bucket passes one gate (bucket.Gated), which
+	// allows only the keys of the run's deployment and graph (bucket.Rules).
+	gated := bucket.Gate(c.S3, cfg.Bucket)
+	b := &base{cfg: cfg, s3: gated, cfn: c.CFN, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger,
 		reach: c.Reach, places: &sync.Map{}, clients: &sync.Map{}, bundles: &bundles{},
-		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
+		store: &state.Store{S3: gated, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
 	st := stepper{base: b, runs: rs, plans: ps, hygiene: h, graphs: graphs{b}}
@@ -248,7 +251,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 // be delivered again.
 func (d *Driver) Start(ctx context.Context, u Upload) error {
 	up, _ := bucket.ParseUpload(u.Key)
-	return d.start.upload(ctx, u, up)
+	return d.start.upload(bucket.WithScope(ctx, bucket.ForDeployment(up.Deployment)), u, up)
 }
 
 // Approve starts the apply run of an approved plan (an object created at
@@ -259,7 +262,7 @@ func (d *Driver) Start(ctx context.Context, u Upload) error {
 // new change sets.
 func (d *Driver) Approve(ctx context.Context, u Upload) error {
 	up, _ := bucket.ParseUpload(u.Key)
-	return d.start.approval(ctx, u, up)
+	return d.start.approval(bucket.WithScope(ctx, bucket.ForDeployment(up.Deployment)), u, up)
 }
 
 // Step advances run runID of deployment by one step. A heartbeat step re-enqueues the
@@ -268,7 +271,23 @@ func (d *Driver) Approve(ctx context.Context, u Upload) error {
 // asks for one sooner than the one queued. It returns nil when the trigger is dealt with,
 // including when another step won the race to write the run document.
 func (d *Driver) Step(ctx context.Context, deployment, runID string, t Trigger) error {
-	return d.step.trigger(ctx, deployment, runID, t)
+	return d.step.trigger(runScope(ctx, deployment, runID), deployment, runID, t)
+}
+
+// runScope is ctx carrying the scope of run runID of deployment: what its requests to
+// cairn's bucket may touch (bucket.Rules).
+func runScope(ctx context.Context, deployment, runID string) context.Context {
+	s := bucket.ForDeployment(deployment)
+	s.SetRun(runID)
+	return bucket.WithScope(ctx, s)
+}
+
+// hold lets the run of ctx read and write the persistent graph namespace/key, and its
+// lock: the graph its config names (state checks the graph's owner in the document).
+func hold(ctx context.Context, namespace, key string) {
+	if s := bucket.ScopeOf(ctx); s != nil {
+		s.Hold(namespace, key)
+	}
 }
 
 // Upload is an S3 ObjectCreated event of an upload.
@@ -368,6 +387,7 @@ func (b *base) release(ctx context.Context, lock *state.Lock, log *slog.Logger) 
 // renews it and fences out any older invocation of the same run), and checks it is still
 // the same acquisition by its token.
 func (b *base) resumeLock(ctx context.Context, namespace, key, runID, token string) (*state.Lock, error) {
+	hold(ctx, namespace, key)
 	l, err := b.store.Resume(ctx, namespace, key, runID, owner(ctx))
 	if err != nil {
 		return nil, err

@@ -145,7 +145,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				batch.Fail(rec.MessageId)
 				continue
 			}
-			if err := d.start.replan(ctx, m.Deployment, m.Run, rec.Body); err != nil {
+			if err := d.start.replan(runScope(ctx, m.Deployment, m.Run), m.Deployment, m.Run, rec.Body); err != nil {
 				log.Error("deploy: replan not started; it is delivered again", "err", err)
 				batch.Fail(rec.MessageId)
 			}
@@ -160,7 +160,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				log.Debug("deploy: intermediate stack status ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
 				continue
 			}
-			idx, err := d.runs.find(ctx, det.StackID)
+			idx, err := d.runs.find(bucket.WithScope(ctx, bucket.Routing()), det.StackID)
 			if err != nil {
 				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
 				batch.Fail(rec.MessageId)
@@ -192,7 +192,7 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 				case bucket.ApplyUpload:
 					start = d.start.content
 				}
-				if err := start(ctx, u, up); err != nil {
+				if err := start(bucket.WithScope(ctx, bucket.ForDeployment(up.Deployment)), u, up); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -205,7 +205,9 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 			batch.Fail(rec.MessageId)
 		}
 	}
-	batch.Run(func(k stepKey, t Trigger) error { return d.step.trigger(ctx, k.deployment, k.run, t) },
+	batch.Run(func(k stepKey, t Trigger) error {
+		return d.step.trigger(runScope(ctx, k.deployment, k.run), k.deployment, k.run, t)
+	},
 		func(k stepKey, err error) {
 			d.runLogger(k.deployment, k.run).Error("deploy: step failed; its trigger is delivered again", "err", err)
 		})
@@ -221,7 +223,7 @@ type stepKey struct{ deployment, run string }
 // minute, and one fenced meanwhile is closed as abandoned. Failures are logged: the next
 // invocation looks again.
 func (d *Driver) resumeStalled(ctx context.Context, stepped *job.Batch[stepKey, Trigger]) {
-	stalled, err := d.runs.stalled(ctx, d.clk.Now().Add(-d.cfg.StallAfter))
+	stalled, err := d.runs.stalled(bucket.WithScope(ctx, bucket.Routing()), d.clk.Now().Add(-d.cfg.StallAfter))
 	if err != nil {
 		d.log.Warn("deploy: cannot look for stalled runs", "err", err)
 		return
@@ -230,7 +232,7 @@ func (d *Driver) resumeStalled(ctx context.Context, stepped *job.Batch[stepKey, 
 		if stepped.Asked(stepKey{idx.Deployment, idx.Run}) {
 			continue
 		}
-		if err := d.step.trigger(ctx, idx.Deployment, idx.Run, Trigger{restart: true}); err != nil {
+		if err := d.step.trigger(runScope(ctx, idx.Deployment, idx.Run), idx.Deployment, idx.Run, Trigger{restart: true}); err != nil {
 			d.runLogger(idx.Deployment, idx.Run).Warn("deploy: cannot resume a stalled run; the next invocation tries again", "err", err)
 		}
 	}

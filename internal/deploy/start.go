@@ -41,6 +41,9 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 		u.Time = s.clk.Now()
 	}
 	runID := u.RunID()
+	if sc := bucket.ScopeOf(ctx); sc != nil {
+		sc.SetRun(runID)
+	}
 	log := s.runLogger(deployment, runID)
 	if doc, _, err := s.runs.load(ctx, deployment, runID); err == nil {
 		log.Info("deploy: run already started for this event; event redelivered", "key", u.Key, "status", string(doc.Run.Status), "steps", doc.Steps)
@@ -62,6 +65,7 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 // queue: then the lock is nil, and so is the error.
 func (s starter) acquire(ctx context.Context, u Upload, waiter string, doc *rundoc.Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
 	runID := doc.Run.ID
+	hold(ctx, namespace, key)
 	lock, err := s.store.Acquire(ctx, namespace, key, runID, owner(ctx))
 	var held *state.LockedError
 	switch {
@@ -187,6 +191,7 @@ func (s starter) bundleRun(ctx context.Context, u Upload, deployment string, mod
 	}
 	cfg := lb.Config
 	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
+	hold(ctx, cfg.Namespace, cfg.PersistentGraphKey)
 	log = log.With("namespace", cfg.Namespace, "graph_key", cfg.PersistentGraphKey)
 	trial := s.trial(ctx, doc, lb)
 	if trial != nil && s.quiet(ctx, trial) {
@@ -368,7 +373,9 @@ func (s starter) recordQuiet(ctx context.Context, doc *rundoc.Document, log *slo
 func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, mode run.Mode, trial *trialRun, log *slog.Logger) (d *decided, failed bool, err error) {
 	cfg := lb.Config
 	if !lb.Destroy {
-		// A CDK assembly's environments and assets, before any CloudFormation call.
+		// A CDK assembly's environments and assets, before any CloudFormation call: the
+		// bundle passed its checks when it loaded, and every destination is checked
+		// (cdkassets.Destination) before anything is published.
 		if failed, err := s.assemblyAssets(ctx, doc, lock, cfg, log); failed || err != nil {
 			return nil, failed, err
 		}

@@ -110,6 +110,7 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	if err != nil {
 		return -1, err
 	}
+	hold(ctx, doc.Namespace, doc.GraphKey)
 	if doc.Run.Status != run.Running {
 		return -1, st.finishEnded(ctx, doc, log)
 	}

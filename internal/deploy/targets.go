@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
@@ -50,7 +51,8 @@ func (b *base) assets(ctx context.Context, runID string, t target.Spec) (*change
 	key := runID + "@s3@" + t.Region + "|" + t.RoleARN + "|" + t.ExternalID
 	c, ok := b.clients.Load(key)
 	if !ok {
-		c, _ = b.clients.LoadOrStore(key, awsclient.S3(b.reach.Config(runID, t)))
+		// The target's assets bucket is cairn's too: its keys pass the same gate.
+		c, _ = b.clients.LoadOrStore(key, bucket.Gate(awsclient.S3(b.reach.Config(runID, t)), at.AssetsBucketName()))
 	}
 	return &changeset.Assets{S3: c.(changeset.AssetsAPI), Bucket: at.AssetsBucketName(), Where: "account " + at.Account + ", " + at.Region}, nil
 }

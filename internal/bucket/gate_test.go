@@ -1,0 +1,203 @@
+package bucket
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"pgregory.net/rapid"
+)
+
+func TestScopeAllows(t *testing.T) {
+	sha := strings.Repeat("ab", 32)
+	run := ForDeployment("shop")
+	run.SetRun("20261207-010203004-1a2b3c4d")
+	run.Hold("shop", "prod")
+	for _, tc := range []struct {
+		scope *Scope
+		op    Op
+		key   string
+		ok    bool
+	}{
+		// Its own deployment's keys.
+		{run, OpRead, "deployments/shop.zip", true},
+		{run, OpList, "deployments/shop.zip", true},
+		{run, OpRead, "plans/shop.zip", true},
+		{run, OpRead, "approvals/shop.zip", true},
+		{run, OpRead, "approvals/shop/20261207-010203004-1a2b3c4d", true},
+		{run, OpList, "approvals/shop/", true},
+		{run, OpWrite, "plans/shop/P1.json", true},
+		{run, OpWrite, "plans/shop/P1.md", true},
+		{run, OpWrite, "runs/shop/R1.json", true},
+		{run, OpWrite, "runs/active/20261207-010203004-1a2b3c4d.json", true},
+		{run, OpWrite, "runs/active/stacks/shop-app.json", true},
+		{run, OpWrite, "state/shop/prod.json", true},
+		{run, OpDelete, "locks/shop/prod.lock", true},
+		{run, OpWrite, "templates/" + sha + ".json", true},
+		{run, OpWrite, "assets/" + sha + ".zip", true},
+		{run, OpWrite, "assets/" + sha, true},
+		// What the attacks wrote with the deployer's credentials.
+		{run, OpWrite, "approvals/web/P1", false},
+		{run, OpWrite, "approvals/shop/P1", false},
+		{run, OpWrite, "deployments/web.zip", false},
+		{run, OpWrite, "deployments/shop.zip", false},
+		{run, OpWrite, "locks/web/web.lock", false},
+		{run, OpRead, "deployments/web.zip", false},
+		{run, OpRead, "state/web/web.json", false},
+		{run, OpWrite, "state/shop/other.json", false},
+		{run, OpWrite, "runs/web/R1.json", false},
+		{run, OpWrite, "runs/active/OTHER.json", false},
+		{run, OpList, "runs/", false},
+		{run, OpList, "", false},
+		{run, OpWrite, "ports/default.json", false},
+		{run, OpWrite, "drift/shop/S1.json", false},
+		{run, OpWrite, "assets/" + sha + ".zip/../../approvals/web/P1", false},
+		{run, OpWrite, "assets/" + strings.ToUpper(sha) + ".zip", false},
+		{run, OpWrite, "plans/shop/../web/P1.json", false},
+		{run, OpDelete, "state/shop/other.json", false},
+		// Routing: the open-run index, read only.
+		{Routing(), OpList, "runs/active/", true},
+		{Routing(), OpRead, "runs/active/R1.json", true},
+		{Routing(), OpRead, "runs/active/stacks/shop-app.json", true},
+		{Routing(), OpWrite, "runs/active/R1.json", false},
+		{Routing(), OpRead, "deployments/shop.zip", false},
+		{nil, OpRead, "deployments/shop.zip", false},
+	} {
+		err := tc.scope.Allows(tc.op, tc.key)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %s %s: %v, want allowed %v", tc.scope, tc.op, tc.key, err, tc.ok)
+		}
+		var refused *RefusedError
+		if err != nil && (!errors.As(err, &refused) || !strings.Contains(err.Error(), tc.key)) {
+			t.Errorf("%s %s: the refusal %q names neither the key nor its rule", tc.op, tc.key, err)
+		}
+	}
+}
+
+// TestScopeNeverReachesAnotherDeployment draws keys of cairn's bucket built from two
+// deployments' names: a run of one may touch none of the keys that name the other's.
+func TestScopeNeverReachesAnotherDeployment(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.StringMatching(`[a-z][a-z0-9-]{0,8}`)
+		mine, theirs := name.Draw(t, "mine"), name.Draw(t, "theirs")
+		if mine == theirs {
+			t.Skip("the same deployment")
+		}
+		s := ForDeployment(mine)
+		s.SetRun("R1")
+		s.Hold(mine, mine)
+		id := rapid.StringMatching(`[A-Za-z0-9][A-Za-z0-9._-]{0,12}`).Draw(t, "id")
+		keys := []string{
+			DeploymentKey(theirs), PlanUploadKey(theirs), ApplyKey(theirs), ApprovalKey(theirs, id),
+			PlanKey(theirs, id), PlanMarkdownKey(theirs, id), RunKey(theirs, id), RunReportKey(theirs, id),
+			StateKey(theirs, theirs), LockKey(theirs, theirs), StateKey(mine, theirs), LockKey(theirs, mine),
+			ApprovalKey(mine, id), ApprovalsPrefix + theirs + "/", PlansOf(theirs), RunsOf(theirs),
+		}
+		key := rapid.SampledFrom(keys).Draw(t, "key")
+		for _, op := range []Op{OpWrite, OpDelete} {
+			if err := s.Allows(op, key); err == nil {
+				t.Fatalf("a run of %s may %s %s", mine, op, key)
+			}
+		}
+		if strings.Contains(key, theirs+"/") || strings.Contains(key, theirs+".") {
+			if err := s.Allows(OpRead, key); err == nil && !strings.HasPrefix(key, ApprovalsPrefix+mine+"/") {
+				t.Fatalf("a run of %s may read %s", mine, key)
+			}
+		}
+	})
+}
+
+// recorder is an S3 API that records what reaches it.
+type recorder struct {
+	GatedAPI
+	calls []string
+}
+
+func (r *recorder) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	r.calls = append(r.calls, "put "+aws.ToString(in.Bucket)+"/"+aws.ToString(in.Key))
+	return &s3.PutObjectOutput{}, nil
+}
+
+func (r *recorder) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
+	r.calls = append(r.calls, "copy "+aws.ToString(in.CopySource)+" "+aws.ToString(in.Key))
+	return &s3.CopyObjectOutput{}, nil
+}
+
+func (r *recorder) DeleteObjects(_ context.Context, in *s3.DeleteObjectsInput, _ ...func(*s3.Options)) (*s3.DeleteObjectsOutput, error) {
+	r.calls = append(r.calls, "delete many")
+	return &s3.DeleteObjectsOutput{}, nil
+}
+
+func TestGated(t *testing.T) {
+	body := []byte(`{"Resources":{}}`)
+	sum := sha256.Sum256(body)
+	sha := hex.EncodeToString(sum[:])
+	scope := ForDeployment("shop")
+	scope.SetRun("R1")
+	ctx := WithScope(context.Background(), scope)
+	for _, tc := range []struct {
+		name string
+		call func(g *Gated) error
+		sent string // "" when nothing may reach S3
+	}{
+		{"a template with the content its key names", func(g *Gated) error {
+			_, err := g.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cairn"), Key: aws.String(TemplateKey(sha)), Body: bytes.NewReader(body)})
+			return err
+		}, "put cairn/" + TemplateKey(sha)},
+		{"an asset whose content is not its key's", func(g *Gated) error {
+			_, err := g.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cairn"), Key: aws.String(AssetKey(sha, "zip")), Body: bytes.NewReader([]byte("attacker's code"))})
+			return err
+		}, ""},
+		{"an asset from a body that cannot be read twice", func(g *Gated) error {
+			_, err := g.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cairn"), Key: aws.String(AssetKey(sha, "zip")), Body: strings.NewReader(string(body))})
+			return err
+		}, "put cairn/" + AssetKey(sha, "zip")}, // strings.Reader seeks
+		{"another deployment's approval", func(g *Gated) error {
+			_, err := g.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("cairn"), Key: aws.String(ApprovalKey("web", "P1")), Body: bytes.NewReader(nil)})
+			return err
+		}, ""},
+		{"another bucket", func(g *Gated) error {
+			_, err := g.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String("elsewhere"), Key: aws.String(RunKey("shop", "R1")), Body: bytes.NewReader(nil)})
+			return err
+		}, ""},
+		{"no scope", func(g *Gated) error {
+			_, err := g.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String("cairn"), Key: aws.String(RunKey("shop", "R1")), Body: bytes.NewReader(nil)})
+			return err
+		}, ""},
+		{"an asset refreshed onto itself", func(g *Gated) error {
+			_, err := g.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("cairn"), Key: aws.String(AssetKey(sha, "zip")), CopySource: aws.String("cairn/" + AssetKey(sha, "zip"))})
+			return err
+		}, "copy cairn/" + AssetKey(sha, "zip") + " " + AssetKey(sha, "zip")},
+		{"a bundle copied into assets", func(g *Gated) error {
+			_, err := g.CopyObject(ctx, &s3.CopyObjectInput{Bucket: aws.String("cairn"), Key: aws.String(AssetKey(sha, "zip")), CopySource: aws.String("cairn/" + DeploymentKey("web"))})
+			return err
+		}, ""},
+		{"the index entries of another run among its own", func(g *Gated) error {
+			_, err := g.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String("cairn"), Delete: &s3types.Delete{Objects: []s3types.ObjectIdentifier{
+				{Key: aws.String(OpenRunKey("R1"))}, {Key: aws.String(OpenRunKey("R2"))}}}})
+			return err
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &recorder{}
+			err := tc.call(Gate(r, "cairn"))
+			if tc.sent == "" {
+				if err == nil || len(r.calls) > 0 {
+					t.Fatalf("err %v, sent %v: want a refusal and nothing sent", err, r.calls)
+				}
+				return
+			}
+			if err != nil || len(r.calls) != 1 || r.calls[0] != tc.sent {
+				t.Fatalf("err %v, sent %v: want %q", err, r.calls, tc.sent)
+			}
+		})
+	}
+}

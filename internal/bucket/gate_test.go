@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -199,5 +202,33 @@ func TestGated(t *testing.T) {
 				t.Fatalf("err %v, sent %v: want %q", err, r.calls, tc.sent)
 			}
 		})
+	}
+}
+
+// TestThreatModelTable: the README's table of what a run of deployment D may touch is the
+// gate's own (Rules, RoutingRules), row for row, so the two cannot drift apart.
+func TestThreatModelTable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const start, end = "<!-- gate:begin -->\n", "<!-- gate:end -->"
+	_, rest, ok := strings.Cut(string(readme), start)
+	table, _, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		t.Fatalf("README.md has no table between %q and %q", start, end)
+	}
+	var want strings.Builder
+	want.WriteString("| Keys | Who | May | Why |\n|---|---|---|---|\n")
+	for _, set := range []struct {
+		who   string
+		rules []Rule
+	}{{"a run of D", Rules}, {"any invocation, before it knows the run", RoutingRules}} {
+		for _, r := range set.rules {
+			fmt.Fprintf(&want, "| `%s` | %s | %s | %s |\n", r.Pattern, set.who, r.Ops, r.Why)
+		}
+	}
+	if table != want.String() {
+		t.Errorf("README.md's gate table is not bucket.Rules; want:\n%s", want.String())
 	}
 }

@@ -365,7 +365,7 @@ func TestLocalUpRestartResumesCustomResources(t *testing.T) {
 	}
 	stop()
 
-	exports, stop = localUp(t, args...)
+	_, stop = localUp(t, args...)
 	defer stop()
 	var st cftypes.Stack
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {

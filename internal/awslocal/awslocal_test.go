@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -164,7 +163,6 @@ func TestSNSEnvelopeReachesSQSConsumer(t *testing.T) {
 
 // recorder is a Lambda handler that records its invocations and fails as told.
 type recorder struct {
-	mu    sync.Mutex
 	calls chan events.SQSEvent
 	fail  func(events.SQSMessage) bool
 }

@@ -183,9 +183,6 @@ func (p *Place) deleteBus(name string) {
 	}
 }
 
-// deleteRule removes a rule of the default bus and stops its schedule.
-func (p *Place) deleteRule(name string) { p.deleteRuleOn(defaultBus, name) }
-
 // deleteRuleOn removes a rule of the bus and stops its schedule.
 func (p *Place) deleteRuleOn(bus, name string) {
 	e := p.e

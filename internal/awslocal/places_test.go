@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -306,9 +305,7 @@ func waitStackDone(t *testing.T, clk *clock.Fake, cfg aws.Config, name, body str
 
 // warnings collects the emulator's log messages.
 type warnings struct {
-	mu   sync.Mutex
-	msgs []string
-	ch   chan string
+	ch chan string
 }
 
 func (w *warnings) Enabled(context.Context, slog.Level) bool { return true }

@@ -15,11 +15,8 @@ var externalIDRE = regexp.MustCompile(`^[\w+=,.@:/-]+$`)
 
 var roleARNRE = target.RoleARNPattern()
 
-// targetKeys are the keys of a Target, at the top of cairn.yaml (the default of every
-// stack) and per stack.
-var targetKeys = []string{"region", "role_arn", "external_id", "service_role"}
-
-// targetField reads one of targetKeys into t; an empty role_arn, external_id or
+// targetField reads one of the keys of a Target (region, role_arn, external_id,
+// service_role: at the top of cairn.yaml, the default of every stack, and per stack) into t; an empty role_arn, external_id or
 // service_role clears what the stack would inherit.
 func (l *loader) targetField(t *Target, f field) {
 	v, ok := l.str(f.v, f.key)

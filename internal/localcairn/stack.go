@@ -303,12 +303,12 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 			// Settling, perhaps from before a restart: wait.
 		case st.StackStatus == cfntypes.StackStatusCreateComplete || st.StackStatus == cfntypes.StackStatusUpdateComplete ||
 			st.StackStatus == cfntypes.StackStatusUpdateRollbackComplete:
-			cur, err := p.cfn.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(p.name)})
-			if err != nil && lost(err) {
+			cur, gerr := p.cfn.GetTemplate(ctx, &cloudformation.GetTemplateInput{StackName: aws.String(p.name)})
+			if gerr != nil && lost(gerr) {
 				break // looked at again below
 			}
-			if err != nil {
-				return nil, fmt.Errorf("provision cairn: read the template of stack %s: %w", p.name, err)
+			if gerr != nil {
+				return nil, fmt.Errorf("provision cairn: read the template of stack %s: %w", p.name, gerr)
 			}
 			if aws.ToString(cur.TemplateBody) == body && p.sameParameters(st) {
 				return st, nil

@@ -16,16 +16,15 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // world is a minimal simulated CloudFormation: every operation takes `delay` steps.
 type world struct {
-	t        *testing.T
-	delay    int
-	stacks   map[string]*fakeStack       // by config name
-	failOn   map[string]string           // config name -> failure status to end an execution in
-	emptyCS  map[string]bool             // change sets of these stacks have no changes
-	apiErrs  map[string]int              // config name -> number of API errors to return for its next actions
-	changes  map[string][]ResourceChange // config name -> the resource changes of its change sets
-	calls    []Action
-	inFlight int
-	maxSeen  int
+	t       *testing.T
+	delay   int
+	stacks  map[string]*fakeStack       // by config name
+	failOn  map[string]string           // config name -> failure status to end an execution in
+	emptyCS map[string]bool             // change sets of these stacks have no changes
+	apiErrs map[string]int              // config name -> number of API errors to return for its next actions
+	changes map[string][]ResourceChange // config name -> the resource changes of its change sets
+	calls   []Action
+	maxSeen int
 }
 
 type fakeStack struct {

@@ -178,7 +178,7 @@ func TestEarlyChangeSetThatFails(t *testing.T) {
 	if s := next.Stacks["b"]; s.Phase != Pending || s.Early || s.MadeEarly || s.ChangeSetName != "" {
 		t.Fatalf("b after the failure: %s early %v made early %v change set %q", s.Phase, s.Early, s.MadeEarly, s.ChangeSetName)
 	}
-	next, actions = Advance(next, []Observation{{Stack: "a", StackStatus: "UPDATE_COMPLETE", Outputs: map[string]string{"Out": "new"}}}, t0.Add(2*time.Minute), Options{Resolve: resolveOutputs})
+	_, actions = Advance(next, []Observation{{Stack: "a", StackStatus: "UPDATE_COMPLETE", Outputs: map[string]string{"Out": "new"}}}, t0.Add(2*time.Minute), Options{Resolve: resolveOutputs})
 	if len(actions) != 1 || actions[0].Kind != CreateChangeSet || actions[0].Stack != "b" || actions[0].Parameters["Dep"] != "new" {
 		t.Fatalf("after a finished: %+v", actions)
 	}

@@ -282,18 +282,6 @@ func joinPath(path, k string) string {
 	return path + "." + k
 }
 
-// packagedAt reports whether the value at line and col is a local artifact: packaging
-// replaces it with an S3 location before CloudFormation sees it, so the resource
-// specification's shape for it (an S3 location object, often) does not apply as written.
-func (t *Template) packagedAt(n *yaml.Node) bool {
-	for _, a := range t.artifacts {
-		if a.node != nil && a.Line == n.Line && a.Col == n.Column {
-			return true
-		}
-	}
-	return false
-}
-
 // location is what packaging puts in place of a: the S3 object of key in bucket, as an
 // s3:// string (str) or in the object form the property takes (text, as JSON).
 func (a Artifact) location(bucket, key string) (str, text string, node *yaml.Node) {

@@ -16,10 +16,9 @@ import (
 // which follow AWS's documentation of each attribute.
 
 var (
-	boolean  = spec.NewShape(spec.Boolean)
-	integer  = spec.NewShape(spec.Integer)
-	str      = spec.NewShape(spec.String)
-	anyValue = spec.NewShape(spec.Any)
+	boolean = spec.NewShape(spec.Boolean)
+	integer = spec.NewShape(spec.Integer)
+	str     = spec.NewShape(spec.String)
 
 	resourceSignal = spec.NewObject(map[string]*spec.Shape{"Count": integer, "Timeout": str}, true)
 

@@ -454,13 +454,6 @@ func intrinsic(n *yaml.Node) string {
 	return ""
 }
 
-func lastKey(path string) string {
-	if i := strings.LastIndexByte(path, '.'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
-}
-
 func kindOf(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.SequenceNode:

@@ -416,7 +416,7 @@ func TestDelayAndVisibility(t *testing.T) {
 		t.Fatalf("after delay visible/in flight/delayed = %s, want 1/0/0", got)
 	}
 	out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), VisibilityTimeout: 40,
-		AttributeNames: []types.QueueAttributeName{"All"}})
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{"All"}})
 	if err != nil || len(out.Messages) != 1 {
 		t.Fatalf("receive: %v %+v", err, out)
 	}

@@ -1,0 +1,127 @@
+package printer
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "shop-vpc", "shop-vpc"},
+		{"spaces and unicode", "Resource creation cancelled — ünïcode", "Resource creation cancelled — ünïcode"},
+		{"pattern with backslashes", `^[a-z]\d+$`, `^[a-z]\d+$`},
+		{"empty", "", ""},
+		{"newline forging a workflow command", "failed\n::error::pwned", `"failed\n::error::pwned"`},
+		{"carriage return", "ok\r::add-mask::x", `"ok\r::add-mask::x"`},
+		{"workflow command at the start", "::error::pwned", `"::error::pwned"`},
+		{"workflow command after spaces", "  ::add-mask::x", `"  ::add-mask::x"`},
+		{"clear screen", "\x1b[2J\x1b[H", `"\x1b[2J\x1b[H"`},
+		{"OSC 8 link", "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\", `"\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\"`},
+		{"right-to-left override", "abc\u202Etxt.exe", `"abc\u202etxt.exe"`},
+		{"NUL", "a\x00b", `"a\x00b"`},
+		{"DEL", "a\x7fb", `"a\x7fb"`},
+		{"C1 CSI", "a\u009b2Jb", `"a\u009b2Jb"`},
+		{"tab", "a\tb", `"a\tb"`},
+		{"line separator", "a\u2028b", `"a\u2028b"`},
+		{"not UTF-8", "a\xffb", `"a\xffb"`},
+		{"starts with a quote", `"quoted"`, `"\"quoted\""`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Text(tc.in); got != tc.want {
+				t.Errorf("Text(%q) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+type stringer string
+
+func (s stringer) String() string { return string(s) }
+
+type phase string
+
+func TestFprintf(t *testing.T) {
+	evil := "x\n::error::y"
+	for _, tc := range []struct {
+		name, format string
+		args         []any
+		want         string
+	}{
+		{"string", "reason: %s\n", []any{evil}, "reason: \"x\\n::error::y\"\n"},
+		{"width", "[%-6s]", []any{"a\x1b"}, `["a\x1b"]`},
+		{"width of a plain value", "[%-6s]", []any{"ab"}, "[ab    ]"},
+		{"error", "cairn: %v", []any{errors.New(evil)}, `cairn: "x\n::error::y"`},
+		{"stringer", "%s", []any{stringer("\x1b[2J")}, `"\x1b[2J"`},
+		{"string kind", "%s", []any{phase("a\nb")}, `"a\nb"`},
+		{"list", "%v", []any{[]string{"a", "b\nc"}}, `[a "b\nc"]`},
+		{"quoted verb", "%q", []any{"a\nb"}, `"a\nb"`},
+		{"numbers untouched", "%d %.1f", []any{3, 1.5}, "3 1.5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			Fprintf(&b, tc.format, tc.args...)
+			if b.String() != tc.want {
+				t.Errorf("Fprintf(%q) = %q, want %q", tc.format, b.String(), tc.want)
+			}
+		})
+	}
+}
+
+func TestLines(t *testing.T) {
+	var b bytes.Buffer
+	if err := Lines(&b, "export A='1'\n::add-mask::x\nB=\x1b[2J"); err != nil {
+		t.Fatal(err)
+	}
+	want := "export A='1'\n\"::add-mask::x\"\n\"B=\\x1b[2J\"\n"
+	if b.String() != want {
+		t.Errorf("Lines = %q, want %q", b.String(), want)
+	}
+}
+
+// FuzzText checks Text's promise on any string: one line of printable characters, never
+// starting a line with "::", and distinct values stay distinct (Text is undone by
+// strconv.Unquote when it quoted, by nothing when it did not). Seeds live in
+// testdata/fuzz/FuzzText at the repository root, one value a file.
+func FuzzText(f *testing.F) {
+	seeds, err := filepath.Glob("../../testdata/fuzz/FuzzText/*")
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no seeds in testdata/fuzz/FuzzText: %v", err)
+	}
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := Text(s)
+		if !utf8.ValidString(got) {
+			t.Fatalf("Text(%q) = %q: not UTF-8", s, got)
+		}
+		for _, r := range got {
+			if r != ' ' && !unicode.IsPrint(r) {
+				t.Fatalf("Text(%q) = %q holds %U", s, got, r)
+			}
+		}
+		if strings.HasPrefix(strings.TrimLeft(got, " "), "::") {
+			t.Fatalf("Text(%q) = %q starts a line with ::", s, got)
+		}
+		back := got
+		if strings.HasPrefix(got, `"`) {
+			if back, err = strconv.Unquote(got); err != nil {
+				t.Fatalf("Text(%q) = %q: %v", s, got, err)
+			}
+		}
+		if back != s {
+			t.Fatalf("Text(%q) = %q reads back as %q: two values would print alike", s, got, back)
+		}
+	})
+}

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -72,16 +73,46 @@ func Fprintln(w io.Writer, a ...any) (int, error) {
 }
 
 // Lines prints text that cairn composed of lines (a shell snippet, a graph in DOT, a
-// diff), ending it with a newline when it has none: each line through Text, so a value
-// inside it that carried a line break or an escape cannot forge a line.
+// diff), ending it with a newline when it has none. A line keeps its indentation of
+// spaces and tabs, which is cairn's; in the rest every character Text would escape is
+// escaped where it stands (\x1b, \u202e, \t, \xff), and a line that would start with
+// "::" is quoted whole, so a value inside it that carried a line break or an escape
+// sequence cannot forge a line or reach the terminal.
 func Lines(w io.Writer, text string) error {
 	var b strings.Builder
 	for line := range strings.Lines(text) {
-		b.WriteString(Text(strings.TrimSuffix(line, "\n")))
+		line = strings.TrimSuffix(line, "\n")
+		rest := strings.TrimLeft(line, " \t")
+		b.WriteString(line[:len(line)-len(rest)])
+		if strings.HasPrefix(rest, "::") {
+			b.WriteString(Text(rest))
+		} else {
+			escape(&b, rest)
+		}
 		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// escape writes s with every character Text would escape written as Go writes it in a
+// quoted string.
+func escape(b *strings.Builder, s string) {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, n := utf8.DecodeRuneInString(s[i:]); n == 1 {
+				fmt.Fprintf(b, `\x%02x`, s[i])
+				continue
+			}
+			b.WriteRune(r)
+		case r == ' ' || unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
 }
 
 // args wraps the arguments of a print in what prints them through Text.
@@ -142,4 +173,24 @@ func (t texts) Format(f fmt.State, verb rune) {
 		vs[i] = value(s)
 	}
 	fmt.Fprintf(f, fmt.FormatString(f, verb), vs)
+}
+
+// JSON makes encoded JSON (one value, as json.Marshal gives it) safe to show on a
+// terminal as well as to parse: every character of its strings that Text would escape
+// (C1 controls, DEL, bidirectional overrides, separators: encoding/json leaves them raw)
+// becomes its \u escape, which a JSON reader reads back as the same string.
+func JSON(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == ' ' || (unicode.IsPrint(r) && !(r == utf8.RuneError && n == 1)) {
+			out = append(out, b[:n]...)
+		} else if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar {
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		} else {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+		b = b[n:]
+	}
+	return out
 }

@@ -75,13 +75,31 @@ func TestFprintf(t *testing.T) {
 }
 
 func TestLines(t *testing.T) {
-	var b bytes.Buffer
-	if err := Lines(&b, "export A='1'\n::add-mask::x\nB=\x1b[2J"); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "export A='1'\nexport B=2\n", "export A='1'\nexport B=2\n"},
+		{"a last line without newline", "a\nb", "a\nb\n"},
+		{"indentation kept", "digraph {\n\t\"a\" -> \"b\";\n}\n", "digraph {\n\t\"a\" -> \"b\";\n}\n"},
+		{"escape sequences", "B=\x1b[2J\x1b]8;;https://evil\x07x\u202e\x00\xff\n", "B=\\x1b[2J\\x1b]8;;https://evil\\ax\\u202e\\x00\\xff\n"},
+		{"workflow command", "ok\n  ::add-mask::x\n", "ok\n  \"::add-mask::x\"\n"},
+		{"carriage return", "a\r::error::x\n", "a\\r::error::x\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := Lines(&b, tc.in); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tc.want {
+				t.Errorf("Lines(%q) = %q, want %q", tc.in, b.String(), tc.want)
+			}
+		})
 	}
-	want := "export A='1'\n\"::add-mask::x\"\n\"B=\\x1b[2J\"\n"
-	if b.String() != want {
-		t.Errorf("Lines = %q, want %q", b.String(), want)
+}
+
+func TestJSON(t *testing.T) {
+	in := []byte(`{"reason":"a\n\u001b` + "\u202e\x7f\u0085\U000E0001" + `ü"}`)
+	want := `{"reason":"a\n\u001b\u202e\u007f\u0085\udb40\udc01ü"}`
+	if got := string(JSON(in)); got != want {
+		t.Errorf("JSON(%s) = %s, want %s", in, got, want)
 	}
 }
 

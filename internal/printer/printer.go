@@ -54,10 +54,12 @@ func plain(s string) bool {
 	return true
 }
 
-// Fprintf is fmt.Fprintf with every string (or string-kinded), []string, error and
-// fmt.Stringer argument printed through Text; %q, %x and %X print the value as fmt
-// does, which escapes it already. The format is cairn's own text and is printed as
-// written: it must not hold untrusted text (pass it as an argument).
+// Fprintf is fmt.Fprintf with every string (or string-kinded), []string and fmt.Stringer
+// argument printed through Text, and every error through Sentence (an error is cairn's
+// sentence around values, which reads better escaped in place than quoted whole); %q,
+// %x and %X print the value as fmt does, which escapes it already. The format is cairn's
+// own text and is printed as written: it must not hold untrusted text (pass it as an
+// argument).
 func Fprintf(w io.Writer, format string, a ...any) (int, error) {
 	return fmt.Fprintf(w, format, args(a)...)
 }
@@ -84,11 +86,7 @@ func Lines(w io.Writer, text string) error {
 		line = strings.TrimSuffix(line, "\n")
 		rest := strings.TrimLeft(line, " \t")
 		b.WriteString(line[:len(line)-len(rest)])
-		if strings.HasPrefix(rest, "::") {
-			b.WriteString(Text(rest))
-		} else {
-			escape(&b, rest)
-		}
+		b.WriteString(Sentence(rest))
 		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())
@@ -131,7 +129,7 @@ func wrap(v any) any {
 	case string:
 		return value(v)
 	case error:
-		return value(v.Error())
+		return sentence(v.Error())
 	case fmt.Stringer:
 		return value(v.String())
 	case []string:
@@ -161,6 +159,32 @@ func (v value) Format(f fmt.State, verb rune) {
 		fmt.Fprintf(f, fmt.FormatString(f, verb), string(v))
 	default:
 		fmt.Fprintf(f, fmt.FormatString(f, verb), Text(string(v)))
+	}
+}
+
+// Sentence is s, a sentence of cairn's holding values (an error), on one line: every
+// character Text would escape is escaped where it stands (\n, \x1b, \u202e, \xff),
+// and s is quoted whole (Text) when it would start a line with "::". Unlike Text it does
+// not tell every two sentences apart (a backslash stays as it is): it is for messages
+// that quote their values (%q) or whose values are checked names.
+func Sentence(s string) string {
+	if strings.HasPrefix(strings.TrimLeft(s, " "), "::") {
+		return Text(s)
+	}
+	var b strings.Builder
+	escape(&b, s)
+	return b.String()
+}
+
+// sentence is an error's message printed through Sentence by %s and %v.
+type sentence string
+
+func (v sentence) Format(f fmt.State, verb rune) {
+	switch verb {
+	case 'q', 'x', 'X':
+		fmt.Fprintf(f, fmt.FormatString(f, verb), string(v))
+	default:
+		fmt.Fprintf(f, fmt.FormatString(f, verb), Sentence(string(v)))
 	}
 }
 

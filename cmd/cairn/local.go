@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/localdir"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -118,7 +119,7 @@ func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, l
 	if dir != "" {
 		var err error
 		if claim, err = localdir.Acquire(dir); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local up: %v\n", err)
+			printer.Fprintf(cmd.ErrOrStderr(), "cairn local up: %v\n", err)
 			return exitError{1}
 		}
 		defer claim.Release()
@@ -160,14 +161,14 @@ func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, l
 			return fmt.Errorf("local up: %w", err)
 		}
 	}
-	fmt.Fprint(cmd.OutOrStdout(), info.Exports())
-	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s%s); Ctrl-C to stop\n",
+	printer.Lines(cmd.OutOrStdout(), info.Exports())
+	printer.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s%s); Ctrl-C to stop\n",
 		l.Emulator.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.Cairn.Bucket, orNone(l.functions), targetsNote(l.Cairn.Targets))
 	<-ctx.Done()
 	if err := l.Close(); err != nil {
 		return fmt.Errorf("local up: stopping: %w", err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: stopped; state saved in %s\n", orMemory(dir))
+	printer.Fprintf(cmd.ErrOrStderr(), "cairn local: stopped; state saved in %s\n", orMemory(dir))
 	return nil
 }
 
@@ -206,13 +207,13 @@ func localWait(cmd *cobra.Command, dir string, timeout time.Duration) error {
 		switch {
 		case errors.Is(err, localdir.ErrNotRunning):
 			if time.Since(began) >= grace {
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local wait: nothing runs on %s: start it with `cairn local up --dir %s &`\n", dir, dir)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn local wait: nothing runs on %s: start it with `cairn local up --dir %s &`\n", dir, dir)
 				return exitError{1}
 			}
 		case err != nil:
 			return fmt.Errorf("local wait: %w", err)
 		case info.URL != "" && healthy(cmd.Context(), client, info.URL):
-			fmt.Fprintf(cmd.OutOrStdout(), "cairn local: ready at %s\n", info.URL)
+			printer.Fprintf(cmd.OutOrStdout(), "cairn local: ready at %s\n", info.URL)
 			return nil
 		}
 		if time.Since(began) >= timeout {
@@ -220,7 +221,7 @@ func localWait(cmd *cobra.Command, dir string, timeout time.Duration) error {
 			if info.PID > 0 {
 				who = fmt.Sprintf("cairn local up (pid %d)", info.PID)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local wait: %s on %s is not ready after %s: see its log %s\n", who, dir, timeout, orDefault(info.Log, filepath.Join(dir, localdir.LogFile)))
+			printer.Fprintf(cmd.ErrOrStderr(), "cairn local wait: %s on %s is not ready after %s: see its log %s\n", who, dir, timeout, orDefault(info.Log, filepath.Join(dir, localdir.LogFile)))
 			return exitError{1}
 		}
 		select {
@@ -260,15 +261,15 @@ It fails (exit 1) when none runs there or it is not ready yet (see "cairn local 
 			info, err := localdir.Find(dir)
 			switch {
 			case errors.Is(err, localdir.ErrNotRunning):
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local env: nothing runs on %s: start it with `cairn local up --dir %s &`, then `cairn local wait --dir %s`\n", dir, dir, dir)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn local env: nothing runs on %s: start it with `cairn local up --dir %s &`, then `cairn local wait --dir %s`\n", dir, dir, dir)
 				return exitError{1}
 			case err != nil:
 				return fmt.Errorf("local env: %w", err)
 			case !info.Ready:
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local env: cairn local up (pid %d) on %s is still starting: run `cairn local wait --dir %s` first\n", info.PID, dir, dir)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn local env: cairn local up (pid %d) on %s is still starting: run `cairn local wait --dir %s` first\n", info.PID, dir, dir)
 				return exitError{1}
 			}
-			fmt.Fprint(cmd.OutOrStdout(), info.Exports())
+			printer.Lines(cmd.OutOrStdout(), info.Exports())
 			return nil
 		},
 	}
@@ -356,10 +357,10 @@ the environment points (run "cairn local up" and export its environment to use t
 			}
 			out, err := e.Invoke(cmd.Context(), name, payload)
 			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
 				return exitError{1}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
+			printer.Fprintf(cmd.OutOrStdout(), "%s\n", out)
 			return nil
 		},
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -47,6 +49,7 @@ func newLocalCmd() *cobra.Command {
 
 func newLocalUpCmd() *cobra.Command {
 	var addr, dir, logLevel, logFile, namespaces string
+	var allowRemote bool
 	var targets []string
 	var o localcairn.Options
 	var timings awslocal.CloudFormationTimings
@@ -67,9 +70,25 @@ Requests that arrive before all of that exists wait for it, so a script may star
   cairn local wait && eval "$(cairn local env)"
 Up prints one ready line and the same export lines; its log goes to --log-file
 (default: local.log under --dir). State persists under --dir, so the next "local up"
-sees it; one "local up" at a time may use a --dir.`,
+sees it; one "local up" at a time may use a --dir.
+
+The emulator has no authentication: whoever reaches its port reads every secret in it
+(SecureString parameters decrypted, NoEcho values), cairn's bucket with its state, plans
+and runs, and can push, approve and tamper. So it listens on loopback only: an --addr that
+is not a loopback address (0.0.0.0, :4566, a LAN address, a host name) is refused unless
+--allow-remote is given, and then a warning is printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			remote, err := remoteAddr(addr)
+			if err != nil {
+				return usageError{cmd: cmd, msg: "--addr: " + err.Error()}
+			}
+			if remote && !allowRemote {
+				return refuse("local up: --addr %s listens beyond this machine's loopback: %s; listen on 127.0.0.1 (the default), or give --allow-remote if that is what you want", addr, exposes)
+			}
+			if remote {
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn local up: warning: --addr %s listens beyond this machine's loopback (--allow-remote): %s\n", addr, exposes)
+			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("local up: --log-level %q: want debug, info, warn or error", logLevel)
@@ -89,7 +108,8 @@ sees it; one "local up" at a time may use a --dir.`,
 			return serveLocal(cmd, awslocal.Options{Dir: dir, CloudFormation: timings}, addr, logFile, level, o)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4566", "address to listen on (127.0.0.1:0 picks a free port)")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4566", "address to listen on (127.0.0.1:0 picks a free port); a loopback address unless --allow-remote")
+	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow an --addr beyond loopback, which serves every secret and all of cairn's state to whoever reaches it, with no authentication")
 	cmd.Flags().StringVar(&dir, "dir", defaultLocalDir, `folder keeping the emulator's state ("" keeps it in memory)`)
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "file the emulator and the in-process functions log to (default: "+localdir.LogFile+" under --dir; stderr with --dir \"\")")
@@ -104,6 +124,23 @@ sees it; one "local up" at a time may use a --dir.`,
 	cmd.Flags().Var(&delayRange{&timings.ChangeSetDelay, &timings.ChangeSetDelayMax}, "change-set-delay", "how long a change set takes to create, D or MIN..MAX (e.g. 2s..12s: each drawn between them, as they vary in AWS)")
 	cmd.Flags().Uint64Var(&timings.DelaySeed, "delay-seed", 1, "seed of the delays drawn from MIN..MAX ranges: the same seed draws the same times")
 	return cmd
+}
+
+// exposes says what an emulator reachable beyond loopback gives away.
+const exposes = "whoever reaches it reads every secret in the emulator (SecureString parameters decrypted, NoEcho values) and cairn's bucket (state, plans, runs), and can push, approve and tamper, with no authentication"
+
+// remoteAddr reports whether addr (HOST:PORT) listens beyond loopback: any host but
+// localhost and a loopback IP, the empty host (every interface) included.
+func remoteAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if host == "localhost" {
+		return false, nil
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback(), nil
 }
 
 // defaultLocalDir is where local up keeps its state, and where wait and env look.

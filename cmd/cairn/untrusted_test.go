@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // hostile is text an attacker puts where cairn prints it (a status reason, an
@@ -94,6 +99,37 @@ func TestHostileTextStaysOnItsLine(t *testing.T) {
 			checkTerminal(t, "stderr", errOut)
 			if !strings.Contains(out+errOut, tt.want) {
 				t.Errorf("the value is not shown escaped (%s):\n%s%s", tt.want, out, errOut)
+			}
+		})
+	}
+}
+
+// TestCompletionOffersOnlyDeploymentNames: completion of a NAME or --deployment offers
+// the deployments in the bucket the deployer accepts as names (bucket.CheckDeployment):
+// an upload under a key that is not one (a space, a reserved name, a line break forging
+// a workflow command, an escape sequence) is not offered, and nothing it prints holds a
+// control character.
+func TestCompletionOffersOnlyDeploymentNames(t *testing.T) {
+	c, s3c := cairnWorld(t)
+	for _, key := range []string{"deployments/shop.zip", "plans/web.zip", "deployments/bad name.zip", "deployments/evil\n::error::forged.zip",
+		"deployments/active.zip", "plans/sweeps.zip", "plans/.hidden.zip", "deployments/esc\x1b[2J.zip", "deployments/rtl\u202Egnp.zip"} {
+		if _, err := s3c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(c.Bucket), Key: aws.String(key), Body: strings.NewReader("x")}); err != nil {
+			t.Fatalf("put %q: %v", key, err)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "status", ""}, []string{"shop", "web", ":4"}},
+		{[]string{"__complete", "push", ".", "--deployment", ""}, []string{"shop", "web", ":4"}},
+		{[]string{"__complete", "follow", "e"}, []string{":4"}},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, tt.args...)
+			checkTerminal(t, "stdout", out)
+			if got := strings.Fields(out); code != 0 || !slices.Equal(got, tt.want) {
+				t.Errorf("exit %d, %q, want %q\n%s", code, got, tt.want, errOut)
 			}
 		})
 	}

@@ -171,7 +171,7 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 // printSweepJSON prints the ended sweep as JSON and returns exit code 1 when something
 // drifted, as printSweep does.
 func printSweepJSON(w io.Writer, sw *drift.Sweep) error {
-	if err := json.NewEncoder(w).Encode(sw); err != nil {
+	if err := printer.WriteJSON(w, sw, ""); err != nil {
 		return err
 	}
 	for _, g := range sw.Graphs {

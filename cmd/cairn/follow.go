@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -555,11 +554,7 @@ func (j *jsonView) emit(e event) {
 	if e.Run == "" {
 		e.Run = j.id
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return
-	}
-	j.w.Write(append(printer.JSON(b), '\n'))
+	_ = printer.WriteJSON(j.w, e, "")
 }
 
 func (j *jsonView) runID() string { return j.id }

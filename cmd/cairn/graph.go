@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -89,9 +88,7 @@ func writeGraph(w io.Writer, l *loaded, format string, home target.Target) error
 			loc := at(s.Name)
 			doc.Stacks = append(doc.Stacks, graphStackJSON{Name: s.Name, StackName: s.StackName, Requires: deps, Account: loc.Account, Region: loc.Region})
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return printer.WriteJSON(w, doc, "  ")
 	}
 	printer.Fprintf(w, "%s: %d stacks, %d dependencies (%d drawn by --format dot, which leaves out those implied by longer paths); deploy order:\n",
 		l.bundle.ConfigFile, len(order), all, edgeCount(reduced))

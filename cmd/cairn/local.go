@@ -397,8 +397,7 @@ the environment points (run "cairn local up" and export its environment to use t
 				printer.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
 				return exitError{1}
 			}
-			printer.Fprintf(cmd.OutOrStdout(), "%s\n", out)
-			return nil
+			return printer.WriteJSON(cmd.OutOrStdout(), json.RawMessage(out), "")
 		},
 	}
 }

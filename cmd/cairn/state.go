@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -114,9 +113,7 @@ func newStateShowCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(g)
+				return printer.WriteJSON(out, g, "  ")
 			}
 			printGraph(out, g, version, c.Home(ctx))
 			if version == "" {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/printer"
@@ -24,9 +22,7 @@ whether the work tree had uncommitted changes, and the Go version and platform.
 			i := version.Read()
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(i)
+				return printer.WriteJSON(w, i, "  ")
 			}
 			printer.Fprintf(w, "cairn %s\n", i.Version)
 			commit := i.Commit

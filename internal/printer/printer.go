@@ -12,6 +12,7 @@
 package printer
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -54,7 +55,7 @@ func plain(s string) bool {
 	return true
 }
 
-// Fprintf is fmt.Fprintf with every string (or string-kinded), []string and fmt.Stringer
+// Fprintf is fmt.Fprintf with every string (or string-kinded), []byte, []string and fmt.Stringer
 // argument printed through Text, and every error through Sentence (an error is cairn's
 // sentence around values, which reads better escaped in place than quoted whole); %q,
 // %x and %X print the value as fmt does, which escapes it already. The format is cairn's
@@ -134,6 +135,8 @@ func wrap(v any) any {
 		return value(v.String())
 	case []string:
 		return texts(v)
+	case []byte:
+		return value(v)
 	}
 	rv := reflect.ValueOf(v)
 	switch {
@@ -199,22 +202,44 @@ func (t texts) Format(f fmt.State, verb rune) {
 	fmt.Fprintf(f, fmt.FormatString(f, verb), vs)
 }
 
-// JSON makes encoded JSON (one value, as json.Marshal gives it) safe to show on a
+// JSON makes encoded JSON (as json.Marshal or MarshalIndent gives it) safe to show on a
 // terminal as well as to parse: every character of its strings that Text would escape
-// (C1 controls, DEL, bidirectional overrides, separators: encoding/json leaves them raw)
-// becomes its \u escape, which a JSON reader reads back as the same string.
+// and encoding/json leaves raw (DEL, C1 controls, bidirectional overrides, separators)
+// becomes its \u escape, which a JSON reader reads back as the same string. Line breaks
+// and tabs are kept: encoding/json escapes them inside strings, so raw they are only
+// the indentation between tokens.
 func JSON(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for len(b) > 0 {
 		r, n := utf8.DecodeRune(b)
-		if r == ' ' || (unicode.IsPrint(r) && !(r == utf8.RuneError && n == 1)) {
+		switch {
+		case r == ' ' || r == '\n' || r == '\t' || r == '\r' || (unicode.IsPrint(r) && !(r == utf8.RuneError && n == 1)):
 			out = append(out, b[:n]...)
-		} else if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar {
-			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
-		} else {
-			out = fmt.Appendf(out, `\u%04x`, r)
+		default:
+			if r1, r2 := utf16.EncodeRune(r); r1 != unicode.ReplacementChar {
+				out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+			} else {
+				out = fmt.Appendf(out, `\u%04x`, r)
+			}
 		}
 		b = b[n:]
 	}
 	return out
+}
+
+// WriteJSON prints v as JSON through JSON, indented by indent ("" for one line), and a
+// newline: the JSON output of the CLI's commands.
+func WriteJSON(w io.Writer, v any, indent string) error {
+	var b []byte
+	var err error
+	if indent == "" {
+		b, err = json.Marshal(v)
+	} else {
+		b, err = json.MarshalIndent(v, "", indent)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(JSON(b), '\n'))
+	return err
 }

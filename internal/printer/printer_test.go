@@ -2,6 +2,7 @@ package printer
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -62,6 +63,7 @@ func TestFprintf(t *testing.T) {
 		{"error that is a workflow command", "%v", []any{errors.New("::add-mask::x")}, `"::add-mask::x"`},
 		{"stringer", "%s", []any{stringer("\x1b[2J")}, `"\x1b[2J"`},
 		{"string kind", "%s", []any{phase("a\nb")}, `"a\nb"`},
+		{"bytes", "%s", []any{[]byte("a\x1b[2J")}, `"a\x1b[2J"`},
 		{"list", "%v", []any{[]string{"a", "b\nc"}}, `[a "b\nc"]`},
 		{"quoted verb", "%q", []any{"a\nb"}, `"a\nb"`},
 		{"numbers untouched", "%d %.1f", []any{3, 1.5}, "3 1.5"},
@@ -94,6 +96,22 @@ func TestLines(t *testing.T) {
 				t.Errorf("Lines(%q) = %q, want %q", tc.in, b.String(), tc.want)
 			}
 		})
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	v := map[string]any{"reason": "a\n\x1b[2J\u202e\x7f<b>", "n": []int{1}}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, v, "  "); err != nil {
+		t.Fatal(err)
+	}
+	want := "{\n  \"n\": [\n    1\n  ],\n  \"reason\": \"a\\n\\u001b[2J\\u202e\\u007f\\u003cb\\u003e\"\n}\n"
+	if b.String() != want {
+		t.Errorf("WriteJSON = %q, want %q", b.String(), want)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || back["reason"] != v["reason"] {
+		t.Errorf("reads back as %q (%v), want %q", back["reason"], err, v["reason"])
 	}
 }
 

@@ -125,7 +125,9 @@ func TestJSON(t *testing.T) {
 
 // FuzzText checks Text's promise on any string: one line of printable characters, never
 // starting a line with "::", and distinct values stay distinct (Text is undone by
-// strconv.Unquote when it quoted, by nothing when it did not). Seeds live in
+// strconv.Unquote when it quoted, by nothing when it did not); Sentence of it is one
+// printable line, and Lines of it as many lines as it has, each printable past its
+// indentation, none starting with "::". Seeds live in
 // testdata/fuzz/FuzzText at the repository root, one value a file.
 func FuzzText(f *testing.F) {
 	seeds, err := filepath.Glob("../../testdata/fuzz/FuzzText/*")
@@ -161,5 +163,43 @@ func FuzzText(f *testing.F) {
 		if back != s {
 			t.Fatalf("Text(%q) = %q reads back as %q: two values would print alike", s, got, back)
 		}
+		// A sentence (an error) is one line too, escaped in place.
+		checkLine(t, "Sentence", s, Sentence(s), false)
+		// Text of lines keeps its lines, each one line, its indentation aside.
+		var b bytes.Buffer
+		if err := Lines(&b, s); err != nil {
+			t.Fatal(err)
+		}
+		in, out := 0, strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		for range strings.Lines(s) {
+			in++
+		}
+		if in == 0 && b.Len() == 0 {
+			return
+		}
+		if len(out) != in {
+			t.Fatalf("Lines(%q) = %q: %d lines, want %d", s, b.String(), len(out), in)
+		}
+		for _, l := range out {
+			checkLine(t, "Lines", s, l, true)
+		}
 	})
+}
+
+// checkLine fails unless line (what f printed of s) is printable, tabs of its
+// indentation aside when indented, and does not start with "::" past its indentation.
+func checkLine(t *testing.T, f, s, line string, indented bool) {
+	t.Helper()
+	rest := line
+	if indented {
+		rest = strings.TrimLeft(line, " \t")
+	}
+	for _, r := range rest {
+		if r != ' ' && !unicode.IsPrint(r) {
+			t.Fatalf("%s(%q) printed %q, which holds %U", f, s, line, r)
+		}
+	}
+	if strings.HasPrefix(strings.TrimLeft(rest, " "), "::") {
+		t.Fatalf("%s(%q) printed %q, a line starting with ::", f, s, line)
+	}
 }

@@ -124,24 +124,24 @@ func args(a []any) []any {
 }
 
 func wrap(v any) any {
-	switch v := v.(type) {
+	switch w := v.(type) {
 	case nil:
 		return v
 	case string:
-		return value(v)
+		return printed{w, Text, v}
 	case error:
-		return sentence(v.Error())
+		return printed{w.Error(), Sentence, v}
 	case fmt.Stringer:
-		return value(v.String())
+		return printed{w.String(), Text, v}
 	case []string:
-		return texts(v)
+		return texts(w)
 	case []byte:
-		return value(v)
+		return printed{string(w), Text, v}
 	}
 	rv := reflect.ValueOf(v)
 	switch {
 	case rv.Kind() == reflect.String:
-		return value(rv.String())
+		return printed{rv.String(), Text, v}
 	case rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.String:
 		s := make([]string, rv.Len())
 		for i := range s {
@@ -152,16 +152,24 @@ func wrap(v any) any {
 	return v
 }
 
-// value is a string printed through Text by %s and %v (with their width, precision and
-// flags), and as fmt prints it by %q, %x and %X.
-type value string
+// printed is an argument's text s printed through show (Text, or Sentence for an error)
+// by %s and %v, with their width, precision and flags; as fmt prints s by %q, %x and %X,
+// which escape it; and as fmt prints the argument itself by any other verb (%d of a
+// Stringer that is a number).
+type printed struct {
+	s    string
+	show func(string) string
+	arg  any
+}
 
-func (v value) Format(f fmt.State, verb rune) {
+func (p printed) Format(f fmt.State, verb rune) {
 	switch verb {
+	case 's', 'v':
+		fmt.Fprintf(f, fmt.FormatString(f, verb), p.show(p.s))
 	case 'q', 'x', 'X':
-		fmt.Fprintf(f, fmt.FormatString(f, verb), string(v))
+		fmt.Fprintf(f, fmt.FormatString(f, verb), p.s)
 	default:
-		fmt.Fprintf(f, fmt.FormatString(f, verb), Text(string(v)))
+		fmt.Fprintf(f, fmt.FormatString(f, verb), p.arg)
 	}
 }
 
@@ -179,25 +187,13 @@ func Sentence(s string) string {
 	return b.String()
 }
 
-// sentence is an error's message printed through Sentence by %s and %v.
-type sentence string
-
-func (v sentence) Format(f fmt.State, verb rune) {
-	switch verb {
-	case 'q', 'x', 'X':
-		fmt.Fprintf(f, fmt.FormatString(f, verb), string(v))
-	default:
-		fmt.Fprintf(f, fmt.FormatString(f, verb), Sentence(string(v)))
-	}
-}
-
 // texts is a list of strings, each printed as a value.
 type texts []string
 
 func (t texts) Format(f fmt.State, verb rune) {
-	vs := make([]value, len(t))
+	vs := make([]printed, len(t))
 	for i, s := range t {
-		vs[i] = value(s)
+		vs[i] = printed{s, Text, s}
 	}
 	fmt.Fprintf(f, fmt.FormatString(f, verb), vs)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -67,6 +68,7 @@ func TestFprintf(t *testing.T) {
 		{"list", "%v", []any{[]string{"a", "b\nc"}}, `[a "b\nc"]`},
 		{"quoted verb", "%q", []any{"a\nb"}, `"a\nb"`},
 		{"numbers untouched", "%d %.1f", []any{3, 1.5}, "3 1.5"},
+		{"a number that is a Stringer", "%d %s", []any{time.Second, time.Second}, "1000000000 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer

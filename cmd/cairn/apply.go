@@ -13,6 +13,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -65,7 +66,7 @@ newer apply, 4 timed out.`,
 				return err
 			}
 			if review.AlreadyApplied(g, b.SHA256) {
-				fmt.Fprintf(stdout, "deployment %s: this content (bundle sha256 %s) is already applied (graph %s/%s at generation %d, by run %s): nothing to apply\n",
+				printer.Fprintf(stdout, "deployment %s: this content (bundle sha256 %s) is already applied (graph %s/%s at generation %d, by run %s): nothing to apply\n",
 					deployment, report.ShortSum(b.SHA256), g.Namespace, g.Key, g.Generation, g.RunID)
 				return nil
 			}
@@ -78,9 +79,9 @@ newer apply, 4 timed out.`,
 			if err != nil {
 				return fmt.Errorf("apply: %w", err)
 			}
-			fmt.Fprintf(stdout, "uploaded %s to %s: its content is applied from the reviewed plans made for it\n", args[0], uploaded(c.bucket, key, version, b.Source))
+			printer.Fprintf(stdout, "uploaded %s to %s: its content is applied from the reviewed plans made for it\n", args[0], uploaded(c.bucket, key, version, b.Source))
 			if !wf.wait {
-				fmt.Fprintf(stdout, "see the apply run with `cairn status %s`\n", deployment)
+				printer.Fprintf(stdout, "see the apply run with `cairn status %s`\n", deployment)
 				return nil
 			}
 			doc, err := wf.follow(cmd, c, follow.Target{Deployment: deployment, Version: version, Before: before}, stdout)
@@ -133,6 +134,6 @@ func composed(cmd *cobra.Command, c *cairn, w io.Writer, doc *rundoc.Document) {
 		if whose == "" {
 			whose = "a checkout without git"
 		}
-		fmt.Fprintf(w, "plan %s of %s (made %s): its reviewed entries for %s\n", p.ID, whose, ago(time.Now(), p.CreatedAt), strings.Join(stacks, ", "))
+		printer.Fprintf(w, "plan %s of %s (made %s): its reviewed entries for %s\n", p.ID, whose, ago(time.Now(), p.CreatedAt), strings.Join(stacks, ", "))
 	}
 }

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/review"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
@@ -82,9 +82,9 @@ func approveEntry(cmd *cobra.Command, c *cairn, e review.Entry, wf waitFlags, w 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "approved plan %s of deployment %s (s3://%s/%s): its apply run executes exactly the reviewed change sets\n", id, deployment, c.bucket, key)
+	printer.Fprintf(w, "approved plan %s of deployment %s (s3://%s/%s): its apply run executes exactly the reviewed change sets\n", id, deployment, c.bucket, key)
 	if !wf.wait {
-		fmt.Fprintf(w, "see the apply run with `cairn status %s`\n", deployment)
+		printer.Fprintf(w, "see the apply run with `cairn status %s`\n", deployment)
 		return nil
 	}
 	doc, err := wf.follow(cmd, c, follow.Target{Deployment: deployment, Plan: id, Before: before}, w)

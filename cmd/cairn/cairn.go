@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
@@ -84,11 +85,11 @@ func prepare(stderr io.Writer, path, deployment string, o upload.Options) (*uplo
 	switch {
 	case errors.As(err, &errs):
 		for _, e := range errs {
-			fmt.Fprintln(stderr, e)
+			printer.Fprintln(stderr, e)
 		}
 		return nil, exitError{1}
 	case err != nil:
-		fmt.Fprintln(stderr, err)
+		printer.Fprintln(stderr, err)
 		return nil, exitError{1}
 	}
 	return b, nil
@@ -142,17 +143,17 @@ func outcome(w io.Writer, doc *rundoc.Document) error { return outcomeOf(w, doc,
 func outcomeOf(w io.Writer, doc *rundoc.Document, path string) error {
 	r := doc.Run
 	if r.Status == runstate.Superseded {
-		fmt.Fprintf(w, "run %s superseded: %s\n", r.ID, r.Reason)
+		printer.Fprintf(w, "run %s superseded: %s\n", r.ID, r.Reason)
 		printNext(w, doc, path)
 		return exitError{3}
 	}
 	sum := follow.Summarize(doc)
-	fmt.Fprintf(w, "run %s %s in %s: %s\n", r.ID, r.Status, sum.Duration.Round(time.Second), sum)
+	printer.Fprintf(w, "run %s %s in %s: %s\n", r.ID, r.Status, sum.Duration.Round(time.Second), sum)
 	if r.Reason != "" && r.Status != runstate.Succeeded {
-		fmt.Fprintf(w, "  reason: %s\n", r.Reason)
+		printer.Fprintf(w, "  reason: %s\n", r.Reason)
 	}
 	notes(w, "  ", doc)
-	fmt.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, doc.ReportKey())
+	printer.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, doc.ReportKey())
 	if r.Status != runstate.Succeeded {
 		printNext(w, doc, path)
 		return exitError{1}
@@ -167,7 +168,7 @@ func notes(w io.Writer, indent string, doc *rundoc.Document) {
 		lines []string
 	}{{"error", doc.Errors}, {"refused", doc.Refusals}, {"warning", doc.Warnings}, {"note", doc.Notes}} {
 		for _, l := range list.lines {
-			fmt.Fprintf(w, "%s%s: %s\n", indent, list.label, l)
+			printer.Fprintf(w, "%s%s: %s\n", indent, list.label, l)
 		}
 	}
 }

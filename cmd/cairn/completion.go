@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/session"
 )
 
@@ -29,9 +31,7 @@ func addCompletions(root *cobra.Command) {
 		}
 		if c.Flags().Lookup("deployment") != nil {
 			_ = c.RegisterFlagCompletionFunc("deployment", func(cmd *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
-				return complete(cmd, prefix, func(ctx context.Context, h *history.Store) ([]string, error) {
-					return layout.Deployments(ctx, h.S3, h.Bucket)
-				})
+				return complete(cmd, prefix, deployments)
 			})
 		}
 		for _, sub := range c.Commands() {
@@ -51,21 +51,33 @@ func completeArgs(cmd *cobra.Command, args []string, prefix string) ([]string, c
 	word, _ := cutOptional(words[len(args)])
 	switch word {
 	case "NAME":
-		return complete(cmd, prefix, func(ctx context.Context, h *history.Store) ([]string, error) {
-			return layout.Deployments(ctx, h.S3, h.Bucket)
-		})
+		return complete(cmd, prefix, deployments)
 	case "PLAN_ID":
 		return complete(cmd, prefix, func(ctx context.Context, h *history.Store) ([]string, error) {
-			return h.PlanIDs(ctx, args[0])
+			return only(layout.CheckPlanID)(h.PlanIDs(ctx, args[0]))
 		})
 	case "RUN":
 		return complete(cmd, prefix, func(ctx context.Context, h *history.Store) ([]string, error) {
-			return h.RunIDs(ctx, args[0])
+			return only(layout.CheckPlanID)(h.RunIDs(ctx, args[0])) // a plan's id is its run's
 		})
 	case "PATH", "DIR", "FILE.json":
 		return nil, cobra.ShellCompDirectiveDefault
 	}
 	return nil, cobra.ShellCompDirectiveNoFileComp
+}
+
+// deployments are the names of the deployments in the bucket that the deployer accepts
+// as names (layout.CheckDeployment): a key under deployments/ or plans/ that is not one
+// (spaces, a reserved name, a line break) is no deployment, and is not offered.
+func deployments(ctx context.Context, h *history.Store) ([]string, error) {
+	return only(layout.CheckDeployment)(layout.Deployments(ctx, h.S3, h.Bucket))
+}
+
+// only keeps the names check accepts.
+func only(check func(string) error) func([]string, error) ([]string, error) {
+	return func(names []string, err error) ([]string, error) {
+		return slices.DeleteFunc(names, func(n string) bool { return check(n) != nil }), err
+	}
 }
 
 // complete lists what list finds in cairn's bucket that starts with prefix, newest
@@ -89,7 +101,7 @@ func complete(cmd *cobra.Command, prefix string, list func(context.Context, *his
 	var out []string
 	for _, v := range all {
 		if strings.HasPrefix(v, prefix) {
-			out = append(out, v)
+			out = append(out, printer.Text(v)) // checked names print as themselves
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/localcairn"
+	"github.com/cairn-dev/cairn/internal/printer"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -83,7 +84,7 @@ Run it from the repository root (make demo does).`,
 func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	start := time.Now()
 	step := func(format string, a ...any) {
-		fmt.Fprintf(out, "\n==> [%4.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+		printer.Fprintf(out, "\n==> [%4.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
 	}
 
 	step("validating %s", demoBundle)
@@ -94,7 +95,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "validated %s: %d stacks in namespace %q, bundle sha256 %s\n\n",
+	printer.Fprintf(out, "validated %s: %d stacks in namespace %q, bundle sha256 %s\n\n",
 		demoBundle, len(l.config.Stacks), l.config.Namespace, l.bundle.SHA256)
 	if err := writeGraph(out, l, "text", cliHome(ctx)); err != nil {
 		return err
@@ -113,8 +114,8 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	defer loc.Close()
-	fmt.Fprintf(out, "emulator at %s; bucket %s; functions %s\n", loc.Emulator.URL(), loc.Cairn.Bucket, strings.Join(loc.functions, ", "))
-	fmt.Fprintf(out, "exports: cairn-bucket-name, cairn-ports-service-token (%s), cairn-notifications-topic-arn\n", loc.Cairn.PortsTopic)
+	printer.Fprintf(out, "emulator at %s; bucket %s; functions %s\n", loc.Emulator.URL(), loc.Cairn.Bucket, strings.Join(loc.functions, ", "))
+	printer.Fprintf(out, "exports: cairn-bucket-name, cairn-ports-service-token (%s), cairn-notifications-topic-arn\n", loc.Cairn.PortsTopic)
 	awsCfg, err := awsclient.Load(ctx)
 	if err != nil {
 		return err
@@ -175,7 +176,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 	if err := showReports(ctx, reports, demoDeployment, out); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand, follow the README's quick tour: bin/cairn local up &, bin/cairn local wait, eval \"$(bin/cairn local env)\", then bin/cairn plan %s --deployment shop --wait and bin/cairn approve\n",
+	printer.Fprintf(out, "\ndemo finished in %.1fs. To explore by hand, follow the README's quick tour: bin/cairn local up &, bin/cairn local wait, eval \"$(bin/cairn local env)\", then bin/cairn plan %s --deployment shop --wait and bin/cairn approve\n",
 		time.Since(start).Seconds(), demoBundle)
 	return nil
 }
@@ -331,7 +332,7 @@ func showStacks(ctx context.Context, cf *cloudformation.Client, prefix string, o
 		return fmt.Errorf("demo: %w", err)
 	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STACK\tSTATUS\tOUTPUTS")
+	printer.Fprintf(tw, "STACK\tSTATUS\tOUTPUTS\n")
 	for _, name := range slices.Sorted(maps.Keys(live)) {
 		if !strings.HasPrefix(name, prefix) {
 			continue
@@ -341,7 +342,7 @@ func showStacks(ctx context.Context, cf *cloudformation.Client, prefix string, o
 			outputs = append(outputs, k+"="+v)
 		}
 		sort.Strings(outputs)
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", name, live[name].Status, strings.Join(outputs, " "))
+		printer.Fprintf(tw, "%s\t%s\t%s\n", name, live[name].Status, strings.Join(outputs, " "))
 	}
 	return tw.Flush()
 }
@@ -363,10 +364,10 @@ func showDeletions(ctx context.Context, h *history.Store, deployment string, out
 	}
 	sort.Slice(deleted, func(i, j int) bool { return deleted[i].FinishedAt.Before(deleted[j].FinishedAt) })
 	if len(deleted) == 0 {
-		fmt.Fprintln(out, "no stack was deleted")
+		printer.Fprintf(out, "no stack was deleted\n")
 	}
 	for i, s := range deleted {
-		fmt.Fprintf(out, "  %d. %-14s deleted at %s\n", i+1, s.StackName, s.FinishedAt.UTC().Format("15:04:05.000"))
+		printer.Fprintf(out, "  %d. %-14s deleted at %s\n", i+1, s.StackName, s.FinishedAt.UTC().Format("15:04:05.000"))
 	}
 	return nil
 }
@@ -378,10 +379,10 @@ func showReports(ctx context.Context, h *history.Store, deployment string, out i
 		return fmt.Errorf("demo: %w", err)
 	}
 	if len(ids) == 0 {
-		fmt.Fprintf(out, "  none under s3://%s/%s\n", h.Bucket, layout.RunsOf(deployment))
+		printer.Fprintf(out, "  none under s3://%s/%s\n", h.Bucket, layout.RunsOf(deployment))
 	}
 	for _, id := range slices.Backward(ids) {
-		fmt.Fprintf(out, "  s3://%s/%s\n", h.Bucket, layout.RunReportKey(deployment, id))
+		printer.Fprintf(out, "  s3://%s/%s\n", h.Bucket, layout.RunReportKey(deployment, id))
 	}
 	return nil
 }

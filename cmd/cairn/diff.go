@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/diff"
+	"github.com/cairn-dev/cairn/internal/printer"
 )
 
 func init() { commands = append(commands, newDiffCmd) }
@@ -38,7 +39,7 @@ Exit codes: 0 no differences, 1 differences (as diff(1)), 2 an error.`,
 			}
 			b, err := bundle.Open(args[0])
 			if err != nil {
-				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				printer.Fprintln(cmd.ErrOrStderr(), err)
 				return exitError{2}
 			}
 			local, err := config.LoadOptions{Deployment: deployment}.Load(b)
@@ -46,11 +47,11 @@ Exit codes: 0 no differences, 1 differences (as diff(1)), 2 an error.`,
 			switch {
 			case errors.As(err, &errs):
 				for _, e := range errs {
-					fmt.Fprintln(cmd.ErrOrStderr(), e)
+					printer.Fprintln(cmd.ErrOrStderr(), e)
 				}
 				return exitError{2}
 			case err != nil:
-				fmt.Fprintln(cmd.ErrOrStderr(), err)
+				printer.Fprintln(cmd.ErrOrStderr(), err)
 				return exitError{2}
 			}
 			c, err := cf.open(cmd)

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/sweeper"
 )
@@ -94,10 +95,10 @@ hold it, with the same exit code.`,
 				return err
 			}
 			if !wait {
-				fmt.Fprintf(out, "sweep %s started over %d %s, %d %s in flight; the drift function finishes it.\n",
+				printer.Fprintf(out, "sweep %s started over %d %s, %d %s in flight; the drift function finishes it.\n",
 					sw.ID, len(sw.Graphs), plural(len(sw.Graphs), "graph"), sw.InFlight(), plural(sw.InFlight(), "detection"))
 				for _, g := range sw.Graphs {
-					fmt.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, c.bucket, layout.DriftMarkdownKey(g.Name, sw.ID))
+					printer.Fprintf(out, "report of %s: s3://%s/%s\n", g.Name, c.bucket, layout.DriftMarkdownKey(g.Name, sw.ID))
 				}
 				return nil
 			}
@@ -129,7 +130,7 @@ func first(values ...string) string {
 // printSweep prints each stack's result and returns exit code 1 when something drifted.
 func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 	tw := newTable(w, 2)
-	fmt.Fprintln(tw, "GRAPH\tSTACK\tCLOUDFORMATION\tSTATUS\tDETAIL")
+	printer.Fprintf(tw, "GRAPH\tSTACK\tCLOUDFORMATION\tSTATUS\tDETAIL\n")
 	drifted := false
 	for _, g := range sw.Graphs {
 		drifted = drifted || g.Drifted()
@@ -146,19 +147,19 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 					detail = strings.TrimPrefix(detail+"; ", "; ") + r.LogicalID + " " + r.Status
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.Name, s.Name, s.Describe(), s.Status, detail)
+			printer.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", g.Name, s.Name, s.Describe(), s.Status, detail)
 		}
 		for _, m := range g.Missing {
-			fmt.Fprintf(tw, "%s\t-\t%s\tMISSING\tin the graph, not in AWS\n", g.Name, m)
+			printer.Fprintf(tw, "%s\t-\t%s\tMISSING\tin the graph, not in AWS\n", g.Name, m)
 		}
 		for _, u := range g.Untracked {
-			fmt.Fprintf(tw, "%s\t-\t%s\tUNTRACKED\ttagged for this graph, not in it\n", g.Name, u)
+			printer.Fprintf(tw, "%s\t-\t%s\tUNTRACKED\ttagged for this graph, not in it\n", g.Name, u)
 		}
 	}
 	tw.Flush()
 	for _, g := range sw.Graphs {
 		if g.Report != "" {
-			fmt.Fprintf(w, "report of %s: %s\n", g.Name, layout.URI(bucket, layout.DriftMarkdownKey(g.Name, sw.ID)))
+			printer.Fprintf(w, "report of %s: %s\n", g.Name, layout.URI(bucket, layout.DriftMarkdownKey(g.Name, sw.ID)))
 		}
 	}
 	if drifted {
@@ -170,7 +171,7 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 // printSweepJSON prints the ended sweep as JSON and returns exit code 1 when something
 // drifted, as printSweep does.
 func printSweepJSON(w io.Writer, sw *drift.Sweep) error {
-	if err := json.NewEncoder(w).Encode(sw); err != nil {
+	if err := printer.WriteJSON(w, sw, ""); err != nil {
 		return err
 	}
 	for _, g := range sw.Graphs {
@@ -209,7 +210,7 @@ as JSON, a string otherwise. The next "cairn drift --wait" reports the differenc
 			if err := postLocal(cmd.Context(), "tamper", body); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "stack %s: %s %s set to %s out of band; run `cairn drift --wait` to see it reported\n", args[0], args[1], prop, value)
+			printer.Fprintf(cmd.OutOrStdout(), "stack %s: %s %s set to %s out of band; run `cairn drift --wait` to see it reported\n", args[0], args[1], prop, value)
 			return nil
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/spf13/cobra"
 )
 
@@ -50,7 +51,7 @@ with ` + "`cairn push ... --wait`" + ` or ` + "`cairn follow NAME`" + `.`,
 			if count > 1 {
 				times = fmt.Sprintf("next %d %ss", count, op)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "stack %s: the %s of %s %s in the emulator\n", args[0], times, args[1], strings.Join(what, " and "))
+			printer.Fprintf(cmd.OutOrStdout(), "stack %s: the %s of %s %s in the emulator\n", args[0], times, args[1], strings.Join(what, " and "))
 			return nil
 		},
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/reach"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -141,7 +141,7 @@ func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.W
 	var v view
 	switch {
 	case f.json:
-		v = &jsonView{enc: json.NewEncoder(f.stdout)}
+		v = &jsonView{w: f.stdout}
 	case w == nil:
 	default:
 		v = newTextView(w)
@@ -178,16 +178,16 @@ func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.W
 			v.detached(id, again, "interrupted")
 		}
 		if id == "" {
-			fmt.Fprintf(cmd.ErrOrStderr(), "\nstopped following; the run of deployment %s had not started yet and starts on its own\nfollow it with: %s\n", t.Deployment, again)
+			printer.Fprintf(cmd.ErrOrStderr(), "\nstopped following; the run of deployment %s had not started yet and starts on its own\nfollow it with: %s\n", t.Deployment, again)
 		} else {
-			fmt.Fprintf(cmd.ErrOrStderr(), "\nstopped following; run %s of deployment %s goes on\nfollow it again with: %s\n", id, t.Deployment, again)
+			printer.Fprintf(cmd.ErrOrStderr(), "\nstopped following; run %s of deployment %s goes on\nfollow it again with: %s\n", id, t.Deployment, again)
 		}
 		return nil, exitError{130}
 	case errors.Is(err, follow.ErrTimeout):
 		if v != nil {
 			v.detached(id, again, "timeout")
 		}
-		fmt.Fprintf(say, "gave up waiting after %s: the run goes on; follow it with `%s` or see `cairn status %s`\n", f.timeout, again, t.Deployment)
+		printer.Fprintf(say, "gave up waiting after %s: the run goes on; follow it with `%s` or see `cairn status %s`\n", f.timeout, again, t.Deployment)
 		return nil, exitError{4}
 	case err != nil:
 		return doc, err
@@ -283,14 +283,14 @@ func (v *textView) runID() string { return v.id }
 func (v *textView) Found(doc *rundoc.Document) {
 	v.id, v.start, v.doc = doc.Run.ID, doc.Run.StartedAt, doc
 	v.width = follow.Width(doc)
-	v.print(fmt.Sprintf("run %s of deployment %s: %s", doc.Run.ID, doc.Run.Deployment, kindOf(doc)), "")
+	v.print(printer.Sprintf("run %s of deployment %s: %s", doc.Run.ID, doc.Run.Deployment, kindOf(doc)), "")
 }
 
 func (v *textView) Stepped(s follow.Step) {
 	if s.Phase.Terminal() {
 		v.flight.Drop(s.Stack)
 	}
-	line := fmt.Sprintf("  %s  %-*s  %-8s  %s", clockTime(s.Elapsed), v.width, s.Name(), s.Action, s.Doing())
+	line := printer.Sprintf("  %s  %-*s  %-8s  %s", clockTime(s.Elapsed), v.width, s.Name(), s.Action, s.Doing())
 	sgr := ""
 	switch s.Phase {
 	case runstate.Failed:
@@ -315,16 +315,18 @@ func (v *textView) Changed(r follow.Resource) {
 	if r.InProgress() && !r.Self {
 		return // shown in flight, live; settled, on its own line
 	}
-	what := r.Path() + "  " + r.Type + "  " + r.Status
-	if r.Self {
-		what = "stack " + r.Status
-		if len(r.Nested) > 0 {
-			what = "nested stack " + strings.Join(r.Nested, "/") + " " + r.Status
-		}
+	// One line, each value CloudFormation or the bundle gave escaped on its own.
+	line := printer.Sprintf("  %s  %-*s  %-8s  ", clockTime(r.Elapsed), v.width, target.Describe(r.Place, r.Stack), "")
+	switch {
+	case r.Self && len(r.Nested) > 0:
+		line += printer.Sprintf("nested stack %s %s", strings.Join(r.Nested, "/"), r.Status)
+	case r.Self:
+		line += printer.Sprintf("stack %s", r.Status)
+	default:
+		line += printer.Sprintf("%s  %s  %s", r.Path(), r.Type, r.Status)
 	}
-	line := fmt.Sprintf("  %s  %-*s  %-8s  %s", clockTime(r.Elapsed), v.width, target.Describe(r.Place, r.Stack), "", what)
 	if reason := strings.TrimSpace(r.Reason); reason != "" && (r.Failed() || r.Self) {
-		line += ": " + reason
+		line += printer.Sprintf(": %s", reason)
 	}
 	sgr := ""
 	switch {
@@ -336,7 +338,7 @@ func (v *textView) Changed(r follow.Resource) {
 	v.print(line, sgr)
 }
 
-func (v *textView) Noted(note string) { v.print("  note: "+note, "") }
+func (v *textView) Noted(note string) { v.print(printer.Sprintf("  note: %s", note), "") }
 
 func (v *textView) Polled(doc *rundoc.Document, now time.Time) {
 	v.doc = doc
@@ -354,13 +356,13 @@ func (v *textView) Polled(doc *rundoc.Document, now time.Time) {
 	v.still = now
 	var names []string
 	for _, r := range slow[:min(3, len(slow))] {
-		names = append(names, fmt.Sprintf("%s %s (%s, %s)", target.Describe(r.Place, r.Stack), r.Path(), r.Type, age(now, r.At)))
+		names = append(names, printer.Sprintf("%s %s (%s, %s)", target.Describe(r.Place, r.Stack), r.Path(), r.Type, age(now, r.At)))
 	}
-	more := ""
+	line := printer.Sprintf("  %s  still in progress, slowest first: ", clockTime(now.Sub(v.start))) + strings.Join(names, ", ")
 	if len(slow) > 3 {
-		more = fmt.Sprintf(" and %d more", len(slow)-3)
+		line += fmt.Sprintf(" and %d more", len(slow)-3)
 	}
-	fmt.Fprintf(v.w, "  %s  still in progress, slowest first: %s%s\n", clockTime(now.Sub(v.start)), strings.Join(names, ", "), more)
+	printLine(v.w, "", line)
 }
 
 func (v *textView) detached(string, string, string) { v.close() }
@@ -379,16 +381,26 @@ const (
 // print prints a line of the run, above the live footer.
 func (v *textView) print(line, sgr string) {
 	v.clear()
-	if v.color && sgr != "" {
-		line = sgr + line + reset
+	if !v.color {
+		sgr = ""
 	}
-	fmt.Fprintln(v.w, line)
+	printLine(v.w, sgr, line)
+}
+
+// printLine prints a line of the view (made with printer.Sprintf, so that what CloudFormation
+// and the bundle said in it is escaped already) in the color sgr ("" for none).
+func printLine(w io.Writer, sgr, line string) {
+	if sgr == "" {
+		printer.Fprintln(w, line)
+		return
+	}
+	printer.Fprintf(w, sgr+"%s"+reset+"\n", line)
 }
 
 // clear erases the live footer: up to its first line, then to the end of the screen.
 func (v *textView) clear() {
 	if v.footer > 0 {
-		fmt.Fprintf(v.w, "\x1b[%dA\r\x1b[J", v.footer)
+		printer.Fprintf(v.w, "\x1b[%dA\r\x1b[J", v.footer)
 		v.footer = 0
 	}
 }
@@ -425,9 +437,9 @@ func (v *textView) draw(now time.Time) {
 		if st := v.rolling[s.Name]; st != "" && s.Phase == runstate.Executing {
 			doing = "rolling back (" + st + ")"
 		}
-		lines = append(lines, line{fmt.Sprintf("    %-*s  %s  %s", v.width, step.Name(), doing, age(now, s.PhaseSince)), ""})
+		lines = append(lines, line{printer.Sprintf("    %-*s  %s  %s", v.width, step.Name(), doing, age(now, s.PhaseSince)), ""})
 		for _, r := range byStack[s.Name] {
-			l := line{fmt.Sprintf("      %s  %s  %s  %s", r.Path(), r.Type, r.Status, age(now, r.At)), ""}
+			l := line{printer.Sprintf("      %s  %s  %s  %s", r.Path(), r.Type, r.Status, age(now, r.At)), ""}
 			if r.Key() == slow[0].Key() {
 				l.text += "  <- slowest"
 				l.sgr = yellow
@@ -442,11 +454,11 @@ func (v *textView) draw(now time.Time) {
 	}
 	lines = append([]line{{head, dim}}, lines...)
 	for _, l := range lines {
-		text := truncate(l.text, cols-1)
-		if v.color && l.sgr != "" {
-			text = l.sgr + text + reset
+		sgr := l.sgr
+		if !v.color {
+			sgr = ""
 		}
-		fmt.Fprintln(v.w, text)
+		printLine(v.w, sgr, truncate(l.text, cols-1))
 	}
 	v.footer = len(lines)
 }
@@ -471,7 +483,7 @@ func age(now, t time.Time) string {
 
 // jsonView streams a run as JSON events, one object a line: see event.
 type jsonView struct {
-	enc *json.Encoder
+	w   io.Writer
 	id  string
 	dep string
 }
@@ -542,7 +554,7 @@ func (j *jsonView) emit(e event) {
 	if e.Run == "" {
 		e.Run = j.id
 	}
-	_ = j.enc.Encode(e)
+	_ = printer.WriteJSON(j.w, e, "")
 }
 
 func (j *jsonView) runID() string { return j.id }
@@ -612,7 +624,7 @@ func nextOf(doc *rundoc.Document, path string) (runstate.Next, bool) {
 // printNext ends a failure's report with the command to run next.
 func printNext(w io.Writer, doc *rundoc.Document, path string) {
 	if n, ok := nextOf(doc, path); ok {
-		fmt.Fprintf(w, "next: %s\n", n)
+		printer.Fprintf(w, "next: %s\n", n)
 	}
 }
 
@@ -642,6 +654,6 @@ func waitNewest(cmd *cobra.Command, c *cairn, deployment string, wf waitFlags) (
 		return nil, ferr
 	}
 	result = outcome(cmd.OutOrStdout(), got)
-	fmt.Fprintln(cmd.OutOrStdout())
+	printer.Fprintln(cmd.OutOrStdout())
 	return result, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -74,9 +74,9 @@ func writeGraph(w io.Writer, l *loaded, format string, home target.Target) error
 	switch format {
 	case "dot":
 		// Said in the picture's source, so a reader counting arrows is not misled.
-		fmt.Fprintf(w, "// %s: %d stacks, %d dependencies, transitively reduced to the %d drawn: the others are implied by longer paths\n",
+		printer.Fprintf(w, "// %s: %d stacks, %d dependencies, transitively reduced to the %d drawn: the others are implied by longer paths\n",
 			l.bundle.ConfigFile, len(order), all, edgeCount(reduced))
-		_, err = io.WriteString(w, reduced.DOTLabeled(func(name string) string { return target.Describe(at(name), name) }))
+		err = printer.Lines(w, reduced.DOTLabeled(func(name string) string { return target.Describe(at(name), name) }))
 		return err
 	case "json":
 		doc := graphJSON{Stacks: []graphStackJSON{}, Order: order}
@@ -88,11 +88,9 @@ func writeGraph(w io.Writer, l *loaded, format string, home target.Target) error
 			loc := at(s.Name)
 			doc.Stacks = append(doc.Stacks, graphStackJSON{Name: s.Name, StackName: s.StackName, Requires: deps, Account: loc.Account, Region: loc.Region})
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return printer.WriteJSON(w, doc, "  ")
 	}
-	fmt.Fprintf(w, "%s: %d stacks, %d dependencies (%d drawn by --format dot, which leaves out those implied by longer paths); deploy order:\n",
+	printer.Fprintf(w, "%s: %d stacks, %d dependencies (%d drawn by --format dot, which leaves out those implied by longer paths); deploy order:\n",
 		l.bundle.ConfigFile, len(order), all, edgeCount(reduced))
 	width, stackWidth := 0, 0
 	for _, name := range order {
@@ -105,7 +103,7 @@ func writeGraph(w io.Writer, l *loaded, format string, home target.Target) error
 		if deps := l.graph.Dependencies(name); len(deps) > 0 {
 			line += "  <- " + strings.Join(deps, ", ")
 		}
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		printer.Fprintln(w, strings.TrimRight(line, " "))
 	}
 	return nil
 }

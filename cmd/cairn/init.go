@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/scaffold"
 	"github.com/cairn-dev/cairn/internal/template"
 )
@@ -79,16 +80,16 @@ cairn.yaml unless --force.`,
 				return err
 			}
 			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "wrote %s: %d %s (%s) in namespace %s\n", target, len(r.Stacks), plural(len(r.Stacks), "stack"), strings.Join(r.Stacks, ", "), namespace)
-			fmt.Fprintf(w, "read the %d %s marked \"review:\"", r.Review, plural(r.Review, "line"))
+			printer.Fprintf(w, "wrote %s: %d %s (%s) in namespace %s\n", target, len(r.Stacks), plural(len(r.Stacks), "stack"), strings.Join(r.Stacks, ", "), namespace)
+			printer.Fprintf(w, "read the %d %s marked \"review:\"", r.Review, plural(r.Review, "line"))
 			if len(r.Missing) > 0 {
 				need := "parameters need"
 				if len(r.Missing) == 1 {
 					need = "parameter needs"
 				}
-				fmt.Fprintf(w, "; %d %s a value: %s", len(r.Missing), need, strings.Join(r.Missing, ", "))
+				printer.Fprintf(w, "; %d %s a value: %s", len(r.Missing), need, strings.Join(r.Missing, ", "))
 			}
-			fmt.Fprintf(w, "\nthen check it with `cairn validate %s` and see the order with `cairn graph %s`\n", dir, dir)
+			printer.Fprintf(w, "\nthen check it with `cairn validate %s` and see the order with `cairn graph %s`\n", dir, dir)
 			return nil
 		},
 	}

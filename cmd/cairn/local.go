@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/localdir"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -46,6 +49,7 @@ func newLocalCmd() *cobra.Command {
 
 func newLocalUpCmd() *cobra.Command {
 	var addr, dir, logLevel, logFile, namespaces string
+	var allowRemote bool
 	var targets []string
 	var o localcairn.Options
 	var timings awslocal.CloudFormationTimings
@@ -66,9 +70,25 @@ Requests that arrive before all of that exists wait for it, so a script may star
   cairn local wait && eval "$(cairn local env)"
 Up prints one ready line and the same export lines; its log goes to --log-file
 (default: local.log under --dir). State persists under --dir, so the next "local up"
-sees it; one "local up" at a time may use a --dir.`,
+sees it; one "local up" at a time may use a --dir.
+
+The emulator has no authentication: whoever reaches its port reads every secret in it
+(SecureString parameters decrypted, NoEcho values), cairn's bucket with its state, plans
+and runs, and can push, approve and tamper. So it listens on loopback only: an --addr that
+is not a loopback address (0.0.0.0, :4566, a LAN address, a host name) is refused unless
+--allow-remote is given, and then a warning is printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			remote, err := remoteAddr(addr)
+			if err != nil {
+				return usageError{cmd: cmd, msg: "--addr: " + err.Error()}
+			}
+			if remote && !allowRemote {
+				return refuse("local up: --addr %s listens beyond this machine's loopback: %s; listen on 127.0.0.1 (the default), or give --allow-remote if that is what you want", addr, exposes)
+			}
+			if remote {
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn local up: warning: --addr %s listens beyond this machine's loopback (--allow-remote): %s\n", addr, exposes)
+			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("local up: --log-level %q: want debug, info, warn or error", logLevel)
@@ -88,7 +108,8 @@ sees it; one "local up" at a time may use a --dir.`,
 			return serveLocal(cmd, awslocal.Options{Dir: dir, CloudFormation: timings}, addr, logFile, level, o)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4566", "address to listen on (127.0.0.1:0 picks a free port)")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:4566", "address to listen on (127.0.0.1:0 picks a free port); a loopback address unless --allow-remote")
+	cmd.Flags().BoolVar(&allowRemote, "allow-remote", false, "allow an --addr beyond loopback, which serves every secret and all of cairn's state to whoever reaches it, with no authentication")
 	cmd.Flags().StringVar(&dir, "dir", defaultLocalDir, `folder keeping the emulator's state ("" keeps it in memory)`)
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	cmd.Flags().StringVar(&logFile, "log-file", "", "file the emulator and the in-process functions log to (default: "+localdir.LogFile+" under --dir; stderr with --dir \"\")")
@@ -105,6 +126,23 @@ sees it; one "local up" at a time may use a --dir.`,
 	return cmd
 }
 
+// exposes says what an emulator reachable beyond loopback gives away.
+const exposes = "whoever reaches it reads every secret in the emulator (SecureString parameters decrypted, NoEcho values) and cairn's bucket (state, plans, runs), and can push, approve and tamper, with no authentication"
+
+// remoteAddr reports whether addr (HOST:PORT) listens beyond loopback: any host but
+// localhost and a loopback IP, the empty host (every interface) included.
+func remoteAddr(addr string) (bool, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, err
+	}
+	if host == "localhost" {
+		return false, nil
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback(), nil
+}
+
 // defaultLocalDir is where local up keeps its state, and where wait and env look.
 const defaultLocalDir = ".cairn/local"
 
@@ -118,7 +156,7 @@ func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, l
 	if dir != "" {
 		var err error
 		if claim, err = localdir.Acquire(dir); err != nil {
-			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local up: %v\n", err)
+			printer.Fprintf(cmd.ErrOrStderr(), "cairn local up: %v\n", err)
 			return exitError{1}
 		}
 		defer claim.Release()
@@ -160,14 +198,14 @@ func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, l
 			return fmt.Errorf("local up: %w", err)
 		}
 	}
-	fmt.Fprint(cmd.OutOrStdout(), info.Exports())
-	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s%s); Ctrl-C to stop\n",
+	printer.Lines(cmd.OutOrStdout(), info.Exports())
+	printer.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s%s); Ctrl-C to stop\n",
 		l.Emulator.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.Cairn.Bucket, orNone(l.functions), targetsNote(l.Cairn.Targets))
 	<-ctx.Done()
 	if err := l.Close(); err != nil {
 		return fmt.Errorf("local up: stopping: %w", err)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "cairn local: stopped; state saved in %s\n", orMemory(dir))
+	printer.Fprintf(cmd.ErrOrStderr(), "cairn local: stopped; state saved in %s\n", orMemory(dir))
 	return nil
 }
 
@@ -206,13 +244,13 @@ func localWait(cmd *cobra.Command, dir string, timeout time.Duration) error {
 		switch {
 		case errors.Is(err, localdir.ErrNotRunning):
 			if time.Since(began) >= grace {
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local wait: nothing runs on %s: start it with `cairn local up --dir %s &`\n", dir, dir)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn local wait: nothing runs on %s: start it with `cairn local up --dir %s &`\n", dir, dir)
 				return exitError{1}
 			}
 		case err != nil:
 			return fmt.Errorf("local wait: %w", err)
 		case info.URL != "" && healthy(cmd.Context(), client, info.URL):
-			fmt.Fprintf(cmd.OutOrStdout(), "cairn local: ready at %s\n", info.URL)
+			printer.Fprintf(cmd.OutOrStdout(), "cairn local: ready at %s\n", info.URL)
 			return nil
 		}
 		if time.Since(began) >= timeout {
@@ -220,7 +258,7 @@ func localWait(cmd *cobra.Command, dir string, timeout time.Duration) error {
 			if info.PID > 0 {
 				who = fmt.Sprintf("cairn local up (pid %d)", info.PID)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "cairn local wait: %s on %s is not ready after %s: see its log %s\n", who, dir, timeout, orDefault(info.Log, filepath.Join(dir, localdir.LogFile)))
+			printer.Fprintf(cmd.ErrOrStderr(), "cairn local wait: %s on %s is not ready after %s: see its log %s\n", who, dir, timeout, orDefault(info.Log, filepath.Join(dir, localdir.LogFile)))
 			return exitError{1}
 		}
 		select {
@@ -260,15 +298,15 @@ It fails (exit 1) when none runs there or it is not ready yet (see "cairn local 
 			info, err := localdir.Find(dir)
 			switch {
 			case errors.Is(err, localdir.ErrNotRunning):
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local env: nothing runs on %s: start it with `cairn local up --dir %s &`, then `cairn local wait --dir %s`\n", dir, dir, dir)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn local env: nothing runs on %s: start it with `cairn local up --dir %s &`, then `cairn local wait --dir %s`\n", dir, dir, dir)
 				return exitError{1}
 			case err != nil:
 				return fmt.Errorf("local env: %w", err)
 			case !info.Ready:
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn local env: cairn local up (pid %d) on %s is still starting: run `cairn local wait --dir %s` first\n", info.PID, dir, dir)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn local env: cairn local up (pid %d) on %s is still starting: run `cairn local wait --dir %s` first\n", info.PID, dir, dir)
 				return exitError{1}
 			}
-			fmt.Fprint(cmd.OutOrStdout(), info.Exports())
+			printer.Lines(cmd.OutOrStdout(), info.Exports())
 			return nil
 		},
 	}
@@ -356,11 +394,10 @@ the environment points (run "cairn local up" and export its environment to use t
 			}
 			out, err := e.Invoke(cmd.Context(), name, payload)
 			if err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
 				return exitError{1}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
-			return nil
+			return printer.WriteJSON(cmd.OutOrStdout(), json.RawMessage(out), "")
 		},
 	}
 }

@@ -381,3 +381,44 @@ func TestLocalUpRestartResumesCustomResources(t *testing.T) {
 		t.Fatalf("stack after the restart: %s (%s), outputs %+v; want CREATE_COMPLETE with port 20000", st.StackStatus, aws.ToString(st.StackStatusReason), st.Outputs)
 	}
 }
+
+// TestLocalUpListensOnLoopbackOnly: the emulator serves every secret and all of cairn's
+// state with no authentication, so local up refuses an --addr beyond loopback (saying
+// what it would expose) unless --allow-remote is given, and then warns.
+func TestLocalUpListensOnLoopbackOnly(t *testing.T) {
+	keepEnv(t)
+	exposes := "whoever reaches it reads every secret in the emulator (SecureString parameters decrypted, NoEcho values) and cairn's bucket (state, plans, runs), and can push, approve and tamper, with no authentication"
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:0", "example.com:0", "[fe80::1%lo]:0"} {
+		t.Run(addr, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "local", "up", "--dir", "", "--addr", addr)
+			want := "cairn: local up: --addr " + addr + " listens beyond this machine's loopback: " + exposes + "; listen on 127.0.0.1 (the default), or give --allow-remote if that is what you want\n"
+			if code != 1 || out != "" || errOut != want {
+				t.Errorf("exit %d, stdout %q, stderr %q\nwant exit 1 and %q", code, out, errOut, want)
+			}
+		})
+	}
+	t.Run("not an address", func(t *testing.T) {
+		if code, _, errOut := runCLI(t, "local", "up", "--dir", "", "--addr", "4566"); code != 2 || !strings.Contains(errOut, "--addr: address 4566: missing port in address") {
+			t.Errorf("exit %d, stderr %q", code, errOut)
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		args []string
+		warn bool
+	}{
+		{"loopback", []string{"--addr", "127.0.0.1:0"}, false},
+		{"localhost", []string{"--addr", "localhost:0"}, false},
+		{"IPv6 loopback", []string{"--addr", "[::1]:0"}, false},
+		{"every interface, allowed", []string{"--addr", "0.0.0.0:0", "--allow-remote"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, stop := localUp(t, append([]string{"--dir", "", "--log-level", "error"}, tt.args...)...)
+			log := stop()
+			warning := "cairn local up: warning: --addr 0.0.0.0:0 listens beyond this machine's loopback (--allow-remote): " + exposes + "\n"
+			if got := strings.Contains(log, warning); got != tt.warn {
+				t.Errorf("warned %v, want %v:\n%s", got, tt.warn, log)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/version"
 )
@@ -118,10 +119,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var r refusal
 	if errors.As(err, &r) {
-		fmt.Fprintf(stderr, "cairn: %s\n", r.msg)
+		printer.Fprintf(stderr, "cairn: %v\n", r)
 		return 1
 	}
-	fmt.Fprintf(stderr, "cairn: %v\n", session.Explain(err))
+	printer.Fprintf(stderr, "cairn: %v\n", session.Explain(err))
 	return 2
 }
 

@@ -11,6 +11,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -72,7 +73,7 @@ newer upload, 4 timed out.`,
 			if format == "text" {
 				info = stdout
 			}
-			fmt.Fprintf(info, "uploaded %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
+			printer.Fprintf(info, "uploaded %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
 			target := follow.Target{Deployment: deployment, Version: version, Since: since, Before: before}
 			if !wf.wait {
 				return announcePlan(cmd, c, target, info)
@@ -114,13 +115,13 @@ func announcePlan(cmd *cobra.Command, c *cairn, t follow.Target, w io.Writer) er
 	doc, err := fl.Started(cmd.Context(), t)
 	switch {
 	case errors.Is(err, follow.ErrTimeout):
-		fmt.Fprintf(w, "the plan run has not started yet (another run may hold the lock): list the plans with `cairn plans %s`, then apply one with `cairn approve %s PLAN_ID`\n", t.Deployment, t.Deployment)
+		printer.Fprintf(w, "the plan run has not started yet (another run may hold the lock): list the plans with `cairn plans %s`, then apply one with `cairn approve %s PLAN_ID`\n", t.Deployment, t.Deployment)
 		return nil
 	case err != nil:
 		return err
 	}
 	id := doc.Run.ID
-	fmt.Fprintf(w, "plan %s is being made: show it with `cairn plans %s %s`, then apply exactly it with `cairn approve %s %s`\n", id, t.Deployment, id, t.Deployment, id)
+	printer.Fprintf(w, "plan %s is being made: show it with `cairn plans %s %s`, then apply exactly it with `cairn approve %s %s`\n", id, t.Deployment, id, t.Deployment, id)
 	return nil
 }
 
@@ -131,7 +132,7 @@ func waitPlan(cmd *cobra.Command, c *cairn, wf waitFlags, t follow.Target, rende
 		return "", err
 	}
 	if doc.Run.Status == runstate.Superseded {
-		fmt.Fprintf(info, "plan run %s superseded: %s\n", doc.Run.ID, doc.Run.Reason)
+		printer.Fprintf(info, "plan run %s superseded: %s\n", doc.Run.ID, doc.Run.Reason)
 		return "", exitError{3}
 	}
 	p, err := c.history.Plan(cmd.Context(), t.Deployment, doc.Run.ID)
@@ -141,7 +142,7 @@ func waitPlan(cmd *cobra.Command, c *cairn, wf waitFlags, t follow.Target, rende
 	if err := render(stdout, p); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(info, "plan id: %s\n", p.ID)
+	printer.Fprintf(info, "plan id: %s\n", p.ID)
 	if p.Status != plan.Planned {
 		printNext(info, doc, "")
 		return p.ID, exitError{1}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 )
@@ -53,7 +54,7 @@ or a pull request's head), abbreviated to 7 hex digits or more.`,
 					return err
 				}
 				if format == "text" && e.Status != review.Planned {
-					fmt.Fprintf(out, "status now: %s (%s)\n", e.Status, e.Why)
+					printer.Fprintf(out, "status now: %s (%s)\n", e.Status, e.Why)
 				}
 				return nil
 			}
@@ -72,7 +73,7 @@ or a pull request's head), abbreviated to 7 hex digits or more.`,
 			if latest {
 				for _, e := range entries {
 					if e.Status == review.Planned {
-						fmt.Fprintln(out, e.Plan.ID)
+						printer.Fprintln(out, e.Plan.ID)
 						return nil
 					}
 				}
@@ -85,7 +86,7 @@ or a pull request's head), abbreviated to 7 hex digits or more.`,
 				return refuse("deployment %s has no plans: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
 			}
 			tw := newTable(out, 0)
-			fmt.Fprintln(tw, "PLAN\tSTATUS\tAGE\tCHANGES\tBUNDLE\tDETAIL")
+			printer.Fprintf(tw, "PLAN\tSTATUS\tAGE\tCHANGES\tBUNDLE\tDETAIL\n")
 			for _, e := range entries {
 				p := e.Plan
 				changes := fmt.Sprintf("%d %s", len(p.Changing()), plural(len(p.Changing()), "stack"))
@@ -103,7 +104,7 @@ or a pull request's head), abbreviated to 7 hex digits or more.`,
 				if e.Status == review.Planned {
 					detail = fmt.Sprintf("cairn approve %s %s", deployment, p.ID)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, e.Status, review.Age(e.Age), changes, dash(bundle), detail)
+				printer.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, e.Status, review.Age(e.Age), changes, dash(bundle), detail)
 			}
 			return tw.Flush()
 		},
@@ -154,7 +155,7 @@ func writeComments(cmd *cobra.Command, r *review.Reader, deployment string, limi
 		if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d %s\n", n, file)
+		printer.Fprintf(cmd.OutOrStdout(), "%d %s\n", n, file)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/ports"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -56,18 +57,18 @@ func newPortsCmd() *cobra.Command {
 				if len(args) == 1 {
 					where = "pool " + args[0]
 				}
-				fmt.Fprintf(out, "no port allocations in %s (%s)\n", where, layout.URI(bucket, layout.PortsPrefix))
+				printer.Fprintf(out, "no port allocations in %s (%s)\n", where, layout.URI(bucket, layout.PortsPrefix))
 				return nil
 			}
 			home := c.Home(ctx)
 			w := newTable(out, 0)
-			fmt.Fprintln(w, "POOL\tPORTS\tSTACK\tLOGICAL ID\tCREATED\tPHYSICAL ID")
+			printer.Fprintf(w, "POOL\tPORTS\tSTACK\tLOGICAL ID\tCREATED\tPHYSICAL ID\n")
 			for _, a := range rows {
 				span := strconv.Itoa(a.First)
 				if a.Count > 1 {
 					span += "-" + strconv.Itoa(a.First+a.Count-1)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Pool, span, owner(a, home), a.LogicalResourceID,
+				printer.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Pool, span, owner(a, home), a.LogicalResourceID,
 					a.Created.UTC().Format(time.RFC3339), a.ID)
 			}
 			if err := w.Flush(); err != nil {
@@ -77,7 +78,7 @@ func newPortsCmd() *cobra.Command {
 			for _, a := range rows {
 				held += a.Count
 			}
-			fmt.Fprintf(out, "%d %s holding %d %s\n", len(rows), plural(len(rows), "allocation"), held, plural(held, "port"))
+			printer.Fprintf(out, "%d %s holding %d %s\n", len(rows), plural(len(rows), "allocation"), held, plural(held, "port"))
 			return nil
 		},
 	}

@@ -8,6 +8,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
@@ -58,9 +59,9 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 			if err != nil {
 				return fmt.Errorf("push: %w", err)
 			}
-			fmt.Fprintf(stdout, "pushed %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
+			printer.Fprintf(stdout, "pushed %s to %s\n", args[0], uploaded(c.bucket, key, version, b.Source))
 			if !wf.wait {
-				fmt.Fprintf(stdout, "the upload starts a run: see it with `cairn status %s`\n", deployment)
+				printer.Fprintf(stdout, "the upload starts a run: see it with `cairn status %s`\n", deployment)
 				return nil
 			}
 			doc, err := wf.follow(cmd, c, follow.Target{Deployment: deployment, Version: version, Since: since, Before: before}, stdout)

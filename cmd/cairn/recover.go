@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/recovery"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -55,25 +55,25 @@ stable again, 1 otherwise, with the first failure's reason.`,
 					return cloudformation.NewFromConfig(rc.Config("recover", t)), nil
 				}}
 			res, err := r.Recover(ctx, recovery.Request{Namespace: ns, Key: key, Stack: stack, Skip: skip, Rollback: rollback}, func(s recovery.Started) {
-				fmt.Fprintf(w, "stack %s was %s: %s started", s.StackName, s.Was, s.Action)
+				printer.Fprintf(w, "stack %s was %s: %s started", s.StackName, s.Was, s.Action)
 				if len(s.Skip) > 0 {
-					fmt.Fprintf(w, " skipping %s", strings.Join(s.Skip, ", "))
+					printer.Fprintf(w, " skipping %s", strings.Join(s.Skip, ", "))
 				}
-				fmt.Fprintln(w)
+				printer.Fprintln(w)
 			})
 			if errors.Is(err, recovery.ErrTimeout) {
-				fmt.Fprintf(w, "gave up waiting after %s: stack %s is %s\n", timeout, res.StackName, res.Status)
+				printer.Fprintf(w, "gave up waiting after %s: stack %s is %s\n", timeout, res.StackName, res.Status)
 				return exitError{4}
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "stack %s is %s", res.StackName, res.Status)
+			printer.Fprintf(w, "stack %s is %s", res.StackName, res.Status)
 			if res.Failed {
-				fmt.Fprintf(w, ": %s\n", res.Reason)
+				printer.Fprintf(w, ": %s\n", res.Reason)
 				return exitError{1}
 			}
-			fmt.Fprintf(w, ": recovered\n%s\npush or plan again to apply the config\n", res.Recorded)
+			printer.Fprintf(w, ": recovered\n%s\npush or plan again to apply the config\n", res.Recorded)
 			return nil
 		},
 	}

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/replan"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -48,7 +47,7 @@ exactly what returns. Apply it with --approve, or review it and run
 			if err != nil {
 				return asRefusal(err)
 			}
-			fmt.Fprintf(stdout, "planning bundle version %s (git %s) of deployment %s as %s\n",
+			printer.Fprintf(stdout, "planning bundle version %s (git %s) of deployment %s as %s\n",
 				report.ShortVersion(up.Bundle.VersionID), dash(up.Bundle.GitRef), deployment, uploaded(c.bucket, up.PlanKey, up.Version, provenance.Source{}))
 			target := follow.Target{Deployment: deployment, Version: up.Version, Before: before}
 			if !wf.wait && !approveToo {
@@ -99,7 +98,7 @@ when the graph is empty its state object is removed.`,
 			if err != nil {
 				return asRefusal(err)
 			}
-			fmt.Fprintf(stdout, "planning the deletion of the %d %s of graph %s/%s (%s)\n", up.Stacks, plural(up.Stacks, "stack"), up.Namespace, up.Key, uploaded(c.bucket, up.PlanKey, up.Version, provenance.Source{}))
+			printer.Fprintf(stdout, "planning the deletion of the %d %s of graph %s/%s (%s)\n", up.Stacks, plural(up.Stacks, "stack"), up.Namespace, up.Key, uploaded(c.bucket, up.PlanKey, up.Version, provenance.Source{}))
 			target := follow.Target{Deployment: deployment, Version: up.Version, Before: before}
 			if !wf.wait {
 				return announcePlan(cmd, c, target, stdout)

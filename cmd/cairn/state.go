@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -48,11 +48,11 @@ func newStateListCmd() *cobra.Command {
 				return err
 			}
 			if len(graphs) == 0 {
-				fmt.Fprintf(out, "no persistent graphs in %s: nothing was deployed yet\n", layout.URI(c.bucket, layout.StatePrefix))
+				printer.Fprintf(out, "no persistent graphs in %s: nothing was deployed yet\n", layout.URI(c.bucket, layout.StatePrefix))
 				return nil
 			}
 			w := newTable(out, 0)
-			fmt.Fprintln(w, "NAMESPACE\tKEY\tGENERATION\tSTACKS\tWRITTEN\tRUN\tLOCK")
+			printer.Fprintf(w, "NAMESPACE\tKEY\tGENERATION\tSTACKS\tWRITTEN\tRUN\tLOCK\n")
 			for _, gk := range graphs {
 				gen, stacks, written, runID := "-", "-", "-", "-"
 				if g, err := c.state.Show(ctx, gk.Namespace, gk.Key, ""); err == nil {
@@ -66,7 +66,7 @@ func newStateListCmd() *cobra.Command {
 				default:
 					lock = "held by run " + l.RunID
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", gk.Namespace, gk.Key, gen, stacks, written, runID, lock)
+				printer.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", gk.Namespace, gk.Key, gen, stacks, written, runID, lock)
 			}
 			return w.Flush()
 		},
@@ -99,13 +99,13 @@ func newStateShowCmd() *cobra.Command {
 			}
 			g, err := s.Show(ctx, ns, key, version)
 			if errors.Is(err, state.ErrNotFound) && version != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: list the versions that exist with `cairn state history %s %s`\n", ns, key)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: list the versions that exist with `cairn state history %s %s`\n", ns, key)
 				return exitError{1}
 			}
 			if errors.Is(err, state.ErrNotFound) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: nothing has been deployed to %s/%s yet, or its state was lost (the next run rebuilds it from stack tags); see `cairn state history %s %s`\n", ns, key, ns, key)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: nothing has been deployed to %s/%s yet, or its state was lost (the next run rebuilds it from stack tags); see `cairn state history %s %s`\n", ns, key, ns, key)
 				return exitError{1}
 			}
 			if err != nil {
@@ -113,20 +113,18 @@ func newStateShowCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(g)
+				return printer.WriteJSON(out, g, "  ")
 			}
 			printGraph(out, g, version, c.Home(ctx))
 			if version == "" {
 				l, err := s.CurrentLock(ctx, ns, key)
 				switch {
 				case errors.Is(err, state.ErrNotLocked):
-					fmt.Fprintln(out, "lock: free")
+					printer.Fprintf(out, "lock: free\n")
 				case err != nil:
-					fmt.Fprintf(out, "lock: unknown (%v)\n", err)
+					printer.Fprintf(out, "lock: unknown (%v)\n", err)
 				default:
-					fmt.Fprintf(out, "lock: held by %s\n", l)
+					printer.Fprintf(out, "lock: held by %s\n", l)
 				}
 			}
 			return nil
@@ -145,27 +143,27 @@ func printGraph(out io.Writer, g *state.Graph, version string, home target.Targe
 	if version != "" {
 		which = "version " + report.ShortVersion(version)
 	}
-	fmt.Fprintf(out, "state %s/%s (%s): generation %d, written %s by run %s\n", g.Namespace, g.Key, which, g.Generation,
+	printer.Fprintf(out, "state %s/%s (%s): generation %d, written %s by run %s\n", g.Namespace, g.Key, which, g.Generation,
 		g.UpdatedAt.UTC().Format(time.RFC3339), dash(g.RunID))
 	b := g.Bundle
 	git := dash(b.GitRef)
 	if b.GitRemote != "" {
 		git += " of " + b.GitRemote
 	}
-	fmt.Fprintf(out, "bundle: version %s, sha256 %s, git %s\n", dash(report.ShortVersion(b.VersionID)), dash(report.ShortSum(b.SHA256)), git)
+	printer.Fprintf(out, "bundle: version %s, sha256 %s, git %s\n", dash(report.ShortVersion(b.VersionID)), dash(report.ShortSum(b.SHA256)), git)
 	if g.Rebuilt {
-		fmt.Fprintln(out, "note: this graph was rebuilt from stack tags after its state object was lost")
+		printer.Fprintf(out, "note: this graph was rebuilt from stack tags after its state object was lost\n")
 	}
 	order, err := g.Dependencies().Order()
 	if err != nil {
 		order = g.Names()
 	}
 	if len(order) == 0 {
-		fmt.Fprintln(out, "no stacks")
+		printer.Fprintf(out, "no stacks\n")
 		return
 	}
 	w := newTable(out, 0)
-	fmt.Fprintln(w, "NAME\tSTACK\tSTATUS\tREQUIRES\tREGION\tUPDATED\tOUTPUTS")
+	printer.Fprintf(w, "NAME\tSTACK\tSTATUS\tREQUIRES\tREGION\tUPDATED\tOUTPUTS\n")
 	for _, n := range order {
 		st := g.Stacks[n]
 		updated := "-"
@@ -181,7 +179,7 @@ func printGraph(out io.Writer, g *state.Graph, version string, home target.Targe
 		}
 		sort.Strings(outs)
 		at := target.Target{Account: st.Account, Region: st.Region}.From(home)
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, target.Describe(at, st.StackName), dash(st.Status), dash(strings.Join(st.Requires, ",")),
+		printer.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n, target.Describe(at, st.StackName), dash(st.Status), dash(strings.Join(st.Requires, ",")),
 			dash(st.Region), updated, dash(strings.Join(outs, " ")))
 	}
 	w.Flush()
@@ -204,9 +202,9 @@ func newStateHistoryCmd() *cobra.Command {
 			s := c.state
 			ctx, ns, key := cmd.Context(), args[0], args[1]
 			if warning, err := s.VersioningWarning(ctx); err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
 			} else if warning != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), warning)
+				printer.Fprintln(cmd.ErrOrStderr(), warning)
 			}
 			versions, err := s.History(ctx, ns, key)
 			if err != nil {
@@ -214,14 +212,14 @@ func newStateHistoryCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if len(versions) == 0 {
-				fmt.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, layout.StateKey(ns, key))
+				printer.Fprintf(out, "no versions of state %s/%s (s3://%s/%s)\n", ns, key, s.Bucket, layout.StateKey(ns, key))
 				return nil
 			}
 			w := newTable(out, 0)
-			fmt.Fprintln(w, "VERSION\tMODIFIED\tGENERATION\tRUN\tSTACKS\tNOTE")
+			printer.Fprintf(w, "VERSION\tMODIFIED\tGENERATION\tRUN\tSTACKS\tNOTE\n")
 			for i, v := range versions {
 				if limit > 0 && i == limit {
-					fmt.Fprintf(w, "... %d older versions (use --limit 0 for all)\n", len(versions)-limit)
+					printer.Fprintf(w, "... %d older versions (use --limit 0 for all)\n", len(versions)-limit)
 					break
 				}
 				gen, run, stacks, note := "-", "-", "-", ""
@@ -241,7 +239,7 @@ func newStateHistoryCmd() *cobra.Command {
 				if v.IsLatest {
 					note = strings.TrimSpace("latest " + note)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", report.ShortVersion(v.VersionID), v.LastModified.UTC().Format(time.RFC3339), gen, run, stacks, note)
+				printer.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", report.ShortVersion(v.VersionID), v.LastModified.UTC().Format(time.RFC3339), gen, run, stacks, note)
 			}
 			return w.Flush()
 		},
@@ -276,11 +274,11 @@ func newUnlockCmd() *cobra.Command {
 				} else if serr != nil {
 					return serr
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "state %s/%s is not locked: nothing to do\n", ns, key)
+				printer.Fprintf(cmd.OutOrStdout(), "state %s/%s is not locked: nothing to do\n", ns, key)
 				return nil
 			case errors.As(err, &locked):
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: state %s/%s is locked by a live run: %s\n", ns, key, locked.Holder)
-				fmt.Fprintf(cmd.ErrOrStderr(), "cairn: that run may still be deploying; wait until %s, or remove the lock anyway with `cairn unlock %s %s --force`\n",
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: state %s/%s is locked by a live run: %s\n", ns, key, locked.Holder)
+				printer.Fprintf(cmd.ErrOrStderr(), "cairn: that run may still be deploying; wait until %s, or remove the lock anyway with `cairn unlock %s %s --force`\n",
 					locked.Holder.ExpiresAt.UTC().Format(time.RFC3339), ns, key)
 				return exitError{1}
 			case err != nil:
@@ -290,7 +288,7 @@ func newUnlockCmd() *cobra.Command {
 			if time.Now().Before(held.ExpiresAt) {
 				what = "LIVE lock (forced)"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %s on state %s/%s held by %s\n", what, ns, key, held)
+			printer.Fprintf(cmd.OutOrStdout(), "removed %s on state %s/%s held by %s\n", what, ns, key, held)
 			return nil
 		},
 	}

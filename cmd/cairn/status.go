@@ -10,6 +10,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -59,7 +60,7 @@ superseded, 4 timed out, 130 interrupted).`,
 			if doc := history.Deployed(runs); doc != nil {
 				printDeployed(w, doc)
 			} else {
-				fmt.Fprintf(w, "deployment %s: nothing deployed yet\n", deployment)
+				printer.Fprintf(w, "deployment %s: nothing deployed yet\n", deployment)
 			}
 			g, err := appliedGraph(cmd, c, deployment)
 			if err != nil {
@@ -68,14 +69,14 @@ superseded, 4 timed out, 130 interrupted).`,
 			if d := history.Behind(runs, g); d != nil {
 				printBehind(w, d, g)
 			}
-			fmt.Fprintln(w, "\nrecent runs:")
+			printer.Fprintf(w, "\nrecent runs:\n")
 			tw := newTable(w, 0)
-			fmt.Fprintln(tw, "  RUN\tKIND\tSTATUS\tSTARTED\tSUMMARY")
+			printer.Fprintf(tw, "  RUN\tKIND\tSTATUS\tSTARTED\tSUMMARY\n")
 			for i, doc := range runs {
 				if i == 5 {
 					break
 				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", doc.Run.ID, kindOf(doc), runStatus(doc), ago(now, doc.Run.StartedAt), runSummary(doc))
+				printer.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", doc.Run.ID, kindOf(doc), runStatus(doc), ago(now, doc.Run.StartedAt), runSummary(doc))
 			}
 			tw.Flush()
 			plans, err := c.review().List(ctx, deployment, 10)
@@ -84,7 +85,7 @@ superseded, 4 timed out, 130 interrupted).`,
 			}
 			for _, e := range plans {
 				if e.Status == review.Planned {
-					fmt.Fprintf(w, "\nplan %s waits for approval (made %s): apply it with `cairn approve %s %s`\n", e.Plan.ID, ago(now, e.Plan.CreatedAt), deployment, e.Plan.ID)
+					printer.Fprintf(w, "\nplan %s waits for approval (made %s): apply it with `cairn approve %s %s`\n", e.Plan.ID, ago(now, e.Plan.CreatedAt), deployment, e.Plan.ID)
 					break
 				}
 			}
@@ -99,7 +100,7 @@ superseded, 4 timed out, 130 interrupted).`,
 // printDeployed prints the run that stands for what is deployed, and its stacks.
 func printDeployed(w io.Writer, doc *rundoc.Document) {
 	r := doc.Run
-	fmt.Fprintf(w, "deployment %s: %s by run %s (%s)\n", r.Deployment, r.Status, r.ID, kindOf(doc))
+	printer.Fprintf(w, "deployment %s: %s by run %s (%s)\n", r.Deployment, r.Status, r.ID, kindOf(doc))
 	b := doc.Bundle
 	bundle := fmt.Sprintf("s3://%s/%s", b.Bucket, b.Key)
 	if b.VersionID != "" {
@@ -112,26 +113,26 @@ func printDeployed(w io.Writer, doc *rundoc.Document) {
 		bundle += ", git " + b.GitRef
 	}
 	if doc.Namespace != "" {
-		fmt.Fprintf(w, "graph:    %s/%s (`cairn state show %s %s`)\n", doc.Namespace, doc.GraphKey, doc.Namespace, doc.GraphKey)
+		printer.Fprintf(w, "graph:    %s/%s (`cairn state show %s %s`)\n", doc.Namespace, doc.GraphKey, doc.Namespace, doc.GraphKey)
 	}
-	fmt.Fprintf(w, "bundle:   %s\n", bundle)
-	fmt.Fprintf(w, "started:  %s\n", r.StartedAt.UTC().Format(time.RFC3339))
+	printer.Fprintf(w, "bundle:   %s\n", bundle)
+	printer.Fprintf(w, "started:  %s\n", r.StartedAt.UTC().Format(time.RFC3339))
 	if !r.FinishedAt.IsZero() {
-		fmt.Fprintf(w, "finished: %s (%s)\n", r.FinishedAt.UTC().Format(time.RFC3339), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
+		printer.Fprintf(w, "finished: %s (%s)\n", r.FinishedAt.UTC().Format(time.RFC3339), r.FinishedAt.Sub(r.StartedAt).Round(time.Second))
 	}
 	if r.Reason != "" && r.Status != runstate.Succeeded {
-		fmt.Fprintf(w, "reason:   %s\n", r.Reason)
+		printer.Fprintf(w, "reason:   %s\n", r.Reason)
 	}
 	if len(r.Stacks) > 0 {
 		tw := newTable(w, 2)
-		fmt.Fprintln(tw, "STACK\tCLOUDFORMATION\tACTION\tSTATUS\tCHANGES\tREASON")
+		printer.Fprintf(tw, "STACK\tCLOUDFORMATION\tACTION\tSTATUS\tCHANGES\tREASON\n")
 		for _, name := range r.Names() {
 			s := r.Stacks[name]
 			changes := "-"
 			if s.ChangeSetName != "" && s.Phase != runstate.Unchanged {
 				changes = fmt.Sprint(s.Changes)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Describe(), report.Action(s, doc.Decisions...), s.Phase, changes, s.Reason)
+			printer.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, s.Describe(), report.Action(s, doc.Decisions...), s.Phase, changes, s.Reason)
 		}
 		tw.Flush()
 	}
@@ -157,17 +158,17 @@ func printBehind(w io.Writer, d *rundoc.Document, g *state.Graph) {
 	if d.Bundle.GitRef != "" {
 		src += ", git " + d.Bundle.GitRef
 	}
-	fmt.Fprintf(w, "\nbehind: the content last %s (%s, run %s: %s) is not applied; the graph's applied content is %s\n", what, src, d.Run.ID, runStatus(d), applied)
+	printer.Fprintf(w, "\nbehind: the content last %s (%s, run %s: %s) is not applied; the graph's applied content is %s\n", what, src, d.Run.ID, runStatus(d), applied)
 	for _, r := range d.Refusals {
-		fmt.Fprintf(w, "  refused: %s\n", r)
+		printer.Fprintf(w, "  refused: %s\n", r)
 	}
 	switch {
 	case d.Run.Status == runstate.Running:
-		fmt.Fprintf(w, "  its run is under way: follow it with `cairn status %s`\n", d.Run.Deployment)
+		printer.Fprintf(w, "  its run is under way: follow it with `cairn status %s`\n", d.Run.Deployment)
 	case d.Content:
-		fmt.Fprintf(w, "  plan this content (`cairn plan PATH --deployment %s`), review that plan, then approve exactly it (`cairn approve %s PLAN_ID`)\n", d.Run.Deployment, d.Run.Deployment)
+		printer.Fprintf(w, "  plan this content (`cairn plan PATH --deployment %s`), review that plan, then approve exactly it (`cairn approve %s PLAN_ID`)\n", d.Run.Deployment, d.Run.Deployment)
 	default:
-		fmt.Fprintf(w, "  see why in its report: s3://%s/%s\n", d.Bundle.Bucket, layout.RunReportKey(d.Run.Deployment, d.Run.ID))
+		printer.Fprintf(w, "  see why in its report: s3://%s/%s\n", d.Bundle.Bucket, layout.RunReportKey(d.Run.Deployment, d.Run.ID))
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/graph"
+	"github.com/cairn-dev/cairn/internal/printer"
 )
 
 func init() { commands = append(commands, newValidateCmd) }
@@ -36,9 +36,9 @@ README); warnings, such as a deprecated Lambda runtime, are printed and do not f
 				return err
 			}
 			for _, w := range loaded.config.Warnings {
-				fmt.Fprintln(cmd.ErrOrStderr(), w)
+				printer.Fprintln(cmd.ErrOrStderr(), w)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %d stacks in namespace %q, %d dependencies, bundle sha256 %s\n",
+			printer.Fprintf(cmd.OutOrStdout(), "%s: ok: %d stacks in namespace %q, %d dependencies, bundle sha256 %s\n",
 				loaded.bundle.ConfigFile, len(loaded.config.Stacks), loaded.config.Namespace,
 				edgeCount(loaded.graph), loaded.bundle.SHA256)
 			return nil
@@ -66,7 +66,7 @@ func loadBundle(stderr io.Writer, path, deployment string) (*loaded, error) {
 func loadBundleWith(stderr io.Writer, path string, o config.LoadOptions) (*loaded, error) {
 	b, err := bundle.Open(path)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		printer.Fprintln(stderr, err)
 		return nil, exitError{1}
 	}
 	c, err := o.Load(b)
@@ -74,16 +74,16 @@ func loadBundleWith(stderr io.Writer, path string, o config.LoadOptions) (*loade
 		var errs config.Errors
 		if errors.As(err, &errs) {
 			for _, e := range errs {
-				fmt.Fprintln(stderr, e)
+				printer.Fprintln(stderr, e)
 			}
 		} else {
-			fmt.Fprintf(stderr, "%s: %v\n", b.ConfigFile, err)
+			printer.Fprintf(stderr, "%s: %v\n", b.ConfigFile, err)
 		}
 		return nil, exitError{1}
 	}
 	g, err := c.Graph()
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", b.ConfigFile, err)
+		printer.Fprintf(stderr, "%s: %v\n", b.ConfigFile, err)
 		return nil, exitError{1}
 	}
 	return &loaded{bundle: b, config: c, graph: g}, nil

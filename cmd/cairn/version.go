@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/version"
 )
 
@@ -24,11 +22,9 @@ whether the work tree had uncommitted changes, and the Go version and platform.
 			i := version.Read()
 			w := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(i)
+				return printer.WriteJSON(w, i, "  ")
 			}
-			fmt.Fprintf(w, "cairn %s\n", i.Version)
+			printer.Fprintf(w, "cairn %s\n", i.Version)
 			commit := i.Commit
 			switch {
 			case commit == "":
@@ -36,11 +32,11 @@ whether the work tree had uncommitted changes, and the Go version and platform.
 			case i.Modified:
 				commit += " (with uncommitted changes)"
 			}
-			fmt.Fprintf(w, "commit:   %s\n", commit)
+			printer.Fprintf(w, "commit:   %s\n", commit)
 			if i.Time != "" {
-				fmt.Fprintf(w, "time:     %s\n", i.Time)
+				printer.Fprintf(w, "time:     %s\n", i.Time)
 			}
-			fmt.Fprintf(w, "go:       %s\nplatform: %s\n", i.Go, i.Platform)
+			printer.Fprintf(w, "go:       %s\nplatform: %s\n", i.Go, i.Platform)
 			return nil
 		},
 	}

@@ -477,6 +477,61 @@ func (r *reader) assembly(a *Assembly, dir, prefix string, depth int) {
 	}
 }
 
+// names checks the names a stack artifact gives, which become the stack's name in cairn
+// (displayName, else the nested assemblies' names and the artifact id joined with /) and
+// its CloudFormation stack name (stackName, else the artifact id): each part of the first
+// and the second whole obey CloudFormation's stack-name rule, so no name printed, logged
+// or tagged carries a line break, an escape sequence or anything but letters, digits and
+// hyphens. A name that does not is reported and the stack left out.
+func (r *reader) names(file, key, displayName, stackName string, s *Stack) bool {
+	ok := true
+	refuse := func(at, what, name, rename string) {
+		r.errorf(file, at, "%s %q is not a name cairn accepts: %s; %s and synthesize again", what, name, nameRule, rename)
+		ok = false
+	}
+	if !StackNameOK(s.ID) {
+		refuse(key, "artifact id", s.ID, "rename the stack's construct (its id in the CDK app)")
+		return false
+	}
+	if displayName != "" && !pathOK(displayName) {
+		refuse(key+".displayName", "displayName", displayName, "rename the stack's construct or its stage (their ids in the CDK app)")
+	} else if !pathOK(s.Path) {
+		refuse(key, "stack path", s.Path, "rename the stage holding the stack (its id in the CDK app)")
+	}
+	if stackName != "" && !StackNameOK(stackName) {
+		refuse(key+".properties.stackName", "stackName", stackName, "give the stack a valid stackName in the CDK app")
+	}
+	return ok
+}
+
+// nameRule says what StackNameOK accepts.
+const nameRule = "each part between slashes of a stack's path, and its CloudFormation stack name, must start with a letter and hold only letters, digits and hyphens, at most 128 characters"
+
+// StackNameOK reports whether s is a CloudFormation stack name: [A-Za-z][-A-Za-z0-9]{0,127}.
+func StackNameOK(s string) bool {
+	if s == "" || len(s) > 128 || !isLetter(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !isLetter(c) && !('0' <= c && c <= '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// pathOK reports whether p is a stack's path: stack names (StackNameOK) joined with /.
+func pathOK(p string) bool {
+	for part := range strings.SplitSeq(p, "/") {
+		if !StackNameOK(part) {
+			return false
+		}
+	}
+	return true
+}
+
 func joinPath(prefix, id string) string {
 	if prefix == "" {
 		return id
@@ -501,6 +556,9 @@ func (r *reader) stack(file, dir, prefix, id string, art artifactManifest) *Stac
 	}
 	if s.StackName == "" {
 		s.StackName = id
+	}
+	if !r.names(file, key, art.DisplayName, p.StackName, s) {
+		return nil
 	}
 	if p.TemplateFile == "" {
 		r.errorf(file, key+".properties.templateFile", "missing: stack %s names no template", s.Path)

@@ -273,3 +273,54 @@ func sources(s *Stack) []string {
 	}
 	return out
 }
+
+// TestReadRefusesNamesThatAreNotStackNames: a stack's path (displayName, or the nested
+// assemblies' and its artifact id joined) and its CloudFormation name (stackName, or the
+// artifact id) obey CloudFormation's stack-name rule, part by part for the path, so a name
+// with a line break, an escape sequence or an override never becomes a stack's name.
+func TestReadRefusesNamesThatAreNotStackNames(t *testing.T) {
+	stack := func(id string, props, extra map[string]any) map[string]string {
+		p := map[string]any{"templateFile": "A.template.json"}
+		for k, v := range props {
+			p[k] = v
+		}
+		return map[string]string{"A.template.json": queueTemplate,
+			"manifest.json": manifestJSON(t, map[string]any{"version": "36.0.0", "artifacts": map[string]any{id: stackArtifact(p, extra)}})}
+	}
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  string // "" when accepted
+	}{
+		{"a stage's path", stack("DevA", nil, map[string]any{"displayName": "Dev/A"}), ""},
+		{"newline in displayName", stack("A", nil, map[string]any{"displayName": "A\n::error::forged"}),
+			`manifest.json: artifacts.A.displayName: displayName "A\n::error::forged" is not a name cairn accepts`},
+		{"clear screen in displayName", stack("A", nil, map[string]any{"displayName": "A\x1b[2J"}), `displayName "A\x1b[2J" is not a name cairn accepts`},
+		{"OSC 8 link in displayName", stack("A", nil, map[string]any{"displayName": "\x1b]8;;https://evil.example\x07A\x1b]8;;\x07"}), `artifacts.A.displayName: displayName "\x1b]8;;https://evil.example\aA`},
+		{"override in displayName", stack("A", nil, map[string]any{"displayName": "A\u202Eb"}), `displayName "A\u202eb" is not`},
+		{"an empty part", stack("A", nil, map[string]any{"displayName": "Dev//A"}), `displayName "Dev//A" is not`},
+		{"stackName", stack("A", map[string]any{"stackName": "shop_app"}, nil),
+			`manifest.json: artifacts.A.properties.stackName: stackName "shop_app" is not a name cairn accepts: each part between slashes of a stack's path, and its CloudFormation stack name, must start with a letter and hold only letters, digits and hyphens, at most 128 characters; give the stack a valid stackName in the CDK app and synthesize again`},
+		{"artifact id", stack("A\nB", map[string]any{"stackName": "shop-app"}, map[string]any{"displayName": "A"}), `artifact id "A\nB" is not a name cairn accepts`},
+		{"a nested assembly's name", map[string]string{"sub/A.template.json": queueTemplate,
+			"manifest.json": manifestJSON(t, map[string]any{"version": "36.0.0", "artifacts": map[string]any{
+				"assembly-Dev": map[string]any{"type": "cdk:cloud-assembly", "properties": map[string]any{"directoryName": "sub", "displayName": "Dev\n::add-mask::x"}}}}),
+			"sub/manifest.json": manifestJSON(t, map[string]any{"version": "36.0.0", "artifacts": map[string]any{
+				"A": stackArtifact(map[string]any{"templateFile": "A.template.json", "stackName": "Dev-A"}, nil)}})},
+			`sub/manifest.json: artifacts.A: stack path "Dev\n::add-mask::x/A" is not a name cairn accepts`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for p, body := range c.files {
+				fsys[p] = &fstest.MapFile{Data: []byte(body)}
+			}
+			_, err := Read(fsys, ".")
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("Read = %v, want it accepted", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("Read = %v\nwant it to say %q", err, c.want)
+			}
+		})
+	}
+}

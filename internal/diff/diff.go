@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -249,7 +250,8 @@ func short(h string) string {
 	return h
 }
 
-// Write prints r for a terminal:
+// Write prints r for a terminal, every value of the bundle, the graph or a template
+// through the printer (one line each, escaped):
 //
 //	stack network (shop-network): changed
 //	--- applied/templates/network.yaml
@@ -259,12 +261,12 @@ func short(h string) string {
 func (r *Result) Write(w io.Writer) error {
 	var b strings.Builder
 	if r.Graph == nil {
-		fmt.Fprintf(&b, "deployment %s: nothing is applied yet; every stack of %s is new\n", r.Deployment, r.Path)
+		printer.Fprintf(&b, "deployment %s: nothing is applied yet; every stack of %s is new\n", r.Deployment, r.Path)
 	} else {
-		fmt.Fprintf(&b, "deployment %s: %s against graph %s/%s at generation %d (%s)\n", r.Deployment, r.Path, r.Graph.Namespace, r.Graph.Key, r.Graph.Generation, applied(r.Graph.Bundle))
+		printer.Fprintf(&b, "deployment %s: %s against graph %s/%s at generation %d (%s)\n", r.Deployment, r.Path, r.Graph.Namespace, r.Graph.Key, r.Graph.Generation, applied(r.Graph.Bundle))
 	}
 	if r.Note != "" {
-		fmt.Fprintf(&b, "note: %s\n", r.Note)
+		printer.Fprintf(&b, "note: %s\n", r.Note)
 	}
 	counts := map[Kind]int{}
 	for _, s := range r.Stacks {
@@ -273,22 +275,22 @@ func (r *Result) Write(w io.Writer) error {
 		case Unchanged:
 			continue
 		case New:
-			fmt.Fprintf(&b, "\nstack %s (%s): new, created by the next run\n", s.Name, s.StackName)
+			printer.Fprintf(&b, "\nstack %s (%s): new, created by the next run\n", s.Name, s.StackName)
 		case Removed:
-			fmt.Fprintf(&b, "\nstack %s (%s): applied, no longer in the bundle: the next run deletes it\n", s.Name, s.StackName)
+			printer.Fprintf(&b, "\nstack %s (%s): applied, no longer in the bundle: the next run deletes it\n", s.Name, s.StackName)
 			continue
 		case Moved:
-			fmt.Fprintf(&b, "\nstack %s: moved from %s to %s: the next run is refused: %s\n", s.Name, s.From, s.To, plan.MovedFix(r.Path+"/cairn.yaml"))
+			printer.Fprintf(&b, "\nstack %s: moved from %s to %s: the next run is refused: %s\n", s.Name, s.From, s.To, plan.MovedFix(r.Path+"/cairn.yaml"))
 			continue
 		default:
-			fmt.Fprintf(&b, "\nstack %s (%s): changed\n", s.Name, s.StackName)
+			printer.Fprintf(&b, "\nstack %s (%s): changed\n", s.Name, s.StackName)
 		}
 		if s.TemplateNote != "" {
-			fmt.Fprintf(&b, "  %s\n", s.TemplateNote)
+			printer.Fprintf(&b, "  %s\n", s.TemplateNote)
 		}
-		b.WriteString(s.Template)
+		printer.Lines(&b, s.Template) // a unified diff of the template, each line escaped
 		for _, c := range s.Code {
-			fmt.Fprintf(&b, "  %s\n", c)
+			printer.Fprintf(&b, "  %s\n", c)
 		}
 		if len(s.Params) > 0 {
 			b.WriteString("  parameters:\n")
@@ -300,25 +302,25 @@ func (r *Result) Write(w io.Writer) error {
 			}
 			switch {
 			case s.Kind == New:
-				fmt.Fprintf(&b, "    %s: %s\n", p.Name, new)
+				printer.Fprintf(&b, "    %s: %s\n", p.Name, new)
 			case p.Old == "":
-				fmt.Fprintf(&b, "  + %s: %s\n", p.Name, new)
+				printer.Fprintf(&b, "  + %s: %s\n", p.Name, new)
 			case p.New == "":
-				fmt.Fprintf(&b, "  - %s: %s\n", p.Name, old)
+				printer.Fprintf(&b, "  - %s: %s\n", p.Name, old)
 			default:
-				fmt.Fprintf(&b, "  ~ %s: %s -> %s\n", p.Name, old, new)
+				printer.Fprintf(&b, "  ~ %s: %s -> %s\n", p.Name, old, new)
 			}
 		}
 		if s.ParamsNote != "" {
-			fmt.Fprintf(&b, "  %s\n", s.ParamsNote)
+			printer.Fprintf(&b, "  %s\n", s.ParamsNote)
 		}
 	}
-	fmt.Fprintf(&b, "\n%d changed, %d new, %d removed, %d unchanged", counts[Changed], counts[New], counts[Removed], counts[Unchanged])
+	printer.Fprintf(&b, "\n%d changed, %d new, %d removed, %d unchanged", counts[Changed], counts[New], counts[Removed], counts[Unchanged])
 	if counts[Moved] > 0 {
-		fmt.Fprintf(&b, ", %d moved", counts[Moved])
+		printer.Fprintf(&b, ", %d moved", counts[Moved])
 	}
 	b.WriteString("\n")
-	_, err := io.WriteString(w, b.String())
+	_, err := w.Write([]byte(b.String())) // all of it printed through printer above
 	return err
 }
 

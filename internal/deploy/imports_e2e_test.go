@@ -1,0 +1,171 @@
+package deploy_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/target"
+)
+
+// Templates of TestRemovedImporterIsDeletedFirst.
+const (
+	exporterX = `Resources:
+  Topic: {Type: AWS::SNS::Topic}
+Outputs:
+  Arn:
+    Value: !Ref Topic
+    Export: {Name: shop-X}
+`
+	exporterDropped = `Resources:
+  Topic: {Type: AWS::SNS::Topic}
+Outputs:
+  Arn:
+    Value: !Ref Topic
+`
+	exporterReplaced = `Resources:
+  Topic:
+    Type: AWS::SNS::Topic
+    Properties: {TopicName: shop-replaced}
+Outputs:
+  Arn:
+    Value: !Ref Topic
+    Export: {Name: shop-X}
+`
+	exporterRenamed = `Resources:
+  Topic: {Type: AWS::SNS::Topic}
+Outputs:
+  Arn:
+    Value: !Ref Topic
+    Export: {Name: shop-Y}
+`
+	importerOf = `Resources:
+  Param:
+    Type: AWS::SSM::Parameter
+    Properties: {Type: String, Value: !ImportValue %s}
+`
+	nestingRoot = `Resources:
+  Child:
+    Type: AWS::CloudFormation::Stack
+    Properties:
+      TemplateURL: ./child.yaml
+`
+)
+
+// TestRemovedImporterIsDeletedFirst: an app removes stack importer, which imported
+// exporter's export shop-X, and changes exporter so that CloudFormation would refuse its
+// update while shop-X is imported (the export dropped, its value changed by a
+// replacement, renamed). Through a push and through plan → approve alike, the importer is
+// deleted first, then the exporter is updated, and the run succeeds; a new stack
+// importing the renamed export deploys after the exporter; an importer nested in a
+// removed stack counts as that stack's; an importer of another region's shop-X (exports
+// are regional) orders only the stacks of its region.
+func TestRemovedImporterIsDeletedFirst(t *testing.T) {
+	imports := func(name string) string { return fmt.Sprintf(importerOf, name) }
+	for _, tc := range []struct {
+		name    string
+		v1, v2  map[string]string
+		regions bool
+		// first's deletion finished before then was executed; after started only once
+		// before finished.
+		first, then   string
+		before, after string
+		// waits: the removed stacks each stack waits for (run.Stack.After), where said.
+		waits map[string][]string
+	}{
+		{name: "exporter drops the export",
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml, requires: [exporter]}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
+			v2:    map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n", "exporter.yaml": exporterDropped},
+			first: "importer", then: "exporter"},
+		{name: "exporter replaces what it exports",
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml, requires: [exporter]}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
+			v2:    map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n", "exporter.yaml": exporterReplaced},
+			first: "importer", then: "exporter"},
+		{name: "export renamed, a new stack imports the new name",
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml, requires: [exporter]}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
+			v2: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: newcomer, template_path: newcomer.yaml}\n",
+				"exporter.yaml": exporterRenamed, "newcomer.yaml": imports("shop-Y")},
+			first: "importer", then: "exporter", before: "exporter", after: "newcomer"},
+		{name: "both removed; created in the order of the import alone (no requires)",
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml}\n  - {name: keep, template_path: keep.yaml}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X"), "keep.yaml": exporterDropped},
+			v2:     map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: keep, template_path: keep.yaml}\n", "keep.yaml": exporterDropped},
+			before: "importer", after: "exporter"},
+		{name: "importer nested in a removed stack",
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: root, template_path: root.yaml, requires: [exporter]}\n",
+				"exporter.yaml": exporterX, "root.yaml": nestingRoot, "child.yaml": imports("shop-X")},
+			v2:    map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n", "exporter.yaml": exporterDropped},
+			first: "root", then: "exporter"},
+		{name: "the importer imports another region's export of that name", regions: true,
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n" +
+				"  - {name: west, region: us-west-2, template_path: exporter.yaml}\n  - {name: importer, region: us-west-2, template_path: importer.yaml, requires: [west]}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
+			v2: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: dropped.yaml}\n  - {name: west, region: us-west-2, template_path: exporter.yaml}\n",
+				"exporter.yaml": exporterX, "dropped.yaml": exporterDropped},
+			waits: map[string][]string{"exporter": nil, "west": {"importer"}}},
+	} {
+		for _, way := range []string{"push", "plan → approve"} {
+			t.Run(tc.name+"/"+way, func(t *testing.T) {
+				w := newReviewWorld(t)
+				if tc.regions {
+					w.withTargets(target.Target{Account: w.em.AccountID(), Region: "us-west-2"})
+				}
+				first := w.wait("shop", w.push("shop", bundleOf(t, tc.v1)))
+				if first.Run.Status != run.Succeeded {
+					t.Fatalf("first run: %s (%s); stacks %v", first.Run.Status, first.Run.Reason, reasons(first))
+				}
+				dir := bundleOf(t, tc.v2)
+				var doc *rundoc.Document
+				if way == "push" {
+					doc = w.wait("shop", w.push("shop", dir))
+				} else {
+					p := w.planOf("shop", w.uploadPlan("shop", dir))
+					doc = w.approve("shop", p.ID)
+				}
+				if doc.Run.Status != run.Succeeded {
+					t.Fatalf("%s: %s (%s); stacks %v", way, doc.Run.Status, doc.Run.Reason, reasons(doc))
+				}
+				s := doc.Run.Stacks
+				if tc.first != "" {
+					f, th := s[tc.first], s[tc.then]
+					if f.Intent != run.IntentDelete || f.Phase != run.Done || th.ExecutedAt.IsZero() || th.ExecutedAt.Before(f.FinishedAt) {
+						t.Errorf("%s (%s %s) deleted at %s, %s executed at %s: want it deleted first", tc.first, f.Intent, f.Phase, hms(f.FinishedAt), tc.then, hms(th.ExecutedAt))
+					}
+				}
+				if tc.before != "" {
+					b, a := s[tc.before], s[tc.after]
+					if a.StartedAt.Before(b.FinishedAt) {
+						t.Errorf("%s started at %s, before %s finished at %s", tc.after, hms(a.StartedAt), tc.before, hms(b.FinishedAt))
+					}
+				}
+				for name, want := range tc.waits {
+					if got := s[name].After; !slices.Equal(got, want) {
+						t.Errorf("%s waits for %v, want %v", name, got, want)
+					}
+				}
+				for name, st := range s {
+					if st.Phase != run.Done && st.Phase != run.Unchanged {
+						t.Errorf("%s: %s (%s)", name, st.Phase, st.Reason)
+					}
+				}
+			})
+		}
+	}
+}
+
+func hms(t time.Time) string { return t.Format("15:04:05.000") }
+
+// reasons are the phases and reasons of a run's stacks, for failures.
+func reasons(d *rundoc.Document) map[string]string {
+	out := map[string]string{}
+	for n, s := range d.Run.Stacks {
+		out[n] = string(s.Phase) + ": " + s.Reason
+	}
+	return out
+}

@@ -11,8 +11,9 @@ import (
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
-// Templates of TestRemovedImporterIsDeletedFirst.
+// Templates of TestRemovedImporterIsDeletedFirst, and the role of its other account.
 const (
+	otherRole = "arn:aws:iam::111111111111:role/cairn-deploy-us-east-1"
 	exporterX = `Resources:
   Topic: {Type: AWS::SNS::Topic}
 Outputs:
@@ -62,7 +63,7 @@ Outputs:
 // deleted first, then the exporter is updated, and the run succeeds; a new stack
 // importing the renamed export deploys after the exporter; an importer nested in a
 // removed stack counts as that stack's; an importer of another region's shop-X (exports
-// are regional) orders only the stacks of its region.
+// are regional, and of one account) orders only the stacks of its account and region.
 func TestRemovedImporterIsDeletedFirst(t *testing.T) {
 	imports := func(name string) string { return fmt.Sprintf(importerOf, name) }
 	for _, tc := range []struct {
@@ -109,12 +110,19 @@ func TestRemovedImporterIsDeletedFirst(t *testing.T) {
 			v2: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: dropped.yaml}\n  - {name: west, region: us-west-2, template_path: exporter.yaml}\n",
 				"exporter.yaml": exporterX, "dropped.yaml": exporterDropped},
 			waits: map[string][]string{"exporter": nil, "west": {"importer"}}},
+		{name: "the importer imports another account's export of that name", regions: true,
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n" +
+				"  - {name: other, role_arn: " + otherRole + ", template_path: exporter.yaml}\n  - {name: importer, role_arn: " + otherRole + ", template_path: importer.yaml, requires: [other]}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
+			v2: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: dropped.yaml}\n  - {name: other, role_arn: " + otherRole + ", template_path: exporter.yaml}\n",
+				"exporter.yaml": exporterX, "dropped.yaml": exporterDropped},
+			waits: map[string][]string{"exporter": nil, "other": {"importer"}}},
 	} {
 		for _, way := range []string{"push", "plan → approve"} {
 			t.Run(tc.name+"/"+way, func(t *testing.T) {
 				w := newReviewWorld(t)
 				if tc.regions {
-					w.withTargets(target.Target{Account: w.em.AccountID(), Region: "us-west-2"})
+					w.withTargets(target.Target{Account: w.em.AccountID(), Region: "us-west-2"}, target.Target{Account: "111111111111", Region: w.em.Region()})
 				}
 				first := w.wait("shop", w.push("shop", bundleOf(t, tc.v1)))
 				if first.Run.Status != run.Succeeded {
@@ -168,4 +176,23 @@ func reasons(d *rundoc.Document) map[string]string {
 		out[n] = string(s.Phase) + ": " + s.Reason
 	}
 	return out
+}
+
+// TestExportInUseSaysWhichStackImportsIt: an exporter that drops an export a stack still
+// in the config imports fails as CloudFormation refuses it, and the next step names the
+// importer and what to do, not a fix of the bundle that does not exist.
+func TestExportInUseSaysWhichStackImportsIt(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	v1 := map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml}\n",
+		"exporter.yaml": exporterX, "importer.yaml": fmt.Sprintf(importerOf, "shop-X")}
+	if doc := w.wait("shop", w.push("shop", bundleOf(t, v1))); doc.Run.Status != run.Succeeded {
+		t.Fatalf("first run: %s (%s); stacks %v", doc.Run.Status, doc.Run.Reason, reasons(doc))
+	}
+	v1["exporter.yaml"] = exporterDropped
+	doc := w.wait("shop", w.push("shop", bundleOf(t, v1)))
+	next, ok := run.NextStep(run.Ending{Run: doc.Run, Statuses: doc.Statuses, Path: "app"})
+	want := "stack shop-exporter failed: stack shop-importer still imports its export shop-X, which CloudFormation does not drop or change while it is in use: deploy shop-importer without that import first (or delete it), keeping the export until then, then deploy again"
+	if doc.Run.Status != run.RunFailed || !ok || next.Why != want || next.Command != "cairn push app --deployment shop" {
+		t.Fatalf("run %s, next %+v (%v)\nwant why %q", doc.Run.Status, next, ok, want)
+	}
 }

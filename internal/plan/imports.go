@@ -90,6 +90,7 @@ func (res *Result) importerDeletions(in Input, prev *state.Graph, deleting map[s
 		if imp.Intent != run.IntentDelete || ps == nil {
 			continue
 		}
+		var waiting []string
 		for _, other := range res.Run.Names() {
 			e := res.Run.Stacks[other]
 			if other == name || e.At != imp.At || e.Phase != run.Pending {
@@ -116,7 +117,16 @@ func (res *Result) importerDeletions(in Input, prev *state.Graph, deleting map[s
 			case e.Intent == run.IntentDeploy || e.Intent == run.IntentRecreate:
 				if !slices.Contains(e.After, name) {
 					e.After = append(e.After, name)
+					waiting = append(waiting, other)
 				}
+			}
+		}
+		if len(waiting) == 0 {
+			continue
+		}
+		for i := range res.Decisions {
+			if d := &res.Decisions[i]; d.Stack == name && d.Action == Delete {
+				d.Reason += fmt.Sprintf("; deleted first: it imports exports of %s, which change only once it is gone", strings.Join(waiting, ", "))
 			}
 		}
 	}

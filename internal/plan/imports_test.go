@@ -151,6 +151,13 @@ func TestImportsOrderTheRun(t *testing.T) {
 					t.Errorf("%s: after %v, want %v", name, got, want)
 				}
 			}
+			for name, want := range tc.after {
+				for _, imp := range want {
+					if r := decisionOf(res, imp).Reason; !strings.Contains(r, "deleted first: it imports exports of "+name) {
+						t.Errorf("%s: the plan says %q, not that it is deleted before %s changes", imp, r, name)
+					}
+				}
+			}
 			for name, want := range tc.requires {
 				if got := res.Run.Stacks[name].Requires; !slices.Equal(got, want) {
 					t.Errorf("%s: requires %v, want %v", name, got, want)
@@ -167,4 +174,13 @@ func TestImportsOrderTheRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+func decisionOf(res *Result, name string) Decision {
+	for _, d := range res.Decisions {
+		if d.Stack == name {
+			return d
+		}
+	}
+	return Decision{}
 }

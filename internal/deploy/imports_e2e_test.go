@@ -1,11 +1,18 @@
 package deploy_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -76,8 +83,15 @@ func TestRemovedImporterIsDeletedFirst(t *testing.T) {
 		before, after string
 		// waits: the removed stacks each stack waits for (run.Stack.After), where said.
 		waits map[string][]string
+		// olderGraph: the graph is as an older cairn wrote it, without the imports.
+		olderGraph bool
 	}{
 		{name: "exporter drops the export",
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml, requires: [exporter]}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
+			v2:    map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n", "exporter.yaml": exporterDropped},
+			first: "importer", then: "exporter"},
+		{name: "exporter drops the export; the graph of an older cairn, without imports", olderGraph: true,
 			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml, requires: [exporter]}\n",
 				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
 			v2:    map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n", "exporter.yaml": exporterDropped},
@@ -127,6 +141,9 @@ func TestRemovedImporterIsDeletedFirst(t *testing.T) {
 				first := w.wait("shop", w.push("shop", bundleOf(t, tc.v1)))
 				if first.Run.Status != run.Succeeded {
 					t.Fatalf("first run: %s (%s); stacks %v", first.Run.Status, first.Run.Reason, reasons(first))
+				}
+				if tc.olderGraph {
+					w.forgetImports("shop", "shop")
 				}
 				dir := bundleOf(t, tc.v2)
 				var doc *rundoc.Document
@@ -194,5 +211,26 @@ func TestExportInUseSaysWhichStackImportsIt(t *testing.T) {
 	want := "stack shop-exporter failed: stack shop-importer still imports its export shop-X, which CloudFormation does not drop or change while it is in use: deploy shop-importer without that import first (or delete it), keeping the export until then, then deploy again"
 	if doc.Run.Status != run.RunFailed || !ok || next.Why != want || next.Command != "cairn push app --deployment shop" {
 		t.Fatalf("run %s, next %+v (%v)\nwant why %q", doc.Run.Status, next, ok, want)
+	}
+}
+
+// forgetImports rewrites the graph of namespace/key as a cairn before imports were kept
+// wrote it.
+func (w *world) forgetImports(namespace, key string) {
+	w.t.Helper()
+	g := w.graph(namespace, key)
+	for _, st := range g.Stacks {
+		st.Imports, st.ImportsKnown = nil, false
+	}
+	body, err := json.Marshal(g)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if _, err := w.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(layout.StateKey(namespace, key)),
+		Body: bytes.NewReader(body), Metadata: map[string]string{"cairn-generation": fmt.Sprint(g.Generation), "cairn-run": g.RunID}}); err != nil {
+		w.t.Fatal(err)
+	}
+	if st := w.graph(namespace, key).Stacks["importer"]; st == nil || st.ImportsKnown {
+		w.t.Fatalf("the graph still knows the importer's imports: %+v", st)
 	}
 }

@@ -46,36 +46,82 @@ func ImportsOf(s *config.Stack) ([]string, bool) {
 	return tree.Imports()
 }
 
-// importEdges adds to each deployed stack of the run the stacks of cfg that make an export
-// it imports, in its account and region: they deploy first.
-func (res *Result) importEdges(cfg *config.Config, home target.Target) {
+// importEdges orders the stacks of the config by their imports, in their account and
+// region: a stack that imports an export another stack of the config makes but does not
+// have yet deploys after it (an export it has already can be imported at any time: its
+// value does not change while it is imported); and a stack whose update stops importing
+// an export (the graph recorded the imports it applied) goes before the update of the
+// stack that has it, which may drop or change it once it is no longer in use.
+func (res *Result) importEdges(in Input, cfg *config.Config, prev *state.Graph) {
+	// What the config's templates export, by place and name; names left with
+	// ${AWS::Region} are matched as patterns.
 	type exporter struct {
 		stack   string
 		pattern string
 	}
-	byPlace := map[target.Target][]exporter{}
+	exact := map[string][]string{}
+	patterns := map[target.Target][]exporter{}
 	for _, s := range cfg.Stacks {
 		if s.Template == nil {
 			continue
 		}
-		at := s.Target.Location(home)
+		at := s.Target.Location(in.Home)
 		for _, e := range s.Template.Exports(s.StackName) {
-			byPlace[at] = append(byPlace[at], exporter{s.Name, e.Name})
+			if strings.Contains(e.Name, "${AWS::Region}") {
+				patterns[at] = append(patterns[at], exporter{s.Name, e.Name})
+			} else {
+				exact[target.Key(at, e.Name)] = append(exact[target.Key(at, e.Name)], s.Name)
+			}
 		}
 	}
+	// has names the stack of the run that has export x in place at now ("" when none).
+	live := map[string]string{}
+	for name, s := range res.Run.Stacks {
+		if s.Intent != run.IntentDelete {
+			for _, x := range in.Live[s.Key()].Exports {
+				live[target.Key(s.At, x)] = name
+			}
+		}
+	}
+	has := func(at target.Target, x string) string { return live[target.Key(at, x)] }
 	for _, name := range res.Run.Names() {
 		rs := res.Run.Stacks[name]
 		if rs.Intent == run.IntentDelete {
 			continue
 		}
 		for _, imp := range rs.Imports {
-			for _, e := range byPlace[rs.At] {
-				if e.stack != name && exportMatches(e.pattern, imp) && !slices.Contains(rs.Requires, e.stack) {
-					rs.Requires = append(rs.Requires, e.stack)
+			if has(rs.At, imp) != "" {
+				continue
+			}
+			makers := slices.Clone(exact[target.Key(rs.At, imp)])
+			for _, e := range patterns[rs.At] {
+				if exportMatches(e.pattern, imp) {
+					makers = append(makers, e.stack)
+				}
+			}
+			for _, m := range makers {
+				if m != name && !slices.Contains(rs.Requires, m) {
+					rs.Requires = append(rs.Requires, m)
 				}
 			}
 		}
 		slices.Sort(rs.Requires)
+	}
+	for _, name := range res.Run.Names() {
+		rs, p := res.Run.Stacks[name], prev.Stacks[name]
+		if rs.Intent == run.IntentDelete || !rs.Exists || p == nil || !p.ImportsKnown || !rs.ImportsKnown {
+			continue
+		}
+		for _, x := range p.Imports {
+			if slices.Contains(rs.Imports, x) {
+				continue
+			}
+			if e := has(rs.At, x); e != "" && e != name && !slices.Contains(res.Run.Stacks[e].Requires, name) {
+				es := res.Run.Stacks[e]
+				es.Requires = append(es.Requires, name)
+				slices.Sort(es.Requires)
+			}
+		}
 	}
 }
 

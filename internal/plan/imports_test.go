@@ -45,6 +45,7 @@ func TestImportsOrderTheRun(t *testing.T) {
 		after     map[string][]string // want, by config name
 		requires  map[string][]string // want, by config name
 		refusal   string              // want, a part of one
+		recorded  map[string][]string // the imports the graph recorded of the config's stacks that exist
 	}{
 		{name: "removed importer, exporter drops the export",
 			stacks:  "  - {name: exporter, template_body: " + noExports + "}\n",
@@ -97,6 +98,26 @@ func TestImportsOrderTheRun(t *testing.T) {
 			exports:   map[string][]string{"shop-exporter": {"shop-X"}},
 			importers: map[string][]string{"shop-X": {"shop-root-Child-1AB2C3"}},
 			refusal:   "export shop-X is imported by shop-root-Child-1AB2C3"},
+		{name: "an importer that stays stops importing: it updates before the exporter drops the export",
+			stacks:   "  - {name: exporter, template_body: " + noExports + "}\n  - {name: importer, template_body: " + noExports + "}\n",
+			exports:  map[string][]string{"shop-exporter": {"shop-X"}, "shop-importer": nil},
+			recorded: map[string][]string{"importer": {"shop-X"}},
+			requires: map[string][]string{"exporter": {"importer"}, "importer": nil}},
+		{name: "an importer that stays imports an export the exporter has: no order",
+			stacks:   "  - {name: exporter, template_body: " + exportsX + "}\n  - {name: importer, template_body: " + importsX + "}\n",
+			exports:  map[string][]string{"shop-exporter": {"shop-X"}, "shop-importer": nil},
+			recorded: map[string][]string{"importer": {"shop-X"}},
+			requires: map[string][]string{"exporter": nil, "importer": nil}},
+		{name: "an importer that stays moves to the renamed export in the same push: refused",
+			stacks:   "  - {name: exporter, template_body: " + exportsY + "}\n  - {name: importer, template_body: " + importsY + "}\n",
+			exports:  map[string][]string{"shop-exporter": {"shop-X"}, "shop-importer": nil},
+			recorded: map[string][]string{"importer": {"shop-X"}},
+			refusal:  "the run cannot order its stacks: dependency cycle: exporter -> importer -> exporter"},
+		{name: "a stack of the config imports an export of a removed stack: its deletion is refused",
+			stacks:  "  - {name: newcomer, template_body: " + importsX + "}\n",
+			graph:   []*state.Stack{removed("exporter", nil, true)},
+			exports: map[string][]string{"shop-exporter": {"shop-X"}},
+			refusal: "deletion refused: export shop-X is imported by shop-newcomer in the config: remove the imports first"},
 		{name: "new stacks: the importer deploys after the exporter",
 			stacks:   "  - {name: exporter, template_body: " + exportsXY + "}\n  - {name: importer, template_body: " + importsX + "}\n",
 			requires: map[string][]string{"importer": {"exporter"}, "exporter": nil}},
@@ -131,7 +152,8 @@ func TestImportsOrderTheRun(t *testing.T) {
 				if _, ok := tc.exports[k]; !ok {
 					continue // a stack to create
 				}
-				g.Stacks[s.Name] = &state.Stack{Name: s.Name, StackName: s.StackName, TemplateHash: "old", Target: s.Target}
+				g.Stacks[s.Name] = &state.Stack{Name: s.Name, StackName: s.StackName, TemplateHash: "old", Target: s.Target,
+					Imports: tc.recorded[s.Name], ImportsKnown: true}
 				live[k] = Live{StackName: s.StackName, StackID: "id-" + s.Name, Status: "CREATE_COMPLETE", Tags: own(s.Name)}
 			}
 			for k, xs := range tc.exports {

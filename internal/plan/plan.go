@@ -429,7 +429,7 @@ func Make(in Input) (*Result, error) {
 		decide(Check, "template unchanged; updated only if its parameters resolve differently")
 	}
 
-	res.importEdges(cfg, in.Home)
+	res.importEdges(in, cfg, prev)
 	res.resolved(in, cfg)
 	res.deletions(in, cfg, prev)
 	res.orderCycle(cfg.File)
@@ -631,6 +631,12 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			for _, imp := range in.Importers[target.Key(rs.At, exp)] {
 				if h := res.holder(prev, rs.At, imp, exp); h == "" || !deleting[h] {
 					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s", exp, imp))
+				}
+			}
+			for _, other := range res.Run.Names() {
+				o := res.Run.Stacks[other]
+				if o.Intent != run.IntentDelete && o.At == rs.At && slices.Contains(o.Imports, exp) && !slices.Contains(in.Importers[target.Key(rs.At, exp)], o.StackName) {
+					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s in the config", exp, o.StackName))
 				}
 			}
 		}

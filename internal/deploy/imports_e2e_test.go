@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,8 @@ func TestRemovedImporterIsDeletedFirst(t *testing.T) {
 		waits map[string][]string
 		// olderGraph: the graph is as an older cairn wrote it, without the imports.
 		olderGraph bool
+		// refused: the run is refused, saying this, and changes nothing.
+		refused string
 	}{
 		{name: "exporter drops the export",
 			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml, requires: [exporter]}\n",
@@ -112,6 +115,18 @@ func TestRemovedImporterIsDeletedFirst(t *testing.T) {
 				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X"), "keep.yaml": exporterDropped},
 			v2:     map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: keep, template_path: keep.yaml}\n", "keep.yaml": exporterDropped},
 			before: "importer", after: "exporter"},
+		{name: "an importer that stays stops importing: it updates before the exporter drops the export",
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml, requires: [exporter]}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
+			v2: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml}\n",
+				"exporter.yaml": exporterDropped, "importer.yaml": exporterDropped},
+			before: "importer", after: "exporter"},
+		{name: "an importer that stays moves to the renamed export in the same push",
+			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml, requires: [exporter]}\n",
+				"exporter.yaml": exporterX, "importer.yaml": imports("shop-X")},
+			v2: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: importer, template_path: importer.yaml}\n",
+				"exporter.yaml": exporterRenamed, "importer.yaml": imports("shop-Y")},
+			refused: "the run cannot order its stacks: dependency cycle: exporter -> importer -> exporter"},
 		{name: "importer nested in a removed stack",
 			v1: map[string]string{"cairn.yaml": "namespace: shop\nstacks:\n  - {name: exporter, template_path: exporter.yaml}\n  - {name: root, template_path: root.yaml, requires: [exporter]}\n",
 				"exporter.yaml": exporterX, "root.yaml": nestingRoot, "child.yaml": imports("shop-X")},
@@ -147,9 +162,23 @@ func TestRemovedImporterIsDeletedFirst(t *testing.T) {
 				}
 				dir := bundleOf(t, tc.v2)
 				var doc *rundoc.Document
-				if way == "push" {
+				switch {
+				case tc.refused != "":
+					if way == "push" {
+						doc = w.wait("shop", w.push("shop", dir))
+					} else {
+						doc = w.wait("shop", w.uploadPlan("shop", dir))
+					}
+					if doc.Run.Status != run.RunFailed || !slices.ContainsFunc(doc.Refusals, func(r string) bool { return strings.Contains(r, tc.refused) }) {
+						t.Fatalf("%s: %s, refusals %q; want refused saying %q", way, doc.Run.Status, doc.Refusals, tc.refused)
+					}
+					if calls := w.cfnCalls(); calls["CreateChangeSet"] != len(first.Run.Stacks) {
+						t.Errorf("%d change sets made in all, want only those of the first run", calls["CreateChangeSet"])
+					}
+					return
+				case way == "push":
 					doc = w.wait("shop", w.push("shop", dir))
-				} else {
+				default:
 					p := w.planOf("shop", w.uploadPlan("shop", dir))
 					doc = w.approve("shop", p.ID)
 				}
@@ -164,9 +193,14 @@ func TestRemovedImporterIsDeletedFirst(t *testing.T) {
 					}
 				}
 				if tc.before != "" {
+					// A change set may be made early: what counts is when it is executed.
 					b, a := s[tc.before], s[tc.after]
-					if a.StartedAt.Before(b.FinishedAt) {
-						t.Errorf("%s started at %s, before %s finished at %s", tc.after, hms(a.StartedAt), tc.before, hms(b.FinishedAt))
+					at := a.ExecutedAt
+					if at.IsZero() {
+						at = a.StartedAt
+					}
+					if at.Before(b.FinishedAt) {
+						t.Errorf("%s started at %s, before %s finished at %s", tc.after, hms(at), tc.before, hms(b.FinishedAt))
 					}
 				}
 				for name, want := range tc.waits {

@@ -19,8 +19,9 @@ import (
 // to drop or change an export while a stack imports it, and to delete its exporter then.
 // So an import is a dependency, as real as a `requires`, and a run orders by it:
 //
-//   - a stack of the config that imports an export another stack of the config makes
-//     deploys after it (importEdges);
+//   - a stack of the config that imports an export another stack of the config makes, and
+//     does not have yet, deploys after it; one that stops importing an export goes before
+//     the update of the stack that has it (importEdges);
 //   - a stack that left the config is deleted before the stacks whose exports it imports
 //     are changed (run.Stack.After) or deleted (as their dependent). Its template is no
 //     longer in the bundle: what it imports is what the graph recorded when it was applied
@@ -28,9 +29,14 @@ import (
 //     a rebuilt one, an import whose name is computed) orders its deletion before every
 //     change of a stack of its account and region that has exports: it costs that run some
 //     concurrency, never a failure, and asks CloudFormation nothing (ListImports names an
-//     importer nested in a stack by the nested stack's own name, and is one more call per
-//     export of every changed stack). A deleted exporter is also ordered by what
-//     ListImports answered for its exports (Input.Importers), which knows every importer.
+//     importer nested in a stack by the nested stack's own name, and would be one more call
+//     per export of every changed stack). A deleted exporter is also ordered by what
+//     ListImports answered for its exports (Input.Importers), which knows every importer
+//     (importerDeletions);
+//   - an order no run can keep (an export renamed while a stack that stays moves to the new
+//     name: it must stop importing the old one first, and can import the new one only
+//     after) is refused before anything changes, saying how to do it in two pushes
+//     (orderCycle).
 
 // ImportsOf returns the export names s's templates (nested ones included) import, and
 // whether they are all of them (false when one computes its name, or for a template the

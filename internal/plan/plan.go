@@ -312,6 +312,7 @@ func Make(in Input) (*Result, error) {
 			Early: Early(s, exported),
 		}
 		rs.Code = Code(s)
+		rs.Imports, rs.ImportsKnown = ImportsOf(s)
 		res.Run.Stacks[s.Name] = rs
 		if res.Inputs == nil {
 			res.Inputs = map[string]Inputs{}
@@ -428,8 +429,10 @@ func Make(in Input) (*Result, error) {
 		decide(Check, "template unchanged; updated only if its parameters resolve differently")
 	}
 
+	res.importEdges(in, cfg, prev)
 	res.resolved(in, cfg)
 	res.deletions(in, cfg, prev)
+	res.orderCycle(cfg.File)
 	if res.Run.Mode == run.ModeDeploy {
 		res.protect(in, cfg, g, prev)
 	}
@@ -618,23 +621,22 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 		}
 	}
 	// An export still imported by a stack that stays blocks the deletion (imports are of
-	// the exporting stack's account and region).
-	staying := func(key string) bool {
-		for n, s := range res.Run.Stacks {
-			if s.Key() == key {
-				return !deleting[n]
-			}
-		}
-		return true
-	}
+	// the exporting stack's account and region; an importer nested in a stack the run
+	// deletes goes with it).
 	for _, name := range sortedKeys(deleting) {
 		rs := res.Run.Stacks[name]
 		live := in.Live[rs.Key()]
 		var blockers []string
 		for _, exp := range sortedValues(live.Exports) {
 			for _, imp := range in.Importers[target.Key(rs.At, exp)] {
-				if staying(target.Key(rs.At, imp)) {
+				if h := res.holder(prev, rs.At, imp, exp); h == "" || !deleting[h] {
 					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s", exp, imp))
+				}
+			}
+			for _, other := range res.Run.Names() {
+				o := res.Run.Stacks[other]
+				if o.Intent != run.IntentDelete && o.At == rs.At && slices.Contains(o.Imports, exp) && !slices.Contains(in.Importers[target.Key(rs.At, exp)], o.StackName) {
+					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s in the config", exp, o.StackName))
 				}
 			}
 		}
@@ -661,6 +663,7 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			}
 		}
 	}
+	res.importerDeletions(in, prev, deleting)
 	if max := cfg.DeletionPolicy.MaxDeletions; max > 0 && len(deleting) > max && !in.AllowDeletions && res.Run.Mode != run.ModePlan {
 		res.Refusals = append(res.Refusals, fmt.Sprintf("the run would delete %d stacks (%s), more than deletion_policy.max_deletions %d: plan and approve it (`cairn plan PATH --deployment %s`)",
 			len(deleting), strings.Join(sortedKeys(deleting), ", "), max, in.Deployment))

@@ -608,11 +608,28 @@ func block(r *Run, names []string, now time.Time) {
 					break
 				}
 			}
+			if s.Phase != Pending {
+				continue
+			}
+			for _, dep := range s.After {
+				d := r.Stacks[dep]
+				if d != nil && (d.Phase == Failed || d.Phase == Blocked) {
+					s.Reason = fmt.Sprintf("not changed: stack %s, removed from the config, imports its exports and was not deleted (%s): CloudFormation refuses to drop or change an export in use", d.StackName, d.Phase)
+					setPhase(s, Blocked, now)
+					changed = true
+					break
+				}
+			}
 		}
 	}
 }
 
 func satisfied(r *Run, s *Stack) bool {
+	for _, dep := range s.After {
+		if d := r.Stacks[dep]; d != nil && d.Phase != Done && !(r.Mode == ModePlan && d.Phase == Ready) {
+			return false
+		}
+	}
 	for _, dep := range s.Requires {
 		d := r.Stacks[dep]
 		if d == nil {
@@ -647,7 +664,9 @@ func settled(r *Run, s *Stack) bool {
 }
 
 // start begins what became ready, within the concurrency limit: deploys first, and
-// deletions only once every deploy has settled (dependents first among the deletions).
+// deletions only once every deploy has settled (dependents first among the deletions),
+// but for those a deploy waits for (Stack.After, and the deletions they wait for): they
+// start first.
 func start(r *Run, names []string, now time.Time, opts Options) []Action {
 	inFlight := 0
 	for _, s := range r.Stacks {
@@ -660,6 +679,10 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 		limit = 10
 	}
 	var actions []Action
+	first := firstDeletions(r, names)
+	if first != nil {
+		actions = startDeletions(r, names, first, now, &inFlight, limit)
+	}
 	// A stack that settles as it starts (unchanged, read, refused) may let its dependents
 	// start in the same step: pass again until none does, rather than leave them to the
 	// next trigger.
@@ -681,18 +704,60 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 	}
 	for _, s := range r.Stacks {
 		if s.Intent != IntentDelete && !settled(r, s) {
+			if first != nil { // one that became startable in this step
+				actions = append(actions, startDeletions(r, names, first, now, &inFlight, limit)...)
+			}
 			return actions
 		}
 	}
+	return append(actions, startDeletions(r, names, nil, now, &inFlight, limit)...)
+}
+
+// firstDeletions are the deletions a deploy of r waits for (Stack.After), with the
+// deletions of their dependents, which go before them: nil when there are none.
+func firstDeletions(r *Run, names []string) map[string]bool {
+	var first map[string]bool
+	var queue []string
+	for _, name := range names {
+		for _, d := range r.Stacks[name].After {
+			if ds := r.Stacks[d]; ds != nil && ds.Intent == IntentDelete && !first[d] {
+				if first == nil {
+					first = map[string]bool{}
+				}
+				first[d] = true
+				queue = append(queue, d)
+			}
+		}
+	}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		for _, dep := range r.Stacks[d].Requires {
+			if ds := r.Stacks[dep]; ds != nil && ds.Intent == IntentDelete && !first[dep] {
+				first[dep] = true
+				queue = append(queue, dep)
+			}
+		}
+	}
+	return first
+}
+
+// startDeletions starts the pending deletions that may start: those of only when only is
+// not nil, else every one (dependents first).
+func startDeletions(r *Run, names []string, only map[string]bool, now time.Time, inFlight *int, limit int) []Action {
+	var actions []Action
 	for _, name := range names {
 		s := r.Stacks[name]
-		if s.Intent == IntentDelete && s.Phase == Pending && r.Mode == ModePlan {
+		if s.Intent != IntentDelete || s.Phase != Pending || only != nil && !only[name] {
+			continue
+		}
+		if r.Mode == ModePlan {
 			// A plan records the deletion; only the apply run deletes.
 			setPhase(s, Ready, now)
 			s.FinishedAt = now
 			continue
 		}
-		if s.Intent != IntentDelete || s.Phase != Pending || inFlight >= limit || !satisfied(r, s) {
+		if *inFlight >= limit || !satisfied(r, s) {
 			continue
 		}
 		if s.StartedAt.IsZero() {
@@ -704,7 +769,7 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 		}
 		setPhase(s, Deleting, now)
 		actions = append(actions, deleteStack(s))
-		inFlight++
+		*inFlight++
 	}
 	return actions
 }

@@ -150,6 +150,12 @@ func (w *world) drive(r *Run, opts Options) *Run {
 						}
 						w.t.Fatalf("%s: %s before its dependency %s finished (%s)", s.Name, a.Kind, d, dp.Phase)
 					}
+					for _, d := range s.After {
+						// A change set made early is executed only once they are gone.
+						if dp := next.Stacks[d]; !early && dp.Phase != Done && !(next.Mode == ModePlan && dp.Phase == Ready) {
+							w.t.Fatalf("%s: %s before %s, which imports its exports, was deleted (%s)", s.Name, a.Kind, d, dp.Phase)
+						}
+					}
 				}
 			}
 		}
@@ -479,6 +485,23 @@ func TestRandomRunsTerminate(t *testing.T) {
 			s.Early = rapid.Bool().Draw(rt, "early"+name)
 			r.Stacks[name] = s
 		}
+		// Removed stacks, some importing the exports of stacks the run deploys (After).
+		for i := range rapid.IntRange(0, 4).Draw(rt, "deletions") {
+			name := fmt.Sprintf("d%02d", i)
+			s := &Stack{Name: name, StackName: "x-" + name, Intent: IntentDelete, Phase: Pending, Exists: true}
+			for j := range i {
+				if rapid.IntRange(0, 2).Draw(rt, fmt.Sprintf("de%d-%d", i, j)) == 0 {
+					s.Requires = append(s.Requires, fmt.Sprintf("d%02d", j))
+				}
+			}
+			r.Stacks[name] = s
+			for j := range n {
+				if rapid.IntRange(0, 5).Draw(rt, fmt.Sprintf("after%d-%d", i, j)) == 0 {
+					e := r.Stacks[fmt.Sprintf("s%02d", j)]
+					e.After = append(e.After, name)
+				}
+			}
+		}
 		got := w.drive(r, Options{})
 		// Every change set made is executed or deleted: none made early is left behind.
 		made := map[string]bool{}
@@ -513,8 +536,15 @@ func TestRandomRunsTerminate(t *testing.T) {
 			if protections[name] != want {
 				rt.Fatalf("%s (%s): termination protection set %d time(s), want %d", name, s.Phase, protections[name], want)
 			}
+			if s.Intent == IntentDelete {
+				// Deleted, unless a deploy failed before its deletion could start.
+				if s.Phase != Done && (s.Phase != Blocked || got.Status != RunFailed) {
+					rt.Fatalf("deletion %s is %s (%s)", name, s.Phase, s.Reason)
+				}
+				continue
+			}
 			depBad := false
-			for _, d := range s.Requires {
+			for _, d := range append(slices.Clone(s.Requires), s.After...) {
 				if p := got.Stacks[d].Phase; p == Failed || p == Blocked {
 					depBad = true
 				}

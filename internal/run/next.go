@@ -152,6 +152,10 @@ func NextStep(e Ending) (Next, bool) {
 				return Next{Class: Review, Why: fmt.Sprintf("stack %s changes only through a reviewed plan: plan, review, then approve", s.Describe()),
 					Command: planCmd, Then: approve}, true
 			case Fix:
+				if exp, user, ok := ExportInUse(s.Reason); ok {
+					return redo(Fix, fmt.Sprintf("stack %s failed: stack %s still imports its export %s, which CloudFormation does not drop or change while it is in use: deploy %s without that import first (or delete it), keeping the export until then, then deploy again",
+						s.Describe(), user, exp, user)), true
+				}
 				return redo(Fix, fmt.Sprintf("stack %s failed: fix what its reason names in the bundle, then deploy again", s.Describe())), true
 			case Wait:
 				return redo(Wait, fmt.Sprintf("stack %s did not finish (AWS busy or slow): wait until `cairn status %s` shows it settled, then deploy again", s.Describe(), d)), true
@@ -174,6 +178,20 @@ func NextStep(e Ending) (Next, bool) {
 		return redo(Fix, "the bundle did not load: fix the errors above, then deploy again"), true
 	}
 	return redo(Fix, "the run failed before it changed a stack: fix the reason above, then deploy again"), true
+}
+
+// exportInUse matches CloudFormation's refusals to drop or change an export another stack
+// imports.
+var exportInUse = regexp.MustCompile(`(?:Export (\S+) cannot be deleted|Cannot update export (\S+)) as it is in use by (\S+)`)
+
+// ExportInUse reports whether reason is CloudFormation's refusal to drop or change an
+// export in use, and names the export and the stack importing it.
+func ExportInUse(reason string) (export, importer string, ok bool) {
+	m := exportInUse.FindStringSubmatch(reason)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1] + m[2], strings.TrimRight(m[3], ".,;:"), true
 }
 
 func rankOf(c Class) int {

@@ -85,6 +85,10 @@ func TestNextStep(t *testing.T) {
 		}
 		return r
 	}
+	withReason := func(r *Run, reason string) *Run {
+		r.Stacks["app"].Reason = reason
+		return r
+	}
 	refused := &Run{ID: "r", Deployment: "shop", Mode: ModeDeploy, Status: RunFailed, Stacks: map[string]*Stack{}}
 	applyRefused := &Run{ID: "r", Deployment: "shop", Mode: ModeDeploy, Status: RunFailed, Plan: "p1", Stacks: map[string]*Stack{}}
 	tests := []struct {
@@ -94,8 +98,17 @@ func TestNextStep(t *testing.T) {
 		class   Class
 		command string
 		then    string
+		why     string
 	}{
 		{name: "succeeded", e: Ending{Run: &Run{Status: Succeeded}}, none: true},
+		{name: "an export still imported by a stack that stays", e: Ending{Run: withReason(failed(Fix, ModeDeploy, ""),
+			"stack shop-app is UPDATE_ROLLBACK_COMPLETE: Export shop-app-Queue cannot be deleted as it is in use by shop-web"), Path: "d"},
+			class: Fix, command: "cairn push d --deployment shop",
+			why: "stack shop-app failed: stack shop-web still imports its export shop-app-Queue, which CloudFormation does not drop or change while it is in use: deploy shop-web without that import first (or delete it), keeping the export until then, then deploy again"},
+		{name: "an export's value changed under its importer", e: Ending{Run: withReason(failed(Fix, ModeDeploy, ""),
+			"stack shop-app is UPDATE_ROLLBACK_COMPLETE: Cannot update export shop-app-Queue as it is in use by shop-web"), Path: "d"},
+			class: Fix, command: "cairn push d --deployment shop",
+			why: "stack shop-app failed: stack shop-web still imports its export shop-app-Queue, which CloudFormation does not drop or change while it is in use: deploy shop-web without that import first (or delete it), keeping the export until then, then deploy again"},
 		{name: "running", e: Ending{Run: &Run{Status: Running}}, none: true},
 		{name: "a failed resource of a push", e: Ending{Run: failed(Fix, ModeDeploy, ""), Path: "./deploy"},
 			class: Fix, command: "cairn push ./deploy --deployment shop"},
@@ -152,7 +165,7 @@ func TestNextStep(t *testing.T) {
 				}
 				return
 			}
-			if !ok || n.Class != tt.class || n.Command != tt.command || n.Then != tt.then || n.Why == "" {
+			if !ok || n.Class != tt.class || n.Command != tt.command || n.Then != tt.then || n.Why == "" || tt.why != "" && n.Why != tt.why {
 				t.Fatalf("NextStep = %+v (ok %v)\nwant class %q, command %q, then %q", n, ok, tt.class, tt.command, tt.then)
 			}
 		})

@@ -109,6 +109,17 @@ type Stack struct {
 	StackName string   `json:"stack_name"` // real CloudFormation name
 	Intent    Intent   `json:"intent"`
 	Requires  []string `json:"requires,omitempty"` // config names this stack depends on (deploys) or that depend on it (deletes: dependents)
+	// After names, for a stack the run deploys, the stacks the run deletes that must be
+	// gone before it changes: removed stacks importing its exports (CloudFormation
+	// refuses to drop or change an export in use). Such deletions start at once, not
+	// after the deploys (see start).
+	After []string `json:"after,omitempty"`
+	// Imports are the export names the stack's templates (nested ones included) import
+	// with Fn::ImportValue, and ImportsKnown says they are all of them (false when an
+	// import computes its name, or the template is not the bundle's): recorded in the
+	// graph, so a later run that deletes the stack knows whose exports it holds.
+	Imports      []string `json:"imports,omitempty"`
+	ImportsKnown bool     `json:"imports_known,omitempty"`
 	// Exists says whether a stack is live, so the change set is an UPDATE rather than a CREATE.
 	Exists bool `json:"exists"`
 	// Inputs and the previous applied inputs; equal hashes mean nothing to do.
@@ -308,6 +319,8 @@ func (r *Run) Clone() *Run {
 	for n, s := range r.Stacks {
 		cs := *s
 		cs.Requires = append([]string(nil), s.Requires...)
+		cs.After = append([]string(nil), s.After...)
+		cs.Imports = append([]string(nil), s.Imports...)
 		cs.Retain = append([]string(nil), s.Retain...)
 		cs.NoEcho = append([]string(nil), s.NoEcho...)
 		cs.SecretOutputs = append([]string(nil), s.SecretOutputs...)

@@ -62,7 +62,14 @@ type Stack struct {
 	Region  string      `json:"region,omitempty"`
 	Target  target.Spec `json:"target,omitzero"`
 	// Requires are the config names this stack depends on, refreshed on every write.
-	Requires       []string          `json:"requires,omitempty"`
+	Requires []string `json:"requires,omitempty"`
+	// Imports are the export names the applied templates (nested ones included) import
+	// with Fn::ImportValue, in the stack's account and region; ImportsKnown says they are
+	// all (false in graphs written before imports were kept, in a rebuilt graph, and where
+	// an import computes its name): once the stack leaves the config, whose exports it
+	// holds, so that it is deleted before they are dropped or changed.
+	Imports        []string          `json:"imports,omitempty"`
+	ImportsKnown   bool              `json:"imports_known,omitempty"`
 	TemplateHash   string            `json:"template_hash,omitempty"`
 	ParametersHash string            `json:"parameters_hash,omitempty"`
 	Status         string            `json:"status,omitempty"`

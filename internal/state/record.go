@@ -146,7 +146,8 @@ func changedBy(rec Recording, name string) string {
 func applied(name string, s *run.Stack, rec Recording) *Stack {
 	st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
 		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Parameters: s.Parameters, Code: s.Code, Status: rec.Statuses[name], Outputs: s.Outputs,
-		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target, PlanOnly: s.PlanOnly}
+		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target, PlanOnly: s.PlanOnly,
+		Imports: slices.Clone(s.Imports), ImportsKnown: s.ImportsKnown}
 	st.locate(s.Target)
 	return st
 }
@@ -178,6 +179,7 @@ func (g *Graph) clone() *Graph {
 	for n, st := range g.Stacks {
 		cs := *st
 		cs.Requires = slices.Clone(st.Requires)
+		cs.Imports = slices.Clone(st.Imports)
 		c.Stacks[n] = &cs
 	}
 	return &c

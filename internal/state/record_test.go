@@ -210,3 +210,48 @@ func TestRecordFirstRunWritesTheGraph(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordKeepsImports: a deployed or unchanged stack is recorded with the exports its
+// templates import, known or not, so a later run that deletes it knows whose exports it
+// holds; a failed update keeps those of what was applied; a graph written before they
+// were kept reads as not knowing them.
+func TestRecordKeepsImports(t *testing.T) {
+	g := recorded()
+	g.SchemaVersion = state.SchemaVersion
+	g.Stacks["app"].Imports, g.Stacks["app"].ImportsKnown = []string{"shop-vpc-Id"}, true
+	for _, tc := range []struct {
+		name  string
+		stack *run.Stack
+		want  []string
+		known bool
+	}{
+		{"deployed", &run.Stack{Name: "vpc", StackName: "shop-vpc", Intent: run.IntentDeploy, Phase: run.Done, Imports: []string{"net-Zone", "net-Cidr"}, ImportsKnown: true}, []string{"net-Zone", "net-Cidr"}, true},
+		{"unchanged", &run.Stack{Name: "vpc", StackName: "shop-vpc", Intent: run.IntentDeploy, Phase: run.Unchanged, ImportsKnown: true}, nil, true},
+		{"an import computes its name", &run.Stack{Name: "vpc", StackName: "shop-vpc", Intent: run.IntentDeploy, Phase: run.Done, Imports: []string{"net-Zone"}}, []string{"net-Zone"}, false},
+		{"a failed update keeps the applied ones", &run.Stack{Name: "app", StackName: "shop-app", Intent: run.IntentDeploy, Phase: run.Failed, Imports: []string{"other"}, ImportsKnown: true}, []string{"shop-vpc-Id"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &run.Run{ID: "r2", Mode: run.ModeDeploy, Status: run.Running, Stacks: map[string]*run.Stack{tc.stack.Name: tc.stack}}
+			next, _ := state.Record(g, state.Recording{Run: r, Finished: []string{tc.stack.Name}, Now: t0})
+			body, err := json.Marshal(next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := state.Decode(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := back.Stacks[tc.stack.Name]
+			if !slices.Equal(st.Imports, tc.want) || st.ImportsKnown != tc.known {
+				t.Errorf("recorded imports %v (known %v), want %v (known %v)", st.Imports, st.ImportsKnown, tc.want, tc.known)
+			}
+		})
+	}
+	old, err := state.Decode([]byte(`{"schema_version":1,"namespace":"shop","key":"shop","stacks":{"app":{"name":"app","stack_name":"shop-app"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := old.Stacks["app"]; st.Imports != nil || st.ImportsKnown {
+		t.Errorf("a graph of an older cairn reads imports %v (known %v), want none, not known", st.Imports, st.ImportsKnown)
+	}
+}

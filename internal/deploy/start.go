@@ -314,11 +314,12 @@ func (s starter) trial(ctx context.Context, doc *rundoc.Document, lb *rundoc.Loa
 }
 
 // quiet reports whether the trial's run changes nothing: the plan drops no stack from the
-// graph, and the run's first step (run.Advance, as step calls it, with no observation)
+// graph and changes no guard, and the run's first step (run.Advance, as step calls it, with no observation)
 // finds every stack unchanged and ends it without an action. The trial's run is then
 // that ended run.
 func (s starter) quiet(ctx context.Context, t *trialRun) bool {
-	if len(t.doc.Drop) > 0 || len(t.doc.Run.Stacks) == 0 {
+	if len(t.doc.Drop) > 0 || len(t.doc.Run.Stacks) == 0 || len(t.doc.Run.GuardChanges) > 0 {
+		// A guard changed (tightened: a push refuses a relaxed one) is recorded in the graph.
 		return false
 	}
 	opts, err := s.options(ctx, t.doc)

@@ -130,8 +130,8 @@ func takeOverRefusal(prev *state.Graph, owner, deployment string) string {
 	if prev.Guards != nil && prev.Guards.HandOverTo != "" {
 		had = "hands it over to deployment " + prev.Guards.HandOverTo + " only"
 	}
-	return fmt.Sprintf("deployment %s may not take over the persistent graph %s/%s of deployment %s (take_over_graph_from): the graph %s; nothing was changed: the owner consents by setting `hand_over_graph_to: %s` in deployment %s's config and applying it through an approved plan (`cairn plan PATH --deployment %s`, then `cairn approve %s PLAN_ID`); then push %s again",
-		deployment, prev.Namespace, prev.Key, owner, had, deployment, owner, owner, owner, deployment)
+	return fmt.Sprintf("deployment %s may not take over the persistent graph %s/%s of deployment %s (take_over_graph_from): the graph %s; nothing was changed: the owner consents by setting `hand_over_graph_to: %s` in deployment %s's config and applying it through an approved plan (`cairn plan %s_PATH --deployment %s`, then `cairn approve %s PLAN_ID`); then push %s again",
+		deployment, prev.Namespace, prev.Key, owner, had, deployment, owner, strings.ToUpper(owner), owner, owner, deployment)
 }
 
 func limit(n int) string {

@@ -183,4 +183,7 @@ func TestTakeOverGraphNeedsOwnersConsent(t *testing.T) {
 	if g := w.graph("shop", "shop"); g.Deployment != "shop2" || g.Guards == nil || g.Guards.HandOverTo != "" {
 		t.Errorf("graph after the takeover: owner %s, guards %+v, want shop2 and the consent spent", g.Deployment, g.Guards)
 	}
+	if notes := strings.Join(doc.Notes, "\n"); !strings.Contains(notes, "guard tightened: hand_over_graph_to shop2 → (none)") {
+		t.Errorf("the takeover's notes do not say the consent is spent:\n%s", notes)
+	}
 }

@@ -480,6 +480,10 @@ func (s starter) plan(ctx context.Context, doc *rundoc.Document, lb *rundoc.Load
 	if len(res.Refusals) > 0 {
 		return d, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), nil
 	}
+	for _, c := range res.Run.GuardChanges {
+		// The graph records it with the run's first write.
+		doc.Notes = append(doc.Notes, c.String())
+	}
 	doc.Lookups, doc.Statuses, doc.Inputs = lookupsOf(cfg), map[string]string{}, res.Inputs
 	for name, rs := range doc.Run.Stacks {
 		if l, ok := live[rs.Key()]; ok {

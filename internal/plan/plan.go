@@ -2,6 +2,8 @@
 // re-create or delete. It is a pure function of the config, the persistent graph as last
 // applied, and one observation of the live stacks, so every safety rule (nothing deleted
 // unless cairn created it, dependents first, guarded) is tested without any AWS call.
+// Every guard is judged by the stricter of the graph's last applied setting and the
+// config's (see guards.go): a push never loosens one.
 package plan
 
 import (

@@ -24,7 +24,8 @@ type Graph struct {
 	Key           string `json:"key"`
 	// Deployment is the deployment that owns the graph (NAME of deployments/NAME.zip):
 	// the one whose runs wrote it. No other deployment's run writes it unless its config
-	// takes it over (take_over_graph_from). "" in a graph written before owners were
+	// takes it over (take_over_graph_from) and the graph records the owner's consent
+	// (Guards.HandOverTo naming it). "" in a graph written before owners were
 	// recorded, or rebuilt from tags: the next run's deployment claims it.
 	Deployment string `json:"deployment,omitempty"`
 	// Guards are the graph-wide guard settings (deletion_policy.max_deletions,

@@ -64,10 +64,12 @@ func newDemoCmd() *cobra.Command {
 emulator in this process (state in memory) and deploys cairn into it as "cairn local up"
 does. The shop's database is protected, so its first version goes through review: the
 demo plans it (change sets, nothing executed), approves exactly that plan and follows the
-apply run, then shows the stacks, their outputs and the ports they were given. It pushes
-a second version that changes the ` + demoChanged + ` stack and removes ` + strings.Join(demoRemoved, " and ") + ` (no protected
-stack changes, so the push deploys at once), shows the update and the dependents-first
-deletion, changes a VPC out of band and finds the drift, and lists the run reports.
+apply run, then shows the stacks, their outputs and the ports they were given. It plans
+a second version that changes the ` + demoChanged + ` stack and removes ` + strings.Join(demoRemoved, " and ") + `, raising
+deletion_policy.max_deletions to allow it (loosening a guard is reviewed like a protected
+stack's change, so a push of it would be refused), approves that plan, shows the update
+and the dependents-first deletion, changes a VPC out of band and finds the drift, and
+lists the run reports.
 
 Run it from the repository root (make demo does).`,
 		Args: cobra.NoArgs,
@@ -146,9 +148,14 @@ func runDemo(ctx context.Context, out, errOut io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(v2)
-	step("pushing version 2: stack %s changed, stacks %s removed", demoChanged, strings.Join(demoRemoved, " and "))
-	if err := demoPush(ctx, v2, out, errOut); err != nil {
+	step("planning version 2: stack %s changed, stacks %s removed, deletion_policy.max_deletions raised to %d: a loosened guard changes only through an approved plan", demoChanged, strings.Join(demoRemoved, " and "), len(demoRemoved))
+	planID, err = demoPlan(ctx, v2, out, errOut)
+	if err != nil {
 		return err
+	}
+	step("approving plan %s of version 2", planID)
+	if code := run([]string{"approve", demoDeployment, planID, "--wait", "--poll", "200ms"}, out, errOut); code != 0 {
+		return fmt.Errorf("demo: cairn approve exited %d: the plan was not applied (see above)", code)
 	}
 	step("stacks after version 2")
 	if err := showStacks(ctx, cf, l.config.Namespace+"-", out); err != nil {
@@ -194,17 +201,6 @@ func demoPlan(ctx context.Context, path string, out, errOut io.Writer) (string, 
 		return "", fmt.Errorf("demo: cairn plan printed no plan id")
 	}
 	return m[1], nil
-}
-
-// demoPush runs `cairn push PATH --deployment webshop --wait` as a user would.
-func demoPush(ctx context.Context, path string, out, errOut io.Writer) error {
-	deadline, _ := ctx.Deadline()
-	code := run([]string{"push", path, "--deployment", demoDeployment, "--wait", "--poll", "200ms",
-		"--timeout", time.Until(deadline).Round(time.Second).String()}, out, errOut)
-	if code != 0 {
-		return fmt.Errorf("demo: cairn push %s exited %d: the run did not succeed (see above)", path, code)
-	}
-	return nil
 }
 
 // demoVersion2 copies the bundle at dir into a temporary folder and edits its cairn.yaml:

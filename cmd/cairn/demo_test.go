@@ -41,7 +41,8 @@ func TestDemo(t *testing.T) {
 			`^shop-edge +CREATE_COMPLETE `,
 		}, nil},
 		{"ports allocated by Custom::PortAllocation", []string{`^default +\d+ +shop-service +Port `}, nil},
-		{"pushing version 2", []string{`^run \S+ succeeded in \S+: 0 created, 1 updated, 2 deleted, 2 unchanged, 0 failed$`, `^  \d\d:\d\d  cache +update +done$`, `^  \d\d:\d\d  service +delete +done$`, `^  \d\d:\d\d  network +none +unchanged`}, nil},
+		{"planning version 2", []string{`^guard: guard relaxed: deletion_policy.max_deletions 1 → 2$`, `^cache +shop-cache +update`, `^plan id: \S+$`}, nil},
+		{"of version 2", []string{`^run \S+ succeeded in \S+: 0 created, 1 updated, 2 deleted, 2 unchanged, 0 failed$`, `^  \d\d:\d\d  cache +update +done$`, `^  \d\d:\d\d  service +delete +done$`, `^  \d\d:\d\d  network +none +unchanged`}, nil},
 		{"stacks after version 2", []string{`^shop-cache +UPDATE_COMPLETE `, `^shop-network +CREATE_COMPLETE `}, []string{"shop-service", "shop-edge"}},
 		{"(dependents first)", []string{`^  1\. shop-edge +deleted at `, `^  2\. shop-service +deleted at `}, nil},
 		{"ports after version 2", []string{`^no port allocations in any pool`}, nil},
@@ -62,7 +63,7 @@ func TestDemo(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(section("run reports"), ".md\n"); n != 3 {
-		t.Errorf("%d run reports, want three: the plan run, its apply run and the push", n)
+	if n := strings.Count(section("run reports"), ".md\n"); n != 4 {
+		t.Errorf("%d run reports, want four: each version's plan run and its apply run", n)
 	}
 }

@@ -353,12 +353,12 @@ func TestInitAndPaths(t *testing.T) {
 	}
 }
 
-// TestDemoHelpSaysWhatItDoes: the demo plans and approves its first version, and pushes
-// only the second.
+// TestDemoHelpSaysWhatItDoes: the demo plans and approves its first version, and the
+// second, which loosens the deletion guard, too.
 func TestDemoHelpSaysWhatItDoes(t *testing.T) {
 	_, out, _ := runCLI(t, "demo", "--help")
 	out = strings.Join(strings.Fields(out), " ")
-	for _, want := range []string{"the demo plans it (change sets, nothing executed), approves exactly that plan", "It pushes a second version"} {
+	for _, want := range []string{"the demo plans it (change sets, nothing executed), approves exactly that plan", "It plans a second version", "loosening a guard is reviewed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo --help lacks %q:\n%s", want, out)
 		}

@@ -104,18 +104,19 @@ func (l *loader) allowed(o LoadOptions, c *Config, namespaceNode *yaml.Node, def
 	}
 }
 
-// takeOver reads take_over_graph_from: the deployment whose persistent graph this one
-// takes over (a rename).
-func (l *loader) takeOver(c *Config, f field) {
+// deploymentName reads a key naming a deployment: take_over_graph_from (the deployment
+// whose persistent graph this one takes over, a rename) or hand_over_graph_to (the
+// deployment this one consents may take its graph over). "" when it is not one.
+func (l *loader) deploymentName(f field) string {
 	v, ok := l.str(f.v, f.key)
 	if !ok {
-		return
+		return ""
 	}
 	if !graphKeyRE.MatchString(v) || strings.Contains(v, "..") {
 		l.errorf(f.v, f.key, "%q is not a deployment name: use letters, digits, '-', '_' and '.'", v)
-		return
+		return ""
 	}
-	c.TakeOverGraphFrom = v
+	return v
 }
 
 // SSMPaths are the Parameter Store names the ${ssm} lookups of each namespace may read: in

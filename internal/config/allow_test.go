@@ -84,6 +84,18 @@ func TestTakeOverGraphFrom(t *testing.T) {
 	checkErrors(t, err, "cairn.yaml", []string{`2:23: take_over_graph_from: "../x" is not a deployment name: use letters, digits, '-', '_' and '.'`})
 }
 
+// TestHandOverGraphTo: hand_over_graph_to names the deployment the owner consents may take
+// its graph over, checked as take_over_graph_from is.
+func TestHandOverGraphTo(t *testing.T) {
+	const stacks = "stacks:\n  - {name: app, template_path: templates/app.yaml, parameters: {Name: a}}\n"
+	c, err := Load(fuzzBundle(t, []byte("namespace: shop\nhand_over_graph_to: shop-new\n"+stacks)))
+	if err != nil || c.HandOverGraphTo != "shop-new" {
+		t.Fatalf("hand_over_graph_to: %q, %v", c.HandOverGraphTo, err)
+	}
+	_, err = Load(fuzzBundle(t, []byte("namespace: shop\nhand_over_graph_to: a/b\n"+stacks)))
+	checkErrors(t, err, "cairn.yaml", []string{`2:21: hand_over_graph_to: "a/b" is not a deployment name: use letters, digits, '-', '_' and '.'`})
+}
+
 // TestSSMPathsPerNamespace: with CAIRN_SSM_PATHS, a ${ssm} lookup (of a parameter or a
 // tag, at any depth) reading outside the paths of the config's namespace is an error at
 // the lookup; "*" holds paths every namespace may read; without the list any name loads.

@@ -33,6 +33,11 @@ type Config struct {
 	// deployment takes the graph over. Without it, a graph another deployment owns is
 	// never written.
 	TakeOverGraphFrom string
+	// HandOverGraphTo (hand_over_graph_to) names the deployment this one, the graph's
+	// owner, consents may take its persistent graph over (with take_over_graph_from). It
+	// counts once a run of this deployment applied it (the graph records it); giving it is
+	// a relaxed guard, so it is applied only through an approved plan.
+	HandOverGraphTo string
 	// Tags apply to every stack; Stack.Tags already includes them.
 	Tags           map[string]string
 	DeletionPolicy struct {

@@ -123,7 +123,7 @@ var graphKeyRE = regexp.MustCompile(`^[a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
 var capabilities = []string{"CAPABILITY_AUTO_EXPAND", "CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"}
 
 var (
-	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "take_over_graph_from", "tags",
+	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "take_over_graph_from", "hand_over_graph_to", "tags",
 		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks",
 		"region", "role_arn", "external_id", "service_role"}
 	stackKeys = slices.Concat([]string{"name", "stack_name", "template_path", "template_url", "template_body",
@@ -441,7 +441,9 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 				c.PersistentGraphKey = k
 			}
 		case "take_over_graph_from":
-			l.takeOver(c, f)
+			c.TakeOverGraphFrom = l.deploymentName(f)
+		case "hand_over_graph_to":
+			c.HandOverGraphTo = l.deploymentName(f)
 		case "tags":
 			tagsNode = f.v
 		case "variables":

@@ -28,10 +28,12 @@ func TestDestroyFiveStacksOnlyAfterApproval(t *testing.T) {
 	if blocked.Status != plan.PlanFailed || !strings.Contains(strings.Join(blocked.Refusals, "\n"), "stack database (shop-database): deletion refused: termination protection is on") {
 		t.Fatalf("destroy of a protected stack: %s, refusals %q", blocked.Status, blocked.Refusals)
 	}
+	// Turning termination protection off loosens a guard: through an approved plan.
 	edit(t, dir, "cairn.yaml", "    termination_protection: true\n", "")
-	if d := w.wait("shop", w.push("shop", dir)); d.Run.Status != run.Succeeded {
-		t.Fatalf("push: %s (%s)", d.Run.Status, d.Run.Reason)
+	if d := w.wait("shop", w.push("shop", dir)); d.Run.Status != run.RunFailed || !strings.Contains(strings.Join(d.Refusals, "\n"), "stack database: termination_protection on → off (guard relaxed)") {
+		t.Fatalf("push turning termination protection off: %s (%s) %q", d.Run.Status, d.Run.Reason, d.Refusals)
 	}
+	w.planAndApprove(dir)
 
 	p := w.planOf("shop", w.uploadPlanMeta("shop", dir, destroy))
 	if p.Status != plan.Planned || !p.Destroy || strings.Join(p.Deletions, ",") != "app,cache,database,network,web" {

@@ -207,9 +207,10 @@ func parameter(s cfntypes.Stack, key string) string {
 // TestAnotherDeploymentMayNotWriteAGraph: deployment guard owns the graph guard; deployment
 // other, whose config names persistent_graph_key: guard and leaves out one of guard's
 // stacks, is refused with the owner's name and deletes nothing. Naming the owner in
-// take_over_graph_from (a rename) takes the graph over; then guard itself is refused.
+// take_over_graph_from (a rename) takes the graph over once guard consented
+// (hand_over_graph_to: other, applied through a plan); then guard itself is refused.
 func TestAnotherDeploymentMayNotWriteAGraph(t *testing.T) {
-	w := newWorld(t, worldOptions{})
+	w := newReviewWorld(t)
 	guard := copyBundle(t, chain)
 	if doc := w.wait("guard", w.push("guard", guard)); doc.Run.Status != run.Succeeded {
 		t.Fatalf("guard: %s (%s)", doc.Run.Status, doc.Run.Reason)
@@ -222,7 +223,7 @@ func TestAnotherDeploymentMayNotWriteAGraph(t *testing.T) {
 	edit(t, other, "cairn.yaml", "  - name: web\n    template_path: templates/parameter.yaml\n    parameters:\n      Value: ${output app::Name}\n      Size: small\n", "")
 
 	doc := w.wait("other", w.push("other", other))
-	want := "the persistent graph shop/guard belongs to deployment guard: deployment other may not write it; if other is guard renamed, set `take_over_graph_from: guard` in cairn.yaml and push again"
+	want := "the persistent graph shop/guard belongs to deployment guard: deployment other may not write it; if other is guard renamed, set `take_over_graph_from: guard` in cairn.yaml and have guard consent with `hand_over_graph_to: other`"
 	if doc.Run.Status != run.RunFailed || !strings.Contains(strings.Join(doc.Refusals, "\n"), want) {
 		t.Fatalf("other's run: %s (%s), refusals %q; want refused with %q", doc.Run.Status, doc.Run.Reason, doc.Refusals, want)
 	}
@@ -233,6 +234,11 @@ func TestAnotherDeploymentMayNotWriteAGraph(t *testing.T) {
 		t.Fatalf("graph after the refusal: owner %q, stacks %v", g.Deployment, g.Names())
 	}
 
+	edit(t, guard, "cairn.yaml", "namespace: shop\n", "namespace: shop\nhand_over_graph_to: other\n")
+	consent := w.planOf("guard", w.uploadPlan("guard", guard))
+	if a := w.approve("guard", consent.ID); a.Run.Status != run.Succeeded {
+		t.Fatalf("guard's consent: %s (%s) %q", a.Run.Status, a.Run.Reason, a.Refusals)
+	}
 	edit(t, other, "cairn.yaml", "persistent_graph_key: guard\n", "persistent_graph_key: guard\ntake_over_graph_from: guard\n")
 	doc = w.wait("other", w.push("other", other))
 	if doc.Run.Status != run.Succeeded || doc.Run.Stacks["web"] == nil || doc.Run.Stacks["web"].Phase != run.Done {

@@ -319,11 +319,12 @@ func (s starter) trial(ctx context.Context, doc *rundoc.Document, lb *rundoc.Loa
 }
 
 // quiet reports whether the trial's run changes nothing: the plan drops no stack from the
-// graph, and the run's first step (run.Advance, as step calls it, with no observation)
+// graph and changes no guard, and the run's first step (run.Advance, as step calls it, with no observation)
 // finds every stack unchanged and ends it without an action. The trial's run is then
 // that ended run.
 func (s starter) quiet(ctx context.Context, t *trialRun) bool {
-	if len(t.doc.Drop) > 0 || len(t.doc.Run.Stacks) == 0 {
+	if len(t.doc.Drop) > 0 || len(t.doc.Run.Stacks) == 0 || len(t.doc.Run.GuardChanges) > 0 {
+		// A guard changed (tightened: a push refuses a relaxed one) is recorded in the graph.
 		return false
 	}
 	opts, err := s.options(ctx, t.doc)
@@ -485,6 +486,10 @@ func (s starter) plan(ctx context.Context, doc *rundoc.Document, lb *rundoc.Load
 	doc.Warnings = append(doc.Warnings, res.Warnings...)
 	if len(res.Refusals) > 0 {
 		return d, fmt.Sprintf("refused: %d reason(s); nothing was changed", len(res.Refusals)), nil
+	}
+	for _, c := range res.Run.GuardChanges {
+		// The graph records it with the run's first write.
+		doc.Notes = append(doc.Notes, c.String())
 	}
 	doc.Lookups, doc.Statuses, doc.Inputs = lookupsOf(cfg), map[string]string{}, res.Inputs
 	for name, rs := range doc.Run.Stacks {

@@ -60,8 +60,13 @@ func (c Content) Changing() (own, ripple map[string]bool) {
 // those are checked and described.
 func (c Content) Relevant(plans []*Document) []*Document {
 	own, ripple := c.Changing()
+	relaxed := c.relaxed()
 	var out []*Document
 	for _, p := range plans {
+		if slices.ContainsFunc(relaxed, p.showsGuard) {
+			out = append(out, p)
+			continue
+		}
 		for _, e := range p.Stacks {
 			if !own[e.Name] && !ripple[e.Name] {
 				continue
@@ -120,6 +125,9 @@ type Uncovered struct {
 }
 
 func (u Uncovered) String() string {
+	if u.Stack == "" {
+		return u.Reason // a graph-wide guard
+	}
 	return fmt.Sprintf("stack %s (%s): %s", u.Stack, u.StackName, u.Reason)
 }
 
@@ -170,6 +178,19 @@ func Compose(in ComposeInput) Composition {
 		c.Picks[name] = pick
 		used[pick.Plan.ID] = true
 	}
+	// A guard the content loosens is loosened only as a reviewed plan showed it.
+	for _, gc := range in.Content.relaxed() {
+		p, why := in.coverGuard(gc, plans)
+		if p == nil {
+			stack := ""
+			if gc.Stack != "" {
+				stack = in.Content.stackName(gc.Stack)
+			}
+			c.Uncovered = append(c.Uncovered, Uncovered{Stack: gc.Stack, StackName: stack, Reason: why})
+			continue
+		}
+		used[p.ID] = true
+	}
 	for _, p := range plans {
 		if !used[p.ID] {
 			continue
@@ -188,6 +209,45 @@ func Compose(in ComposeInput) Composition {
 	slices.Sort(c.Plans)
 	slices.Sort(c.Whole)
 	return c
+}
+
+// relaxed lists the guards the content loosens (Run.GuardChanges).
+func (c Content) relaxed() []run.GuardChange {
+	if c.Run == nil {
+		return nil
+	}
+	return Relaxed(c.Run.GuardChanges)
+}
+
+// showsGuard reports whether plan p showed guard change gc.
+func (p *Document) showsGuard(gc run.GuardChange) bool {
+	if p.Run == nil {
+		return false
+	}
+	return slices.ContainsFunc(p.Run.GuardChanges, gc.Same)
+}
+
+// coverGuard finds the open plan (in.Only's when set) that showed the relaxed guard change
+// gc, trusted and not lapsed, or says why there is none.
+func (in ComposeInput) coverGuard(gc run.GuardChange, plans []*Document) (*Document, string) {
+	var stale string
+	for _, p := range plans {
+		if in.Only != "" && p.ID != in.Only || !p.showsGuard(gc) {
+			continue
+		}
+		why := slices.Clone(in.Unsound[p.ID])
+		if reasons, _ := p.Lapsed(in.Now, cmp.Or(in.TTL, DefaultTTL)); len(reasons) > 0 {
+			why = append(why, reasons...)
+		}
+		if len(why) == 0 {
+			return p, ""
+		}
+		stale = cmp.Or(stale, fmt.Sprintf("the plan %s that shows it cannot be trusted now: %s", p.ID, strings.Join(why, "; ")))
+	}
+	if stale != "" {
+		return nil, fmt.Sprintf("%s: %s: %s", gc, stale, in.forward())
+	}
+	return nil, fmt.Sprintf("%s: no reviewed plan shows this relaxation, and a guard is loosened only through one: %s", gc, in.forward())
 }
 
 // names lists the stacks of the content: those of its run and of its decisions.

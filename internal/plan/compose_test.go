@@ -286,3 +286,57 @@ func TestSupersedes(t *testing.T) {
 		}
 	}
 }
+
+// TestComposeRelaxedGuards: an apply of content that loosens a guard runs only when an open,
+// trusted plan (the approved one, for an approval) showed exactly that loosening; a
+// tightened guard needs none.
+func TestComposeRelaxedGuards(t *testing.T) {
+	relaxed := run.GuardChange{Setting: GuardMaxDeletions, From: "2", Relaxed: true}
+	tightened := run.GuardChange{Setting: GuardMaxDeletions, From: "2", To: "1"}
+	shows := func(p *Document, c ...run.GuardChange) *Document {
+		p.Run.GuardChanges = c
+		return p
+	}
+	tests := []struct {
+		name      string
+		change    run.GuardChange
+		plans     []*Document
+		only      string
+		unsound   map[string][]string
+		wantWhole []string
+		wantWhy   string
+	}{
+		{name: "no plan shows it", change: relaxed, plans: []*Document{planOf("P1", 21, at21)},
+			wantWhy: "guard relaxed: deletion_policy.max_deletions 2 → (none): no reviewed plan shows this relaxation, and a guard is loosened only through one: plan this content"},
+		{name: "a plan shows it", change: relaxed, plans: []*Document{shows(planOf("P1", 21, at21), relaxed)}, wantWhole: []string{"P1"}},
+		{name: "the approved plan shows it", change: relaxed, only: "P1", plans: []*Document{shows(planOf("P1", 21, at21), relaxed)}, wantWhole: []string{"P1"}},
+		{name: "another plan than the approved one shows it", change: relaxed, only: "P1",
+			plans: []*Document{planOf("P1", 21, at21), shows(planOf("P2", 22, at22), relaxed)}, wantWhy: "no reviewed plan shows this relaxation"},
+		{name: "a plan shows another change", change: relaxed, plans: []*Document{shows(planOf("P1", 21, at21), run.GuardChange{Setting: GuardMaxDeletions, From: "2", To: "9", Relaxed: true})},
+			wantWhy: "no reviewed plan shows this relaxation"},
+		{name: "the plan that shows it is unsound", change: relaxed, plans: []*Document{shows(planOf("P1", 21, at21), relaxed)}, unsound: map[string][]string{"P1": {"its seal is not the deployer's"}},
+			wantWhy: "the plan P1 that shows it cannot be trusted now: its seal is not the deployer's"},
+		{name: "tightened needs no plan", change: tightened},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := contentOf(nil)
+			c.Run.GuardChanges = []run.GuardChange{tt.change}
+			comp := Compose(ComposeInput{Deployment: "shop", Content: c, Plans: tt.plans, Only: tt.only, Live: liveNow(),
+				ChangeSets: changeSetsOf(tt.plans...), Unsound: tt.unsound, Now: at22.Add(time.Minute)})
+			var why []string
+			for _, u := range comp.Uncovered {
+				why = append(why, u.String())
+			}
+			if got := strings.Join(why, "\n"); tt.wantWhy == "" && got != "" || !strings.Contains(got, tt.wantWhy) {
+				t.Fatalf("uncovered %q, want %q", got, tt.wantWhy)
+			}
+			if tt.wantWhy == "" && !slices.Equal(comp.Whole, tt.wantWhole) {
+				t.Errorf("whole %v, want %v", comp.Whole, tt.wantWhole)
+			}
+			if rel := c.Relevant(tt.plans); tt.wantWhy == "" && len(tt.wantWhole) > 0 && len(rel) == 0 {
+				t.Errorf("the plan that shows the relaxation is not relevant")
+			}
+		})
+	}
+}

@@ -222,6 +222,30 @@ func (d *Document) Changing() []Stack {
 	return out
 }
 
+// GuardChanges are the guard settings the plan changes from what the graph applied
+// (run.Run.GuardChanges): what a reviewer approves besides the change sets.
+func (d *Document) GuardChanges() []run.GuardChange {
+	if d.Run == nil {
+		return nil
+	}
+	return d.Run.GuardChanges
+}
+
+// Approvable reports whether the plan has anything to approve: a stack that changes, or a
+// guard it loosens.
+func (d *Document) Approvable() bool {
+	return len(d.Changing()) > 0 || len(Relaxed(d.GuardChanges())) > 0
+}
+
+// ServiceRole is the CloudFormation service role the plan's stack name acts with ("":
+// none named: the deployer's, or the one the stack has).
+func (d *Document) ServiceRole(name string) string {
+	if d.Run == nil || d.Run.Stacks[name] == nil {
+		return ""
+	}
+	return d.Run.Stacks[name].Target.ServiceRole
+}
+
 // Decode parses a plan document.
 func Decode(body []byte) (*Document, error) {
 	var d Document

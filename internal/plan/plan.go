@@ -2,9 +2,12 @@
 // re-create or delete. It is a pure function of the config, the persistent graph as last
 // applied, and one observation of the live stacks, so every safety rule (nothing deleted
 // unless cairn created it, dependents first, guarded) is tested without any AWS call.
+// Every guard is judged by the stricter of the graph's last applied setting and the
+// config's (see guards.go): a push never loosens one.
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -226,7 +229,8 @@ func Make(in Input) (*Result, error) {
 			return nil, fmt.Errorf("destroy is planned and approved, never deployed directly: run `cairn destroy %s`", in.Deployment)
 		}
 		// A config of no stacks (built afresh: Load's indexes would still name them).
-		cfg = &config.Config{File: cfg.File, Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, MaxConcurrency: cfg.MaxConcurrency, TakeOverGraphFrom: cfg.TakeOverGraphFrom}
+		cfg = &config.Config{File: cfg.File, Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, MaxConcurrency: cfg.MaxConcurrency,
+			TakeOverGraphFrom: cfg.TakeOverGraphFrom, HandOverGraphTo: cfg.HandOverGraphTo, DeletionPolicy: cfg.DeletionPolicy}
 	}
 	res.Run.MaxConcurrency = cfg.MaxConcurrency
 	g, err := cfg.Graph()
@@ -240,12 +244,18 @@ func Make(in Input) (*Result, error) {
 	ns, key := cfg.Namespace, cfg.PersistentGraphKey
 	if owner := prev.Deployment; owner != "" && owner != in.Deployment {
 		if cfg.TakeOverGraphFrom != owner {
-			res.Refusals = append(res.Refusals, fmt.Sprintf("the persistent graph %s/%s belongs to deployment %s: deployment %s may not write it; if %s is %s renamed, set `take_over_graph_from: %s` in %s and push again, else choose another persistent_graph_key",
-				ns, key, owner, in.Deployment, in.Deployment, owner, owner, cfg.File))
+			res.Refusals = append(res.Refusals, fmt.Sprintf("the persistent graph %s/%s belongs to deployment %s: deployment %s may not write it; if %s is %s renamed, set `take_over_graph_from: %s` in %s and have %s consent with `hand_over_graph_to: %s`, else choose another persistent_graph_key",
+				ns, key, owner, in.Deployment, in.Deployment, owner, owner, cfg.File, owner, in.Deployment))
+			return res, nil
+		}
+		if r := takeOverRefusal(prev, owner, in.Deployment); r != "" {
+			res.Refusals = append(res.Refusals, r)
 			return res, nil
 		}
 		res.TakesOverFrom = owner
 	}
+	res.Run.Guards = GuardsOf(cfg)
+	res.Run.GuardChanges = GuardChanges(cfg, prev, in.Live, in.Home)
 	inConfig := map[string]bool{}
 	for _, s := range cfg.Stacks {
 		inConfig[s.Name] = true
@@ -417,6 +427,10 @@ func Make(in Input) (*Result, error) {
 		if s.TerminationProtection != live.TerminationProtection {
 			why = append(why, "termination protection changed")
 		}
+		if was, now := p.Target.ServiceRole, s.Target.ServiceRole; was != now {
+			// The change set carries the role CloudFormation acts with from now on.
+			why = append(why, fmt.Sprintf("service role changed (%s → %s)", cmp.Or(was, "(none)"), cmp.Or(now, "(none)")))
+		}
 		if len(why) > 0 {
 			rs.Force = true
 			decide(Update, strings.Join(why, ", "))
@@ -435,6 +449,9 @@ func Make(in Input) (*Result, error) {
 	res.orderCycle(cfg.File)
 	if res.Run.Mode == run.ModeDeploy {
 		res.protect(in, cfg, g, prev)
+		if r := relaxedRefusal(res.Run.GuardChanges, in.Deployment, cfg.File); r != "" {
+			res.Refusals = append(res.Refusals, r)
+		}
 	}
 	sort.SliceStable(res.Decisions, func(i, j int) bool { return res.Decisions[i].Stack < res.Decisions[j].Stack })
 	return res, nil
@@ -663,8 +680,18 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			}
 		}
 	}
+<<<<<<< HEAD
 	res.importerDeletions(in, prev, deleting)
 	if max := cfg.DeletionPolicy.MaxDeletions; max > 0 && len(deleting) > max && !in.AllowDeletions && res.Run.Mode != run.ModePlan {
+=======
+	applied := 0
+	if prev.Guards != nil {
+		applied = prev.Guards.MaxDeletions
+	}
+	// The stricter of the limit applied and the one pushed (a loosened one is refused as
+	// such, see relaxedRefusal).
+	if max := StricterMaxDeletions(applied, cfg.DeletionPolicy.MaxDeletions); max > 0 && len(deleting) > max && !in.AllowDeletions && res.Run.Mode != run.ModePlan {
+>>>>>>> guards
 		res.Refusals = append(res.Refusals, fmt.Sprintf("the run would delete %d stacks (%s), more than deletion_policy.max_deletions %d: plan and approve it (`cairn plan PATH --deployment %s`)",
 			len(deleting), strings.Join(sortedKeys(deleting), ", "), max, in.Deployment))
 	}

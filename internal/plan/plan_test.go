@@ -409,18 +409,25 @@ func TestGraphHashesTrustedOnlyWhereTheLiveTagsAgree(t *testing.T) {
 
 // TestGraphOwner: a graph another deployment owns is refused before anything is decided,
 // naming the owner and the way to take it over; take_over_graph_from naming the owner lets
-// the run take it over; a graph with no owner recorded is anyone's first.
+// the run take it over only when the owner's graph records its consent
+// (hand_over_graph_to naming this deployment); a graph with no owner recorded is anyone's
+// first.
 func TestGraphOwner(t *testing.T) {
 	tests := []struct {
 		name, owner, extra string
+		handOver           string // the owner's consent, as its graph records it
 		wantRefusal        string
 		wantTakeOver       string
 	}{
 		{name: "own graph", owner: "shop"},
 		{name: "no owner recorded", owner: ""},
-		{name: "another deployment's", owner: "guard", wantRefusal: "the persistent graph shop/shop belongs to deployment guard: deployment shop may not write it; if shop is guard renamed, set `take_over_graph_from: guard` in cairn.yaml and push again, else choose another persistent_graph_key"},
-		{name: "taken over", owner: "guard", extra: "take_over_graph_from: guard\n", wantTakeOver: "guard"},
-		{name: "take over names another", owner: "guard", extra: "take_over_graph_from: someone\n", wantRefusal: "belongs to deployment guard"},
+		{name: "another deployment's", owner: "guard", wantRefusal: "the persistent graph shop/shop belongs to deployment guard: deployment shop may not write it; if shop is guard renamed, set `take_over_graph_from: guard` in cairn.yaml and have guard consent with `hand_over_graph_to: shop`, else choose another persistent_graph_key"},
+		{name: "taken over with consent", owner: "guard", extra: "take_over_graph_from: guard\n", handOver: "shop", wantTakeOver: "guard"},
+		{name: "taken over without consent", owner: "guard", extra: "take_over_graph_from: guard\n",
+			wantRefusal: "deployment shop may not take over the persistent graph shop/shop of deployment guard (take_over_graph_from): the graph records no consent; nothing was changed: the owner consents by setting `hand_over_graph_to: shop` in deployment guard's config and applying it through an approved plan"},
+		{name: "taken over with consent for another", owner: "guard", extra: "take_over_graph_from: guard\n", handOver: "web",
+			wantRefusal: "the graph hands it over to deployment web only"},
+		{name: "take over names another", owner: "guard", extra: "take_over_graph_from: someone\n", handOver: "shop", wantRefusal: "belongs to deployment guard"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -428,6 +435,9 @@ func TestGraphOwner(t *testing.T) {
 			cfg := load(t, tt.extra, "net")
 			g := applied(t, old)
 			g.Deployment = tt.owner
+			if tt.handOver != "" {
+				g.Guards = &run.Guards{HandOverTo: tt.handOver}
+			}
 			res := mustMake(t, Input{Config: cfg, Graph: g, Live: liveOf(old, "net", "gone")})
 			got := strings.Join(res.Refusals, "\n")
 			if tt.wantRefusal == "" && got != "" || tt.wantRefusal != "" && !strings.Contains(got, tt.wantRefusal) {

@@ -71,6 +71,11 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	}
 	section("Errors (nothing was planned)", errs)
 	section("Refused", refusals)
+	var guards []string
+	for _, c := range p.GuardChanges() {
+		guards = append(guards, Text(c.String()))
+	}
+	section("Guards changed (a relaxed one applies only through this plan's approval)", guards)
 	section("Deletions and replacements", dangers(p, Text))
 	order := Order(p)
 	// What a reviewer looks at: the stacks that change, and those whose inputs are known
@@ -88,7 +93,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 		}
 	}
 	section("Capabilities granted", granted)
-	if len(p.Changing()) == 0 && len(p.Errors) == 0 && len(p.Refusals) == 0 {
+	if !p.Approvable() && len(p.Errors) == 0 && len(p.Refusals) == 0 {
 		b.WriteString("No changes: every stack is up to date, and there is nothing to approve.\n")
 	}
 	if len(changing) > 0 {
@@ -152,6 +157,9 @@ func stackSection(p *plan.Document, s plan.Stack) string {
 	}
 	if c := capabilities(p, s.Name); c != "" {
 		fmt.Fprintf(&b, "Capabilities: %s.\n", Text(c))
+	}
+	if r := p.ServiceRole(s.Name); r != "" && s.Action != plan.Delete {
+		fmt.Fprintf(&b, "Service role: %s.\n", Code(r))
 	}
 	if s.Action == plan.Delete {
 		if len(s.Resources) == 0 {
@@ -246,7 +254,7 @@ func nextStep(p *plan.Document) string {
 	replan := "re-run the pull request's plan job (" + Code("cairn plan PATH --deployment "+p.Deployment) + ") and review the new plan"
 	switch p.Status {
 	case plan.Planned:
-		if len(p.Changing()) == 0 {
+		if !p.Approvable() {
 			return ""
 		}
 		return fmt.Sprintf("on merge, %s applies the reviewed change sets of this plan for the stacks the merged content changes as planned; or apply exactly this plan: %s",
@@ -361,6 +369,9 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	for _, e := range p.Refusals {
 		fmt.Fprintf(&b, "refused: %s\n", Line(e))
 	}
+	for _, c := range p.GuardChanges() {
+		fmt.Fprintf(&b, "guard: %s\n", Line(c.String()))
+	}
 	for _, d := range dangers(p, Line) {
 		fmt.Fprintf(&b, "! %s\n", strings.ReplaceAll(d, "**", ""))
 	}
@@ -402,7 +413,7 @@ func PlanText(w io.Writer, p *plan.Document) error {
 		fmt.Fprintf(&b, "warning: %s\n", Line(wn))
 	}
 	switch {
-	case p.Status == plan.Planned && len(p.Changing()) == 0:
+	case p.Status == plan.Planned && !p.Approvable():
 		b.WriteString("no changes: every stack is up to date; nothing to approve\n")
 	case p.Status == plan.Planned:
 		fmt.Fprintf(&b, "apply exactly this plan: cairn approve %s %s\n", p.Deployment, p.ID)

@@ -300,6 +300,14 @@ type Run struct {
 	CheckQueued time.Time `json:"check_queued,omitzero"`
 	// Learned is what the run saw of change sets, by account and region (see look.go).
 	Learned map[string]Place `json:"learned,omitempty"`
+	// Guards are the graph-wide guard settings of the config the run applies, recorded in
+	// the graph when the run writes it; nil in a run made before they were (the graph's
+	// then stay as they are).
+	Guards *Guards `json:"guards,omitempty"`
+	// GuardChanges are the guard settings the run changes from what the graph applied
+	// (plan.GuardChanges): a plan shows them, and an apply runs the relaxed ones only
+	// when a reviewed plan showed them.
+	GuardChanges []GuardChange `json:"guard_changes,omitempty"`
 }
 
 // Names returns the stacks' config names, sorted.
@@ -331,6 +339,11 @@ func (r *Run) Clone() *Run {
 		c.Stacks[n] = &cs
 	}
 	c.External = cloneMap(r.External)
+	if r.Guards != nil {
+		g := *r.Guards
+		c.Guards = &g
+	}
+	c.GuardChanges = slices.Clone(r.GuardChanges)
 	if r.Learned != nil {
 		c.Learned = make(map[string]Place, len(r.Learned))
 		for k, v := range r.Learned {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/graph"
+	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -23,9 +24,15 @@ type Graph struct {
 	Key           string `json:"key"`
 	// Deployment is the deployment that owns the graph (NAME of deployments/NAME.zip):
 	// the one whose runs wrote it. No other deployment's run writes it unless its config
-	// takes it over (take_over_graph_from). "" in a graph written before owners were
+	// takes it over (take_over_graph_from) and the graph records the owner's consent
+	// (Guards.HandOverTo naming it). "" in a graph written before owners were
 	// recorded, or rebuilt from tags: the next run's deployment claims it.
 	Deployment string `json:"deployment,omitempty"`
+	// Guards are the graph-wide guard settings (deletion_policy.max_deletions,
+	// hand_over_graph_to) as last applied: the next run's config is judged by the stricter
+	// of these and its own (plan.GuardChanges). nil in a graph written before they were
+	// recorded: the next run's config is then taken as it is.
+	Guards *run.Guards `json:"guards,omitempty"`
 	// Generation grows by one with every write; Write sets it.
 	Generation int64     `json:"generation"`
 	Bundle     BundleRef `json:"bundle"`
@@ -91,6 +98,11 @@ type Stack struct {
 	// was last applied: dropping it from the config, or its protection, is then a change
 	// of a protected stack, made only through an approved plan.
 	PlanOnly bool `json:"plan_only,omitempty"`
+	// TerminationProtection records that the config had termination protection on when
+	// the stack was last applied: turning it off is then a relaxed guard, made only through
+	// an approved plan. false in graphs written before it was kept (the live stack's then
+	// counts).
+	TerminationProtection bool `json:"termination_protection,omitempty"`
 }
 
 // Names returns the config names of g's stacks in order.

@@ -120,6 +120,13 @@ func Record(g *Graph, rec Recording) (*Graph, bool) {
 		next.Bundle = rec.Bundle
 		changed = true
 	}
+	if r.Guards != nil && changed && (next.Guards == nil || *next.Guards != *r.Guards) {
+		// The guards the run applies: a relaxation got here only through an approved
+		// plan (plan.Make refuses it in a push, plan.Compose in an apply).
+		guards := *r.Guards
+		next.Guards = &guards
+		changed = true
+	}
 	if ended && g.Generation == 0 && touched(r) {
 		// A run that made any CloudFormation call writes the graph, even an empty one, so
 		// the next run does not find it missing and rebuild it from tags as if it had
@@ -147,7 +154,7 @@ func applied(name string, s *run.Stack, rec Recording) *Stack {
 	st := &Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Requires: slices.Clone(s.Requires),
 		TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Parameters: s.Parameters, Code: s.Code, Status: rec.Statuses[name], Outputs: s.Outputs,
 		UpdatedAt: rec.Now, Region: rec.Region, Target: s.Target, PlanOnly: s.PlanOnly,
-		Imports: slices.Clone(s.Imports), ImportsKnown: s.ImportsKnown}
+		Imports: slices.Clone(s.Imports), ImportsKnown: s.ImportsKnown, TerminationProtection: s.Protect}
 	st.locate(s.Target)
 	return st
 }

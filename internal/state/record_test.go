@@ -255,3 +255,49 @@ func TestRecordKeepsImports(t *testing.T) {
 		t.Errorf("a graph of an older cairn reads imports %v (known %v), want none, not known", st.Imports, st.ImportsKnown)
 	}
 }
+
+// TestRecordGuards: a run's graph-wide guards are recorded with the write its step makes
+// (a run that wrote nothing records none; a run made before runs carried guards leaves the
+// graph's as they are), and each stack's termination protection with its entry; an old
+// document without them reads as none.
+func TestRecordGuards(t *testing.T) {
+	now := t0.Add(time.Hour)
+	strict := &run.Guards{MaxDeletions: 2, HandOverTo: "shop2"}
+	tests := []struct {
+		name   string
+		graph  *run.Guards
+		run    *run.Guards
+		status run.Status
+		want   *run.Guards
+	}{
+		{name: "recorded when the run ends", run: strict, status: run.Succeeded, want: strict},
+		{name: "loosened by an (approved) run", graph: strict, run: &run.Guards{}, status: run.Succeeded, want: &run.Guards{}},
+		{name: "a run without guards keeps the graph's", graph: strict, status: run.Succeeded, want: strict},
+		{name: "nothing written, nothing recorded", graph: strict, run: &run.Guards{}, status: run.Running, want: strict},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := recorded()
+			g.Guards = tt.graph
+			r := &run.Run{ID: "r2", Deployment: "shop", Mode: run.ModeDeploy, Status: tt.status, Guards: tt.run, Stacks: map[string]*run.Stack{
+				"vpc": {Name: "vpc", StackName: "shop-vpc", Intent: run.IntentDeploy, Phase: run.Unchanged, TemplateHash: "t1", ParametersHash: "p1", Protect: true}}}
+			if tt.status == run.Running {
+				r.Stacks["vpc"].Phase = run.Pending
+			}
+			next, _ := state.Record(g, state.Recording{Run: r, Statuses: map[string]string{"vpc": "CREATE_COMPLETE"}, Now: now})
+			if (next.Guards == nil) != (tt.want == nil) || next.Guards != nil && *next.Guards != *tt.want {
+				t.Fatalf("guards %+v, want %+v", next.Guards, tt.want)
+			}
+			if tt.status != run.Running && !next.Stacks["vpc"].TerminationProtection {
+				t.Errorf("vpc's termination protection is not recorded")
+			}
+		})
+	}
+	var old state.Graph
+	if err := json.Unmarshal([]byte(`{"schema_version":1,"namespace":"shop","key":"shop","stacks":{"a":{"name":"a","stack_name":"shop-a"}}}`), &old); err != nil {
+		t.Fatal(err)
+	}
+	if old.Guards != nil || old.Stacks["a"].TerminationProtection {
+		t.Errorf("a graph written before guards were recorded reads as %+v", old)
+	}
+}

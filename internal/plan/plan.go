@@ -680,10 +680,7 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			}
 		}
 	}
-<<<<<<< HEAD
 	res.importerDeletions(in, prev, deleting)
-	if max := cfg.DeletionPolicy.MaxDeletions; max > 0 && len(deleting) > max && !in.AllowDeletions && res.Run.Mode != run.ModePlan {
-=======
 	applied := 0
 	if prev.Guards != nil {
 		applied = prev.Guards.MaxDeletions
@@ -691,7 +688,6 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 	// The stricter of the limit applied and the one pushed (a loosened one is refused as
 	// such, see relaxedRefusal).
 	if max := StricterMaxDeletions(applied, cfg.DeletionPolicy.MaxDeletions); max > 0 && len(deleting) > max && !in.AllowDeletions && res.Run.Mode != run.ModePlan {
->>>>>>> guards
 		res.Refusals = append(res.Refusals, fmt.Sprintf("the run would delete %d stacks (%s), more than deletion_policy.max_deletions %d: plan and approve it (`cairn plan PATH --deployment %s`)",
 			len(deleting), strings.Join(sortedKeys(deleting), ", "), max, in.Deployment))
 	}

@@ -27,7 +27,9 @@ func newInitCmd() *cobra.Command {
 		Short: "Write a first cairn.yaml for CloudFormation templates: a stack each, parameters, guessed dependencies to review",
 		Long: `Init writes DIR/cairn.yaml (DIR defaults to the current folder) for the CloudFormation
 templates named with --from (each inside DIR: a bundle holds its templates), or for every
-template found in DIR and its folders. Each template becomes a stack named after its file;
+template found in DIR and its folders but those another template nests (a nested stack's
+TemplateURL or a SAM application's Location naming the file: they deploy with their
+parent, and init lists them). Each template becomes a stack named after its file;
 its parameters are written with their defaults and descriptions; a parameter named as
 another template's output reads it (${output STACK::NAME}), and a template importing
 another's export requires it. Every guess, and each parameter that needs a value, is

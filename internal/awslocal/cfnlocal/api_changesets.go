@@ -189,20 +189,10 @@ type xDetail struct {
 }
 
 func (s *Service) describeChangeSet(f form) (any, error) {
-	csName, stackName := f.get("ChangeSetName"), f.get("StackName")
-	cs := s.findChangeSet(csName, stackName)
+	csName := f.get("ChangeSetName")
+	cs := s.findChangeSet(csName, f.get("StackName"))
 	if cs == nil {
-		// CloudFormation deletes a change set by name "as long as the stack exists, even if the
-		// change set does not" (the CDK CLI relies on it before every deploy of an existing stack);
-		// a stack that does not exist, or exists no more, is a ValidationError; a change set ARN
-		// that names nothing is not found.
-		if stackName == "" || strings.HasPrefix(csName, "arn:") {
-			return nil, changeSetNotFound(csName)
-		}
-		if st := s.findStack(stackName); st == nil || st.deleted() {
-			return nil, validation("Stack [%s] does not exist", stackName)
-		}
-		return nil, nil
+		return nil, changeSetNotFound(csName)
 	}
 	var changes []xChange
 	for _, c := range cs.Changes {
@@ -288,20 +278,10 @@ func (s *Service) listChangeSets(f form) (any, error) {
 }
 
 func (s *Service) executeChangeSet(f form) (any, error) {
-	csName, stackName := f.get("ChangeSetName"), f.get("StackName")
-	cs := s.findChangeSet(csName, stackName)
+	csName := f.get("ChangeSetName")
+	cs := s.findChangeSet(csName, f.get("StackName"))
 	if cs == nil {
-		// CloudFormation deletes a change set by name "as long as the stack exists, even if the
-		// change set does not" (the CDK CLI relies on it before every deploy of an existing stack);
-		// a stack that does not exist, or exists no more, is a ValidationError; a change set ARN
-		// that names nothing is not found.
-		if stackName == "" || strings.HasPrefix(csName, "arn:") {
-			return nil, changeSetNotFound(csName)
-		}
-		if st := s.findStack(stackName); st == nil || st.deleted() {
-			return nil, validation("Stack [%s] does not exist", stackName)
-		}
-		return nil, nil
+		return nil, changeSetNotFound(csName)
 	}
 	tok := f.get("ClientRequestToken")
 	if tok != "" && tok == cs.ExecToken && (cs.ExecutionStatus == "EXECUTE_IN_PROGRESS" || cs.ExecutionStatus == "EXECUTE_COMPLETE" || cs.ExecutionStatus == "EXECUTE_FAILED") {

@@ -273,4 +273,11 @@ func TestDeleteChangeSetOfAMissingName(t *testing.T) {
 	if err != nil || len(ls.Summaries) != 0 {
 		t.Fatalf("change sets left on live: %+v %v", ls, err)
 	}
+	// Only DeleteChangeSet forgives a missing name: describing or executing it is an error.
+	if _, err := e.cfn.DescribeChangeSet(ctx, &cloudformation.DescribeChangeSetInput{StackName: aws.String("live"), ChangeSetName: aws.String("kept")}); apiCode(err) != "ChangeSetNotFound" {
+		t.Errorf("DescribeChangeSet of a deleted name = %v, want ChangeSetNotFound", err)
+	}
+	if _, err := e.cfn.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{StackName: aws.String("live"), ChangeSetName: aws.String("kept")}); apiCode(err) != "ChangeSetNotFound" {
+		t.Errorf("ExecuteChangeSet of a deleted name = %v, want ChangeSetNotFound", err)
+	}
 }

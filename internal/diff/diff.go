@@ -375,7 +375,7 @@ func (rd *Reader) Diff(ctx context.Context, deployment, path string, local *conf
 	case err != nil:
 		return nil, fmt.Errorf("read the applied bundle of deployment %s: %w", deployment, err)
 	case lb == nil:
-		note = fmt.Sprintf("the applied bundle (%s) is in neither %s nor %s: templates are compared by hash only", applied(g.Bundle), bucket.DeploymentKey(deployment), bucket.PlanUploadKey(deployment))
+		note = fmt.Sprintf("the applied bundle (%s) is in none of %s (expired by a lifecycle rule?): templates are compared by hash only", applied(g.Bundle), strings.Join(bucket.AppliedKeys(deployment), ", "))
 	case lb.Config == nil:
 		note = fmt.Sprintf("the applied bundle %s does not load (%s): templates are compared by hash only", bucket.URI(rd.Bucket, key), strings.Join(lb.Errors, "; "))
 	default:

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -332,7 +333,7 @@ func mask(v string) string {
 func applied(b state.BundleRef) string {
 	var parts []string
 	if b.VersionID != "" {
-		parts = append(parts, "bundle version "+b.VersionID)
+		parts = append(parts, "bundle version "+report.ShortVersion(b.VersionID))
 	}
 	if b.GitRef != "" {
 		parts = append(parts, "git "+short(b.GitRef))

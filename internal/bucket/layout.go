@@ -98,6 +98,9 @@ func AppliedKeys(name string) []string {
 	return []string{DeploymentKey(name), PlanUploadKey(name), ApplyKey(name)}
 }
 
+// AppliedPrefixes are the folders of AppliedKeys, for listing their versions.
+func AppliedPrefixes() []string { return []string{DeploymentsPrefix, PlansPrefix, ApprovalsPrefix} }
+
 // Applies reports whether an upload of kind k carries a bundle that can be applied (a
 // push, a plan upload, cairn apply's), not an approval of a plan.
 func (k UploadKind) Applies() bool {

@@ -125,7 +125,7 @@ func (d *Driver) appliedBundle(ctx context.Context, name, version, sha string) (
 // deploymentOf finds the deployment whose upload of a bundle (bucket.AppliedKeys) has
 // version versionID.
 func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bool, error) {
-	for _, prefix := range []string{bucket.DeploymentsPrefix, bucket.PlansPrefix, bucket.ApprovalsPrefix} {
+	for _, prefix := range bucket.AppliedPrefixes() {
 		in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(prefix)}
 		for {
 			page, err := d.c.S3.ListObjectVersions(ctx, in)

@@ -42,7 +42,10 @@ plan all of whose changes ran is marked applied. Where any stack is not covered,
 runs and the refusal names each such stack, why, and the reviewed way forward.
 
 Content that is already applied (the persistent graph's bundle has its sha256) is not
-uploaded: apply says so and exits 0, so a job retried after it succeeded succeeds. With
+uploaded: apply says so and exits 0, so a job retried after it succeeded succeeds. Unless
+the content last pushed or merged is not applied (refused or failed) and this one, a
+revert, is: then it is applied again, changing nothing, so the deployment records that
+what was merged last is applied (status no longer says behind). With
 --wait it follows the apply run: exit 0 applied, 1 refused or failed, 3 superseded by a
 newer apply, 4 timed out.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,9 +69,25 @@ newer apply, 4 timed out.`,
 				return err
 			}
 			if review.AlreadyApplied(g, b.SHA256) {
-				printer.Fprintf(stdout, "deployment %s: this content (bundle sha256 %s) is already applied (graph %s/%s at generation %d, by run %s): nothing to apply\n",
-					deployment, report.ShortSum(b.SHA256), g.Namespace, g.Key, g.Generation, g.RunID)
-				return nil
+				runs, err := c.history.Runs(ctx, deployment, statusRuns)
+				if err != nil {
+					return err
+				}
+				last := history.Behind(runs, g)
+				if last == nil {
+					printer.Fprintf(stdout, "deployment %s: this content (bundle sha256 %s) is already applied (graph %s/%s at generation %d, by run %s): nothing to apply\n",
+						deployment, report.ShortSum(b.SHA256), g.Namespace, g.Key, g.Generation, g.RunID)
+					return nil
+				}
+				// A revert: the content merged last (refused or failed) is not applied, and
+				// this content, merged now, is. Its apply run changes nothing and records
+				// that what was merged is what is applied.
+				what := "pushed"
+				if last.Content {
+					what = "merged"
+				}
+				printer.Fprintf(stdout, "deployment %s: this content (bundle sha256 %s) is applied, but the content last %s (bundle sha256 %s, run %s: %s) is not: applying this content again records that it is what was merged\n",
+					deployment, report.ShortSum(b.SHA256), what, report.ShortSum(last.Bundle.SHA256), last.Run.ID, runStatus(last))
 			}
 			before, err := c.history.RunIDs(ctx, deployment)
 			if err != nil {

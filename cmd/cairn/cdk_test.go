@@ -99,7 +99,8 @@ func handlerCode(t *testing.T, em *awslocal.Emulator, stack string) awslocal.Fun
 }
 
 // secondSynth copies an assembly as another synth of the same app leaves it: with its
-// construct tree, metadata files holding the jsii kernel's temporary paths, and a lock file.
+// construct tree, metadata files holding the jsii kernel's temporary paths, the CDK CLI's
+// lock files and its performance counters.
 func secondSynth(t *testing.T, variant string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "cdk.out")
@@ -109,7 +110,9 @@ func secondSynth(t *testing.T, variant string) string {
 	for p, body := range map[string]string{
 		"tree.json": `{"version":"tree-0.1","tree":{"id":"App","path":""}}`,
 		"assembly-Dev/DevServiceED593074.metadata.json": `{"/Dev/Service":[{"type":"aws:cdk:warning","data":"x","trace":["at /tmp/jsii-kernel-Zq81/lib.js:1:2"]}]}`,
-		"synth.lock": "4242",
+		"synth.lock":                "4242",
+		"read.4242.1.lock":          "4242",
+		"performance-counters.json": `{"counters":{"synth":{"count":1,"total":1234.5}}}`,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, p), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -188,6 +191,11 @@ func TestCDKApp(t *testing.T) {
 			t.Fatalf("the plan of the code change lacks a line matching %s:\n%s", re, out)
 		}
 	}
+	// Every CDK template has BootstrapVersion, left at its Default; DescribeStacks lists it,
+	// the run gives none: no change, so the plan shows none.
+	if strings.Contains(out, "BootstrapVersion") {
+		t.Errorf("the plan of the code change shows a parameter left at its template default:\n%s", out)
+	}
 	before := len(executedIn(t, em))
 	out = cairnOK(t, append([]string{"apply", secondSynth(t, "code-v2"), "--deployment", "orders"}, followFlags...)...)
 	if !strings.Contains(out, ": 0 created, 1 updated, 0 deleted, 2 unchanged") {
@@ -198,6 +206,11 @@ func TestCDKApp(t *testing.T) {
 	}
 	if v2 := handlerCode(t, em, "Dev-Service"); v2.S3Key == v1.S3Key || v2.CodeSha256 == v1.CodeSha256 {
 		t.Errorf("the function's code is %+v after the change, was %+v", v2, v1)
+	}
+	// The two synths are one content: applying the first after the second applied it has
+	// nothing to do.
+	if out := cairnOK(t, "apply", cdkApp("code-v2"), "--deployment", "orders"); !strings.Contains(out, "is already applied") {
+		t.Errorf("apply of the first synth after the second's:\n%s", out)
 	}
 
 	// 4. The audit stack removed from the app: `cairn diff` says so, offline, and the next

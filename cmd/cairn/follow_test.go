@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -495,5 +496,61 @@ func TestNextCommandRecovers(t *testing.T) {
 		if code, out, errOut := runCLI(t, args...); code != 0 {
 			t.Fatalf("%s: exit %d\n%s%s", typed, code, out, errOut)
 		}
+	}
+}
+
+// TestInitLeavesNestedTemplatesOut: init without --from makes a stack of each template
+// no other template nests; a template nested by another (a nested stack's TemplateURL, a
+// SAM application's Location, at any depth) is deployed with its parent, so it is left out,
+// said so, and the draft validates.
+func TestInitLeavesNestedTemplatesOut(t *testing.T) {
+	const (
+		vpc    = "Resources:\n  Vpc: {Type: AWS::EC2::VPC, Properties: {CidrBlock: 10.0.0.0/16}}\nOutputs:\n  VpcId: {Value: !Ref Vpc}\n"
+		topic  = "Resources:\n  T: {Type: AWS::SNS::Topic}\n"
+		nestIt = "Resources:\n  Net: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: %s}}\n"
+	)
+	tests := []struct {
+		name       string
+		files      map[string]string
+		wantStacks string
+		wantLeft   string
+	}{
+		{"a nested stack's TemplateURL", map[string]string{
+			"root.yaml":          fmt.Sprintf(nestIt, "templates/vpc.yaml"),
+			"templates/vpc.yaml": vpc,
+		}, "1 stack (root)", "left out 1 nested template, deployed with the template nesting it: templates/vpc.yaml"},
+		{"a SAM application's Location", map[string]string{
+			"template.yaml":   "Transform: AWS::Serverless-2016-10-31\nResources:\n  App: {Type: AWS::Serverless::Application, Properties: {Location: ./apps/child.yaml}}\n",
+			"apps/child.yaml": topic,
+		}, "1 stack (template)", "left out 1 nested template, deployed with the template nesting it: apps/child.yaml"},
+		{"nested twice over, beside a stack of its own", map[string]string{
+			"root.yaml":        fmt.Sprintf(nestIt, "mid/mid.yaml"),
+			"mid/mid.yaml":     fmt.Sprintf(nestIt, "../leaf/vpc.yaml"),
+			"leaf/vpc.yaml":    vpc,
+			"other/topic.yaml": topic,
+		}, "2 stacks (topic, root)", "left out 2 nested templates, deployed with the template nesting each: leaf/vpc.yaml, mid/mid.yaml"},
+		{"nothing nested", map[string]string{"a.yaml": topic, "b.yaml": vpc}, "2 stacks (a, b)", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tc.files {
+				p := filepath.Join(dir, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out, errOut := runCLI(t, "init", dir, "--namespace", "demo")
+			if code != 0 || !strings.HasPrefix(out, "wrote "+filepath.Join(dir, "cairn.yaml")+": "+tc.wantStacks+" in namespace demo\n") ||
+				tc.wantLeft != "" && !strings.Contains(out, "\n"+tc.wantLeft+"\n") || tc.wantLeft == "" && strings.Contains(out, "left out") {
+				t.Fatalf("init: exit %d\n%s%s\nwant %s and %q", code, out, errOut, tc.wantStacks, tc.wantLeft)
+			}
+			if code, out, errOut := runCLI(t, "validate", dir); code != 0 || !strings.Contains(out, ": ok: "+strings.Fields(tc.wantStacks)[0]+" stack") {
+				t.Errorf("validate of the draft: exit %d\n%s%s", code, out, errOut)
+			}
+		})
 	}
 }

@@ -28,7 +28,9 @@ func newInitCmd() *cobra.Command {
 		Short: "Write a first cairn.yaml for CloudFormation templates: a stack each, parameters, guessed dependencies to review",
 		Long: `Init writes DIR/cairn.yaml (DIR defaults to the current folder) for the CloudFormation
 templates named with --from (each inside DIR: a bundle holds its templates), or for every
-template found in DIR and its folders. Each template becomes a stack named after its file;
+template found in DIR and its folders but those another template nests (a nested stack's
+TemplateURL or a SAM application's Location naming the file: they deploy with their
+parent, and init lists them). Each template becomes a stack named after its file;
 its parameters are written with their defaults and descriptions; a parameter named as
 another template's output reads it (${output STACK::NAME}), and a template importing
 another's export requires it. Every guess, and each parameter that needs a value, is
@@ -47,15 +49,16 @@ cairn.yaml unless --force.`,
 				return refuse("init: %s exists: edit it, or write a new one over it with --force", target)
 			}
 			paths := from
+			var nested []string
 			if len(paths) == 0 {
-				found, err := findTemplates(dir)
+				found, inner, err := findTemplates(dir)
 				if err != nil {
 					return err
 				}
 				if len(found) == 0 {
 					return refuse("init: no CloudFormation templates in %s: name them with --from TEMPLATE", dir)
 				}
-				paths = found
+				paths, nested = found, inner
 			}
 			var ts []scaffold.Template
 			for _, p := range paths {
@@ -81,6 +84,9 @@ cairn.yaml unless --force.`,
 			}
 			w := cmd.OutOrStdout()
 			printer.Fprintf(w, "wrote %s: %d %s (%s) in namespace %s\n", target, len(r.Stacks), plural(len(r.Stacks), "stack"), strings.Join(r.Stacks, ", "), namespace)
+			if len(nested) > 0 {
+				printer.Fprintf(w, "left out %d nested %s, deployed with the template nesting %s: %s\n", len(nested), plural(len(nested), "template"), map[bool]string{true: "it", false: "each"}[len(nested) == 1], strings.Join(nested, ", "))
+			}
 			printer.Fprintf(w, "read the %d %s marked \"review:\"", r.Review, plural(r.Review, "line"))
 			if len(r.Missing) > 0 {
 				need := "parameters need"
@@ -120,10 +126,14 @@ func inside(dir, p string) (string, error) {
 var templateExts = []string{".yaml", ".yml", ".json", ".template"}
 
 // findTemplates lists the CloudFormation templates in dir and its folders (not hidden
-// ones, nor node_modules or a CDK app's cdk.out), in path order.
-func findTemplates(dir string) ([]string, error) {
+// ones, nor node_modules or a CDK app's cdk.out), in path order, but for those another
+// of them nests (a nested stack's TemplateURL, a SAM application's Location naming a
+// file): those deploy with their parent, not as stacks, and are listed, relative to dir,
+// in nested.
+func findTemplates(dir string) (stacks, nested []string, err error) {
 	var out []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	inner := map[string]bool{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -147,13 +157,23 @@ func findTemplates(dir string) ([]string, error) {
 		}
 		if t, err := template.Parse(body); err == nil && t.Resources > 0 {
 			out = append(out, p)
+			for _, ns := range t.NestedStacks() {
+				inner[filepath.Join(filepath.Dir(p), filepath.FromSlash(ns.Path))] = true
+			}
 		}
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return out, err
+	for _, p := range out {
+		if !inner[filepath.Clean(p)] {
+			stacks = append(stacks, p)
+		} else if rel, rerr := filepath.Rel(dir, p); rerr == nil {
+			nested = append(nested, filepath.ToSlash(rel))
+		}
+	}
+	return stacks, nested, err
 }
 
 // namespaceOf is the namespace a bundle's folder suggests: its name as a stack name.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -453,5 +454,79 @@ func TestRippleFromAReplacedUpstream(t *testing.T) {
 	out = mustCLI(t, append([]string{"approve", "shop", id}, reviewWait...)...)
 	if code, diff, _ := cli(t, "diff", webshop(t, cidr2, own), "--deployment", "shop"); code != 0 {
 		t.Errorf("cairn diff after the new plan's approval: exit %d\n%s\n%s", code, diff, out)
+	}
+}
+
+// TestReadersOfTheAppliedBundleAfterApply: a bundle applied by `cairn apply` is kept in
+// approvals/NAME.zip (the push's in deployments/, a plan's in plans/); every reader of the
+// applied bundle finds it there: diff compares templates (not hashes), rollback and
+// destroy plan from it. Status is behind exactly when the content last pushed or merged is
+// not applied: not after a push then an approved plan of newer content, nor after a
+// refused merge is reverted to the applied content.
+func TestReadersOfTheAppliedBundleAfterApply(t *testing.T) {
+	deployWorld(t)
+	t.Setenv("CAIRN_BUCKET", localBucket)
+	t.Setenv("GITHUB_ACTIONS", "")
+	v := func(n int) string { return checkout(t, jobsBundle(t, "", fmt.Sprintf("v%d", n)), timeAt(n)) }
+	notBehind := func(t *testing.T) {
+		t.Helper()
+		if out := mustCLI(t, "status", "cli"); strings.Contains(out, "behind:") {
+			t.Errorf("status says behind:\n%s", out)
+		}
+	}
+	steps := []struct {
+		name  string
+		args  func() []string
+		code  int
+		want  []string // regular expressions, each matching a line of the output
+		check func(t *testing.T)
+	}{
+		{"push v1", func() []string { return append([]string{"push", v(1), "--deployment", "cli"}, reviewWait...) }, 0, nil, notBehind},
+		{"plan v2 and approve it", func() []string {
+			return append([]string{"approve", "cli", planPR(t, "cli", v(2), "21").ID}, reviewWait...)
+		}, 0, []string{`succeeded`}, notBehind},
+		{"plan v3, then apply it", func() []string {
+			planPR(t, "cli", v(3), "22")
+			return append([]string{"apply", v(3), "--deployment", "cli"}, reviewWait...)
+		}, 0, []string{`succeeded`}, notBehind},
+		{"plan v4, then apply it", func() []string {
+			planPR(t, "cli", v(4), "23")
+			return append([]string{"apply", v(4), "--deployment", "cli"}, reviewWait...)
+		}, 0, []string{`succeeded`}, notBehind},
+		{"diff of the applied content", func() []string { return []string{"diff", v(4), "--deployment", "cli"} }, 0,
+			[]string{`^deployment cli: .* against graph cli/cli at generation \d+ \(bundle version …\S{8}\)$`, `^0 changed, 0 new, 0 removed, 3 unchanged$`}, nil},
+		{"diff of other content", func() []string { return []string{"diff", v(5), "--deployment", "cli"} }, 1,
+			[]string{`^stack jobs \(cli-jobs\): changed$`, `^  ~ Value: v4 -> v5$`, `^1 changed, 0 new, 0 removed, 2 unchanged$`}, nil},
+		{"rollback to v3, applied by cairn apply", func() []string { return append([]string{"rollback", "cli"}, reviewWait...) }, 0,
+			[]string{`^planning bundle version …\S{8} \(git -\) of deployment cli as `, `^jobs +cli-jobs +update`}, nil},
+		{"destroy", func() []string { return append([]string{"destroy", "cli"}, reviewWait...) }, 0, []string{`^! delete stack cli-jobs`}, nil},
+		{"an unreviewed merge is refused", func() []string { return append([]string{"apply", v(5), "--deployment", "cli"}, reviewWait...) }, 1, []string{`refused: stack jobs`},
+			func(t *testing.T) {
+				if out := mustCLI(t, "status", "cli"); !strings.Contains(out, "\nbehind: the content last merged (cairn apply)") {
+					t.Errorf("status after a refused merge does not say behind:\n%s", out)
+				}
+			}},
+		{"its revert", func() []string { return append([]string{"apply", v(4), "--deployment", "cli"}, reviewWait...) }, 0,
+			[]string{`is applied, but the content last merged \(bundle sha256 [0-9a-f]{12}, run \S+: refused\) is not: applying this content again`, `succeeded`}, notBehind},
+		{"the revert retried", func() []string { return append([]string{"apply", v(4), "--deployment", "cli"}, reviewWait...) }, 0, []string{`is already applied .*: nothing to apply$`}, notBehind},
+	}
+	for _, st := range steps {
+		args := st.args()
+		code, out, errOut := cli(t, args...)
+		if code != st.code {
+			t.Errorf("%s: cairn %s exited %d, want %d\n%s%s", st.name, strings.Join(args, " "), code, st.code, out, errOut)
+			continue
+		}
+		for _, re := range st.want {
+			if !regexp.MustCompile(`(?m)` + re).MatchString(out + errOut) {
+				t.Errorf("%s: no line matches %s:\n%s%s", st.name, re, out, errOut)
+			}
+		}
+		if strings.Contains(out+errOut, "compared by hash only") || strings.Contains(out+errOut, "is in neither") {
+			t.Errorf("%s: the applied bundle was not found:\n%s%s", st.name, out, errOut)
+		}
+		if st.check != nil {
+			st.check(t)
+		}
 	}
 }

@@ -89,6 +89,24 @@ func PlanUploadKey(name string) string { return PlansPrefix + name + zip }
 // deployment name (cairn apply): an approval, so it lives with them.
 func ApplyKey(name string) string { return ApprovalsPrefix + name + zip }
 
+// AppliedKeys are the uploads of deployment name that a bundle the persistent graph
+// records as applied can have come from, the one answer to where an applied bundle is: a
+// push's (DeploymentKey), a plan's applied by its approval (PlanUploadKey), and cairn
+// apply's (ApplyKey). Every reader of the applied bundle (diff, rollback, destroy, drift)
+// looks in these, in this order.
+func AppliedKeys(name string) []string {
+	return []string{DeploymentKey(name), PlanUploadKey(name), ApplyKey(name)}
+}
+
+// AppliedPrefixes are the folders of AppliedKeys, for listing their versions.
+func AppliedPrefixes() []string { return []string{DeploymentsPrefix, PlansPrefix, ApprovalsPrefix} }
+
+// Applies reports whether an upload of kind k carries a bundle that can be applied (a
+// push, a plan upload, cairn apply's), not an approval of a plan.
+func (k UploadKind) Applies() bool {
+	return k == DeployUpload || k == PlanUpload || k == ApplyUpload
+}
+
 // ApprovalKey is the object whose creation approves plan planID of deployment name.
 func ApprovalKey(name, planID string) string { return ApprovalsPrefix + name + "/" + planID }
 

@@ -56,7 +56,8 @@ func TestOpenCloudAssembly(t *testing.T) {
 }
 
 // TestZipLeavesOutWhatChangesBetweenSynths: in a folder holding a cloud assembly's
-// manifest.json, tree.json, the stacks' *.metadata.json and lock files are not part of the
+// manifest.json, tree.json, the stacks' *.metadata.json, the CDK CLI's lock files and
+// performance-counters.json are not part of the
 // bundle, so two synths of the same app zip to the same bytes; the same names elsewhere
 // are kept.
 func TestZipLeavesOutWhatChangesBetweenSynths(t *testing.T) {
@@ -72,8 +73,9 @@ func TestZipLeavesOutWhatChangesBetweenSynths(t *testing.T) {
 		"tree.json":           `{"version":"tree-0.1","tree":{"id":"App"}}`,
 		"Audit.metadata.json": `{"/Audit":[{"type":"aws:cdk:warning","trace":["at /tmp/jsii-kernel-x1/a.js:1"]}]}`,
 		"assembly-Dev/DevDataF961E460.metadata.json": `{"/Dev/Data":[]}`,
-		"synth.lock":       "1234",
-		"read.5678.1.lock": "5678",
+		"synth.lock":                "1234",
+		"read.5678.1.lock":          "5678",
+		"performance-counters.json": `{"counters":{"synth":{"count":1,"total":4242}}}`,
 	})
 	got, err := Zip(dir)
 	if err != nil {
@@ -92,7 +94,7 @@ func TestZipLeavesOutWhatChangesBetweenSynths(t *testing.T) {
 	}
 	// Not an assembly's folder: every file is content.
 	plain := t.TempDir()
-	writeFiles(t, plain, map[string]string{"cairn.yaml": "stacks: []\n", "data/tree.json": "{}", "data/x.metadata.json": "{}", "data/y.lock": "1"})
+	writeFiles(t, plain, map[string]string{"cairn.yaml": "stacks: []\n", "data/tree.json": "{}", "data/x.metadata.json": "{}", "data/y.lock": "1", "data/performance-counters.json": "{}"})
 	z, err := Zip(plain)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +103,7 @@ func TestZipLeavesOutWhatChangesBetweenSynths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"data/tree.json", "data/x.metadata.json", "data/y.lock"} {
+	for _, p := range []string{"data/tree.json", "data/x.metadata.json", "data/y.lock", "data/performance-counters.json"} {
 		if _, err := fs.Stat(b.FS, p); err != nil {
 			t.Errorf("%s of a folder that is no assembly was left out: %v", p, err)
 		}

@@ -260,10 +260,11 @@ var zipTime = time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)
 // finds the reviewed plan) is the same for the same app: tree.json (the construct tree,
 // with library versions and construct metadata), the stacks' additional metadata files
 // (*.metadata.json: construct metadata with stack traces through the jsii kernel's
-// temporary folder), and the CDK CLI's lock files (*.lock).
+// temporary folder), and what the CDK CLI writes there of its own run: its lock files
+// (synth.lock, read.PID.N.lock: *.lock) and its timings (performance-counters.json).
 func assemblyNoise(fsys fs.FS, p string) bool {
 	name := path.Base(p)
-	if name != "tree.json" && !strings.HasSuffix(name, ".metadata.json") && !strings.HasSuffix(name, ".lock") {
+	if name != "tree.json" && name != "performance-counters.json" && !strings.HasSuffix(name, ".metadata.json") && !strings.HasSuffix(name, ".lock") {
 		return false
 	}
 	st, err := fs.Stat(fsys, path.Join(path.Dir(p), AssemblyManifest))

@@ -140,11 +140,20 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.
 			p.Deletions = append(p.Deletions, name)
 		}
 		if pst.Action == plan.Update {
-			applied := live[s.Key()].Parameters
+			applied, now := live[s.Key()].Parameters, s.Parameters
 			if g != nil && g.Stacks[name] != nil && g.Stacks[name].Parameters != nil {
 				applied = g.Stacks[name].Parameters
+			} else if len(applied) > 0 {
+				// DescribeStacks lists the parameters left at their template's Default too.
+				lb, err := ps.bundle(ctx, doc)
+				if err != nil {
+					return nil, err
+				}
+				if c := lb.Config; c != nil && c.Stack(name) != nil {
+					now = plan.WithDefaults(now, c.Stack(name).Template)
+				}
 			}
-			pst.ParameterChanges = plan.ParameterChanges(applied, s.Parameters, s.NoEcho)
+			pst.ParameterChanges = plan.ParameterChanges(applied, now, s.NoEcho)
 		}
 		if pst.ChangeSetID != "" {
 			st, err := cs.Describe(ctx, s.Target, pst.ChangeSetID)

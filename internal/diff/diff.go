@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/printer"
+	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -334,7 +335,7 @@ func mask(v string) string {
 func applied(b state.BundleRef) string {
 	var parts []string
 	if b.VersionID != "" {
-		parts = append(parts, "bundle version "+b.VersionID)
+		parts = append(parts, "bundle version "+report.ShortVersion(b.VersionID))
 	}
 	if b.GitRef != "" {
 		parts = append(parts, "git "+short(b.GitRef))
@@ -377,7 +378,7 @@ func (rd *Reader) Diff(ctx context.Context, deployment, path string, local *conf
 	case err != nil:
 		return nil, fmt.Errorf("read the applied bundle of deployment %s: %w", deployment, err)
 	case lb == nil:
-		note = fmt.Sprintf("the applied bundle (%s) is in neither %s nor %s: templates are compared by hash only", applied(g.Bundle), bucket.DeploymentKey(deployment), bucket.PlanUploadKey(deployment))
+		note = fmt.Sprintf("the applied bundle (%s) is in none of %s (expired by a lifecycle rule?): templates are compared by hash only", applied(g.Bundle), strings.Join(bucket.AppliedKeys(deployment), ", "))
 	case lb.Config == nil:
 		note = fmt.Sprintf("the applied bundle %s does not load (%s): templates are compared by hash only", bucket.URI(rd.Bucket, key), strings.Join(lb.Errors, "; "))
 	default:

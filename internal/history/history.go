@@ -176,9 +176,13 @@ func Deployed(docs []*rundoc.Document) *rundoc.Document {
 // content (what was last pushed or merged) when the graph g does not record its content as
 // applied (Graph.Bundle): the deployment's applied content is behind it, because that run
 // was refused, failed or is still running. nil when g is up to date with it (or there is
-// no such run).
+// no such run), or when a newer approval of a plan applied what g records: content pushed
+// before a plan of newer content was approved is not what the deployment is behind.
 func Behind(docs []*rundoc.Document, g *state.Graph) *rundoc.Document {
 	for _, d := range docs {
+		if d.Plan != "" && d.Run.Status == run.Succeeded && g != nil && d.Bundle.SHA256 != "" && g.Bundle.SHA256 == d.Bundle.SHA256 {
+			return nil // an approved plan applied the graph's content after what came before
+		}
 		if KindOf(d) == PlanRun || d.Plan != "" || d.Run.Status == run.Superseded {
 			continue // plans and approvals of one plan are not what was pushed or merged
 		}

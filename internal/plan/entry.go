@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/target"
+	"github.com/cairn-dev/cairn/internal/template"
 )
 
 // A plan is a set of per-stack entries. Each records what its stack is made of (Inputs:
@@ -208,6 +209,26 @@ func ParameterChanges(old, now map[string]string, secret []string) []ParameterCh
 			}
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// WithDefaults returns the parameters a change set deploys with, as DescribeStacks lists
+// them: those given (now), and the Default of each parameter t declares and now does not
+// give. Compared with what DescribeStacks shows of the stack, a parameter left at its
+// Default is then not a change (a CDK stack's BootstrapVersion), and a Default changed is.
+func WithDefaults(now map[string]string, t *template.Template) map[string]string {
+	if t == nil {
+		return now
+	}
+	out := maps.Clone(now)
+	for n, p := range t.Parameters {
+		if _, given := now[n]; !given && p.HasDefault {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[n] = p.Default
+		}
 	}
 	return out
 }

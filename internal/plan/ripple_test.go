@@ -105,6 +105,44 @@ func TestParameterChanges(t *testing.T) {
 	}
 }
 
+// TestParameterChangesAgainstDescribeStacks: DescribeStacks lists every parameter of a stack,
+// those left at their Default too; the parameters a run gives, with the Defaults of the
+// template (WithDefaults), show only what changes.
+func TestParameterChangesAgainstDescribeStacks(t *testing.T) {
+	tpl, err := template.Parse([]byte(`Parameters:
+  BootstrapVersion: {Type: "AWS::SSM::Parameter::Value<String>", Default: /cdk-bootstrap/hnb659fds/version}
+  Size: {Type: String, Default: "3"}
+  Image: {Type: String}
+Resources:
+  Q: {Type: AWS::SQS::Queue}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := map[string]string{"BootstrapVersion": "/cdk-bootstrap/hnb659fds/version", "Size": "2", "Image": "nginx:1.27"}
+	tests := []struct {
+		name  string
+		given map[string]string
+		want  []string
+	}{
+		{"left at their Defaults", map[string]string{"Image": "nginx:1.27", "Size": "2"}, nil},
+		{"no parameters given", nil, []string{"Image: nginx:1.27 → (removed)", "Size: 2 → 3"}},
+		{"a given value changed", map[string]string{"Image": "nginx:1.28", "Size": "2"}, []string{"Image: nginx:1.27 → nginx:1.28"}},
+		{"back to the Default", map[string]string{"Image": "nginx:1.27"}, []string{"Size: 2 → 3"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, c := range ParameterChanges(described, WithDefaults(tc.given, tpl), nil) {
+				got = append(got, c.String())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("changes = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestConsumedSealsWhatANoEchoParameterReads: the outputs an entry's base records are as
 // the run stores them, and an output a NoEcho parameter reads is sealed (its value is the
 // secret's), so no staleness reason can print it.

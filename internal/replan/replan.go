@@ -108,16 +108,24 @@ func (p *Planner) replan(ctx context.Context, deployment string, up *Upload, ext
 	return err
 }
 
-// fetch downloads a version of the deployment's bundle, whichever of its deploy and plan
-// uploads holds it (rundoc.FindApplied), with its metadata.
+// appliedURIs names the uploads an applied bundle of deployment can be in.
+func (p *Planner) appliedURIs(deployment string) string {
+	var uris []string
+	for _, k := range layout.AppliedKeys(deployment) {
+		uris = append(uris, layout.URI(p.Bucket, k))
+	}
+	return strings.Join(uris, ", ")
+}
+
+// fetch downloads a version of the deployment's bundle, whichever of its uploads holds it
+// (rundoc.FindApplied), with its metadata.
 func (p *Planner) fetch(ctx context.Context, deployment, version string) ([]byte, map[string]string, error) {
 	o, _, err := rundoc.FindApplied(ctx, p.S3, p.Bucket, deployment, version, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	if o == nil {
-		return nil, nil, fmt.Errorf("bundle version %s of deployment %s is in neither %s nor %s (expired by a lifecycle rule?)", version, deployment,
-			layout.URI(p.Bucket, layout.DeploymentKey(deployment)), layout.URI(p.Bucket, layout.PlanUploadKey(deployment)))
+		return nil, nil, fmt.Errorf("bundle version %s of deployment %s is in none of %s (expired by a lifecycle rule?)", version, deployment, p.appliedURIs(deployment))
 	}
 	return o.Body, o.Metadata, nil
 }

@@ -90,12 +90,13 @@ func Sum(body []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// FindApplied reads deployment name's bundle at version from its deploy upload, else from
-// its plan upload (an approved plan applies the plan upload). Without a version (an
-// unversioned bucket) an upload counts only when it is the one applied (its sha256). It
-// returns the object and its key, or nil and "" when neither holds it.
+// FindApplied reads deployment name's bundle at version from whichever of its uploads
+// holds it (bucket.AppliedKeys: its push's, its plan upload, applied by an approval, or
+// cairn apply's). Without a version (an unversioned bucket) an upload counts only when it
+// is the one applied (its sha256). It returns the object and its key, or nil and "" when
+// none holds it.
 func FindApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*bucket.Object, string, error) {
-	for _, key := range []string{bucket.DeploymentKey(name), bucket.PlanUploadKey(name)} {
+	for _, key := range bucket.AppliedKeys(name) {
 		o, err := bucket.Get(ctx, api, bucketName, key, version, bundle.MaxZipSize)
 		switch {
 		case errors.Is(err, bucket.ErrNotFound):
@@ -112,7 +113,7 @@ func FindApplied(ctx context.Context, api bucket.Getter, bucketName, name, versi
 }
 
 // DownloadApplied is FindApplied's bundle, loaded (Download). It returns nil, and the
-// key, when neither upload holds it.
+// key, when no upload holds it.
 func DownloadApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*Loaded, string, error) {
 	o, key, err := FindApplied(ctx, api, bucketName, name, version, sha)
 	if o == nil && err == nil {

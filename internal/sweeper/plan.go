@@ -78,8 +78,7 @@ func (d *Driver) graphKeys(ctx context.Context) ([][2]string, error) {
 }
 
 // appliedConfig loads the config of the bundle pg applied, at the graph's bundle version,
-// wherever that bundle was uploaded: deployments/NAME.zip by a push, plans/NAME.zip by a
-// plan and its approval. It returns the config (nil when unreadable), the deployment name
+// wherever that bundle was uploaded (bucket.AppliedKeys). It returns the config (nil when unreadable), the deployment name
 // when found, and a note for the report when the config could not be used.
 func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Config, string, string) {
 	ref := pg.Bundle
@@ -98,7 +97,7 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 	if err == nil && lb == nil && versioned {
 		found, ok, ferr := d.deploymentOf(ctx, ref.VersionID)
 		if ferr == nil && !ok {
-			return nil, name, unreadable(fmt.Sprintf("no %s or %s has version %s (deleted?)", bucket.DeploymentKey("*"), bucket.PlanUploadKey("*"), ref.VersionID))
+			return nil, name, unreadable(fmt.Sprintf("none of %s has version %s (deleted?)", strings.Join(bucket.AppliedKeys("*"), ", "), ref.VersionID))
 		}
 		if err = ferr; err == nil {
 			name = found
@@ -109,9 +108,9 @@ func (d *Driver) appliedConfig(ctx context.Context, pg *state.Graph) (*config.Co
 	case err != nil:
 		return nil, name, unreadable(err.Error())
 	case lb == nil && !versioned:
-		return nil, name, unreadable(fmt.Sprintf("neither %s nor %s holds sha256 %s, and the bucket keeps no versions", bucket.DeploymentKey(name), bucket.PlanUploadKey(name), ref.SHA256))
+		return nil, name, unreadable(fmt.Sprintf("none of %s holds sha256 %s, and the bucket keeps no versions", strings.Join(bucket.AppliedKeys(name), ", "), ref.SHA256))
 	case lb == nil:
-		return nil, name, unreadable(fmt.Sprintf("neither %s nor %s has version %s (deleted?)", bucket.DeploymentKey(name), bucket.PlanUploadKey(name), ref.VersionID))
+		return nil, name, unreadable(fmt.Sprintf("none of %s has version %s (deleted?)", strings.Join(bucket.AppliedKeys(name), ", "), ref.VersionID))
 	case lb.Config == nil:
 		return nil, name, unreadable(fmt.Sprintf("%s: %s", key, strings.Join(lb.Errors, "; ")))
 	}
@@ -123,9 +122,10 @@ func (d *Driver) appliedBundle(ctx context.Context, name, version, sha string) (
 	return rundoc.DownloadApplied(ctx, d.c.S3, d.cfg.Bucket, name, version, sha)
 }
 
-// deploymentOf finds the deployment whose deploy or plan upload has version versionID.
+// deploymentOf finds the deployment whose upload of a bundle (bucket.AppliedKeys) has
+// version versionID.
 func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bool, error) {
-	for _, prefix := range []string{bucket.DeploymentsPrefix, bucket.PlansPrefix} {
+	for _, prefix := range bucket.AppliedPrefixes() {
 		in := &s3.ListObjectVersionsInput{Bucket: aws.String(d.cfg.Bucket), Prefix: aws.String(prefix)}
 		for {
 			page, err := d.c.S3.ListObjectVersions(ctx, in)
@@ -134,7 +134,7 @@ func (d *Driver) deploymentOf(ctx context.Context, versionID string) (string, bo
 			}
 			for _, v := range page.Versions {
 				u, ok := bucket.ParseUpload(aws.ToString(v.Key))
-				if ok && (u.Kind == bucket.DeployUpload || u.Kind == bucket.PlanUpload) && aws.ToString(v.VersionId) == versionID {
+				if ok && u.Kind.Applies() && aws.ToString(v.VersionId) == versionID {
 					return u.Deployment, true, nil
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 func (s *Service) createChangeSet(f form) (any, error) {
@@ -362,10 +363,20 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 }
 
 func (s *Service) deleteChangeSet(f form) (any, error) {
-	csName := f.get("ChangeSetName")
-	cs := s.findChangeSet(csName, f.get("StackName"))
+	csName, stackName := f.get("ChangeSetName"), f.get("StackName")
+	cs := s.findChangeSet(csName, stackName)
 	if cs == nil {
-		return nil, changeSetNotFound(csName)
+		// CloudFormation deletes a change set by name "as long as the stack exists, even if the
+		// change set does not" (the CDK CLI relies on it before every deploy of an existing stack);
+		// a stack that does not exist, or exists no more, is a ValidationError; a change set ARN
+		// that names nothing is not found.
+		if stackName == "" || strings.HasPrefix(csName, "arn:") {
+			return nil, changeSetNotFound(csName)
+		}
+		if st := s.findStack(stackName); st == nil || st.deleted() {
+			return nil, validation("Stack [%s] does not exist", stackName)
+		}
+		return nil, nil
 	}
 	if cs.ExecutionStatus == "EXECUTE_IN_PROGRESS" {
 		return nil, &apiError{Code: "InvalidChangeSetStatus", Message: fmt.Sprintf("ChangeSet [%s] cannot be deleted in its current status of [EXECUTE_IN_PROGRESS]", cs.ID), Status: 400}

@@ -74,6 +74,9 @@ func TestAWSCLI(t *testing.T) {
 		{"describe-stack-events", []string{"cloudformation", "describe-stack-events", "--stack-name", "cli"}, false, `"ResourceStatus": "UPDATE_COMPLETE"`},
 		{"list-exports", []string{"cloudformation", "list-exports"}, false, `"Name": "cli-VpcId"`},
 		{"missing stack", []string{"cloudformation", "describe-stacks", "--stack-name", "nope"}, true, "Stack with id nope does not exist"},
+		// what `cdk deploy` runs before every deploy of an existing stack
+		{"delete a change set the stack does not have", []string{"cloudformation", "delete-change-set", "--stack-name", "cli", "--change-set-name", "cdk-deploy-change-set"}, false, ""},
+		{"delete a change set of a missing stack", []string{"cloudformation", "delete-change-set", "--stack-name", "nope", "--change-set-name", "cdk-deploy-change-set"}, true, "Stack [nope] does not exist"},
 	}
 	for _, tc := range tests {
 		if tc.args[1] == "deploy" {

@@ -227,3 +227,57 @@ func TestChangeSetParametersUsePreviousValueAndTemplateURL(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteChangeSetOfAMissingName: CloudFormation deletes a change set by name as long as
+// the stack exists, even when the stack has no change set of that name (the CDK CLI deletes
+// "cdk-deploy-change-set" before every deploy of an existing stack and stops on any error);
+// a stack that does not exist, or was deleted, is a ValidationError, as AWS answers
+// ("Stack [NAME] does not exist"), and a change set ARN that names nothing is not found.
+func TestDeleteChangeSetOfAMissingName(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	e.create("live", threeQueues, nil)
+	e.settle("live")
+	e.changeSet("live", "kept", threeQueues+"  D:\n    Type: AWS::SQS::Queue\n", types.ChangeSetTypeUpdate)
+	gone := e.changeSet("live", "gone", threeQueues+"  E:\n    Type: AWS::SQS::Queue\n", types.ChangeSetTypeUpdate)
+	if _, err := e.cfn.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: gone.ChangeSetId}); err != nil {
+		t.Fatal(err)
+	}
+	e.create("dead", threeQueues, nil)
+	e.settle("dead")
+	if _, err := e.cfn.DeleteStack(ctx, &cloudformation.DeleteStackInput{StackName: aws.String("dead")}); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(aws.ToString(e.stack("dead").StackId))
+
+	tests := []struct {
+		name, stack, changeSet string
+		wantCode, wantMsg      string
+	}{
+		{"a name the stack does not have", "live", "cdk-deploy-change-set", "", ""},
+		{"a name already deleted", "live", "gone", "", ""},
+		{"a name the stack has", "live", "kept", "", ""},
+		{"a stack that does not exist", "nope", "cdk-deploy-change-set", "ValidationError", "Stack [nope] does not exist"},
+		{"a stack that was deleted", "dead", "cdk-deploy-change-set", "ValidationError", "Stack [dead] does not exist"},
+		{"an ARN that names nothing", "live", "arn:aws:cloudformation:us-east-1:123456789012:changeSet/x/00000000-0000-0000-0000-000000000000", "ChangeSetNotFound", "does not exist"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.cfn.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{StackName: aws.String(tc.stack), ChangeSetName: aws.String(tc.changeSet)})
+			if apiCode(err) != tc.wantCode || (err != nil && !strings.Contains(err.Error(), tc.wantMsg)) {
+				t.Fatalf("DeleteChangeSet(%s, %s) = %v, want code %q with %q", tc.stack, tc.changeSet, err, tc.wantCode, tc.wantMsg)
+			}
+		})
+	}
+	ls, err := e.cfn.ListChangeSets(ctx, &cloudformation.ListChangeSetsInput{StackName: aws.String("live")})
+	if err != nil || len(ls.Summaries) != 0 {
+		t.Fatalf("change sets left on live: %+v %v", ls, err)
+	}
+	// Only DeleteChangeSet forgives a missing name: describing or executing it is an error.
+	if _, err := e.cfn.DescribeChangeSet(ctx, &cloudformation.DescribeChangeSetInput{StackName: aws.String("live"), ChangeSetName: aws.String("kept")}); apiCode(err) != "ChangeSetNotFound" {
+		t.Errorf("DescribeChangeSet of a deleted name = %v, want ChangeSetNotFound", err)
+	}
+	if _, err := e.cfn.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{StackName: aws.String("live"), ChangeSetName: aws.String("kept")}); apiCode(err) != "ChangeSetNotFound" {
+		t.Errorf("ExecuteChangeSet of a deleted name = %v, want ChangeSetNotFound", err)
+	}
+}

@@ -3,6 +3,7 @@ package cfnlocal
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,5 +78,66 @@ Outputs:
 		ChangeSetType: types.ChangeSetTypeCreate, TemplateBody: aws.String(body), Capabilities: []types.Capability{types.CapabilityCapabilityIam}})
 	if cs.Status != types.ChangeSetStatusFailed || !strings.Contains(aws.ToString(cs.StatusReason), "resource Fn does not support attribute type Name in Fn::GetAtt") {
 		t.Fatalf("change set %s (%s), want FAILED for the attribute", cs.Status, aws.ToString(cs.StatusReason))
+	}
+}
+
+// TestRefIsWhatCloudFormationReturns: Ref of a state machine or an activity is its ARN, of a
+// user pool domain its Domain, as the resource types' documentation says (and templates
+// pass them on as such: a state machine's Ref to an IAM policy's Resource).
+func TestRefIsWhatCloudFormationReturns(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("refs", `Resources:
+  Machine:
+    Type: AWS::StepFunctions::StateMachine
+    Properties:
+      RoleArn: arn:aws:iam::000000000000:role/sfn
+      DefinitionString: '{"StartAt":"Done","States":{"Done":{"Type":"Succeed"}}}'
+  Named:
+    Type: AWS::StepFunctions::StateMachine
+    Properties:
+      StateMachineName: orders
+      RoleArn: arn:aws:iam::000000000000:role/sfn
+      DefinitionString: '{"StartAt":"Done","States":{"Done":{"Type":"Succeed"}}}'
+  Work:
+    Type: AWS::StepFunctions::Activity
+    Properties: {Name: work}
+  Pool:
+    Type: AWS::Cognito::UserPool
+  Domain:
+    Type: AWS::Cognito::UserPoolDomain
+    Properties: {Domain: shop-auth, UserPoolId: !Ref Pool}
+Outputs:
+  MachineRef: {Value: !Ref Machine}
+  MachineArn: {Value: !GetAtt Machine.Arn}
+  MachineName: {Value: !GetAtt Machine.Name}
+  NamedRef: {Value: !Ref Named}
+  WorkRef: {Value: !Ref Work}
+  DomainRef: {Value: !Ref Domain}
+  DomainCloudFront: {Value: !GetAtt Domain.CloudFrontDistribution}
+`, nil)
+	st := e.settle("refs")
+	if st.StackStatus != types.StackStatusCreateComplete {
+		t.Fatalf("stack %s: %s", st.StackStatus, aws.ToString(st.StackStatusReason))
+	}
+	outputs := map[string]string{}
+	for _, o := range st.Outputs {
+		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	tests := []struct{ output, want string }{
+		{"MachineRef", `^arn:aws:states:us-east-1:\d{12}:stateMachine:refs-Machine-[A-Z0-9]{12}$`},
+		{"NamedRef", `^arn:aws:states:us-east-1:\d{12}:stateMachine:orders$`},
+		{"WorkRef", `^arn:aws:states:us-east-1:\d{12}:activity:work$`},
+		{"DomainRef", `^shop-auth$`},
+		{"DomainCloudFront", `^d[0-9a-f]{13}\.cloudfront\.net$`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.output, func(t *testing.T) {
+			if !regexp.MustCompile(tc.want).MatchString(outputs[tc.output]) {
+				t.Errorf("%s = %q, want %s", tc.output, outputs[tc.output], tc.want)
+			}
+		})
+	}
+	if outputs["MachineArn"] != outputs["MachineRef"] || !strings.HasSuffix(outputs["MachineRef"], ":"+outputs["MachineName"]) {
+		t.Errorf("Machine: Ref %q, Arn %q, Name %q", outputs["MachineRef"], outputs["MachineArn"], outputs["MachineName"])
 	}
 }

@@ -451,6 +451,26 @@ var resourceTypes = map[string]resourceType{
 		createOnly: []string{"AutoScalingGroupName", "InstanceId"},
 	},
 	"AWS::AutoScaling::LaunchConfiguration": {phys: func(c idCtx) string { return c.name("LaunchConfigurationName", 255) }, createOnly: []string{"*"}},
+	// Ref of a state machine or an activity is its ARN.
+	"AWS::StepFunctions::StateMachine": {
+		phys: func(c idCtx) string { return c.arn("states", "stateMachine:"+c.name("StateMachineName", 80)) },
+		attrs: map[string]func(c idCtx) any{
+			"Arn": physOnly, "Name": func(c idCtx) any { return lastColon(c.physical) },
+			"StateMachineRevisionId": physOnly,
+		},
+		createOnly: []string{"StateMachineName", "StateMachineType"},
+	},
+	"AWS::StepFunctions::Activity": {
+		phys:       func(c idCtx) string { return c.arn("states", "activity:"+c.name("Name", 80)) },
+		attrs:      map[string]func(c idCtx) any{"Arn": physOnly, "Name": func(c idCtx) any { return lastColon(c.physical) }},
+		createOnly: []string{"Name"},
+	},
+	// Ref of a user pool domain is its Domain (the prefix, or the custom domain name).
+	"AWS::Cognito::UserPoolDomain": {
+		phys:       func(c idCtx) string { return orDefault(c.prop("Domain"), c.name("", 63)) },
+		attrs:      map[string]func(c idCtx) any{"CloudFrontDistribution": func(c idCtx) any { return "d" + hashHex(13, c.seed) + ".cloudfront.net" }},
+		createOnly: []string{"Domain", "UserPoolId"},
+	},
 }
 
 func lbName(c idCtx) string {

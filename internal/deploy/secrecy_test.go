@@ -1,11 +1,15 @@
 package deploy_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -164,5 +168,73 @@ func TestSecretFlowsAreSealed(t *testing.T) {
 		if strings.Contains(w.logs.String(), v) {
 			t.Errorf("the logs hold the secret %q", v)
 		}
+	}
+}
+
+// TestFailureReasonQuotingASecretIsScrubbed makes CloudFormation fail a resource with a
+// reason that quotes the secret it was given (a SecureString through a NoEcho parameter,
+// and the same secret through a resource attribute): the run fails with the reason, and
+// the secret is nowhere in clear: no version of any object cairn writes (runs, reports,
+// the graph), the published summary, the logs.
+func TestFailureReasonQuotingASecretIsScrubbed(t *testing.T) {
+	w := newReviewWorld(t)
+	const secret = "Qu0ted-Secret-0005"
+	w.putParameter("/shop/quoted", "SecureString", secret)
+	ctx := context.Background()
+	q, err := w.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("summaries")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.em.SNS().Subscribe(w.topic, "sqs", w.em.SQS().QueueARN("summaries"), nil); err != nil {
+		t.Fatal(err)
+	}
+	const reason = "Value admin:" + secret + " at 'value' failed to satisfy constraint"
+	w.fault(cfnlocal.Fault{Stack: "shop-app", LogicalID: "Copy", Operation: "CREATE", Reason: reason, Count: 1})
+	dir := bundleOf(t, map[string]string{
+		"cairn.yaml": `namespace: shop
+stacks:
+  - name: app
+    template_path: templates/app.yaml
+    parameters: {Password: "${ssm /shop/quoted}"}
+`,
+		"templates/app.yaml": `Parameters:
+  Password: {Type: String, NoEcho: true}
+Resources:
+  Kept: {Type: AWS::SSM::Parameter, Properties: {Type: String, Value: !Sub "admin:${Password}"}}
+  Copy: {Type: AWS::SSM::Parameter, Properties: {Type: String, Value: !GetAtt Kept.Value}}
+`,
+	})
+	doc := w.wait("shop", w.push("shop", dir))
+	app := doc.Run.Stacks["app"]
+	if doc.Run.Status != run.RunFailed || app.Phase != run.Failed {
+		t.Fatalf("run: %s, app %s (%s); want failed", doc.Run.Status, app.Phase, app.Reason)
+	}
+	if !strings.Contains(app.Reason, "Value admin:**** at 'value' failed") {
+		t.Errorf("app's reason %q, want CloudFormation's with the secret masked", app.Reason)
+	}
+	var summaries []string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && len(summaries) == 0 {
+		out, err := w.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: q.QueueUrl, MaxNumberOfMessages: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			summaries = append(summaries, aws.ToString(m.Body))
+		}
+	}
+	if len(summaries) == 0 {
+		t.Fatal("no summary published")
+	}
+	for _, s := range summaries {
+		if strings.Contains(s, secret) || !strings.Contains(s, "****") {
+			t.Errorf("the published summary holds the secret, or not its masked reason:\n%s", s)
+		}
+	}
+	if n := w.scanBucket(secret); n < 3 {
+		t.Errorf("scanned only %d object versions", n)
+	}
+	if strings.Contains(w.logs.String(), secret) {
+		t.Errorf("the logs hold the secret:\n%s", w.logs.String())
 	}
 }

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -273,10 +276,26 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	if err != nil {
 		return err // the trigger comes again
 	}
+	// What CloudFormation said this turn is scrubbed of the run's secrets before the run
+	// records it (scrub.go).
+	secrets := sync.OnceValues(func() (*seal.Scrubber, error) { return st.scrubber(ctx, doc, seen, cs) })
+	observed := make([]*run.Observation, len(seen))
+	for i := range seen {
+		observed[i] = &seen[i]
+	}
+	st.scrub(ctx, doc, observed, secrets, log)
 	prev := doc.Run
 	now := st.clk.Now().UTC()
 	next, actions := run.Advance(prev, seen, now, opts)
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
+	acted := map[string]*run.Observation{}
+	for name, o := range pending {
+		acted[name] = &o
+	}
+	st.scrub(ctx, doc, slices.Collect(maps.Values(acted)), secrets, log)
+	for name, o := range acted {
+		pending[name] = *o
+	}
 	doc.Run, doc.Pending = next, pending
 	var started []string
 	for _, a := range actions {

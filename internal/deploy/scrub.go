@@ -1,0 +1,101 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+
+	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/seal"
+)
+
+// CloudFormation quotes values in what it says: a resource's failure reason, a change
+// set's status reason, an API error. What a step observed passes seal.Scrubber before
+// the run records it, so every text derived from the run (its document and report, the
+// CLI's --wait and follow, the published summary, the logs) holds the run's secrets as
+// ****. The secrets are read again for the turn that needs them (a turn that observed a
+// text, in a run holding secrets) and kept in memory only.
+
+// texts are the observation's fields CloudFormation writes.
+func texts(o *run.Observation) []*string {
+	return []*string{&o.Err, &o.ChangeSetReason, &o.Reason, &o.LookErr}
+}
+
+// holdsSecrets reports whether r has a stack with a NoEcho parameter, a sealed value or a
+// secret output.
+func holdsSecrets(r *run.Run) bool {
+	for _, s := range r.Stacks {
+		if len(s.NoEcho) > 0 || len(s.SecretOutputs) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(s.Parameters)), config.HoldsSealed) {
+			return true
+		}
+	}
+	return false
+}
+
+// scrubber reads the secrets of doc's run again: the NoEcho values its bundle gives, the
+// values its stacks' sealed parameters stand for (SecureStrings, secret outputs), and the
+// secret outputs observed in seen.
+func (st stepper) scrubber(ctx context.Context, doc *rundoc.Document, seen []run.Observation, cs *changeset.Client) (*seal.Scrubber, error) {
+	sc := &seal.Scrubber{}
+	for _, o := range seen {
+		if s := doc.Run.Stacks[o.Stack]; s != nil {
+			for _, name := range s.SecretOutputs {
+				sc.Add(o.Outputs[name])
+			}
+		}
+	}
+	loaded, err := st.bundle(ctx, doc)
+	if err != nil {
+		return nil, fmt.Errorf("download the bundle: %w", err)
+	}
+	if loaded.Config == nil {
+		return nil, fmt.Errorf("bundle %s no longer loads", doc.Bundle)
+	}
+	for _, name := range doc.Run.Names() {
+		s, c := doc.Run.Stacks[name], loaded.Config.Stack(name)
+		if c == nil {
+			continue
+		}
+		sc.Add(c.BundleSecrets()...)
+		plain, secret, err := st.unseal(ctx, s.Parameters, c, producers(doc.Run, loaded, cs))
+		if err != nil {
+			return nil, fmt.Errorf("read the secrets of stack %s: %w", name, err)
+		}
+		for _, k := range secret {
+			sc.Add(plain[k])
+		}
+	}
+	return sc, nil
+}
+
+// scrub replaces the run's secrets in what the observations say. When the secrets cannot
+// be read, what they say is withheld instead, with why.
+func (st stepper) scrub(ctx context.Context, doc *rundoc.Document, obs []*run.Observation, sc func() (*seal.Scrubber, error), log *slog.Logger) {
+	var found bool
+	for _, o := range obs {
+		found = found || slices.ContainsFunc(texts(o), func(p *string) bool { return *p != "" })
+	}
+	if !found || !holdsSecrets(doc.Run) {
+		return
+	}
+	s, err := sc()
+	for _, o := range obs {
+		for _, p := range texts(o) {
+			switch {
+			case *p == "":
+			case err != nil:
+				*p = "(withheld: the run holds secrets, which could not be read to mask them in this text: " + err.Error() + "; see the stack's events in CloudFormation)"
+			default:
+				*p = s.Scrub(*p)
+			}
+		}
+	}
+	if err != nil {
+		log.Warn("deploy: texts of CloudFormation withheld: the run's secrets could not be read to mask them", "err", err)
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/cairn-dev/cairn/internal/changeset"
-	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
@@ -24,17 +24,6 @@ import (
 // texts are the observation's fields CloudFormation writes.
 func texts(o *run.Observation) []*string {
 	return []*string{&o.Err, &o.ChangeSetReason, &o.Reason, &o.LookErr}
-}
-
-// holdsSecrets reports whether r has a stack with a NoEcho parameter, a sealed value or a
-// secret output.
-func holdsSecrets(r *run.Run) bool {
-	for _, s := range r.Stacks {
-		if len(s.NoEcho) > 0 || len(s.SecretOutputs) > 0 || slices.ContainsFunc(slices.Collect(maps.Values(s.Parameters)), config.HoldsSealed) {
-			return true
-		}
-	}
-	return false
 }
 
 // scrubber reads the secrets of doc's run again: the NoEcho values its bundle gives, the
@@ -80,7 +69,7 @@ func (st stepper) scrub(ctx context.Context, doc *rundoc.Document, obs []*run.Ob
 	for _, o := range obs {
 		found = found || slices.ContainsFunc(texts(o), func(p *string) bool { return *p != "" })
 	}
-	if !found || !holdsSecrets(doc.Run) {
+	if !found || !slices.ContainsFunc(slices.Collect(maps.Values(doc.Run.Stacks)), plan.HoldsSecrets) {
 		return
 	}
 	s, err := sc()

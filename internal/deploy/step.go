@@ -262,6 +262,8 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	if doc.Statuses == nil {
 		doc.Statuses = map[string]string{}
 	}
+	sc := &seal.Scrubber{}
+	log = slog.New(sc.Handler(log.Handler()))
 	cs := st.changesets(doc.Run.ID, log)
 	seen := cs.Observe(ctx, doc.Run, doc.Pending, st.clk.Now().UTC(), named...)
 	for _, o := range seen {
@@ -278,21 +280,21 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	}
 	// What CloudFormation said this turn is scrubbed of the run's secrets before the run
 	// records it (scrub.go).
-	secrets := sync.OnceValues(func() (*seal.Scrubber, error) { return st.scrubber(ctx, doc, seen, cs) })
+	learn := sync.OnceValue(func() error { return st.learn(ctx, doc, seen, cs, sc) })
 	observed := make([]*run.Observation, len(seen))
 	for i := range seen {
 		observed[i] = &seen[i]
 	}
-	st.scrub(ctx, doc, observed, secrets, log)
+	st.scrub(observed, doc, sc, learn, log)
 	prev := doc.Run
 	now := st.clk.Now().UTC()
 	next, actions := run.Advance(prev, seen, now, opts)
-	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
+	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, sc, log)
 	acted := map[string]*run.Observation{}
 	for name, o := range pending {
 		acted[name] = &o
 	}
-	st.scrub(ctx, doc, slices.Collect(maps.Values(acted)), secrets, log)
+	st.scrub(slices.Collect(maps.Values(acted)), doc, sc, learn, log)
 	for name, o := range acted {
 		pending[name] = *o
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 
 	"github.com/cairn-dev/cairn/internal/changeset"
@@ -28,10 +27,18 @@ func texts(o *run.Observation) []*string {
 	return []*string{&o.Err, &o.ChangeSetReason, &o.Reason, &o.LookErr}
 }
 
-// learn reads the secrets of doc's run again into sc: the NoEcho values its bundle gives,
-// the values its stacks' sealed parameters stand for (SecureStrings, secret outputs), and
-// the secret outputs observed in seen.
-func (st stepper) learn(ctx context.Context, doc *rundoc.Document, seen []run.Observation, cs *changeset.Client, sc *seal.Scrubber) error {
+// secrets are what a step knows of its run's secrets: sc scrubs with them; learn reads
+// those of a stack again, once a step.
+type secrets struct {
+	st     stepper
+	ctx    context.Context
+	doc    *rundoc.Document
+	cs     *changeset.Client
+	sc     *seal.Scrubber
+	learnt map[string]error
+}
+
+func (st stepper) secrets(ctx context.Context, doc *rundoc.Document, seen []run.Observation, cs *changeset.Client, sc *seal.Scrubber) *secrets {
 	for _, o := range seen {
 		if s := doc.Run.Stacks[o.Stack]; s != nil {
 			for _, name := range s.SecretOutputs {
@@ -39,54 +46,67 @@ func (st stepper) learn(ctx context.Context, doc *rundoc.Document, seen []run.Ob
 			}
 		}
 	}
-	loaded, err := st.bundle(ctx, doc)
+	return &secrets{st: st, ctx: ctx, doc: doc, cs: cs, sc: sc, learnt: map[string]error{}}
+}
+
+// learn reads into sc the secrets stack name of run r was given, which what
+// CloudFormation says of it may quote: the NoEcho values its bundle gives, the values its
+// sealed parameters stand for (SecureStrings, secret outputs).
+func (x *secrets) learn(r *run.Run, name string) error {
+	if err, ok := x.learnt[name]; ok {
+		return err
+	}
+	err := x.read(r, name)
+	x.learnt[name] = err
+	return err
+}
+
+func (x *secrets) read(r *run.Run, name string) error {
+	s := r.Stacks[name]
+	if !plan.HoldsSecrets(s) {
+		return nil
+	}
+	loaded, err := x.st.bundle(x.ctx, x.doc)
 	if err != nil {
 		return fmt.Errorf("download the bundle: %w", err)
 	}
 	if loaded.Config == nil {
-		return fmt.Errorf("bundle %s no longer loads", doc.Bundle)
+		return fmt.Errorf("bundle %s no longer loads", x.doc.Bundle)
 	}
-	for _, name := range doc.Run.Names() {
-		s, c := doc.Run.Stacks[name], loaded.Config.Stack(name)
-		if c == nil {
-			continue
-		}
-		sc.Add(c.BundleSecrets()...)
-		plain, secret, err := st.unseal(ctx, s.Parameters, c, producers(doc.Run, loaded, cs))
-		if err != nil {
-			return fmt.Errorf("read the secrets of stack %s: %w", name, err)
-		}
-		for _, k := range secret {
-			sc.Add(plain[k])
-		}
+	c := loaded.Config.Stack(name)
+	if c == nil {
+		return fmt.Errorf("stack %s is not in the bundle's config", name)
+	}
+	x.sc.Add(c.BundleSecrets()...)
+	plain, secret, err := x.st.unseal(x.ctx, s.Parameters, c, producers(r, loaded, x.cs))
+	if err != nil {
+		return fmt.Errorf("read the secrets of stack %s: %w", name, err)
+	}
+	for _, k := range secret {
+		x.sc.Add(plain[k])
 	}
 	return nil
 }
 
-// scrub replaces the run's secrets in what the observations say, once learn read them
-// into sc. When they cannot be read, what the observations say is withheld instead, with
-// why.
-func (st stepper) scrub(obs []*run.Observation, doc *rundoc.Document, sc *seal.Scrubber, learn func() error, log *slog.Logger) {
-	var found bool
+// scrub replaces the secrets of run r in what the observations say. When those of a stack
+// cannot be read, what is said of it is withheld instead, with why.
+func (x *secrets) scrub(r *run.Run, obs []*run.Observation, log *slog.Logger) {
 	for _, o := range obs {
-		found = found || slices.ContainsFunc(texts(o), func(p *string) bool { return *p != "" })
-	}
-	if !found || !slices.ContainsFunc(slices.Collect(maps.Values(doc.Run.Stacks)), plan.HoldsSecrets) {
-		return
-	}
-	err := learn()
-	for _, o := range obs {
+		if !slices.ContainsFunc(texts(o), func(p *string) bool { return *p != "" }) {
+			continue
+		}
+		err := x.learn(r, o.Stack)
 		for _, p := range texts(o) {
 			switch {
 			case *p == "":
 			case err != nil:
-				*p = "(withheld: the run holds secrets, which could not be read to mask them in this text: " + err.Error() + "; see the stack's events in CloudFormation)"
+				*p = "(withheld: the stack holds secrets, which could not be read to mask them in this text: " + err.Error() + "; see the stack's events in CloudFormation)"
 			default:
-				*p = sc.Scrub(*p)
+				*p = x.sc.Scrub(*p)
 			}
 		}
-	}
-	if err != nil {
-		log.Warn("deploy: texts of CloudFormation withheld: the run's secrets could not be read to mask them", "err", err)
+		if err != nil {
+			log.Warn("deploy: texts of CloudFormation withheld: the stack's secrets could not be read to mask them", "stack", o.Stack, "err", err)
+		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -280,12 +279,12 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	}
 	// What CloudFormation said this turn is scrubbed of the run's secrets before the run
 	// records it (scrub.go).
-	learn := sync.OnceValue(func() error { return st.learn(ctx, doc, seen, cs, sc) })
+	known := st.secrets(ctx, doc, seen, cs, sc)
 	observed := make([]*run.Observation, len(seen))
 	for i := range seen {
 		observed[i] = &seen[i]
 	}
-	st.scrub(observed, doc, sc, learn, log)
+	known.scrub(doc.Run, observed, log)
 	prev := doc.Run
 	now := st.clk.Now().UTC()
 	next, actions := run.Advance(prev, seen, now, opts)
@@ -294,7 +293,7 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	for name, o := range pending {
 		acted[name] = &o
 	}
-	st.scrub(slices.Collect(maps.Values(acted)), doc, sc, learn, log)
+	known.scrub(next, slices.Collect(maps.Values(acted)), log)
 	for name, o := range acted {
 		pending[name] = *o
 	}

@@ -26,7 +26,7 @@ func (c *Config) Secrecy(secure func(name string) bool) Secrecy {
 		byStackName[s.StackName] = append(byStackName[s.StackName], s)
 	}
 	// exports are the names (patterns: template.ExportMatches) of the secret exports found.
-	// unnamed is set when a stack exports a secret output under a name it computes: any
+	// unnamed is set when a stack exports a secret output under a name not known: any
 	// import may read it.
 	var exports []string
 	unnamed := false
@@ -75,13 +75,13 @@ func (c *Config) Secrecy(secure func(name string) bool) Secrecy {
 			if tree == nil {
 				tree = &template.Tree{Template: s.Template}
 			}
-			got := tree.Secrecy(template.Sources{Parameters: params, Import: imports})
-			if !slices.Equal(got.Outputs, out[s.Name].Outputs) {
+			got := tree.Secrecy(template.Sources{Parameters: params, Import: imports, StackName: s.StackName})
+			if !slices.Equal(got.Outputs, out[s.Name].Outputs) || !slices.Equal(got.Exports, out[s.Name].Exports) || got.Unnamed != out[s.Name].Unnamed {
 				changed = true
-				unnamed = unnamed || len(got.Outputs) > 0 && !s.Template.ExportsKnown(s.StackName)
-				for _, e := range s.Template.Exports(s.StackName) {
-					if _, ok := slices.BinarySearch(got.Outputs, e.Output); ok && !slices.Contains(exports, e.Name) {
-						exports = append(exports, e.Name)
+				unnamed = unnamed || got.Unnamed
+				for _, name := range got.Exports {
+					if !slices.Contains(exports, name) {
+						exports = append(exports, name)
 					}
 				}
 			}

@@ -122,11 +122,27 @@ func (c *chain) hop() {
 		from := c.stack
 		out := "O" + c.next()
 		export := ""
-		how := rapid.IntRange(0, 3).Draw(c.t, "across")
-		if how == 3 {
+		how := rapid.IntRange(0, 4).Draw(c.t, "across")
+		switch how {
+		case 3:
 			export = "exp-" + out
+		case 4:
+			// Exported by a nested stack of the bundle.
+			export = "nested-exp-" + out
+			id := "X" + c.next()
+			child, err := template.Parse([]byte("Parameters:\n  In: {Type: String}\nResources:\n  R: {Type: AWS::SNS::Topic}\n" +
+				"Outputs:\n  Out: {Value: !Ref In, Export: {Name: " + export + "}}\n"))
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.tree.Children[id] = &template.Tree{Template: child}
+			c.res = append(c.res, "  "+id+": {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: child.yaml, Parameters: {In: "+c.expr+"}}}")
 		}
-		c.endStack(out, export)
+		if how == 4 {
+			c.endStack(out, "")
+		} else {
+			c.endStack(out, export)
+		}
 		c.newStack()
 		p := "P" + c.next()
 		c.params = append(c.params, "  "+p+": {Type: String}")
@@ -140,15 +156,16 @@ func (c *chain) hop() {
 		case 2:
 			c.stack.Lookups = append(c.stack.Lookups, Lookup{Kind: KindCFN, Stack: from.StackName, StackName: from.StackName, Output: out, Param: p})
 			c.expr = "!Ref " + p
-		case 3:
+		case 3, 4:
 			c.expr = "!ImportValue " + export
 		}
 	}
 }
 
 // TestSecrecyOfDrawnChains draws chains of hops (parameter → resource → resource →
-// output → export → import in another stack → nested stack → output ...) over stacks in a
-// drawn order: the sink is secret iff a secret source flows into it.
+// output → export → import in another stack → nested stack → output → export by a nested
+// stack → import ...) over stacks in a drawn order: the sink is secret iff a secret source
+// flows into it.
 func TestSecrecyOfDrawnChains(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		c := &chain{t: rt, cfg: &Config{byName: map[string]*Stack{}}, secure: map[string]bool{}}

@@ -34,6 +34,9 @@ type Sources struct {
 	// Import reports whether the export a Fn::ImportValue reads is secret; name is "" when
 	// the template computes the name (it may be any export). nil: none is.
 	Import func(name string) bool
+	// StackName is the name the template is deployed as: what ${AWS::StackName} is in
+	// the names of its exports.
+	StackName string
 }
 
 // Secrecy is where a template's values are secret.
@@ -45,6 +48,12 @@ type Secrecy struct {
 	Properties map[string][]string
 	// Outputs are the template's outputs whose values are secret, sorted.
 	Outputs []string
+	// Exports are the names of the exports of secret outputs, of the template and of
+	// those it nests, sorted: names, or patterns in which ${AWS::Region} stands for any
+	// region (ExportMatches); Unnamed is set when one's name is not known (it reads a
+	// parameter, or a nested stack's name, which CloudFormation chooses).
+	Exports []string
+	Unnamed bool
 }
 
 // Secrecy analyses the template alone (its nested stacks' templates unknown: a nested stack
@@ -73,7 +82,49 @@ func (t *Tree) Secrecy(in Sources) Secrecy {
 		}
 	}
 	slices.Sort(out.Outputs)
+	for _, e := range g.exports {
+		if !g.secret[e.output] {
+			continue
+		}
+		if name, ok := exportName(e.name, in.StackName, e.root); ok {
+			out.Exports = append(out.Exports, name)
+		} else {
+			out.Unnamed = true
+		}
+	}
+	slices.Sort(out.Exports)
+	out.Exports = slices.Compact(out.Exports)
 	return out
+}
+
+// export is an output of the tree that is exported, and the node of its name.
+type export struct {
+	output int32
+	name   *yaml.Node
+	root   bool // of the tree's own template, not of one it nests
+}
+
+// exportName is the name an export's name node gives, when it is known: literal, or a
+// Fn::Sub string whose only variables are ${AWS::Region} (kept as written) and, for the
+// root template, ${AWS::StackName}.
+func exportName(n *yaml.Node, stackName string, root bool) (string, bool) {
+	n = resolve(n)
+	switch {
+	case n == nil:
+		return "", false
+	case n.Kind == yaml.ScalarNode:
+		return n.Value, true
+	case intrinsic(n) == "Fn::Sub" && resolve(n.Content[1]).Kind == yaml.ScalarNode:
+		s := resolve(n.Content[1]).Value
+		if root && stackName != "" {
+			s = strings.ReplaceAll(s, "${AWS::StackName}", stackName)
+		}
+		if strings.Contains(strings.ReplaceAll(s, "${AWS::Region}", ""), "${") {
+			return "", false
+		}
+		return s, true
+	}
+	return "", false
 }
 
 // Reads lists, for each of params, the resources of t whose properties read it directly
@@ -120,10 +171,11 @@ const maxNesting = 16
 
 // flow is the data-flow graph: node n's secret reaches every node of succ[n].
 type flow struct {
-	in     Sources
-	succ   [][]int32
-	secret []bool
-	queue  []int32
+	in      Sources
+	exports []export
+	succ    [][]int32
+	secret  []bool
+	queue   []int32
 }
 
 func (g *flow) node() int32 {
@@ -230,6 +282,9 @@ func (g *flow) instance(t *Tree, depth int) *instance {
 			n := g.node()
 			x.outputs[e.key.Value] = n
 			x.reads(value(resolve(e.value), "Value"), n)
+			if name := value(value(resolve(e.value), "Export"), "Name"); name != nil {
+				g.exports = append(g.exports, export{output: n, name: name, root: depth == 0})
+			}
 		}
 	}
 	return x

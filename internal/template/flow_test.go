@@ -126,6 +126,34 @@ Outputs:
 	}
 }
 
+// TestSecretExports: the exports of secret outputs, the template's and those of the
+// templates it nests, by name; one whose name is not known marks Unnamed.
+func TestSecretExports(t *testing.T) {
+	child := mustParse(t, `Parameters:
+  In: {Type: String}
+Resources:
+  T: {Type: AWS::SNS::Topic}
+Outputs:
+  Literal: {Value: !Ref In, Export: {Name: child-secret}}
+  ByStack: {Value: !Ref In, Export: {Name: !Sub "${AWS::StackName}-x"}}
+  Plain: {Value: !GetAtt T.TopicName, Export: {Name: child-plain}}
+`)
+	tree := &Tree{Template: mustParse(t, `Parameters:
+  Pw: {Type: String, NoEcho: true}
+  Suffix: {Type: String}
+Resources:
+  Child: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: child.yaml, Parameters: {In: !Ref Pw}}}
+Outputs:
+  Mine: {Value: !Ref Pw, Export: {Name: !Sub "${AWS::StackName}-${AWS::Region}-pw"}}
+  Computed: {Value: !Ref Pw, Export: {Name: !Sub "pw-${Suffix}"}}
+  Plain: {Value: !Ref Suffix, Export: {Name: plain}}
+`), Children: map[string]*Tree{"Child": {Template: child}}}
+	got := tree.Secrecy(Sources{StackName: "shop-db"})
+	if want := []string{"child-secret", "shop-db-${AWS::Region}-pw"}; !slices.Equal(got.Exports, want) || !got.Unnamed {
+		t.Errorf("secret exports %v (unnamed %v), want %v and unnamed (a nested stack's name, a parameter)", got.Exports, got.Unnamed, want)
+	}
+}
+
 func TestReadsAreDirect(t *testing.T) {
 	tp := mustParse(t, `Parameters:
   P: {Type: String}

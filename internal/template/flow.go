@@ -25,7 +25,7 @@ import (
 //
 // The analysis is a graph of the tree's parameters, properties, resources, attributes and
 // outputs, built in one walk and searched once from the sources: linear in the size of the
-// tree (a template nested in several places is analysed in each).
+// tree (a template nested in several places is analysed in each, up to maxInstances).
 
 // Sources are what reaches a template from outside it that is secret.
 type Sources struct {
@@ -165,17 +165,23 @@ var secureDynamicRE = regexp.MustCompile(`\{\{resolve:(ssm-secure|secretsmanager
 // ${!Literal} escapes).
 var subVarRE = regexp.MustCompile(`\$\{([^!}][^}]*)\}`)
 
-// maxNesting bounds how deep nested templates are analysed (CloudFormation's own limit on
-// nesting is lower); a deeper nested stack counts as a template not known.
-const maxNesting = 16
+// maxNesting bounds how deep nested templates are analysed, and maxInstances how many
+// times in all (a template nested twice in a template nested twice ... is analysed in
+// each place): a nested stack beyond either is not analysed, and all its outputs count
+// as secret.
+const (
+	maxNesting   = 16
+	maxInstances = 1000
+)
 
 // flow is the data-flow graph: node n's secret reaches every node of succ[n].
 type flow struct {
-	in      Sources
-	exports []export
-	succ    [][]int32
-	secret  []bool
-	queue   []int32
+	in        Sources
+	exports   []export
+	instances int
+	succ      [][]int32
+	secret    []bool
+	queue     []int32
 }
 
 func (g *flow) node() int32 {
@@ -254,6 +260,7 @@ func (x *instance) attr(id, attr string) int32 {
 
 // instance adds t's templates to the graph, its nested templates depth+1 deep.
 func (g *flow) instance(t *Tree, depth int) *instance {
+	g.instances++
 	x := &instance{g: g, params: map[string]int32{}, outputs: map[string]int32{}, resource: map[string]int32{}, attrs: map[string]int32{}, anyAttr: map[string]int32{}}
 	for name, p := range t.Template.Parameters {
 		n := g.node()
@@ -267,7 +274,11 @@ func (g *flow) instance(t *Tree, depth int) *instance {
 		for _, e := range c.expand(res, "") {
 			id := e.key.Value
 			var child *instance
-			if ct := t.Children[id]; ct != nil && depth < maxNesting {
+			switch ct := t.Children[id]; {
+			case ct == nil:
+			case depth >= maxNesting || g.instances >= maxInstances:
+				g.source(x.res(id)) // not analysed: every output may be secret
+			default:
 				child = g.instance(ct, depth+1)
 				for name, n := range child.outputs {
 					g.edge(n, x.attr(id, "Outputs."+name))

@@ -220,3 +220,21 @@ func TestChainedTemplateIsAllSecret(t *testing.T) {
 		t.Errorf("secret outputs %v, properties %v", s.Outputs, s.Properties)
 	}
 }
+
+// TestSecrecyOfADeepSharedTreeIsBounded: a template nested twice in a template nested
+// twice ... 20 levels down is a million places; past maxInstances a nested stack is not
+// analysed, and its outputs count as secret.
+func TestSecrecyOfADeepSharedTreeIsBounded(t *testing.T) {
+	tree := &Tree{Template: mustParse(t, "Resources:\n  T: {Type: AWS::SNS::Topic}\nOutputs:\n  Out: {Value: !GetAtt T.TopicName}\n")}
+	for range 20 {
+		tree = &Tree{Template: mustParse(t, `Resources:
+  A: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: c.yaml}}
+  B: {Type: AWS::CloudFormation::Stack, Properties: {TemplateURL: c.yaml}}
+Outputs:
+  Out: {Value: !GetAtt A.Outputs.Out}
+`), Children: map[string]*Tree{"A": tree, "B": tree}}
+	}
+	if got := tree.Secrecy(Sources{}); !slices.Equal(got.Outputs, []string{"Out"}) {
+		t.Errorf("secret outputs %v, want Out: the deepest nested stacks were not analysed", got.Outputs)
+	}
+}

@@ -20,8 +20,8 @@ type Secrecy map[string]template.Secrecy
 // Secrecy computes where c's values are secret; secure reports whether the SSM parameter
 // named is a SecureString (nil: none is known to be).
 func (c *Config) Secrecy(secure func(name string) bool) Secrecy {
-	out := Secrecy{}
-	byStackName := map[string][]*Stack{}
+	out := make(Secrecy, len(c.Stacks))
+	byStackName := make(map[string][]*Stack, len(c.Stacks))
 	for _, s := range c.Stacks {
 		byStackName[s.StackName] = append(byStackName[s.StackName], s)
 	}
@@ -42,7 +42,12 @@ func (c *Config) Secrecy(secure func(name string) bool) Secrecy {
 	}
 	// A stack is analysed again only when what reaches it grew: its secret parameters or
 	// the secret exports. Both only grow, so this ends.
-	seen := map[string]string{}
+	seen := make(map[string]string, len(c.Stacks))
+	type memoKey struct {
+		tree any
+		key  string
+	}
+	memo := map[memoKey]template.Secrecy{}
 	for changed := true; changed; {
 		changed = false
 		for _, s := range c.Stacks {
@@ -71,11 +76,19 @@ func (c *Config) Secrecy(secure func(name string) bool) Secrecy {
 				continue
 			}
 			seen[s.Name] = key
-			tree := s.Tree
-			if tree == nil {
-				tree = &template.Tree{Template: s.Template}
+			var tree any = s.Tree // stacks of one template with the same sources share its analysis
+			if s.Tree == nil {
+				tree = s.Template
 			}
-			got := tree.Secrecy(template.Sources{Parameters: params, Import: imports, StackName: s.StackName})
+			got, ok := memo[memoKey{tree, key}]
+			if !ok || len(got.Exports) > 0 || got.Unnamed { // export names may read the stack's name
+				t := s.Tree
+				if t == nil {
+					t = &template.Tree{Template: s.Template}
+				}
+				got = t.Secrecy(template.Sources{Parameters: params, Import: imports, StackName: s.StackName})
+				memo[memoKey{tree, key}] = got
+			}
 			if !slices.Equal(got.Outputs, out[s.Name].Outputs) || !slices.Equal(got.Exports, out[s.Name].Exports) || got.Unnamed != out[s.Name].Unnamed {
 				changed = true
 				unnamed = unnamed || got.Unnamed

@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
@@ -187,4 +188,22 @@ func TestSecrecyOfDrawnChains(t *testing.T) {
 			rt.Fatalf("sink secret: %v, want %v; secrecy %v\n%s", secret, c.secret, got, strings.Join(bodies, "\n"))
 		}
 	})
+}
+
+// BenchmarkSecrecy10k computes the secrecy of a generated 10,000-stack config.
+func BenchmarkSecrecy10k(b *testing.B) {
+	data, _ := generated10k(b, 10_000)
+	bd, err := bundle.FromZip(data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := Load(bd)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if s := c.Secrecy(nil); len(s) != 10_000 {
+			b.Fatalf("%d stacks analysed", len(s))
+		}
+	}
 }

@@ -112,9 +112,9 @@ func bundleString(b state.BundleRef) string {
 
 // secretsOf is where stack name of the applied config cfg holds secrets (see
 // Stack.Secrets): the properties a secret reaches (secrecy, config.Secrecy of cfg), or
-// every property ("*") when its template is not known (no config,
-// a template_url); the pass then reads the template from CloudFormation if the stack
-// drifted, and masks every value if that fails too.
+// every property ("*") when its template is not known (no config, a template_url); the
+// pass then reads the template from CloudFormation if the stack drifted, and masks every
+// value if that fails too.
 func secretsOf(cfg *config.Config, secrecy config.Secrecy, name string) map[string][]string {
 	var s *config.Stack
 	if cfg != nil {

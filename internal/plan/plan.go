@@ -253,7 +253,12 @@ func Make(in Input) (*Result, error) {
 	secret := cfg.Secrecy(func(name string) bool { return in.SSM[name].Type == config.SecureString })
 	exported := Exports(cfg)
 	// xref, rxref and cfn lookups read any live stack's outputs by its real name, in the
-	// account and region of the stack reading it.
+	// account and region of the stack reading it; a stack of the config read so has its
+	// secret outputs sealed as ${output} reads them.
+	byKey := map[string]string{}
+	for _, s := range cfg.Stacks {
+		byKey[target.Key(s.Target.Location(in.Home), s.StackName)] = s.Name
+	}
 	for _, s := range cfg.Stacks {
 		at := s.Target.Location(in.Home)
 		for _, l := range s.Lookups {
@@ -263,12 +268,8 @@ func Make(in Input) (*Result, error) {
 			k := target.Key(at, l.StackName)
 			if live, ok := in.Live[k]; ok {
 				if v, ok := live.Outputs[l.Output]; ok {
-					// A stack of the config read by its name: its secret outputs are sealed
-					// as ${output} reads them.
-					for _, cs := range cfg.Stacks {
-						if cs.StackName == l.StackName && cs.Target.Location(in.Home) == at {
-							v = sealOutputs(in.Key, cs.Name, secret[cs.Name].Outputs, map[string]string{l.Output: v})[l.Output]
-						}
+					if name, ok := byKey[k]; ok {
+						v = sealOutputs(in.Key, name, secret[name].Outputs, map[string]string{l.Output: v})[l.Output]
 					}
 					res.Run.External[k+"::"+l.Output] = v
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -21,7 +22,8 @@ import (
 // act performs the actions Advance decided, changeset.Parallel stacks at a time (a
 // stack's own actions in order), checking the lock before each, and returns their
 // results for the next step. Once a lock check fails, no further action starts.
-func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, log *slog.Logger) (map[string]run.Observation, error) {
+// The secrets a change set is made with are given to sc, which scrubs the step's texts.
+func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, sc *seal.Scrubber, log *slog.Logger) (map[string]run.Observation, error) {
 	var order []string
 	byStack := map[string][]run.Action{}
 	for _, a := range actions {
@@ -52,7 +54,7 @@ func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, 
 				mu.Unlock()
 				return
 			}
-			o, keep, warning := st.perform(ctx, doc, next, a, bundle, cs, log)
+			o, keep, warning := st.perform(ctx, doc, next, a, bundle, cs, sc, log)
 			if keep {
 				results[i].obs = &o
 			}
@@ -73,7 +75,7 @@ func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, 
 
 // perform makes one action: its result for the next step (keep says whether the next
 // step needs it), or a warning of the report (run.Result decides).
-func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.Run, a run.Action, bundle func() (*rundoc.Loaded, error), cs *changeset.Client, log *slog.Logger) (o run.Observation, keep bool, warning string) {
+func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.Run, a run.Action, bundle func() (*rundoc.Loaded, error), cs *changeset.Client, sc *seal.Scrubber, log *slog.Logger) (o run.Observation, keep bool, warning string) {
 	var in *changeset.Inputs
 	switch a.Kind {
 	case run.CreateChangeSet:
@@ -97,6 +99,9 @@ func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.R
 			return o, keep, warning
 		}
 		a.Parameters = plain // for this call only: the run keeps SecureStrings sealed
+		for _, k := range secret {
+			sc.Add(plain[k])
+		}
 	case run.ExecuteChangeSet:
 		loaded, err := bundle()
 		if err == nil {

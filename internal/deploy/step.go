@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
@@ -260,6 +262,8 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	if doc.Statuses == nil {
 		doc.Statuses = map[string]string{}
 	}
+	sc := &seal.Scrubber{}
+	log = slog.New(sc.Handler(log.Handler()))
 	cs := st.changesets(doc.Run.ID, log)
 	seen := cs.Observe(ctx, doc.Run, doc.Pending, st.clk.Now().UTC(), named...)
 	for _, o := range seen {
@@ -274,10 +278,26 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	if err != nil {
 		return err // the trigger comes again
 	}
+	// What CloudFormation said this turn is scrubbed of the run's secrets before the run
+	// records it (scrub.go).
+	known := st.secrets(ctx, doc, seen, cs, sc)
+	observed := make([]*run.Observation, len(seen))
+	for i := range seen {
+		observed[i] = &seen[i]
+	}
+	known.scrub(doc.Run, observed, log)
 	prev := doc.Run
 	now := st.clk.Now().UTC()
 	next, actions := run.Advance(prev, seen, now, opts)
-	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, log)
+	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, sc, log)
+	acted := map[string]*run.Observation{}
+	for name, o := range pending {
+		acted[name] = &o
+	}
+	known.scrub(next, slices.Collect(maps.Values(acted)), log)
+	for name, o := range acted {
+		pending[name] = *o
+	}
 	doc.Run, doc.Pending = next, pending
 	var started []string
 	for _, a := range actions {

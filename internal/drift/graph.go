@@ -49,6 +49,12 @@ func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, see
 			g.Skipped = "drift detection disabled by drift.enabled: false in the applied config"
 		}
 	}
+	var secrecy config.Secrecy
+	if cfg != nil {
+		// The SSM parameters' types are not known here: a value read from a SecureString
+		// is secret where the template makes it so (NoEcho).
+		secrecy = cfg.Secrecy(nil)
+	}
 	known := map[string]bool{}
 	for _, n := range pg.Names() {
 		ps := pg.Stacks[n]
@@ -68,7 +74,7 @@ func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, see
 			g.Missing = append(g.Missing, target.Describe(at, ps.StackName))
 		default:
 			s.StackID = l.StackID
-			s.Secrets = secretsOf(cfg, ps.Name)
+			s.Secrets = secretsOf(cfg, secrecy, ps.Name)
 			if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
 				s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
 			} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {
@@ -105,11 +111,11 @@ func bundleString(b state.BundleRef) string {
 }
 
 // secretsOf is where stack name of the applied config cfg holds secrets (see
-// Stack.Secrets): the properties its template sets from NoEcho parameters or secure
-// dynamic references, or every property ("*") when its template is not known (no config,
-// a template_url); the pass then reads the template from CloudFormation if the stack
-// drifted, and masks every value if that fails too.
-func secretsOf(cfg *config.Config, name string) map[string][]string {
+// Stack.Secrets): the properties a secret reaches (secrecy, config.Secrecy of cfg), or
+// every property ("*") when its template is not known (no config, a template_url); the
+// pass then reads the template from CloudFormation if the stack drifted, and masks every
+// value if that fails too.
+func secretsOf(cfg *config.Config, secrecy config.Secrecy, name string) map[string][]string {
 	var s *config.Stack
 	if cfg != nil {
 		s = cfg.Stack(name)
@@ -117,7 +123,7 @@ func secretsOf(cfg *config.Config, name string) map[string][]string {
 	if s == nil || s.Template == nil {
 		return map[string][]string{"*": {"*"}}
 	}
-	out := s.Template.SecretProperties(s.Template.NoEchoParameters())
+	out := secrecy[name].Properties
 	if len(out) == 0 {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -91,6 +92,9 @@ type watch struct {
 	stackID   string
 	// root is the run stack's id, for a nested stack.
 	root string
+	// secret says the run stack holds secrets (plan.HoldsSecrets): CloudFormation's
+	// reasons may quote them, and the follower does not know their values to mask them.
+	secret bool
 	// last is the id of the newest event read; since bounds the reads (an event before it
 	// belongs to an earlier operation; for a run's stack, the start of its operation once
 	// read), until a replay's (after it: a later one).
@@ -145,6 +149,7 @@ func (e *Events) Read(ctx context.Context, prev, doc *rundoc.Document) ([]Resour
 			e.order = append(e.order, s.StackID)
 		}
 		w.active = w.active || s.Phase.Waits()
+		w.secret = plan.HoldsSecrets(s)
 	}
 	var out []Resource
 	for i := 0; i < len(e.order); i++ { // nested stacks found while reading are appended
@@ -339,13 +344,21 @@ func (e *Events) resource(w *watch, ev cfntypes.StackEvent, runStart time.Time) 
 			since = r.since
 		}
 		e.watches[physical] = &watch{stack: w.stack, stackName: w.stackName, place: w.place, spec: w.spec, stackID: physical, root: root,
-			nested: append(slices.Clone(w.nested), logical), active: true, since: since, until: w.until}
+			nested: append(slices.Clone(w.nested), logical), active: true, since: since, until: w.until, secret: w.secret}
 		e.order = append(e.order, physical)
 	}
 	at := aws.ToTime(ev.Timestamp)
+	reason := aws.ToString(ev.ResourceStatusReason)
+	if w.secret && reason != "" {
+		reason = Withheld
+	}
 	return Resource{Stack: w.stack, StackName: w.stackName, Place: w.place, Nested: slices.Clone(w.nested), LogicalID: logical, Type: typ,
-		Status: status, Reason: aws.ToString(ev.ResourceStatusReason), At: at, Elapsed: max(0, at.Sub(runStart)), EventID: aws.ToString(ev.EventId), Self: own}, true
+		Status: status, Reason: reason, At: at, Elapsed: max(0, at.Sub(runStart)), EventID: aws.ToString(ev.EventId), Self: own}, true
 }
+
+// Withheld is what a resource event's reason reads as when its stack holds secrets: the
+// run's own reason for the stack, which the deployer scrubbed of them, says why it failed.
+const Withheld = "(reason withheld: the stack holds secrets CloudFormation may quote; the run's reason for the stack has it, masked)"
 
 // InFlight keeps the resources whose last status is in progress, to say which are
 // slowest.

@@ -116,3 +116,27 @@ func Outputs(r *run.Run) func(stack, output string) (string, bool) {
 		return v, ok
 	}
 }
+
+// HoldsSecrets reports whether stack s of a run holds secrets: a NoEcho parameter, a
+// sealed value, a secret output. What CloudFormation says of such a stack may quote them:
+// the deployer scrubs it of their values before the run records it; a reader without
+// their values (the CLI following CloudFormation's events) withholds it.
+func HoldsSecrets(s *run.Stack) bool {
+	if s == nil {
+		return false
+	}
+	if len(s.NoEcho) > 0 || len(s.SecretOutputs) > 0 {
+		return true
+	}
+	for _, v := range s.Parameters {
+		if config.HoldsSealed(v) {
+			return true
+		}
+	}
+	for _, v := range s.RawParameters {
+		if config.HoldsSealed(v) {
+			return true
+		}
+	}
+	return false
+}

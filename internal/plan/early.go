@@ -1,8 +1,6 @@
 package plan
 
 import (
-	"strings"
-
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/template"
 )
@@ -53,7 +51,7 @@ func treeEarly(tree *template.Tree, ex Exported) bool {
 	}
 	for _, name := range imports {
 		for _, p := range ex.Names {
-			if exportMatches(p, name) {
+			if template.ExportMatches(p, name) {
 				return false
 			}
 		}
@@ -94,27 +92,6 @@ func Exports(cfg *config.Config) Exported {
 		}
 	}
 	return ex
-}
-
-// exportMatches reports whether an export named by pattern (${AWS::Region} standing for
-// any region) can be name.
-func exportMatches(pattern, name string) bool {
-	parts := strings.Split(pattern, "${AWS::Region}")
-	if len(parts) == 1 {
-		return pattern == name
-	}
-	if !strings.HasPrefix(name, parts[0]) {
-		return false
-	}
-	rest := name[len(parts[0]):]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(rest, p)
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+len(p):]
-	}
-	return strings.HasSuffix(rest, parts[len(parts)-1])
 }
 
 // nestedExports reports whether a template nested in t (at any depth) exports anything.

@@ -260,10 +260,15 @@ func Make(in Input) (*Result, error) {
 	for _, s := range cfg.Stacks {
 		inConfig[s.Name] = true
 	}
-	secret := secretOutputs(cfg, in.SSM)
+	secret := cfg.Secrecy(func(name string) bool { return in.SSM[name].Type == config.SecureString })
 	exported := Exports(cfg)
 	// xref, rxref and cfn lookups read any live stack's outputs by its real name, in the
-	// account and region of the stack reading it.
+	// account and region of the stack reading it; a stack of the config read so has its
+	// secret outputs sealed as ${output} reads them.
+	byKey := map[string]string{}
+	for _, s := range cfg.Stacks {
+		byKey[target.Key(s.Target.Location(in.Home), s.StackName)] = s.Name
+	}
 	for _, s := range cfg.Stacks {
 		at := s.Target.Location(in.Home)
 		for _, l := range s.Lookups {
@@ -273,6 +278,9 @@ func Make(in Input) (*Result, error) {
 			k := target.Key(at, l.StackName)
 			if live, ok := in.Live[k]; ok {
 				if v, ok := live.Outputs[l.Output]; ok {
+					if name, ok := byKey[k]; ok {
+						v = sealOutputs(in.Key, name, secret[name].Outputs, map[string]string{l.Output: v})[l.Output]
+					}
 					res.Run.External[k+"::"+l.Output] = v
 				}
 			}
@@ -288,7 +296,7 @@ func Make(in Input) (*Result, error) {
 				if cs == nil {
 					return "", false
 				}
-				v, ok := sealOutputs(in.Key, stack, secret[stack], in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs)[output]
+				v, ok := sealOutputs(in.Key, stack, secret[stack].Outputs, in.Live[target.Key(cs.Target.Location(in.Home), cs.StackName)].Outputs)[output]
 				return v, ok
 			},
 			Outputs: func(stackName, output string) (string, bool) {
@@ -306,7 +314,7 @@ func Make(in Input) (*Result, error) {
 		}
 		if !s.Enabled {
 			// Outside the run, but its outputs still feed lookups.
-			for k, v := range sealOutputs(in.Key, s.Name, secret[s.Name], live.Outputs) {
+			for k, v := range sealOutputs(in.Key, s.Name, secret[s.Name].Outputs, live.Outputs) {
 				res.Run.External[s.Name+"::"+k] = v
 			}
 			decide(Disabled, "enabled: false")
@@ -316,7 +324,7 @@ func Make(in Input) (*Result, error) {
 			Name: s.Name, StackName: s.StackName, Intent: run.IntentDeploy, Phase: run.Pending, Target: s.Target, At: at,
 			Requires: g.Dependencies(s.Name), TemplateHash: TemplateHash(s),
 			RawParameters: s.StoredParameters(in.Key), NoEcho: s.NoEcho(), Exists: exists, StackID: live.StackID,
-			SecretOutputs: secret[s.Name], Outputs: sealOutputs(in.Key, s.Name, secret[s.Name], live.Outputs),
+			SecretOutputs: secret[s.Name].Outputs, Outputs: sealOutputs(in.Key, s.Name, secret[s.Name].Outputs, live.Outputs),
 			Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 			CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute, PlanOnly: s.Protected,
 			Early: Early(s, exported),
@@ -835,33 +843,6 @@ func legacyHash(in Input, cfg *config.Config, r *run.Run, lookups map[string][]c
 		return ""
 	}
 	return run.HashParameters(Seal(seal.Unkeyed)(rs, params))
-}
-
-// secretOutputs lists, per stack of cfg, the outputs whose values are secret: computed
-// from a NoEcho parameter, from a parameter given a SecureString (ssm, as the run read
-// it), or from another stack's secret output, and so on down the graph.
-func secretOutputs(cfg *config.Config, ssm map[string]config.SSMValue) map[string][]string {
-	out := map[string][]string{}
-	for changed := true; changed; {
-		changed = false
-		for _, s := range cfg.Stacks {
-			if s.Template == nil {
-				continue
-			}
-			secret := s.Template.NoEchoParameters()
-			for _, l := range s.Lookups {
-				switch {
-				case l.Param == "":
-				case l.Kind == "ssm" && ssm[l.Name].Type == config.SecureString, l.Kind == "output" && slices.Contains(out[l.Stack], l.Output):
-					secret[l.Param] = true
-				}
-			}
-			if got := s.Template.SecretOutputs(secret); !slices.Equal(got, out[s.Name]) {
-				out[s.Name], changed = got, true
-			}
-		}
-	}
-	return out
 }
 
 // secretWarnings warns of each parameter of s that receives a SecureString but is not

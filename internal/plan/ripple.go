@@ -24,25 +24,7 @@ func Feeds(tpl *template.Template, params []string) map[string][]string {
 	if tpl == nil || len(params) == 0 {
 		return nil
 	}
-	// A property holding a secure dynamic reference shows up whatever the parameter: what
-	// it shows with none is not a read of one.
-	base := tpl.SecretProperties(nil)
-	out := map[string][]string{}
-	for _, p := range params {
-		var res []string
-		for id, paths := range tpl.SecretProperties(map[string]bool{p: true}) {
-			for _, path := range paths {
-				if !slices.Contains(base[id], path) {
-					res = append(res, id)
-					break
-				}
-			}
-		}
-		if len(res) > 0 {
-			slices.Sort(res)
-			out[p] = res
-		}
-	}
+	out := tpl.Reads(params)
 	if len(out) == 0 {
 		return nil
 	}

@@ -481,6 +481,47 @@ func TestDriftOfASecretPropertyShowsNoValue(t *testing.T) {
 	}
 }
 
+// TestDriftOfAPropertySetFromASecretThroughAnotherResourceShowsNoValue tampers, out of
+// band, an SSM parameter (Copy) whose value a template sets from another resource's
+// attribute, itself set from a NoEcho parameter: in a stack of the applied config and in
+// one whose template the pass reads from CloudFormation. The reports and the notification
+// say Copy drifted, and hold neither value; its free property still shows its values.
+func TestDriftOfAPropertySetFromASecretThroughAnotherResourceShowsNoValue(t *testing.T) {
+	const secret, tampered = "Ch4ined-Horse-Battery-8", "admin:Tamp3red-Chain"
+	v := newEnv(t, envOptions{})
+	v.deployment("testdata/secretchain", "shop", "shop", "app", "unknown")
+	for _, stack := range []string{"shop-app", "shop-unknown"} {
+		v.tamper(stack, "Copy", "Value", tampered)
+		v.tamper(stack, "Copy", "Description", "edited by hand")
+	}
+	v.invoke(v.scheduledEvent())
+	v.pump(50)
+
+	r := onlyReport(t, v, "shop")
+	for _, name := range []string{"app", "unknown"} {
+		s := stackOf(t, r, name)
+		if s.Status != drift.Drifted || len(s.Resources) != 1 {
+			t.Fatalf("%s: %s %+v", name, s.Status, s.Resources)
+		}
+		for _, d := range s.Resources[0].Differences {
+			if d.Masked != (d.Path == "/Value") || d.Path == "/Description" && d.Actual != "edited by hand" {
+				t.Errorf("%s: %+v, want only /Value masked", name, d)
+			}
+		}
+	}
+	notes := v.notifications()
+	if len(notes) != 1 {
+		t.Fatalf("%d notifications", len(notes))
+	}
+	for where, text := range map[string]string{"JSON report": v.object(layout.DriftReportKey("shop", r.Sweep)), "Markdown report": v.object(layout.DriftMarkdownKey("shop", r.Sweep)), "notification": notes[0]} {
+		for _, s := range []string{secret, tampered, "Tamp3red"} {
+			if strings.Contains(text, s) {
+				t.Errorf("the %s holds %q:\n%s", where, s, text)
+			}
+		}
+	}
+}
+
 // TestWaitReadsTheReportsOfASweepTheFunctionFinished: cairn drift --wait started a sweep,
 // and the drift function finished it (status events, continuations) before the command's
 // next step: Wait returns the sweep as its reports recorded it.

@@ -156,7 +156,7 @@ func (d *Driver) liveSecrets(ctx context.Context, inv *invocation, api CloudForm
 	if err != nil {
 		return nil, false
 	}
-	return t.SecretProperties(t.NoEchoParameters()), true
+	return t.Secrecy(template.Sources{}).Properties, true
 }
 
 // resources lists the modified and deleted resources of s, all pages.

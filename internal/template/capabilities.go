@@ -177,3 +177,24 @@ func (t *Template) Exports(stackName string) []Export {
 	}
 	return out
 }
+
+// ExportMatches reports whether an export named by pattern (${AWS::Region} standing for
+// any region) can be name.
+func ExportMatches(pattern, name string) bool {
+	parts := strings.Split(pattern, "${AWS::Region}")
+	if len(parts) == 1 {
+		return pattern == name
+	}
+	if !strings.HasPrefix(name, parts[0]) {
+		return false
+	}
+	rest := name[len(parts[0]):]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(p):]
+	}
+	return strings.HasSuffix(rest, parts[len(parts)-1])
+}

@@ -1,7 +1,6 @@
 package template
 
 import (
-	"maps"
 	"slices"
 	"testing"
 )
@@ -43,11 +42,7 @@ Outputs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := tp.NoEchoParameters()
-	if !maps.Equal(secret, map[string]bool{"Password": true}) {
-		t.Fatalf("NoEcho parameters %v", secret)
-	}
-	props := tp.SecretProperties(secret)
+	props := tp.Secrecy(Sources{}).Properties
 	want := map[string][]string{
 		"Credential": {"/Value"},
 		"Db":         {"/MasterUserPassword", "/Tags/1/Value"},
@@ -63,15 +58,15 @@ Outputs:
 	if len(props) != len(want) {
 		t.Errorf("secret properties %v", props)
 	}
-	if got := tp.SecretOutputs(secret); !slices.Equal(got, []string{"Attr", "Joined", "Secret", "SubAttr"}) {
+	if got := tp.Secrecy(Sources{}).Outputs; !slices.Equal(got, []string{"Attr", "Joined", "Secret", "SubAttr"}) {
 		t.Errorf("secret outputs %v", got)
 	}
 	// A parameter known to receive a SecureString is as secret.
-	secret["FromSSM"] = true
-	if got := tp.SecretOutputs(secret); !slices.Contains(got, "FromSSM") {
+	secret := Sources{Parameters: map[string]bool{"FromSSM": true}}
+	if got := tp.Secrecy(secret).Outputs; !slices.Contains(got, "FromSSM") {
 		t.Errorf("secret outputs with FromSSM secret: %v", got)
 	}
-	if got := tp.SecretProperties(secret)["Db"]; !slices.Contains(got, "/Nested/Deep/Key") {
+	if got := tp.Secrecy(secret).Properties["Db"]; !slices.Contains(got, "/Nested/Deep/Key") {
 		t.Errorf("Db with FromSSM secret: %v", got)
 	}
 	for path, want := range map[string]bool{"/Value": true, "/Value/x": true, "/": true, "/Description": false, "/Val": false} {

@@ -101,7 +101,7 @@ func (res *Result) importEdges(in Input, cfg *config.Config, prev *state.Graph) 
 			}
 			makers := slices.Clone(exact[target.Key(rs.At, imp)])
 			for _, e := range patterns[rs.At] {
-				if exportMatches(e.pattern, imp) {
+				if template.ExportMatches(e.pattern, imp) {
 					makers = append(makers, e.stack)
 				}
 			}

@@ -172,7 +172,12 @@ func (w *world) drive(r *Run, opts Options) *Run {
 		obs = append(errs, w.tick(r, errs)...)
 		now = now.Add(time.Minute)
 	}
-	w.t.Fatalf("run did not finish in 1000 steps")
+	var dump []string
+	for _, n := range slices.Sorted(maps.Keys(r.Stacks)) {
+		s := r.Stacks[n]
+		dump = append(dump, fmt.Sprintf("%s %s %s req=%v after=%v early=%v made=%v reason=%q", n, s.Intent, s.Phase, s.Requires, s.After, s.Early, s.MadeEarly, s.Reason))
+	}
+	w.t.Fatalf("run did not finish in 1000 steps:\n%s", strings.Join(dump, "\n"))
 	return nil
 }
 

@@ -74,3 +74,24 @@ func TestRemovedImportersAreDeletedBeforeTheirExportersChange(t *testing.T) {
 		})
 	}
 }
+
+// TestEarlyChangeSetOfAnExporterWhoseImporterWasNotDeleted: an exporter whose change set
+// was made early, waiting for the deletion of a removed importer (After) that is blocked
+// (a deploy failed first), has that change set deleted and is blocked, so the run ends
+// (before: it waited forever, found by TestRandomRunsTerminate).
+func TestEarlyChangeSetOfAnExporterWhoseImporterWasNotDeleted(t *testing.T) {
+	r := &Run{ID: "r1", Mode: ModeDeploy, Status: Running, Stacks: map[string]*Stack{
+		"importer": {Name: "importer", StackName: "shop-importer", Intent: IntentDelete, Phase: Blocked, Exists: true,
+			Reason: "not deleted: stack other failed, so the run stopped before deletions"},
+		"other": {Name: "other", StackName: "shop-other", Intent: IntentDeploy, Phase: Failed},
+		"exporter": {Name: "exporter", StackName: "shop-exporter", Intent: IntentDeploy, Phase: Ready, Exists: true, Early: true, MadeEarly: true,
+			ChangeSetName: "cairn-r1-1", ChangeSetID: "cs-1", After: []string{"importer"}},
+	}}
+	next, actions := Advance(r, nil, t0, Options{})
+	if k := kinds(actions); !slices.Equal(k, []string{"DeleteChangeSet exporter"}) {
+		t.Fatalf("actions %v, want the early change set deleted", k)
+	}
+	if s := next.Stacks["exporter"]; s.Phase != Blocked || !strings.Contains(s.Reason, "shop-importer") {
+		t.Fatalf("exporter is %s (%q), want blocked naming the importer", s.Phase, s.Reason)
+	}
+}

@@ -55,8 +55,8 @@ func startEarly(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, li
 func waitsEarly(s *Stack) bool { return s.MadeEarly && s.Phase == Ready }
 
 // settleEarly decides for s, whose change set was made early, once it is made (Ready):
-// while its dependencies work it waits; when one failed its change set is deleted and it
-// is blocked; once they finished, it is executed if its parameters resolve as they did
+// while its dependencies work it waits; when one failed, or a deletion it waits for
+// (After) failed or was blocked, its change set is deleted and it is blocked; once they finished, it is executed if its parameters resolve as they did
 // when it was made (or, when it had no changes, the stack is unchanged). Otherwise its
 // change set is deleted and again is true: s is pending, to start as any stack does.
 func settleEarly(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) (actions []Action, again bool) {
@@ -67,6 +67,14 @@ func settleEarly(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, l
 		if d := r.Stacks[dep]; d != nil && (d.Phase == Failed || d.Phase == Blocked) {
 			actions = dropEarly(s)
 			s.Reason = fmt.Sprintf("dependency %s %s: the change set made while it was updated was deleted", dep, d.Phase)
+			setPhase(s, Blocked, now)
+			return actions, false
+		}
+	}
+	for _, dep := range s.After {
+		if d := r.Stacks[dep]; d != nil && (d.Phase == Failed || d.Phase == Blocked) {
+			actions = dropEarly(s)
+			s.Reason = fmt.Sprintf("not changed: stack %s, removed from the config, imports its exports and was not deleted (%s): the change set made early was deleted", d.StackName, d.Phase)
 			setPhase(s, Blocked, now)
 			return actions, false
 		}

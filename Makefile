@@ -5,7 +5,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 FUZZTIME  ?= 50000x
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo fmt vet deps synth test-awscli crash clean
+.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo docs fmt vet deps synth test-awscli crash clean
 
 all: build
 
@@ -78,6 +78,13 @@ bench:
 
 demo: cli
 	./$(BIN)/cairn demo
+
+# docs: the command reference, docs/commands/*.md, a page per command as cobra's doc
+# generator writes it from the CLI's command tree. The generator is a test of cmd/cairn
+# (the command tree is package main's), which fails in make test when the committed pages
+# differ from what it generates; -update-docs makes it write them instead.
+docs:
+	$(GO) test -count=1 -run '^TestCommandReference$$' ./cmd/cairn -update-docs
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')

@@ -1,4 +1,4 @@
-# cairn — see README.md. Every target installs or fetches what it needs.
+# cairn — see README.md and docs/make.md. Every target installs or fetches what it needs.
 GO        ?= go
 BIN       := bin
 FUNCTIONS := $(notdir $(wildcard functions/*))
@@ -46,7 +46,7 @@ test-unit:
 test-infra:
 	@if [ -n "$$($(GO) list ./infra/... 2>/dev/null)" ]; then $(GO) test -count=1 -timeout 15m ./infra/...; fi
 
-# Fuzz every Fuzz* target briefly; corpora live in testdata/fuzz (see README). The budget is
+# Fuzz every Fuzz* target briefly; corpora live in testdata/fuzz (see docs/make.md). The budget is
 # a count of executions, not a duration: Go 1.26's fuzzer can fail a duration-bounded run with
 # a spurious "context deadline exceeded" when time runs out mid-execution (golang/go#75804).
 fuzz:

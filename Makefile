@@ -1,11 +1,11 @@
-# cairn — see README.md. Every target installs or fetches what it needs.
+# cairn — see README.md and docs/make.md. Every target installs or fetches what it needs.
 GO        ?= go
 BIN       := bin
 FUNCTIONS := $(notdir $(wildcard functions/*))
 FUZZTIME  ?= 50000x
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo fmt vet lint deps synth test-awscli crash clean
+.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo docs fmt vet lint deps synth test-awscli crash clean
 
 all: build
 
@@ -46,7 +46,7 @@ test-unit:
 test-infra:
 	@if [ -n "$$($(GO) list ./infra/... 2>/dev/null)" ]; then $(GO) test -count=1 -timeout 15m ./infra/...; fi
 
-# Fuzz every Fuzz* target briefly; corpora live in testdata/fuzz (see README). The budget is
+# Fuzz every Fuzz* target briefly; corpora live in testdata/fuzz (see docs/make.md). The budget is
 # a count of executions, not a duration: Go 1.26's fuzzer can fail a duration-bounded run with
 # a spurious "context deadline exceeded" when time runs out mid-execution (golang/go#75804).
 fuzz:
@@ -78,6 +78,13 @@ bench:
 
 demo: cli
 	./$(BIN)/cairn demo
+
+# docs: the command reference, docs/commands/*.md, a page per command as cobra's doc
+# generator writes it from the CLI's command tree. The generator is a test of cmd/cairn
+# (the command tree is package main's), which fails in make test when the committed pages
+# differ from what it generates; -update-docs makes it write them instead.
+docs:
+	$(GO) test -count=1 -run '^TestCommandReference$$' ./cmd/cairn -update-docs
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
-// Context keys of CDK apps' deployments (README "Deploying a CDK app"): the environments
+// Context keys of CDK apps' deployments (docs/cdk.md, "Deploying a CDK app"): the environments
 // "ACCOUNT:REGION" bootstrapped with `cdk bootstrap --trust CAIRN_ACCOUNT` whose bootstrap
 // roles cairn's deployer and drift function may assume, and their bootstrap qualifier.
 const (

@@ -15,7 +15,7 @@ import (
 	cdkapp "github.com/cairn-dev/cairn/testdata/cdkapp/app"
 )
 
-// cdkAppDir is the example CDK app of the README's "Deploying a CDK app"; its synthesized
+// cdkAppDir is the example CDK app of "Deploying a CDK app" (docs/cdk.md); its synthesized
 // variants are kept under assemblies/ so the tests that deploy them need no Node.
 const cdkAppDir = "../testdata/cdkapp"
 
@@ -60,7 +60,7 @@ func TestCDKAppAssemblies(t *testing.T) {
 			first = sum
 			again := digest(t, synthCDKApp(t, v.opts))
 			if again != sum {
-				t.Errorf("two synths of the example app hash differently: %s and %s; what differs must join bundle.assemblyNoise (and the README's list)", sum, again)
+				t.Errorf("two synths of the example app hash differently: %s and %s; what differs must join bundle.assemblyNoise (and the list of docs/cdk.md)", sum, again)
 			}
 			t.Logf("the example app's assembly hashes %s in two synths", sum)
 		} else if sum == first {

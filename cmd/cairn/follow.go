@@ -44,7 +44,7 @@ already ended is shown as it ended.
 
 Ctrl-C stops following, never the run: it goes on in the deployer, and the command to
 follow it again is printed. With --json the run is a stream of events, one JSON object a
-line (see the README). Exit codes: 0 succeeded, 1 failed, 3 superseded, 4 timed out,
+line (see docs/following.md). Exit codes: 0 succeeded, 1 failed, 3 superseded, 4 timed out,
 130 interrupted.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.open(cmd)

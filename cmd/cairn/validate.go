@@ -23,8 +23,8 @@ func newValidateCmd() *cobra.Command {
 		Long: `Validate loads the bundle at PATH and checks its cairn.yaml, its templates and the
 dependencies between its stacks. It prints a one-line summary and exits 0, or prints every
 problem on its own line as FILE:LINE:COL: KEY: message and exits 1. Templates are checked
-against the CloudFormation resource specification and CloudFormation's own rules (see the
-README); warnings, such as a deprecated Lambda runtime, are printed and do not fail.`,
+against the CloudFormation resource specification and CloudFormation's own rules (see
+docs/bundle.md); warnings, such as a deprecated Lambda runtime, are printed and do not fail.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := config.ParseNamespaces(namespaces)

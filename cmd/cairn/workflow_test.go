@@ -22,7 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/report"
 )
 
-// The README's example workflow and the composite action, run as GitHub Actions runs
+// The example workflow of docs/review.md and the composite action, run as GitHub Actions runs
 // them: each job's steps in order, `run:` steps in bash with the job's environment
 // files (GITHUB_OUTPUT, GITHUB_PATH, GITHUB_STEP_SUMMARY), the action's steps with its
 // inputs, and ${{ }} expressions read from the contexts. Steps of other actions are
@@ -75,18 +75,19 @@ type ghAction struct {
 	} `yaml:"runs"`
 }
 
-// readmeWorkflow is the README's example workflow: the yaml block that starts "name: cairn".
-func readmeWorkflow(t *testing.T) ghWorkflow {
+// docsWorkflow is the example workflow of docs/review.md ("Plan on the pull request, apply
+// on merge"): the yaml block that starts "name: cairn".
+func docsWorkflow(t *testing.T) ghWorkflow {
 	t.Helper()
-	readme := readFile(t, filepath.Join(repoRoot, "README.md"))
+	readme := readFile(t, filepath.Join(repoRoot, "docs", "review.md"))
 	_, rest, ok := strings.Cut(readme, "```yaml\nname: cairn\n")
 	block, _, closed := strings.Cut(rest, "\n```\n")
 	if !ok || !closed {
-		t.Fatal("README.md has no example workflow (a ```yaml block starting with name: cairn)")
+		t.Fatal("docs/review.md has no example workflow (a ```yaml block starting with name: cairn)")
 	}
 	var w ghWorkflow
 	if err := yaml.Unmarshal([]byte("name: cairn\n"+block), &w); err != nil {
-		t.Fatalf("the README's workflow: %v", err)
+		t.Fatalf("the workflow of docs/review.md: %v", err)
 	}
 	return w
 }
@@ -379,7 +380,7 @@ func bodies(t *testing.T, log string) []string {
 	}
 }
 
-// TestGitHubWorkflow runs the README's workflow, with the composite action's steps as
+// TestGitHubWorkflow runs the workflow of docs/review.md, with the composite action's steps as
 // written, against the emulator: the pull request's job plans and writes the comment (and
 // posts or updates it when gh is there); the job of the merge's push, on another checkout
 // of the same content with other file times, applies exactly the change sets planned,
@@ -392,7 +393,7 @@ func TestGitHubWorkflow(t *testing.T) {
 			t.Skipf("the workflow's steps need %s on PATH: %v", tool, err)
 		}
 	}
-	w := readmeWorkflow(t)
+	w := docsWorkflow(t)
 	if w.Jobs["plan"].If != "github.event_name == 'pull_request'" || w.Jobs["apply"].If != "github.event_name == 'push'" {
 		t.Fatalf("the workflow's jobs: plan if %q, apply if %q", w.Jobs["plan"].If, w.Jobs["apply"].If)
 	}
@@ -715,7 +716,7 @@ func TestGitHubConcurrency(t *testing.T) {
 			}
 		}
 	}
-	w := readmeWorkflow(t)
+	w := docsWorkflow(t)
 	if g, cancel := groupOf(w, "apply", nil); g == "" || cancel {
 		t.Fatalf("the apply job's group %q (cancel-in-progress %v): want one group per deployment that never cancels a running apply", g, cancel)
 	}

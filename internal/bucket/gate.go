@@ -55,7 +55,7 @@ type Rule struct {
 // Rules are everything a run of deployment D may touch in cairn's bucket, and nothing
 // else is: not another deployment's bundles, plans, approvals or runs, not a graph or
 // lock its config does not name, not ports/ (the ports function's) nor drift/ (the drift
-// function's). The README's threat model prints this table (TestThreatModelTable).
+// function's). docs/threat-model.md prints this table (TestThreatModelTable).
 var Rules = compile([]Rule{
 	{Pattern: "deployments/{D}.zip", Ops: OpRead | OpList, Why: "the bundle pushed for D (and its versions, to tell a newer push)"},
 	{Pattern: "plans/{D}.zip", Ops: OpRead, Why: "the bundle uploaded to plan D"},
@@ -226,7 +226,7 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("cairn's bucket: %s may not %s %s: it touches only the keys of its own deployment (README, threat model: the bucket); refused before any request", e.Scope, e.Op, e.Key)
+	return fmt.Sprintf("cairn's bucket: %s may not %s %s: it touches only the keys of its own deployment (docs/threat-model.md: the bucket); refused before any request", e.Scope, e.Op, e.Key)
 }
 
 type scopeKey struct{}

@@ -205,10 +205,10 @@ func TestGated(t *testing.T) {
 	}
 }
 
-// TestThreatModelTable: the README's table of what a run of deployment D may touch is the
+// TestThreatModelTable: the threat model's table (docs/threat-model.md) of what a run of deployment D may touch is the
 // gate's own (Rules, RoutingRules), row for row, so the two cannot drift apart.
 func TestThreatModelTable(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "threat-model.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestThreatModelTable(t *testing.T) {
 	_, rest, ok := strings.Cut(string(readme), start)
 	table, _, ok2 := strings.Cut(rest, end)
 	if !ok || !ok2 {
-		t.Fatalf("README.md has no table between %q and %q", start, end)
+		t.Fatalf("docs/threat-model.md has no table between %q and %q", start, end)
 	}
 	var want strings.Builder
 	want.WriteString("| Keys | Who | May | Why |\n|---|---|---|---|\n")
@@ -229,6 +229,6 @@ func TestThreatModelTable(t *testing.T) {
 		}
 	}
 	if table != want.String() {
-		t.Errorf("README.md's gate table is not bucket.Rules; want:\n%s", want.String())
+		t.Errorf("docs/threat-model.md's gate table is not bucket.Rules; want:\n%s", want.String())
 	}
 }

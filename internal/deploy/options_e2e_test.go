@@ -152,10 +152,10 @@ func containsLine(messages []string, parts ...string) bool {
 	return false
 }
 
-// TestStackerMigrationDeploys deploys the README's migration example, a Stacker config
+// TestStackerMigrationDeploys deploys the migration example of docs/migrating.md, a Stacker config
 // converted to cairn.yaml (namespace, variables, lookups, stack options), end to end.
 func TestStackerMigrationDeploys(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/migrating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func TestStackerMigrationDeploys(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Contains(readme, b) {
-			t.Errorf("the README does not show %s/%s as it is", migrationBundle, f)
+			t.Errorf("docs/migrating.md does not show %s/%s as it is", migrationBundle, f)
 		}
 	}
 

@@ -99,7 +99,7 @@ func TestRecoveryAfterStateDeleted(t *testing.T) {
 				}
 			}
 			// It changes nothing, so it writes only its run document: the graph stays the
-			// run's before, with its bundle (README: what each push writes).
+			// run's before, with its bundle (docs/push.md: what each push writes).
 			if !next.Quiet {
 				t.Errorf("run after the recovery: not recorded as quiet (nothing to change)")
 			}

@@ -105,7 +105,7 @@ func violations(pkgs []pkg) []string {
 	return slices.Compact(out)
 }
 
-// TestLayers keeps the layers of README's "How the code is laid out": see the package
+// TestLayers keeps the layers of "How the code is laid out" (docs/code.md): see the package
 // doc and violations.
 func TestLayers(t *testing.T) {
 	for _, v := range violations(packages(t)) {

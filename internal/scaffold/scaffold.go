@@ -63,7 +63,7 @@ func Write(namespace string, templates []Template) (*Result, error) {
 	}
 	fmt.Fprintf(&b, "# cairn.yaml for %d template%s, written by `cairn init`: a draft. Read every line marked\n", len(stacks), plural)
 	b.WriteString("# \"review:\" (names, values, the guessed dependencies), then check it with `cairn validate`\n")
-	b.WriteString("# and see the deploy order with `cairn graph`. The keys: see the README's \"The bundle and cairn.yaml\".\n")
+	b.WriteString("# and see the deploy order with `cairn graph`. The keys: see docs/bundle.md in cairn's repository.\n")
 	fmt.Fprintf(&b, "namespace: %s  # review: stacks are named %s-<name>\n", quote(namespace), namespace)
 	r.Review++
 	b.WriteString("stacks:\n")

@@ -1,4 +1,4 @@
-// Command cdkapp is the example CDK app of the README's "Deploying a CDK app" (package app):
+// Command cdkapp is the example CDK app of "Deploying a CDK app" (docs/cdk.md; package app):
 // `cdk synth` here (cdk.json runs `go run .`) writes its cloud assembly to cdk.out, which
 // `cairn plan cdk.out` and `cairn push cdk.out` take as a bundle.
 package main

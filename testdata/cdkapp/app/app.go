@@ -1,4 +1,4 @@
-// Package app is the example CDK app of the README's "Deploying a CDK app": three stacks
+// Package app is the example CDK app of "Deploying a CDK app" (docs/cdk.md): three stacks
 // in two environments — a stage of two stacks (a queue, and a Lambda function whose code
 // is a file asset, reading the queue through a cross-stack reference) in cairn's account
 // and region, and an audit topic in another account and region. Its variants (a code

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,7 @@ import (
 func init() { commands = append(commands, newDiffCmd) }
 
 func newDiffCmd() *cobra.Command {
-	var deployment string
+	var deployment, varFile string
 	var cf cairnFlags
 	cmd := &cobra.Command{
 		Use:   "diff PATH --deployment NAME",
@@ -26,7 +27,8 @@ applied, as Stacker's diff does, without creating change sets or calling CloudFo
 per stack, a unified diff of the template's text (read from the applied bundle, whose
 version the graph records) and the parameters that differ. Values reading another stack's
 output (${output stack::Output}) are shown as written, with what the graph's outputs give
-them now; NoEcho values are never shown. Stacks new in PATH, and applied stacks PATH no
+them now, and values reading variables or files (${var}, ${file}) with what those read
+(--var-file as push and plan take it); NoEcho values are never shown. Stacks new in PATH, and applied stacks PATH no
 longer has (the next run deletes them), are listed.
 
 Exit codes: 0 no differences, 1 differences (as diff(1)), 2 an error.`,
@@ -42,7 +44,16 @@ Exit codes: 0 no differences, 1 differences (as diff(1)), 2 an error.`,
 				printer.Fprintln(cmd.ErrOrStderr(), err)
 				return exitError{2}
 			}
-			local, err := config.LoadOptions{Deployment: deployment}.Load(b)
+			opts := config.LoadOptions{Deployment: deployment}
+			if varFile != "" {
+				// As push and plan read it, so the comparison is with what they would upload.
+				if opts.Vars, err = os.ReadFile(varFile); err != nil {
+					printer.Fprintln(cmd.ErrOrStderr(), fmt.Errorf("--var-file: %w", err))
+					return exitError{2}
+				}
+				opts.VarsFile = varFile
+			}
+			local, err := opts.Load(b)
 			var errs config.Errors
 			switch {
 			case errors.As(err, &errs):
@@ -73,6 +84,7 @@ Exit codes: 0 no differences, 1 differences (as diff(1)), 2 an error.`,
 		},
 	}
 	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name: PATH is compared with what it applied")
+	varFileFlag(cmd, &varFile)
 	cf.add(cmd)
 	return cmd
 }

@@ -64,3 +64,37 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestDiffSeesAVariableChange: a parameter written the same whose ${var} reads another
+// value from --var-file (as push stored it) is a difference, shown with both values; the
+// same --var-file is none (before: diff reported nothing either way, and took no
+// --var-file).
+func TestDiffSeesAVariableChange(t *testing.T) {
+	deployWorld(t)
+	t.Setenv("CAIRN_BUCKET", localBucket)
+	dir := bundleDir(t, "  - name: level\n    template_path: param.yaml\n    parameters:\n      Value: ${var level}\n")
+	low, high := filepath.Join(t.TempDir(), "low.yaml"), filepath.Join(t.TempDir(), "high.yaml")
+	for path, body := range map[string]string{low: "level: low\n", high: "level: high\n"} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"push", dir, "--deployment", "vars", "--var-file", low, "--wait", "--poll", "20ms", "--timeout", "1m"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("push exited %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	for _, tt := range []struct {
+		varFile string
+		code    int
+		want    string
+	}{
+		{low, 0, `(?m)^0 changed, 0 new, 0 removed, 3 unchanged$`},
+		{high, 1, `(?m)^  ~ Value: \$\{var level\} \(var level = low\) -> \$\{var level\} \(var level = high\)$`},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := run([]string{"diff", dir, "--deployment", "vars", "--var-file", tt.varFile}, &stdout, &stderr); code != tt.code || !regexp.MustCompile(tt.want).MatchString(stdout.String()) {
+			t.Errorf("diff --var-file %s: exit %d, want %d and a line matching %s:\n%s%s", filepath.Base(tt.varFile), code, tt.code, tt.want, stdout.String(), stderr.String())
+		}
+	}
+}

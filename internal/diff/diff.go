@@ -173,7 +173,7 @@ func params(old, s *config.Stack, stacks map[string]*state.Stack) []Param {
 	var out []Param
 	for _, n := range names {
 		o, n2 := before[n], s.Parameters[n]
-		if old != nil && o == n2 {
+		if old != nil && o == n2 && loaded(old, n) == loaded(s, n) {
 			continue
 		}
 		p := Param{Name: n, Old: o, New: annotate(s, n, n2, stacks), Secret: secret(s, n) || (old != nil && secret(old, n))}
@@ -185,16 +185,38 @@ func params(old, s *config.Stack, stacks map[string]*state.Stack) []Param {
 	return out
 }
 
+// loaded is what the ${var} and ${file} lookups of parameter param of s read when its
+// bundle was loaded (the variables of cairn.yaml, of the bundle's cairn.vars.yaml, and
+// --var-file), "" when it has none: a parameter written the same reads other values when
+// a variable changed.
+func loaded(s *config.Stack, param string) string {
+	var parts []string
+	for _, l := range s.Lookups {
+		if l.Param == param && (l.Kind == config.KindVar || l.Kind == config.KindFile) {
+			parts = append(parts, string(l.Kind)+" "+l.Arg+" = "+l.Value)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // annotate shows a parameter value holding lookups as written, followed by what the
-// graph's outputs resolve it to now, or that they cannot be resolved offline.
+// graph's outputs resolve it to now, or that they cannot be resolved offline; a value
+// reading variables or files says what they read.
 func annotate(s *config.Stack, param, value string, stacks map[string]*state.Stack) string {
-	var lookups bool
+	var lookups, others bool
 	for _, l := range s.Lookups {
 		if l.Param == param {
 			lookups = true
+			others = others || l.Kind != config.KindVar && l.Kind != config.KindFile
 		}
 	}
 	if !lookups || value == "" {
+		return value
+	}
+	if v := loaded(s, param); v != "" {
+		value += " (" + v + ")"
+	}
+	if !others {
 		return value
 	}
 	one := &config.Stack{Name: s.Name, Parameters: map[string]string{param: value}, Lookups: s.Lookups}

@@ -140,6 +140,33 @@ func TestCompare(t *testing.T) {
 		absent  []string
 	}{name: "a stack with secrets is compared by its text", local: appliedFiles, applied: applied, graph: sealed,
 		want: []string{"0 changed, 0 new, 0 removed, 2 unchanged"}, absent: []string{"resolve to other values"}})
+	// A parameter written the same whose variable reads another value (the config's
+	// variables, or the --var-file stored in the bundle): before, no difference was shown.
+	vars := func(cidr string) map[string]string {
+		return map[string]string{"cairn.yaml": "namespace: shop\nvariables: {cidr: " + cidr + "}\nstacks:\n  - name: network\n    template_path: network.yaml\n    parameters: {Cidr: '${var cidr}'}\n",
+			"network.yaml": network}
+	}
+	varApplied := load(t, vars("10.0.0.0/16"))
+	tests = append(tests, struct {
+		name    string
+		local   map[string]string
+		applied *config.Config
+		graph   *state.Graph
+		changed bool
+		want    []string
+		absent  []string
+	}{name: "a variable's value changed", local: vars("10.1.0.0/16"), applied: varApplied, graph: graphOf(t, varApplied, "vpc-0123"), changed: true,
+		want: []string{"stack network (shop-network): changed", "  ~ Cidr: ${var cidr} (var cidr = 10.0.0.0/16) -> ${var cidr} (var cidr = 10.1.0.0/16)", "1 changed, 0 new, 0 removed, 0 unchanged"}},
+		struct {
+			name    string
+			local   map[string]string
+			applied *config.Config
+			graph   *state.Graph
+			changed bool
+			want    []string
+			absent  []string
+		}{name: "a variable's value is the same", local: vars("10.0.0.0/16"), applied: varApplied, graph: graphOf(t, varApplied, "vpc-0123"),
+			want: []string{"0 changed, 0 new, 0 removed, 1 unchanged"}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Compare("shop", "PATH", load(t, tt.local), tt.applied, tt.graph, target.Target{Account: "000000000000", Region: "us-east-1"})

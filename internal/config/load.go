@@ -544,7 +544,38 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 	deps := l.references(c, defs)
 	l.cycles(c, deps)
 	l.exports(defs)
+	l.secretTags(c, defs)
 	return c
+}
+
+// secretTags refuses a tag reading a secret output of a stack of the config (Secrecy):
+// tags are shown to anyone who can describe the stack, and the deployer refuses such a
+// tag when it resolves it (ResolveTags), so validate says so first, where it is written.
+// The analysis runs only when some tag reads an output.
+func (l *loader) secretTags(c *Config, defs []*stackDef) {
+	var secrecy Secrecy
+	byStackName := map[string]string{}
+	for _, d := range defs {
+		for i, lk := range d.s.Lookups {
+			if lk.Tag == "" || lk.Output == "" || i >= len(d.lookupAt) {
+				continue
+			}
+			if secrecy == nil {
+				secrecy = c.Secrecy(nil)
+				for _, s := range c.Stacks {
+					byStackName[s.StackName] = s.Name
+				}
+			}
+			stack := lk.Stack
+			if lk.Kind != KindOutput {
+				stack = byStackName[lk.StackName]
+			}
+			if _, secret := slices.BinarySearch(secrecy[stack].Outputs, lk.Output); stack != "" && secret {
+				at := d.lookupAt[i]
+				l.errorf(at.node, at.key, "tag %s reads output %s of stack %s, which is secret (a NoEcho parameter or a secret reaches it): tags are shown to anyone who can describe the stack, so cairn never puts a secret there; use a String parameter", lk.Tag, lk.Output, stack)
+			}
+		}
+	}
 }
 
 // stack decodes one stack into d and s; template and parameter checks that need other

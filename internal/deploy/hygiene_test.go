@@ -210,3 +210,39 @@ func TestSupersededAndExpiredPlansAreCleanedUp(t *testing.T) {
 	}
 	gone(second, plan.Expired)
 }
+
+// TestAnotherJobsPullRequestNumberSupersedesNothing: a plan uploaded as pull request 7 from
+// another head branch (another job's --pr 7) leaves pull request 7's reviewed plan open
+// (before: it was superseded, its change sets deleted); a plan of pull request 7 from its
+// own branch still supersedes it.
+func TestAnotherJobsPullRequestNumberSupersedesNothing(t *testing.T) {
+	w := newReviewWorld(t)
+	dir, _ := deployChain(t, w)
+	pr := func(head string) map[string]string {
+		return map[string]string{"pull-request": "7", "pull-request-head": head}
+	}
+	edit(t, dir, "cairn.yaml", "Size: small\n", "Size: medium\n")
+	reviewed := w.planOf("shop", w.uploadPlanMeta("shop", dir, pr("fix-size")))
+	if reviewed.Status != plan.Planned {
+		t.Fatalf("the reviewed plan: %s %v", reviewed.Status, reviewed.Refusals)
+	}
+	other := w.planOf("shop", w.uploadPlanMeta("shop", dir, pr("someone-else")))
+	if other.Status != plan.Planned {
+		t.Fatalf("the other job's plan: %s %v", other.Status, other.Refusals)
+	}
+	status := func(p *plan.Document) plan.Status {
+		t.Helper()
+		after, err := plan.Decode([]byte(w.object(layout.PlanKey("shop", p.ID))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return after.Status
+	}
+	if s := status(reviewed); s != plan.Planned {
+		t.Fatalf("pull request 7's reviewed plan is %s after another branch's plan named #7, want still planned", s)
+	}
+	again := w.planOf("shop", w.uploadPlanMeta("shop", dir, pr("fix-size")))
+	if again.Status != plan.Planned || status(reviewed) != plan.Superseded {
+		t.Fatalf("a new plan of pull request 7's own branch: %s; the reviewed one %s, want superseded", again.Status, status(reviewed))
+	}
+}

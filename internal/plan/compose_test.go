@@ -275,6 +275,9 @@ func TestSupersedes(t *testing.T) {
 		{"another branch", src(0, "refs/heads/other", ""), src(0, "refs/heads/feature", ""), false},
 		{"a pull request and a branch", src(21, "refs/pull/21/merge", "feature"), src(0, "refs/heads/feature", ""), false},
 		{"no git at all, both", src(0, "", ""), src(0, "", ""), true},
+		// Another job's --pr 21 from its own branch: PR 21's reviewed plan stays open.
+		{"the same pull request number from another branch", src(21, "refs/pull/21/merge", "other"), src(21, "refs/pull/21/merge", "a"), false},
+		{"the same pull request, one without a head branch", src(21, "refs/pull/21/merge", ""), src(21, "refs/pull/21/merge", "a"), true},
 	} {
 		newer := &Document{ID: "P2", Deployment: "shop", Bundle: BundleVersion{Source: tc.newer}}
 		older := &Document{ID: "P1", Deployment: "shop", Bundle: BundleVersion{Source: tc.older}}

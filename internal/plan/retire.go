@@ -33,11 +33,17 @@ func (p *Document) Retirement(by *Document, now time.Time, ttl time.Duration) (S
 }
 
 // Supersedes reports whether p, a plan made after older, replaces it: both were made for
-// the same change, the same pull request (by number), or the same branch when neither names
-// a pull request (a plan made from no git checkout at all counts as one branch, so such
-// plans replace each other as a team's one working copy would).
+// the same change, the same pull request (by number) from the same head branch when both
+// record one, or the same branch when neither names a pull request (a plan made from no
+// git checkout at all counts as one branch, so such plans replace each other as a team's
+// one working copy would). A plan naming pull request N from another branch (another
+// job's --pr N) does not retire the plan reviewed on N: both stay open.
 func (p *Document) Supersedes(older *Document) bool {
 	if older == nil || older.ID >= p.ID || older.Deployment != p.Deployment {
+		return false
+	}
+	a, b := p.Bundle.Source, older.Bundle.Source
+	if a.PullRequest > 0 && a.HeadRef != "" && b.HeadRef != "" && a.HeadRef != b.HeadRef {
 		return false
 	}
 	return p.Change() == older.Change()

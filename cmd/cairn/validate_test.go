@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 const testBundles = "../../testdata/bundles"
@@ -191,5 +195,72 @@ func TestValidateNamespacesFromTheEnvironment(t *testing.T) {
 	if code := run([]string{"validate", filepath.Join(testBundles, "webshop")}, &out, &errOut); code != 1 ||
 		!strings.Contains(errOut.String(), `namespace "shop" is not one this cairn may manage (allowed: web)`) {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestValidateAndPushRefuseWhatNoBundleHolds: a folder bundle whose function's CodeUri is
+// a 12 GB sparse file is refused by `cairn validate`, `plan` and `push` by the file's size
+// alone (it used to be read through sha256 for a minute first), and one whose CodeUri is
+// ../.git/ (a folder the pushed zip never holds, which the deployer then refused) is refused
+// by each of them with the one rule the deployer applies (bundle.Excluded); nothing is
+// uploaded.
+func TestValidateAndPushRefuseWhatNoBundleHolds(t *testing.T) {
+	_, s3c := deployEmulator(t)
+	tests := []struct {
+		name, codeURI string
+		setup         func(t *testing.T, dir string)
+		want          string
+	}{
+		{"12 GB sparse file", "dump.bin", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "templates", "dump.bin")
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(p, 12_000_000_000); err != nil {
+				t.Fatal(err)
+			}
+		}, "templates/dump.bin is 12000000000 bytes, more than the limit of 268435456 for one file of a bundle"},
+		{"../.git/", "../.git/", func(t *testing.T, dir string) {
+			if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, ".git", "config"), []byte("[remote \"origin\"]\n\turl = https://token@example.com/x.git\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, `templates/app.yaml:7:16: Resources.Fn.Properties.CodeUri: CodeUri of Fn: "../.git/" names .git, in a folder no bundle holds`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{
+				"cairn.yaml": "namespace: shop\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n",
+				"templates/app.yaml": "Transform: AWS::Serverless-2016-10-31\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n" +
+					"      Runtime: python3.12\n      CodeUri: " + tt.codeURI + "\n      Handler: app.handler\n",
+			}
+			for name, body := range files {
+				p := filepath.Join(dir, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tt.setup(t, dir)
+			for _, args := range [][]string{
+				{"validate", dir},
+				{"plan", dir, "--deployment", "shop", "--bucket", localBucket},
+				{"push", dir, "--deployment", "shop", "--bucket", localBucket},
+			} {
+				out, code := cairnRun(t, args...)
+				if code != 1 || !strings.Contains(out, tt.want) {
+					t.Errorf("cairn %s exited %d:\n%s\nwant 1 and %q", args[0], code, out, tt.want)
+				}
+			}
+			out, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(localBucket)})
+			if err != nil || len(out.Contents) != 0 {
+				t.Errorf("the refused bundle left objects in the bucket: %v, %v", out, err)
+			}
+		})
 	}
 }

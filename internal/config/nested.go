@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/internal/artifact"
+	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
@@ -171,6 +172,10 @@ func (l *loader) artifacts(t *template.Template, tpath, file string) bool {
 		}
 		if path.IsAbs(a.Path) || strings.HasPrefix(a.Path, `\`) || len(a.Path) > 1 && a.Path[1] == ':' || src.Path == ".." || strings.HasPrefix(src.Path, "../") || !fs.ValidPath(src.Path) {
 			fail("%s: %q leaves the bundle: name a file or folder of the bundle, relative to the folder of %s", what, a.Path, orDot(tpath))
+			continue
+		}
+		if bundle.Excluded(src.Path) {
+			fail("%s: %q names %s, in a folder no bundle holds (cairn leaves .git, .hg, .svn and .cairn out of every bundle it pushes, so the deployer would not find it): name a file or folder the bundle carries", what, a.Path, src.Path)
 			continue
 		}
 		info, err := artifact.Stat(l.b.FS, src)

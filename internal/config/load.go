@@ -138,6 +138,8 @@ type loader struct {
 	b *bundle.Bundle
 	// bucket is cairn's own bucket (LoadOptions.Bucket).
 	bucket string
+	// reportedLocations are the S3 location errors reported (stacks share templates).
+	reportedLocations map[string]bool
 	// day is the day Lambda runtimes are judged on (LoadOptions.Today).
 	day       string
 	file      string
@@ -887,20 +889,17 @@ func (l *loader) template(c *Config, d *stackDef) {
 		r.checked = l.check(r.t)
 	}
 	cr := r.checked
+	line, col := 0, 0
+	if d.templateKey == "template_body" && d.inline == nil {
+		// A string body: its lines follow the template_body key's.
+		line, col = d.templateNode.Line, l.indent(d.templateNode.Line+1)
+		if d.templateNode.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			line, col = d.templateNode.Line-1, d.templateNode.Column
+		}
+	}
+	l.s3Locations(r.t, d, file, line, col)
 	if !r.reported {
 		r.reported = true
-		line, col := 0, 0
-		if d.templateKey == "template_body" && d.inline == nil {
-			// A string body: its lines follow the template_body key's.
-			line, col = d.templateNode.Line, l.indent(d.templateNode.Line+1)
-			if d.templateNode.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
-				line, col = d.templateNode.Line-1, d.templateNode.Column
-			}
-		}
-		for _, e := range l.remoteURLs(r.t, file) {
-			e.Line, e.Col = e.Line+line, e.Col+col
-			l.errs = append(l.errs, e)
-		}
 		for _, p := range cr.problems {
 			e := &Error{File: file, Line: p.Line + line, Col: p.Col + col, Key: p.Path, Msg: p.Msg}
 			if p.Warning {
@@ -1482,15 +1481,3 @@ func list(names []string, none string) string {
 // suggestList returns ` (did you mean "x"?)` for the closest candidate, if one is close.
 func suggestList(name string, candidates []string) string { return template.Suggest(name, candidates) }
 
-// remoteURLs checks the TemplateURLs that t's nested stacks give CloudFormation to fetch
-// (template.RemoteURLs): none may name cairn's own bucket outside templates/.
-func (l *loader) remoteURLs(t *template.Template, file string) []*Error {
-	var out []*Error
-	for _, u := range t.RemoteURLs() {
-		if err := layout.CheckTemplateURL(u.URL, l.bucket); err != nil {
-			out = append(out, &Error{File: file, Line: u.Line, Col: u.Col, Key: "Resources." + u.LogicalID + ".Properties.TemplateURL",
-				Msg: fmt.Sprintf("nested stack %s: %v", u.LogicalID, err)})
-		}
-	}
-	return out
-}

@@ -91,7 +91,9 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 		checked := l.check(cr.t)
 		if !cr.reported {
 			cr.reported = true
-			l.errs = append(l.errs, l.remoteURLs(cr.t, childFile)...)
+			// A nested template's parameters come from its parent's template: none is
+			// known here, nor checked again by the deployer.
+			l.locationErrors(cr.t, "", childFile, 0, 0, nil, nil)
 			for _, pr := range checked.problems {
 				e := &Error{File: childFile, Line: pr.Line, Col: pr.Col, Key: pr.Path, Msg: pr.Msg}
 				if pr.Warning {

@@ -66,23 +66,52 @@ func bundleOf(t *testing.T, files map[string]string) string {
 }
 
 // TestTemplateURLIntoCairnsBucketIsRefused pushes bundles whose templates point
-// CloudFormation at objects of cairn's own bucket outside templates/: a stack's
-// template_url naming the persistent graph (path style, on the emulator's endpoint) and a
-// nested stack's TemplateURL naming a run document (virtual-hosted style, in a Fn::Sub).
-// The deployer's role can read both, and CloudFormation would fetch them with it. Each run
-// fails before any CloudFormation call, naming the URL and the key, and nothing of the
-// graph reaches the report.
+// CloudFormation at objects of cairn's own bucket outside the templates and artifacts
+// cairn uploads: a stack's template_url naming the persistent graph (path style, on the
+// emulator's endpoint), a nested stack's TemplateURL naming a run document (virtual-hosted
+// style, in a Fn::Sub of the region) or a graph (Fn::Join of a parameter the config sets),
+// a function's Code naming another deployment's bundle (written out, through Fn::If's
+// other branch, from a parameter read from SSM at deploy time), a layer's Content, an
+// AWS::Include of a graph, a state machine's definition, and a bucket imported from an
+// export cairn cannot know. The deployer's role can read every one, and CloudFormation
+// would fetch them with it. Each run fails before any CloudFormation call, naming the
+// stack, resource, property and object, and nothing of the graph reaches the report.
 func TestTemplateURLIntoCairnsBucketIsRefused(t *testing.T) {
 	w := newWorld(t, worldOptions{})
 	_, first := deployChain(t, w)
+	w.putParameter("/other/code-bucket", "String", bucket)
 	stateURL := "https://s3.amazonaws.com/" + bucket + "/state/shop/shop.json"
 	runURL := "https://" + bucket + ".s3.${AWS::Region}.amazonaws.com/runs/shop/" + first.Run.ID + ".json"
+	const fn = "Resources:\n  Fn:\n    Type: AWS::Lambda::Function\n    Properties:\n      Runtime: python3.12\n      Handler: app.handler\n      Role: arn:aws:iam::123456789012:role/fn\n"
+	stack := func(params string) string {
+		return "namespace: other\nstacks:\n  - name: a\n    template_path: templates/parent.yaml\n" + params
+	}
+	refused := "an object of cairn's own bucket: a template may name cairn's bucket only at the templates and artifacts cairn uploads itself (templates/SHA256.json, assets/SHA256.EXT)"
 	tests := []struct{ name, cfg, template, want string }{
 		{"template_url", "namespace: other\nstacks:\n  - name: a\n    template_url: " + stateURL + "\n", "",
-			`cairn.yaml:4:19: stacks[0].template_url: "` + stateURL + `" names s3://cairn-state/state/shop/shop.json, an object of cairn's own bucket: a template URL may name cairn's bucket only under templates/`},
-		{"nested TemplateURL", "namespace: other\nstacks:\n  - name: a\n    template_path: templates/parent.yaml\n",
+			`cairn.yaml:4:19: stacks[0].template_url: "` + stateURL + `" names s3://cairn-state/state/shop/shop.json, ` + refused},
+		{"nested TemplateURL, Fn::Sub of the region", stack(""),
 			"Resources:\n  Child:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: !Sub " + runURL + "\n",
-			`templates/parent.yaml:5:20: Resources.Child.Properties.TemplateURL: nested stack Child: "` + runURL + `" names s3://cairn-state/runs/shop/` + first.Run.ID + `.json, an object of cairn's own bucket`},
+			`Resources.Child.Properties.TemplateURL (templates/parent.yaml): stack a: TemplateURL of Child (AWS::CloudFormation::Stack) names s3://cairn-state/runs/shop/` + first.Run.ID + `.json, ` + refused},
+		{"nested TemplateURL, Fn::Join of a parameter", stack("    parameters: {Bucket: " + bucket + "}\n"),
+			"Parameters:\n  Bucket: {Type: String}\nResources:\n  Child:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: !Join ['', ['https://', !Ref Bucket, '.s3.', !Ref AWS::URLSuffix, '/state/shop/shop.json']]\n",
+			`stack a: TemplateURL of Child (AWS::CloudFormation::Stack) names s3://cairn-state/state/shop/shop.json, ` + refused},
+		{"Code, another deployment's bundle", stack(""), fn + "      Code: {S3Bucket: " + bucket + ", S3Key: deployments/shop.zip}\n",
+			`templates/parent.yaml:8:13: Resources.Fn.Properties.Code: stack a: Code of Fn (AWS::Lambda::Function) names s3://cairn-state/deployments/shop.zip, ` + refused},
+		{"Code, Fn::If's other branch", stack(""), "Conditions:\n  Never: !Equals [a, b]\n" + fn +
+			"      Code:\n        S3Bucket: !If [Never, " + bucket + ", my-artifacts]\n        S3Key: !If [Never, state/shop/shop.json, fn.zip]\n",
+			`Resources.Fn.Properties.Code: stack a: Code of Fn (AWS::Lambda::Function) names s3://cairn-state/state/shop/shop.json, ` + refused},
+		{"Code, bucket read from SSM at deploy time", stack("    parameters:\n      CodeBucket: ${ssm /other/code-bucket}\n"),
+			"Parameters:\n  CodeBucket: {Type: String}\n" + fn + "      Code: {S3Bucket: !Ref CodeBucket, S3Key: !Sub 'deployments/shop.zip'}\n",
+			`Resources.Fn.Properties.Code (templates/parent.yaml): stack a: Code of Fn (AWS::Lambda::Function) names s3://cairn-state/deployments/shop.zip, ` + refused},
+		{"Code, bucket imported", stack(""), fn + "      Code: {S3Bucket: !ImportValue shared-code-bucket, S3Key: fn.zip}\n",
+			`Resources.Fn.Properties.Code: stack a: Code of Fn (AWS::Lambda::Function): its bucket or key is computed from Fn::ImportValue shared-code-bucket, which cairn cannot know before CloudFormation does`},
+		{"layer Content", stack(""), "Resources:\n  Layer:\n    Type: AWS::Lambda::LayerVersion\n    Properties:\n      Content: {S3Bucket: " + bucket + ", S3Key: approvals/shop.zip}\n",
+			`Content of Layer (AWS::Lambda::LayerVersion) names s3://cairn-state/approvals/shop.zip, ` + refused},
+		{"AWS::Include of a graph", stack(""), "Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n  Fn::Transform:\n    Name: AWS::Include\n    Parameters:\n      Location: s3://" + bucket + "/state/shop/shop.json\n",
+			`AWS::Include's Location names s3://cairn-state/state/shop/shop.json, ` + refused},
+		{"state machine definition", stack(""), "Resources:\n  Flow:\n    Type: AWS::StepFunctions::StateMachine\n    Properties:\n      RoleArn: arn:aws:iam::123456789012:role/sfn\n      DefinitionS3Location: {Bucket: " + bucket + ", Key: !Sub 'locks/shop/shop.lock'}\n",
+			`DefinitionS3Location of Flow (AWS::StepFunctions::StateMachine) names s3://cairn-state/locks/shop/shop.lock, ` + refused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +121,10 @@ func TestTemplateURLIntoCairnsBucketIsRefused(t *testing.T) {
 			}
 			before := w.cfnCalls()
 			doc := w.wait("other", w.push("other", bundleOf(t, files)))
-			errs := strings.Join(doc.Errors, "\n")
+			errs := strings.Join(append(slices.Clone(doc.Errors), doc.Run.Reason), "\n")
+			for _, s := range doc.Run.Stacks {
+				errs += "\n" + s.Reason
+			}
 			if doc.Run.Status != run.RunFailed || !strings.Contains(errs, tt.want) {
 				t.Fatalf("run: %s (%s), errors:\n%s\nwant one containing %q", doc.Run.Status, doc.Run.Reason, errs, tt.want)
 			}

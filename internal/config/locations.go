@@ -1,0 +1,154 @@
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/template"
+)
+
+// S3 locations: every S3 object a stack's templates name (template.S3Locations) is
+// checked against cairn's own bucket by the bucket package's one rule
+// (bucket.CheckLocation): once when the config loads, with the parameter values known
+// then, and again by the deployer before the stack's change set is made, with every
+// parameter resolved (CheckLocations).
+
+// locationValues are the values a stack's template's locations are evaluated with: the
+// parameters known (those given and known, and the Defaults of those not given) and the
+// pseudo parameters the stack's target tells; later reports the names known only when
+// the deployer resolves them.
+func locationValues(t *template.Template, s *Stack, params map[string]string, known func(name string) (given, ok bool), homeRegion string) (values map[string]string, later map[string]bool) {
+	values, later = map[string]string{}, map[string]bool{}
+	for name, p := range t.Parameters {
+		given, ok := known(name)
+		switch {
+		case given && ok:
+			values[name] = params[name]
+		case given:
+			later[name] = true
+		case p.HasDefault:
+			values[name] = p.Default
+		}
+	}
+	if s.StackName != "" {
+		values["AWS::StackName"] = s.StackName
+	}
+	if region := cmp.Or(s.Target.Region, homeRegion); region != "" {
+		values["AWS::Region"] = region
+	} else {
+		later["AWS::Region"], later["AWS::Partition"], later["AWS::URLSuffix"] = true, true, true
+	}
+	if account := s.Target.Account(); account != "" {
+		values["AWS::AccountId"] = account
+	} else {
+		later["AWS::AccountId"] = true
+	}
+	return values, later
+}
+
+// locationRefusal is why location l of stack stack is refused, or "": with later, a
+// location cairn cannot tell through one of those names is left for the deployer.
+func locationRefusal(l template.S3Location, bucketName, stack string, later map[string]bool) string {
+	for _, f := range l.Forms {
+		err := layout.CheckLocation(f, bucketName)
+		if err == nil {
+			continue
+		}
+		if layout.IsUnsure(err) && slices.ContainsFunc(l.Unknown, func(n string) bool { return later[n] }) {
+			continue // told again once they are resolved
+		}
+		what := l.Property + " of " + l.LogicalID + " (" + l.Type + ")"
+		if l.LogicalID == "" {
+			what = "AWS::Include's Location"
+		}
+		sep := " "
+		if layout.IsUnsure(err) {
+			sep = ": "
+		}
+		if stack == "" {
+			return fmt.Sprintf("nested template: %s%s%v", what, sep, err)
+		}
+		return fmt.Sprintf("stack %s: %s%s%v", stack, what, sep, err)
+	}
+	return ""
+}
+
+// s3Locations checks the S3 locations of t (file in messages, positions shifted by line
+// and col) for stack d with the values known now.
+func (l *loader) s3Locations(t *template.Template, d *stackDef, file string, line, col int) {
+	if l.bucket == "" {
+		return
+	}
+	params := map[string]string{}
+	for _, gp := range d.params {
+		if gp.known {
+			params[gp.name] = gp.static
+		}
+	}
+	values, later := locationValues(t, d.s, params, func(name string) (bool, bool) {
+		for _, gp := range d.params {
+			if gp.name == name {
+				return true, gp.known
+			}
+		}
+		return false, false
+	}, "")
+	l.locationErrors(t, d.s.Name, file, line, col, values, later)
+}
+
+// locationErrors reports the refused locations of t, each once.
+func (l *loader) locationErrors(t *template.Template, stack, file string, line, col int, values map[string]string, later map[string]bool) {
+	for _, loc := range t.S3Locations(values) {
+		msg := locationRefusal(loc, l.bucket, stack, later)
+		if msg == "" {
+			continue
+		}
+		e := &Error{File: file, Line: loc.Line + line, Col: loc.Col + col, Key: loc.At, Msg: msg}
+		k := e.Error()
+		if l.reportedLocations[k] {
+			continue
+		}
+		if l.reportedLocations == nil {
+			l.reportedLocations = map[string]bool{}
+		}
+		l.reportedLocations[k] = true
+		l.errs = append(l.errs, e)
+	}
+}
+
+// CheckLocations checks the S3 locations of s's template against cairn's bucket
+// bucketName with the values s deploys with (params, resolved; homeRegion is cairn's own
+// region, for a stack in it): what names an object of cairn's bucket other than the
+// templates and artifacts cairn uploads, or may name one through what cairn still cannot
+// know (an import, an attribute), is refused, before any change set. The error names the
+// stack, the resource, the property and the object. Nested templates were checked when
+// the config loaded: their parameters come from the template, not the config.
+func CheckLocations(s *Stack, params map[string]string, bucketName, homeRegion string) error {
+	if s.Template == nil || bucketName == "" {
+		return nil
+	}
+	values, _ := locationValues(s.Template, s, params, func(name string) (bool, bool) {
+		_, ok := params[name]
+		return ok, ok
+	}, homeRegion)
+	var msgs []string
+	for _, loc := range s.Template.S3Locations(values) {
+		if msg := locationRefusal(loc, bucketName, s.Name, nil); msg != "" {
+			msgs = append(msgs, fmt.Sprintf("%s (%s): %s", loc.At, templateName(s), msg))
+		}
+	}
+	if len(msgs) > 0 {
+		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+func templateName(s *Stack) string {
+	if s.TemplatePath != "" {
+		return s.TemplatePath
+	}
+	return "template_body"
+}

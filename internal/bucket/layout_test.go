@@ -237,4 +237,3 @@ func FuzzParseUpload(f *testing.F) {
 		}
 	})
 }
-

@@ -1480,4 +1480,3 @@ func list(names []string, none string) string {
 
 // suggestList returns ` (did you mean "x"?)` for the closest candidate, if one is close.
 func suggestList(name string, candidates []string) string { return template.Suggest(name, candidates) }
-

@@ -77,7 +77,7 @@ func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
 }
 
 func (o LoadOptions) loader(b *bundle.Bundle, withComments bool) *loader {
-	l := &loader{b: b, file: b.ConfigFile, templates: map[source]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, day: o.Today, withComments: withComments}
+	l := &loader{b: b, file: b.ConfigFile, templates: map[source]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, ssm: o.SSMPaths, day: o.Today, withComments: withComments}
 	if l.day == "" {
 		l.day = template.Today()
 	}
@@ -138,8 +138,13 @@ type loader struct {
 	b *bundle.Bundle
 	// bucket is cairn's own bucket (LoadOptions.Bucket).
 	bucket string
-	// reportedLocations are the S3 location errors reported (stacks share templates).
+	// reportedLocations are the S3 location and dynamic reference errors reported
+	// (stacks share templates).
 	reportedLocations map[string]bool
+	// ssm are the Parameter Store paths of each namespace (LoadOptions.SSMPaths), and
+	// namespace the config's, for the templates' dynamic references.
+	ssm       SSMPaths
+	namespace string
 	// day is the day Lambda runtimes are judged on (LoadOptions.Today).
 	day       string
 	file      string
@@ -897,6 +902,7 @@ func (l *loader) template(c *Config, d *stackDef) {
 			line, col = d.templateNode.Line-1, d.templateNode.Column
 		}
 	}
+	l.namespace = c.Namespace
 	l.s3Locations(r.t, d, file, line, col)
 	if !r.reported {
 		r.reported = true

@@ -79,7 +79,7 @@ func locationRefusal(l template.S3Location, bucketName, stack string, later map[
 // s3Locations checks the S3 locations of t (file in messages, positions shifted by line
 // and col) for stack d with the values known now.
 func (l *loader) s3Locations(t *template.Template, d *stackDef, file string, line, col int) {
-	if l.bucket == "" {
+	if l.bucket == "" && l.ssm == nil {
 		return
 	}
 	params := map[string]string{}
@@ -97,10 +97,55 @@ func (l *loader) s3Locations(t *template.Template, d *stackDef, file string, lin
 		return false, false
 	}, "")
 	l.locationErrors(t, d.s.Name, file, line, col, values, later)
+	l.dynamicReferenceErrors(t, d.s.Name, file, line, col, values, later)
+	if l.ssm == nil {
+		return
+	}
+	for _, gp := range d.params {
+		if !gp.known {
+			continue
+		}
+		for _, r := range template.ScanSSMReferences([]layout.Part{{Text: gp.static}}) {
+			if msg := l.ssm.DynamicReferenceRefusal(l.namespace, r); msg != "" {
+				l.errorf(gp.at, d.key+".parameters."+gp.name, "stack %s: parameter %s: %s", d.s.Name, gp.name, msg)
+			}
+		}
+	}
+}
+
+// dynamicReferenceErrors reports the dynamic references of t to Parameter Store
+// parameters outside the paths the config's namespace may read, each once; one computed
+// from a name in later is left for the deployer (CheckLocations).
+func (l *loader) dynamicReferenceErrors(t *template.Template, stack, file string, line, col int, values map[string]string, later map[string]bool) {
+	if l.ssm == nil {
+		return
+	}
+	for _, r := range t.SSMReferences(values) {
+		msg := l.ssm.DynamicReferenceRefusal(l.namespace, r)
+		if msg == "" || r.Name == "" && slices.ContainsFunc(r.Params, func(n string) bool { return later[n] }) {
+			continue
+		}
+		if stack != "" {
+			msg = "stack " + stack + ": " + msg
+		}
+		e := &Error{File: file, Line: r.Line + line, Col: r.Col + col, Key: r.At, Msg: msg}
+		k := e.Error()
+		if l.reportedLocations[k] {
+			continue
+		}
+		if l.reportedLocations == nil {
+			l.reportedLocations = map[string]bool{}
+		}
+		l.reportedLocations[k] = true
+		l.errs = append(l.errs, e)
+	}
 }
 
 // locationErrors reports the refused locations of t, each once.
 func (l *loader) locationErrors(t *template.Template, stack, file string, line, col int, values map[string]string, later map[string]bool) {
+	if l.bucket == "" {
+		return
+	}
 	for _, loc := range t.S3Locations(values) {
 		msg := locationRefusal(loc, l.bucket, stack, later)
 		if msg == "" {
@@ -126,8 +171,12 @@ func (l *loader) locationErrors(t *template.Template, stack, file string, line, 
 // know (an import, an attribute), is refused, before any change set. The error names the
 // stack, the resource, the property and the object. Nested templates were checked when
 // the config loaded: their parameters come from the template, not the config.
-func CheckLocations(s *Stack, params map[string]string, bucketName, homeRegion string) error {
-	if s.Template == nil || bucketName == "" {
+//
+// With paths (the Parameter Store paths of each namespace), the dynamic references of the
+// template and of the values to Parameter Store parameters are checked as well, against
+// namespace's paths (SSMPaths.DynamicReferenceRefusal).
+func CheckLocations(s *Stack, params map[string]string, bucketName, homeRegion, namespace string, paths SSMPaths) error {
+	if s.Template == nil || bucketName == "" && paths == nil {
 		return nil
 	}
 	values, _ := locationValues(s.Template, s, params, func(name string) (bool, bool) {
@@ -135,9 +184,25 @@ func CheckLocations(s *Stack, params map[string]string, bucketName, homeRegion s
 		return ok, ok
 	}, homeRegion)
 	var msgs []string
-	for _, loc := range s.Template.S3Locations(values) {
-		if msg := locationRefusal(loc, bucketName, s.Name, nil); msg != "" {
-			msgs = append(msgs, fmt.Sprintf("%s (%s): %s", loc.At, templateName(s), msg))
+	if bucketName != "" {
+		for _, loc := range s.Template.S3Locations(values) {
+			if msg := locationRefusal(loc, bucketName, s.Name, nil); msg != "" {
+				msgs = append(msgs, fmt.Sprintf("%s (%s): %s", loc.At, templateName(s), msg))
+			}
+		}
+	}
+	if paths != nil {
+		for _, r := range s.Template.SSMReferences(values) {
+			if msg := paths.DynamicReferenceRefusal(namespace, r); msg != "" {
+				msgs = append(msgs, fmt.Sprintf("%s (%s): stack %s: %s", r.At, templateName(s), s.Name, msg))
+			}
+		}
+		for _, name := range sortedNames(params) {
+			for _, r := range template.ScanSSMReferences([]layout.Part{{Text: params[name]}}) {
+				if msg := paths.DynamicReferenceRefusal(namespace, r); msg != "" {
+					msgs = append(msgs, fmt.Sprintf("stack %s: parameter %s: %s", s.Name, name, msg))
+				}
+			}
 		}
 	}
 	if len(msgs) > 0 {

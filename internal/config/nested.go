@@ -94,6 +94,7 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 			// A nested template's parameters come from its parent's template: none is
 			// known here, nor checked again by the deployer.
 			l.locationErrors(cr.t, "", childFile, 0, 0, nil, nil)
+			l.dynamicReferenceErrors(cr.t, "", childFile, 0, 0, nil, nil)
 			for _, pr := range checked.problems {
 				e := &Error{File: childFile, Line: pr.Line, Col: pr.Col, Key: pr.Path, Msg: pr.Msg}
 				if pr.Warning {

@@ -616,3 +616,66 @@ func (w *world) parameterValueOf(doc *rundoc.Document, stack, output string) str
 	}
 	return aws.ToString(out.Parameter.Value)
 }
+
+// TestDynamicReferenceOutsideItsNamespacePathsIsRefused: with the per-namespace Parameter
+// Store paths of CAIRN_SSM_PATHS, a bundle of namespace shop whose template reads web's
+// parameters through a dynamic reference ({{resolve:ssm:...}}, with a version, as an ARN,
+// {{resolve:ssm-secure:...}}, computed by Fn::Join from a parameter the config sets or
+// from one read from SSM at deploy time, or by Fn::Join from an import) or passes one as a
+// parameter's value is refused before any change set, as a ${ssm} lookup is: CloudFormation
+// would resolve it with the deployer's role, which reads both namespaces' paths. A
+// reference to shop's own parameter deploys.
+func TestDynamicReferenceOutsideItsNamespacePathsIsRefused(t *testing.T) {
+	w := newWorld(t, worldOptions{SSMPaths: `{"shop": ["/shop/*"], "web": ["/web/*"]}`})
+	w.putParameter("/web/db/user", "String", "web-admin")
+	w.putParameter("/web/db/password", "SecureString", secret2)
+	w.putParameter("/shop/db/user", "String", "shop-admin")
+	w.putParameter("/shop/env-name", "String", "web")
+	param := func(value string) string {
+		return "Resources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: " + value + "\n"
+	}
+	cfg := "namespace: shop\nstacks:\n  - name: a\n    template_path: templates/a.yaml\n"
+	outside := func(name, ref string) string {
+		return "SSM parameter " + name + " (dynamic reference " + ref + ") is outside the Parameter Store paths namespace shop may read (/shop/*): move the parameter under one of them, or have cairn deployed with the path in the CDK context cairn:ssmPaths for namespace shop"
+	}
+	tests := []struct{ name, cfg, template, want string }{
+		{"ssm", cfg, param("'{{resolve:ssm:/web/db/user}}'"),
+			"templates/a.yaml:6:14: Resources.P.Properties.Value: stack a: " + outside("/web/db/user", "{{resolve:ssm:/web/db/user}}")},
+		{"ssm with a version", cfg, param("'{{resolve:ssm:/web/db/user:1}}'"), outside("/web/db/user", "{{resolve:ssm:/web/db/user:1}}")},
+		{"ssm by ARN", cfg, param("'{{resolve:ssm:arn:aws:ssm:us-east-1:000000000000:parameter/web/db/user}}'"),
+			outside("/web/db/user", "{{resolve:ssm:arn:aws:ssm:us-east-1:000000000000:parameter/web/db/user}}")},
+		{"ssm-secure", cfg, "Resources:\n  U:\n    Type: AWS::IAM::User\n    Properties:\n      LoginProfile:\n        Password: '{{resolve:ssm-secure:/web/db/password}}'\n",
+			outside("/web/db/password", "{{resolve:ssm-secure:/web/db/password}}")},
+		{"Fn::Join of a parameter the config sets", cfg + "    parameters: {Env: web}\n", "Parameters:\n  Env: {Type: String}\n" + param("!Join ['', ['{{resolve:ssm:/', !Ref Env, '/db/user}}']]"),
+			outside("/web/db/user", "{{resolve:ssm:/web/db/user}}")},
+		{"Fn::Join of a parameter read at deploy time", cfg + "    parameters:\n      Env: ${ssm /shop/env-name}\n", "Parameters:\n  Env: {Type: String}\n" + param("!Join ['', ['{{resolve:ssm:/', !Ref Env, '/db/user}}']]"),
+			outside("/web/db/user", "{{resolve:ssm:/web/db/user}}")},
+		{"Fn::Join of an import", cfg, param("!Join ['', ['{{resolve:ssm:/', !ImportValue env-name, '/db/user}}']]"),
+			"dynamic reference {{resolve:ssm:/${Fn::ImportValue env-name}/db/user}} reads an SSM parameter whose name is computed from Fn::ImportValue env-name, which cairn cannot know before CloudFormation does"},
+		{"a parameter's value", cfg + "    parameters: {Value: '{{resolve:ssm:/web/db/user}}'}\n", "Parameters:\n  Value: {Type: String}\n" + param("!Ref Value"),
+			"stack a: parameter Value: " + outside("/web/db/user", "{{resolve:ssm:/web/db/user}}")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := w.cfnCalls()
+			doc := w.wait("shop", w.push("shop", bundleOf(t, map[string]string{"cairn.yaml": tt.cfg, "templates/a.yaml": tt.template})))
+			errs := strings.Join(append(slices.Clone(doc.Errors), doc.Run.Reason), "\n")
+			for _, s := range doc.Run.Stacks {
+				errs += "\n" + s.Reason
+			}
+			if doc.Run.Status != run.RunFailed || !strings.Contains(errs, tt.want) {
+				t.Fatalf("run: %s (%s), errors:\n%s\nwant one containing %q", doc.Run.Status, doc.Run.Reason, errs, tt.want)
+			}
+			if after := w.cfnCalls(); after["CreateChangeSet"] != before["CreateChangeSet"] || after["CreateStack"] != before["CreateStack"] {
+				t.Errorf("the refused bundle called CloudFormation: %v", after)
+			}
+			if strings.Contains(w.object(layout.RunReportKey("shop", doc.Run.ID)), "web-admin") {
+				t.Errorf("the report holds web's value")
+			}
+		})
+	}
+	doc := w.wait("shop", w.push("shop", bundleOf(t, map[string]string{"cairn.yaml": cfg, "templates/a.yaml": param("'{{resolve:ssm:/shop/db/user}}'")})))
+	if doc.Run.Status != run.Succeeded {
+		t.Fatalf("shop's own parameter: %s (%s) %v", doc.Run.Status, doc.Run.Reason, doc.Errors)
+	}
+}

@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -677,5 +678,45 @@ func TestDynamicReferenceOutsideItsNamespacePathsIsRefused(t *testing.T) {
 	doc := w.wait("shop", w.push("shop", bundleOf(t, map[string]string{"cairn.yaml": cfg, "templates/a.yaml": param("'{{resolve:ssm:/shop/db/user}}'")})))
 	if doc.Run.Status != run.Succeeded {
 		t.Fatalf("shop's own parameter: %s (%s) %v", doc.Run.Status, doc.Run.Reason, doc.Errors)
+	}
+}
+
+// TestCodeInAFolderNoBundleHoldsIsRefused: a zip uploaded by hand (aws s3 cp) may hold a
+// .git folder, which `cairn push` never uploads; a function whose CodeUri names it
+// (../.git/, a repository's config with its remote's token) is refused by the deployer
+// with the rule `cairn validate` applies (bundle.Excluded), before any change set, and
+// nothing is packaged.
+func TestCodeInAFolderNoBundleHoldsIsRefused(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, body := range map[string]string{
+		"cairn.yaml": "namespace: other\nstacks:\n  - name: a\n    template_path: templates/app.yaml\n",
+		"templates/app.yaml": "Transform: AWS::Serverless-2016-10-31\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n" +
+			"      Runtime: python3.12\n      Handler: app.handler\n      CodeUri: ../.git/\n",
+		".git/config": "[remote \"origin\"]\n\turl = https://token@example.com/x.git\n",
+	} {
+		f, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := w.cfnCalls()
+	doc := w.wait("other", w.pushBytes("other", buf.Bytes()))
+	want := `templates/app.yaml:8:16: Resources.Fn.Properties.CodeUri: CodeUri of Fn: "../.git/" names .git, in a folder no bundle holds`
+	if errs := strings.Join(doc.Errors, "\n"); doc.Run.Status != run.RunFailed || !strings.Contains(errs, want) {
+		t.Fatalf("run: %s (%s), errors:\n%s\nwant one containing %q", doc.Run.Status, doc.Run.Reason, errs, want)
+	}
+	if after := w.cfnCalls(); after["CreateChangeSet"] != before["CreateChangeSet"] {
+		t.Errorf("the refused bundle called CloudFormation: %v", after)
+	}
+	if keys := w.keysUnder(layout.AssetsPrefix); len(keys) != 0 {
+		t.Errorf("the refused bundle packaged %v", keys)
 	}
 }

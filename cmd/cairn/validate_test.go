@@ -264,3 +264,43 @@ func TestValidateAndPushRefuseWhatNoBundleHolds(t *testing.T) {
 		})
 	}
 }
+
+// TestPushRefusesATemplateNamingCairnsBucket: `cairn plan` and `cairn push` with cairn's
+// bucket known (--bucket, $CAIRN_BUCKET) refuse a bundle whose function's Code names
+// another deployment's bundle in cairn's bucket, or whose AWS::Include names a graph, by
+// the rule the deployer applies (bucket.CheckLocation), exit 1 and upload nothing.
+func TestPushRefusesATemplateNamingCairnsBucket(t *testing.T) {
+	_, s3c := deployEmulator(t)
+	tests := []struct{ name, template, want string }{
+		{"Code", "Resources:\n  Fn:\n    Type: AWS::Lambda::Function\n    Properties:\n      Runtime: python3.12\n      Handler: app.handler\n" +
+			"      Role: arn:aws:iam::123456789012:role/fn\n      Code: {S3Bucket: " + localBucket + ", S3Key: deployments/victim.zip}\n",
+			"templates/app.yaml:8:13: Resources.Fn.Properties.Code: stack app: Code of Fn (AWS::Lambda::Function) names s3://" + localBucket + "/deployments/victim.zip, an object of cairn's own bucket"},
+		{"AWS::Include", "Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n    Properties:\n      Fn::Transform:\n        Name: AWS::Include\n" +
+			"        Parameters: {Location: !Sub 's3://" + localBucket + "/state/victim/victim.json'}\n",
+			"AWS::Include's Location names s3://" + localBucket + "/state/victim/victim.json, an object of cairn's own bucket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte("namespace: attacker\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "templates", "app.yaml"), []byte(tt.template), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range []string{"plan", "push"} {
+				out, code := cairnRun(t, cmd, dir, "--deployment", "attacker", "--bucket", localBucket)
+				if code != 1 || !strings.Contains(out, tt.want) {
+					t.Errorf("cairn %s exited %d:\n%s\nwant 1 and %q", cmd, code, out, tt.want)
+				}
+			}
+			out, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(localBucket)})
+			if err != nil || len(out.Contents) != 0 {
+				t.Errorf("the refused bundle left objects in the bucket: %v, %v", out, err)
+			}
+		})
+	}
+}

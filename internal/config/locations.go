@@ -14,7 +14,7 @@ import (
 // checked against cairn's own bucket by the bucket package's one rule
 // (bucket.CheckLocation): once when the config loads, with the parameter values known
 // then, and again by the deployer before the stack's change set is made, with every
-// parameter resolved (CheckLocations).
+// parameter resolved (CheckReads).
 
 // locationValues are the values a stack's template's locations are evaluated with: the
 // parameters known (those given and known, and the Defaults of those not given) and the
@@ -115,7 +115,7 @@ func (l *loader) s3Locations(t *template.Template, d *stackDef, file string, lin
 
 // dynamicReferenceErrors reports the dynamic references of t to Parameter Store
 // parameters outside the paths the config's namespace may read, each once; one computed
-// from a name in later is left for the deployer (CheckLocations).
+// from a name in later is left for the deployer (CheckReads).
 func (l *loader) dynamicReferenceErrors(t *template.Template, stack, file string, line, col int, values map[string]string, later map[string]bool) {
 	if l.ssm == nil {
 		return
@@ -164,18 +164,17 @@ func (l *loader) locationErrors(t *template.Template, stack, file string, line, 
 	}
 }
 
-// CheckLocations checks the S3 locations of s's template against cairn's bucket
-// bucketName with the values s deploys with (params, resolved; homeRegion is cairn's own
-// region, for a stack in it): what names an object of cairn's bucket other than the
-// templates and artifacts cairn uploads, or may name one through what cairn still cannot
-// know (an import, an attribute), is refused, before any change set. The error names the
-// stack, the resource, the property and the object. Nested templates were checked when
+// CheckReads checks what s's template makes CloudFormation read with the deployer's
+// role, with the values s deploys with (params, resolved; homeRegion is cairn's own
+// region, for a stack in it), before any change set. Its S3 locations are checked against
+// cairn's bucket bucketName: one naming an object of it other than the templates and
+// artifacts cairn uploads, or that may name one through what cairn still cannot know (an
+// import, an attribute), is refused. With paths (the Parameter Store paths of each
+// namespace), its dynamic references and those of the values are checked against
+// namespace's paths (SSMPaths.DynamicReferenceRefusal). The error names the stack, the
+// resource, the property and the object or parameter. Nested templates were checked when
 // the config loaded: their parameters come from the template, not the config.
-//
-// With paths (the Parameter Store paths of each namespace), the dynamic references of the
-// template and of the values to Parameter Store parameters are checked as well, against
-// namespace's paths (SSMPaths.DynamicReferenceRefusal).
-func CheckLocations(s *Stack, params map[string]string, bucketName, homeRegion, namespace string, paths SSMPaths) error {
+func CheckReads(s *Stack, params map[string]string, bucketName, homeRegion, namespace string, paths SSMPaths) error {
 	if s.Template == nil || bucketName == "" && paths == nil {
 		return nil
 	}

@@ -118,8 +118,9 @@ func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.R
 // with the run's tags: plain are a's parameters with their SecureStrings unsealed (those of
 // the parameters named in secret). The S3 locations its template computes from those
 // values are checked against cairn's bucket, and its dynamic references against the
-// namespace's Parameter Store paths (config.CheckLocations; home is cairn's region). A bundle that no longer loads fails the stack at once (run.Permanent); one
-// that changed is retried.
+// namespace's Parameter Store paths (config.CheckReads; home is cairn's region). A
+// bundle that no longer loads fails the stack at once (run.Permanent); one that changed
+// is retried.
 func inputs(doc *rundoc.Document, r *run.Run, lb *rundoc.Loaded, a run.Action, plain map[string]string, secret []string, serviceRole, cairnBucket, home string, paths config.SSMPaths) (*changeset.Inputs, error) {
 	cs, err := bundleStack(doc, lb, a)
 	if err != nil {
@@ -128,7 +129,7 @@ func inputs(doc *rundoc.Document, r *run.Run, lb *rundoc.Loaded, a run.Action, p
 	if err := config.CheckResolved(cs, plain, secret...); err != nil {
 		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
 	}
-	if err := config.CheckLocations(cs, plain, cairnBucket, home, lb.Config.Namespace, paths); err != nil {
+	if err := config.CheckReads(cs, plain, cairnBucket, home, lb.Config.Namespace, paths); err != nil {
 		return nil, run.Permanent(err) // the same values name the same objects
 	}
 	own, err := config.ResolveTags(cs, plan.Values(r, cs.Name, doc.SSM, plan.Outputs(r)))

@@ -304,3 +304,58 @@ func TestPushRefusesATemplateNamingCairnsBucket(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateChecksReadsAgainstTheDeployersLists: with --ssm-paths (or $CAIRN_SSM_PATHS)
+// and --bucket (or $CAIRN_BUCKET), as the deployer has them, `cairn validate` refuses a
+// template whose dynamic reference reads another namespace's parameter and one whose
+// function's code is another deployment's bundle in cairn's bucket; without them it
+// cannot tell, and passes.
+func TestValidateChecksReadsAgainstTheDeployersLists(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"cairn.yaml": "namespace: shop\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n",
+		"templates/app.yaml": "Resources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: '{{resolve:ssm:/web/db/user}}'\n" +
+			"  Fn:\n    Type: AWS::Lambda::Function\n    Properties:\n      Runtime: python3.12\n      Handler: app.handler\n      Role: arn:aws:iam::123456789012:role/fn\n" +
+			"      Code: {S3Bucket: cairn-state, S3Key: deployments/web.zip}\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantSSM := "templates/app.yaml:6:14: Resources.P.Properties.Value: stack app: SSM parameter /web/db/user (dynamic reference {{resolve:ssm:/web/db/user}}) is outside the Parameter Store paths namespace shop may read (/shop/*)"
+	wantCode := "templates/app.yaml:13:13: Resources.Fn.Properties.Code: stack app: Code of Fn (AWS::Lambda::Function) names s3://cairn-state/deployments/web.zip, an object of cairn's own bucket"
+	t.Setenv("CAIRN_BUCKET", "")
+	t.Setenv("CAIRN_SSM_PATHS", "")
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		want []string
+	}{
+		{"flags", []string{"--ssm-paths", `{"shop": ["/shop/*"]}`, "--bucket", "cairn-state"}, nil, 1, []string{wantSSM, wantCode}},
+		{"environment", nil, map[string]string{"CAIRN_SSM_PATHS": `{"shop": ["/shop/*"], "web": ["/web/*"]}`, "CAIRN_BUCKET": "cairn-state"}, 1, []string{wantSSM, wantCode}},
+		{"neither", nil, nil, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			out, code := cairnRun(t, append([]string{"validate", dir}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output:\n%s\nwant a line containing %q", out, w)
+				}
+			}
+		})
+	}
+}

@@ -145,6 +145,8 @@ type loader struct {
 	// namespace the config's, for the templates' dynamic references.
 	ssm       SSMPaths
 	namespace string
+	// reads are what each template may read (templateReads), found once per template.
+	reads map[*template.Template]templateReads
 	// day is the day Lambda runtimes are judged on (LoadOptions.Today).
 	day       string
 	file      string

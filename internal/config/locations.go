@@ -82,6 +82,20 @@ func (l *loader) s3Locations(t *template.Template, d *stackDef, file string, lin
 	if l.bucket == "" && l.ssm == nil {
 		return
 	}
+	// What does not depend on the stack's values is found once per template: a config of
+	// many stacks of one template walks it once.
+	if l.reads == nil {
+		l.reads = map[*template.Template]templateReads{}
+	}
+	tr, ok := l.reads[t]
+	if !ok {
+		tr = templateReads{locations: len(t.S3Locations(nil)) > 0, ssm: t.MayReferToSSM()}
+		l.reads[t] = tr
+	}
+	needSSM := l.ssm != nil && (tr.ssm || slices.ContainsFunc(d.params, func(gp givenParam) bool { return gp.known && template.MayReferToSSMIn(gp.static) }))
+	if !tr.locations && !needSSM {
+		return
+	}
 	params := map[string]string{}
 	for _, gp := range d.params {
 		if gp.known {
@@ -96,11 +110,13 @@ func (l *loader) s3Locations(t *template.Template, d *stackDef, file string, lin
 		}
 		return false, false
 	}, "")
-	l.locationErrors(t, d.s.Name, file, line, col, values, later)
-	l.dynamicReferenceErrors(t, d.s.Name, file, line, col, values, later)
-	if l.ssm == nil {
+	if tr.locations {
+		l.locationErrors(t, d.s.Name, file, line, col, values, later)
+	}
+	if !needSSM {
 		return
 	}
+	l.dynamicReferenceErrors(t, d.s.Name, file, line, col, values, later)
 	for _, gp := range d.params {
 		if !gp.known {
 			continue
@@ -140,6 +156,10 @@ func (l *loader) dynamicReferenceErrors(t *template.Template, stack, file string
 		l.errs = append(l.errs, e)
 	}
 }
+
+// templateReads is what a template may read, whatever its values: whether it names S3
+// locations, and whether its text could make a dynamic reference.
+type templateReads struct{ locations, ssm bool }
 
 // locationErrors reports the refused locations of t, each once.
 func (l *loader) locationErrors(t *template.Template, stack, file string, line, col int, values map[string]string, later map[string]bool) {

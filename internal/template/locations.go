@@ -534,3 +534,30 @@ func ScanSSMReferences(p []bucket.Part) []SSMReference {
 	}
 	return out
 }
+
+// MayReferToSSM reports whether a dynamic reference could be made from the template's
+// text: some string of it holds "{{" or "resolve" (one of them is in any reference
+// SSMReferences finds, unless a parameter's value brings it: see MayReferToSSMIn).
+func (t *Template) MayReferToSSM() bool {
+	found := false
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if n = resolve(n); n == nil || found || depth > 64 {
+			return
+		}
+		if n.Kind == yaml.ScalarNode {
+			found = MayReferToSSMIn(n.Value)
+			return
+		}
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(t.Node, 0)
+	return found
+}
+
+// MayReferToSSMIn reports whether s holds "{{" or "resolve".
+func MayReferToSSMIn(s string) bool {
+	return strings.Contains(s, "{{") || strings.Contains(s, "resolve")
+}

@@ -144,3 +144,22 @@ func TestScanSSMReferences(t *testing.T) {
 		})
 	}
 }
+
+// TestMayReferToSSM: the filter that spares a walk of templates that cannot make a
+// dynamic reference reads the parsed strings, so an escaped "{{" counts.
+func TestMayReferToSSM(t *testing.T) {
+	for body, want := range map[string]bool{
+		"Resources:\n  Q:\n    Type: AWS::SQS::Queue\n":                                                         false,
+		"Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties: {QueueName: '{{resolve:ssm:/x}}'}\n":      true,
+		"Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties: {QueueName: \"\\x7b\\x7bres\\x6flve\"}\n": true,
+		"Resources:\n  Q:\n    Type: AWS::SQS::Queue\n    Properties: {QueueName: !Join ['', ['{{', x]]}\n":     true,
+	} {
+		tp, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tp.MayReferToSSM(); got != want {
+			t.Errorf("MayReferToSSM(%q) = %v, want %v", body, got, want)
+		}
+	}
+}

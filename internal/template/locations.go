@@ -24,8 +24,9 @@ type locationProperty struct {
 }
 
 // locationProperties are what `aws cloudformation package` packages (packageable, the
-// Metadata entries aside: CloudFormation reads none), the nested stacks' URLs, and the S3
-// locations of the resource specification's types cairn knows beyond them.
+// Metadata entries aside: CloudFormation reads none), the nested stacks' URLs, the S3
+// locations in object form the resource specification has (specObjectLocations), and a
+// few of its s3:// strings.
 var locationProperties = func() []locationProperty {
 	var out []locationProperty
 	for _, p := range packageable {
@@ -40,9 +41,61 @@ var locationProperties = func() []locationProperty {
 		locationProperty{Type: "AWS::Serverless::GraphQLApi", Property: "SchemaUri"},
 		locationProperty{Type: "AWS::EMR::Step", Property: "HadoopJarStep.Jar"},
 	)
+	out = append(out, specObjectLocations...)
 	slices.SortStableFunc(out, func(a, b locationProperty) int { return strings.Compare(a.Type+"."+a.Property, b.Type+"."+b.Property) })
 	return slices.CompactFunc(out, func(a, b locationProperty) bool { return a.Type == b.Type && a.Property == b.Property })
 }()
+
+// specObjectLocations are the properties of the resource specification's types that are
+// objects naming an S3 object by a pair of keys (S3Bucket and S3Key, Bucket and Key,
+// BucketARN and FileKey, ...), outside lists (S3Locations reads no list), as
+// TestSpecObjectLocationsAreCurrent finds them in internal/spec: written out, because
+// building every type of the specification to find them takes 200 ms.
+var specObjectLocations = []locationProperty{
+	{Type: "AWS::ApiGateway::RestApi", Property: "BodyS3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::ApiGatewayV2::Api", Property: "BodyS3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::AppStream::AppBlock", Property: "PostSetupScriptDetails.ScriptS3Location", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "AWS::AppStream::AppBlock", Property: "SetupScriptDetails.ScriptS3Location", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "AWS::AppStream::AppBlock", Property: "SourceS3Location", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "AWS::AppStream::Application", Property: "IconS3Location", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "AWS::AppStream::Fleet", Property: "SessionScriptS3Location", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "AWS::B2BI::Capability", Property: "Configuration.Edi.InputLocation", Bucket: "BucketName", Key: "Key"},
+	{Type: "AWS::B2BI::Capability", Property: "Configuration.Edi.OutputLocation", Bucket: "BucketName", Key: "Key"},
+	{Type: "AWS::Bedrock::Flow", Property: "DefinitionS3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::CleanRooms::AnalysisTemplate", Property: "Source.Artifacts.EntryPoint.Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::CloudFront::TrustStore", Property: "CaCertificatesBundleSource.CaCertificatesBundleS3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::CodeCommit::Repository", Property: "Code.S3", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::CodeDeploy::DeploymentGroup", Property: "Deployment.Revision.S3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::CodeStar::GitHubRepository", Property: "Code.S3", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::DataBrew::Dataset", Property: "Input.DataCatalogInputDefinition.TempDirectory", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::DataBrew::Dataset", Property: "Input.DatabaseInputDefinition.TempDirectory", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::DataBrew::Dataset", Property: "Input.S3InputDefinition", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::DataBrew::Job", Property: "OutputLocation", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::ElasticBeanstalk::ApplicationVersion", Property: "SourceBundle", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "AWS::GameLift::Build", Property: "StorageLocation", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::GameLift::Script", Property: "StorageLocation", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::IoT::SoftwarePackageVersion", Property: "Artifact.S3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::IoT::SoftwarePackageVersion", Property: "Sbom.S3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::IoT::TopicRule", Property: "TopicRulePayload.ErrorAction.S3", Bucket: "BucketName", Key: "Key"},
+	{Type: "AWS::KafkaConnect::CustomPlugin", Property: "Location.S3Location", Bucket: "BucketArn", Key: "FileKey"},
+	{Type: "AWS::Kendra::DataSource", Property: "DataSourceConfiguration.OneDriveConfiguration.OneDriveUsers.OneDriveUserS3Path", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::Kendra::DataSource", Property: "DataSourceConfiguration.SharePointConfiguration.SslCertificateS3Path", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::Kendra::Faq", Property: "S3Path", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::KinesisAnalytics::ApplicationReferenceDataSource", Property: "ReferenceDataSource.S3ReferenceDataSource", Bucket: "BucketARN", Key: "FileKey"},
+	{Type: "AWS::KinesisAnalyticsV2::Application", Property: "ApplicationConfiguration.ApplicationCodeConfiguration.CodeContent.S3ContentLocation", Bucket: "BucketARN", Key: "FileKey"},
+	{Type: "AWS::KinesisAnalyticsV2::ApplicationReferenceDataSource", Property: "ReferenceDataSource.S3ReferenceDataSource", Bucket: "BucketARN", Key: "FileKey"},
+	{Type: "AWS::Lambda::Function", Property: "Code", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "AWS::Lambda::LayerVersion", Property: "Content", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "AWS::Macie::AllowList", Property: "Criteria.S3WordsList", Bucket: "BucketName", Key: "ObjectKey"},
+	{Type: "AWS::QBusiness::Plugin", Property: "CustomPluginConfiguration.ApiSchema.S3", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::QuickSight::DataSource", Property: "DataSourceParameters.S3Parameters.ManifestFileLocation", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::SageMaker::Pipeline", Property: "PipelineDefinition.PipelineDefinitionS3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::SimSpaceWeaver::Simulation", Property: "SchemaS3Location", Bucket: "BucketName", Key: "ObjectKey"},
+	{Type: "AWS::SimSpaceWeaver::Simulation", Property: "SnapshotS3Location", Bucket: "BucketName", Key: "ObjectKey"},
+	{Type: "AWS::StepFunctions::StateMachine", Property: "DefinitionS3Location", Bucket: "Bucket", Key: "Key"},
+	{Type: "AWS::Synthetics::Canary", Property: "Code", Bucket: "S3Bucket", Key: "S3Key"},
+	{Type: "Alexa::ASK::Skill", Property: "SkillPackage", Bucket: "S3Bucket", Key: "S3Key"},
+}
 
 // LocationProperties lists the resource properties S3Locations reads, as TYPE.PROPERTY.
 func LocationProperties() []string {
@@ -150,6 +203,9 @@ func (e *evaluator) location(m *yaml.Node, p locationProperty, id, base string) 
 			return S3Location{}, false // not the object form (ZipFile, ImageUri, an application id)
 		}
 		for _, bp := range e.eval(b, 0) {
+			if strings.HasSuffix(strings.ToLower(bk), "arn") {
+				bp = bucketOfARN(bp)
+			}
 			for _, kp := range e.eval(k, 0) {
 				l.Forms = append(l.Forms, bucket.Location{Object: true, Bucket: bp, Key: kp})
 			}
@@ -167,6 +223,20 @@ func (e *evaluator) location(m *yaml.Node, p locationProperty, id, base string) 
 	}
 	slices.Sort(l.Unknown)
 	return l, true
+}
+
+// bucketOfARN is the bucket name of an S3 bucket's ARN (arn:PARTITION:s3:::NAME): the parts
+// after the literal ":::". Parts with none are left as they are.
+func bucketOfARN(p parts) parts {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i].Unknown != "" {
+			continue
+		}
+		if _, name, ok := strings.Cut(p[i].Text, ":::"); ok {
+			return append(parts{{Text: name}}, p[i+1:]...)
+		}
+	}
+	return p
 }
 
 // includes finds AWS::Include transforms anywhere in n (Fn::Transform, and the Transform

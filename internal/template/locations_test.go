@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/spec"
 )
 
 // show renders a location's forms: URL text, or BUCKET|KEY for the object form, with
@@ -64,6 +65,11 @@ func TestS3Locations(t *testing.T) {
 		{"AWS::Include", "Resources:\n  Fn::Transform:\n    Name: AWS::Include\n    Parameters: {Location: 's3://b/snippet.yaml'}\n", nil, "Resources.Fn::Transform.Parameters.Location", []string{"s3://b/snippet.yaml"}, nil},
 		{"SAM CodeUri object form", "Transform: AWS::Serverless-2016-10-31\nResources:\n  F:\n    Type: AWS::Serverless::Function\n    Properties:\n      CodeUri: {Bucket: b, Key: k}\n", nil, "Resources.F.Properties.CodeUri", []string{"b|k"}, nil},
 		{"Glue script", "Resources:\n  J:\n    Type: AWS::Glue::Job\n    Properties:\n      Command: {ScriptLocation: 's3://b/job.py'}\n", nil, "Resources.J.Properties.Command.ScriptLocation", []string{"s3://b/job.py"}, nil},
+		{"a bucket's ARN", "Resources:\n  A:\n    Type: AWS::KinesisAnalyticsV2::Application\n    Properties:\n      RuntimeEnvironment: FLINK-1_18\n      ServiceExecutionRole: arn:aws:iam::1:role/r\n" +
+			"      ApplicationConfiguration:\n        ApplicationCodeConfiguration:\n          CodeContentType: ZIPFILE\n          CodeContent:\n            S3ContentLocation: {BucketARN: !Sub 'arn:${AWS::Partition}:s3:::b', FileKey: app.zip}\n",
+			nil, "Resources.A.Properties.ApplicationConfiguration.ApplicationCodeConfiguration.CodeContent.S3ContentLocation", []string{"b|app.zip"}, []string{"AWS::Partition"}},
+		{"a canary's code, from the specification", "Resources:\n  C:\n    Type: AWS::Synthetics::Canary\n    Properties:\n      Code: {Handler: h, S3Bucket: b, S3Key: c.zip}\n",
+			nil, "Resources.C.Properties.Code", []string{"b|c.zip"}, nil},
 		{"Beanstalk SourceBundle", "Resources:\n  V:\n    Type: AWS::ElasticBeanstalk::ApplicationVersion\n    Properties:\n      ApplicationName: a\n      SourceBundle: {S3Bucket: b, S3Key: app.zip}\n", nil, "Resources.V.Properties.SourceBundle", []string{"b|app.zip"}, nil},
 	}
 	for _, tt := range tests {
@@ -90,7 +96,8 @@ func TestS3Locations(t *testing.T) {
 }
 
 // TestLocationPropertiesCoverWhatIsPackaged: every property cairn packages (the AWS CLI's
-// list and its additions) is one S3Locations reads, and the nested stacks' URLs too.
+// list and its additions) is one S3Locations reads, and the nested stacks' URLs and the
+// resource specification's S3 objects too.
 func TestLocationPropertiesCoverWhatIsPackaged(t *testing.T) {
 	props := LocationProperties()
 	for _, p := range PackageableProperties() {
@@ -101,6 +108,13 @@ func TestLocationPropertiesCoverWhatIsPackaged(t *testing.T) {
 	for typ, prop := range nestedTypes {
 		if !slices.Contains(props, typ+"."+prop) {
 			t.Errorf("%s.%s is not checked", typ, prop)
+		}
+	}
+	// and the object forms of the resource specification
+	for _, p := range []string{"AWS::Synthetics::Canary.Code", "AWS::GameLift::Build.StorageLocation", "AWS::SageMaker::Pipeline.PipelineDefinition.PipelineDefinitionS3Location",
+		"AWS::CodeDeploy::DeploymentGroup.Deployment.Revision.S3Location", "AWS::KinesisAnalyticsV2::Application.ApplicationConfiguration.ApplicationCodeConfiguration.CodeContent.S3ContentLocation"} {
+		if !slices.Contains(props, p) {
+			t.Errorf("%s is not checked", p)
 		}
 	}
 }
@@ -160,6 +174,53 @@ func TestMayReferToSSM(t *testing.T) {
 		}
 		if got := tp.MayReferToSSM(); got != want {
 			t.Errorf("MayReferToSSM(%q) = %v, want %v", body, got, want)
+		}
+	}
+}
+
+// objectForms are the pairs of keys by which the resource specification's objects name
+// an S3 object.
+var objectForms = [][2]string{{"S3Bucket", "S3Key"}, {"Bucket", "Key"}, {"BucketName", "Key"}, {"BucketName", "ObjectKey"},
+	{"S3BucketName", "S3ObjectKey"}, {"BucketArn", "FileKey"}, {"BucketARN", "FileKey"}}
+
+// TestSpecObjectLocationsAreCurrent: specObjectLocations are exactly the objects of the
+// resource specification (internal/spec) outside lists that hold one of objectForms, so
+// a specification update that adds one fails here until it is listed.
+func TestSpecObjectLocationsAreCurrent(t *testing.T) {
+	var found []locationProperty
+	var walk func(typ, path string, s *spec.Shape, depth int)
+	walk = func(typ, path string, s *spec.Shape, depth int) {
+		if s == nil || s.Properties == nil || depth > 6 {
+			return
+		}
+		for _, f := range objectForms {
+			if path != "" && s.Properties[f[0]] != nil && s.Properties[f[1]] != nil {
+				found = append(found, locationProperty{Type: typ, Property: path, Bucket: f[0], Key: f[1]})
+			}
+		}
+		for _, name := range s.PropertyNames() {
+			np := name
+			if path != "" {
+				np = path + "." + name
+			}
+			walk(typ, np, s.Properties[name], depth+1)
+		}
+	}
+	for _, name := range spec.TypeNames() {
+		if ty := spec.Lookup(name); ty != nil {
+			walk(name, "", ty.Properties, 0)
+		}
+	}
+	if !slices.Equal(found, specObjectLocations) {
+		for _, p := range found {
+			if !slices.Contains(specObjectLocations, p) {
+				t.Errorf("missing from specObjectLocations: {Type: %q, Property: %q, Bucket: %q, Key: %q}", p.Type, p.Property, p.Bucket, p.Key)
+			}
+		}
+		for _, p := range specObjectLocations {
+			if !slices.Contains(found, p) {
+				t.Errorf("not in the specification: %+v", p)
+			}
 		}
 	}
 }

@@ -56,7 +56,7 @@ newer apply, 4 timed out.`,
 				return fmt.Errorf("%s: %w", cmd.Name(), err)
 			}
 			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{})
+			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{Bucket: cf.known()})
 			if err != nil {
 				return err
 			}

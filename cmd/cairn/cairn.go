@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -40,6 +41,15 @@ type cairn struct {
 	bucket  string
 	history *history.Store
 	state   *state.Store
+}
+
+// known is cairn's bucket when the flag or the environment names it, "" when only AWS
+// can tell (the export): what a bundle is checked against before its upload.
+func (f *cairnFlags) known() string {
+	if f.bucket != "" {
+		return f.bucket
+	}
+	return os.Getenv(session.BucketEnv)
 }
 
 func (f *cairnFlags) open(cmd *cobra.Command) (*cairn, error) {

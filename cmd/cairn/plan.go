@@ -50,7 +50,7 @@ newer upload, 4 timed out.`,
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
 			ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			b, err := prepare(stderr, args[0], deployment, upload.Options{VarFile: varFile, Source: provenance.Options{PullRequest: pr}})
+			b, err := prepare(stderr, args[0], deployment, upload.Options{VarFile: varFile, Source: provenance.Options{PullRequest: pr}, Bucket: cf.known()})
 			if err != nil {
 				return err
 			}

@@ -39,7 +39,7 @@ The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation
 				return err
 			}
 			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{VarFile: varFile})
+			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{VarFile: varFile, Bucket: cf.known()})
 			if err != nil {
 				return err
 			}

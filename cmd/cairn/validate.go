@@ -11,12 +11,13 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/printer"
+	"github.com/cairn-dev/cairn/internal/session"
 )
 
 func init() { commands = append(commands, newValidateCmd) }
 
 func newValidateCmd() *cobra.Command {
-	var deployment, namespaces string
+	var deployment, namespaces, ssmPaths, bucketName string
 	cmd := &cobra.Command{
 		Use:   "validate PATH",
 		Short: "Check a bundle (directory, zip or single YAML file) and report every problem",
@@ -31,7 +32,11 @@ docs/bundle.md); warnings, such as a deprecated Lambda runtime, are printed and 
 			if err != nil {
 				return usageError{cmd: cmd, msg: "--namespaces: " + err.Error()}
 			}
-			loaded, err := loadBundleWith(cmd.ErrOrStderr(), args[0], config.LoadOptions{Deployment: deployment, Namespaces: ns})
+			paths, err := config.ParseSSMPaths(ssmPaths)
+			if err != nil {
+				return usageError{cmd: cmd, msg: "--ssm-paths: " + err.Error()}
+			}
+			loaded, err := loadBundleWith(cmd.ErrOrStderr(), args[0], config.LoadOptions{Deployment: deployment, Namespaces: ns, SSMPaths: paths, Bucket: bucketName})
 			if err != nil {
 				return err
 			}
@@ -46,6 +51,8 @@ docs/bundle.md); warnings, such as a deprecated Lambda runtime, are printed and 
 	}
 	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name (the default persistent_graph_key)")
 	cmd.Flags().StringVar(&namespaces, "namespaces", os.Getenv("CAIRN_NAMESPACES"), "namespaces cairn may manage, NS,... (as the CDK context cairn:namespaces; default $CAIRN_NAMESPACES; \"\" allows every namespace)")
+	cmd.Flags().StringVar(&ssmPaths, "ssm-paths", os.Getenv("CAIRN_SSM_PATHS"), "Parameter Store paths each namespace's ${ssm} lookups and {{resolve:ssm:...}} references may read, as JSON {\"NS\": [\"/NS/*\"]} (as the CDK context cairn:ssmPaths; default $CAIRN_SSM_PATHS; \"\" allows every name)")
+	cmd.Flags().StringVar(&bucketName, "bucket", os.Getenv(session.BucketEnv), "cairn's bucket, whose objects a template may name only at the templates and artifacts cairn uploads (default $"+session.BucketEnv+"; \"\" checks no location)")
 	return cmd
 }
 

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 const testBundles = "../../testdata/bundles"
@@ -191,5 +195,167 @@ func TestValidateNamespacesFromTheEnvironment(t *testing.T) {
 	if code := run([]string{"validate", filepath.Join(testBundles, "webshop")}, &out, &errOut); code != 1 ||
 		!strings.Contains(errOut.String(), `namespace "shop" is not one this cairn may manage (allowed: web)`) {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestValidateAndPushRefuseWhatNoBundleHolds: a folder bundle whose function's CodeUri is
+// a 12 GB sparse file is refused by `cairn validate`, `plan` and `push` by the file's size
+// alone (it used to be read through sha256 for a minute first), and one whose CodeUri is
+// ../.git/ (a folder the pushed zip never holds, which the deployer then refused) is refused
+// by each of them with the one rule the deployer applies (bundle.Excluded); nothing is
+// uploaded.
+func TestValidateAndPushRefuseWhatNoBundleHolds(t *testing.T) {
+	_, s3c := deployEmulator(t)
+	tests := []struct {
+		name, codeURI string
+		setup         func(t *testing.T, dir string)
+		want          string
+	}{
+		{"12 GB sparse file", "dump.bin", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "templates", "dump.bin")
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(p, 12_000_000_000); err != nil {
+				t.Fatal(err)
+			}
+		}, "templates/dump.bin is 12000000000 bytes, more than the limit of 268435456 for one file of a bundle"},
+		{"../.git/", "../.git/", func(t *testing.T, dir string) {
+			if err := os.MkdirAll(filepath.Join(dir, ".git"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, ".git", "config"), []byte("[remote \"origin\"]\n\turl = https://token@example.com/x.git\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, `templates/app.yaml:7:16: Resources.Fn.Properties.CodeUri: CodeUri of Fn: "../.git/" names .git, in a folder no bundle holds`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			files := map[string]string{
+				"cairn.yaml": "namespace: shop\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n",
+				"templates/app.yaml": "Transform: AWS::Serverless-2016-10-31\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n" +
+					"      Runtime: python3.12\n      CodeUri: " + tt.codeURI + "\n      Handler: app.handler\n",
+			}
+			for name, body := range files {
+				p := filepath.Join(dir, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tt.setup(t, dir)
+			for _, args := range [][]string{
+				{"validate", dir},
+				{"plan", dir, "--deployment", "shop", "--bucket", localBucket},
+				{"push", dir, "--deployment", "shop", "--bucket", localBucket},
+			} {
+				out, code := cairnRun(t, args...)
+				if code != 1 || !strings.Contains(out, tt.want) {
+					t.Errorf("cairn %s exited %d:\n%s\nwant 1 and %q", args[0], code, out, tt.want)
+				}
+			}
+			out, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(localBucket)})
+			if err != nil || len(out.Contents) != 0 {
+				t.Errorf("the refused bundle left objects in the bucket: %v, %v", out, err)
+			}
+		})
+	}
+}
+
+// TestPushRefusesATemplateNamingCairnsBucket: `cairn plan` and `cairn push` with cairn's
+// bucket known (--bucket, $CAIRN_BUCKET) refuse a bundle whose function's Code names
+// another deployment's bundle in cairn's bucket, or whose AWS::Include names a graph, by
+// the rule the deployer applies (bucket.CheckLocation), exit 1 and upload nothing.
+func TestPushRefusesATemplateNamingCairnsBucket(t *testing.T) {
+	_, s3c := deployEmulator(t)
+	tests := []struct{ name, template, want string }{
+		{"Code", "Resources:\n  Fn:\n    Type: AWS::Lambda::Function\n    Properties:\n      Runtime: python3.12\n      Handler: app.handler\n" +
+			"      Role: arn:aws:iam::123456789012:role/fn\n      Code: {S3Bucket: " + localBucket + ", S3Key: deployments/victim.zip}\n",
+			"templates/app.yaml:8:13: Resources.Fn.Properties.Code: stack app: Code of Fn (AWS::Lambda::Function) names s3://" + localBucket + "/deployments/victim.zip, an object of cairn's own bucket"},
+		{"AWS::Include", "Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n    Properties:\n      Fn::Transform:\n        Name: AWS::Include\n" +
+			"        Parameters: {Location: !Sub 's3://" + localBucket + "/state/victim/victim.json'}\n",
+			"AWS::Include's Location names s3://" + localBucket + "/state/victim/victim.json, an object of cairn's own bucket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte("namespace: attacker\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "templates", "app.yaml"), []byte(tt.template), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range []string{"plan", "push"} {
+				out, code := cairnRun(t, cmd, dir, "--deployment", "attacker", "--bucket", localBucket)
+				if code != 1 || !strings.Contains(out, tt.want) {
+					t.Errorf("cairn %s exited %d:\n%s\nwant 1 and %q", cmd, code, out, tt.want)
+				}
+			}
+			out, err := s3c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(localBucket)})
+			if err != nil || len(out.Contents) != 0 {
+				t.Errorf("the refused bundle left objects in the bucket: %v, %v", out, err)
+			}
+		})
+	}
+}
+
+// TestValidateChecksReadsAgainstTheDeployersLists: with --ssm-paths (or $CAIRN_SSM_PATHS)
+// and --bucket (or $CAIRN_BUCKET), as the deployer has them, `cairn validate` refuses a
+// template whose dynamic reference reads another namespace's parameter and one whose
+// function's code is another deployment's bundle in cairn's bucket; without them it
+// cannot tell, and passes.
+func TestValidateChecksReadsAgainstTheDeployersLists(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"cairn.yaml": "namespace: shop\nstacks:\n  - name: app\n    template_path: templates/app.yaml\n",
+		"templates/app.yaml": "Resources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: '{{resolve:ssm:/web/db/user}}'\n" +
+			"  Fn:\n    Type: AWS::Lambda::Function\n    Properties:\n      Runtime: python3.12\n      Handler: app.handler\n      Role: arn:aws:iam::123456789012:role/fn\n" +
+			"      Code: {S3Bucket: cairn-state, S3Key: deployments/web.zip}\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantSSM := "templates/app.yaml:6:14: Resources.P.Properties.Value: stack app: SSM parameter /web/db/user (dynamic reference {{resolve:ssm:/web/db/user}}) is outside the Parameter Store paths namespace shop may read (/shop/*)"
+	wantCode := "templates/app.yaml:13:13: Resources.Fn.Properties.Code: stack app: Code of Fn (AWS::Lambda::Function) names s3://cairn-state/deployments/web.zip, an object of cairn's own bucket"
+	t.Setenv("CAIRN_BUCKET", "")
+	t.Setenv("CAIRN_SSM_PATHS", "")
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		code int
+		want []string
+	}{
+		{"flags", []string{"--ssm-paths", `{"shop": ["/shop/*"]}`, "--bucket", "cairn-state"}, nil, 1, []string{wantSSM, wantCode}},
+		{"environment", nil, map[string]string{"CAIRN_SSM_PATHS": `{"shop": ["/shop/*"], "web": ["/web/*"]}`, "CAIRN_BUCKET": "cairn-state"}, 1, []string{wantSSM, wantCode}},
+		{"neither", nil, nil, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			out, code := cairnRun(t, append([]string{"validate", dir}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tt.code, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output:\n%s\nwant a line containing %q", out, w)
+				}
+			}
+		})
 	}
 }

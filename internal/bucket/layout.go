@@ -26,8 +26,6 @@ package bucket
 
 import (
 	"fmt"
-	"net/url"
-	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -354,63 +352,3 @@ func ParseStateKey(key string) (namespace, graphKey string, ok bool) {
 
 // URI is the s3:// address of key in bucket name, for messages.
 func URI(name, key string) string { return "s3://" + name + "/" + key }
-
-// CheckTemplateURL refuses a template URL (a stack's template_url, a nested stack's
-// TemplateURL) that names an object of cairn's bucket name outside templates/. The
-// deployer's role reads every object of that bucket (graphs, runs, plans, bundles), and
-// CloudFormation fetches a TemplateURL with the rights of whoever made the call: a
-// template could otherwise make cairn hand its own state to CloudFormation, whose error
-// echoes what it read. templates/ holds only what cairn uploaded for TemplateURL.
-//
-// The URL is matched the way S3 and its endpoints read it: s3://BUCKET/KEY, a host
-// BUCKET.s3... (virtual-hosted style, any region or dual-stack endpoint) or any host
-// with /BUCKET/KEY as its path (path style, also an endpoint such as the emulator's).
-// A key that names templates/ but leaves it again (dot segments, escapes) is refused too.
-func CheckTemplateURL(raw, name string) error {
-	if name == "" {
-		return nil
-	}
-	key, ok := objectOf(raw, name)
-	if !ok {
-		return nil
-	}
-	if strings.HasPrefix(key, TemplatesPrefix) && path.Clean(key) == key && !strings.Contains(key, "//") {
-		return nil
-	}
-	return fmt.Errorf("%q names s3://%s/%s, an object of cairn's own bucket: a template URL may name cairn's bucket only under %s (the templates cairn uploads); put the template in the bundle, or in a bucket of your own", raw, name, key, TemplatesPrefix)
-}
-
-// subVarRE matches the ${...} variables of a Fn::Sub string.
-var subVarRE = regexp.MustCompile(`\$\{[^}]*\}`)
-
-// objectOf returns the key of the object of bucket name that URL raw addresses, if it
-// addresses one.
-func objectOf(raw, name string) (string, bool) {
-	// A Fn::Sub string's variables are not known here: each stands for a part no bucket
-	// name can hold ('_'), so the literal parts around them still tell the bucket.
-	raw = subVarRE.ReplaceAllString(strings.TrimSpace(raw), "_")
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "", false
-	}
-	p, err := url.PathUnescape(u.EscapedPath())
-	if err != nil {
-		p = u.Path
-	}
-	p = strings.TrimPrefix(p, "/")
-	host := strings.ToLower(u.Hostname())
-	switch {
-	case strings.EqualFold(u.Scheme, "s3"):
-		if host != name {
-			return "", false
-		}
-		return p, true
-	case host == name || strings.HasPrefix(host, name+"."):
-		return p, true // virtual-hosted style
-	}
-	first, rest, _ := strings.Cut(p, "/")
-	if first == name {
-		return rest, true // path style, on any endpoint
-	}
-	return "", false
-}

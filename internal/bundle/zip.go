@@ -275,9 +275,58 @@ func assemblyNoise(fsys fs.FS, p string) bool {
 // never part of a deployment (pushing a repository root must not upload .git).
 var skipDirs = map[string]bool{".git": true, ".hg": true, ".svn": true, ".cairn": true}
 
-// Zip archives the regular files under dir into a deterministic zip (see WriteZip).
+// Excluded reports whether the bundle path p (slash-separated, relative to the bundle's
+// root) lies in a folder no bundle holds (.git, .hg, .svn, .cairn): WriteZip leaves those
+// out, so a pushed bundle never has them, and a path there (a template's CodeUri: ../.git/)
+// would name something only the machine that validates a folder sees. Validation and the
+// deployer both refuse such a path with this one rule.
+func Excluded(p string) bool {
+	for _, e := range strings.Split(path.Clean(p), "/") {
+		if skipDirs[e] {
+			return true
+		}
+	}
+	return false
+}
+
+// checkSizes refuses a folder of fsys under root whose regular files (those WriteZip
+// would write) hold more than a bundle may: one file beyond the per-file limit or all of
+// them beyond the total, as a zip bundle is refused. It only looks at sizes (lstat), never
+// opens a file, so a huge or sparse file is refused at once instead of being read whole
+// into a digest first.
+func checkSizes(fsys fs.FS, root string) error {
+	var total int64
+	return fs.WalkDir(fsys, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && skipDirs[d.Name()] {
+			return fs.SkipDir
+		}
+		if d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() > limits.file {
+			return fmt.Errorf("%s is %d bytes, more than the limit of %d for one file of a bundle: move it out of the bundle's folder (a build output, a dump), or make it smaller", p, info.Size(), limits.file)
+		}
+		if total += info.Size(); total > limits.total {
+			return fmt.Errorf("the files up to %s hold more than %d bytes, the limit of a bundle: move what the stacks do not need out of the bundle's folder", p, limits.total)
+		}
+		return nil
+	})
+}
+
+// Zip archives the regular files under dir into a deterministic zip (see WriteZip),
+// refusing a folder beyond the bundle's size limits before reading any file.
 func Zip(dir string) ([]byte, error) {
 	var buf bytes.Buffer
+	if err := checkSizes(os.DirFS(dir), "."); err != nil {
+		return nil, fmt.Errorf("zip bundle %s: %w", dir, err)
+	}
 	if err := WriteZip(&buf, os.DirFS(dir), "."); err != nil {
 		return nil, fmt.Errorf("zip bundle %s: %w", dir, err)
 	}
@@ -366,6 +415,9 @@ func NormalMode(m fs.FileMode) fs.FileMode {
 // Digest is the sha256 (hex) a deterministic zip of the folder root of fsys would have,
 // computed without holding the zip.
 func Digest(fsys fs.FS, root string) (string, error) {
+	if err := checkSizes(fsys, root); err != nil {
+		return "", err
+	}
 	h := sha256.New()
 	if err := WriteZip(h, fsys, root); err != nil {
 		return "", err

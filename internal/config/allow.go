@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/cairn-dev/cairn/internal/template"
 )
 
 // Namespaces is the allow-list of namespaces a cairn installation may manage: in AWS the
@@ -207,14 +209,44 @@ func (l *loader) ssmPaths(o LoadOptions, c *Config, defs []*stackDef) {
 				continue
 			}
 			seen[at.node] = true // a config tag's lookup is every stack's
-			allowed := "none"
-			if paths := o.SSMPaths.For(c.Namespace); len(paths) > 0 {
-				allowed = strings.Join(paths, ", ")
-			}
-			l.errorf(at.node, at.key, "SSM parameter %s is outside the Parameter Store paths namespace %s may read (%s): move the parameter under one of them, or have cairn deployed with the path in the CDK context cairn:ssmPaths for namespace %s",
-				lk.Name, c.Namespace, allowed, c.Namespace)
+			l.errorf(at.node, at.key, "%s", o.SSMPaths.refusal(c.Namespace, lk.Name, ""))
 		}
 	}
+}
+
+// refusal says that namespace may not read parameter name (through via, "" for a
+// lookup), and what to do.
+func (p SSMPaths) refusal(namespace, name, via string) string {
+	allowed := "none"
+	if paths := p.For(namespace); len(paths) > 0 {
+		allowed = strings.Join(paths, ", ")
+	}
+	if via != "" {
+		via = " (" + via + ")"
+	}
+	return fmt.Sprintf("SSM parameter %s%s is outside the Parameter Store paths namespace %s may read (%s): move the parameter under one of them, or have cairn deployed with the path in the CDK context cairn:ssmPaths for namespace %s",
+		name, via, namespace, allowed, namespace)
+}
+
+// DynamicReferenceRefusal says why namespace may not make dynamic reference r
+// ({{resolve:ssm:NAME}}, {{resolve:ssm-secure:NAME}}), "" when it may: CloudFormation
+// resolves it with the deployer's role, which reads every namespace's paths, so the
+// reference obeys the paths a lookup does. One whose name cairn cannot tell is refused.
+func (p SSMPaths) DynamicReferenceRefusal(namespace string, r template.SSMReference) string {
+	if p == nil {
+		return ""
+	}
+	if r.Name == "" {
+		allowed := "none"
+		if paths := p.For(namespace); len(paths) > 0 {
+			allowed = strings.Join(paths, ", ")
+		}
+		return fmt.Sprintf("dynamic reference %s reads an SSM parameter whose name is computed from %s, which cairn cannot know before CloudFormation does, so it could be outside the Parameter Store paths namespace %s may read (%s): write the parameter's name out", r.Text, r.Unknown, namespace, allowed)
+	}
+	if p.Allows(namespace, r.Name) {
+		return ""
+	}
+	return p.refusal(namespace, strings.SplitN(r.Name, ":", 2)[0], "dynamic reference "+r.Text)
 }
 
 // Env is p as CAIRN_SSM_PATHS holds it: JSON, namespaces sorted (nil allows every name:

@@ -77,7 +77,7 @@ func (o LoadOptions) Load(b *bundle.Bundle) (*Config, error) {
 }
 
 func (o LoadOptions) loader(b *bundle.Bundle, withComments bool) *loader {
-	l := &loader{b: b, file: b.ConfigFile, templates: map[source]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, day: o.Today, withComments: withComments}
+	l := &loader{b: b, file: b.ConfigFile, templates: map[source]*templateResult{}, files: map[string][]byte{}, bucket: o.Bucket, ssm: o.SSMPaths, day: o.Today, withComments: withComments}
 	if l.day == "" {
 		l.day = template.Today()
 	}
@@ -138,6 +138,15 @@ type loader struct {
 	b *bundle.Bundle
 	// bucket is cairn's own bucket (LoadOptions.Bucket).
 	bucket string
+	// reportedLocations are the S3 location and dynamic reference errors reported
+	// (stacks share templates).
+	reportedLocations map[string]bool
+	// ssm are the Parameter Store paths of each namespace (LoadOptions.SSMPaths), and
+	// namespace the config's, for the templates' dynamic references.
+	ssm       SSMPaths
+	namespace string
+	// reads are what each template may read (templateReads), found once per template.
+	reads map[*template.Template]templateReads
 	// day is the day Lambda runtimes are judged on (LoadOptions.Today).
 	day       string
 	file      string
@@ -920,20 +929,18 @@ func (l *loader) template(c *Config, d *stackDef) {
 		r.checked = l.check(r.t)
 	}
 	cr := r.checked
+	line, col := 0, 0
+	if d.templateKey == "template_body" && d.inline == nil {
+		// A string body: its lines follow the template_body key's.
+		line, col = d.templateNode.Line, l.indent(d.templateNode.Line+1)
+		if d.templateNode.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			line, col = d.templateNode.Line-1, d.templateNode.Column
+		}
+	}
+	l.namespace = c.Namespace
+	l.s3Locations(r.t, d, file, line, col)
 	if !r.reported {
 		r.reported = true
-		line, col := 0, 0
-		if d.templateKey == "template_body" && d.inline == nil {
-			// A string body: its lines follow the template_body key's.
-			line, col = d.templateNode.Line, l.indent(d.templateNode.Line+1)
-			if d.templateNode.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
-				line, col = d.templateNode.Line-1, d.templateNode.Column
-			}
-		}
-		for _, e := range l.remoteURLs(r.t, file) {
-			e.Line, e.Col = e.Line+line, e.Col+col
-			l.errs = append(l.errs, e)
-		}
 		for _, p := range cr.problems {
 			e := &Error{File: file, Line: p.Line + line, Col: p.Col + col, Key: p.Path, Msg: p.Msg}
 			if p.Warning {
@@ -1514,16 +1521,3 @@ func list(names []string, none string) string {
 
 // suggestList returns ` (did you mean "x"?)` for the closest candidate, if one is close.
 func suggestList(name string, candidates []string) string { return template.Suggest(name, candidates) }
-
-// remoteURLs checks the TemplateURLs that t's nested stacks give CloudFormation to fetch
-// (template.RemoteURLs): none may name cairn's own bucket outside templates/.
-func (l *loader) remoteURLs(t *template.Template, file string) []*Error {
-	var out []*Error
-	for _, u := range t.RemoteURLs() {
-		if err := layout.CheckTemplateURL(u.URL, l.bucket); err != nil {
-			out = append(out, &Error{File: file, Line: u.Line, Col: u.Col, Key: "Resources." + u.LogicalID + ".Properties.TemplateURL",
-				Msg: fmt.Sprintf("nested stack %s: %v", u.LogicalID, err)})
-		}
-	}
-	return out
-}

@@ -229,6 +229,9 @@ func (l *loader) bundleFile(what, example, inline, p string) ([]byte, error) {
 	if what == "file" {
 		noun = what
 	}
+	if bundle.Excluded(clean) {
+		return nil, fmt.Errorf("%s %q is in a folder no bundle holds (cairn leaves .git, .hg, .svn and .cairn out of every bundle it pushes, so the deployer would not find it): move it into the bundle", noun, p)
+	}
 	body, err := bundle.ReadFile(l.b.FS, clean)
 	switch {
 	case err == nil:

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/internal/artifact"
+	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
@@ -90,7 +91,10 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 		checked := l.check(cr.t)
 		if !cr.reported {
 			cr.reported = true
-			l.errs = append(l.errs, l.remoteURLs(cr.t, childFile)...)
+			// A nested template's parameters come from its parent's template: none is
+			// known here, nor checked again by the deployer.
+			l.locationErrors(cr.t, "", childFile, 0, 0, nil, nil)
+			l.dynamicReferenceErrors(cr.t, "", childFile, 0, 0, nil, nil)
 			for _, pr := range checked.problems {
 				e := &Error{File: childFile, Line: pr.Line, Col: pr.Col, Key: pr.Path, Msg: pr.Msg}
 				if pr.Warning {
@@ -171,6 +175,10 @@ func (l *loader) artifacts(t *template.Template, tpath, file string) bool {
 		}
 		if path.IsAbs(a.Path) || strings.HasPrefix(a.Path, `\`) || len(a.Path) > 1 && a.Path[1] == ':' || src.Path == ".." || strings.HasPrefix(src.Path, "../") || !fs.ValidPath(src.Path) {
 			fail("%s: %q leaves the bundle: name a file or folder of the bundle, relative to the folder of %s", what, a.Path, orDot(tpath))
+			continue
+		}
+		if bundle.Excluded(src.Path) {
+			fail("%s: %q names %s, in a folder no bundle holds (cairn leaves .git, .hg, .svn and .cairn out of every bundle it pushes, so the deployer would not find it): name a file or folder the bundle carries", what, a.Path, src.Path)
 			continue
 		}
 		info, err := artifact.Stat(l.b.FS, src)

@@ -90,7 +90,7 @@ func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.R
 			plain, secret, err = st.unseal(ctx, a.Parameters, stack, producers(next, loaded, cs))
 		}
 		if err == nil {
-			in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole)
+			in, err = inputs(doc, next, loaded, a, plain, secret, st.cfg.ServiceRole, st.cfg.Bucket, st.cfg.Region, st.cfg.SSMPaths)
 		}
 		if err != nil {
 			log.Warn("deploy: cannot prepare the change set", "stack", a.Stack, "err", err)
@@ -121,15 +121,21 @@ func (st stepper) perform(ctx context.Context, doc *rundoc.Document, next *run.R
 
 // inputs gathers what CreateChangeSet needs from the loaded bundle (changeset.CreateInputs)
 // with the run's tags: plain are a's parameters with their SecureStrings unsealed (those of
-// the parameters named in secret). A bundle that no longer loads fails the stack at once
-// (run.Permanent); one that changed is retried.
-func inputs(doc *rundoc.Document, r *run.Run, lb *rundoc.Loaded, a run.Action, plain map[string]string, secret []string, serviceRole string) (*changeset.Inputs, error) {
+// the parameters named in secret). The S3 locations its template computes from those
+// values are checked against cairn's bucket, and its dynamic references against the
+// namespace's Parameter Store paths (config.CheckReads; home is cairn's region). A
+// bundle that no longer loads fails the stack at once (run.Permanent); one that changed
+// is retried.
+func inputs(doc *rundoc.Document, r *run.Run, lb *rundoc.Loaded, a run.Action, plain map[string]string, secret []string, serviceRole, cairnBucket, home string, paths config.SSMPaths) (*changeset.Inputs, error) {
 	cs, err := bundleStack(doc, lb, a)
 	if err != nil {
 		return nil, err
 	}
 	if err := config.CheckResolved(cs, plain, secret...); err != nil {
 		return nil, run.Permanent(err) // a value the template refuses: retrying cannot help
+	}
+	if err := config.CheckReads(cs, plain, cairnBucket, home, lb.Config.Namespace, paths); err != nil {
+		return nil, run.Permanent(err) // the same values name the same objects
 	}
 	own, err := config.ResolveTags(cs, plan.Values(r, cs.Name, doc.SSM, plan.Outputs(r)))
 	if err != nil {

@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -66,23 +67,52 @@ func bundleOf(t *testing.T, files map[string]string) string {
 }
 
 // TestTemplateURLIntoCairnsBucketIsRefused pushes bundles whose templates point
-// CloudFormation at objects of cairn's own bucket outside templates/: a stack's
-// template_url naming the persistent graph (path style, on the emulator's endpoint) and a
-// nested stack's TemplateURL naming a run document (virtual-hosted style, in a Fn::Sub).
-// The deployer's role can read both, and CloudFormation would fetch them with it. Each run
-// fails before any CloudFormation call, naming the URL and the key, and nothing of the
-// graph reaches the report.
+// CloudFormation at objects of cairn's own bucket outside the templates and artifacts
+// cairn uploads: a stack's template_url naming the persistent graph (path style, on the
+// emulator's endpoint), a nested stack's TemplateURL naming a run document (virtual-hosted
+// style, in a Fn::Sub of the region) or a graph (Fn::Join of a parameter the config sets),
+// a function's Code naming another deployment's bundle (written out, through Fn::If's
+// other branch, from a parameter read from SSM at deploy time), a layer's Content, an
+// AWS::Include of a graph, a state machine's definition, and a bucket imported from an
+// export cairn cannot know. The deployer's role can read every one, and CloudFormation
+// would fetch them with it. Each run fails before any CloudFormation call, naming the
+// stack, resource, property and object, and nothing of the graph reaches the report.
 func TestTemplateURLIntoCairnsBucketIsRefused(t *testing.T) {
 	w := newWorld(t, worldOptions{})
 	_, first := deployChain(t, w)
+	w.putParameter("/other/code-bucket", "String", bucket)
 	stateURL := "https://s3.amazonaws.com/" + bucket + "/state/shop/shop.json"
 	runURL := "https://" + bucket + ".s3.${AWS::Region}.amazonaws.com/runs/shop/" + first.Run.ID + ".json"
+	const fn = "Resources:\n  Fn:\n    Type: AWS::Lambda::Function\n    Properties:\n      Runtime: python3.12\n      Handler: app.handler\n      Role: arn:aws:iam::123456789012:role/fn\n"
+	stack := func(params string) string {
+		return "namespace: other\nstacks:\n  - name: a\n    template_path: templates/parent.yaml\n" + params
+	}
+	refused := "an object of cairn's own bucket: a template may name cairn's bucket only at the templates and artifacts cairn uploads itself (templates/SHA256.json, assets/SHA256.EXT)"
 	tests := []struct{ name, cfg, template, want string }{
 		{"template_url", "namespace: other\nstacks:\n  - name: a\n    template_url: " + stateURL + "\n", "",
-			`cairn.yaml:4:19: stacks[0].template_url: "` + stateURL + `" names s3://cairn-state/state/shop/shop.json, an object of cairn's own bucket: a template URL may name cairn's bucket only under templates/`},
-		{"nested TemplateURL", "namespace: other\nstacks:\n  - name: a\n    template_path: templates/parent.yaml\n",
+			`cairn.yaml:4:19: stacks[0].template_url: "` + stateURL + `" names s3://cairn-state/state/shop/shop.json, ` + refused},
+		{"nested TemplateURL, Fn::Sub of the region", stack(""),
 			"Resources:\n  Child:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: !Sub " + runURL + "\n",
-			`templates/parent.yaml:5:20: Resources.Child.Properties.TemplateURL: nested stack Child: "` + runURL + `" names s3://cairn-state/runs/shop/` + first.Run.ID + `.json, an object of cairn's own bucket`},
+			`Resources.Child.Properties.TemplateURL (templates/parent.yaml): stack a: TemplateURL of Child (AWS::CloudFormation::Stack) names s3://cairn-state/runs/shop/` + first.Run.ID + `.json, ` + refused},
+		{"nested TemplateURL, Fn::Join of a parameter", stack("    parameters: {Bucket: " + bucket + "}\n"),
+			"Parameters:\n  Bucket: {Type: String}\nResources:\n  Child:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: !Join ['', ['https://', !Ref Bucket, '.s3.', !Ref AWS::URLSuffix, '/state/shop/shop.json']]\n",
+			`stack a: TemplateURL of Child (AWS::CloudFormation::Stack) names s3://cairn-state/state/shop/shop.json, ` + refused},
+		{"Code, another deployment's bundle", stack(""), fn + "      Code: {S3Bucket: " + bucket + ", S3Key: deployments/shop.zip}\n",
+			`templates/parent.yaml:8:13: Resources.Fn.Properties.Code: stack a: Code of Fn (AWS::Lambda::Function) names s3://cairn-state/deployments/shop.zip, ` + refused},
+		{"Code, Fn::If's other branch", stack(""), "Conditions:\n  Never: !Equals [a, b]\n" + fn +
+			"      Code:\n        S3Bucket: !If [Never, " + bucket + ", my-artifacts]\n        S3Key: !If [Never, state/shop/shop.json, fn.zip]\n",
+			`Resources.Fn.Properties.Code: stack a: Code of Fn (AWS::Lambda::Function) names s3://cairn-state/state/shop/shop.json, ` + refused},
+		{"Code, bucket read from SSM at deploy time", stack("    parameters:\n      CodeBucket: ${ssm /other/code-bucket}\n"),
+			"Parameters:\n  CodeBucket: {Type: String}\n" + fn + "      Code: {S3Bucket: !Ref CodeBucket, S3Key: !Sub 'deployments/shop.zip'}\n",
+			`Resources.Fn.Properties.Code (templates/parent.yaml): stack a: Code of Fn (AWS::Lambda::Function) names s3://cairn-state/deployments/shop.zip, ` + refused},
+		{"Code, bucket imported", stack(""), fn + "      Code: {S3Bucket: !ImportValue shared-code-bucket, S3Key: fn.zip}\n",
+			`Resources.Fn.Properties.Code: stack a: Code of Fn (AWS::Lambda::Function): its bucket or key is computed from Fn::ImportValue shared-code-bucket, which cairn cannot know before CloudFormation does`},
+		{"layer Content", stack(""), "Resources:\n  Layer:\n    Type: AWS::Lambda::LayerVersion\n    Properties:\n      Content: {S3Bucket: " + bucket + ", S3Key: approvals/shop.zip}\n",
+			`Content of Layer (AWS::Lambda::LayerVersion) names s3://cairn-state/approvals/shop.zip, ` + refused},
+		{"AWS::Include of a graph", stack(""), "Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n  Fn::Transform:\n    Name: AWS::Include\n    Parameters:\n      Location: s3://" + bucket + "/state/shop/shop.json\n",
+			`AWS::Include's Location names s3://cairn-state/state/shop/shop.json, ` + refused},
+		{"state machine definition", stack(""), "Resources:\n  Flow:\n    Type: AWS::StepFunctions::StateMachine\n    Properties:\n      RoleArn: arn:aws:iam::123456789012:role/sfn\n      DefinitionS3Location: {Bucket: " + bucket + ", Key: !Sub 'locks/shop/shop.lock'}\n",
+			`DefinitionS3Location of Flow (AWS::StepFunctions::StateMachine) names s3://cairn-state/locks/shop/shop.lock, ` + refused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +122,10 @@ func TestTemplateURLIntoCairnsBucketIsRefused(t *testing.T) {
 			}
 			before := w.cfnCalls()
 			doc := w.wait("other", w.push("other", bundleOf(t, files)))
-			errs := strings.Join(doc.Errors, "\n")
+			errs := strings.Join(append(slices.Clone(doc.Errors), doc.Run.Reason), "\n")
+			for _, s := range doc.Run.Stacks {
+				errs += "\n" + s.Reason
+			}
 			if doc.Run.Status != run.RunFailed || !strings.Contains(errs, tt.want) {
 				t.Fatalf("run: %s (%s), errors:\n%s\nwant one containing %q", doc.Run.Status, doc.Run.Reason, errs, tt.want)
 			}
@@ -583,4 +616,107 @@ func (w *world) parameterValueOf(doc *rundoc.Document, stack, output string) str
 		w.t.Fatalf("stack %s: parameter %q: %v", stack, name, err)
 	}
 	return aws.ToString(out.Parameter.Value)
+}
+
+// TestDynamicReferenceOutsideItsNamespacePathsIsRefused: with the per-namespace Parameter
+// Store paths of CAIRN_SSM_PATHS, a bundle of namespace shop whose template reads web's
+// parameters through a dynamic reference ({{resolve:ssm:...}}, with a version, as an ARN,
+// {{resolve:ssm-secure:...}}, computed by Fn::Join from a parameter the config sets or
+// from one read from SSM at deploy time, or by Fn::Join from an import) or passes one as a
+// parameter's value is refused before any change set, as a ${ssm} lookup is: CloudFormation
+// would resolve it with the deployer's role, which reads both namespaces' paths. A
+// reference to shop's own parameter deploys.
+func TestDynamicReferenceOutsideItsNamespacePathsIsRefused(t *testing.T) {
+	w := newWorld(t, worldOptions{SSMPaths: `{"shop": ["/shop/*"], "web": ["/web/*"]}`})
+	w.putParameter("/web/db/user", "String", "web-admin")
+	w.putParameter("/web/db/password", "SecureString", secret2)
+	w.putParameter("/shop/db/user", "String", "shop-admin")
+	w.putParameter("/shop/env-name", "String", "web")
+	param := func(value string) string {
+		return "Resources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: " + value + "\n"
+	}
+	cfg := "namespace: shop\nstacks:\n  - name: a\n    template_path: templates/a.yaml\n"
+	outside := func(name, ref string) string {
+		return "SSM parameter " + name + " (dynamic reference " + ref + ") is outside the Parameter Store paths namespace shop may read (/shop/*): move the parameter under one of them, or have cairn deployed with the path in the CDK context cairn:ssmPaths for namespace shop"
+	}
+	tests := []struct{ name, cfg, template, want string }{
+		{"ssm", cfg, param("'{{resolve:ssm:/web/db/user}}'"),
+			"templates/a.yaml:6:14: Resources.P.Properties.Value: stack a: " + outside("/web/db/user", "{{resolve:ssm:/web/db/user}}")},
+		{"ssm with a version", cfg, param("'{{resolve:ssm:/web/db/user:1}}'"), outside("/web/db/user", "{{resolve:ssm:/web/db/user:1}}")},
+		{"ssm by ARN", cfg, param("'{{resolve:ssm:arn:aws:ssm:us-east-1:000000000000:parameter/web/db/user}}'"),
+			outside("/web/db/user", "{{resolve:ssm:arn:aws:ssm:us-east-1:000000000000:parameter/web/db/user}}")},
+		{"ssm-secure", cfg, "Resources:\n  U:\n    Type: AWS::IAM::User\n    Properties:\n      LoginProfile:\n        Password: '{{resolve:ssm-secure:/web/db/password}}'\n",
+			outside("/web/db/password", "{{resolve:ssm-secure:/web/db/password}}")},
+		{"Fn::Join of a parameter the config sets", cfg + "    parameters: {Env: web}\n", "Parameters:\n  Env: {Type: String}\n" + param("!Join ['', ['{{resolve:ssm:/', !Ref Env, '/db/user}}']]"),
+			outside("/web/db/user", "{{resolve:ssm:/web/db/user}}")},
+		{"Fn::Join of a parameter read at deploy time", cfg + "    parameters:\n      Env: ${ssm /shop/env-name}\n", "Parameters:\n  Env: {Type: String}\n" + param("!Join ['', ['{{resolve:ssm:/', !Ref Env, '/db/user}}']]"),
+			outside("/web/db/user", "{{resolve:ssm:/web/db/user}}")},
+		{"Fn::Join of an import", cfg, param("!Join ['', ['{{resolve:ssm:/', !ImportValue env-name, '/db/user}}']]"),
+			"dynamic reference {{resolve:ssm:/${Fn::ImportValue env-name}/db/user}} reads an SSM parameter whose name is computed from Fn::ImportValue env-name, which cairn cannot know before CloudFormation does"},
+		{"a parameter's value", cfg + "    parameters: {Value: '{{resolve:ssm:/web/db/user}}'}\n", "Parameters:\n  Value: {Type: String}\n" + param("!Ref Value"),
+			"stack a: parameter Value: " + outside("/web/db/user", "{{resolve:ssm:/web/db/user}}")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := w.cfnCalls()
+			doc := w.wait("shop", w.push("shop", bundleOf(t, map[string]string{"cairn.yaml": tt.cfg, "templates/a.yaml": tt.template})))
+			errs := strings.Join(append(slices.Clone(doc.Errors), doc.Run.Reason), "\n")
+			for _, s := range doc.Run.Stacks {
+				errs += "\n" + s.Reason
+			}
+			if doc.Run.Status != run.RunFailed || !strings.Contains(errs, tt.want) {
+				t.Fatalf("run: %s (%s), errors:\n%s\nwant one containing %q", doc.Run.Status, doc.Run.Reason, errs, tt.want)
+			}
+			if after := w.cfnCalls(); after["CreateChangeSet"] != before["CreateChangeSet"] || after["CreateStack"] != before["CreateStack"] {
+				t.Errorf("the refused bundle called CloudFormation: %v", after)
+			}
+			if strings.Contains(w.object(layout.RunReportKey("shop", doc.Run.ID)), "web-admin") {
+				t.Errorf("the report holds web's value")
+			}
+		})
+	}
+	doc := w.wait("shop", w.push("shop", bundleOf(t, map[string]string{"cairn.yaml": cfg, "templates/a.yaml": param("'{{resolve:ssm:/shop/db/user}}'")})))
+	if doc.Run.Status != run.Succeeded {
+		t.Fatalf("shop's own parameter: %s (%s) %v", doc.Run.Status, doc.Run.Reason, doc.Errors)
+	}
+}
+
+// TestCodeInAFolderNoBundleHoldsIsRefused: a zip uploaded by hand (aws s3 cp) may hold a
+// .git folder, which `cairn push` never uploads; a function whose CodeUri names it
+// (../.git/, a repository's config with its remote's token) is refused by the deployer
+// with the rule `cairn validate` applies (bundle.Excluded), before any change set, and
+// nothing is packaged.
+func TestCodeInAFolderNoBundleHoldsIsRefused(t *testing.T) {
+	w := newWorld(t, worldOptions{})
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, body := range map[string]string{
+		"cairn.yaml": "namespace: other\nstacks:\n  - name: a\n    template_path: templates/app.yaml\n",
+		"templates/app.yaml": "Transform: AWS::Serverless-2016-10-31\nResources:\n  Fn:\n    Type: AWS::Serverless::Function\n    Properties:\n" +
+			"      Runtime: python3.12\n      Handler: app.handler\n      CodeUri: ../.git/\n",
+		".git/config": "[remote \"origin\"]\n\turl = https://token@example.com/x.git\n",
+	} {
+		f, err := zw.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := w.cfnCalls()
+	doc := w.wait("other", w.pushBytes("other", buf.Bytes()))
+	want := `templates/app.yaml:8:16: Resources.Fn.Properties.CodeUri: CodeUri of Fn: "../.git/" names .git, in a folder no bundle holds`
+	if errs := strings.Join(doc.Errors, "\n"); doc.Run.Status != run.RunFailed || !strings.Contains(errs, want) {
+		t.Fatalf("run: %s (%s), errors:\n%s\nwant one containing %q", doc.Run.Status, doc.Run.Reason, errs, want)
+	}
+	if after := w.cfnCalls(); after["CreateChangeSet"] != before["CreateChangeSet"] {
+		t.Errorf("the refused bundle called CloudFormation: %v", after)
+	}
+	if keys := w.keysUnder(layout.AssetsPrefix); len(keys) != 0 {
+		t.Errorf("the refused bundle packaged %v", keys)
+	}
 }

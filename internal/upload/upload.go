@@ -44,6 +44,10 @@ type Options struct {
 	VarFile string
 	// Source says where the bundle comes from: the --pr flag and the environment.
 	Source provenance.Options
+	// Bucket is cairn's bucket when known without asking AWS (--bucket, $CAIRN_BUCKET):
+	// the S3 locations of the templates are then checked against it before the upload,
+	// as the deployer checks them (config.LoadOptions.Bucket).
+	Bucket string
 }
 
 // Prepare loads and validates the bundle at path (a directory, a .zip or a single YAML
@@ -57,7 +61,7 @@ func Prepare(path, deployment string, o Options) (*Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := config.LoadOptions{Deployment: deployment}
+	opts := config.LoadOptions{Deployment: deployment, Bucket: o.Bucket}
 	if varFile != "" {
 		if opts.Vars, err = os.ReadFile(varFile); err != nil {
 			return nil, fmt.Errorf("--var-file: %w", err)

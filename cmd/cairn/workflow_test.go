@@ -496,6 +496,24 @@ func TestGitHubWorkflow(t *testing.T) {
 	id = strings.TrimSpace(stdout.String())
 	planned := planChangeSets(t, id)
 
+	// Pull request #8, open meanwhile, adds another stack: its plan's comment is what the
+	// merge of #7 does not change, so the merge's job leaves it alone.
+	other := checkout(t, mainTree, time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC))
+	otherCfg := filepath.Join(other, "deploy", "cairn.yaml")
+	if err := os.WriteFile(otherCfg, []byte(readFile(t, otherCfg)+"  - name: other\n    template_path: other.yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "deploy", "other.yaml"), []byte("Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr8 := newRunner(t, other, "pull_request", "refs/pull/8/merge", "8888888888888888888888888888888888888888",
+		map[string]any{"number": 8, "pull_request": map[string]any{"number": 8, "head": map[string]any{"ref": "add-other", "sha": "8080808080808080808080808080808080808080", "repo": map[string]any{"full_name": "shop/infra"}}}})
+	fakeGH(t, pr8, "")
+	pr8Out, err := pr8.job(w, "plan")
+	if err != nil {
+		t.Fatalf("pull request #8's job failed: %v\n%s", err, pr8.out.String())
+	}
+
 	// 3. The merge's push: main now holds the merged content, in another checkout. The
 	// comment of the pull request is updated: its plan is applied.
 	mainMerged := checkout(t, merged, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
@@ -522,6 +540,13 @@ func TestGitHubWorkflow(t *testing.T) {
 	if b := bodies(t, log); len(b) != 1 || !strings.HasPrefix(b[0], report.CommentMarker("shop")+"\n# cairn plan "+id+" of deployment shop: applied\n") ||
 		!strings.Contains(readFile(t, log), "api --silent -X PATCH repos/shop/infra/issues/comments/987654 -F body=@") {
 		t.Errorf("the pull request's comment is not updated to applied: %d bodies\n%s", len(b), strings.Join(b, "\n---\n"))
+	}
+	stdout.Reset()
+	if code := run([]string{"plans", "shop", pr8Out["plan-id"], "--format", "md"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "# cairn plan "+pr8Out["plan-id"]+" of deployment shop: planned\n") {
+		t.Errorf("pull request #8's plan after the merge of #7 (exit %d):\n%s", code, stdout.String())
+	}
+	if calls := readFile(t, log); strings.Contains(calls, "issues/8/") {
+		t.Errorf("the merge of #7 edited the comment of #8, whose plan it left as it was:\n%s", calls)
 	}
 
 	// 4. A merge with one more commit: content no plan was made for. The apply executes

@@ -176,7 +176,7 @@ func wireGitHub(stack awscdk.Stack, cfg Config, bucket awss3.Bucket) {
 	bucketID := *stack.GetLogicalId(bucket.Node().DefaultChild().(awscdk.CfnElement))
 	for _, r := range []struct {
 		id, job, what, sub, output string
-		writes, reads         []string
+		writes, reads              []string
 	}{
 		{"GitHubPlanRole", "plan", "plan (pull requests: plans/NAME.zip only)", planSub, "GitHubPlanRoleArn", githubPlanWrites, githubPlanReads},
 		{"GitHubApplyRole", "apply", "apply (the apply environment: approvals/NAME.zip, and plans/NAME.zip for the plan of merged content)", applySub, "GitHubApplyRoleArn", githubApplyWrites, githubApplyReads},

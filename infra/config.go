@@ -78,6 +78,8 @@ type Config struct {
 	// cairn may assume, to deploy CDK apps' assemblies there; sorted.
 	CDKEnvironments []target.Target
 	CDKQualifier    string
+	// GitHub is the GitHub Actions setup (cairn:github): empty, none.
+	GitHub GitHub
 }
 
 // Target is one account and region cairn deploys into, with its target stack's options.
@@ -164,6 +166,9 @@ func LoadConfig(node contextGetter) (Config, error) {
 		return cfg, err
 	}
 	if err := loadCDK(&cfg, get(ctxCDKEnvironments), get(ctxCDKQualifier)); err != nil {
+		return cfg, err
+	}
+	if err := loadGitHub(&cfg, get); err != nil {
 		return cfg, err
 	}
 	ssm, err := ssmPaths(get(ctxSSMPaths), ns)

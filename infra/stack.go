@@ -513,6 +513,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 
 	wireTargets(stack, cfg, bucket, portsQueue, deployerRole, drift.Role())
 	wireCDK(stack, cfg, deployerRole, drift.Role())
+	wireGitHub(stack, cfg, bucket)
 
 	output(stack, "BucketName", bucket.BucketName(), ExportBucketName, "cairn's bucket: push bundles to deployments/NAME.zip")
 	output(stack, "PortsServiceToken", portsTopic.TopicArn(), ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation")

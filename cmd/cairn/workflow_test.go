@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -130,6 +131,130 @@ func expression(s string, contexts map[string]any) string {
 		}
 	})
 }
+
+// value is the value of a context path such as github.event.pull_request.number (nil when
+// absent).
+func value(path string, contexts map[string]any) any {
+	var v any = contexts
+	for _, k := range strings.Split(path, ".") {
+		mv, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mv[k]
+	}
+	return v
+}
+
+// condition evaluates a job's or step's if: as GitHub does, for the operators the
+// workflows here use: ==, != (strings compared ignoring case), &&, ||, !, parentheses,
+// 'string' literals, true, false and context paths. Empty is true.
+func condition(t *testing.T, cond string, contexts map[string]any) bool {
+	t.Helper()
+	cond = strings.TrimSpace(cond)
+	if c, ok := strings.CutPrefix(cond, "${{"); ok {
+		cond = strings.TrimSuffix(strings.TrimSpace(c), "}}")
+	}
+	if strings.TrimSpace(cond) == "" {
+		return true
+	}
+	tokens := regexp.MustCompile(`\s*('[^']*'|==|!=|&&|\|\||!|\(|\)|[A-Za-z0-9_.-]+)`).FindAllStringSubmatch(cond, -1)
+	var toks []string
+	for _, m := range tokens {
+		toks = append(toks, m[1])
+	}
+	if strings.Join(toks, "") != strings.ReplaceAll(cond, " ", "") {
+		t.Fatalf("if: %q holds what this test cannot evaluate", cond)
+	}
+	pos := 0
+	peek := func() string {
+		if pos < len(toks) {
+			return toks[pos]
+		}
+		return ""
+	}
+	truthy := func(v any) bool {
+		switch x := v.(type) {
+		case nil:
+			return false
+		case bool:
+			return x
+		case string:
+			return x != ""
+		case float64:
+			return x != 0
+		}
+		return true
+	}
+	str := func(v any) string {
+		switch x := v.(type) {
+		case nil:
+			return ""
+		case float64:
+			return fmt.Sprint(int64(x))
+		}
+		return fmt.Sprint(v)
+	}
+	var or func() any
+	operand := func() any {
+		tok := peek()
+		pos++
+		switch {
+		case tok == "(":
+			v := or()
+			if peek() != ")" {
+				t.Fatalf("if: %q: no closing parenthesis", cond)
+			}
+			pos++
+			return v
+		case strings.HasPrefix(tok, "'"):
+			return strings.Trim(tok, "'")
+		case tok == "true", tok == "false":
+			return tok == "true"
+		}
+		return value(tok, contexts)
+	}
+	var unary func() any
+	unary = func() any {
+		if peek() == "!" {
+			pos++
+			return !truthy(unary())
+		}
+		v := operand()
+		if op := peek(); op == "==" || op == "!=" {
+			pos++
+			w := operand()
+			return strings.EqualFold(str(v), str(w)) == (op == "==")
+		}
+		return v
+	}
+	and := func() any {
+		v := unary()
+		for peek() == "&&" {
+			pos++
+			w := unary()
+			v = truthy(v) && truthy(w)
+		}
+		return v
+	}
+	or = func() any {
+		v := and()
+		for peek() == "||" {
+			pos++
+			w := and()
+			v = truthy(v) || truthy(w)
+		}
+		return v
+	}
+	v := or()
+	if pos != len(toks) {
+		t.Fatalf("if: %q: left %v", cond, toks[pos:])
+	}
+	return truthy(v)
+}
+
+// errSkipped is a job whose if: is false: GitHub skips it.
+var errSkipped = errors.New("skipped: its if is false")
 
 // step runs one step and returns its outputs; a failed step fails the job (an error).
 func (r *runner) step(s ghStep, contexts map[string]any, actionPath string) (map[string]string, error) {
@@ -274,7 +399,13 @@ func (r *runner) jobOutputs(w ghWorkflow, name string, needs ...map[string]map[s
 	}
 	steps := map[string]any{}
 	contexts := map[string]any{"github": r.github, "needs": needed, "steps": steps}
+	if !condition(r.t, job.If, contexts) {
+		return nil, nil, errSkipped
+	}
 	for _, s := range job.Steps {
+		if !condition(r.t, s.If, contexts) {
+			continue
+		}
 		out, err := r.step(s, contexts, "")
 		if s.ID != "" {
 			o := map[string]any{}
@@ -394,11 +525,8 @@ func TestGitHubWorkflow(t *testing.T) {
 		}
 	}
 	w := docsWorkflow(t)
-	if w.Jobs["plan"].If != "github.event_name == 'pull_request'" || w.Jobs["apply"].If != "github.event_name == 'push'" {
-		t.Fatalf("the workflow's jobs: plan if %q, apply if %q", w.Jobs["plan"].If, w.Jobs["apply"].If)
-	}
-	if g := w.Jobs["gate"]; g.Needs != "apply" || g.If != "needs.apply.outputs.replan-id != ''" || g.Environment == nil {
-		t.Fatalf("the workflow's gate: needs %v, if %q, environment %v; want it to need apply, run on its replan-id, in an environment", g.Needs, g.If, g.Environment)
+	if g := w.Jobs["gate"]; g.Needs != "apply" || g.Environment == nil {
+		t.Fatalf("the workflow's gate: needs %v, environment %v; want it to need apply, in an environment", g.Needs, g.Environment)
 	}
 	for _, event := range []string{"pull_request", "push"} {
 		if _, ok := w.On[event]; !ok {
@@ -433,7 +561,7 @@ func TestGitHubWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	mergeSHA, headSHA := "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	prEvent := map[string]any{"number": 7, "pull_request": map[string]any{"number": 7, "head": map[string]any{"ref": "add-extra", "sha": headSHA}}}
+	prEvent := map[string]any{"number": 7, "pull_request": map[string]any{"number": 7, "head": map[string]any{"ref": "add-extra", "sha": headSHA, "repo": map[string]any{"full_name": "shop/infra"}}}}
 
 	// 1. The pull request's job, without gh: the plan is made and its comment is a file.
 	pr := newRunner(t, merged, "pull_request", "refs/pull/7/merge", mergeSHA, prEvent)
@@ -496,6 +624,24 @@ func TestGitHubWorkflow(t *testing.T) {
 	id = strings.TrimSpace(stdout.String())
 	planned := planChangeSets(t, id)
 
+	// Pull request #8, open meanwhile, adds another stack: its plan's comment is what the
+	// merge of #7 does not change, so the merge's job leaves it alone.
+	other := checkout(t, mainTree, time.Date(2026, 11, 30, 9, 30, 0, 0, time.UTC))
+	otherCfg := filepath.Join(other, "deploy", "cairn.yaml")
+	if err := os.WriteFile(otherCfg, []byte(readFile(t, otherCfg)+"  - name: other\n    template_path: other.yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, "deploy", "other.yaml"), []byte("Resources:\n  Queue:\n    Type: AWS::SQS::Queue\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr8 := newRunner(t, other, "pull_request", "refs/pull/8/merge", "8888888888888888888888888888888888888888",
+		map[string]any{"number": 8, "pull_request": map[string]any{"number": 8, "head": map[string]any{"ref": "add-other", "sha": "8080808080808080808080808080808080808080", "repo": map[string]any{"full_name": "shop/infra"}}}})
+	fakeGH(t, pr8, "")
+	pr8Out, err := pr8.job(w, "plan")
+	if err != nil {
+		t.Fatalf("pull request #8's job failed: %v\n%s", err, pr8.out.String())
+	}
+
 	// 3. The merge's push: main now holds the merged content, in another checkout. The
 	// comment of the pull request is updated: its plan is applied.
 	mainMerged := checkout(t, merged, time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
@@ -522,6 +668,13 @@ func TestGitHubWorkflow(t *testing.T) {
 	if b := bodies(t, log); len(b) != 1 || !strings.HasPrefix(b[0], report.CommentMarker("shop")+"\n# cairn plan "+id+" of deployment shop: applied\n") ||
 		!strings.Contains(readFile(t, log), "api --silent -X PATCH repos/shop/infra/issues/comments/987654 -F body=@") {
 		t.Errorf("the pull request's comment is not updated to applied: %d bodies\n%s", len(b), strings.Join(b, "\n---\n"))
+	}
+	stdout.Reset()
+	if code := run([]string{"plans", "shop", pr8Out["plan-id"], "--format", "md"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "# cairn plan "+pr8Out["plan-id"]+" of deployment shop: planned\n") {
+		t.Errorf("pull request #8's plan after the merge of #7 (exit %d):\n%s", code, stdout.String())
+	}
+	if calls := readFile(t, log); strings.Contains(calls, "issues/8/") {
+		t.Errorf("the merge of #7 edited the comment of #8, whose plan it left as it was:\n%s", calls)
 	}
 
 	// 4. A merge with one more commit: content no plan was made for. The apply executes
@@ -779,3 +932,91 @@ func (f *failures) Fail()                 { f.failed = true }
 func (f *failures) Failed() bool          { return f.failed }
 func (f *failures) Logf(string, ...any)   {}
 func (f *failures) Log(...any)            {}
+
+// TestGitHubWorkflowSkipsForks plays the jobs of docs/review.md's workflow, their if: as
+// GitHub evaluates them, on a pull request from a fork: the plan job, which assumes the
+// plan role, is skipped, and the fork job says why, in the log and the job summary, with no
+// AWS credentials and no cairn; on a pull request of the repository itself the plan job
+// runs and the fork job is skipped; on a push neither runs. As Atlantis by default: a fork's
+// branch never runs with the deploy role.
+func TestGitHubWorkflowSkipsForks(t *testing.T) {
+	w := docsWorkflow(t)
+	fork := w.Jobs["fork"]
+	for _, s := range fork.Steps {
+		if s.Uses != "" {
+			t.Errorf("the fork job uses %s: it must run no action (no AWS credentials, no cairn)", s.Uses)
+		}
+	}
+	event := func(repo string) map[string]any {
+		return map[string]any{"number": 9, "pull_request": map[string]any{"number": 9, "head": map[string]any{"ref": "patch-1", "sha": "9999999999999999999999999999999999999999", "repo": map[string]any{"full_name": repo}}}}
+	}
+	forked := newRunner(t, t.TempDir(), "pull_request", "refs/pull/9/merge", "9090909090909090909090909090909090909090", event("mallory/infra"))
+	if _, err := forked.job(w, "plan"); !errors.Is(err, errSkipped) {
+		t.Fatalf("the plan job of a fork's pull request: %v, want it skipped\n%s", err, forked.out.String())
+	}
+	if forked.out.Len() != 0 {
+		t.Errorf("the skipped plan job ran steps:\n%s", forked.out.String())
+	}
+	if _, err := forked.job(w, "fork"); err != nil {
+		t.Fatalf("the fork job: %v\n%s", err, forked.out.String())
+	}
+	const says = "cairn: pull request from a fork (mallory/infra): not planned, its workflow gets no AWS role."
+	if !strings.Contains(forked.out.String(), "::notice::"+says) {
+		t.Errorf("the fork job says:\n%s\nwant a notice %q", forked.out.String(), says)
+	}
+	if summary := readFile(t, forked.env["GITHUB_STEP_SUMMARY"]); !strings.Contains(summary, says) {
+		t.Errorf("the fork job's summary:\n%s", summary)
+	}
+	// The same repository, spelled in another case (GitHub compares strings ignoring case).
+	own := newRunner(t, t.TempDir(), "pull_request", "refs/pull/9/merge", "9090909090909090909090909090909090909090", event("Shop/Infra"))
+	if !condition(t, w.Jobs["plan"].If, map[string]any{"github": own.github}) {
+		t.Errorf("the plan job is skipped on a pull request of the repository itself")
+	}
+	if _, err := own.job(w, "fork"); !errors.Is(err, errSkipped) {
+		t.Errorf("the fork job on a pull request of the repository itself: %v, want it skipped", err)
+	}
+	push := newRunner(t, t.TempDir(), "push", "refs/heads/main", "3333333333333333333333333333333333333333", map[string]any{"ref": "refs/heads/main"})
+	for _, job := range []string{"plan", "fork"} {
+		if _, err := push.job(w, job); !errors.Is(err, errSkipped) {
+			t.Errorf("the %s job on a push: %v, want it skipped", job, err)
+		}
+	}
+	if !condition(t, w.Jobs["apply"].If, map[string]any{"github": push.github}) {
+		t.Errorf("the apply job is skipped on a push")
+	}
+}
+
+// TestGitHubWorkflowRoles: each job of docs/review.md's workflow that assumes an AWS role
+// assumes its own (plan, apply, gate: the stack's GitHubPlanRoleArn, GitHubApplyRoleArn,
+// GitHubApproveRoleArn), the apply job and the gate run in environments of their own (a
+// job in an environment gets the OIDC subject environment:NAME, which the apply and approve
+// roles' trust pins), and cairn's action is pinned to a commit, not a branch or tag.
+func TestGitHubWorkflowRoles(t *testing.T) {
+	w := docsWorkflow(t)
+	roles := map[string]string{}
+	for name, job := range w.Jobs {
+		for _, s := range job.Steps {
+			if strings.HasPrefix(s.Uses, "aws-actions/configure-aws-credentials@") {
+				roles[name] = s.With["role-to-assume"]
+			}
+			if ref, ok := strings.CutPrefix(s.Uses, "cairn-dev/cairn/.github/actions/cairn@"); ok && ref != "COMMIT_SHA" && !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(ref) {
+				t.Errorf("job %s uses cairn's action at %q: pin it to a full commit SHA", name, ref)
+			}
+		}
+	}
+	for job, role := range map[string]string{"plan": "GitHubPlanRole", "apply": "GitHubApplyRole", "gate": "GitHubApproveRole"} {
+		if !strings.Contains(roles[job], ":role/cairn-"+role+"-") {
+			t.Errorf("job %s assumes %q, want the stack's %s", job, roles[job], role)
+		}
+	}
+	if len(roles) != 3 {
+		t.Errorf("jobs assuming a role: %v, want plan, apply and gate", roles)
+	}
+	apply, gate := w.Jobs["apply"].Environment, w.Jobs["gate"].Environment
+	if apply == nil || gate == nil || fmt.Sprint(apply) == fmt.Sprint(gate) {
+		t.Errorf("environments: apply %v, gate %v; want one each, not the same", apply, gate)
+	}
+	if w.Jobs["plan"].Environment != nil {
+		t.Errorf("the plan job runs in environment %v: its subject would no longer be pull_request", w.Jobs["plan"].Environment)
+	}
+}

@@ -251,7 +251,10 @@ func changeReason(p *plan.Document, s plan.Stack) string {
 // nextStep is what to do about a plan in its status, for the comment: approve it, or why
 // not and what to do instead.
 func nextStep(p *plan.Document) string {
-	replan := "re-run the pull request's plan job (" + Code("cairn plan PATH --deployment "+p.Deployment) + ") and review the new plan"
+	// Not "re-run the plan job": GitHub re-runs a job on the commit it first ran on, so a
+	// re-run plans the old merge again (after another merge, a plan that reverts it).
+	replan := "update the pull request's branch (GitHub's Update branch, or a push), whose new plan job plans it against main as it is now (" +
+		Code("cairn plan PATH --deployment "+p.Deployment) + "), and review the new plan (re-running the old job would plan the old commit again)"
 	switch p.Status {
 	case plan.Planned:
 		if !p.Approvable() {

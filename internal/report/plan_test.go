@@ -166,3 +166,15 @@ func TestPlanWithoutChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestNextStepOfAStalePlanSaysUpdateTheBranch: a stale, expired or failed plan's comment
+// says to update the pull request's branch, never to re-run its plan job: GitHub re-runs a
+// job on the commit it first ran on, and a re-run after another merge planned a revert of it.
+func TestNextStepOfAStalePlanSaysUpdateTheBranch(t *testing.T) {
+	for _, status := range []plan.Status{"stale", plan.Expired, plan.PlanFailed} {
+		got := nextStep(&plan.Document{Deployment: "shop", Status: status})
+		if !strings.Contains(got, "update the pull request's branch") || strings.Contains(got, "re-run the") {
+			t.Errorf("%s: %q", status, got)
+		}
+	}
+}

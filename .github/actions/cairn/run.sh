@@ -2,8 +2,9 @@
 # The action's step: `cairn plan` with the plan posted as the pull request's comment;
 # `cairn apply` of the merged content from the change sets reviewed for it (and, where no
 # reviewed plan covers it, a plan of that content posted for review: replan-id); or
-# `cairn approve` of exactly one plan. After an apply or an approval, the comment of each
-# pull request whose plan changed status (applied, stale, superseded) is updated.
+# `cairn approve` of exactly one plan. After an apply or an approval, the comment of the
+# merged pull request, and of each pull request whose plan changed status (applied, stale,
+# superseded), is updated.
 #
 # A comment's Markdown is always written to a file ($RUNNER_TEMP/cairn-plan-NAME.md, the
 # output comment-file, and the job summary); gh posts it when it is installed, updating the
@@ -79,13 +80,28 @@ plan_comment() {
   fi
 }
 
-# update_comments posts again the comment of each pull request's newest plan, as it
-# stands now: applied, stale (why, what to do) or superseded.
+# comments_before keeps the comment of each pull request's newest plan as it stands before
+# an apply or an approval, so update_comments posts only those it changes.
+comments_before() {
+  gh_ready || return 0
+  local before="$RUNNER_TEMP/cairn-comments-before-$INPUT_DEPLOYMENT"
+  rm -rf "$before"
+  cairn plans "$INPUT_DEPLOYMENT" "${common[@]}" --comments "$before" >/dev/null || true
+}
+
+# update_comments posts again the comment of the merged pull request's newest plan, and of
+# each other pull request whose newest plan's comment this apply or approval changed
+# (applied, stale: why and what to do, superseded). The others are left alone: editing
+# every recent pull request's comment on each merge is noise, and costs API calls.
 update_comments() {
   gh_ready || return 0
-  local dir="$RUNNER_TEMP/cairn-comments-$INPUT_DEPLOYMENT" pr file
+  local before="$RUNNER_TEMP/cairn-comments-before-$INPUT_DEPLOYMENT" dir="$RUNNER_TEMP/cairn-comments-$INPUT_DEPLOYMENT" merged pr file
+  merged="$(merged_pr)"
+  rm -rf "$dir"
   cairn plans "$INPUT_DEPLOYMENT" "${common[@]}" --comments "$dir" | while read -r pr file; do
-    post "$file" "$pr" update
+    if [ "$pr" = "$merged" ] || ! cmp -s "$file" "$before/$pr.md"; then
+      post "$file" "$pr" update
+    fi
   done
 }
 
@@ -107,6 +123,7 @@ plan)
 apply)
   log="$RUNNER_TEMP/cairn-apply-$INPUT_DEPLOYMENT.log"
   code=0
+  comments_before
   cairn apply "$INPUT_PATH" "${args[@]}" | tee "$log" || code=$?
   plans="$(sed -n 's/^plan \([^ ]*\) of .* (made .*): its reviewed entries for .*/\1/p' "$log" | tr '\n' ' ')"
   echo "plan-id=${plans% }" >>"$out"
@@ -128,6 +145,7 @@ apply)
 approve)
   : "${INPUT_PLAN_ID:?the approve command needs the input plan-id}"
   code=0
+  comments_before
   cairn approve "$INPUT_DEPLOYMENT" "$INPUT_PLAN_ID" --wait --timeout "${INPUT_TIMEOUT:-30m}" "${common[@]}" || code=$?
   echo "plan-id=$INPUT_PLAN_ID" >>"$out"
   update_comments

@@ -94,7 +94,7 @@ Outputs:
 `,
 		// Not NoEcho: what it reads by a stack's name is given to it in clear.
 		"templates/echo.yaml": `Parameters:
-  Value: {Type: String}
+  Value: {Type: String, NoEcho: true}
 Resources:
   Topic: {Type: AWS::SNS::Topic}
 Outputs:
@@ -144,13 +144,14 @@ func TestSecretFlowsAreSealed(t *testing.T) {
 			}
 		})
 	}
-	// The consumers by name got the value (unsealed just before their change sets).
+	// The consumers by name got the value (unsealed just before their change sets), in a
+	// NoEcho parameter (DescribeStacks masks it), which their output echoes.
 	for _, stack := range []string{"shop-bycfn", "shop-byxref"} {
 		live := w.stacks()[stack]
 		got := ""
-		for _, p := range live.Parameters {
-			if aws.ToString(p.ParameterKey) == "Value" {
-				got = aws.ToString(p.ParameterValue)
+		for _, o := range live.Outputs {
+			if aws.ToString(o.OutputKey) == "Echo" {
+				got = aws.ToString(o.OutputValue)
 			}
 		}
 		if got != secrets["byname"] {

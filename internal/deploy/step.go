@@ -389,7 +389,7 @@ func (st stepper) options(ctx context.Context, doc *rundoc.Document) (run.Option
 	opts := st.cfg.Run
 	opts.Resolve = plan.Resolver(doc.Run, doc.Lookups, doc.SSM)
 	opts.Seal, opts.SealOutputs = plan.Seal(key), plan.SealOutputs(key)
-	opts.Explain = func(s *run.Stack, changes []run.ResourceChange) string { return plan.Explained(changes, s.Rippled) }
+	opts.Explain = plan.RippleStops
 	opts.Heartbeat = st.cfg.Heartbeat
 	return opts, nil
 }

@@ -336,7 +336,7 @@ func Make(in Input) (*Result, error) {
 			res.Inputs = map[string]Inputs{}
 		}
 		res.Inputs[s.Name] = InputsOf(s, in.SSM, in.Key, in.Home)
-		res.Warnings = append(res.Warnings, secretWarnings(s, in.SSM)...)
+		res.Refusals = append(res.Refusals, exposedSecrets(s, in.SSM, secret, byKey, in.Home)...)
 		if reason, ok := in.Unreachable[at]; ok {
 			rs.Phase, rs.Reason, rs.FinishedAt = run.Failed, reason, in.Now
 			decide(Unreachable, reason)
@@ -845,21 +845,38 @@ func legacyHash(in Input, cfg *config.Config, r *run.Run, lookups map[string][]c
 	return run.HashParameters(Seal(seal.Unkeyed)(rs, params))
 }
 
-// secretWarnings warns of each parameter of s that receives a SecureString but is not
-// NoEcho: CloudFormation would show its value to anyone who can describe the stack.
-func secretWarnings(s *config.Stack, ssm map[string]config.SSMValue) []string {
+// exposedSecrets refuses each parameter of s that receives a secret but is not NoEcho: a
+// SecureString (${ssm}), or a secret output (Secrecy) of a stack of the config read by
+// ${output}, ${xref}, ${rxref} or ${cfn}. CloudFormation would show its value to anyone
+// who can describe the stack, and keep it in every change set made with it, so nothing is
+// made (byKey maps a stack's place and name to its config name).
+func exposedSecrets(s *config.Stack, ssm map[string]config.SSMValue, secret config.Secrecy, byKey map[string]string, home target.Target) []string {
 	if s.Template == nil {
 		return nil
 	}
 	var out []string
 	seen := map[string]bool{}
 	for _, l := range s.Lookups {
-		if l.Kind != config.KindSSM || l.Param == "" || seen[l.Param] || ssm[l.Name].Type != config.SecureString {
+		if l.Param == "" || seen[l.Param] {
+			continue
+		}
+		var what string
+		switch {
+		case l.Kind == config.KindSSM && ssm[l.Name].Type == config.SecureString:
+			what = "SecureString " + l.Name
+		case l.Kind == config.KindOutput && slices.Contains(secret[l.Stack].Outputs, l.Output):
+			what = "the secret output " + l.Output + " of stack " + l.Stack
+		case l.Kind.ByStackName():
+			if from := byKey[target.Key(s.Target.Location(home), l.StackName)]; from != "" && slices.Contains(secret[from].Outputs, l.Output) {
+				what = "the secret output " + l.Output + " of stack " + from
+			}
+		}
+		if what == "" {
 			continue
 		}
 		seen[l.Param] = true
 		if p, ok := s.Template.Parameters[l.Param]; ok && !p.NoEcho {
-			out = append(out, fmt.Sprintf("stack %s: parameter %s receives SecureString %s but is not NoEcho: CloudFormation shows its value to anyone who can describe the stack; add NoEcho: true to the parameter", s.Name, l.Param, l.Name))
+			out = append(out, fmt.Sprintf("stack %s: parameter %s receives %s but is not NoEcho: CloudFormation would show the value to anyone who can describe the stack and keep it in the change set; add NoEcho: true to the parameter", s.Name, l.Param, what))
 		}
 	}
 	return out

@@ -16,8 +16,12 @@ import (
 // value (a literal, or lookups), and of app reading db unless noApp.
 func protectedConfig(t *testing.T, value string, protected bool) *config.Config {
 	t.Helper()
+	db := tmpl
+	if strings.Contains(value, "/shop/pw") { // a SecureString goes only to a NoEcho parameter
+		db = strings.Replace(tmpl, "In: {Type: String, Default: x}", "In: {Type: String, Default: x, NoEcho: true}", 1)
+	}
 	y := "namespace: shop\nstacks:\n  - name: net\n    parameters: {In: n1}\n    template_body: |" + tmpl + "\n" +
-		"  - name: db\n    protected: " + map[bool]string{true: "true", false: "false"}[protected] + "\n    parameters: {In: '" + value + "'}\n    template_body: |" + tmpl + "\n" +
+		"  - name: db\n    protected: " + map[bool]string{true: "true", false: "false"}[protected] + "\n    parameters: {In: '" + value + "'}\n    template_body: |" + db + "\n" +
 		"    requires: [net]\n"
 	cfg, err := config.LoadOptions{Deployment: "shop"}.Load(bundle.FromYAML("cairn.yaml", []byte(y)))
 	if err != nil {
@@ -143,5 +147,46 @@ func TestProtectedStackDeletionNeedsAPlan(t *testing.T) {
 	g.Stacks["db"].PlanOnly = false
 	if res := mustMake(t, Input{Config: dropped, Graph: g, Live: live}); len(res.Refusals) > 0 {
 		t.Errorf("push dropping an unrecorded stack: %q", res.Refusals)
+	}
+}
+
+// TestSecretIntoAParameterThatIsNotNoEchoIsRefused: a SecureString, or a secret output of
+// a stack of the config (by ${output} or by name), given to a parameter that is not NoEcho
+// is refused at push and at plan, before any change set is made (before: a warning, and
+// both change sets held the value in clear); to a NoEcho parameter it passes.
+func TestSecretIntoAParameterThatIsNotNoEchoIsRefused(t *testing.T) {
+	key := testKey(t, "one")
+	ssm := map[string]config.SSMValue{"/shop/pw": config.NewSSMValue(key, "/shop/pw", config.SecureString, "hunter2", 1)}
+	db := "\n      Parameters:\n        Password: {Type: String, NoEcho: true}\n      Resources:\n        P: {Type: AWS::SSM::Parameter, Properties: {Type: String, Value: !Ref Password}}\n      Outputs:\n        Secret: {Value: !GetAtt P.Value}"
+	for _, tc := range []struct {
+		name, value string
+		noEcho      bool
+		want        string
+	}{
+		{"a SecureString", "${ssm /shop/pw}", false, "parameter In receives SecureString /shop/pw but is not NoEcho"},
+		{"a secret output", "${output db::Secret}", false, "parameter In receives the secret output Secret of stack db but is not NoEcho"},
+		{"a secret output by name", "${xref shop-db::Secret}", false, "parameter In receives the secret output Secret of stack db but is not NoEcho"},
+		{"a SecureString to NoEcho", "${ssm /shop/pw}", true, ""},
+		{"a secret output to NoEcho", "${output db::Secret}", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			app := tmpl
+			if tc.noEcho {
+				app = strings.Replace(tmpl, "In: {Type: String, Default: x}", "In: {Type: String, Default: x, NoEcho: true}", 1)
+			}
+			y := "namespace: shop\nstacks:\n  - name: db\n    parameters: {Password: hunter22}\n    template_body: |" + db + "\n" +
+				"  - name: app\n    requires: [db]\n    parameters: {In: '" + tc.value + "'}\n    template_body: |" + app + "\n"
+			cfg, err := config.LoadOptions{Deployment: "shop"}.Load(bundle.FromYAML("cairn.yaml", []byte(y)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mode := range []run.Mode{run.ModeDeploy, run.ModePlan} {
+				res := mustMake(t, Input{Config: cfg, Graph: applied(t, cfg), Live: map[string]Live{}, SSM: ssm, Mode: mode, Key: key})
+				got := strings.Join(res.Refusals, "\n")
+				if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+					t.Errorf("%s: refusals %q, want %q", mode, got, tc.want)
+				}
+			}
+		})
 	}
 }

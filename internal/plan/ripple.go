@@ -79,6 +79,30 @@ func Explained(changes []run.ResourceChange, inputs []string) string {
 	return strings.Join(not, "; ")
 }
 
+// RippleStops says why the change set made at apply for ripple s (its inputs came out of
+// the apply with other values than planned) is not executed but stopped for a new review,
+// or "" when it runs: a change its inputs do not explain (Explained), or, in a protected
+// stack, any resource it would replace (Replacement True or Conditional), explained or
+// not: a protected stack's resources are replaced only through a plan that showed it.
+func RippleStops(s *run.Stack, changes []run.ResourceChange) string {
+	if why := Explained(changes, s.Rippled); why != "" {
+		return why
+	}
+	if !s.PlanOnly {
+		return ""
+	}
+	var replaced []string
+	for _, c := range changes {
+		if c.Replacement == "True" || c.Replacement == "Conditional" {
+			replaced = append(replaced, fmt.Sprintf("%s (%s): Replacement %s", c.LogicalID, c.Type, c.Replacement))
+		}
+	}
+	if len(replaced) == 0 {
+		return ""
+	}
+	return "the protected stack would have resources replaced, which no reviewed plan showed: " + strings.Join(replaced, "; ")
+}
+
 // causeExplained reports whether one cause of a change of resource id is explained: a
 // reference to a parameter of inputs, or to a resource (of the same template: a nested
 // stack's resources are named Stack/Resource) whose change is explained.

@@ -185,3 +185,30 @@ func TestInputsDiffer(t *testing.T) {
 		t.Errorf("Differ = %v", got)
 	}
 }
+
+// TestRippleStops: a ripple's new change set in a protected stack stops for review when it
+// would replace anything (True or Conditional), even where its inputs explain it (before:
+// a VPC change replaced a protected database's security group and, conditionally, the
+// database, with no plan showing it); elsewhere the explanation alone decides.
+func TestRippleStops(t *testing.T) {
+	sg := run.ResourceChange{LogicalID: "SecurityGroup", Type: "AWS::EC2::SecurityGroup", Action: "Modify", Replacement: "True", Causes: []string{"ParameterReference VpcId"}}
+	db := run.ResourceChange{LogicalID: "Database", Type: "AWS::RDS::DBInstance", Action: "Modify", Replacement: "Conditional", Causes: []string{"ResourceAttribute SecurityGroup.GroupId"}}
+	tags := run.ResourceChange{LogicalID: "Database", Type: "AWS::RDS::DBInstance", Action: "Modify", Replacement: "False", Causes: []string{"ParameterReference VpcId"}}
+	other := run.ResourceChange{LogicalID: "Log", Type: "AWS::Logs::LogGroup", Action: "Modify", Causes: []string{"DirectModification"}}
+	for _, tc := range []struct {
+		name      string
+		protected bool
+		changes   []run.ResourceChange
+		want      string
+	}{
+		{"a protected stack's replacements", true, []run.ResourceChange{sg, db}, "the protected stack would have resources replaced, which no reviewed plan showed: SecurityGroup (AWS::EC2::SecurityGroup): Replacement True; Database (AWS::RDS::DBInstance): Replacement Conditional"},
+		{"a protected stack modified in place", true, []run.ResourceChange{tags}, ""},
+		{"an unprotected stack's explained replacements", false, []run.ResourceChange{sg, db}, ""},
+		{"an unexplained change", false, []run.ResourceChange{other}, "Log (AWS::Logs::LogGroup): Modify from DirectModification"},
+	} {
+		s := &run.Stack{Name: "db", PlanOnly: tc.protected, Rippled: []string{"VpcId"}}
+		if got := RippleStops(s, tc.changes); got != tc.want {
+			t.Errorf("%s: RippleStops = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -152,6 +152,12 @@ func NextStep(e Ending) (Next, bool) {
 				return Next{Class: Review, Why: fmt.Sprintf("stack %s changes only through a reviewed plan: plan, review, then approve", s.Describe()),
 					Command: planCmd, Then: approve}, true
 			case Fix:
+				if s.Stopped {
+					// Its change set was not executed: the run asked for a new plan of
+					// what stopped (ReplanOf), which the note names.
+					return Next{Class: Review, Why: fmt.Sprintf("stack %s stopped for review: its change set at apply held more than a reviewed plan showed; review the new plan of the stopped stacks (the note above names it), then approve it", s.Describe()),
+						Command: "cairn plans " + d, Then: approve}, true
+				}
 				if exp, user, ok := ExportInUse(s.Reason); ok {
 					return redo(Fix, fmt.Sprintf("stack %s failed: stack %s still imports its export %s, which CloudFormation does not drop or change while it is in use: deploy %s without that import first (or delete it), keeping the export until then, then deploy again",
 						s.Describe(), user, exp, user)), true

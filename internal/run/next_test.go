@@ -101,6 +101,13 @@ func TestNextStep(t *testing.T) {
 		why     string
 	}{
 		{name: "succeeded", e: Ending{Run: &Run{Status: Succeeded}}, none: true},
+		{name: "a stack stopped for review at apply", e: Ending{Run: func() *Run {
+			r := failed(Fix, ModeDeploy, "p1")
+			r.Stacks["app"].Stopped = true
+			return r
+		}(), Path: "d"},
+			class: Review, command: "cairn plans shop", then: "cairn approve shop PLAN_ID",
+			why: "stack shop-app stopped for review: its change set at apply held more than a reviewed plan showed; review the new plan of the stopped stacks (the note above names it), then approve it"},
 		{name: "an export still imported by a stack that stays", e: Ending{Run: withReason(failed(Fix, ModeDeploy, ""),
 			"stack shop-app is UPDATE_ROLLBACK_COMPLETE: Export shop-app-Queue cannot be deleted as it is in use by shop-web"), Path: "d"},
 			class: Fix, command: "cairn push d --deployment shop",

@@ -174,11 +174,24 @@ func NextStep(e Ending) (Next, bool) {
 	if bestRank < len(classOrder) {
 		return best, true
 	}
+	var bare []string
+	for _, err := range e.Errors {
+		if m := notBootstrapped.FindStringSubmatch(err); m != nil {
+			bare = append(bare, m[1])
+		}
+	}
+	if len(bare) > 0 {
+		return redo(Fix, fmt.Sprintf("the CDK bootstrap is missing in %s: bootstrap as the errors above say, then deploy again", strings.Join(bare, ", "))), true
+	}
 	if len(e.Errors) > 0 {
 		return redo(Fix, "the bundle did not load: fix the errors above, then deploy again"), true
 	}
 	return redo(Fix, "the run failed before it changed a stack: fix the reason above, then deploy again"), true
 }
+
+// notBootstrapped matches cdkassets' message of an environment without the CDK bootstrap
+// (cdkassets.NotBootstrappedPhrase; run does not import cdkassets).
+var notBootstrapped = regexp.MustCompile(`^environment (aws://\S+) is not bootstrapped for the CDK`)
 
 // exportInUse matches CloudFormation's refusals to drop or change an export another stack
 // imports.

@@ -153,7 +153,7 @@ func outcomeOf(w io.Writer, doc *rundoc.Document, path string) error {
 		printer.Fprintf(w, "  reason: %s\n", r.Reason)
 	}
 	notes(w, "  ", doc)
-	printOutputs(w, "", runOutputs(r))
+	printOutputs(w, false, runOutputs(r))
 	printer.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, doc.ReportKey())
 	if r.Status != runstate.Succeeded {
 		printNext(w, doc, path)

@@ -26,9 +26,9 @@ type stackOutputs struct {
 // printOutputs prints the stacks' outputs, as `sam deploy` and `cdk deploy` print them
 // after a deployment: each stack with outputs, then each output as KEY = VALUE in name
 // order, a secret one (named secret by the run, or stored sealed) as ****; every value
-// through the printer, since a template computes it; lead (cairn's own) comes before it
+// through the printer, since a template computes it; blank puts an empty line before it
 // all, when there is an output.
-func printOutputs(w io.Writer, lead string, stacks []stackOutputs) {
+func printOutputs(w io.Writer, blank bool, stacks []stackOutputs) {
 	indent := ""
 	header := false
 	for _, s := range stacks {
@@ -36,7 +36,9 @@ func printOutputs(w io.Writer, lead string, stacks []stackOutputs) {
 			continue
 		}
 		if !header {
-			io.WriteString(w, lead)
+			if blank {
+				printer.Fprintf(w, "\n")
+			}
 			printer.Fprintf(w, "%soutputs:\n", indent)
 			header = true
 		}

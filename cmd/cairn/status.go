@@ -67,7 +67,7 @@ superseded, 4 timed out, 130 interrupted).`,
 				return err
 			}
 			if doc := history.Deployed(runs); doc != nil && g != nil {
-				printOutputs(w, "\n", graphOutputs(g, doc.Run))
+				printOutputs(w, true, graphOutputs(g, doc.Run))
 			}
 			if d := history.Behind(runs, g); d != nil {
 				printBehind(w, d, g)

@@ -102,3 +102,51 @@ func TestSAMAppThatNeedsBuilding(t *testing.T) {
 		t.Errorf("push of the build output does not print its outputs:\n%s", out)
 	}
 }
+
+// TestInitReadsSAMConfig: cairn init beside a samconfig.toml (in the template's folder, or
+// above it up to the bundle's, as for sam build's template) gives the stack the values its
+// parameter_overrides give sam deploy, in either form, and says so; a NoEcho one is left
+// out of the file.
+func TestInitReadsSAMConfig(t *testing.T) {
+	dir := samBuildApp(t)
+	out := cairnOK(t, "init", dir, "--from", filepath.Join(dir, ".aws-sam", "build", "template.yaml"), "--namespace", "hello")
+	if !strings.Contains(out, "took 1 parameter value from samconfig.toml (parameter_overrides of [default.deploy.parameters]): template.Greeting\n") {
+		t.Errorf("init does not say it took the samconfig.toml's value:\n%s", out)
+	}
+	draft, err := os.ReadFile(filepath.Join(dir, "cairn.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(draft), "      Greeting: hi there  # from samconfig.toml\n") {
+		t.Errorf("the draft does not take the override:\n%s", draft)
+	}
+	cairnOK(t, "validate", dir)
+
+	// The list form, beside the template, with a secret and a value cairn.yaml would read
+	// as a lookup.
+	app := t.TempDir()
+	for name, body := range map[string]string{
+		"template.yaml":  "Parameters:\n  Stage: {Type: String, Default: dev}\n  Size: {Type: Number}\n  Token: {Type: String, NoEcho: true}\n  Path: {Type: String, Default: x}\nResources:\n  T: {Type: AWS::SNS::Topic}\n",
+		"samconfig.toml": "version = 0.1\n[default.global.parameters]\nparameter_overrides = \"Stage=qa\"\n[default.deploy.parameters]\nparameter_overrides = [\"Stage=prod\", \"ParameterKey=Size,ParameterValue=3\", \"Token=s3cr3t\", \"Path=${HOME}\"]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(app, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out = cairnOK(t, "init", app, "--from", filepath.Join(app, "template.yaml"), "--namespace", "list")
+	if !strings.Contains(out, "took 2 parameter values from samconfig.toml (parameter_overrides of [default.deploy.parameters]): template.Stage, template.Size\n") {
+		t.Errorf("init of the list form:\n%s", out)
+	}
+	draft, err = os.ReadFile(filepath.Join(app, "cairn.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"      Stage: prod  # from samconfig.toml\n", "      Size: \"3\"  # from samconfig.toml\n", "      # Token: ${ssm /list/Token}  # review: samconfig.toml gives it a value, which is secret", "      # Path: ${HOME}  # review: from samconfig.toml, which cairn.yaml would read as a lookup\n"} {
+		if !strings.Contains(string(draft), want) {
+			t.Errorf("the draft lacks %q:\n%s", want, draft)
+		}
+	}
+	if strings.Contains(string(draft), "s3cr3t") {
+		t.Errorf("the draft holds the secret:\n%s", draft)
+	}
+}

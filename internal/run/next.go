@@ -224,7 +224,8 @@ func orUnknown(s string) string {
 }
 
 // quotedCommand finds the commands a message names in backquotes: "`cairn recover shop app`".
-var quotedCommand = regexp.MustCompile("`(cairn [^`]+)`")
+// An AWS CLI command (the tagging that adopts a stack cairn did not create) is one too.
+var quotedCommand = regexp.MustCompile("`((?:cairn|aws cloudformation update-stack) [^`]+)`")
 
 // refusalStep classes one refusal of a run: by the command it names (a refusal says its
 // own way out: `cairn recover ...`, `cairn plan ...`), else by what it says (a busy stack
@@ -241,6 +242,12 @@ func refusalStep(reason string, r *Run, path, again string) Next {
 			n.Then = cmds[1]
 		}
 		switch strings.Fields(cmds[0])[1] {
+		case "cloudformation":
+			if n.Then == "" {
+				n.Then = again
+			}
+			n.Why = "the run was refused: a stack of the config exists, but cairn did not create it: tag it to adopt it (or rename the stack in the config), then deploy again"
+			return n
 		case "recover":
 			n.Class = Recover
 			if n.Then == "" {

@@ -163,6 +163,7 @@ func outcomeOf(w io.Writer, doc *rundoc.Document, path string) error {
 		printer.Fprintf(w, "  reason: %s\n", r.Reason)
 	}
 	notes(w, "  ", doc)
+	printOutputs(w, false, runOutputs(r))
 	printer.Fprintf(w, "report: s3://%s/%s\n", doc.Bundle.Bucket, doc.ReportKey())
 	if r.Status != runstate.Succeeded {
 		printNext(w, doc, path)

@@ -323,3 +323,32 @@ func deletedAt(t *testing.T, em *awslocal.Emulator, name string) time.Time {
 	t.Fatalf("stack %s was not deleted", name)
 	return time.Time{}
 }
+
+// TestCDKAppNotBootstrapped: an app pushed to environments without the CDK bootstrap is
+// refused before any CloudFormation call with one message per environment, naming it and
+// what bootstraps it (cdk bootstrap, or cairn local up --cdk-bootstrap), not the errors of
+// the roles the bootstrap would have made.
+func TestCDKAppNotBootstrapped(t *testing.T) {
+	em, _ := deployEmulator(t)
+	t.Setenv("CAIRN_BUCKET", localBucket)
+	calls := cfnCallsAnywhere(em)
+	out, code := cairnRun(t, append([]string{"push", cdkApp("base"), "--deployment", "orders"}, followFlags...)...)
+	t.Logf("exit %d:\n%s", code, out)
+	if code != 1 || strings.Count(out, "error: ") != 2 || strings.Contains(out, "file-publishing-role") || strings.Contains(out, "did not load") {
+		t.Fatalf("want exactly one error per environment, no role errors of the assets, no 'did not load'")
+	}
+	for _, want := range []string{
+		"error: environment aws://000000000000/us-east-1 is not bootstrapped for the CDK (stacks Dev/Data, Dev/Service: ",
+		"bootstrap it with `cdk bootstrap aws://000000000000/us-east-1 --trust 000000000000`, or, against cairn's local emulator, start it with `cairn local up --cdk-bootstrap`\n",
+		"error: environment aws://111111111111/eu-west-1 is not bootstrapped for the CDK (stack Audit: ",
+		"bootstrap it with `cdk bootstrap aws://111111111111/eu-west-1 --trust 000000000000`, or, against cairn's local emulator, start it with `cairn local up --cdk-bootstrap --targets 111111111111:eu-west-1`\n",
+		"next: the CDK bootstrap is missing in aws://000000000000/us-east-1, aws://111111111111/eu-west-1: bootstrap as the errors above say, then deploy again: `cairn push ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the refusal lacks %q", want)
+		}
+	}
+	if n := cfnCallsAnywhere(em) - calls; n != 0 {
+		t.Errorf("%d CloudFormation call(s) for a push refused before any", n)
+	}
+}

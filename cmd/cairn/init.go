@@ -34,8 +34,10 @@ parent, and init lists them). Each template becomes a stack named after its file
 its parameters are written with their defaults and descriptions; a parameter named as
 another template's output reads it (${output STACK::NAME}), and a template importing
 another's export requires it. Every guess, and each parameter that needs a value, is
-marked "review:" in a comment: the file is a draft to read. Init never overwrites a
-cairn.yaml unless --force.`,
+marked "review:" in a comment: the file is a draft to read. A samconfig.toml in a
+template's folder (or one above it, up to DIR) gives its stack the values of its
+parameter_overrides, as sam deploy takes them. Init never overwrites a cairn.yaml unless
+--force.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
 			if len(args) > 0 {
@@ -61,6 +63,7 @@ cairn.yaml unless --force.`,
 				paths, nested = found, inner
 			}
 			var ts []scaffold.Template
+			var samconfigs []string
 			for _, p := range paths {
 				rel, err := inside(dir, p)
 				if err != nil {
@@ -70,7 +73,18 @@ cairn.yaml unless --force.`,
 				if err != nil {
 					return refuse("init: %v", err)
 				}
-				ts = append(ts, scaffold.Template{Path: filepath.ToSlash(rel), Body: body})
+				tp := scaffold.Template{Path: filepath.ToSlash(rel), Body: body}
+				cfgPath, values, where, err := samOverrides(dir, rel)
+				if err != nil {
+					return refuse("init: %v", err)
+				}
+				if len(values) > 0 {
+					tp.Overrides, tp.From = values, filepath.ToSlash(cfgPath)
+					if !slices.Contains(samconfigs, tp.From+" ("+where+")") {
+						samconfigs = append(samconfigs, tp.From+" ("+where+")")
+					}
+				}
+				ts = append(ts, tp)
 			}
 			if namespace == "" {
 				namespace = namespaceOf(dir)
@@ -86,6 +100,9 @@ cairn.yaml unless --force.`,
 			printer.Fprintf(w, "wrote %s: %d %s (%s) in namespace %s\n", target, len(r.Stacks), plural(len(r.Stacks), "stack"), strings.Join(r.Stacks, ", "), namespace)
 			if len(nested) > 0 {
 				printer.Fprintf(w, "left out %d nested %s, deployed with the template nesting %s: %s\n", len(nested), plural(len(nested), "template"), map[bool]string{true: "it", false: "each"}[len(nested) == 1], strings.Join(nested, ", "))
+			}
+			if len(r.Overridden) > 0 {
+				printer.Fprintf(w, "took %d parameter %s from %s: %s\n", len(r.Overridden), plural(len(r.Overridden), "value"), strings.Join(samconfigs, ", "), strings.Join(r.Overridden, ", "))
 			}
 			printer.Fprintf(w, "read the %d %s marked \"review:\"", r.Review, plural(r.Review, "line"))
 			if len(r.Missing) > 0 {
@@ -103,6 +120,27 @@ cairn.yaml unless --force.`,
 	cmd.Flags().StringVar(&namespace, "namespace", "", "the namespace: stack names are NAMESPACE-<name> (default: DIR's name)")
 	cmd.Flags().BoolVar(&force, "force", false, "write over an existing cairn.yaml")
 	return cmd
+}
+
+// samOverrides reads the parameter overrides `sam deploy` would take for the template at
+// rel (relative to dir) from the samconfig.toml nearest it: in its folder, or one above it
+// up to dir (sam build's template is in .aws-sam/build, the app's samconfig.toml two
+// folders up). It returns the file's path relative to dir, and which table gave them.
+func samOverrides(dir, rel string) (string, map[string]string, string, error) {
+	for d := filepath.Dir(rel); ; d = filepath.Dir(d) {
+		p := filepath.Join(d, scaffold.SAMConfigName)
+		body, err := os.ReadFile(filepath.Join(dir, p))
+		if err == nil {
+			values, where, err := scaffold.SAMOverrides(body)
+			if err != nil {
+				return "", nil, "", fmt.Errorf("%s: %w", filepath.Join(dir, d), err)
+			}
+			return p, values, where, nil
+		}
+		if d == "." || d == string(filepath.Separator) {
+			return "", nil, "", nil
+		}
+	}
 }
 
 // inside returns p relative to dir, refusing a path outside it.

@@ -66,6 +66,9 @@ superseded, 4 timed out, 130 interrupted).`,
 			if err != nil {
 				return err
 			}
+			if doc := history.Deployed(runs); doc != nil && g != nil {
+				printOutputs(w, true, graphOutputs(g, doc.Run))
+			}
 			if d := history.Behind(runs, g); d != nil {
 				printBehind(w, d, g)
 			}

@@ -115,6 +115,9 @@ type Publisher struct {
 	Clients Clients
 	// Own is cairn's bucket: no asset is ever published there (Destinations).
 	Own string
+	// Trust is cairn's account, which an environment's bootstrap must trust (cdk bootstrap
+	// --trust): named in the message of an environment not bootstrapped.
+	Trust string
 	// Concurrency bounds the assets looked at or uploaded at once (default 8).
 	Concurrency int
 	Logger      *slog.Logger
@@ -136,6 +139,7 @@ func (ps Problems) Error() string { return strings.Join(ps, "; ") }
 // fileJob is one file asset at one resolved destination.
 type fileJob struct {
 	stack   string
+	env     string // the stack's environment, aws://ACCOUNT/REGION
 	account string // the stack's
 	publish string // the command publishing it
 	files   *artifact.Set
@@ -146,6 +150,7 @@ type fileJob struct {
 // imageJob is one image asset at one resolved destination.
 type imageJob struct {
 	stack   string
+	env     string // the stack's environment, aws://ACCOUNT/REGION
 	publish string // the command publishing it
 	asset   assembly.ImageAsset
 	dest    assembly.Destination
@@ -169,7 +174,7 @@ func (p *Publisher) Prepare(ctx context.Context, stacks []Stack) error {
 				d = d.Resolve(s.Account, s.Region)
 				if k := d.Bucket + "/" + d.Key + "|" + d.Region; !seenFile[k] {
 					seenFile[k] = true
-					files = append(files, fileJob{stack: s.Name, account: s.Account, files: s.Assembly.Bundle, asset: a, dest: d,
+					files = append(files, fileJob{stack: s.Name, env: env(s), account: s.Account, files: s.Assembly.Bundle, asset: a, dest: d,
 						publish: assembly.PublishCommand(s.Assembly.Dir, a.Manifest, a.ID)})
 				}
 			}
@@ -179,7 +184,7 @@ func (p *Publisher) Prepare(ctx context.Context, stacks []Stack) error {
 				d = d.Resolve(s.Account, s.Region)
 				if k := d.Repository + ":" + d.Tag + "|" + d.Region + "|" + d.RoleARN; !seenImage[k] {
 					seenImage[k] = true
-					images = append(images, imageJob{stack: s.Name, asset: a, dest: d,
+					images = append(images, imageJob{stack: s.Name, env: env(s), asset: a, dest: d,
 						publish: assembly.PublishCommand(s.Assembly.Dir, a.Manifest, a.ID)})
 				}
 			}
@@ -192,10 +197,15 @@ func (p *Publisher) Prepare(ctx context.Context, stacks []Stack) error {
 	if problems := p.destinations(files); len(problems) > 0 {
 		return problems // nothing is looked at, nothing published
 	}
-	problems, err := p.bootstrap(ctx, stacks)
+	problems, bare, err := p.bootstrap(ctx, stacks)
 	if err != nil {
 		return err
 	}
+	// The assets of an environment not bootstrapped are not looked for: its bucket,
+	// repository and publishing roles are what the bootstrap makes, so each would only
+	// repeat that they are missing.
+	files = slices.DeleteFunc(files, func(j fileJob) bool { return bare[j.env] })
+	images = slices.DeleteFunc(images, func(j imageJob) bool { return bare[j.env] })
 	more, err := p.images(ctx, images)
 	if err != nil {
 		return err
@@ -265,13 +275,25 @@ func Destination(d assembly.Destination, account, own string) string {
 	return ""
 }
 
+// env is where a stack deploys, as the CDK names an environment: aws://ACCOUNT/REGION.
+func env(s Stack) string { return "aws://" + s.Account + "/" + s.Region }
+
+// NotBootstrappedPhrase begins the message of an environment without the CDK bootstrap
+// (run.NextStep recognizes it).
+const NotBootstrappedPhrase = "is not bootstrapped for the CDK"
+
 // bootstrap verifies each environment's bootstrap version, read once per place and
 // parameter through the first stack's target there, as the CDK CLI does
-// (validateVersion): CDK's own messages.
-func (p *Publisher) bootstrap(ctx context.Context, stacks []Stack) (Problems, error) {
+// (validateVersion): CDK's own messages for a version too old. An environment whose
+// version parameter does not exist, or whose deploy role (the bootstrap's, which the
+// stacks' targets name) cannot be assumed, is not bootstrapped: one message for it, naming
+// the environment, its stacks and the commands that bootstrap it; bare holds those
+// environments.
+func (p *Publisher) bootstrap(ctx context.Context, stacks []Stack) (problems Problems, bare map[string]bool, err error) {
 	type key struct{ account, region, parameter string }
 	need := map[key]int{}
 	via := map[key]Stack{}
+	names := map[key][]string{}
 	for _, s := range stacks {
 		b := s.Assembly.Bootstrap
 		if b.Version == 0 || b.Parameter == "" {
@@ -284,19 +306,23 @@ func (p *Publisher) bootstrap(ctx context.Context, stacks []Stack) (Problems, er
 		if _, ok := via[k]; !ok {
 			via[k] = s
 		}
+		names[k] = append(names[k], s.Name)
 	}
-	var problems Problems
+	bare = map[string]bool{}
 	for _, k := range slices.SortedFunc(maps.Keys(need), func(a, b key) int {
 		return cmp.Or(strings.Compare(a.account, b.account), strings.Compare(a.region, b.region), strings.Compare(a.parameter, b.parameter))
 	}) {
 		s, want := via[k], need[k]
 		out, err := p.Clients.SSM(s.Target).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(k.parameter), WithDecryption: aws.Bool(true)})
-		var problem string
+		var problem, missing string
+		var refused *reach.Refused
 		switch {
 		case awsclient.ErrorCode(err) == "ParameterNotFound":
-			problem = fmt.Sprintf("SSM parameter %s not found. Has the environment been bootstrapped? Please run 'cdk bootstrap' (see https://docs.aws.amazon.com/cdk/latest/guide/bootstrapping.html)", k.parameter)
+			missing = fmt.Sprintf("its SSM parameter %s does not exist", k.parameter)
+		case err != nil && errors.As(err, &refused):
+			missing = fmt.Sprintf("its deploy role %s cannot be assumed, so it does not exist or does not trust cairn's account (%s)", s.Target.RoleARN, awsclient.Message(refused.Unwrap()))
 		case err != nil && !permanent(err):
-			return nil, fmt.Errorf("read the bootstrap version %s (%s): %w", k.parameter, s.Where, err)
+			return nil, nil, fmt.Errorf("read the bootstrap version %s (%s): %w", k.parameter, s.Where, err)
 		case err != nil:
 			problem = fmt.Sprintf("This CDK deployment requires bootstrap stack version '%d', but during the confirmation via SSM parameter %s the following error occurred: %s", want, k.parameter, message(err))
 		default:
@@ -308,11 +334,39 @@ func (p *Publisher) bootstrap(ctx context.Context, stacks []Stack) (Problems, er
 				problem = fmt.Sprintf("This CDK deployment requires bootstrap stack version '%d', found '%d'. Please run 'cdk bootstrap'.", want, v)
 			}
 		}
+		if missing != "" {
+			e := env(s)
+			bare[e] = true
+			problems = append(problems, p.notBootstrapped(e, k.account, k.region, k.parameter, names[k], missing))
+			continue
+		}
 		if problem != "" {
 			problems = append(problems, fmt.Sprintf("stack %s (%s): %s", s.Name, s.Where, problem))
 		}
 	}
-	return problems, nil
+	return problems, bare, nil
+}
+
+// notBootstrapped is the message of an environment without the CDK bootstrap: what shows
+// it, and the two ways to bootstrap it (in AWS, and in cairn's local emulator).
+func (p *Publisher) notBootstrapped(env, account, region, parameter string, stacks []string, missing string) string {
+	trust, qualifier, local := "", "", "cairn local up --cdk-bootstrap"
+	if p.Trust != "" {
+		trust = " --trust " + p.Trust
+	}
+	if q := strings.TrimSuffix(strings.TrimPrefix(parameter, "/cdk-bootstrap/"), "/version"); q != parameter && q != "hnb659fds" {
+		qualifier = " --qualifier " + q
+		local += " --cdk-qualifier " + q
+	}
+	if p.Trust != "" && account != p.Trust {
+		local += " --targets " + account + ":" + region
+	}
+	label := "stack"
+	if len(stacks) > 1 {
+		label = "stacks"
+	}
+	return fmt.Sprintf("environment %s %s (%s %s: %s): bootstrap it with `cdk bootstrap %s%s%s`, or, against cairn's local emulator, start it with `%s`",
+		env, NotBootstrappedPhrase, label, strings.Join(stacks, ", "), missing, env, trust, qualifier, local)
 }
 
 // images checks each image asset is in its repository under its tag.

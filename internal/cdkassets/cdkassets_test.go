@@ -191,19 +191,24 @@ func TestPrepareRefusesMissingImage(t *testing.T) {
 }
 
 // TestPrepareChecksTheBootstrapVersion: the environments' bootstrap version, as the CDK CLI
-// checks it, in its words: not bootstrapped at all (the deploy role cannot be assumed), and
-// bootstrapped with a version older than the templates need.
+// checks it: not bootstrapped at all (the deploy role cannot be assumed), one message per
+// environment naming it, its stacks and both ways to bootstrap it, and nothing about the
+// assets, whose roles and buckets the bootstrap makes; and bootstrapped with a version
+// older than the templates need, in the CDK CLI's words.
 func TestPrepareChecksTheBootstrapVersion(t *testing.T) {
 	bare := newWorld(t, true)
 	ps := problems(t, bare.p.Prepare(bare.ctx, stacks(t, "base")))
 	joined := strings.Join(ps, "\n")
-	for _, want := range []string{
-		"stack Audit (111111111111, eu-west-1): This CDK deployment requires bootstrap stack version '6', but during the confirmation via SSM parameter /cdk-bootstrap/hnb659fds/version the following error occurred: cannot assume role arn:aws:iam::111111111111:role/cdk-hnb659fds-deploy-role-111111111111-eu-west-1",
-		"stack Dev/Data (000000000000, us-east-1): This CDK deployment requires bootstrap stack version '6'",
+	for i, want := range []string{
+		"environment aws://000000000000/us-east-1 is not bootstrapped for the CDK (stacks Dev/Data, Dev/Service: its deploy role arn:aws:iam::000000000000:role/cdk-hnb659fds-deploy-role-000000000000-us-east-1 cannot be assumed",
+		"environment aws://111111111111/eu-west-1 is not bootstrapped for the CDK (stack Audit: its deploy role arn:aws:iam::111111111111:role/cdk-hnb659fds-deploy-role-111111111111-eu-west-1 cannot be assumed",
 	} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("problems:\n%s\nwant one saying %q", joined, want)
+		if len(ps) != 2 || !strings.HasPrefix(ps[i], want) {
+			t.Errorf("problems:\n%s\nwant two, the %d. starting %q", joined, i+1, want)
 		}
+	}
+	if !strings.HasSuffix(ps[1], "bootstrap it with `cdk bootstrap aws://111111111111/eu-west-1`, or, against cairn's local emulator, start it with `cairn local up --cdk-bootstrap`") {
+		t.Errorf("problem %q does not say how to bootstrap", ps[1])
 	}
 
 	w := newWorld(t, false)

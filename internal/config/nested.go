@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -196,6 +197,16 @@ func (l *loader) artifacts(t *template.Template, tpath, file string) bool {
 		if err := a.Kind.Check(info); err != nil {
 			fail("%s (%s): %v", what, src.Path, err)
 			continue
+		}
+		if info.Dir && (a.Kind == artifact.FunctionCode || a.Kind == artifact.LayerContent) {
+			if why := needsBuilding(l.b.FS, a, t.BuildOf(a), src.Path); why != "" {
+				kind := "function"
+				if a.Kind == artifact.LayerContent {
+					kind = "layer"
+				}
+				fail("%s %s: %s %s needs building (%s): run `sam build` and push .aws-sam/build (or build it yourself)", kind, a.LogicalID, a.Property, cmp.Or(a.Path, "(left out: the template's folder)"), why)
+				continue
+			}
 		}
 		if a.Kind == artifact.LayerContent {
 			infos[a.LogicalID] = info

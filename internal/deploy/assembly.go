@@ -49,7 +49,7 @@ func (s starter) assemblyAssets(ctx context.Context, doc *rundoc.Document, lock 
 	}
 	if len(problems) == 0 {
 		runID := doc.Run.ID
-		p := &cdkassets.Publisher{Logger: log, Own: s.cfg.Bucket, Clients: cdkassets.FromConfig(func(spec target.Spec) aws.Config {
+		p := &cdkassets.Publisher{Logger: log, Own: s.cfg.Bucket, Trust: home.Account, Clients: cdkassets.FromConfig(func(spec target.Spec) aws.Config {
 			if s.reach == nil {
 				return aws.Config{}
 			}

@@ -404,7 +404,18 @@ func Make(in Input) (*Result, error) {
 		}
 		if p == nil {
 			if !tagged && !hasCairnTags(live) {
-				res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s exists but cairn did not create it (no cairn:* tags): rename the stack in the config, or tag it with %s=%s, %s=%s, %s=%s to adopt it", s.StackName, state.TagNamespace, ns, state.TagGraphKey, key, state.TagName, s.Name))
+				var dropped []string
+				for _, k := range slices.Sorted(maps.Keys(live.Tags)) {
+					if _, ok := wantTags[k]; !ok {
+						dropped = append(dropped, k)
+					}
+				}
+				also := ""
+				if len(dropped) > 0 {
+					also = fmt.Sprintf("; the push that adopts it gives it the tags of cairn.yaml, which lacks %s: add %s under tags to keep %s", strings.Join(dropped, ", "), map[bool]string{true: "it", false: "them"}[len(dropped) == 1], map[bool]string{true: "it", false: "them"}[len(dropped) == 1])
+				}
+				res.Refusals = append(res.Refusals, fmt.Sprintf("stack %s exists but cairn did not create it (no cairn:* tags): rename the stack in the config, or adopt it: tag it with %s=%s, %s=%s, %s=%s (the command keeps its template, parameters and tags, and adds cairn's), then push again: `%s`%s",
+					s.StackName, state.TagNamespace, ns, state.TagGraphKey, key, state.TagName, s.Name, AdoptCommand(live, at.Region, wantTags), also))
 				continue
 			}
 			if !tagged {
@@ -542,6 +553,57 @@ func logicalIDs(rs []Resource) []string {
 		ids = append(ids, r.LogicalID)
 	}
 	return ids
+}
+
+// AdoptCommand is the AWS CLI command that tags l, a stack cairn did not create, so that
+// cairn adopts it (its cairn:namespace, cairn:graph-key and cairn:name tags name the
+// config's stack, the rest as cairn tags what it deploys: want): an update of its tags
+// alone, keeping its template and every parameter's value; its own tags are kept, since
+// update-stack replaces them all. region is the stack's when it is not the caller's
+// default ("": none given).
+func AdoptCommand(l Live, region string, want map[string]string) string {
+	tags := map[string]string{}
+	for k, v := range l.Tags {
+		if !strings.HasPrefix(k, "cairn:") {
+			tags[k] = v
+		}
+	}
+	for k, v := range want {
+		if strings.HasPrefix(k, "cairn:") {
+			tags[k] = v
+		}
+	}
+	// cairn's identity tags first, as adopting reads them; then the others by name.
+	first := []string{state.TagNamespace, state.TagGraphKey, state.TagName}
+	keys := slices.DeleteFunc(slices.Sorted(maps.Keys(tags)), func(k string) bool { return slices.Contains(first, k) })
+	var b strings.Builder
+	b.WriteString("aws cloudformation update-stack --stack-name " + shellWord(l.StackName))
+	if region != "" {
+		b.WriteString(" --region " + shellWord(region))
+	}
+	b.WriteString(" --use-previous-template")
+	if len(l.Parameters) > 0 {
+		b.WriteString(" --parameters")
+		for _, k := range slices.Sorted(maps.Keys(l.Parameters)) {
+			b.WriteString(" " + shellWord("ParameterKey="+k+",UsePreviousValue=true"))
+		}
+	}
+	b.WriteString(" --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND --tags")
+	for _, k := range append(first, keys...) {
+		if v, ok := tags[k]; ok {
+			b.WriteString(" " + shellWord("Key="+k+",Value="+v))
+		}
+	}
+	return b.String()
+}
+
+// shellWord is s as one word of a POSIX shell: as it is when it holds only characters no
+// shell reads specially, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func hasCairnTags(l Live) bool {

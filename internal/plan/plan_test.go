@@ -241,7 +241,7 @@ func TestFailedAndForeignStacks(t *testing.T) {
 	want := []string{
 		"stack shop-b is ROLLBACK_COMPLETE but its cairn tags do not name namespace shop, graph shop, stack b: delete it by hand or tag it",
 		"stack shop-d is UPDATE_ROLLBACK_FAILED: recover it with `cairn recover shop d`, then push again",
-		"stack shop-e exists but cairn did not create it (no cairn:* tags): rename the stack in the config, or tag it with cairn:namespace=shop, cairn:graph-key=shop, cairn:name=e to adopt it",
+		"stack shop-e exists but cairn did not create it (no cairn:* tags): rename the stack in the config, or adopt it: tag it with cairn:namespace=shop, cairn:graph-key=shop, cairn:name=e (the command keeps its template, parameters and tags, and adds cairn's), then push again: `aws cloudformation update-stack --stack-name shop-e --use-previous-template --capabilities CAPABILITY_IAM CAPABILITY_NAMED_IAM CAPABILITY_AUTO_EXPAND --tags Key=cairn:namespace,Value=shop Key=cairn:graph-key,Value=shop Key=cairn:name,Value=e Key=owner,Value=someone`; the push that adopts it gives it the tags of cairn.yaml, which lacks owner: add it under tags to keep it",
 	}
 	if !slices.Equal(res.Refusals, want) {
 		t.Fatalf("refusals\n%s", strings.Join(res.Refusals, "\n"))

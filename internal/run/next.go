@@ -180,11 +180,24 @@ func NextStep(e Ending) (Next, bool) {
 	if bestRank < len(classOrder) {
 		return best, true
 	}
+	var bare []string
+	for _, err := range e.Errors {
+		if m := notBootstrapped.FindStringSubmatch(err); m != nil {
+			bare = append(bare, m[1])
+		}
+	}
+	if len(bare) > 0 {
+		return redo(Fix, fmt.Sprintf("the CDK bootstrap is missing in %s: bootstrap as the errors above say, then deploy again", strings.Join(bare, ", "))), true
+	}
 	if len(e.Errors) > 0 {
 		return redo(Fix, "the bundle did not load: fix the errors above, then deploy again"), true
 	}
 	return redo(Fix, "the run failed before it changed a stack: fix the reason above, then deploy again"), true
 }
+
+// notBootstrapped matches cdkassets' message of an environment without the CDK bootstrap
+// (cdkassets.NotBootstrappedPhrase; run does not import cdkassets).
+var notBootstrapped = regexp.MustCompile(`^environment (aws://\S+) is not bootstrapped for the CDK`)
 
 // exportInUse matches CloudFormation's refusals to drop or change an export another stack
 // imports.
@@ -217,7 +230,8 @@ func orUnknown(s string) string {
 }
 
 // quotedCommand finds the commands a message names in backquotes: "`cairn recover shop app`".
-var quotedCommand = regexp.MustCompile("`(cairn [^`]+)`")
+// An AWS CLI command (the tagging that adopts a stack cairn did not create) is one too.
+var quotedCommand = regexp.MustCompile("`((?:cairn|aws cloudformation update-stack) [^`]+)`")
 
 // refusalStep classes one refusal of a run: by the command it names (a refusal says its
 // own way out: `cairn recover ...`, `cairn plan ...`), else by what it says (a busy stack
@@ -234,6 +248,12 @@ func refusalStep(reason string, r *Run, path, again string) Next {
 			n.Then = cmds[1]
 		}
 		switch strings.Fields(cmds[0])[1] {
+		case "cloudformation":
+			if n.Then == "" {
+				n.Then = again
+			}
+			n.Why = "the run was refused: a stack of the config exists, but cairn did not create it: tag it to adopt it (or rename the stack in the config), then deploy again"
+			return n
 		case "recover":
 			n.Class = Recover
 			if n.Then == "" {

@@ -157,6 +157,9 @@ func TestNextStep(t *testing.T) {
 		{name: "refused: a stack cairn did not create", e: Ending{Run: refused, Refusals: []string{
 			"stack shop-app exists but cairn did not create it (no cairn:* tags): rename the stack in the config"}},
 			class: Fix, command: "cairn push PATH --deployment shop"},
+		{name: "refused: a stack cairn did not create, with the command tagging it", e: Ending{Run: refused, Path: "b", Refusals: []string{
+			"stack shop-app exists but cairn did not create it (no cairn:* tags): rename the stack in the config, or adopt it: tag it with cairn:namespace=shop, cairn:graph-key=shop, cairn:name=app (the command keeps its template, parameters and tags, and adds cairn's), then push again: `aws cloudformation update-stack --stack-name shop-app --use-previous-template --tags Key=cairn:namespace,Value=shop`"}},
+			class: Fix, command: "aws cloudformation update-stack --stack-name shop-app --use-previous-template --tags Key=cairn:namespace,Value=shop", then: "cairn push b --deployment shop"},
 		{name: "refused: an unknown plan id names only the command", e: Ending{Run: applyRefused, Refusals: []string{
 			"plan p1 of deployment shop does not exist (no plans/shop/p1.json): check the plan id printed by `cairn plan`"}},
 			class: Review, command: "cairn plan PATH --deployment shop", then: "cairn approve shop PLAN_ID"},

@@ -24,6 +24,10 @@ import (
 type Template struct {
 	Path string
 	Body []byte
+	// Overrides are parameter values given beside the template (a samconfig.toml's
+	// parameter_overrides), which the stack takes; From names where ("samconfig.toml").
+	Overrides map[string]string
+	From      string
 }
 
 // Result is the config written, and what a person must look at.
@@ -35,6 +39,9 @@ type Result struct {
 	// left without a value ("stack.Parameter").
 	Review  int
 	Missing []string
+	// Overridden names the parameters given a value from a template's Overrides
+	// ("stack.Parameter").
+	Overridden []string
 }
 
 // Write writes the config of the templates, in namespace. A template that does not parse
@@ -51,7 +58,8 @@ func Write(namespace string, templates []Template) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w", tp.Path, err)
 		}
 		name := uniqueName(StackName(tp.Path), taken)
-		stacks = append(stacks, &stack{name: name, path: tp.Path, t: t, params: parameters(t), description: scalar(get(t.Node, "Description"))})
+		stacks = append(stacks, &stack{name: name, path: tp.Path, t: t, params: parameters(t), description: scalar(get(t.Node, "Description")),
+			overrides: tp.Overrides, from: tp.From})
 	}
 	guess(namespace, stacks)
 
@@ -102,7 +110,20 @@ func Write(namespace string, templates []Template) (*Result, error) {
 			} else {
 				comment(&b, "      ", about)
 			}
+			v, given := s.overrides[p.Name]
 			switch {
+			case given && p.NoEcho:
+				fmt.Fprintf(&b, "      # %s: ${ssm /%s/%s}  # review: %s gives it a value, which is secret: never write it here; read it with ${ssm NAME} or ${var NAME} (--var-file)\n", p.Name, namespace, p.Name, s.from)
+				r.Review++
+				if !p.HasDefault {
+					r.Missing = append(r.Missing, s.name+"."+p.Name)
+				}
+			case given && strings.Contains(v, "${"):
+				fmt.Fprintf(&b, "      # %s: %s  # review: from %s, which cairn.yaml would read as a lookup\n", p.Name, quote(v), s.from)
+				r.Review++
+			case given:
+				fmt.Fprintf(&b, "      %s: %s  # from %s\n", p.Name, quote(v), s.from)
+				r.Overridden = append(r.Overridden, s.name+"."+p.Name)
 			case p.from != "":
 				fmt.Fprintf(&b, "      %s: ${output %s::%s}  # review: guessed: stack %s's output %s\n", p.Name, p.from, p.output, p.from, p.output)
 				r.Review++
@@ -141,6 +162,8 @@ type stack struct {
 	description string
 	params      []*param
 	requires    []requirement
+	overrides   map[string]string
+	from        string
 }
 
 type requirement struct{ stack, export string }

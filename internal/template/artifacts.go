@@ -295,3 +295,35 @@ func (a Artifact) location(bucket, key string) (str, text string, node *yaml.Nod
 	}
 	return "", "{" + quote(a.Bucket) + ": " + quote(bucket) + ", " + quote(a.Key) + ": " + quote(key) + "}", m
 }
+
+// Build is what a template says of how an artifact's code is built, as `sam build` reads
+// it: the resource's Metadata.BuildMethod (makefile, esbuild, a runtime), whether `sam
+// build` already built it (the built template marks each resource with
+// Metadata.SamResourceId), and the function's handler (its own, else Globals.Function's).
+type Build struct {
+	Method  string
+	Built   bool
+	Handler string
+}
+
+// BuildOf returns the build hints of a's resource; zero for a global or an AWS::Include.
+func (t *Template) BuildOf(a Artifact) Build {
+	var b Build
+	res := value(value(t.Node, "Resources"), a.LogicalID)
+	if a.LogicalID == "" || res == nil || res.Kind != yaml.MappingNode {
+		return b
+	}
+	md := value(res, "Metadata")
+	if m := value(md, "BuildMethod"); m != nil && m.Kind == yaml.ScalarNode {
+		b.Method = m.Value
+	}
+	b.Built = value(md, "SamResourceId") != nil
+	h := value(value(res, "Properties"), "Handler")
+	if h == nil {
+		h = value(value(value(t.Node, "Globals"), "Function"), "Handler")
+	}
+	if h != nil && h.Kind == yaml.ScalarNode {
+		b.Handler = h.Value
+	}
+	return b
+}

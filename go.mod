@@ -7,7 +7,7 @@ go 1.26.2
 // of every shape of those APIs add 2.3 MB to it (over its 15 MB goal) and their
 // construction to its cold start; upgrade them only with BenchmarkColdStart's figures.
 require (
-	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c
+	github.com/BurntSushi/toml v1.5.0
 	github.com/aws-cloudformation/rain v1.24.4
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.276.0
 	github.com/aws/aws-lambda-go v1.55.1

@@ -78,17 +78,26 @@ func holds(body io.Reader, sha string) error {
 	if !ok {
 		return fmt.Errorf("a content-addressed object is written from a body that can be read twice")
 	}
-	h := sha256.New()
-	if _, err := io.Copy(h, rs); err != nil {
+	got, err := SHA256(rs)
+	if err != nil {
 		return err
 	}
 	if _, err := rs.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != sha {
+	if got != sha {
 		return fmt.Errorf("the content's sha256 is %s, not the %s its key names", got, sha)
 	}
 	return nil
+}
+
+// SHA256 is the sha256 (hex) of what r holds: the name a content-addressed key gives it.
+func SHA256(r io.Reader) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (g *Gated) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {

@@ -12,7 +12,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -444,11 +443,8 @@ func holds(ctx context.Context, store *Assets, a template.Asset) (bool, error) {
 		return false, err
 	}
 	defer out.Body.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, out.Body); err != nil {
-		return false, err
-	}
-	return hex.EncodeToString(h.Sum(nil)) == sha, nil
+	got, err := bucket.SHA256(out.Body)
+	return got == sha, err
 }
 
 func (c *Client) uploadAsset(ctx context.Context, store *Assets, set *artifact.Set, a template.Asset) error {

@@ -145,16 +145,22 @@ func (l *loader) dynamicReferenceErrors(t *template.Template, stack, file string
 			msg = "stack " + stack + ": " + msg
 		}
 		e := &Error{File: file, Line: r.Line + line, Col: r.Col + col, Key: r.At, Msg: msg}
-		k := e.Error()
-		if l.reportedLocations[k] {
-			continue
-		}
-		if l.reportedLocations == nil {
-			l.reportedLocations = map[string]bool{}
-		}
-		l.reportedLocations[k] = true
-		l.errs = append(l.errs, e)
+		l.reportOnce(e)
 	}
+}
+
+// reportOnce adds e to the load's errors unless the same error was reported already (a
+// template shared by several stacks is read once per stack).
+func (l *loader) reportOnce(e *Error) {
+	k := e.Error()
+	if l.reportedLocations[k] {
+		return
+	}
+	if l.reportedLocations == nil {
+		l.reportedLocations = map[string]bool{}
+	}
+	l.reportedLocations[k] = true
+	l.errs = append(l.errs, e)
 }
 
 // templateReads is what a template may read, whatever its values: whether it names S3
@@ -172,15 +178,7 @@ func (l *loader) locationErrors(t *template.Template, stack, file string, line, 
 			continue
 		}
 		e := &Error{File: file, Line: loc.Line + line, Col: loc.Col + col, Key: loc.At, Msg: msg}
-		k := e.Error()
-		if l.reportedLocations[k] {
-			continue
-		}
-		if l.reportedLocations == nil {
-			l.reportedLocations = map[string]bool{}
-		}
-		l.reportedLocations[k] = true
-		l.errs = append(l.errs, e)
+		l.reportOnce(e)
 	}
 }
 

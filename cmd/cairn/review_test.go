@@ -463,7 +463,7 @@ func TestRippleFromAReplacedUpstream(t *testing.T) {
 // replanOf is the plan of the stopped stacks an apply's output names, once it is made.
 func replanOf(t *testing.T, out string) *plan.Document {
 	t.Helper()
-	m := regexp.MustCompile("(?m)^  note: stopped stacks are planned again for review against the stacks as this run left them: plan (\\S+) ").FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^  note: stopped stacks are planned again for review against the stacks as this run left them: plan (\S+) `).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("the apply names no plan of its stopped stacks:\n%s", out)
 	}

@@ -582,44 +582,65 @@ func block(r *Run, names []string, now time.Time) {
 			break
 		}
 	}
-	changed := true
-	for changed { // propagate along chains; each pass blocks at least one stack or stops
-		changed = false
-		for _, name := range names {
-			s := r.Stacks[name]
-			if s.Phase != Pending {
-				continue
+	// waiters are, for each stack, the pending stacks that wait for it: each stack is
+	// looked at once in name order, then again only when a stack it waits for is blocked,
+	// so a step is linear in the graph however the names sort.
+	waiters := map[string][]string{}
+	for _, name := range names {
+		s := r.Stacks[name]
+		if s.Phase != Pending {
+			continue
+		}
+		for _, dep := range s.Requires {
+			waiters[dep] = append(waiters[dep], name)
+		}
+		for _, dep := range s.After {
+			waiters[dep] = append(waiters[dep], name)
+		}
+	}
+	stopped := func(d *Stack) bool { return d != nil && (d.Phase == Failed || d.Phase == Blocked) }
+	var queue []string
+	try := func(name string) {
+		s := r.Stacks[name]
+		if s.Phase != Pending {
+			return
+		}
+		defer func() {
+			if s.Phase == Blocked {
+				queue = append(queue, name)
 			}
-			if s.Intent == IntentDelete && deployFailed != "" {
-				s.Reason = fmt.Sprintf("not deleted: stack %s failed, so the run stopped before deletions", deployFailed)
+		}()
+		if s.Intent == IntentDelete && deployFailed != "" {
+			s.Reason = fmt.Sprintf("not deleted: stack %s failed, so the run stopped before deletions", deployFailed)
+			setPhase(s, Blocked, now)
+			return
+		}
+		for _, dep := range s.Requires {
+			if d := r.Stacks[dep]; stopped(d) {
+				s.Reason = fmt.Sprintf("dependency %s %s", dep, d.Phase)
+				if s.Intent == IntentDelete {
+					s.Reason = fmt.Sprintf("not deleted: dependent stack %s %s and still exists", dep, d.Phase)
+				}
 				setPhase(s, Blocked, now)
-				changed = true
-				continue
+				return
 			}
-			for _, dep := range s.Requires {
-				d := r.Stacks[dep]
-				if d != nil && (d.Phase == Failed || d.Phase == Blocked) {
-					s.Reason = fmt.Sprintf("dependency %s %s", dep, d.Phase)
-					if s.Intent == IntentDelete {
-						s.Reason = fmt.Sprintf("not deleted: dependent stack %s %s and still exists", dep, d.Phase)
-					}
-					setPhase(s, Blocked, now)
-					changed = true
-					break
-				}
+		}
+		for _, dep := range s.After {
+			if d := r.Stacks[dep]; stopped(d) {
+				s.Reason = fmt.Sprintf("not changed: stack %s, removed from the config, imports its exports and was not deleted (%s): CloudFormation refuses to drop or change an export in use", d.StackName, d.Phase)
+				setPhase(s, Blocked, now)
+				return
 			}
-			if s.Phase != Pending {
-				continue
-			}
-			for _, dep := range s.After {
-				d := r.Stacks[dep]
-				if d != nil && (d.Phase == Failed || d.Phase == Blocked) {
-					s.Reason = fmt.Sprintf("not changed: stack %s, removed from the config, imports its exports and was not deleted (%s): CloudFormation refuses to drop or change an export in use", d.StackName, d.Phase)
-					setPhase(s, Blocked, now)
-					changed = true
-					break
-				}
-			}
+		}
+	}
+	for _, name := range names {
+		try(name)
+	}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		for _, w := range waiters[name] {
+			try(w)
 		}
 	}
 }

@@ -1,0 +1,61 @@
+package run
+
+import (
+	"fmt"
+	"testing"
+)
+
+// blockRun is a run of n pending stacks waiting on one that failed: a chain (each stack
+// requires the one before it) or a wide fan-out (each requires the root). In the chain the
+// names sort against the dependency order (a dependent's name sorts first), the order a
+// pass in name order handles worst.
+func blockRun(n int, chain bool) *Run {
+	r := &Run{ID: "b", Mode: ModeDeploy, Status: Running, MaxConcurrency: 10, Stacks: map[string]*Stack{}}
+	name := func(i int) string { return fmt.Sprintf("s%05d", n-i) }
+	for i := range n + 1 {
+		s := &Stack{Name: name(i), StackName: "x-" + name(i), Intent: IntentDeploy, Phase: Pending, TemplateHash: "t"}
+		switch {
+		case i == 0:
+			s.Phase, s.Reason = Failed, "failed"
+		case chain:
+			s.Requires = []string{name(i - 1)}
+		default:
+			s.Requires = []string{name(0)}
+		}
+		r.Stacks[s.Name] = s
+	}
+	return r
+}
+
+// BenchmarkBlockChain3000 and BenchmarkBlockFanOut3000 are the step that blocks the
+// dependents of a failed stack: 3,000 in a chain, or 3,000 beside each other.
+func BenchmarkBlockChain3000(b *testing.B)  { benchmarkBlock(b, true) }
+func BenchmarkBlockFanOut3000(b *testing.B) { benchmarkBlock(b, false) }
+
+func benchmarkBlock(b *testing.B, chain bool) {
+	const n = 3000
+	r := blockRun(n, chain)
+	b.ReportAllocs()
+	for b.Loop() {
+		next, _ := Advance(r, nil, t0, Options{})
+		if next.Status == Running {
+			b.Fatalf("the run did not end: %d stacks", len(next.Stacks))
+		}
+	}
+}
+
+// TestBlockReachesEveryDependent: one step blocks every stack waiting on a failed one,
+// however their names sort.
+func TestBlockReachesEveryDependent(t *testing.T) {
+	for _, chain := range []bool{true, false} {
+		next, _ := Advance(blockRun(300, chain), nil, t0, Options{})
+		for _, s := range next.Stacks {
+			if s.Phase != Blocked && s.Phase != Failed {
+				t.Fatalf("chain %v: %s is %s after the step", chain, s.Name, s.Phase)
+			}
+		}
+		if next.Status == Running {
+			t.Fatalf("chain %v: the run is still running", chain)
+		}
+	}
+}

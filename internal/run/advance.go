@@ -705,20 +705,44 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 		actions = startDeletions(r, names, first, now, &inFlight, limit)
 	}
 	// A stack that settles as it starts (unchanged, read, refused) may let its dependents
-	// start in the same step: pass again until none does, rather than leave them to the
-	// next trigger.
-	for settledBefore := countSettled(r); ; {
-		for _, name := range names {
-			if s := r.Stacks[name]; s.Intent != IntentDelete {
-				actions = append(actions, startDeploy(r, s, now, opts, &inFlight, limit)...)
+	// start in the same step, rather than leave them to the next trigger. The first pass
+	// looks at every deploy in name order; each later pass, in name order too, only at the
+	// stacks waiting for one that settled in the pass before (nothing else changed for the
+	// others), so a step is linear in the graph however the names sort.
+	waiters := map[string][]string{}
+	for _, name := range names {
+		for _, dep := range r.Stacks[name].Requires {
+			waiters[dep] = append(waiters[dep], name)
+		}
+	}
+	pass := names
+	for len(pass) > 0 {
+		var next []string
+		queued := map[string]bool{}
+		failed := false
+		for _, name := range pass {
+			s := r.Stacks[name]
+			if s.Intent == IntentDelete {
+				continue
+			}
+			was := settled(r, s)
+			actions = append(actions, startDeploy(r, s, now, opts, &inFlight, limit)...)
+			if was || !settled(r, s) {
+				continue
+			}
+			failed = failed || s.Phase == Failed || s.Phase == Blocked
+			for _, w := range waiters[name] {
+				if !queued[w] {
+					queued[w] = true
+					next = append(next, w)
+				}
 			}
 		}
-		n := countSettled(r)
-		if n == settledBefore {
-			break
+		if failed {
+			block(r, names, now)
 		}
-		settledBefore = n
-		block(r, names, now)
+		slices.Sort(next)
+		pass = next
 	}
 	for _, name := range names {
 		actions = append(actions, startEarly(r, r.Stacks[name], now, opts, &inFlight, limit)...)

@@ -30,8 +30,25 @@ var emulatorUsers = []string{"internal/localcairn", "cmd/cairn"}
 type pkg struct {
 	ImportPath, Dir                    string
 	Imports, TestImports, XTestImports []string
-	Error                              *struct{ Err string }
+	// Deps are every package it links (go list's transitive imports).
+	Deps  []string
+	Error *struct{ Err string }
 }
+
+// core are the packages of decisions and data (docs/code.md): plain data and pure
+// functions a driver feeds, so none of them may link an AWS SDK service package, whatever
+// it imports to get there.
+var core = []string{"internal/run", "internal/graph", "internal/plan", "internal/config", "internal/template",
+	"internal/drift", "internal/report", "internal/printer", "internal/yamlnode", "internal/spec", "internal/sam",
+	"internal/bundle", "internal/artifact", "internal/target", "internal/clock", "internal/assembly"}
+
+// coreLinkingSDK are the core packages that still link the AWS SDK, through the key
+// layout and its object I/O (bucket), the graph store (state) or the seal's KMS client
+// (seal), until those split their data from their I/O. The list only shrinks:
+// TestCoreLinkingSDKOnlyShrinks fails for a package that no longer does.
+var coreLinkingSDK = []string{"internal/assembly", "internal/config", "internal/drift", "internal/plan", "internal/report", "internal/template"}
+
+const sdkServices = "github.com/aws/aws-sdk-go-v2/service/"
 
 // packages lists the module's packages with their imports (go list -json).
 func packages(t *testing.T) []pkg {
@@ -101,8 +118,26 @@ func violations(pkgs []pkg) []string {
 			}
 		}
 	}
+	for _, p := range pkgs {
+		if !slices.Contains(core, p.ImportPath) || slices.Contains(coreLinkingSDK, p.ImportPath) {
+			continue
+		}
+		if i := slices.IndexFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, sdkServices) }); i >= 0 {
+			out = append(out, fmt.Sprintf("%s links %s: the core decides, drivers call AWS; take the data it needs as values, or move what calls AWS to a store", p.ImportPath, p.Deps[i]))
+		}
+	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// TestCoreLinkingSDKOnlyShrinks: a core package that no longer links the AWS SDK leaves
+// coreLinkingSDK, so the rule then holds for it too.
+func TestCoreLinkingSDKOnlyShrinks(t *testing.T) {
+	for _, p := range packages(t) {
+		if slices.Contains(coreLinkingSDK, p.ImportPath) && !slices.ContainsFunc(p.Deps, func(d string) bool { return strings.HasPrefix(d, sdkServices) }) {
+			t.Errorf("%s no longer links the AWS SDK: remove it from coreLinkingSDK", p.ImportPath)
+		}
+	}
 }
 
 // TestLayers keeps the layers of "How the code is laid out" (docs/code.md): see the package
@@ -126,13 +161,19 @@ func TestViolationsFindsWhatTheRulesForbid(t *testing.T) {
 		{ImportPath: "internal/history", XTestImports: []string{module + "internal/deploy"}},
 		{ImportPath: "internal/changeset", Imports: []string{module + "internal/awslocal/cfnlocal"}},
 		{ImportPath: "internal/crashtest", Imports: []string{module + "internal/deploy"}},
+		{ImportPath: "internal/run", Imports: []string{module + "internal/bucket"}, Deps: []string{module + "internal/bucket", sdkServices + "s3"}},
+		{ImportPath: "internal/graph", Deps: []string{sdkServices + "cloudformation"}},
+		{ImportPath: "internal/plan", Deps: []string{sdkServices + "s3"}},
+		{ImportPath: "internal/deploy", Deps: []string{sdkServices + "s3"}},
 	}
 	got := violations(pkgs)
 	want := []string{
 		"internal/changeset imports internal/awslocal/cfnlocal",
 		"internal/crashtest imports internal/deploy",
 		"internal/follow imports internal/deploy",
+		"internal/graph links " + sdkServices + "cloudformation",
 		"internal/history tests import internal/deploy",
+		"internal/run links " + sdkServices + "s3",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("violations:\n%s\nwant %d: %v", strings.Join(got, "\n"), len(want), want)

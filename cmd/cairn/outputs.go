@@ -61,7 +61,24 @@ func runOutputs(r *runstate.Run) []stackOutputs {
 		if s.Intent == runstate.IntentDelete || s.Intent == runstate.IntentRead || (s.Phase != runstate.Done && s.Phase != runstate.Unchanged) {
 			continue
 		}
-		out = append(out, stackOutputs{name: name, describe: s.Describe(), outputs: s.Outputs, secret: s.SecretOutputs})
+		out = append(out, stackOutputs{name: name, describe: s.Describe(), outputs: s.Outputs, secret: secretOutputs(r, name)})
+	}
+	return out
+}
+
+// secretOutputs are the outputs of stack name never printed: those the run says are
+// secret, and those another stack of the run gives to a NoEcho parameter, which that stack
+// shows as ****.
+func secretOutputs(r *runstate.Run, name string) []string {
+	out := slices.Clone(r.Stacks[name].SecretOutputs)
+	for _, s := range r.Stacks {
+		for _, p := range s.NoEcho {
+			for _, read := range config.OutputsRead(s.RawParameters[p]) {
+				if read[0] == name && !slices.Contains(out, read[1]) {
+					out = append(out, read[1])
+				}
+			}
+		}
 	}
 	return out
 }
@@ -78,7 +95,7 @@ func graphOutputs(g *state.Graph, r *runstate.Run) []stackOutputs {
 		describe := s.StackName
 		var secret []string
 		if rs := r.Stacks[name]; rs != nil && rs.StackName == s.StackName {
-			describe, secret = rs.Describe(), rs.SecretOutputs
+			describe, secret = rs.Describe(), secretOutputs(r, name)
 		}
 		out = append(out, stackOutputs{name: name, describe: describe, outputs: s.Outputs, secret: secret})
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"maps"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -142,6 +143,19 @@ func SealOutput(k seal.Key, stack, output, value string) string {
 		return value
 	}
 	return "{{cairn:output:" + url.QueryEscape(stack) + "." + output + "@" + k.Sum(outputDomain, stack, output, value) + "}}"
+}
+
+// outputRE is an ${output STACK::OUTPUT} lookup as written.
+var outputRE = regexp.MustCompile(`\$\{output\s+([^\s:{}]+)::([^\s{}]+)\}`)
+
+// OutputsRead lists the (config name of the stack, output) pairs a parameter value as
+// written reads with ${output STACK::OUTPUT}, in order.
+func OutputsRead(value string) [][2]string {
+	var out [][2]string
+	for _, m := range outputRE.FindAllStringSubmatch(value, -1) {
+		out = append(out, [2]string{m[1], m[2]})
+	}
+	return out
 }
 
 // SealedOutputs lists the outputs (config name of the stack, output) sealed references

@@ -47,3 +47,26 @@ func TestSecretOutputInATagIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputsRead: the ${output} lookups a parameter value reads, as written.
+func TestOutputsRead(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  [][2]string
+	}{
+		{"${output database::SecretArn}", [][2]string{{"database", "SecretArn"}}},
+		{"prefix-${output a::X}-${output b::Y}", [][2]string{{"a", "X"}, {"b", "Y"}}},
+		{"${xref shop-db::Secret}", nil},
+		{"plain", nil},
+	} {
+		got := OutputsRead(tc.value)
+		if len(got) != len(tc.want) {
+			t.Fatalf("OutputsRead(%q) = %v, want %v", tc.value, got, tc.want)
+		}
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("OutputsRead(%q) = %v, want %v", tc.value, got, tc.want)
+			}
+		}
+	}
+}

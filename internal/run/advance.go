@@ -669,16 +669,6 @@ func satisfied(r *Run, s *Stack) bool {
 	return true
 }
 
-func countSettled(r *Run) int {
-	n := 0
-	for _, s := range r.Stacks {
-		if settled(r, s) {
-			n++
-		}
-	}
-	return n
-}
-
 // settled reports whether a stack needs nothing more in this run.
 func settled(r *Run, s *Stack) bool {
 	return s.Phase.Terminal() || (r.Mode == ModePlan && s.Phase == Ready)

@@ -1,19 +1,12 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
-
-	"github.com/cairn-dev/cairn/internal/awsclient"
 )
 
 // TestStackOutputsPrinted: as `sam deploy` and `cdk deploy` print a stack's outputs after
@@ -25,14 +18,7 @@ func TestStackOutputsPrinted(t *testing.T) {
 	deployEmulator(t, 20*time.Millisecond)
 	t.Setenv("CAIRN_BUCKET", localBucket)
 	const secret = "0utput-Secret-0040"
-	cfg, err := awsclient.Load(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ssm.NewFromConfig(cfg).PutParameter(context.Background(), &ssm.PutParameterInput{Name: aws.String("/out/password"),
-		Type: ssmtypes.ParameterTypeSecureString, Value: aws.String(secret)}); err != nil {
-		t.Fatal(err)
-	}
+	putSecureString(t, "/out/password", secret)
 	dir := t.TempDir()
 	write := func(name, body string) {
 		t.Helper()

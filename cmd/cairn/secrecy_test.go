@@ -26,14 +26,7 @@ func TestFailureReasonQuotingASecretIsNotPrinted(t *testing.T) {
 	deployEmulator(t, 20*time.Millisecond)
 	t.Setenv("CAIRN_BUCKET", localBucket)
 	const secret = "Pr1nted-Secret-0006"
-	cfg, err := awsclient.Load(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ssm.NewFromConfig(cfg).PutParameter(context.Background(), &ssm.PutParameterInput{Name: aws.String("/cli/quoted"),
-		Type: ssmtypes.ParameterTypeSecureString, Value: aws.String(secret)}); err != nil {
-		t.Fatal(err)
-	}
+	putSecureString(t, "/cli/quoted", secret)
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"cairn.yaml": "namespace: cli\nstacks:\n  - name: app\n    template_path: app.yaml\n    parameters: {Password: \"${ssm /cli/quoted}\"}\n",
@@ -75,5 +68,19 @@ func TestFailureReasonQuotingASecretIsNotPrinted(t *testing.T) {
 		if strings.Contains(text, secret) {
 			t.Errorf("%s prints the secret:\n%s", what, text)
 		}
+	}
+}
+
+// putSecureString puts SSM parameter name, a SecureString of value, where the CLI's
+// environment points (the emulator).
+func putSecureString(t *testing.T, name, value string) {
+	t.Helper()
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ssm.NewFromConfig(cfg).PutParameter(context.Background(), &ssm.PutParameterInput{Name: aws.String(name),
+		Type: ssmtypes.ParameterTypeSecureString, Value: aws.String(value)}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -69,6 +69,17 @@ func graphOf(t *testing.T, c *config.Config, vpcID string) *state.Graph {
 	return g
 }
 
+// compareCase is one bundle compared with what is applied, and what the output must say.
+type compareCase struct {
+	name    string
+	local   map[string]string
+	applied *config.Config
+	graph   *state.Graph
+	changed bool
+	want    []string // lines of the output, in order
+	absent  []string
+}
+
 func TestCompare(t *testing.T) {
 	appliedFiles := shop("10.0.0.0/16", "hunter2", "")
 	applied := load(t, appliedFiles)
@@ -80,15 +91,7 @@ func TestCompare(t *testing.T) {
 	reader := load(t, readerFiles)
 	changedTemplate := shop("10.0.0.0/16", "hunter2", "")
 	changedTemplate["network.yaml"] = strings.Replace(network, "Resources:", "Resources:\n  Gateway:\n    Type: AWS::EC2::InternetGateway", 1)
-	tests := []struct {
-		name    string
-		local   map[string]string
-		applied *config.Config
-		graph   *state.Graph
-		changed bool
-		want    []string // lines of the output, in order
-		absent  []string
-	}{
+	tests := []compareCase{
 		{name: "the same content", local: appliedFiles, applied: applied, graph: g,
 			want: []string{"deployment shop: PATH against graph shop/shop at generation 3 (bundle version v3, git 0123456789ab)", "0 changed, 0 new, 0 removed, 2 unchanged"}},
 		{name: "a template and parameters changed", local: shop("10.1.0.0/16", "swordfish", ""), applied: applied, graph: g, changed: true,
@@ -113,15 +116,7 @@ func TestCompare(t *testing.T) {
 				"    VpcId: ${output network::VpcId} (unresolved: read at deploy time)", "0 changed, 2 new, 0 removed, 0 unchanged"}},
 	}
 	moved := shop("10.0.0.0/16", "hunter2", "    region: eu-west-1\n")
-	tests = append(tests, struct {
-		name    string
-		local   map[string]string
-		applied *config.Config
-		graph   *state.Graph
-		changed bool
-		want    []string
-		absent  []string
-	}{name: "a stack moved to another region", local: moved, applied: applied, graph: g, changed: true,
+	tests = append(tests, compareCase{name: "a stack moved to another region", local: moved, applied: applied, graph: g, changed: true,
 		want: []string{"stack app: moved from shop-app to shop-app (cairn's account, eu-west-1): the next run is refused: cairn does not move or rename a live stack (the old one would be left behind); give the stack a new name in PATH/cairn.yaml",
 			"0 changed, 0 new, 0 removed, 1 unchanged, 1 moved"}})
 	// The graph of "an output it reads changed" has app resolved against another VpcId.
@@ -130,15 +125,7 @@ func TestCompare(t *testing.T) {
 	// the deployer's key, which the CLI does not have, so it compares their text only.
 	sealed := graphOf(t, applied, "vpc-0123")
 	sealed.Stacks["network"].Outputs["VpcId"] = "vpc-4567"
-	tests = append(tests, struct {
-		name    string
-		local   map[string]string
-		applied *config.Config
-		graph   *state.Graph
-		changed bool
-		want    []string
-		absent  []string
-	}{name: "a stack with secrets is compared by its text", local: appliedFiles, applied: applied, graph: sealed,
+	tests = append(tests, compareCase{name: "a stack with secrets is compared by its text", local: appliedFiles, applied: applied, graph: sealed,
 		want: []string{"0 changed, 0 new, 0 removed, 2 unchanged"}, absent: []string{"resolve to other values"}})
 	// A parameter written the same whose variable reads another value (the config's
 	// variables, or the --var-file stored in the bundle): before, no difference was shown.
@@ -147,25 +134,9 @@ func TestCompare(t *testing.T) {
 			"network.yaml": network}
 	}
 	varApplied := load(t, vars("10.0.0.0/16"))
-	tests = append(tests, struct {
-		name    string
-		local   map[string]string
-		applied *config.Config
-		graph   *state.Graph
-		changed bool
-		want    []string
-		absent  []string
-	}{name: "a variable's value changed", local: vars("10.1.0.0/16"), applied: varApplied, graph: graphOf(t, varApplied, "vpc-0123"), changed: true,
+	tests = append(tests, compareCase{name: "a variable's value changed", local: vars("10.1.0.0/16"), applied: varApplied, graph: graphOf(t, varApplied, "vpc-0123"), changed: true,
 		want: []string{"stack network (shop-network): changed", "  ~ Cidr: ${var cidr} (var cidr = 10.0.0.0/16) -> ${var cidr} (var cidr = 10.1.0.0/16)", "1 changed, 0 new, 0 removed, 0 unchanged"}},
-		struct {
-			name    string
-			local   map[string]string
-			applied *config.Config
-			graph   *state.Graph
-			changed bool
-			want    []string
-			absent  []string
-		}{name: "a variable's value is the same", local: vars("10.0.0.0/16"), applied: varApplied, graph: graphOf(t, varApplied, "vpc-0123"),
+		compareCase{name: "a variable's value is the same", local: vars("10.0.0.0/16"), applied: varApplied, graph: graphOf(t, varApplied, "vpc-0123"),
 			want: []string{"0 changed, 0 new, 0 removed, 1 unchanged"}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,7 +36,6 @@ var longFiles = map[string]int{
 	"internal/awslocal/secretslocal/secretslocal.go": 892,
 	"internal/awslocal/snslocal/snslocal.go":         635,
 	"internal/awslocal/sqslocal/queue.go":            1133,
-	"internal/config/load.go":                        1523,
 	"internal/deploy/start.go":                       618,
 	"internal/plan/plan.go":                          945,
 	"internal/run/advance.go":                        1090,

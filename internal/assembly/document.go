@@ -46,15 +46,11 @@ type Config struct {
 }
 
 // ConfigError is a problem of the cairn.yaml naming an assembly, located in it, or of the
-// assembly itself (Line 0).
+// assembly itself (Line 0): data, which config reports as its own Error.
 type ConfigError struct {
 	File      string
 	Line, Col int
 	Key, Msg  string
-}
-
-func (e ConfigError) Error() string {
-	return fmt.Sprintf("%s:%d:%d: %s: %s", e.File, e.Line, e.Col, e.Key, e.Msg)
 }
 
 // Named returns the folder of the assembly cairn.yaml's root mapping names with its

@@ -41,9 +41,6 @@ func (t Target) Validate() error {
 	return nil
 }
 
-// ValidAccount reports whether s is an AWS account id.
-func ValidAccount(s string) bool { return accountRE.MatchString(s) }
-
 // ValidRegion reports whether s looks like an AWS region name.
 func ValidRegion(s string) bool { return regionRE.MatchString(s) }
 

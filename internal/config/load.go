@@ -285,14 +285,7 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 		case "variables":
 			varsNode = f.v
 		case "deletion_policy":
-			for _, g := range l.fields(f.v, f.key, deletionKeys) {
-				if n, ok := l.integer(g.v, g.key); ok {
-					if n < 0 {
-						l.errorf(g.v, g.key, "must be 0 or more, got %d", n)
-					}
-					c.DeletionPolicy.MaxDeletions = n
-				}
-			}
+			l.deletionPolicy(c, f)
 		case "max_concurrency":
 			if n, ok := l.integer(f.v, f.key); ok {
 				if n < 1 {
@@ -301,30 +294,9 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 				c.MaxConcurrency = n
 			}
 		case "drift":
-			for _, g := range l.fields(f.v, f.key, driftKeys) {
-				switch g.name {
-				case "enabled":
-					c.Drift.Enabled, _ = l.boolean(g.v, g.key)
-				case "ignore":
-					pats, nodes := l.strs(g.v, g.key)
-					for i, p := range pats {
-						if _, err := path.Match(p, ""); err != nil {
-							l.errorf(nodes[i], fmt.Sprintf("%s[%d]", g.key, i), "bad pattern %q: %v", p, err)
-						}
-					}
-					c.Drift.Ignore = pats
-				}
-			}
+			l.drift(c, f)
 		case "capabilities":
-			if v, ok := l.str(f.v, f.key); ok {
-				switch v {
-				case "explicit":
-					c.ExplicitCapabilities = true
-				case "template":
-				default:
-					l.errorf(f.v, f.key, "must be explicit (every stack names its capabilities) or template (the default: a stack naming none is granted what its template needs), got %q", v)
-				}
-			}
+			l.capabilitiesMode(c, f)
 		case "stacks":
 			stacksNode = f.v
 		case "region", "role_arn", "external_id", "service_role":
@@ -337,15 +309,7 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 	}
 	l.variables(varsNode, o)
 	if tagsNode != nil {
-		var lookups []lookupRef
-		c.Tags, lookups = l.tags(tagsNode, "tags")
-		for _, lr := range lookups {
-			if lr.l.Kind == KindOutput {
-				l.errorf(lr.node, lr.key, "the config's tags cannot read ${output %s::%s}: every stack would depend on stack %s; put the tag on the stacks that need it", lr.l.Stack, lr.l.Output, lr.l.Stack)
-				continue
-			}
-			l.topTags = append(l.topTags, lr)
-		}
+		l.configTags(c, tagsNode)
 	}
 	namespaceOK := c.Namespace == "" || validStackName(c.Namespace)
 	if !namespaceOK {
@@ -382,6 +346,64 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 	l.exports(defs)
 	l.secretTags(c, defs)
 	return c
+}
+
+// deletionPolicy reads the config's deletion_policy (f).
+func (l *loader) deletionPolicy(c *Config, f field) {
+	for _, g := range l.fields(f.v, f.key, deletionKeys) {
+		if n, ok := l.integer(g.v, g.key); ok {
+			if n < 0 {
+				l.errorf(g.v, g.key, "must be 0 or more, got %d", n)
+			}
+			c.DeletionPolicy.MaxDeletions = n
+		}
+	}
+}
+
+// drift reads the config's drift settings (f): whether drift is detected, and the
+// patterns of what it ignores.
+func (l *loader) drift(c *Config, f field) {
+	for _, g := range l.fields(f.v, f.key, driftKeys) {
+		switch g.name {
+		case "enabled":
+			c.Drift.Enabled, _ = l.boolean(g.v, g.key)
+		case "ignore":
+			pats, nodes := l.strs(g.v, g.key)
+			for i, p := range pats {
+				if _, err := path.Match(p, ""); err != nil {
+					l.errorf(nodes[i], fmt.Sprintf("%s[%d]", g.key, i), "bad pattern %q: %v", p, err)
+				}
+			}
+			c.Drift.Ignore = pats
+		}
+	}
+}
+
+// capabilitiesMode reads the config's capabilities (f): explicit or template.
+func (l *loader) capabilitiesMode(c *Config, f field) {
+	if v, ok := l.str(f.v, f.key); ok {
+		switch v {
+		case "explicit":
+			c.ExplicitCapabilities = true
+		case "template":
+		default:
+			l.errorf(f.v, f.key, "must be explicit (every stack names its capabilities) or template (the default: a stack naming none is granted what its template needs), got %q", v)
+		}
+	}
+}
+
+// configTags reads the config's tags (n), which every stack carries, and keeps their
+// lookups for the stacks (topTags); none may read an output.
+func (l *loader) configTags(c *Config, n *yaml.Node) {
+	var lookups []lookupRef
+	c.Tags, lookups = l.tags(n, "tags")
+	for _, lr := range lookups {
+		if lr.l.Kind == KindOutput {
+			l.errorf(lr.node, lr.key, "the config's tags cannot read ${output %s::%s}: every stack would depend on stack %s; put the tag on the stacks that need it", lr.l.Stack, lr.l.Output, lr.l.Stack)
+			continue
+		}
+		l.topTags = append(l.topTags, lr)
+	}
 }
 
 // secretTags refuses a tag reading a secret output of a stack of the config (Secrecy):

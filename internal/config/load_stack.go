@@ -110,73 +110,9 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string, d *stackDef, s *Stac
 			s.StackName, _ = l.str(f.v, f.key)
 			d.stackNameN = f.v
 		case "template_path", "template_url", "template_body":
-			if d.templateNode != nil {
-				l.errorf(f.k, f.key, "a stack takes one of template_path, template_url and template_body")
-				continue
-			}
-			d.templateNode, d.templateKey = f.v, f.name
-			switch f.name {
-			case "template_path":
-				s.TemplatePath, d.templateOK = l.str(f.v, f.key)
-			case "template_url":
-				if u, ok := l.str(f.v, f.key); ok {
-					d.templateOK = true
-					if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "s3://") {
-						l.errorf(f.v, f.key, "%q is not an https:// or s3:// URL", u)
-					} else if err := layout.CheckTemplateURL(u, l.bucket); err != nil {
-						l.errorf(f.v, f.key, "%v", err)
-					}
-					s.TemplateURL = u
-				}
-			case "template_body":
-				if f.v.Kind == yaml.MappingNode {
-					l.needComments = l.needComments || l.commentsDropped
-					body, err := yaml.Marshal(f.v)
-					if err != nil {
-						l.errorf(f.v, f.key, "cannot re-encode the inline template: %v", err)
-					}
-					s.TemplateBody, d.templateOK, d.inline = body, err == nil, f.v
-				} else if b, ok := l.str(f.v, f.key); ok {
-					s.TemplateBody, d.templateOK = []byte(b), true
-				}
-			}
+			l.stackTemplate(d, f)
 		case "parameters", "variables":
-			if d.paramsNode != nil {
-				l.errorf(f.k, f.key, "parameters and variables are the same key: use one")
-				continue
-			}
-			d.paramsNode = f.k
-			params := l.fields(f.v, f.key, nil)
-			s.Parameters = make(map[string]string, len(params))
-			d.params = make([]givenParam, 0, len(params))
-			for _, p := range params {
-				at := p.v
-				if p.merged {
-					at = p.k
-				}
-				d.params = append(d.params, givenParam{name: p.name, k: p.k, at: at}) // given, even if its value is wrong
-				v, ok := l.str(p.v, p.key)
-				if !ok {
-					continue
-				}
-				s.Parameters[p.name] = v
-				found, static, known, ok := l.lookups(v, p.v, p.key)
-				if !ok {
-					continue
-				}
-				if s.Lookups == nil && len(found) > 0 {
-					size := len(found) + len(params) - len(d.params) + len(l.topTags)
-					s.Lookups, d.lookupAt = make([]Lookup, 0, size), make([]lookupAt, 0, size)
-				}
-				for _, lk := range found {
-					lk.Param = p.name
-					d.addLookup(lookupRef{l: lk, node: p.v, key: p.key})
-				}
-				if known {
-					gp := &d.params[len(d.params)-1]
-					gp.static, gp.known = static, true
-				}
-			}
+			l.stackParameters(d, f)
 		case "requires":
 			s.Requires, d.requires = l.strs(f.v, f.key)
 		case "required_by":
@@ -198,17 +134,7 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string, d *stackDef, s *Stac
 			}
 			d.targetNodes[f.name] = f.v
 		case "capabilities":
-			d.capsNode = f.k
-			caps, nodes := l.strs(f.v, f.key)
-			for i, cp := range caps {
-				if !slices.Contains(capabilities, cp) {
-					l.errorf(nodes[i], fmt.Sprintf("%s[%d]", f.key, i), "unknown capability %q: use %s", cp, strings.Join(capabilities, ", "))
-				}
-			}
-			s.Capabilities = caps
-			if s.Capabilities == nil {
-				s.Capabilities = []string{}
-			}
+			l.stackCapabilities(d, f)
 		default:
 			l.option(d, f) // a stack option (stackOptions)
 		}
@@ -238,4 +164,97 @@ func (l *loader) stack(c *Config, n *yaml.Node, key string, d *stackDef, s *Stac
 	}
 	d.sortLookups()
 	return d
+}
+
+// stackTemplate reads the stack's template key f: template_path, template_url or
+// template_body (one of them).
+func (l *loader) stackTemplate(d *stackDef, f field) {
+	s := d.s
+	if d.templateNode != nil {
+		l.errorf(f.k, f.key, "a stack takes one of template_path, template_url and template_body")
+		return
+	}
+	d.templateNode, d.templateKey = f.v, f.name
+	switch f.name {
+	case "template_path":
+		s.TemplatePath, d.templateOK = l.str(f.v, f.key)
+	case "template_url":
+		if u, ok := l.str(f.v, f.key); ok {
+			d.templateOK = true
+			if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "s3://") {
+				l.errorf(f.v, f.key, "%q is not an https:// or s3:// URL", u)
+			} else if err := layout.CheckTemplateURL(u, l.bucket); err != nil {
+				l.errorf(f.v, f.key, "%v", err)
+			}
+			s.TemplateURL = u
+		}
+	case "template_body":
+		if f.v.Kind == yaml.MappingNode {
+			l.needComments = l.needComments || l.commentsDropped
+			body, err := yaml.Marshal(f.v)
+			if err != nil {
+				l.errorf(f.v, f.key, "cannot re-encode the inline template: %v", err)
+			}
+			s.TemplateBody, d.templateOK, d.inline = body, err == nil, f.v
+		} else if b, ok := l.str(f.v, f.key); ok {
+			s.TemplateBody, d.templateOK = []byte(b), true
+		}
+	}
+}
+
+// stackParameters reads the stack's parameters (or variables) f: their values, and the
+// lookups and values known at load of each.
+func (l *loader) stackParameters(d *stackDef, f field) {
+	s := d.s
+	if d.paramsNode != nil {
+		l.errorf(f.k, f.key, "parameters and variables are the same key: use one")
+		return
+	}
+	d.paramsNode = f.k
+	params := l.fields(f.v, f.key, nil)
+	s.Parameters = make(map[string]string, len(params))
+	d.params = make([]givenParam, 0, len(params))
+	for _, p := range params {
+		at := p.v
+		if p.merged {
+			at = p.k
+		}
+		d.params = append(d.params, givenParam{name: p.name, k: p.k, at: at}) // given, even if its value is wrong
+		v, ok := l.str(p.v, p.key)
+		if !ok {
+			continue
+		}
+		s.Parameters[p.name] = v
+		found, static, known, ok := l.lookups(v, p.v, p.key)
+		if !ok {
+			continue
+		}
+		if s.Lookups == nil && len(found) > 0 {
+			size := len(found) + len(params) - len(d.params) + len(l.topTags)
+			s.Lookups, d.lookupAt = make([]Lookup, 0, size), make([]lookupAt, 0, size)
+		}
+		for _, lk := range found {
+			lk.Param = p.name
+			d.addLookup(lookupRef{l: lk, node: p.v, key: p.key})
+		}
+		if known {
+			gp := &d.params[len(d.params)-1]
+			gp.static, gp.known = static, true
+		}
+	}
+}
+
+// stackCapabilities reads the capabilities the stack names (f), each one cairn knows.
+func (l *loader) stackCapabilities(d *stackDef, f field) {
+	d.capsNode = f.k
+	caps, nodes := l.strs(f.v, f.key)
+	for i, cp := range caps {
+		if !slices.Contains(capabilities, cp) {
+			l.errorf(nodes[i], fmt.Sprintf("%s[%d]", f.key, i), "unknown capability %q: use %s", cp, strings.Join(capabilities, ", "))
+		}
+	}
+	d.s.Capabilities = caps
+	if d.s.Capabilities == nil {
+		d.s.Capabilities = []string{}
+	}
 }

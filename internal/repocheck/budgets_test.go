@@ -57,8 +57,6 @@ var longFuncs = map[string]int{
 	"internal/awslocal/cfnlocal.Service.finishPhase":     131,
 	"internal/awslocal/cfnlocal.evaluator.fn":            268,
 	"internal/awslocal/secretslocal.Service.call":        131,
-	"internal/config.loader.loadRoot":                    131,
-	"internal/config.loader.stack":                       149,
 	"internal/plan.Make":                                 263,
 	"internal/plan.Result.deletions":                     125,
 	"internal/sam.sam.connector":                         180,

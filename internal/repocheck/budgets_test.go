@@ -59,9 +59,6 @@ var longFuncs = map[string]int{
 	"internal/awslocal/secretslocal.Service.call":        131,
 	"internal/plan.Make":                                 263,
 	"internal/plan.Result.deletions":                     125,
-	"internal/sam.sam.connector":                         180,
-	"internal/sam.sam.event":                             171,
-	"internal/sam.sam.stateMachine":                      134,
 }
 
 // lineCount is the number of lines of src, as wc -l counts them but for a last line

@@ -248,43 +248,16 @@ func (t *sam) connector(cid string) error {
 			return samErr(cid, "Unable to create connector from %s to %s; it's not supported or the template is invalid.", src.typ, dst.typ)
 		}
 		pp := copyAny(pr.Properties).(map[string]any)
-		cats := object(pp["AccessCategories"])
-		valid := strings.Join(sortedKeys(cats), ", ")
-		if len(perms) == 0 {
-			return samErr(cid, "'Permissions' cannot be empty; valid values are: %s.", valid)
-		}
-		for p := range perms {
-			if _, ok := cats[p]; !ok {
-				return samErr(cid, "Unsupported 'Permissions' provided for connector from %s to %s; valid values are: %s.", src.typ, dst.typ, valid)
-			}
-		}
-		if combos, ok := pp["ValidAccessCategories"].([]any); ok {
-			asked := sortedKeys(perms)
-			found := false
-			var names []string
-			for _, c := range combos {
-				var l []string
-				for _, x := range c.([]any) {
-					l = append(l, fmt.Sprint(x))
-				}
-				sort.Strings(l)
-				names = append(names, strings.Join(l, " + "))
-				found = found || slices.Equal(l, asked)
-			}
-			if !found {
-				return samErr(cid, "Unsupported 'Permissions' provided for connector from %s to %s; valid combinations are: %s.", src.typ, dst.typ, strings.Join(names, ", "))
-			}
+		if err := checkConnectorPermissions(cid, src, dst, pp, perms); err != nil {
+			return err
 		}
 		vars := map[string]any{"Source.Arn": src.arn, "Destination.Arn": dst.arn, "Source.ResourceId": src.id, "Destination.ResourceId": dst.id,
 			"Source.Name": src.name, "Destination.Name": dst.name, "Source.Qualifier": src.qualifier, "Destination.Qualifier": dst.qualifier}
-		b, _ := json.Marshal(pp)
-		for _, m := range profileVar.FindAllString(string(b), -1) {
-			if v, known := vars[m[2:len(m)-1]]; known && v == nil {
-				return samErr(cid, "%s is missing.", m[2:len(m)-1])
-			}
+		if err := missingProfileVar(cid, pp, vars); err != nil {
+			return err
 		}
 		pp = profileReplace(pp, vars).(map[string]any)
-		cats = object(pp["AccessCategories"])
+		cats := object(pp["AccessCategories"])
 		var order []string // the profile's order of access categories
 		for _, c := range pp["AccessCategoryOrder"].([]any) {
 			order = append(order, fmt.Sprint(c))
@@ -328,25 +301,7 @@ func (t *sam) connector(cid string) error {
 			}
 			id := name("Policy")
 			put(id, "AWS::IAM::ManagedPolicy", map[string]any{"PolicyDocument": statements(), "Roles": []any{owner.roleName}})
-			switch pp["DependedBy"] {
-			case "DESTINATION_EVENT_SOURCE_MAPPING":
-				var esms []string
-				for _, n := range sortedKeys(t.resources) {
-					er := object(t.resources[n])
-					ep := object(er["Properties"])
-					if typeOfRaw(er) == "AWS::Lambda::EventSourceMapping" && logicalIDOf(ep["FunctionName"]) == dst.logicalID &&
-						logicalIDOf(ep["EventSourceArn"]) == src.logicalID && src.logicalID != "" {
-						esms = append(esms, n)
-					}
-				}
-				if len(esms) == 1 {
-					addDependsOn(object(t.resources[esms[0]]), id)
-				}
-			case "SOURCE":
-				if src.logicalID != "" {
-					addDependsOn(object(t.resources[src.logicalID]), id)
-				}
-			}
+			t.policyDependedBy(pp["DependedBy"], src, dst, id)
 		case "AWS_SQS_QUEUE_POLICY":
 			if owner.queueURL == nil {
 				return samErr(cid, "Unable to get SQS queue URL from '%s' resource.", side)
@@ -378,7 +333,82 @@ func (t *sam) connector(cid string) error {
 		return samErr(cid, "'Destination' is an empty list")
 	}
 	delete(t.resources, cid)
-	// what depended on the connector depends on what it made
+	t.replaceDependency(cid, generated)
+	return nil
+}
+
+// missingProfileVar is the error of connector cid when its profile (pp) uses a variable
+// of vars that has no value, or nil.
+func missingProfileVar(cid string, pp map[string]any, vars map[string]any) error {
+	b, _ := json.Marshal(pp)
+	for _, m := range profileVar.FindAllString(string(b), -1) {
+		if v, known := vars[m[2:len(m)-1]]; known && v == nil {
+			return samErr(cid, "%s is missing.", m[2:len(m)-1])
+		}
+	}
+	return nil
+}
+
+// checkConnectorPermissions checks the Permissions (perms) of connector cid from src to
+// dst against the access categories of its profile (pp), and their valid combinations.
+func checkConnectorPermissions(cid string, src, dst connectorRef, pp map[string]any, perms map[string]bool) error {
+	cats := object(pp["AccessCategories"])
+	valid := strings.Join(sortedKeys(cats), ", ")
+	if len(perms) == 0 {
+		return samErr(cid, "'Permissions' cannot be empty; valid values are: %s.", valid)
+	}
+	for p := range perms {
+		if _, ok := cats[p]; !ok {
+			return samErr(cid, "Unsupported 'Permissions' provided for connector from %s to %s; valid values are: %s.", src.typ, dst.typ, valid)
+		}
+	}
+	combos, ok := pp["ValidAccessCategories"].([]any)
+	if !ok {
+		return nil
+	}
+	asked := sortedKeys(perms)
+	var names []string
+	for _, c := range combos {
+		var l []string
+		for _, x := range c.([]any) {
+			l = append(l, fmt.Sprint(x))
+		}
+		sort.Strings(l)
+		if slices.Equal(l, asked) {
+			return nil
+		}
+		names = append(names, strings.Join(l, " + "))
+	}
+	return samErr(cid, "Unsupported 'Permissions' provided for connector from %s to %s; valid combinations are: %s.", src.typ, dst.typ, strings.Join(names, ", "))
+}
+
+// policyDependedBy makes what the profile's DependedBy names (the one event source mapping
+// from src to dst, or src itself) depend on the managed policy id a connector made.
+func (t *sam) policyDependedBy(dependedBy any, src, dst connectorRef, id string) {
+	switch dependedBy {
+	case "DESTINATION_EVENT_SOURCE_MAPPING":
+		var esms []string
+		for _, n := range sortedKeys(t.resources) {
+			er := object(t.resources[n])
+			ep := object(er["Properties"])
+			if typeOfRaw(er) == "AWS::Lambda::EventSourceMapping" && logicalIDOf(ep["FunctionName"]) == dst.logicalID &&
+				logicalIDOf(ep["EventSourceArn"]) == src.logicalID && src.logicalID != "" {
+				esms = append(esms, n)
+			}
+		}
+		if len(esms) == 1 {
+			addDependsOn(object(t.resources[esms[0]]), id)
+		}
+	case "SOURCE":
+		if src.logicalID != "" {
+			addDependsOn(object(t.resources[src.logicalID]), id)
+		}
+	}
+}
+
+// replaceDependency makes what depended on connector cid depend on what it made
+// (generated) instead.
+func (t *sam) replaceDependency(cid string, generated []string) {
 	for _, n := range sortedKeys(t.resources) {
 		rr := object(t.resources[n])
 		deps := dependsOn(rr)
@@ -396,7 +426,6 @@ func (t *sam) connector(cid string) error {
 			rr["DependsOn"] = l
 		}
 	}
-	return nil
 }
 
 // originalType is the type of a connector's end as the template wrote it.

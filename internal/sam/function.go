@@ -354,12 +354,7 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 	}
 	id := f.name + name
 	permission := func(suffix string, extra map[string]any) { t.permission(id, suffix, f.ref, extra, attrs) }
-	need := func(prop string) error {
-		if p[prop] == nil {
-			return samErr(f.name, "Event with id [%s] is invalid. Missing required property '%s'.", name, prop)
-		}
-		return nil
-	}
+	need := func(prop string) error { return needEventProperty(f, name, p, prop) }
 	switch typ {
 	case "SQS", "Kinesis", "DynamoDB", "MSK", "MQ", "SelfManagedKafka", "DocumentDB":
 		return t.pullEvent(f, name, typ, p, role, attrs)
@@ -379,100 +374,9 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 		t.put(id, "AWS::SNS::Subscription", sp, copyAttrs(attrs))
 		permission("", map[string]any{"Principal": "sns.amazonaws.com", "SourceArn": p["Topic"]})
 	case "S3":
-		if err := need("Bucket"); err != nil {
-			return err
-		}
-		if err := need("Events"); err != nil {
-			return err
-		}
-		bucket, _ := object(p["Bucket"])["Ref"].(string)
-		br := object(t.resources[bucket])
-		if bucket == "" || typeOfRaw(br) != "AWS::S3::Bucket" {
-			return samErr(f.name, "Event with id [%s] is invalid. S3 events must reference an S3 bucket in the same template.", name)
-		}
-		permission("", map[string]any{"Principal": "s3.amazonaws.com", "SourceAccount": ref("AWS::AccountId")})
-		events := p["Events"]
-		if s, ok := events.(string); ok {
-			events = []any{s}
-		}
-		if _, ok := events.([]any); !ok {
-			return samErr(f.name, "Event with id [%s] is invalid. Property 'Events' should be a string or a list of strings.", name)
-		}
-		bp := object(br["Properties"])
-		if bp == nil {
-			bp = map[string]any{}
-			br["Properties"] = bp
-		}
-		nc := object(bp["NotificationConfiguration"])
-		if nc == nil {
-			nc = map[string]any{}
-			bp["NotificationConfiguration"] = nc
-		}
-		lc, _ := nc["LambdaConfigurations"].([]any)
-		for _, e := range events.([]any) {
-			c := map[string]any{"Event": e, "Function": f.arn}
-			if fl, ok := p["Filter"]; ok {
-				c["Filter"] = fl
-			}
-			lc = append(lc, c)
-		}
-		nc["LambdaConfigurations"] = lc
-		deps := []any{}
-		switch d := br["DependsOn"].(type) {
-		case string:
-			deps = append(deps, d)
-		case []any:
-			deps = append(deps, d...)
-		}
-		br["DependsOn"] = append(deps, id+"Permission")
+		return t.s3Event(f, name, id, p, attrs)
 	case "Schedule", "EventBridgeRule", "CloudWatchEvent":
-		rule := map[string]any{}
-		target := map[string]any{"Arn": f.arn, "Id": targetID(id, "LambdaTarget", p)}
-		if typ == "Schedule" {
-			if err := need("Schedule"); err != nil {
-				return err
-			}
-			rule["ScheduleExpression"] = p["Schedule"]
-		} else {
-			if err := need("Pattern"); err != nil {
-				return err
-			}
-			rule["EventPattern"] = p["Pattern"]
-			if v, ok := p["EventBusName"]; ok {
-				rule["EventBusName"] = v
-			}
-			if v, ok := p["InputPath"]; ok {
-				target["InputPath"] = v
-			}
-		}
-		if p["State"] != nil && p["Enabled"] != nil {
-			return samErr(f.name, "Event with id [%s] is invalid. State and Enabled Properties cannot both be specified.", name)
-		}
-		if v, ok := p["State"]; ok {
-			rule["State"] = v
-		}
-		if v, ok := p["Enabled"].(bool); ok {
-			rule["State"] = map[bool]string{true: "ENABLED", false: "DISABLED"}[v]
-		}
-		for _, k := range []string{"Name", "Description"} {
-			if v, ok := p[k]; ok {
-				rule[k] = v
-			}
-		}
-		for _, k := range []string{"Input", "RetryPolicy", "InputTransformer"} {
-			if v, ok := p[k]; ok {
-				target[k] = v
-			}
-		}
-		if v, ok := p["RuleName"]; ok && typ != "Schedule" {
-			rule["Name"] = v
-		}
-		if err := t.ruleDeadLetter(f.name, name, id, p, target, attrs); err != nil {
-			return err
-		}
-		rule["Targets"] = []any{target}
-		t.put(id, "AWS::Events::Rule", rule, copyAttrs(attrs))
-		permission("", map[string]any{"Principal": "events.amazonaws.com", "SourceArn": getAtt(id, "Arn")})
+		return t.ruleEvent(f, name, id, typ, p, attrs)
 	case "ScheduleV2":
 		return t.scheduleV2(f.name, id, name, f.arn, "LambdaPolicy", "lambda:InvokeFunction", p, attrs)
 	case "CloudWatchLogs":
@@ -515,5 +419,119 @@ func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[st
 			return samErr(f.name, "Event with id [%s] is invalid. Event type %q is not supported by the local emulator's Serverless translator (it expands %s).", name, typ, strings.Join(supported, ", "))
 		}
 	}
+	return nil
+}
+
+// needEventProperty is the error of event name of function f when its properties p lack
+// prop, or nil.
+func needEventProperty(f fnRefs, name string, p map[string]any, prop string) error {
+	if p[prop] == nil {
+		return samErr(f.name, "Event with id [%s] is invalid. Missing required property '%s'.", name, prop)
+	}
+	return nil
+}
+
+// s3Event is an S3 event (id) of function f: the bucket of the same template notifies the
+// function, once allowed to.
+func (t *sam) s3Event(f fnRefs, name, id string, p, attrs map[string]any) error {
+	if err := needEventProperty(f, name, p, "Bucket"); err != nil {
+		return err
+	}
+	if err := needEventProperty(f, name, p, "Events"); err != nil {
+		return err
+	}
+	bucket, _ := object(p["Bucket"])["Ref"].(string)
+	br := object(t.resources[bucket])
+	if bucket == "" || typeOfRaw(br) != "AWS::S3::Bucket" {
+		return samErr(f.name, "Event with id [%s] is invalid. S3 events must reference an S3 bucket in the same template.", name)
+	}
+	t.permission(id, "", f.ref, map[string]any{"Principal": "s3.amazonaws.com", "SourceAccount": ref("AWS::AccountId")}, attrs)
+	events := p["Events"]
+	if s, ok := events.(string); ok {
+		events = []any{s}
+	}
+	if _, ok := events.([]any); !ok {
+		return samErr(f.name, "Event with id [%s] is invalid. Property 'Events' should be a string or a list of strings.", name)
+	}
+	bp := object(br["Properties"])
+	if bp == nil {
+		bp = map[string]any{}
+		br["Properties"] = bp
+	}
+	nc := object(bp["NotificationConfiguration"])
+	if nc == nil {
+		nc = map[string]any{}
+		bp["NotificationConfiguration"] = nc
+	}
+	lc, _ := nc["LambdaConfigurations"].([]any)
+	for _, e := range events.([]any) {
+		c := map[string]any{"Event": e, "Function": f.arn}
+		if fl, ok := p["Filter"]; ok {
+			c["Filter"] = fl
+		}
+		lc = append(lc, c)
+	}
+	nc["LambdaConfigurations"] = lc
+	deps := []any{}
+	switch d := br["DependsOn"].(type) {
+	case string:
+		deps = append(deps, d)
+	case []any:
+		deps = append(deps, d...)
+	}
+	br["DependsOn"] = append(deps, id+"Permission")
+	return nil
+}
+
+// ruleEvent is a Schedule, EventBridgeRule or CloudWatchEvent event (id) of function f: an
+// EventBridge rule targeting the function, allowed to invoke it.
+func (t *sam) ruleEvent(f fnRefs, name, id, typ string, p, attrs map[string]any) error {
+	rule := map[string]any{}
+	target := map[string]any{"Arn": f.arn, "Id": targetID(id, "LambdaTarget", p)}
+	if typ == "Schedule" {
+		if err := needEventProperty(f, name, p, "Schedule"); err != nil {
+			return err
+		}
+		rule["ScheduleExpression"] = p["Schedule"]
+	} else {
+		if err := needEventProperty(f, name, p, "Pattern"); err != nil {
+			return err
+		}
+		rule["EventPattern"] = p["Pattern"]
+		if v, ok := p["EventBusName"]; ok {
+			rule["EventBusName"] = v
+		}
+		if v, ok := p["InputPath"]; ok {
+			target["InputPath"] = v
+		}
+	}
+	if p["State"] != nil && p["Enabled"] != nil {
+		return samErr(f.name, "Event with id [%s] is invalid. State and Enabled Properties cannot both be specified.", name)
+	}
+	if v, ok := p["State"]; ok {
+		rule["State"] = v
+	}
+	if v, ok := p["Enabled"].(bool); ok {
+		rule["State"] = map[bool]string{true: "ENABLED", false: "DISABLED"}[v]
+	}
+	for _, k := range []string{"Name", "Description"} {
+		if v, ok := p[k]; ok {
+			rule[k] = v
+		}
+	}
+	for _, k := range []string{"Input", "RetryPolicy", "InputTransformer"} {
+		if v, ok := p[k]; ok {
+			target[k] = v
+		}
+	}
+	if v, ok := p["RuleName"]; ok && typ != "Schedule" {
+		rule["Name"] = v
+	}
+	if err := t.ruleDeadLetter(f.name, name, id, p, target, attrs); err != nil {
+		return err
+	}
+	rule["Targets"] = []any{target}
+	t.put(id, "AWS::Events::Rule", rule, copyAttrs(attrs))
+	t.permission(id, "", f.ref, map[string]any{"Principal": "events.amazonaws.com", "SourceArn": getAtt(id, "Arn")}, attrs)
 	return nil
 }

@@ -32,50 +32,8 @@ func (t *sam) stateMachine(name string) error {
 		props["Events"] = events // never global
 	}
 	sm := map[string]any{}
-	subs := map[string]any{}
-	if v, ok := props["DefinitionSubstitutions"].(map[string]any); ok {
-		for k, vv := range v {
-			subs[k] = vv
-		}
-	}
-	def, hasDef := props["Definition"]
-	uri, hasURI := props["DefinitionUri"]
-	switch {
-	case hasDef && hasURI:
-		return samErr(name, "Specify either 'Definition' or 'DefinitionUri' property and not both.")
-	case hasDef:
-		dm, ok := def.(map[string]any)
-		if !ok {
-			return samErr(name, "Type of property 'Definition' is invalid.")
-		}
-		processed := copyProps(dm)
-		n := 0
-		substitute(processed, func(v any) string {
-			n++
-			subs["definition_substitution_"+strconv.Itoa(n)] = v
-			return "${definition_substitution_" + strconv.Itoa(n) + "}"
-		})
-		lines := strings.Split(pyJSONIndent(processed, ""), "\n")
-		l := make([]any, len(lines))
-		for i, s := range lines {
-			l[i] = s
-		}
-		sm["DefinitionString"] = map[string]any{"Fn::Join": []any{"\n", l}}
-	case hasURI:
-		loc, err := s3Location(name, "DefinitionUri", uri)
-		if err != nil {
-			return err
-		}
-		s3 := map[string]any{"Bucket": loc["S3Bucket"], "Key": loc["S3Key"]}
-		if v, ok := loc["S3ObjectVersion"]; ok {
-			s3["Version"] = v
-		}
-		sm["DefinitionS3Location"] = s3
-	default:
-		return samErr(name, "Either 'Definition' or 'DefinitionUri' property must be specified.")
-	}
-	if len(subs) > 0 {
-		sm["DefinitionSubstitutions"] = subs
+	if err := stateMachineDefinition(name, props, sm); err != nil {
+		return err
 	}
 	tags := []any{keyValue("stateMachine:createdBy", samTag)}
 	if m, ok := props["Tags"].(map[string]any); ok {
@@ -156,6 +114,58 @@ func (t *sam) stateMachine(name string) error {
 		if err := t.stateMachineEvent(name, target, ev, object(events[ev]), props, attrs); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// stateMachineDefinition sets the definition of state machine name (sm) from its
+// properties: Definition, with its intrinsic functions made substitutions, or
+// DefinitionUri; and its DefinitionSubstitutions.
+func stateMachineDefinition(name string, props, sm map[string]any) error {
+	subs := map[string]any{}
+	if v, ok := props["DefinitionSubstitutions"].(map[string]any); ok {
+		for k, vv := range v {
+			subs[k] = vv
+		}
+	}
+	def, hasDef := props["Definition"]
+	uri, hasURI := props["DefinitionUri"]
+	switch {
+	case hasDef && hasURI:
+		return samErr(name, "Specify either 'Definition' or 'DefinitionUri' property and not both.")
+	case hasDef:
+		dm, ok := def.(map[string]any)
+		if !ok {
+			return samErr(name, "Type of property 'Definition' is invalid.")
+		}
+		processed := copyProps(dm)
+		n := 0
+		substitute(processed, func(v any) string {
+			n++
+			subs["definition_substitution_"+strconv.Itoa(n)] = v
+			return "${definition_substitution_" + strconv.Itoa(n) + "}"
+		})
+		lines := strings.Split(pyJSONIndent(processed, ""), "\n")
+		l := make([]any, len(lines))
+		for i, s := range lines {
+			l[i] = s
+		}
+		sm["DefinitionString"] = map[string]any{"Fn::Join": []any{"\n", l}}
+	case hasURI:
+		loc, err := s3Location(name, "DefinitionUri", uri)
+		if err != nil {
+			return err
+		}
+		s3 := map[string]any{"Bucket": loc["S3Bucket"], "Key": loc["S3Key"]}
+		if v, ok := loc["S3ObjectVersion"]; ok {
+			s3["Version"] = v
+		}
+		sm["DefinitionS3Location"] = s3
+	default:
+		return samErr(name, "Either 'Definition' or 'DefinitionUri' property must be specified.")
+	}
+	if len(subs) > 0 {
+		sm["DefinitionSubstitutions"] = subs
 	}
 	return nil
 }

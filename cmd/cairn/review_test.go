@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -549,5 +550,111 @@ func TestReadersOfTheAppliedBundleAfterApply(t *testing.T) {
 		if st.check != nil {
 			st.check(t)
 		}
+	}
+}
+
+// orderBundle is the topic → param bundle with topic's properties and param's
+// description as given: what the merge-order tests' pull requests change.
+func orderBundle(t *testing.T, topicProps, description string) string {
+	t.Helper()
+	dir := bundleDir(t, "")
+	topic := "Resources:\n  Topic:\n    Type: AWS::SNS::Topic\n    Properties:\n" + topicProps + "Outputs:\n  Arn:\n    Value: !Ref Topic\n"
+	param := "Parameters:\n  Value:\n    Type: String\nResources:\n  P:\n    Type: AWS::SSM::Parameter\n    Properties:\n      Type: String\n      Value: !Ref Value\n      Description: " + description + "\n"
+	for name, body := range map[string]string{"topic.yaml": topic, "param.yaml": param} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestUpstreamMergedAfterItsConsumer: #21 changes topic (so param's inputs are known
+// after apply), #22 changes param itself. #22 merges and applies first; then #21 merges.
+// Its plan showed param as known after apply for param's older content: judged against
+// param as applied, the apply runs. Where topic's change leaves its Arn alone, param's
+// inputs come out unchanged and nothing is made for it (the reviewed change set of #21
+// runs, and only it); where topic is replaced (a new Arn), param gets a change set of the
+// new value that the value explains, and it runs. Before, either order's second merge was
+// refused for want of a plan of param's new content. #21's comment says planned, not
+// stale, after #22 applied, since it then applies.
+func TestUpstreamMergedAfterItsConsumer(t *testing.T) {
+	for _, tc := range []struct {
+		name, topic21 string
+		created       int // change sets the second apply makes: param's, when its Value changes
+	}{
+		{"topic updated in place", "      TopicName: orders\n      DisplayName: orders-21\n", 0},
+		{"topic replaced", "      TopicName: orders-21\n", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deployWorld(t)
+			t.Setenv("CAIRN_BUCKET", localBucket)
+			t.Setenv("GITHUB_ACTIONS", "")
+			base := "      TopicName: orders\n"
+			mustCLI(t, append([]string{"push", orderBundle(t, base, "v1"), "--deployment", "cli"}, reviewWait...)...)
+			p21 := planPR(t, "cli", orderBundle(t, tc.topic21, "v1"), "21")
+			p22 := planPR(t, "cli", orderBundle(t, base, "v22"), "22")
+			if s := p21.Stack("param"); s == nil || !s.InputsMayChange {
+				t.Fatalf("#21's plan does not show param as known after apply: %+v", s)
+			}
+
+			// #22 merges first: param changes.
+			if code, out, created, executed := applied(t, "cli", orderBundle(t, base, "v22")); code != 0 || created != 0 || !slices.Equal(executed, changeSetIDs(p22)) {
+				t.Fatalf("merge of #22: exit %d, created %d, executed %v\n%s", code, created, executed, out)
+			}
+			dir := t.TempDir()
+			mustCLI(t, "plans", "cli", "--comments", dir)
+			if c21 := readFile(t, filepath.Join(dir, "21.md")); !strings.Contains(c21, " of deployment cli: planned\n") {
+				t.Errorf("#21's comment after #22 applied, though #21 still applies:\n%s", c21)
+			}
+
+			// #21 merges: main holds both.
+			code, out, created, executed := applied(t, "cli", orderBundle(t, tc.topic21, "v22"))
+			t.Logf("merge of #21 after #22: exit %d, created %d, executed %v\n%s", code, created, executed, out)
+			if code != 0 || created != tc.created || len(executed) != 1+tc.created || !slices.Contains(executed, p21.Stack("topic").ChangeSetID) {
+				t.Fatalf("merge of #21 after #22: exit %d, created %d, executed %v; want 0, %d, and #21's change set %s (+ param's)\n%s",
+					code, created, executed, tc.created, p21.Stack("topic").ChangeSetID, out)
+			}
+			if st := planStatus(t, "cli", p21.ID); st != "applied" {
+				t.Errorf("#21's plan after its merge: %s", st)
+			}
+			if out := mustCLI(t, "status", "cli"); strings.Contains(out, "behind:") {
+				t.Errorf("status after both merges says behind:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestFailedApplyCommentSaysFailed: the apply of #21's reviewed change set fails in
+// CloudFormation; the plan is recorded as apply-failed, and the comment CI posts again
+// says so, with where to look and what to do, never "applied".
+func TestFailedApplyCommentSaysFailed(t *testing.T) {
+	deployWorld(t)
+	t.Setenv("CAIRN_BUCKET", localBucket)
+	t.Setenv("GITHUB_ACTIONS", "")
+	mustCLI(t, append([]string{"push", jobsBundle(t, "", "v1"), "--deployment", "cli"}, reviewWait...)...)
+	p21 := planPR(t, "cli", jobsBundle(t, "", "v2"), "21")
+	resp, err := http.Post(os.Getenv("AWS_ENDPOINT_URL")+"/_local/cloudformation/faults", "application/json",
+		strings.NewReader(`{"stack":"cli-jobs","logicalId":"P","operation":"UPDATE","reason":"Parameter value is not valid","count":1}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("inject fault: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	code, out, _, executed := applied(t, "cli", jobsBundle(t, "", "v2"))
+	if code == 0 || !slices.Equal(executed, changeSetIDs(p21)) {
+		t.Fatalf("merge of #21 with a failing update: exit %d, executed %v\n%s", code, executed, out)
+	}
+	if st := planStatus(t, "cli", p21.ID); st != "apply-failed" {
+		t.Errorf("plan of #21 after its apply failed: %s, want apply-failed", st)
+	}
+	dir := t.TempDir()
+	mustCLI(t, "plans", "cli", "--comments", dir)
+	c21 := readFile(t, filepath.Join(dir, "21.md"))
+	if !strings.Contains(c21, " of deployment cli: apply-failed\n") || !strings.Contains(c21, "- Next: its apply failed (the apply run ") ||
+		!strings.Contains(c21, "`cairn status cli` says which stacks failed") || strings.Contains(c21, ": applied\n") {
+		t.Errorf("#21's comment after its apply failed:\n%s", c21)
+	}
+	// It does not apply again: a plan applies at most once.
+	if code, out, errOut := cli(t, append([]string{"approve", "cli", p21.ID}, reviewWait...)...); code == 0 || !strings.Contains(out+errOut, "a plan applies at most once") {
+		t.Errorf("approve of a plan whose apply failed: exit %d\n%s%s", code, out, errOut)
 	}
 }

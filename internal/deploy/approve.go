@@ -193,7 +193,7 @@ func (s starter) applyLocked(ctx context.Context, doc *rundoc.Document, lock *st
 		return s.fail(ctx, doc, lock, fmt.Sprintf("refused: plan %s cannot be applied; nothing was executed", only.ID), log)
 	}
 	comp := plan.Compose(plan.ComposeInput{Deployment: deployment, Content: content, Plans: candidates, Only: doc.Plan, Live: live,
-		ChangeSets: described, Unsound: unsound, Changed: changedBy(d.graph), Now: now, TTL: s.cfg.PlanTTL})
+		ChangeSets: described, Unsound: unsound, Changed: changedBy(d.graph), Applied: appliedParameters(d.graph), Now: now, TTL: s.cfg.PlanTTL})
 	if !comp.Covered() {
 		for _, u := range comp.Uncovered {
 			doc.Refusals = append(doc.Refusals, u.String())
@@ -317,6 +317,20 @@ func changedBy(g *state.Graph) map[string]plan.LastChange {
 	for name, st := range g.Stacks {
 		if st.ChangedBy != "" {
 			out[name] = plan.LastChange{By: st.ChangedBy, At: st.ChangedAt}
+		}
+	}
+	return out
+}
+
+// appliedParameters are, by stack, the parameters last applied as the graph stored them.
+func appliedParameters(g *state.Graph) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	if g == nil {
+		return out
+	}
+	for name, st := range g.Stacks {
+		if st.Parameters != nil {
+			out[name] = st.Parameters
 		}
 	}
 	return out

@@ -234,10 +234,13 @@ func (ps plans) markApplied(ctx context.Context, doc *rundoc.Document, log *slog
 			log.Warn("deploy: cannot record the applied plan", "plan", id, "err", err)
 			continue
 		}
-		if p.AppliedBy != doc.Run.ID || p.Status == plan.Applied {
+		if p.AppliedBy != doc.Run.ID || p.Status != plan.Applying {
 			continue // another run's, or marked already
 		}
 		p.Status, p.Reason = plan.Applied, fmt.Sprintf("applied by run %s: %s", doc.Run.ID, doc.Run.Status)
+		if doc.Run.Status != run.Succeeded {
+			p.Status, p.Reason = plan.ApplyFailed, fmt.Sprintf("the apply run %s %s", doc.Run.ID, doc.Run.Status)
+		}
 		if doc.Run.Reason != "" {
 			p.Reason += " (" + doc.Run.Reason + ")"
 		}

@@ -49,7 +49,7 @@ const DefaultTTL = 7 * 24 * time.Hour
 func (p *Document) Lapsed(now time.Time, ttl time.Duration) (reasons []string, final bool) {
 	switch p.Status {
 	case Planned:
-	case Applying, Applied:
+	case Applying, Applied, ApplyFailed:
 		return []string{fmt.Sprintf("plan %s was already applied by run %s at %s: a plan applies at most once; re-plan", p.ID, p.AppliedBy, p.AppliedAt.UTC().Format(time.RFC3339))}, true
 	case PlanFailed:
 		return []string{fmt.Sprintf("plan %s failed (%s): nothing to apply; re-plan", p.ID, p.Reason)}, true

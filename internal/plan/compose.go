@@ -3,6 +3,7 @@ package plan
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -98,6 +99,9 @@ type ComposeInput struct {
 	// Changed says, by stack (config name), what last changed it and when, as the graph
 	// records it: a stale entry's reason names it when that was after the plan.
 	Changed map[string]LastChange
+	// Applied are, by stack (config name), the parameters last applied as the graph stored
+	// them (secrets sealed): what a ripple's new values are compared with.
+	Applied map[string]map[string]string
 	Now     time.Time
 	TTL     time.Duration
 }
@@ -116,6 +120,14 @@ type Pick struct {
 	// Ripple: a stack it depends on changes in the same apply, so its parameters are
 	// checked once that one is applied (see run.Stack.Ripple).
 	Ripple bool
+	// Rebased marks the pick of a stack whose own content is what is applied (only its
+	// inputs may change, through a stack the apply changes) from a plan that showed it as
+	// known after apply for older content of it: the stack as applied is its base, and its
+	// reviewed change set is not used. Should its inputs come out of the apply changed, a
+	// change set of the new values runs only if they explain all of it (run.Stack.Ripple);
+	// Was are the parameters as applied (nil: not known, then it stops for review).
+	Rebased bool
+	Was     map[string]string
 }
 
 // Uncovered is a stack an apply would change that no reviewed entry covers, and why.
@@ -139,6 +151,9 @@ type Composition struct {
 	// Plans are the ids of the plans whose entries run, and Whole those of them all of
 	// whose changes run: they are marked applied.
 	Plans, Whole []string
+	// Applied are the parameters last applied, by stack (ComposeInput.Applied): a stack
+	// only re-checked is compared with them.
+	Applied map[string]map[string]string
 }
 
 // Covered reports whether every stack that changes is covered: the apply may run.
@@ -152,7 +167,7 @@ func (c Composition) Covered() bool { return len(c.Uncovered) == 0 }
 // exactly this bundle is preferred, then the newest. Stacks that do not change need no
 // entry. It is pure: the driver observes, this decides.
 func Compose(in ComposeInput) Composition {
-	c := Composition{Picks: map[string]Pick{}}
+	c := Composition{Picks: map[string]Pick{}, Applied: in.Applied}
 	own, ripple := in.Content.Changing()
 	plans := slices.Clone(in.Plans)
 	slices.SortStableFunc(plans, func(a, b *Document) int {
@@ -166,17 +181,29 @@ func Compose(in ComposeInput) Composition {
 		return strings.Compare(b.ID, a.ID) // newest first
 	})
 	used := map[string]bool{}
+	var rippling []string
 	for _, name := range in.Content.names() {
 		if !own[name] && !ripple[name] {
 			continue
 		}
 		pick, why := in.cover(name, own, ripple, plans)
+		if why != "" && !own[name] {
+			// Its own content is what is applied: only its inputs may change, and they
+			// are judged once what it reads is applied (rebase).
+			rippling = append(rippling, name)
+			continue
+		}
 		if why != "" {
 			c.Uncovered = append(c.Uncovered, Uncovered{Stack: name, StackName: in.Content.stackName(name), Reason: why})
 			continue
 		}
 		c.Picks[name] = pick
 		used[pick.Plan.ID] = true
+	}
+	for _, name := range rippling {
+		if pick, ok := in.rebase(name, plans, used); ok {
+			c.Picks[name] = pick
+		}
 	}
 	// A guard the content loosens is loosened only as a reviewed plan showed it.
 	for _, gc := range in.Content.relaxed() {
@@ -337,6 +364,30 @@ func (in ComposeInput) cover(name string, own, ripple map[string]bool, plans []*
 	return Pick{}, fmt.Sprintf("no plan was made for this content of stack %s: %s", name, in.forward())
 }
 
+// rebase finds, for stack name, whose own content is what is applied and which no entry
+// made for that content covers (its plans were made for older content of it, or went
+// stale), the entry of a plan this apply uses that showed it as known after apply: the
+// reviewer of that plan saw that its inputs change through the stacks the plan changes.
+// The stack as applied is its base (Pick.Rebased). With none, nothing covers it and
+// nothing needs to: the apply re-checks it once what it reads is applied, and stops it
+// for review should its inputs then have changed.
+func (in ComposeInput) rebase(name string, plans []*Document, used map[string]bool) (Pick, bool) {
+	for _, p := range plans {
+		if !used[p.ID] || in.Only != "" && p.ID != in.Only || len(in.Unsound[p.ID]) > 0 {
+			continue
+		}
+		e := p.Stack(name)
+		if e == nil || !e.InputsMayChange || e.Action == Delete {
+			continue
+		}
+		if reasons, _ := p.Lapsed(in.Now, cmp.Or(in.TTL, DefaultTTL)); len(reasons) > 0 {
+			continue
+		}
+		return Pick{Plan: p, Entry: *e, Ripple: true, Rebased: true, Was: in.Applied[name]}, true
+	}
+	return Pick{}, false
+}
+
 // dependsOnChange reports whether a stack name depends on depends on one that changes.
 func (in ComposeInput) dependsOnChange(name string, changing map[string]bool) bool {
 	s := in.Content.Run.Stacks[name]
@@ -423,6 +474,9 @@ func (c Composition) Run(content Content, runID string, live map[string]Live, no
 				// Unchanged: re-checked, never changed (run.Advance fails it as stale should
 				// its parameters resolve otherwise than applied).
 				s.PlannedParametersHash, s.Reason = s.PrevParametersHash, ""
+				if was := c.Applied[name]; was != nil {
+					s.Parameters = maps.Clone(was)
+				}
 				if s.PlannedParametersHash == "" {
 					s.Phase, s.Reason = run.Unchanged, "unchanged"
 				}
@@ -430,6 +484,15 @@ func (c Composition) Run(content Content, runID string, live map[string]Live, no
 			continue
 		}
 		s.Reason, s.Ripple = "", pk.Ripple
+		if pk.Rebased {
+			// Its base is the stack as applied: no reviewed change set of it runs; new
+			// values of its inputs get a change set they must explain.
+			s.PlannedParametersHash, s.Parameters = s.PrevParametersHash, maps.Clone(pk.Was)
+			if s.PlannedParametersHash == "" {
+				s.Phase, s.Reason = run.Unchanged, "unchanged"
+			}
+			continue
+		}
 		ps := pk.Plan.Run.Stacks[name]
 		if s.Intent != run.IntentDeploy || ps == nil {
 			continue // a deletion or re-creation the entry covers: done as decided now

@@ -26,6 +26,8 @@ var (
 	}
 	api21  = Inputs{Template: "t-api-21", Parameters: "p-api", Settings: "s"}
 	jobs22 = Inputs{Template: "t-jobs", Parameters: "p-jobs-22", Settings: "s"}
+	// worker as pull request #23 changed it, applied before #21 merged
+	worker23 = Inputs{Template: "t-worker-23", Parameters: "p-worker", Settings: "s"}
 )
 
 func liveNow() map[string]Live {
@@ -132,6 +134,7 @@ func TestCompose(t *testing.T) {
 		change  func(in *ComposeInput)
 		picks   map[string]string // stack -> plan id
 		ripple  []string
+		rebased []string
 		whole   []string
 		refused []string // substrings of the refusals, in stack order
 	}{
@@ -172,6 +175,27 @@ func TestCompose(t *testing.T) {
 		{name: "a plan document that fails its checks covers nothing", content: merged, change: func(in *ComposeInput) {
 			in.Unsound = map[string][]string{"P21": {"plan P21 of deployment shop: its seal is not the deployer's"}}
 		}, refused: []string{"stack api (shop-api): the plan of pull request #21 (P21) for stack api went stale: plan P21 of deployment shop: its seal is not the deployer's"}},
+		// Merge order: #23 changed worker and applied first; #21, upstream of it, merges
+		// after. #21's plan showed worker as known after apply for worker's older
+		// content: with worker's own content what is applied, that entry covers it,
+		// judged at apply time against the stack as applied.
+		{name: "an upstream pull request merged after its consumer's", content: map[string]Inputs{"api": api21}, change: func(in *ComposeInput) {
+			in.Content.Inputs["worker"] = worker23
+			in.Plans[0].Stacks[3].InputsMayChange = true
+		}, picks: map[string]string{"api": "P21", "worker": "P21"}, ripple: []string{"worker"}, rebased: []string{"worker"}, whole: []string{"P21"}},
+		{name: "an upstream merged after its consumer's, whose plan showed the consumer stale", content: map[string]Inputs{"api": api21}, change: func(in *ComposeInput) {
+			in.Content.Inputs["worker"] = worker23
+			in.Plans[0].Stacks[3].InputsMayChange = true
+			in.Plans[0].Stacks[3].Inputs = worker23
+			l := in.Live["shop-worker"]
+			l.LastUpdated = at22.Add(time.Minute)
+			in.Live["shop-worker"] = l
+		}, picks: map[string]string{"api": "P21", "worker": "P21"}, ripple: []string{"worker"}, rebased: []string{"worker"}, whole: []string{"P21"}},
+		// A dependent no plan shows as known after apply needs no cover: it is re-checked
+		// once what it reads is applied.
+		{name: "a ripple no plan shows needs no cover", content: map[string]Inputs{"api": api21}, change: func(in *ComposeInput) {
+			in.Content.Inputs["worker"] = worker23
+		}, picks: map[string]string{"api": "P21"}, whole: []string{"P21"}},
 		{name: "an applied plan covers nothing", content: merged, change: func(in *ComposeInput) { in.Plans[0].Status, in.Plans[0].AppliedBy = Applied, "R5" },
 			refused: []string{"stack api (shop-api): the plan of pull request #21 (P21) for stack api went stale: plan P21 was already applied by run R5"}},
 	} {
@@ -202,16 +226,20 @@ func TestCompose(t *testing.T) {
 				return
 			}
 			got := map[string]string{}
-			var ripple []string
+			var ripple, rebased []string
 			for name, pk := range c.Picks {
 				got[name] = pk.Plan.ID
 				if pk.Ripple {
 					ripple = append(ripple, name)
 				}
+				if pk.Rebased {
+					rebased = append(rebased, name)
+				}
 			}
 			slices.Sort(ripple)
-			if !equalMaps(got, tc.picks) || !slices.Equal(ripple, tc.ripple) || !slices.Equal(c.Whole, tc.whole) {
-				t.Errorf("picks %v ripple %v whole %v; want %v %v %v", got, ripple, c.Whole, tc.picks, tc.ripple, tc.whole)
+			slices.Sort(rebased)
+			if !equalMaps(got, tc.picks) || !slices.Equal(ripple, tc.ripple) || !slices.Equal(rebased, tc.rebased) || !slices.Equal(c.Whole, tc.whole) {
+				t.Errorf("picks %v ripple %v rebased %v whole %v; want %v %v %v %v", got, ripple, rebased, c.Whole, tc.picks, tc.ripple, tc.rebased, tc.whole)
 			}
 		})
 	}
@@ -256,6 +284,23 @@ func TestCompositionRun(t *testing.T) {
 	}
 	if network.ChangeSetID != "" || network.PlannedParametersHash != "h-network" || network.Ripple {
 		t.Errorf("network %+v: uncovered, only re-checked against what was applied", network)
+	}
+
+	// #23 changed worker and applied before #21 merged: #21's known-after-apply entry
+	// for worker's older content is rebased on worker as applied.
+	content = contentOf(map[string]Inputs{"api": api21})
+	content.Inputs["worker"] = worker23
+	p21 = plan21()
+	p21.Stacks[3].InputsMayChange = true
+	applied := map[string]map[string]string{"worker": {"Url": "https://api"}, "network": {"Cidr": "10.0.0.0/16"}}
+	c = Compose(ComposeInput{Deployment: "shop", Content: content, Plans: []*Document{p21}, Live: liveNow(), ChangeSets: changeSetsOf(p21), Applied: applied, Now: at22})
+	r = c.Run(content, "R3", liveNow(), now)
+	worker, network = r.Stacks["worker"], r.Stacks["network"]
+	if !c.Picks["worker"].Rebased || worker.ChangeSetID != "" || worker.ChangeSetName != "" || !worker.Ripple || worker.PlannedParametersHash != "h-worker" || worker.Parameters["Url"] != "https://api" {
+		t.Errorf("worker %+v: rebased on the stack as applied, a ripple with its applied parameters", worker)
+	}
+	if network.Parameters["Cidr"] != "10.0.0.0/16" || network.Ripple {
+		t.Errorf("network %+v: re-checked against its applied parameters", network)
 	}
 }
 

@@ -20,9 +20,12 @@ const (
 	Planned Status = "planned"
 	// PlanFailed: the plan could not be made; it can never be applied.
 	PlanFailed Status = "failed"
-	// Applying and Applied: an approval started the apply run (a plan applies at most once).
-	Applying Status = "applying"
-	Applied  Status = "applied"
+	// Applying and Applied: an approval started the apply run (a plan applies at most once);
+	// ApplyFailed: that run ended otherwise than succeeded (Reason says how): the plan
+	// does not apply again, and its comment must not say applied.
+	Applying    Status = "applying"
+	Applied     Status = "applied"
+	ApplyFailed Status = "apply-failed"
 	// Superseded and Expired plans had their change sets (and the stacks created only for
 	// them) deleted.
 	Superseded Status = "superseded"

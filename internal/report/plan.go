@@ -270,6 +270,9 @@ func nextStep(p *plan.Document) string {
 		return "too old to apply: " + replan
 	case plan.PlanFailed:
 		return "nothing can be applied: fix the bundle, then " + replan
+	case plan.ApplyFailed:
+		return fmt.Sprintf("its apply failed (%s): %s says which stacks failed, why, and what to do; a plan applies at most once, so the fix goes through a new pull request and its plan",
+			Text(p.Reason), Code("cairn status "+p.Deployment))
 	case plan.Applied, plan.Applying:
 		if p.AppliedBy != "" {
 			return fmt.Sprintf("applied by run %s (%s)", Text(p.AppliedBy), Code("cairn status "+p.Deployment))

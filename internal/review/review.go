@@ -27,12 +27,14 @@ import (
 type Status string
 
 const (
-	Planned    Status = "planned"    // waiting for approval, and still approvable
-	Applied    Status = "applied"    // an approval applied it (or is applying it)
-	Stale      Status = "stale"      // what it was made against changed: it can never apply
-	Superseded Status = "superseded" // a newer bundle was planned or pushed
-	Expired    Status = "expired"    // older than the plan TTL
-	Failed     Status = "failed"     // the plan run failed: nothing to apply
+	Planned Status = "planned" // waiting for approval, and still approvable
+	Applied Status = "applied" // an approval applied it (or is applying it)
+	// ApplyFailed: its apply ran and failed; it does not apply again.
+	ApplyFailed Status = "apply-failed"
+	Stale       Status = "stale"      // what it was made against changed: it can never apply
+	Superseded  Status = "superseded" // a newer bundle was planned or pushed
+	Expired     Status = "expired"    // older than the plan TTL
+	Failed      Status = "failed"     // the plan run failed: nothing to apply
 )
 
 // Observed is what, beside its document, decides a plan's status.
@@ -59,6 +61,8 @@ func Classify(p *plan.Document, o Observed) (Status, string) {
 		return Applied, fmt.Sprintf("being applied by run %s since %s", p.AppliedBy, stamp(p.AppliedAt))
 	case plan.Applied:
 		return Applied, fmt.Sprintf("applied at %s by run %s", stamp(p.AppliedAt), p.AppliedBy)
+	case plan.ApplyFailed:
+		return ApplyFailed, fmt.Sprintf("applied at %s by run %s, which failed: %s", stamp(p.AppliedAt), p.AppliedBy, p.Reason)
 	case plan.PlanFailed:
 		return Failed, p.Reason
 	case plan.Superseded:
@@ -80,8 +84,9 @@ func Classify(p *plan.Document, o Observed) (Status, string) {
 
 // Changed says how the graph g shows p's entries gone stale: a stack an entry changes
 // (every stack of the plan, with all), or a stack whose outputs it consumes, was changed
-// since the plan was made; "" when none was (or g is nil). It names the first such stack
-// and what changed it.
+// since the plan was made, and the outputs it reads are not what the graph now records;
+// "" when none was (or g is nil). It names the first such stack and what changed it. It
+// agrees with what the deployer refuses (plan.Compose), which compares those outputs.
 func Changed(p *plan.Document, g *state.Graph, all bool) string {
 	if g == nil {
 		return ""
@@ -113,8 +118,12 @@ func Changed(p *plan.Document, g *state.Graph, all bool) string {
 			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(e.Consumed)) {
-			from, _, _ := strings.Cut(k, "::")
+			from, output, _ := strings.Cut(k, "::")
 			if st := since(from); st != nil {
+				if v, ok := st.Outputs[output]; ok && v == e.Consumed[k] {
+					// Changed, but not what this entry reads: the deployer applies it.
+					continue
+				}
 				return fmt.Sprintf("%s for stack %s went stale when %s changed stack %s, whose outputs it consumes, at %s", who, e.Name, st.ChangedBy, from, st.ChangedAt.UTC().Format("15:04"))
 			}
 		}
@@ -289,7 +298,7 @@ func (e Entry) Approvable(newest []Entry) error {
 			return fmt.Errorf("%s: approving the plan would apply content older than what is applied; apply the merged content instead (`cairn apply PATH --deployment %s`), or %s", why, p.Deployment, replan)
 		}
 		return nil
-	case Applied:
+	case Applied, ApplyFailed:
 		return fmt.Errorf("plan %s was already %s: a plan applies at most once; %s", p.ID, e.Why, replan)
 	case Failed:
 		return fmt.Errorf("plan %s failed (%s): there is nothing to apply; fix the bundle and %s", p.ID, e.Why, replan)

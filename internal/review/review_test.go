@@ -77,6 +77,16 @@ func TestClassify(t *testing.T) {
 			"the plan of pull request #22 (p) for stack jobs went stale when pull request #21, plan P21 (run R9) changed it at 08:03"},
 		{"another pull request changed what it consumes", open(), review.Observed{Now: now, TTL: week, Graph: graph("network")}, review.Stale,
 			"the plan of pull request #22 (p) for stack jobs went stale when pull request #21, plan P21 (run R9) changed stack network, whose outputs it consumes, at 08:03"},
+		{"another pull request changed what it consumes, not the output it reads", open(), review.Observed{Now: now, TTL: week, Graph: func() *state.Graph {
+			g := graph("network")
+			g.Stacks["network"].Outputs = map[string]string{"VpcId": "vpc-1", "Other": "changed"}
+			return g
+		}()}, review.Planned, ""},
+		{"another pull request changed the output it reads", open(), review.Observed{Now: now, TTL: week, Graph: func() *state.Graph {
+			g := graph("network")
+			g.Stacks["network"].Outputs = map[string]string{"VpcId": "vpc-2"}
+			return g
+		}()}, review.Stale, "the plan of pull request #22 (p) for stack jobs went stale when pull request #21, plan P21 (run R9) changed stack network, whose outputs it consumes, at 08:03"},
 		{"applied", applied, review.Observed{Now: now, TTL: week}, review.Applied, "applied at 2026-11-30T08:10:00Z by run 20261130-081000-abcd"},
 		{"expired by age", planDoc("p", plan.Planned, t0.Add(-8*24*time.Hour), 3, "v1"), review.Observed{Now: now, TTL: week},
 			review.Expired, "made 8d ago; plans stay approvable for 7d"},

@@ -884,7 +884,13 @@ func startNow(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limi
 			if s.ChangeSetName == "" {
 				what = "the plan (no changes)"
 			}
-			if !s.Ripple || s.Parameters == nil {
+			switch {
+			case !s.Ripple && s.ChangeSetName == "" && s.PlannedParametersHash == s.PrevParametersHash:
+				// Covered by no plan: it was only to be re-checked.
+				failAs(s, now, Review, fmt.Sprintf("stack %s: its inputs came out of the apply changed (%s), and no plan this apply runs shows it as known after apply: it was not changed: plan this content (`cairn plan PATH --deployment %s`), review it, then approve it",
+					s.StackName, DescribeParameters(s.Parameters, stored), r.Deployment))
+				return nil
+			case !s.Ripple || s.Parameters == nil:
 				failAs(s, now, Review, fmt.Sprintf("stack %s: %s is stale (the outputs it consumes changed since the plan: %s): re-plan",
 					s.StackName, what, DescribeParameters(s.Parameters, stored)))
 				return nil

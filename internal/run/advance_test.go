@@ -762,6 +762,49 @@ func TestRippleRunsOnlyWhatItsInputsExplain(t *testing.T) {
 	}
 }
 
+// TestRecheckedStackWhoseInputsChangeStops: a stack no plan of the apply covers is only
+// re-checked against its parameters as applied: came out the same, it is unchanged and
+// needs no cover; changed, it stops for review, nothing made or executed for it.
+func TestRecheckedStackWhoseInputsChangeStops(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		appliedB  string // b's Dep as applied
+		wantCalls []string
+		wantB     Phase
+	}{
+		{name: "inputs came out unchanged", appliedB: "a:map[P:v]", wantCalls: []string{"ExecuteChangeSet a"}, wantB: Unchanged},
+		{name: "inputs came out changed", appliedB: "a:old", wantCalls: []string{"ExecuteChangeSet a"}, wantB: Failed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			r := chain("a", "b")
+			r.Plan = "P1"
+			for n, s := range r.Stacks {
+				s.Exists = true
+				w.stacks[n] = &fakeStack{status: "UPDATE_COMPLETE", csStatus: "CREATE_COMPLETE", params: map[string]string{"P": "v"}}
+			}
+			a := r.Stacks["a"]
+			a.ChangeSetName, a.ChangeSetID, a.ChangeSetType = "cairn-plan-a", "arn:cs/a", "UPDATE"
+			a.PlannedParametersHash = HashParameters(map[string]string{"P": "v"})
+			b := r.Stacks["b"]
+			b.Parameters = map[string]string{"P": "v", "Dep": tc.appliedB}
+			b.PrevParametersHash = HashParameters(b.Parameters)
+			b.PlannedParametersHash = b.PrevParametersHash
+			got := w.drive(r, Options{Resolve: resolveOutputs})
+			if k := kinds(w.calls); !slices.Equal(k, tc.wantCalls) {
+				t.Fatalf("calls %v, want %v", k, tc.wantCalls)
+			}
+			gb := got.Stacks["b"]
+			if gb.Phase != tc.wantB {
+				t.Fatalf("b %s (%s), want %s", gb.Phase, gb.Reason, tc.wantB)
+			}
+			if tc.wantB == Failed && (gb.Class != Review || !strings.Contains(gb.Reason, `its inputs came out of the apply changed (Dep was "a:old", now "a:map[P:v]"), and no plan this apply runs shows it as known after apply: it was not changed`)) {
+				t.Errorf("b: %s %q", gb.Class, gb.Reason)
+			}
+		})
+	}
+}
+
 func TestTerminationProtectionIsAnActionOfTheFinishedDeploy(t *testing.T) {
 	for _, tc := range []struct {
 		name               string

@@ -38,7 +38,7 @@ var longFiles = map[string]int{
 	"internal/awslocal/sqslocal/queue.go":            1133,
 	"internal/deploy/start.go":                       618,
 	"internal/plan/plan.go":                          945,
-	"internal/run/advance.go":                        1090,
+	"internal/run/advance.go":                        1096,
 	"internal/sam/sam.go":                            646,
 	"internal/template/check.go":                     828,
 	"internal/template/locations.go":                 633,

@@ -66,19 +66,42 @@ var (
 // epoch is a time as EventBridge's JSON carries it: seconds since the epoch.
 func epoch(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 
+// call serves one EventBridge action (the X-Amz-Target of the request) on its JSON body.
 func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, error) {
-	p, e := a.p, a.p.e
-	decode := func(v any) error {
-		if err := json.Unmarshal(body, v); err != nil {
-			return eventsErr("SerializationException", "could not read the %s request: %v", action, err)
-		}
-		return nil
+	switch action {
+	case "CreateEventBus", "DeleteEventBus", "DescribeEventBus", "ListEventBuses":
+		return a.busCall(action, body)
+	case "PutEvents":
+		return a.putEvents(ctx, body)
+	case "PutRule":
+		return a.putRule(action, body)
+	case "DeleteRule", "DescribeRule", "ListRules", "EnableRule", "DisableRule":
+		return a.ruleCall(action, body)
+	case "PutTargets", "RemoveTargets", "ListTargetsByRule":
+		return a.targetCall(action, body)
 	}
-	type ruleRef struct{ Name, Rule, EventBusName string }
+	return nil, eventsErr("UnknownOperationException", "The action %s is not served by the local emulator (it serves event buses, PutEvents, rules and targets).", action)
+}
+
+// decodeEvents reads the JSON body of an EventBridge request for action into v.
+func decodeEvents(action string, body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return eventsErr("SerializationException", "could not read the %s request: %v", action, err)
+	}
+	return nil
+}
+
+// ruleRef names a rule in a request: by Name (or Rule) on an event bus.
+type ruleRef struct{ Name, Rule, EventBusName string }
+
+// busCall serves the event bus actions: CreateEventBus, DeleteEventBus, DescribeEventBus,
+// ListEventBuses.
+func (a eventsAPI) busCall(action string, body []byte) (any, error) {
+	p, e := a.p, a.p.e
 	switch action {
 	case "CreateEventBus":
 		var in struct{ Name, Description string }
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		if !busNameRE.MatchString(in.Name) || in.Name == defaultBus {
@@ -94,7 +117,7 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 		return map[string]string{"EventBusArn": p.busARN(in.Name)}, p.saveEvents()
 	case "DeleteEventBus":
 		var in struct{ Name string }
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		if busName(in.Name) == defaultBus {
@@ -104,7 +127,7 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 		return struct{}{}, p.saveEvents()
 	case "DescribeEventBus":
 		var in struct{ Name string }
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		e.mu.Lock()
@@ -114,13 +137,13 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 			return nil, eventsErr("ResourceNotFoundException", "Event bus %s does not exist.", busName(in.Name))
 		}
 		return p.describeBusLocked(b), nil
-	case "ListEventBuses":
+	default: // ListEventBuses
 		var in struct {
 			NamePrefix string
 			Limit      int
 			NextToken  string
 		}
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		e.mu.Lock()
@@ -133,58 +156,68 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 		}
 		e.mu.Unlock()
 		return eventsPage("EventBuses", all, in.Limit, in.NextToken)
-	case "PutEvents":
-		return a.putEvents(ctx, body)
-	case "PutRule":
-		var in struct {
-			Name, EventPattern, ScheduleExpression, State, Description, EventBusName string
+	}
+}
+
+// putRule serves PutRule: a rule made or changed, keeping its targets.
+func (a eventsAPI) putRule(action string, body []byte) (any, error) {
+	p, e := a.p, a.p.e
+	var in struct {
+		Name, EventPattern, ScheduleExpression, State, Description, EventBusName string
+	}
+	if err := decodeEvents(action, body, &in); err != nil {
+		return nil, err
+	}
+	if !ruleNameRE.MatchString(in.Name) {
+		return nil, eventsErr("ValidationException", "1 validation error detected: Value '%s' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\.\\-_A-Za-z0-9]+", in.Name)
+	}
+	bus := busName(in.EventBusName)
+	r := &rule{schedule: in.ScheduleExpression, enabled: in.State != "DISABLED", description: in.Description, api: true}
+	if in.EventPattern != "" {
+		pat, err := patternParse(in.EventPattern)
+		if err != nil {
+			return nil, eventsErr("InvalidEventPatternException", "Event pattern is not valid. Reason: %v", err)
 		}
-		if err := decode(&in); err != nil {
-			return nil, err
+		r.pattern, r.patternText = pat, in.EventPattern
+	}
+	if r.pattern == nil && r.schedule == "" {
+		return nil, eventsErr("ValidationException", "Parameter(s) EventPattern or ScheduleExpression must be specified.")
+	}
+	if r.schedule != "" && bus != defaultBus {
+		return nil, eventsErr("ValidationException", "ScheduleExpression is supported only on the default event bus.")
+	}
+	if r.schedule != "" {
+		if _, err := parseSchedule(r.schedule); err != nil {
+			return nil, eventsErr("ValidationException", "Parameter ScheduleExpression is not valid.")
 		}
-		if !ruleNameRE.MatchString(in.Name) {
-			return nil, eventsErr("ValidationException", "1 validation error detected: Value '%s' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\.\\-_A-Za-z0-9]+", in.Name)
-		}
-		bus := busName(in.EventBusName)
-		r := &rule{schedule: in.ScheduleExpression, enabled: in.State != "DISABLED", description: in.Description, api: true}
-		if in.EventPattern != "" {
-			pat, err := patternParse(in.EventPattern)
-			if err != nil {
-				return nil, eventsErr("InvalidEventPatternException", "Event pattern is not valid. Reason: %v", err)
-			}
-			r.pattern, r.patternText = pat, in.EventPattern
-		}
-		if r.pattern == nil && r.schedule == "" {
-			return nil, eventsErr("ValidationException", "Parameter(s) EventPattern or ScheduleExpression must be specified.")
-		}
-		if r.schedule != "" && bus != defaultBus {
-			return nil, eventsErr("ValidationException", "ScheduleExpression is supported only on the default event bus.")
-		}
-		if r.schedule != "" {
-			if _, err := parseSchedule(r.schedule); err != nil {
-				return nil, eventsErr("ValidationException", "Parameter ScheduleExpression is not valid.")
-			}
-		}
-		e.mu.Lock()
-		b := p.busLocked(bus)
-		var old *rule
-		if b != nil {
-			old = b.rules[in.Name]
-		}
-		e.mu.Unlock()
-		if b == nil {
-			return nil, eventsErr("ResourceNotFoundException", "Event bus %s does not exist.", bus)
-		}
-		if old != nil {
-			r.targets = old.targets // PutRule keeps a rule's targets
-		}
-		if err := p.putRuleOn(bus, in.Name, r); err != nil {
-			return nil, eventsErr("ValidationException", "%v", err)
-		}
-		return map[string]string{"RuleArn": p.ruleARN(bus, in.Name)}, p.saveEvents()
+	}
+	e.mu.Lock()
+	b := p.busLocked(bus)
+	var old *rule
+	if b != nil {
+		old = b.rules[in.Name]
+	}
+	e.mu.Unlock()
+	if b == nil {
+		return nil, eventsErr("ResourceNotFoundException", "Event bus %s does not exist.", bus)
+	}
+	if old != nil {
+		r.targets = old.targets // PutRule keeps a rule's targets
+	}
+	if err := p.putRuleOn(bus, in.Name, r); err != nil {
+		return nil, eventsErr("ValidationException", "%v", err)
+	}
+	return map[string]string{"RuleArn": p.ruleARN(bus, in.Name)}, p.saveEvents()
+}
+
+// ruleCall serves the rule actions but PutRule: DeleteRule, DescribeRule, ListRules,
+// EnableRule and DisableRule.
+func (a eventsAPI) ruleCall(action string, body []byte) (any, error) {
+	p, e := a.p, a.p.e
+	switch action {
 	case "DeleteRule":
 		var in ruleRef
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		bus := busName(in.EventBusName)
@@ -201,7 +234,7 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 		return struct{}{}, p.saveEvents()
 	case "DescribeRule":
 		var in ruleRef
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		e.mu.Lock()
@@ -216,7 +249,7 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 			NamePrefix, EventBusName, NextToken string
 			Limit                               int
 		}
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		bus := busName(in.EventBusName)
@@ -234,9 +267,9 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 		}
 		e.mu.Unlock()
 		return eventsPage("Rules", all, in.Limit, in.NextToken)
-	case "EnableRule", "DisableRule":
+	default: // EnableRule, DisableRule
 		var in ruleRef
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		e.mu.Lock()
@@ -254,12 +287,19 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 			return nil, err
 		}
 		return struct{}{}, p.saveEvents()
+	}
+}
+
+// targetCall serves the target actions: PutTargets, RemoveTargets, ListTargetsByRule.
+func (a eventsAPI) targetCall(action string, body []byte) (any, error) {
+	p, e := a.p, a.p.e
+	switch action {
 	case "PutTargets":
 		var in struct {
 			Rule, EventBusName string
 			Targets            []map[string]any
 		}
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		for _, t := range in.Targets {
@@ -292,7 +332,7 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 			Rule, EventBusName string
 			Ids                []string
 		}
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		e.mu.Lock()
@@ -306,9 +346,9 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 			return nil, err
 		}
 		return map[string]any{"FailedEntryCount": 0, "FailedEntries": []any{}}, p.saveEvents()
-	case "ListTargetsByRule":
+	default: // ListTargetsByRule
 		var in ruleRef
-		if err := decode(&in); err != nil {
+		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
 		e.mu.Lock()
@@ -327,7 +367,6 @@ func (a eventsAPI) call(ctx context.Context, action string, body []byte) (any, e
 		}
 		return map[string]any{"Targets": targets}, nil
 	}
-	return nil, eventsErr("UnknownOperationException", "The action %s is not served by the local emulator (it serves event buses, PutEvents, rules and targets).", action)
 }
 
 // ruleLocked finds a rule, failing in EventBridge's words. Called with e.mu.

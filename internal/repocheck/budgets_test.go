@@ -51,12 +51,10 @@ var longFiles = map[string]int{
 var longFuncs = map[string]int{
 	"infra.NewCairnStack":                                369,
 	"infra.NewTargetStack":                               142,
-	"internal/awslocal.eventsAPI.call":                   263,
 	"internal/awslocal/cfnlocal.Service.beginStep":       171,
 	"internal/awslocal/cfnlocal.Service.createChangeSet": 155,
 	"internal/awslocal/cfnlocal.Service.finishPhase":     131,
 	"internal/awslocal/cfnlocal.evaluator.fn":            268,
-	"internal/awslocal/secretslocal.Service.call":        131,
 	"internal/plan.Make":                                 263,
 	"internal/plan.Result.deletions":                     125,
 }

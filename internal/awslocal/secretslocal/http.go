@@ -42,135 +42,92 @@ var protocol = awsjson.Protocol{Internal: "InternalServiceError", MessageKey: "M
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) { protocol.Serve(w, r, s.call) }
 
 func (s *Service) call(action string, body []byte) (any, error) {
-	decode := func(v any) error {
-		if err := json.Unmarshal(body, v); err != nil {
-			return &Error{"SerializationException", "could not read the " + action + " request: " + err.Error()}
-		}
-		return nil
-	}
 	type id struct{ SecretId string }
 	switch action {
 	case "CreateSecret":
-		var in CreateInput
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.Create(in)
+		return decoded(action, body, s.Create)
 	case "PutSecretValue":
-		var in PutInput
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.Put(in)
+		return decoded(action, body, s.Put)
 	case "GetSecretValue":
-		var in GetInput
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.Get(in)
+		return decoded(action, body, s.Get)
 	case "BatchGetSecretValue":
-		var in struct {
+		return decoded(action, body, func(in struct {
 			SecretIdList []string
 			Filters      []Filter
-		}
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.batchGet(in.SecretIdList, in.Filters)
+		}) (any, error) {
+			return s.batchGet(in.SecretIdList, in.Filters)
+		})
 	case "UpdateSecret":
-		var in UpdateInput
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.Update(in)
+		return decoded(action, body, s.Update)
 	case "DescribeSecret":
-		var in id
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.Describe(in.SecretId)
+		return decoded(action, body, func(in id) (*Description, error) { return s.Describe(in.SecretId) })
 	case "DeleteSecret":
-		var in DeleteInput
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.Delete(in)
+		return decoded(action, body, s.Delete)
 	case "RestoreSecret":
-		var in id
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.Restore(in.SecretId)
+		return decoded(action, body, func(in id) (*RestoreOutput, error) { return s.Restore(in.SecretId) })
 	case "ListSecrets":
-		var in ListInput
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.List(in)
+		return decoded(action, body, s.List)
 	case "ListSecretVersionIds":
-		var in struct {
+		return decoded(action, body, func(in struct {
 			SecretId          string
 			IncludeDeprecated bool
 			MaxResults        int
 			NextToken         string
-		}
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.Versions(in.SecretId, in.IncludeDeprecated, in.MaxResults, in.NextToken)
+		}) (*VersionsOutput, error) {
+			return s.Versions(in.SecretId, in.IncludeDeprecated, in.MaxResults, in.NextToken)
+		})
 	case "UpdateSecretVersionStage":
-		var in struct{ SecretId, VersionStage, MoveToVersionId, RemoveFromVersionId string }
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return s.MoveStage(in.SecretId, in.VersionStage, in.MoveToVersionId, in.RemoveFromVersionId)
+		return decoded(action, body, func(in struct{ SecretId, VersionStage, MoveToVersionId, RemoveFromVersionId string }) (*RestoreOutput, error) {
+			return s.MoveStage(in.SecretId, in.VersionStage, in.MoveToVersionId, in.RemoveFromVersionId)
+		})
 	case "TagResource", "UntagResource":
-		var in struct {
+		return decoded(action, body, func(in struct {
 			SecretId string
 			Tags     []Tag
 			TagKeys  []string
-		}
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		return struct{}{}, s.Tag(in.SecretId, in.Tags, in.TagKeys)
+		}) (any, error) {
+			return struct{}{}, s.Tag(in.SecretId, in.Tags, in.TagKeys)
+		})
 	case "PutResourcePolicy", "DeleteResourcePolicy":
-		var in struct{ SecretId, ResourcePolicy string }
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		if action == "PutResourcePolicy" && !json.Valid([]byte(in.ResourcePolicy)) {
-			return nil, &Error{"MalformedPolicyDocumentException", "The resource policy has syntax errors: it is not a JSON document."}
-		}
-		return s.SetPolicy(in.SecretId, in.ResourcePolicy)
+		return decoded(action, body, func(in struct{ SecretId, ResourcePolicy string }) (*RestoreOutput, error) {
+			if action == "PutResourcePolicy" && !json.Valid([]byte(in.ResourcePolicy)) {
+				return nil, &Error{"MalformedPolicyDocumentException", "The resource policy has syntax errors: it is not a JSON document."}
+			}
+			return s.SetPolicy(in.SecretId, in.ResourcePolicy)
+		})
 	case "GetResourcePolicy":
-		var in id
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		arn, name, policy, err := s.Policy(in.SecretId)
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]string{"ARN": arn, "Name": name}
-		if policy != "" {
-			out["ResourcePolicy"] = policy
-		}
-		return out, nil
+		return decoded(action, body, func(in id) (any, error) {
+			arn, name, policy, err := s.Policy(in.SecretId)
+			if err != nil {
+				return nil, err
+			}
+			out := map[string]string{"ARN": arn, "Name": name}
+			if policy != "" {
+				out["ResourcePolicy"] = policy
+			}
+			return out, nil
+		})
 	case "GetRandomPassword":
-		var in PasswordInput
-		if err := decode(&in); err != nil {
-			return nil, err
-		}
-		p, err := Password(in)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]string{"RandomPassword": p}, nil
+		return decoded(action, body, func(in PasswordInput) (any, error) {
+			p, err := Password(in)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]string{"RandomPassword": p}, nil
+		})
 	case "RotateSecret", "CancelRotateSecret":
 		return nil, invalidRequest("%s is not emulated: the local emulator does not run rotation functions (put a new version with PutSecretValue instead).", action)
 	}
 	return nil, &Error{"InvalidAction", "The action " + action + " is not valid for this endpoint (the local emulator serves CreateSecret, GetSecretValue, BatchGetSecretValue, PutSecretValue, UpdateSecret, DescribeSecret, DeleteSecret, RestoreSecret, ListSecrets, ListSecretVersionIds, UpdateSecretVersionStage, TagResource, UntagResource, Put/Get/DeleteResourcePolicy and GetRandomPassword)"}
+}
+
+// decoded reads the JSON body of a request for action into a T, and serves it with f.
+func decoded[T, R any](action string, body []byte, f func(T) (R, error)) (any, error) {
+	var in T
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, &Error{"SerializationException", "could not read the " + action + " request: " + err.Error()}
+	}
+	return f(in)
 }
 
 // batchGet is BatchGetSecretValue: the current values of the secrets listed (at most 20),

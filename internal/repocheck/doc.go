@@ -7,14 +7,14 @@
 //     (internal/deploy, the drift function's driver), so every reader gets the run's data
 //     from the data packages; and no product code imports the emulator (internal/awslocal
 //     and below), which only tests, the CLI's local mode and localcairn may use;
-//   - the emulator stays apart (TestEmulatorBoundary, TestFunctionsLinkNoEmulator): it
-//     links only itself and four leaf packages (clock, awsclient, sam, spec); local mode
-//     (localcairn, localdir) is imported only by the CLI's local commands; the Lambda
-//     functions, built as make lambdas builds them, link neither;
 //   - what the CLI prints to a terminal goes through internal/printer: cmd/cairn,
 //     internal/follow and internal/diff print no value with fmt or io directly, so
 //     nothing a template, config, CloudFormation or CDK says can forge a line or send an
 //     escape sequence (TestTerminalPrintsGoThroughThePrinter);
+//   - the emulator stays apart (TestEmulatorBoundary, TestFunctionsLinkNoEmulator): it
+//     links only itself and the leaf packages of emulatorLeaves (clock, awsclient, sam,
+//     spec, graph); local mode (localcairn, localdir) is imported only by the CLI's local
+//     commands; the Lambda functions, built as make lambdas builds them, link neither;
 //   - files and functions stay a size a reader holds in mind: 600 lines a non-test .go
 //     file, 120 lines a function (TestSizeBudgets); what was longer when the budgets came is
 //     listed with its size then (longFiles, longFuncs), may not grow, and leaves the list

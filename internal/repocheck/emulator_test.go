@@ -31,8 +31,8 @@ const emulator = "internal/awslocal"
 // emulatorLeaves are the cairn packages the emulator may link: each links nothing of cairn
 // but the others of the list (a clock, the SDK's configuration and error classes, the
 // SAM transform and the resource specification its CloudFormation shares with the
-// validator).
-var emulatorLeaves = []string{"internal/clock", "internal/awsclient", "internal/sam", "internal/spec"}
+// validator, and the dependency graph's walker it shares with the run engine).
+var emulatorLeaves = []string{"internal/clock", "internal/awsclient", "internal/sam", "internal/spec", "internal/graph"}
 
 // localMode are the packages of local mode, which only the CLI imports.
 var localMode = []string{"internal/localcairn", "internal/localdir"}

@@ -8,12 +8,10 @@
 package s3local
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -341,80 +339,6 @@ func (t timeSource) Now() time.Time {
 
 func (t timeSource) Since(at time.Time) time.Duration { return t.Now().Sub(at) }
 
-// record is one journal line: the first holds only the version-id seed.
-type record struct {
-	Seed   int64       `json:"seed,omitempty"`
-	Time   time.Time   `json:"time,omitzero"`
-	Method string      `json:"method,omitempty"`
-	URI    string      `json:"uri,omitempty"`
-	Header http.Header `json:"header,omitempty"`
-	Body   []byte      `json:"body,omitempty"`
-}
-
-func readJournal(path string, seed int64) (int64, []record, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return seed, nil, nil
-	} else if err != nil {
-		return 0, nil, fmt.Errorf("s3 emulator: open journal: %w", err)
-	}
-	defer f.Close()
-	var records []record
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for line := 1; sc.Scan(); line++ {
-		var rec record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			// A torn last line (the process died mid-write) loses only that request.
-			break
-		}
-		if line == 1 {
-			if rec.Seed == 0 {
-				return 0, nil, fmt.Errorf("s3 emulator: journal %s does not start with a seed: delete the folder to start afresh", path)
-			}
-			seed = rec.Seed
-		}
-		records = append(records, rec)
-	}
-	if err := sc.Err(); err != nil {
-		return 0, nil, fmt.Errorf("s3 emulator: read journal %s: %w", path, err)
-	}
-	return seed, records, nil
-}
-
-func (s *Service) replay(records []record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.replaying = true
-	defer func() { s.replaying, s.now = false, time.Time{} }()
-	for i, rec := range records {
-		if rec.Method == "" {
-			continue
-		}
-		req := httptest.NewRequest(rec.Method, rec.URI, bytes.NewReader(rec.Body))
-		req.Header = rec.Header
-		s.now = rec.Time
-		w := httptest.NewRecorder()
-		s.route(w, req)
-		if w.Code/100 != 2 {
-			s.opts.Logger.Warn("s3 emulator: journal entry no longer applies", "entry", i, "method", rec.Method, "uri", rec.URI, "status", w.Code)
-		}
-	}
-	return nil
-}
-
-func (s *Service) append(r *http.Request, body []byte) error {
-	if s.journal == nil || s.replaying {
-		return nil
-	}
-	line, err := json.Marshal(record{Time: s.now, Method: r.Method, URI: r.URL.RequestURI(), Header: r.Header.Clone(), Body: body})
-	if err != nil {
-		return err
-	}
-	_, err = s.journal.Write(append(line, '\n'))
-	return err
-}
-
 func splitPath(p string) (bucket, key string) {
 	for len(p) > 0 && p[0] == '/' {
 		p = p[1:]
@@ -453,143 +377,6 @@ func writeError(w http.ResponseWriter, status int, code, message, bucket string,
 }
 
 func xmlEscape(b *bytes.Buffer, s string) { xml.EscapeText(b, []byte(s)) }
-
-// listedBackend is s3mem as S3 behaves where they differ: listings hide keys whose current
-// version is a delete marker and give no continuation after the last page, and a deletion
-// never leaves a key without a current version (see restoreCurrent).
-type listedBackend struct {
-	*s3mem.Backend
-	now func() time.Time
-}
-
-func (b listedBackend) ListBucket(ctx context.Context, name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
-	list, err := b.Backend.ListBucket(ctx, name, prefix, page)
-	if err != nil {
-		return nil, err
-	}
-	kept := list.Contents[:0]
-	for _, c := range list.Contents {
-		if _, err := b.Backend.HeadObject(ctx, name, c.Key); gofakes3.HasErrorCode(err, gofakes3.ErrNoSuchKey) {
-			continue
-		}
-		kept = append(kept, c)
-	}
-	list.Contents = kept
-	if !list.IsTruncated {
-		// s3mem sets NextMarker whenever a page is full, also when it is the last; S3 gives
-		// a NextContinuationToken (and a V1 NextMarker) only when IsTruncated is true.
-		list.NextMarker = ""
-	}
-	return list, nil
-}
-
-// DeleteObjectVersion deletes a version; when it was the current one, the newest
-// remaining version becomes current, as in S3.
-func (b listedBackend) DeleteObjectVersion(bucket, key string, id gofakes3.VersionID) (gofakes3.ObjectDeleteResult, error) {
-	res, err := b.Backend.DeleteObjectVersion(bucket, key, id)
-	if err == nil {
-		err = restoreCurrent(b.Backend, bucket, key, false, b.now())
-	}
-	return res, err
-}
-
-// DeleteObject deletes a key; on a bucket whose versioning is suspended, with older
-// versions kept, a null delete marker becomes current, as in S3.
-func (b listedBackend) DeleteObject(ctx context.Context, bucket, key string) (gofakes3.ObjectDeleteResult, error) {
-	res, err := b.Backend.DeleteObject(ctx, bucket, key)
-	if err == nil {
-		err = b.afterDelete(bucket, key, &res)
-	}
-	return res, err
-}
-
-// DeleteMulti is DeleteObject for each key.
-func (b listedBackend) DeleteMulti(ctx context.Context, bucket string, keys ...string) (gofakes3.MultiDeleteResult, error) {
-	res, err := b.Backend.DeleteMulti(ctx, bucket, keys...)
-	if err == nil {
-		for _, k := range keys {
-			if err := b.afterDelete(bucket, k, nil); err != nil {
-				return res, err
-			}
-		}
-	}
-	return res, err
-}
-
-func (b listedBackend) afterDelete(bucket, key string, res *gofakes3.ObjectDeleteResult) error {
-	v, err := b.Backend.VersioningConfiguration(bucket)
-	if err != nil || v.Status != gofakes3.VersioningSuspended {
-		return err
-	}
-	if err := restoreCurrent(b.Backend, bucket, key, true, b.now()); err != nil {
-		return err
-	}
-	if id, ok := currentMarker(b.Backend, bucket, key); ok && res != nil {
-		res.IsDeleteMarker, res.VersionID = true, gofakes3.VersionID(id)
-	}
-	return nil
-}
-
-// ListBucketVersions lists each key's versions newest first, as S3 does (s3mem lists them
-// oldest first), paging by key-marker and version-id-marker over that order.
-func (b listedBackend) ListBucketVersions(name string, prefix *gofakes3.Prefix, page *gofakes3.ListBucketVersionsPage) (*gofakes3.ListBucketVersionsResult, error) {
-	all, err := b.Backend.ListBucketVersions(name, prefix, nil)
-	if err != nil {
-		return all, err
-	}
-	items := newestFirst(all.Versions)
-	res := gofakes3.NewListBucketVersionsResult(name, prefix, page)
-	start := 0
-	if page != nil && page.HasKeyMarker {
-		start = len(items)
-		for i, it := range items {
-			if k := versionKey(it); k > page.KeyMarker {
-				start = min(start, i)
-				break
-			} else if k == page.KeyMarker && page.HasVersionIDMarker && it.GetVersionID() == page.VersionIDMarker {
-				start = i + 1
-				break
-			}
-		}
-	}
-	if start == 0 {
-		res.CommonPrefixes = all.CommonPrefixes
-	}
-	items = items[start:]
-	if page != nil && page.MaxKeys > 0 && int64(len(items)) > page.MaxKeys {
-		items = items[:page.MaxKeys]
-		last := items[len(items)-1]
-		res.IsTruncated, res.NextKeyMarker, res.NextVersionIDMarker = true, versionKey(last), last.GetVersionID()
-	}
-	res.Versions = items
-	return res, nil
-}
-
-// newestFirst reverses the order of each key's versions, keeping keys in order.
-func newestFirst(items []gofakes3.VersionItem) []gofakes3.VersionItem {
-	out := make([]gofakes3.VersionItem, 0, len(items))
-	for i := 0; i < len(items); {
-		j := i
-		for j < len(items) && versionKey(items[j]) == versionKey(items[i]) {
-			j++
-		}
-		for k := j - 1; k >= i; k-- {
-			out = append(out, items[k])
-		}
-		i = j
-	}
-	return out
-}
-
-func versionKey(v gofakes3.VersionItem) string {
-	switch x := v.(type) {
-	case *gofakes3.Version:
-		return x.Key
-	case *gofakes3.DeleteMarker:
-		return x.Key
-	}
-	return ""
-}
 
 // servePolicy serves GetBucketPolicy, PutBucketPolicy and DeleteBucketPolicy, which
 // gofakes3 lacks. The emulator stores policies; it does not enforce them.

@@ -1,0 +1,190 @@
+package snslocal
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
+)
+
+// Publish sends message to every subscription of a topic and returns the message id, for
+// in-process callers such as the CloudFormation emulator's custom resources.
+func (s *Service) Publish(ctx context.Context, topicARN, subject, message string) (string, error) {
+	return s.publish(ctx, topicARN, subject, message, nil)
+}
+
+// messageAttribute is an SNS message attribute (Type String, Number or Binary).
+type messageAttribute struct {
+	DataType    string
+	StringValue string
+	BinaryValue []byte
+}
+
+func (s *Service) publish(ctx context.Context, topicARN, subject, message string, attrs map[string]messageAttribute) (string, error) {
+	if message == "" {
+		return "", invalid("Empty message")
+	}
+	if len(message) > 256*1024 {
+		return "", invalid("Message too long")
+	}
+	s.mu.Lock()
+	t, ok := s.topics[topicARN]
+	var subs []subscription
+	if ok {
+		for _, sub := range t.Subscriptions {
+			subs = append(subs, *sub)
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		return "", notFound("Topic does not exist")
+	}
+	id := newID()
+	now := s.opts.Clock.Now().UTC()
+	for _, sub := range subs {
+		if !sub.accepts(message, attrs) {
+			continue
+		}
+		if sub.Protocol == "lambda" {
+			s.invoke(ctx, id, topicARN, sub, subject, message, now, attrs)
+			continue
+		}
+		if sub.Protocol != "sqs" {
+			continue // recorded endpoints get nothing
+		}
+		body := message
+		var sqsAttrs map[string]events.SQSMessageAttribute
+		if sub.Attributes["RawMessageDelivery"] == "true" {
+			sqsAttrs = map[string]events.SQSMessageAttribute{}
+			for k, a := range attrs {
+				v := events.SQSMessageAttribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
+				if a.BinaryValue == nil {
+					sv := a.StringValue
+					v.StringValue = &sv
+				}
+				sqsAttrs[k] = v
+			}
+		} else {
+			body = s.envelope(id, topicARN, sub.ARN, subject, message, now.Format("2006-01-02T15:04:05.000Z"), attrs)
+		}
+		if s.opts.Send == nil {
+			continue
+		}
+		if err := s.opts.Send(ctx, sub.Endpoint, body, sqsAttrs); err != nil {
+			// AWS retries and eventually drops; the emulator logs and goes on.
+			s.opts.Logger.Error("sns emulator: delivery failed", "topic", topicARN, "subscription", sub.ARN, "endpoint", sub.Endpoint, "err", err)
+		}
+	}
+	return id, nil
+}
+
+// envelopeAttribute is a message attribute as the Notification envelope carries it.
+type envelopeAttribute struct {
+	Type  string `json:"Type"`
+	Value string `json:"Value"`
+}
+
+// notification is the standard SNS envelope; fields are in AWS's order.
+type notification struct {
+	Type              string                       `json:"Type"`
+	MessageID         string                       `json:"MessageId"`
+	TopicArn          string                       `json:"TopicArn"`
+	Subject           string                       `json:"Subject,omitempty"`
+	Message           string                       `json:"Message"`
+	Timestamp         string                       `json:"Timestamp"`
+	SignatureVersion  string                       `json:"SignatureVersion"`
+	Signature         string                       `json:"Signature"`
+	SigningCertURL    string                       `json:"SigningCertURL"`
+	UnsubscribeURL    string                       `json:"UnsubscribeURL"`
+	MessageAttributes map[string]envelopeAttribute `json:"MessageAttributes,omitempty"`
+}
+
+func (s *Service) envelope(id, topicARN, subARN, subject, message, ts string, attrs map[string]messageAttribute) string {
+	host := "https://sns." + s.opts.Region + ".amazonaws.com"
+	sig := make([]byte, 256)
+	_, _ = rand.Read(sig)
+	n := notification{
+		Type: "Notification", MessageID: id, TopicArn: topicARN, Subject: subject, Message: message, Timestamp: ts,
+		SignatureVersion: "1",
+		Signature:        base64.StdEncoding.EncodeToString(sig),
+		SigningCertURL:   host + "/SimpleNotificationService-0000000000000000000000.pem",
+		UnsubscribeURL:   host + "/?Action=Unsubscribe&SubscriptionArn=" + url.QueryEscape(subARN),
+	}
+	if len(attrs) > 0 {
+		n.MessageAttributes = map[string]envelopeAttribute{}
+		for k, a := range attrs {
+			v := a.StringValue
+			if a.BinaryValue != nil {
+				v = base64.StdEncoding.EncodeToString(a.BinaryValue)
+			}
+			n.MessageAttributes[k] = envelopeAttribute{Type: a.DataType, Value: v}
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(n)
+	return strings.TrimSpace(b.String())
+}
+
+// invoke delivers a message to a Lambda subscription as the events.SNSEvent Lambda gets.
+func (s *Service) invoke(ctx context.Context, id, topicARN string, sub subscription, subject, message string, now time.Time, attrs map[string]messageAttribute) {
+	if s.opts.Invoke == nil {
+		return
+	}
+	var n events.SNSEntity
+	_ = json.Unmarshal([]byte(s.envelope(id, topicARN, sub.ARN, subject, message, now.Format("2006-01-02T15:04:05.000Z"), attrs)), &n)
+	n.Timestamp = now
+	ev, _ := json.Marshal(events.SNSEvent{Records: []events.SNSEventRecord{{EventVersion: "1.0", EventSource: "aws:sns", EventSubscriptionArn: sub.ARN, SNS: n}}})
+	if err := s.opts.Invoke(ctx, sub.Endpoint, ev); err != nil {
+		s.opts.Logger.Error("sns emulator: delivery failed", "topic", topicARN, "subscription", sub.ARN, "endpoint", sub.Endpoint, "err", err)
+	}
+}
+
+func (sub subscription) accepts(message string, attrs map[string]messageAttribute) bool {
+	policy := sub.Attributes["FilterPolicy"]
+	if policy == "" {
+		return true
+	}
+	p, err := pattern.Parse([]byte(policy))
+	if err != nil {
+		return false
+	}
+	var doc any
+	if sub.Attributes["FilterPolicyScope"] == "MessageBody" {
+		if json.Unmarshal([]byte(message), &doc) != nil {
+			return false
+		}
+		return p.Match(doc)
+	}
+	m := map[string]any{}
+	for k, a := range attrs {
+		base, _, _ := strings.Cut(a.DataType, ".")
+		switch base {
+		case "String":
+			if a.DataType == "String.Array" {
+				var list []any
+				if json.Unmarshal([]byte(a.StringValue), &list) == nil {
+					m[k] = list
+				}
+				continue
+			}
+			m[k] = a.StringValue
+		case "Number":
+			if f, err := strconv.ParseFloat(a.StringValue, 64); err == nil {
+				m[k] = f
+			}
+		}
+	}
+	return p.Match(m)
+}

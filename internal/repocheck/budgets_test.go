@@ -27,7 +27,6 @@ const (
 // list only shrinks: a listed file may not grow, and one back within the budget leaves the
 // list (TestSizeBudgets says so).
 var longFiles = map[string]int{
-	"infra/stack.go":                        739,
 	"internal/awslocal/cfnlocal/engine.go":  685,
 	"internal/awslocal/cfnlocal/persist.go": 643,
 	"internal/deploy/start.go":              618,

@@ -159,11 +159,8 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range Functions {
-		p := filepath.Join(cfg.LambdaDir, name, "bootstrap")
-		if st, err := os.Stat(p); err != nil || st.IsDir() {
-			return nil, fmt.Errorf("lambda binary %s is missing: run `make build` from the repository root (it compiles functions/%s), or point context %s at the folder holding %s/bootstrap", p, name, ctxLambdaDir, name)
-		}
+	if err := checkLambdaBinaries(cfg); err != nil {
+		return nil, err
 	}
 
 	var sprops awscdk.StackProps
@@ -176,6 +173,76 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
 	account, region, partition := awscdk.Aws_ACCOUNT_ID(), awscdk.Aws_REGION(), awscdk.Aws_PARTITION()
 
+	portsTopic, notifications := cairnTopics(stack, account)
+
+	q := cairnQueues(stack)
+	portsTopic.AddSubscription(awssnssubscriptions.NewSqsSubscription(q.ports, &awssnssubscriptions.SqsSubscriptionProps{
+		// The ports Lambda unwraps the SNS envelope itself.
+		RawMessageDelivery: jsii.Bool(false),
+	}))
+
+	// The bucket. Its name is fixed per account and region so the deploy
+	// queue's policy can name it before the bucket exists: S3 checks that it
+	// may send to the queue when the notification configuration is created.
+	bucketName := fmt.Sprintf("cairn-%s-%s", *account, *region)
+	bucketARN := fmt.Sprintf("arn:%s:s3:::%s", *partition, bucketName)
+	bucket := cairnBucket(stack, bucketName)
+	notifyUploads(bucket, q.deploy, bucketARN, account)
+
+	stackEventRules(stack, cfg, account, q)
+	// The bucket's notification configuration is validated against the
+	// queue policy, so the policy (now holding every statement) comes first.
+	bucket.Node().AddDependency(q.deploy.Node().FindChild(jsii.String("Policy")))
+
+	// The Lambdas. Go on arm64 starts in tens of milliseconds; memory buys
+	// CPU, so it is sized by the work each function does.
+	common := map[string]*string{
+		"CAIRN_BUCKET":              bucket.BucketName(),
+		"CAIRN_NOTIFICATIONS_TOPIC": notifications.TopicArn(),
+		"CAIRN_NAMESPACES":          jsii.String(cfg.NamespacesEnv()),
+		"CAIRN_PORT_POOLS":          jsii.String(cfg.PortPoolsEnv()),
+	}
+	if cfg.CfnServiceRole != "" {
+		common["CAIRN_CFN_ROLE_ARN"] = jsii.String(cfg.CfnServiceRole)
+	}
+
+	sealKey := newSealKey(stack)
+
+	deployer := newDeployer(stack, cfg, common, q.deploy, sealKey, bucket, notifications)
+	deployerRole := deployer.Role()
+	ports := newPorts(stack, cfg, common, q.ports, bucket)
+	drift := newDrift(stack, cfg, common, q.drift, bucket, notifications)
+
+	cairnAlarms(stack, notifications, q, drift)
+
+	wireTargets(stack, cfg, bucket, q.ports, deployerRole, drift.Role())
+	wireCDK(stack, cfg, deployerRole, drift.Role())
+	wireGitHub(stack, cfg, bucket)
+
+	output(stack, "BucketName", bucket.BucketName(), ExportBucketName, "cairn's bucket: push bundles to deployments/NAME.zip")
+	output(stack, "PortsServiceToken", portsTopic.TopicArn(), ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation")
+	output(stack, "NotificationsTopicArn", notifications.TopicArn(), ExportNotificationsTopic, "subscribe here for run summaries, drift reports and alarms")
+	output(stack, "DeployerRoleArn", deployerRole.RoleArn(), "", "role of the deployer Lambda: without cairn:cfnServiceRole, stacks create resources with its rights")
+	output(stack, "SealKeyArn", sealKey.KeyArn(), "", "KMS HMAC key of the seals of secrets in cairn's bucket: only the deployer's role may use it")
+	output(stack, "DriftRoleArn", drift.Role().RoleArn(), "", "role of the drift Lambda: attach read access to your stacks' resource types, drift detection reads them with it")
+
+	suppress(stack, cfg, bucket, map[string]awslambda.Function{"deployer": deployer, "ports": ports, "drift": drift})
+	return stack, nil
+}
+
+// checkLambdaBinaries fails when a function's bootstrap binary is missing from cfg.LambdaDir.
+func checkLambdaBinaries(cfg Config) error {
+	for _, name := range Functions {
+		p := filepath.Join(cfg.LambdaDir, name, "bootstrap")
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			return fmt.Errorf("lambda binary %s is missing: run `make build` from the repository root (it compiles functions/%s), or point context %s at the folder holding %s/bootstrap", p, name, ctxLambdaDir, name)
+		}
+	}
+	return nil
+}
+
+// cairnTopics makes cairn's two topics: the ports topic, and the notifications topic.
+func cairnTopics(stack awscdk.Stack, account *string) (awssns.Topic, awssns.Topic) {
 	// Topics. The ports topic is the ServiceToken of Custom::PortAllocation;
 	// the notifications topic carries run summaries, drift reports and alarms.
 	// Both deny publishing without TLS. A topic policy replaces SNS's default
@@ -206,7 +273,16 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 			"ArnLike":      map[string]interface{}{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("cloudwatch"), Resource: jsii.String("alarm"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})},
 		},
 	}))
+	return portsTopic, notifications
+}
 
+// cairnQueueSet are cairn's queues, each with its dead-letter queue.
+type cairnQueueSet struct {
+	deploy, deployDLQ, ports, portsDLQ, drift, driftDLQ awssqs.Queue
+}
+
+// cairnQueues makes cairn's queues.
+func cairnQueues(stack awscdk.Stack) cairnQueueSet {
 	// Queues: SSE with SQS-managed keys (S3, SNS and EventBridge can deliver
 	// to them without a KMS key policy), TLS only, and a DLQ each.
 	deployDLQ := newQueue(stack, "DeployDLQ", awscdk.Duration_Days(jsii.Number(14)), awscdk.Duration_Seconds(jsii.Number(30)), nil)
@@ -236,18 +312,13 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		awscdk.Duration_Days(jsii.Number(4)),
 		awscdk.Duration_Minutes(jsii.Number(6)),
 		&awssqs.DeadLetterQueue{Queue: driftDLQ, MaxReceiveCount: jsii.Number(5)})
-	portsTopic.AddSubscription(awssnssubscriptions.NewSqsSubscription(portsQueue, &awssnssubscriptions.SqsSubscriptionProps{
-		// The ports Lambda unwraps the SNS envelope itself.
-		RawMessageDelivery: jsii.Bool(false),
-	}))
+	return cairnQueueSet{deployQueue, deployDLQ, portsQueue, portsDLQ, driftQueue, driftDLQ}
+}
 
-	// The bucket. Its name is fixed per account and region so the deploy
-	// queue's policy can name it before the bucket exists: S3 checks that it
-	// may send to the queue when the notification configuration is created.
-	bucketName := fmt.Sprintf("cairn-%s-%s", *account, *region)
-	bucketARN := fmt.Sprintf("arn:%s:s3:::%s", *partition, bucketName)
+// cairnBucket makes cairn's bucket, named bucketName, with its lifecycle rules.
+func cairnBucket(stack awscdk.Stack, bucketName string) awss3.Bucket {
 	// The bucket holds the persistent graphs and locks: never delete it with the stack.
-	bucket := securedBucket(stack, "Bucket", jsii.String(bucketName), []*awss3.LifecycleRule{
+	return securedBucket(stack, "Bucket", jsii.String(bucketName), []*awss3.LifecycleRule{
 		{
 			Id: jsii.String("expire-old-versions"),
 			// Rollback (`cairn rollback`) reads earlier bundle versions:
@@ -280,6 +351,10 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		},
 		assetsLifecycle(),
 	})
+}
+
+// notifyUploads sends the bucket's uploads (bucket.UploadFilters) to the deploy queue.
+func notifyUploads(bucket awss3.Bucket, deployQueue awssqs.Queue, bucketARN string, account *string) {
 	// S3 notifications are set on the bucket resource itself rather than with
 	// bucket.AddEventNotification, which would add a custom resource backed by
 	// a CDK-provided Lambda: the template stays plain CloudFormation.
@@ -310,7 +385,12 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	}
 	cfnBucket := bucket.Node().DefaultChild().(awss3.CfnBucket)
 	cfnBucket.SetNotificationConfiguration(&awss3.CfnBucket_NotificationConfigurationProperty{QueueConfigurations: &queueConfigs})
+}
 
+// stackEventRules sends the status changes and drift detection status changes of the
+// stacks cairn manages to the deploy and drift queues.
+func stackEventRules(stack awscdk.Stack, cfg Config, account *string, q cairnQueueSet) {
+	deployQueue, driftQueue := q.deploy, q.drift
 	// CloudFormation Stack Status Change events of the managed stacks (stack
 	// ids start with arn:...:stack/NAMESPACE-) advance the run that owns them.
 	// With targets, their stacks' events reach cairn's bus through the target stacks'
@@ -350,29 +430,17 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(driftQueue, nil)},
 	})
-	// The bucket's notification configuration is validated against the
-	// queue policy, so the policy (now holding every statement) comes first.
-	bucket.Node().AddDependency(deployQueue.Node().FindChild(jsii.String("Policy")))
+}
 
-	// The Lambdas. Go on arm64 starts in tens of milliseconds; memory buys
-	// CPU, so it is sized by the work each function does.
-	common := map[string]*string{
-		"CAIRN_BUCKET":              bucket.BucketName(),
-		"CAIRN_NOTIFICATIONS_TOPIC": notifications.TopicArn(),
-		"CAIRN_NAMESPACES":          jsii.String(cfg.NamespacesEnv()),
-		"CAIRN_PORT_POOLS":          jsii.String(cfg.PortPoolsEnv()),
-	}
-	if cfg.CfnServiceRole != "" {
-		common["CAIRN_CFN_ROLE_ARN"] = jsii.String(cfg.CfnServiceRole)
-	}
-
+// newSealKey makes the seal key.
+func newSealKey(stack awscdk.Stack) awskms.Key {
 	// The seal key: what cairn stores of a secret (a NoEcho value, a SecureString, a
 	// secret output) in its bucket is a MAC under a key derived from this KMS HMAC key,
 	// so the readers of the bucket cannot test a guessed secret against it (package
 	// seal). Only the deployer's role may make MACs with it (GenerateMac, below); the
 	// account administers the key but is not granted its use. Retained with the stack:
 	// the seals recorded in the persistent graphs were made with it.
-	sealKey := awskms.NewKey(stack, jsii.String("SealKey"), &awskms.KeyProps{
+	return awskms.NewKey(stack, jsii.String("SealKey"), &awskms.KeyProps{
 		Description:   jsii.String("cairn: seals of secrets in cairn's bucket (HMAC; used by the deployer only)"),
 		KeySpec:       awskms.KeySpec_HMAC_256,
 		KeyUsage:      awskms.KeyUsage_GENERATE_VERIFY_MAC,
@@ -386,7 +454,10 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 			}),
 		}}),
 	})
+}
 
+// newDeployer makes the deployer function, fed by the deploy queue, and grants its role.
+func newDeployer(stack awscdk.Stack, cfg Config, common map[string]*string, deployQueue awssqs.Queue, sealKey awskms.Key, bucket awss3.Bucket, notifications awssns.Topic) awslambda.Function {
 	// Deployer: each trigger loads a run, observes the stacks in flight,
 	// starts what became ready and returns; it never waits on CloudFormation.
 	// 2 minutes covers unzipping a bundle, hashing templates and backing off
@@ -430,7 +501,11 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		st.AddCondition(jsii.String("StringEquals"), map[string]interface{}{"iam:PassedToService": cloudFormationServiceName})
 		deployerRole.AddToPrincipalPolicy(st)
 	}
+	return deployer
+}
 
+// newPorts makes the ports function, fed by the ports queue, and grants its role.
+func newPorts(stack awscdk.Stack, cfg Config, common map[string]*string, portsQueue awssqs.Queue, bucket awss3.Bucket) awslambda.Function {
 	// Ports: a custom resource request must be answered well inside
 	// CloudFormation's wait; the work is a few conditional S3 writes and one
 	// HTTPS PUT, so 30 s is ample and 256 MB is enough. The SQS source uses
@@ -449,7 +524,12 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	// other host would be a request to refuse.
 	grantObjects(ports.Role(), bucket, "PortsAllocations", portsWritePrefixes, portsObjects)
 	grantList(ports.Role(), bucket, "PortsList", portsWritePrefixes, portsList)
+	return ports
+}
 
+// newDrift makes the drift function, fed by the drift queue and its schedule, and grants
+// its role.
+func newDrift(stack awscdk.Stack, cfg Config, common map[string]*string, driftQueue awssqs.Queue, bucket awss3.Bucket, notifications awssns.Topic) awslambda.Function {
 	// Drift: starts detections under a concurrency limit, waits at most
 	// 2 minutes for them (stopping 15 s before its deadline), then saves the
 	// sweep and sends itself a delayed continuation through the drift queue.
@@ -481,7 +561,12 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 			MaxEventAge:   awscdk.Duration_Hours(jsii.Number(1)),
 		})},
 	})
+	return drift
+}
 
+// cairnAlarms makes the alarms, which notify the notifications topic.
+func cairnAlarms(stack awscdk.Stack, notifications awssns.Topic, q cairnQueueSet, drift awslambda.Function) {
+	deployDLQ, portsDLQ, driftDLQ := q.deployDLQ, q.portsDLQ, q.driftDLQ
 	// Alarms: anything in a DLQ is work cairn gave up on, and a failing drift
 	// run has no queue to park in; all of them notify the notifications topic.
 	alarmAction := awscloudwatchactions.NewSnsAction(notifications)
@@ -508,18 +593,4 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 	})
 	driftErrors.AddAlarmAction(alarmAction)
-
-	wireTargets(stack, cfg, bucket, portsQueue, deployerRole, drift.Role())
-	wireCDK(stack, cfg, deployerRole, drift.Role())
-	wireGitHub(stack, cfg, bucket)
-
-	output(stack, "BucketName", bucket.BucketName(), ExportBucketName, "cairn's bucket: push bundles to deployments/NAME.zip")
-	output(stack, "PortsServiceToken", portsTopic.TopicArn(), ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation")
-	output(stack, "NotificationsTopicArn", notifications.TopicArn(), ExportNotificationsTopic, "subscribe here for run summaries, drift reports and alarms")
-	output(stack, "DeployerRoleArn", deployerRole.RoleArn(), "", "role of the deployer Lambda: without cairn:cfnServiceRole, stacks create resources with its rights")
-	output(stack, "SealKeyArn", sealKey.KeyArn(), "", "KMS HMAC key of the seals of secrets in cairn's bucket: only the deployer's role may use it")
-	output(stack, "DriftRoleArn", drift.Role().RoleArn(), "", "role of the drift Lambda: attach read access to your stacks' resource types, drift detection reads them with it")
-
-	suppress(stack, cfg, bucket, map[string]awslambda.Function{"deployer": deployer, "ports": ports, "drift": drift})
-	return stack, nil
 }

@@ -229,9 +229,20 @@ func NewTargetStack(scope constructs.Construct, id string, props *TargetStackPro
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewEventBus(bus, nil)},
 	})
 
-	// The regional ports topic: a custom resource's ServiceToken must be in its stack's
-	// region. cairn's ports queue subscribes to it (from cairn's account, so the
-	// subscription needs no confirmation).
+	topic := targetPortsTopic(stack, account, partition, home)
+
+	output(stack, "PortsServiceToken", topic.TopicArn(), target.ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation in this region")
+	output(stack, "DeployRoleArn", role.RoleArn(), "", "role_arn of the stacks cairn deploys here")
+	output(stack, "AssetsBucketName", assetsBucket.BucketName(), "", "where cairn stores the packaged artifacts of the stacks here")
+
+	suppressTargetRole(stack, cfg, home, role, assetsBucket)
+	return stack, nil
+}
+
+// targetPortsTopic makes a target's regional ports topic: a custom resource's ServiceToken
+// must be in its stack's region. cairn's ports queue subscribes to it (from cairn's
+// account, so the subscription needs no confirmation).
+func targetPortsTopic(stack awscdk.Stack, account, partition *string, home target.Target) awssns.Topic {
 	topic := awssns.NewTopic(stack, jsii.String("PortsTopic"), &awssns.TopicProps{
 		TopicName:   jsii.String(target.PortsTopicName),
 		DisplayName: jsii.String("cairn Custom::PortAllocation requests"),
@@ -254,11 +265,11 @@ func NewTargetStack(scope constructs.Construct, id string, props *TargetStackPro
 			"StringLike":   map[string]interface{}{"sns:Endpoint": fmt.Sprintf("arn:%s:sqs:%s:%s:*", *partition, home.Region, home.Account)},
 		},
 	}))
+	return topic
+}
 
-	output(stack, "PortsServiceToken", topic.TopicArn(), target.ExportPortsServiceToken, "ServiceToken of Custom::PortAllocation in this region")
-	output(stack, "DeployRoleArn", role.RoleArn(), "", "role_arn of the stacks cairn deploys here")
-	output(stack, "AssetsBucketName", assetsBucket.BucketName(), "", "where cairn stores the packaged artifacts of the stacks here")
-
+// suppressTargetRole says why the deploy role's wildcards are as narrow as they can be.
+func suppressTargetRole(stack awscdk.Stack, cfg Config, home target.Target, role awsiam.Role, assetsBucket awss3.Bucket) {
 	const (
 		stackReason = "CloudFormation actions are limited to the stacks of the namespaces in cairn:namespaces in this account and region " +
 			"(stack names NAMESPACE-*); the trailing /* is the stack's unique id, unknown until CloudFormation creates it."
@@ -279,5 +290,4 @@ func NewTargetStack(scope constructs.Construct, id string, props *TargetStackPro
 		{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(templateReason),
 			AppliesTo: &[]interface{}{"Resource::arn:<AWS::Partition>:s3:::" + bucketName(home.Account, home.Region) + "/" + layout.TemplatesPrefix + "*"}},
 	}, jsii.Bool(true))
-	return stack, nil
 }

@@ -82,7 +82,9 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.
 		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
 		Run: doc.Run, Lookups: doc.Lookups, SSM: doc.SSM, Drop: doc.Drop, Destroy: doc.Destroy,
 	}
-	if doc.Run.Status != run.Succeeded {
+	if doc.Late != "" {
+		p.Status, p.Reason = plan.Late, doc.Late
+	} else if doc.Run.Status != run.Succeeded {
 		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")
 		for _, name := range doc.Run.Names() {
 			if s := doc.Run.Stacks[name]; s.Phase == run.Failed {

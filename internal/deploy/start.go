@@ -189,6 +189,17 @@ func (s starter) bundleRun(ctx context.Context, u Upload, deployment string, mod
 		doc.Errors = lb.Errors
 		return s.fail(ctx, doc, nil, fmt.Sprintf("invalid bundle: %d error(s); nothing was changed", len(lb.Errors)), log)
 	}
+	if mode == run.ModePlan {
+		late, err := s.late(ctx, deployment, lb.Bundle.Source, doc.Run.StartedAt)
+		if err != nil {
+			return err
+		}
+		if late != "" {
+			doc.Late = late
+			log.Warn("deploy: a plan of a merged pull request's own checkout: nothing is planned", "reason", late)
+			return s.fail(ctx, doc, nil, "late: "+late, log)
+		}
+	}
 	cfg := lb.Config
 	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
 	hold(ctx, cfg.Namespace, cfg.PersistentGraphKey)

@@ -309,6 +309,9 @@ func TestSupersedes(t *testing.T) {
 	src := func(pr int, ref, head string) provenance.Source {
 		return provenance.Source{PullRequest: pr, Ref: ref, HeadRef: head}
 	}
+	merged := func(pr int) provenance.Source {
+		return provenance.Source{PullRequest: pr, Ref: "refs/heads/main", Merged: true}
+	}
 	for _, tc := range []struct {
 		name         string
 		newer, older provenance.Source
@@ -323,6 +326,10 @@ func TestSupersedes(t *testing.T) {
 		// Another job's --pr 21 from its own branch: PR 21's reviewed plan stays open.
 		{"the same pull request number from another branch", src(21, "refs/pull/21/merge", "other"), src(21, "refs/pull/21/merge", "a"), false},
 		{"the same pull request, one without a head branch", src(21, "refs/pull/21/merge", ""), src(21, "refs/pull/21/merge", "a"), true},
+		// The plan of #21's merged content, at the gate, outlives a late plan of its checkout.
+		{"the pull request's checkout after its merged content", src(21, "refs/pull/21/merge", "a"), merged(21), false},
+		{"the merged content after the pull request's checkout", merged(21), src(21, "refs/pull/21/merge", "a"), true},
+		{"the merged content again", merged(21), merged(21), true},
 	} {
 		newer := &Document{ID: "P2", Deployment: "shop", Bundle: BundleVersion{Source: tc.newer}}
 		older := &Document{ID: "P1", Deployment: "shop", Bundle: BundleVersion{Source: tc.older}}
@@ -386,5 +393,33 @@ func TestComposeRelaxedGuards(t *testing.T) {
 				t.Errorf("the plan that shows the relaxation is not relevant")
 			}
 		})
+	}
+}
+
+// TestLateFor: a plan of a pull request's own checkout uploaded after that pull request's
+// merge went to an apply is late; merged content, other pull requests, and plans made
+// before the merge are not.
+func TestLateFor(t *testing.T) {
+	at := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	merges := []Merge{{PullRequest: 7, Run: "R1", At: at}}
+	for _, tc := range []struct {
+		name string
+		src  provenance.Source
+		now  time.Time
+		late bool
+	}{
+		{"the pull request's checkout after its merge", provenance.Source{PullRequest: 7, Ref: "refs/pull/7/merge", HeadRef: "topic"}, at.Add(time.Minute), true},
+		{"its merged content, planned by the apply job", provenance.Source{PullRequest: 7, Ref: "refs/heads/main", Merged: true}, at.Add(time.Minute), false},
+		{"another pull request", provenance.Source{PullRequest: 8, Ref: "refs/pull/8/merge", HeadRef: "other"}, at.Add(time.Minute), false},
+		{"made before the merge", provenance.Source{PullRequest: 7, Ref: "refs/pull/7/merge", HeadRef: "topic"}, at.Add(-time.Minute), false},
+		{"no pull request", provenance.Source{Ref: "refs/heads/feature"}, at.Add(time.Minute), false},
+	} {
+		why := LateFor(tc.src, merges, tc.now)
+		if (why != "") != tc.late {
+			t.Errorf("%s: LateFor = %q, want late %v", tc.name, why, tc.late)
+		}
+		if tc.late && !strings.Contains(why, "pull request #7 was merged before this plan was made (its merged content went to apply run R1 at 10:00:00)") {
+			t.Errorf("%s: %q", tc.name, why)
+		}
 	}
 }

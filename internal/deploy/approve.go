@@ -264,7 +264,7 @@ func (s starter) openPlans(ctx context.Context, doc *rundoc.Document, only *plan
 		if err != nil {
 			continue // unreadable: it covers nothing
 		}
-		if p.Status == plan.Planned && p.Namespace == doc.Namespace && p.GraphKey == doc.GraphKey && !p.AfterMerge() {
+		if p.Composable() && p.Namespace == doc.Namespace && p.GraphKey == doc.GraphKey {
 			out = append(out, p)
 		}
 	}

@@ -343,6 +343,10 @@ func (in ComposeInput) cover(name string, own, ripple map[string]bool, plans []*
 		case action != Delete && e.Inputs != want:
 			other = cmp.Or(other, fmt.Sprintf("%s was made for other content of it (%s differ)", made, strings.Join(e.Inputs.Differ(want), ", ")))
 			continue
+		case !own[name] && !e.InputsMayChange:
+			// A ripple runs only as a plan showed it, known after apply (rebase).
+			other = cmp.Or(other, made+" did not show it known after apply")
+			continue
 		}
 		why := in.entryStale(p, *e, name, own[name], deferred)
 		if len(in.Unsound[p.ID]) > 0 {

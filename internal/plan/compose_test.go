@@ -74,9 +74,12 @@ func planOf(id string, pr int, made time.Time, entries ...Stack) *Document {
 		Bundle: BundleVersion{Bucket: "b", Key: "plans/shop.zip", SHA256: "sha-" + id, Source: provenance.Source{PullRequest: pr}}}
 }
 
+// plan21 shows worker known after apply: it reads api's Url, and #21 changes api.
 func plan21() *Document {
+	worker := entry("P21", "worker", None, appliedIn["worker"])
+	worker.InputsMayChange = true
 	return planOf("P21", 21, at21, entry("P21", "api", Update, api21), entry("P21", "jobs", None, appliedIn["jobs"]),
-		entry("P21", "network", None, appliedIn["network"]), entry("P21", "worker", None, appliedIn["worker"]))
+		entry("P21", "network", None, appliedIn["network"]), worker)
 }
 
 func plan22() *Document {
@@ -139,9 +142,14 @@ func TestCompose(t *testing.T) {
 		refused []string // substrings of the refusals, in stack order
 	}{
 		{name: "both pull requests merged: each stack from its own plan", content: merged,
-			picks: map[string]string{"api": "P21", "jobs": "P22", "worker": "P22"}, ripple: []string{"worker"}, whole: []string{"P21", "P22"}},
+			picks: map[string]string{"api": "P21", "jobs": "P22", "worker": "P21"}, ripple: []string{"worker"}, whole: []string{"P21", "P22"}},
 		{name: "only #21 merged", content: map[string]Inputs{"api": api21},
-			picks: map[string]string{"api": "P21", "worker": "P22"}, ripple: []string{"worker"}, whole: []string{"P21"}},
+			picks: map[string]string{"api": "P21", "worker": "P21"}, ripple: []string{"worker"}, whole: []string{"P21"}},
+		// #22's entry for worker, made for the same content, did not show it known after
+		// apply (#22 leaves its inputs alone): it does not cover a ripple.
+		{name: "only #21 merged, its plan silent on worker", content: map[string]Inputs{"api": api21}, change: func(in *ComposeInput) {
+			in.Plans[0].Stacks[3].InputsMayChange = false
+		}, picks: map[string]string{"api": "P21"}, whole: []string{"P21"}},
 		{name: "nothing changes: nothing to cover", content: nil, picks: map[string]string{}},
 		{name: "approve #22 of its own content", content: map[string]Inputs{"jobs": jobs22}, only: "P22",
 			picks: map[string]string{"jobs": "P22"}, whole: []string{"P22"}},
@@ -195,6 +203,7 @@ func TestCompose(t *testing.T) {
 		// once what it reads is applied.
 		{name: "a ripple no plan shows needs no cover", content: map[string]Inputs{"api": api21}, change: func(in *ComposeInput) {
 			in.Content.Inputs["worker"] = worker23
+			in.Plans[0].Stacks[3].InputsMayChange = false
 		}, picks: map[string]string{"api": "P21"}, whole: []string{"P21"}},
 		{name: "an applied plan covers nothing", content: merged, change: func(in *ComposeInput) { in.Plans[0].Status, in.Plans[0].AppliedBy = Applied, "R5" },
 			refused: []string{"stack api (shop-api): the plan of pull request #21 (P21) for stack api went stale: plan P21 was already applied by run R5"}},

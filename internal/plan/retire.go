@@ -71,6 +71,10 @@ type Merge struct {
 	At          time.Time
 }
 
+// Composable reports whether cairn apply may compose p's entries: it is open and not of
+// merged content (AfterMerge: only an approval of exactly it applies that).
+func (p *Document) Composable() bool { return p.Status == Planned && !p.AfterMerge() }
+
 // LateFor says why a plan of src, uploaded at now, is late: it is of a pull request's own
 // checkout (not merged content), and that pull request merged before (merges); "" when
 // it is not. A late plan is never made: no one would review it before it applied (a job

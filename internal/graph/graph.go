@@ -3,9 +3,12 @@
 // start now given the ones that have finished.
 //
 // It is plain data plus pure functions, in the style of Terraform's internal/dag, so the
-// config loader, the planner, the run engine and the CLI can all share one definition of
-// "dependency order" and test it without AWS. Nodes are stack (config) names; an edge
-// from a to b means "a depends on b", so b is deployed first and deleted last.
+// config loader, the planner, the run engine, the CLI and the emulator's CloudFormation
+// (whose nodes are a template's resources) all share one definition of "dependency order"
+// and test it without AWS. Nodes are stack (config) names; an edge from a to b means "a
+// depends on b", so b is deployed first and deleted last. The walker (walk.go) answers
+// what a run asks at each step: which nodes are ready, which are blocked by a failure,
+// and which to look at again once one settled. It imports no other cairn package.
 //
 // Every result that lists nodes is sorted or otherwise deterministic, so plans, logs and
 // golden files do not change from one run to the next. Every operation that the run

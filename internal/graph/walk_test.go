@@ -263,3 +263,68 @@ func TestPropertyWalker(t *testing.T) {
 		}
 	})
 }
+
+// TestPropertyBuild: Build makes the graph AddNode and AddEdge make (edges outside the
+// graph left out, duplicates kept once), in sorted or any order of names, and that graph
+// grows as any other.
+func TestPropertyBuild(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		names := rapid.SliceOf(rapid.StringMatching(`[a-e][0-9]?`)).Draw(t, "names")
+		if rapid.Bool().Draw(t, "sorted") {
+			slices.Sort(names)
+		}
+		targets := append(slices.Clone(names), "ghost")
+		deps := map[string][]string{}
+		for _, n := range names {
+			if len(targets) > 1 {
+				deps[n] = append(deps[n], rapid.SliceOfN(rapid.SampledFrom(targets), 0, 20).Draw(t, "deps of "+n)...)
+			}
+		}
+		want := New()
+		for _, n := range names {
+			want.AddNode(n)
+		}
+		for _, n := range names {
+			for _, d := range deps[n] {
+				if want.Has(d) {
+					_ = want.AddEdge(n, d)
+				}
+			}
+		}
+		got := Build(names, func(name string, depend func(string)) {
+			for _, d := range deps[name] {
+				depend(d)
+			}
+		})
+		check := func() {
+			if !slices.Equal(got.Nodes(), want.Nodes()) || !slices.Equal(edgesOf(got), edgesOf(want)) || got.nedges != want.nedges {
+				t.Fatalf("Build: nodes %q edges %q, want %q %q", got.Nodes(), edgesOf(got), want.Nodes(), edgesOf(want))
+			}
+			for _, n := range want.Nodes() {
+				if !slices.Equal(got.Dependents(n), want.Dependents(n)) {
+					t.Fatalf("Dependents(%s) = %q, want %q", n, got.Dependents(n), want.Dependents(n))
+				}
+			}
+			o1, e1 := got.Order()
+			o2, e2 := want.Order()
+			if !slices.Equal(o1, o2) || (e1 == nil) != (e2 == nil) {
+				t.Fatalf("Order %q %v, want %q %v", o1, e1, o2, e2)
+			}
+		}
+		check()
+		// Both grow alike: a new node, and edges again (duplicates of many-dependency
+		// nodes included).
+		for _, g := range []*Graph{got, want} {
+			g.AddNode("zz")
+			for _, n := range names {
+				_ = g.AddEdge(n, "zz")
+				for _, d := range deps[n] {
+					if g.Has(d) {
+						_ = g.AddEdge(n, d)
+					}
+				}
+			}
+		}
+		check()
+	})
+}

@@ -329,21 +329,15 @@ func (r *Run) Graph() *graph.Graph { return r.graph(r.Names()) }
 
 // graph is Graph given the run's names, sorted.
 func (r *Run) graph(names []string) *graph.Graph {
-	g := graph.NewSized(len(names))
-	for _, n := range names {
-		g.AddNode(n)
-	}
-	for _, n := range names {
-		s := r.Stacks[n]
-		for _, deps := range [][]string{s.Requires, s.After} {
-			for _, d := range deps {
-				if _, ok := r.Stacks[d]; ok {
-					_ = g.AddEdge(n, d) // both are nodes
-				}
-			}
+	return graph.Build(names, func(name string, depend func(on string)) {
+		s := r.Stacks[name]
+		for _, d := range s.Requires {
+			depend(d)
 		}
-	}
-	return g
+		for _, d := range s.After {
+			depend(d)
+		}
+	})
 }
 
 // Clone returns a deep copy, so Advance never mutates its input.

@@ -152,4 +152,3 @@ func TestPropertyResourceOrderAsBefore(t *testing.T) {
 		}
 	})
 }
-

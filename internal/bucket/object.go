@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 )
 
 // Sentinel errors of object I/O, wrapped with the object's address.
@@ -77,7 +77,7 @@ func Get(ctx context.Context, api Getter, name, key, versionID string, limit int
 	}
 	out, err := api.GetObject(ctx, in)
 	if err != nil {
-		if awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket" {
+		if awserr.NotFound(err) && awserr.ErrorCode(err) != "NoSuchBucket" {
 			return nil, fmt.Errorf("%s: %w", where, ErrNotFound)
 		}
 		return nil, fmt.Errorf("read %s: %w", where, err)
@@ -137,7 +137,7 @@ func Put(ctx context.Context, api Putter, name, key string, body []byte, w Write
 	out, err := api.PutObject(ctx, in)
 	if err != nil {
 		conditional := w.Create || w.IfMatch != ""
-		if conditional && (awsclient.PreconditionFailed(err) || (w.IfMatch != "" && awsclient.NotFound(err))) {
+		if conditional && (awserr.PreconditionFailed(err) || (w.IfMatch != "" && awserr.NotFound(err))) {
 			return "", fmt.Errorf("write %s: %w (%w)", URI(name, key), ErrConflict, err)
 		}
 		return "", fmt.Errorf("write %s: %w", URI(name, key), err)
@@ -166,11 +166,11 @@ func Delete(ctx context.Context, api Deleter, name, key, ifMatch string) error {
 		in.IfMatch = aws.String(ifMatch)
 	}
 	_, err := api.DeleteObject(ctx, in)
-	gone := awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket"
+	gone := awserr.NotFound(err) && awserr.ErrorCode(err) != "NoSuchBucket"
 	switch {
 	case err == nil:
 		return nil
-	case ifMatch != "" && (gone || awsclient.PreconditionFailed(err)):
+	case ifMatch != "" && (gone || awserr.PreconditionFailed(err)):
 		return fmt.Errorf("delete %s: %w (%w)", URI(name, key), ErrConflict, err)
 	case gone:
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -455,7 +456,7 @@ func (s starter) plan(ctx context.Context, doc *rundoc.Document, lb *rundoc.Load
 	}
 	key, err := s.key(ctx)
 	if err != nil {
-		if !awsclient.Permanent(err) {
+		if !awserr.Permanent(err) {
 			return nil, "", err
 		}
 		doc.Errors = []string{err.Error()}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -25,7 +26,7 @@ import (
 // (reach.Places.At); a refusal retrying cannot help fails the stack at once.
 func (b *base) at(ctx context.Context, runID string, t target.Spec) (changeset.API, *rate.Limiter, error) {
 	api, budget, err := b.placesOf(runID).At(ctx, t)
-	if err != nil && (awsclient.Permanent(err) || b.reach == nil) {
+	if err != nil && (awserr.Permanent(err) || b.reach == nil) {
 		err = run.Permanent(err)
 	}
 	return api, budget, err

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -256,7 +257,7 @@ func (s *Store) write(ctx context.Context, pool string, batch []*change) {
 
 // hint says what to do about errors a user can fix.
 func (s *Store) hint(err error) string {
-	switch awsclient.ErrorCode(err) {
+	switch awserr.ErrorCode(err) {
 	case "NoSuchBucket":
 		return fmt.Sprintf(": bucket %s does not exist; check the bucket name (%s, --bucket)", s.bucket, BucketEnv)
 	case "AccessDenied", "Forbidden":

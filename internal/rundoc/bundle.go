@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -100,7 +100,7 @@ func FindApplied(ctx context.Context, api bucket.Getter, bucketName, name, versi
 		o, err := bucket.Get(ctx, api, bucketName, key, version, bundle.MaxZipSize)
 		switch {
 		case errors.Is(err, bucket.ErrNotFound):
-		case err != nil && version != "" && awsclient.HTTPStatus(err) == 400:
+		case err != nil && version != "" && awserr.HTTPStatus(err) == 400:
 			// S3 refuses a version id of another key.
 		case err != nil:
 			return nil, key, err

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -224,7 +224,7 @@ func (s *Store) headLock(ctx context.Context, l *Lock) error {
 	if err == nil {
 		return nil
 	}
-	if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
+	if awserr.PreconditionFailed(err) || awserr.NotFound(err) {
 		return s.lost(ctx, l, "check")
 	}
 	return fmt.Errorf("lock s3://%s/%s: check: %w", s.Bucket, lockKey, err)

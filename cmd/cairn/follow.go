@@ -19,6 +19,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/reach"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -78,7 +79,7 @@ func findRun(ctx context.Context, c *cairn, deployment string, runID []string) (
 		return t, err
 	}
 	if len(ids) == 0 {
-		known, err := layout.Deployments(ctx, c.S3, c.bucket)
+		known, err := objects.Deployments(ctx, c.S3, c.bucket)
 		if err != nil {
 			return t, err
 		}

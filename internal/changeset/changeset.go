@@ -31,6 +31,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
 	"github.com/cairn-dev/cairn/internal/template"
@@ -321,7 +322,7 @@ func (c *Client) upload(ctx context.Context, body []byte) (string, error) {
 // put stores a template at templates/SHA256.json and returns its URL.
 func (c *Client) put(ctx context.Context, sha string, body []byte) (string, error) {
 	key := bucket.TemplateKey(sha)
-	if _, err := bucket.Put(ctx, c.S3, c.Bucket, key, body, bucket.Write{ContentType: "application/json"}); err != nil {
+	if _, err := objects.Put(ctx, c.S3, c.Bucket, key, body, objects.Write{ContentType: "application/json"}); err != nil {
 		return "", fmt.Errorf("upload template: %w", err)
 	}
 	return c.templateURL(sha), nil
@@ -444,7 +445,7 @@ func holds(ctx context.Context, store *Assets, a template.Asset) (bool, error) {
 		return false, err
 	}
 	defer out.Body.Close()
-	got, err := bucket.SHA256(out.Body)
+	got, err := objects.SHA256(out.Body)
 	return got == sha, err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -345,7 +346,7 @@ func (s starter) late(ctx context.Context, deployment string, src provenance.Sou
 	if src.PullRequest <= 0 || src.Merged {
 		return "", nil
 	}
-	keys, err := bucket.List(ctx, s.s3, s.cfg.Bucket, bucket.RunsOf(deployment))
+	keys, err := objects.List(ctx, s.s3, s.cfg.Bucket, bucket.RunsOf(deployment))
 	if err != nil {
 		return "", err
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awserr"
-	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -53,7 +53,7 @@ func (b *base) assets(ctx context.Context, runID string, t target.Spec) (*change
 	c, ok := b.clients.Load(key)
 	if !ok {
 		// The target's assets bucket is cairn's too: its keys pass the same gate.
-		c, _ = b.clients.LoadOrStore(key, bucket.Gate(awsclient.S3(b.reach.Config(runID, t)), at.AssetsBucketName()))
+		c, _ = b.clients.LoadOrStore(key, objects.Gate(awsclient.S3(b.reach.Config(runID, t)), at.AssetsBucketName()))
 	}
 	return &changeset.Assets{S3: c.(changeset.AssetsAPI), Bucket: at.AssetsBucketName(), Where: "account " + at.Account + ", " + at.Region}, nil
 }

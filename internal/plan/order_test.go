@@ -80,7 +80,9 @@ func (m *orderModel) input(s string) string {
 	return m.outOf[m.applied[up]]
 }
 
-func orderInputs(v int) Inputs { return Inputs{Template: fmt.Sprintf("t%d", v), Parameters: "p", Settings: "s"} }
+func orderInputs(v int) Inputs {
+	return Inputs{Template: fmt.Sprintf("t%d", v), Parameters: "p", Settings: "s"}
+}
 
 // consumed is what s's entry records it reads now.
 func (m *orderModel) consumed(s string) map[string]string {

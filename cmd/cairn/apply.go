@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/printer"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -25,6 +26,7 @@ func init() { commands = append(commands, newApplyCmd) }
 
 func newApplyCmd() *cobra.Command {
 	var deployment string
+	var pr int
 	var cf cairnFlags
 	var wf waitFlags
 	cmd := &cobra.Command{
@@ -47,7 +49,12 @@ the content last pushed or merged is not applied (refused or failed) and this on
 revert, is: then it is applied again, changing nothing, so the deployment records that
 what was merged last is applied (status no longer says behind). With
 --wait it follows the apply run: exit 0 applied, 1 refused or failed, 3 superseded by a
-newer apply, 4 timed out.`,
+newer apply, 4 timed out.
+
+--pr N names the pull request whose merge this content is (the workflow's apply job finds
+it from the pushed commit): a plan of that pull request's own checkout uploaded after
+this apply is late, and makes nothing (a job that ran after the merge, for a push made
+just before it, cannot replace the plan of the merged content that waits for the gate).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if deployment == "" {
 				return usageError{cmd: cmd, msg: "--deployment NAME is required (the deployment whose plans cover this content)"}
@@ -56,7 +63,7 @@ newer apply, 4 timed out.`,
 				return fmt.Errorf("%s: %w", cmd.Name(), err)
 			}
 			ctx, stdout := cmd.Context(), cmd.OutOrStdout()
-			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{Bucket: cf.known()})
+			b, err := prepare(cmd.ErrOrStderr(), args[0], deployment, upload.Options{Source: provenance.Options{PullRequest: pr}, Bucket: cf.known()})
 			if err != nil {
 				return err
 			}
@@ -67,6 +74,15 @@ newer apply, 4 timed out.`,
 			g, err := appliedGraph(cmd, c, deployment)
 			if err != nil {
 				return err
+			}
+			if g != nil {
+				if older, _ := provenance.Older(args[0], b.Source.Commit, g.Bundle.GitRef); older {
+					// A job re-run on its original commit after a newer merge applied: its
+					// content would undo that merge, and is never uploaded or planned.
+					printer.Fprintf(stdout, "deployment %s: commit %s is older than the commit applied (%s, by run %s, graph generation %d): nothing to apply; GitHub re-runs a job on its original commit, so re-running an older apply job would undo what merged since: to go back, revert through a pull request (or `cairn rollback %s`)\n",
+						deployment, report.ShortSum(b.Source.Commit), report.ShortSum(g.Bundle.GitRef), g.RunID, g.Generation, deployment)
+					return nil
+				}
 			}
 			if review.AlreadyApplied(g, b.SHA256) {
 				runs, err := c.history.Runs(ctx, deployment, statusRuns)
@@ -112,6 +128,7 @@ newer apply, 4 timed out.`,
 		},
 	}
 	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name: its reviewed plans cover this content")
+	cmd.Flags().IntVar(&pr, "pr", 0, "the pull request whose merge this content is: a plan of that pull request's own checkout made after it is late (nothing planned)")
 	cf.add(cmd)
 	wf.add(cmd, "apply run")
 	return cmd

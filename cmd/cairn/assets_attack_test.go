@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -83,7 +84,7 @@ func TestAssemblyAssetsCannotWriteWhereTheyLike(t *testing.T) {
 				}
 				head, err = awsclient.S3(cfg).HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(tc.bucket), Key: aws.String(tc.key)})
 			}
-			if err == nil || !awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket" {
+			if err == nil || !awserr.NotFound(err) && awserr.ErrorCode(err) != "NoSuchBucket" {
 				t.Fatalf("s3://%s/%s after the refused plan: %+v, %v; want nothing there", tc.bucket, tc.key, head, err)
 			}
 		})

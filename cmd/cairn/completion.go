@@ -11,6 +11,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/session"
 )
@@ -70,7 +71,7 @@ func completeArgs(cmd *cobra.Command, args []string, prefix string) ([]string, c
 // as names (layout.CheckDeployment): a key under deployments/ or plans/ that is not one
 // (spaces, a reserved name, a line break) is no deployment, and is not offered.
 func deployments(ctx context.Context, h *history.Store) ([]string, error) {
-	return only(layout.CheckDeployment)(layout.Deployments(ctx, h.S3, h.Bucket))
+	return only(layout.CheckDeployment)(objects.Deployments(ctx, h.S3, h.Bucket))
 }
 
 // only keeps the names check accepts.

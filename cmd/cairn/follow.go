@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/spf13/cobra"
 
-	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/reach"
 	runstate "github.com/cairn-dev/cairn/internal/run"
@@ -75,7 +75,7 @@ func findRun(ctx context.Context, c *cairn, deployment string, runID []string) (
 		return t, err
 	}
 	if len(ids) == 0 {
-		known, err := layout.Deployments(ctx, c.S3, c.bucket)
+		known, err := objects.Deployments(ctx, c.S3, c.bucket)
 		if err != nil {
 			return t, err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/session"
 	"github.com/cairn-dev/cairn/internal/template"
 )
@@ -60,7 +61,7 @@ func suggestDeployment(cmd *cobra.Command, args []string, err error) error {
 	if berr != nil {
 		return err
 	}
-	known, lerr := layout.Deployments(cmd.Context(), s.S3, bucket)
+	known, lerr := objects.Deployments(cmd.Context(), s.S3, bucket)
 	if lerr != nil || slices.Contains(known, args[0]) {
 		return err
 	}

@@ -27,6 +27,7 @@ const planStart = 5 * time.Second
 func newPlanCmd() *cobra.Command {
 	var deployment, format, varFile string
 	var pr int
+	var merged bool
 	var cf cairnFlags
 	var wf waitFlags
 	cmd := &cobra.Command{
@@ -40,7 +41,13 @@ Without --wait it prints the plan's id once its run has started, and the command
 show it and approve it. With --wait it prints the plan (--format text, md for a
 pull-request comment, or json) and its id; approve exactly that plan with
 ` + "`cairn approve NAME PLAN_ID`" + `. Exit codes: 0 planned, 1 the plan failed, 3 superseded by a
-newer upload, 4 timed out.`,
+newer upload, or late (nothing planned, nothing printed on stdout: --pr N merged before
+this plan was made, and the plan of its merged content waits for the gate), 4 timed out.
+
+--merged marks the bundle as merged content (of --pr N), planned after the merge (the
+workflow's apply job does, where no reviewed plan covers what was merged): only an
+approval of exactly that plan applies it (cairn apply never uses it), and a plan of the
+pull request's own checkout made after it is late.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkDeployment(cmd, deployment, layout.PlanUploadKey("NAME")); err != nil {
 				return err
@@ -50,7 +57,7 @@ newer upload, 4 timed out.`,
 				return usageError{cmd: cmd, msg: err.Error()}
 			}
 			ctx, stdout, stderr := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			b, err := prepare(stderr, args[0], deployment, upload.Options{VarFile: varFile, Source: provenance.Options{PullRequest: pr}, Bucket: cf.known()})
+			b, err := prepare(stderr, args[0], deployment, upload.Options{VarFile: varFile, Source: provenance.Options{PullRequest: pr, Merged: merged}, Bucket: cf.known()})
 			if err != nil {
 				return err
 			}
@@ -87,6 +94,7 @@ newer upload, 4 timed out.`,
 	cf.add(cmd)
 	cmd.Flags().StringVar(&format, "format", "text", "with --wait, how to print the plan: text, md or json")
 	cmd.Flags().IntVar(&pr, "pr", 0, "the pull request the plan is for (default: from GitHub Actions' environment)")
+	cmd.Flags().BoolVar(&merged, "merged", false, "the bundle is merged content (of --pr N when given), planned after the merge: only an approval of exactly this plan applies it")
 	wf.add(cmd, "plan run")
 	return cmd
 }
@@ -133,6 +141,11 @@ func waitPlan(cmd *cobra.Command, c *cairn, wf waitFlags, t follow.Target, rende
 	}
 	if doc.Run.Status == runstate.Superseded {
 		printer.Fprintf(info, "plan run %s superseded: %s\n", doc.Run.ID, doc.Run.Reason)
+		return "", exitError{3}
+	}
+	if doc.Late != "" {
+		// Nothing to show or post: the merged content's plan, at the gate, is the one.
+		printer.Fprintf(info, "plan run %s is late: %s\n", doc.Run.ID, doc.Late)
 		return "", exitError{3}
 	}
 	p, err := c.history.Plan(cmd.Context(), t.Deployment, doc.Run.ID)

@@ -143,8 +143,8 @@ func writeComments(cmd *cobra.Command, r *review.Reader, deployment string, limi
 	done := map[int]bool{}
 	for _, e := range entries {
 		n := e.Plan.Bundle.Source.PullRequest
-		if n <= 0 || done[n] {
-			continue
+		if n <= 0 || done[n] || e.Status == review.Late {
+			continue // a late plan's comment would hide the merged content's, at the gate
 		}
 		done[n] = true
 		var b bytes.Buffer

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -102,7 +103,7 @@ func TestAccountsAndRegionsAreApart(t *testing.T) {
 	if err != nil || !strings.HasPrefix(aws.ToString(st.Stacks[0].StackId), "arn:aws:cloudformation:eu-west-1:111111111111:stack/shop-queue/") {
 		t.Fatalf("stack id %v (%v)", st, err)
 	}
-	if _, err := cloudformation.NewFromConfig(home).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String("shop-queue")}); !awsclient.StackMissing(err) {
+	if _, err := cloudformation.NewFromConfig(home).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String("shop-queue")}); !awserr.StackMissing(err) {
 		t.Errorf("the stack is visible at home: %v", err)
 	}
 	if q, err := sqs.NewFromConfig(home).ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil || len(q.QueueUrls) != 0 {
@@ -200,7 +201,7 @@ func TestAssumeRole(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := assume(home, tc.role, tc.externalID)
 			if tc.want != "" {
-				if err == nil || awsclient.Message(err) != tc.want || awsclient.HTTPStatus(err) != http.StatusForbidden {
+				if err == nil || awserr.Message(err) != tc.want || awserr.HTTPStatus(err) != http.StatusForbidden {
 					t.Fatalf("err = %v, want %s (403)", err, tc.want)
 				}
 				return
@@ -241,13 +242,13 @@ func TestAssumeRole(t *testing.T) {
 	if _, err := assume(session, "chained", ""); err != nil {
 		t.Errorf("cairn-deploy's session assuming chained: %v", err)
 	}
-	if _, err := assume(session, "strangers", ""); err == nil || awsclient.Message(err) != denied("arn:aws:sts::222222222222:assumed-role/cairn-deploy/cairn-20260501-090000000-abcd1234", "strangers") {
+	if _, err := assume(session, "strangers", ""); err == nil || awserr.Message(err) != denied("arn:aws:sts::222222222222:assumed-role/cairn-deploy/cairn-20260501-090000000-abcd1234", "strangers") {
 		t.Errorf("a session assuming a role not trusting it: %v", err)
 	}
 
 	// A forged token is refused; an expired session too, in each protocol's words.
 	forged := as(t, v.e, aws.ToString(creds.AccessKeyId), "x", "forged", "eu-central-1")
-	if _, err := c(forged).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}); awsclient.ErrorCode(err) != "InvalidClientTokenId" {
+	if _, err := c(forged).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}); awserr.ErrorCode(err) != "InvalidClientTokenId" {
 		t.Errorf("a forged session token: %v", err)
 	}
 	clk.Advance(time.Hour)
@@ -260,18 +261,18 @@ func TestAssumeRole(t *testing.T) {
 		"sns (query)": func() error { _, err := sns.NewFromConfig(session).ListTopics(ctx, &sns.ListTopicsInput{}); return err },
 	} {
 		err := call()
-		if code := awsclient.ErrorCode(err); code != "ExpiredToken" && code != "ExpiredTokenException" {
+		if code := awserr.ErrorCode(err); code != "ExpiredToken" && code != "ExpiredTokenException" {
 			t.Errorf("%s with an expired session: %v", name, err)
 		}
 	}
 
 	// Validation as STS words it.
 	_, err = c(home).AssumeRole(ctx, &sts.AssumeRoleInput{RoleArn: aws.String("arn:aws:iam::222222222222:role/cairn-deploy"), RoleSessionName: aws.String("run/1")})
-	if awsclient.ErrorCode(err) != "ValidationError" || !strings.Contains(err.Error(), "roleSessionName") {
+	if awserr.ErrorCode(err) != "ValidationError" || !strings.Contains(err.Error(), "roleSessionName") {
 		t.Errorf("a session name with a slash: %v", err)
 	}
 	_, err = c(home).AssumeRole(ctx, &sts.AssumeRoleInput{RoleArn: aws.String("arn:aws:iam::222222222222:role/cairn-deploy"), RoleSessionName: aws.String("long"), DurationSeconds: aws.Int32(7200)})
-	if awsclient.ErrorCode(err) != "ValidationError" || !strings.Contains(err.Error(), "MaxSessionDuration") {
+	if awserr.ErrorCode(err) != "ValidationError" || !strings.Contains(err.Error(), "MaxSessionDuration") {
 		t.Errorf("two hours of a one-hour role: %v", err)
 	}
 }
@@ -448,7 +449,7 @@ func TestFaultsOfOneRegion(t *testing.T) {
 		_, err := cloudformation.NewFromConfig(as(t, v.e, "test", "x", "", region)).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{})
 		return err
 	}
-	if err := list("eu-west-1"); !awsclient.Throttled(err) {
+	if err := list("eu-west-1"); !awserr.Throttled(err) {
 		t.Errorf("eu-west-1: %v, want throttled", err)
 	}
 	if err := list("us-east-1"); err != nil {

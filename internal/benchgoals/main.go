@@ -136,6 +136,8 @@ func goals() []goal {
 		goal{"a step blocking a 3,000-stack chain named against its order: ms", "< 100", scaled(metric("BenchmarkBlockChain3000", "ns/op"), 1e-6), "%.1f", below(100)},
 		goal{"a step blocking 3,000 stacks beside each other: ms", "< 100", scaled(metric("BenchmarkBlockFanOut3000", "ns/op"), 1e-6), "%.1f", below(100)},
 		goal{"the step of an unchanged 3,000-stack chain named against its order: ms", "< 100", scaled(metric("BenchmarkUnchangedChain3000", "ns/op"), 1e-6), "%.1f", below(100)},
+		goal{"the step finishing the root of 2,999 stacks (they become ready): ms", "< 100", scaled(metric("BenchmarkStepFanOut3000", "ns/op"), 1e-6), "%.1f", below(100)},
+		goal{"the step finishing the last of 2,999 stacks one requires (it becomes ready): ms", "< 100", scaled(metric("BenchmarkStepFanOut3000Reversed", "ns/op"), 1e-6), "%.1f", below(100)},
 		goal{"unchanged re-push of 500 stacks: CloudFormation writes", "0", metric("BenchmarkPush500/others-0", "repush-cfn-writes"), "%.0f", exactly(0)},
 		goal{"unchanged re-push of 500 stacks: CloudFormation reads", "<= 5", metric("BenchmarkPush500/others-0", "repush-cfn-reads"), "%.0f", atMost(5)},
 		goal{"the same beside 2,000 unrelated stacks: writes", "0", metric("BenchmarkPush500/others-2000", "repush-cfn-writes"), "%.0f", exactly(0)},

@@ -1,5 +1,6 @@
 // Package bucket is the layout of cairn's one bucket: the key of every object cairn reads
-// or writes, the parsers of the keys users upload, and conditional JSON document I/O.
+// or writes, the parsers of the keys users upload, and which run may touch which key. It
+// links no AWS SDK: reading and writing the objects is package objects'.
 //
 // Everything cairn keeps lives in one versioned bucket, in folders:
 //
@@ -288,6 +289,10 @@ func ParseUpload(key string) (u Upload, ok bool) {
 	}
 	return Upload{Kind: ApprovalUpload, Deployment: name, PlanID: planID}, true
 }
+
+// UploadName returns NAME of an upload's key PREFIX/NAME.zip (deployments/NAME.zip,
+// plans/NAME.zip, approvals/NAME.zip).
+func UploadName(key, prefix string) (string, bool) { return zipName(key, prefix) }
 
 // zipName returns NAME of key PREFIX/NAME.zip.
 func zipName(key, prefix string) (string, bool) {

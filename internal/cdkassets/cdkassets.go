@@ -32,6 +32,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/artifact"
 	"github.com/cairn-dev/cairn/internal/assembly"
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -317,10 +318,10 @@ func (p *Publisher) bootstrap(ctx context.Context, stacks []Stack) (problems Pro
 		var problem, missing string
 		var refused *reach.Refused
 		switch {
-		case awsclient.ErrorCode(err) == "ParameterNotFound":
+		case awserr.ErrorCode(err) == "ParameterNotFound":
 			missing = fmt.Sprintf("its SSM parameter %s does not exist", k.parameter)
 		case err != nil && errors.As(err, &refused):
-			missing = fmt.Sprintf("its deploy role %s cannot be assumed, so it does not exist or does not trust cairn's account (%s)", s.Target.RoleARN, awsclient.Message(refused.Unwrap()))
+			missing = fmt.Sprintf("its deploy role %s cannot be assumed, so it does not exist or does not trust cairn's account (%s)", s.Target.RoleARN, awserr.Message(refused.Unwrap()))
 		case err != nil && !permanent(err):
 			return nil, nil, fmt.Errorf("read the bootstrap version %s (%s): %w", k.parameter, s.Where, err)
 		case err != nil:
@@ -379,7 +380,7 @@ func (p *Publisher) images(ctx context.Context, jobs []imageJob) (Problems, erro
 			_, err := p.Clients.ECR(spec(j.dest)).DescribeImages(gctx, &ecr.DescribeImagesInput{
 				RepositoryName: aws.String(j.dest.Repository), ImageIds: []ecrtypes.ImageIdentifier{{ImageTag: aws.String(j.dest.Tag)}},
 			})
-			switch code := awsclient.ErrorCode(err); {
+			switch code := awserr.ErrorCode(err); {
 			case err == nil:
 				return nil
 			case code == "ImageNotFoundException":
@@ -416,12 +417,12 @@ func (p *Publisher) missingFiles(ctx context.Context, jobs []fileJob) ([]fileJob
 			switch {
 			case err == nil:
 				return nil
-			case awsclient.ErrorCode(err) == "NoSuchBucket":
+			case awserr.ErrorCode(err) == "NoSuchBucket":
 				results[i] = fmt.Sprintf("file asset %s of stack %s: bucket %s does not exist in %s: has the environment been bootstrapped? Please run 'cdk bootstrap'", j.asset.Label(), j.stack, j.dest.Bucket, j.dest.Region)
-			case awsclient.NotFound(err) && len(j.asset.Executable) > 0:
+			case awserr.NotFound(err) && len(j.asset.Executable) > 0:
 				results[i] = fmt.Sprintf("file asset %s of stack %s is made by a command (%s), which cairn does not run, and is not at s3://%s/%s: publish it before the push, in CI: %s",
 					j.asset.Label(), j.stack, strings.Join(j.asset.Executable, " "), j.dest.Bucket, j.dest.Key, j.publish)
-			case awsclient.NotFound(err):
+			case awserr.NotFound(err):
 				missing[i] = true
 			case permanent(err):
 				results[i] = fmt.Sprintf("file asset %s of stack %s: cannot look for s3://%s/%s (%s): %s", j.asset.Label(), j.stack, j.dest.Bucket, j.dest.Key, j.dest.Region, message(err))
@@ -514,7 +515,7 @@ func compact(results []string) Problems {
 
 // permanent reports an answer that asking again cannot change: AWS's permanent errors,
 // and a role that cannot be assumed (reach.Refused wraps STS's answer).
-func permanent(err error) bool { return awsclient.Permanent(err) }
+func permanent(err error) bool { return awserr.Permanent(err) }
 
 // message is an AWS error as a person reads it; a role that cannot be assumed says so
 // (reach.Refused).
@@ -523,5 +524,5 @@ func message(err error) string {
 	if errors.As(err, &refused) {
 		return refused.Error()
 	}
-	return awsclient.Message(err)
+	return awserr.Message(err)
 }

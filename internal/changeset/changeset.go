@@ -28,8 +28,10 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/artifact"
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
 	"github.com/cairn-dev/cairn/internal/template"
@@ -172,10 +174,10 @@ func (c *Client) Perform(ctx context.Context, a run.Action, in *Inputs) run.Obse
 	}
 	if err != nil {
 		// The reason keeps CloudFormation's words only; the log has the SDK's whole error.
-		reason := fmt.Errorf("%s %s: %s", a.Kind, a.StackName, awsclient.Reason(err))
+		reason := fmt.Errorf("%s %s: %s", a.Kind, a.StackName, awserr.Reason(err))
 		// Permanent as AWS answered, or as cairn found it (run.Permanent: a template that
 		// does not package, a place without an assets bucket).
-		if awsclient.Permanent(err) || run.Failure(a.Stack, err).Permanent {
+		if awserr.Permanent(err) || run.Failure(a.Stack, err).Permanent {
 			reason = run.Permanent(reason)
 		}
 		o = run.Failure(a.Stack, reason)
@@ -240,7 +242,7 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 			req.TemplateBody = aws.String(string(body))
 		}
 		out, err := api.CreateChangeSet(ctx, req)
-		if awsclient.ErrorCode(err) == "AlreadyExistsException" {
+		if awserr.ErrorCode(err) == "AlreadyExistsException" {
 			// The change set is named after the run and step: it is ours, from an
 			// attempt whose answer was lost. Describing it tells the rest.
 			return nil
@@ -264,7 +266,7 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 			req.DisableRollback = aws.Bool(true)
 		}
 		_, err := api.ExecuteChangeSet(ctx, req)
-		if awsclient.ErrorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {
+		if awserr.ErrorCode(err) == "InvalidChangeSetStatus" && alreadyExecuted(err) {
 			return nil // an earlier attempt executed it; the stack's status tells the rest
 		}
 		return err
@@ -274,7 +276,7 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 			req.ChangeSetName, req.StackName = aws.String(a.ChangeSetID), nil
 		}
 		_, err := api.DeleteChangeSet(ctx, req)
-		if awsclient.ChangeSetMissing(err) {
+		if awserr.ChangeSetMissing(err) {
 			return nil
 		}
 		return err
@@ -320,7 +322,7 @@ func (c *Client) upload(ctx context.Context, body []byte) (string, error) {
 // put stores a template at templates/SHA256.json and returns its URL.
 func (c *Client) put(ctx context.Context, sha string, body []byte) (string, error) {
 	key := bucket.TemplateKey(sha)
-	if _, err := bucket.Put(ctx, c.S3, c.Bucket, key, body, bucket.Write{ContentType: "application/json"}); err != nil {
+	if _, err := objects.Put(ctx, c.S3, c.Bucket, key, body, objects.Write{ContentType: "application/json"}); err != nil {
 		return "", fmt.Errorf("upload template: %w", err)
 	}
 	return c.templateURL(sha), nil
@@ -400,7 +402,7 @@ func (c *Client) storeAssets(ctx context.Context, store *Assets, set *artifact.S
 	log := c.log()
 	for _, a := range assets {
 		head, err := store.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key)})
-		if err != nil && !awsclient.NotFound(err) {
+		if err != nil && !awserr.NotFound(err) {
 			return fmt.Errorf("look for artifact %s (s3://%s/%s, %s): %w", a.Source.Path, store.Bucket, a.Key, store.Where, err)
 		}
 		if err == nil {
@@ -443,7 +445,7 @@ func holds(ctx context.Context, store *Assets, a template.Asset) (bool, error) {
 		return false, err
 	}
 	defer out.Body.Close()
-	got, err := bucket.SHA256(out.Body)
+	got, err := objects.SHA256(out.Body)
 	return got == sha, err
 }
 
@@ -463,7 +465,7 @@ func (c *Client) uploadAsset(ctx context.Context, store *Assets, set *artifact.S
 	}
 	_, err = store.S3.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(store.Bucket), Key: aws.String(a.Key), Body: body,
 		ContentLength: aws.Int64(o.Size), ContentType: aws.String(contentType), Metadata: map[string]string{"cairn-source": a.Source.Path}})
-	if awsclient.ErrorCode(err) == "NoSuchBucket" {
+	if awserr.ErrorCode(err) == "NoSuchBucket" {
 		return run.Permanent(fmt.Errorf("store artifact %s: the assets bucket %s does not exist (%s): %s", a.Source.Path, store.Bucket, store.Where, MissingAssetsBucketFix))
 	}
 	if err != nil {
@@ -519,7 +521,7 @@ func (c *Client) Importers(ctx context.Context, t target.Spec, exports []string)
 			}
 			page, err := api.ListImports(ctx, in)
 			if err != nil {
-				if awsclient.ErrorCode(err) == "ValidationError" && strings.Contains(err.Error(), "not imported") {
+				if awserr.ErrorCode(err) == "ValidationError" && strings.Contains(err.Error(), "not imported") {
 					break
 				}
 				return nil, fmt.Errorf("list imports of export %s: %w", exp, err)

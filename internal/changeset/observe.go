@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -87,7 +88,7 @@ func (c *Client) Stacks(ctx context.Context, t target.Spec, names []string) (map
 			return nil, err
 		}
 		out, err := api.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
-		if awsclient.StackMissing(err) {
+		if awserr.StackMissing(err) {
 			continue
 		}
 		if err != nil {
@@ -286,7 +287,7 @@ func (c *Client) describeChangeSet(ctx context.Context, api API, budget Budget, 
 		if err != nil {
 			// A change set not found was never created (its creation failed) or is gone:
 			// creating it again under the same ClientToken is safe.
-			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %s", s.ChangeSetName, s.StackName, awsclient.Reason(err)), Permanent: awsclient.Permanent(err) && awsclient.ErrorCode(err) != "ChangeSetNotFound"}
+			return run.Observation{Stack: s.Name, Err: fmt.Sprintf("describe change set %s of %s: %s", s.ChangeSetName, s.StackName, awserr.Reason(err)), Permanent: awserr.Permanent(err) && awserr.ErrorCode(err) != "ChangeSetNotFound"}
 		}
 		if page == 0 {
 			o.ChangeSetID = cmp.Or(aws.ToString(out.ChangeSetId), id)
@@ -320,12 +321,12 @@ func (c *Client) describeStack(ctx context.Context, api API, budget Budget, s *r
 	}
 	out, err := api.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(ref)})
 	if err != nil {
-		if awsclient.StackMissing(err) {
+		if awserr.StackMissing(err) {
 			o.StackGone = true
 			return o
 		}
-		o.Err = fmt.Sprintf("describe stack %s: %s", s.StackName, awsclient.Reason(err))
-		o.Permanent = awsclient.Permanent(err)
+		o.Err = fmt.Sprintf("describe stack %s: %s", s.StackName, awserr.Reason(err))
+		o.Permanent = awserr.Permanent(err)
 		return o
 	}
 	if len(out.Stacks) == 0 {

@@ -11,6 +11,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -41,7 +42,7 @@ func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string,
 		}
 		out, err := api.DescribeChangeSet(ctx, in)
 		if err != nil {
-			if awsclient.ChangeSetMissing(err) {
+			if awserr.ChangeSetMissing(err) {
 				return plan.ChangeSet{}, nil
 			}
 			return st, fmt.Errorf("describe change set %s: %w", id, err)
@@ -155,7 +156,7 @@ func (c *Client) DeleteChangeSet(ctx context.Context, t target.Spec, id string) 
 		return err
 	}
 	_, err = api.DeleteChangeSet(ctx, &cloudformation.DeleteChangeSetInput{ChangeSetName: aws.String(id)})
-	if err != nil && !awsclient.ChangeSetMissing(err) {
+	if err != nil && !awserr.ChangeSetMissing(err) {
 		return fmt.Errorf("delete change set %s: %w", id, err)
 	}
 	return nil

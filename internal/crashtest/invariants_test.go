@@ -14,7 +14,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -105,7 +105,7 @@ func (w *world) liveStacks(ctx context.Context) (map[string]cfntypes.Stack, erro
 // object returns the body of key, or "" when it does not exist.
 func (w *world) object(ctx context.Context, key string) (string, error) {
 	out, err := w.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(w.cairn.Bucket), Key: aws.String(key)})
-	if awsclient.NotFound(err) {
+	if awserr.NotFound(err) {
 		return "", nil
 	}
 	if err != nil {

@@ -8,10 +8,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -243,7 +246,8 @@ func (s starter) applyLocked(ctx context.Context, doc *rundoc.Document, lock *st
 }
 
 // openPlans are the plans whose entries may cover doc's content: only, for an approval
-// of it; else the deployment's newest open plans of the same graph.
+// of it; else the deployment's newest open plans of the same graph, but those of merged
+// content (plan.Document.AfterMerge), which only an approval of exactly them applies.
 func (s starter) openPlans(ctx context.Context, doc *rundoc.Document, only *plan.Document) ([]*plan.Document, error) {
 	if only != nil {
 		return []*plan.Document{only}, nil
@@ -261,7 +265,7 @@ func (s starter) openPlans(ctx context.Context, doc *rundoc.Document, only *plan
 		if err != nil {
 			continue // unreadable: it covers nothing
 		}
-		if p.Status == plan.Planned && p.Namespace == doc.Namespace && p.GraphKey == doc.GraphKey {
+		if p.Composable() && p.Namespace == doc.Namespace && p.GraphKey == doc.GraphKey {
 			out = append(out, p)
 		}
 	}
@@ -335,3 +339,38 @@ func appliedParameters(g *state.Graph) map[string]map[string]string {
 	}
 	return out
 }
+
+// late says why a plan of src would be late (plan.LateFor), judged against the apply
+// runs among the deployment's newest runs; "" when it is not.
+func (s starter) late(ctx context.Context, deployment string, src provenance.Source, now time.Time) (string, error) {
+	if src.PullRequest <= 0 || src.Merged {
+		return "", nil
+	}
+	keys, err := objects.List(ctx, s.s3, s.cfg.Bucket, bucket.RunsOf(deployment))
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, k := range keys {
+		if id, ok := bucket.RunIDOf(deployment, k); ok {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	if len(ids) > lateWindow {
+		ids = ids[len(ids)-lateWindow:]
+	}
+	var merges []plan.Merge
+	for _, id := range ids {
+		doc, _, err := s.runs.load(ctx, deployment, id)
+		if err != nil || !doc.Content || doc.Bundle.Source.PullRequest <= 0 {
+			continue
+		}
+		merges = append(merges, plan.Merge{PullRequest: doc.Bundle.Source.PullRequest, Run: doc.Run.ID, At: doc.Run.StartedAt})
+	}
+	return plan.LateFor(src, merges, now), nil
+}
+
+// lateWindow is how many of a deployment's newest runs are searched for the merge of a
+// pull request whose plan is being made.
+const lateWindow = 20

@@ -39,6 +39,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/job"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -231,9 +232,9 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if c.Reach != nil && c.Reach.Clock == nil {
 		c.Reach.Clock = cfg.Clock
 	}
-	// Every request of a run to cairn's bucket passes one gate (bucket.Gated), which
+	// Every request of a run to cairn's bucket passes one gate (objects.Gated), which
 	// allows only the keys of the run's deployment and graph (bucket.Rules).
-	gated := bucket.Gate(c.S3, cfg.Bucket)
+	gated := objects.Gate(c.S3, cfg.Bucket)
 	b := &base{cfg: cfg, s3: gated, cfn: c.CFN, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger,
 		reach: c.Reach, places: &sync.Map{}, clients: &sync.Map{}, bundles: &bundles{},
 		store: &state.Store{S3: gated, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -43,7 +44,7 @@ func (gs graphs) record(ctx context.Context, lock *state.Lock, doc *rundoc.Docum
 	if doc.Run.Status == run.Succeeded && doc.Destroy && len(next.Stacks) == 0 {
 		// Nothing is left to manage: the state object goes; its versions keep the history.
 		key := bucket.StateKey(doc.Namespace, doc.GraphKey)
-		if err := bucket.Delete(ctx, gs.s3, gs.cfg.Bucket, key, ""); err != nil {
+		if err := objects.Delete(ctx, gs.s3, gs.cfg.Bucket, key, ""); err != nil {
 			return fmt.Errorf("remove the emptied graph: %w", err)
 		}
 		doc.Notes = append(doc.Notes, fmt.Sprintf("every stack is deleted: the emptied graph's state object %s was removed (its earlier versions keep the history)", bucket.URI(gs.cfg.Bucket, key)))

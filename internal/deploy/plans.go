@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -24,8 +25,8 @@ type plans struct{ *base }
 // read reads a plan document and its ETag.
 func (ps plans) read(ctx context.Context, deployment, id string) (*plan.Document, string, error) {
 	key := bucket.PlanKey(deployment, id)
-	o, err := bucket.Get(ctx, ps.s3, ps.cfg.Bucket, key, "", 0)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, ps.s3, ps.cfg.Bucket, key, "", 0)
+	if errors.Is(err, objects.ErrNotFound) {
 		return nil, "", fmt.Errorf("plan %s of deployment %s: no document %s: %w", id, deployment, bucket.URI(ps.cfg.Bucket, key), errNoRun)
 	}
 	if err != nil {
@@ -45,8 +46,8 @@ func (ps plans) write(ctx context.Context, p *plan.Document, etag string) (strin
 		return "", err
 	}
 	p.Sign(key)
-	etag, err = bucket.WriteJSON(ctx, ps.s3, ps.cfg.Bucket, bucket.PlanKey(p.Deployment, p.ID), p, bucket.Write{Create: etag == "", IfMatch: etag})
-	if errors.Is(err, bucket.ErrConflict) {
+	etag, err = objects.WriteJSON(ctx, ps.s3, ps.cfg.Bucket, bucket.PlanKey(p.Deployment, p.ID), p, objects.Write{Create: etag == "", IfMatch: etag})
+	if errors.Is(err, objects.ErrConflict) {
 		return "", fmt.Errorf("plan %s: %w: %w", p.ID, errRaceLost, err)
 	}
 	if err != nil {
@@ -57,7 +58,7 @@ func (ps plans) write(ctx context.Context, p *plan.Document, etag string) (strin
 
 // ids lists the plan ids of a deployment, oldest first.
 func (ps plans) ids(ctx context.Context, deployment string) ([]string, error) {
-	keys, err := bucket.List(ctx, ps.s3, ps.cfg.Bucket, bucket.PlansOf(deployment))
+	keys, err := objects.List(ctx, ps.s3, ps.cfg.Bucket, bucket.PlansOf(deployment))
 	if err != nil {
 		return nil, fmt.Errorf("plans of deployment %s: %w", deployment, err)
 	}
@@ -82,7 +83,9 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.
 		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
 		Run: doc.Run, Lookups: doc.Lookups, SSM: doc.SSM, Drop: doc.Drop, Destroy: doc.Destroy,
 	}
-	if doc.Run.Status != run.Succeeded {
+	if doc.Late != "" {
+		p.Status, p.Reason = plan.Late, doc.Late
+	} else if doc.Run.Status != run.Succeeded {
 		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")
 		for _, name := range doc.Run.Names() {
 			if s := doc.Run.Stacks[name]; s.Phase == run.Failed {
@@ -220,7 +223,7 @@ func (ps plans) markdown(ctx context.Context, p *plan.Document, log *slog.Logger
 		return
 	}
 	key := bucket.PlanMarkdownKey(p.Deployment, p.ID)
-	if _, err := bucket.Put(ctx, ps.s3, ps.cfg.Bucket, key, md.Bytes(), bucket.Write{ContentType: "text/markdown"}); err != nil {
+	if _, err := objects.Put(ctx, ps.s3, ps.cfg.Bucket, key, md.Bytes(), objects.Write{ContentType: "text/markdown"}); err != nil {
 		log.Warn("deploy: cannot write the plan's Markdown", "key", key, "err", err)
 	}
 }

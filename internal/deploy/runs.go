@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -46,8 +47,8 @@ type runs struct{ *base }
 // load reads a run document and its ETag.
 func (rs runs) load(ctx context.Context, deployment, runID string) (*rundoc.Document, string, error) {
 	key := bucket.RunKey(deployment, runID)
-	o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, key, "", 0)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, rs.s3, rs.cfg.Bucket, key, "", 0)
+	if errors.Is(err, objects.ErrNotFound) {
 		return nil, "", fmt.Errorf("run %s of deployment %s: no document %s: %w", runID, deployment, bucket.URI(rs.cfg.Bucket, key), errNoRun)
 	}
 	if err != nil {
@@ -64,8 +65,8 @@ func (rs runs) load(ctx context.Context, deployment, runID string) (*rundoc.Docu
 // returns the new ETag, or errRaceLost.
 func (rs runs) save(ctx context.Context, doc *rundoc.Document, etag string) (string, error) {
 	key := bucket.RunKey(doc.Run.Deployment, doc.Run.ID)
-	etag, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, key, doc, bucket.Write{Create: etag == "", IfMatch: etag})
-	if errors.Is(err, bucket.ErrConflict) {
+	etag, err := objects.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, key, doc, objects.Write{Create: etag == "", IfMatch: etag})
+	if errors.Is(err, objects.ErrConflict) {
 		return "", fmt.Errorf("run %s: %w: %w", doc.Run.ID, errRaceLost, err)
 	}
 	if err != nil {
@@ -80,7 +81,7 @@ func (rs runs) report(ctx context.Context, doc *rundoc.Document, log *slog.Logge
 	var b bytes.Buffer
 	err := report.Markdown(&b, doc.Report())
 	if err == nil {
-		_, err = bucket.Put(ctx, rs.s3, rs.cfg.Bucket, bucket.RunReportKey(doc.Run.Deployment, doc.Run.ID), b.Bytes(), bucket.Write{ContentType: "text/markdown"})
+		_, err = objects.Put(ctx, rs.s3, rs.cfg.Bucket, bucket.RunReportKey(doc.Run.Deployment, doc.Run.ID), b.Bytes(), objects.Write{ContentType: "text/markdown"})
 	}
 	if err != nil {
 		log.Warn("deploy: cannot write the report", "err", err)
@@ -91,7 +92,7 @@ func (rs runs) report(ctx context.Context, doc *rundoc.Document, log *slog.Logge
 // indexStacks), for resumeStalled.
 func (rs runs) index(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	idx := activeIndex{Deployment: doc.Run.Deployment, Run: doc.Run.ID}
-	if _, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunKey(doc.Run.ID), idx, bucket.Write{}); err != nil {
+	if _, err := objects.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunKey(doc.Run.ID), idx, objects.Write{}); err != nil {
 		log.Warn("deploy: cannot index the open run; it advances by heartbeats only", "err", err)
 	}
 	rs.indexWaiting(ctx, doc, log)
@@ -104,7 +105,7 @@ func (rs runs) indexWaiting(ctx context.Context, doc *rundoc.Document, log *slog
 	changeset.Concurrently(len(keys), func(i int) {
 		_, name := target.ParseKey(keys[i])
 		idx := stackIndex{Deployment: doc.Run.Deployment, Run: doc.Run.ID, Stack: keys[i]}
-		if _, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(name), idx, bucket.Write{}); err != nil {
+		if _, err := objects.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(name), idx, objects.Write{}); err != nil {
 			log.Warn("deploy: cannot index a stack the run waits for; its looks carry it on", "stack", keys[i], "err", err)
 		}
 	})
@@ -128,7 +129,7 @@ func (rs runs) indexStacks(ctx context.Context, doc *rundoc.Document, names []st
 	changeset.Concurrently(len(names), func(i int) {
 		s := doc.Run.Stacks[names[i]]
 		idx := stackIndex{Deployment: doc.Run.Deployment, Run: doc.Run.ID, Stack: s.Key()}
-		if _, err := bucket.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(s.StackName), idx, bucket.Write{}); err != nil {
+		if _, err := objects.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(s.StackName), idx, objects.Write{}); err != nil {
 			log.Warn("deploy: cannot index the stack's open run; its events are not seen, its looks carry it on", "stack", s.Name, "err", err)
 		}
 	})
@@ -152,13 +153,13 @@ func (rs runs) unindexStacks(ctx context.Context, doc *rundoc.Document, locked b
 // unindexKeys deletes the open-run index entries keys of run runID (see unindexStacks).
 func (rs runs) unindexKeys(ctx context.Context, runID string, keys []string, locked bool, log *slog.Logger) {
 	if locked {
-		if err := bucket.DeleteMany(ctx, rs.s3, rs.cfg.Bucket, keys); err != nil {
+		if err := objects.DeleteMany(ctx, rs.s3, rs.cfg.Bucket, keys); err != nil {
 			log.Warn("deploy: cannot remove the run's stacks from the open-run index; their late events find the run ended", "err", err)
 		}
 		return
 	}
 	changeset.Concurrently(len(keys), func(i int) {
-		o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, keys[i], "", 0)
+		o, err := objects.Get(ctx, rs.s3, rs.cfg.Bucket, keys[i], "", 0)
 		if err != nil {
 			return // gone, or unreadable: a late event finds the run ended
 		}
@@ -166,7 +167,7 @@ func (rs runs) unindexKeys(ctx context.Context, runID string, keys []string, loc
 		if json.Unmarshal(o.Body, &idx) != nil || idx.Run != runID {
 			return
 		}
-		if err := bucket.Delete(ctx, rs.s3, rs.cfg.Bucket, keys[i], o.ETag); err != nil && !errors.Is(err, bucket.ErrConflict) {
+		if err := objects.Delete(ctx, rs.s3, rs.cfg.Bucket, keys[i], o.ETag); err != nil && !errors.Is(err, objects.ErrConflict) {
 			log.Warn("deploy: cannot remove a stack of the run from the open-run index", "key", keys[i], "err", err)
 		}
 	})
@@ -177,7 +178,7 @@ func (rs runs) unindexKeys(ctx context.Context, runID string, keys []string, loc
 // runs' chains are lost (or they ended before their clean-up). One listing of the open
 // runs (not of their stacks); each one found costs a read of its index object.
 func (rs runs) stalled(ctx context.Context, since time.Time) ([]activeIndex, error) {
-	listed, err := bucket.ListFolder(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
+	listed, err := objects.ListFolder(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("open runs: %w", err)
 	}
@@ -199,8 +200,8 @@ func (rs runs) stalled(ctx context.Context, since time.Time) ([]activeIndex, err
 
 // readIndex reads an open-run index object; nil when it is gone or malformed (logged).
 func (rs runs) readIndex(ctx context.Context, key string) (*activeIndex, error) {
-	o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, key, "", 0)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, rs.s3, rs.cfg.Bucket, key, "", 0)
+	if errors.Is(err, objects.ErrNotFound) {
 		return nil, nil // the run ended meanwhile
 	}
 	if err != nil {
@@ -216,7 +217,7 @@ func (rs runs) readIndex(ctx context.Context, key string) (*activeIndex, error) 
 
 // unindex removes a run that ended from the index of open runs.
 func (rs runs) unindex(ctx context.Context, runID string, log *slog.Logger) {
-	if err := bucket.Delete(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunKey(runID), ""); err != nil {
+	if err := objects.Delete(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenRunKey(runID), ""); err != nil {
 		log.Warn("deploy: cannot remove the open-run index", "err", err)
 	}
 }
@@ -225,8 +226,8 @@ func (rs runs) unindex(ctx context.Context, runID string, log *slog.Logger) {
 // a name), from the open-run index by stack: one read, whatever the number of open runs
 // and of their stacks; nil when none did (a late event of a run that ended).
 func (rs runs) find(ctx context.Context, stackID string) (*activeIndex, error) {
-	o, err := bucket.Get(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(awsclient.StackName(stackID)), "", 0)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, rs.s3, rs.cfg.Bucket, bucket.OpenStackKey(awsclient.StackName(stackID)), "", 0)
+	if errors.Is(err, objects.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {

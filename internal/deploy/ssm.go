@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/seal"
@@ -43,7 +43,7 @@ func (b *base) readSSM(ctx context.Context, names []string) (map[string]ssmParam
 	for start := 0; start < len(names); start += getParametersMax {
 		batch := names[start:min(start+getParametersMax, len(names))]
 		res, err := b.ssm.GetParameters(ctx, &ssm.GetParametersInput{Names: batch, WithDecryption: aws.Bool(true)})
-		if err != nil && awsclient.Permanent(err) {
+		if err != nil && awserr.Permanent(err) {
 			return nil, ssmRefused(batch, err)
 		}
 		if err != nil {
@@ -68,8 +68,8 @@ func (e refusedError) Unwrap() error { return e.err }
 // ssmRefused says which parameters SSM refused to read and why, and, when IAM denied the
 // read, how to allow it.
 func ssmRefused(names []string, err error) error {
-	msg := fmt.Sprintf("SSM refused to read the parameters %s: %s", strings.Join(names, ", "), awsclient.Message(err))
-	if awsclient.AccessDenied(err) {
+	msg := fmt.Sprintf("SSM refused to read the parameters %s: %s", strings.Join(names, ", "), awserr.Message(err))
+	if awserr.AccessDenied(err) {
 		msg += ": the deployer's role reads only the Parameter Store paths of cairn's CDK context cairn:ssmPaths " +
 			"(default /NAMESPACE/*): add the path there and deploy cairn again (make deploy), or move the parameter"
 	}
@@ -116,7 +116,7 @@ func (b *base) unseal(ctx context.Context, params map[string]string, cs *config.
 	plain := config.Plain{Key: k, Stack: cs.Name, Bundle: cs.BundleSecrets(), SSM: map[string]string{}}
 	if names := config.Sealed(params); len(names) > 0 {
 		read, err := b.readSSM(ctx, names)
-		if err != nil && awsclient.Permanent(err) {
+		if err != nil && awserr.Permanent(err) {
 			return nil, nil, run.Permanent(err)
 		}
 		if err != nil {

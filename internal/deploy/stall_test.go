@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -148,7 +148,7 @@ func TestLostHeartbeatIsResumed(t *testing.T) {
 				}
 				made++
 				if _, err := w.cfnc.DescribeChangeSet(context.Background(), &cloudformation.DescribeChangeSetInput{
-					StackName: aws.String(s.StackName), ChangeSetName: aws.String(s.ChangeSetName)}); awsclient.ErrorCode(err) != "ChangeSetNotFound" {
+					StackName: aws.String(s.StackName), ChangeSetName: aws.String(s.ChangeSetName)}); awserr.ErrorCode(err) != "ChangeSetNotFound" {
 					t.Errorf("stack %s: change set %s of the abandoned run: %v, want it deleted", name, s.ChangeSetName, err)
 				}
 				if r := doc.Run.Stacks[name]; r.Phase != run.Blocked || !strings.HasPrefix(r.Reason, "the run lost its lock: ") {

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
@@ -188,6 +189,17 @@ func (s starter) bundleRun(ctx context.Context, u Upload, deployment string, mod
 		log.Error("deploy: invalid bundle; nothing is changed", "errors", strings.Join(lb.Errors, "; "))
 		doc.Errors = lb.Errors
 		return s.fail(ctx, doc, nil, fmt.Sprintf("invalid bundle: %d error(s); nothing was changed", len(lb.Errors)), log)
+	}
+	if mode == run.ModePlan {
+		late, err := s.late(ctx, deployment, lb.Bundle.Source, doc.Run.StartedAt)
+		if err != nil {
+			return err
+		}
+		if late != "" {
+			doc.Late = late
+			log.Warn("deploy: a plan of a merged pull request's own checkout: nothing is planned", "reason", late)
+			return s.fail(ctx, doc, nil, "late: "+late, log)
+		}
 	}
 	cfg := lb.Config
 	doc.Namespace, doc.GraphKey = cfg.Namespace, cfg.PersistentGraphKey
@@ -444,7 +456,7 @@ func (s starter) plan(ctx context.Context, doc *rundoc.Document, lb *rundoc.Load
 	}
 	key, err := s.key(ctx)
 	if err != nil {
-		if !awsclient.Permanent(err) {
+		if !awserr.Permanent(err) {
 			return nil, "", err
 		}
 		doc.Errors = []string{err.Error()}

@@ -11,9 +11,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -25,7 +26,7 @@ import (
 // (reach.Places.At); a refusal retrying cannot help fails the stack at once.
 func (b *base) at(ctx context.Context, runID string, t target.Spec) (changeset.API, *rate.Limiter, error) {
 	api, budget, err := b.placesOf(runID).At(ctx, t)
-	if err != nil && (awsclient.Permanent(err) || b.reach == nil) {
+	if err != nil && (awserr.Permanent(err) || b.reach == nil) {
 		err = run.Permanent(err)
 	}
 	return api, budget, err
@@ -52,7 +53,7 @@ func (b *base) assets(ctx context.Context, runID string, t target.Spec) (*change
 	c, ok := b.clients.Load(key)
 	if !ok {
 		// The target's assets bucket is cairn's too: its keys pass the same gate.
-		c, _ = b.clients.LoadOrStore(key, bucket.Gate(awsclient.S3(b.reach.Config(runID, t)), at.AssetsBucketName()))
+		c, _ = b.clients.LoadOrStore(key, objects.Gate(awsclient.S3(b.reach.Config(runID, t)), at.AssetsBucketName()))
 	}
 	return &changeset.Assets{S3: c.(changeset.AssetsAPI), Bucket: at.AssetsBucketName(), Where: "account " + at.Account + ", " + at.Region}, nil
 }

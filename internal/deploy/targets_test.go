@@ -14,7 +14,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -91,7 +91,7 @@ func (w *world) at(account, region string) aws.Config {
 func (w *world) stackIn(account, region, name string) *cfntypes.Stack {
 	w.t.Helper()
 	out, err := cloudformation.NewFromConfig(w.at(account, region)).DescribeStacks(context.Background(), &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
-	if awsclient.StackMissing(err) {
+	if awserr.StackMissing(err) {
 		return nil
 	}
 	if err != nil {

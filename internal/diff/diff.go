@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -370,7 +371,7 @@ func applied(b state.BundleRef) string {
 
 // Reader reads what is applied from cairn's bucket.
 type Reader struct {
-	S3     bucket.Getter
+	S3     objects.Getter
 	Bucket string
 	State  interface {
 		Show(ctx context.Context, namespace, key, version string) (*state.Graph, error)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -164,7 +165,7 @@ func (e *Events) Read(ctx context.Context, prev, doc *rundoc.Document) ([]Resour
 		finished := !e.running(doc, root)
 		res, err := e.read(ctx, w, doc.Run.StartedAt)
 		switch {
-		case err != nil && awsclient.Throttled(err):
+		case err != nil && awserr.Throttled(err):
 			w.backoff = min(max(2*w.backoff, 2*time.Second), maxBackoff)
 			w.retryAt = clk.Now().Add(w.backoff)
 			continue
@@ -245,7 +246,7 @@ func (e *Events) note(w *watch, err error) {
 		return
 	}
 	e.noted[key] = true
-	e.notes = append(e.notes, fmt.Sprintf("the resources of stack %s are not shown: its events cannot be read: %s", target.Describe(w.place, w.stackName), awsclient.Message(err)))
+	e.notes = append(e.notes, fmt.Sprintf("the resources of stack %s are not shown: its events cannot be read: %s", target.Describe(w.place, w.stackName), awserr.Message(err)))
 }
 
 // read reads w's events newer than the last it saw, oldest first, and starts watching the

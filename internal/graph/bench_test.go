@@ -104,3 +104,67 @@ func BenchmarkDOT10k(b *testing.B) {
 		g.DOT()
 	}
 }
+
+// The walker on the same graph: what a run's step asks of it.
+
+// BenchmarkBlockedBy10k: everything that depends on the first tenth of the order fails.
+func BenchmarkBlockedBy10k(b *testing.B) {
+	g := bigGraph(b, 10_000)
+	order, _ := g.Order()
+	failed := order[:1000]
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(g.BlockedBy(failed, nil)) == 0 {
+			b.Fatal("nothing blocked")
+		}
+	}
+}
+
+// BenchmarkReady10k: half the order is done.
+func BenchmarkReady10k(b *testing.B) {
+	g := bigGraph(b, 10_000)
+	order, _ := g.Order()
+	done := map[string]bool{}
+	for _, n := range order[:5000] {
+		done[n] = true
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(g.Ready(func(n string) bool { return done[n] })) == 0 {
+			b.Fatal("nothing ready")
+		}
+	}
+}
+
+// BenchmarkWalk10k: a walk in which every node settles once its dependencies have, as
+// an unchanged run's step does.
+func BenchmarkWalk10k(b *testing.B) {
+	g := bigGraph(b, 10_000)
+	deps := map[string][]string{}
+	for _, n := range g.Nodes() {
+		deps[n] = g.Dependencies(n)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		settled := make(map[string]bool, g.Len())
+		w := g.Walk()
+		for pass := w.Next(); pass != nil; pass = w.Next() {
+			for _, n := range pass {
+				if settled[n] {
+					continue
+				}
+				ok := true
+				for _, d := range deps[n] {
+					ok = ok && settled[d]
+				}
+				if ok {
+					settled[n] = true
+					w.Settled(n)
+				}
+			}
+		}
+		if len(settled) != g.Len() {
+			b.Fatalf("%d of %d settled", len(settled), g.Len())
+		}
+	}
+}

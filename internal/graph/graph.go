@@ -3,9 +3,12 @@
 // start now given the ones that have finished.
 //
 // It is plain data plus pure functions, in the style of Terraform's internal/dag, so the
-// config loader, the planner, the run engine and the CLI can all share one definition of
-// "dependency order" and test it without AWS. Nodes are stack (config) names; an edge
-// from a to b means "a depends on b", so b is deployed first and deleted last.
+// config loader, the planner, the run engine, the CLI and the emulator's CloudFormation
+// (whose nodes are a template's resources) all share one definition of "dependency order"
+// and test it without AWS. Nodes are stack (config) names; an edge from a to b means "a
+// depends on b", so b is deployed first and deleted last. The walker (walk.go) answers
+// what a run asks at each step: which nodes are ready, which are blocked by a failure,
+// and which to look at again once one settled. It imports no other cairn package.
 //
 // Every result that lists nodes is sorted or otherwise deterministic, so plans, logs and
 // golden files do not change from one run to the next. Every operation that the run
@@ -220,4 +223,71 @@ func (g *Graph) clone() *Graph {
 		}
 	}
 	return c
+}
+
+// Build returns the graph of names with an edge from each node to each name deps gives it
+// (through depend) that is a node: an edge to a name outside the graph is left out, as
+// a stack's dependency on one outside a run is, and an edge given twice is kept once.
+// Names given twice are one node. It is AddNode and AddEdge with the adjacency allocated
+// in one piece and, when names come sorted, no sort of its own: for a caller that builds
+// a graph at every step (the run engine). O(V + E).
+func Build(names []string, deps func(name string, depend func(on string))) *Graph {
+	g := NewSized(len(names))
+	for _, name := range names {
+		g.AddNode(name)
+	}
+	n := len(g.names)
+	start := make([]int32, n+1)
+	stamp := make([]int32, n) // stamp[t] == f+1: the edge f -> t is in
+	var flat []int32
+	var f int32
+	depend := func(on string) {
+		if t, ok := g.index[on]; ok && stamp[t] != f+1 {
+			stamp[t] = f + 1
+			flat = append(flat, t)
+		}
+	}
+	for f = 0; int(f) < n; f++ {
+		start[f] = int32(len(flat))
+		deps(g.names[f], depend)
+	}
+	start[n] = int32(len(flat))
+	rstart := make([]int32, n+1)
+	for _, t := range flat {
+		rstart[t+1]++
+	}
+	for i := range n {
+		rstart[i+1] += rstart[i]
+	}
+	rflat := make([]int32, len(flat))
+	fill := slices.Clone(rstart[:n])
+	for from := range n {
+		lo, hi := start[from], start[from+1]
+		g.deps[from] = flat[lo:hi:hi]
+		for _, t := range g.deps[from] {
+			rflat[fill[t]] = int32(from)
+			fill[t]++
+		}
+		if hi-lo > manyDeps {
+			if g.edges == nil {
+				g.edges = map[edge]struct{}{}
+			}
+			for _, t := range g.deps[from] {
+				g.edges[edge{int32(from), t}] = struct{}{}
+			}
+		}
+	}
+	for t := range n {
+		lo, hi := rstart[t], rstart[t+1]
+		g.rdeps[t] = rflat[lo:hi:hi]
+	}
+	g.nedges = len(flat)
+	if n == len(names) && slices.IsSorted(names) {
+		ids := make([]int32, n)
+		for i := range ids {
+			ids[i] = int32(i)
+		}
+		g.byName, g.rank = ids, ids
+	}
+	return g
 }

@@ -15,6 +15,9 @@ import (
 // when several are equally short.
 type CycleError struct {
 	Cycle []string
+	// Unordered are, in name order, every node no order can place: those on a cycle and
+	// those that depend on one.
+	Unordered []string
 }
 
 func (e *CycleError) Error() string {
@@ -96,7 +99,13 @@ func (g *Graph) kahn() ([]int32, error) {
 		return out, nil
 	}
 	// The nodes still waiting are on a cycle or depend on one.
-	return nil, &CycleError{Cycle: g.namesOf(g.findCycle(waiting, rank))}
+	var unordered []string
+	for _, i := range byName {
+		if waiting[i] > 0 {
+			unordered = append(unordered, g.names[i])
+		}
+	}
+	return nil, &CycleError{Cycle: g.namesOf(g.findCycle(waiting, rank)), Unordered: unordered}
 }
 
 // findCycle returns a cycle among the nodes with waiting > 0, as described on CycleError.

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -19,7 +20,7 @@ import (
 )
 
 // ErrNotFound says a run or plan document does not exist (it is the bucket layout's).
-var ErrNotFound = layout.ErrNotFound
+var ErrNotFound = objects.ErrNotFound
 
 // S3API is the part of the S3 client history reads with.
 type S3API interface {
@@ -35,7 +36,7 @@ type Store struct {
 
 // RunIDs lists the ids of deployment's runs, newest first (run ids start with their time).
 func (s *Store) RunIDs(ctx context.Context, deployment string) ([]string, error) {
-	keys, err := layout.List(ctx, s.S3, s.Bucket, layout.RunsOf(deployment))
+	keys, err := objects.List(ctx, s.S3, s.Bucket, layout.RunsOf(deployment))
 	if err != nil {
 		return nil, fmt.Errorf("runs of %s: %w", deployment, err)
 	}
@@ -44,7 +45,7 @@ func (s *Store) RunIDs(ctx context.Context, deployment string) ([]string, error)
 
 // PlanIDs lists the ids of deployment's plans, newest first (a plan's id is its plan run's).
 func (s *Store) PlanIDs(ctx context.Context, deployment string) ([]string, error) {
-	keys, err := layout.List(ctx, s.S3, s.Bucket, layout.PlansOf(deployment))
+	keys, err := objects.List(ctx, s.S3, s.Bucket, layout.PlansOf(deployment))
 	if err != nil {
 		return nil, fmt.Errorf("plans of %s: %w", deployment, err)
 	}
@@ -116,7 +117,7 @@ func (s *Store) Runs(ctx context.Context, deployment string, n int) ([]*rundoc.D
 const documentLimit = 16 << 20
 
 func (s *Store) get(ctx context.Context, key string) ([]byte, error) {
-	o, err := layout.Get(ctx, s.S3, s.Bucket, key, "", documentLimit)
+	o, err := objects.Get(ctx, s.S3, s.Bucket, key, "", documentLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +223,7 @@ type GraphKey struct{ Namespace, Key string }
 
 // Graphs lists the persistent graphs in the bucket, in key order.
 func (s *Store) Graphs(ctx context.Context) ([]GraphKey, error) {
-	keys, err := layout.List(ctx, s.S3, s.Bucket, layout.StatePrefix)
+	keys, err := objects.List(ctx, s.S3, s.Bucket, layout.StatePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("persistent graphs: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/target"
 	"github.com/cairn-dev/cairn/internal/template"
@@ -70,7 +71,7 @@ func TestCDKBootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	arn := "arn:aws:iam::111111111111:role/cdk-hnb659fds-deploy-role-111111111111-eu-west-1"
-	if _, err := sts.NewFromConfig(stranger).AssumeRole(v.ctx, &sts.AssumeRoleInput{RoleArn: aws.String(arn), RoleSessionName: aws.String("stranger")}); awsclient.ErrorCode(err) != "AccessDenied" {
+	if _, err := sts.NewFromConfig(stranger).AssumeRole(v.ctx, &sts.AssumeRoleInput{RoleArn: aws.String(arn), RoleSessionName: aws.String("stranger")}); awserr.ErrorCode(err) != "AccessDenied" {
 		t.Errorf("another account assuming %s: %v, want AccessDenied", arn, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -282,7 +283,7 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 	}
 	// lost reports a read whose answer did not come (a dropped connection, a throttle, a
 	// server fault): the stack is looked at again at the next poll rather than given up on.
-	lost := func(err error) bool { return !awsclient.Permanent(err) && ctx.Err() == nil }
+	lost := func(err error) bool { return !awserr.Permanent(err) && ctx.Err() == nil }
 	for {
 		st, err := p.describe(ctx)
 		if err != nil && !lost(err) {
@@ -348,7 +349,7 @@ func (p provisioner) stack(ctx context.Context, body, templateURL string, timeou
 // describe returns the cairn stack, or nil when it does not exist.
 func (p provisioner) describe(ctx context.Context) (*cfntypes.Stack, error) {
 	out, err := p.cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(p.name)})
-	if awsclient.StackMissing(err) {
+	if awserr.StackMissing(err) {
 		return nil, nil
 	}
 	if err != nil {

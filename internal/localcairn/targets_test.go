@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -39,7 +39,7 @@ func TestProvisionTargets(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = sts.NewFromConfig(cfg).AssumeRole(v.ctx, &sts.AssumeRoleInput{RoleArn: aws.String(targets[0].DeployRoleARN()), RoleSessionName: aws.String("cairn-test")})
-		if tc.ok != (err == nil) || (!tc.ok && awsclient.ErrorCode(err) != "AccessDenied") {
+		if tc.ok != (err == nil) || (!tc.ok && awserr.ErrorCode(err) != "AccessDenied") {
 			t.Errorf("%s assuming %s: %v", tc.who, targets[0].DeployRoleARN(), err)
 		}
 	}

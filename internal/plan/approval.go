@@ -51,8 +51,8 @@ func (p *Document) Lapsed(now time.Time, ttl time.Duration) (reasons []string, f
 	case Planned:
 	case Applying, Applied, ApplyFailed:
 		return []string{fmt.Sprintf("plan %s was already applied by run %s at %s: a plan applies at most once; re-plan", p.ID, p.AppliedBy, p.AppliedAt.UTC().Format(time.RFC3339))}, true
-	case PlanFailed:
-		return []string{fmt.Sprintf("plan %s failed (%s): nothing to apply; re-plan", p.ID, p.Reason)}, true
+	case PlanFailed, Late:
+		return []string{fmt.Sprintf("plan %s %s (%s): nothing to apply; re-plan", p.ID, map[Status]string{PlanFailed: "failed", Late: "is late"}[p.Status], p.Reason)}, true
 	default:
 		// Superseded or expired: say so, and what else changed since.
 		reasons = append(reasons, fmt.Sprintf("plan %s is %s (%s): re-plan", p.ID, p.Status, p.Reason))

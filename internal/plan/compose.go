@@ -37,21 +37,17 @@ func (c Content) Changing() (own, ripple map[string]bool) {
 	if c.Run == nil {
 		return own, ripple
 	}
-	names := c.Run.Names()
-	for again := true; again; {
-		again = false
-		for _, name := range names {
-			s := c.Run.Stacks[name]
-			if own[name] || ripple[name] || s.Intent != run.IntentDeploy {
-				continue
-			}
-			for _, dep := range s.Requires {
-				if d := c.Run.Stacks[dep]; d != nil && d.Intent != run.IntentDelete && (own[dep] || ripple[dep]) {
-					ripple[name], again = true, true
-					break
-				}
-			}
+	// A change ripples to the deploys that depend on it, directly or through others, as a
+	// failure blocks them: the graph's walker finds them in one walk (Graph.BlockedBy).
+	var changed []string
+	for name := range own {
+		if s := c.Run.Stacks[name]; s != nil && s.Intent != run.IntentDelete {
+			changed = append(changed, name)
 		}
+	}
+	deploys := func(name string) bool { return !own[name] && c.Run.Stacks[name].Intent == run.IntentDeploy }
+	for _, name := range c.Run.Graph().BlockedBy(changed, deploys) {
+		ripple[name] = true
 	}
 	return own, ripple
 }
@@ -342,6 +338,10 @@ func (in ComposeInput) cover(name string, own, ripple map[string]bool, plans []*
 			continue
 		case action != Delete && e.Inputs != want:
 			other = cmp.Or(other, fmt.Sprintf("%s was made for other content of it (%s differ)", made, strings.Join(e.Inputs.Differ(want), ", ")))
+			continue
+		case !own[name] && !e.InputsMayChange:
+			// A ripple runs only as a plan showed it, known after apply (rebase).
+			other = cmp.Or(other, made+" did not show it known after apply")
 			continue
 		}
 		why := in.entryStale(p, *e, name, own[name], deferred)

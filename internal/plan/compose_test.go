@@ -74,9 +74,12 @@ func planOf(id string, pr int, made time.Time, entries ...Stack) *Document {
 		Bundle: BundleVersion{Bucket: "b", Key: "plans/shop.zip", SHA256: "sha-" + id, Source: provenance.Source{PullRequest: pr}}}
 }
 
+// plan21 shows worker known after apply: it reads api's Url, and #21 changes api.
 func plan21() *Document {
+	worker := entry("P21", "worker", None, appliedIn["worker"])
+	worker.InputsMayChange = true
 	return planOf("P21", 21, at21, entry("P21", "api", Update, api21), entry("P21", "jobs", None, appliedIn["jobs"]),
-		entry("P21", "network", None, appliedIn["network"]), entry("P21", "worker", None, appliedIn["worker"]))
+		entry("P21", "network", None, appliedIn["network"]), worker)
 }
 
 func plan22() *Document {
@@ -139,9 +142,14 @@ func TestCompose(t *testing.T) {
 		refused []string // substrings of the refusals, in stack order
 	}{
 		{name: "both pull requests merged: each stack from its own plan", content: merged,
-			picks: map[string]string{"api": "P21", "jobs": "P22", "worker": "P22"}, ripple: []string{"worker"}, whole: []string{"P21", "P22"}},
+			picks: map[string]string{"api": "P21", "jobs": "P22", "worker": "P21"}, ripple: []string{"worker"}, whole: []string{"P21", "P22"}},
 		{name: "only #21 merged", content: map[string]Inputs{"api": api21},
-			picks: map[string]string{"api": "P21", "worker": "P22"}, ripple: []string{"worker"}, whole: []string{"P21"}},
+			picks: map[string]string{"api": "P21", "worker": "P21"}, ripple: []string{"worker"}, whole: []string{"P21"}},
+		// #22's entry for worker, made for the same content, did not show it known after
+		// apply (#22 leaves its inputs alone): it does not cover a ripple.
+		{name: "only #21 merged, its plan silent on worker", content: map[string]Inputs{"api": api21}, change: func(in *ComposeInput) {
+			in.Plans[0].Stacks[3].InputsMayChange = false
+		}, picks: map[string]string{"api": "P21"}, whole: []string{"P21"}},
 		{name: "nothing changes: nothing to cover", content: nil, picks: map[string]string{}},
 		{name: "approve #22 of its own content", content: map[string]Inputs{"jobs": jobs22}, only: "P22",
 			picks: map[string]string{"jobs": "P22"}, whole: []string{"P22"}},
@@ -195,6 +203,7 @@ func TestCompose(t *testing.T) {
 		// once what it reads is applied.
 		{name: "a ripple no plan shows needs no cover", content: map[string]Inputs{"api": api21}, change: func(in *ComposeInput) {
 			in.Content.Inputs["worker"] = worker23
+			in.Plans[0].Stacks[3].InputsMayChange = false
 		}, picks: map[string]string{"api": "P21"}, whole: []string{"P21"}},
 		{name: "an applied plan covers nothing", content: merged, change: func(in *ComposeInput) { in.Plans[0].Status, in.Plans[0].AppliedBy = Applied, "R5" },
 			refused: []string{"stack api (shop-api): the plan of pull request #21 (P21) for stack api went stale: plan P21 was already applied by run R5"}},
@@ -309,6 +318,9 @@ func TestSupersedes(t *testing.T) {
 	src := func(pr int, ref, head string) provenance.Source {
 		return provenance.Source{PullRequest: pr, Ref: ref, HeadRef: head}
 	}
+	merged := func(pr int) provenance.Source {
+		return provenance.Source{PullRequest: pr, Ref: "refs/heads/main", Merged: true}
+	}
 	for _, tc := range []struct {
 		name         string
 		newer, older provenance.Source
@@ -323,6 +335,10 @@ func TestSupersedes(t *testing.T) {
 		// Another job's --pr 21 from its own branch: PR 21's reviewed plan stays open.
 		{"the same pull request number from another branch", src(21, "refs/pull/21/merge", "other"), src(21, "refs/pull/21/merge", "a"), false},
 		{"the same pull request, one without a head branch", src(21, "refs/pull/21/merge", ""), src(21, "refs/pull/21/merge", "a"), true},
+		// The plan of #21's merged content, at the gate, outlives a late plan of its checkout.
+		{"the pull request's checkout after its merged content", src(21, "refs/pull/21/merge", "a"), merged(21), false},
+		{"the merged content after the pull request's checkout", merged(21), src(21, "refs/pull/21/merge", "a"), true},
+		{"the merged content again", merged(21), merged(21), true},
 	} {
 		newer := &Document{ID: "P2", Deployment: "shop", Bundle: BundleVersion{Source: tc.newer}}
 		older := &Document{ID: "P1", Deployment: "shop", Bundle: BundleVersion{Source: tc.older}}
@@ -386,5 +402,33 @@ func TestComposeRelaxedGuards(t *testing.T) {
 				t.Errorf("the plan that shows the relaxation is not relevant")
 			}
 		})
+	}
+}
+
+// TestLateFor: a plan of a pull request's own checkout uploaded after that pull request's
+// merge went to an apply is late; merged content, other pull requests, and plans made
+// before the merge are not.
+func TestLateFor(t *testing.T) {
+	at := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	merges := []Merge{{PullRequest: 7, Run: "R1", At: at}}
+	for _, tc := range []struct {
+		name string
+		src  provenance.Source
+		now  time.Time
+		late bool
+	}{
+		{"the pull request's checkout after its merge", provenance.Source{PullRequest: 7, Ref: "refs/pull/7/merge", HeadRef: "topic"}, at.Add(time.Minute), true},
+		{"its merged content, planned by the apply job", provenance.Source{PullRequest: 7, Ref: "refs/heads/main", Merged: true}, at.Add(time.Minute), false},
+		{"another pull request", provenance.Source{PullRequest: 8, Ref: "refs/pull/8/merge", HeadRef: "other"}, at.Add(time.Minute), false},
+		{"made before the merge", provenance.Source{PullRequest: 7, Ref: "refs/pull/7/merge", HeadRef: "topic"}, at.Add(-time.Minute), false},
+		{"no pull request", provenance.Source{Ref: "refs/heads/feature"}, at.Add(time.Minute), false},
+	} {
+		why := LateFor(tc.src, merges, tc.now)
+		if (why != "") != tc.late {
+			t.Errorf("%s: LateFor = %q, want late %v", tc.name, why, tc.late)
+		}
+		if tc.late && !strings.Contains(why, "pull request #7 was merged before this plan was made (its merged content went to apply run R1 at 10:00:00)") {
+			t.Errorf("%s: %q", tc.name, why)
+		}
 	}
 }

@@ -30,6 +30,10 @@ const (
 	// them) deleted.
 	Superseded Status = "superseded"
 	Expired    Status = "expired"
+	// Late: a plan of a pull request's own checkout uploaded after the pull request
+	// merged (its merged content was planned for the gate already): nothing was planned,
+	// and no one reviews it (Late).
+	Late Status = "late"
 )
 
 // Document is a reviewed plan, stored at plans/NAME/PLAN_ID.json. It records what an

@@ -222,21 +222,8 @@ func (res *Result) holder(prev *state.Graph, at target.Target, stackName, x stri
 // orderCycle refuses a run whose orders cannot all be kept: a cycle through requires,
 // imports and the deletions that go first. It names the cycle and what to do.
 func (res *Result) orderCycle(file string) {
-	g := graph.New()
-	names := res.Run.Names()
-	for _, n := range names {
-		g.AddNode(n)
-	}
-	for _, n := range names {
-		s := res.Run.Stacks[n]
-		for _, d := range append(slices.Clone(s.Requires), s.After...) {
-			if g.Has(d) {
-				_ = g.AddEdge(n, d) // both are nodes
-			}
-		}
-	}
 	var cycle *graph.CycleError
-	if err := g.Validate(); errors.As(err, &cycle) {
+	if err := res.Run.Graph().Validate(); errors.As(err, &cycle) {
 		res.Refusals = append(res.Refusals, fmt.Sprintf("the run cannot order its stacks: %s (a stack goes after another it requires, whose export it imports, or that it imports from while it is deleted): no order keeps every one; break the cycle in %s (an export is renamed in two pushes: first export the new name beside the old and move the importers to it, then drop the old)",
 			cycle.Error(), file))
 	}

@@ -794,20 +794,28 @@ func (res *Result) protect(in Input, cfg *config.Config, g *graph.Graph, prev *s
 			changing[d.Stack] = true
 		}
 	}
-	// A stack may change when a stack it depends on changes: propagate to a fixpoint.
+	// A stack may change when a stack it depends on changes, directly or through others
+	// (as a failure would block it: the graph's walker finds them, Graph.BlockedBy); via
+	// names the first of its dependencies that changes or may.
+	follows := map[string]bool{}
+	for _, s := range cfg.Stacks {
+		follows[s.Name] = s.Enabled && !s.Locked && !changing[s.Name]
+	}
+	var seeds []string
+	for name := range changing {
+		seeds = append(seeds, name)
+	}
+	slices.Sort(seeds)
 	via := map[string]string{}
-	for again := true; again; {
-		again = false
-		for _, s := range cfg.Stacks {
-			if changing[s.Name] || via[s.Name] != "" || !s.Enabled || s.Locked {
-				continue
-			}
-			for _, dep := range g.Dependencies(s.Name) {
-				if changing[dep] || via[dep] != "" {
-					via[s.Name] = dep
-					again = true
-					break
-				}
+	mayChange := g.BlockedBy(seeds, func(name string) bool { return follows[name] })
+	for _, name := range mayChange {
+		via[name] = "?"
+	}
+	for _, name := range mayChange {
+		for _, dep := range g.Dependencies(name) {
+			if changing[dep] || via[dep] != "" {
+				via[name] = dep
+				break
 			}
 		}
 	}

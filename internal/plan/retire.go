@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -42,11 +43,54 @@ func (p *Document) Supersedes(older *Document) bool {
 	if older == nil || older.ID >= p.ID || older.Deployment != p.Deployment {
 		return false
 	}
+	if older.AfterMerge() && !p.AfterMerge() {
+		// The plan of the merged content waits for the gate: nothing made from the pull
+		// request's own checkout replaces it (such a plan is late: LateFor).
+		return false
+	}
 	a, b := p.Bundle.Source, older.Bundle.Source
 	if a.PullRequest > 0 && a.HeadRef != "" && b.HeadRef != "" && a.HeadRef != b.HeadRef {
 		return false
 	}
 	return p.Change() == older.Change()
+}
+
+// AfterMerge reports whether p is a plan of a pull request's merged content, made after
+// the merge (the workflow's apply job, where no reviewed plan covered what was merged):
+// no one saw it on the pull request, so only an approval of exactly it (the gate) applies
+// it; `cairn apply` never composes its entries.
+func (p *Document) AfterMerge() bool {
+	return p.Bundle.Source.Merged
+}
+
+// Merge is a pull request's merge as cairn saw it: the apply run of its merged content
+// (cairn apply --pr N in the workflow's apply job, which only the main branch may start).
+type Merge struct {
+	PullRequest int
+	Run         string
+	At          time.Time
+}
+
+// Composable reports whether cairn apply may compose p's entries: it is open and not of
+// merged content (AfterMerge: only an approval of exactly it applies that).
+func (p *Document) Composable() bool { return p.Status == Planned && !p.AfterMerge() }
+
+// LateFor says why a plan of src, uploaded at now, is late: it is of a pull request's own
+// checkout (not merged content), and that pull request merged before (merges); "" when
+// it is not. A late plan is never made: no one would review it before it applied (a job
+// that ran after the merge, for a push made just before it), and it must not replace the
+// plan of the merged content that waits for the gate.
+func LateFor(src provenance.Source, merges []Merge, now time.Time) string {
+	if src.PullRequest <= 0 || src.Merged {
+		return ""
+	}
+	for _, m := range merges {
+		if m.PullRequest == src.PullRequest && !m.At.After(now) {
+			return fmt.Sprintf("pull request #%d was merged before this plan was made (its merged content went to apply run %s at %s): a plan of it made now would never be reviewed, so nothing was planned; the apply job applies what was merged from the reviewed plans, or plans it for the gate",
+				src.PullRequest, m.Run, m.At.UTC().Format("15:04:05"))
+		}
+	}
+	return ""
 }
 
 // Change names the change a plan was made for, as Supersedes compares them: "pull request

@@ -16,8 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/objects"
 )
 
 // S3API is the part of the S3 client the store uses.
@@ -122,7 +124,7 @@ func (s *Store) Allocations(ctx context.Context, pool string) ([]Allocation, err
 
 // Pools lists the pools that have a document in the bucket.
 func (s *Store) Pools(ctx context.Context) ([]string, error) {
-	keys, err := bucket.List(ctx, s.client, s.bucket, bucket.PortsPrefix)
+	keys, err := objects.List(ctx, s.client, s.bucket, bucket.PortsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("%w%s", err, s.hint(err))
 	}
@@ -139,8 +141,8 @@ func (s *Store) Pools(ctx context.Context) ([]string, error) {
 // load returns pool's document and its ETag ("" when there is none yet).
 func (s *Store) load(ctx context.Context, pool string) (poolState, string, error) {
 	empty := poolState{Schema: schemaVersion, Pool: pool}
-	o, err := bucket.Get(ctx, s.client, s.bucket, bucket.PoolKey(pool), "", 0)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, s.client, s.bucket, bucket.PoolKey(pool), "", 0)
+	if errors.Is(err, objects.ErrNotFound) {
 		return empty, "", nil
 	}
 	if err != nil {
@@ -232,11 +234,11 @@ func (s *Store) write(ctx context.Context, pool string, batch []*change) {
 			return
 		}
 		sort.Slice(st.Allocations, func(i, j int) bool { return st.Allocations[i].First < st.Allocations[j].First })
-		_, err = bucket.WriteJSON(ctx, s.client, s.bucket, bucket.PoolKey(pool), st, bucket.Write{Create: etag == "", IfMatch: etag})
+		_, err = objects.WriteJSON(ctx, s.client, s.bucket, bucket.PoolKey(pool), st, objects.Write{Create: etag == "", IfMatch: etag})
 		if err == nil {
 			return
 		}
-		if !errors.Is(err, bucket.ErrConflict) {
+		if !errors.Is(err, objects.ErrConflict) {
 			fail(err)
 			return
 		}
@@ -256,7 +258,7 @@ func (s *Store) write(ctx context.Context, pool string, batch []*change) {
 
 // hint says what to do about errors a user can fix.
 func (s *Store) hint(err error) string {
-	switch awsclient.ErrorCode(err) {
+	switch awserr.ErrorCode(err) {
 	case "NoSuchBucket":
 		return fmt.Sprintf(": bucket %s does not exist; check the bucket name (%s, --bucket)", s.bucket, BucketEnv)
 	case "AccessDenied", "Forbidden":

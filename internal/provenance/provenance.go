@@ -7,6 +7,7 @@ package provenance
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +30,11 @@ type Source struct {
 	PullRequest int    `json:"pull_request,omitempty"`
 	HeadRef     string `json:"head_ref,omitempty"`
 	HeadCommit  string `json:"head_commit,omitempty"`
+	// Merged says the bundle is the pull request's merged content, uploaded after the
+	// merge (the workflow's apply job planning what no reviewed plan covered): a plan of
+	// it is applied only by an approval of exactly it, and a plan of the pull request
+	// made after it is late.
+	Merged bool `json:"merged,omitempty"`
 	// RunURL is the CI run that uploaded the bundle.
 	RunURL string `json:"run_url,omitempty"`
 }
@@ -42,6 +48,7 @@ const (
 	PullRequestMetadata = "pull-request"
 	HeadRefMetadata     = "pull-request-head"
 	HeadCommitMetadata  = "pull-request-head-sha"
+	MergedMetadata      = "pull-request-merged"
 	RunURLMetadata      = "ci-run-url"
 )
 
@@ -63,6 +70,9 @@ func (s Source) Metadata() map[string]string {
 	if s.PullRequest > 0 {
 		m[PullRequestMetadata] = strconv.Itoa(s.PullRequest)
 	}
+	if s.Merged {
+		m[MergedMetadata] = "true"
+	}
 	return m
 }
 
@@ -80,6 +90,7 @@ func FromMetadata(meta map[string]string) Source {
 	if n, err := strconv.Atoi(lower[PullRequestMetadata]); err == nil && n > 0 {
 		s.PullRequest = n
 	}
+	s.Merged = lower[MergedMetadata] == "true"
 	return s
 }
 
@@ -172,10 +183,18 @@ func (s Source) String() string {
 		if len(head) > 0 {
 			pr += " (" + strings.Join(head, ", ") + ")"
 		}
+		if s.Merged {
+			pr += ", merged"
+		}
 		if s1 != "" {
 			s1 += ", "
 		}
 		s1 += pr
+	} else if s.Merged {
+		if s1 != "" {
+			s1 += ", "
+		}
+		s1 += "merged content"
 	}
 	return s1
 }
@@ -191,6 +210,8 @@ func short(sha string) string {
 type Options struct {
 	// PullRequest is the --pr flag (0: none); it overrides what CI says.
 	PullRequest int
+	// Merged is the --merged flag: the bundle is merged content, planned after the merge.
+	Merged bool
 	// Getenv reads the environment (os.Getenv when nil).
 	Getenv func(string) string
 }
@@ -211,6 +232,7 @@ func Detect(path string, opts Options) Source {
 	if opts.PullRequest > 0 {
 		s.PullRequest = opts.PullRequest
 	}
+	s.Merged = opts.Merged
 	return s
 }
 
@@ -276,4 +298,31 @@ func fromGitHub(s Source, getenv func(string) string) Source {
 		}
 	}
 	return s
+}
+
+// Older reports whether commit is an ancestor of than (older, and on its history) in the
+// git work tree holding path; known is false when git cannot tell (no work tree, or
+// either commit is not in it: a shallow clone). A commit is not older than itself.
+func Older(path, commit, than string) (older, known bool) {
+	if commit == "" || than == "" || commit == than {
+		return false, commit != "" && commit == than
+	}
+	dir := path
+	if info, err := os.Stat(path); err == nil && !info.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	for _, c := range []string{commit, than} {
+		if exec.Command("git", "-C", dir, "cat-file", "-e", c+"^{commit}").Run() != nil {
+			return false, false
+		}
+	}
+	err := exec.Command("git", "-C", dir, "merge-base", "--is-ancestor", commit, than).Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true, true
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return false, true
+	}
+	return false, false
 }

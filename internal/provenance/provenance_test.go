@@ -87,6 +87,9 @@ func TestMetadataRoundTrip(t *testing.T) {
 		{Source{Commit: "0123456789abcdef", Remote: "https://example.com/p.git"}, map[string]string{"git-ref": "0123456789abcdef", "git-remote": "https://example.com/p.git"}},
 		{Source{Commit: "abc", Ref: "refs/heads/été 100%", PullRequest: 3, HeadRef: "été", HeadCommit: "def", RunURL: "https://ci/1"},
 			map[string]string{"git-ref": "abc", "git-ref-name": "refs/heads/%C3%A9t%C3%A9 100%25", "pull-request": "3", "pull-request-head": "%C3%A9t%C3%A9", "pull-request-head-sha": "def", "ci-run-url": "https://ci/1"}},
+		// The apply job's plan of a merged pull request's content.
+		{Source{Commit: "abc", Ref: "refs/heads/main", PullRequest: 7, Merged: true},
+			map[string]string{"git-ref": "abc", "git-ref-name": "refs/heads/main", "pull-request": "7", "pull-request-merged": "true"}},
 	}
 	for _, tt := range tests {
 		m := tt.src.Metadata()
@@ -110,6 +113,9 @@ func TestMetadataRoundTrip(t *testing.T) {
 	if s := FromMetadata(map[string]string{"pull-request": "x", "git-ref": "%zz"}); s != (Source{Commit: "%zz"}) {
 		t.Errorf("unparsable metadata: %+v", s)
 	}
+	if s := FromMetadata(map[string]string{"pull-request-merged": "yes"}); s.Merged {
+		t.Errorf("merged is only \"true\": %+v", s)
+	}
 }
 
 func TestMatchesAndString(t *testing.T) {
@@ -125,6 +131,10 @@ func TestMatchesAndString(t *testing.T) {
 	if got, want := s.String(), "commit 0123456789ab (refs/pull/7/merge), pull request #7 (feature, head 89abcdef0123)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
+	merged := Source{Commit: s.Commit, Ref: "refs/heads/main", PullRequest: 7, Merged: true}
+	if got, want := merged.String(), "commit 0123456789ab (refs/heads/main), pull request #7, merged"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
 }
 
 // FuzzMetadata: whatever a work tree or CI says, its metadata is ASCII and reads back as
@@ -133,7 +143,7 @@ func FuzzMetadata(f *testing.F) {
 	f.Add("0123456789abcdef", "refs/heads/été 100%", "https://example.com/p.git", 7, "feature", "%zz")
 	f.Add("", "", "", 0, "", "")
 	f.Fuzz(func(t *testing.T, commit, ref, remote string, pr int, head, run string) {
-		s := Source{Commit: commit, Ref: ref, Remote: remote, PullRequest: max(pr, 0), HeadRef: head, HeadCommit: commit, RunURL: run}
+		s := Source{Commit: commit, Ref: ref, Remote: remote, PullRequest: max(pr, 0), HeadRef: head, HeadCommit: commit, RunURL: run, Merged: pr%2 == 1}
 		m := s.Metadata()
 		for k, v := range m {
 			for i := 0; i < len(v); i++ {

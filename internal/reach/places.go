@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -171,7 +172,7 @@ func Survey[V any](ctx context.Context, where map[target.Target]target.Spec, rea
 // reason or a report says it: "cannot reach account 222222222222 in eu-central-1: cannot
 // assume role ...", STS's refusal as Refused words it, any other AWS error as "Code: message".
 func Unreachable(loc target.Target, err error) string {
-	why := awsclient.Message(err)
+	why := awserr.Message(err)
 	var refused *Refused
 	if errors.As(err, &refused) {
 		why = refused.Error()

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -133,7 +133,7 @@ func (r *Reacher) Assume(ctx context.Context, session, role, externalID string) 
 			how = " with its external_id"
 		}
 		return aws.Credentials{}, &Refused{msg: fmt.Sprintf("cannot assume role %s%s: %s (its trust policy must admit cairn's deployer and drift roles: the target stack's deploy role does)",
-			role, how, awsclient.Message(err)), err: err}
+			role, how, awserr.Message(err)), err: err}
 	}
 	c = aws.Credentials{
 		AccessKeyID: aws.ToString(out.Credentials.AccessKeyId), SecretAccessKey: aws.ToString(out.Credentials.SecretAccessKey),

@@ -13,7 +13,7 @@ import (
 	ststypes "github.com/aws/aws-sdk-go-v2/service/sts/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -104,7 +104,7 @@ func TestRefusalSaysWhoAndWhat(t *testing.T) {
 		t.Fatalf("err = %v\nwant %s", err, want)
 	}
 	var ae smithy.APIError
-	if !errors.As(err, &ae) || !awsclient.Permanent(err) {
+	if !errors.As(err, &ae) || !awserr.Permanent(err) {
 		t.Errorf("the refusal is not a permanent AWS error: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -247,7 +247,7 @@ func Record(g *state.Graph, stackName, status, stackID string, outputs map[strin
 func describe(ctx context.Context, cfn CFNAPI, name string) (cfntypes.Stack, error) {
 	out, err := cfn.DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
 	if err != nil {
-		if awsclient.StackMissing(err) {
+		if awserr.StackMissing(err) {
 			return cfntypes.Stack{}, fmt.Errorf("stack %s does not exist", name)
 		}
 		return cfntypes.Stack{}, fmt.Errorf("describe stack %s: %w", name, err)

@@ -6,7 +6,9 @@
 //   - the layers hold: only the Lambdas of functions/ and the CLI of cmd/ import a driver
 //     (internal/deploy, the drift function's driver), so every reader gets the run's data
 //     from the data packages; and no product code imports the emulator (internal/awslocal
-//     and below), which only tests, the CLI's local mode and localcairn may use;
+//     and below), which only tests, the CLI's local mode and localcairn may use; and a
+//     leaf (internal/graph) imports the standard library only, so the run engine and the
+//     emulator can share it without bringing anything else along;
 //   - what the CLI prints to a terminal goes through internal/printer: cmd/cairn,
 //     internal/follow and internal/diff print no value with fmt or io directly, so
 //     nothing a template, config, CloudFormation or CDK says can forge a line or send an

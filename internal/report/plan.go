@@ -270,6 +270,8 @@ func nextStep(p *plan.Document) string {
 		return "too old to apply: " + replan
 	case plan.PlanFailed:
 		return "nothing can be applied: fix the bundle, then " + replan
+	case plan.Late:
+		return "nothing was planned: the pull request merged before this plan was made, and the plan of its merged content waits for the gate"
 	case plan.ApplyFailed:
 		return fmt.Sprintf("its apply failed (%s): %s says which stacks failed, why, and what to do; a plan applies at most once, so the fix goes through a new pull request and its plan",
 			Text(p.Reason), Code("cairn status "+p.Deployment))

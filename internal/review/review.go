@@ -31,10 +31,12 @@ const (
 	Applied Status = "applied" // an approval applied it (or is applying it)
 	// ApplyFailed: its apply ran and failed; it does not apply again.
 	ApplyFailed Status = "apply-failed"
-	Stale       Status = "stale"      // what it was made against changed: it can never apply
-	Superseded  Status = "superseded" // a newer bundle was planned or pushed
-	Expired     Status = "expired"    // older than the plan TTL
-	Failed      Status = "failed"     // the plan run failed: nothing to apply
+	// Late: made of a pull request's checkout after it merged: nothing was planned.
+	Late       Status = "late"
+	Stale      Status = "stale"      // what it was made against changed: it can never apply
+	Superseded Status = "superseded" // a newer bundle was planned or pushed
+	Expired    Status = "expired"    // older than the plan TTL
+	Failed     Status = "failed"     // the plan run failed: nothing to apply
 )
 
 // Observed is what, beside its document, decides a plan's status.
@@ -65,6 +67,8 @@ func Classify(p *plan.Document, o Observed) (Status, string) {
 		return ApplyFailed, fmt.Sprintf("applied at %s by run %s, which failed: %s", stamp(p.AppliedAt), p.AppliedBy, p.Reason)
 	case plan.PlanFailed:
 		return Failed, p.Reason
+	case plan.Late:
+		return Late, p.Reason
 	case plan.Superseded:
 		return Superseded, p.Reason
 	case plan.Expired:

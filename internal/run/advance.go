@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -233,8 +234,9 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 			failAs(s, now, Wait, fmt.Sprintf("no result after %s in phase %s: check the stack in the CloudFormation console", opts.PhaseTimeout, s.Phase))
 		}
 	}
-	block(next, names, now)
-	actions = append(actions, start(next, names, now, opts)...)
+	g := next.graph(names)
+	block(next, g, names, now)
+	actions = append(actions, start(next, g, names, now, opts)...)
 	actions = append(actions, protect(r, next, names)...)
 	finish(next, now)
 	schedule(next, looked, now, opts.Heartbeat)
@@ -572,76 +574,65 @@ func execute(s *Stack) Action {
 
 // block marks pending stacks that can no longer run: deploys whose dependency failed, and
 // every deletion once any deploy failed (deleting while the new configuration is not in
-// place could remove something a failed stack still needs).
-func block(r *Run, names []string, now time.Time) {
+// place could remove something a failed stack still needs). The blocked are the pending
+// stacks the graph's walker finds blocked by a failed or blocked one (Graph.BlockedBy):
+// linear in the graph however the names sort. Each says why: the first of its
+// dependencies (Requires, then After) that failed or is blocked.
+func block(r *Run, g *graph.Graph, names []string, now time.Time) {
 	deployFailed := ""
+	var stopped, deletions []string
 	for _, name := range names {
-		s := r.Stacks[name]
-		if s.Intent != IntentDelete && (s.Phase == Failed || s.Phase == Blocked) {
-			deployFailed = name
-			break
-		}
-	}
-	// waiters are, for each stack, the pending stacks that wait for it: each stack is
-	// looked at once in name order, then again only when a stack it waits for is blocked,
-	// so a step is linear in the graph however the names sort.
-	waiters := map[string][]string{}
-	for _, name := range names {
-		s := r.Stacks[name]
-		if s.Phase != Pending {
-			continue
-		}
-		for _, dep := range s.Requires {
-			waiters[dep] = append(waiters[dep], name)
-		}
-		for _, dep := range s.After {
-			waiters[dep] = append(waiters[dep], name)
-		}
-	}
-	stopped := func(d *Stack) bool { return d != nil && (d.Phase == Failed || d.Phase == Blocked) }
-	var queue []string
-	try := func(name string) {
-		s := r.Stacks[name]
-		if s.Phase != Pending {
-			return
-		}
-		defer func() {
-			if s.Phase == Blocked {
-				queue = append(queue, name)
+		if s := r.Stacks[name]; s.Phase == Failed || s.Phase == Blocked {
+			stopped = append(stopped, name)
+			if deployFailed == "" && s.Intent != IntentDelete {
+				deployFailed = name
 			}
-		}()
+		}
+	}
+	if deployFailed != "" {
+		for _, name := range names {
+			if s := r.Stacks[name]; s.Intent == IntentDelete && s.Phase == Pending {
+				deletions = append(deletions, name)
+			}
+		}
+	}
+	if len(stopped) == 0 {
+		return
+	}
+	blocked := g.BlockedBy(append(stopped, deletions...), func(name string) bool { return r.Stacks[name].Phase == Pending })
+	// Every stack blocked now is blocked before any says why: its reason names the first
+	// dependency stopped once the step has blocked all it blocks.
+	var newly []*Stack
+	for _, list := range [][]string{deletions, blocked} {
+		for _, name := range list {
+			if s := r.Stacks[name]; s.Phase == Pending {
+				setPhase(s, Blocked, now)
+				newly = append(newly, s)
+			}
+		}
+	}
+	isStopped := func(d *Stack) bool { return d != nil && (d.Phase == Failed || d.Phase == Blocked) }
+	because := func(s *Stack) string {
 		if s.Intent == IntentDelete && deployFailed != "" {
-			s.Reason = fmt.Sprintf("not deleted: stack %s failed, so the run stopped before deletions", deployFailed)
-			setPhase(s, Blocked, now)
-			return
+			return fmt.Sprintf("not deleted: stack %s failed, so the run stopped before deletions", deployFailed)
 		}
 		for _, dep := range s.Requires {
-			if d := r.Stacks[dep]; stopped(d) {
-				s.Reason = fmt.Sprintf("dependency %s %s", dep, d.Phase)
+			if d := r.Stacks[dep]; isStopped(d) {
 				if s.Intent == IntentDelete {
-					s.Reason = fmt.Sprintf("not deleted: dependent stack %s %s and still exists", dep, d.Phase)
+					return fmt.Sprintf("not deleted: dependent stack %s %s and still exists", dep, d.Phase)
 				}
-				setPhase(s, Blocked, now)
-				return
+				return fmt.Sprintf("dependency %s %s", dep, d.Phase)
 			}
 		}
 		for _, dep := range s.After {
-			if d := r.Stacks[dep]; stopped(d) {
-				s.Reason = fmt.Sprintf("not changed: stack %s, removed from the config, imports its exports and was not deleted (%s): CloudFormation refuses to drop or change an export in use", d.StackName, d.Phase)
-				setPhase(s, Blocked, now)
-				return
+			if d := r.Stacks[dep]; isStopped(d) {
+				return fmt.Sprintf("not changed: stack %s, removed from the config, imports its exports and was not deleted (%s): CloudFormation refuses to drop or change an export in use", d.StackName, d.Phase)
 			}
 		}
+		return ""
 	}
-	for _, name := range names {
-		try(name)
-	}
-	for len(queue) > 0 {
-		name := queue[0]
-		queue = queue[1:]
-		for _, w := range waiters[name] {
-			try(w)
-		}
+	for _, s := range newly {
+		s.Reason = because(s)
 	}
 }
 
@@ -678,7 +669,7 @@ func settled(r *Run, s *Stack) bool {
 // deletions only once every deploy has settled (dependents first among the deletions),
 // but for those a deploy waits for (Stack.After, and the deletions they wait for): they
 // start first.
-func start(r *Run, names []string, now time.Time, opts Options) []Action {
+func start(r *Run, g *graph.Graph, names []string, now time.Time, opts Options) []Action {
 	inFlight := 0
 	for _, s := range r.Stacks {
 		if s.Phase.InFlight() && !settled(r, s) && !waitsEarly(s) {
@@ -690,25 +681,18 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 		limit = 10
 	}
 	var actions []Action
-	first := firstDeletions(r, names)
+	first := firstDeletions(r, g, names)
 	if first != nil {
 		actions = startDeletions(r, names, first, now, &inFlight, limit)
 	}
 	// A stack that settles as it starts (unchanged, read, refused) may let its dependents
-	// start in the same step, rather than leave them to the next trigger. The first pass
-	// looks at every deploy in name order; each later pass, in name order too, only at the
-	// stacks waiting for one that settled in the pass before (nothing else changed for the
-	// others), so a step is linear in the graph however the names sort.
-	waiters := map[string][]string{}
-	for _, name := range names {
-		for _, dep := range r.Stacks[name].Requires {
-			waiters[dep] = append(waiters[dep], name)
-		}
-	}
-	pass := names
-	for len(pass) > 0 {
-		var next []string
-		queued := map[string]bool{}
+	// start in the same step, rather than leave them to the next trigger. The graph's walk
+	// (Graph.Walk) makes the first pass over every deploy in name order; each later pass,
+	// in name order too, looks only at the stacks waiting for one that settled in the pass
+	// before (nothing else changed for the others), so a step is linear in the graph
+	// however the names sort.
+	w := g.Walk()
+	for pass := w.Next(); pass != nil; pass = w.Next() {
 		failed := false
 		for _, name := range pass {
 			s := r.Stacks[name]
@@ -721,18 +705,11 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 				continue
 			}
 			failed = failed || s.Phase == Failed || s.Phase == Blocked
-			for _, w := range waiters[name] {
-				if !queued[w] {
-					queued[w] = true
-					next = append(next, w)
-				}
-			}
+			w.Settled(name)
 		}
 		if failed {
-			block(r, names, now)
+			block(r, g, names, now)
 		}
-		slices.Sort(next)
-		pass = next
 	}
 	for _, name := range names {
 		actions = append(actions, startEarly(r, r.Stacks[name], now, opts, &inFlight, limit)...)
@@ -749,30 +726,26 @@ func start(r *Run, names []string, now time.Time, opts Options) []Action {
 }
 
 // firstDeletions are the deletions a deploy of r waits for (Stack.After), with the
-// deletions of their dependents, which go before them: nil when there are none.
-func firstDeletions(r *Run, names []string) map[string]bool {
-	var first map[string]bool
-	var queue []string
+// deletions of their dependents, which go before them (the deletions they wait for, in
+// the graph): nil when there are none.
+func firstDeletions(r *Run, g *graph.Graph, names []string) map[string]bool {
+	var after []string
 	for _, name := range names {
 		for _, d := range r.Stacks[name].After {
-			if ds := r.Stacks[d]; ds != nil && ds.Intent == IntentDelete && !first[d] {
-				if first == nil {
-					first = map[string]bool{}
-				}
-				first[d] = true
-				queue = append(queue, d)
+			if ds := r.Stacks[d]; ds != nil && ds.Intent == IntentDelete {
+				after = append(after, d)
 			}
 		}
 	}
-	for len(queue) > 0 {
-		d := queue[0]
-		queue = queue[1:]
-		for _, dep := range r.Stacks[d].Requires {
-			if ds := r.Stacks[dep]; ds != nil && ds.Intent == IntentDelete && !first[dep] {
-				first[dep] = true
-				queue = append(queue, dep)
-			}
-		}
+	if after == nil {
+		return nil
+	}
+	first := map[string]bool{}
+	for _, d := range after {
+		first[d] = true
+	}
+	for _, d := range g.Prerequisites(after, func(name string) bool { return r.Stacks[name].Intent == IntentDelete }) {
+		first[d] = true
 	}
 	return first
 }

@@ -102,3 +102,20 @@ func TestUnchangedChainSettlesInOneStepWhateverTheNames(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockedReasonWhateverTheNames: a stack blocked by two stopped dependencies names the
+// first it requires, however the names sort (it was the first stopped when a pass in name
+// order reached it).
+func TestBlockedReasonWhateverTheNames(t *testing.T) {
+	for _, name := range []string{"a", "z"} {
+		r := &Run{ID: "b", Mode: ModeDeploy, Status: Running, MaxConcurrency: 10, Stacks: map[string]*Stack{
+			"q":  {Name: "q", StackName: "x-q", Intent: IntentDeploy, Phase: Failed, Reason: "failed"},
+			"p":  {Name: "p", StackName: "x-p", Intent: IntentDeploy, Phase: Pending, Requires: []string{"q"}},
+			name: {Name: name, StackName: "x-" + name, Intent: IntentDeploy, Phase: Pending, Requires: []string{"p", "q"}},
+		}}
+		next, _ := Advance(r, nil, t0, Options{})
+		if s := next.Stacks[name]; s.Phase != Blocked || s.Reason != "dependency p blocked" {
+			t.Errorf("%s: %s, %q; want blocked, dependency p blocked", name, s.Phase, s.Reason)
+		}
+	}
+}

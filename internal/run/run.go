@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -318,6 +319,25 @@ func (r *Run) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Graph is the order among the run's stacks: an edge s -> d (s waits for d) for each d
+// of s.Requires and s.After that is a stack of the run. A deletion's Requires are its
+// dependents, so a deletion waits for theirs. Advance walks it (package graph) to block
+// and to start stacks; it costs O(V + E) to build.
+func (r *Run) Graph() *graph.Graph { return r.graph(r.Names()) }
+
+// graph is Graph given the run's names, sorted.
+func (r *Run) graph(names []string) *graph.Graph {
+	return graph.Build(names, func(name string, depend func(on string)) {
+		s := r.Stacks[name]
+		for _, d := range s.Requires {
+			depend(d)
+		}
+		for _, d := range s.After {
+			depend(d)
+		}
+	})
 }
 
 // Clone returns a deep copy, so Advance never mutates its input.

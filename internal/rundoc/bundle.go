@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/provenance"
 )
@@ -39,21 +40,21 @@ type Loaded struct {
 // version) and loads its config with opts (the deployment's name, the namespaces allowed).
 // A bundle that cannot be read or loaded gives Errors, not an error: a run of it fails and
 // changes nothing. An error means S3 itself failed, and the caller tries again.
-func Download(ctx context.Context, api bucket.Getter, b Bundle, opts config.LoadOptions) (*Loaded, error) {
+func Download(ctx context.Context, api objects.Getter, b Bundle, opts config.LoadOptions) (*Loaded, error) {
 	version := b.VersionID
 	if version == "null" {
 		version = ""
 	}
-	o, err := bucket.Get(ctx, api, b.Bucket, b.Key, version, bundle.MaxZipSize)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, api, b.Bucket, b.Key, version, bundle.MaxZipSize)
+	if errors.Is(err, objects.ErrNotFound) {
 		return &Loaded{Bundle: b, Missing: true, Errors: []string{fmt.Sprintf("bundle s3://%s/%s version %s does not exist (deleted?): push it again", b.Bucket, b.Key, b.VersionID)}}, nil
 	}
 	return load(b, o, err, opts)
 }
 
 // load loads the downloaded object o of upload b (err: why it could not be read).
-func load(b Bundle, o *bucket.Object, err error, opts config.LoadOptions) (*Loaded, error) {
-	var big *bucket.TooLargeError
+func load(b Bundle, o *objects.Object, err error, opts config.LoadOptions) (*Loaded, error) {
+	var big *objects.TooLargeError
 	switch {
 	case errors.As(err, &big):
 		return &Loaded{Bundle: b, Errors: []string{fmt.Sprintf("bundle s3://%s/%s is larger than %d bytes", b.Bucket, b.Key, bundle.MaxZipSize)}}, nil
@@ -95,12 +96,12 @@ func Sum(body []byte) string {
 // cairn apply's). Without a version (an unversioned bucket) an upload counts only when it
 // is the one applied (its sha256). It returns the object and its key, or nil and "" when
 // none holds it.
-func FindApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*bucket.Object, string, error) {
+func FindApplied(ctx context.Context, api objects.Getter, bucketName, name, version, sha string) (*objects.Object, string, error) {
 	for _, key := range bucket.AppliedKeys(name) {
-		o, err := bucket.Get(ctx, api, bucketName, key, version, bundle.MaxZipSize)
+		o, err := objects.Get(ctx, api, bucketName, key, version, bundle.MaxZipSize)
 		switch {
-		case errors.Is(err, bucket.ErrNotFound):
-		case err != nil && version != "" && awsclient.HTTPStatus(err) == 400:
+		case errors.Is(err, objects.ErrNotFound):
+		case err != nil && version != "" && awserr.HTTPStatus(err) == 400:
 			// S3 refuses a version id of another key.
 		case err != nil:
 			return nil, key, err
@@ -114,12 +115,12 @@ func FindApplied(ctx context.Context, api bucket.Getter, bucketName, name, versi
 
 // DownloadApplied is FindApplied's bundle, loaded (Download). It returns nil, and the
 // key, when no upload holds it.
-func DownloadApplied(ctx context.Context, api bucket.Getter, bucketName, name, version, sha string) (*Loaded, string, error) {
+func DownloadApplied(ctx context.Context, api objects.Getter, bucketName, name, version, sha string) (*Loaded, string, error) {
 	o, key, err := FindApplied(ctx, api, bucketName, name, version, sha)
 	if o == nil && err == nil {
 		return nil, "", nil
 	}
-	var big *bucket.TooLargeError
+	var big *objects.TooLargeError
 	if err != nil && !errors.As(err, &big) {
 		return nil, key, err
 	}

@@ -48,6 +48,9 @@ type Document struct {
 	Drop []string `json:"drop,omitempty"`
 	// Plan is, for an apply run, the id of the approved plan it applies.
 	Plan string `json:"plan,omitempty"`
+	// Late says why a plan run made nothing: its pull request merged before it
+	// (plan.LateFor). Its plan is recorded late.
+	Late string `json:"late,omitempty"`
 	// Content marks the apply run of a bundle's content (cairn apply); Plans are the
 	// plans whose entries an apply run executes, and Applies those all of whose changes
 	// it executes (marked applied).

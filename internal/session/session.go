@@ -30,6 +30,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -154,7 +155,7 @@ func (s *Session) Bucket(ctx context.Context) (string, error) {
 		from = "the export " + BucketExport
 	}
 	_, err := s.S3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b)})
-	if err != nil && (awsclient.NotFound(err) || awsclient.ErrorCode(err) == "NoSuchBucket") {
+	if err != nil && (awserr.NotFound(err) || awserr.ErrorCode(err) == "NoSuchBucket") {
 		return "", &SetupError{Msg: fmt.Sprintf("bucket %s (from %s) does not exist: check the name, or the AWS account and region (%s) you point at", b, from, s.Region()), Err: err}
 	}
 	if err != nil && Unreachable(err) {

@@ -12,9 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/objects"
 )
 
 // Owner identifies the process holding a lock: in Lambda, the function name and the
@@ -81,7 +82,7 @@ func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner
 			l.etag = etag
 			return l, nil
 		}
-		if !errors.Is(err, bucket.ErrConflict) {
+		if !errors.Is(err, objects.ErrConflict) {
 			return nil, fmt.Errorf("lock: create: %w", err)
 		}
 		// Someone holds it (or held it): look at who, and whether the lease is over.
@@ -111,7 +112,7 @@ func (s *Store) Acquire(ctx context.Context, namespace, key, runID string, owner
 				"previous_token", held.Token, "expired_at", held.ExpiresAt)
 			return l, nil
 		}
-		if !errors.Is(err, bucket.ErrConflict) {
+		if !errors.Is(err, objects.ErrConflict) {
 			return nil, fmt.Errorf("lock: take over expired lock of run %s: %w", held.RunID, err)
 		}
 		lastErr = fmt.Errorf("lock s3://%s/%s changed while taking it over: %w", s.Bucket, lockKey, err)
@@ -153,7 +154,7 @@ func (s *Store) Resume(ctx context.Context, namespace, key, runID string, owner 
 			}
 			return &next, nil
 		}
-		if !errors.Is(err, bucket.ErrConflict) {
+		if !errors.Is(err, objects.ErrConflict) {
 			return nil, fmt.Errorf("lock: resume run %s: %w", runID, err)
 		}
 		lastErr = fmt.Errorf("lock s3://%s/%s changed while resuming run %s: %w", s.Bucket, lockKey, runID, err)
@@ -172,7 +173,7 @@ func (s *Store) Renew(ctx context.Context, l *Lock) error {
 	next.ExpiresAt = now.Add(s.lease())
 	next.Renewals++
 	etag, err := s.putLock(ctx, &next, l.etag, false)
-	if errors.Is(err, bucket.ErrConflict) {
+	if errors.Is(err, objects.ErrConflict) {
 		return s.lost(ctx, l, "renew")
 	}
 	if err != nil {
@@ -190,8 +191,8 @@ func (s *Store) Release(ctx context.Context, l *Lock) error {
 	if err := s.headLock(ctx, l); err != nil {
 		return err
 	}
-	err := bucket.Delete(ctx, s.S3, s.Bucket, bucket.LockKey(l.Namespace, l.Key), l.etag)
-	if errors.Is(err, bucket.ErrConflict) {
+	err := objects.Delete(ctx, s.S3, s.Bucket, bucket.LockKey(l.Namespace, l.Key), l.etag)
+	if errors.Is(err, objects.ErrConflict) {
 		return s.lost(ctx, l, "release")
 	}
 	if err != nil {
@@ -224,7 +225,7 @@ func (s *Store) headLock(ctx context.Context, l *Lock) error {
 	if err == nil {
 		return nil
 	}
-	if awsclient.PreconditionFailed(err) || awsclient.NotFound(err) {
+	if awserr.PreconditionFailed(err) || awserr.NotFound(err) {
 		return s.lost(ctx, l, "check")
 	}
 	return fmt.Errorf("lock s3://%s/%s: check: %w", s.Bucket, lockKey, err)
@@ -277,8 +278,8 @@ func (s *Store) ForceUnlock(ctx context.Context, namespace, key string, force bo
 	if live && !force {
 		return held, &LockedError{Holder: held, Now: now}
 	}
-	err = bucket.Delete(ctx, s.S3, s.Bucket, bucket.LockKey(namespace, key), held.etag)
-	if errors.Is(err, bucket.ErrConflict) {
+	err = objects.Delete(ctx, s.S3, s.Bucket, bucket.LockKey(namespace, key), held.etag)
+	if errors.Is(err, objects.ErrConflict) {
 		return nil, fmt.Errorf("unlock state %s/%s: the lock changed while removing it (renewed or taken over): look again with `cairn unlock %s %s`", namespace, key, namespace, key)
 	}
 	if err != nil {
@@ -303,8 +304,8 @@ func (s *Store) CurrentLock(ctx context.Context, namespace, key string) (*Lock, 
 
 func (s *Store) getLock(ctx context.Context, namespace, key string) (*Lock, error) {
 	lockKey := bucket.LockKey(namespace, key)
-	o, err := bucket.Get(ctx, s.S3, s.Bucket, lockKey, "", 0)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, s.S3, s.Bucket, lockKey, "", 0)
+	if errors.Is(err, objects.ErrNotFound) {
 		return nil, fmt.Errorf("state %s/%s: no lock at %s: %w", namespace, key, bucket.URI(s.Bucket, lockKey), ErrNotLocked)
 	}
 	if err != nil {
@@ -330,7 +331,7 @@ func (s *Store) putLock(ctx context.Context, l *Lock, ifMatch string, create boo
 	if !create && ifMatch == "" {
 		return "", fmt.Errorf("lock %s: refusing an unconditional write", bucket.URI(s.Bucket, lockKey))
 	}
-	return bucket.WriteJSON(ctx, s.S3, s.Bucket, lockKey, l, bucket.Write{Create: create, IfMatch: ifMatch})
+	return objects.WriteJSON(ctx, s.S3, s.Bucket, lockKey, l, objects.Write{Create: create, IfMatch: ifMatch})
 }
 
 func newToken() string {

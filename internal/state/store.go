@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/objects"
 )
 
 // Read returns the persistent graph guarded by l, only after confirming that l is still
@@ -110,11 +111,11 @@ func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
 	if err := s.Check(ctx, l); err != nil {
 		return fmt.Errorf("write state %s/%s generation %d: %w", l.Namespace, l.Key, doc.Generation, err)
 	}
-	etag, err := bucket.Put(ctx, s.S3, s.Bucket, bucket.StateKey(l.Namespace, l.Key), body, bucket.Write{
+	etag, err := objects.Put(ctx, s.S3, s.Bucket, bucket.StateKey(l.Namespace, l.Key), body, objects.Write{
 		Create: l.stateETag == "", IfMatch: l.stateETag, ContentType: "application/json",
 		Metadata: map[string]string{"cairn-generation": fmt.Sprint(doc.Generation), "cairn-run": l.RunID},
 	})
-	if errors.Is(err, bucket.ErrConflict) {
+	if errors.Is(err, objects.ErrConflict) {
 		return &ConflictError{Namespace: l.Namespace, Key: l.Key, ReadGeneration: l.stateGen, Err: err}
 	}
 	if err != nil {
@@ -140,8 +141,8 @@ func (s *Store) get(ctx context.Context, namespace, key, versionID string) (*Gra
 	if versionID != "" {
 		what += " version " + versionID
 	}
-	o, err := bucket.Get(ctx, s.S3, s.Bucket, bucket.StateKey(namespace, key), versionID, 0)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, s.S3, s.Bucket, bucket.StateKey(namespace, key), versionID, 0)
+	if errors.Is(err, objects.ErrNotFound) {
 		return nil, "", fmt.Errorf("state %s/%s: no object %s: %w", namespace, key, what, ErrNotFound)
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/job"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/reach"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -203,7 +204,7 @@ func (d *Driver) Start(ctx context.Context, req Request) (*drift.Sweep, error) {
 	}
 	etag, err := d.put(ctx, sw, "", true)
 	if err != nil {
-		if errors.Is(err, bucket.ErrConflict) {
+		if errors.Is(err, objects.ErrConflict) {
 			log.Info("drift: sweep created concurrently by another invocation; leaving it to that one")
 			return sw, nil
 		}
@@ -246,7 +247,7 @@ func (d *Driver) Step(ctx context.Context, id string, t drift.Trigger) (*drift.S
 	sw = drift.Claim(sw, inv.token, now, d.deadline(ctx), d.cfg.Lease)
 	etag, err = d.put(ctx, sw, etag, false)
 	if err != nil {
-		if errors.Is(err, bucket.ErrConflict) {
+		if errors.Is(err, objects.ErrConflict) {
 			log.Info("drift: sweep claimed concurrently by another invocation; leaving it to that one")
 			return sw, nil
 		}
@@ -308,7 +309,7 @@ func (d *Driver) continueLater(ctx context.Context, id string, seq int) error {
 // lost turns a failed conditional save into the outcome: another invocation took the
 // sweep over (its claim ran out), which is not an error of this trigger.
 func (d *Driver) lost(inv *invocation, err error) error {
-	if errors.Is(err, bucket.ErrConflict) {
+	if errors.Is(err, objects.ErrConflict) {
 		inv.log.Warn("drift: sweep changed under this invocation (claim expired and taken over); stopping", "err", err)
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
@@ -80,7 +81,7 @@ func (d *Driver) lockReason(ctx context.Context, g *drift.Graph) (string, error)
 func (d *Driver) detect(ctx context.Context, inv *invocation, s *drift.Stack) (drift.Started, error) {
 	api, budget, err := d.at(ctx, inv, s.Target)
 	if err != nil {
-		return drift.Started{Err: awsclient.Message(err)}, nil
+		return drift.Started{Err: awserr.Message(err)}, nil
 	}
 	if err := budget.Wait(ctx); err != nil {
 		return drift.Started{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
@@ -90,13 +91,13 @@ func (d *Driver) detect(ctx context.Context, inv *invocation, s *drift.Stack) (d
 	case err == nil:
 		inv.log.Debug("drift: detection started", "stack", s.StackName, "detection", aws.ToString(out.StackDriftDetectionId))
 		return drift.Started{DetectionID: aws.ToString(out.StackDriftDetectionId)}, nil
-	case awsclient.Throttled(err):
+	case awserr.Throttled(err):
 		inv.log.Warn("drift: detection not started (throttled); retried next pass", "stack", s.StackName, "err", err)
 		return drift.Started{Throttled: true}, nil
-	case awsclient.StackMissing(err):
+	case awserr.StackMissing(err):
 		return drift.Started{Missing: true}, nil
 	default:
-		return drift.Started{Err: awsclient.Message(err)}, nil
+		return drift.Started{Err: awserr.Message(err)}, nil
 	}
 }
 
@@ -111,26 +112,26 @@ func stackRef(s *drift.Stack) string {
 func (d *Driver) look(ctx context.Context, inv *invocation, s *drift.Stack) (drift.Detection, error) {
 	api, budget, err := d.at(ctx, inv, s.Target)
 	if err != nil {
-		return drift.Detection{StatusErr: awsclient.Message(err)}, nil
+		return drift.Detection{StatusErr: awserr.Message(err)}, nil
 	}
 	if err := budget.Wait(ctx); err != nil {
 		return drift.Detection{}, fmt.Errorf("drift: stack %s: waiting for the API budget: %w", s.StackName, err)
 	}
 	out, err := api.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(s.DetectionID)})
 	if err != nil {
-		if awsclient.Throttled(err) {
+		if awserr.Throttled(err) {
 			inv.log.Warn("drift: detection status not read (throttled); retried next pass", "stack", s.StackName, "err", err)
 		}
-		return drift.Detection{StatusErr: awsclient.Message(err), Throttled: awsclient.Throttled(err)}, nil
+		return drift.Detection{StatusErr: awserr.Message(err), Throttled: awserr.Throttled(err)}, nil
 	}
 	det := drift.Detection{Status: string(out.DetectionStatus), DriftStatus: string(out.StackDriftStatus), Reason: aws.ToString(out.DetectionStatusReason)}
 	if drift.NeedsResources(det.Status, det.DriftStatus) {
 		res, err := d.resources(ctx, inv, s)
 		if err != nil {
-			if awsclient.Throttled(err) {
+			if awserr.Throttled(err) {
 				inv.log.Warn("drift: resource drifts not read (throttled); retried next pass", "stack", s.StackName, "err", err)
 			}
-			det.ResourcesErr, det.Throttled = awsclient.Message(err), awsclient.Throttled(err)
+			det.ResourcesErr, det.Throttled = awserr.Message(err), awserr.Throttled(err)
 		}
 		det.Resources = res
 		if _, unknown := s.Secrets["*"]; unknown && err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
 )
@@ -64,7 +65,7 @@ func (d *Driver) plan(ctx context.Context, sw *drift.Sweep, inv *invocation) err
 
 // graphKeys lists [namespace, key] of every state/NAMESPACE/KEY.json.
 func (d *Driver) graphKeys(ctx context.Context) ([][2]string, error) {
-	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.StatePrefix)
+	keys, err := objects.List(ctx, d.c.S3, d.cfg.Bucket, bucket.StatePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("drift: persistent graphs: %w", err)
 	}

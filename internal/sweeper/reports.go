@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/objects"
 )
 
 // finishGraph writes g's report and publishes its summary when something drifted or
@@ -40,7 +41,7 @@ func (d *Driver) finishGraph(ctx context.Context, sw *drift.Sweep, g *drift.Grap
 		key, ctype string
 		body       []byte
 	}{{key, "application/json", body}, {mdKey, "text/markdown; charset=utf-8", md.Bytes()}} {
-		if _, err := bucket.Put(ctx, d.c.S3, d.cfg.Bucket, o.key, o.body, bucket.Write{ContentType: o.ctype}); err != nil {
+		if _, err := objects.Put(ctx, d.c.S3, d.cfg.Bucket, o.key, o.body, objects.Write{ContentType: o.ctype}); err != nil {
 			return fmt.Errorf("drift: report: %w", err)
 		}
 	}
@@ -59,7 +60,7 @@ func (d *Driver) finishGraph(ctx context.Context, sw *drift.Sweep, g *drift.Grap
 
 // previousReport returns the newest report of name older than key, if any.
 func (d *Driver) previousReport(ctx context.Context, name, key string) (string, *drift.Report, error) {
-	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.DriftReportsOf(name))
+	keys, err := objects.List(ctx, d.c.S3, d.cfg.Bucket, bucket.DriftReportsOf(name))
 	if err != nil {
 		return "", nil, err
 	}
@@ -78,7 +79,7 @@ func (d *Driver) previousReport(ctx context.Context, name, key string) (string, 
 
 // ReadReport reads the JSON report at key.
 func (d *Driver) ReadReport(ctx context.Context, key string) (*drift.Report, error) {
-	o, err := bucket.Get(ctx, d.c.S3, d.cfg.Bucket, key, "", 0)
+	o, err := objects.Get(ctx, d.c.S3, d.cfg.Bucket, key, "", 0)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
+	"github.com/cairn-dev/cairn/internal/objects"
 )
 
 // The sweep's own document: read with its ETag, written only over it, so one invocation
@@ -19,8 +20,8 @@ var errNoSweep = errors.New("no such sweep")
 
 func (d *Driver) load(ctx context.Context, id string) (*drift.Sweep, string, error) {
 	key := bucket.SweepKey(id)
-	o, err := bucket.Get(ctx, d.c.S3, d.cfg.Bucket, key, "", 0)
-	if errors.Is(err, bucket.ErrNotFound) {
+	o, err := objects.Get(ctx, d.c.S3, d.cfg.Bucket, key, "", 0)
+	if errors.Is(err, objects.ErrNotFound) {
 		return nil, "", errNoSweep
 	}
 	if err != nil {
@@ -35,11 +36,11 @@ func (d *Driver) load(ctx context.Context, id string) (*drift.Sweep, string, err
 
 // put writes sw conditionally: created (If-None-Match) or replacing the ETag it read.
 func (d *Driver) put(ctx context.Context, sw *drift.Sweep, etag string, create bool) (string, error) {
-	return bucket.WriteJSON(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepKey(sw.ID), sw, bucket.Write{Create: create, IfMatch: etag})
+	return objects.WriteJSON(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepKey(sw.ID), sw, objects.Write{Create: create, IfMatch: etag})
 }
 
 func (d *Driver) delete(ctx context.Context, inv *invocation) error {
-	if err := bucket.Delete(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepKey(inv.sw.ID), inv.etag); err != nil {
+	if err := objects.Delete(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepKey(inv.sw.ID), inv.etag); err != nil {
 		return d.lost(inv, err)
 	}
 	return nil
@@ -47,7 +48,7 @@ func (d *Driver) delete(ctx context.Context, inv *invocation) error {
 
 // OpenSweeps lists the ids of sweeps not yet finished, oldest first.
 func (d *Driver) OpenSweeps(ctx context.Context) ([]string, error) {
-	keys, err := bucket.List(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepsPrefix)
+	keys, err := objects.List(ctx, d.c.S3, d.cfg.Bucket, bucket.SweepsPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("drift: open sweeps: %w", err)
 	}

@@ -42,16 +42,27 @@ post() {
   fi
 }
 
-# plan_comment PR writes the plan of PATH (for pull request PR) as a comment into
-# $comment, prints cairn's messages, and sets plan_id and code.
+# plan_comment PR [merged] writes the plan of PATH (for pull request PR; with "merged", of
+# its merged content, after the merge) as a comment into $comment, prints cairn's
+# messages, and sets plan_id and code. A plan run superseded by a newer upload, or late
+# (PR merged before it: the plan of its merged content waits for the gate), exits 3 and
+# has nothing to post: the comment stays as the newer job or the apply job left it.
 plan_comment() {
   local pr="$1" log="$RUNNER_TEMP/cairn-plan-$INPUT_DEPLOYMENT.log" prargs=()
   if [ -n "$pr" ]; then
     prargs=(--pr "$pr")
   fi
+  if [ "${2:-}" = merged ]; then
+    prargs+=(--merged)
+  fi
   code=0
+  plan_id=""
   cairn plan "$INPUT_PATH" "${args[@]}" "${prargs[@]}" --format md >"$comment" 2>"$log" || code=$?
   cat "$log" >&2
+  if [ "$code" -eq 3 ]; then
+    echo "cairn: nothing to post: this plan run was superseded by a newer upload, or its pull request merged before it (see above)"
+    return
+  fi
   if [ ! -s "$comment" ]; then
     # No plan to show (the bundle does not validate, or cairn cannot be reached): the
     # comment says why, under the same marker.
@@ -118,13 +129,23 @@ case "$INPUT_COMMAND" in
 plan)
   plan_comment "${INPUT_PULL_REQUEST:-}"
   echo "plan-id=$plan_id" >>"$out"
+  if [ "$code" -eq 3 ]; then
+    exit 0
+  fi
   exit "$code"
   ;;
 apply)
   log="$RUNNER_TEMP/cairn-apply-$INPUT_DEPLOYMENT.log"
   code=0
   comments_before
-  cairn apply "$INPUT_PATH" "${args[@]}" | tee "$log" || code=$?
+  merged="$(merged_pr)"
+  prargs=()
+  if [ -n "$merged" ]; then
+    # Recorded with the apply: a plan of this pull request's own checkout uploaded after
+    # the merge is late and makes nothing.
+    prargs=(--pr "$merged")
+  fi
+  cairn apply "$INPUT_PATH" "${args[@]}" "${prargs[@]}" | tee "$log" || code=$?
   plans="$(sed -n 's/^plan \([^ ]*\) of .* (made .*): its reviewed entries for .*/\1/p' "$log" | tr '\n' ' ')"
   echo "plan-id=${plans% }" >>"$out"
   update_comments
@@ -132,7 +153,7 @@ apply)
     # No reviewed plan covers the merged content: it is planned now, posted on the merged
     # pull request and in the job summary, and the gate approves exactly that plan.
     echo "cairn: the merged content is not covered by a reviewed plan: planning it for review"
-    plan_comment "$(merged_pr)"
+    plan_comment "$merged" merged
     if [ "$code" -ne 0 ] || [ -z "$plan_id" ]; then
       exit 1
     fi

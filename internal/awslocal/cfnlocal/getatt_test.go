@@ -82,7 +82,8 @@ Outputs:
 }
 
 // TestRefIsWhatCloudFormationReturns: Ref of a state machine or an activity is its ARN, of a
-// user pool domain its Domain, as the resource types' documentation says (and templates
+// user pool domain its Domain, of a schedule or a schedule group its Name (a schedule's
+// Arn naming its group), as the resource types' documentation says (and templates
 // pass them on as such: a state machine's Ref to an IAM policy's Resource).
 func TestRefIsWhatCloudFormationReturns(t *testing.T) {
 	e := newEnv(t, nil)
@@ -106,6 +107,23 @@ func TestRefIsWhatCloudFormationReturns(t *testing.T) {
   Domain:
     Type: AWS::Cognito::UserPoolDomain
     Properties: {Domain: shop-auth, UserPoolId: !Ref Pool}
+  Schedule:
+    Type: AWS::Scheduler::Schedule
+    Properties:
+      Name: !Sub '${AWS::StackName}-schedule'
+      ScheduleExpression: rate(5 minutes)
+      FlexibleTimeWindow: {Mode: 'OFF'}
+      Target: {Arn: arn:aws:sqs:us-east-1:000000000000:q, RoleArn: arn:aws:iam::000000000000:role/s}
+  Unnamed:
+    Type: AWS::Scheduler::Schedule
+    Properties:
+      GroupName: !Ref Group
+      ScheduleExpression: rate(5 minutes)
+      FlexibleTimeWindow: {Mode: 'OFF'}
+      Target: {Arn: arn:aws:sqs:us-east-1:000000000000:q, RoleArn: arn:aws:iam::000000000000:role/s}
+  Group:
+    Type: AWS::Scheduler::ScheduleGroup
+    Properties: {Name: jobs}
 Outputs:
   MachineRef: {Value: !Ref Machine}
   MachineArn: {Value: !GetAtt Machine.Arn}
@@ -114,6 +132,12 @@ Outputs:
   WorkRef: {Value: !Ref Work}
   DomainRef: {Value: !Ref Domain}
   DomainCloudFront: {Value: !GetAtt Domain.CloudFrontDistribution}
+  ScheduleRef: {Value: !Ref Schedule}
+  ScheduleArn: {Value: !GetAtt Schedule.Arn}
+  UnnamedRef: {Value: !Ref Unnamed}
+  UnnamedArn: {Value: !GetAtt Unnamed.Arn}
+  GroupRef: {Value: !Ref Group}
+  GroupArn: {Value: !GetAtt Group.Arn}
 `, nil)
 	st := e.settle("refs")
 	if st.StackStatus != types.StackStatusCreateComplete {
@@ -129,6 +153,12 @@ Outputs:
 		{"WorkRef", `^arn:aws:states:us-east-1:\d{12}:activity:work$`},
 		{"DomainRef", `^shop-auth$`},
 		{"DomainCloudFront", `^d[0-9a-f]{13}\.cloudfront\.net$`},
+		{"ScheduleRef", `^refs-schedule$`},
+		{"ScheduleArn", `^arn:aws:scheduler:us-east-1:\d{12}:schedule/default/refs-schedule$`},
+		{"UnnamedRef", `^refs-Unnamed-[A-Z0-9]{12}$`},
+		{"UnnamedArn", `^arn:aws:scheduler:us-east-1:\d{12}:schedule/jobs/refs-Unnamed-[A-Z0-9]{12}$`},
+		{"GroupRef", `^jobs$`},
+		{"GroupArn", `^arn:aws:scheduler:us-east-1:\d{12}:schedule-group/jobs$`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.output, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package cfnlocal
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/aws-cloudformation/rain/cft/parse"
 
+	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/spec"
 )
 
@@ -278,53 +280,41 @@ func (t *template) orderWith(extra map[string][]string) ([]string, error) {
 	return t.orderBy(nil)
 }
 
+// orderBy orders the resources with the graph's walker (package graph, as a run orders
+// stacks): dependencies first, the smallest logical id first among those that could come
+// next. A resource on a cycle, or depending on one or on a resource the template does not
+// declare, has no place: they are all named, as CloudFormation does.
 func (t *template) orderBy(extra map[string][]string) ([]string, error) {
-	names := make([]string, 0, len(t.Resources))
-	for n := range t.Resources {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	indeg := map[string]int{}
-	rev := map[string][]string{}
+	names := sortedKeys(t.Resources)
+	g := graph.NewSized(len(names))
 	for _, n := range names {
-		ds := t.deps(n)
+		g.AddNode(n)
+	}
+	var undeclared []string // resources depending on one that is not declared
+	for _, n := range names {
+		for _, d := range t.deps(n) {
+			if g.AddEdge(n, d) != nil {
+				undeclared = append(undeclared, n)
+			}
+		}
 		for _, d := range extra[n] {
-			if !slices.Contains(ds, d) && d != n {
-				ds = append(ds, d)
+			if d != n && g.AddEdge(n, d) != nil {
+				undeclared = append(undeclared, n)
 			}
-		}
-		indeg[n] = len(ds)
-		for _, d := range ds {
-			rev[d] = append(rev[d], n)
 		}
 	}
-	var out []string
-	done := map[string]bool{}
-	for len(out) < len(names) {
-		progressed := false
-		for _, n := range names {
-			if done[n] || indeg[n] > 0 {
-				continue
-			}
-			done[n] = true
-			out = append(out, n)
-			for _, m := range rev[n] {
-				indeg[m]--
-			}
-			progressed = true
-			break
-		}
-		if !progressed {
-			var cyc []string
-			for _, n := range names {
-				if !done[n] {
-					cyc = append(cyc, n)
-				}
-			}
-			return nil, invalidf("Template format error: Circular dependency between resources: [%s]", strings.Join(cyc, ", "))
-		}
+	order, err := g.Order()
+	if err == nil && undeclared == nil {
+		return order, nil
 	}
-	return out, nil
+	var unordered []string
+	var cycle *graph.CycleError
+	if errors.As(err, &cycle) {
+		unordered = cycle.Unordered
+	}
+	unordered = append(append(unordered, undeclared...), g.BlockedBy(undeclared, nil)...)
+	slices.Sort(unordered)
+	return nil, invalidf("Template format error: Circular dependency between resources: [%s]", strings.Join(slices.Compact(unordered), ", "))
 }
 
 func dedupe(s []string) []string {

@@ -5,7 +5,10 @@
 // Stacks are plain data. A stack operation is a schedule of resource steps on the clock;
 // every request first advances all stacks to Clock.Now(), and one background goroutine
 // wakes at the next due time so events, custom resource requests and timeouts happen even
-// when nobody asks.
+// when nobody asks. A template's resources are a graph of logical ids (DependsOn, Ref and
+// GetAtt edges, and the names one resource gives another): they are made in the order of
+// the graph's walker (package graph), the one the run engine uses for stacks, and deleted
+// in its reverse.
 package cfnlocal
 
 import (

@@ -129,7 +129,17 @@ func (s *Service) stackARN(name string) string {
 }
 
 // addEvent records one status change and sends it to the stack's NotificationARNs.
+//
+// A stack's events are a millisecond apart at least, as the API shows them: clients order
+// them by Timestamp (the CDK CLI sorts what it reads by it, newest first within a tie), so
+// events of one instant of the emulator's clock would come out of order — a stack's
+// CREATE_COMPLETE before its last resource's, UPDATE_COMPLETE before UPDATE_IN_PROGRESS.
 func (s *Service) addEvent(st *stack, at time.Time, logicalID, physicalID, typ, status, reason string, props map[string]any) {
+	if n := len(st.Events); n > 0 {
+		if last := st.Events[n-1].Time.Truncate(time.Millisecond); !at.Truncate(time.Millisecond).After(last) {
+			at = last.Add(time.Millisecond)
+		}
+	}
 	ev := event{
 		ID: hashUUID("event", st.ID, fmt.Sprint(len(st.Events))), LogicalID: logicalID, PhysicalID: physicalID,
 		Type: typ, Time: at, Status: status, Reason: reason, Token: st.LastClientToken,

@@ -465,6 +465,19 @@ var resourceTypes = map[string]resourceType{
 		attrs:      map[string]func(c idCtx) any{"Arn": physOnly, "Name": func(c idCtx) any { return lastColon(c.physical) }},
 		createOnly: []string{"Name"},
 	},
+	// Ref of a schedule or a schedule group is its Name; a schedule's Arn names its group.
+	"AWS::Scheduler::Schedule": {
+		phys: func(c idCtx) string { return c.name("Name", 64) },
+		attrs: map[string]func(c idCtx) any{"Arn": func(c idCtx) any {
+			return c.arn("scheduler", "schedule/"+orDefault(c.prop("GroupName"), "default")+"/"+c.physical)
+		}},
+		createOnly: []string{"Name", "GroupName"},
+	},
+	"AWS::Scheduler::ScheduleGroup": {
+		phys:       func(c idCtx) string { return c.name("Name", 64) },
+		attrs:      map[string]func(c idCtx) any{"Arn": func(c idCtx) any { return c.arn("scheduler", "schedule-group/"+c.physical) }},
+		createOnly: []string{"Name"},
+	},
 	// Ref of a user pool domain is its Domain (the prefix, or the custom domain name).
 	"AWS::Cognito::UserPoolDomain": {
 		phys:       func(c idCtx) string { return orDefault(c.prop("Domain"), c.name("", 63)) },

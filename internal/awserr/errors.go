@@ -1,4 +1,9 @@
-package awsclient
+// Package awserr classifies the errors AWS answers with: not found, throttled, permanent
+// or worth a retry, a stack or change set missing, access denied, and the reason a person
+// reads. It is the one owner of that classification, and needs nothing of the SDK's
+// service clients (only smithy's error types), so the decision packages can use it and
+// stay free of them.
+package awserr
 
 import (
 	"context"

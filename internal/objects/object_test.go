@@ -1,4 +1,4 @@
-package bucket_test
+package objects_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/objects"
 )
 
 const name = "cairn-state"
@@ -71,47 +72,47 @@ func TestConditionalDocuments(t *testing.T) {
 	key := bucket.RunKey("shop", "R1")
 
 	var got doc
-	if _, err := bucket.ReadJSON(ctx, c, name, key, &got); !errors.Is(err, bucket.ErrNotFound) {
+	if _, err := objects.ReadJSON(ctx, c, name, key, &got); !errors.Is(err, objects.ErrNotFound) {
 		t.Fatalf("read of a missing document: %v, want ErrNotFound", err)
 	}
-	etag1, err := bucket.WriteJSON(ctx, c, name, key, doc{1}, bucket.Write{Create: true})
+	etag1, err := objects.WriteJSON(ctx, c, name, key, doc{1}, objects.Write{Create: true})
 	if err != nil || etag1 == "" {
 		t.Fatalf("create: %q, %v", etag1, err)
 	}
-	if _, err := bucket.WriteJSON(ctx, c, name, key, doc{2}, bucket.Write{Create: true}); !errors.Is(err, bucket.ErrConflict) {
+	if _, err := objects.WriteJSON(ctx, c, name, key, doc{2}, objects.Write{Create: true}); !errors.Is(err, objects.ErrConflict) {
 		t.Fatalf("second create: %v, want ErrConflict", err)
 	}
-	etag, err := bucket.ReadJSON(ctx, c, name, key, &got)
+	etag, err := objects.ReadJSON(ctx, c, name, key, &got)
 	if err != nil || got.N != 1 || etag != etag1 {
 		t.Fatalf("read: %+v, %q, %v; want n 1 and ETag %q", got, etag, err, etag1)
 	}
-	etag2, err := bucket.WriteJSON(ctx, c, name, key, doc{3}, bucket.Write{IfMatch: etag1})
+	etag2, err := objects.WriteJSON(ctx, c, name, key, doc{3}, objects.Write{IfMatch: etag1})
 	if err != nil || etag2 == etag1 {
 		t.Fatalf("replace: %q, %v", etag2, err)
 	}
-	if _, err := bucket.WriteJSON(ctx, c, name, key, doc{4}, bucket.Write{IfMatch: etag1}); !errors.Is(err, bucket.ErrConflict) {
+	if _, err := objects.WriteJSON(ctx, c, name, key, doc{4}, objects.Write{IfMatch: etag1}); !errors.Is(err, objects.ErrConflict) {
 		t.Fatalf("replace over a stale ETag: %v, want ErrConflict", err)
 	}
-	if _, err := bucket.ReadJSON(ctx, c, name, key, &got); err != nil || got.N != 3 {
+	if _, err := objects.ReadJSON(ctx, c, name, key, &got); err != nil || got.N != 3 {
 		t.Fatalf("after the lost write: %+v, %v; want n 3", got, err)
 	}
-	if _, err := bucket.WriteJSON(ctx, c, name, key, doc{5}, bucket.Write{}); err != nil {
+	if _, err := objects.WriteJSON(ctx, c, name, key, doc{5}, objects.Write{}); err != nil {
 		t.Fatalf("unconditional write: %v", err)
 	}
-	if err := bucket.Delete(ctx, c, name, key, etag2); !errors.Is(err, bucket.ErrConflict) {
+	if err := objects.Delete(ctx, c, name, key, etag2); !errors.Is(err, objects.ErrConflict) {
 		t.Fatalf("delete over a stale ETag: %v, want ErrConflict", err)
 	}
-	o, err := bucket.Get(ctx, c, name, key, "", 0)
+	o, err := objects.Get(ctx, c, name, key, "", 0)
 	if err != nil || !strings.Contains(string(o.Body), `"n": 5`) {
 		t.Fatalf("get: %v", err)
 	}
-	if err := bucket.Delete(ctx, c, name, key, o.ETag); err != nil {
+	if err := objects.Delete(ctx, c, name, key, o.ETag); err != nil {
 		t.Fatalf("delete over the current ETag: %v", err)
 	}
-	if err := bucket.Delete(ctx, c, name, key, ""); err != nil {
+	if err := objects.Delete(ctx, c, name, key, ""); err != nil {
 		t.Fatalf("delete of a missing object: %v", err)
 	}
-	if _, err := bucket.WriteJSON(ctx, c, name, key, doc{6}, bucket.Write{IfMatch: o.ETag}); !errors.Is(err, bucket.ErrConflict) {
+	if _, err := objects.WriteJSON(ctx, c, name, key, doc{6}, objects.Write{IfMatch: o.ETag}); !errors.Is(err, objects.ErrConflict) {
 		t.Fatalf("replace of a deleted object: %v, want ErrConflict", err)
 	}
 }
@@ -142,10 +143,10 @@ func TestGet(t *testing.T) {
 		{what: "missing key", key: bucket.DeploymentKey("other"), err: "s3://cairn-state/deployments/other.zip: no such object", notFound: true},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
-			o, err := bucket.Get(ctx, c, name, tc.key, tc.version, tc.limit)
+			o, err := objects.Get(ctx, c, name, tc.key, tc.version, tc.limit)
 			if tc.err != "" {
-				var big *bucket.TooLargeError
-				if err == nil || err.Error() != tc.err || errors.Is(err, bucket.ErrNotFound) != tc.notFound || errors.As(err, &big) != tc.tooLarge {
+				var big *objects.TooLargeError
+				if err == nil || err.Error() != tc.err || errors.Is(err, objects.ErrNotFound) != tc.notFound || errors.As(err, &big) != tc.tooLarge {
 					t.Fatalf("err %v, want %q (not found %v, too large %v)", err, tc.err, tc.notFound, tc.tooLarge)
 				}
 				return
@@ -155,11 +156,11 @@ func TestGet(t *testing.T) {
 			}
 		})
 	}
-	o, err := bucket.Get(ctx, c, name, key, first, 0)
+	o, err := objects.Get(ctx, c, name, key, first, 0)
 	if err != nil || o.Metadata["git-ref"] != "abc" {
 		t.Fatalf("metadata of the first version: %+v, %v", o, err)
 	}
-	if _, err := bucket.Get(ctx, c, "no-such-bucket", key, "", 0); err == nil || errors.Is(err, bucket.ErrNotFound) {
+	if _, err := objects.Get(ctx, c, "no-such-bucket", key, "", 0); err == nil || errors.Is(err, objects.ErrNotFound) {
 		t.Fatalf("a missing bucket reads as %v: it must be an error of its own, not a missing object", err)
 	}
 }
@@ -200,7 +201,7 @@ func TestListReadsEveryPage(t *testing.T) {
 		keys = append(keys, bucket.RunKey("shop", fmt.Sprintf("R%d", i)))
 	}
 	p := &pages{keys: append(keys, bucket.RunKey("other", "R9")), size: 3}
-	got, err := bucket.List(context.Background(), p, name, bucket.RunsOf("shop"))
+	got, err := objects.List(context.Background(), p, name, bucket.RunsOf("shop"))
 	if err != nil || !slices.Equal(got, keys) || p.calls != 3 {
 		t.Fatalf("%q in %d calls, %v; want %q in 3", got, p.calls, err, keys)
 	}
@@ -232,8 +233,8 @@ func TestDeleteClassifiesTheAnswer(t *testing.T) {
 		{"denied", answer(403, "AccessDenied"), "", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := bucket.Delete(context.Background(), deleter{tc.err}, name, bucket.OpenRunKey("R1"), tc.ifMatch)
-			if (err == nil) != tc.ok || errors.Is(err, bucket.ErrConflict) != tc.conflict {
+			err := objects.Delete(context.Background(), deleter{tc.err}, name, bucket.OpenRunKey("R1"), tc.ifMatch)
+			if (err == nil) != tc.ok || errors.Is(err, objects.ErrConflict) != tc.conflict {
 				t.Errorf("err %v, want ok %v conflict %v", err, tc.ok, tc.conflict)
 			}
 		})

@@ -1,4 +1,8 @@
-package bucket
+// Package objects reads and writes cairn's bucket: objects by key (conditional writes,
+// size limits, JSON), listings, and Gated, the S3 client that refuses what the calling
+// run's scope does not allow. What the keys are, and who may touch which, is package
+// bucket's, which links no SDK: the decision packages use that, the drivers this.
+package objects
 
 import (
 	"bytes"
@@ -15,7 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/awserr"
+	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // Sentinel errors of object I/O, wrapped with the object's address.
@@ -70,14 +75,14 @@ type Object struct {
 // refuses a body larger than limit bytes.
 func Get(ctx context.Context, api Getter, name, key, versionID string, limit int64) (*Object, error) {
 	in := &s3.GetObjectInput{Bucket: aws.String(name), Key: aws.String(key)}
-	where := URI(name, key)
+	where := bucket.URI(name, key)
 	if versionID != "" {
 		in.VersionId = aws.String(versionID)
 		where += " version " + versionID
 	}
 	out, err := api.GetObject(ctx, in)
 	if err != nil {
-		if awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket" {
+		if awserr.NotFound(err) && awserr.ErrorCode(err) != "NoSuchBucket" {
 			return nil, fmt.Errorf("%s: %w", where, ErrNotFound)
 		}
 		return nil, fmt.Errorf("read %s: %w", where, err)
@@ -105,7 +110,7 @@ func ReadJSON(ctx context.Context, api Getter, name, key string, v any) (etag st
 		return "", err
 	}
 	if err := json.Unmarshal(o.Body, v); err != nil {
-		return "", fmt.Errorf("%s is not a JSON document: %w", URI(name, key), err)
+		return "", fmt.Errorf("%s is not a JSON document: %w", bucket.URI(name, key), err)
 	}
 	return o.ETag, nil
 }
@@ -137,10 +142,10 @@ func Put(ctx context.Context, api Putter, name, key string, body []byte, w Write
 	out, err := api.PutObject(ctx, in)
 	if err != nil {
 		conditional := w.Create || w.IfMatch != ""
-		if conditional && (awsclient.PreconditionFailed(err) || (w.IfMatch != "" && awsclient.NotFound(err))) {
-			return "", fmt.Errorf("write %s: %w (%w)", URI(name, key), ErrConflict, err)
+		if conditional && (awserr.PreconditionFailed(err) || (w.IfMatch != "" && awserr.NotFound(err))) {
+			return "", fmt.Errorf("write %s: %w (%w)", bucket.URI(name, key), ErrConflict, err)
 		}
-		return "", fmt.Errorf("write %s: %w", URI(name, key), err)
+		return "", fmt.Errorf("write %s: %w", bucket.URI(name, key), err)
 	}
 	return aws.ToString(out.ETag), nil
 }
@@ -149,7 +154,7 @@ func Put(ctx context.Context, api Putter, name, key string, body []byte, w Write
 func WriteJSON(ctx context.Context, api Putter, name, key string, v any, w Write) (string, error) {
 	body, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("encode %s: %w", URI(name, key), err)
+		return "", fmt.Errorf("encode %s: %w", bucket.URI(name, key), err)
 	}
 	if w.ContentType == "" {
 		w.ContentType = "application/json"
@@ -166,16 +171,16 @@ func Delete(ctx context.Context, api Deleter, name, key, ifMatch string) error {
 		in.IfMatch = aws.String(ifMatch)
 	}
 	_, err := api.DeleteObject(ctx, in)
-	gone := awsclient.NotFound(err) && awsclient.ErrorCode(err) != "NoSuchBucket"
+	gone := awserr.NotFound(err) && awserr.ErrorCode(err) != "NoSuchBucket"
 	switch {
 	case err == nil:
 		return nil
-	case ifMatch != "" && (gone || awsclient.PreconditionFailed(err)):
-		return fmt.Errorf("delete %s: %w (%w)", URI(name, key), ErrConflict, err)
+	case ifMatch != "" && (gone || awserr.PreconditionFailed(err)):
+		return fmt.Errorf("delete %s: %w (%w)", bucket.URI(name, key), ErrConflict, err)
 	case gone:
 		return nil
 	}
-	return fmt.Errorf("delete %s: %w", URI(name, key), err)
+	return fmt.Errorf("delete %s: %w", bucket.URI(name, key), err)
 }
 
 // ManyDeleter deletes objects a thousand at a time.
@@ -194,11 +199,11 @@ func DeleteMany(ctx context.Context, api ManyDeleter, name string, keys []string
 		}
 		out, err := api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(name), Delete: &s3types.Delete{Objects: objs, Quiet: aws.Bool(true)}})
 		if err != nil {
-			return fmt.Errorf("delete %d objects of %s: %w", n, URI(name, ""), err)
+			return fmt.Errorf("delete %d objects of %s: %w", n, bucket.URI(name, ""), err)
 		}
 		if len(out.Errors) > 0 {
 			e := out.Errors[0]
-			return fmt.Errorf("delete %s: %s: %s (and %d more)", URI(name, aws.ToString(e.Key)), aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)
+			return fmt.Errorf("delete %s: %s: %s (and %d more)", bucket.URI(name, aws.ToString(e.Key)), aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors)-1)
 		}
 		keys = keys[n:]
 	}
@@ -239,7 +244,7 @@ func listModified(ctx context.Context, api Lister, in *s3.ListObjectsV2Input) ([
 	for {
 		out, err := api.ListObjectsV2(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", URI(name, prefix), err)
+			return nil, fmt.Errorf("list %s: %w", bucket.URI(name, prefix), err)
 		}
 		for _, o := range out.Contents {
 			listed = append(listed, Listed{Key: aws.ToString(o.Key), LastModified: aws.ToTime(o.LastModified)})
@@ -256,15 +261,15 @@ func listModified(ctx context.Context, api Lister, in *s3.ListObjectsV2Input) ([
 // may have meant. The plans' own documents, one folder down, are not listed.
 func Deployments(ctx context.Context, api Lister, name string) ([]string, error) {
 	seen := map[string]bool{}
-	for _, prefix := range []string{DeploymentsPrefix, PlansPrefix} {
+	for _, prefix := range []string{bucket.DeploymentsPrefix, bucket.PlansPrefix} {
 		in := &s3.ListObjectsV2Input{Bucket: aws.String(name), Prefix: aws.String(prefix), Delimiter: aws.String("/")}
 		for {
 			out, err := api.ListObjectsV2(ctx, in)
 			if err != nil {
-				return nil, fmt.Errorf("list %s: %w", URI(name, prefix), err)
+				return nil, fmt.Errorf("list %s: %w", bucket.URI(name, prefix), err)
 			}
 			for _, o := range out.Contents {
-				if d, ok := zipName(aws.ToString(o.Key), prefix); ok {
+				if d, ok := bucket.UploadName(aws.ToString(o.Key), prefix); ok {
 					seen[d] = true
 				}
 			}

@@ -1,4 +1,4 @@
-package bucket
+package objects
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // GatedAPI is every S3 call the deployer makes to a bucket of cairn's.
@@ -38,22 +40,22 @@ type Gated struct {
 // Gate returns api gated for bucket name.
 func Gate(api GatedAPI, name string) *Gated { return &Gated{api: api, name: name} }
 
-func (g *Gated) check(ctx context.Context, name *string, op Op, key string) error {
+func (g *Gated) check(ctx context.Context, name *string, op bucket.Op, key string) error {
 	if b := aws.ToString(name); b != g.name {
-		return &RefusedError{Op: op, Key: URI(b, key), Scope: "a client of bucket " + g.name}
+		return &bucket.RefusedError{Op: op, Key: bucket.URI(b, key), Scope: "a client of bucket " + g.name}
 	}
-	return ScopeOf(ctx).Allows(op, key)
+	return bucket.ScopeOf(ctx).Allows(op, key)
 }
 
 func (g *Gated) GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	if err := g.check(ctx, in.Bucket, OpRead, aws.ToString(in.Key)); err != nil {
+	if err := g.check(ctx, in.Bucket, bucket.OpRead, aws.ToString(in.Key)); err != nil {
 		return nil, err
 	}
 	return g.api.GetObject(ctx, in, optFns...)
 }
 
 func (g *Gated) HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
-	if err := g.check(ctx, in.Bucket, OpRead, aws.ToString(in.Key)); err != nil {
+	if err := g.check(ctx, in.Bucket, bucket.OpRead, aws.ToString(in.Key)); err != nil {
 		return nil, err
 	}
 	return g.api.HeadObject(ctx, in, optFns...)
@@ -61,12 +63,12 @@ func (g *Gated) HeadObject(ctx context.Context, in *s3.HeadObjectInput, optFns .
 
 func (g *Gated) PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	key := aws.ToString(in.Key)
-	if err := g.check(ctx, in.Bucket, OpWrite, key); err != nil {
+	if err := g.check(ctx, in.Bucket, bucket.OpWrite, key); err != nil {
 		return nil, err
 	}
-	if sha, ok := ContentAddressed(key); ok {
+	if sha, ok := bucket.ContentAddressed(key); ok {
 		if err := holds(in.Body, sha); err != nil {
-			return nil, fmt.Errorf("%s: %w: refused before any request", URI(g.name, key), err)
+			return nil, fmt.Errorf("%s: %w: refused before any request", bucket.URI(g.name, key), err)
 		}
 	}
 	return g.api.PutObject(ctx, in, optFns...)
@@ -101,7 +103,7 @@ func SHA256(r io.Reader) (string, error) {
 }
 
 func (g *Gated) DeleteObject(ctx context.Context, in *s3.DeleteObjectInput, optFns ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
-	if err := g.check(ctx, in.Bucket, OpDelete, aws.ToString(in.Key)); err != nil {
+	if err := g.check(ctx, in.Bucket, bucket.OpDelete, aws.ToString(in.Key)); err != nil {
 		return nil, err
 	}
 	return g.api.DeleteObject(ctx, in, optFns...)
@@ -112,7 +114,7 @@ func (g *Gated) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, op
 		return g.api.DeleteObjects(ctx, in, optFns...)
 	}
 	for _, o := range in.Delete.Objects {
-		if err := g.check(ctx, in.Bucket, OpDelete, aws.ToString(o.Key)); err != nil {
+		if err := g.check(ctx, in.Bucket, bucket.OpDelete, aws.ToString(o.Key)); err != nil {
 			return nil, err
 		}
 	}
@@ -120,14 +122,14 @@ func (g *Gated) DeleteObjects(ctx context.Context, in *s3.DeleteObjectsInput, op
 }
 
 func (g *Gated) ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
-	if err := g.check(ctx, in.Bucket, OpList, aws.ToString(in.Prefix)); err != nil {
+	if err := g.check(ctx, in.Bucket, bucket.OpList, aws.ToString(in.Prefix)); err != nil {
 		return nil, err
 	}
 	return g.api.ListObjectsV2(ctx, in, optFns...)
 }
 
 func (g *Gated) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersionsInput, optFns ...func(*s3.Options)) (*s3.ListObjectVersionsOutput, error) {
-	if err := g.check(ctx, in.Bucket, OpList, aws.ToString(in.Prefix)); err != nil {
+	if err := g.check(ctx, in.Bucket, bucket.OpList, aws.ToString(in.Prefix)); err != nil {
 		return nil, err
 	}
 	return g.api.ListObjectVersions(ctx, in, optFns...)
@@ -137,19 +139,19 @@ func (g *Gated) ListObjectVersions(ctx context.Context, in *s3.ListObjectVersion
 // artifact the lifecycle would expire is written again.
 func (g *Gated) CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
 	key := aws.ToString(in.Key)
-	if err := g.check(ctx, in.Bucket, OpWrite, key); err != nil {
+	if err := g.check(ctx, in.Bucket, bucket.OpWrite, key); err != nil {
 		return nil, err
 	}
 	src := strings.TrimPrefix(aws.ToString(in.CopySource), "/")
-	if _, ok := ContentAddressed(key); !ok || src != g.name+"/"+key {
-		return nil, &RefusedError{Op: OpWrite, Key: key + " (a copy of " + src + ")", Scope: ScopeOf(ctx).String()}
+	if _, ok := bucket.ContentAddressed(key); !ok || src != g.name+"/"+key {
+		return nil, &bucket.RefusedError{Op: bucket.OpWrite, Key: key + " (a copy of " + src + ")", Scope: bucket.ScopeOf(ctx).String()}
 	}
 	return g.api.CopyObject(ctx, in, optFns...)
 }
 
 func (g *Gated) GetBucketVersioning(ctx context.Context, in *s3.GetBucketVersioningInput, optFns ...func(*s3.Options)) (*s3.GetBucketVersioningOutput, error) {
 	if b := aws.ToString(in.Bucket); b != g.name {
-		return nil, &RefusedError{Op: OpRead, Key: URI(b, ""), Scope: "a client of bucket " + g.name}
+		return nil, &bucket.RefusedError{Op: bucket.OpRead, Key: bucket.URI(b, ""), Scope: "a client of bucket " + g.name}
 	}
 	return g.api.GetBucketVersioning(ctx, in, optFns...)
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
+	"github.com/cairn-dev/cairn/internal/sealkey"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -146,7 +147,7 @@ type Clients struct {
 	// Reach reaches the stacks of other accounts and regions (nil: stacks at home only).
 	Reach *reach.Reacher
 	// KMS derives the seal key (required with Config.SealKeyID).
-	KMS seal.MACAPI
+	KMS sealkey.MACAPI
 }
 
 // base is what every part of the driver shares.
@@ -161,7 +162,7 @@ type base struct {
 	clk   clock.Clock
 	log   *slog.Logger
 
-	kms     seal.MACAPI
+	kms     sealkey.MACAPI
 	sealMu  sync.Mutex
 	sealKey seal.Key // derived once per process (key)
 
@@ -341,7 +342,7 @@ func (b *base) key(ctx context.Context) (seal.Key, error) {
 	if b.sealKey.Keyed() {
 		return b.sealKey, nil
 	}
-	k, err := seal.FromKMS(ctx, b.kms, b.cfg.SealKeyID)
+	k, err := sealkey.FromKMS(ctx, b.kms, b.cfg.SealKeyID)
 	if err != nil {
 		return seal.Unkeyed, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/seal"
+	"github.com/cairn-dev/cairn/internal/sealkey"
 )
 
 // macKMS answers GenerateMac as a KMS HMAC_256 key of its material does.
@@ -27,7 +28,7 @@ func (m macKMS) GenerateMac(_ context.Context, in *kms.GenerateMacInput, _ ...fu
 // testKey is a seal key derived, as the deployer derives it, from a KMS key of material.
 func testKey(t *testing.T, material string) seal.Key {
 	t.Helper()
-	k, err := seal.FromKMS(context.Background(), macKMS(material), "test-key")
+	k, err := sealkey.FromKMS(context.Background(), macKMS(material), "test-key")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@
 //
 // The key is an HMAC key of AWS KMS (key spec HMAC_256) that cairn's own stack creates and
 // whose key policy lets only the deployer's role use it. The deployer derives its sealing
-// key from it once per process, GenerateMac of a fixed label, and keeps it in memory only:
+// key from it once per process (package sealkey), GenerateMac of a fixed label, and keeps it in memory only:
 // whoever may call GenerateMac with that key can derive it too, and nobody else can. Local
 // mode's emulator serves the same KMS calls, with key material under its --dir.
 //
@@ -14,18 +14,11 @@
 package seal
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
 	"hash"
 	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
-	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 )
 
 // Key seals values. The zero Key is Unkeyed.
@@ -90,27 +83,6 @@ func (k Key) Verify(digest, domain string, parts ...string) bool {
 // IsKeyed reports whether a digest (as Sum returns it) was made with a key.
 func IsKeyed(digest string) bool { return strings.HasPrefix(digest, Marker) }
 
-// derivation is the message whose MAC under the KMS key is the sealing key. Changing it
-// changes every seal.
-const derivation = "cairn seal key v1"
-
-// MACAPI is the KMS call the sealing key is derived with.
-type MACAPI interface {
-	GenerateMac(ctx context.Context, in *kms.GenerateMacInput, optFns ...func(*kms.Options)) (*kms.GenerateMacOutput, error)
-}
-
-// FromKMS derives the sealing key from the KMS HMAC key keyID (an id, ARN or alias): one
-// GenerateMac call. The key is held in memory only; the error says what to fix.
-func FromKMS(ctx context.Context, api MACAPI, keyID string) (Key, error) {
-	if keyID == "" {
-		return Unkeyed, errors.New("no seal key: set CAIRN_SEAL_KEY_ID to the KMS HMAC key cairn's stack makes")
-	}
-	out, err := api.GenerateMac(ctx, &kms.GenerateMacInput{KeyId: aws.String(keyID), MacAlgorithm: kmstypes.MacAlgorithmSpecHmacSha256, Message: []byte(derivation)})
-	if err != nil {
-		return Unkeyed, fmt.Errorf("derive the seal key from KMS key %s (kms:GenerateMac, which only the deployer's role may call): %w", keyID, err)
-	}
-	if len(out.Mac) < sha256.Size {
-		return Unkeyed, fmt.Errorf("KMS key %s gave a %d-byte MAC: it must be an HMAC_256 key (key usage GENERATE_VERIFY_MAC)", keyID, len(out.Mac))
-	}
-	return Key{id: aws.ToString(out.KeyId), mac: out.Mac}, nil
-}
+// NewKey is the sealing key secret, known by id (the KMS key it was derived from): see
+// package sealkey, which derives it. secret is copied.
+func NewKey(id string, secret []byte) Key { return Key{id: id, mac: append([]byte(nil), secret...)} }

@@ -1,4 +1,4 @@
-package seal
+package sealkey
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/cairn-dev/cairn/internal/seal"
 )
 
 // fakeKMS answers GenerateMac as an HMAC_256 key of material does.
@@ -38,16 +40,16 @@ func TestSealsAreKeyed(t *testing.T) {
 	}
 	k2, _ := FromKMS(ctx, &fakeKMS{material: []byte("two")}, "k")
 	s1 := k1.Sum("cairn noecho", "app", "Password", "hunter2")
-	if !strings.HasPrefix(s1, Marker) || len(s1) != len(Marker)+64 || !IsKeyed(s1) || k1.ID() != "arn:aws:kms:us-east-1:000000000000:key/k" {
+	if !strings.HasPrefix(s1, seal.Marker) || len(s1) != len(seal.Marker)+64 || !seal.IsKeyed(s1) || k1.ID() != "arn:aws:kms:us-east-1:000000000000:key/k" {
 		t.Fatalf("keyed seal %q of key %q", s1, k1.ID())
 	}
 	// Nobody without the key can confirm a guess: the unkeyed hash of the right guess,
 	// and the seal under another key, differ.
-	if s1 == k2.Sum("cairn noecho", "app", "Password", "hunter2") || strings.Contains(s1, Unkeyed.Sum("cairn noecho", "app", "Password", "hunter2")) {
+	if s1 == k2.Sum("cairn noecho", "app", "Password", "hunter2") || strings.Contains(s1, seal.Unkeyed.Sum("cairn noecho", "app", "Password", "hunter2")) {
 		t.Error("a keyed seal is computable without its key")
 	}
 	if !k1.Verify(s1, "cairn noecho", "app", "Password", "hunter2") || k1.Verify(s1, "cairn noecho", "app", "Password", "hunter3") ||
-		k2.Verify(s1, "cairn noecho", "app", "Password", "hunter2") || Unkeyed.Verify(s1, "cairn noecho", "app", "Password", "hunter2") {
+		k2.Verify(s1, "cairn noecho", "app", "Password", "hunter2") || seal.Unkeyed.Verify(s1, "cairn noecho", "app", "Password", "hunter2") {
 		t.Error("Verify of a keyed seal")
 	}
 	// Parts are separated: moving a boundary changes the seal.
@@ -61,7 +63,7 @@ func TestSealsAreKeyed(t *testing.T) {
 func TestUnkeyedIsTheSealOfOldCairn(t *testing.T) {
 	sum := sha256.Sum256([]byte("cairn bundle\x00app\x00s3cret"))
 	old := hex.EncodeToString(sum[:])
-	if got := Unkeyed.Sum("cairn bundle", "app", "s3cret"); got != old || IsKeyed(got) {
+	if got := seal.Unkeyed.Sum("cairn bundle", "app", "s3cret"); got != old || seal.IsKeyed(got) {
 		t.Fatalf("Unkeyed.Sum = %q, want %q", got, old)
 	}
 	k, _ := FromKMS(context.Background(), &fakeKMS{material: []byte("one")}, "k")

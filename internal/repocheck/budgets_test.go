@@ -30,7 +30,7 @@ var longFiles = map[string]int{
 	"internal/awslocal/cfnlocal/engine.go":  685,
 	"internal/awslocal/cfnlocal/persist.go": 643,
 	"internal/deploy/start.go":              630,
-	"internal/plan/plan.go":                 953,
+	"internal/plan/plan.go":                 753,
 	"internal/run/advance.go":               1069,
 }
 
@@ -42,7 +42,6 @@ var longFuncs = map[string]int{
 	"internal/awslocal/cfnlocal.Service.createChangeSet": 155,
 	"internal/awslocal/cfnlocal.Service.finishPhase":     131,
 	"internal/awslocal/cfnlocal.evaluator.fn":            268,
-	"internal/plan.Make":                                 263,
 	"internal/plan.Result.deletions":                     125,
 }
 

@@ -30,7 +30,6 @@ var longFiles = map[string]int{
 	"internal/awslocal/cfnlocal/engine.go":  685,
 	"internal/awslocal/cfnlocal/persist.go": 643,
 	"internal/deploy/start.go":              630,
-	"internal/plan/plan.go":                 753,
 	"internal/run/advance.go":               1069,
 }
 

@@ -116,36 +116,7 @@ func (res *Result) deletions(in Input, cfg *config.Config, prev *state.Graph) {
 			decide(Delete, "removed from the config")
 		}
 	}
-	// An export still imported by a stack that stays blocks the deletion (imports are of
-	// the exporting stack's account and region; an importer nested in a stack the run
-	// deletes goes with it).
-	for _, name := range sortedKeys(deleting) {
-		rs := res.Run.Stacks[name]
-		live := in.Live[rs.Key()]
-		var blockers []string
-		for _, exp := range sortedValues(live.Exports) {
-			for _, imp := range in.Importers[target.Key(rs.At, exp)] {
-				if h := res.holder(prev, rs.At, imp, exp); h == "" || !deleting[h] {
-					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s", exp, imp))
-				}
-			}
-			for _, other := range res.Run.Names() {
-				o := res.Run.Stacks[other]
-				if o.Intent != run.IntentDelete && o.At == rs.At && slices.Contains(o.Imports, exp) && !slices.Contains(in.Importers[target.Key(rs.At, exp)], o.StackName) {
-					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s in the config", exp, o.StackName))
-				}
-			}
-		}
-		if len(blockers) > 0 {
-			delete(deleting, name)
-			rs.Phase, rs.Reason = run.Failed, "deletion refused: "+strings.Join(blockers, "; ")+": remove the imports first"
-			for i := range res.Decisions {
-				if res.Decisions[i].Stack == name {
-					res.Decisions[i].Action, res.Decisions[i].Reason = Refuse, strings.Join(blockers, "; ")
-				}
-			}
-		}
-	}
+	res.importsBlock(in, prev, deleting)
 	// Dependents first: a deletion waits for the deletions of the stacks that depended on it
 	// in the graph as it was applied.
 	for _, name := range gone {
@@ -188,4 +159,37 @@ func sortedValues(m map[string]string) []string {
 	}
 	sort.Strings(vals)
 	return vals
+}
+
+// importsBlock refuses the deletions (and takes them out of deleting) of the stacks whose
+// exports are still imported by a stack that stays (imports are of the exporting stack's
+// account and region; an importer nested in a stack the run deletes goes with it).
+func (res *Result) importsBlock(in Input, prev *state.Graph, deleting map[string]bool) {
+	for _, name := range sortedKeys(deleting) {
+		rs := res.Run.Stacks[name]
+		live := in.Live[rs.Key()]
+		var blockers []string
+		for _, exp := range sortedValues(live.Exports) {
+			for _, imp := range in.Importers[target.Key(rs.At, exp)] {
+				if h := res.holder(prev, rs.At, imp, exp); h == "" || !deleting[h] {
+					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s", exp, imp))
+				}
+			}
+			for _, other := range res.Run.Names() {
+				o := res.Run.Stacks[other]
+				if o.Intent != run.IntentDelete && o.At == rs.At && slices.Contains(o.Imports, exp) && !slices.Contains(in.Importers[target.Key(rs.At, exp)], o.StackName) {
+					blockers = append(blockers, fmt.Sprintf("export %s is imported by %s in the config", exp, o.StackName))
+				}
+			}
+		}
+		if len(blockers) > 0 {
+			delete(deleting, name)
+			rs.Phase, rs.Reason = run.Failed, "deletion refused: "+strings.Join(blockers, "; ")+": remove the imports first"
+			for i := range res.Decisions {
+				if res.Decisions[i].Stack == name {
+					res.Decisions[i].Action, res.Decisions[i].Reason = Refuse, strings.Join(blockers, "; ")
+				}
+			}
+		}
+	}
 }

@@ -41,7 +41,6 @@ var longFuncs = map[string]int{
 	"internal/awslocal/cfnlocal.Service.createChangeSet": 155,
 	"internal/awslocal/cfnlocal.Service.finishPhase":     131,
 	"internal/awslocal/cfnlocal.evaluator.fn":            268,
-	"internal/plan.Result.deletions":                     125,
 }
 
 // lineCount is the number of lines of src, as wc -l counts them but for a last line

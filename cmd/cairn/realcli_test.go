@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -250,18 +249,4 @@ func TestRealSAMCLIAgainstLocalUp(t *testing.T) {
 	if st, ok := describeStack(t, cfn, stack); ok {
 		t.Errorf("after sam delete the stack is %s", st.StackStatus)
 	}
-}
-
-// realApp is a copy of the app testdata/apps/NAME, or a skip where it is not there.
-func realApp(t *testing.T, name string) string {
-	t.Helper()
-	src := filepath.Join("..", "..", "testdata", "apps", name)
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("no app %s: %v", name, err)
-	}
-	dir := filepath.Join(t.TempDir(), name)
-	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/review"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
 
@@ -145,7 +146,7 @@ func appliedGraph(cmd *cobra.Command, c *cairn, deployment string) (*state.Graph
 		return nil, err
 	}
 	g, err := c.state.Show(cmd.Context(), namespace, key, "")
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, statestore.ErrNotFound) {
 		return nil, nil
 	}
 	return g, err

@@ -22,7 +22,7 @@ import (
 	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/session"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/template"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
@@ -40,7 +40,7 @@ type cairn struct {
 	*session.Session
 	bucket  string
 	history *history.Store
-	state   *state.Store
+	state   *statestore.Store
 }
 
 // known is cairn's bucket when the flag or the environment names it, "" when only AWS
@@ -63,7 +63,7 @@ func (f *cairnFlags) open(cmd *cobra.Command) (*cairn, error) {
 	}
 	return &cairn{Session: s, bucket: bucket,
 		history: &history.Store{S3: s.S3, Bucket: bucket},
-		state:   &state.Store{S3: s.S3, Bucket: bucket, Logger: s.Logger},
+		state:   &statestore.Store{S3: s.S3, Bucket: bucket, Logger: s.Logger},
 	}, nil
 }
 

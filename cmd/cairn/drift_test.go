@@ -22,6 +22,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // driftEmulator serves the emulator with CloudFormation on the real clock (each resource
@@ -91,12 +92,12 @@ func driftEmulator(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	store := &state.Store{S3: s3c, Bucket: "cairn-state", Logger: quiet}
-	l, err := store.Acquire(ctx, "shop", "shop", "run-1", state.Owner{Function: "test"})
+	store := &statestore.Store{S3: s3c, Bucket: "cairn-state", Logger: quiet}
+	l, err := store.Acquire(ctx, "shop", "shop", "run-1", statestore.Owner{Function: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Read(ctx, l); err != nil && !errors.Is(err, state.ErrNotFound) {
+	if _, err := store.Read(ctx, l); err != nil && !errors.Is(err, statestore.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if err := store.Write(ctx, l, &state.Graph{Stacks: map[string]*state.Stack{"app": st}}); err != nil {

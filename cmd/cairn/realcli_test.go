@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,9 +122,9 @@ func tagsOf(s cfntypes.Stack) map[string]string {
 }
 
 // TestRealCDKCLIAgainstLocalUp runs the real CDK CLI, as a user does, against `cairn
-// local up --cdk-bootstrap`: `cdk deploy --app cdk.out` of a real app's assembly
-// (testdata/apps/cdk-step-functions: two functions whose code is a file asset, a state
-// machine) creates the stack with its assets published; a second `cdk deploy`, with a tag,
+// local up --cdk-bootstrap`: `cdk deploy --app cdk.out` of a CDK app's assembly
+// (testdata/apps/cdk-workflow: a function whose code is a file asset, a state machine
+// calling it) creates the stack with its assets published; a second `cdk deploy`, with a tag,
 // updates the existing stack (the CLI first deletes a change set the stack does not have,
 // which CloudFormation accepts); `cdk destroy --force` deletes it. Each is checked through
 // the SDK. It skips where the CDK CLI is not installed (npm install -g aws-cdk).
@@ -141,17 +140,18 @@ func TestRealCDKCLIAgainstLocalUp(t *testing.T) {
 	defer stop()
 	exports := localEnv(t, dir)
 	env := toolEnv(t, exports)
-	app := realApp(t, "cdk-step-functions")
+	app := realApp(t, "cdk-workflow")
 	cfn := cfnClient(t)
-	const stack = "StepFunctionStack"
+	const stack = "WorkflowStack"
+	const machine = "arn:aws:states:us-east-1:000000000000:stateMachine:cairn-order-workflow"
 
 	// 1. Create.
 	out := runTool(t, app, env, cdk, "deploy", "--app", "cdk.out", "--require-approval", "never", "--no-notices")
-	if !strings.Contains(out, "StepFunctionStack.stateMachineArn = arn:aws:states:us-east-1:000000000000:stateMachine:MyStateMachine") {
+	if !strings.Contains(out, "WorkflowStack.StateMachineArn = "+machine) {
 		t.Errorf("cdk deploy does not print the stack's output")
 	}
 	st, ok := describeStack(t, cfn, stack)
-	if !ok || st.StackStatus != cfntypes.StackStatusCreateComplete || outputsOf(st)["stateMachineArn"] != "arn:aws:states:us-east-1:000000000000:stateMachine:MyStateMachine" {
+	if !ok || st.StackStatus != cfntypes.StackStatusCreateComplete || outputsOf(st)["StateMachineArn"] != machine {
 		t.Fatalf("after cdk deploy: %s, outputs %v", st.StackStatus, outputsOf(st))
 	}
 	res := stackResources(t, cfn, stack)
@@ -161,16 +161,16 @@ func TestRealCDKCLIAgainstLocalUp(t *testing.T) {
 			functions++
 		}
 	}
-	if functions != 2 || res["stateMachineE926C166"] != "AWS::StepFunctions::StateMachine" {
+	if functions != 1 || res["Workflow193EF7C1"] != "AWS::StepFunctions::StateMachine" {
 		t.Errorf("resources after cdk deploy: %v", res)
 	}
-	// The CLI published the functions' code and the template to the CDK staging bucket.
+	// The CLI published the function's code and the template to the CDK staging bucket.
 	cfg, err := awsclient.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"acd15c9a69defe840c8de259dcc6e94a5c474e8911f99d80732ed226ed4562c2.zip", "1f34be2c6fe796d876e57e062d08f535f2c1fc299d695dba1861312b87f7595d.zip"} {
-		if _, err := awsclient.S3(cfg).HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String("cdk-hnb659fds-assets-000000000000-us-east-1"), Key: aws.String(key)}); err != nil {
+	for _, key := range []string{workflowCodeKey, workflowTemplateKey} {
+		if _, err := awsclient.S3(cfg).HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(cdkStaging), Key: aws.String(key)}); err != nil {
 			t.Errorf("the asset %s is not in the CDK staging bucket: %v", key, err)
 		}
 	}
@@ -198,8 +198,9 @@ func TestRealCDKCLIAgainstLocalUp(t *testing.T) {
 }
 
 // TestRealSAMCLIAgainstLocalUp runs the real SAM CLI, as a user does, against `cairn local
-// up`: `sam deploy` of a real app (testdata/apps/sam-eventbridge-schedule-lambda-dlq, its
-// code packaged by the CLI into the bucket --resolve-s3 makes) creates the stack, a second
+// up`: `sam deploy` of a SAM app (testdata/apps/sam-schedule: a schedule invoking a
+// function, a dead-letter queue; its code packaged by the CLI into the bucket --resolve-s3
+// makes) creates the stack, a second
 // `sam deploy` after a one-line code change updates it, `sam delete` deletes it; each
 // checked through the SDK. It skips where the SAM CLI is not installed (pip install
 // aws-sam-cli).
@@ -214,7 +215,7 @@ func TestRealSAMCLIAgainstLocalUp(t *testing.T) {
 	_, stop := localUp(t, "--dir", dir)
 	defer stop()
 	env := toolEnv(t, localEnv(t, dir))
-	app := realApp(t, "sam-eventbridge-schedule-lambda-dlq")
+	app := realApp(t, "sam-schedule")
 	cfn := cfnClient(t)
 	const stack = "sam-schedule"
 	deploy := []string{sam, "deploy", "--template-file", "template.yaml", "--stack-name", stack, "--resolve-s3",
@@ -227,16 +228,16 @@ func TestRealSAMCLIAgainstLocalUp(t *testing.T) {
 		t.Fatalf("after sam deploy: %s", st.StackStatus)
 	}
 	outputs := outputsOf(st)
-	if outputs["ScheduleArn"] != "arn:aws:scheduler:us-east-1:000000000000:schedule/default/sam-schedule-schedule" || !strings.HasSuffix(outputs["SchedulerDLQUrl"], "/000000000000/sam-schedule-scheduler-dlq") {
+	if outputs["ScheduleArn"] != "arn:aws:scheduler:us-east-1:000000000000:schedule/default/sam-schedule-tick" || !strings.HasSuffix(outputs["DeadLetterQueueUrl"], "/000000000000/sam-schedule-tick-dlq") {
 		t.Errorf("outputs after sam deploy: %v", outputs)
 	}
-	if res := stackResources(t, cfn, stack); res["EventSchedule"] != "AWS::Scheduler::Schedule" || res["ScheduledFunction"] != "AWS::Lambda::Function" {
+	if res := stackResources(t, cfn, stack); res["TickSchedule"] != "AWS::Scheduler::Schedule" || res["TickFunction"] != "AWS::Lambda::Function" || res["TickDeadLetterQueue"] != "AWS::SQS::Queue" {
 		t.Errorf("resources after sam deploy: %v", res)
 	}
 	before := originalTemplate(t, cfn, stack)
 
 	// 2. A one-line code change updates the existing stack.
-	edit(t, app, "src/scheduled/app.py", "import json", "import json  # touched")
+	edit(t, app, "src/tick/app.py", "import json", "import json  # touched")
 	runTool(t, app, env, deploy...)
 	st, _ = describeStack(t, cfn, stack)
 	if after := originalTemplate(t, cfn, stack); st.StackStatus != cfntypes.StackStatusUpdateComplete || after == before {
@@ -248,18 +249,4 @@ func TestRealSAMCLIAgainstLocalUp(t *testing.T) {
 	if st, ok := describeStack(t, cfn, stack); ok {
 		t.Errorf("after sam delete the stack is %s", st.StackStatus)
 	}
-}
-
-// realApp is a copy of the app testdata/apps/NAME, or a skip where it is not there.
-func realApp(t *testing.T, name string) string {
-	t.Helper()
-	src := filepath.Join("..", "..", "testdata", "apps", name)
-	if _, err := os.Stat(src); err != nil {
-		t.Skipf("no app %s: %v", name, err)
-	}
-	dir := filepath.Join(t.TempDir(), name)
-	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // cairnWorld serves the emulator with cairn's resources provisioned in it (bucket, queues,
@@ -51,13 +52,13 @@ func cairnWorld(t *testing.T) (*localcairn.Cairn, *s3.Client) {
 // with neither --bucket nor CAIRN_BUCKET: each finds it through the export.
 func TestEveryCommandFindsTheBucketFromTheExport(t *testing.T) {
 	c, s3c := cairnWorld(t)
-	store := &state.Store{S3: s3c, Bucket: c.Bucket}
+	store := &statestore.Store{S3: s3c, Bucket: c.Bucket}
 	ctx := context.Background()
-	l, err := store.Acquire(ctx, "shop", "shop", "run-1", state.Owner{Function: "test"})
+	l, err := store.Acquire(ctx, "shop", "shop", "run-1", statestore.Owner{Function: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Read(ctx, l); err != nil && !errors.Is(err, state.ErrNotFound) {
+	if _, err := store.Read(ctx, l); err != nil && !errors.Is(err, statestore.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if err := store.Write(ctx, l, &state.Graph{Stacks: map[string]*state.Stack{}}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -60,7 +61,7 @@ func newStateListCmd() *cobra.Command {
 				}
 				lock := "free"
 				switch l, err := c.state.CurrentLock(ctx, gk.Namespace, gk.Key); {
-				case errors.Is(err, state.ErrNotLocked):
+				case errors.Is(err, statestore.ErrNotLocked):
 				case err != nil:
 					lock = "unknown"
 				default:
@@ -98,12 +99,12 @@ func newStateShowCmd() *cobra.Command {
 				}
 			}
 			g, err := s.Show(ctx, ns, key, version)
-			if errors.Is(err, state.ErrNotFound) && version != "" {
+			if errors.Is(err, statestore.ErrNotFound) && version != "" {
 				printer.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
 				printer.Fprintf(cmd.ErrOrStderr(), "cairn: list the versions that exist with `cairn state history %s %s`\n", ns, key)
 				return exitError{1}
 			}
-			if errors.Is(err, state.ErrNotFound) {
+			if errors.Is(err, statestore.ErrNotFound) {
 				printer.Fprintf(cmd.ErrOrStderr(), "cairn: %v\n", err)
 				printer.Fprintf(cmd.ErrOrStderr(), "cairn: nothing has been deployed to %s/%s yet, or its state was lost (the next run rebuilds it from stack tags); see `cairn state history %s %s`\n", ns, key, ns, key)
 				return exitError{1}
@@ -119,7 +120,7 @@ func newStateShowCmd() *cobra.Command {
 			if version == "" {
 				l, err := s.CurrentLock(ctx, ns, key)
 				switch {
-				case errors.Is(err, state.ErrNotLocked):
+				case errors.Is(err, statestore.ErrNotLocked):
 					printer.Fprintf(out, "lock: free\n")
 				case err != nil:
 					printer.Fprintf(out, "lock: unknown (%v)\n", err)
@@ -266,10 +267,10 @@ func newUnlockCmd() *cobra.Command {
 			s := c.state
 			ns, key := args[0], args[1]
 			held, err := s.ForceUnlock(cmd.Context(), ns, key, force)
-			var locked *state.LockedError
+			var locked *statestore.LockedError
 			switch {
-			case errors.Is(err, state.ErrNotLocked):
-				if _, serr := s.Show(cmd.Context(), ns, key, ""); errors.Is(serr, state.ErrNotFound) {
+			case errors.Is(err, statestore.ErrNotLocked):
+				if _, serr := s.Show(cmd.Context(), ns, key, ""); errors.Is(serr, statestore.ErrNotFound) {
 					return refuse("there is no graph %s/%s (no %s) and no lock on it: check NAMESPACE and KEY (`cairn state list` lists the graphs)", ns, key, layout.URI(c.bucket, layout.StateKey(ns, key)))
 				} else if serr != nil {
 					return serr
@@ -299,7 +300,7 @@ func newUnlockCmd() *cobra.Command {
 
 // stateVersion resolves --version: a whole S3 version id of the state object, or a unique
 // end of one as cairn prints them.
-func stateVersion(cmd *cobra.Command, s *state.Store, ns, key, v string) (string, error) {
+func stateVersion(cmd *cobra.Command, s *statestore.Store, ns, key, v string) (string, error) {
 	versions, err := s.History(cmd.Context(), ns, key)
 	if err != nil {
 		return "", err

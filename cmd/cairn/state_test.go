@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // stateEmulator is s3Emulator, with bucket versioned when versioned is set.
@@ -33,15 +34,15 @@ func stateEmulator(t *testing.T, bucket string, versioned bool) *s3.Client {
 }
 
 // deployState writes one generation per status of shop/main's graph, as deployer runs do.
-func deployState(t *testing.T, s *state.Store, statuses ...string) {
+func deployState(t *testing.T, s *statestore.Store, statuses ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for i, status := range statuses {
-		l, err := s.Acquire(ctx, "shop", "main", "run-"+string(rune('1'+i)), state.Owner{Function: "cairn-deployer", RequestID: "req"})
+		l, err := s.Acquire(ctx, "shop", "main", "run-"+string(rune('1'+i)), statestore.Owner{Function: "cairn-deployer", RequestID: "req"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Read(ctx, l); err != nil && !errors.Is(err, state.ErrNotFound) {
+		if _, err := s.Read(ctx, l); err != nil && !errors.Is(err, statestore.ErrNotFound) {
 			t.Fatal(err)
 		}
 		g := &state.Graph{
@@ -64,9 +65,9 @@ func deployState(t *testing.T, s *state.Store, statuses ...string) {
 
 func TestStateShowAndHistory(t *testing.T) {
 	client := stateEmulator(t, "cairn-state", true)
-	s := &state.Store{S3: client, Bucket: "cairn-state"}
+	s := &statestore.Store{S3: client, Bucket: "cairn-state"}
 	deployState(t, s, "CREATE_COMPLETE", "UPDATE_COMPLETE")
-	if _, err := s.Acquire(context.Background(), "shop", "main", "run-live", state.Owner{Function: "cairn-deployer", RequestID: "req-live"}); err != nil {
+	if _, err := s.Acquire(context.Background(), "shop", "main", "run-live", statestore.Owner{Function: "cairn-deployer", RequestID: "req-live"}); err != nil {
 		t.Fatal(err)
 	}
 	versions, err := s.History(context.Background(), "shop", "main")
@@ -158,7 +159,7 @@ func TestStateShowAndHistory(t *testing.T) {
 
 func TestStateHistoryWarnsWithoutVersioning(t *testing.T) {
 	client := stateEmulator(t, "cairn-plain", false)
-	deployState(t, &state.Store{S3: client, Bucket: "cairn-plain"}, "CREATE_COMPLETE")
+	deployState(t, &statestore.Store{S3: client, Bucket: "cairn-plain"}, "CREATE_COMPLETE")
 	var out, errOut bytes.Buffer
 	if code := run([]string{"state", "history", "shop", "main", "--bucket", "cairn-plain"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, &errOut)
@@ -174,13 +175,13 @@ func TestStateHistoryWarnsWithoutVersioning(t *testing.T) {
 func TestUnlock(t *testing.T) {
 	client := stateEmulator(t, "cairn-state", true)
 	ctx := context.Background()
-	live := &state.Store{S3: client, Bucket: "cairn-state"}
+	live := &statestore.Store{S3: client, Bucket: "cairn-state"}
 	deployState(t, live, "CREATE_COMPLETE")
-	if _, err := live.Acquire(ctx, "shop", "main", "run-live", state.Owner{Function: "cairn-deployer", RequestID: "req-live"}); err != nil {
+	if _, err := live.Acquire(ctx, "shop", "main", "run-live", statestore.Owner{Function: "cairn-deployer", RequestID: "req-live"}); err != nil {
 		t.Fatal(err)
 	}
-	crashed := &state.Store{S3: client, Bucket: "cairn-state", Clock: clock.NewFake(time.Now().Add(-time.Hour)), Lease: 10 * time.Minute}
-	if _, err := crashed.Acquire(ctx, "shop", "old", "run-crashed", state.Owner{Function: "cairn-deployer", RequestID: "req-old"}); err != nil {
+	crashed := &statestore.Store{S3: client, Bucket: "cairn-state", Clock: clock.NewFake(time.Now().Add(-time.Hour)), Lease: 10 * time.Minute}
+	if _, err := crashed.Acquire(ctx, "shop", "old", "run-crashed", statestore.Owner{Function: "cairn-deployer", RequestID: "req-old"}); err != nil {
 		t.Fatal(err)
 	}
 

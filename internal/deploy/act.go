@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -23,7 +24,7 @@ import (
 // stack's own actions in order), checking the lock before each, and returns their
 // results for the next step. Once a lock check fails, no further action starts.
 // The secrets a change set is made with are given to sc, which scrubs the step's texts.
-func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, actions []run.Action, lock *state.Lock, cs *changeset.Client, sc *seal.Scrubber, log *slog.Logger) (map[string]run.Observation, error) {
+func (st stepper) act(ctx context.Context, doc *rundoc.Document, next *run.Run, actions []run.Action, lock *statestore.Lock, cs *changeset.Client, sc *seal.Scrubber, log *slog.Logger) (map[string]run.Observation, error) {
 	var order []string
 	byStack := map[string][]run.Action{}
 	for _, a := range actions {

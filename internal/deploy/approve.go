@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // An apply makes some content of a deployment applied: an approval of plan P applies P's
@@ -136,7 +137,7 @@ func (s starter) content(ctx context.Context, u Upload, up bucket.Upload) error 
 // decided, the entries that cover it composed and checked, the plans all of whose changes
 // run marked as applying (a plan applies at most once), and the run launched; or a refusal
 // that names each stack not covered, and why, with nothing executed.
-func (s starter) applyLocked(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, log *slog.Logger) error {
+func (s starter) applyLocked(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, lb *rundoc.Loaded, log *slog.Logger) error {
 	deployment := doc.Run.Deployment
 	var only *plan.Document
 	if doc.Plan != "" {

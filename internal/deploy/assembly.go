@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/cdkassets"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/rundoc"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -22,7 +22,7 @@ import (
 // their missing file assets uploaded. Any problem fails the run with every reason, having
 // changed nothing (failed); an error is AWS's own, and the trigger is tried again.
 // Disabled and locked stacks, which the run does not deploy, are left alone.
-func (s starter) assemblyAssets(ctx context.Context, doc *rundoc.Document, lock *state.Lock, cfg *config.Config, log *slog.Logger) (failed bool, err error) {
+func (s starter) assemblyAssets(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, cfg *config.Config, log *slog.Logger) (failed bool, err error) {
 	var stacks []*config.Stack
 	for _, st := range cfg.Stacks {
 		if st.Assembly != nil && st.Enabled && !st.Locked {

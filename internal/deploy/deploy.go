@@ -47,7 +47,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/sealkey"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -61,7 +61,7 @@ const DefaultStallAfter = time.Minute
 
 // S3API is the part of *s3.Client the driver uses.
 type S3API interface {
-	state.S3API
+	statestore.S3API
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 	// CopyObject refreshes an artifact the assets lifecycle would otherwise expire.
 	CopyObject(ctx context.Context, in *s3.CopyObjectInput, optFns ...func(*s3.Options)) (*s3.CopyObjectOutput, error)
@@ -120,7 +120,7 @@ type Config struct {
 	// any invocation of the deployer resumes it with a new one (default DefaultStallAfter,
 	// at least twice Heartbeat).
 	StallAfter time.Duration
-	// Lease is the lock's lease (default state.DefaultLease).
+	// Lease is the lock's lease (default statestore.DefaultLease).
 	Lease time.Duration
 	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget),
 	// paced on Clock.
@@ -158,7 +158,7 @@ type base struct {
 	queue job.Queue // the deploy queue: heartbeats, checks, uploads waiting for the lock
 	sns   SNSAPI
 	ssm   SSMAPI
-	store *state.Store
+	store *statestore.Store
 	clk   clock.Clock
 	log   *slog.Logger
 
@@ -174,7 +174,7 @@ type base struct {
 	bundles *bundles
 	// resumeStart makes the start of a run that waited for busy stacks again (the
 	// starter's resume), when a trigger of that run comes.
-	resumeStart func(ctx context.Context, doc *rundoc.Document, etag string, lock *state.Lock, log *slog.Logger) error
+	resumeStart func(ctx context.Context, doc *rundoc.Document, etag string, lock *statestore.Lock, log *slog.Logger) error
 }
 
 // Driver runs deployments: Start and Approve begin runs, Step advances them, and Handle
@@ -238,7 +238,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	gated := objects.Gate(c.S3, cfg.Bucket)
 	b := &base{cfg: cfg, s3: gated, cfn: c.CFN, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger,
 		reach: c.Reach, places: &sync.Map{}, clients: &sync.Map{}, bundles: &bundles{},
-		store: &state.Store{S3: gated, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
+		store: &statestore.Store{S3: gated, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
 	st := stepper{base: b, runs: rs, plans: ps, hygiene: h, graphs: graphs{b}}
@@ -379,7 +379,7 @@ func (b *base) forget(runID string) {
 	})
 }
 
-func (b *base) release(ctx context.Context, lock *state.Lock, log *slog.Logger) {
+func (b *base) release(ctx context.Context, lock *statestore.Lock, log *slog.Logger) {
 	if err := b.store.Release(ctx, lock); err != nil {
 		log.Warn("deploy: cannot release the lock; it frees itself when the lease ends", "err", err)
 	}
@@ -388,14 +388,14 @@ func (b *base) release(ctx context.Context, lock *state.Lock, log *slog.Logger) 
 // resumeLock re-attaches this trigger to the lock the run acquired earlier (state.Resume
 // renews it and fences out any older invocation of the same run), and checks it is still
 // the same acquisition by its token.
-func (b *base) resumeLock(ctx context.Context, namespace, key, runID, token string) (*state.Lock, error) {
+func (b *base) resumeLock(ctx context.Context, namespace, key, runID, token string) (*statestore.Lock, error) {
 	hold(ctx, namespace, key)
 	l, err := b.store.Resume(ctx, namespace, key, runID, owner(ctx))
 	if err != nil {
 		return nil, err
 	}
 	if l.Token != token {
-		return nil, fmt.Errorf("the lock on %s/%s was acquired again by run %s since this run started: %w", namespace, key, runID, state.ErrLockLost)
+		return nil, fmt.Errorf("the lock on %s/%s was acquired again by run %s since this run started: %w", namespace, key, runID, statestore.ErrLockLost)
 	}
 	return l, nil
 }
@@ -415,8 +415,8 @@ func (b *base) notify(ctx context.Context, doc *rundoc.Document, log *slog.Logge
 	}
 }
 
-func owner(ctx context.Context) state.Owner {
-	o := state.Owner{Function: lambdacontext.FunctionName}
+func owner(ctx context.Context) statestore.Owner {
+	o := statestore.Owner{Function: lambdacontext.FunctionName}
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		o.RequestID = lc.AwsRequestID
 		if o.Function == "" {

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/recovery"
 	"github.com/cairn-dev/cairn/internal/run"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // TestFailedFirstCreateWritesTheGraph fails the first create of the chain's first stack:
@@ -127,7 +127,7 @@ func wayOut(t *testing.T, w *world, dir, stackName, status, name string, intent 
 	// The run is seen ended when its document is saved; it releases the lock just after.
 	w.waitFor("the run to release the lock", func() bool {
 		_, err := w.store().CurrentLock(context.Background(), "shop", "shop")
-		return errors.Is(err, state.ErrNotLocked)
+		return errors.Is(err, statestore.ErrNotLocked)
 	})
 	before := w.cfnCalls()
 	r := &recovery.Recoverer{CFN: w.cfnc, State: w.store(), Clock: w.clk, Poll: time.Second, Timeout: time.Minute}

@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // graphs writes what a step of a run changed (state.Record decides it) to the persistent
@@ -18,7 +19,7 @@ type graphs struct{ *base }
 
 // record records in the persistent graph the stacks that finished (all of them when the
 // run ended, with the bundle when it succeeded), and drops what the plan dropped.
-func (gs graphs) record(ctx context.Context, lock *state.Lock, doc *rundoc.Document, finished []string) error {
+func (gs graphs) record(ctx context.Context, lock *statestore.Lock, doc *rundoc.Document, finished []string) error {
 	rec := state.Recording{Run: doc.Run, Finished: finished, Drop: doc.Drop, Statuses: doc.Statuses,
 		Bundle: doc.Bundle.Ref(), Region: gs.cfg.Region, Now: gs.clk.Now().UTC(), Origins: doc.Origins}
 	if rec.Idle() {
@@ -27,7 +28,7 @@ func (gs graphs) record(ctx context.Context, lock *state.Lock, doc *rundoc.Docum
 	// Start wrote any graph it rebuilt, so a missing graph is a first run's: rebuilding it
 	// now would pick up the stacks this run is creating.
 	g, err := gs.store.Read(ctx, lock)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, statestore.ErrNotFound) {
 		g, err = &state.Graph{Namespace: doc.Namespace, Key: doc.GraphKey, Stacks: map[string]*state.Stack{}}, nil
 	}
 	if err != nil {

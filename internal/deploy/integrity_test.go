@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // written lists the objects cairn wrote in its bucket: runs, state, locks and plans.
@@ -119,7 +120,7 @@ var fences = []fence{
 		later := clock.NewFake(w.clk.Now().Add(24 * time.Hour))
 		s := w.store()
 		s.Clock = later
-		l, err := s.Acquire(context.Background(), "shop", "shop", "taker", state.Owner{Function: "test"})
+		l, err := s.Acquire(context.Background(), "shop", "shop", "taker", statestore.Owner{Function: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,8 +132,8 @@ var fences = []fence{
 	}},
 }
 
-func (w *world) store() *state.Store {
-	return &state.Store{S3: w.s3, Bucket: bucket, Clock: w.clk}
+func (w *world) store() *statestore.Store {
+	return &statestore.Store{S3: w.s3, Bucket: bucket, Clock: w.clk}
 }
 
 // TestFencedChangeIsReplanned fences a run while CloudFormation executes its slow update of

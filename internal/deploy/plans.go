@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // plans keeps the plan documents: what a plan run recorded and an approval applies.
@@ -75,7 +76,7 @@ func (ps plans) ids(ctx context.Context, deployment string) ([]string, error) {
 // document builds the plan document of a plan run that ended, recording what an approval
 // checks: the graph generation, each stack's status and LastUpdatedTime, and each change
 // set with its resource changes.
-func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.Lock, cs *changeset.Client) (*plan.Document, error) {
+func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, cs *changeset.Client) (*plan.Document, error) {
 	p := &plan.Document{
 		ID: doc.Run.ID, Deployment: doc.Run.Deployment, Namespace: doc.Namespace, GraphKey: doc.GraphKey,
 		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
@@ -96,7 +97,7 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.
 	if lock != nil {
 		g, err := ps.store.Read(ctx, lock)
 		switch {
-		case errors.Is(err, state.ErrNotFound):
+		case errors.Is(err, statestore.ErrNotFound):
 		case err != nil:
 			return nil, err
 		default:
@@ -110,7 +111,7 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *state.
 		if live, err = liveOf(ctx, ps.base, cs, doc.Run); err != nil {
 			return nil, err
 		}
-		if g, err = ps.store.Read(ctx, lock); err != nil && !errors.Is(err, state.ErrNotFound) {
+		if g, err = ps.store.Read(ctx, lock); err != nil && !errors.Is(err, statestore.ErrNotFound) {
 			return nil, err
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -64,11 +65,11 @@ func (s starter) begin(ctx context.Context, u *Upload, deployment string, mode r
 // acquire takes the lock of namespace/key for doc's run. A lock this run took before (its
 // start did not finish) is carried on; one another run holds makes the upload wait on the
 // queue: then the lock is nil, and so is the error.
-func (s starter) acquire(ctx context.Context, u Upload, waiter string, doc *rundoc.Document, namespace, key string, log *slog.Logger) (*state.Lock, error) {
+func (s starter) acquire(ctx context.Context, u Upload, waiter string, doc *rundoc.Document, namespace, key string, log *slog.Logger) (*statestore.Lock, error) {
 	runID := doc.Run.ID
 	hold(ctx, namespace, key)
 	lock, err := s.store.Acquire(ctx, namespace, key, runID, owner(ctx))
-	var held *state.LockedError
+	var held *statestore.LockedError
 	switch {
 	case errors.As(err, &held) && held.Holder.RunID == runID:
 		lock, err = s.resumeLock(ctx, namespace, key, runID, held.Holder.Token)
@@ -86,7 +87,7 @@ func (s starter) acquire(ctx context.Context, u Upload, waiter string, doc *rund
 // launch is the end every start shares: the graph records what the plan dropped, the run
 // document is created (or a duplicate delivery that created it first wins), the run is
 // indexed for stack events, its heartbeat chain starts, and its first step is made.
-func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger, what string) error {
+func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, log *slog.Logger, what string) error {
 	if err := s.graphs.record(ctx, lock, doc, nil); err != nil {
 		s.release(ctx, lock, log)
 		return err
@@ -229,7 +230,7 @@ func (s starter) bundleRun(ctx context.Context, u Upload, deployment string, mod
 // locked is the rest of the start of an upload's run, under its lock: the decisions (the
 // trial's when it was planned against this same graph), then the run, or its wait for busy
 // stacks to settle.
-func (s starter) locked(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, trial *trialRun, log *slog.Logger) error {
+func (s starter) locked(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, lb *rundoc.Loaded, trial *trialRun, log *slog.Logger) error {
 	d, failed, err := s.decide(ctx, doc, lock, lb, doc.Run.Mode, trial, log)
 	if failed || err != nil {
 		if !failed {
@@ -312,7 +313,7 @@ func (s starter) trial(ctx context.Context, doc *rundoc.Document, lb *rundoc.Loa
 			return nil
 		}
 	}
-	if _, err := s.store.CurrentLock(ctx, cfg.Namespace, cfg.PersistentGraphKey); !errors.Is(err, state.ErrNotLocked) {
+	if _, err := s.store.CurrentLock(ctx, cfg.Namespace, cfg.PersistentGraphKey); !errors.Is(err, statestore.ErrNotLocked) {
 		return nil
 	}
 	g, err := s.store.Show(ctx, cfg.Namespace, cfg.PersistentGraphKey, "")
@@ -383,7 +384,7 @@ func (s starter) recordQuiet(ctx context.Context, doc *rundoc.Document, log *slo
 // the lock was taken is adopted as it is. A plan that fails or is refused is recorded as a
 // failed run (failed, and the lock is released); an error is one of AWS. Stacks another
 // hand is changing (Result.Busy) leave doc as it was: the run waits for them.
-func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *state.Lock, lb *rundoc.Loaded, mode run.Mode, trial *trialRun, log *slog.Logger) (d *decided, failed bool, err error) {
+func (s starter) decide(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, lb *rundoc.Loaded, mode run.Mode, trial *trialRun, log *slog.Logger) (d *decided, failed bool, err error) {
 	cfg := lb.Config
 	if !lb.Destroy {
 		// A CDK assembly's environments and assets, before any CloudFormation call: the
@@ -603,7 +604,7 @@ func (s starter) supersede(ctx context.Context, doc *rundoc.Document, log *slog.
 
 // fail records a run that fails before it changes anything, releasing lock (when held),
 // and notifies.
-func (s starter) fail(ctx context.Context, doc *rundoc.Document, lock *state.Lock, reason string, log *slog.Logger) error {
+func (s starter) fail(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, reason string, log *slog.Logger) error {
 	doc.Run = run.Fail(doc.Run, reason, s.clk.Now().UTC())
 	s.runs.report(ctx, doc, log)
 	if doc.Run.Mode == run.ModePlan {

@@ -15,7 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // Heartbeat is the message that advances a run when no stack event does, and, with Cairn
@@ -122,7 +122,7 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	}
 	chained := t.restart || slices.Contains(t.Beats, doc.Beat)
 	lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
-	if errors.Is(err, state.ErrLockLost) {
+	if errors.Is(err, statestore.ErrLockLost) {
 		return -1, st.lost(ctx, doc, etag, err, log)
 	}
 	if err != nil {
@@ -156,15 +156,15 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	return -1, nil
 }
 
-// lost deals with a lock check that failed (cause), as state.Fenced decides from the lock
+// lost deals with a lock check that failed (cause), as statestore.Fenced decides from the lock
 // read again: another invocation of the same run carries on and this step ends without a
 // trace, or the run was fenced and is abandoned.
 func (st stepper) lost(ctx context.Context, doc *rundoc.Document, etag string, cause error, log *slog.Logger) error {
-	var current *state.Lock
-	if errors.Is(cause, state.ErrLockLost) {
+	var current *statestore.Lock
+	if errors.Is(cause, statestore.ErrLockLost) {
 		current, _ = st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey) // unreadable: nil
 	}
-	if !state.Fenced(cause, current, doc.Run.ID, doc.LockToken) {
+	if !statestore.Fenced(cause, current, doc.Run.ID, doc.LockToken) {
 		log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", cause)
 		return nil
 	}
@@ -214,7 +214,7 @@ func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *sl
 	switch {
 	case err == nil && l.HeldBy(doc.Run.ID, doc.LockToken):
 		lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
-		if errors.Is(err, state.ErrLockLost) {
+		if errors.Is(err, statestore.ErrLockLost) {
 			break // gone meanwhile: someone else's now
 		}
 		if err != nil {
@@ -223,7 +223,7 @@ func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *sl
 		log.Info("deploy: finishing the clean-up of a run that ended", "status", string(doc.Run.Status))
 		st.finish(ctx, doc, lock, log)
 		return nil
-	case err != nil && !errors.Is(err, state.ErrNotLocked):
+	case err != nil && !errors.Is(err, statestore.ErrNotLocked):
 		return err
 	}
 	log.Debug("deploy: trigger for a finished run", "status", string(doc.Run.Status))
@@ -239,7 +239,7 @@ func (st stepper) finishEnded(ctx context.Context, doc *rundoc.Document, log *sl
 // is marked (again: step marks it before the save), open plans it outdated are retired,
 // the run leaves the index of open runs, the lock is released and the summary published.
 // Each part may run again (finishEnded).
-func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger) {
+func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, log *slog.Logger) {
 	st.plans.markApplied(ctx, doc, log)
 	if doc.Run.Mode == run.ModeDeploy {
 		st.hygiene.afterApply(ctx, doc, log)
@@ -258,7 +258,7 @@ func (st stepper) finish(ctx context.Context, doc *rundoc.Document, lock *state.
 
 // step observes, advances, acts and records, under lock. It looks at the stacks whose
 // check is due and at those named (run.Stack.Key of the stacks an event was about).
-func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, lock *state.Lock, log *slog.Logger, named ...string) error {
+func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, lock *statestore.Lock, log *slog.Logger, named ...string) error {
 	if doc.Statuses == nil {
 		doc.Statuses = map[string]string{}
 	}
@@ -321,7 +321,7 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 	ended := next.Status != run.Running
 	if len(finished) > 0 || ended {
 		if err := st.graphs.record(ctx, lock, doc, finished); err != nil {
-			if errors.Is(err, state.ErrLockLost) || errors.Is(err, state.ErrLeaseExpired) {
+			if errors.Is(err, statestore.ErrLockLost) || errors.Is(err, statestore.ErrLeaseExpired) {
 				return st.lost(ctx, doc, etag, err, log)
 			}
 			return err
@@ -362,7 +362,7 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 
 // recordPlan records the plan of a plan run that ended and, under the lock, retires
 // the older plans it supersedes.
-func (st stepper) recordPlan(ctx context.Context, doc *rundoc.Document, lock *state.Lock, log *slog.Logger) error {
+func (st stepper) recordPlan(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, log *slog.Logger) error {
 	cs := st.changesets(doc.Run.ID, log)
 	p, err := st.plans.document(ctx, doc, lock, cs)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // DefaultSettleBudget is how long a run waits, holding its lock, for stacks another hand
@@ -26,7 +26,7 @@ const DefaultSettleBudget = 15 * time.Minute
 // heartbeat) looks again should no event come; its heartbeat chain keeps it alive. Once
 // they settle, the start is made again from the bundle (resume); past the settle budget,
 // the run is refused and nothing is changed.
-func (s starter) wait(ctx context.Context, doc *rundoc.Document, lock *state.Lock, busy map[string]string, log *slog.Logger) error {
+func (s starter) wait(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, busy map[string]string, log *slog.Logger) error {
 	now := s.clk.Now().UTC()
 	if doc.WaitingSince.IsZero() {
 		doc.WaitingSince = now
@@ -66,7 +66,7 @@ func (s starter) wait(ctx context.Context, doc *rundoc.Document, lock *state.Loc
 
 // resume makes the start of a run that waited for busy stacks again, under its lock: its
 // bundle loaded again (or kept by this process), its decisions made anew.
-func (s starter) resume(ctx context.Context, doc *rundoc.Document, etag string, lock *state.Lock, log *slog.Logger) error {
+func (s starter) resume(ctx context.Context, doc *rundoc.Document, etag string, lock *statestore.Lock, log *slog.Logger) error {
 	doc.ETag = etag
 	lb, err := s.bundle(ctx, doc)
 	if err != nil {

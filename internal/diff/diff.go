@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -384,7 +385,7 @@ type Reader struct {
 // applied to the graph the config names.
 func (rd *Reader) Diff(ctx context.Context, deployment, path string, local *config.Config) (*Result, error) {
 	g, err := rd.State.Show(ctx, local.Namespace, local.PersistentGraphKey, "")
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, statestore.ErrNotFound) {
 		return Compare(deployment, path, local, nil, nil, rd.Home), nil
 	}
 	if err != nil {

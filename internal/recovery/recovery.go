@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -107,7 +108,7 @@ type Recoverer struct {
 	// target (its region, its role assumed), for stacks the graph records elsewhere.
 	CFN   CFNAPI
 	At    func(ctx context.Context, t target.Spec) (CFNAPI, error)
-	State *state.Store
+	State *statestore.Store
 	Clock clock.Clock
 	Poll  time.Duration
 	// Timeout bounds the wait for the stack to settle.
@@ -142,7 +143,7 @@ func (r *Recoverer) Recover(ctx context.Context, req Request, started func(Start
 	if runID == "" {
 		runID = "recover-" + clk.Now().UTC().Format("20060102-150405")
 	}
-	lock, err := r.State.Acquire(ctx, req.Namespace, req.Key, runID, state.Owner{Function: "cairn recover"})
+	lock, err := r.State.Acquire(ctx, req.Namespace, req.Key, runID, statestore.Owner{Function: "cairn recover"})
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w: wait for the run to end (or `cairn unlock %s %s` if it is dead)", stackName, err, req.Namespace, req.Key)
 	}
@@ -195,10 +196,10 @@ func (r *Recoverer) Recover(ctx context.Context, req Request, started func(Start
 }
 
 // record writes the recovered stack's status and outputs into the graph under the lock.
-func (r *Recoverer) record(ctx context.Context, lock *state.Lock, st cfntypes.Stack, now time.Time) (string, error) {
+func (r *Recoverer) record(ctx context.Context, lock *statestore.Lock, st cfntypes.Stack, now time.Time) (string, error) {
 	name := aws.ToString(st.StackName)
 	g, err := r.State.Read(ctx, lock)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, statestore.ErrNotFound) {
 		return fmt.Sprintf("graph %s/%s does not exist: nothing recorded", lock.Namespace, lock.Key), nil
 	}
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
 
@@ -30,7 +31,7 @@ type Planner struct {
 	S3      S3API
 	Bucket  string
 	History *history.Store
-	State   *state.Store
+	State   *statestore.Store
 }
 
 // Upload is a bundle uploaded to plans/NAME.zip to be planned.
@@ -61,7 +62,7 @@ func (p *Planner) Rollback(ctx context.Context, deployment, to string) (*Upload,
 		return nil, fmt.Errorf("rollback %s: %w", deployment, err)
 	}
 	g, err := p.State.Show(ctx, ns, key, "")
-	if err != nil && !errors.Is(err, state.ErrNotFound) {
+	if err != nil && !errors.Is(err, statestore.ErrNotFound) {
 		return nil, err
 	}
 	up := &Upload{Namespace: ns, Key: key, Bundle: target}
@@ -79,7 +80,7 @@ func (p *Planner) Destroy(ctx context.Context, deployment string) (*Upload, erro
 		return nil, err
 	}
 	g, err := p.State.Show(ctx, ns, key, "")
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, statestore.ErrNotFound) {
 		return nil, fmt.Errorf("destroy %s: the graph %s/%s does not exist: nothing to destroy", deployment, ns, key)
 	}
 	if err != nil {
@@ -132,7 +133,7 @@ func (p *Planner) fetch(ctx context.Context, deployment, version string) ([]byte
 
 // Applied lists the bundles the graph's history records as applied, newest first, each
 // once.
-func Applied(ctx context.Context, store *state.Store, namespace, key string) ([]state.BundleRef, error) {
+func Applied(ctx context.Context, store *statestore.Store, namespace, key string) ([]state.BundleRef, error) {
 	versions, err := store.History(ctx, namespace, key)
 	if err != nil {
 		return nil, err

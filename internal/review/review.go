@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // Status is what became of a plan, as a reviewer needs to know it.
@@ -148,7 +149,7 @@ type Entry struct {
 // Reader reads plans and what decides their status from cairn's bucket.
 type Reader struct {
 	History *history.Store
-	State   *state.Store
+	State   *statestore.Store
 	// TTL defaults to the deployer's, plan.DefaultTTL.
 	TTL   time.Duration
 	Clock clock.Clock
@@ -245,7 +246,7 @@ func (o *observer) graph(ctx context.Context, namespace, key string) (*state.Gra
 	}
 	g, err := o.r.State.Show(ctx, namespace, key, "")
 	switch {
-	case errors.Is(err, state.ErrNotFound):
+	case errors.Is(err, statestore.ErrNotFound):
 		g, err = nil, nil
 	case err != nil:
 		return nil, err

@@ -28,6 +28,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -168,7 +169,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	return &world{s3: c, reader: &review.Reader{
-		History: &history.Store{S3: c, Bucket: "cairn"}, State: &state.Store{S3: c, Bucket: "cairn"},
+		History: &history.Store{S3: c, Bucket: "cairn"}, State: &statestore.Store{S3: c, Bucket: "cairn"},
 		Clock: clock.NewFake(t0.Add(time.Hour)),
 	}}
 }
@@ -190,13 +191,13 @@ func (w *world) put(t *testing.T, key string, v any) string {
 func (w *world) graphAt(t *testing.T, n int) {
 	t.Helper()
 	ctx := context.Background()
-	store := &state.Store{S3: w.s3, Bucket: "cairn"}
+	store := &statestore.Store{S3: w.s3, Bucket: "cairn"}
 	for i := 0; i < n; i++ {
-		l, err := store.Acquire(ctx, "shop", "shop", "run", state.Owner{Function: "test"})
+		l, err := store.Acquire(ctx, "shop", "shop", "run", statestore.Owner{Function: "test"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Read(ctx, l); err != nil && !errors.Is(err, state.ErrNotFound) {
+		if _, err := store.Read(ctx, l); err != nil && !errors.Is(err, statestore.ErrNotFound) {
 			t.Fatal(err)
 		}
 		if err := store.Write(ctx, l, &state.Graph{Stacks: map[string]*state.Stack{}}); err != nil {

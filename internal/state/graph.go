@@ -1,3 +1,8 @@
+// Package state is cairn's persistent graph as data: each stack as last applied, its
+// dependencies and where it lives (Graph, Stack, Validate), how a finished step changes it
+// (Record), the cairn:* tags it is rebuilt from (StackTags), and its decoding. It links no
+// AWS SDK: the planner and the drift sweep decide from it. Reading and writing it in S3,
+// under its lock, is package statestore's.
 package state
 
 import (
@@ -183,8 +188,8 @@ func (g *Graph) Dependencies() *graph.Graph {
 	return dg
 }
 
-// normalize sorts and de-duplicates dependencies so equal graphs encode equally.
-func (g *Graph) normalize() {
+// Normalize sorts and de-duplicates dependencies so equal graphs encode equally.
+func (g *Graph) Normalize() {
 	for _, st := range g.Stacks {
 		if st == nil {
 			continue

@@ -11,6 +11,9 @@ import (
 	"github.com/cairn-dev/cairn/internal/state"
 )
 
+// t0 is when the graphs of these tests were last written.
+var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
 func recorded() *state.Graph {
 	return &state.Graph{Namespace: "shop", Key: "shop", Generation: 4, Bundle: state.BundleRef{VersionID: "v1"}, Stacks: map[string]*state.Stack{
 		"vpc": {Name: "vpc", StackName: "shop-vpc", StackID: "id-vpc", TemplateHash: "t1", ParametersHash: "p1", Status: "CREATE_COMPLETE",

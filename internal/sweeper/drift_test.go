@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bundle"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
@@ -142,7 +143,7 @@ func TestLockedGraphIsSkipped(t *testing.T) {
 	v := newEnv(t, envOptions{})
 	v.deployment("testdata/bundle", "shop", "shop", "app", "web")
 	v.deployment("testdata/bundle", "other", "other", "api")
-	l, err := v.store().Acquire(context.Background(), "shop", "shop", "20261130T110000Z-run1", state.Owner{Function: "cairn-deployer", RequestID: "req-42"})
+	l, err := v.store().Acquire(context.Background(), "shop", "shop", "20261130T110000Z-run1", statestore.Owner{Function: "cairn-deployer", RequestID: "req-42"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func TestDeployStartingMidSweepStopsFurtherDetections(t *testing.T) {
 	if _, started := v.flight.stats(); started != 1 {
 		t.Fatalf("%d detections started, want 1 (limit 1)", started)
 	}
-	if _, err := v.store().Acquire(context.Background(), "shop", "shop", "run-2", state.Owner{Function: "cairn-deployer"}); err != nil {
+	if _, err := v.store().Acquire(context.Background(), "shop", "shop", "run-2", statestore.Owner{Function: "cairn-deployer"}); err != nil {
 		t.Fatal(err)
 	}
 	v.pump(50)

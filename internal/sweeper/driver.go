@@ -19,7 +19,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/job"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/reach"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // DefaultContinueAfter is the delay of a continuation: how long a sweep waits, between
@@ -31,7 +31,7 @@ const DefaultPollInterval = 10 * time.Second
 
 // S3API is the part of *s3.Client the driver uses.
 type S3API interface {
-	state.S3API
+	statestore.S3API
 	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
 }
 
@@ -93,7 +93,7 @@ type Driver struct {
 	cfg   Config
 	c     Clients
 	queue job.Queue
-	store *state.Store
+	store *statestore.Store
 	clk   clock.Clock
 	log   *slog.Logger
 }
@@ -137,7 +137,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Driver{cfg: cfg, c: c, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, clk: cfg.Clock, log: cfg.Logger,
-		store: &state.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger}}, nil
+		store: &statestore.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger}}, nil
 }
 
 // Request asks for a new sweep.

@@ -35,6 +35,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
@@ -208,19 +209,19 @@ func (v *env) createStack(name, body string, tags map[string]string) {
 	}
 }
 
-func (v *env) store() *state.Store {
-	return &state.Store{S3: v.s3, Bucket: bucket, Clock: v.clk, Logger: slog.New(slog.DiscardHandler)}
+func (v *env) store() *statestore.Store {
+	return &statestore.Store{S3: v.s3, Bucket: bucket, Clock: v.clk, Logger: slog.New(slog.DiscardHandler)}
 }
 
 func (v *env) writeGraph(namespace, key string, g *state.Graph) {
 	v.t.Helper()
 	ctx := context.Background()
 	st := v.store()
-	l, err := st.Acquire(ctx, namespace, key, "test-deploy", state.Owner{Function: "cairn-deployer", RequestID: "req-1"})
+	l, err := st.Acquire(ctx, namespace, key, "test-deploy", statestore.Owner{Function: "cairn-deployer", RequestID: "req-1"})
 	if err != nil {
 		v.t.Fatal(err)
 	}
-	if _, err := st.Read(ctx, l); err != nil && !errors.Is(err, state.ErrNotFound) {
+	if _, err := st.Read(ctx, l); err != nil && !errors.Is(err, statestore.ErrNotFound) {
 		v.t.Fatal(err)
 	}
 	if err := st.Write(ctx, l, g); err != nil {

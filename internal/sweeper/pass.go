@@ -14,7 +14,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
@@ -64,7 +64,7 @@ func (d *Driver) pass(ctx context.Context, inv *invocation) error {
 // lockReason returns why g must not be checked now: its lock is held (a deploy runs).
 func (d *Driver) lockReason(ctx context.Context, g *drift.Graph) (string, error) {
 	l, err := d.store.CurrentLock(ctx, g.Namespace, g.Key)
-	if errors.Is(err, state.ErrNotLocked) {
+	if errors.Is(err, statestore.ErrNotLocked) {
 		return "", nil
 	}
 	if err != nil {

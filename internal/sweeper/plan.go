@@ -15,6 +15,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // plan fills sw with every persistent graph (matching the filter) and its stacks, each
@@ -28,7 +29,7 @@ func (d *Driver) plan(ctx context.Context, sw *drift.Sweep, inv *invocation) err
 	for _, k := range keys {
 		pg, err := d.store.Show(ctx, k[0], k[1], "")
 		if err != nil {
-			if errors.Is(err, state.ErrNotFound) {
+			if errors.Is(err, statestore.ErrNotFound) {
 				continue // deleted since the listing
 			}
 			inv.log.Error("drift: persistent graph unreadable; left out of the sweep", "namespace", k[0], "key", k[1], "err", err)

@@ -1,4 +1,4 @@
-package state_test
+package statestore_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // BenchmarkLockedWrite measures one deployer step's state traffic against the emulator:
@@ -22,7 +23,7 @@ func BenchmarkLockedWrite(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Read(ctx, l); err != nil && !errors.Is(err, state.ErrNotFound) {
+		if _, err := s.Read(ctx, l); err != nil && !errors.Is(err, statestore.ErrNotFound) {
 			b.Fatal(err)
 		}
 		if err := s.Write(ctx, l, g); err != nil {

@@ -1,4 +1,4 @@
-package state
+package statestore
 
 import (
 	"context"
@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
+
+	"github.com/cairn-dev/cairn/internal/state"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -19,7 +20,7 @@ import (
 // Read returns the persistent graph guarded by l, only after confirming that l is still
 // held, and remembers its ETag for Write. A missing object gives (nil, ErrNotFound); Write
 // then creates it.
-func (s *Store) Read(ctx context.Context, l *Lock) (*Graph, error) {
+func (s *Store) Read(ctx context.Context, l *Lock) (*state.Graph, error) {
 	if err := usable(l); err != nil {
 		return nil, fmt.Errorf("read state: %w", err)
 	}
@@ -73,7 +74,7 @@ func (s *Store) lastGeneration(ctx context.Context, namespace, key string) int64
 // If-None-Match: * when the object was missing). A lost race gives *ConflictError and
 // overwrites nothing. On success it sets g's SchemaVersion, Namespace, Key, Generation
 // (the read generation + 1), LockToken, RunID and UpdatedAt.
-func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
+func (s *Store) Write(ctx context.Context, l *Lock, g *state.Graph) error {
 	if l == nil {
 		return fmt.Errorf("write state: no lock given: %w", ErrLockLost)
 	}
@@ -87,7 +88,7 @@ func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
 		return fmt.Errorf("write state %s/%s: graph is for %s/%s: refusing to write it under another key", l.Namespace, l.Key, g.Namespace, g.Key)
 	}
 	doc := *g
-	doc.Stacks = make(map[string]*Stack, len(g.Stacks))
+	doc.Stacks = make(map[string]*state.Stack, len(g.Stacks))
 	for n, st := range g.Stacks {
 		if st != nil {
 			c := *st
@@ -96,11 +97,11 @@ func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
 		}
 		doc.Stacks[n] = st
 	}
-	doc.SchemaVersion, doc.Namespace, doc.Key = SchemaVersion, l.Namespace, l.Key
+	doc.SchemaVersion, doc.Namespace, doc.Key = state.SchemaVersion, l.Namespace, l.Key
 	doc.Generation = l.stateGen + 1
 	doc.LockToken, doc.RunID = l.Token, l.RunID
 	doc.UpdatedAt = s.clock().Now().UTC()
-	doc.normalize()
+	doc.Normalize()
 	if err := doc.Validate(); err != nil {
 		return fmt.Errorf("write state %s/%s: refusing an invalid graph, nothing written: %w", l.Namespace, l.Key, err)
 	}
@@ -128,7 +129,7 @@ func (s *Store) Write(ctx context.Context, l *Lock, g *Graph) error {
 
 // Show returns the graph of namespace/key without locking, as it is now or, with
 // versionID, as it was at that version. It is for people and reports, never for acting.
-func (s *Store) Show(ctx context.Context, namespace, key, versionID string) (*Graph, error) {
+func (s *Store) Show(ctx context.Context, namespace, key, versionID string) (*state.Graph, error) {
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func (s *Store) Show(ctx context.Context, namespace, key, versionID string) (*Gr
 	return g, err
 }
 
-func (s *Store) get(ctx context.Context, namespace, key, versionID string) (*Graph, string, error) {
+func (s *Store) get(ctx context.Context, namespace, key, versionID string) (*state.Graph, string, error) {
 	what := bucket.URI(s.Bucket, bucket.StateKey(namespace, key))
 	if versionID != "" {
 		what += " version " + versionID
@@ -148,7 +149,7 @@ func (s *Store) get(ctx context.Context, namespace, key, versionID string) (*Gra
 	if err != nil {
 		return nil, "", fmt.Errorf("state %s/%s: %w", namespace, key, err)
 	}
-	g, err := Decode(o.Body)
+	g, err := state.Decode(o.Body)
 	if err != nil {
 		return nil, "", fmt.Errorf("state %s/%s: %s: %w", namespace, key, what, err)
 	}
@@ -158,47 +159,15 @@ func (s *Store) get(ctx context.Context, namespace, key, versionID string) (*Gra
 	return g, o.ETag, nil
 }
 
-// Decode parses a state document, refusing one written by a newer schema.
-func Decode(body []byte) (*Graph, error) {
-	var g Graph
-	if err := json.Unmarshal(body, &g); err != nil {
-		return nil, fmt.Errorf("not a cairn state document: %w", err)
-	}
-	if g.SchemaVersion < 1 || g.SchemaVersion > SchemaVersion {
-		return nil, fmt.Errorf("state document has schema version %d, this cairn reads 1..%d: upgrade cairn", g.SchemaVersion, SchemaVersion)
-	}
-	if g.Stacks == nil {
-		g.Stacks = map[string]*Stack{}
-	}
-	for name, st := range g.Stacks {
-		if st == nil {
-			return nil, fmt.Errorf("state document: stack %q is null: restore an earlier version (cairn state history)", name)
-		}
-	}
-	g.normalize()
-	return &g, nil
-}
-
-// Version is one stored version of a state object.
-type Version struct {
-	VersionID    string    `json:"version_id"`
-	LastModified time.Time `json:"last_modified"`
-	Size         int64     `json:"size"`
-	ETag         string    `json:"etag,omitempty"`
-	IsLatest     bool      `json:"is_latest"`
-	// DeleteMarker: the object was deleted at this point.
-	DeleteMarker bool `json:"delete_marker,omitempty"`
-}
-
 // History lists the versions of the state object of namespace/key, newest first. Without
 // bucket versioning there is at most one (with version id "null").
-func (s *Store) History(ctx context.Context, namespace, key string) ([]Version, error) {
+func (s *Store) History(ctx context.Context, namespace, key string) ([]state.Version, error) {
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
 	}
 	stateKey := bucket.StateKey(namespace, key)
 	in := &s3.ListObjectVersionsInput{Bucket: &s.Bucket, Prefix: &stateKey}
-	var versions []Version
+	var versions []state.Version
 	for {
 		out, err := s.S3.ListObjectVersions(ctx, in)
 		if err != nil {
@@ -208,7 +177,7 @@ func (s *Store) History(ctx context.Context, namespace, key string) ([]Version, 
 			if aws.ToString(v.Key) != stateKey {
 				continue
 			}
-			versions = append(versions, Version{
+			versions = append(versions, state.Version{
 				VersionID: aws.ToString(v.VersionId), LastModified: aws.ToTime(v.LastModified),
 				Size: aws.ToInt64(v.Size), ETag: aws.ToString(v.ETag), IsLatest: aws.ToBool(v.IsLatest),
 			})
@@ -217,7 +186,7 @@ func (s *Store) History(ctx context.Context, namespace, key string) ([]Version, 
 			if aws.ToString(m.Key) != stateKey {
 				continue
 			}
-			versions = append(versions, Version{
+			versions = append(versions, state.Version{
 				VersionID: aws.ToString(m.VersionId), LastModified: aws.ToTime(m.LastModified),
 				IsLatest: aws.ToBool(m.IsLatest), DeleteMarker: true,
 			})

@@ -1,4 +1,4 @@
-package state_test
+package statestore_test
 
 import (
 	"context"
@@ -13,17 +13,18 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // session acquires the lock and reads the graph, as a deployer trigger does.
-func session(t *testing.T, s *state.Store, ns, key, run string) (*state.Lock, *state.Graph) {
+func session(t *testing.T, s *statestore.Store, ns, key, run string) (*statestore.Lock, *state.Graph) {
 	t.Helper()
 	l, err := s.Acquire(context.Background(), ns, key, run, ownerA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g, err := s.Read(context.Background(), l)
-	if err != nil && !errors.Is(err, state.ErrNotFound) {
+	if err != nil && !errors.Is(err, statestore.ErrNotFound) {
 		t.Fatal(err)
 	}
 	return l, g
@@ -104,7 +105,7 @@ func TestWriteConflictNeverOverwrites(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := s.Write(ctx, l, twoStacks())
-			var conflict *state.ConflictError
+			var conflict *statestore.ConflictError
 			if !errors.As(err, &conflict) {
 				t.Fatalf("Write: err = %v, want *ConflictError", err)
 			}
@@ -149,7 +150,7 @@ func TestWriteRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.read {
-				if _, err := s.Read(ctx, l); !errors.Is(err, state.ErrNotFound) {
+				if _, err := s.Read(ctx, l); !errors.Is(err, statestore.ErrNotFound) {
 					t.Fatal(err)
 				}
 			}
@@ -203,7 +204,7 @@ func TestHistoryAndShowVersion(t *testing.T) {
 	if _, err := s.Show(ctx, "shop", "main", "no-such-version"); err == nil {
 		t.Error("Show of an unknown version succeeded")
 	}
-	if _, err := s.Show(ctx, "shop", "absent", ""); !errors.Is(err, state.ErrNotFound) {
+	if _, err := s.Show(ctx, "shop", "absent", ""); !errors.Is(err, statestore.ErrNotFound) {
 		t.Errorf("Show of a missing graph: err = %v, want ErrNotFound", err)
 	}
 }
@@ -231,14 +232,14 @@ func TestVersioningWarning(t *testing.T) {
 }
 
 func TestDecodeRefusesNewerSchema(t *testing.T) {
-	body, err := os.ReadFile("testdata/state-v2.json")
+	body, err := os.ReadFile("../state/testdata/state-v2.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := state.Decode(body); err == nil || !strings.Contains(err.Error(), "upgrade cairn") {
 		t.Fatalf("err = %v, want a refusal saying to upgrade", err)
 	}
-	body, err = os.ReadFile("testdata/state-v1.json")
+	body, err = os.ReadFile("../state/testdata/state-v1.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package state_test
+package statestore_test
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal/s3local"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 const bucket = "cairn-state"
@@ -106,11 +107,11 @@ func newEnv(t testing.TB) *env {
 }
 
 // store returns a Store on the env's bucket; api defaults to the SDK client.
-func (e *env) store(api state.S3API) *state.Store {
+func (e *env) store(api statestore.S3API) *statestore.Store {
 	if api == nil {
 		api = e.s3
 	}
-	return &state.Store{S3: api, Bucket: bucket, Clock: e.clock, Logger: slog.New(slog.NewTextHandler(e.logs, nil)), Lease: 10 * time.Minute}
+	return &statestore.Store{S3: api, Bucket: bucket, Clock: e.clock, Logger: slog.New(slog.NewTextHandler(e.logs, nil)), Lease: 10 * time.Minute}
 }
 
 func (e *env) objectExists(t testing.TB, key string) bool {
@@ -153,7 +154,7 @@ func (l *logBuffer) String() string {
 // recorder wraps the SDK client and records each S3 call as "METHOD key ok|err", so
 // tests can assert the order in which the store touches objects.
 type recorder struct {
-	state.S3API
+	statestore.S3API
 	mu    sync.Mutex
 	calls []string
 }

@@ -1,4 +1,4 @@
-package state_test
+package statestore_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // contentionRounds is the number of lock-read-write-release rounds in each contention test.
@@ -57,7 +58,7 @@ func (iv *invariants) exit(worker, token string, gen int64) {
 
 // check asserts: no overlap, every worker finished its rounds, generations 1..N each
 // written exactly once, and the stored generation equals the number of writes.
-func (iv *invariants) check(t *testing.T, s *state.Store, ns, key string, workers, perWorker int) {
+func (iv *invariants) check(t *testing.T, s *statestore.Store, ns, key string, workers, perWorker int) {
 	t.Helper()
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
@@ -92,12 +93,12 @@ func workerName(i int) string { return "worker-" + strconv.Itoa(i) }
 
 // contend runs rounds of acquire, read, write, release, retrying while the lock is held.
 // Any other failure (a conflict included) ends it with an error.
-func contend(ctx context.Context, s *state.Store, ns, key string, worker, rounds int,
+func contend(ctx context.Context, s *statestore.Store, ns, key string, worker, rounds int,
 	enter func(token string) error, exit func(token string, gen int64) error) error {
 	name := workerName(worker)
 	for done, waits := 0, 0; done < rounds; {
-		l, err := s.Acquire(ctx, ns, key, fmt.Sprintf("run-%d-%d", worker, done), state.Owner{Function: name, RequestID: strconv.Itoa(done)})
-		var locked *state.LockedError
+		l, err := s.Acquire(ctx, ns, key, fmt.Sprintf("run-%d-%d", worker, done), statestore.Owner{Function: name, RequestID: strconv.Itoa(done)})
+		var locked *statestore.LockedError
 		if errors.As(err, &locked) {
 			// Exponential backoff with jitter, as a deployer's retry would.
 			backoff := time.Millisecond << min(waits, 5)
@@ -117,7 +118,7 @@ func contend(ctx context.Context, s *state.Store, ns, key string, worker, rounds
 			return err
 		}
 		g, err := s.Read(ctx, l)
-		if errors.Is(err, state.ErrNotFound) {
+		if errors.Is(err, statestore.ErrNotFound) {
 			g = &state.Graph{Stacks: map[string]*state.Stack{}}
 		} else if err != nil {
 			return fmt.Errorf("%s: read: %w", name, err)
@@ -149,8 +150,8 @@ func contend(ctx context.Context, s *state.Store, ns, key string, worker, rounds
 	return nil
 }
 
-func contentionStore(t testing.TB, url string) *state.Store {
-	return &state.Store{S3: newClient(t, url), Bucket: bucket, Clock: clock.Real, Logger: quietLogger()}
+func contentionStore(t testing.TB, url string) *statestore.Store {
+	return &statestore.Store{S3: newClient(t, url), Bucket: bucket, Clock: clock.Real, Logger: quietLogger()}
 }
 
 func TestContentionGoroutines(t *testing.T) {

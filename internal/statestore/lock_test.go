@@ -1,4 +1,4 @@
-package state_test
+package statestore_test
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 var (
-	ownerA = state.Owner{Function: "cairn-deployer", RequestID: "req-a"}
-	ownerB = state.Owner{Function: "cairn-deployer", RequestID: "req-b"}
+	ownerA = statestore.Owner{Function: "cairn-deployer", RequestID: "req-a"}
+	ownerB = statestore.Owner{Function: "cairn-deployer", RequestID: "req-b"}
 )
 
 func TestAcquireWritesLockObjectAndRefusesSecondHolder(t *testing.T) {
@@ -30,7 +30,7 @@ func TestAcquireWritesLockObjectAndRefusesSecondHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored state.Lock
+	var stored statestore.Lock
 	if err := json.Unmarshal([]byte(e.getObject(t, "locks/shop/main.lock")), &stored); err != nil {
 		t.Fatalf("lock object is not JSON: %v", err)
 	}
@@ -40,7 +40,7 @@ func TestAcquireWritesLockObjectAndRefusesSecondHolder(t *testing.T) {
 	}
 
 	_, err = s.Acquire(ctx, "shop", "main", "run-b", ownerB)
-	var locked *state.LockedError
+	var locked *statestore.LockedError
 	if !errors.As(err, &locked) {
 		t.Fatalf("second Acquire: err = %v, want *LockedError", err)
 	}
@@ -66,12 +66,12 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 
 	// At the lease's end, but within the skew allowance, it is still A's.
 	e.clock.Advance(10 * time.Minute)
-	var locked *state.LockedError
+	var locked *statestore.LockedError
 	if _, err := s.Acquire(ctx, "shop", "main", "run-b", ownerB); !errors.As(err, &locked) {
 		t.Fatalf("Acquire at expiry within skew: err = %v, want *LockedError", err)
 	}
 
-	e.clock.Advance(state.DefaultSkew + time.Second)
+	e.clock.Advance(statestore.DefaultSkew + time.Second)
 	b, err := s.Acquire(ctx, "shop", "main", "run-b", ownerB)
 	if err != nil {
 		t.Fatalf("Acquire after expiry: %v", err)
@@ -82,7 +82,7 @@ func TestTakeoverAfterExpiry(t *testing.T) {
 	if b.Token == a.Token || b.Generation != 2 || !b.AcquiredAt.Equal(e.clock.Now()) {
 		t.Errorf("new lock = %+v, want a fresh token, generation 2, acquired now", b)
 	}
-	var stored state.Lock
+	var stored statestore.Lock
 	if err := json.Unmarshal([]byte(e.getObject(t, "locks/shop/main.lock")), &stored); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestRenewExtendsLease(t *testing.T) {
 	// Past the original lease, the renewed lock holds others off and still checks out.
 	e.clock.Advance(9 * time.Minute)
 	_, err = s.Acquire(ctx, "shop", "main", "run-b", ownerB)
-	var locked *state.LockedError
+	var locked *statestore.LockedError
 	if !errors.As(err, &locked) || !locked.Holder.ExpiresAt.Equal(t0.Add(18*time.Minute)) {
 		t.Fatalf("Acquire after the original lease: err = %v, want *LockedError until 08:18", err)
 	}
@@ -126,8 +126,8 @@ func TestRenewExtendsLease(t *testing.T) {
 		t.Errorf("Check after renew: %v", err)
 	}
 	// Without another renewal the holder itself stops trusting the lock before it ends.
-	e.clock.Advance(time.Minute - state.DefaultSkew)
-	if err := s.Check(ctx, a); !errors.Is(err, state.ErrLeaseExpired) {
+	e.clock.Advance(time.Minute - statestore.DefaultSkew)
+	if err := s.Check(ctx, a); !errors.Is(err, statestore.ErrLeaseExpired) {
 		t.Errorf("Check within the skew margin: err = %v, want ErrLeaseExpired", err)
 	}
 	if err := s.Renew(ctx, a); err != nil {
@@ -141,17 +141,17 @@ func TestRenewExtendsLease(t *testing.T) {
 // lostLock builds situations in which a's lock is no longer a's.
 var lostLock = []struct {
 	name string
-	lose func(t *testing.T, e *env, s *state.Store, a *state.Lock) (current *state.Lock)
+	lose func(t *testing.T, e *env, s *statestore.Store, a *statestore.Lock) (current *statestore.Lock)
 }{
-	{"taken over after expiry", func(t *testing.T, e *env, s *state.Store, a *state.Lock) *state.Lock {
-		e.clock.Advance(11*time.Minute + state.DefaultSkew)
+	{"taken over after expiry", func(t *testing.T, e *env, s *statestore.Store, a *statestore.Lock) *statestore.Lock {
+		e.clock.Advance(11*time.Minute + statestore.DefaultSkew)
 		b, err := s.Acquire(context.Background(), a.Namespace, a.Key, "run-b", ownerB)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}},
-	{"force-unlocked and acquired by another", func(t *testing.T, e *env, s *state.Store, a *state.Lock) *state.Lock {
+	{"force-unlocked and acquired by another", func(t *testing.T, e *env, s *statestore.Store, a *statestore.Lock) *statestore.Lock {
 		if _, err := s.ForceUnlock(context.Background(), a.Namespace, a.Key, true); err != nil {
 			t.Fatal(err)
 		}
@@ -161,13 +161,13 @@ var lostLock = []struct {
 		}
 		return b
 	}},
-	{"force-unlocked", func(t *testing.T, e *env, s *state.Store, a *state.Lock) *state.Lock {
+	{"force-unlocked", func(t *testing.T, e *env, s *statestore.Store, a *statestore.Lock) *statestore.Lock {
 		if _, err := s.ForceUnlock(context.Background(), a.Namespace, a.Key, true); err != nil {
 			t.Fatal(err)
 		}
 		return nil
 	}},
-	{"already released", func(t *testing.T, e *env, s *state.Store, a *state.Lock) *state.Lock {
+	{"already released", func(t *testing.T, e *env, s *statestore.Store, a *statestore.Lock) *statestore.Lock {
 		if err := s.Release(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
@@ -188,13 +188,13 @@ func TestReleaseOfLockNoLongerOursFailsCleanly(t *testing.T) {
 			current := tc.lose(t, e, s, a)
 
 			err = s.Release(ctx, a)
-			if !errors.Is(err, state.ErrLockLost) {
+			if !errors.Is(err, statestore.ErrLockLost) {
 				t.Fatalf("Release: err = %v, want ErrLockLost", err)
 			}
 			if !strings.Contains(err.Error(), "run-a") {
 				t.Errorf("error %q does not name the run that lost the lock", err)
 			}
-			if err := s.Renew(ctx, a); !errors.Is(err, state.ErrLockLost) {
+			if err := s.Renew(ctx, a); !errors.Is(err, statestore.ErrLockLost) {
 				t.Errorf("Renew: err = %v, want ErrLockLost", err)
 			}
 			if current != nil {
@@ -226,7 +226,7 @@ func TestFencedWriterCannotWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := stale.Read(ctx, a); !errors.Is(err, state.ErrNotFound) {
+			if _, err := stale.Read(ctx, a); !errors.Is(err, statestore.ErrNotFound) {
 				t.Fatalf("first Read: err = %v, want ErrNotFound", err)
 			}
 			g := twoStacks()
@@ -238,13 +238,13 @@ func TestFencedWriterCannotWrite(t *testing.T) {
 			tc.lose(t, e, s, a)
 			g.Stacks["vpc"].Status = "UPDATE_COMPLETE"
 			err = stale.Write(ctx, a, g)
-			if !errors.Is(err, state.ErrLockLost) {
+			if !errors.Is(err, statestore.ErrLockLost) {
 				t.Fatalf("fenced Write: err = %v, want ErrLockLost", err)
 			}
 			if after := e.getObject(t, "state/shop/main.json"); after != before {
 				t.Errorf("fenced writer changed the state:\nbefore %s\nafter %s", before, after)
 			}
-			if err := stale.Check(ctx, a); !errors.Is(err, state.ErrLockLost) {
+			if err := stale.Check(ctx, a); !errors.Is(err, statestore.ErrLockLost) {
 				t.Errorf("Check: err = %v, want ErrLockLost", err)
 			}
 		})
@@ -259,11 +259,11 @@ func TestWriteRefusedOnceLeaseRunsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Read(ctx, a); !errors.Is(err, state.ErrNotFound) {
+	if _, err := s.Read(ctx, a); !errors.Is(err, statestore.ErrNotFound) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(10 * time.Minute)
-	if err := s.Write(ctx, a, twoStacks()); !errors.Is(err, state.ErrLeaseExpired) {
+	if err := s.Write(ctx, a, twoStacks()); !errors.Is(err, statestore.ErrLeaseExpired) {
 		t.Fatalf("Write after the lease: err = %v, want ErrLeaseExpired", err)
 	}
 	if e.objectExists(t, "state/shop/main.json") {
@@ -282,7 +282,7 @@ func TestGraphIsReadOnlyUnderTheLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Read(ctx, a); !errors.Is(err, state.ErrNotFound) {
+	if _, err := s.Read(ctx, a); !errors.Is(err, statestore.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if err := s.Write(ctx, a, twoStacks()); err != nil {
@@ -309,7 +309,7 @@ func TestGraphIsReadOnlyUnderTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = len(rec.Calls())
-	if _, err := s.Read(ctx, a); !errors.Is(err, state.ErrLockLost) {
+	if _, err := s.Read(ctx, a); !errors.Is(err, statestore.ErrLockLost) {
 		t.Fatalf("Read without the lock: err = %v, want ErrLockLost", err)
 	}
 	for _, c := range rec.Calls()[start:] {
@@ -328,7 +328,7 @@ func TestForceUnlock(t *testing.T) {
 		wantErr  error
 		wantGone bool
 	}{
-		{name: "no lock", wantErr: state.ErrNotLocked},
+		{name: "no lock", wantErr: statestore.ErrNotLocked},
 		{name: "expired lock without force", lock: true, advance: 11 * time.Minute, wantGone: true},
 		{name: "live lock without force", lock: true, advance: time.Minute},
 		{name: "live lock with force", lock: true, advance: time.Minute, force: true, wantGone: true},
@@ -345,7 +345,7 @@ func TestForceUnlock(t *testing.T) {
 			}
 			e.clock.Advance(tc.advance)
 			held, err := s.ForceUnlock(ctx, "shop", "main", tc.force)
-			var locked *state.LockedError
+			var locked *statestore.LockedError
 			switch {
 			case tc.wantErr != nil:
 				if !errors.Is(err, tc.wantErr) {
@@ -410,7 +410,7 @@ func TestResumeByALaterTriggerOfTheSameRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Read(ctx, first); !errors.Is(err, state.ErrNotFound) {
+	if _, err := s.Read(ctx, first); !errors.Is(err, statestore.ErrNotFound) {
 		t.Fatal(err)
 	}
 	if err := s.Write(ctx, first, twoStacks()); err != nil {
@@ -430,10 +430,10 @@ func TestResumeByALaterTriggerOfTheSameRun(t *testing.T) {
 	// says its lease is fine.
 	behind := e.store(nil)
 	behind.Clock = clock.NewFake(t0)
-	if err := behind.Check(ctx, first); !errors.Is(err, state.ErrLockLost) {
+	if err := behind.Check(ctx, first); !errors.Is(err, statestore.ErrLockLost) {
 		t.Errorf("Check of the earlier invocation: err = %v, want ErrLockLost", err)
 	}
-	if err := behind.Write(ctx, first, twoStacks()); !errors.Is(err, state.ErrLockLost) {
+	if err := behind.Write(ctx, first, twoStacks()); !errors.Is(err, statestore.ErrLockLost) {
 		t.Errorf("Write of the earlier invocation: err = %v, want ErrLockLost", err)
 	}
 	g, err := s.Read(ctx, later)
@@ -445,13 +445,13 @@ func TestResumeByALaterTriggerOfTheSameRun(t *testing.T) {
 	}
 
 	// Another run cannot resume it, and a released lock cannot be resumed.
-	if _, err := s.Resume(ctx, "shop", "main", "run-8", ownerB); !errors.Is(err, state.ErrLockLost) || !strings.Contains(err.Error(), "run-7") {
+	if _, err := s.Resume(ctx, "shop", "main", "run-8", ownerB); !errors.Is(err, statestore.ErrLockLost) || !strings.Contains(err.Error(), "run-7") {
 		t.Errorf("Resume by another run: err = %v, want ErrLockLost naming run-7", err)
 	}
 	if err := s.Release(ctx, later); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Resume(ctx, "shop", "main", "run-7", ownerB); !errors.Is(err, state.ErrLockLost) {
+	if _, err := s.Resume(ctx, "shop", "main", "run-7", ownerB); !errors.Is(err, statestore.ErrLockLost) {
 		t.Errorf("Resume after release: err = %v, want ErrLockLost", err)
 	}
 }
@@ -469,7 +469,7 @@ func TestLockWithoutETagIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var decoded state.Lock
+	var decoded statestore.Lock
 	if err := json.Unmarshal(b, &decoded); err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestLockWithoutETagIsRefused(t *testing.T) {
 		"Release": func() error { return s.Release(ctx, &decoded) },
 		"Read":    func() error { _, err := s.Read(ctx, &decoded); return err },
 	} {
-		if err := op(); !errors.Is(err, state.ErrLockLost) || !strings.Contains(err.Error(), "call Resume") {
+		if err := op(); !errors.Is(err, statestore.ErrLockLost) || !strings.Contains(err.Error(), "call Resume") {
 			t.Errorf("%s: err = %v, want ErrLockLost saying to Resume", name, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package state
+package statestore
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/state"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
@@ -14,86 +16,13 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
-// Tags cairn puts on every stack it creates. From them alone the persistent graph can be
-// rebuilt if its object is lost, and anyone can tell which git ref is applied.
-const (
-	TagNamespace    = "cairn:namespace"
-	TagGraphKey     = "cairn:graph-key"
-	TagName         = "cairn:name"
-	TagGitRef       = "cairn:git-ref"
-	TagGitRemote    = "cairn:git-remote"
-	TagBundleSHA256 = "cairn:bundle-sha256"
-	// The tags below let Rebuild give back the graph exactly rather than approximately.
-	TagBundleVersion  = "cairn:bundle-version"
-	TagTemplateHash   = "cairn:template-sha256"
-	TagParametersHash = "cairn:parameters-sha256"
-	// TagRequires holds the comma-separated config names the stack requires; when that is
-	// longer than a tag value allows it continues in cairn:requires-2, cairn:requires-3...
-	TagRequires = "cairn:requires"
-	// TagStackOptions is the hash of the stack options cairn applied (stack policy,
-	// notification topics, rollback triggers...), so a change of them alone updates the
-	// stack; absent when it has none.
-	TagStackOptions = "cairn:stack-options"
-)
-
-// maxTagValue is CloudFormation's limit on a tag value's length.
-const maxTagValue = 256
-
-// StackTags returns the cairn:* tags of stack st in graph namespace/key applied from
-// bundle. The deployer sets them on the stack; Rebuild reads them back. Empty values are
-// left out, since CloudFormation refuses empty tag values.
-func StackTags(namespace, key string, bundle BundleRef, st *Stack) map[string]string {
-	tags := map[string]string{}
-	set := func(k, v string) {
-		if v != "" {
-			tags[k] = v
-		}
-	}
-	set(TagNamespace, namespace)
-	set(TagGraphKey, key)
-	set(TagName, st.Name)
-	set(TagGitRef, bundle.GitRef)
-	set(TagGitRemote, bundle.GitRemote)
-	set(TagBundleSHA256, bundle.SHA256)
-	set(TagBundleVersion, bundle.VersionID)
-	set(TagTemplateHash, st.TemplateHash)
-	set(TagParametersHash, st.ParametersHash)
-	reqs := append([]string(nil), st.Requires...)
-	sort.Strings(reqs)
-	var chunk string
-	n := 1
-	flush := func() {
-		if chunk == "" {
-			return
-		}
-		k := TagRequires
-		if n > 1 {
-			k = fmt.Sprintf("%s-%d", TagRequires, n)
-		}
-		tags[k] = chunk
-		chunk = ""
-		n++
-	}
-	for _, r := range reqs {
-		if chunk != "" && len(chunk)+1+len(r) > maxTagValue {
-			flush()
-		}
-		if chunk != "" {
-			chunk += ","
-		}
-		chunk += r
-	}
-	flush()
-	return tags
-}
-
 // requiresFromTags reads back what StackTags wrote under TagRequires.
 func requiresFromTags(tags map[string]string) []string {
 	var reqs []string
 	for n := 1; ; n++ {
-		k := TagRequires
+		k := state.TagRequires
 		if n > 1 {
-			k = fmt.Sprintf("%s-%d", TagRequires, n)
+			k = fmt.Sprintf("%s-%d", state.TagRequires, n)
 		}
 		v, ok := tags[k]
 		if !ok {
@@ -124,12 +53,12 @@ type Budget interface {
 // namespace and graph key, whether cairn created it or it was tagged to be adopted. The
 // result has Rebuilt set when it found any stack and Generation 0; it is not written (Write
 // it under the lock).
-func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, budget Budget, namespace, key string) (*Graph, error) {
+func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, budget Budget, namespace, key string) (*state.Graph, error) {
 	if err := checkNames(namespace, key); err != nil {
 		return nil, err
 	}
-	g := &Graph{SchemaVersion: SchemaVersion, Namespace: namespace, Key: key, Stacks: map[string]*Stack{}}
-	bundles := map[BundleRef]int{}
+	g := &state.Graph{SchemaVersion: state.SchemaVersion, Namespace: namespace, Key: key, Stacks: map[string]*state.Stack{}}
+	bundles := map[state.BundleRef]int{}
 	in := &cloudformation.DescribeStacksInput{}
 	for page := 0; page == 0 || aws.ToString(in.NextToken) != ""; page++ {
 		if err := budget.Wait(ctx); err != nil {
@@ -150,7 +79,7 @@ func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, budget Budge
 			}
 			if prev, dup := g.Stacks[st.Name]; dup {
 				return nil, fmt.Errorf("rebuild state %s/%s: stacks %s and %s are both tagged %s=%s: remove the tag from the one cairn should not manage",
-					namespace, key, prev.StackName, st.StackName, TagName, st.Name)
+					namespace, key, prev.StackName, st.StackName, state.TagName, st.Name)
 			}
 			g.Stacks[st.Name] = st
 			bundles[bundle]++
@@ -179,7 +108,7 @@ func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, budget Budge
 		st.Requires = kept
 	}
 	if err := g.Validate(); err != nil {
-		return nil, fmt.Errorf("rebuild state %s/%s from stack tags: %w: correct the %s tags", namespace, key, err, TagRequires)
+		return nil, fmt.Errorf("rebuild state %s/%s from stack tags: %w: correct the %s tags", namespace, key, err, state.TagRequires)
 	}
 	if len(g.Stacks) > 0 {
 		g.Rebuilt = true
@@ -192,7 +121,7 @@ func (s *Store) Rebuild(ctx context.Context, cfn CloudFormationAPI, budget Budge
 // ReadOrRebuild reads the graph under l and, when its object is missing, rebuilds it from
 // stack tags (logged; Rebuilt says so, for the run report). A namespace without state and
 // without tagged stacks gives an empty graph. Write the result under the same lock.
-func (s *Store) ReadOrRebuild(ctx context.Context, l *Lock, cfn CloudFormationAPI, budget Budget) (*Graph, error) {
+func (s *Store) ReadOrRebuild(ctx context.Context, l *Lock, cfn CloudFormationAPI, budget Budget) (*state.Graph, error) {
 	g, err := s.Read(ctx, l)
 	if !errors.Is(err, ErrNotFound) {
 		return g, err
@@ -200,27 +129,27 @@ func (s *Store) ReadOrRebuild(ctx context.Context, l *Lock, cfn CloudFormationAP
 	return s.Rebuild(ctx, cfn, budget, l.Namespace, l.Key)
 }
 
-func stackFromTags(cs cfntypes.Stack, namespace, key string) (*Stack, BundleRef, bool) {
+func stackFromTags(cs cfntypes.Stack, namespace, key string) (*state.Stack, state.BundleRef, bool) {
 	if cs.StackStatus == cfntypes.StackStatusDeleteComplete || cs.StackStatus == cfntypes.StackStatusReviewInProgress {
 		// Gone, or never deployed: a stack in REVIEW_IN_PROGRESS only holds the change set
 		// a plan made to create it (it has no resources); the graph records what was deployed.
-		return nil, BundleRef{}, false
+		return nil, state.BundleRef{}, false
 	}
 	tags := map[string]string{}
 	for _, t := range cs.Tags {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
-	if tags[TagNamespace] != namespace || tags[TagGraphKey] != key || tags[TagName] == "" {
-		return nil, BundleRef{}, false
+	if tags[state.TagNamespace] != namespace || tags[state.TagGraphKey] != key || tags[state.TagName] == "" {
+		return nil, state.BundleRef{}, false
 	}
-	st := &Stack{
-		Name:           tags[TagName],
+	st := &state.Stack{
+		Name:           tags[state.TagName],
 		StackName:      aws.ToString(cs.StackName),
 		StackID:        aws.ToString(cs.StackId),
 		Region:         regionOf(aws.ToString(cs.StackId)),
 		Requires:       requiresFromTags(tags),
-		TemplateHash:   tags[TagTemplateHash],
-		ParametersHash: tags[TagParametersHash],
+		TemplateHash:   tags[state.TagTemplateHash],
+		ParametersHash: tags[state.TagParametersHash],
 		Status:         string(cs.StackStatus),
 		Tags:           tags,
 		UpdatedAt:      aws.ToTime(cs.CreationTime).UTC(),
@@ -234,7 +163,7 @@ func stackFromTags(cs cfntypes.Stack, namespace, key string) (*Stack, BundleRef,
 			st.Outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 		}
 	}
-	bundle := BundleRef{VersionID: tags[TagBundleVersion], SHA256: tags[TagBundleSHA256], GitRef: tags[TagGitRef], GitRemote: tags[TagGitRemote]}
+	bundle := state.BundleRef{VersionID: tags[state.TagBundleVersion], SHA256: tags[state.TagBundleSHA256], GitRef: tags[state.TagGitRef], GitRemote: tags[state.TagGitRemote]}
 	return st, bundle, true
 }
 
@@ -247,8 +176,8 @@ func regionOf(arn string) string {
 	return parts[3]
 }
 
-func mostCommon(counts map[BundleRef]int) BundleRef {
-	var best BundleRef
+func mostCommon(counts map[state.BundleRef]int) state.BundleRef {
+	var best state.BundleRef
 	bestN := -1
 	for b, n := range counts {
 		if n > bestN || (n == bestN && b.SHA256+b.VersionID > best.SHA256+best.VersionID) {

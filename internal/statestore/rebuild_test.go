@@ -1,4 +1,4 @@
-package state_test
+package statestore_test
 
 import (
 	"context"

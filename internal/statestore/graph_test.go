@@ -1,4 +1,4 @@
-package state_test
+package statestore_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 var stackNames = []string{"app", "cache", "db", "queue", "vpc", "web"}
@@ -156,8 +157,8 @@ func TestWriteSequencesKeepInvariants(t *testing.T) {
 			gen     int64
 			token   string
 			stacks  string // JSON of the stored stacks
-			holder  *state.Lock
-			stale   []*state.Lock
+			holder  *statestore.Lock
+			stale   []*statestore.Lock
 			holders int
 		)
 		acquire := func() {
@@ -168,7 +169,7 @@ func TestWriteSequencesKeepInvariants(t *testing.T) {
 			}
 			g, err := s.Read(ctx, l)
 			switch {
-			case gen == 0 && !errors.Is(err, state.ErrNotFound):
+			case gen == 0 && !errors.Is(err, statestore.ErrNotFound):
 				rt.Fatalf("Read of a never-written graph: %v, %v", g, err)
 			case gen > 0 && (err != nil || g.Generation != gen):
 				rt.Fatalf("Read after %d writes: %v, %v", gen, g, err)
@@ -199,7 +200,7 @@ func TestWriteSequencesKeepInvariants(t *testing.T) {
 					acquire()
 				}
 				stale = append(stale, holder)
-				e.clock.Advance(11*time.Minute + state.DefaultSkew)
+				e.clock.Advance(11*time.Minute + statestore.DefaultSkew)
 				acquire()
 				if holder.TakenOverFrom == nil || holder.TakenOverFrom.Token != stale[len(stale)-1].Token {
 					rt.Fatalf("takeover not recorded: %+v", holder.TakenOverFrom)
@@ -214,7 +215,7 @@ func TestWriteSequencesKeepInvariants(t *testing.T) {
 				if err == nil {
 					rt.Fatalf("a stale writer (run %s) wrote", l.RunID)
 				}
-				if modelValid(g) && !errors.Is(err, state.ErrLockLost) && !errors.Is(err, state.ErrLeaseExpired) {
+				if modelValid(g) && !errors.Is(err, statestore.ErrLockLost) && !errors.Is(err, statestore.ErrLeaseExpired) {
 					rt.Fatalf("stale writer: err = %v, want ErrLockLost or ErrLeaseExpired", err)
 				}
 			case "release":
@@ -230,7 +231,7 @@ func TestWriteSequencesKeepInvariants(t *testing.T) {
 
 			got, err := s.Show(ctx, "shop", key, "")
 			if gen == 0 {
-				if !errors.Is(err, state.ErrNotFound) {
+				if !errors.Is(err, statestore.ErrNotFound) {
 					rt.Fatalf("Show before any write: %v, %v", got, err)
 				}
 				continue

@@ -1,4 +1,4 @@
-package state_test
+package statestore_test
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
 // rebuildPageSize is the emulated CloudFormation's page size in these tests: small, so the
@@ -34,7 +35,7 @@ type cfnEnv struct {
 	cfn   *cloudformation.Client
 	s3    *s3.Client
 	logs  *logBuffer
-	store *state.Store
+	store *statestore.Store
 }
 
 func newCFNEnv(t *testing.T) *cfnEnv {
@@ -64,7 +65,7 @@ func newCFNEnv(t *testing.T) *cfnEnv {
 	}
 	e.cfn, e.s3 = cloudformation.NewFromConfig(cfg), awsclient.S3(cfg)
 	makeBucket(t, e.s3, true)
-	e.store = &state.Store{S3: e.s3, Bucket: bucket, Clock: e.clk, Logger: slog.New(slog.NewTextHandler(e.logs, nil))}
+	e.store = &statestore.Store{S3: e.s3, Bucket: bucket, Clock: e.clk, Logger: slog.New(slog.NewTextHandler(e.logs, nil))}
 	return e
 }
 
@@ -342,7 +343,7 @@ func TestReadOrRebuildAfterStateObjectDeleted(t *testing.T) {
 			ns := "shop"
 			written := expectedGraph(fixture, ids, ns, key, bundleNew)
 			written.Rebuilt = false
-			l, err := e.store.Acquire(ctx, ns, key, "run-1", state.Owner{Function: "deployer", RequestID: "r1"})
+			l, err := e.store.Acquire(ctx, ns, key, "run-1", statestore.Owner{Function: "deployer", RequestID: "r1"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -357,7 +358,7 @@ func TestReadOrRebuildAfterStateObjectDeleted(t *testing.T) {
 			}
 			deleteState(t, e.s3, layout.StateKey(ns, key), tc.allVersions)
 
-			l, err = e.store.Acquire(ctx, ns, key, "run-2", state.Owner{Function: "deployer", RequestID: "r2"})
+			l, err = e.store.Acquire(ctx, ns, key, "run-2", statestore.Owner{Function: "deployer", RequestID: "r2"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -141,13 +141,13 @@ deploy: infra-lambdas
 test-awscli: cli
 	@bash internal/awslocal/testdata/awscli.sh $(BIN)/cairn
 
-# spec: regenerate internal/spec/spec.txt.gz, the CloudFormation resource specification
+# spec: regenerate internal/resourcespec/spec.txt.gz, the CloudFormation resource specification
 # templates are checked against, from the provider schemas of the installed cfn-lint
 # (`pip install cfn-lint`). The file is committed: builds and CI never need this.
 .PHONY: spec
 spec:
-	python3 internal/spec/genspec.py > internal/spec/spec.txt.tmp && gzip -9n < internal/spec/spec.txt.tmp > internal/spec/spec.txt.gz.tmp \
-		&& mv internal/spec/spec.txt.gz.tmp internal/spec/spec.txt.gz && rm internal/spec/spec.txt.tmp
+	python3 internal/resourcespec/genspec.py > internal/resourcespec/spec.txt.tmp && gzip -9n < internal/resourcespec/spec.txt.tmp > internal/resourcespec/spec.txt.gz.tmp \
+		&& mv internal/resourcespec/spec.txt.gz.tmp internal/resourcespec/spec.txt.gz && rm internal/resourcespec/spec.txt.tmp
 
 # sam-data: regenerate internal/sam/translator.json.gz, the policy templates and managed policy
 # ARNs of AWS's SAM translator (Apache-2.0), from the installed aws-sam-translator

@@ -32,7 +32,7 @@ const emulator = "internal/awslocal"
 // but the others of the list (a clock, the SDK's configuration and error classes, the
 // SAM transform and the resource specification its CloudFormation shares with the
 // validator, and the dependency graph's walker it shares with the run engine).
-var emulatorLeaves = []string{"internal/clock", "internal/awsclient", "internal/sam", "internal/spec", "internal/graph"}
+var emulatorLeaves = []string{"internal/clock", "internal/awsclient", "internal/sam", "internal/resourcespec", "internal/graph"}
 
 // localMode are the packages of local mode, which only the CLI imports.
 var localMode = []string{"internal/localcairn", "internal/localdir"}
@@ -173,7 +173,7 @@ func TestFunctionsLinkNoEmulator(t *testing.T) {
 func TestEmulatorViolationsFindWhatTheRulesForbid(t *testing.T) {
 	pkgs := []pkg{
 		{ImportPath: "internal/awslocal", Deps: []string{module + "internal/clock", module + "internal/awslocal/s3local", "net/http"}},
-		{ImportPath: "internal/awslocal/cfnlocal", Deps: []string{module + "internal/spec", module + "internal/template"}},
+		{ImportPath: "internal/awslocal/cfnlocal", Deps: []string{module + "internal/resourcespec", module + "internal/template"}},
 		{ImportPath: "internal/sam", Deps: []string{module + "internal/config"}},
 		{ImportPath: "internal/localcairn", Imports: []string{module + "internal/awslocal"}, Deps: []string{module + "internal/config"}},
 		{ImportPath: "cmd/cairn", Imports: []string{module + "internal/localcairn", module + "internal/localdir"}},

@@ -49,7 +49,7 @@ type pkg struct {
 // are statestore's), seals (seal; the key's KMS derivation is sealkey's), the
 // classification of AWS errors (awserr) and provenance.
 var core = []string{"internal/run", "internal/graph", "internal/plan", "internal/config", "internal/template",
-	"internal/drift", "internal/report", "internal/printer", "internal/yamlnode", "internal/spec", "internal/sam",
+	"internal/drift", "internal/report", "internal/printer", "internal/yamlnode", "internal/resourcespec", "internal/sam",
 	"internal/bundle", "internal/artifact", "internal/target", "internal/clock", "internal/assembly",
 	"internal/bucket", "internal/state", "internal/seal", "internal/awserr", "internal/provenance"}
 

@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // Resource attributes (AWS's "Resource attribute reference"): their values have shapes of
@@ -16,52 +16,52 @@ import (
 // which follow AWS's documentation of each attribute.
 
 var (
-	boolean = spec.NewShape(spec.Boolean)
-	integer = spec.NewShape(spec.Integer)
-	str     = spec.NewShape(spec.String)
+	boolean = resourcespec.NewShape(resourcespec.Boolean)
+	integer = resourcespec.NewShape(resourcespec.Integer)
+	str     = resourcespec.NewShape(resourcespec.String)
 
-	resourceSignal = spec.NewObject(map[string]*spec.Shape{"Count": integer, "Timeout": str}, true)
+	resourceSignal = resourcespec.NewObject(map[string]*resourcespec.Shape{"Count": integer, "Timeout": str}, true)
 
 	// creationPolicies are the CreationPolicy shapes of the types that take one.
-	creationPolicies = map[string]*spec.Shape{
-		"AWS::AutoScaling::AutoScalingGroup": spec.NewObject(map[string]*spec.Shape{
-			"AutoScalingCreationPolicy": spec.NewObject(map[string]*spec.Shape{"MinSuccessfulInstancesPercent": integer}, true),
+	creationPolicies = map[string]*resourcespec.Shape{
+		"AWS::AutoScaling::AutoScalingGroup": resourcespec.NewObject(map[string]*resourcespec.Shape{
+			"AutoScalingCreationPolicy": resourcespec.NewObject(map[string]*resourcespec.Shape{"MinSuccessfulInstancesPercent": integer}, true),
 			"ResourceSignal":            resourceSignal,
 		}, true),
-		"AWS::EC2::Instance":                 spec.NewObject(map[string]*spec.Shape{"ResourceSignal": resourceSignal}, true),
-		"AWS::CloudFormation::WaitCondition": spec.NewObject(map[string]*spec.Shape{"ResourceSignal": resourceSignal}, true),
-		"AWS::AppStream::Fleet":              spec.NewObject(map[string]*spec.Shape{"StartFleet": boolean}, true),
+		"AWS::EC2::Instance":                 resourcespec.NewObject(map[string]*resourcespec.Shape{"ResourceSignal": resourceSignal}, true),
+		"AWS::CloudFormation::WaitCondition": resourcespec.NewObject(map[string]*resourcespec.Shape{"ResourceSignal": resourceSignal}, true),
+		"AWS::AppStream::Fleet":              resourcespec.NewObject(map[string]*resourcespec.Shape{"StartFleet": boolean}, true),
 	}
 
-	suspendProcesses = func() *spec.Shape {
-		s := spec.NewShape(spec.List)
-		s.Elem = spec.NewShape(spec.String)
+	suspendProcesses = func() *resourcespec.Shape {
+		s := resourcespec.NewShape(resourcespec.List)
+		s.Elem = resourcespec.NewShape(resourcespec.String)
 		s.Elem.Enum = []string{"Launch", "Terminate", "AddToLoadBalancer", "AlarmNotification", "AZRebalance", "HealthCheck", "InstanceRefresh", "ReplaceUnhealthy", "ScheduledActions"}
 		return s
 	}()
-	appStreamUpdate = spec.NewObject(map[string]*spec.Shape{"Type": boolean}, true)
-	searchUpdate    = spec.NewObject(map[string]*spec.Shape{"EnableVersionUpgrade": boolean}, true)
+	appStreamUpdate = resourcespec.NewObject(map[string]*resourcespec.Shape{"Type": boolean}, true)
+	searchUpdate    = resourcespec.NewObject(map[string]*resourcespec.Shape{"EnableVersionUpgrade": boolean}, true)
 
 	// updatePolicies are the UpdatePolicy shapes of the types that take one.
-	updatePolicies = map[string]*spec.Shape{
-		"AWS::AutoScaling::AutoScalingGroup": spec.NewObject(map[string]*spec.Shape{
-			"AutoScalingReplacingUpdate": spec.NewObject(map[string]*spec.Shape{"WillReplace": boolean}, true),
-			"AutoScalingRollingUpdate": spec.NewObject(map[string]*spec.Shape{
+	updatePolicies = map[string]*resourcespec.Shape{
+		"AWS::AutoScaling::AutoScalingGroup": resourcespec.NewObject(map[string]*resourcespec.Shape{
+			"AutoScalingReplacingUpdate": resourcespec.NewObject(map[string]*resourcespec.Shape{"WillReplace": boolean}, true),
+			"AutoScalingRollingUpdate": resourcespec.NewObject(map[string]*resourcespec.Shape{
 				"MaxBatchSize": integer, "MinActiveInstancesPercent": integer, "MinInstancesInService": integer,
 				"MinSuccessfulInstancesPercent": integer, "PauseTime": str, "SuspendProcesses": suspendProcesses,
 				"WaitOnResourceSignals": boolean,
 			}, true),
-			"AutoScalingScheduledAction": spec.NewObject(map[string]*spec.Shape{"IgnoreUnmodifiedGroupSizeProperties": boolean}, true),
+			"AutoScalingScheduledAction": resourcespec.NewObject(map[string]*resourcespec.Shape{"IgnoreUnmodifiedGroupSizeProperties": boolean}, true),
 		}, true),
-		"AWS::Lambda::Alias": spec.NewObject(map[string]*spec.Shape{
-			"CodeDeployLambdaAliasUpdate": spec.NewObject(map[string]*spec.Shape{
+		"AWS::Lambda::Alias": resourcespec.NewObject(map[string]*resourcespec.Shape{
+			"CodeDeployLambdaAliasUpdate": resourcespec.NewObject(map[string]*resourcespec.Shape{
 				"AfterAllowTrafficHook": str, "ApplicationName": str, "BeforeAllowTrafficHook": str, "DeploymentGroupName": str,
 			}, true),
 		}, false),
 		"AWS::Elasticsearch::Domain":         searchUpdate,
 		"AWS::OpenSearchService::Domain":     searchUpdate,
-		"AWS::ElastiCache::ReplicationGroup": spec.NewObject(map[string]*spec.Shape{"UseOnlineResharding": boolean}, true),
-		"AWS::AppStream::Fleet":              spec.NewObject(map[string]*spec.Shape{"StartAfterUpdate": appStreamUpdate, "StopBeforeUpdate": appStreamUpdate}, true),
+		"AWS::ElastiCache::ReplicationGroup": resourcespec.NewObject(map[string]*resourcespec.Shape{"UseOnlineResharding": boolean}, true),
+		"AWS::AppStream::Fleet":              resourcespec.NewObject(map[string]*resourcespec.Shape{"StartAfterUpdate": appStreamUpdate, "StopBeforeUpdate": appStreamUpdate}, true),
 	}
 
 	// policyFunctions are the intrinsic functions a DeletionPolicy or UpdateReplacePolicy
@@ -122,7 +122,7 @@ func (c *checker) attributes(r *resource) {
 				if k.Value == "UpdatePolicy" {
 					c.add(k, path, true, "%s takes no UpdatePolicy: CloudFormation applies one only to %s", r.typ, strings.Join(slices.Sorted(maps.Keys(updatePolicies)), ", "))
 				}
-				sh = spec.NewShape(spec.Object)
+				sh = resourcespec.NewShape(resourcespec.Object)
 				sh.Closed = false
 			}
 			if v.Kind != yaml.MappingNode && v.Kind != yaml.ScalarNode || v.Kind == yaml.ScalarNode && v.Tag != "!!null" {

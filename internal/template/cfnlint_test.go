@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // peerRoots are where the peer check finds templates: the project's testdata (bundles and
@@ -114,14 +114,14 @@ func runtimeDisagreement(cairnMsg, lintMsg string, lintRuntimes []string, day st
 	if m := cairnRuntimeRE.FindStringSubmatch(cairnMsg); m != nil {
 		rt := m[1]
 		if _, warning, ok := RuntimeProblem(rt, day); ok && !warning && slices.Contains(lintRuntimes, rt) {
-			life, _ := spec.LookupRuntime(rt)
+			life, _ := resourcespec.LookupRuntime(rt)
 			return disagreement{"both", fmt.Sprintf("AWS blocked creating functions with %s on %s (its Lambda runtimes page); cfn-lint reports it at the Serverless function (its SAM translation has no line for the property), cairn at the Runtime that sets it", rt, life.CreateBlocked)}, true
 		}
 	}
 	if m := lintRuntimeRE.FindStringSubmatch(lintMsg); m != nil {
 		rt := m[1]
 		if _, warning, ok := RuntimeProblem(rt, day); !ok || warning {
-			life, _ := spec.LookupRuntime(rt)
+			life, _ := resourcespec.LookupRuntime(rt)
 			return disagreement{"cairn", fmt.Sprintf("AWS blocks creating functions with %s on %s, by its Lambda runtimes page (cairn warns that it is deprecated); cfn-lint 1.51's table has the earlier date AWS had announced", rt, life.CreateBlocked)}, true
 		}
 	}

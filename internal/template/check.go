@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // Transforms cairn understands; any other is a macro that may rewrite the template.
@@ -326,7 +326,7 @@ func (c *checker) resource(r *resource) {
 	case strings.HasPrefix(r.typ, "AWS::Serverless::") && c.sam:
 		return
 	}
-	st := spec.Lookup(r.typ)
+	st := resourcespec.Lookup(r.typ)
 	if st == nil {
 		parts := strings.Split(r.typ, "::")
 		if len(parts) == 4 && parts[3] == "MODULE" && parts[0] != "AWS" && !slices.Contains(parts, "") {
@@ -337,7 +337,7 @@ func (c *checker) resource(r *resource) {
 			c.add(key(r.node, "Type"), base+".Type", true, "%s is not an AWS type: a registry (third-party or private) type, so cairn does not check its properties", r.typ)
 			return
 		}
-		hint := Suggest(r.typ, spec.TypeNames())
+		hint := Suggest(r.typ, resourcespec.TypeNames())
 		if strings.HasPrefix(r.typ, "AWS::Serverless::") {
 			hint = ": add Transform: " + serverless + " to use the Serverless types"
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // runtimeDay is the day the tests judge Lambda runtimes on (CheckOn), so a fixture's
@@ -121,7 +121,7 @@ func TestCheckRules(t *testing.T) {
 
 func mustAttributes(t *testing.T, typ string) []string {
 	t.Helper()
-	st := spec.Lookup(typ)
+	st := resourcespec.Lookup(typ)
 	if st == nil {
 		t.Fatalf("no specification of %s", typ)
 	}

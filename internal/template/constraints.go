@@ -9,12 +9,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // listConstraints checks minItems, maxItems and uniqueItems. An item that may be
 // AWS::NoValue counts as maybe there.
-func (c *checker) listConstraints(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node) {
+func (c *checker) listConstraints(n *yaml.Node, sh *resourcespec.Shape, path string, at *yaml.Node) {
 	lo, hi := 0, 0
 	for _, it := range n.Content {
 		it = resolve(it)
@@ -80,7 +80,7 @@ func identity(n *yaml.Node) string {
 }
 
 // scalarProblem says why CloudFormation refuses a single value for the shape, or "".
-func scalarProblem(n *yaml.Node, sh *spec.Shape) string {
+func scalarProblem(n *yaml.Node, sh *resourcespec.Shape) string {
 	if strings.Contains(n.Value, "{{resolve:") {
 		return "" // a dynamic reference: known at deployment
 	}
@@ -99,10 +99,10 @@ var (
 )
 
 // kindProblem says why a single value cannot be converted to the kind, or "".
-func kindProblem(n *yaml.Node, k spec.Kind) string {
+func kindProblem(n *yaml.Node, k resourcespec.Kind) string {
 	v := strings.TrimSpace(n.Value)
 	switch k {
-	case spec.Integer:
+	case resourcespec.Integer:
 		switch n.Tag {
 		case "!!int", "!!float":
 			return ""
@@ -116,7 +116,7 @@ func kindProblem(n *yaml.Node, k spec.Kind) string {
 			return "" // out of int64's range, still an integer
 		}
 		return fmt.Sprintf("must be an integer, not %q", n.Value)
-	case spec.Number:
+	case resourcespec.Number:
 		switch n.Tag {
 		case "!!int", "!!float":
 			return ""
@@ -127,7 +127,7 @@ func kindProblem(n *yaml.Node, k spec.Kind) string {
 			return ""
 		}
 		return fmt.Sprintf("must be a number, not %q", n.Value)
-	case spec.Boolean:
+	case resourcespec.Boolean:
 		quoted := n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0
 		if n.Tag == "!!bool" || booleanStrings[v] || !quoted && yaml11Bools[v] {
 			return ""
@@ -151,7 +151,7 @@ func canonical(n *yaml.Node) string {
 }
 
 // constraintProblem checks enum, pattern, format, lengths, ranges and alternatives.
-func constraintProblem(n *yaml.Node, sh *spec.Shape) string {
+func constraintProblem(n *yaml.Node, sh *resourcespec.Shape) string {
 	v := canonical(n)
 	if len(sh.Enum) > 0 && !enumHas(sh.Enum, v, false) {
 		return fmt.Sprintf("%q is not one of the values it takes: %s%s", v, enumList(sh.Enum), Suggest(v, sh.Enum))
@@ -206,7 +206,7 @@ func constraintProblem(n *yaml.Node, sh *spec.Shape) string {
 	return ""
 }
 
-func alternativeText(a *spec.Shape) string {
+func alternativeText(a *resourcespec.Shape) string {
 	switch {
 	case a.Format != "":
 		return formats[a.Format].what

@@ -49,7 +49,7 @@ var locationProperties = func() []locationProperty {
 // specObjectLocations are the properties of the resource specification's types that are
 // objects naming an S3 object by a pair of keys (S3Bucket and S3Key, Bucket and Key,
 // BucketARN and FileKey, ...), outside lists (S3Locations reads no list), as
-// TestSpecObjectLocationsAreCurrent finds them in internal/spec: written out, because
+// TestSpecObjectLocationsAreCurrent finds them in internal/resourcespec: written out, because
 // building every type of the specification to find them takes 200 ms.
 var specObjectLocations = []locationProperty{
 	{Type: "AWS::ApiGateway::RestApi", Property: "BodyS3Location", Bucket: "Bucket", Key: "Key"},

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // show renders a location's forms: URL text, or BUCKET|KEY for the object form, with
@@ -184,12 +184,12 @@ var objectForms = [][2]string{{"S3Bucket", "S3Key"}, {"Bucket", "Key"}, {"Bucket
 	{"S3BucketName", "S3ObjectKey"}, {"BucketArn", "FileKey"}, {"BucketARN", "FileKey"}}
 
 // TestSpecObjectLocationsAreCurrent: specObjectLocations are exactly the objects of the
-// resource specification (internal/spec) outside lists that hold one of objectForms, so
+// resource specification (internal/resourcespec) outside lists that hold one of objectForms, so
 // a specification update that adds one fails here until it is listed.
 func TestSpecObjectLocationsAreCurrent(t *testing.T) {
 	var found []locationProperty
-	var walk func(typ, path string, s *spec.Shape, depth int)
-	walk = func(typ, path string, s *spec.Shape, depth int) {
+	var walk func(typ, path string, s *resourcespec.Shape, depth int)
+	walk = func(typ, path string, s *resourcespec.Shape, depth int) {
 		if s == nil || s.Properties == nil || depth > 6 {
 			return
 		}
@@ -206,8 +206,8 @@ func TestSpecObjectLocationsAreCurrent(t *testing.T) {
 			walk(typ, np, s.Properties[name], depth+1)
 		}
 	}
-	for _, name := range spec.TypeNames() {
-		if ty := spec.Lookup(name); ty != nil {
+	for _, name := range resourcespec.TypeNames() {
+		if ty := resourcespec.Lookup(name); ty != nil {
 			walk(name, "", ty.Properties, 0)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // references checks every Ref, Fn::GetAtt, Fn::Sub variable, DependsOn and Condition,
@@ -274,7 +274,7 @@ func (c *checker) getAtt(res, attr string, resNode, attrNode *yaml.Node, path, f
 	if attr == "" {
 		return
 	}
-	st := spec.Lookup(r.typ)
+	st := resourcespec.Lookup(r.typ)
 	if st == nil || r.typ == "AWS::CloudFormation::Stack" && strings.HasPrefix(attr, "Outputs.") {
 		return // custom, registry or unknown (reported) types
 	}

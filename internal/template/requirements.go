@@ -8,7 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // keySet is which keys an object has: a key whose value is Ref AWS::NoValue is absent,
@@ -98,7 +98,7 @@ func mayBeNoValue(v *yaml.Node) bool {
 // properties that require or exclude each other. obj is the object (nil for a resource
 // without Properties): a property given too many times over is reported at its key, as
 // cfn-lint does; a missing one at the object.
-func (c *checker) combinations(keys keySet, sh *spec.Shape, path string, at, obj *yaml.Node, vc valueCtx) {
+func (c *checker) combinations(keys keySet, sh *resourcespec.Shape, path string, at, obj *yaml.Node, vc valueCtx) {
 	conflicted := map[string]bool{} // properties a failed "exactly one" names
 	tooMany := func(names []string) *yaml.Node {
 		var present []string
@@ -212,7 +212,7 @@ func given(names []string, keys keySet) string {
 }
 
 // describeRequirement says what a failed requirement asks for.
-func describeRequirement(r spec.Requirement, keys keySet) string {
+func describeRequirement(r resourcespec.Requirement, keys keySet) string {
 	single := true // every branch names one property
 	var names []string
 	for _, s := range r.Sub {
@@ -246,7 +246,7 @@ func describeRequirement(r spec.Requirement, keys keySet) string {
 	return "must match all of: " + strings.Join(alts, "; ")
 }
 
-func requirementText(r spec.Requirement) string {
+func requirementText(r resourcespec.Requirement) string {
 	switch r.Op {
 	case 'r':
 		s := strings.Join(r.Names, " and ")

@@ -4,18 +4,18 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // RuntimeProblem says what AWS's Lambda runtime lifecycle makes of a function using
 // runtime on a day (YYYY-MM-DD, see Today): an error once AWS blocks creating functions
 // with it (the stack's create or update fails), a warning once it is deprecated (no more
 // security patches) before that. ok is false for a supported or unknown runtime. The
-// dates are the lifecycle table cfn-lint ships (spec.LookupRuntime). It serves every
+// dates are the lifecycle table cfn-lint ships (resourcespec.LookupRuntime). It serves every
 // resource that sets a runtime: AWS::Lambda::Function, and the functions and Globals of
 // the Serverless transform.
 func RuntimeProblem(runtime, day string) (msg string, warning, ok bool) {
-	life, known := spec.LookupRuntime(runtime)
+	life, known := resourcespec.LookupRuntime(runtime)
 	if !known {
 		return "", false, false
 	}

@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // Property values are checked against the keywords of their resource provider schema as
@@ -81,7 +81,7 @@ func (v valueCtx) schemaPath() string {
 
 // value checks a property value against its shape; at is the key holding it (or the list
 // item), where problems with the value as a whole are reported.
-func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node, vc valueCtx) {
+func (c *checker) value(n *yaml.Node, sh *resourcespec.Shape, path string, at *yaml.Node, vc valueCtx) {
 	n = resolve(n)
 	if at == nil {
 		at = n
@@ -95,7 +95,7 @@ func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node
 		return
 	}
 	switch {
-	case sh.Kind == spec.Any:
+	case sh.Kind == resourcespec.Any:
 		if n.Kind == yaml.ScalarNode && sh.Constrained() && !strings.Contains(n.Value, "{{resolve:") {
 			if msg := constraintProblem(n, sh); msg != "" {
 				c.errorf(n, path, "%s", msg)
@@ -109,7 +109,7 @@ func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node
 		if msg := scalarProblem(n, sh); msg != "" {
 			c.errorf(n, path, "%s", msg)
 		}
-	case sh.Kind == spec.List:
+	case sh.Kind == resourcespec.List:
 		if n.Kind != yaml.SequenceNode {
 			if n.Kind == yaml.ScalarNode && packaged[vc.schemaPath()] {
 				return
@@ -121,7 +121,7 @@ func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node
 			c.value(item, sh.Elem, fmt.Sprintf("%s[%d]", path, i), item, vc.item(i))
 		}
 		c.listConstraints(n, sh, path, at)
-	case sh.Kind == spec.Map || sh.Kind == spec.Object:
+	case sh.Kind == resourcespec.Map || sh.Kind == resourcespec.Object:
 		if n.Kind != yaml.MappingNode {
 			if n.Kind == yaml.ScalarNode && packaged[vc.schemaPath()] {
 				return
@@ -135,7 +135,7 @@ func (c *checker) value(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node
 
 // object checks a mapping's keys and values, and the combinations of keys its shape
 // requires or excludes.
-func (c *checker) object(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node, vc valueCtx) {
+func (c *checker) object(n *yaml.Node, sh *resourcespec.Shape, path string, at *yaml.Node, vc valueCtx) {
 	keys := presence(n)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
@@ -143,7 +143,7 @@ func (c *checker) object(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Nod
 			continue // a macro's: it rewrites the mapping before CloudFormation reads it
 		}
 		p := sh.Properties[k.Value]
-		if p == nil && sh.Kind == spec.Map && len(sh.PatternProperties) == 0 {
+		if p == nil && sh.Kind == resourcespec.Map && len(sh.PatternProperties) == 0 {
 			p = sh.Elem
 		}
 		if p == nil {
@@ -155,13 +155,13 @@ func (c *checker) object(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Nod
 			}
 		}
 		if p == nil {
-			if sh.Closed || sh.Kind == spec.Map && len(sh.PatternProperties) > 0 {
-				if sh.Kind == spec.Map {
+			if sh.Closed || sh.Kind == resourcespec.Map && len(sh.PatternProperties) > 0 {
+				if sh.Kind == resourcespec.Map {
 					c.errorf(k, path+"."+k.Value, "key %q of %s does not match the pattern %s its keys must match", k.Value, vc.of(), sh.PatternProperties[0].Pattern)
 				} else {
 					c.errorf(k, path+"."+k.Value, "unknown property %q of %s%s", k.Value, vc.of(), Suggest(k.Value, sh.PropertyNames()))
 				}
-			} else if sh.Kind == spec.Map {
+			} else if sh.Kind == resourcespec.Map {
 				c.value(n.Content[i+1], sh.Elem, path+"."+k.Value, k, vc.sub(k.Value))
 			}
 			continue
@@ -173,7 +173,7 @@ func (c *checker) object(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Nod
 	} else if sh.MinProperties >= 0 && keys.most() < sh.MinProperties {
 		c.errorf(at, path, "%s has %d keys, fewer than the %d it needs", vc.of(), count, sh.MinProperties)
 	}
-	if sh.Kind != spec.Object {
+	if sh.Kind != resourcespec.Object {
 		return
 	}
 	var missing []string
@@ -191,7 +191,7 @@ func (c *checker) object(n *yaml.Node, sh *spec.Shape, path string, at *yaml.Nod
 // intrinsicValue checks what an intrinsic function gives where a property of shape sh
 // goes: its kind (a list, a mapping or a single value), and for a Ref to a parameter, the
 // parameter's Default and AllowedValues.
-func (c *checker) intrinsicValue(fn string, n *yaml.Node, sh *spec.Shape, path string, at *yaml.Node, vc valueCtx) {
+func (c *checker) intrinsicValue(fn string, n *yaml.Node, sh *resourcespec.Shape, path string, at *yaml.Node, vc valueCtx) {
 	arg := resolve(n.Content[1])
 	switch fn {
 	case "Fn::If":
@@ -227,7 +227,7 @@ func (c *checker) intrinsicValue(fn string, n *yaml.Node, sh *spec.Shape, path s
 		if !ok || attr == "" {
 			return
 		}
-		st := spec.Lookup(r.typ)
+		st := resourcespec.Lookup(r.typ)
 		if st == nil || !st.HasAttribute(attr) || nestedTypes[r.typ] != "" {
 			return
 		}
@@ -257,16 +257,16 @@ const (
 )
 
 // gives reports an intrinsic function whose result is of the wrong kind for the shape.
-func (c *checker) gives(g result, what string, sh *spec.Shape, path string, at *yaml.Node, vc valueCtx) {
+func (c *checker) gives(g result, what string, sh *resourcespec.Shape, path string, at *yaml.Node, vc valueCtx) {
 	switch {
-	case sh.Kind == spec.Any:
-	case g == single && sh.Kind == spec.List:
+	case sh.Kind == resourcespec.Any:
+	case g == single && sh.Kind == resourcespec.List:
 		c.errorf(at, path, "must be a list, but %s gives a single value", what)
-	case g == single && (sh.Kind == spec.Object || sh.Kind == spec.Map) && !packaged[vc.schemaPath()]:
+	case g == single && (sh.Kind == resourcespec.Object || sh.Kind == resourcespec.Map) && !packaged[vc.schemaPath()]:
 		c.errorf(at, path, "must be a mapping, but %s gives a single value", what)
 	case g == list && sh.Kind.Scalar():
 		c.errorf(at, path, "must be a single value, but %s gives a list: select an item with Fn::Select or join them with Fn::Join", what)
-	case g == list && (sh.Kind == spec.Object || sh.Kind == spec.Map):
+	case g == list && (sh.Kind == resourcespec.Object || sh.Kind == resourcespec.Map):
 		c.errorf(at, path, "must be a mapping, but %s gives a list", what)
 	}
 }
@@ -294,19 +294,19 @@ func listParameter(typ string) bool {
 // parameterFlow checks a Ref to a parameter where a property of shape sh goes: the
 // parameter's kind (a list or a single value) must fit, and its Default and AllowedValues
 // must meet the property's constraints (warnings: the stack may give another value).
-func (c *checker) parameterFlow(p Parameter, ref *yaml.Node, sh *spec.Shape, path string, at *yaml.Node, vc valueCtx) {
+func (c *checker) parameterFlow(p Parameter, ref *yaml.Node, sh *resourcespec.Shape, path string, at *yaml.Node, vc valueCtx) {
 	isList := listParameter(p.Type)
 	what := fmt.Sprintf("parameter %s (%s)", p.Name, p.Type)
 	switch {
-	case sh.Kind == spec.Any:
+	case sh.Kind == resourcespec.Any:
 		return
 	case isList && sh.Kind.Scalar():
 		c.errorf(at, path, "must be a single value, but %s is a list: select an item with Fn::Select or join them with Fn::Join", what)
 		return
-	case !isList && sh.Kind == spec.List:
+	case !isList && sh.Kind == resourcespec.List:
 		c.errorf(at, path, "must be a list, but %s is a single value: make it a CommaDelimitedList or List<...> parameter, or write [!Ref %s]", what, p.Name)
 		return
-	case sh.Kind == spec.Object || sh.Kind == spec.Map:
+	case sh.Kind == resourcespec.Object || sh.Kind == resourcespec.Map:
 		if !packaged[vc.schemaPath()] {
 			c.errorf(at, path, "must be a mapping, but %s is not", what)
 		}
@@ -316,7 +316,7 @@ func (c *checker) parameterFlow(p Parameter, ref *yaml.Node, sh *spec.Shape, pat
 	if isList {
 		target = sh.Elem
 	}
-	if target != nil && (target.Kind == spec.Object || target.Kind == spec.Map) {
+	if target != nil && (target.Kind == resourcespec.Object || target.Kind == resourcespec.Map) {
 		c.errorf(at, path, "must be a list of mappings, but %s is a list of single values", what)
 		return
 	}
@@ -371,7 +371,7 @@ type ParameterUse struct {
 	// the Ref.
 	Path      string
 	Line, Col int
-	shape     *spec.Shape
+	shape     *resourcespec.Shape
 	list      bool
 }
 

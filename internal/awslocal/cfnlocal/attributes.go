@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // Attributes the specification says are lists (a network interface's secondary addresses,
@@ -90,7 +90,7 @@ func secondaryAddresses(c idCtx) any {
 // LogGroupName) like one that exists in any stack, as AWS does. Types a Provider makes are
 // refused by their service.
 func (s *Service) nameTaken(r *resource) error {
-	t := spec.Lookup(r.Type)
+	t := resourcespec.Lookup(r.Type)
 	if t == nil || t.NameProperty == "" || s.provides(r.Type) {
 		return nil
 	}
@@ -121,7 +121,7 @@ func impliedDeps(tpl *template, props map[string]map[string]any) map[string][]st
 	for _, n := range sortedKeys(props) {
 		// A name property names the resource itself when it is called so (BucketName,
 		// Name); a bucket policy's identifier, Bucket, is the bucket it is for.
-		t := spec.Lookup(tpl.Resources[n].Type)
+		t := resourcespec.Lookup(tpl.Resources[n].Type)
 		if t == nil || !strings.HasSuffix(t.NameProperty, "Name") {
 			continue
 		}

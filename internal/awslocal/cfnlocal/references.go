@@ -10,7 +10,7 @@ import (
 	"github.com/aws-cloudformation/rain/cft/parse"
 
 	"github.com/cairn-dev/cairn/internal/graph"
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 var pseudoParams = map[string]bool{
@@ -106,7 +106,7 @@ func (t *template) checkAttribute(resAttr string) error {
 	if !ok || isCustomType(d.Type) {
 		return nil
 	}
-	st := spec.Lookup(d.Type)
+	st := resourcespec.Lookup(d.Type)
 	if st == nil || st.HasAttribute(attr) {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // stack is one CloudFormation stack, deleted or not.
@@ -280,7 +280,7 @@ func (s *Service) attr(st *stack, r *resource, attr string) (any, error) {
 		}
 		return nil, invalidf("CustomResource attribute error: Vendor response doesn't contain %s key in object %s|%s|%s in S3 bucket cloudformation-custom-resource-storage-%s", attr, st.ID, r.LogicalID, r.PhysicalID, s.o.Region)
 	}
-	if t := spec.Lookup(r.Type); t != nil && !t.HasAttribute(attr) {
+	if t := resourcespec.Lookup(r.Type); t != nil && !t.HasAttribute(attr) {
 		// an attribute named by an expression (Fn::Sub, Fn::If): the template check saw no literal
 		return nil, invalidf("Template error: resource %s does not support attribute type %s in Fn::GetAtt", r.LogicalID, attr)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // idCtx is what a resource type needs to invent realistic identifiers.
@@ -547,7 +547,7 @@ func attribute(typ, attr string, c idCtx) any {
 			return c.arn(svc, c.physical)
 		}
 	}
-	if st := spec.Lookup(typ); st != nil && st.ListAttribute(attr) {
+	if st := resourcespec.Lookup(typ); st != nil && st.ListAttribute(attr) {
 		return listAttribute(attr, c)
 	}
 	return fmt.Sprintf("%s-%s-%s", c.logicalID, strings.ReplaceAll(attr, ".", ""), hashHex(8, c.seed, attr))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/dlclark/regexp2/v2"
 
-	"github.com/cairn-dev/cairn/internal/spec"
+	"github.com/cairn-dev/cairn/internal/resourcespec"
 )
 
 // This file holds the emulator's checks against the CloudFormation resource specification,
@@ -21,7 +21,7 @@ import (
 // and registry types (three parts, not AWS::). Serverless types are the transform's, which
 // has replaced them by the time a template is parsed: one left is unrecognized, as in AWS.
 func recognizedType(t string) bool {
-	if isCustomType(t) || spec.Lookup(t) != nil {
+	if isCustomType(t) || resourcespec.Lookup(t) != nil {
 		return true
 	}
 	parts := strings.Split(t, "::")
@@ -46,7 +46,7 @@ func unrecognizedTypes(tpl *template) error {
 // propertiesError returns the failure of a resource whose evaluated properties its type's
 // schema refuses, as AWS reports it, or nil.
 func propertiesError(logicalID, typ string, props map[string]any) error {
-	st := spec.Lookup(typ)
+	st := resourcespec.Lookup(typ)
 	if st == nil {
 		return nil
 	}
@@ -62,19 +62,19 @@ func propertiesError(logicalID, typ string, props map[string]any) error {
 	return fmt.Errorf("Properties validation failed for resource %s with message: %s", logicalID, msg)
 }
 
-func schemaCheck(v any, sh *spec.Shape, path string, msgs *[]string) {
+func schemaCheck(v any, sh *resourcespec.Shape, path string, msgs *[]string) {
 	if v == nil {
 		return
 	}
 	switch sh.Kind {
-	case spec.String, spec.Integer, spec.Number, spec.Boolean:
+	case resourcespec.String, resourcespec.Integer, resourcespec.Number, resourcespec.Boolean:
 		switch v.(type) {
 		case []any:
 			*msgs = append(*msgs, fmt.Sprintf("%s: expected type: %s, found: JSONArray", path, jsonType(sh.Kind)))
 		case map[string]any:
 			*msgs = append(*msgs, fmt.Sprintf("%s: expected type: %s, found: JSONObject", path, jsonType(sh.Kind)))
 		}
-	case spec.List:
+	case resourcespec.List:
 		items, ok := v.([]any)
 		if !ok {
 			*msgs = append(*msgs, fmt.Sprintf("%s: expected type: JSONArray, found: %s", path, foundType(v)))
@@ -83,13 +83,13 @@ func schemaCheck(v any, sh *spec.Shape, path string, msgs *[]string) {
 		for i, it := range items {
 			schemaCheck(it, sh.Elem, fmt.Sprintf("%s/%d", path, i), msgs)
 		}
-	case spec.Map, spec.Object:
+	case resourcespec.Map, resourcespec.Object:
 		m, ok := v.(map[string]any)
 		if !ok {
 			*msgs = append(*msgs, fmt.Sprintf("%s: expected type: JSONObject, found: %s", path, foundType(v)))
 			return
 		}
-		if sh.Kind == spec.Map {
+		if sh.Kind == resourcespec.Map {
 			for _, k := range sortedKeys(m) {
 				schemaCheck(m[k], sh.Elem, path+"/"+k, msgs)
 			}
@@ -113,13 +113,13 @@ func schemaCheck(v any, sh *spec.Shape, path string, msgs *[]string) {
 	}
 }
 
-func jsonType(k spec.Kind) string {
+func jsonType(k resourcespec.Kind) string {
 	switch k {
-	case spec.Integer:
+	case resourcespec.Integer:
 		return "Integer"
-	case spec.Number:
+	case resourcespec.Number:
 		return "Number"
-	case spec.Boolean:
+	case resourcespec.Boolean:
 		return "Boolean"
 	}
 	return "String"

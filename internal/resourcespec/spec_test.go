@@ -1,4 +1,4 @@
-package spec
+package resourcespec
 
 import (
 	"encoding/json"

@@ -21,7 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/review"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 	"github.com/cairn-dev/cairn/internal/statestore"
 	"github.com/cairn-dev/cairn/internal/template"
 	"github.com/cairn-dev/cairn/internal/upload"
@@ -32,12 +32,12 @@ import (
 type cairnFlags struct{ bucket string }
 
 func (f *cairnFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.bucket, "bucket", "", "cairn's bucket (default: $"+session.BucketEnv+", or the export "+session.BucketExport+")")
+	cmd.Flags().StringVar(&f.bucket, "bucket", "", "cairn's bucket (default: $"+installation.BucketEnv+", or the export "+installation.BucketExport+")")
 }
 
 // cairn is one command's session with cairn's bucket resolved.
 type cairn struct {
-	*session.Session
+	*installation.Session
 	bucket  string
 	history *history.Store
 	state   *statestore.Store
@@ -49,11 +49,11 @@ func (f *cairnFlags) known() string {
 	if f.bucket != "" {
 		return f.bucket
 	}
-	return os.Getenv(session.BucketEnv)
+	return os.Getenv(installation.BucketEnv)
 }
 
 func (f *cairnFlags) open(cmd *cobra.Command) (*cairn, error) {
-	s, err := session.Open(cmd.Context(), session.Options{Bucket: f.bucket, Stderr: cmd.ErrOrStderr()})
+	s, err := installation.Open(cmd.Context(), installation.Options{Bucket: f.bucket, Stderr: cmd.ErrOrStderr()})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/history"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 )
 
 // completionTimeout bounds what a completion reads from the bucket: a shell waits for it.
@@ -87,7 +87,7 @@ func complete(cmd *cobra.Command, prefix string, list func(context.Context, *his
 	ctx, cancel := context.WithTimeout(cmd.Context(), completionTimeout)
 	defer cancel()
 	bucketFlag, _ := cmd.Flags().GetString("bucket")
-	s, err := session.Open(ctx, session.Options{Bucket: bucketFlag, Stderr: io.Discard})
+	s, err := installation.Open(ctx, installation.Options{Bucket: bucketFlag, Stderr: io.Discard})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -17,7 +17,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 	"github.com/cairn-dev/cairn/internal/sweeper"
 )
 
@@ -52,11 +52,11 @@ and reported as not checked. Stacks the applied config's drift.ignore names are 
 checked.
 
 Each graph's report goes to s3://BUCKET/drift/NAME/SWEEP.json and .md, and a summary to
-the notifications topic (--topic, ` + session.TopicEnv + `, or the export ` + session.TopicExport + `)
+the notifications topic (--topic, ` + installation.TopicEnv + `, or the export ` + installation.TopicExport + `)
 when something drifted or changed since the previous report.
 
 Without --wait the detections are started and the drift function finishes the sweep
-(the continuation goes to --queue-url, ` + session.DriftQueueEnv + `; drift status changes step it
+(the continuation goes to --queue-url, ` + installation.DriftQueueEnv + `; drift status changes step it
 as detections finish). With --wait this command also steps the sweep itself every --poll
 until it ends, prints each stack's status and exits like diff(1): 0 when nothing drifted,
 1 when something did (or a stack is missing or untracked), 2 on error. --json (implies
@@ -75,7 +75,7 @@ hold it, with the same exit code.`,
 			wait = wait || asJSON
 			queue := first(queueURL, c.DriftQueue())
 			if !wait && queue == "" {
-				return usageError{cmd: cmd, msg: "without --wait the drift function finishes the sweep, through its queue: pass --queue-url or set " + session.DriftQueueEnv + " (or use --wait)"}
+				return usageError{cmd: cmd, msg: "without --wait the drift function finishes the sweep, through its queue: pass --queue-url or set " + installation.DriftQueueEnv + " (or use --wait)"}
 			}
 			if topic == "" {
 				if topic, err = c.Topic(ctx); err != nil {
@@ -109,8 +109,8 @@ hold it, with the same exit code.`,
 		},
 	}
 	cf.add(cmd)
-	cmd.Flags().StringVar(&queueURL, "queue-url", "", "the drift function's queue, for continuations (default: $"+session.DriftQueueEnv+")")
-	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $"+session.TopicEnv+", or the export "+session.TopicExport+")")
+	cmd.Flags().StringVar(&queueURL, "queue-url", "", "the drift function's queue, for continuations (default: $"+installation.DriftQueueEnv+")")
+	cmd.Flags().StringVar(&topic, "topic", "", "notifications topic ARN (default: $"+installation.TopicEnv+", or the export "+installation.TopicExport+")")
 	cmd.Flags().BoolVar(&wait, "wait", false, "follow the sweep to the end and print the result")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "follow the sweep as --wait does and print it as one JSON document")
 	cmd.Flags().IntVar(&concurrency, "concurrency", drift.DefaultConcurrency, "most drift detections in flight at once")
@@ -231,7 +231,7 @@ func postLocal(ctx context.Context, what string, body any) error {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return session.Explain(err)
+		return installation.Explain(err)
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -111,7 +111,7 @@ func writeGraph(w io.Writer, l *loaded, format string, home target.Target) error
 // cliHome is cairn's place as a command knows it without calling AWS: the region of the
 // AWS configuration it would use (cairn's own, where it finds cairn's bucket), no account.
 func cliHome(ctx context.Context) target.Target {
-	cfg, err := session.Config(ctx)
+	cfg, err := installation.Config(ctx)
 	if err != nil {
 		return target.Target{}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 	"github.com/cairn-dev/cairn/internal/version"
 )
 
@@ -122,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		printer.Fprintf(stderr, "cairn: %v\n", r)
 		return 1
 	}
-	printer.Fprintf(stderr, "cairn: %v\n", session.Explain(err))
+	printer.Fprintf(stderr, "cairn: %v\n", installation.Explain(err))
 	return 2
 }
 

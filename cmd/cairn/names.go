@@ -9,7 +9,7 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/objects"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 	"github.com/cairn-dev/cairn/internal/template"
 )
 
@@ -53,7 +53,7 @@ func suggestDeployment(cmd *cobra.Command, args []string, err error) error {
 		return err
 	}
 	bucketFlag, _ := cmd.Flags().GetString("bucket")
-	s, oerr := session.Open(cmd.Context(), session.Options{Bucket: bucketFlag, Stderr: cmd.ErrOrStderr()})
+	s, oerr := installation.Open(cmd.Context(), installation.Options{Bucket: bucketFlag, Stderr: cmd.ErrOrStderr()})
 	if oerr != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 	"github.com/cairn-dev/cairn/internal/upload"
 )
 
@@ -33,7 +33,7 @@ the run's result: 0 succeeded, 1 failed, 3 superseded by a newer upload, 4 timed
 stops following, not the run (exit 130): ` + "`cairn follow NAME`" + ` re-attaches. --json prints the run as
 JSON events, one a line.
 
-The bucket comes from --bucket, ` + session.BucketEnv + `, or the CloudFormation export ` + session.BucketExport + `.`,
+The bucket comes from --bucket, ` + installation.BucketEnv + `, or the CloudFormation export ` + installation.BucketExport + `.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkDeployment(cmd, deployment, layout.DeploymentKey("NAME")); err != nil {
 				return err

@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/graph"
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 )
 
 func init() { commands = append(commands, newValidateCmd) }
@@ -52,7 +52,7 @@ docs/bundle.md); warnings, such as a deprecated Lambda runtime, are printed and 
 	cmd.Flags().StringVar(&deployment, "deployment", "", "deployment name (the default persistent_graph_key)")
 	cmd.Flags().StringVar(&namespaces, "namespaces", os.Getenv("CAIRN_NAMESPACES"), "namespaces cairn may manage, NS,... (as the CDK context cairn:namespaces; default $CAIRN_NAMESPACES; \"\" allows every namespace)")
 	cmd.Flags().StringVar(&ssmPaths, "ssm-paths", os.Getenv("CAIRN_SSM_PATHS"), "Parameter Store paths each namespace's ${ssm} lookups and {{resolve:ssm:...}} references may read, as JSON {\"NS\": [\"/NS/*\"]} (as the CDK context cairn:ssmPaths; default $CAIRN_SSM_PATHS; \"\" allows every name)")
-	cmd.Flags().StringVar(&bucketName, "bucket", os.Getenv(session.BucketEnv), "cairn's bucket, whose objects a template may name only at the templates and artifacts cairn uploads (default $"+session.BucketEnv+"; \"\" checks no location)")
+	cmd.Flags().StringVar(&bucketName, "bucket", os.Getenv(installation.BucketEnv), "cairn's bucket, whose objects a template may name only at the templates and artifacts cairn uploads (default $"+installation.BucketEnv+"; \"\" checks no location)")
 	return cmd
 }
 

@@ -1,4 +1,4 @@
-// Package session is how the command-line tool finds and reaches one installation of
+// Package installation is how the command-line tool finds and reaches one installation of
 // cairn: the AWS configuration from the environment (tuned for a person at a terminal,
 // not for a Lambda), and cairn's bucket, drift queue and notifications topic, each taken
 // from its flag, then its environment variable, then the CloudFormation export cairn's
@@ -6,7 +6,7 @@
 //
 // It also turns the failures a user causes by setup (an emulator that is not running, no
 // credentials, a bucket that does not exist) into errors that say what to do.
-package session
+package installation
 
 import (
 	"context"

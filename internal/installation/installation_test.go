@@ -1,4 +1,4 @@
-package session_test
+package installation_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/localcairn"
-	"github.com/cairn-dev/cairn/internal/session"
+	"github.com/cairn-dev/cairn/internal/installation"
 )
 
 // serve serves the emulator, bare, and points the environment at it, with no CAIRN_*
@@ -56,7 +56,7 @@ func emulator(t *testing.T) *localcairn.Cairn {
 }
 
 func clearEnv(t *testing.T) {
-	for _, k := range []string{session.BucketEnv, session.DriftQueueEnv, session.TopicEnv, "AWS_CA_BUNDLE", "AWS_PROFILE"} {
+	for _, k := range []string{installation.BucketEnv, installation.DriftQueueEnv, installation.TopicEnv, "AWS_CA_BUNDLE", "AWS_PROFILE"} {
 		t.Setenv(k, "")
 	}
 }
@@ -64,7 +64,7 @@ func clearEnv(t *testing.T) {
 func TestBucketResolution(t *testing.T) {
 	c := emulator(t)
 	ctx := context.Background()
-	s0, err := session.Open(ctx, session.Options{})
+	s0, err := installation.Open(ctx, installation.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +88,8 @@ func TestBucketResolution(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(session.BucketEnv, tt.env)
-			s, err := session.Open(ctx, session.Options{Bucket: tt.flag})
+			t.Setenv(installation.BucketEnv, tt.env)
+			s, err := installation.Open(ctx, installation.Options{Bucket: tt.flag})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,11 +106,11 @@ func TestBucketResolution(t *testing.T) {
 		})
 	}
 	t.Run("topic from the export", func(t *testing.T) {
-		s, _ := session.Open(ctx, session.Options{})
+		s, _ := installation.Open(ctx, installation.Options{})
 		if got, err := s.Topic(ctx); err != nil || got != c.Notifications {
 			t.Fatalf("Topic() = %q, %v; want %q", got, err, c.Notifications)
 		}
-		t.Setenv(session.TopicEnv, "arn:aws:sns:us-east-1:000000000000:mine")
+		t.Setenv(installation.TopicEnv, "arn:aws:sns:us-east-1:000000000000:mine")
 		if got, _ := s.Topic(ctx); got != "arn:aws:sns:us-east-1:000000000000:mine" {
 			t.Fatalf("Topic() = %q, want the environment's", got)
 		}
@@ -119,7 +119,7 @@ func TestBucketResolution(t *testing.T) {
 
 func TestNoExport(t *testing.T) {
 	e := serve(t)
-	s, err := session.Open(context.Background(), session.Options{})
+	s, err := installation.Open(context.Background(), installation.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,12 +149,12 @@ func TestUnreachableEndpoint(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
 	ctx := context.Background()
-	s, err := session.Open(ctx, session.Options{})
+	s, err := installation.Open(ctx, installation.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.Bucket(ctx)
-	if !session.Unreachable(err) {
+	if !installation.Unreachable(err) {
 		t.Fatalf("Bucket() error %v: not classified unreachable", err)
 	}
 	// A refused connection is not retried: one attempt, not awsclient.MaxAttempts.
@@ -163,12 +163,12 @@ func TestUnreachableEndpoint(t *testing.T) {
 		t.Fatalf("the call was retried %d times: %v", qe.Attempt, err)
 	}
 	want := fmt.Sprintf(`cannot reach AWS at %s (AWS_ENDPOINT_URL): is "cairn local up" running?`, ep)
-	if got := session.Explain(fmt.Errorf("status shop: %w", err)); got.Error() != want {
+	if got := installation.Explain(fmt.Errorf("status shop: %w", err)); got.Error() != want {
 		t.Fatalf("Explain() = %q, want %q", got, want)
 	}
 	t.Setenv("AWS_ENDPOINT_URL", "")
 	dns := &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "cloudformation.us-east-1.amazonaws.com"}}
-	if got := session.Explain(fmt.Errorf("list exports: %w", dns)).Error(); got != "cannot reach AWS: check the network connection and AWS_REGION" {
+	if got := installation.Explain(fmt.Errorf("list exports: %w", dns)).Error(); got != "cannot reach AWS: check the network connection and AWS_REGION" {
 		t.Fatalf("Explain() without an endpoint = %q", got)
 	}
 }
@@ -184,13 +184,13 @@ func TestMissingCredentials(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	_, err := session.Open(context.Background(), session.Options{})
+	_, err := installation.Open(context.Background(), installation.Options{})
 	want := "no AWS credentials: set AWS_PROFILE (a profile of ~/.aws/config), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones); for the local emulator run `eval \"$(cairn local env)\"`"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Open() error %v, want %q", err, want)
 	}
 	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:4566")
-	_, err = session.Open(context.Background(), session.Options{})
+	_, err = installation.Open(context.Background(), installation.Options{})
 	want = "no AWS credentials for http://127.0.0.1:4566 (AWS_ENDPOINT_URL): for the local emulator run `eval \"$(cairn local env)\"`; otherwise set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Open() error %v, want %q", err, want)

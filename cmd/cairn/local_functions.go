@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
-	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/deployer"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/ports"
 )
@@ -14,7 +14,7 @@ import (
 // in Lambda. (The drift function adds itself in drift.go.)
 func init() {
 	localFunctions[localcairn.DeployerFunction] = func(ctx context.Context) (any, error) {
-		h, err := deploy.HandlerFromEnv(ctx)
+		h, err := deployer.HandlerFromEnv(ctx)
 		if err != nil {
 			return nil, err
 		}

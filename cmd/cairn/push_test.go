@@ -21,7 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/customresource"
-	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/deployer"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/ports"
 )
@@ -89,11 +89,11 @@ func deployEmulatorWith(t *testing.T, o emulatorOptions) (*awslocal.Emulator, *s
 				k, v, _ := strings.Cut(kv, "=")
 				env[k] = v
 			}
-			dc := deploy.Config{Bucket: l.Cairn.Bucket, QueueURL: l.Cairn.Deploy.URL, Clock: clk, Logger: logger}
+			dc := deployer.Config{Bucket: l.Cairn.Bucket, QueueURL: l.Cairn.Deploy.URL, Clock: clk, Logger: logger}
 			if o.keyed {
 				dc.SealKeyID = env["CAIRN_SEAL_KEY_ID"]
 			}
-			d, err := deploy.NewFromAWS(cfg, dc)
+			d, err := deployer.NewFromAWS(cfg, dc)
 			if err != nil {
 				return localcairn.Handlers{}, err
 			}

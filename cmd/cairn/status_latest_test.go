@@ -17,7 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/deployer"
 	"github.com/cairn-dev/cairn/internal/history"
 )
 
@@ -79,7 +79,7 @@ func TestStatusShowsTheNewestOfPushesInOneSecond(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d, err := deploy.NewFromAWS(cfg, deploy.Config{Bucket: "cairn-state", QueueURL: queueURL, Clock: clk, Logger: logger})
+	d, err := deployer.NewFromAWS(cfg, deployer.Config{Bucket: "cairn-state", QueueURL: queueURL, Clock: clk, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

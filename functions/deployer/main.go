@@ -10,13 +10,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/deployer"
 )
 
 func main() {
 	// JSON logs, so CloudWatch Logs Insights can filter on run, deployment and stack.
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
-	h, err := deploy.HandlerFromEnv(context.Background())
+	h, err := deployer.HandlerFromEnv(context.Background())
 	if err != nil {
 		slog.Error("deployer function misconfigured", "err", err)
 		os.Exit(1)

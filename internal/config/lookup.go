@@ -40,7 +40,7 @@ type Lookup struct {
 // LookupKind is what a ${KIND ARGS} lookup reads. Adding one: its constant and its row of
 // lookupKinds here, its arguments in parseLookup, its value in resolve.go (atLoad, read
 // when the bundle is loaded; atDeploy, from what the deployer fetched), and, for a kind
-// read at deploy time, its fetch in internal/deploy (start.go, before plan.Make).
+// read at deploy time, its fetch in internal/deployer (start.go, before plan.Make).
 type LookupKind string
 
 // The lookups cairn knows.

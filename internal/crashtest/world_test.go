@@ -21,7 +21,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/clock"
-	"github.com/cairn-dev/cairn/internal/deploy"
+	"github.com/cairn-dev/cairn/internal/deployer"
 	"github.com/cairn-dev/cairn/internal/localcairn"
 )
 
@@ -276,7 +276,7 @@ func (w *world) currentProcess() (func(context.Context, events.SQSEvent) (events
 // newProcess starts a deployer process: what functions/deployer builds at a cold start,
 // with the world's clock and a lease suited to it.
 func (w *world) newProcess() (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	d, err := deploy.NewFromAWS(w.deployerCfg, deploy.Config{
+	d, err := deployer.NewFromAWS(w.deployerCfg, deployer.Config{
 		Bucket: w.cairn.Bucket, QueueURL: w.cairn.Deploy.URL, Topic: w.cairn.Notifications,
 		Heartbeat: localcairn.LocalHeartbeatSeconds * time.Second, Lease: lease,
 		Clock: w.clk, Logger: w.deployerLogger,

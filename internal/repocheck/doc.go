@@ -4,7 +4,7 @@
 //   - no build output is committed: a tracked file that is an executable (ELF, Mach-O or
 //     PE, as `go build` writes them) fails `make test`, whatever its name;
 //   - the layers hold: only the Lambdas of functions/ and the CLI of cmd/ import a driver
-//     (internal/deploy, the drift function's driver), so every reader gets the run's data
+//     (internal/deployer, the drift function's driver), so every reader gets the run's data
 //     from the data packages; and no product code imports the emulator (internal/awslocal
 //     and below), which only tests, the CLI's local mode and localcairn may use; and a
 //     leaf (internal/graph) imports the standard library only, so the run engine and the

@@ -160,8 +160,8 @@ func TestFunctionsLinkNoEmulator(t *testing.T) {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, module+"internal/deploy") {
-		t.Fatalf("the functions do not link internal/deploy: is go list's answer (%d packages) theirs?", len(deps))
+	if !slices.Contains(deps, module+"internal/deployer") {
+		t.Fatalf("the functions do not link internal/deployer: is go list's answer (%d packages) theirs?", len(deps))
 	}
 	if d := emulatorLinked(deps); d != "" {
 		t.Errorf("a function built for Lambda links %s: a Lambda function never carries the emulator or local mode", d)
@@ -177,15 +177,15 @@ func TestEmulatorViolationsFindWhatTheRulesForbid(t *testing.T) {
 		{ImportPath: "internal/sam", Deps: []string{module + "internal/config"}},
 		{ImportPath: "internal/localcairn", Imports: []string{module + "internal/awslocal"}, Deps: []string{module + "internal/config"}},
 		{ImportPath: "cmd/cairn", Imports: []string{module + "internal/localcairn", module + "internal/localdir"}},
-		{ImportPath: "internal/deploy", Imports: []string{module + "internal/localdir"}, TestImports: []string{module + "internal/localcairn"}},
+		{ImportPath: "internal/deployer", Imports: []string{module + "internal/localdir"}, TestImports: []string{module + "internal/localcairn"}},
 		{ImportPath: "functions/ports", Deps: []string{module + "internal/ports"}},
-		{ImportPath: "functions/deployer", Deps: []string{module + "internal/deploy", module + "internal/awslocal/s3local"}},
+		{ImportPath: "functions/deployer", Deps: []string{module + "internal/deployer", module + "internal/awslocal/s3local"}},
 	}
 	got := emulatorViolations(pkgs)
 	want := []string{
 		"functions/deployer links internal/awslocal/s3local:",
 		"internal/awslocal/cfnlocal links internal/template:",
-		"internal/deploy imports internal/localdir:",
+		"internal/deployer imports internal/localdir:",
 		"internal/sam links internal/config:",
 	}
 	if len(got) != len(want) {

@@ -16,7 +16,7 @@ const module = "github.com/cairn-dev/cairn/"
 // drivers are the packages that drive AWS for a Lambda function: only the functions
 // themselves and the CLI may import them. Everyone else reads the data packages (rundoc,
 // plan, state, drift's sweep and reports).
-var drivers = []string{"internal/deploy", "internal/sweeper"}
+var drivers = []string{"internal/deployer", "internal/sweeper"}
 
 // driverTests are the packages whose tests import a driver: the crash suite runs the
 // deployer's handler as its Lambda does, and infra's tests read each function's
@@ -156,28 +156,28 @@ func TestLayers(t *testing.T) {
 // TestViolationsFindsWhatTheRulesForbid checks the rules themselves, on made-up packages.
 func TestViolationsFindsWhatTheRulesForbid(t *testing.T) {
 	pkgs := []pkg{
-		{ImportPath: "functions/deployer", Imports: []string{module + "internal/deploy"}},
-		{ImportPath: "cmd/cairn", Imports: []string{module + "internal/deploy", module + "internal/awslocal"}},
-		{ImportPath: "internal/deploy", Imports: []string{module + "internal/rundoc"}, XTestImports: []string{module + "internal/deploy", module + "internal/awslocal/cfnlocal"}},
-		{ImportPath: "internal/crashtest", TestImports: []string{module + "internal/deploy"}},
+		{ImportPath: "functions/deployer", Imports: []string{module + "internal/deployer"}},
+		{ImportPath: "cmd/cairn", Imports: []string{module + "internal/deployer", module + "internal/awslocal"}},
+		{ImportPath: "internal/deployer", Imports: []string{module + "internal/rundoc"}, XTestImports: []string{module + "internal/deployer", module + "internal/awslocal/cfnlocal"}},
+		{ImportPath: "internal/crashtest", TestImports: []string{module + "internal/deployer"}},
 		{ImportPath: "internal/localcairn", Imports: []string{module + "internal/awslocal"}},
 		{ImportPath: "internal/awslocal/sqslocal", Imports: []string{module + "internal/awslocal/statefile"}},
-		{ImportPath: "internal/follow", Imports: []string{module + "internal/deploy"}},
-		{ImportPath: "internal/history", XTestImports: []string{module + "internal/deploy"}},
+		{ImportPath: "internal/follow", Imports: []string{module + "internal/deployer"}},
+		{ImportPath: "internal/history", XTestImports: []string{module + "internal/deployer"}},
 		{ImportPath: "internal/changeset", Imports: []string{module + "internal/awslocal/cfnlocal"}},
-		{ImportPath: "internal/crashtest", Imports: []string{module + "internal/deploy"}},
+		{ImportPath: "internal/crashtest", Imports: []string{module + "internal/deployer"}},
 		{ImportPath: "internal/run", Imports: []string{module + "internal/bucket"}, Deps: []string{module + "internal/bucket", sdkServices + "s3"}},
 		{ImportPath: "internal/graph", Deps: []string{sdkServices + "cloudformation"}},
 		{ImportPath: "internal/plan", Deps: []string{sdkServices + "s3"}},
-		{ImportPath: "internal/deploy", Deps: []string{sdkServices + "s3"}},
+		{ImportPath: "internal/deployer", Deps: []string{sdkServices + "s3"}},
 	}
 	got := violations(pkgs)
 	want := []string{
 		"internal/changeset imports internal/awslocal/cfnlocal",
-		"internal/crashtest imports internal/deploy",
-		"internal/follow imports internal/deploy",
+		"internal/crashtest imports internal/deployer",
+		"internal/follow imports internal/deployer",
 		"internal/graph links " + sdkServices + "cloudformation",
-		"internal/history tests import internal/deploy",
+		"internal/history tests import internal/deployer",
 		"internal/plan links " + sdkServices + "s3",
 		"internal/run links " + sdkServices + "s3",
 	}
@@ -196,14 +196,14 @@ func TestViolationsFindsWhatTheRulesForbid(t *testing.T) {
 // (the AWS SDK) is a violation; one that imports the standard library is not.
 func TestLeavesImportNothingOfTheModule(t *testing.T) {
 	got := violations([]pkg{
-		{ImportPath: "internal/graph", Imports: []string{"slices", "strings", module + "internal/bucket", module + "internal/deploy", sdkServices + "cloudformation"}},
+		{ImportPath: "internal/graph", Imports: []string{"slices", "strings", module + "internal/bucket", module + "internal/deployer", sdkServices + "cloudformation"}},
 		{ImportPath: "internal/run", Imports: []string{module + "internal/graph"}},
 	})
 	want := []string{
 		"internal/graph imports " + sdkServices + "cloudformation",
 		"internal/graph imports internal/bucket",
-		"internal/graph imports internal/deploy", // as a leaf
-		"internal/graph imports internal/deploy", // as anything but functions/ and cmd/
+		"internal/graph imports internal/deployer", // as a leaf
+		"internal/graph imports internal/deployer", // as anything but functions/ and cmd/
 	}
 	if len(got) != len(want) {
 		t.Fatalf("violations:\n%s\nwant %d: %v", strings.Join(got, "\n"), len(want), want)

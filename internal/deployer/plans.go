@@ -1,0 +1,255 @@
+package deployer
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/objects"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/statestore"
+)
+
+// plans keeps the plan documents: what a plan run recorded and an approval applies.
+type plans struct{ *base }
+
+// read reads a plan document and its ETag.
+func (ps plans) read(ctx context.Context, deployment, id string) (*plan.Document, string, error) {
+	key := bucket.PlanKey(deployment, id)
+	o, err := objects.Get(ctx, ps.s3, ps.cfg.Bucket, key, "", 0)
+	if errors.Is(err, objects.ErrNotFound) {
+		return nil, "", fmt.Errorf("plan %s of deployment %s: no document %s: %w", id, deployment, bucket.URI(ps.cfg.Bucket, key), errNoRun)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("plan %s: %w", id, err)
+	}
+	p, err := plan.Decode(o.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("plan %s: %s: %w", id, bucket.URI(ps.cfg.Bucket, key), err)
+	}
+	return p, o.ETag, nil
+}
+
+// write writes a plan document: created when etag is "", else only over etag.
+func (ps plans) write(ctx context.Context, p *plan.Document, etag string) (string, error) {
+	key, err := ps.key(ctx)
+	if err != nil {
+		return "", err
+	}
+	p.Sign(key)
+	etag, err = objects.WriteJSON(ctx, ps.s3, ps.cfg.Bucket, bucket.PlanKey(p.Deployment, p.ID), p, objects.Write{Create: etag == "", IfMatch: etag})
+	if errors.Is(err, objects.ErrConflict) {
+		return "", fmt.Errorf("plan %s: %w: %w", p.ID, errRaceLost, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("plan %s: %w", p.ID, err)
+	}
+	return etag, nil
+}
+
+// ids lists the plan ids of a deployment, oldest first.
+func (ps plans) ids(ctx context.Context, deployment string) ([]string, error) {
+	keys, err := objects.List(ctx, ps.s3, ps.cfg.Bucket, bucket.PlansOf(deployment))
+	if err != nil {
+		return nil, fmt.Errorf("plans of deployment %s: %w", deployment, err)
+	}
+	var ids []string
+	for _, k := range keys {
+		if id, ok := bucket.PlanIDOf(deployment, k); ok {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// document builds the plan document of a plan run that ended, recording what an approval
+// checks: the graph generation, each stack's status and LastUpdatedTime, and each change
+// set with its resource changes.
+func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *statestore.Lock, cs *changeset.Client) (*plan.Document, error) {
+	p := &plan.Document{
+		ID: doc.Run.ID, Deployment: doc.Run.Deployment, Namespace: doc.Namespace, GraphKey: doc.GraphKey,
+		Status: plan.Planned, CreatedAt: doc.Run.StartedAt,
+		Bundle:    doc.Bundle,
+		Decisions: doc.Decisions, Refusals: doc.Refusals, Errors: doc.Errors, Warnings: doc.Warnings,
+		Run: doc.Run, Lookups: doc.Lookups, SSM: doc.SSM, Drop: doc.Drop, Destroy: doc.Destroy,
+	}
+	if doc.Late != "" {
+		p.Status, p.Reason = plan.Late, doc.Late
+	} else if doc.Run.Status != run.Succeeded {
+		p.Status, p.Reason = plan.PlanFailed, cmp.Or(doc.Run.Reason, "the plan run failed")
+		for _, name := range doc.Run.Names() {
+			if s := doc.Run.Stacks[name]; s.Phase == run.Failed {
+				p.Refusals = append(p.Refusals, fmt.Sprintf("stack %s (%s): %s", name, s.StackName, s.Reason))
+			}
+		}
+	}
+	if lock != nil {
+		g, err := ps.store.Read(ctx, lock)
+		switch {
+		case errors.Is(err, statestore.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			p.Generation = g.Generation
+		}
+	}
+	var live map[string]plan.Live
+	var g *state.Graph
+	if len(doc.Run.Stacks) > 0 && lock != nil {
+		var err error
+		if live, err = liveOf(ctx, ps.base, cs, doc.Run); err != nil {
+			return nil, err
+		}
+		if g, err = ps.store.Read(ctx, lock); err != nil && !errors.Is(err, statestore.ErrNotFound) {
+			return nil, err
+		}
+	}
+	key, err := ps.key(ctx)
+	if err != nil {
+		return nil, err
+	}
+	changing := map[string]bool{}
+	for _, name := range doc.Run.Names() {
+		if s := doc.Run.Stacks[name]; s.Intent != run.IntentDelete && (s.AtApply || s.Phase == run.Ready && s.ChangeSetID != "") {
+			changing[name] = true
+		}
+	}
+	for _, name := range doc.Run.Names() {
+		s := doc.Run.Stacks[name]
+		pst := plan.Stack{Name: name, StackName: s.StackName, StackID: s.StackID, Action: plan.ActionOf(s),
+			TemplateHash: s.TemplateHash, ParametersHash: s.ParametersHash, Parameters: s.Parameters,
+			InputsMayChange: s.InputsMayChange, CreatedAtApply: s.AtApply, Reason: s.Reason, CodeChanges: s.CodeChanges,
+			Inputs: doc.Inputs[name], Consumed: plan.Consumed(doc.Run, doc.Lookups, doc.SSM, name, key)}
+		if s.InputsMayChange {
+			pst.KnownAfterApply = plan.KnownAfterApply(doc.Lookups[name], changing)
+		}
+		if s.Phase == run.Ready && s.ChangeSetID != "" {
+			pst.ChangeSetName, pst.ChangeSetID = s.ChangeSetName, s.ChangeSetID
+		}
+		if l, ok := live[s.Key()]; ok {
+			pst.Status, pst.LastUpdated, pst.StackID = l.Status, l.LastUpdated.UTC(), l.StackID
+		}
+		if s.Intent == run.IntentDelete {
+			p.Deletions = append(p.Deletions, name)
+		}
+		if pst.Action == plan.Update {
+			applied, now := live[s.Key()].Parameters, s.Parameters
+			if g != nil && g.Stacks[name] != nil && g.Stacks[name].Parameters != nil {
+				applied = g.Stacks[name].Parameters
+			} else if len(applied) > 0 {
+				// DescribeStacks lists the parameters left at their template's Default too.
+				lb, err := ps.bundle(ctx, doc)
+				if err != nil {
+					return nil, err
+				}
+				if c := lb.Config; c != nil && c.Stack(name) != nil {
+					now = plan.WithDefaults(now, c.Stack(name).Template)
+				}
+			}
+			pst.ParameterChanges = plan.ParameterChanges(applied, now, s.NoEcho)
+		}
+		if pst.ChangeSetID != "" {
+			st, err := cs.Describe(ctx, s.Target, pst.ChangeSetID)
+			if err != nil {
+				return nil, err
+			}
+			pst.Changes = st.Changes
+		}
+		if pst.Action == plan.Delete && pst.StackID != "" {
+			if pst.Resources, err = cs.Resources(ctx, s.Target, pst.StackID); err != nil {
+				return nil, err
+			}
+		}
+		p.Stacks = append(p.Stacks, pst)
+	}
+	if err := ps.templateResources(ctx, doc, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// templateResources reads from the planned bundle what the templates say: for each stack
+// the plan creates at apply (no change set says what it adds yet), the resources its
+// template declares; for each stack whose inputs are known only after apply, the
+// resources those inputs feed (plan.Feeds).
+func (ps plans) templateResources(ctx context.Context, doc *rundoc.Document, p *plan.Document) error {
+	var need []*plan.Stack
+	for i := range p.Stacks {
+		if s := &p.Stacks[i]; s.CreatedAtApply && s.ChangeSetID == "" || len(s.KnownAfterApply) > 0 {
+			need = append(need, s)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	lb, err := ps.bundle(ctx, doc)
+	if err != nil {
+		return err
+	}
+	if lb.Config == nil {
+		return nil
+	}
+	for _, s := range need {
+		cs := lb.Config.Stack(s.Name)
+		if cs == nil || cs.Template == nil {
+			continue
+		}
+		if len(s.KnownAfterApply) > 0 {
+			s.Feeds = plan.Feeds(cs.Template, s.KnownAfterApply)
+		}
+		if s.CreatedAtApply && s.ChangeSetID == "" {
+			for _, r := range cs.Template.Declared {
+				s.Resources = append(s.Resources, plan.Resource{LogicalID: r.LogicalID, Type: r.Type})
+			}
+		}
+	}
+	return nil
+}
+
+// markdown writes the plan's pull-request comment, ready to post.
+func (ps plans) markdown(ctx context.Context, p *plan.Document, log *slog.Logger) {
+	var md bytes.Buffer
+	if err := report.PlanMarkdown(&md, p); err != nil {
+		return
+	}
+	key := bucket.PlanMarkdownKey(p.Deployment, p.ID)
+	if _, err := objects.Put(ctx, ps.s3, ps.cfg.Bucket, key, md.Bytes(), objects.Write{ContentType: "text/markdown"}); err != nil {
+		log.Warn("deploy: cannot write the plan's Markdown", "key", key, "err", err)
+	}
+}
+
+// markApplied records the outcome of an apply run in the plans all of whose changes it
+// ran (rundoc.Document.Applies).
+func (ps plans) markApplied(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
+	for _, id := range doc.Applies {
+		p, etag, err := ps.read(ctx, doc.Run.Deployment, id)
+		if err != nil {
+			log.Warn("deploy: cannot record the applied plan", "plan", id, "err", err)
+			continue
+		}
+		if p.AppliedBy != doc.Run.ID || p.Status != plan.Applying {
+			continue // another run's, or marked already
+		}
+		p.Status, p.Reason = plan.Applied, fmt.Sprintf("applied by run %s: %s", doc.Run.ID, doc.Run.Status)
+		if doc.Run.Status != run.Succeeded {
+			p.Status, p.Reason = plan.ApplyFailed, fmt.Sprintf("the apply run %s %s", doc.Run.ID, doc.Run.Status)
+		}
+		if doc.Run.Reason != "" {
+			p.Reason += " (" + doc.Run.Reason + ")"
+		}
+		if _, err := ps.write(ctx, p, etag); err != nil {
+			log.Warn("deploy: cannot record the applied plan", "plan", id, "err", err)
+		}
+	}
+}

@@ -1,0 +1,112 @@
+package deployer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/seal"
+)
+
+// CloudFormation quotes values in what it says: a resource's failure reason, a change
+// set's status reason, an API error. What a step observed passes the step's
+// seal.Scrubber before the run records it, so every text derived from the run (its
+// document and report, the CLI's --wait and follow, the published summary) holds the
+// run's secrets as ****; the step's logs pass it too (seal.Scrubber.Handler). The
+// scrubber learns the secrets the step unseals for its change sets, and the run's others
+// are read again for a turn that needs them (one that observed a text, in a run holding
+// secrets); all are kept in memory only, for the turn.
+
+// texts are the observation's fields CloudFormation writes.
+func texts(o *run.Observation) []*string {
+	return []*string{&o.Err, &o.ChangeSetReason, &o.Reason, &o.LookErr}
+}
+
+// secrets are what a step knows of its run's secrets: sc scrubs with them; learn reads
+// those of a stack again, once a step.
+type secrets struct {
+	st     stepper
+	ctx    context.Context
+	doc    *rundoc.Document
+	cs     *changeset.Client
+	sc     *seal.Scrubber
+	learnt map[string]error
+}
+
+func (st stepper) secrets(ctx context.Context, doc *rundoc.Document, seen []run.Observation, cs *changeset.Client, sc *seal.Scrubber) *secrets {
+	for _, o := range seen {
+		if s := doc.Run.Stacks[o.Stack]; s != nil {
+			for _, name := range s.SecretOutputs {
+				sc.Add(o.Outputs[name])
+			}
+		}
+	}
+	return &secrets{st: st, ctx: ctx, doc: doc, cs: cs, sc: sc, learnt: map[string]error{}}
+}
+
+// learn reads into sc the secrets stack name of run r was given, which what
+// CloudFormation says of it may quote: the NoEcho values its bundle gives, the values its
+// sealed parameters stand for (SecureStrings, secret outputs).
+func (x *secrets) learn(r *run.Run, name string) error {
+	if err, ok := x.learnt[name]; ok {
+		return err
+	}
+	err := x.read(r, name)
+	x.learnt[name] = err
+	return err
+}
+
+func (x *secrets) read(r *run.Run, name string) error {
+	s := r.Stacks[name]
+	if !plan.HoldsSecrets(s) {
+		return nil
+	}
+	loaded, err := x.st.bundle(x.ctx, x.doc)
+	if err != nil {
+		return fmt.Errorf("download the bundle: %w", err)
+	}
+	if loaded.Config == nil {
+		return fmt.Errorf("bundle %s no longer loads", x.doc.Bundle)
+	}
+	c := loaded.Config.Stack(name)
+	if c == nil {
+		return fmt.Errorf("stack %s is not in the bundle's config", name)
+	}
+	x.sc.Add(c.BundleSecrets()...)
+	plain, secret, err := x.st.unseal(x.ctx, s.Parameters, c, producers(r, loaded, x.cs))
+	if err != nil {
+		return fmt.Errorf("read the secrets of stack %s: %w", name, err)
+	}
+	for _, k := range secret {
+		x.sc.Add(plain[k])
+	}
+	return nil
+}
+
+// scrub replaces the secrets of run r in what the observations say. When those of a stack
+// cannot be read, what is said of it is withheld instead, with why.
+func (x *secrets) scrub(r *run.Run, obs []*run.Observation, log *slog.Logger) {
+	for _, o := range obs {
+		if !slices.ContainsFunc(texts(o), func(p *string) bool { return *p != "" }) {
+			continue
+		}
+		err := x.learn(r, o.Stack)
+		for _, p := range texts(o) {
+			switch {
+			case *p == "":
+			case err != nil:
+				*p = "(withheld: the stack holds secrets, which could not be read to mask them in this text: " + err.Error() + "; see the stack's events in CloudFormation)"
+			default:
+				*p = x.sc.Scrub(*p)
+			}
+		}
+		if err != nil {
+			log.Warn("deploy: texts of CloudFormation withheld: the stack's secrets could not be read to mask them", "stack", o.Stack, "err", err)
+		}
+	}
+}

@@ -17,7 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -200,7 +200,7 @@ func (f *waitFlags) follow(cmd *cobra.Command, c *cairn, t follow.Target, w io.W
 func (c *cairn) stacksAt() func(ctx context.Context, t target.Spec) (follow.EventsAPI, error) {
 	var mu sync.Mutex
 	clients := map[target.Spec]follow.EventsAPI{}
-	var rc *reach.Reacher
+	var rc *access.Reacher
 	return func(ctx context.Context, t target.Spec) (follow.EventsAPI, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -212,7 +212,7 @@ func (c *cairn) stacksAt() func(ctx context.Context, t target.Spec) (follow.Even
 			return api, nil
 		}
 		if rc == nil {
-			rc = reach.New(c.AWS, nil)
+			rc = access.New(c.AWS, nil)
 		}
 		if t.RoleARN != "" {
 			if _, err := rc.Assume(ctx, "follow", t.RoleARN, t.ExternalID); err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/recovery"
 	"github.com/cairn-dev/cairn/internal/target"
 )
@@ -44,7 +44,7 @@ stable again, 1 otherwise, with the first failure's reason.`,
 			}
 			// A stack of another account or region is reached as the deployer reaches it:
 			// its role assumed (with your credentials), in its region.
-			rc := reach.New(c.AWS, nil)
+			rc := access.New(c.AWS, nil)
 			r := &recovery.Recoverer{CFN: c.CloudFormation, State: c.state, Poll: poll, Timeout: timeout,
 				At: func(ctx context.Context, t target.Spec) (recovery.CFNAPI, error) {
 					if t.RoleARN != "" {

@@ -33,7 +33,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/assembly"
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awserr"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -61,7 +61,7 @@ type Clients interface {
 	SSM(spec target.Spec) SSMAPI
 }
 
-// FromConfig makes Clients from the SDK configuration of each spec (reach.Reacher.Config
+// FromConfig makes Clients from the SDK configuration of each spec (access.Reacher.Config
 // of the run), one client per spec and service.
 func FromConfig(config func(target.Spec) aws.Config) Clients {
 	return &sdkClients{config: config, made: map[string]any{}}
@@ -316,7 +316,7 @@ func (p *Publisher) bootstrap(ctx context.Context, stacks []Stack) (problems Pro
 		s, want := via[k], need[k]
 		out, err := p.Clients.SSM(s.Target).GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(k.parameter), WithDecryption: aws.Bool(true)})
 		var problem, missing string
-		var refused *reach.Refused
+		var refused *access.Refused
 		switch {
 		case awserr.ErrorCode(err) == "ParameterNotFound":
 			missing = fmt.Sprintf("its SSM parameter %s does not exist", k.parameter)
@@ -514,13 +514,13 @@ func compact(results []string) Problems {
 }
 
 // permanent reports an answer that asking again cannot change: AWS's permanent errors,
-// and a role that cannot be assumed (reach.Refused wraps STS's answer).
+// and a role that cannot be assumed (access.Refused wraps STS's answer).
 func permanent(err error) bool { return awserr.Permanent(err) }
 
 // message is an AWS error as a person reads it; a role that cannot be assumed says so
-// (reach.Refused).
+// (access.Refused).
 func message(err error) string {
-	var refused *reach.Refused
+	var refused *access.Refused
 	if errors.As(err, &refused) {
 		return refused.Error()
 	}

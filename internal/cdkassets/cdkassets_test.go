@@ -23,7 +23,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/cdkassets"
 	"github.com/cairn-dev/cairn/internal/localcairn"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -65,7 +65,7 @@ func newWorld(t *testing.T, bare bool) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := reach.New(cfg, nil)
+	r := access.New(cfg, nil)
 	return &world{e: e, ctx: ctx, p: &cdkassets.Publisher{Logger: slog.New(slog.DiscardHandler),
 		Clients: cdkassets.FromConfig(func(spec target.Spec) aws.Config { return r.Config("test-run", spec) })}}
 }

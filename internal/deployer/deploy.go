@@ -38,10 +38,10 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/config"
-	"github.com/cairn-dev/cairn/internal/job"
+	"github.com/cairn-dev/cairn/internal/lambdajob"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -70,7 +70,7 @@ type S3API interface {
 }
 
 // SQSAPI sends heartbeats and re-sends uploads that wait for the lock.
-type SQSAPI = job.SQSAPI
+type SQSAPI = lambdajob.SQSAPI
 
 // SNSAPI publishes run summaries.
 type SNSAPI interface {
@@ -145,7 +145,7 @@ type Clients struct {
 	// SSM reads the SSM parameters of ${ssm} lookups (nil: a config with some fails).
 	SSM SSMAPI
 	// Reach reaches the stacks of other accounts and regions (nil: stacks at home only).
-	Reach *reach.Reacher
+	Reach *access.Reacher
 	// KMS derives the seal key (required with Config.SealKeyID).
 	KMS sealkey.MACAPI
 }
@@ -155,7 +155,7 @@ type base struct {
 	cfg   Config
 	s3    S3API
 	cfn   CFNAPI
-	queue job.Queue // the deploy queue: heartbeats, checks, uploads waiting for the lock
+	queue lambdajob.Queue // the deploy queue: heartbeats, checks, uploads waiting for the lock
 	sns   SNSAPI
 	ssm   SSMAPI
 	store *statestore.Store
@@ -166,8 +166,8 @@ type base struct {
 	sealMu  sync.Mutex
 	sealKey seal.Key // derived once per process (key)
 
-	reach  *reach.Reacher
-	places *sync.Map // run id → *reach.Places[changeset.API]: a run's clients and budgets span the steps a warm process makes
+	reach  *access.Reacher
+	places *sync.Map // run id → *access.Places[changeset.API]: a run's clients and budgets span the steps a warm process makes
 	// clients are the S3 clients of the targets' assets buckets, by run id and target.
 	clients *sync.Map
 	// bundles keeps what the process loaded, so a step loads nothing it already knows.
@@ -200,7 +200,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
 	}
-	if cfg.Heartbeat > job.MaxDelay {
+	if cfg.Heartbeat > lambdajob.MaxDelay {
 		return nil, fmt.Errorf("deploy: heartbeat %s is longer than the 15 minutes SQS can delay a message", cfg.Heartbeat)
 	}
 	if cfg.LockRetry <= 0 {
@@ -236,7 +236,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	// Every request of a run to cairn's bucket passes one gate (objects.Gated), which
 	// allows only the keys of the run's deployment and graph (bucket.Rules).
 	gated := objects.Gate(c.S3, cfg.Bucket)
-	b := &base{cfg: cfg, s3: gated, cfn: c.CFN, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger,
+	b := &base{cfg: cfg, s3: gated, cfn: c.CFN, queue: lambdajob.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger,
 		reach: c.Reach, places: &sync.Map{}, clients: &sync.Map{}, bundles: &bundles{},
 		store: &statestore.Store{S3: gated, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
@@ -355,21 +355,21 @@ const unkeyedWarning = "secrets are sealed without a key (CAIRN_SEAL_KEY_ID is n
 
 // placesOf is run runID's way into its accounts and regions: its clients and API budgets,
 // kept across the steps a warm process makes until the run ends (forget).
-func (b *base) placesOf(runID string) *reach.Places[changeset.API] {
+func (b *base) placesOf(runID string) *access.Places[changeset.API] {
 	if p, ok := b.places.Load(runID); ok {
-		return p.(*reach.Places[changeset.API])
+		return p.(*access.Places[changeset.API])
 	}
-	p, _ := b.places.LoadOrStore(runID, reach.NewPlaces(reach.PlacesConfig[changeset.API]{
+	p, _ := b.places.LoadOrStore(runID, access.NewPlaces(access.PlacesConfig[changeset.API]{
 		Session: runID, Reacher: b.reach, Home: b.cfn, Region: b.cfg.Region, Budget: b.cfg.Budget,
 		Dial: func(c aws.Config) changeset.API { return cloudformation.NewFromConfig(c) },
 	}))
-	return p.(*reach.Places[changeset.API])
+	return p.(*access.Places[changeset.API])
 }
 
 // forget drops what a run that ended kept: its budgets, clients and credentials.
 func (b *base) forget(runID string) {
 	if p, ok := b.places.LoadAndDelete(runID); ok {
-		p.(*reach.Places[changeset.API]).Forget()
+		p.(*access.Places[changeset.API]).Forget()
 	}
 	b.clients.Range(func(k, _ any) bool {
 		if strings.HasPrefix(k.(string), runID+"@") {

@@ -19,8 +19,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
-	"github.com/cairn-dev/cairn/internal/job"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/lambdajob"
+	"github.com/cairn-dev/cairn/internal/access"
 )
 
 // StackStatusChange is the EventBridge detail-type of CloudFormation stack status events.
@@ -33,7 +33,7 @@ const StackStatusChange = "CloudFormation Stack Status Change"
 // (the Parameter Store paths of each namespace, as JSON; unset: every name); and
 // CAIRN_SEAL_KEY_ID, the KMS HMAC key secrets are sealed with, which it requires.
 func ConfigFromEnv() (Config, error) {
-	e := job.NewEnv("deployer")
+	e := lambdajob.NewEnv("deployer")
 	c := Config{
 		Bucket:      e.Required("CAIRN_BUCKET"),
 		QueueURL:    e.Required("CAIRN_DEPLOY_QUEUE_URL"),
@@ -63,14 +63,14 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 		SNS:   sns.NewFromConfig(awsCfg),
 		SSM:   ssm.NewFromConfig(awsCfg),
 		KMS:   kms.NewFromConfig(awsCfg),
-		Reach: reach.New(awsCfg, c.Clock),
+		Reach: access.New(awsCfg, c.Clock),
 	})
 }
 
 // HandlerFromEnv builds the deployer Lambda's handler from the environment (ConfigFromEnv
-// and awsclient.Load: job.Handler).
+// and awsclient.Load: lambdajob.Handler).
 func HandlerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
-	return job.Handler(ctx, ConfigFromEnv, func(awsCfg aws.Config, c Config) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
+	return lambdajob.Handler(ctx, ConfigFromEnv, func(awsCfg aws.Config, c Config) (func(context.Context, events.SQSEvent) (events.SQSEventResponse, error), error) {
 		d, err := NewFromAWS(awsCfg, c)
 		if err != nil {
 			return nil, err
@@ -114,7 +114,7 @@ func settles(status string) bool {
 // one run in a batch make one step. Every invocation then looks for open runs whose
 // heartbeat was lost, and resumes them (resumeStalled).
 func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	batch := job.NewBatch[stepKey](func(a, b Trigger) Trigger {
+	batch := lambdajob.NewBatch[stepKey](func(a, b Trigger) Trigger {
 		a.Beats = append(a.Beats, b.Beats...)
 		a.Stacks = append(a.Stacks, b.Stacks...)
 		return a
@@ -222,7 +222,7 @@ type stepKey struct{ deployment, run string }
 // chain: whatever triggers the deployer, a stalled run is carried on within about a
 // minute, and one fenced meanwhile is closed as abandoned. Failures are logged: the next
 // invocation looks again.
-func (d *Driver) resumeStalled(ctx context.Context, stepped *job.Batch[stepKey, Trigger]) {
+func (d *Driver) resumeStalled(ctx context.Context, stepped *lambdajob.Batch[stepKey, Trigger]) {
 	stalled, err := d.runs.stalled(bucket.WithScope(ctx, bucket.Routing()), d.clk.Now().Add(-d.cfg.StallAfter))
 	if err != nil {
 		d.log.Warn("deploy: cannot look for stalled runs", "err", err)

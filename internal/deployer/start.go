@@ -18,7 +18,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/seal"
@@ -440,7 +440,7 @@ func (s starter) plan(ctx context.Context, doc *rundoc.Document, lb *rundoc.Load
 	if doc.Destroy {
 		planCfg = &config.Config{Namespace: cfg.Namespace, PersistentGraphKey: cfg.PersistentGraphKey, File: cfg.File}
 	}
-	live, unreachable, err := survey(ctx, cs, reach.Where(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
+	live, unreachable, err := survey(ctx, cs, access.Where(home, configSpecs(planCfg), graphSpecs(g)), plannedKeys(home, cfg, g))
 	if err != nil {
 		return nil, "", err
 	}

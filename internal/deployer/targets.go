@@ -16,14 +16,14 @@ import (
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // at returns CloudFormation of t for run runID, and the run's budget there
-// (reach.Places.At); a refusal retrying cannot help fails the stack at once.
+// (access.Places.At); a refusal retrying cannot help fails the stack at once.
 func (b *base) at(ctx context.Context, runID string, t target.Spec) (changeset.API, *rate.Limiter, error) {
 	api, budget, err := b.placesOf(runID).At(ctx, t)
 	if err != nil && (awserr.Permanent(err) || b.reach == nil) {
@@ -111,14 +111,14 @@ func runSpecs(r *run.Run) []target.Spec {
 // survey describes the stacks of keys (target.Key: place and name) in the given places,
 // keyed by target.Key, each place read the cheaper way (changeset.Client.Stacks), so a
 // run's reads do not grow with the other stacks of an account; a place other than home
-// that cannot be read is unreachable, with the reason (reach.Survey).
+// that cannot be read is unreachable, with the reason (access.Survey).
 func survey(ctx context.Context, cs *changeset.Client, where map[target.Target]target.Spec, keys []string) (map[string]plan.Live, map[target.Target]string, error) {
 	names := map[target.Target][]string{}
 	for _, k := range keys {
 		loc, name := target.ParseKey(k)
 		names[loc] = append(names[loc], name)
 	}
-	return reach.Survey(ctx, where, func(ctx context.Context, loc target.Target, t target.Spec) (map[string]plan.Live, error) {
+	return access.Survey(ctx, where, func(ctx context.Context, loc target.Target, t target.Spec) (map[string]plan.Live, error) {
 		return cs.Stacks(ctx, t, names[loc])
 	})
 }
@@ -160,7 +160,7 @@ func liveOf(ctx context.Context, b *base, cs *changeset.Client, r *run.Run) (map
 	if err != nil {
 		return nil, err
 	}
-	live, _, err := survey(ctx, cs, reach.Where(home, runSpecs(r)), runKeys(r))
+	live, _, err := survey(ctx, cs, access.Where(home, runSpecs(r)), runKeys(r))
 	return live, err
 }
 

@@ -10,5 +10,5 @@
 // CloudFormation announces each finished detection ("CloudFormation Drift Detection
 // Status Change"), which steps the waiting sweep at once; the continuation is the fallback
 // when no event comes. The function's environment, its delayed messages and the routing
-// of an SQS batch to one step per sweep are the deployer's too (internal/job).
+// of an SQS batch to one step per sweep are the deployer's too (internal/lambdajob).
 package sweeper

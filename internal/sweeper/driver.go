@@ -16,9 +16,9 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
-	"github.com/cairn-dev/cairn/internal/job"
+	"github.com/cairn-dev/cairn/internal/lambdajob"
 	"github.com/cairn-dev/cairn/internal/objects"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/statestore"
 )
 
@@ -45,7 +45,7 @@ type CloudFormationAPI interface {
 }
 
 // SQSAPI sends continuations.
-type SQSAPI = job.SQSAPI
+type SQSAPI = lambdajob.SQSAPI
 
 // SNSAPI publishes drift summaries.
 type SNSAPI interface {
@@ -85,14 +85,14 @@ type Clients struct {
 	SQS SQSAPI
 	SNS SNSAPI
 	// Reach reaches the stacks of other accounts and regions (nil: cairn's own only).
-	Reach *reach.Reacher
+	Reach *access.Reacher
 }
 
 // Driver runs sweeps, one step per trigger.
 type Driver struct {
 	cfg   Config
 	c     Clients
-	queue job.Queue
+	queue lambdajob.Queue
 	store *statestore.Store
 	clk   clock.Clock
 	log   *slog.Logger
@@ -121,7 +121,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.ContinueAfter <= 0 {
 		cfg.ContinueAfter = DefaultContinueAfter
 	}
-	if cfg.ContinueAfter > job.MaxDelay {
+	if cfg.ContinueAfter > lambdajob.MaxDelay {
 		return nil, fmt.Errorf("drift: continuation delay %s is longer than the 15 minutes SQS can delay a message", cfg.ContinueAfter)
 	}
 	if cfg.Lease <= 0 {
@@ -136,7 +136,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Driver{cfg: cfg, c: c, queue: job.Queue{SQS: c.SQS, URL: cfg.QueueURL}, clk: cfg.Clock, log: cfg.Logger,
+	return &Driver{cfg: cfg, c: c, queue: lambdajob.Queue{SQS: c.SQS, URL: cfg.QueueURL}, clk: cfg.Clock, log: cfg.Logger,
 		store: &statestore.Store{S3: c.S3, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger}}, nil
 }
 
@@ -157,7 +157,7 @@ type invocation struct {
 	etag  string
 	token string
 	// places reach the sweep's accounts and regions, each with the invocation's budget.
-	places  *reach.Places[CloudFormationAPI]
+	places  *access.Places[CloudFormationAPI]
 	sweepID string
 	log     *slog.Logger
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/drift"
-	"github.com/cairn-dev/cairn/internal/job"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/lambdajob"
+	"github.com/cairn-dev/cairn/internal/access"
 )
 
 // Event detail-types and sources the handler accepts.
@@ -69,7 +69,7 @@ func (d *Driver) Handle(ctx context.Context, payload json.RawMessage) (*events.S
 		return nil, fmt.Errorf("drift: event is not JSON (%v): send the scheduled event, a drift status change or an SQS event", err)
 	}
 	if len(env.Records) == 0 {
-		batch := job.NewBatch[string](mergeTriggers)
+		batch := lambdajob.NewBatch[string](mergeTriggers)
 		if err := d.route(ctx, env, "", batch); err != nil {
 			return nil, err
 		}
@@ -77,7 +77,7 @@ func (d *Driver) Handle(ctx context.Context, payload json.RawMessage) (*events.S
 		batch.Run(func(id string, t drift.Trigger) error { _, err := d.Step(ctx, id, t); return err }, func(_ string, err error) { failed = err })
 		return nil, failed
 	}
-	batch := job.NewBatch[string](mergeTriggers)
+	batch := lambdajob.NewBatch[string](mergeTriggers)
 	var changes []statusChange
 	for _, rec := range env.Records {
 		var m envelope
@@ -131,7 +131,7 @@ type statusChange struct {
 
 // route adds the step m asks for to batch (record: the SQS record carrying it, "" for a
 // direct invocation), or deals with it at once: a scheduled event.
-func (d *Driver) route(ctx context.Context, m envelope, record string, batch *job.Batch[string, drift.Trigger]) error {
+func (d *Driver) route(ctx context.Context, m envelope, record string, batch *lambdajob.Batch[string, drift.Trigger]) error {
 	switch {
 	case m.Cairn == continueKind:
 		if m.Sweep == "" {
@@ -188,7 +188,7 @@ func (d *Driver) scheduled(ctx context.Context, m envelope) error {
 // statusChanged adds to batch a step of each open sweep waiting for the stack of a finished
 // detection among changes (AWS also announces detections in progress): the open sweeps are
 // listed and read once for all of them.
-func (d *Driver) statusChanged(ctx context.Context, changes []statusChange, batch *job.Batch[string, drift.Trigger]) error {
+func (d *Driver) statusChanged(ctx context.Context, changes []statusChange, batch *lambdajob.Batch[string, drift.Trigger]) error {
 	var finished []statusChange
 	for _, c := range changes {
 		if c.detail.StatusDetails.DetectionStatus != "DETECTION_IN_PROGRESS" {
@@ -222,7 +222,7 @@ func (d *Driver) statusChanged(ctx context.Context, changes []statusChange, batc
 // ConfigFromEnv reads the drift function's configuration: CAIRN_BUCKET,
 // CAIRN_NOTIFICATIONS_TOPIC, CAIRN_DRIFT_QUEUE_URL and CAIRN_DRIFT_CONCURRENCY (default 5).
 func ConfigFromEnv() (Config, error) {
-	e := job.NewEnv("drift function")
+	e := lambdajob.NewEnv("drift function")
 	c := Config{
 		Bucket:      e.Required("CAIRN_BUCKET"),
 		Topic:       e.Optional("CAIRN_NOTIFICATIONS_TOPIC"),
@@ -237,16 +237,16 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 	return New(c, Clients{
 		S3:    awsclient.S3(awsCfg),
 		CFN:   cloudformation.NewFromConfig(awsCfg),
-		Reach: reach.New(awsCfg, c.Clock),
+		Reach: access.New(awsCfg, c.Clock),
 		SQS:   sqs.NewFromConfig(awsCfg),
 		SNS:   sns.NewFromConfig(awsCfg),
 	})
 }
 
 // HandlerFromEnv builds the drift Lambda's handler from the environment (ConfigFromEnv
-// and awsclient.Load: job.Handler).
+// and awsclient.Load: lambdajob.Handler).
 func HandlerFromEnv(ctx context.Context) (func(context.Context, json.RawMessage) (*events.SQSEventResponse, error), error) {
-	return job.Handler(ctx, ConfigFromEnv, func(awsCfg aws.Config, c Config) (func(context.Context, json.RawMessage) (*events.SQSEventResponse, error), error) {
+	return lambdajob.Handler(ctx, ConfigFromEnv, func(awsCfg aws.Config, c Config) (func(context.Context, json.RawMessage) (*events.SQSEventResponse, error), error) {
 		d, err := NewFromAWS(awsCfg, c)
 		if err != nil {
 			return nil, err

@@ -10,15 +10,15 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/plan"
-	"github.com/cairn-dev/cairn/internal/reach"
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
 // places is an invocation's way into the accounts and regions of its sweep's stacks
-// (reach.Places): CloudFormation clients and the invocation's API budget in each.
-func (d *Driver) places(sweepID string) *reach.Places[CloudFormationAPI] {
-	return reach.NewPlaces(reach.PlacesConfig[CloudFormationAPI]{
+// (access.Places): CloudFormation clients and the invocation's API budget in each.
+func (d *Driver) places(sweepID string) *access.Places[CloudFormationAPI] {
+	return access.NewPlaces(access.PlacesConfig[CloudFormationAPI]{
 		Session: "drift-" + sweepID, Reacher: d.c.Reach, Home: d.c.CFN, Budget: d.cfg.Budget,
 		Dial: func(c aws.Config) CloudFormationAPI { return cloudformation.NewFromConfig(c) },
 	})
@@ -33,7 +33,7 @@ func (d *Driver) at(ctx context.Context, inv *invocation, t target.Spec) (CloudF
 
 // survey describes the stacks of every place the graphs' stacks live in, keyed by
 // target.Key; a place other than home that cannot be listed is unreachable, with why
-// (reach.Survey).
+// (access.Survey).
 func (d *Driver) survey(ctx context.Context, inv *invocation, graphs []*state.Graph) (map[string]plan.Live, map[target.Target]string, target.Target, error) {
 	want := false
 	var specs []target.Spec
@@ -49,7 +49,7 @@ func (d *Driver) survey(ctx context.Context, inv *invocation, graphs []*state.Gr
 	if err != nil {
 		return nil, nil, home, fmt.Errorf("drift: %w", err)
 	}
-	live, unreachable, err := reach.Survey(ctx, reach.Where(home, specs), func(ctx context.Context, _ target.Target, t target.Spec) (map[string]plan.Live, error) {
+	live, unreachable, err := access.Survey(ctx, access.Where(home, specs), func(ctx context.Context, _ target.Target, t target.Spec) (map[string]plan.Live, error) {
 		api, budget, err := inv.places.At(ctx, t)
 		if err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-// Package job is the skeleton cairn's event-driven functions share — the deployer (its
+// Package lambdajob is the skeleton cairn's event-driven functions share — the deployer (its
 // runs) and the drift function (its sweeps) — so both have one shape: the configuration
 // a function reads from its environment (Env, Handler), the delayed SQS messages that
 // continue a job later instead of a Lambda waiting for AWS (Queue), and the routing of an
@@ -6,7 +6,7 @@
 // redelivery (Batch). What a step does, and when a job continues, is each driver's (and
 // its pure core's) to decide; each keeps its job's document under a lease or a lock of its
 // own.
-package job
+package lambdajob
 
 import (
 	"context"

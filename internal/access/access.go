@@ -1,9 +1,9 @@
-// Package reach gives the deployer (and the drift function) its way into each target: the
+// Package access gives the deployer (and the drift function) its way into each target: the
 // SDK configuration of an account and region, with the credentials of the role a stack
 // names (role_arn) assumed through STS — with the run's id in the session name, the
 // optional external id, and cached per run and role until shortly before they expire — or
 // the function's own credentials in another region of its account.
-package reach
+package access
 
 import (
 	"context"

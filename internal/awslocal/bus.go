@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
+	"github.com/cairn-dev/cairn/internal/awslocal/eventpattern"
 )
 
 // EventPattern selects events by source and detail-type, each matching when empty or when
@@ -40,7 +40,7 @@ type eventBus struct {
 // bus only), and its targets.
 type rule struct {
 	name, description string
-	pattern           *pattern.Pattern
+	pattern           *eventpattern.Pattern
 	patternText       string
 	schedule          string
 	enabled           bool
@@ -98,7 +98,7 @@ func (e *Emulator) PutRule(name string, p EventPattern, targetQueueARN string) e
 		doc["detail-type"] = p.DetailType
 	}
 	b, _ := json.Marshal(doc)
-	pat, err := pattern.Parse(b)
+	pat, err := eventpattern.Parse(b)
 	if err != nil {
 		return fmt.Errorf("put rule %s: %w", name, err)
 	}

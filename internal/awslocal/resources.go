@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
-	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
+	"github.com/cairn-dev/cairn/internal/awslocal/eventpattern"
 	"github.com/cairn-dev/cairn/internal/awslocal/sqslocal"
 )
 
@@ -104,6 +104,6 @@ func orDefault(s, d string) string {
 	return s
 }
 
-func patternParse(doc string) (*pattern.Pattern, error) { return pattern.Parse([]byte(doc)) }
+func patternParse(doc string) (*eventpattern.Pattern, error) { return eventpattern.Parse([]byte(doc)) }
 
 func sqslocalDefaults(fifo bool) map[string]string { return sqslocal.Defaults(fifo) }

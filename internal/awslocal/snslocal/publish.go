@@ -13,7 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
+	"github.com/cairn-dev/cairn/internal/awslocal/eventpattern"
 )
 
 // Publish sends message to every subscription of a topic and returns the message id, for
@@ -156,7 +156,7 @@ func (sub subscription) accepts(message string, attrs map[string]messageAttribut
 	if policy == "" {
 		return true
 	}
-	p, err := pattern.Parse([]byte(policy))
+	p, err := eventpattern.Parse([]byte(policy))
 	if err != nil {
 		return false
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/cairn-dev/cairn/internal/awslocal/pattern"
+	"github.com/cairn-dev/cairn/internal/awslocal/eventpattern"
 	"github.com/cairn-dev/cairn/internal/awslocal/statefile"
 	"github.com/cairn-dev/cairn/internal/clock"
 )
@@ -253,7 +253,7 @@ func checkSubscriptionAttribute(name, value string) error {
 		if value == "" {
 			return nil
 		}
-		if _, err := pattern.Parse([]byte(value)); err != nil {
+		if _, err := eventpattern.Parse([]byte(value)); err != nil {
 			return invalid("Filter policy: %v", err)
 		}
 	case "FilterPolicyScope":

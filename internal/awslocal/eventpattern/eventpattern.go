@@ -1,9 +1,9 @@
-// Package pattern matches JSON documents against EventBridge event patterns and SNS
+// Package eventpattern matches JSON documents against EventBridge event patterns and SNS
 // subscription filter policies, which share one syntax: an object whose keys name fields
 // of the document, nested objects for nested fields, and at the leaves arrays of values
 // or matchers, any of which may match ("prefix", "suffix", "anything-but", "numeric",
 // "exists", "equals-ignore-case", "wildcard"), with "$or" for alternatives.
-package pattern
+package eventpattern
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package pattern
+package eventpattern
 
 import (
 	"encoding/json"

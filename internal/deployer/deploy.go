@@ -247,35 +247,6 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	return &Driver{base: b, runs: rs, step: st, start: start}, nil
 }
 
-// Start begins the run of an upload of a bundle (deployments/NAME.zip or plans/NAME.zip).
-// It returns nil when the event is dealt with (a run started, a failed or superseded run
-// recorded, or the upload re-queued to wait for the lock); an error asks for the event to
-// be delivered again.
-func (d *Driver) Start(ctx context.Context, u Upload) error {
-	up, _ := bucket.ParseUpload(u.Key)
-	return d.start.upload(bucket.WithScope(ctx, bucket.ForDeployment(up.Deployment)), u, up)
-}
-
-// Approve starts the apply run of an approved plan (an object created at
-// approvals/NAME/PLAN_ID). Under the lock it checks the plan is fresh; a stale plan
-// executes nothing and its run report names each stack and reason, ending with
-// "re-plan". A fresh plan is marked applied (a plan applies at most once) and its exact
-// change sets are executed in dependency order; only stacks marked "created at apply" get
-// new change sets.
-func (d *Driver) Approve(ctx context.Context, u Upload) error {
-	up, _ := bucket.ParseUpload(u.Key)
-	return d.start.approval(bucket.WithScope(ctx, bucket.ForDeployment(up.Deployment)), u, up)
-}
-
-// Step advances run runID of deployment by one step. A heartbeat step re-enqueues the
-// heartbeat while the run stays open; a stack event or check step does not (one chain of
-// heartbeats per run, no fan-out). Any step may queue a delayed check, when run.Advance
-// asks for one sooner than the one queued. It returns nil when the trigger is dealt with,
-// including when another step won the race to write the run document.
-func (d *Driver) Step(ctx context.Context, deployment, runID string, t Trigger) error {
-	return d.step.trigger(runScope(ctx, deployment, runID), deployment, runID, t)
-}
-
 // runScope is ctx carrying the scope of run runID of deployment: what its requests to
 // cairn's bucket may touch (bucket.Rules).
 func runScope(ctx context.Context, deployment, runID string) context.Context {

@@ -567,8 +567,17 @@ func renameRefs(v any, renames map[string]string) any {
 		for k, vv := range x {
 			x[k] = renameRefs(vv, renames)
 		}
-		if d, ok := x["DependsOn"].(string); ok && renames[d] != "" {
-			x["DependsOn"] = renames[d]
+		switch d := x["DependsOn"].(type) {
+		case string:
+			if renames[d] != "" {
+				x["DependsOn"] = renames[d]
+			}
+		case []any: // a list of names: each layer's is renamed too
+			for i, e := range d {
+				if s, ok := e.(string); ok && renames[s] != "" {
+					d[i] = renames[s]
+				}
+			}
 		}
 	case []any:
 		for i := range x {

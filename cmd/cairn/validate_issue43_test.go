@@ -50,6 +50,26 @@ var issue43Fixtures = map[string][]string{
 	"sam-depends-on-layer-list.yaml": nil,
 	// 4. "\/" is a JSON escape
 	"json-escaped-solidus.json": nil,
+	// 5. DynamoDB: every key attribute defined, every attribute defined a key
+	"dynamodb-keys-ok.yaml":               nil,
+	"dynamodb-key-not-defined.yaml":       {`dynamodb-key-not-defined.yaml:11:27: Resources.Table.Properties.AttributeDefinitions: key attribute "sk" is not in AttributeDefinitions`},
+	"dynamodb-attribute-unused.yaml":      {`dynamodb-attribute-unused.yaml:9:27: Resources.Table.Properties.AttributeDefinitions: attribute "extra" is in AttributeDefinitions but no key schema`},
+	"dynamodb-index-key-not-defined.yaml": {`:16:31: Resources.Table.Properties.AttributeDefinitions: key attribute "owner" is not`, `:22:31: Resources.Table.Properties.AttributeDefinitions: key attribute "created" is not`},
+	// 6. a policy's Effect is Allow or Deny, in that case
+	"iam-effect-invalid.yaml": {
+		`:12:21: Resources.QueuePolicy.Properties.PolicyDocument.Statement[0].Effect: Effect "Permit" is neither Allow nor Deny`,
+		`:22:21: Resources.Role.Properties.AssumeRolePolicyDocument.Statement[0].Effect: Effect "allow" is neither Allow nor Deny (the values are case-sensitive)`,
+		`:30:25: Resources.Role.Properties.Policies[0].PolicyDocument.Statement[0].Effect: Effect "Allowed" is neither`,
+	},
+	// 7. a function of a .zip package needs a Runtime and a Handler; an image needs neither
+	"lambda-zip-no-runtime-handler.yaml": {`:5:5: Resources.NoRuntime.Properties: function NoRuntime needs Runtime`, `:11:5: Resources.NoHandler.Properties: function NoHandler needs Handler`},
+	"lambda-image-ok.yaml":               nil,
+	// 8. a role's name or path where its ARN is needed
+	"lambda-role-name.yaml":        {`:8:13: Resources.Fn.Properties.Role: "my-role" does not match the pattern`, `:15:13: Resources.PathFn.Properties.Role: "/service-role/my-role" does not match`},
+	"sam-role-name.yaml":           {`:10:13: Resources.Fn.Properties.Role: "my-role" does not match`, `:14:13: Resources.Machine.Properties.RoleArn: "/service-role/machine-role" is not an IAM role ARN`},
+	"role-name-via-parameter.yaml": {`:17:7: Resources.Machine.Properties.RoleArn: "arn:aws:iam::123456789012:/service-role/machine" is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME) (Fn::Sub, the account and region filled in)`},
+	// 9. a type of a service AWS shut down (cfn-lint's E3710); SimpleDB runs on
+	"deprecated-types.yaml": {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

@@ -69,7 +69,15 @@ var issue43Fixtures = map[string][]string{
 	"sam-role-name.yaml":           {`:10:13: Resources.Fn.Properties.Role: "my-role" does not match`, `:14:13: Resources.Machine.Properties.RoleArn: "/service-role/machine-role" is not an IAM role ARN`},
 	"role-name-via-parameter.yaml": {`:17:7: Resources.Machine.Properties.RoleArn: "arn:aws:iam::123456789012:/service-role/machine" is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME) (Fn::Sub, the account and region filled in)`},
 	// 9. a type of a service AWS shut down (cfn-lint's E3710); SimpleDB runs on
-	"deprecated-types.yaml": {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// 10. what AWS's SAM translator refuses: a property a Serverless type does not take, or
+	// of a kind it does not take; IgnoreGlobals naming what Globals lack; Models of an Api
+	// without an inline DefinitionBody
+	"sam-property-misspelled.yaml":       {`:4:3: Resources.Fn: the Serverless transform refuses it: property MemorySise not defined for resource of type AWS::Serverless::Function`},
+	"sam-property-mistyped.yaml":         {`:4:3: Resources.Fn: the Serverless transform refuses it: Type of property 'Events' is invalid.`},
+	"sam-ignoreglobals-missing-key.yaml": {`:7:3: Resources.Fn: the Serverless transform refuses it: Resource Fn has invalid resource attribute 'IgnoreGlobals' on item 'MemorySize'.`},
+	"sam-ignoreglobals-ok.yaml":          nil,
+	"sam-api-models-without-body.yaml":   {`:4:3: Resources.Api: the Serverless transform refuses it: Models works only with inline Swagger specified in 'DefinitionBody' property.`},
+	"deprecated-types.yaml":              {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

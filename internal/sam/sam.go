@@ -207,6 +207,11 @@ func (t *sam) expand(m map[string]any) error {
 		}
 	}
 	for _, n := range names {
+		if err := t.checkProperties(n, res[n]); err != nil {
+			return err
+		}
+	}
+	for _, n := range names {
 		var err error
 		t.cur = n
 		switch typ := typeOfRaw(res[n]); typ {
@@ -294,7 +299,92 @@ func (t *sam) props(name, kind string) map[string]any {
 	if g == nil {
 		return copyProps(local)
 	}
-	return mergeGlobal(copyProps(g), copyProps(local)).(map[string]any)
+	g = copyProps(g)
+	switch ig := r["IgnoreGlobals"].(type) {
+	case string: // "*": none of the Globals
+		return copyProps(local)
+	case []any:
+		for _, k := range ig {
+			if s, ok := k.(string); ok {
+				delete(g, s)
+			}
+		}
+	}
+	return mergeGlobal(g, copyProps(local)).(map[string]any)
+}
+
+// checkProperties refuses what AWS's translator refuses of a Serverless resource before it
+// expands it: an IgnoreGlobals other than "*" or a list of properties its type's Globals
+// set, a property its type does not take, and a value of a kind the property does not
+// take (an intrinsic function where the property takes one is judged by CloudFormation).
+func (t *sam) checkProperties(name string, r any) error {
+	rm := object(r)
+	typ := typeOfRaw(r)
+	if ig, ok := rm["IgnoreGlobals"]; ok && ig != nil {
+		var g map[string]any
+		if short, ok := strings.CutPrefix(typ, "AWS::Serverless::"); ok {
+			g = t.globals[short]
+		}
+		switch x := ig.(type) {
+		case string:
+			if x != "*" {
+				return samErr(name, "Resource %s has invalid resource attribute 'IgnoreGlobals'.", name)
+			}
+		case []any:
+			for _, k := range x {
+				s, _ := k.(string)
+				if _, ok := g[s]; !ok {
+					return samErr(name, "Resource %s has invalid resource attribute 'IgnoreGlobals' on item '%v'.", name, k)
+				}
+			}
+		default:
+			return samErr(name, "Resource %s has invalid resource attribute 'IgnoreGlobals'.", name)
+		}
+	}
+	spec, ok := data().Properties[typ]
+	props, isMap := rm["Properties"].(map[string]any)
+	if !ok || !isMap {
+		return nil
+	}
+	for _, k := range sortedKeys(props) {
+		p, known := spec.Properties[k]
+		if !known {
+			if spec.Closed {
+				return samErr(name, "property %s not defined for resource of type %s", k, typ)
+			}
+			continue
+		}
+		v := props[k]
+		if v == nil || p.X && isIntrinsic(v) {
+			continue
+		}
+		if !strings.Contains(p.K, valueKind(v)) {
+			return samErr(name, "Type of property '%s' is invalid.", k)
+		}
+	}
+	return nil
+}
+
+// valueKind is the letter of resourceProperties.K for a decoded value.
+func valueKind(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "s"
+	case bool:
+		return "b"
+	case int, int64, uint64:
+		return "i"
+	case float64:
+		if x == float64(int64(x)) {
+			return "i"
+		}
+		return "f"
+	case map[string]any:
+		return "m"
+	case []any:
+		return "l"
+	}
+	return "?"
 }
 
 func isIntrinsic(v any) bool {

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -112,4 +114,74 @@ func TestValidateIssue43(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestValidateFixturesAgainstCfnLint: on each fixture of testdata/validate, cairn validate
+// and cfn-lint (its errors, E rules, only) agree whether the template is refused, or the
+// disagreement is listed, judged, in testdata/validate/disagreements.md. A listed
+// disagreement that is gone fails too, so the list stays true.
+func TestValidateFixturesAgainstCfnLint(t *testing.T) {
+	lint, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		t.Skip("cfn-lint is not installed (pip install cfn-lint): the differential check is skipped")
+	}
+	listed := map[string]string{}
+	md, err := os.ReadFile(filepath.Join(validateFixtures, "disagreements.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(md), "\n") {
+		if rest, ok := strings.CutPrefix(line, "- `"); ok {
+			name, why, _ := strings.Cut(rest, "`: ")
+			listed[name] = why
+		}
+	}
+	var fixtures []string
+	for f := range issue43Fixtures {
+		fixtures = append(fixtures, f)
+	}
+	sort.Strings(fixtures)
+	cmd := exec.Command(lint, append([]string{"--format", "parseable", "--"}, fixtures...)...)
+	cmd.Dir = validateFixtures
+	out, err := cmd.Output()
+	if _, exit := err.(*exec.ExitError); err != nil && !exit {
+		t.Fatalf("cfn-lint: %v", err)
+	}
+	lintRefuses := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		// FILE:LINE:COL:ENDLINE:ENDCOL:RULE:MESSAGE
+		if parts := strings.SplitN(line, ":", 7); len(parts) == 7 && strings.HasPrefix(parts[5], "E") {
+			lintRefuses[parts[0]] = true
+		}
+	}
+	agree, known := 0, 0
+	for _, f := range fixtures {
+		code, stderr := validateTemplate(t, f)
+		cairnRefuses := code != 0
+		why, isListed := listed[f]
+		switch {
+		case cairnRefuses == lintRefuses[f] && isListed:
+			t.Errorf("%s: listed in disagreements.md, but both %s it now: remove it", f, verdict(cairnRefuses))
+		case cairnRefuses == lintRefuses[f]:
+			agree++
+		case isListed:
+			known++
+			t.Logf("%s: cairn %s, cfn-lint %s; known: %s", f, verdict(cairnRefuses), verdict(lintRefuses[f]), why)
+		default:
+			t.Errorf("%s: cairn %s, cfn-lint %s, and disagreements.md does not say why:\n%s", f, verdict(cairnRefuses), verdict(lintRefuses[f]), stderr)
+		}
+	}
+	for name := range listed {
+		if _, ok := issue43Fixtures[name]; !ok {
+			t.Errorf("disagreements.md lists %s, which is no fixture", name)
+		}
+	}
+	t.Logf("%d fixtures: %d agreements, %d judged disagreements", len(fixtures), agree, known)
+}
+
+func verdict(refuses bool) string {
+	if refuses {
+		return "refuses"
+	}
+	return "accepts"
 }

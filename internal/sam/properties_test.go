@@ -17,7 +17,7 @@ func TestTranslatorPropertyRules(t *testing.T) {
 	}
 	tests := []struct {
 		name, template, wantErr string
-		wantMemory            any // the function's MemorySize after the transform
+		wantMemory              any // the function's MemorySize after the transform
 	}{
 		{"globals apply", fn("", ""), "", 512},
 		{"IgnoreGlobals of a list", fn("    IgnoreGlobals: [MemorySize]\n", ""), "", nil},

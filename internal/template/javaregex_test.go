@@ -3,6 +3,8 @@ package template
 import (
 	"errors"
 	"testing"
+
+	"github.com/dlclark/regexp2/v2"
 )
 
 // TestJavaAllowedPatterns: an AllowedPattern is judged as Java's java.util.regex judges it.
@@ -60,4 +62,23 @@ func TestJavaAllowedPatterns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzJavaPattern: any AllowedPattern is judged without a panic, and a pattern cairn
+// refuses as Java's syntax error is refused by regexp2 as written too.
+func FuzzJavaPattern(f *testing.F) {
+	for _, s := range []string{`\p{Print}*`, `[\p{Alpha}&&[^a]]+`, `\Qa.b\E`, `a++`, `\x{1F600}`, `(?u)x`, `[`, `\`, `\p{`, `\x{`, `a{2,}+`} {
+		f.Add(s, "value")
+	}
+	f.Fuzz(func(t *testing.T, p, value string) {
+		_, _, err := pattern(p)
+		MatchPattern(p, value)
+		if err != nil && !errors.Is(err, errUnjudged) {
+			if _, err2 := regexp2.Compile(p); err2 == nil {
+				// the rewrite broke a pattern regexp2 takes as it is: only a Java-only
+				// construct may do that, which the refusals list does not hold
+				t.Errorf("pattern %q refused (%v), though it compiles as written", p, err)
+			}
+		}
+	})
 }

@@ -223,7 +223,7 @@ func definition(props map[string]any, paths map[string]any, skeleton map[string]
 }
 
 func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]any) error {
-	if props["Models"] != nil && props["DefinitionBody"] == nil && props["DefinitionUri"] != nil {
+	if m, isMap := props["Models"].(map[string]any); (props["Models"] != nil && !isMap || len(m) > 0) && props["DefinitionBody"] == nil && props["DefinitionUri"] != nil {
 		// the translator adds the models to the body it has; from DefinitionUri it has none
 		return samErr(n, "Models works only with inline Swagger specified in 'DefinitionBody' property.")
 	}

@@ -320,11 +320,10 @@ func (t *sam) props(name, kind string) map[string]any {
 func (t *sam) checkProperties(name string, r any) error {
 	rm := object(r)
 	typ := typeOfRaw(r)
-	if ig, ok := rm["IgnoreGlobals"]; ok && ig != nil {
-		var g map[string]any
-		if short, ok := strings.CutPrefix(typ, "AWS::Serverless::"); ok {
-			g = t.globals[short]
-		}
+	short, _ := strings.CutPrefix(typ, "AWS::Serverless::")
+	g, hasGlobals := t.globals[short]
+	// the translator reads IgnoreGlobals only of a type its Globals name
+	if ig, ok := rm["IgnoreGlobals"]; ok && ig != nil && hasGlobals && strings.HasPrefix(typ, "AWS::Serverless::") {
 		switch x := ig.(type) {
 		case string:
 			if x != "*" {

@@ -36,7 +36,11 @@ func (c *checker) lifecycle(r *resource, st *spec.Type) {
 	case "shutdown":
 		c.errorf(at, path, "%s is a type of a service AWS shut down on %s: CloudFormation can no longer create it", r.typ, st.LifecycleDate)
 	case "sunset":
-		c.add(at, path, true, "%s is a type of a service AWS shuts down on %s: plan to move off it", r.typ, st.LifecycleDate)
+		when := "shuts down on"
+		if st.LifecycleDate != "" && st.LifecycleDate <= c.day {
+			when = "announced it would shut down on" // the date passed: it may refuse the type now
+		}
+		c.add(at, path, true, "%s is a type of a service AWS %s %s: plan to move off it", r.typ, when, st.LifecycleDate)
 	}
 }
 

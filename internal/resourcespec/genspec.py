@@ -40,7 +40,10 @@ Format (one record a line, so the Go side indexes it without decoding it all):
   T <type> <json>     {"s": top object shape, "a": [attributes], "l": [list attributes]}; an
                         attribute with * or \\ is a regular expression; "l" (left out when
                         empty) names the attributes whose values are lists; "n" the property
-                        naming the resource when the template may set its identifier
+                        naming the resource when the template may set its identifier; "lc"
+                        [status, date] the service's lifecycle (cfn-lint's E3710, W3696,
+                        W3697: shutdown, sunset or maintenance, from AWS's list of
+                        services shut down), left out for a service in service
   R <runtime> <json>  {"deprecated": date, "create": date creation is blocked, "update":
                         date updates are blocked, "successor": runtime}
 """
@@ -579,6 +582,9 @@ def main():
         read_only = set(s.schema.get("readOnlyProperties", []))
         if len(ident) == 1 and ident[0] not in read_only and ident[0].count("/") == 2:
             rec["n"] = ident[0].split("/")[-1]
+        lc = s.schema.get("lifecycle")
+        if isinstance(lc, dict) and lc.get("status"):
+            rec["lc"] = [lc["status"], lc.get("date", "")]
         types.append({"name": t, "rec": rec})
     out += renumber(types)
     out += [f"T {t['name']} " + json.dumps(t["rec"], separators=(",", ":")) for t in types]

@@ -193,6 +193,10 @@ type Type struct {
 	// sets it (its primary identifier, e.g. BucketName): two resources of the type cannot
 	// have the same name in an account and region. "" when the identifier is AWS's.
 	NameProperty string
+	// Lifecycle is the state of the type's service, when AWS retires it: "shutdown" (AWS
+	// shut it down on LifecycleDate and refuses its resources), "sunset" (it will on
+	// LifecycleDate) or "maintenance" (no new features since LifecycleDate); "" otherwise.
+	Lifecycle, LifecycleDate string
 }
 
 // ListAttribute reports whether Fn::GetAtt of attr returns a list (SubnetIds,
@@ -301,15 +305,19 @@ func Lookup(name string) *Type {
 		return t
 	}
 	var raw struct {
-		S int      `json:"s"`
-		A []string `json:"a"`
-		L []string `json:"l"`
-		N string   `json:"n"`
+		S  int      `json:"s"`
+		A  []string `json:"a"`
+		L  []string `json:"l"`
+		N  string   `json:"n"`
+		LC []string `json:"lc"`
 	}
 	if err := json.Unmarshal([]byte(body), &raw); err != nil {
 		panic("spec: spec.txt.gz is corrupt at type " + name + ": " + err.Error())
 	}
 	t := &Type{Name: name, Properties: ix.shape(raw.S), attrSet: map[string]bool{}, lists: map[string]bool{}, NameProperty: raw.N}
+	if len(raw.LC) == 2 {
+		t.Lifecycle, t.LifecycleDate = raw.LC[0], raw.LC[1]
+	}
 	for _, a := range raw.L {
 		t.lists[a] = true
 	}

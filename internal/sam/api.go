@@ -223,6 +223,10 @@ func definition(props map[string]any, paths map[string]any, skeleton map[string]
 }
 
 func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]any) error {
+	if m, isMap := props["Models"].(map[string]any); (props["Models"] != nil && !isMap || len(m) > 0) && props["DefinitionBody"] == nil && props["DefinitionUri"] != nil {
+		// the translator adds the models to the body it has; from DefinitionUri it has none
+		return samErr(n, "Models works only with inline Swagger specified in 'DefinitionBody' property.")
+	}
 	title := props["Name"]
 	if title == nil {
 		title = ref("AWS::StackName")

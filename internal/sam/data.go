@@ -40,9 +40,22 @@ var data = sync.OnceValue(func() (d struct {
 	PolicyTemplates map[string]policyTemplateData `json:"policyTemplates"`
 	ManagedPolicies map[string]string             `json:"managedPolicies"`
 	Connectors      connectorData                 `json:"connectorProfiles"`
+	Properties      map[string]resourceProperties `json:"resourceProperties"`
 }) {
 	if err := json.Unmarshal(translatorJSON(), &d); err != nil {
 		panic("sam: translator.json does not decode: " + err.Error())
 	}
 	return d
 })
+
+// resourceProperties are the properties the translator takes for a Serverless type: for
+// each, the kinds of value it accepts (K: s string, i integer, f float, b boolean, m
+// mapping, l list) and whether it takes an intrinsic function unjudged (X). Closed: the
+// translator refuses any other property.
+type resourceProperties struct {
+	Properties map[string]struct {
+		K string `json:"k"`
+		X bool   `json:"x"`
+	} `json:"properties"`
+	Closed bool `json:"closed"`
+}

@@ -207,6 +207,11 @@ func (t *sam) expand(m map[string]any) error {
 		}
 	}
 	for _, n := range names {
+		if err := t.checkProperties(n, res[n]); err != nil {
+			return err
+		}
+	}
+	for _, n := range names {
 		var err error
 		t.cur = n
 		switch typ := typeOfRaw(res[n]); typ {
@@ -294,7 +299,18 @@ func (t *sam) props(name, kind string) map[string]any {
 	if g == nil {
 		return copyProps(local)
 	}
-	return mergeGlobal(copyProps(g), copyProps(local)).(map[string]any)
+	g = copyProps(g)
+	switch ig := r["IgnoreGlobals"].(type) {
+	case string: // "*": none of the Globals
+		return copyProps(local)
+	case []any:
+		for _, k := range ig {
+			if s, ok := k.(string); ok {
+				delete(g, s)
+			}
+		}
+	}
+	return mergeGlobal(g, copyProps(local)).(map[string]any)
 }
 
 func isIntrinsic(v any) bool {
@@ -511,8 +527,17 @@ func renameRefs(v any, renames map[string]string) any {
 		for k, vv := range x {
 			x[k] = renameRefs(vv, renames)
 		}
-		if d, ok := x["DependsOn"].(string); ok && renames[d] != "" {
-			x["DependsOn"] = renames[d]
+		switch d := x["DependsOn"].(type) {
+		case string:
+			if renames[d] != "" {
+				x["DependsOn"] = renames[d]
+			}
+		case []any: // a list of names: each layer's is renamed too
+			for i, e := range d {
+				if s, ok := e.(string); ok && renames[s] != "" {
+					d[i] = renames[s]
+				}
+			}
 		}
 	case []any:
 		for i := range x {

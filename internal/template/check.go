@@ -344,6 +344,7 @@ func (c *checker) resource(r *resource) {
 		c.errorf(key(r.node, "Type"), base+".Type", "unknown resource type %q%s", r.typ, hint)
 		return
 	}
+	c.serviceRules(r, st, props, base)
 	if props == nil {
 		if missing := st.Properties.Required; len(missing) > 0 {
 			c.errorf(r.nameNode, base, "%s requires %s %s: add them under Properties", r.typ, plural(len(missing), "property", "properties"), strings.Join(missing, ", "))

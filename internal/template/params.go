@@ -83,38 +83,46 @@ var parameterTypes = []string{"String", "Number", "List<Number>", "CommaDelimite
 	"AWS::EC2::Subnet::Id", "AWS::EC2::SecurityGroup::Id", "AWS::EC2::Image::Id", "List<AWS::EC2::Subnet::Id>",
 	"AWS::SSM::Parameter::Value<String>", "AWS::SSM::Parameter::Name"}
 
-var patterns sync.Map // AllowedPattern -> *regexp2.Regexp or error
+var patterns sync.Map // AllowedPattern -> javaPattern
 
-// pattern compiles an AllowedPattern with CloudFormation's semantics: Java-style regular
-// expressions (lookahead included) that must match the whole value.
-func pattern(p string) (*regexp2.Regexp, error) {
+type javaPattern struct {
+	re    *regexp2.Regexp
+	exact bool
+	err   error
+}
+
+// pattern compiles an AllowedPattern with CloudFormation's semantics: Java's regular
+// expressions (lookahead and the POSIX classes included) that must match the whole value.
+// exact is false when cairn only approximates the pattern's meaning. The error is a syntax
+// error Java reports too, or errUnjudged for a construct cairn does not translate.
+func pattern(p string) (*regexp2.Regexp, bool, error) {
 	if v, ok := patterns.Load(p); ok {
-		if re, ok := v.(*regexp2.Regexp); ok {
-			return re, nil
-		}
-		return nil, v.(error)
+		jp := v.(javaPattern)
+		return jp.re, jp.exact, jp.err
 	}
-	if _, err := regexp2.Compile(p); err != nil {
-		patterns.Store(p, err)
-		return nil, err
+	re, exact, err := compileJava(p)
+	if re != nil {
+		re.MatchTimeout = 100 * time.Millisecond
 	}
-	re, err := regexp2.Compile(`\A(?:` + p + `)\z`)
-	if err != nil {
-		patterns.Store(p, err)
-		return nil, err
-	}
-	re.MatchTimeout = 100 * time.Millisecond
-	patterns.Store(p, re)
-	return re, nil
+	patterns.Store(p, javaPattern{re, exact, err})
+	return re, exact, err
 }
 
 // MatchPattern reports whether value matches an AllowedPattern as CloudFormation matches it.
+// A pattern cairn cannot judge exactly, or at all, matches any value it cannot refuse for sure.
 func MatchPattern(allowedPattern, value string) (bool, error) {
-	re, err := pattern(allowedPattern)
+	re, exact, err := pattern(allowedPattern)
+	if errors.Is(err, errUnjudged) {
+		return true, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	return re.MatchString(value)
+	ok, err := re.MatchString(value)
+	if err == nil && !ok && !exact {
+		return true, nil
+	}
+	return ok, err
 }
 
 // CheckValue returns why CloudFormation would refuse value for parameter p, or nil. A
@@ -231,7 +239,7 @@ func (c *checker) checkParameters() {
 			continue
 		}
 		if p.AllowedPattern != "" {
-			if _, err := pattern(p.AllowedPattern); err != nil {
+			if _, _, err := pattern(p.AllowedPattern); err != nil && !errors.Is(err, errUnjudged) {
 				c.errorf(value(p.node, "AllowedPattern"), base+".AllowedPattern", "AllowedPattern %q is not a valid regular expression: %v", p.AllowedPattern, err)
 				continue
 			}

@@ -3,6 +3,7 @@ package template
 import (
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -31,6 +32,9 @@ func (t *Template) checkServerless(day string) (probs []Problem, expanded bool) 
 	m, isMap := doc.(map[string]any)
 	if !isMap {
 		return nil, false
+	}
+	if i := slices.Index(t.Transforms, languageExtensions); i >= 0 && i < slices.Index(t.Transforms, serverless) {
+		resolvePseudoSubs(m)
 	}
 	sam.AssumePackaged(m)
 	t.assumeOmittedPackaged(m)
@@ -72,6 +76,60 @@ func (t *Template) checkServerless(day string) (probs []Problem, expanded bool) 
 		probs = append(probs, p)
 	}
 	return probs, true
+}
+
+// pseudoStandIns are the values validation gives pseudo parameters where the
+// AWS::LanguageExtensions transform resolves them before the Serverless transform reads
+// them: any value of their shape, as the account, region and stack are not known here.
+var pseudoStandIns = map[string]string{
+	"AWS::AccountId": "123456789012", "AWS::Region": "us-east-1", "AWS::Partition": "aws",
+	"AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "cairn-validate",
+}
+
+var subVariable = regexp.MustCompile(`\$\{([^!}][^}]*)\}`)
+
+// resolvePseudoSubs replaces, in the Serverless resources and Globals, each Fn::Sub of a
+// string naming no variable but pseudo parameters with its value, as AWS::LanguageExtensions
+// does when it runs before AWS::Serverless-2016-10-31: the translator then reads a CodeUri
+// of !Sub "s3://bucket-${AWS::Region}/code.zip" as the S3 location it is.
+func resolvePseudoSubs(m map[string]any) {
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if s, ok := x["Fn::Sub"].(string); ok && len(x) == 1 {
+				resolvable := true
+				out := subVariable.ReplaceAllStringFunc(s, func(ref string) string {
+					v, ok := pseudoStandIns[ref[2:len(ref)-1]]
+					resolvable = resolvable && ok
+					return v
+				})
+				if resolvable {
+					return strings.ReplaceAll(out, "${!", "${")
+				}
+				return x
+			}
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		}
+		return v
+	}
+	if g, ok := m["Globals"]; ok {
+		m["Globals"] = walk(g)
+	}
+	resources, _ := m["Resources"].(map[string]any)
+	for _, r := range resources {
+		if rm, ok := r.(map[string]any); ok {
+			if typ, _ := rm["Type"].(string); strings.HasPrefix(typ, "AWS::Serverless::") && rm["Properties"] != nil {
+				rm["Properties"] = walk(rm["Properties"])
+			}
+		}
+	}
 }
 
 // assumeOmittedPackaged gives each artifact property the template leaves out (or empty)

@@ -4,8 +4,10 @@
 package template
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,10 +111,51 @@ func Parse(body []byte) (*Template, error) {
 		return nil, fmt.Errorf("template is %d bytes, more than CloudFormation's limit of %d (1 MB): split it into nested stacks or move code and data out of it", len(body), MaxBodySize)
 	}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(body, &doc); err != nil {
+	if err := yaml.Unmarshal(jsonSolidus(body), &doc); err != nil {
 		return nil, fmt.Errorf("template does not parse: invalid YAML: %s", err)
 	}
 	return parseNode(body, &doc)
+}
+
+// jsonSolidus returns a JSON body with each "\/" escape (JSON's escaped solidus, which the
+// YAML parser does not know) written as "/", and a space before the string for each, so
+// every token keeps its line and column. Any other body is returned as it is.
+func jsonSolidus(body []byte) []byte {
+	if !bytes.Contains(body, []byte(`\/`)) || !json.Valid(body) {
+		return body
+	}
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); i++ {
+		if body[i] != '"' {
+			out = append(out, body[i])
+			continue
+		}
+		end, n := i+1, 0 // the closing quote, and the escaped solidi before it
+		for ; end < len(body) && body[end] != '"'; end++ {
+			if body[end] == '\\' {
+				if body[end+1] == '/' {
+					n++
+				}
+				end++
+			}
+		}
+		out = append(out, bytes.Repeat([]byte{' '}, n)...)
+		out = append(out, '"')
+		for j := i + 1; j < end; j++ {
+			if body[j] == '\\' {
+				if body[j+1] != '/' {
+					out = append(out, '\\')
+				}
+				j++
+				out = append(out, body[j])
+				continue
+			}
+			out = append(out, body[j])
+		}
+		out = append(out, '"')
+		i = end
+	}
+	return out
 }
 
 // ParseNode is Parse of a template given as a YAML tree already parsed from a larger

@@ -236,7 +236,10 @@ func (c *checker) intrinsicValue(fn string, n *yaml.Node, sh *resourcespec.Shape
 		} else if !slices.Contains(getAttObjects, r.typ+"."+attr) {
 			c.gives(single, "Fn::GetAtt "+res+"."+attr, sh, path, at, vc)
 		}
-	case "Fn::Join", "Fn::Sub", "Fn::Base64", "Fn::ImportValue", "Fn::ToJsonString":
+	case "Fn::Sub":
+		c.gives(single, fn, sh, path, at, vc)
+		c.pseudoSub(arg, sh, path, at)
+	case "Fn::Join", "Fn::Base64", "Fn::ImportValue", "Fn::ToJsonString":
 		c.gives(single, fn, sh, path, at, vc)
 	case "Fn::GetAZs", "Fn::Split", "Fn::Cidr":
 		c.gives(list, fn, sh, path, at, vc)

@@ -20,8 +20,8 @@ func TestSchemaKeywords(t *testing.T) {
 		{"enum", res("AWS::EC2::VPC", "      CidrBlock: 10.0.0.0/16\n      InstanceTenancy: shared\n"), []string{
 			`7:24: Resources.R.Properties.InstanceTenancy: "shared" is not one of the values it takes: dedicated, default, host`}},
 		{"enum in any case (cfn-lint's patch of a schema known wrong)", res("AWS::AmazonMQ::Broker", "      BrokerName: b\n      DeploymentMode: single_instance\n      EngineType: ActiveMQ\n      HostInstanceType: mq.t3.micro\n      PubliclyAccessible: false\n      Users: [{Username: admin, Password: long-enough-password}]\n      AutoMinorVersionUpgrade: true\n"), nil},
-		{"pattern", res("AWS::Lambda::Function", "      Role: my-role\n      Code: {ZipFile: x}\n"), []string{
-			`6:13: Resources.R.Properties.Role: "my-role" does not match the pattern ^arn:(aws[a-zA-Z-]*)?:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$`}},
+		{"pattern", res("AWS::Lambda::Function", "      Runtime: python3.12\n      Handler: index.handler\n      Role: my-role\n      Code: {ZipFile: x}\n"), []string{
+			`8:13: Resources.R.Properties.Role: "my-role" does not match the pattern ^arn:(aws[a-zA-Z-]*)?:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$`}},
 		{"format", res("AWS::EC2::Subnet", "      VpcId: vpc-1234567\n      CidrBlock: 10.0.0.0/24\n"), []string{
 			`6:14: Resources.R.Properties.VpcId: "vpc-1234567" is not a VPC id: vpc- and 8 or 17 hex digits`}},
 		{"a network with host bits set, as EC2 takes it", res("AWS::EC2::Subnet", "      VpcId: vpc-12345678\n      CidrBlock: 10.0.0.7/24\n"), nil},
@@ -51,7 +51,7 @@ func TestSchemaKeywords(t *testing.T) {
 			`15:7: Resources.R.Properties.InstanceTenancy: must be a single value, but Fn::GetAZs gives a list: select an item with Fn::Select or join them with Fn::Join`}},
 		{"a parameter's Default and AllowedValues where its value goes", head + "Parameters:\n  Tenancy: {Type: String, Default: shared, AllowedValues: [shared, dedicated]}\nResources:\n  R:\n    Type: AWS::EC2::VPC\n    Properties:\n      CidrBlock: 10.0.0.0/16\n      InstanceTenancy: !Ref Tenancy\n", []string{
 			`warning: 9:24: Resources.R.Properties.InstanceTenancy: parameter Tenancy flows here, and its Default is refused: "shared" is not one of the values it takes: dedicated, default, host`}},
-		{"$ matches before a block value's final newline, as in Java", res("AWS::Lambda::Function", "      Role: |\n        arn:aws:iam::123456789012:role/r\n      Code: {ZipFile: x}\n"), nil},
+		{"$ matches before a block value's final newline, as in Java", res("AWS::Lambda::Function", "      Runtime: python3.12\n      Handler: index.handler\n      Role: |\n        arn:aws:iam::123456789012:role/r\n      Code: {ZipFile: x}\n"), nil},
 		{"a macro anywhere (Fn::Transform) leaves the rest unchecked", res("AWS::SQS::Queue", "      DelaySeconds: soon\n      Fn::Transform: {Name: AWS::Include, Parameters: {Location: s3://b/k}}\n"), nil},
 		{"a dynamic reference with Fn::Sub variables", res("AWS::SSM::Parameter", "      Type: String\n      Value: !Sub \"{{resolve:secretsmanager:arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:app:SecretString:key:AWSCURRENT}}\"\n"), nil},
 		{"a dynamic reference an Fn::Join completes", res("AWS::RDS::DBCluster", "      Engine: aurora-mysql\n      MasterUsername: !Join [\"\", [\"{{resolve:secretsmanager:\", !Ref AWS::StackName, \":SecretString:username}}\"]]\n"), nil},

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// validateFixtures is the directory of the minimal templates of issue 43, one per rule.
+const validateFixtures = "../../testdata/validate"
+
+// validateTemplate runs cairn validate on a bundle of one stack whose template is the
+// fixture file, and returns the exit code and stderr with the bundle's directory cut.
+func validateTemplate(t *testing.T, fixture string) (int, string) {
+	t.Helper()
+	body, err := os.ReadFile(filepath.Join(validateFixtures, fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "templates", fixture), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config := "namespace: t43\nstacks:\n  - name: s\n    template_path: templates/" + fixture + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "cairn.yaml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := run([]string{"validate", dir}, &out, &errOut)
+	return code, strings.ReplaceAll(errOut.String(), dir+string(filepath.Separator), "")
+}
+
+// issue43Fixtures is every fixture of testdata/validate with what cairn validate says of it:
+// "" when it accepts it, else a fragment of each error it must report.
+var issue43Fixtures = map[string][]string{
+	// 1. AllowedPattern is Java's syntax: its POSIX classes, \Q..\E and possessive quantifiers
+	"allowedpattern-java-classes.yaml":  nil,
+	"allowedpattern-java-mismatch.yaml": {`templates/allowedpattern-java-mismatch.yaml:5:14: Parameters.Letters.Default: the Default is refused: parameter Letters: value "abc1" does not match its AllowedPattern \p{Alpha}+`},
+	"allowedpattern-unterminated.yaml":  {`Parameters.Code.AllowedPattern: AllowedPattern "[\\p{Alpha}" is not a valid regular expression`},
+	// 2. AWS::LanguageExtensions resolves Fn::Sub of pseudo parameters before SAM reads CodeUri
+	"sam-langext-sub-codeuri.yaml":         nil,
+	"sam-sub-codeuri-without-langext.yaml": {"Resources.Fn: the Serverless transform refuses it: 'CodeUri' requires Bucket and Key properties to be specified."},
+	// 3. SAM rewrites a DependsOn naming a layer to the layer's hashed logical id
+	"sam-depends-on-layer.yaml":      nil,
+	"sam-depends-on-layer-list.yaml": nil,
+	// 4. "\/" is a JSON escape
+	"json-escaped-solidus.json": nil,
+	// 5. DynamoDB: every key attribute defined, every attribute defined a key
+	"dynamodb-keys-ok.yaml":               nil,
+	"dynamodb-key-not-defined.yaml":       {`dynamodb-key-not-defined.yaml:11:27: Resources.Table.Properties.AttributeDefinitions: key attribute "sk" is not in AttributeDefinitions`},
+	"dynamodb-attribute-unused.yaml":      {`dynamodb-attribute-unused.yaml:9:27: Resources.Table.Properties.AttributeDefinitions: attribute "extra" is in AttributeDefinitions but no key schema`},
+	"dynamodb-index-key-not-defined.yaml": {`:16:31: Resources.Table.Properties.AttributeDefinitions: key attribute "owner" is not`, `:22:31: Resources.Table.Properties.AttributeDefinitions: key attribute "created" is not`},
+	// 6. a policy's Effect is Allow or Deny, in that case
+	"iam-effect-invalid.yaml": {
+		`:12:21: Resources.QueuePolicy.Properties.PolicyDocument.Statement[0].Effect: Effect "Permit" is neither Allow nor Deny`,
+		`:22:21: Resources.Role.Properties.AssumeRolePolicyDocument.Statement[0].Effect: Effect "allow" is neither Allow nor Deny (the values are case-sensitive)`,
+		`:30:25: Resources.Role.Properties.Policies[0].PolicyDocument.Statement[0].Effect: Effect "Allowed" is neither`,
+	},
+	// 7. a function of a .zip package needs a Runtime and a Handler; an image needs neither
+	"lambda-zip-no-runtime-handler.yaml": {`:5:5: Resources.NoRuntime.Properties: function NoRuntime needs Runtime`, `:11:5: Resources.NoHandler.Properties: function NoHandler needs Handler`},
+	"lambda-image-ok.yaml":               nil,
+	// 8. a role's name or path where its ARN is needed
+	"lambda-role-name.yaml":        {`:8:13: Resources.Fn.Properties.Role: "my-role" does not match the pattern`, `:15:13: Resources.PathFn.Properties.Role: "/service-role/my-role" does not match`},
+	"sam-role-name.yaml":           {`:10:13: Resources.Fn.Properties.Role: "my-role" does not match`, `:14:13: Resources.Machine.Properties.RoleArn: "/service-role/machine-role" is not an IAM role ARN`},
+	"role-name-via-parameter.yaml": {`:17:7: Resources.Machine.Properties.RoleArn: "arn:aws:iam::123456789012:/service-role/machine" is not an IAM role ARN (arn:aws:iam::123456789012:role/NAME) (Fn::Sub, the account and region filled in)`},
+	// 9. a type of a service AWS shut down (cfn-lint's E3710); SimpleDB runs on
+	// 10. what AWS's SAM translator refuses: a property a Serverless type does not take, or
+	// of a kind it does not take; IgnoreGlobals naming what Globals lack; Models of an Api
+	// without an inline DefinitionBody
+	"sam-property-misspelled.yaml":       {`:4:3: Resources.Fn: the Serverless transform refuses it: property MemorySise not defined for resource of type AWS::Serverless::Function`},
+	"sam-property-mistyped.yaml":         {`:4:3: Resources.Fn: the Serverless transform refuses it: Type of property 'Events' is invalid.`},
+	"sam-ignoreglobals-missing-key.yaml": {`:7:3: Resources.Fn: the Serverless transform refuses it: Resource Fn has invalid resource attribute 'IgnoreGlobals' on item 'MemorySize'.`},
+	"sam-ignoreglobals-ok.yaml":          nil,
+	"sam-api-models-without-body.yaml":   {`:4:3: Resources.Api: the Serverless transform refuses it: Models works only with inline Swagger specified in 'DefinitionBody' property.`},
+	"deprecated-types.yaml":              {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+}
+
+func TestValidateIssue43(t *testing.T) {
+	entries, err := os.ReadDir(validateFixtures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); ext != ".yaml" && ext != ".json" {
+			continue
+		}
+		if _, ok := issue43Fixtures[e.Name()]; !ok {
+			t.Errorf("fixture %s has no expectation in issue43Fixtures", e.Name())
+		}
+	}
+	for fixture, want := range issue43Fixtures {
+		t.Run(fixture, func(t *testing.T) {
+			code, stderr := validateTemplate(t, fixture)
+			if len(want) == 0 {
+				if code != 0 {
+					t.Fatalf("exit %d, want 0:\n%s", code, stderr)
+				}
+				return
+			}
+			if code != 1 {
+				t.Fatalf("exit %d, want 1:\n%s", code, stderr)
+			}
+			for _, w := range want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+}
+
+// TestValidateFixturesAgainstCfnLint: on each fixture of testdata/validate, cairn validate
+// and cfn-lint (its errors, E rules, only) agree whether the template is refused, or the
+// disagreement is listed, judged, in testdata/validate/disagreements.md. A listed
+// disagreement that is gone fails too, so the list stays true.
+func TestValidateFixturesAgainstCfnLint(t *testing.T) {
+	lint, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		t.Skip("cfn-lint is not installed (pip install cfn-lint): the differential check is skipped")
+	}
+	listed := map[string]string{}
+	md, err := os.ReadFile(filepath.Join(validateFixtures, "disagreements.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(md), "\n") {
+		if rest, ok := strings.CutPrefix(line, "- `"); ok {
+			name, why, _ := strings.Cut(rest, "`: ")
+			listed[name] = why
+		}
+	}
+	var fixtures []string
+	for f := range issue43Fixtures {
+		fixtures = append(fixtures, f)
+	}
+	sort.Strings(fixtures)
+	cmd := exec.Command(lint, append([]string{"--format", "parseable", "--"}, fixtures...)...)
+	cmd.Dir = validateFixtures
+	out, err := cmd.Output()
+	if _, exit := err.(*exec.ExitError); err != nil && !exit {
+		t.Fatalf("cfn-lint: %v", err)
+	}
+	lintRefuses := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		// FILE:LINE:COL:ENDLINE:ENDCOL:RULE:MESSAGE
+		if parts := strings.SplitN(line, ":", 7); len(parts) == 7 && strings.HasPrefix(parts[5], "E") {
+			lintRefuses[parts[0]] = true
+		}
+	}
+	agree, known := 0, 0
+	for _, f := range fixtures {
+		code, stderr := validateTemplate(t, f)
+		cairnRefuses := code != 0
+		why, isListed := listed[f]
+		switch {
+		case cairnRefuses == lintRefuses[f] && isListed:
+			t.Errorf("%s: listed in disagreements.md, but both %s it now: remove it", f, verdict(cairnRefuses))
+		case cairnRefuses == lintRefuses[f]:
+			agree++
+		case isListed:
+			known++
+			t.Logf("%s: cairn %s, cfn-lint %s; known: %s", f, verdict(cairnRefuses), verdict(lintRefuses[f]), why)
+		default:
+			t.Errorf("%s: cairn %s, cfn-lint %s, and disagreements.md does not say why:\n%s", f, verdict(cairnRefuses), verdict(lintRefuses[f]), stderr)
+		}
+	}
+	for name := range listed {
+		if _, ok := issue43Fixtures[name]; !ok {
+			t.Errorf("disagreements.md lists %s, which is no fixture", name)
+		}
+	}
+	t.Logf("%d fixtures: %d agreements, %d judged disagreements", len(fixtures), agree, known)
+}
+
+func verdict(refuses bool) string {
+	if refuses {
+		return "refuses"
+	}
+	return "accepts"
+}

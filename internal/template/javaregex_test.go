@@ -2,6 +2,7 @@ package template
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/dlclark/regexp2/v2"
@@ -81,4 +82,16 @@ func FuzzJavaPattern(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHostilePatternIsBounded: an AllowedPattern written to backtrack catastrophically
+// (a bundle is anyone's input, and the deployer validates it) gives up after its match
+// budget instead of holding validate or the deployer: it answers, one way or the other.
+func TestHostilePatternIsBounded(t *testing.T) {
+	value := strings.Repeat("a", 40) + "!"
+	ok, err := MatchPattern(`(a+)+$`, value)
+	if ok {
+		t.Errorf("MatchPattern((a+)+$, %q) = true, want no match (or a timeout)", value)
+	}
+	t.Logf("catastrophic pattern: match %v, err %v", ok, err)
 }

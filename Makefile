@@ -2,7 +2,7 @@
 GO        ?= go
 BIN       := bin
 FUNCTIONS := $(notdir $(wildcard functions/*))
-FUZZTIME  ?= 15000x
+FUZZTIME  ?= 5000x
 export GOFLAGS := -buildvcs=false
 
 .PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo docs fmt vet lint deps synth test-awscli crash clean

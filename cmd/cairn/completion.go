@@ -11,9 +11,9 @@ import (
 
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/installation"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/printer"
-	"github.com/cairn-dev/cairn/internal/installation"
 )
 
 // completionTimeout bounds what a completion reads from the bucket: a shell waits for it.

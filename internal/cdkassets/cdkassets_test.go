@@ -18,12 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/assembly"
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/cdkassets"
 	"github.com/cairn-dev/cairn/internal/localcairn"
-	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
-	"github.com/cairn-dev/cairn/internal/localcairn"
 	"github.com/cairn-dev/cairn/internal/installation"
+	"github.com/cairn-dev/cairn/internal/localcairn"
 )
 
 // serve serves the emulator, bare, and points the environment at it, with no CAIRN_*

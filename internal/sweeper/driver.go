@@ -12,13 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"golang.org/x/time/rate"
 
+	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/lambdajob"
 	"github.com/cairn-dev/cairn/internal/objects"
-	"github.com/cairn-dev/cairn/internal/access"
 	"github.com/cairn-dev/cairn/internal/statestore"
 )
 

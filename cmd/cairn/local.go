@@ -249,7 +249,9 @@ func localWait(cmd *cobra.Command, dir string, timeout time.Duration) error {
 			}
 		case err != nil:
 			return fmt.Errorf("local wait: %w", err)
-		case info.URL != "" && healthy(cmd.Context(), client, info.URL):
+		case info.URL != "" && info.Ready && healthy(cmd.Context(), client, info.URL):
+			// Ready in its file too: `local env` reads the exports from it, published once
+			// provisioning ended (the health endpoint may say ready a moment before).
 			printer.Fprintf(cmd.OutOrStdout(), "cairn local: ready at %s\n", info.URL)
 			return nil
 		}

@@ -22,7 +22,7 @@ import (
 )
 
 // contentionRounds is the number of lock-read-write-release rounds in each contention test.
-const contentionRounds = 200
+const contentionRounds = 100
 
 // invariants records, across goroutines or processes, who holds the lock and which
 // generations were written; any overlap of two holders is a violation.

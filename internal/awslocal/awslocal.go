@@ -110,6 +110,8 @@ type Emulator struct {
 	readyOnce  sync.Once
 	setupToken string // the SetupConfig header value that passes the readiness gate
 	waiting    atomic.Int64
+	// working counts the requests being served and the functions being invoked (Idle).
+	working atomic.Int64
 
 	ctx    context.Context // ends background pollers and schedules
 	cancel context.CancelFunc
@@ -282,6 +284,11 @@ func (e *Emulator) Start(addr string) error {
 	}()
 	return nil
 }
+
+// Idle reports whether the emulator serves no request and runs no function at this
+// moment: what a simulated world's clock waits for before it skips to the next thing due
+// (clock.Fake.Pace).
+func (e *Emulator) Idle() bool { return e.working.Load() == 0 }
 
 // URL returns the base URL once Start ran ("" before).
 func (e *Emulator) URL() string {

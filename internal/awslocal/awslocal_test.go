@@ -689,3 +689,37 @@ func TestRouting(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleWhileNothingWorks: the emulator says it is idle only when no function runs and
+// no request is being served, which is what lets a world's clock skip ahead
+// (clock.Fake.Pace) without skipping over work.
+func TestIdleWhileNothingWorks(t *testing.T) {
+	v := start(t, awslocal.Options{Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	if !v.e.Idle() {
+		t.Fatal("a fresh emulator says it is working")
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	if err := v.e.RegisterFunction("slow", func(ctx context.Context, ev events.SQSEvent) error {
+		close(entered)
+		<-release
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := v.e.Invoke(context.Background(), "slow", []byte(`{"Records":[]}`))
+		done <- err
+	}()
+	<-entered
+	if v.e.Idle() {
+		t.Error("the emulator says it is idle while a function runs")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !v.e.Idle() {
+		t.Error("the emulator says it is working after the function returned")
+	}
+}

@@ -242,6 +242,8 @@ func validateHandler(h any) error {
 // JSON response. The context carries a deadline of the function's timeout and a
 // lambdacontext.LambdaContext.
 func (e *Emulator) Invoke(ctx context.Context, name string, payload []byte) ([]byte, error) {
+	e.working.Add(1)
+	defer e.working.Add(-1)
 	e.mu.Lock()
 	var f function
 	p := e.funcs[name]

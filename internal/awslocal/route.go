@@ -34,6 +34,8 @@ func (e *Emulator) Handler() http.Handler {
 }
 
 func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	e.working.Add(1)
+	defer e.working.Add(-1)
 	if h := e.mount(r.URL.Path); h != nil {
 		h.ServeHTTP(w, r)
 		return

@@ -126,3 +126,47 @@ func Stamp(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// Next reports the earliest time a pending After channel fires at; ok is false when none
+// is pending.
+func (f *Fake) Next() (at time.Time, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.waiters {
+		if !ok || w.at.Before(at) {
+			at, ok = w.at, true
+		}
+	}
+	return at, ok
+}
+
+// Pace drives f as a simulated world's clock until stop is closed: every millisecond of
+// wall time it moves step forward, and when idle has reported true for two milliseconds
+// running (nothing in the world is working: no request served, no function running), it
+// moves at once to the next pending After when that is further than step. So a world's
+// work sees time pass as before, and its idle stretches (a heartbeat's wait, a lease, a
+// long poll) cost no wall time. idle may be nil: then f only moves step a millisecond.
+func (f *Fake) Pace(stop <-chan struct{}, step time.Duration, idle func() bool) {
+	quiet := 0
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(time.Millisecond):
+		}
+		d := step
+		if idle != nil && idle() {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if quiet >= 2 {
+			if at, ok := f.Next(); ok {
+				if gap := at.Sub(f.Now()); gap > d {
+					d = gap
+				}
+			}
+		}
+		f.Advance(d)
+	}
+}

@@ -67,3 +67,43 @@ func TestStamp(t *testing.T) {
 		}
 	}
 }
+
+// TestPaceSkipsIdleStretches: a world that reports itself idle reaches a waiter an hour
+// away within a few milliseconds of wall time, and one that is busy sees only step per
+// millisecond, so its waiter an hour away has not fired after a while.
+func TestPaceSkipsIdleStretches(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		idle  func() bool
+		fires bool
+	}{
+		{"idle", func() bool { return true }, true},
+		{"busy", func() bool { return false }, false},
+		{"no idle report", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
+			f := NewFake(start)
+			due := f.After(time.Hour)
+			if at, ok := f.Next(); !ok || !at.Equal(start.Add(time.Hour)) {
+				t.Fatalf("Next = %v %v, want %v", at, ok, start.Add(time.Hour))
+			}
+			stop, done := make(chan struct{}), make(chan struct{})
+			go func() { defer close(done); f.Pace(stop, time.Millisecond, tc.idle) }()
+			defer func() { close(stop); <-done }()
+			select {
+			case at := <-due:
+				if !tc.fires {
+					t.Fatalf("the waiter an hour away fired at %v, though the world was never idle", at)
+				}
+				if !at.Equal(start.Add(time.Hour)) {
+					t.Errorf("fired at %v, want exactly %v: a skip lands on the waiter", at, start.Add(time.Hour))
+				}
+			case <-time.After(200 * time.Millisecond):
+				if tc.fires {
+					t.Fatalf("an idle world's waiter an hour away has not fired after 200ms (clock at %v)", f.Now())
+				}
+			}
+		})
+	}
+}

@@ -44,7 +44,8 @@ const (
 // world is the emulator set up as `make deploy` sets up AWS: the versioned bucket with
 // upload notifications to the deploy queue, the stack status event rule, the
 // notifications topic and the deployer function behind an SQS event source mapping. Its
-// virtual clock runs about a thousand times faster than the wall clock.
+// virtual clock runs about five hundred times faster than the wall clock while anything
+// works, and skips to the next thing due while the emulator is idle (clock.Fake.Pace).
 type world struct {
 	t     testing.TB
 	em    *awslocal.Emulator
@@ -96,8 +97,10 @@ type worldOptions struct {
 	// ChangeSetDelay is how long the emulator takes to create a change set (default 2s).
 	ChangeSetDelay time.Duration
 	// Speed is how much virtual time passes per millisecond of wall time (default 500ms);
-	// a millisecond runs the world on the wall clock's pace.
-	Speed time.Duration
+	// a millisecond runs the world on the wall clock's pace. While the emulator is idle,
+	// the clock skips to the next thing due (clock.Fake.Pace) unless NoSkip.
+	Speed  time.Duration
+	NoSkip bool
 	// Unkeyed runs a deployer without a seal key, which seals as cairn did before keyed
 	// seals (see world.upgrade).
 	Unkeyed bool
@@ -196,16 +199,13 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	w.em, w.cfn = em, em.CloudFormation()
 	stop := make(chan struct{})
 	ticked := make(chan struct{})
-	go func() { // the virtual clock: o.Speed per millisecond
+	go func() { // the virtual clock: o.Speed per millisecond, and idle stretches skipped
 		defer close(ticked)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Millisecond):
-				w.clk.Advance(o.Speed)
-			}
+		var idle func() bool
+		if !o.NoSkip {
+			idle = em.Idle
 		}
+		w.clk.Pace(stop, o.Speed, idle)
 	}()
 	t.Cleanup(func() {
 		close(stop)

@@ -21,7 +21,7 @@ const line = "testdata/line"
 // take (goal: at most 1.15), and CloudFormation calls per stack.
 func BenchmarkLineOfFive(b *testing.B) {
 	for b.Loop() {
-		w := newWorld(b, worldOptions{Speed: time.Millisecond, Heartbeat: 3 * time.Second,
+		w := newWorld(b, worldOptions{Speed: time.Millisecond, NoSkip: true, Heartbeat: 3 * time.Second,
 			ChangeSetDelay: time.Second, ResourceDelay: 3 * time.Second})
 		doc := w.wait("line", w.push("line", copyBundle(b, line)))
 		if doc.Run.Status != run.Succeeded {

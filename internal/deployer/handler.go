@@ -2,10 +2,6 @@ package deployer
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -79,143 +75,33 @@ func HandlerFromEnv(ctx context.Context) (func(context.Context, events.SQSEvent)
 	})
 }
 
-// message is any body the deploy queue carries, decoded once to tell the shapes apart.
-type message struct {
-	// S3 event notification.
-	Records []events.S3EventRecord `json:"Records"`
-	Event   string                 `json:"Event"` // s3:TestEvent
-	// EventBridge event.
-	DetailType string          `json:"detail-type"`
-	Source     string          `json:"source"`
-	Detail     json.RawMessage `json:"detail"`
-	// Heartbeat.
-	Cairn      string `json:"cairn"`
-	Deployment string `json:"deployment"`
-	Run        string `json:"run"`
-	Beat       int    `json:"beat"`
-}
-
-type stackStatusDetail struct {
-	StackID       string `json:"stack-id"`
-	StatusDetails struct {
-		Status string `json:"status"`
-	} `json:"status-details"`
-}
-
-// settles reports the stack statuses a run may act on; intermediate ones are ignored so
-// a stack's dozens of events cost one step.
-func settles(status string) bool {
-	return !strings.HasSuffix(status, "_IN_PROGRESS") || status == "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS"
-}
-
-// Handle is the deployer Lambda's handler: each SQS record is an S3 upload event, a
-// CloudFormation stack status event, a heartbeat or a delayed check. Records that fail are reported in
-// batchItemFailures, so one bad message never holds back the others. Several triggers of
-// one run in a batch make one step. Every invocation then looks for open runs whose
-// heartbeat was lost, and resumes them (resumeStalled).
+// Handle is the deployer Lambda's handler, and the one entry to every run: each SQS
+// record (an S3 upload event, a replan, a CloudFormation stack status event, a heartbeat
+// or a delayed check) is decoded into the trigger of the run it concerns (decode), the
+// triggers of one run in a batch are merged, and each run then takes one turn (turn).
+// Records that fail are reported in batchItemFailures, so one bad message never holds
+// back the others. Every invocation then looks for open runs whose heartbeat was lost,
+// and gives each a turn too (resumeStalled).
 func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	batch := lambdajob.NewBatch[stepKey](func(a, b Trigger) Trigger {
-		a.Beats = append(a.Beats, b.Beats...)
-		a.Stacks = append(a.Stacks, b.Stacks...)
-		return a
-	})
+	batch := lambdajob.NewBatch[stepKey](Trigger.merge)
 	for _, rec := range ev.Records {
 		log := d.log.With("message_id", rec.MessageId)
-		var m message
-		if err := json.Unmarshal([]byte(rec.Body), &m); err != nil {
-			log.Error("deploy: message is not JSON; it goes to the dead-letter queue", "err", err, "body", truncate(rec.Body))
+		asks, err := d.decode(ctx, rec, log)
+		if err != nil {
 			batch.Fail(rec.MessageId)
 			continue
 		}
-		switch {
-		case m.Cairn == "heartbeat" || m.Cairn == "check":
-			if m.Deployment == "" || m.Run == "" {
-				log.Error("deploy: "+m.Cairn+" without deployment or run", "body", truncate(rec.Body))
-				batch.Fail(rec.MessageId)
-				continue
-			}
-			var t Trigger // a delayed check only asks for a step
-			if m.Cairn == "heartbeat" {
-				t.Beats = []int{m.Beat}
-			}
-			batch.Add(stepKey{m.Deployment, m.Run}, rec.MessageId, t)
-		case m.Cairn == "replan":
-			if m.Deployment == "" || m.Run == "" {
-				log.Error("deploy: replan without deployment or run", "body", truncate(rec.Body))
-				batch.Fail(rec.MessageId)
-				continue
-			}
-			if err := d.start.replan(runScope(ctx, m.Deployment, m.Run), m.Deployment, m.Run, rec.Body); err != nil {
-				log.Error("deploy: replan not started; it is delivered again", "err", err)
-				batch.Fail(rec.MessageId)
-			}
-		case m.DetailType == StackStatusChange && m.Source == "aws.cloudformation":
-			var det stackStatusDetail
-			if err := json.Unmarshal(m.Detail, &det); err != nil || det.StackID == "" {
-				log.Error("deploy: stack status event without a stack id", "err", err, "body", truncate(rec.Body))
-				batch.Fail(rec.MessageId)
-				continue
-			}
-			if !settles(det.StatusDetails.Status) {
-				log.Debug("deploy: intermediate stack status ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
-				continue
-			}
-			idx, err := d.runs.find(bucket.WithScope(ctx, bucket.Routing()), det.StackID)
-			if err != nil {
-				log.Warn("deploy: cannot look up the run of a stack event", "err", err)
-				batch.Fail(rec.MessageId)
-				continue
-			}
-			if idx == nil {
-				log.Debug("deploy: stack event of no open run ignored", "stack_id", det.StackID, "status", det.StatusDetails.Status)
-				continue
-			}
-			batch.Add(stepKey{idx.Deployment, idx.Run}, rec.MessageId, Trigger{Stacks: eventKeys(det.StackID, d.cfg.Region)})
-		case m.Event == "s3:TestEvent":
-			log.Info("deploy: S3 test event ignored")
-		case len(m.Records) > 0:
-			var errs []error
-			for _, r := range m.Records {
-				if !strings.HasPrefix(r.EventName, "ObjectCreated:") {
-					log.Info("deploy: S3 event ignored", "event", r.EventName, "key", r.S3.Object.Key)
-					continue
-				}
-				u := Upload{
-					Bucket: r.S3.Bucket.Name, Key: decodeKey(r.S3.Object.Key), VersionID: r.S3.Object.VersionID,
-					Sequencer: r.S3.Object.Sequencer, Time: r.EventTime, Body: rec.Body,
-				}
-				start := d.start.upload
-				up, _ := bucket.ParseUpload(u.Key) // the only parse of the key: its parts go along
-				switch up.Kind {
-				case bucket.ApprovalUpload:
-					start = d.start.approval
-				case bucket.ApplyUpload:
-					start = d.start.content
-				}
-				if err := start(bucket.WithScope(ctx, bucket.ForDeployment(up.Deployment)), u, up); err != nil {
-					errs = append(errs, err)
-				}
-			}
-			if err := errors.Join(errs...); err != nil {
-				log.Error("deploy: upload not started; it is delivered again", "err", err)
-				batch.Fail(rec.MessageId)
-			}
-		default:
-			log.Error("deploy: unknown message; it goes to the dead-letter queue", "body", truncate(rec.Body))
-			batch.Fail(rec.MessageId)
+		for _, a := range asks {
+			batch.Add(a.key, rec.MessageId, a.trigger)
 		}
 	}
-	batch.Run(func(k stepKey, t Trigger) error {
-		return d.step.trigger(runScope(ctx, k.deployment, k.run), k.deployment, k.run, t)
-	},
+	batch.Run(func(k stepKey, t Trigger) error { return d.turn(ctx, k, t) },
 		func(k stepKey, err error) {
-			d.runLogger(k.deployment, k.run).Error("deploy: step failed; its trigger is delivered again", "err", err)
+			d.runLogger(k.deployment, k.run).Error("deploy: turn failed; its trigger is delivered again", "err", err)
 		})
 	d.resumeStalled(ctx, batch)
 	return batch.Response(), nil
 }
-
-type stepKey struct{ deployment, run string }
 
 // resumeStalled resumes the open runs whose heartbeat chain has not beaten for
 // Config.StallAfter (a lost heartbeat), other than those stepped just now, with a new
@@ -232,23 +118,8 @@ func (d *Driver) resumeStalled(ctx context.Context, stepped *lambdajob.Batch[ste
 		if stepped.Asked(stepKey{idx.Deployment, idx.Run}) {
 			continue
 		}
-		if err := d.step.trigger(runScope(ctx, idx.Deployment, idx.Run), idx.Deployment, idx.Run, Trigger{restart: true}); err != nil {
+		if err := d.turn(ctx, stepKey{idx.Deployment, idx.Run}, Trigger{restart: true}); err != nil {
 			d.runLogger(idx.Deployment, idx.Run).Warn("deploy: cannot resume a stalled run; the next invocation tries again", "err", err)
 		}
 	}
-}
-
-func truncate(s string) string {
-	if len(s) > 512 {
-		return s[:512] + "..."
-	}
-	return s
-}
-
-// decodeKey undoes the URL encoding of keys in S3 event notifications.
-func decodeKey(k string) string {
-	if s, err := url.QueryUnescape(k); err == nil {
-		return s
-	}
-	return k
 }

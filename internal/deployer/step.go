@@ -30,20 +30,6 @@ type Heartbeat struct {
 	Beat int `json:"beat,omitempty"`
 }
 
-// Trigger is what asks for a step of a run: its heartbeat, a delayed check, stack status
-// events (Stacks: the keys their stacks may have, run.Stack.Key), or several of them when
-// one batch of messages carries them. A delayed check carries nothing: it only asks for a
-// step, which looks at the stacks whose check is due.
-type Trigger struct {
-	// Beats are the chains (Heartbeat.Beat) of the heartbeats that asked; none when no
-	// heartbeat did.
-	Beats  []int
-	Stacks []string
-	// restart: the run's heartbeat chain is lost (or never started); the step starts a
-	// new one.
-	restart bool
-}
-
 // stepper advances runs: load, observe, decide (run.Advance), act, save.
 type stepper struct {
 	*base

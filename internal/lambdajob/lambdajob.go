@@ -161,6 +161,11 @@ func NewBatch[K comparable, T any](merge func(T, T) T) *Batch[K, T] {
 // Fail reports record id failed: SQS delivers it again, and after the queue's
 // maxReceiveCount moves it to the dead-letter queue.
 func (b *Batch[K, T]) Fail(id string) {
+	for _, f := range b.failed {
+		if f.ItemIdentifier == id {
+			return // a record of several jobs (an S3 event of several uploads) fails once
+		}
+	}
 	b.failed = append(b.failed, events.SQSBatchItemFailure{ItemIdentifier: id})
 }
 

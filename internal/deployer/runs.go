@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/runpage"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -75,8 +76,8 @@ func (rs runs) save(ctx context.Context, doc *rundoc.Document, etag string) (str
 	return etag, nil
 }
 
-// report writes the Markdown report of a run that ends. It is written before the final
-// run document, so whoever sees the run ended finds its report.
+// report writes the Markdown report of a run that ends, and its page beside it. They are
+// written before the final run document, so whoever sees the run ended finds them.
 func (rs runs) report(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	var b bytes.Buffer
 	err := report.Markdown(&b, doc.Report())
@@ -85,6 +86,13 @@ func (rs runs) report(ctx context.Context, doc *rundoc.Document, log *slog.Logge
 	}
 	if err != nil {
 		log.Warn("deploy: cannot write the report", "err", err)
+	}
+	page, err := runpage.RenderRun(doc.Page(0))
+	if err == nil {
+		_, err = objects.Put(ctx, rs.s3, rs.cfg.Bucket, bucket.RunPageKey(doc.Run.Deployment, doc.Run.ID), page, objects.Write{ContentType: runpage.ContentType})
+	}
+	if err != nil {
+		log.Warn("deploy: cannot write the run's page", "err", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/runpage"
 )
 
 // Document is the run document stored at runs/NAME/RUN_ID.json: the run state machine
@@ -98,6 +99,12 @@ func (d *Document) Report() report.Input {
 		in.Status = string(run.Superseded)
 	}
 	return in
+}
+
+// Page is the document as its page shows it (package runpage), with links to other views
+// of the run; a page of a run still running loads itself again every refresh seconds.
+func (d *Document) Page(refresh int, links ...runpage.Link) runpage.Run {
+	return runpage.Run{Report: d.Report(), Statuses: d.Statuses, Links: links, Refresh: refresh}
 }
 
 // DecodeDocument parses a run document.

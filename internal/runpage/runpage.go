@@ -34,6 +34,9 @@ var pages = template.Must(template.New("page").Funcs(template.FuncMap{
 	"css": func() template.CSS { return template.CSS(pageCSS) },
 }).Parse(pageTemplate))
 
+// ContentType is a page's media type.
+const ContentType = "text/html; charset=utf-8"
+
 // Link is another view of the same run or plan (its Markdown report, its document), or a
 // way back (the index): shown at the top of the page. Only http(s) and relative
 // addresses are linked (html/template refuses others).

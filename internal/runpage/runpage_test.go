@@ -229,7 +229,7 @@ func TestRunPageShows(t *testing.T) {
 			t.Errorf("the page lacks %q", want)
 		}
 	}
-	if strings.Contains(page, "http-equiv") {
+	if strings.Contains(page, `http-equiv="refresh"`) {
 		t.Error("a finished run's page refreshes")
 	}
 	r := fixture()

@@ -34,6 +34,11 @@ var pages = template.Must(template.New("page").Funcs(template.FuncMap{
 	"css": func() template.CSS { return template.CSS(pageCSS) },
 }).Parse(pageTemplate))
 
+// LocalPath is where a local cairn (`cairn local up`) serves the pages, on the
+// emulator's address: LocalPath+KEY for a page's key in the bucket (runs/NAME/RUN.html,
+// plans/NAME/PLAN.html), and the index at LocalPath itself.
+const LocalPath = "/_local/pages/"
+
 // ContentType is a page's media type.
 const ContentType = "text/html; charset=utf-8"
 

@@ -27,6 +27,9 @@ type node struct {
 	Caption string // the second line: the status in words
 	Href    string // its section of the page
 	Crit    bool   // on the critical path
+	// CritFrom is, for a stack on the critical path, the stack before it there (the one
+	// it waited for that ended last): the arrow between them is marked.
+	CritFrom string
 }
 
 // svgNode is a node placed.
@@ -114,7 +117,7 @@ func layout(nodes []node) svgGraph {
 			if !ok {
 				continue
 			}
-			g.Edges = append(g.Edges, svgEdge{X1: from.X + nodeW, Y1: from.Y + nodeH/2, X2: to.X - 4, Y2: to.Y + nodeH/2, Crit: from.Crit && to.Crit})
+			g.Edges = append(g.Edges, svgEdge{X1: from.X + nodeW, Y1: from.Y + nodeH/2, X2: to.X - 4, Y2: to.Y + nodeH/2, Crit: to.CritFrom != "" && to.CritFrom == d})
 		}
 	}
 	return g

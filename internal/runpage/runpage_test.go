@@ -198,9 +198,16 @@ func TestCriticalPath(t *testing.T) {
 			}
 		})
 	}
-	page := render(t, fixture(), nil)
+	r := fixture()
+	r.Stacks["api"].Requires = append(r.Stacks["api"].Requires, "network")
+	page := render(t, r, nil)
 	if !strings.Contains(page, `<span id="critical-path">network → db → api</span>`) {
 		t.Error("the run page does not name its critical path network → db → api")
+	}
+	// Its arrows are marked: network → db and db → api, not network → api (a dependency
+	// of api that is on the path but not the one api waited for) nor queue → api.
+	if n := strings.Count(page, `class="crit"/>`); n != 2 {
+		t.Errorf("%d arrows marked critical, want 2", n)
 	}
 }
 

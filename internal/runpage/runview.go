@@ -141,9 +141,12 @@ func runViewOf(in Run) runView {
 	}
 	spans := spansOf(r)
 	v.Critical = criticalPath(spans)
-	crit := map[string]bool{}
-	for _, n := range v.Critical {
+	crit, critFrom := map[string]bool{}, map[string]string{}
+	for i, n := range v.Critical {
 		crit[n] = true
+		if i > 0 {
+			critFrom[n] = clean(v.Critical[i-1])
+		}
 	}
 	ids := map[string]string{}
 	for i, n := range r.Names() {
@@ -164,7 +167,7 @@ func runViewOf(in Run) runView {
 		if crit[n] {
 			caption += ", critical"
 		}
-		nodes = append(nodes, node{Name: sv.Name, Deps: cleanAll(g.Dependencies(n)), Class: sv.Class, Caption: caption, Href: "#" + sv.ID, Crit: crit[n]})
+		nodes = append(nodes, node{Name: sv.Name, Deps: cleanAll(g.Dependencies(n)), Class: sv.Class, Caption: caption, Href: "#" + sv.ID, Crit: crit[n], CritFrom: critFrom[n]})
 	}
 	for _, k := range sortedKeysInt(counts) {
 		v.Counts = append(v.Counts, pair{k, fmt.Sprint(counts[k])})

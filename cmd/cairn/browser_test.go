@@ -139,18 +139,24 @@ func (b *browser) visit(t *testing.T, url, name string) seen {
 	if err != nil {
 		t.Fatalf("read %s: %v", url, err)
 	}
-	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", url, err)
-	}
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(artifacts, name+".png")
-	if err := os.WriteFile(file, shot, 0o644); err != nil {
-		t.Fatal(err)
+	// The whole page, and its first screen (what a person sees on opening it).
+	for _, shot := range []struct {
+		file string
+		take chromedp.Action[[]byte]
+	}{{name + ".png", chromedp.FullScreenshot(100)}, {name + "-top.png", chromedp.CaptureScreenshot()}} {
+		png, err := chromedp.Run(ctx, shot.take)
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", url, err)
+		}
+		file := filepath.Join(artifacts, shot.file)
+		if err := os.WriteFile(file, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s (screenshot %s, %d KB)", name, url, file, len(png)>>10)
 	}
-	t.Logf("%s: %s (screenshot %s, %d KB)", name, url, file, len(shot)>>10)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.faults) > 0 {

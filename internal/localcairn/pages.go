@@ -22,7 +22,7 @@ const indexRuns = 30
 const pageRefresh = 3
 
 // pageCSP allows a page nothing but its own inline style: no script, no fetch, no form.
-const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+const pageCSP = runpage.ContentSecurityPolicy + "; frame-ancestors 'none'"
 
 // pagePathRE is FOLDER/DEPLOYMENT/ID.EXT of a page or of a document beside it.
 var pagePathRE = regexp.MustCompile(`^(runs|plans|drift)/([A-Za-z0-9][A-Za-z0-9._-]{0,127})/([A-Za-z0-9][A-Za-z0-9._-]{0,127})\.(html|md|json)$`)

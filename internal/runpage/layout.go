@@ -50,6 +50,7 @@ type svgEdge struct {
 // svgGraph is the whole drawing.
 type svgGraph struct {
 	Desc  string // its text alternative
+	Dense bool   // so many arrows that the ordinary ones are drawn faint
 	W, H  int
 	Nodes []svgNode
 	Edges []svgEdge
@@ -120,8 +121,14 @@ func layout(nodes []node) svgGraph {
 			g.Edges = append(g.Edges, svgEdge{X1: from.X + nodeW, Y1: from.Y + nodeH/2, X2: to.X - 4, Y2: to.Y + nodeH/2, Crit: to.CritFrom != "" && to.CritFrom == d})
 		}
 	}
+	// The critical arrows last, over the others; faint others where they are many.
+	slices.SortStableFunc(g.Edges, func(a, b svgEdge) int { return boolRank(b.Crit) - boolRank(a.Crit) })
+	g.Dense = len(g.Edges) > denseEdges
 	return g
 }
+
+// denseEdges is the number of arrows beyond which the ordinary ones are drawn faint.
+const denseEdges = 60
 
 // cut shortens s to n runes, ending in an ellipsis when it was longer.
 func cut(s string, n int) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -30,6 +31,7 @@ type changeView struct {
 // planStackView is one stack of a plan as its page shows it.
 type planStackView struct {
 	ID, Name, Where, Action, Class, ChangeSet, Reason string
+	Summary                                           string // its changes, in a few words
 	Replacements                                      int
 	Marks                                             []string
 	Changes                                           []changeView
@@ -41,6 +43,7 @@ type planStackView struct {
 type planView struct {
 	PageTitle                                                     string
 	Refresh                                                       int
+	StatusClass                                                   string
 	Title, ID, Deployment, Status, Bundle, Graph, Created, Reason string
 	Approve                                                       string
 	Links                                                         []Link
@@ -56,7 +59,7 @@ func RenderPlan(in Plan) ([]byte, error) {
 	if in.Plan == nil {
 		return nil, fmt.Errorf("render a plan page: no plan in the input; pass the plan document")
 	}
-	return execute("plan", planViewOf(in))
+	return writePlan(planViewOf(in)), nil
 }
 
 // dangerRank puts deletions first, then re-creations and stacks with a replacement, then
@@ -86,6 +89,7 @@ func planViewOf(in Plan) planView {
 		v.Title = "destroy plan"
 	}
 	v.PageTitle = fmt.Sprintf("cairn %s %s of %s: %s", v.Title, v.ID, v.Deployment, v.Status)
+	v.StatusClass = statusClass(string(p.Status))
 	if p.Status == plan.Planned && p.Approvable() {
 		v.Approve = clean("cairn approve " + p.Deployment + " " + p.ID)
 	}
@@ -138,6 +142,16 @@ func planStackViewOf(p *plan.Document, s plan.Stack, id string) planStackView {
 		sv.Action = "known after apply"
 	}
 	sv.Open = dangerRank(s) < 2
+	switch {
+	case s.Action == plan.Delete:
+		sv.Summary = fmt.Sprintf("%d resource(s) deleted", len(s.Resources))
+	case s.CreatedAtApply:
+		sv.Summary = fmt.Sprintf("created at apply: %d resource(s) in its template", len(s.Resources))
+	case s.Action == plan.None:
+		sv.Summary = "known after apply"
+	default:
+		sv.Summary = fmt.Sprintf("%d change(s)", len(s.Changes))
+	}
 	for _, c := range s.Changes {
 		cv := changeView{Action: clean(c.Action), LogicalID: clean(c.LogicalID), Type: clean(c.Type), Replacement: clean(c.Replacement),
 			Physical: clean(c.PhysicalID), Details: cleanAll(c.Details)}
@@ -236,13 +250,25 @@ func RenderIndex(in Index) ([]byte, error) {
 	entries := func(es []Entry) []entryView {
 		var out []entryView
 		for _, e := range es {
-			class := map[string]string{"succeeded": "ok", "failed": "bad", "running": "busy", "planned": "busy", "applied": "ok"}[e.Status]
-			out = append(out, entryView{ID: clean(e.ID), Status: clean(e.Status), Class: class, Href: e.Href, When: stamp(e.When)})
+			out = append(out, entryView{ID: clean(e.ID), Status: clean(e.Status), Class: statusClass(e.Status), Href: e.Href, When: stamp(e.When)})
 		}
 		return out
 	}
 	for _, d := range in.Deployments {
 		v.Deployments = append(v.Deployments, deploymentView{Name: clean(d.Name), Runs: entries(d.Runs), Plans: entries(d.Plans), Drift: entries(d.Drift)})
 	}
-	return execute("index", v)
+	return writeIndex(v.Title, v.Deployments), nil
+}
+
+// statusClass is the colour class of a run's or a plan's status.
+func statusClass(status string) string {
+	switch status {
+	case string(run.Succeeded), string(plan.Applied):
+		return "ok"
+	case string(run.RunFailed), string(plan.ApplyFailed):
+		return "bad"
+	case string(run.Running), string(plan.Planned), string(plan.Applying):
+		return "busy"
+	}
+	return "none"
 }

@@ -5,16 +5,14 @@
 //
 // A page is a pure function of the documents cairn keeps (no new source of truth): data
 // in, bytes out. It fetches nothing (no CDN, no script library: it works offline and in a
-// private network), escapes every value through html/template, shows no secret (a NoEcho
-// parameter, a secret output or any sealed reference is ****), and strips the characters
-// that would forge lines or reorder text (report.Line).
+// private network), escapes every value (html.go says how, and why not html/template),
+// shows no secret (a NoEcho parameter, a secret output or any sealed reference is ****),
+// and strips the characters that would forge lines or reorder text (report.Line).
 package runpage
 
 import (
-	"bytes"
 	_ "embed"
 	"fmt"
-	"html/template"
 	"slices"
 	"time"
 
@@ -24,15 +22,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
-//go:embed page.tmpl
-var pageTemplate string
-
 //go:embed page.css
 var pageCSS string
-
-var pages = template.Must(template.New("page").Funcs(template.FuncMap{
-	"css": func() template.CSS { return template.CSS(pageCSS) },
-}).Parse(pageTemplate))
 
 // LocalPath is where a local cairn (`cairn local up`) serves the pages, on the
 // emulator's address: LocalPath+KEY for a page's key in the bucket (runs/NAME/RUN.html,
@@ -44,7 +35,7 @@ const ContentType = "text/html; charset=utf-8"
 
 // Link is another view of the same run or plan (its Markdown report, its document), or a
 // way back (the index): shown at the top of the page. Only http(s) and relative
-// addresses are linked (html/template refuses others).
+// addresses are linked (safeHref).
 type Link struct {
 	Text string
 	Href string
@@ -71,19 +62,11 @@ func RenderRun(in Run) ([]byte, error) {
 	if r == nil {
 		return nil, fmt.Errorf("render a run page: no run in the input; pass the run document's run")
 	}
-	return execute("run", runViewOf(in))
-}
-
-func execute(name string, v any) ([]byte, error) {
-	var b bytes.Buffer
-	if err := pages.ExecuteTemplate(&b, name, v); err != nil {
-		return nil, fmt.Errorf("render the %s page: %w", name, err)
-	}
-	return b.Bytes(), nil
+	return writeRun(runViewOf(in)), nil
 }
 
 // clean is how every value reaches a page: on one line, without control or direction
-// characters (html/template escapes the rest).
+// characters (page.h escapes the rest).
 func clean(s string) string { return report.Line(s) }
 
 // Masked is a value as a page shows it: **** for a secret (secret is true, or the value

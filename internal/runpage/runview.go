@@ -122,10 +122,7 @@ func runViewOf(in Run) runView {
 		Errors: cleanAll(in.Report.Errors), Refusals: cleanAll(in.Report.Refusals),
 	}
 	v.PageTitle = fmt.Sprintf("cairn run %s of %s: %s", v.ID, v.Deployment, v.Status)
-	v.StatusClass = map[run.Status]string{run.Succeeded: "ok", run.RunFailed: "bad", run.Running: "busy"}[run.Status(status)]
-	if v.StatusClass == "" {
-		v.StatusClass = "none"
-	}
+	v.StatusClass = statusClass(status)
 	if !r.FinishedAt.IsZero() {
 		v.Duration = r.FinishedAt.Sub(r.StartedAt).Round(time.Second).String()
 	}

@@ -58,7 +58,7 @@ URL handler) as well as printed.`,
 			if err != nil {
 				return err
 			}
-			link, err := pageLink(ctx, c, page, expires)
+			link, err := pageLink(ctx, c.S3, c.bucket, page, expires, awsclient.Endpoint())
 			if err != nil {
 				return err
 			}
@@ -77,21 +77,22 @@ URL handler) as well as printed.`,
 	return cmd
 }
 
-// pageLink is the address of the page: the local cairn's, or a presigned GET of the
-// page's object, which must exist.
-func pageLink(ctx context.Context, c *cairn, page history.Page, expires time.Duration) (string, error) {
-	if ep := awsclient.Endpoint(); ep != "" {
-		return strings.TrimRight(ep, "/") + runpage.LocalPath + page.Key, nil
+// pageLink is the address of the page: the local cairn's when cairn runs locally
+// (endpoint, AWS_ENDPOINT_URL, is set), else a presigned GET of the page's object in
+// bucket, which must exist.
+func pageLink(ctx context.Context, c *s3.Client, bucket string, page history.Page, expires time.Duration, endpoint string) (string, error) {
+	if endpoint != "" {
+		return strings.TrimRight(endpoint, "/") + runpage.LocalPath + page.Key, nil
 	}
 	if page.Unwritten != "" {
 		return "", refuse("%s", page.Unwritten)
 	}
-	if _, err := c.S3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(page.Key)}); err != nil {
-		return "", refuse("no page s3://%s/%s (%v): runs and plans made before cairn wrote pages have none; `cairn status %s` and `cairn plans %s` show them as text", c.bucket, page.Key, err, page.Deployment, page.Deployment)
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(bucket), Key: aws.String(page.Key)}); err != nil {
+		return "", refuse("no page s3://%s/%s (%v): runs and plans made before cairn wrote pages have none; `cairn status %s` and `cairn plans %s` show them as text", bucket, page.Key, err, page.Deployment, page.Deployment)
 	}
-	signed, err := s3.NewPresignClient(c.S3).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(c.bucket), Key: aws.String(page.Key)}, s3.WithPresignExpires(expires))
+	signed, err := s3.NewPresignClient(c).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(page.Key)}, s3.WithPresignExpires(expires))
 	if err != nil {
-		return "", fmt.Errorf("presign a link to s3://%s/%s: %w", c.bucket, page.Key, err)
+		return "", fmt.Errorf("presign a link to s3://%s/%s: %w", bucket, page.Key, err)
 	}
 	return signed.URL, nil
 }

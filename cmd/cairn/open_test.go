@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -9,7 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/runpage"
 )
 
 // get fetches url from the local cairn: its status, content type and body.
@@ -74,6 +79,29 @@ func TestOpenPrintsThePageLink(t *testing.T) {
 	}
 	if status, _, page := get(t, http.MethodGet, base+"plans/shop/"+planID+".html"); status != http.StatusOK || !strings.Contains(page, `data-stack="database"`) {
 		t.Errorf("GET the plan's page: %d, want the database's change set:\n%s", status, page)
+	}
+
+	// Against AWS the link is a presigned GET of the page the deployer wrote beside the
+	// run's Markdown report (here the emulator's S3 answers it).
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3c := awsclient.S3(cfg)
+	for _, p := range []history.Page{{Deployment: "shop", ID: runID, Key: layout.RunPageKey("shop", runID)}, {Deployment: "shop", ID: planID, Key: layout.PlanPageKey("shop", planID), Plan: true}} {
+		link, err := pageLink(context.Background(), s3c, localBucket, p, time.Minute, "")
+		if err != nil || !strings.Contains(link, "X-Amz-Signature=") || !strings.Contains(link, "X-Amz-Expires=60") {
+			t.Fatalf("presigned link of %s: %q, %v", p.Key, link, err)
+		}
+		if status, h, body := get(t, http.MethodGet, link); status != http.StatusOK || h.Get("Content-Type") != runpage.ContentType || !strings.HasPrefix(body, "<!DOCTYPE html>") || !strings.Contains(body, p.ID) {
+			t.Errorf("GET the presigned link of %s: %d %s %.80q", p.Key, status, h.Get("Content-Type"), body)
+		}
+	}
+	if _, err := pageLink(context.Background(), s3c, localBucket, history.Page{Deployment: "shop", Key: layout.RunPageKey("shop", "R0")}, time.Minute, ""); err == nil || !strings.Contains(err.Error(), "no page s3://"+localBucket+"/runs/shop/R0.html") {
+		t.Errorf("a page never written: %v", err)
+	}
+	if _, err := pageLink(context.Background(), s3c, localBucket, history.Page{Deployment: "shop", Key: "x", Unwritten: "run R is still running"}, time.Minute, ""); err == nil || err.Error() != "run R is still running" {
+		t.Errorf("a page not written yet: %v", err)
 	}
 
 	if code, _, errOut := runCLI(t, "open", "shop", "nope"); code != 1 || !strings.Contains(errOut, "deployment shop has no run or plan nope") {

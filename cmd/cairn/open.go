@@ -34,8 +34,9 @@ of the stacks with the critical path marked, each stack's details, the failures 
 reasons and the next command, and a plan's change sets, deletions and replacements first.
 
 Against AWS the link is a presigned GET of the page beside the run's Markdown report
-(runs/NAME/RUN.html, plans/NAME/PLAN.html), valid for --expires; a run writes its page
-when it ends. Against a local cairn (` + "`cairn local up`" + `, AWS_ENDPOINT_URL set) it is the
+(runs/NAME/RUN.html, plans/NAME/PLAN.html), valid for --expires; a run writes its page as
+it starts and finishes stacks (at most every 30 seconds), and that page reloads itself
+until the run ends, when it is written a last time. Against a local cairn (` + "`cairn local up`" + `, AWS_ENDPOINT_URL set) it is the
 page served by the emulator, rendered from the run document as it is asked for: a running
 run's page reloads itself until the run ends.
 

@@ -17,9 +17,10 @@ type Page struct {
 	// run's too), else the run's.
 	Key  string
 	Plan bool
-	// Unwritten says why the bucket holds no page yet ("": it does): a run still running
-	// (its page is written when it ends), or one that changed nothing (quiet: it writes no
-	// report). A local cairn renders every page as it is asked for, so it has them all.
+	// Unwritten says why the bucket holds no page yet ("": it does): a run that started no
+	// stack yet (its page is written as stacks start and finish, and at its end), or one
+	// that changed nothing (quiet: it writes no report). A local cairn renders every page
+	// as it is asked for, so it has them all.
 	Unwritten string
 }
 
@@ -55,8 +56,8 @@ func (s *Store) Page(ctx context.Context, deployment, id string) (Page, error) {
 	switch {
 	case doc.Quiet:
 		p.Unwritten = fmt.Sprintf("run %s found nothing to change: it wrote no report and no page (`cairn status %s` shows it)", id, deployment)
-	case doc.Run.Status == run.Running:
-		p.Unwritten = fmt.Sprintf("run %s is still running: its page is written when it ends; follow it meanwhile with `cairn follow %s`", id, deployment)
+	case doc.Run.Status == run.Running && doc.PageAt.IsZero():
+		p.Unwritten = fmt.Sprintf("run %s has started no stack yet: its page is written once it does; follow it meanwhile with `cairn follow %s`", id, deployment)
 	}
 	return p, nil
 }

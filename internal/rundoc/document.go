@@ -74,6 +74,9 @@ type Document struct {
 	// Destroy marks a run (a plan or its apply) that deletes every stack of the graph.
 	Destroy bool `json:"destroy,omitempty"`
 	Steps   int  `json:"steps"`
+	// PageAt is when the deployer last wrote the page of the run while it ran (it does as
+	// stacks start and finish, at most every so often; the run's end writes it again).
+	PageAt time.Time `json:"page_at,omitzero"`
 	// Beat is the number of the run's live heartbeat chain: each time the run is found
 	// stalled (its heartbeat lost) a new chain starts with the next number, and heartbeats
 	// of older chains are not sent on.

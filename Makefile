@@ -5,7 +5,7 @@ FUNCTIONS := $(notdir $(wildcard functions/*))
 FUZZTIME  ?= 5000x
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo docs fmt vet lint deps synth test-awscli crash clean
+.PHONY: all build cli lambdas test test-unit test-infra fuzz bench demo docs fmt vet lint deps synth test-awscli test-browser crash clean
 
 all: build
 
@@ -142,6 +142,11 @@ deploy: infra-lambdas
 # results; skipped with a message when aws is not installed.
 test-awscli: cli
 	@bash internal/awslocal/testdata/awscli.sh $(BIN)/cairn
+
+# test-browser: the run and plan pages in headless Chromium (Debian's chromium; skipped, saying
+# so, without one), with its figures; screenshots in artifacts/runpage/. make test runs it too.
+test-browser:
+	$(GO) test -count=1 -v -run '^TestRunPageInBrowser$$' ./cmd/cairn
 
 # spec: regenerate internal/resourcespec/spec.txt.gz, the CloudFormation resource specification
 # templates are checked against, from the provider schemas of the installed cfn-lint

@@ -9,9 +9,11 @@
 //	approvals/NAME/PLAN_ID          an approval of plan PLAN_ID
 //	approvals/NAME.zip              a bundle whose content is applied from reviewed plans
 //	plans/NAME/PLAN_ID.json, .md    plans and their pull-request comments
+//	plans/NAME/PLAN_ID.html         their pages
 //	state/NAMESPACE/KEY.json        persistent graphs
 //	locks/NAMESPACE/KEY.lock        their locks
 //	runs/NAME/RUN_ID.json, .md      runs and their reports
+//	runs/NAME/RUN_ID.html           their pages
 //	runs/active/RUN_ID.json         the index of open runs
 //	runs/active/stacks/NAME.json    the open run of each stack it started, by stack name
 //	templates/SHA256.json           templates passed by TemplateURL
@@ -65,6 +67,7 @@ const (
 	zip      = ".zip"
 	jsonExt  = ".json"
 	mdExt    = ".md"
+	htmlExt  = ".html"
 )
 
 // Filter selects the uploads that start work: new objects under Prefix whose key ends in
@@ -118,6 +121,9 @@ func PlanKey(name, planID string) string { return PlansOf(name) + planID + jsonE
 // PlanMarkdownKey is the pull-request comment of plan planID of deployment name.
 func PlanMarkdownKey(name, planID string) string { return PlansOf(name) + planID + mdExt }
 
+// PlanPageKey is the HTML page of plan planID of deployment name (package runpage).
+func PlanPageKey(name, planID string) string { return PlansOf(name) + planID + htmlExt }
+
 // StateKey is the persistent graph of namespace/key.
 func StateKey(namespace, key string) string { return StatePrefix + namespace + "/" + key + jsonExt }
 
@@ -132,6 +138,10 @@ func RunKey(name, runID string) string { return RunsOf(name) + runID + jsonExt }
 
 // RunReportKey is the Markdown report of run runID of deployment name.
 func RunReportKey(name, runID string) string { return RunsOf(name) + runID + mdExt }
+
+// RunPageKey is the HTML page of run runID of deployment name (package runpage), written
+// beside its Markdown report.
+func RunPageKey(name, runID string) string { return RunsOf(name) + runID + htmlExt }
 
 // OpenRunKey is the index object of open run runID.
 func OpenRunKey(runID string) string { return OpenRunsPrefix + runID + jsonExt }

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/runpage"
 	"github.com/cairn-dev/cairn/internal/state"
 	"github.com/cairn-dev/cairn/internal/statestore"
 )
@@ -226,6 +227,14 @@ func (ps plans) markdown(ctx context.Context, p *plan.Document, log *slog.Logger
 	key := bucket.PlanMarkdownKey(p.Deployment, p.ID)
 	if _, err := objects.Put(ctx, ps.s3, ps.cfg.Bucket, key, md.Bytes(), objects.Write{ContentType: "text/markdown"}); err != nil {
 		log.Warn("deploy: cannot write the plan's Markdown", "key", key, "err", err)
+	}
+	key = bucket.PlanPageKey(p.Deployment, p.ID)
+	page, err := runpage.RenderPlan(runpage.Plan{Plan: p})
+	if err == nil {
+		_, err = objects.Put(ctx, ps.s3, ps.cfg.Bucket, key, page, objects.Write{ContentType: runpage.ContentType})
+	}
+	if err != nil {
+		log.Warn("deploy: cannot write the plan's page", "key", key, "err", err)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/runpage"
 	"github.com/cairn-dev/cairn/internal/target"
 )
 
@@ -75,8 +76,8 @@ func (rs runs) save(ctx context.Context, doc *rundoc.Document, etag string) (str
 	return etag, nil
 }
 
-// report writes the Markdown report of a run that ends. It is written before the final
-// run document, so whoever sees the run ended finds its report.
+// report writes the Markdown report of a run that ends, and its page beside it. They are
+// written before the final run document, so whoever sees the run ended finds them.
 func (rs runs) report(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
 	var b bytes.Buffer
 	err := report.Markdown(&b, doc.Report())
@@ -85,6 +86,34 @@ func (rs runs) report(ctx context.Context, doc *rundoc.Document, log *slog.Logge
 	}
 	if err != nil {
 		log.Warn("deploy: cannot write the report", "err", err)
+	}
+	rs.page(ctx, doc, log)
+}
+
+// pageEvery is how often, at most, the page of a run still running is written again (as
+// its stacks start and finish), and how often that page reloads itself.
+const pageEvery = 30 * time.Second
+
+// livePage writes the page of a run still running, in a step that started or finished
+// stacks, unless it was written less than pageEvery ago: `cairn open` finds a page as soon
+// as the run starts stacks, and it follows the run (it reloads itself) until the run ends.
+func (rs runs) livePage(ctx context.Context, doc *rundoc.Document, now time.Time, log *slog.Logger) {
+	if !doc.PageAt.IsZero() && now.Sub(doc.PageAt) < pageEvery {
+		return
+	}
+	doc.PageAt = now
+	rs.page(ctx, doc, log)
+}
+
+// page writes the run's page beside its report (a running run's reloads itself every
+// pageEvery).
+func (rs runs) page(ctx context.Context, doc *rundoc.Document, log *slog.Logger) {
+	page, err := runpage.RenderRun(doc.Page(int(pageEvery / time.Second)))
+	if err == nil {
+		_, err = objects.Put(ctx, rs.s3, rs.cfg.Bucket, bucket.RunPageKey(doc.Run.Deployment, doc.Run.ID), page, objects.Write{ContentType: runpage.ContentType})
+	}
+	if err != nil {
+		log.Warn("deploy: cannot write the run's page", "err", err)
 	}
 }
 

@@ -480,7 +480,7 @@ func TestGraphSealedBeforeKeysKeepsStacksUnchanged(t *testing.T) {
 // may name a custom resource's properties anything), then plans a change of its value. The
 // plan's Markdown (the pull-request comment) and the run report show the name escaped:
 // no HTML comment opens after the marker line, and what follows the name (its table, the
-// approve line) is still there.
+// approve line) is still there; their pages (HTML) show it as text.
 func TestHostilePropertyNameCannotHideThePlan(t *testing.T) {
 	w := newReviewWorld(t)
 	const name = "Bad\\n<!-- hide`|</details>"
@@ -508,6 +508,16 @@ func TestHostilePropertyNameCannotHideThePlan(t *testing.T) {
 				t.Errorf("%s holds %q raw:\n%s", key, tag, md)
 			}
 		}
+	}
+	// The pages beside them show it as text: escaped, in the change's details.
+	for _, key := range []string{layout.PlanPageKey("shop", p.ID), layout.RunPageKey("shop", p.ID)} {
+		page := w.object(key)
+		if !strings.HasPrefix(page, "<!DOCTYPE html>") || strings.Contains(page, "<!-- hide") || strings.Contains(page, "</details><") {
+			t.Errorf("%s is no page, or holds the name raw:\n%s", key, page)
+		}
+	}
+	if page := w.object(layout.PlanPageKey("shop", p.ID)); !strings.Contains(page, "Bad &lt;!-- hide`|&lt;/details&gt;") || !strings.Contains(page, "<td>Thing</td><td>Custom::Thing</td>") {
+		t.Errorf("the plan's page does not show the escaped name in Thing's change:\n%s", page)
 	}
 	md := w.object(layout.PlanMarkdownKey("shop", p.ID))
 	if !strings.Contains(md, "Bad &lt;!-- hide\\`\\|&lt;/details&gt;") || !strings.Contains(md, "cairn approve shop "+p.ID) || !strings.Contains(md, "| Thing | Custom::Thing | Modify |") {

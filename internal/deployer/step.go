@@ -329,6 +329,8 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 		// Whoever sees the apply run ended finds its plans marked applied.
 		st.plans.markApplied(ctx, doc, log)
 		st.runs.report(ctx, doc, log)
+	} else if len(started) > 0 || len(finished) > 0 {
+		st.runs.livePage(ctx, doc, now, log)
 	}
 	if _, err := st.runs.save(ctx, doc, etag); err != nil {
 		return err

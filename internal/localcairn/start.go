@@ -7,7 +7,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/runpage"
 )
 
 // Local is cairn served by the emulator, as `cairn local up` serves it: the emulator,
@@ -46,7 +48,8 @@ type StartOptions struct {
 // Start is the one way a local cairn starts — `cairn local up`, the demo, and the test
 // worlds: it starts the emulator on o.Addr, holding every request until cairn is ready;
 // provisions cairn's stack (Provision, on the emulator's state when it has a Dir);
-// registers the handlers; and marks the emulator ready. The caller closes the Local.
+// registers the handlers; serves the pages of runs and plans (Pages, at PagesURL); and
+// marks the emulator ready. The caller closes the Local.
 func Start(ctx context.Context, o StartOptions) (*Local, error) {
 	if o.Addr == "" {
 		o.Addr = "127.0.0.1:0"
@@ -64,9 +67,17 @@ func Start(ctx context.Context, o StartOptions) (*Local, error) {
 	if err := l.provision(ctx, o); err != nil {
 		return nil, errors.Join(err, e.Close())
 	}
+	cfg, err := e.SetupConfig(ctx)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("serve the pages: %w", err), e.Close())
+	}
+	e.Mount(runpage.LocalPath, Pages(awsclient.S3(cfg), l.Cairn.Bucket))
 	e.MarkReady()
 	return l, nil
 }
+
+// PagesURL is where the pages of runs and plans and their index are served (Pages).
+func (l *Local) PagesURL() string { return l.Emulator.URL() + runpage.LocalPath }
 
 func (l *Local) provision(ctx context.Context, o StartOptions) error {
 	e := l.Emulator

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -42,6 +43,10 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	}
 	fmt.Fprintf(&b, "- Graph: %s/%s at generation %d\n", Text(p.Namespace), Text(p.GraphKey), p.Generation)
 	fmt.Fprintf(&b, "- Planned: %s\n", stamp(p.CreatedAt))
+	if p.Bundle.Bucket != "" {
+		fmt.Fprintf(&b, "- Page: %s, with its graph and change sets (%s prints a link to it)\n",
+			Code(bucket.URI(p.Bundle.Bucket, bucket.PlanPageKey(p.Deployment, p.ID))), Code("cairn open "+p.Deployment+" "+p.ID))
+	}
 	if p.Reason != "" {
 		fmt.Fprintf(&b, "- Reason: %s\n", Text(p.Reason))
 	}

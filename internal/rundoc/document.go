@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/runpage"
 )
 
 // Document is the run document stored at runs/NAME/RUN_ID.json: the run state machine
@@ -73,6 +74,9 @@ type Document struct {
 	// Destroy marks a run (a plan or its apply) that deletes every stack of the graph.
 	Destroy bool `json:"destroy,omitempty"`
 	Steps   int  `json:"steps"`
+	// PageAt is when the deployer last wrote the page of the run while it ran (it does as
+	// stacks start and finish, at most every so often; the run's end writes it again).
+	PageAt time.Time `json:"page_at,omitzero"`
 	// Beat is the number of the run's live heartbeat chain: each time the run is found
 	// stalled (its heartbeat lost) a new chain starts with the next number, and heartbeats
 	// of older chains are not sent on.
@@ -98,6 +102,12 @@ func (d *Document) Report() report.Input {
 		in.Status = string(run.Superseded)
 	}
 	return in
+}
+
+// Page is the document as its page shows it (package runpage), with links to other views
+// of the run; a page of a run still running loads itself again every refresh seconds.
+func (d *Document) Page(refresh int, links ...runpage.Link) runpage.Run {
+	return runpage.Run{Report: d.Report(), Statuses: d.Statuses, Links: links, Refresh: refresh}
 }
 
 // DecodeDocument parses a run document.

@@ -470,6 +470,7 @@ func Operation(r *http.Request) string {
 			{"tagging", "GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging"},
 			{"policy", "GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy"},
 			{"cors", "GetBucketCors", "PutBucketCors", "DeleteBucketCors"},
+			{"object-lock", "GetObjectLockConfiguration", "PutObjectLockConfiguration", ""},
 			{"lifecycle", "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration", "DeleteBucketLifecycle"},
 			{"encryption", "GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption"},
 			{"publicAccessBlock", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock"},

@@ -352,3 +352,9 @@ func checkAttribute(name string, a messageAttribute) error {
 func attributeError(format string, args ...any) *Error {
 	return &Error{Code: "InvalidParameter", Status: 400, Message: fmt.Sprintf(format, args...)}
 }
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string {
+	return []string{"CreateTopic", "DeleteTopic", "GetSubscriptionAttributes", "GetTopicAttributes", "ListSubscriptions", "ListSubscriptionsByTopic",
+		"ListTopics", "Publish", "PublishBatch", "SetSubscriptionAttributes", "SetTopicAttributes", "Subscribe", "Unsubscribe"}
+}

@@ -52,7 +52,7 @@ func issue43CFNScenarios() []cfnIssue43 {
 			return apiMessage(err), nil
 		}, want: "ValidationError: Stack [d43-exists] already exists and cannot be created again with the changeSet [again].",
 			source: "CreateChangeSet as the AWS CLI and SDKs report it (e.g. github.com/compose-x/ecs_composex/issues/785: \"An error occurred (ValidationError) when calling the CreateChangeSet operation: Stack [microservices] already exists and cannot be created again with the changeSet\"); AlreadyExistsException is for a change set name in use",
-			why: "moto accepts a CREATE change set for a stack that exists"},
+			why:    "moto accepts a CREATE change set for a stack that exists"},
 		{name: "GetTemplateSummary capabilities, allowed values and metadata", run: func(ctx context.Context, c cfnTarget) (string, error) {
 			out, err := c.cfn.GetTemplateSummary(ctx, &cloudformation.GetTemplateSummaryInput{TemplateBody: aws.String(`Metadata:
   Owner: shop
@@ -76,7 +76,7 @@ Resources:
 			return fmt.Sprintf("capabilities=%v reason=%q allowed=%v metadata=%s", out.Capabilities, aws.ToString(out.CapabilitiesReason), allowed, aws.ToString(out.Metadata)), nil
 		}, want: `capabilities=[CAPABILITY_IAM] reason="The following resource(s) require capabilities: [AWS::IAM::Role]" allowed=[dev prod] metadata={"Owner":"shop"}`,
 			source: "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_GetTemplateSummary.html (Capabilities, CapabilitiesReason, Metadata; ParameterDeclaration.ParameterConstraints.AllowedValues)",
-			why: "moto fails GetTemplateSummary of a template with an IAM role (500, an XML error it cannot write)"},
+			why:    "moto fails GetTemplateSummary of a template with an IAM role (500, an XML error it cannot write)"},
 		{name: "RetainExceptOnCreate keeps the resource on stack delete", run: func(ctx context.Context, c cfnTarget) (string, error) {
 			if _, err := createSettled(ctx, c, "d43-retain", `Resources:
   Kept:
@@ -94,7 +94,7 @@ Resources:
 			return "queue after delete: " + code(err), nil
 		}, want: "queue after delete: ok",
 			source: "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-deletionpolicy.html (RetainExceptOnCreate \"behaves like Retain for stack operations, except for the stack operation that initially created the resource\")",
-			why: "moto deletes a RetainExceptOnCreate resource with its stack"},
+			why:    "moto deletes a RetainExceptOnCreate resource with its stack"},
 		{name: "Fn::GetAZs in us-east-1", run: func(ctx context.Context, c cfnTarget) (string, error) {
 			st, err := createSettled(ctx, c, "d43-zones", `Resources:
   Topic: {Type: AWS::SNS::Topic}
@@ -112,7 +112,7 @@ Outputs:
 			return "no output " + string(st.StackStatus), nil
 		}, want: "6 zones",
 			source: "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/intrinsic-function-reference-getavailabilityzones.html and https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html (us-east-1 has six zones)",
-			why: "moto answers four zones in us-east-1"},
+			why:    "moto answers four zones in us-east-1"},
 	}
 }
 

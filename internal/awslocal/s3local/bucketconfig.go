@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rclone/gofakes3"
 )
 
 // maxPresignedExpiry is the longest X-Amz-Expires S3 accepts: seven days.
@@ -211,3 +213,28 @@ func readBody(r *http.Request) ([]byte, error) {
 }
 
 func readCloser(b []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(b)) }
+
+// createsLocked reports whether r is a CreateBucket with x-amz-bucket-object-lock-enabled: true.
+func createsLocked(r *http.Request, bucket, key string) bool {
+	q := r.URL.Query()
+	q.Del("x-id")
+	return r.Method == http.MethodPut && bucket != "" && key == "" && len(q) == 0 && strings.EqualFold(r.Header.Get("X-Amz-Bucket-Object-Lock-Enabled"), "true")
+}
+
+// lockAtCreation enables Object Lock (and versioning, which it needs) on a bucket created
+// with x-amz-bucket-object-lock-enabled: true, as S3 does; called after CreateBucket.
+// See https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateBucket.html.
+func (s *Service) lockAtCreation(r *http.Request, bucket string) {
+	if _, ok := s.locks[bucket]; ok {
+		return
+	}
+	if exists, _ := s.backend.BucketExists(r.Context(), bucket); !exists {
+		return
+	}
+	if err := s.backend.SetVersioningConfiguration(bucket, gofakes3.VersioningConfiguration{Status: gofakes3.VersioningEnabled}); err != nil {
+		s.opts.Logger.Error("s3 emulator: versioning for Object Lock not enabled", "bucket", bucket, "err", err)
+		return
+	}
+	s.locks[bucket] = []byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
+		`<ObjectLockConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><ObjectLockEnabled>Enabled</ObjectLockEnabled></ObjectLockConfiguration>`)
+}

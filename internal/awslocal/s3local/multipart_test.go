@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +214,63 @@ func TestBucketCorsAndObjectLock(t *testing.T) {
 	if err != nil || l.ObjectLockConfiguration.ObjectLockEnabled != types.ObjectLockEnabledEnabled || aws.ToInt32(l.ObjectLockConfiguration.Rule.DefaultRetention.Days) != 1 {
 		t.Errorf("GetObjectLockConfiguration: %v %+v", err, l)
 	}
+}
+
+// TestObjectLockAtCreation: a bucket created with Object Lock enabled is versioned and
+// answers its Object Lock configuration.
+func TestObjectLockAtCreation(t *testing.T) {
+	c, _ := start(t, s3local.Options{})
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("locked-at-birth"), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.GetBucketVersioning(ctx, &s3.GetBucketVersioningInput{Bucket: aws.String("locked-at-birth")})
+	if err != nil || v.Status != types.BucketVersioningStatusEnabled {
+		t.Errorf("versioning: %v %+v", err, v)
+	}
+	l, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String("locked-at-birth")})
+	if err != nil || l.ObjectLockConfiguration.ObjectLockEnabled != types.ObjectLockEnabledEnabled {
+		t.Errorf("GetObjectLockConfiguration: %v %+v", err, l)
+	}
+}
+
+// TestIssue43StateSurvivesARestart: multipart ETags, CORS and Object Lock configurations
+// come back from the journal after a restart.
+func TestIssue43StateSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	big, small := bytes.Repeat([]byte("r"), 5<<20), []byte("end")
+	serve := func(f func(c *s3.Client)) {
+		svc, err := s3local.New(s3local.Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(svc)
+		defer func() { srv.Close(); svc.Close() }()
+		f(client(t, srv.URL))
+	}
+	serve(func(c *s3.Client) {
+		if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("kept"), ObjectLockEnabledForBucket: aws.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := upload(t, c, "kept", "obj", [][]byte{big, small}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutBucketCors(ctx, &s3.PutBucketCorsInput{Bucket: aws.String("kept"), CORSConfiguration: &types.CORSConfiguration{
+			CORSRules: []types.CORSRule{{AllowedMethods: []string{"GET"}, AllowedOrigins: []string{"*"}}}}}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	serve(func(c *s3.Client) {
+		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("kept"), Key: aws.String("obj")})
+		if err != nil || aws.ToString(head.ETag) != multipartETag(big, small) {
+			t.Errorf("multipart ETag after a restart: %v %s", err, aws.ToString(head.ETag))
+		}
+		if _, err := c.GetBucketCors(ctx, &s3.GetBucketCorsInput{Bucket: aws.String("kept")}); err != nil {
+			t.Errorf("CORS after a restart: %v", err)
+		}
+		if _, err := c.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: aws.String("kept")}); err != nil {
+			t.Errorf("Object Lock after a restart: %v", err)
+		}
+	})
 }

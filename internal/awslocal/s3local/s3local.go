@@ -228,7 +228,15 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request) {
 		s.listV2(w, r)
 		return
 	}
-	s.handler.ServeHTTP(w, r)
+	if locked := createsLocked(r, bucket, key); locked {
+		// gofakes3 refuses Object Lock; the bucket is made without it, then locked
+		inner := r.Clone(r.Context())
+		inner.Header.Del("X-Amz-Bucket-Object-Lock-Enabled")
+		s.handler.ServeHTTP(w, inner)
+		s.lockAtCreation(r, bucket)
+	} else {
+		s.handler.ServeHTTP(w, r)
+	}
 	if ew, ok := w.(etagWriter); ok {
 		ew.fix()
 	}

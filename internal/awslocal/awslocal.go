@@ -194,6 +194,8 @@ func New(opts Options) (*Emulator, error) {
 	}
 	e.services["s3"] = e.s3
 	e.services["sts"] = e.sts
+	e.services["lambda"] = http.HandlerFunc(e.serveLambda)
+	e.services["iam"] = http.HandlerFunc(e.serveIAM)
 	e.mounts[cfnlocal.ResponsePath] = e.home.cfn.ResponseHandler()
 	e.mounts[placePrefix] = http.HandlerFunc(e.servePlace)
 	e.mounts["/_local/cloudformation/"] = http.HandlerFunc(e.serveCloudFormationControl)

@@ -51,9 +51,13 @@ type rule struct {
 }
 
 // ruleTarget is one target of a rule: an SQS queue, SNS topic, Lambda function or event
-// bus ARN, with the constant Input that replaces the event when set.
+// bus ARN, with the constant Input that replaces the event when set, or the InputPath or
+// input transformer (PathsMap, Template) that shapes it (see ruleTarget.body).
 type ruleTarget struct {
 	ID, ARN, Input string
+	InputPath      string            `json:",omitempty"`
+	PathsMap       map[string]string `json:",omitempty"`
+	Template       string            `json:",omitempty"`
 }
 
 // busARN is the ARN of the place's bus name.
@@ -159,7 +163,7 @@ func (p *Place) putRuleOn(bus, name string, r *rule) error {
 					AccountID: p.account, Time: at.UTC().Truncate(time.Second), Region: p.region,
 					Resources: []string{arn}, Detail: json.RawMessage("{}"),
 				})
-				p.deliverTargets(ctx, name, r.targets, payload)
+				p.deliverTargets(ctx, name, arn, r.targets, payload)
 			})
 		}()
 	}
@@ -266,7 +270,7 @@ func (p *Place) putEventOn(ctx context.Context, bus string, ev events.CloudWatch
 	e.mu.Unlock()
 	var errs []error
 	for _, m := range matched {
-		if err := p.deliverTargets(ctx, m.name, m.targets, body); err != nil {
+		if err := p.deliverTargets(ctx, m.name, p.ruleARN(bus, m.name), m.targets, body); err != nil {
 			errs = append(errs, fmt.Errorf("put event: %w", err))
 		}
 	}
@@ -275,14 +279,11 @@ func (p *Place) putEventOn(ctx context.Context, bus string, ev events.CloudWatch
 
 // deliverTargets sends payload (or a target's Input) to each target: SQS and SNS at once,
 // Lambda asynchronously, as EventBridge invokes functions.
-func (p *Place) deliverTargets(ctx context.Context, source string, targets []ruleTarget, payload []byte) error {
+func (p *Place) deliverTargets(ctx context.Context, source, sourceARN string, targets []ruleTarget, payload []byte) error {
 	e := p.e
 	var errs []error
 	for _, t := range targets {
-		body := string(payload)
-		if t.Input != "" {
-			body = t.Input
-		}
+		body := t.body(payload, source, sourceARN)
 		if err := p.deliver(ctx, t.ARN, body); err != nil {
 			errs = append(errs, fmt.Errorf("deliver %s's target %s: %w", source, t.ARN, err))
 			e.log.Warn("emulator: event not delivered", "rule", source, "target", t.ARN, "err", err)

@@ -25,6 +25,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -50,13 +53,17 @@ type target struct {
 	ssm     *ssm.Client
 	secrets *secretsmanager.Client
 	events  *eventbridge.Client
+	kms     *kms.Client
+	lambda  *lambda.Client
+	iam     *iam.Client
 }
 
 func newTarget(t *testing.T, name, url string) target {
 	t.Helper()
 	cfg := clientConfig(t, url, name == "moto")
 	return target{name: name, s3: awsclient.S3(cfg), sqs: sqs.NewFromConfig(cfg), sns: sns.NewFromConfig(cfg),
-		ssm: ssm.NewFromConfig(cfg), secrets: secretsmanager.NewFromConfig(cfg), events: eventbridge.NewFromConfig(cfg)}
+		ssm: ssm.NewFromConfig(cfg), secrets: secretsmanager.NewFromConfig(cfg), events: eventbridge.NewFromConfig(cfg),
+		kms: kms.NewFromConfig(cfg), lambda: lambda.NewFromConfig(cfg), iam: iam.NewFromConfig(cfg)}
 }
 
 // clientConfig is the SDK configuration of the scenarios' clients of the endpoint url: one
@@ -646,7 +653,7 @@ func TestDifferentialAgainstMoto(t *testing.T) {
 	cairn := newTarget(t, "cairn", v.e.URL())
 	ctx := context.Background()
 	var agreed, deviated int
-	list := append(scenarios(), edgeScenarios()...)
+	list := append(append(scenarios(), edgeScenarios()...), issue43List()...)
 	for _, sc := range list {
 		key := sc.service + "/" + sc.name
 		t.Run(key, func(t *testing.T) {

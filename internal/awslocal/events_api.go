@@ -302,18 +302,17 @@ func (a eventsAPI) targetCall(action string, body []byte) (any, error) {
 		if err := decodeEvents(action, body, &in); err != nil {
 			return nil, err
 		}
-		for _, t := range in.Targets {
-			for _, unsupported := range []string{"InputPath", "InputTransformer"} {
-				if _, ok := t[unsupported]; ok {
-					return nil, eventsErr("ValidationException", "Target %s: %s is not emulated by the local emulator (Input is).", text(t["Id"]), unsupported)
-				}
-			}
+		parsed, err := parseTargets(in.Targets)
+		if err != nil {
+			return nil, err
 		}
 		e.mu.Lock()
 		_, r, err := p.ruleLocked(in.EventBusName, in.Rule)
 		if err == nil {
-			for _, t := range in.Targets {
-				nt := ruleTarget{ID: text(t["Id"]), ARN: text(t["Arn"]), Input: text(t["Input"])}
+			err = checkTargetCount(r, parsed)
+		}
+		if err == nil {
+			for _, nt := range parsed {
 				if i := slices.IndexFunc(r.targets, func(o ruleTarget) bool { return o.ID == nt.ID }); i >= 0 {
 					r.targets[i] = nt
 				} else {
@@ -357,13 +356,9 @@ func (a eventsAPI) targetCall(action string, body []byte) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		targets := []map[string]string{}
+		targets := []map[string]any{}
 		for _, t := range r.targets {
-			m := map[string]string{"Id": t.ID, "Arn": t.ARN}
-			if t.Input != "" {
-				m["Input"] = t.Input
-			}
-			targets = append(targets, m)
+			targets = append(targets, t.listing())
 		}
 		return map[string]any{"Targets": targets}, nil
 	}
@@ -529,7 +524,7 @@ type savedRule struct {
 	Targets                                   []savedTarget
 }
 
-type savedTarget struct{ ID, ARN, Input string }
+type savedTarget ruleTarget
 
 func (p *Place) eventsPath() string { return filepath.Join(p.dir, "events", "events.json") }
 

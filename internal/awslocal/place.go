@@ -85,7 +85,7 @@ func newPlace(e *Emulator, account, region, dir string) (_ *Place, err error) {
 	if err != nil {
 		return nil, err
 	}
-	p.sns, err = snslocal.New(snslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("sns"), Send: e.send, Invoke: e.notifyFunction, Logger: o.Logger})
+	p.sns, err = snslocal.New(snslocal.Options{Region: region, AccountID: account, Clock: o.Clock, Dir: sub("sns"), Send: e.send, SendFIFO: e.sendFIFO, Invoke: e.notifyFunction, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +291,16 @@ func (e *Emulator) send(ctx context.Context, queueARN, body string, attrs map[st
 		return fmt.Errorf("queue %s does not exist", queueARN)
 	}
 	_, err := p.sqs.Send(ctx, queueARN, body, attrs, 0)
+	return err
+}
+
+// sendFIFO is send with a FIFO topic's message group and deduplication ids.
+func (e *Emulator) sendFIFO(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute, groupID, dedupID string) error {
+	p := e.placeOfARN(queueARN)
+	if p == nil {
+		return fmt.Errorf("queue %s does not exist", queueARN)
+	}
+	_, err := p.sqs.SendGroup(ctx, queueARN, body, attrs, 0, groupID, dedupID)
 	return err
 }
 

@@ -23,14 +23,16 @@ func (p *Place) ruleProvider() cfnlocal.Provider {
 		if rl.pattern == nil && rl.schedule == "" {
 			return fmt.Errorf("Parameter(s) EventPattern or ScheduleExpression must be specified.")
 		}
-		for _, t := range list(r.Props["Targets"]) {
-			m := object(t)
-			for _, unsupported := range []string{"InputPath", "InputTransformer"} {
-				if _, ok := m[unsupported]; ok {
-					return fmt.Errorf("target %s: %s is not emulated (Input is)", text(m["Id"]), unsupported)
-				}
+		targets := list(r.Props["Targets"])
+		if len(targets) > maxTargetsPerRule {
+			return fmt.Errorf("Rule %s has %d targets; a rule can have at most %d: split them among rules", r.PhysicalID, len(targets), maxTargetsPerRule)
+		}
+		for _, t := range targets {
+			nt, err := parseTarget(object(t))
+			if err != nil {
+				return err
 			}
-			rl.targets = append(rl.targets, ruleTarget{ID: text(m["Id"]), ARN: text(m["Arn"]), Input: text(m["Input"])})
+			rl.targets = append(rl.targets, nt)
 		}
 		return p.putRuleOn(busName(text(r.Props["EventBusName"])), r.PhysicalID, rl)
 	}

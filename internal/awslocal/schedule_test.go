@@ -49,3 +49,25 @@ func TestScheduleRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulerRateUnits: EventBridge Scheduler takes any of minute, minutes, hour,
+// hours, day, days after any positive value (rate(5 minute) included), unlike rules.
+func TestSchedulerRateUnits(t *testing.T) {
+	for expr, want := range map[string]time.Duration{"rate(5 minute)": 5 * time.Minute, "rate(1 minutes)": time.Minute,
+		"rate(2 hour)": 2 * time.Hour, "rate(1 day)": 24 * time.Hour, "rate(3 days)": 72 * time.Hour} {
+		s, err := parseSchedulerExpression(expr, "")
+		if err != nil {
+			t.Errorf("%s: %v", expr, err)
+			continue
+		}
+		from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		if got := s.next(from).Sub(from); got != want {
+			t.Errorf("%s: every %s, want %s", expr, got, want)
+		}
+	}
+	for _, expr := range []string{"rate(0 minutes)", "rate(5 weeks)", "rate(five minutes)", "rate(5)"} {
+		if _, err := parseSchedulerExpression(expr, ""); err == nil {
+			t.Errorf("%s accepted", expr)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package awslocal
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -36,7 +37,32 @@ func parseSchedulerExpression(expr, timezone string) (schedule, error) {
 		}
 		return at(t), nil
 	}
+	if strings.HasPrefix(expr, "rate(") && strings.HasSuffix(expr, ")") {
+		return parseSchedulerRate(strings.TrimSuffix(strings.TrimPrefix(expr, "rate("), ")"))
+	}
 	return parseSchedule(expr)
+}
+
+// parseSchedulerRate reads Scheduler's rate(value unit): a positive whole number and one
+// of minute, minutes, hour, hours, day, days, with no agreement of number between them
+// (unlike EventBridge rules' rate expressions). See
+// https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html
+// (ScheduleExpression: "a unit with the following options: minute | minutes | hour | hours | day | days").
+func parseSchedulerRate(s string) (schedule, error) {
+	fields := strings.Fields(s)
+	if len(fields) != 2 {
+		return nil, fmt.Errorf("rate(%s): want rate(VALUE UNIT), e.g. rate(5 minutes)", s)
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil || n <= 0 {
+		return nil, fmt.Errorf("rate(%s): value must be a positive whole number", s)
+	}
+	units := map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}
+	d, ok := units[strings.TrimSuffix(fields[1], "s")]
+	if !ok {
+		return nil, fmt.Errorf("rate(%s): unit must be one of minute, minutes, hour, hours, day, days", s)
+	}
+	return rate(time.Duration(n) * d), nil
 }
 
 // putSchedule installs (or replaces) the schedule key (GROUP/NAME), sending input to target.

@@ -146,23 +146,33 @@ func checkCapabilities(tpl *template, caps []string) error {
 	for _, c := range caps {
 		has[c] = true
 	}
-	var iam []string
+	want, _ := requiredCapability(tpl)
+	if want == "" || has["CAPABILITY_NAMED_IAM"] || (has["CAPABILITY_IAM"] && want == "CAPABILITY_IAM") {
+		return nil
+	}
+	return &apiError{Code: "InsufficientCapabilitiesException", Message: fmt.Sprintf("Requires capabilities : [%s]", want), Status: 400}
+}
+
+// requiredCapability is the capability a template's IAM resources need ("" when it has
+// none): CAPABILITY_NAMED_IAM when one has a custom name, CAPABILITY_IAM otherwise; and
+// the types of those resources, sorted.
+func requiredCapability(tpl *template) (string, []string) {
+	types := map[string]bool{}
 	named := false
 	for _, name := range sortedKeys(tpl.Resources) {
 		d := tpl.Resources[name]
 		if strings.HasPrefix(d.Type, "AWS::IAM::") {
-			iam = append(iam, name)
+			types[d.Type] = true
 			if p, ok := iamNames[d.Type]; ok && d.Properties[p] != nil {
 				named = true
 			}
 		}
 	}
-	if len(iam) == 0 || has["CAPABILITY_NAMED_IAM"] || (has["CAPABILITY_IAM"] && !named) {
-		return nil
+	switch {
+	case len(types) == 0:
+		return "", nil
+	case named:
+		return "CAPABILITY_NAMED_IAM", sortedKeys(types)
 	}
-	want := "CAPABILITY_IAM"
-	if named {
-		want = "CAPABILITY_NAMED_IAM"
-	}
-	return &apiError{Code: "InsufficientCapabilitiesException", Message: fmt.Sprintf("Requires capabilities : [%s]", want), Status: 400}
+	return "CAPABILITY_IAM", sortedKeys(types)
 }

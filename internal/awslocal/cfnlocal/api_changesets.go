@@ -32,7 +32,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 	switch typ {
 	case "CREATE":
 		if st != nil && st.Status != "REVIEW_IN_PROGRESS" {
-			return nil, &apiError{Code: "AlreadyExistsException", Message: fmt.Sprintf("Stack [%s] already exists and cannot be created again with the changeSet [%s].", name, csName), Status: 400}
+			return nil, validation("Stack [%s] already exists and cannot be created again with the changeSet [%s].", name, csName) // AWS's code; AlreadyExistsException is for a change set name in use
 		}
 	case "UPDATE":
 		if st == nil {

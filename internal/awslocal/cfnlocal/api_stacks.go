@@ -284,7 +284,7 @@ func (s *Service) xstack(st *stack) xStack {
 		if tpl != nil && tpl.Parameters[k].NoEcho {
 			v = mask
 		}
-		x.Parameters = append(x.Parameters, xParam{ParameterKey: k, ParameterValue: v})
+		x.Parameters = append(x.Parameters, xParam{ParameterKey: k, ParameterValue: v, ResolvedValue: st.Resolved[k]})
 	}
 	if tpl != nil {
 		for _, k := range tpl.ParamOrder {
@@ -296,7 +296,7 @@ func (s *Service) xstack(st *stack) xStack {
 				if d.NoEcho {
 					v = mask
 				}
-				x.Parameters = append(x.Parameters, xParam{ParameterKey: k, ParameterValue: v})
+				x.Parameters = append(x.Parameters, xParam{ParameterKey: k, ParameterValue: v, ResolvedValue: st.Resolved[k]})
 			}
 		}
 		sort.Slice(x.Parameters, func(i, j int) bool { return x.Parameters[i].ParameterKey < x.Parameters[j].ParameterKey })

@@ -1,6 +1,7 @@
 package cfnlocal
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -185,31 +186,62 @@ func (s *Service) getTemplateSummary(f form) (any, error) {
 	} else if tpl, err = s.parse(body); err != nil {
 		return nil, err
 	}
-	type pd struct {
-		ParameterKey  string
-		DefaultValue  string `xml:",omitempty"`
-		ParameterType string
-		NoEcho        bool
-		Description   string `xml:",omitempty"`
+	return summarize(body, tpl, names)
+}
+
+// summaryParameter is a parameter as GetTemplateSummary describes it.
+type summaryParameter struct {
+	ParameterKey         string
+	DefaultValue         string `xml:",omitempty"`
+	ParameterType        string
+	NoEcho               bool
+	Description          string `xml:",omitempty"`
+	ParameterConstraints struct {
+		AllowedValues []string `xml:"AllowedValues>member"`
 	}
-	var ps []pd
+}
+
+// summarize is GetTemplateSummary's answer for a template: its parameters (with their
+// allowed values), description, resource types, transforms, the capability its IAM
+// resources need and why, and its Metadata section as JSON. See
+// https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_GetTemplateSummary.html.
+func summarize(body string, tpl *template, transforms []string) (any, error) {
+	var ps []summaryParameter
 	for _, n := range tpl.ParamOrder {
 		d := tpl.Parameters[n]
-		p := pd{ParameterKey: n, ParameterType: d.Type, NoEcho: d.NoEcho, Description: d.Description}
+		p := summaryParameter{ParameterKey: n, ParameterType: d.Type, NoEcho: d.NoEcho, Description: d.Description}
 		if d.Default != nil {
 			p.DefaultValue = *d.Default
 		}
+		p.ParameterConstraints.AllowedValues = d.AllowedValues
 		ps = append(ps, p)
 	}
 	types := map[string]bool{}
 	for _, r := range tpl.Resources {
 		types[r.Type] = true
 	}
+	var caps []string
+	reason := ""
+	if c, iam := requiredCapability(tpl); c != "" {
+		caps = []string{c}
+		reason = "The following resource(s) require capabilities: [" + strings.Join(iam, ", ") + "]"
+	}
+	metadata := ""
+	if m, err := rawTemplate(body); err == nil && m["Metadata"] != nil {
+		b, err := json.Marshal(m["Metadata"])
+		if err != nil {
+			return nil, invalidf("Template format error: Metadata cannot be written as JSON: %v", err)
+		}
+		metadata = string(b)
+	}
 	return struct {
-		Parameters         []pd     `xml:"Parameters>member"`
-		Description        string   `xml:",omitempty"`
-		ResourceTypes      []string `xml:"ResourceTypes>member"`
+		Parameters         []summaryParameter `xml:"Parameters>member"`
+		Description        string             `xml:",omitempty"`
+		Capabilities       []string           `xml:"Capabilities>member"`
+		CapabilitiesReason string             `xml:",omitempty"`
+		ResourceTypes      []string           `xml:"ResourceTypes>member"`
 		Version            string
+		Metadata           string   `xml:",omitempty"`
 		DeclaredTransforms []string `xml:"DeclaredTransforms>member"`
-	}{ps, tpl.Description, sortedKeys(types), "2010-09-09", names}, nil
+	}{ps, tpl.Description, caps, reason, sortedKeys(types), "2010-09-09", metadata, transforms}, nil
 }

@@ -287,7 +287,7 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 			op.Cur++
 			return
 		}
-		if r.DeletionPolicy == "Retain" && op.Kind != "ROLLBACK" {
+		if keptOnDelete(r.DeletionPolicy, op.Kind) {
 			s.setResource(st, r, t, "DELETE_SKIPPED", "")
 			st.RetainedResources = append(st.RetainedResources, r.LogicalID)
 			op.Started = false
@@ -537,7 +537,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			s.startCreateRollback(st, err.Error(), t)
 			return
 		}
-		st.Outputs = outs
+		st.Outputs, st.Resolved = outs, s.resolvedSSM(e.tpl, op.Params)
 		st.Op = nil
 		s.setStatus(st, t, "CREATE_COMPLETE", "")
 	case op.Kind == "IMPORT":
@@ -553,7 +553,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			s.startImportRollback(st, err.Error(), t)
 			return
 		}
-		st.Outputs, st.Body, st.Original, st.tpl, st.Params = outs, op.Body, op.Original, tpl, op.Params
+		st.Outputs, st.Body, st.Original, st.tpl, st.Params, st.Resolved = outs, op.Body, op.Original, tpl, op.Params, s.resolvedSSM(tpl, op.Params)
 		st.Description, st.Imports = tpl.Description, importsOf(st, tpl, s)
 		st.Op = nil
 		s.setStatus(st, t, "IMPORT_COMPLETE", "")
@@ -600,7 +600,7 @@ func (s *Service) finishPhase(st *stack, t time.Time) {
 			return
 		}
 		st.Outputs = outs
-		st.Body, st.Original, st.tpl, st.Params = op.Body, op.Original, tpl, op.Params
+		st.Body, st.Original, st.tpl, st.Params, st.Resolved = op.Body, op.Original, tpl, op.Params, s.resolvedSSM(tpl, op.Params)
 		st.Description = tpl.Description
 		st.Imports = importsOf(st, tpl, s)
 		s.setStatus(st, t, "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS", "")

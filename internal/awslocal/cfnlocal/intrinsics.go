@@ -234,7 +234,7 @@ func (e *evaluator) fn(name string, arg any) (any, error) {
 		if r == "" {
 			r = e.region
 		}
-		return []any{r + "a", r + "b", r + "c"}, nil
+		return availabilityZones(r), nil
 	case "Fn::Base64":
 		s, err := e.evalString(arg, "Fn::Base64")
 		if err != nil {

@@ -533,3 +533,6 @@ func (s *Service) call(h handler, f form) (res any, err error) {
 	s.advance(s.clk.Now())
 	return h(s, f)
 }
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string { return sortedKeys(actions) }

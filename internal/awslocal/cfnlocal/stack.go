@@ -26,6 +26,7 @@ type stack struct {
 	Body              string            // current template, processed (see process)
 	Original          string            // the template as given, when its transforms changed it
 	Params            map[string]string // effective parameter values as given
+	Resolved          map[string]string `json:",omitempty"` // values of SSM parameter types, as the last operation read them
 	NoEcho            map[string]bool
 	Tags              []tag
 	Capabilities      []string

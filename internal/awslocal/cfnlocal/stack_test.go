@@ -28,7 +28,7 @@ func TestCreateEvaluatesIntrinsicsInDependencyOrder(t *testing.T) {
 		want   map[string]string
 	}{
 		{"dev", nil, map[string]string{
-			"SubnetCidr": "10.0.0.0/24", "Azs": "us-east-1a,us-east-1b,us-east-1c", "Mode": "dev-mode",
+			"SubnetCidr": "10.0.0.0/24", "Azs": "us-east-1a,us-east-1b,us-east-1c,us-east-1d,us-east-1e,us-east-1f", "Mode": "dev-mode",
 			"Encoded": "aGk=", "NotProd": "dev-10.0.1.0/24", "Split": "net-dev",
 		}},
 		{"prod", map[string]string{"Env": "prod", "CidrBlock": "10.9.0.0/16"}, map[string]string{

@@ -422,3 +422,6 @@ func decodeToken(s string) (int, bool) {
 	n, err := strconv.ParseInt(s, 36, 32)
 	return int(n), err == nil && n >= 0
 }
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string { return strings.Split(served(), ", ") }

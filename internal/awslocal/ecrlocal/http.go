@@ -131,3 +131,8 @@ func (s *Service) call(action string, body []byte) (any, error) {
 	}
 	return nil, &Error{Code: "InvalidAction", Status: 400, Message: fmt.Sprintf("The action %s is not valid for this endpoint (the local emulator serves CreateRepository, DescribeRepositories, DeleteRepository, PutImage, DescribeImages and BatchGetImage)", action)}
 }
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string {
+	return []string{"BatchGetImage", "CreateRepository", "DeleteRepository", "DescribeImages", "DescribeRepositories", "PutImage"}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/awsjson"
 )
@@ -74,11 +75,15 @@ func (s *Service) call(action string, body []byte) (any, error) {
 		}
 		return struct{}{}, nil
 	case "ScheduleKeyDeletion":
-		k, err := s.SetState(in.KeyId, "PendingDeletion")
+		var w struct{ PendingWindowInDays *int }
+		if err := decode(&w); err != nil {
+			return nil, err
+		}
+		k, days, err := s.ScheduleDeletion(in.KeyId, w.PendingWindowInDays)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"KeyId": k.ARN, "KeyState": k.State, "DeletionDate": float64(k.DeletionAt.UnixMilli()) / 1000, "PendingWindowInDays": 30}, nil
+		return map[string]any{"KeyId": k.ARN, "KeyState": k.State, "DeletionDate": float64(k.DeletionAt.UnixMilli()) / 1000, "PendingWindowInDays": days}, nil
 	case "GenerateMac":
 		mac, arn, err := s.GenerateMac(in.KeyId, in.MacAlgorithm, in.Message)
 		if err != nil {
@@ -92,7 +97,50 @@ func (s *Service) call(action string, body []byte) (any, error) {
 		}
 		return map[string]any{"KeyId": arn, "MacValid": true, "MacAlgorithm": in.MacAlgorithm}, nil
 	}
-	return nil, &Error{Code: "UnsupportedOperationException", Message: fmt.Sprintf("The action %s is not served by the local emulator (served: CreateKey, DescribeKey, ListKeys, EnableKey, DisableKey, ScheduleKeyDeletion, CancelKeyDeletion, GenerateMac, VerifyMac)", action), Status: 400}
+	return s.callMore(action, decode)
+}
+
+// callMore serves Encrypt, Decrypt and the alias actions.
+func (s *Service) callMore(action string, decode func(any) error) (any, error) {
+	var in struct {
+		KeyId, AliasName, TargetKeyId string
+		Plaintext, CiphertextBlob     []byte
+		EncryptionContext             map[string]string
+	}
+	if err := decode(&in); err != nil {
+		return nil, err
+	}
+	switch action {
+	case "Encrypt":
+		blob, arn, err := s.Encrypt(in.KeyId, in.Plaintext, in.EncryptionContext)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"CiphertextBlob": blob, "KeyId": arn, "EncryptionAlgorithm": "SYMMETRIC_DEFAULT"}, nil
+	case "Decrypt":
+		plain, arn, err := s.Decrypt(in.CiphertextBlob, in.KeyId, in.EncryptionContext)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"Plaintext": plain, "KeyId": arn, "EncryptionAlgorithm": "SYMMETRIC_DEFAULT"}, nil
+	case "CreateAlias":
+		return struct{}{}, s.CreateAlias(in.AliasName, in.TargetKeyId)
+	case "DeleteAlias":
+		return struct{}{}, s.DeleteAlias(in.AliasName)
+	case "ListAliases":
+		list, err := s.ListAliases(in.KeyId)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"Aliases": list, "Truncated": false}, nil
+	}
+	return nil, &Error{Code: "UnsupportedOperationException", Message: fmt.Sprintf("The action %s is not served by the local emulator (served: %s)", action, strings.Join(Actions(), ", ")), Status: 400}
+}
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string {
+	return []string{"CancelKeyDeletion", "CreateAlias", "CreateKey", "Decrypt", "DeleteAlias", "DescribeKey", "DisableKey", "EnableKey",
+		"Encrypt", "GenerateMac", "ListAliases", "ListKeys", "ScheduleKeyDeletion", "VerifyMac"}
 }
 
 func cmpOr(a, b string) string {

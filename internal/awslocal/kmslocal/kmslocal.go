@@ -40,8 +40,9 @@ type Options struct {
 type Service struct {
 	opts Options
 
-	mu   sync.Mutex
-	keys map[string]*Key
+	mu      sync.Mutex
+	keys    map[string]*Key
+	aliases map[string]*alias // by alias/NAME
 }
 
 // Key is one KMS key.
@@ -100,9 +101,12 @@ func New(o Options) (*Service, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{opts: o, keys: map[string]*Key{}}
+	s := &Service{opts: o, keys: map[string]*Key{}, aliases: map[string]*alias{}}
 	if o.Dir != "" {
 		if err := statefile.Read(s.path(), &s.keys); err != nil {
+			return nil, fmt.Errorf("kms emulator: %w", err)
+		}
+		if err := statefile.Read(s.aliasPath(), &s.aliases); err != nil {
 			return nil, fmt.Errorf("kms emulator: %w", err)
 		}
 	}
@@ -177,6 +181,13 @@ func (s *Service) find(keyID string) (*Key, error) {
 	if keyID == "" {
 		return nil, validation("KeyId is required.")
 	}
+	if name, ok := s.aliasName(keyID); ok {
+		a := s.aliases[name]
+		if a == nil {
+			return nil, s.aliasNotFound(name)
+		}
+		keyID = a.KeyID
+	}
 	id := keyID
 	if strings.HasPrefix(keyID, "arn:") {
 		prefix := fmt.Sprintf("arn:aws:kms:%s:%s:key/", s.opts.Region, s.opts.AccountID)
@@ -218,6 +229,21 @@ func (s *Service) List() []Key {
 // SetState enables or disables a key, schedules its deletion (PendingDeletion) or
 // cancels it (Disabled, as KMS leaves it).
 func (s *Service) SetState(keyID, state string) (Key, error) {
+	return s.setState(keyID, state, 30*24*time.Hour)
+}
+
+// ScheduleDeletion schedules a key's deletion after a window of 7 to 30 days (nil: 30),
+// and returns the key and the window in days.
+func (s *Service) ScheduleDeletion(keyID string, days *int) (Key, int, error) {
+	window, n, err := pendingWindow(days)
+	if err != nil {
+		return Key{}, 0, err
+	}
+	k, err := s.setState(keyID, "PendingDeletion", window)
+	return k, n, err
+}
+
+func (s *Service) setState(keyID, state string, window time.Duration) (Key, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, err := s.find(keyID)
@@ -230,7 +256,7 @@ func (s *Service) SetState(keyID, state string) (Key, error) {
 		if pending {
 			return Key{}, invalidState(k)
 		}
-		k.State, k.DeletionAt = state, s.opts.Clock.Now().UTC().Add(30*24*time.Hour)
+		k.State, k.DeletionAt = state, s.opts.Clock.Now().UTC().Add(window)
 	case "Cancel":
 		if !pending {
 			return Key{}, invalidState(k)

@@ -13,7 +13,8 @@ import (
 // never leaves a key without a current version (see restoreCurrent).
 type listedBackend struct {
 	*s3mem.Backend
-	now func() time.Time
+	now  func() time.Time
+	etag func(bucket, key, plain string) string // the ETag S3 gives an object (see Service.complete)
 }
 
 func (b listedBackend) ListBucket(ctx context.Context, name string, prefix *gofakes3.Prefix, page gofakes3.ListBucketPage) (*gofakes3.ObjectList, error) {
@@ -27,6 +28,9 @@ func (b listedBackend) ListBucket(ctx context.Context, name string, prefix *gofa
 			continue
 		}
 		kept = append(kept, c)
+	}
+	for _, c := range kept {
+		c.ETag = b.etag(name, c.Key, c.ETag)
 	}
 	list.Contents = kept
 	if !list.IsTruncated {
@@ -114,6 +118,11 @@ func (b listedBackend) ListBucketVersions(name string, prefix *gofakes3.Prefix, 
 		items = items[:page.MaxKeys]
 		last := items[len(items)-1]
 		res.IsTruncated, res.NextKeyMarker, res.NextVersionIDMarker = true, versionKey(last), last.GetVersionID()
+	}
+	for _, it := range items {
+		if v, ok := it.(*gofakes3.Version); ok {
+			v.ETag = b.etag(name, v.Key, v.ETag)
+		}
 	}
 	res.Versions = items
 	return res, nil

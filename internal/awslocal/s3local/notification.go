@@ -470,6 +470,7 @@ func Operation(r *http.Request) string {
 			{"tagging", "GetBucketTagging", "PutBucketTagging", "DeleteBucketTagging"},
 			{"policy", "GetBucketPolicy", "PutBucketPolicy", "DeleteBucketPolicy"},
 			{"cors", "GetBucketCors", "PutBucketCors", "DeleteBucketCors"},
+			{"object-lock", "GetObjectLockConfiguration", "PutObjectLockConfiguration", ""},
 			{"lifecycle", "GetBucketLifecycleConfiguration", "PutBucketLifecycleConfiguration", "DeleteBucketLifecycle"},
 			{"encryption", "GetBucketEncryption", "PutBucketEncryption", "DeleteBucketEncryption"},
 			{"publicAccessBlock", "GetPublicAccessBlock", "PutPublicAccessBlock", "DeletePublicAccessBlock"},
@@ -548,4 +549,14 @@ func Operation(r *http.Request) string {
 		return "DeleteObject"
 	}
 	return m + "Object"
+}
+
+// Operations lists the S3 operations this emulator serves (gofakes3's and its own), sorted.
+func Operations() []string {
+	return []string{"AbortMultipartUpload", "CompleteMultipartUpload", "CopyObject", "CreateBucket", "CreateMultipartUpload", "DeleteBucket",
+		"DeleteBucketCors", "DeleteBucketPolicy", "DeleteObject", "DeleteObjectTagging", "DeleteObjects", "GetBucketCors", "GetBucketLocation",
+		"GetBucketNotificationConfiguration", "GetBucketPolicy", "GetBucketVersioning", "GetObject", "GetObjectAttributes",
+		"GetObjectLockConfiguration", "GetObjectTagging", "HeadBucket", "HeadObject", "ListBuckets", "ListMultipartUploads",
+		"ListObjectVersions", "ListObjects", "ListObjectsV2", "ListParts", "PutBucketCors", "PutBucketNotificationConfiguration",
+		"PutBucketPolicy", "PutBucketVersioning", "PutObject", "PutObjectLockConfiguration", "PutObjectTagging", "UploadPart", "UploadPartCopy"}
 }

@@ -67,8 +67,13 @@ type Service struct {
 	replaying bool
 	notif     map[string]*notificationConfiguration
 	policies  map[string]string // bucket policies, by bucket
-	sequencer uint64
-	journal   *os.File
+	cors      map[string][]byte // CORS configurations, by bucket
+	locks     map[string][]byte // Object Lock configurations, by bucket
+	// multipartETags maps bucket/key to the MD5 ETags of content made by a multipart
+	// upload and the ETag S3 gives it instead (see complete).
+	multipartETags map[string]map[string]string
+	sequencer      uint64
+	journal        *os.File
 }
 
 // New returns a Service, replaying the journal under opts.Dir if there is one.
@@ -85,7 +90,8 @@ func New(opts Options) (*Service, error) {
 	if err := checkLayout(); err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts, notif: map[string]*notificationConfiguration{}, policies: map[string]string{}}
+	s := &Service{opts: opts, notif: map[string]*notificationConfiguration{}, policies: map[string]string{},
+		cors: map[string][]byte{}, locks: map[string][]byte{}, multipartETags: map[string]map[string]string{}}
 	seed := opts.Clock.Now().UnixNano()
 	var records []record
 	if opts.Dir != "" {
@@ -100,7 +106,7 @@ func New(opts Options) (*Service, error) {
 	}
 	ts := timeSource{s}
 	s.backend = s3mem.New(s3mem.WithTimeSource(ts), s3mem.WithVersionSeed(seed))
-	fake := gofakes3.New(listedBackend{Backend: s.backend, now: ts.Now},
+	fake := gofakes3.New(listedBackend{Backend: s.backend, now: ts.Now, etag: s.multipartETag},
 		gofakes3.WithTimeSource(ts),
 		gofakes3.WithTimeSkewLimit(0), // a fake clock may be far from the signer's
 		gofakes3.WithIntegrityCheck(true),
@@ -154,6 +160,9 @@ func (s *Service) GetObject(ctx context.Context, bucket, key string) ([]byte, er
 
 // ServeHTTP serves one S3 request.
 func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.expired(w, r) {
+		return
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
@@ -203,18 +212,48 @@ func (s *Service) route(w http.ResponseWriter, r *http.Request) {
 		s.servePolicy(w, r, bucket)
 		return
 	}
-	if s.markerVersion(w, r, bucket, key) || s.behindMarker(w, r, bucket, key) {
+	if s.serveBucketConfig(w, r, bucket, key) || s.recreate(w, r, bucket, key) {
 		return
+	}
+	if s.markerVersion(w, r, bucket, key) || s.behindMarker(w, r, bucket, key) || s.complete(w, r, bucket, key) {
+		return
+	}
+	if key != "" {
+		s.translateConditions(r, bucket, key)
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			w = etagWriter{ResponseWriter: w, s: s, bucket: bucket, key: key}
+		}
 	}
 	if q := r.URL.Query(); r.Method == http.MethodGet && key == "" && bucket != "" && q.Get("list-type") == "2" {
 		s.listV2(w, r)
 		return
 	}
-	s.handler.ServeHTTP(w, r)
+	if locked := createsLocked(r, bucket, key); locked {
+		// gofakes3 refuses Object Lock; the bucket is made without it, then locked
+		inner := r.Clone(r.Context())
+		inner.Header.Del("X-Amz-Bucket-Object-Lock-Enabled")
+		s.handler.ServeHTTP(w, inner)
+		s.lockAtCreation(r, bucket)
+	} else {
+		s.handler.ServeHTTP(w, r)
+	}
+	if ew, ok := w.(etagWriter); ok {
+		ew.fix()
+	}
+	if key != "" && writes(r) && r.Method == http.MethodPut {
+		s.forgetSinglePut(w.Header(), bucket, key)
+	}
 	if q := r.URL.Query(); r.Method == http.MethodDelete && key == "" && bucket != "" && (len(q) == 0 || len(q) == 1 && q.Has("x-id")) {
 		if exists, _ := s.backend.BucketExists(r.Context(), bucket); !exists {
 			delete(s.notif, bucket)
 			delete(s.policies, bucket)
+			delete(s.cors, bucket)
+			delete(s.locks, bucket)
+			for k := range s.multipartETags {
+				if strings.HasPrefix(k, bucket+"/") {
+					delete(s.multipartETags, k)
+				}
+			}
 		}
 	}
 }

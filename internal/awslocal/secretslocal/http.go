@@ -167,3 +167,11 @@ func (s *Service) batchGet(ids []string, filters []Filter) (any, error) {
 	}
 	return out, nil
 }
+
+// Actions lists the actions this emulator serves, sorted (RotateSecret and
+// CancelRotateSecret are answered, refused: no rotation function runs).
+func Actions() []string {
+	return []string{"BatchGetSecretValue", "CreateSecret", "DeleteResourcePolicy", "DeleteSecret", "DescribeSecret", "GetRandomPassword",
+		"GetResourcePolicy", "GetSecretValue", "ListSecretVersionIds", "ListSecrets", "PutResourcePolicy", "PutSecretValue", "RestoreSecret",
+		"TagResource", "UntagResource", "UpdateSecret", "UpdateSecretVersionStage"}
+}

@@ -81,9 +81,12 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		result = out
 	case "Publish":
-		var id string
-		id, err = s.publishForm(r, f)
-		result = struct{ MessageId string }{id}
+		var id, seq string
+		id, seq, err = s.publishForm(r, f)
+		result = struct {
+			MessageId      string
+			SequenceNumber string `xml:",omitempty"`
+		}{id, seq}
 	case "PublishBatch":
 		result, err = s.publishBatchForm(r, f)
 	case "":
@@ -98,19 +101,19 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.writeResult(w, action, result)
 }
 
-func (s *Service) publishForm(r *http.Request, f map[string][]string) (string, error) {
+func (s *Service) publishForm(r *http.Request, f map[string][]string) (string, string, error) {
 	arn := first(f, "TopicArn")
 	if arn == "" {
 		arn = first(f, "TargetArn")
 	}
 	if arn == "" {
-		return "", invalid("TopicArn or TargetArn Reason: no value for required parameter")
+		return "", "", invalid("TopicArn or TargetArn Reason: no value for required parameter")
 	}
 	message, attrs, err := messageForm(f, "")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return s.publish(r.Context(), arn, first(f, "Subject"), message, attrs)
+	return s.publishFIFO(r.Context(), arn, first(f, "Subject"), message, attrs, fifoIDs{first(f, "MessageGroupId"), first(f, "MessageDeduplicationId")})
 }
 
 // first returns the first value of a form field, "" when it has none.
@@ -164,7 +167,8 @@ func messageForm(f map[string][]string, prefix string) (string, map[string]messa
 var batchEntryID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
 
 type batchSuccess struct {
-	Id, MessageId string
+	Id, MessageId  string
+	SequenceNumber string `xml:",omitempty"`
 }
 
 type batchFailure struct {
@@ -221,9 +225,9 @@ func (s *Service) publishBatchForm(r *http.Request, f map[string][]string) (any,
 	for _, p := range prefixes {
 		id := first(f, p+"Id")
 		message, attrs, err := messageForm(f, p)
-		var msgID string
+		var msgID, seq string
 		if err == nil {
-			msgID, err = s.publish(r.Context(), arn, first(f, p+"Subject"), message, attrs)
+			msgID, seq, err = s.publishFIFO(r.Context(), arn, first(f, p+"Subject"), message, attrs, fifoIDs{first(f, p+"MessageGroupId"), first(f, p+"MessageDeduplicationId")})
 		}
 		if err != nil {
 			var e *Error
@@ -233,7 +237,7 @@ func (s *Service) publishBatchForm(r *http.Request, f map[string][]string) (any,
 			out.Failed = append(out.Failed, batchFailure{Id: id, Code: e.Code, Message: e.Message, SenderFault: e.Status < 500})
 			continue
 		}
-		out.Successful = append(out.Successful, batchSuccess{Id: id, MessageId: msgID})
+		out.Successful = append(out.Successful, batchSuccess{Id: id, MessageId: msgID, SequenceNumber: seq})
 	}
 	return out, nil
 }
@@ -347,4 +351,10 @@ func checkAttribute(name string, a messageAttribute) error {
 // words it (without the "Invalid parameter:" prefix of other parameters).
 func attributeError(format string, args ...any) *Error {
 	return &Error{Code: "InvalidParameter", Status: 400, Message: fmt.Sprintf(format, args...)}
+}
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string {
+	return []string{"CreateTopic", "DeleteTopic", "GetSubscriptionAttributes", "GetTopicAttributes", "ListSubscriptions", "ListSubscriptionsByTopic",
+		"ListTopics", "Publish", "PublishBatch", "SetSubscriptionAttributes", "SetTopicAttributes", "Subscribe", "Unsubscribe"}
 }

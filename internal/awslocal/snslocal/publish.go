@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -30,23 +33,45 @@ type messageAttribute struct {
 }
 
 func (s *Service) publish(ctx context.Context, topicARN, subject, message string, attrs map[string]messageAttribute) (string, error) {
+	id, _, err := s.publishFIFO(ctx, topicARN, subject, message, attrs, fifoIDs{})
+	return id, err
+}
+
+// fifoIDs are the message group and deduplication ids of a message to a FIFO topic.
+type fifoIDs struct{ group, dedup string }
+
+// publishFIFO publishes a message; to a FIFO topic it needs a MessageGroupId, and a
+// MessageDeduplicationId unless the topic has ContentBasedDeduplication (then the SHA-256
+// of the message is the id), and both are carried to FIFO queue subscriptions. It returns
+// the message id and, for a FIFO topic, its sequence number. See
+// https://docs.aws.amazon.com/sns/latest/api/API_Publish.html (MessageGroupId: "This
+// parameter applies only to FIFO (first-in-first-out) topics ... is required for FIFO topics").
+func (s *Service) publishFIFO(ctx context.Context, topicARN, subject, message string, attrs map[string]messageAttribute, ids fifoIDs) (string, string, error) {
 	if message == "" {
-		return "", invalid("Empty message")
+		return "", "", invalid("Empty message")
 	}
 	if len(message) > 256*1024 {
-		return "", invalid("Message too long")
+		return "", "", invalid("Message too long")
 	}
 	s.mu.Lock()
 	t, ok := s.topics[topicARN]
 	var subs []subscription
+	seq := ""
+	var err error
 	if ok {
 		for _, sub := range t.Subscriptions {
 			subs = append(subs, *sub)
 		}
+		if ids, seq, err = s.fifoLocked(t, message, ids); err == nil && seq != "" {
+			s.persistLocked()
+		}
 	}
 	s.mu.Unlock()
 	if !ok {
-		return "", notFound("Topic does not exist")
+		return "", "", notFound("Topic does not exist")
+	}
+	if err != nil {
+		return "", "", err
 	}
 	id := newID()
 	now := s.opts.Clock.Now().UTC()
@@ -76,15 +101,39 @@ func (s *Service) publish(ctx context.Context, topicARN, subject, message string
 		} else {
 			body = s.envelope(id, topicARN, sub.ARN, subject, message, now.Format("2006-01-02T15:04:05.000Z"), attrs)
 		}
-		if s.opts.Send == nil {
-			continue
+		var err error
+		switch {
+		case seq != "" && s.opts.SendFIFO != nil:
+			err = s.opts.SendFIFO(ctx, sub.Endpoint, body, sqsAttrs, ids.group, ids.dedup)
+		case s.opts.Send != nil:
+			err = s.opts.Send(ctx, sub.Endpoint, body, sqsAttrs)
 		}
-		if err := s.opts.Send(ctx, sub.Endpoint, body, sqsAttrs); err != nil {
+		if err != nil {
 			// AWS retries and eventually drops; the emulator logs and goes on.
 			s.opts.Logger.Error("sns emulator: delivery failed", "topic", topicARN, "subscription", sub.ARN, "endpoint", sub.Endpoint, "err", err)
 		}
 	}
-	return id, nil
+	return id, seq, nil
+}
+
+// fifoLocked checks the ids of a message to topic t and gives it its sequence number; a
+// standard topic's messages have none ("").
+func (s *Service) fifoLocked(t *topic, message string, ids fifoIDs) (fifoIDs, string, error) {
+	if t.Attributes["FifoTopic"] != "true" {
+		return ids, "", nil
+	}
+	if ids.group == "" {
+		return ids, "", invalid("The MessageGroupId parameter is required for FIFO topics")
+	}
+	if ids.dedup == "" {
+		if t.Attributes["ContentBasedDeduplication"] != "true" {
+			return ids, "", invalid("The topic should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly")
+		}
+		sum := sha256.Sum256([]byte(message))
+		ids.dedup = hex.EncodeToString(sum[:])
+	}
+	t.Sequence++
+	return ids, fmt.Sprintf("%020d", t.Sequence), nil
 }
 
 // envelopeAttribute is a message attribute as the Notification envelope carries it.

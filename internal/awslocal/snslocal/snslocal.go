@@ -34,6 +34,10 @@ type Options struct {
 	Dir string
 	// Send enqueues a message on an SQS queue by ARN; subscriptions of protocol sqs use it.
 	Send func(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute) error
+	// SendFIFO enqueues a message of a FIFO topic on an SQS (FIFO) queue by ARN, with the
+	// message group and deduplication ids the publisher gave (or the topic derived).
+	// Nil: such messages go through Send without them.
+	SendFIFO func(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute, groupID, dedupID string) error
 	// Invoke invokes a Lambda function asynchronously with an events.SNSEvent; subscriptions
 	// of protocol lambda use it. Nil: such messages are not delivered.
 	Invoke func(ctx context.Context, functionARN string, event []byte) error
@@ -54,6 +58,8 @@ type topic struct {
 	Attributes    map[string]string `json:"attributes,omitempty"`
 	Tags          map[string]string `json:"tags,omitempty"`
 	Subscriptions []*subscription   `json:"subscriptions,omitempty"`
+	// Sequence is the last SequenceNumber a FIFO topic gave a message.
+	Sequence uint64 `json:"sequence,omitempty"`
 }
 
 type subscription struct {

@@ -3,6 +3,7 @@ package sqslocal
 import (
 	"context"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 )
@@ -22,6 +23,7 @@ type request struct {
 	MessageAttributeNames, TagKeys                  []string
 	MessageAttributes, MessageSystemAttributes      map[string]attribute
 	Entries                                         []entry
+	moveRequest
 }
 
 // entry is the union of the batch actions' entries.
@@ -85,6 +87,17 @@ var actions = map[string]bool{
 	"GetQueueAttributes": true, "SetQueueAttributes": true, "SendMessage": true, "SendMessageBatch": true,
 	"ReceiveMessage": true, "DeleteMessage": true, "DeleteMessageBatch": true, "ChangeMessageVisibility": true,
 	"ChangeMessageVisibilityBatch": true, "TagQueue": true, "UntagQueue": true, "ListQueueTags": true,
+	"ListDeadLetterSourceQueues": true, "StartMessageMoveTask": true, "ListMessageMoveTasks": true, "CancelMessageMoveTask": true,
+}
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string {
+	out := make([]string, 0, len(actions))
+	for a := range actions {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // do runs one action and returns its output in the JSON protocol's shape.
@@ -103,6 +116,13 @@ func (s *Service) do(ctx context.Context, action string, in *request) (any, erro
 		}
 		urls, next, err := s.listQueues(in.QueueNamePrefix, intOr(in.MaxResults, 0), in.NextToken)
 		return &listQueuesOutput{QueueUrls: urls, NextToken: next}, err
+	case "StartMessageMoveTask":
+		return s.startMove(&in.moveRequest)
+	case "ListMessageMoveTasks":
+		in.moveRequest.MaxResults = in.MaxResults
+		return s.listMoves(&in.moveRequest)
+	case "CancelMessageMoveTask":
+		return s.cancelMove(&in.moveRequest)
 	}
 	name, err := queueName(in.QueueUrl)
 	if err != nil {
@@ -166,6 +186,8 @@ func (s *Service) do(ctx context.Context, action string, in *request) (any, erro
 		return s.receiptBatch(name, receiptEntries(in.Entries), func(q *queue, e receiptEntry) error {
 			return s.changeVisibilityLocked(q, e.ReceiptHandle, e.VisibilityTimeout)
 		})
+	case "ListDeadLetterSourceQueues":
+		return s.listDeadLetterSources(name, in.MaxResults, in.NextToken)
 	case "TagQueue":
 		return empty{}, s.tagQueue(name, in.Tags, nil)
 	case "UntagQueue":

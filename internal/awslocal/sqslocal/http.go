@@ -239,8 +239,12 @@ func parseForm(action string, form url.Values) (*request, error) {
 		MessageSystemAttributeNames: formList(form, "MessageSystemAttributeName"),
 		MessageAttributeNames:       formList(form, "MessageAttributeName"),
 		TagKeys:                     formList(form, "TagKey"),
+		moveRequest:                 moveRequest{SourceArn: form.Get("SourceArn"), DestinationArn: form.Get("DestinationArn"), TaskHandle: form.Get("TaskHandle")},
 	}
 	var err error
+	if in.MaxNumberOfMessagesPerSecond, err = formInt(form, "MaxNumberOfMessagesPerSecond"); err != nil {
+		return nil, err
+	}
 	for key, dst := range map[string]**int{
 		"MaxResults": &in.MaxResults, "DelaySeconds": &in.DelaySeconds, "MaxNumberOfMessages": &in.MaxNumberOfMessages,
 		"VisibilityTimeout": &in.VisibilityTimeout, "WaitTimeSeconds": &in.WaitTimeSeconds,
@@ -332,6 +336,17 @@ func xmlResult(action string, out any) any {
 			QueueUrl  []string
 			NextToken string `xml:",omitempty"`
 		}{o.QueueUrls, o.NextToken}
+	case *deadLetterSourcesOutput:
+		return struct {
+			QueueUrl  []string
+			NextToken string `xml:",omitempty"`
+		}{o.QueueUrls, o.NextToken}
+	case *startMoveOutput, *cancelMoveOutput:
+		return o
+	case *listMoveOutput:
+		return struct {
+			Result []moveTaskResult
+		}{o.Results}
 	case *attributesOutput:
 		return struct{ Attribute []xmlNameValue }{sortedPairs(o.Attributes)}
 	case *tagsOutput:

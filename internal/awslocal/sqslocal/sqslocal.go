@@ -55,6 +55,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	queues map[string]*queue
+	tasks  []*moveTask // message move tasks, oldest first
 	closed bool
 	done   chan struct{} // closed by Close to end long polls
 }
@@ -63,6 +64,7 @@ type Service struct {
 type state struct {
 	Version int               `json:"version"`
 	Queues  map[string]*queue `json:"queues"`
+	Tasks   []*moveTask       `json:"moveTasks,omitempty"`
 }
 
 const stateVersion = 1
@@ -109,6 +111,7 @@ func New(o Options) (*Service, error) {
 				}
 				s.queues[name] = q
 			}
+			s.tasks = st.Tasks
 		}
 	}
 	return s, nil
@@ -131,7 +134,7 @@ func (s *Service) saveLocked() error {
 	if s.path == "" {
 		return nil
 	}
-	if err := statefile.Write(s.path, state{Version: stateVersion, Queues: s.queues}, 0o644); err != nil {
+	if err := statefile.Write(s.path, state{Version: stateVersion, Queues: s.queues, Tasks: s.tasks}, 0o644); err != nil {
 		return fmt.Errorf("write sqs state: %w", err)
 	}
 	return nil
@@ -167,6 +170,12 @@ func (s *Service) CreateQueue(name string, attrs map[string]string) (string, err
 // Send enqueues a message on the queue with that ARN, as SNS and S3 notifications do.
 // A delay of 0 applies the queue's DelaySeconds.
 func (s *Service) Send(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute, delay time.Duration) (string, error) {
+	return s.SendGroup(ctx, queueARN, body, attrs, delay, "", "")
+}
+
+// SendGroup is Send with a FIFO queue's message group and deduplication ids, as SNS
+// delivers a FIFO topic's messages.
+func (s *Service) SendGroup(ctx context.Context, queueARN, body string, attrs map[string]events.SQSMessageAttribute, delay time.Duration, groupID, dedupID string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -174,7 +183,7 @@ func (s *Service) Send(ctx context.Context, queueARN, body string, attrs map[str
 	if !strings.HasPrefix(queueARN, "arn:") || name == "" {
 		return "", errInvalidParameter("%q is not a queue ARN (want arn:aws:sqs:REGION:ACCOUNT:NAME)", queueARN)
 	}
-	in := &sendInput{MessageBody: body}
+	in := &sendInput{MessageBody: body, MessageGroupId: groupID, MessageDeduplicationId: dedupID}
 	if delay > 0 {
 		d := int(delay / time.Second)
 		in.DelaySeconds = &d

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/cairn-dev/cairn/internal/awslocal/awsjson"
 )
@@ -115,7 +116,51 @@ func (s *Service) call(action string, body []byte) (any, error) {
 		}
 		return struct{}{}, s.Delete(in.Name)
 	}
-	return nil, &Error{Code: "InvalidAction", Message: fmt.Sprintf("The action %s is not valid for this endpoint (the local emulator serves PutParameter, GetParameter, GetParameters, GetParametersByPath, GetParameterHistory and DeleteParameter)", action), Status: 400}
+	return s.callBatch(action, decode)
+}
+
+// callBatch serves DeleteParameters and the label actions.
+func (s *Service) callBatch(action string, decode func(any) error) (any, error) {
+	switch action {
+	case "DeleteParameters":
+		var in struct{ Names []string }
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		deleted, invalid, err := s.DeleteMany(in.Names)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"DeletedParameters": orEmpty(deleted), "InvalidParameters": orEmpty(invalid)}, nil
+	case "LabelParameterVersion", "UnlabelParameterVersion":
+		var in struct {
+			Name             string
+			ParameterVersion int64
+			Labels           []string
+		}
+		if err := decode(&in); err != nil {
+			return nil, err
+		}
+		if action == "UnlabelParameterVersion" {
+			removed, invalid, err := s.UnlabelVersion(in.Name, in.ParameterVersion, in.Labels)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"RemovedLabels": orEmpty(removed), "InvalidLabels": orEmpty(invalid)}, nil
+		}
+		invalid, version, err := s.LabelVersion(in.Name, in.ParameterVersion, in.Labels)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"InvalidLabels": orEmpty(invalid), "ParameterVersion": version}, nil
+	}
+	return nil, &Error{Code: "InvalidAction", Message: fmt.Sprintf("The action %s is not valid for this endpoint (the local emulator serves %s)", action, strings.Join(Actions(), ", ")), Status: 400}
+}
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string {
+	return []string{"DeleteParameter", "DeleteParameters", "GetParameter", "GetParameterHistory", "GetParameters", "GetParametersByPath",
+		"LabelParameterVersion", "PutParameter", "UnlabelParameterVersion"}
 }
 
 func orEmpty[T any](l []T) []T {

@@ -63,6 +63,8 @@ type parameter struct {
 	// Earlier keeps the rest of what earlier versions were, for GetParameterHistory (state
 	// written before it existed lacks it: those versions show their value and type only).
 	Earlier map[int64]earlier `json:"earlier,omitempty"`
+	// Labels maps each label to the version it is attached to.
+	Labels map[string]int64 `json:"labels,omitempty"`
 }
 
 // earlier is what an earlier version of a parameter was, besides its type and value.
@@ -271,9 +273,9 @@ func (s *Service) getLocked(name string, decrypt bool) (Parameter, error) {
 	}
 	typ, value, version := p.Type, p.Value, p.Version
 	if selector != "" {
-		v, err := strconv.ParseInt(selector[1:], 10, 64)
+		v, err := p.selectVersion(selector[1:])
 		if err != nil {
-			return Parameter{}, &Error{Code: "ParameterVersionLabelNotFound", Message: fmt.Sprintf("The specified parameter version label %s was not found.", selector[1:]), Status: 400}
+			return Parameter{}, err
 		}
 		if v != p.Version {
 			old, ok := p.History[v]
@@ -420,7 +422,7 @@ func (s *Service) History(name string, decrypt bool, max int, token string) ([]H
 	user := "arn:aws:iam::" + s.opts.AccountID + ":root"
 	var out []HistoryEntry
 	for _, v := range versions[start:min(start+max, len(versions))] {
-		e := HistoryEntry{Name: name, Version: v, LastModifiedUser: user, Labels: []string{}, Policies: []struct{}{}}
+		e := HistoryEntry{Name: name, Version: v, LastModifiedUser: user, Labels: p.labelsOf(v), Policies: []struct{}{}}
 		if v == p.Version {
 			e.Type, e.Value, e.KeyId, e.Description, e.AllowedPattern, e.DataType, e.Tier =
 				p.Type, p.Value, p.KeyID, p.Description, p.AllowedPattern, p.DataType, p.Tier

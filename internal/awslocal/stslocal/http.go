@@ -135,3 +135,6 @@ func writeError(w http.ResponseWriter, id string, err error) {
 	w.WriteHeader(e.Status)
 	w.Write(b)
 }
+
+// Actions lists the actions this emulator serves, sorted.
+func Actions() []string { return []string{"AssumeRole", "GetCallerIdentity"} }

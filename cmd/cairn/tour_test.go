@@ -166,6 +166,7 @@ func TestQuickTour(t *testing.T) {
 		`(?m)^  \d\d:\d\d  database +create +done$`,
 		`(?m)^run \S+ succeeded in \S+: 5 created, 0 updated, 0 deleted, 0 unchanged, 0 failed$`,
 		`(?m)^deployment shop: succeeded by run \S+ \(apply of plan \S+\)$`,
+		`(?m)^http://127\.0\.0\.1:4566/_local/pages/\S+$`,
 		`(?m)^run \S+ succeeded in \S+: 0 created, 0 updated, 0 deleted, 5 unchanged, 0 failed$`,
 		// Ctrl-C during --wait, then follow: the slow resource settles, the run ends.
 		`(?m)^stack shop-cache: the next operation of Cache takes 10s longer in the emulator$`,

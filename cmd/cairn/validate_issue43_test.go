@@ -79,7 +79,18 @@ var issue43Fixtures = map[string][]string{
 	"sam-ignoreglobals-missing-key.yaml": {`:7:3: Resources.Fn: the Serverless transform refuses it: Resource Fn has invalid resource attribute 'IgnoreGlobals' on item 'MemorySize'.`},
 	"sam-ignoreglobals-ok.yaml":          nil,
 	"sam-api-models-without-body.yaml":   {`:4:3: Resources.Api: the Serverless transform refuses it: Models works only with inline Swagger specified in 'DefinitionBody' property.`},
-	"deprecated-types.yaml":              {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// 11. the translator's capacity provider and tenancy rules
+	"sam-capacity-provider-rules.yaml":           {`:3:3: Resources.Provider: the Serverless transform refuses it: Property 'VpcConfig.SubnetIds' is required.`},
+	"sam-capacity-provider-ok.yaml":              nil,
+	"sam-function-scaling-without-provider.yaml": {`:3:3: Resources.Fn: the Serverless transform refuses it: 'FunctionScalingConfig' requires 'CapacityProviderConfig'.`},
+	"sam-tenancy-sqs-event.yaml":                 {`:5:3: Resources.Fn: the Serverless transform refuses it: Event source 'SQS' is not supported for functions enabled with tenancy configuration.`},
+	"sam-tenancy-function-url.yaml":              {`:3:3: Resources.Fn: the Serverless transform refuses it: Function URL is not supported for functions enabled with tenancy configuration.`},
+	"sam-tenancy-api-ok.yaml":                    nil,
+	// 12. AWS Backup's lifecycle arithmetic; CloudFront's alternate domain names
+	"backup-lifecycle-too-short.yaml": {`:12:32: Resources.Plan.Properties.BackupPlan.BackupPlanRule[0].Lifecycle.DeleteAfterDays: DeleteAfterDays 60 is less than 90 days after MoveToColdStorageAfterDays 30`, `:17:36: Resources.Plan.Properties.BackupPlan.BackupPlanRule[0].CopyActions[0].Lifecycle.DeleteAfterDays: DeleteAfterDays 99`},
+	"backup-lifecycle-ok.yaml":        nil,
+	"cloudfront-alias-invalid.yaml":   {`:10:13: Resources.Site.Properties.DistributionConfig.Aliases[2]: alias "shop_example.com" is no domain name`, `:11:13: Resources.Site.Properties.DistributionConfig.Aliases[3]: alias "api.*.example.com"`},
+	"deprecated-types.yaml":           {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

@@ -37,6 +37,9 @@ func (t *sam) function(name string) error {
 	if events, ok := object(r["Properties"])["Events"]; ok {
 		props["Events"] = events // never global
 	}
+	if err := functionRules(name, props); err != nil {
+		return err
+	}
 	fp := map[string]any{}
 	for _, k := range lambdaFunctionProps {
 		if v, ok := props[k]; ok {

@@ -23,6 +23,10 @@ func (c *checker) serviceRules(r *resource, st *resourcespec.Type, props *yaml.N
 		c.dynamoDBKeys(props, base)
 	case "AWS::Lambda::Function":
 		c.lambdaZip(r, props, base)
+	case "AWS::Backup::BackupPlan":
+		c.backupLifecycles(props, base)
+	case "AWS::CloudFront::Distribution":
+		c.cloudFrontAliases(props, base)
 	}
 	c.policyEffects(props, base+".Properties", 0)
 }

@@ -90,7 +90,11 @@ var issue43Fixtures = map[string][]string{
 	"backup-lifecycle-too-short.yaml": {`:12:32: Resources.Plan.Properties.BackupPlan.BackupPlanRule[0].Lifecycle.DeleteAfterDays: DeleteAfterDays 60 is less than 90 days after MoveToColdStorageAfterDays 30`, `:17:36: Resources.Plan.Properties.BackupPlan.BackupPlanRule[0].CopyActions[0].Lifecycle.DeleteAfterDays: DeleteAfterDays 99`},
 	"backup-lifecycle-ok.yaml":        nil,
 	"cloudfront-alias-invalid.yaml":   {`:10:13: Resources.Site.Properties.DistributionConfig.Aliases[2]: alias "shop_example.com" is no domain name`, `:11:13: Resources.Site.Properties.DistributionConfig.Aliases[3]: alias "api.*.example.com"`},
-	"deprecated-types.yaml":           {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// 13. a role's name from a Ref where CodeBuild looks it up at the path / (E3050); a
+	// resource named as a parameter (E3007)
+	"codebuild-role-with-path.yaml":     {`:5:20: Resources.Build.Properties.ServiceRole: Ref BuildRole gives the role's name, which CodeBuild looks up at the path /, but the role's Path is /builds/`},
+	"parameter-resource-same-name.yaml": {`:6:3: Resources.Alerts: resource Alerts has the name of a parameter`},
+	"deprecated-types.yaml":             {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

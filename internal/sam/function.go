@@ -52,6 +52,9 @@ func (t *sam) function(name string) error {
 	}
 	fp["Code"] = code
 	if dp, ok := props["DeploymentPreference"].(map[string]any); ok && !disabled(t.resolveParamRef(dp["Enabled"])) {
+		if a := props["AutoPublishAlias"]; a == nil || a == "" {
+			return samErr(name, "'DeploymentPreference' requires AutoPublishAlias property to be specified.")
+		}
 		return unsupported(name, "DeploymentPreference (a gradual deployment through CodeDeploy, and the ServerlessDeploymentApplication it makes) is not supported by the local emulator's Serverless translator")
 	}
 	if fp["PackageType"] != "Image" && (props["Handler"] == nil || props["Runtime"] == nil) {

@@ -73,3 +73,42 @@ func (c *checker) cloudFrontAliases(props *yaml.Node, base string) {
 		c.errorf(a, fmt.Sprintf("%s.Properties.DistributionConfig.Aliases[%d]", base, i), "alias %q is no domain name CloudFront takes (lowercase labels of letters, digits and inner hyphens, a wildcard * only as the whole first label): CloudFront refuses the distribution; correct the alias", s)
 	}
 }
+
+// refTarget is the logical id n names with Ref (!Ref X or {Ref: X}), or "".
+func refTarget(n *yaml.Node) string {
+	switch {
+	case n == nil:
+		return ""
+	case n.Kind == yaml.ScalarNode && n.Tag == "!Ref":
+		return n.Value
+	case n.Kind == yaml.MappingNode && len(n.Content) == 2 && n.Content[0].Value == "Ref":
+		if s, ok := plainScalar(n.Content[1]); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// roleByName: CodeBuild takes a project's ServiceRole by name, and looks the name up at
+// the path /; a Ref of a role of another Path gives its name, which names no role there,
+// so CodeBuild refuses the project (cfn-lint's E3050).
+func (c *checker) roleByName(props *yaml.Node, base string) {
+	at := value(props, "ServiceRole")
+	role := c.resources[refTarget(at)]
+	if role == nil || role.typ != "AWS::IAM::Role" {
+		return
+	}
+	path, ok := plainScalar(value(value(role.node, "Properties"), "Path"))
+	if !ok || path == "/" || path == "" {
+		return
+	}
+	c.errorf(at, base+".Properties.ServiceRole", "Ref %s gives the role's name, which CodeBuild looks up at the path /, but the role's Path is %s: CodeBuild finds no such role; use !GetAtt %s.Arn", role.name, path, role.name)
+}
+
+// sharedName: CloudFormation refuses a template whose resource has the name of one of its
+// parameters (a Ref could not tell them apart; cfn-lint's E3007).
+func (c *checker) sharedName(r *resource) {
+	if _, ok := c.t.Parameters[r.name]; ok {
+		c.errorf(r.nameNode, "Resources."+r.name, "resource %s has the name of a parameter: logical ids are unique across Parameters and Resources; rename one", r.name)
+	}
+}

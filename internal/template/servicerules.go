@@ -15,6 +15,7 @@ import (
 // serviceRules checks a resource's Properties by the rules of its service.
 func (c *checker) serviceRules(r *resource, st *resourcespec.Type, props *yaml.Node, base string) {
 	c.lifecycle(r, st)
+	c.sharedName(r)
 	if props == nil || props.Kind != yaml.MappingNode {
 		return
 	}
@@ -27,6 +28,8 @@ func (c *checker) serviceRules(r *resource, st *resourcespec.Type, props *yaml.N
 		c.backupLifecycles(props, base)
 	case "AWS::CloudFront::Distribution":
 		c.cloudFrontAliases(props, base)
+	case "AWS::CodeBuild::Project":
+		c.roleByName(props, base)
 	}
 	c.policyEffects(props, base+".Properties", 0)
 }

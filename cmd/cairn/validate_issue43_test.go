@@ -86,6 +86,7 @@ var issue43Fixtures = map[string][]string{
 	"sam-tenancy-sqs-event.yaml":                 {`:5:3: Resources.Fn: the Serverless transform refuses it: Event source 'SQS' is not supported for functions enabled with tenancy configuration.`},
 	"sam-tenancy-function-url.yaml":              {`:3:3: Resources.Fn: the Serverless transform refuses it: Function URL is not supported for functions enabled with tenancy configuration.`},
 	"sam-tenancy-api-ok.yaml":                    nil,
+	"sam-websocket-auth-without-connect.yaml":    {`:3:3: Resources.Chat: the Serverless transform refuses it: Authorization is only available if there is a $connect route.`},
 	// 12. AWS Backup's lifecycle arithmetic; CloudFront's alternate domain names
 	"backup-lifecycle-too-short.yaml": {`:12:32: Resources.Plan.Properties.BackupPlan.BackupPlanRule[0].Lifecycle.DeleteAfterDays: DeleteAfterDays 60 is less than 90 days after MoveToColdStorageAfterDays 30`, `:17:36: Resources.Plan.Properties.BackupPlan.BackupPlanRule[0].CopyActions[0].Lifecycle.DeleteAfterDays: DeleteAfterDays 99`},
 	"backup-lifecycle-ok.yaml":        nil,

@@ -79,3 +79,14 @@ func capacityProviderRules(name string, props map[string]any) error {
 	}
 	return nil
 }
+
+// typeRules are the rules of the Serverless types cairn's transform does not expand.
+func typeRules(name, typ string, props map[string]any) error {
+	switch typ {
+	case "AWS::Serverless::CapacityProvider":
+		return capacityProviderRules(name, props)
+	case "AWS::Serverless::WebSocketApi":
+		return websocketRules(name, props)
+	}
+	return nil
+}

@@ -218,10 +218,8 @@ func (t *sam) expand(m map[string]any) error {
 		if err := t.checkProperties(n, res[n]); err != nil {
 			return err
 		}
-		if typeOfRaw(res[n]) == "AWS::Serverless::CapacityProvider" {
-			if err := capacityProviderRules(n, object(object(res[n])["Properties"])); err != nil {
-				return err
-			}
+		if err := typeRules(n, typeOfRaw(res[n]), object(object(res[n])["Properties"])); err != nil {
+			return err
 		}
 	}
 	for _, n := range names {

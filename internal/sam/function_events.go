@@ -65,6 +65,11 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 			return eventErr(f.name, name, "No SourceAccessConfigurations for self managed kafka event provided.")
 		}
 	}
+	if typ == "MQ" || typ == "DocumentDB" {
+		if err := sourceAccess(f.name, name, typ, p); err != nil {
+			return err
+		}
+	}
 	t.put(id, "AWS::Lambda::EventSourceMapping", esm, copyAttrs(attrs))
 	if role == nil {
 		return nil

@@ -1,6 +1,10 @@
 package sam
 
-import "strings"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // The rules of aws-sam-translator 1.110.0 a Function and a CapacityProvider are checked
 // against before they expand (SamFunction.__validation_rules__ and
@@ -87,6 +91,51 @@ func typeRules(name, typ string, props map[string]any) error {
 		return capacityProviderRules(name, props)
 	case "AWS::Serverless::WebSocketApi":
 		return websocketRules(name, props)
+	}
+	return nil
+}
+
+// sourceAccess is the translator's check of an MQ or DocumentDB event's
+// SourceAccessConfigurations (PullEventSource._validate_source_access_configurations): a
+// list of maps of the supported types, with exactly one of the required type, with a URI.
+func sourceAccess(fn, event, typ string, p map[string]any) error {
+	supported, required := []string{"BASIC_AUTH", "VIRTUAL_HOST"}, "BASIC_AUTH"
+	if typ == "DocumentDB" {
+		supported = []string{"BASIC_AUTH"}
+	}
+	configs := p["SourceAccessConfigurations"]
+	if !truthy(configs) {
+		return eventErr(fn, event, fmt.Sprintf("No SourceAccessConfigurations for Amazon %s event provided.", typ))
+	}
+	list, ok := configs.([]any)
+	if !ok {
+		return eventErr(fn, event, "Provided SourceAccessConfigurations cannot be parsed into a list.")
+	}
+	found := false
+	for i, c := range list {
+		m, ok := c.(map[string]any)
+		if !ok {
+			return eventErr(fn, event, fmt.Sprintf("Property 'SourceAccessConfigurations[%d]' should be a map.", i))
+		}
+		t, ok := m["Type"].(string)
+		if !ok {
+			return eventErr(fn, event, fmt.Sprintf("Property 'SourceAccessConfigurations[%d].Type' should be a string.", i))
+		}
+		if !slices.Contains(supported, t) {
+			return eventErr(fn, event, fmt.Sprintf("Invalid property Type specified in SourceAccessConfigurations. The supported values are: ['%s'].", strings.Join(supported, "', '")))
+		}
+		if t == required {
+			if found {
+				return eventErr(fn, event, fmt.Sprintf("Multiple %s properties specified in SourceAccessConfigurations.", required))
+			}
+			if !truthy(m["URI"]) {
+				return eventErr(fn, event, fmt.Sprintf("No %s URI property specified in SourceAccessConfigurations.", required))
+			}
+			found = true
+		}
+	}
+	if !found {
+		return eventErr(fn, event, fmt.Sprintf("No %s property specified in SourceAccessConfigurations.", required))
 	}
 	return nil
 }

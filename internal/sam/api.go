@@ -234,6 +234,9 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 	if err := inlineOnly(n, props, true); err != nil {
 		return err
 	}
+	if err := swaggerPaths(n, props, paths); err != nil {
+		return err
+	}
 	title := props["Name"]
 	if title == nil {
 		title = ref("AWS::StackName")

@@ -95,6 +95,7 @@ var issue43Fixtures = map[string][]string{
 	// resource named as a parameter (E3007)
 	"codebuild-role-with-path.yaml":     {`:5:20: Resources.Build.Properties.ServiceRole: Ref BuildRole gives the role's name, which CodeBuild looks up at the path /, but the role's Path is /builds/`},
 	"parameter-resource-same-name.yaml": {`:6:3: Resources.Alerts: resource Alerts has the name of a parameter`},
+	"iam-resource-not-arn.yaml":         {`:12:17: Resources.Reader.Properties.PolicyDocument.Statement[0].Resource[1]: Resource "reports-bucket" is neither "*" nor an ARN`},
 	"deprecated-types.yaml":             {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

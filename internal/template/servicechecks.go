@@ -112,3 +112,31 @@ func (c *checker) sharedName(r *resource) {
 		c.errorf(r.nameNode, "Resources."+r.name, "resource %s has the name of a parameter: logical ids are unique across Parameters and Resources; rename one", r.name)
 	}
 }
+
+// policyResource is the form IAM takes of a statement's Resource: "*" or an ARN (cfn-lint's
+// E3510 pattern).
+var policyResource = regexp.MustCompile(`^(arn:(aws[A-Za-z\-]*?|\*):[^:]+:[^:]*(:(?:\d{12}|\*|aws)?:.+|)|\*)$`)
+
+// policyResources: IAM, and each service reading a resource policy, refuses a statement
+// whose Resource or NotResource is neither "*" nor an ARN (MalformedPolicyDocument:
+// "Resource ... must be in ARN format or \"*\"").
+func (c *checker) policyResources(stmt *yaml.Node, path string) {
+	for _, k := range []string{"Resource", "NotResource"} {
+		n := value(stmt, k)
+		items := []*yaml.Node{n}
+		if n != nil && n.Kind == yaml.SequenceNode {
+			items = n.Content
+		}
+		for i, it := range items {
+			v, ok := plainScalar(it)
+			if !ok || policyResource.MatchString(v) || strings.HasPrefix(v, "{{resolve:") {
+				continue
+			}
+			at := path + "." + k
+			if n.Kind == yaml.SequenceNode {
+				at = fmt.Sprintf("%s[%d]", at, i)
+			}
+			c.errorf(it, at, "%s %q is neither \"*\" nor an ARN: IAM refuses the policy document (MalformedPolicyDocument); give the resource's ARN (!GetAtt or !Sub arn:${AWS::Partition}:...)", k, v)
+		}
+	}
+}

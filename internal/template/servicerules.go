@@ -175,6 +175,7 @@ func (c *checker) policyEffects(n *yaml.Node, path string, depth int) {
 				stmts = st.Content
 			}
 			for i, s := range stmts {
+				c.policyResources(s, fmt.Sprintf("%s.Statement[%d]", path, i))
 				e := value(s, "Effect")
 				v, ok := plainScalar(e)
 				if !ok || v == "Allow" || v == "Deny" {

@@ -10,6 +10,14 @@ import (
 // to): the properties are checked in the translator's order (api_generator.py,
 // http_api_generator.py).
 func inlineOnly(n string, props map[string]any, rest bool) error {
+	if truthy(props["DefinitionUri"]) && truthy(props["DefinitionBody"]) {
+		return samErr(n, "Specify either 'DefinitionUri' or 'DefinitionBody' property and not both.")
+	}
+	if rest {
+		if err := restProperties(n, props); err != nil {
+			return err
+		}
+	}
 	if props["DefinitionBody"] != nil || props["DefinitionUri"] == nil {
 		return nil
 	}
@@ -105,7 +113,7 @@ func validSwagger(body map[string]any) bool {
 	if truthy(body["swagger"]) {
 		return true
 	}
-	return truthy(body["openapi"]) && openAPI3.MatchString(fmt.Sprint(body["openapi"]))
+	return truthy(body["openapi"]) && openAPI3.MatchString(pyStr(body["openapi"]))
 }
 
 // openAPI3 is the translator's _OPENAPI_VERSION_3_REGEX.
@@ -114,4 +122,35 @@ var openAPI3 = regexp.MustCompile(`^3(\.\d)(\.\d)?$`)
 // docErr is the translator's refusal of the template's structure, at resource n.
 func docErr(n, msg string) error {
 	return &Error{LogicalID: n, Msg: "Transform AWS::Serverless-2016-10-31 failed with: Invalid Serverless Application Specification document. Number of errors found: 1. Structure of the SAM template is invalid. " + msg}
+}
+
+// supportedOpenAPI is SwaggerEditor.get_openapi_versions_supported_regex.
+var supportedOpenAPI = regexp.MustCompile(`^[2-3](\.\d)(\.\d)?$`)
+
+// restProperties are an Api's rules of ApiGenerator._validate_properties and its CORS:
+// MergeDefinitions of a DefinitionUri, an OpenApiVersion other than 2.x or 3.x, and CORS
+// allowing credentials from any origin.
+func restProperties(n string, props map[string]any) error {
+	if truthy(props["DefinitionUri"]) && truthy(props["MergeDefinitions"]) {
+		return samErr(n, "Cannot set 'MergeDefinitions' to True when using `DefinitionUri`.")
+	}
+	if v := props["OpenApiVersion"]; truthy(v) && !supportedOpenAPI.MatchString(pyStr(v)) {
+		return samErr(n, "The OpenApiVersion value must be of the format '3.0.0'.")
+	}
+	cors, _ := props["Cors"].(map[string]any)
+	if body, ok := props["DefinitionBody"].(map[string]any); ok && validSwagger(body) && cors["AllowCredentials"] == true {
+		if origin, set := cors["AllowOrigin"]; !set || origin == "'*'" {
+			return samErr(n, "Unable to add Cors configuration because 'AllowCredentials' can not be true when 'AllowOrigin' is \"'*'\" or not set")
+		}
+	}
+	return nil
+}
+
+// pyStr is Python's str of a decoded scalar, as the translator's regular expressions see
+// it: 3.0 is "3.0", where Go prints "3".
+func pyStr(v any) string {
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return fmt.Sprintf("%.1f", f)
+	}
+	return fmt.Sprint(v)
 }

@@ -36,6 +36,9 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 		}
 		esm["EventSourceArn"] = p[src.source]
 	}
+	if (typ == "Kinesis" || typ == "DynamoDB" || typ == "MSK") && p["StartingPosition"] == nil {
+		return samErr(id, "Missing required property 'StartingPosition'.")
+	}
 	copyKeys(esm, p, esmProperties...)
 	if dc, ok := esm["DestinationConfig"].(map[string]any); ok {
 		if of, ok := dc["OnFailure"].(map[string]any); ok {

@@ -96,6 +96,7 @@ var issue43Fixtures = map[string][]string{
 	"codebuild-role-with-path.yaml":     {`:5:20: Resources.Build.Properties.ServiceRole: Ref BuildRole gives the role's name, which CodeBuild looks up at the path /, but the role's Path is /builds/`},
 	"parameter-resource-same-name.yaml": {`:6:3: Resources.Alerts: resource Alerts has the name of a parameter`},
 	"iam-resource-not-arn.yaml":         {`:12:17: Resources.Reader.Properties.PolicyDocument.Statement[0].Resource[1]: Resource "reports-bucket" is neither "*" nor an ARN`},
+	"condition-import-value.yaml":       {`:2:49: Conditions.InPrimaryRegion.Fn::Equals[1]: Fn::ImportValue cannot be used in a condition`},
 	"deprecated-types.yaml":             {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

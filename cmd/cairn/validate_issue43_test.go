@@ -97,6 +97,7 @@ var issue43Fixtures = map[string][]string{
 	"parameter-resource-same-name.yaml": {`:6:3: Resources.Alerts: resource Alerts has the name of a parameter`},
 	"iam-resource-not-arn.yaml":         {`:12:17: Resources.Reader.Properties.PolicyDocument.Statement[0].Resource[1]: Resource "reports-bucket" is neither "*" nor an ARN`},
 	"condition-import-value.yaml":       {`:2:49: Conditions.InPrimaryRegion.Fn::Equals[1]: Fn::ImportValue cannot be used in a condition`},
+	"stack-output-without-name.yaml":    {`:6:9: Resources.Alerts.Properties.DisplayName: Fn::GetStackOutput needs OutputName`},
 	"deprecated-types.yaml":             {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

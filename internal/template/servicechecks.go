@@ -140,3 +140,17 @@ func (c *checker) policyResources(stmt *yaml.Node, path string) {
 		}
 	}
 }
+
+// stackOutputArgs: Fn::GetStackOutput takes a mapping naming the StackName and the
+// OutputName (cfn-lint's E1033); CloudFormation refuses it otherwise.
+func (c *checker) stackOutputArgs(k, arg *yaml.Node, path string) {
+	if arg.Kind != yaml.MappingNode {
+		c.errorf(k, path, "Fn::GetStackOutput takes a mapping of StackName and OutputName, not %s", kindOf(arg))
+		return
+	}
+	for _, need := range []string{"StackName", "OutputName"} {
+		if value(arg, need) == nil {
+			c.errorf(k, path, "Fn::GetStackOutput needs %s: name the stack and the output to read", need)
+		}
+	}
+}

@@ -93,12 +93,13 @@ var issue43Fixtures = map[string][]string{
 	"cloudfront-alias-invalid.yaml":   {`:10:13: Resources.Site.Properties.DistributionConfig.Aliases[2]: alias "shop_example.com" is no domain name`, `:11:13: Resources.Site.Properties.DistributionConfig.Aliases[3]: alias "api.*.example.com"`},
 	// 13. a role's name from a Ref where CodeBuild looks it up at the path / (E3050); a
 	// resource named as a parameter (E3007)
-	"codebuild-role-with-path.yaml":     {`:5:20: Resources.Build.Properties.ServiceRole: Ref BuildRole gives the role's name, which CodeBuild looks up at the path /, but the role's Path is /builds/`},
-	"parameter-resource-same-name.yaml": {`:6:3: Resources.Alerts: resource Alerts has the name of a parameter`},
-	"iam-resource-not-arn.yaml":         {`:12:17: Resources.Reader.Properties.PolicyDocument.Statement[0].Resource[1]: Resource "reports-bucket" is neither "*" nor an ARN`},
-	"condition-import-value.yaml":       {`:2:49: Conditions.InPrimaryRegion.Fn::Equals[1]: Fn::ImportValue cannot be used in a condition`},
-	"stack-output-without-name.yaml":    {`:6:9: Resources.Alerts.Properties.DisplayName: Fn::GetStackOutput needs OutputName`},
-	"deprecated-types.yaml":             {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	"codebuild-role-with-path.yaml":        {`:5:20: Resources.Build.Properties.ServiceRole: Ref BuildRole gives the role's name, which CodeBuild looks up at the path /, but the role's Path is /builds/`},
+	"parameter-resource-same-name.yaml":    {`:6:3: Resources.Alerts: resource Alerts has the name of a parameter`},
+	"iam-resource-not-arn.yaml":            {`:12:17: Resources.Reader.Properties.PolicyDocument.Statement[0].Resource[1]: Resource "reports-bucket" is neither "*" nor an ARN`},
+	"condition-import-value.yaml":          {`:2:49: Conditions.InPrimaryRegion.Fn::Equals[1]: Fn::ImportValue cannot be used in a condition`},
+	"stack-output-without-name.yaml":       {`:6:9: Resources.Alerts.Properties.DisplayName: Fn::GetStackOutput needs OutputName`},
+	"bucket-policy-without-principal.yaml": {`:11:13: Resources.LogsPolicy.Properties.PolicyDocument.Statement[0]: the statement names no Principal`},
+	"deprecated-types.yaml":                {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

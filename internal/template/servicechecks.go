@@ -154,3 +154,36 @@ func (c *checker) stackOutputArgs(k, arg *yaml.Node, path string) {
 		}
 	}
 }
+
+// resourcePolicies are the resource policy each type holds, whose statements must name
+// who they apply to.
+var resourcePolicies = map[string]string{
+	"AWS::S3::BucketPolicy":               "PolicyDocument",
+	"AWS::SQS::QueuePolicy":               "PolicyDocument",
+	"AWS::SNS::TopicPolicy":               "PolicyDocument",
+	"AWS::KMS::Key":                       "KeyPolicy",
+	"AWS::SecretsManager::ResourcePolicy": "ResourcePolicy",
+}
+
+// policyPrincipals: a statement of a resource policy names a Principal or a NotPrincipal;
+// S3, SQS, SNS, KMS and Secrets Manager refuse one without ("Missing required field
+// Principal"; cfn-lint's E3512).
+func (c *checker) policyPrincipals(r *resource, props *yaml.Node, base string) {
+	key, ok := resourcePolicies[r.typ]
+	if !ok {
+		return
+	}
+	st := value(value(props, key), "Statement")
+	stmts := []*yaml.Node{st}
+	if st != nil && st.Kind == yaml.SequenceNode {
+		stmts = st.Content
+	}
+	for i, s := range stmts {
+		if s == nil || s.Kind != yaml.MappingNode || intrinsic(s) != "" {
+			continue
+		}
+		if value(s, "Principal") == nil && value(s, "NotPrincipal") == nil {
+			c.errorf(s, fmt.Sprintf("%s.Properties.%s.Statement[%d]", base, key, i), "the statement names no Principal: a resource policy's statement says whom it applies to (Principal or NotPrincipal), and %s refuses the policy without one", r.typ)
+		}
+	}
+}

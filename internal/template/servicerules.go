@@ -32,6 +32,7 @@ func (c *checker) serviceRules(r *resource, st *resourcespec.Type, props *yaml.N
 		c.roleByName(props, base)
 	}
 	c.policyEffects(props, base+".Properties", 0)
+	c.policyPrincipals(r, props, base)
 }
 
 // lifecycle refuses a type of a service AWS has shut down, and warns of one it is retiring

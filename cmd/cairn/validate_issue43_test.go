@@ -99,7 +99,12 @@ var issue43Fixtures = map[string][]string{
 	"condition-import-value.yaml":          {`:2:49: Conditions.InPrimaryRegion.Fn::Equals[1]: Fn::ImportValue cannot be used in a condition`},
 	"stack-output-without-name.yaml":       {`:6:9: Resources.Alerts.Properties.DisplayName: Fn::GetStackOutput needs OutputName`},
 	"bucket-policy-without-principal.yaml": {`:11:13: Resources.LogsPolicy.Properties.PolicyDocument.Statement[0]: the statement names no Principal`},
-	"deprecated-types.yaml":                {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	"route53-record-values.yaml": {
+		`:16:15: Resources.Records.Properties.RecordSets[0].ResourceRecords[1]: "www.example.net" is not an IPv4 address`,
+		`:21:15: Resources.Records.Properties.RecordSets[1].ResourceRecords[0]: "site-verification=abc123" is not quoted strings`,
+		`:24:11: Resources.Records.Properties.RecordSets[2].TTL: an alias record takes no TTL`,
+	},
+	"deprecated-types.yaml": {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

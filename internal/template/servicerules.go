@@ -30,6 +30,8 @@ func (c *checker) serviceRules(r *resource, st *resourcespec.Type, props *yaml.N
 		c.cloudFrontAliases(props, base)
 	case "AWS::CodeBuild::Project":
 		c.roleByName(props, base)
+	case "AWS::Route53::RecordSet", "AWS::Route53::RecordSetGroup":
+		c.recordSets(r.typ, props, base)
 	}
 	c.policyEffects(props, base+".Properties", 0)
 	c.policyPrincipals(r, props, base)

@@ -330,8 +330,12 @@ func verdict(refuses bool) string {
 // TestCorporaVerdictsCurrent: the stored verdicts are what the installed cfn-lint and
 // aws-sam-translator say now, on a sample of each corpus (verdicts.py run on a few
 // templates). Skipped when cfn-lint is absent or another version than the one that wrote
-// them (make corpora-verdicts rewrites them).
+// them (make corpora-verdicts rewrites them), and under -short. It runs cfn-lint and the
+// translator on six templates: about 12 seconds.
 func TestCorporaVerdictsCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the stored verdicts are not rechecked against cfn-lint")
+	}
 	lint, err := exec.LookPath("cfn-lint")
 	if err != nil {
 		t.Skip("cfn-lint is not installed (pip install cfn-lint): the stored verdicts are not rechecked")

@@ -162,3 +162,22 @@ spec:
 .PHONY: sam-data
 sam-data:
 	python3 internal/sam/gendata.py
+
+# corpora: the differential corpora of testdata/corpora (docs/make.md): the fixture templates
+# of cfn-lint and the SAM translator's inputs, extracted from snapshots of their repositories
+# (CFNLINT_SRC, SAM_SRC: git directories, bare or not; CI has no network, so this is run by
+# hand and its output committed), with their licences and PINNED commits; then what the
+# installed cfn-lint and aws-sam-translator say of each template (verdicts.json), which
+# internal/template's TestCorpora compares cairn's verdicts with. `make corpora-verdicts`
+# rewrites the verdicts alone (after upgrading cfn-lint, or on a new day for its runtime rules).
+CFNLINT_SRC ?= /work/.mirror/aws-cloudformation+cfn-lint/repo
+SAM_SRC     ?= /work/.mirror/aws+serverless-application-model/repo
+.PHONY: corpora corpora-verdicts
+corpora:
+	sh testdata/corpora/extract.sh cfn-lint $(CFNLINT_SRC)
+	sh testdata/corpora/extract.sh sam-translator $(SAM_SRC)
+	$(MAKE) corpora-verdicts
+
+corpora-verdicts:
+	python3 testdata/corpora/verdicts.py cfn-lint
+	python3 testdata/corpora/verdicts.py sam-translator

@@ -79,7 +79,32 @@ var issue43Fixtures = map[string][]string{
 	"sam-ignoreglobals-missing-key.yaml": {`:7:3: Resources.Fn: the Serverless transform refuses it: Resource Fn has invalid resource attribute 'IgnoreGlobals' on item 'MemorySize'.`},
 	"sam-ignoreglobals-ok.yaml":          nil,
 	"sam-api-models-without-body.yaml":   {`:4:3: Resources.Api: the Serverless transform refuses it: Models works only with inline Swagger specified in 'DefinitionBody' property.`},
-	"deprecated-types.yaml":              {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// 11. the translator's capacity provider and tenancy rules
+	"sam-capacity-provider-rules.yaml":           {`:3:3: Resources.Provider: the Serverless transform refuses it: Property 'VpcConfig.SubnetIds' is required.`},
+	"sam-capacity-provider-ok.yaml":              nil,
+	"sam-function-scaling-without-provider.yaml": {`:3:3: Resources.Fn: the Serverless transform refuses it: 'FunctionScalingConfig' requires 'CapacityProviderConfig'.`},
+	"sam-tenancy-sqs-event.yaml":                 {`:5:3: Resources.Fn: the Serverless transform refuses it: Event source 'SQS' is not supported for functions enabled with tenancy configuration.`},
+	"sam-tenancy-function-url.yaml":              {`:3:3: Resources.Fn: the Serverless transform refuses it: Function URL is not supported for functions enabled with tenancy configuration.`},
+	"sam-tenancy-api-ok.yaml":                    nil,
+	"sam-websocket-auth-without-connect.yaml":    {`:3:3: Resources.Chat: the Serverless transform refuses it: Authorization is only available if there is a $connect route.`},
+	// 12. AWS Backup's lifecycle arithmetic; CloudFront's alternate domain names
+	"backup-lifecycle-too-short.yaml": {`:12:32: Resources.Plan.Properties.BackupPlan.BackupPlanRule[0].Lifecycle.DeleteAfterDays: DeleteAfterDays 60 is less than 90 days after MoveToColdStorageAfterDays 30`, `:17:36: Resources.Plan.Properties.BackupPlan.BackupPlanRule[0].CopyActions[0].Lifecycle.DeleteAfterDays: DeleteAfterDays 99`},
+	"backup-lifecycle-ok.yaml":        nil,
+	"cloudfront-alias-invalid.yaml":   {`:10:13: Resources.Site.Properties.DistributionConfig.Aliases[2]: alias "shop_example.com" is no domain name`, `:11:13: Resources.Site.Properties.DistributionConfig.Aliases[3]: alias "api.*.example.com"`},
+	// 13. a role's name from a Ref where CodeBuild looks it up at the path / (E3050); a
+	// resource named as a parameter (E3007)
+	"codebuild-role-with-path.yaml":        {`:5:20: Resources.Build.Properties.ServiceRole: Ref BuildRole gives the role's name, which CodeBuild looks up at the path /, but the role's Path is /builds/`},
+	"parameter-resource-same-name.yaml":    {`:6:3: Resources.Alerts: resource Alerts has the name of a parameter`},
+	"iam-resource-not-arn.yaml":            {`:12:17: Resources.Reader.Properties.PolicyDocument.Statement[0].Resource[1]: Resource "reports-bucket" is neither "*" nor an ARN`},
+	"condition-import-value.yaml":          {`:2:49: Conditions.InPrimaryRegion.Fn::Equals[1]: Fn::ImportValue cannot be used in a condition`},
+	"stack-output-without-name.yaml":       {`:6:9: Resources.Alerts.Properties.DisplayName: Fn::GetStackOutput needs OutputName`},
+	"bucket-policy-without-principal.yaml": {`:11:13: Resources.LogsPolicy.Properties.PolicyDocument.Statement[0]: the statement names no Principal`},
+	"route53-record-values.yaml": {
+		`:16:15: Resources.Records.Properties.RecordSets[0].ResourceRecords[1]: "www.example.net" is not an IPv4 address`,
+		`:21:15: Resources.Records.Properties.RecordSets[1].ResourceRecords[0]: "site-verification=abc123" is not quoted strings`,
+		`:24:11: Resources.Records.Properties.RecordSets[2].TTL: an alias record takes no TTL`,
+	},
+	"deprecated-types.yaml": {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

@@ -98,14 +98,22 @@ func (t *sam) permission(id, suffix string, fn any, extra, attrs map[string]any)
 }
 
 // explicitAPI returns the AWS::Serverless::Api or ::HttpApi an event's RestApiId or ApiId
-// names with a Ref, or fails.
+// names, with a Ref or by its logical id as a string (as the translator reads it), or
+// fails. The translator also takes an HttpApi event naming any other resource of the
+// template, and an Api event naming any but an HttpApi, which cairn's does not expand.
 func (t *sam) explicitAPI(fn, event, prop, typ string, v any) (string, map[string]any, error) {
-	n, _ := object(v)["Ref"].(string)
-	r := object(t.resources[n])
-	if n == "" || typeOfRaw(r) != typ {
-		return "", nil, samErr(fn, "Event with id [%s] is invalid. %s must be a valid reference to an '%s' resource in same template.", event, prop, typ)
+	n, isStr := v.(string)
+	if !isStr {
+		n, _ = object(v)["Ref"].(string)
 	}
-	return n, r, nil
+	r := object(t.resources[n])
+	switch other := typeOfRaw(r); {
+	case n != "" && other == typ:
+		return n, r, nil
+	case n != "" && r != nil && (typ == "AWS::Serverless::HttpApi" || other != "AWS::Serverless::HttpApi"):
+		return "", nil, unsupported(fn, "Event with id [%s]: %s names %s, a %s: cairn's Serverless translator expands an event on an %s only", event, prop, n, other, typ)
+	}
+	return "", nil, samErr(fn, "Event with id [%s] is invalid. %s must be a valid reference to an '%s' resource in same template.", event, prop, typ)
 }
 
 func (t *sam) apiEvent(f fnRefs, name string, p, attrs map[string]any) error {
@@ -223,9 +231,11 @@ func definition(props map[string]any, paths map[string]any, skeleton map[string]
 }
 
 func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]any) error {
-	if m, isMap := props["Models"].(map[string]any); (props["Models"] != nil && !isMap || len(m) > 0) && props["DefinitionBody"] == nil && props["DefinitionUri"] != nil {
-		// the translator adds the models to the body it has; from DefinitionUri it has none
-		return samErr(n, "Models works only with inline Swagger specified in 'DefinitionBody' property.")
+	if err := inlineOnly(n, props, true); err != nil {
+		return err
+	}
+	if err := swaggerPaths(n, props, paths); err != nil {
+		return err
 	}
 	title := props["Name"]
 	if title == nil {
@@ -295,6 +305,9 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 }
 
 func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]any) error {
+	if err := inlineOnly(n, props, false); err != nil {
+		return err
+	}
 	tags := map[string]any{}
 	if m, ok := props["Tags"].(map[string]any); ok {
 		for k, v := range m {
@@ -312,6 +325,12 @@ func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]an
 	for _, k := range []string{"Description", "DisableExecuteApiEndpoint", "FailOnWarnings", "CorsConfiguration"} {
 		if v, ok := props[k]; ok {
 			ap[k] = v
+		}
+	}
+	if on, isBool := props["CorsConfiguration"].(bool); isBool { // true: any origin
+		delete(ap, "CorsConfiguration")
+		if on {
+			ap["CorsConfiguration"] = map[string]any{"AllowOrigins": []any{"*"}}
 		}
 	}
 	attrs := map[string]any{}

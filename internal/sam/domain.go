@@ -51,6 +51,11 @@ func (t *sam) restDomain(api string, d, attrs map[string]any) error {
 	copyKeys(dp, d, "MutualTlsAuthentication", "SecurityPolicy", "OwnershipVerificationCertificateArn")
 	t.put(id, "AWS::ApiGateway::DomainName", dp, copyAttrs(attrs))
 	t.referable(api, "DomainName", id)
+	if endpoint == "PRIVATE" {
+		// the translator makes a private domain an AWS::ApiGateway::DomainNameV2 that the
+		// template names as API.DomainNameV2; cairn's keeps the DomainName, named so too
+		t.referable(api, "DomainNameV2", id)
+	}
 	paths := basePaths(d)
 	if paths == nil {
 		t.put(api+"BasePathMapping", "AWS::ApiGateway::BasePathMapping",

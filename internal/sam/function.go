@@ -37,6 +37,9 @@ func (t *sam) function(name string) error {
 	if events, ok := object(r["Properties"])["Events"]; ok {
 		props["Events"] = events // never global
 	}
+	if err := functionRules(name, props); err != nil {
+		return err
+	}
 	fp := map[string]any{}
 	for _, k := range lambdaFunctionProps {
 		if v, ok := props[k]; ok {
@@ -49,6 +52,9 @@ func (t *sam) function(name string) error {
 	}
 	fp["Code"] = code
 	if dp, ok := props["DeploymentPreference"].(map[string]any); ok && !disabled(t.resolveParamRef(dp["Enabled"])) {
+		if a := props["AutoPublishAlias"]; a == nil || a == "" {
+			return samErr(name, "'DeploymentPreference' requires AutoPublishAlias property to be specified.")
+		}
 		return unsupported(name, "DeploymentPreference (a gradual deployment through CodeDeploy, and the ServerlessDeploymentApplication it makes) is not supported by the local emulator's Serverless translator")
 	}
 	if fp["PackageType"] != "Image" && (props["Handler"] == nil || props["Runtime"] == nil) {

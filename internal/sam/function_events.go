@@ -36,6 +36,9 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 		}
 		esm["EventSourceArn"] = p[src.source]
 	}
+	if (typ == "Kinesis" || typ == "DynamoDB" || typ == "MSK") && p["StartingPosition"] == nil {
+		return samErr(id, "Missing required property 'StartingPosition'.")
+	}
 	copyKeys(esm, p, esmProperties...)
 	if dc, ok := esm["DestinationConfig"].(map[string]any); ok {
 		if of, ok := dc["OnFailure"].(map[string]any); ok {
@@ -63,6 +66,11 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 			return eventErr(f.name, name, "No Topics provided for self managed kafka as an event source")
 		case p["SourceAccessConfigurations"] == nil:
 			return eventErr(f.name, name, "No SourceAccessConfigurations for self managed kafka event provided.")
+		}
+	}
+	if typ == "MQ" || typ == "DocumentDB" {
+		if err := sourceAccess(f.name, name, typ, p); err != nil {
+			return err
 		}
 	}
 	t.put(id, "AWS::Lambda::EventSourceMapping", esm, copyAttrs(attrs))

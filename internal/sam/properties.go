@@ -43,10 +43,11 @@ func (t *sam) checkProperties(name string, r any) error {
 			continue
 		}
 		v := props[k]
-		if v == nil || p.X && isIntrinsic(v) {
+		// K is empty for a validator gendata.py does not read (IS_STR_ENUM): not judged
+		if v == nil || p.K == "" || p.X && isIntrinsic(v) {
 			continue
 		}
-		if !strings.Contains(p.K, valueKind(v)) {
+		if !strings.Contains(p.K, valueKind(v)) && !managedOpenAPIVersion(typ, k, v, props) {
 			return samErr(name, "Type of property '%s' is invalid.", k)
 		}
 	}
@@ -73,4 +74,15 @@ func valueKind(v any) string {
 		return "l"
 	}
 	return "?"
+}
+
+// managedOpenAPIVersion reports a number as an Api's OpenApiVersion (3.0 unquoted) where
+// SAM writes the definition (no DefinitionBody, no DefinitionUri): the translator's
+// Globals plugin turns it into text before the property is checked (fix_openapi_definitions).
+func managedOpenAPIVersion(typ, k string, v any, props map[string]any) bool {
+	if typ != "AWS::Serverless::Api" || k != "OpenApiVersion" || props["DefinitionBody"] != nil || props["DefinitionUri"] != nil {
+		return false
+	}
+	f, ok := v.(float64)
+	return ok && f >= 3 && f < 4
 }

@@ -50,6 +50,7 @@ type sam struct {
 	// Serverless resource each generated one was made for (apiOrigins for implicit APIs).
 	cur                 string
 	origins, apiOrigins map[string]string
+	dup                 error // a generated resource under another's logical id (collides)
 }
 
 // referable records that id.prop names the generated resource gen.
@@ -176,10 +177,17 @@ func (t *sam) expand(m map[string]any) error {
 		if !ok {
 			return samErr("", "'Globals' section is invalid. Globals must be a mapping of resource types to properties")
 		}
-		for k, v := range gm {
+		for _, k := range sortedKeys(gm) {
+			v := gm[k]
 			switch k {
 			case "Function", "Api", "HttpApi", "SimpleTable", "LayerVersion", "StateMachine":
+				if err := checkGlobalProperties(k, object(v)); err != nil {
+					return err
+				}
 			case "WebSocketApi", "CapacityProvider":
+				if err := checkGlobalProperties(k, object(v)); err != nil {
+					return err
+				}
 				return unsupported("", "'Globals' section is invalid. '%s' is not supported by the local emulator's Serverless translator.", k)
 			default:
 				return samErr("", "'Globals' section is invalid. '%s' is not supported. Must be one of the following values - [Api, Function, HttpApi, LayerVersion, SimpleTable, StateMachine]", k)
@@ -208,6 +216,9 @@ func (t *sam) expand(m map[string]any) error {
 	}
 	for _, n := range names {
 		if err := t.checkProperties(n, res[n]); err != nil {
+			return err
+		}
+		if err := typeRules(n, typeOfRaw(res[n]), object(object(res[n])["Properties"])); err != nil {
 			return err
 		}
 	}
@@ -240,6 +251,9 @@ func (t *sam) expand(m map[string]any) error {
 	}
 	if err := t.implicitAPIs(); err != nil {
 		return err
+	}
+	if t.dup != nil {
+		return t.dup
 	}
 	for _, n := range sortedKeys(res) {
 		if typeOfRaw(res[n]) == "AWS::Serverless::Connector" {
@@ -360,6 +374,7 @@ func passthrough(r map[string]any) map[string]any {
 // put adds a generated resource; the Serverless resource's own attributes given in main
 // (DependsOn, Metadata) go only to the resource that replaces it.
 func (t *sam) put(id, typ string, props map[string]any, attrs map[string]any) {
+	t.collides(id, typ)
 	if t.origins != nil && t.cur != "" {
 		t.origins[id] = t.cur
 	}

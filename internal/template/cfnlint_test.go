@@ -1,12 +1,9 @@
 package template
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -136,10 +133,6 @@ func runtimeDisagreement(cairnMsg, lintMsg string, lintRuntimes []string, day st
 // out: cfn-lint checks them before the macro runs, CloudFormation after. Serverless
 // templates are counted apart: cfn-lint checks them after the SAM translation.
 func TestPeerCfnLint(t *testing.T) {
-	lint, err := exec.LookPath("cfn-lint")
-	if err != nil {
-		t.Skip("cfn-lint is not installed (pip install cfn-lint): the peer check is skipped")
-	}
 	var files []string
 	rel := map[string]string{}
 	rootOf := map[string]string{}
@@ -151,7 +144,8 @@ func TestPeerCfnLint(t *testing.T) {
 			// testdata/validate holds issue 43's fixtures, whose verdicts cmd/cairn's
 			// TestValidateFixturesAgainstCfnLint compares, its disagreements judged in
 			// testdata/validate/disagreements.md.
-			if d.IsDir() && (d.Name() == "fuzz" || d.Name() == "testdata" && p != root || p == "../../testdata/validate") {
+			// testdata/corpora holds the upstream corpora TestCorpora compares.
+			if d.IsDir() && (d.Name() == "fuzz" || d.Name() == "testdata" && p != root || p == "../../testdata/validate" || p == "../../testdata/corpora") {
 				return filepath.SkipDir
 			}
 			ext := filepath.Ext(p)
@@ -170,26 +164,9 @@ func TestPeerCfnLint(t *testing.T) {
 	if _, err := os.Stat(peerRoots[1]); err != nil {
 		t.Logf("the shared templates are absent (%v): only testdata is compared", err)
 	}
-	cmd := exec.Command(lint, append([]string{"--format", "parseable", "--"}, files...)...)
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	if err := cmd.Run(); err != nil {
-		if _, ok := err.(*exec.ExitError); !ok {
-			t.Fatalf("cfn-lint: %v", err)
-		}
-	}
-	lintErrors := map[string][]finding{}
-	sc := bufio.NewScanner(&out)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		// FILE:LINE:COL:ENDLINE:ENDCOL:RULE:MESSAGE
-		parts := strings.SplitN(sc.Text(), ":", 7)
-		if len(parts) < 7 || !strings.HasPrefix(parts[5], "E") {
-			continue
-		}
-		line, _ := strconv.Atoi(parts[1])
-		lintErrors[parts[0]] = append(lintErrors[parts[0]], finding{parts[0], line, parts[5], parts[6]})
-	}
+	// cfn-lint's errors, stored (peercache_test.go) or from cfn-lint for templates new to
+	// the cache; day is the day cfn-lint judged runtimes on, and cairn judges them on it.
+	lintErrors, day := peerLintErrors(t, files)
 	type tally struct{ lint, found int }
 	type figures struct {
 		templates, passed, refusedPassed, falsePositives, macroSkipped, stoppedEarly int
@@ -203,8 +180,6 @@ func TestPeerCfnLint(t *testing.T) {
 		}
 		perRoot[root] = fg
 	}
-	// cfn-lint judges runtimes on the day it runs, and so does cairn here.
-	day := Today()
 	var unexplained []string
 	// note reports a disagreement: known when the list has its line or when judged (a
 	// runtime's, by runtimeDisagreement), else unexplained.

@@ -62,12 +62,13 @@ type checker struct {
 	mappings   map[string]bool
 	// sam: the Serverless transform generates resources, so references are not checked;
 	// macros: some other transform may rewrite anything, so nothing past the structure is.
-	sam, macros bool
-	refNames    []string // parameters, resources and pseudo parameters, for suggestions
-	deps        map[string][]string
-	uses        []ParameterUse
-	day         string // the day Lambda runtimes are judged on
-	logic       *logic
+	sam, macros   bool
+	globalRuntime bool     // the Serverless Globals' Runtime is checked
+	refNames      []string // parameters, resources and pseudo parameters, for suggestions
+	deps          map[string][]string
+	uses          []ParameterUse
+	day           string // the day Lambda runtimes are judged on
+	logic         *logic
 }
 
 // Check checks the template against the CloudFormation resource specification and the
@@ -324,6 +325,13 @@ func (c *checker) resource(r *resource) {
 		}
 		return
 	case strings.HasPrefix(r.typ, "AWS::Serverless::") && c.sam:
+		// not expanded (what cairn's transform leaves out): its function's runtime still
+		if r.typ == "AWS::Serverless::Function" && value(props, "Runtime") != nil {
+			c.runtime(props, base+".Properties")
+		} else if r.typ == "AWS::Serverless::Function" && !c.globalRuntime {
+			c.globalRuntime = true // reported once, at Globals
+			c.runtime(value(value(c.t.Node, "Globals"), "Function"), "Globals.Function")
+		}
 		return
 	}
 	st := resourcespec.Lookup(r.typ)
@@ -357,10 +365,16 @@ func (c *checker) resource(r *resource) {
 		c.bucketACL(props, base)
 	}
 	if r.typ == "AWS::Lambda::Function" {
-		if rt := value(props, "Runtime"); rt != nil && rt.Kind == yaml.ScalarNode {
-			if msg, warning, ok := RuntimeProblem(rt.Value, c.day); ok {
-				c.add(rt, base+".Properties.Runtime", warning, "%s", msg)
-			}
+		c.runtime(props, base+".Properties")
+	}
+}
+
+// runtime reports a function's Runtime (of props, at path) that AWS deprecated or blocks
+// (RuntimeProblem).
+func (c *checker) runtime(props *yaml.Node, path string) {
+	if rt := value(props, "Runtime"); rt != nil && rt.Kind == yaml.ScalarNode {
+		if msg, warning, ok := RuntimeProblem(rt.Value, c.day); ok {
+			c.add(rt, path+".Runtime", warning, "%s", msg)
 		}
 	}
 }

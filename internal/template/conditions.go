@@ -97,6 +97,11 @@ func (c *checker) condFormula(n *yaml.Node, path string, depth int) *condExpr {
 			c.errorf(n.Content[0], path, "Fn::Equals takes a list of two values")
 			return unknown
 		}
+		for i, side := range arg.Content {
+			if containsKey(side, "Fn::ImportValue", 0) {
+				c.errorf(side, fmt.Sprintf("%s.Fn::Equals[%d]", path, i), "Fn::ImportValue cannot be used in a condition: CloudFormation evaluates conditions before it reads other stacks' exports and refuses the template; pass the value as a parameter")
+			}
+		}
 		return c.logic.equals(resolve(arg.Content[0]), resolve(arg.Content[1]))
 	case "Fn::And", "Fn::Or":
 		if arg.Kind != yaml.SequenceNode || len(arg.Content) < 2 || len(arg.Content) > 10 {

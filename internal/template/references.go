@@ -216,6 +216,9 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, 
 			}
 		}
 		c.walk(arg, path, from, locals, scope)
+	case "Fn::GetStackOutput":
+		c.stackOutputArgs(k, arg, path)
+		c.walk(arg, path, from, locals, scope)
 	default:
 		switch {
 		case strings.HasPrefix(fn, "Fn::ForEach::"):

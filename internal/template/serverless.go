@@ -70,6 +70,9 @@ func (t *Template) checkServerless(day string) (probs []Problem, expanded bool) 
 		}
 	}
 	for _, p := range x.CheckOn(day) {
+		if strings.Contains(p.Msg, `"`+unknownParam+`"`) {
+			continue // the translator put a parameter's value, which the deploy gives, in its place
+		}
 		if id := resourceOf(p.Path); origins[id] != "" && origins[id] != id {
 			p.Msg += " (in " + id + ", which the Serverless transform makes for " + origins[id] + ")"
 		}
@@ -162,6 +165,10 @@ const assumedBucket = "cairn-packaged"
 
 // transformParams are the parameter values the transform reads (an alias name, a layer's
 // name): defaults, and for a parameter without one a stand-in value it accepts.
+// unknownParam is the value the transform is given of a parameter with no Default and no
+// AllowedValues: the deploy gives it, so no check of the expanded template judges it.
+const unknownParam = "cairnvalidate"
+
 func (t *Template) transformParams() map[string]any {
 	out := map[string]any{}
 	for name, p := range t.Parameters {
@@ -171,7 +178,7 @@ func (t *Template) transformParams() map[string]any {
 		case len(p.AllowedValues) > 0:
 			out[name] = p.AllowedValues[0]
 		default:
-			out[name] = "cairnvalidate"
+			out[name] = unknownParam
 		}
 		if strings.HasPrefix(p.Type, "List<") || p.Type == "CommaDelimitedList" {
 			out[name] = strings.Split(out[name].(string), ",")

@@ -15,6 +15,7 @@ import (
 // serviceRules checks a resource's Properties by the rules of its service.
 func (c *checker) serviceRules(r *resource, st *resourcespec.Type, props *yaml.Node, base string) {
 	c.lifecycle(r, st)
+	c.sharedName(r)
 	if props == nil || props.Kind != yaml.MappingNode {
 		return
 	}
@@ -23,8 +24,17 @@ func (c *checker) serviceRules(r *resource, st *resourcespec.Type, props *yaml.N
 		c.dynamoDBKeys(props, base)
 	case "AWS::Lambda::Function":
 		c.lambdaZip(r, props, base)
+	case "AWS::Backup::BackupPlan":
+		c.backupLifecycles(props, base)
+	case "AWS::CloudFront::Distribution":
+		c.cloudFrontAliases(props, base)
+	case "AWS::CodeBuild::Project":
+		c.roleByName(props, base)
+	case "AWS::Route53::RecordSet", "AWS::Route53::RecordSetGroup":
+		c.recordSets(r.typ, props, base)
 	}
 	c.policyEffects(props, base+".Properties", 0)
+	c.policyPrincipals(r, props, base)
 }
 
 // lifecycle refuses a type of a service AWS has shut down, and warns of one it is retiring
@@ -168,6 +178,7 @@ func (c *checker) policyEffects(n *yaml.Node, path string, depth int) {
 				stmts = st.Content
 			}
 			for i, s := range stmts {
+				c.policyResources(s, fmt.Sprintf("%s.Statement[%d]", path, i))
 				e := value(s, "Effect")
 				v, ok := plainScalar(e)
 				if !ok || v == "Allow" || v == "Deny" {

@@ -141,7 +141,7 @@ func TestServerlessTemplatesAreExpandedAsSAMDoes(t *testing.T) {
 
 func TestServerlessTranslatorRefusals(t *testing.T) {
 	tests := []struct{ name, resources, want string }{
-		{"unsupported type", "  Ws:\n    Type: AWS::Serverless::WebSocketApi\n    Properties: {RouteSelectionExpression: $request.body.action}\n", "AWS::Serverless::WebSocketApi is not supported"},
+		{"unsupported type", "  Ws:\n    Type: AWS::Serverless::WebSocketApi\n    Properties: {RouteSelectionExpression: $request.body.action, Routes: {$default: {FunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:f'}}}\n", "AWS::Serverless::WebSocketApi is not supported"},
 		{"s3 bucket elsewhere", "  F:\n    Type: AWS::Serverless::Function\n    Properties:\n      Handler: a.b\n      Runtime: python3.12\n      InlineCode: x\n      Events:\n        U: {Type: S3, Properties: {Bucket: other, Events: 's3:ObjectCreated:*'}}\n",
 			"S3 events must reference an S3 bucket in the same template."},
 		{"no code", "  F:\n    Type: AWS::Serverless::Function\n    Properties: {Handler: a.b, Runtime: python3.12}\n", "Only one of 'InlineCode' or 'CodeUri' can be set."},

@@ -1,0 +1,141 @@
+package sam
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The rules of aws-sam-translator 1.110.0 a Function and a CapacityProvider are checked
+// against before they expand (SamFunction.__validation_rules__ and
+// _validate_tenancy_config_compatibility, SamCapacityProvider's property types and rules),
+// each refused with the translator's message.
+
+// present reports whether a property is set: the translator counts a null as absent.
+func present(props map[string]any, k string) bool { return props[k] != nil }
+
+// functionRules are the Function's property combinations the translator refuses: a
+// capacity provider with provisioned concurrency or a VpcConfig, FunctionScalingConfig
+// without a capacity provider, VersionDeletionPolicy without AutoPublishAlias (all in one
+// message, as the translator collects them), then what a function with TenancyConfig may
+// not have.
+func functionRules(name string, props map[string]any) error {
+	var msgs []string
+	for _, pair := range [][2]string{{"CapacityProviderConfig", "ProvisionedConcurrencyConfig"}, {"CapacityProviderConfig", "VpcConfig"}} {
+		if present(props, pair[0]) && present(props, pair[1]) {
+			msgs = append(msgs, "Cannot specify '"+pair[0]+"' and '"+pair[1]+"' together.")
+		}
+	}
+	for _, req := range [][2]string{{"FunctionScalingConfig", "CapacityProviderConfig"}, {"VersionDeletionPolicy", "AutoPublishAlias"}} {
+		if present(props, req[0]) && !present(props, req[1]) {
+			msgs = append(msgs, "'"+req[0]+"' requires '"+req[1]+"'.")
+		}
+	}
+	if len(msgs) > 0 {
+		return samErr(name, "%s", strings.Join(msgs, "\n"))
+	}
+	if !present(props, "TenancyConfig") {
+		return nil
+	}
+	for _, p := range [][2]string{{"ProvisionedConcurrencyConfig", "Provisioned concurrency"}, {"FunctionUrlConfig", "Function URL"}, {"SnapStart", "SnapStart"}} {
+		if present(props, p[0]) {
+			return samErr(name, "%s is not supported for functions enabled with tenancy configuration.", p[1])
+		}
+	}
+	events, _ := props["Events"].(map[string]any)
+	for _, k := range sortedKeys(events) {
+		typ := object(events[k])["Type"]
+		if typ != "Api" && typ != "HttpApi" {
+			return samErr(name, "Event source '%v' is not supported for functions enabled with tenancy configuration. Only Api and HttpApi event sources are supported.", typ)
+		}
+	}
+	return nil
+}
+
+// capacityProviderRules are what the translator requires of a CapacityProvider's
+// properties (their names and kinds are checkProperties'): a VpcConfig with SubnetIds,
+// lists of subnets and security groups, and not both AllowedTypes and ExcludedTypes of
+// InstanceRequirements.
+func capacityProviderRules(name string, props map[string]any) error {
+	vpc, ok := props["VpcConfig"]
+	if !ok || vpc == nil {
+		return samErr(name, "Missing required property 'VpcConfig'.")
+	}
+	var msgs []string
+	if vm, ok := vpc.(map[string]any); ok {
+		if !present(vm, "SubnetIds") {
+			msgs = append(msgs, "Property 'VpcConfig.SubnetIds' is required.")
+		}
+		for _, k := range []string{"SecurityGroupIds", "SubnetIds"} {
+			switch vm[k].(type) {
+			case nil, []any, map[string]any:
+			default:
+				msgs = append(msgs, "Property 'VpcConfig."+k+"' value must be dictionary or list.")
+			}
+		}
+	}
+	ir := object(props["InstanceRequirements"])
+	if present(ir, "AllowedTypes") && present(ir, "ExcludedTypes") {
+		msgs = append(msgs, "Cannot specify 'InstanceRequirements.AllowedTypes' and 'InstanceRequirements.ExcludedTypes' together.")
+	}
+	if len(msgs) > 0 {
+		return samErr(name, "%s", strings.Join(msgs, " "))
+	}
+	return nil
+}
+
+// typeRules are the rules of the Serverless types cairn's transform does not expand.
+func typeRules(name, typ string, props map[string]any) error {
+	switch typ {
+	case "AWS::Serverless::CapacityProvider":
+		return capacityProviderRules(name, props)
+	case "AWS::Serverless::WebSocketApi":
+		return websocketRules(name, props)
+	}
+	return nil
+}
+
+// sourceAccess is the translator's check of an MQ or DocumentDB event's
+// SourceAccessConfigurations (PullEventSource._validate_source_access_configurations): a
+// list of maps of the supported types, with exactly one of the required type, with a URI.
+func sourceAccess(fn, event, typ string, p map[string]any) error {
+	supported, required := []string{"BASIC_AUTH", "VIRTUAL_HOST"}, "BASIC_AUTH"
+	if typ == "DocumentDB" {
+		supported = []string{"BASIC_AUTH"}
+	}
+	configs := p["SourceAccessConfigurations"]
+	if !truthy(configs) {
+		return eventErr(fn, event, fmt.Sprintf("No SourceAccessConfigurations for Amazon %s event provided.", typ))
+	}
+	list, ok := configs.([]any)
+	if !ok {
+		return eventErr(fn, event, "Provided SourceAccessConfigurations cannot be parsed into a list.")
+	}
+	found := false
+	for i, c := range list {
+		m, ok := c.(map[string]any)
+		if !ok {
+			return eventErr(fn, event, fmt.Sprintf("Property 'SourceAccessConfigurations[%d]' should be a map.", i))
+		}
+		t, ok := m["Type"].(string)
+		if !ok {
+			return eventErr(fn, event, fmt.Sprintf("Property 'SourceAccessConfigurations[%d].Type' should be a string.", i))
+		}
+		if !slices.Contains(supported, t) {
+			return eventErr(fn, event, fmt.Sprintf("Invalid property Type specified in SourceAccessConfigurations. The supported values are: ['%s'].", strings.Join(supported, "', '")))
+		}
+		if t == required {
+			if found {
+				return eventErr(fn, event, fmt.Sprintf("Multiple %s properties specified in SourceAccessConfigurations.", required))
+			}
+			if !truthy(m["URI"]) {
+				return eventErr(fn, event, fmt.Sprintf("No %s URI property specified in SourceAccessConfigurations.", required))
+			}
+			found = true
+		}
+	}
+	if !found {
+		return eventErr(fn, event, fmt.Sprintf("No %s property specified in SourceAccessConfigurations.", required))
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -111,6 +112,36 @@ func ResourceChange(rc *cfntypes.ResourceChange) run.ResourceChange {
 		}
 	}
 	return c
+}
+
+// Drift is what a drift-aware change set's resource change shows of the resource's drift
+// (run.DriftedProperty): each drifted property (its target carries Drift, or is
+// SyncWithActual) and whether executing the change set brings it back; a resource deleted
+// out of band as one entry without a property. Values stay out: they may be secrets.
+func Drift(rc *cfntypes.ResourceChange) []run.DriftedProperty {
+	id := aws.ToString(rc.LogicalResourceId)
+	switch rc.ResourceDriftStatus {
+	case cfntypes.StackResourceDriftStatusDeleted:
+		return []run.DriftedProperty{{LogicalID: id, Revert: rc.Action != cfntypes.ChangeActionSyncWithActual}}
+	case cfntypes.StackResourceDriftStatusModified:
+	default:
+		return nil
+	}
+	var out []run.DriftedProperty
+	seen := map[string]bool{}
+	for _, d := range rc.Details {
+		t := d.Target
+		if t == nil || t.Drift == nil && t.AttributeChangeType != cfntypes.AttributeChangeTypeSyncWithActual {
+			continue
+		}
+		name := cmp.Or(aws.ToString(t.Name), strings.TrimPrefix(aws.ToString(t.Path), "/Properties/"), string(t.Attribute))
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, run.DriftedProperty{LogicalID: id, Property: name, Revert: t.AttributeChangeType != cfntypes.AttributeChangeTypeSyncWithActual})
+	}
+	return out
 }
 
 // Resources lists the resources of the stack at t with id stackID (what deleting it

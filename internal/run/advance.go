@@ -444,9 +444,9 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		case "CREATE_COMPLETE":
 			s.Changes = o.Changes
 			s.Attempts = 0
-			if why := driftStop(r, s, o.Drift); why != "" {
-				failAs(s, now, Review, why) // not executed: its change set stays, for a new review
-				s.Stopped = true
+			if why, replan := driftStop(r, s, o.Drift); why != "" {
+				fail(s, now, why) // not executed; a protected stack is planned again (Stopped)
+				s.Stopped = replan
 				return nil
 			}
 			if s.MadeEarly {

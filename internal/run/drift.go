@@ -39,11 +39,11 @@ func reverted(drift []DriftedProperty) []string {
 // its drift, or "": its on_drift is refuse and the change set would bring properties
 // back; or it is protected (PlanOnly) and the change set, made by the apply of an
 // approved plan rather than by the plan (its inputs came out of the apply), would bring
-// back drift no reviewer saw.
-func driftStop(r *Run, s *Stack, drift []DriftedProperty) string {
+// back drift no reviewer saw: that one is planned again for review (replan).
+func driftStop(r *Run, s *Stack, drift []DriftedProperty) (why string, replan bool) {
 	back := reverted(drift)
 	if len(back) == 0 {
-		return ""
+		return "", false
 	}
 	plan := fmt.Sprintf("cairn plan PATH --deployment %s", r.Deployment)
 	switch {
@@ -51,10 +51,10 @@ func driftStop(r *Run, s *Stack, drift []DriftedProperty) string {
 		return fmt.Sprintf("stack %s: stopped: its on_drift is refuse and it was changed outside cairn: %s; its change set %s was not executed. "+
 			"Adopt the change: set those properties in its template to what they are now (`cairn drift %s` shows the values), then `%s`; "+
 			"or revert it through review: set `on_drift: revert` on the stack and `%s`, whose comment shows what it brings back",
-			s.StackName, strings.Join(back, ", "), s.ChangeSetName, r.Deployment, plan, plan)
+			s.StackName, strings.Join(back, ", "), s.ChangeSetName, r.Deployment, plan, plan), false
 	case r.Plan != "" && s.PlanOnly:
 		return fmt.Sprintf("stack %s: stopped: it is protected, and its change set %s, made by this apply (the plan could not make it), would bring back properties changed outside cairn that the approved plan did not show: %s; it was not executed: re-plan (`%s`) and review what the new plan reverts",
-			s.StackName, s.ChangeSetName, strings.Join(back, ", "), plan)
+			s.StackName, s.ChangeSetName, strings.Join(back, ", "), plan), true
 	}
-	return ""
+	return "", false
 }

@@ -44,8 +44,8 @@ func TestDriftStopsRefusingAndProtectedStacks(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s %q", tc.name, s.Phase, s.Reason, tc.want, tc.reason)
 		}
 		if tc.want == Failed {
-			if !s.Stopped || s.Class != Review {
-				t.Errorf("%s: stopped %v class %s, want stopped for review", tc.name, s.Stopped, s.Class)
+			if s.Stopped != tc.protected || s.Class != Fix {
+				t.Errorf("%s: stopped %v class %s, want class fix, stopped (planned again) only when protected", tc.name, s.Stopped, s.Class)
 			}
 			for _, a := range actions {
 				if a.Kind == ExecuteChangeSet {

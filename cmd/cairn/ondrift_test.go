@@ -102,3 +102,44 @@ func TestOnDriftThroughTheCLI(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanShowsChangedOutsideCairn: the plan of a stack with on_drift revert, after a rule
+// was added out of band and while the PR changes the stack elsewhere, says in its comment
+// that it reverts the rule; a template changed to the drifted value is kept
+// (SyncWithActual), and after the apply `cairn drift` is clean.
+func TestPlanShowsChangedOutsideCairn(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	dir := t.TempDir()
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	if code, out := both(t, "push", ondriftBundle(t, dir, "revert", 30), "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("push: exit %d\n%s", code, out)
+	}
+	for _, tamper := range [][]string{{"Web", rule}, {"Queue", "VisibilityTimeout=90"}} {
+		if code, out := both(t, "local", "tamper", "odrevert-web", tamper[0], tamper[1]); code != 0 {
+			t.Fatalf("tamper: exit %d\n%s", code, out)
+		}
+	}
+	// The template adopts the queue's new timeout and changes nothing else.
+	code, out := both(t, "plan", ondriftBundle(t, dir, "revert", 90), "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"## Changed outside cairn", "| web | Web | SecurityGroupIngress |", `"FromPort":22`, "**reverts it** to the template's value",
+		"| web | Queue | VisibilityTimeout | `30` | `90` | `90` | keeps it (the template now sets it: SyncWithActual) |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out := both(t, "apply", dir, "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	for range 100 {
+		if code, out = both(t, "drift", "odrevert", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 0 || !strings.Contains(out, "IN_SYNC") {
+		t.Errorf("drift after the apply: exit %d\n%s", code, out)
+	}
+}

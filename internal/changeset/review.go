@@ -82,6 +82,7 @@ func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string,
 				}
 				pc.Details = append(pc.Details, line+")")
 			}
+			pc.DriftStatus, pc.Drift = driftStatus(rc), propertyDrift(rc)
 			st.Changes = append(st.Changes, pc)
 			if nested := aws.ToString(rc.ChangeSetId); nested != "" && depth < maxNestedDepth {
 				ns, err := c.describe(ctx, t, nested, pc.LogicalID+"/", depth+1)
@@ -112,6 +113,40 @@ func ResourceChange(rc *cfntypes.ResourceChange) run.ResourceChange {
 		}
 	}
 	return c
+}
+
+// driftStatus is a resource change's drift, when it is drift: MODIFIED or DELETED.
+func driftStatus(rc *cfntypes.ResourceChange) string {
+	switch rc.ResourceDriftStatus {
+	case cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted:
+		return string(rc.ResourceDriftStatus)
+	}
+	return ""
+}
+
+// propertyDrift is a drift-aware change set's drift of a resource, three ways per
+// property (plan.PropertyDrift), masked.
+func propertyDrift(rc *cfntypes.ResourceChange) []plan.PropertyDrift {
+	var out []plan.PropertyDrift
+	for _, dp := range Drift(rc) {
+		if dp.Property == "" {
+			continue
+		}
+		pd := plan.PropertyDrift{Property: dp.Property, Revert: dp.Revert}
+		for _, d := range rc.Details {
+			t := d.Target
+			if t == nil || cmp.Or(aws.ToString(t.Name), strings.TrimPrefix(aws.ToString(t.Path), "/Properties/"), string(t.Attribute)) != dp.Property {
+				continue
+			}
+			pd.Template = aws.ToString(t.AfterValue)
+			if t.Drift != nil {
+				pd.Previous, pd.Actual = aws.ToString(t.Drift.PreviousValue), aws.ToString(t.Drift.ActualValue)
+			}
+			break
+		}
+		out = append(out, pd.Masked())
+	}
+	return out
 }
 
 // Drift is what a drift-aware change set's resource change shows of the resource's drift

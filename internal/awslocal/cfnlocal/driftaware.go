@@ -226,19 +226,19 @@ func (s *Service) changeSetOp(st *stack, p *planned, cs *changeSet, token string
 }
 
 // takeOver gives the properties a resource has before an update step changes it. A
-// drift-aware execution starts from its actual state, out-of-band changes included, and
-// drops those changes: the template's properties are the resource's again, so its
-// provider is asked to bring back each drifted property (and asked nothing when only
-// SyncWithActual properties differ). The rollback restores the resource as it was.
+// drift-aware execution drops the resource's out-of-band changes (Tamper's) and starts
+// from what its service holds, so its provider is asked for every property that differs
+// from the template: a drifted one is brought back, and one the template now sets to its
+// drifted value is written as it was seen (in AWS, it already is; here the service may
+// not hold what Tamper made it look like). The rollback restores the resource as it was.
 func (s *Service) takeOver(st *stack, op *operation, cur *resource) map[string]any {
 	cs := s.changeSetByID(op.ChangeSetID)
 	if cs == nil || cs.DeploymentMode != revertDrift || isCustomType(cur.Type) || cur.Type == nestedType {
 		return cur.Props
 	}
-	actual, found := s.readLive(st, cur)
-	if !found {
-		return cur.Props
-	}
 	cur.Tampered = nil
-	return actual
+	if live, found := s.readLive(st, cur); found {
+		return live
+	}
+	return cur.Props
 }

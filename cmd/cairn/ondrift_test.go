@@ -71,8 +71,12 @@ func TestOnDriftThroughTheCLI(t *testing.T) {
 			if code, out := both(t, "local", "tamper", "od"+mode+"-web", "Web", rule); code != 0 {
 				t.Fatalf("tamper: exit %d\n%s", code, out)
 			}
-			if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") {
-				t.Fatalf("drift after the tamper: exit %d\n%s", code, out)
+			reconcile := map[string]string{
+				"revert": "reconcile web (od" + mode + "-web): `cairn plan PATH --deployment od" + mode + "` reverts it (on_drift: revert)",
+				"keep":   "reconcile web (od" + mode + "-web): to revert it through review, set `on_drift: revert` on stack web, then `cairn plan PATH --deployment od" + mode + "`",
+			}[mode]
+			if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") || !strings.Contains(out, reconcile) {
+				t.Fatalf("drift after the tamper: exit %d, want DRIFTED and %q\n%s", code, reconcile, out)
 			}
 			code, out := push(ondriftBundle(t, dir, mode, 60))
 			switch mode {

@@ -9,7 +9,7 @@ import (
 )
 
 // driftRowsShown bounds the rows of a plan's "changed outside cairn" section: the whole
-// list stays in the plan document and on its page.
+// list stays in the plan document (`cairn plans NAME PLAN_ID --format json`).
 const driftRowsShown = 60
 
 // driftValueShown bounds each value a row shows, in characters.
@@ -20,7 +20,7 @@ const driftValueShown = 120
 // template wants and what this plan does with it. Values CloudFormation masks are masked
 // all three (plan.PropertyDrift.Masked); every value is escaped as code. "" when the plan
 // knows of no drift.
-func changedOutside(order []plan.Stack) string {
+func changedOutside(p *plan.Document, order []plan.Stack) string {
 	var rows []string
 	for _, s := range order {
 		for _, c := range s.Changes {
@@ -51,7 +51,7 @@ func changedOutside(order []plan.Stack) string {
 	b.WriteString("| Stack | Resource | Property | Last deployed | Now | Template | This plan |\n|---|---|---|---|---|---|---|\n")
 	for i, r := range rows {
 		if i == driftRowsShown {
-			fmt.Fprintf(&b, "\n…and %d more (the plan's page lists them all).\n", len(rows)-i)
+			fmt.Fprintf(&b, "\n…and %d more: %s lists them all.\n", len(rows)-i, Code("cairn plans "+p.Deployment+" "+p.ID+" --format json"))
 			break
 		}
 		b.WriteString(r + "\n")

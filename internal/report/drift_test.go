@@ -95,3 +95,18 @@ func TestDriftSectionFitsTheComment(t *testing.T) {
 		}
 	}
 }
+
+// TestDriftSectionIsBounded: past 60 rows the section says how many more there are and
+// where they all are.
+func TestDriftSectionIsBounded(t *testing.T) {
+	p := bigPlan(40)
+	for i := range p.Stacks {
+		p.Stacks[i].Changes[0].DriftStatus = "MODIFIED"
+		p.Stacks[i].Changes[0].Drift = []plan.PropertyDrift{{Property: "Value", Revert: true, Previous: "a", Actual: "b", Template: "a"}, {Property: "Tier", Previous: "a", Actual: "b", Template: "b"}}
+	}
+	got := changedOutside(p, Order(p))
+	if n := strings.Count(got, "\n| stack-"); n != driftRowsShown || !strings.Contains(got, "80 change(s) made outside cairn") ||
+		!strings.Contains(got, "…and 20 more: `cairn plans shop "+p.ID+" --format json` lists them all.") {
+		t.Errorf("%d rows:\n%s", n, got)
+	}
+}

@@ -98,7 +98,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 		}
 	}
 	section("Capabilities granted", granted)
-	b.WriteString(changedOutside(order))
+	b.WriteString(changedOutside(p, order))
 	if !p.Approvable() && len(p.Errors) == 0 && len(p.Refusals) == 0 {
 		b.WriteString("No changes: every stack is up to date, and there is nothing to approve.\n")
 	}

@@ -104,6 +104,10 @@ func (s *Service) compareThreeWays(c *change, cur *resource, actual, desired map
 	desired = orEmpty(desired)
 	rt := resourceTypes[cur.Type]
 	drifted, needsChange := false, false
+	seen := copyProps(actual) // the actual state as shown
+	if seen == nil {
+		seen = map[string]any{}
+	}
 	var details []changeDetail
 	byProp := map[string][]changeDetail{}
 	for _, d := range c.Details {
@@ -120,8 +124,13 @@ func (s *Service) compareThreeWays(c *change, cur *resource, actual, desired map
 		av, ain := actual[k]
 		dv, din := desired[k]
 		if hasDynamicRef(pv) || hasDynamicRef(dv) {
+			// Its actual value is a secret's: not compared, not shown.
 			c.Ignored = append(c.Ignored, ignoredAttribute{Path: "/Properties/" + k, Reason: "SENSITIVE_PROPERTY"})
 			av, ain = pv, pin
+			seen[k] = pv
+			if !pin {
+				delete(seen, k)
+			}
 		}
 		tw := threeWay{Path: "/Properties/" + k, AfterFrom: "TEMPLATE", DriftAt: now,
 			Drifted:         pin != ain || len(propDiffs("", pv, av)) > 0,
@@ -169,7 +178,7 @@ func (s *Service) compareThreeWays(c *change, cur *resource, actual, desired map
 		c.DriftStatus = "MODIFIED"
 	}
 	c.PreviousContext = contextOf(prev, secrets)
-	c.BeforeContext = contextOf(actual, secrets)
+	c.BeforeContext = contextOf(seen, secrets)
 	c.AfterContext = contextOf(desired, secrets)
 	if !needsChange {
 		c.Action, c.Replacement = "SyncWithActual", ""

@@ -218,3 +218,39 @@ func (e *env) stackDrift(name string) types.StackDriftStatus {
 	}
 	return st.StackDriftStatus
 }
+
+// TestDriftAwareChangeSetIgnoresSecretReferences: a property holding a dynamic reference
+// is not compared with its actual value (its value is a secret's): the change set lists it
+// in ResourceDriftIgnoredAttributes with reason SENSITIVE_PROPERTY and shows no drift of it.
+func TestDriftAwareChangeSetIgnoresSecretReferences(t *testing.T) {
+	e := newEnv(t, func(o *Options) {
+		o.DynamicReference = func(service, key string) (string, error) { return "s3cr3t-value", nil }
+	})
+	const body = `Resources:
+  Param:
+    Type: AWS::SSM::Parameter
+    Properties:
+      Type: String
+      Description: a
+      Value: '{{resolve:secretsmanager:db:SecretString:password}}'
+`
+	e.create("app", body, nil)
+	e.settle("app")
+	if err := e.svc.Tamper("app", "Param", "Value", "changed-by-hand"); err != nil {
+		t.Fatal(err)
+	}
+	cs := e.settledChangeSet(&cloudformation.CreateChangeSetInput{StackName: aws.String("app"), ChangeSetName: aws.String("d"),
+		TemplateBody: aws.String(strings.Replace(body, "Description: a", "Description: b", 1)), DeploymentMode: types.DeploymentModeRevertDrift})
+	rc := resourceChanges(cs)["Param"]
+	if rc == nil || rc.ResourceDriftStatus != types.StackResourceDriftStatusInSync || len(rc.ResourceDriftIgnoredAttributes) != 1 ||
+		aws.ToString(rc.ResourceDriftIgnoredAttributes[0].Path) != "/Properties/Value" || rc.ResourceDriftIgnoredAttributes[0].Reason != types.DriftIgnoredReasonSensitiveProperty {
+		t.Fatalf("Param: %+v", rc)
+	}
+	tg := onlyTarget(t, rc)
+	if aws.ToString(tg.Name) != "Description" || tg.BeforeValueFrom != types.BeforeValueFromPreviousDeploymentState || tg.Drift != nil {
+		t.Errorf("Param target: %+v", tg)
+	}
+	if b, _ := json.Marshal(cs); strings.Contains(string(b), "s3cr3t-value") || strings.Contains(string(b), "changed-by-hand") {
+		t.Errorf("a secret's value is in the change set: %s", b)
+	}
+}

@@ -102,3 +102,24 @@ func shownValue(v string, cut int) string {
 	}
 	return CodeCell(v)
 }
+
+// driftLines are a terminal's lines of a plan's drift: per property changed outside
+// cairn, what the plan does with it; values are left to the Markdown plan.
+func driftLines(order []plan.Stack) []string {
+	var out []string
+	for _, s := range order {
+		for _, c := range s.Changes {
+			if c.DriftStatus == "DELETED" {
+				out = append(out, fmt.Sprintf("changed outside cairn: %s %s: deleted", Line(s.Name), Line(c.LogicalID)))
+			}
+			for _, d := range c.Drift {
+				does := "keeps it (SyncWithActual)"
+				if d.Revert {
+					does = "reverts it"
+				}
+				out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(s.Name), Line(c.LogicalID), Line(d.Property), does))
+			}
+		}
+	}
+	return out
+}

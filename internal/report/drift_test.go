@@ -50,6 +50,16 @@ func TestChangedOutsideCairnGolden(t *testing.T) {
 	if strings.Contains(got, "hunter2") {
 		t.Errorf("a secret's new value is shown:\n%s", got)
 	}
+	var text bytes.Buffer
+	if err := PlanText(&text, withDrift(loadPlan(t))); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"~ changed outside cairn: app Web.SecurityGroupIngress: this plan reverts it\n",
+		"~ changed outside cairn: app Web.GroupDescription: this plan keeps it (SyncWithActual)\n", "~ changed outside cairn: app Gone: deleted\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the terminal's plan lacks %q:\n%s", want, text.String())
+		}
+	}
 	golden := filepath.Join("testdata", "plan-drift.md")
 	if *update {
 		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {

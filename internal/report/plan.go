@@ -389,6 +389,9 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	for _, d := range dangers(p, Line) {
 		fmt.Fprintf(&b, "! %s\n", strings.ReplaceAll(d, "**", ""))
 	}
+	for _, d := range driftLines(Order(p)) {
+		fmt.Fprintf(&b, "~ %s\n", d)
+	}
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 2, 4, 2, ' ', 0)
 	var params []string

@@ -158,6 +158,13 @@ func printSweep(w io.Writer, bucket string, sw *drift.Sweep) error {
 	}
 	tw.Flush()
 	for _, g := range sw.Graphs {
+		for _, s := range g.Stacks {
+			if rc := s.Reconcile(g.Name); rc != "" {
+				printer.Fprintf(w, "reconcile %s (%s): %s\n", s.Name, s.Describe(), rc)
+			}
+		}
+	}
+	for _, g := range sw.Graphs {
 		if g.Report != "" {
 			printer.Fprintf(w, "report of %s: %s\n", g.Name, layout.URI(bucket, layout.DriftMarkdownKey(g.Name, sw.ID)))
 		}

@@ -154,6 +154,9 @@ type Inputs struct {
 	// ServiceRole is the CloudFormation service role the change set runs with ("": the
 	// caller's rights).
 	ServiceRole string
+	// DeploymentMode is REVERT_DRIFT for a drift-aware change set (on_drift revert or
+	// refuse), "" for an ordinary one.
+	DeploymentMode string
 }
 
 // Perform makes the call a and returns its result as an observation of a.Stack: Err and
@@ -212,6 +215,7 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 
 			NotificationARNs:      in.NotificationARNs,
 			RollbackConfiguration: in.Rollback,
+			DeploymentMode:        cfntypes.DeploymentMode(in.DeploymentMode),
 		}
 		if in.ServiceRole != "" {
 			req.RoleARN = aws.String(in.ServiceRole)

@@ -13,7 +13,8 @@ import (
 // (config.Options.Create: an update clears the topics and rollback triggers the config no
 // longer names); and the CloudFormation service role: the stack's own service_role, else
 // cairnRole (cairn's, for a stack of its account: one without a role_arn), else none (the
-// role_arn's rights).
+// role_arn's rights). An update of a stack whose on_drift is revert or refuse is
+// drift-aware (DeploymentMode REVERT_DRIFT).
 func CreateInputs(s *config.Stack, a run.Action, tags map[string]string, cairnRole string) *Inputs {
 	in := &Inputs{TemplateBody: s.TemplateBody, TemplateURL: s.TemplateURL, Tree: s.Tree,
 		IncludeNested: s.Template != nil && s.Template.HasNestedStacks(), Capabilities: s.Capabilities, Tags: tags,
@@ -23,6 +24,7 @@ func CreateInputs(s *config.Stack, a run.Action, tags map[string]string, cairnRo
 	}
 	o := s.Options.Create(a.ChangeSetType == string(cfntypes.ChangeSetTypeUpdate))
 	in.NotificationARNs = o.NotificationARNs
+	in.DeploymentMode = o.DeploymentMode
 	if o.Rollback {
 		in.Rollback = &cfntypes.RollbackConfiguration{RollbackTriggers: []cfntypes.RollbackTrigger{}}
 		if o.MonitoringTimeInMinutes != nil {

@@ -1,6 +1,7 @@
 package changeset
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
@@ -53,6 +54,31 @@ func TestCreateInputs(t *testing.T) {
 		}
 		if in.StackPolicy != "" || in.DisableRollback {
 			t.Errorf("%s: CreateChangeSet's inputs carry ExecuteChangeSet's", tc.name)
+		}
+	}
+}
+
+// TestCreateInputsDriftAware: an update of a stack whose on_drift is revert or refuse makes
+// a drift-aware change set; keep, and every create, an ordinary one.
+func TestCreateInputsDriftAware(t *testing.T) {
+	for _, tc := range []struct {
+		mode          config.DriftMode
+		changeSetType string
+		want          string
+	}{
+		{config.DriftRevert, "UPDATE", "REVERT_DRIFT"}, {config.DriftRefuse, "UPDATE", "REVERT_DRIFT"},
+		{config.DriftKeep, "UPDATE", ""}, {config.DriftRevert, "CREATE", ""},
+	} {
+		s := &config.Stack{Name: "app", TemplateBody: []byte("Resources: {}"), Options: config.Options{OnDrift: tc.mode}}
+		in := CreateInputs(s, run.Action{Kind: run.CreateChangeSet, Stack: "app", ChangeSetType: tc.changeSetType}, nil, "")
+		if in.DeploymentMode != tc.want {
+			t.Errorf("on_drift %q, %s: DeploymentMode %q, want %q", tc.mode, tc.changeSetType, in.DeploymentMode, tc.want)
+		}
+		cfn := &fakeCFN{t: t}
+		(&Client{CFN: cfn, Region: "eu-west-1"}).Perform(context.Background(), run.Action{Kind: run.CreateChangeSet, Stack: "app", StackName: "shop-app",
+			ChangeSetName: "cairn-r1-1", ChangeSetType: tc.changeSetType, Token: "cairn-r1-1"}, in)
+		if len(cfn.created) != 1 || string(cfn.created[0].DeploymentMode) != tc.want {
+			t.Errorf("on_drift %q, %s: CreateChangeSet sent %+v", tc.mode, tc.changeSetType, cfn.created)
 		}
 	}
 }

@@ -296,6 +296,11 @@ func (c *Client) describeChangeSet(ctx context.Context, api API, budget Budget, 
 			o.ChangeSetReason = aws.ToString(out.StatusReason)
 		}
 		o.Changes += len(out.Changes)
+		for _, ch := range out.Changes {
+			if rc := ch.ResourceChange; rc != nil {
+				o.Drift = append(o.Drift, Drift(rc)...)
+			}
+		}
 		if len(s.Rippled) > 0 {
 			for _, ch := range out.Changes {
 				if rc := ch.ResourceChange; rc != nil {

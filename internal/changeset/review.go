@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
@@ -81,6 +82,7 @@ func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string,
 				}
 				pc.Details = append(pc.Details, line+")")
 			}
+			pc.DriftStatus, pc.Drift = driftStatus(rc), propertyDrift(rc)
 			st.Changes = append(st.Changes, pc)
 			if nested := aws.ToString(rc.ChangeSetId); nested != "" && depth < maxNestedDepth {
 				ns, err := c.describe(ctx, t, nested, pc.LogicalID+"/", depth+1)
@@ -111,6 +113,70 @@ func ResourceChange(rc *cfntypes.ResourceChange) run.ResourceChange {
 		}
 	}
 	return c
+}
+
+// driftStatus is a resource change's drift, when it is drift: MODIFIED or DELETED.
+func driftStatus(rc *cfntypes.ResourceChange) string {
+	switch rc.ResourceDriftStatus {
+	case cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted:
+		return string(rc.ResourceDriftStatus)
+	}
+	return ""
+}
+
+// propertyDrift is a drift-aware change set's drift of a resource, three ways per
+// property (plan.PropertyDrift), masked.
+func propertyDrift(rc *cfntypes.ResourceChange) []plan.PropertyDrift {
+	var out []plan.PropertyDrift
+	for _, dp := range Drift(rc) {
+		if dp.Property == "" {
+			continue
+		}
+		pd := plan.PropertyDrift{Property: dp.Property, Revert: dp.Revert}
+		for _, d := range rc.Details {
+			t := d.Target
+			if t == nil || cmp.Or(aws.ToString(t.Name), strings.TrimPrefix(aws.ToString(t.Path), "/Properties/"), string(t.Attribute)) != dp.Property {
+				continue
+			}
+			pd.Template = aws.ToString(t.AfterValue)
+			if t.Drift != nil {
+				pd.Previous, pd.Actual = aws.ToString(t.Drift.PreviousValue), aws.ToString(t.Drift.ActualValue)
+			}
+			break
+		}
+		out = append(out, pd.Masked())
+	}
+	return out
+}
+
+// Drift is what a drift-aware change set's resource change shows of the resource's drift
+// (run.DriftedProperty): each drifted property (its target carries Drift, or is
+// SyncWithActual) and whether executing the change set brings it back; a resource deleted
+// out of band as one entry without a property. Values stay out: they may be secrets.
+func Drift(rc *cfntypes.ResourceChange) []run.DriftedProperty {
+	id := aws.ToString(rc.LogicalResourceId)
+	switch rc.ResourceDriftStatus {
+	case cfntypes.StackResourceDriftStatusDeleted:
+		return []run.DriftedProperty{{LogicalID: id, Revert: rc.Action != cfntypes.ChangeActionSyncWithActual}}
+	case cfntypes.StackResourceDriftStatusModified:
+	default:
+		return nil
+	}
+	var out []run.DriftedProperty
+	seen := map[string]bool{}
+	for _, d := range rc.Details {
+		t := d.Target
+		if t == nil || t.Drift == nil && t.AttributeChangeType != cfntypes.AttributeChangeTypeSyncWithActual {
+			continue
+		}
+		name := cmp.Or(aws.ToString(t.Name), strings.TrimPrefix(aws.ToString(t.Path), "/Properties/"), string(t.Attribute))
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, run.DriftedProperty{LogicalID: id, Property: name, Revert: t.AttributeChangeType != cfntypes.AttributeChangeTypeSyncWithActual})
+	}
+	return out
 }
 
 // Resources lists the resources of the stack at t with id stackID (what deleting it

@@ -34,7 +34,29 @@ type Options struct {
 	// DisableRollback keeps a failed create's resources (CREATE_FAILED) for debugging;
 	// `cairn recover NAME STACK --rollback` is the way out.
 	DisableRollback bool `json:",omitempty"`
+	// OnDrift is what an update does with properties changed outside cairn (on_drift):
+	// DriftKeep ("", the default) leaves them to CloudFormation's ordinary change sets,
+	// DriftRevert brings them back (drift-aware change sets), DriftRefuse stops the
+	// stack's plan or push while it has drift.
+	OnDrift DriftMode `json:",omitempty"`
 }
+
+// DriftMode is a stack's on_drift.
+type DriftMode string
+
+// The values of on_drift. DriftKeep is stored as "", so a config that names the default
+// hashes as one that does not.
+const (
+	DriftKeep   DriftMode = ""
+	DriftRevert DriftMode = "revert"
+	DriftRefuse DriftMode = "refuse"
+)
+
+// driftModes are on_drift's values as cairn.yaml writes them.
+var driftModes = []string{"revert", "keep", "refuse"}
+
+// RevertDrift is CloudFormation's DeploymentMode of a drift-aware change set.
+const RevertDrift = "REVERT_DRIFT"
 
 // Rollback is a rollback configuration: alarms CloudFormation watches during an update
 // and for MonitoringTimeInMinutes after it, rolling back when one goes to ALARM.
@@ -71,6 +93,9 @@ type CreateOptions struct {
 	Rollback                bool
 	MonitoringTimeInMinutes *int
 	RollbackTriggers        []Trigger
+	// DeploymentMode is RevertDrift for an update of a stack whose on_drift is revert or
+	// refuse (a drift-aware change set shows the drift refuse stops on); "" else.
+	DeploymentMode string
 }
 
 // Create returns what the options send with CreateChangeSet. An update (update true)
@@ -87,6 +112,9 @@ func (o Options) Create(update bool) CreateOptions {
 	if rb := o.Rollback; rb != nil {
 		c.MonitoringTimeInMinutes = &rb.MonitoringTimeInMinutes
 		c.RollbackTriggers = append(c.RollbackTriggers, rb.Triggers...)
+	}
+	if update && (o.OnDrift == DriftRevert || o.OnDrift == DriftRefuse) {
+		c.DeploymentMode = RevertDrift
 	}
 	return c
 }
@@ -118,6 +146,7 @@ var stackOptions = []stackOption{
 	{"rollback_configuration", (*loader).rollbackConfiguration},
 	{"timeout_in_minutes", (*loader).timeoutInMinutes},
 	{"disable_rollback", func(l *loader, o *Options, f field) { o.DisableRollback, _ = l.boolean(f.v, f.key) }},
+	{"on_drift", (*loader).onDrift},
 }
 
 // optionKeys are the keys of stackOptions.
@@ -206,6 +235,20 @@ func (l *loader) rollbackConfiguration(o *Options, f field) {
 		case "rollback_triggers":
 			r.Triggers = l.triggers(g)
 		}
+	}
+}
+
+func (l *loader) onDrift(o *Options, f field) {
+	v, ok := l.str(f.v, f.key)
+	if !ok {
+		return
+	}
+	if !slices.Contains(driftModes, v) {
+		l.errorf(f.v, f.key, "unknown value %q: use %s (what an update does with properties changed outside cairn)", v, strings.Join(driftModes, ", "))
+		return
+	}
+	if v != "keep" {
+		o.OnDrift = DriftMode(v)
 	}
 }
 

@@ -62,6 +62,7 @@ var optionSamples = map[string]string{
 	"rollback_configuration": "{monitoring_time_in_minutes: 10, rollback_triggers: [arn:aws:cloudwatch:eu-west-1:123456789012:alarm:app-5xx]}",
 	"timeout_in_minutes":     "30",
 	"disable_rollback":       "true",
+	"on_drift":               "revert",
 }
 
 // TestEveryStackOptionIsReadAndHashed loads a stack with each option of stackOptions alone:
@@ -123,6 +124,11 @@ func TestCreateAndExecuteOptions(t *testing.T) {
 		{name: "an update sends them too, but never DisableRollback", o: set, update: true,
 			create:  CreateOptions{NotificationARNs: set.NotificationARNs, Rollback: true, MonitoringTimeInMinutes: &ten, RollbackTriggers: set.Rollback.Triggers},
 			execute: ExecuteOptions{StackPolicy: `{"Statement":[]}`}},
+		{name: "on_drift revert makes an update's change set drift-aware", o: Options{OnDrift: DriftRevert}, update: true,
+			create: CreateOptions{NotificationARNs: []string{}, Rollback: true, RollbackTriggers: []Trigger{}, DeploymentMode: RevertDrift}},
+		{name: "on_drift refuse too: its drift shows there", o: Options{OnDrift: DriftRefuse}, update: true,
+			create: CreateOptions{NotificationARNs: []string{}, Rollback: true, RollbackTriggers: []Trigger{}, DeploymentMode: RevertDrift}},
+		{name: "a create has no drift", o: Options{OnDrift: DriftRevert}, create: CreateOptions{}},
 	} {
 		c, e := tc.o.Create(tc.update), tc.o.Execute(!tc.update)
 		if !reflect.DeepEqual(c, tc.create) || e != tc.execute {

@@ -223,3 +223,33 @@ func TestReportNamesStacksElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestReportsSayHowToReconcile: each drifted stack's report, summary and CLI line name the
+// plan command that reconciles it: the next plan of a stack with on_drift revert reverts
+// it; for another, setting on_drift: revert (then the plan) or adopting the values in its
+// template (then the plan).
+func TestReportsSayHowToReconcile(t *testing.T) {
+	drifted := []Resource{{LogicalID: "Web", Type: "AWS::EC2::SecurityGroup", Status: "MODIFIED",
+		Differences: []Difference{{Path: "/SecurityGroupIngress/1", Actual: "0.0.0.0/0", Type: "ADD"}}}}
+	r := &Report{Sweep: "s1", Trigger: "schedule", Graph: &Graph{Name: "shop", Namespace: "shop", Key: "shop", Stacks: []*Stack{
+		{Name: "network", StackName: "shop-network", Status: InSync, OnDrift: "revert"},
+		{Name: "web", StackName: "shop-web", Status: Drifted, Resources: drifted, OnDrift: "revert"},
+		{Name: "db", StackName: "shop-db", Status: Drifted, Resources: drifted},
+	}}}
+	var md strings.Builder
+	Markdown(&md, r)
+	summary := Summary(r, "s3://b/r.md")
+	for _, tc := range []struct{ name, out, want string }{
+		{"markdown", md.String(), "## shop-web\n\nReconcile: `cairn plan PATH --deployment shop` reverts it (on_drift: revert): its comment lists what it brings back under \"Changed outside cairn\"; approve it to apply.\n"},
+		{"markdown", md.String(), "## shop-db\n\nReconcile: to revert it through review, set `on_drift: revert` on stack db, then `cairn plan PATH --deployment shop` (its comment lists what it brings back); to adopt it, set its template to the actual values, then `cairn plan PATH --deployment shop`.\n"},
+		{"summary", summary, "- reconcile shop-web: `cairn plan PATH --deployment shop` reverts it"},
+		{"summary", summary, "- reconcile shop-db: to revert it through review, set `on_drift: revert` on stack db"},
+	} {
+		if !strings.Contains(tc.out, tc.want) {
+			t.Errorf("%s lacks %q:\n%s", tc.name, tc.want, tc.out)
+		}
+	}
+	if strings.Contains(summary, "reconcile shop-network") || strings.Contains(md.String(), "## shop-network") {
+		t.Errorf("a stack in sync gets a reconcile line:\n%s\n%s", summary, md.String())
+	}
+}

@@ -75,6 +75,9 @@ func NewGraph(pg *state.Graph, name string, cfg *config.Config, note string, see
 		default:
 			s.StackID = l.StackID
 			s.Secrets = secretsOf(cfg, secrecy, ps.Name)
+			if cfg != nil && cfg.Stack(ps.Name) != nil {
+				s.OnDrift = string(cfg.Stack(ps.Name).Options.OnDrift)
+			}
 			if p := matchIgnore(g.Ignore, ps.Name, ps.StackName); p != "" {
 				s.Status, s.Reason = NotChecked, fmt.Sprintf("ignored by drift.ignore pattern %q", p)
 			} else if strings.HasSuffix(l.Status, "_IN_PROGRESS") {

@@ -67,6 +67,11 @@ func Summary(r *Report, uri string) string {
 			}
 		}
 	}
+	for _, s := range g.Stacks {
+		if rc := s.Reconcile(g.Name); rc != "" {
+			fmt.Fprintf(&b, "- reconcile %s: %s\n", report.Line(s.Describe()), report.Line(rc))
+		}
+	}
 	for _, m := range g.Missing {
 		fmt.Fprintf(&b, "- %s: in the graph but missing from AWS\n", report.Line(m))
 	}
@@ -125,6 +130,9 @@ func Markdown(w io.Writer, r *Report) {
 			continue
 		}
 		fmt.Fprintf(w, "## %s\n\n", report.Text(s.Describe()))
+		if rc := s.Reconcile(g.Name); rc != "" {
+			fmt.Fprintf(w, "Reconcile: %s.\n\n", reconcileMarkdown(rc))
+		}
 		for _, res := range s.Resources {
 			fmt.Fprintf(w, "### %s (%s): %s", report.Text(res.LogicalID), report.Text(res.Type), report.Text(res.Status))
 			if res.Ignored != "" {
@@ -164,4 +172,18 @@ func Markdown(w io.Writer, r *Report) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// reconcileMarkdown is a Reconcile text in Markdown: its prose escaped, its commands (in
+// backquotes) as code.
+func reconcileMarkdown(rc string) string {
+	parts := strings.Split(rc, "`")
+	for i, p := range parts {
+		if i%2 == 1 {
+			parts[i] = report.Code(p)
+		} else {
+			parts[i] = report.Text(p)
+		}
+	}
+	return strings.Join(parts, "")
 }

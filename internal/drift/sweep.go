@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/target"
 	"github.com/cairn-dev/cairn/internal/template"
 )
@@ -105,6 +106,26 @@ type Stack struct {
 	// cairn's account and region ("" parts: cairn's own).
 	Target target.Spec   `json:"target,omitzero"`
 	At     target.Target `json:"at,omitzero"`
+	// OnDrift is the applied config's on_drift of the stack ("" keep, revert, refuse):
+	// which plan reconciles its drift (Reconcile).
+	OnDrift string `json:"on_drift,omitempty"`
+}
+
+// Reconcile is, for a drifted stack of the deployment (or graph) named name, the plan
+// command that reconciles it and what it does: with on_drift revert the next plan brings
+// the drift back (its comment lists it under "Changed outside cairn"); else the stack's
+// drift is kept until its template adopts the values (then the plan syncs them) or its
+// on_drift is set to revert. "" for a stack that did not drift.
+func (s *Stack) Reconcile(name string) string {
+	if s.Status != Drifted {
+		return ""
+	}
+	plan := "cairn plan PATH --deployment " + name
+	if s.OnDrift == string(config.DriftRevert) {
+		return fmt.Sprintf("`%s` reverts it (on_drift: revert): its comment lists what it brings back under \"Changed outside cairn\"; approve it to apply", plan)
+	}
+	return fmt.Sprintf("to revert it through review, set `on_drift: revert` on stack %s, then `%s` (its comment lists what it brings back); to adopt it, set its template to the actual values, then `%s`",
+		s.Name, plan, plan)
 }
 
 // Describe names the stack for people, with where it lives when that is not cairn's

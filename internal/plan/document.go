@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/config"
@@ -179,6 +180,35 @@ type Change struct {
 	// Replacement is True, False or Conditional for Modify.
 	Replacement string   `json:"replacement,omitempty"`
 	Details     []string `json:"details,omitempty"`
+	// DriftStatus is the resource's drift as a drift-aware change set shows it (MODIFIED,
+	// DELETED; "" when in sync or not known), Drift its properties changed outside cairn.
+	DriftStatus string          `json:"drift_status,omitempty"`
+	Drift       []PropertyDrift `json:"drift,omitempty"`
+}
+
+// PropertyDrift is a property changed outside cairn, three ways: what the last deployment
+// set (Previous), what it is now (Actual), what the template wants (Template; "" when the
+// template no longer sets it); Revert says this plan brings it back to the template's
+// value, else it keeps it (SyncWithActual: the template now sets the value it has).
+// Values CloudFormation masks (****) mask all three: a secret's new value is a secret too.
+type PropertyDrift struct {
+	Property string `json:"property"`
+	Previous string `json:"previous,omitempty"`
+	Actual   string `json:"actual,omitempty"`
+	Template string `json:"template,omitempty"`
+	Revert   bool   `json:"revert,omitempty"`
+}
+
+// Masked is the drift as a report shows it: when any of the three values holds a masked
+// secret (****), every one is ****.
+func (d PropertyDrift) Masked() PropertyDrift {
+	for _, v := range []string{d.Previous, d.Actual, d.Template} {
+		if strings.Contains(v, "****") {
+			d.Previous, d.Actual, d.Template = "****", "****", "****"
+			break
+		}
+	}
+	return d
 }
 
 // Marks returns the plan's notes about a stack: "known after apply", "created at apply",

@@ -105,7 +105,8 @@ func (m *making) stack(s *config.Stack) {
 		SecretOutputs: secret[s.Name].Outputs, Outputs: sealOutputs(in.Key, s.Name, secret[s.Name].Outputs, live.Outputs),
 		Protect: s.TerminationProtection, Protected: exists && live.TerminationProtection,
 		CreateTimeout: time.Duration(s.Options.TimeoutInMinutes) * time.Minute, PlanOnly: s.Protected,
-		Early: Early(s, exported),
+		RefuseDrift: s.Options.OnDrift == config.DriftRefuse,
+		Early:       Early(s, exported),
 	}
 	rs.Code = Code(s)
 	rs.Imports, rs.ImportsKnown = ImportsOf(s)

@@ -98,6 +98,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 		}
 	}
 	section("Capabilities granted", granted)
+	b.WriteString(changedOutside(p, order))
 	if !p.Approvable() && len(p.Errors) == 0 && len(p.Refusals) == 0 {
 		b.WriteString("No changes: every stack is up to date, and there is nothing to approve.\n")
 	}
@@ -387,6 +388,9 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	}
 	for _, d := range dangers(p, Line) {
 		fmt.Fprintf(&b, "! %s\n", strings.ReplaceAll(d, "**", ""))
+	}
+	for _, d := range driftLines(Order(p)) {
+		fmt.Fprintf(&b, "~ %s\n", d)
 	}
 	var table strings.Builder
 	tw := tabwriter.NewWriter(&table, 2, 4, 2, ' ', 0)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -75,6 +74,8 @@ type Observation struct {
 	// ResourceChanges are the change set's resource changes, described for a stack whose
 	// change set a ripple made (Stack.Rippled): what Options.Explain checks.
 	ResourceChanges []ResourceChange `json:"resource_changes,omitempty"`
+	// Drift is what a drift-aware change set shows of the stack's drift.
+	Drift []DriftedProperty `json:"drift,omitempty"`
 	// LookErr says why the stack could not be described: nothing is known of it, and it
 	// is looked at again later.
 	LookErr string `json:"look_err,omitempty"`
@@ -443,6 +444,11 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		case "CREATE_COMPLETE":
 			s.Changes = o.Changes
 			s.Attempts = 0
+			if why, replan := driftStop(r, s, o.Drift); why != "" {
+				fail(s, now, why) // not executed; a protected stack is planned again (Stopped)
+				s.Stopped = replan
+				return nil
+			}
 			if s.MadeEarly {
 				s.Reason = "made early: executed once " + strings.Join(s.Requires, ", ") + " finished"
 				setPhase(s, Ready, now) // start (settleEarly) executes it then
@@ -975,63 +981,6 @@ func planAtApply(r *Run, s *Stack) bool {
 		}
 	}
 	return false
-}
-
-// ChangedParameters names, sorted, the parameters whose values differ between was and now.
-func ChangedParameters(was, now map[string]string) []string {
-	var names []string
-	for k, v := range now {
-		if w, ok := was[k]; !ok || w != v {
-			names = append(names, k)
-		}
-	}
-	for k := range was {
-		if _, ok := now[k]; !ok {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
-// DescribeParameters names the parameters whose values differ between was and now, for
-// the reasons that a reviewed change set is stale. Stored values hold secrets only sealed;
-// a sealed value is shown as ****, never as what it seals.
-func DescribeParameters(was, now map[string]string) string {
-	var diffs []string
-	keys := map[string]bool{}
-	for k := range was {
-		keys[k] = true
-	}
-	for k := range now {
-		keys[k] = true
-	}
-	names := make([]string, 0, len(keys))
-	for k := range keys {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		if was[k] != now[k] {
-			diffs = append(diffs, fmt.Sprintf("%s was %s, now %s", k, shown(was[k]), shown(now[k])))
-		}
-	}
-	if len(diffs) == 0 {
-		return "parameters differ"
-	}
-	return strings.Join(diffs, ", ")
-}
-
-// sealedRE matches the sealed references stored values hold for secrets
-// ({{cairn:noecho@...}}, {{cairn:ssm-secure:...@...}}, ...; see package config).
-var sealedRE = regexp.MustCompile(`\{\{cairn:[^{}]*@[^{}]*\}\}`)
-
-// shown is a stored value as a reason shows it: quoted, or **** when it holds a secret.
-func shown(v string) string {
-	if sealedRE.MatchString(v) {
-		return "****"
-	}
-	return fmt.Sprintf("%q", v)
 }
 
 func finish(r *Run, now time.Time) {

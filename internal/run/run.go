@@ -200,6 +200,9 @@ type Stack struct {
 	// PlanOnly says the config has the stack protected (protected: true): it changes, and
 	// is deleted, only by the apply run of an approved plan (Run.Plan), never by a push.
 	PlanOnly bool `json:"plan_only,omitempty"`
+	// RefuseDrift says the config has the stack's on_drift refuse: a change set that would
+	// bring back properties changed outside cairn stops the stack, not executed.
+	RefuseDrift bool `json:"refuse_drift,omitempty"`
 	// Protect is the termination protection the config wants; Protected what the stack
 	// has, as last seen. A deploy that finishes with them different sets it.
 	Protect bool `json:"termination_protection,omitempty"`

@@ -9,13 +9,7 @@ import (
 
 func (s *Service) createChangeSet(f form) (any, error) {
 	name, csName := f.get("StackName"), f.get("ChangeSetName")
-	if name == "" || csName == "" {
-		return nil, validation("StackName and ChangeSetName are required")
-	}
-	if err := checkName("stackName", name, stackOrARNPattern, stackOrARNLiteral); err != nil {
-		return nil, err
-	}
-	if err := checkName("changeSetName", csName, namePattern, namePatternLiteral); err != nil {
+	if err := checkChangeSetInput(f); err != nil {
 		return nil, err
 	}
 	typ := orDefault(f.get("ChangeSetType"), "UPDATE")
@@ -156,11 +150,29 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		Description: f.get("Description"), Created: now, ReadyAt: now.Add(s.draw(s.o.ChangeSetDelay, s.o.ChangeSetDelayMax)), Body: processed, Params: params,
 		Original: originalOr(body, processed), Failure: failure,
 		Tags: tags, Capabilities: caps, NotificationARNs: arns, Rollback: rollback, ClientToken: f.get("ClientToken"),
-		IncludeNested: f.get("IncludeNestedStacks") == "true", ToImport: imports,
+		IncludeNested: f.get("IncludeNestedStacks") == "true", ToImport: imports, DeploymentMode: f.get("DeploymentMode"),
 	}
 	s.st.ChangeSets = append(s.st.ChangeSets, cs)
 	s.poke(cs.ReadyAt)
 	return struct{ Id, StackId string }{cs.ID, cs.StackID}, nil
+}
+
+// checkChangeSetInput checks what CreateChangeSet is given before it looks at the stack.
+func checkChangeSetInput(f form) error {
+	name, csName := f.get("StackName"), f.get("ChangeSetName")
+	if name == "" || csName == "" {
+		return validation("StackName and ChangeSetName are required")
+	}
+	if err := checkName("stackName", name, stackOrARNPattern, stackOrARNLiteral); err != nil {
+		return err
+	}
+	if err := checkName("changeSetName", csName, namePattern, namePatternLiteral); err != nil {
+		return err
+	}
+	if m := f.get("DeploymentMode"); f.has("DeploymentMode") && !slices.Contains(deploymentModes, m) {
+		return validation("1 validation error detected: Value '%s' at 'deploymentMode' failed to satisfy constraint: Member must satisfy enum value set: [%s]", m, strings.Join(deploymentModes, ", "))
+	}
+	return nil
 }
 
 type xChange struct {
@@ -174,7 +186,21 @@ type xChange struct {
 		Scope              []string  `xml:"Scope>member"`
 		Details            []xDetail `xml:"Details>member"`
 		ChangeSetId        string    `xml:",omitempty"`
+		// of a drift-aware change set
+		ResourceDriftStatus            string     `xml:",omitempty"`
+		PreviousDeploymentContext      string     `xml:",omitempty"`
+		BeforeContext                  string     `xml:",omitempty"`
+		AfterContext                   string     `xml:",omitempty"`
+		ResourceDriftIgnoredAttributes []xIgnored `xml:"ResourceDriftIgnoredAttributes>member"`
 	}
+}
+
+type xIgnored struct{ Path, Reason string }
+
+type xLiveDrift struct {
+	ActualValue             *string
+	PreviousValue           *string
+	DriftDetectionTimestamp *xtime
 }
 
 type xDetail struct {
@@ -182,6 +208,14 @@ type xDetail struct {
 		Attribute          string
 		Name               string `xml:",omitempty"`
 		RequiresRecreation string
+		// of a drift-aware change set
+		Path                *string     `xml:",omitempty"`
+		AttributeChangeType string      `xml:",omitempty"`
+		BeforeValue         *string     `xml:",omitempty"`
+		AfterValue          *string     `xml:",omitempty"`
+		BeforeValueFrom     string      `xml:",omitempty"`
+		AfterValueFrom      string      `xml:",omitempty"`
+		Drift               *xLiveDrift `xml:",omitempty"`
 	}
 	Evaluation    string
 	ChangeSource  string
@@ -205,7 +239,20 @@ func (s *Service) describeChangeSet(f form) (any, error) {
 			var xd xDetail
 			xd.Target.Attribute, xd.Target.Name, xd.Target.RequiresRecreation = d.Attribute, d.Name, d.RequiresRecreation
 			xd.Evaluation, xd.ChangeSource, xd.CausingEntity = d.Evaluation, d.ChangeSource, d.CausingEntity
+			if tw := d.Drift; tw != nil {
+				t := &xd.Target
+				t.Path, t.AttributeChangeType, t.BeforeValue, t.AfterValue = &tw.Path, tw.ChangeType, tw.BeforeValue, tw.AfterValue
+				t.BeforeValueFrom, t.AfterValueFrom = tw.BeforeFrom, tw.AfterFrom
+				if tw.Drifted {
+					t.Drift = &xLiveDrift{tw.Actual, tw.Previous, tp(tw.DriftAt)}
+				}
+			}
 			rc.Details = append(rc.Details, xd)
+		}
+		rc.ResourceDriftStatus, rc.PreviousDeploymentContext = c.DriftStatus, c.PreviousContext
+		rc.BeforeContext, rc.AfterContext = c.BeforeContext, c.AfterContext
+		for _, ig := range c.Ignored {
+			rc.ResourceDriftIgnoredAttributes = append(rc.ResourceDriftIgnoredAttributes, xIgnored(ig))
 		}
 		changes = append(changes, x)
 	}
@@ -245,8 +292,9 @@ func (s *Service) describeChangeSet(f form) (any, error) {
 		IncludeNested    bool      `xml:"IncludeNestedStacks"`
 		ParentID         string    `xml:"ParentChangeSetId,omitempty"`
 		RootID           string    `xml:"RootChangeSetId,omitempty"`
+		DeploymentMode   string    `xml:",omitempty"`
 	}{cs.Name, cs.ID, cs.StackID, cs.StackName, cs.Description, params, tp(cs.Created), cs.ExecutionStatus, cs.Status,
-		cs.StatusReason, cs.NotificationARNs, cs.Capabilities, tags, pg, next, cs.IncludeNested, cs.ParentID, cs.RootID}, nil
+		cs.StatusReason, cs.NotificationARNs, cs.Capabilities, tags, pg, next, cs.IncludeNested, cs.ParentID, cs.RootID, cs.DeploymentMode}, nil
 }
 
 func (s *Service) listChangeSets(f form) (any, error) {
@@ -351,7 +399,7 @@ func (s *Service) executeChangeSet(f form) (any, error) {
 	}
 	st.Updated = now
 	p.original = cs.Original
-	op := s.updateOp(st, p, tok)
+	op := s.changeSetOp(st, p, cs, tok)
 	op.ChangeSetID = cs.ID
 	s.setStatus(st, now, "UPDATE_IN_PROGRESS", "User Initiated")
 	if missingImport != nil {

@@ -36,6 +36,8 @@ type changeSet struct {
 	ParentID, RootID string
 	// ToImport are the resources of an IMPORT change set.
 	ToImport []toImport `json:",omitempty"`
+	// DeploymentMode is REVERT_DRIFT for a drift-aware change set (driftaware.go).
+	DeploymentMode string `json:",omitempty"`
 }
 
 type change struct {
@@ -43,10 +45,16 @@ type change struct {
 	ChangeSetID                                      string // the nested change set of a nested stack
 	Scope                                            []string
 	Details                                          []changeDetail
+	// Of a drift-aware change set: the resource's drift, its three states as JSON (masked)
+	// and the properties whose drift is not compared.
+	DriftStatus                                  string             `json:",omitempty"`
+	PreviousContext, BeforeContext, AfterContext string             `json:",omitempty"`
+	Ignored                                      []ignoredAttribute `json:",omitempty"`
 }
 
 type changeDetail struct {
 	Attribute, Name, RequiresRecreation, Evaluation, ChangeSource, CausingEntity string
+	Drift                                                                        *threeWay `json:",omitempty"` // of a drift-aware change set
 }
 
 // ExecutedChangeSet records one ExecuteChangeSet that started a stack operation.
@@ -124,6 +132,9 @@ func (s *Service) completeChangeSet(cs *changeSet) {
 		return
 	}
 	cs.Changes = s.diff(st, p)
+	if cs.Type == "UPDATE" && cs.DeploymentMode == revertDrift {
+		cs.Changes = s.driftAware(st, p, cs.Changes, s.changeSetSecrets(st, cs, p), cs.ReadyAt)
+	}
 	if cs.Type == "IMPORT" {
 		cs.Changes = importChanges(cs.ToImport)
 	}

@@ -206,7 +206,7 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 			s.setResource(st, r, t, "CREATE_IN_PROGRESS", "")
 		} else {
 			r = cur
-			oldProps = cur.Props
+			oldProps = s.takeOver(st, op, cur)
 			replace := cur.Type != d.Type
 			if rt, ok := resourceTypes[cur.Type]; ok && !replace {
 				for k := range union(cur.Props, props) {

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ondriftBundle writes a one-stack bundle: a security group and a queue, with on_drift set
+// to mode; timeout is the queue's VisibilityTimeout (a change elsewhere in the stack).
+func ondriftBundle(t *testing.T, dir, mode string, timeout int) string {
+	t.Helper()
+	files := map[string]string{
+		"cairn.yaml": "namespace: od" + mode + "\nstacks:\n  - name: web\n    template_path: web.yaml\n    on_drift: " + mode + "\n",
+		"web.yaml": `Resources:
+  Web:
+    Type: AWS::EC2::SecurityGroup
+    Properties:
+      GroupDescription: web
+      SecurityGroupIngress:
+        - {IpProtocol: tcp, FromPort: 443, ToPort: 443, CidrIp: 10.0.0.0/8}
+  Queue:
+    Type: AWS::SQS::Queue
+    Properties: {VisibilityTimeout: ` + strconv.Itoa(timeout) + `}
+`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// both runs cairn with args and returns its exit code and its stdout and stderr together.
+func both(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	code, stdout, stderr := cli(t, args...)
+	return code, stdout + stderr
+}
+
+// TestOnDriftThroughTheCLI: a security-group rule added out of band, then a push that
+// changes the same stack elsewhere: with on_drift revert the rule is brought back and
+// `cairn drift` is clean after; with keep the rule stays; with refuse the push stops, the rule listed with the ways
+// out, and the stack keeps the rule.
+func TestOnDriftThroughTheCLI(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	for _, mode := range []string{"revert", "keep", "refuse"} {
+		t.Run(mode, func(t *testing.T) {
+			push := func(dir string) (int, string) {
+				return both(t, "push", dir, "--deployment", "od"+mode, "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m")
+			}
+			// drift sweeps the graph once no run holds its lock.
+			drift := func() (code int, out string) {
+				for range 100 {
+					if code, out = both(t, "drift", "od"+mode, "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				return code, out
+			}
+			dir := t.TempDir()
+			if code, out := push(ondriftBundle(t, dir, mode, 30)); code != 0 {
+				t.Fatalf("first push: exit %d\n%s", code, out)
+			}
+			if code, out := both(t, "local", "tamper", "od"+mode+"-web", "Web", rule); code != 0 {
+				t.Fatalf("tamper: exit %d\n%s", code, out)
+			}
+			reconcile := map[string]string{
+				"revert": "reconcile web (od" + mode + "-web): `cairn plan PATH --deployment od" + mode + "` reverts it (on_drift: revert)",
+				"keep":   "reconcile web (od" + mode + "-web): to revert it through review, set `on_drift: revert` on stack web, then `cairn plan PATH --deployment od" + mode + "`",
+			}[mode]
+			if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") || !strings.Contains(out, reconcile) {
+				t.Fatalf("drift after the tamper: exit %d, want DRIFTED and %q\n%s", code, reconcile, out)
+			}
+			code, out := push(ondriftBundle(t, dir, mode, 60))
+			switch mode {
+			case "revert":
+				if code != 0 {
+					t.Fatalf("push with on_drift revert: exit %d\n%s", code, out)
+				}
+				if code, out := drift(); code != 0 || strings.Contains(out, "DRIFTED") {
+					t.Errorf("drift after the revert: exit %d\n%s", code, out)
+				}
+			case "keep":
+				if code != 0 {
+					t.Fatalf("push with on_drift keep: exit %d\n%s", code, out)
+				}
+				if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") {
+					t.Errorf("drift after a push that keeps it: exit %d, want the rule still there\n%s", code, out)
+				}
+			case "refuse":
+				if code == 0 || !strings.Contains(out, "its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress") ||
+					!strings.Contains(out, "set `on_drift: revert` on the stack") {
+					t.Fatalf("push with on_drift refuse: exit %d\n%s", code, out)
+				}
+				if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") {
+					t.Errorf("drift after the refusal: exit %d, want the rule still there\n%s", code, out)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanShowsChangedOutsideCairn: the plan of a stack with on_drift revert, after a rule
+// was added out of band and while the PR changes the stack elsewhere, says in its comment
+// that it reverts the rule; a template changed to the drifted value is kept
+// (SyncWithActual), and after the apply `cairn drift` is clean.
+func TestPlanShowsChangedOutsideCairn(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	dir := t.TempDir()
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	if code, out := both(t, "push", ondriftBundle(t, dir, "revert", 30), "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("push: exit %d\n%s", code, out)
+	}
+	for _, tamper := range [][]string{{"Web", rule}, {"Queue", "VisibilityTimeout=90"}} {
+		if code, out := both(t, "local", "tamper", "odrevert-web", tamper[0], tamper[1]); code != 0 {
+			t.Fatalf("tamper: exit %d\n%s", code, out)
+		}
+	}
+	// The template adopts the queue's new timeout and changes nothing else.
+	code, out := both(t, "plan", ondriftBundle(t, dir, "revert", 90), "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"## Changed outside cairn", "| web | Web | SecurityGroupIngress |", `"FromPort":22`, "**reverts it** to the template's value",
+		"| web | Queue | VisibilityTimeout | `30` | `90` | `90` | keeps it (the template now sets it: SyncWithActual) |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out := both(t, "apply", dir, "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	for range 100 {
+		if code, out = both(t, "drift", "odrevert", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 0 || !strings.Contains(out, "IN_SYNC") {
+		t.Errorf("drift after the apply: exit %d\n%s", code, out)
+	}
+}

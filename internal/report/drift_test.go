@@ -1,0 +1,122 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/internal/plan"
+)
+
+// withDrift adds to the sample plan's app stack what its drift-aware change set showed: a
+// security-group rule added out of band (reverted), a value the template now adopts
+// (SyncWithActual), a NoEcho-derived property (masked all three ways), a hostile value,
+// and a resource deleted out of band.
+func withDrift(p *plan.Document) *plan.Document {
+	for i := range p.Stacks {
+		s := &p.Stacks[i]
+		if s.Name != "app" {
+			continue
+		}
+		s.Changes = append(s.Changes,
+			plan.Change{LogicalID: "Web", Type: "AWS::EC2::SecurityGroup", Action: "Modify", Replacement: "False", DriftStatus: "MODIFIED", Drift: []plan.PropertyDrift{
+				{Property: "SecurityGroupIngress", Revert: true,
+					Previous: `[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"}]`,
+					Actual:   `[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`,
+					Template: `[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"}]`},
+				{Property: "GroupDescription", Previous: "web", Actual: "web | `ops` <b>", Template: "web | `ops` <b>"},
+			}},
+			plan.Change{LogicalID: "Topic", Type: "AWS::SNS::Topic", Action: "Modify", Replacement: "False", DriftStatus: "MODIFIED", Drift: []plan.PropertyDrift{
+				{Property: "DisplayName", Revert: true, Previous: "****", Actual: "hunter2-rotated", Template: "****"},
+			}},
+			plan.Change{LogicalID: "Gone", Type: "AWS::SQS::Queue", Action: "Modify", DriftStatus: "DELETED"},
+		)
+	}
+	return p
+}
+
+// TestChangedOutsideCairnGolden: the plan comment's "changed outside cairn" section, per
+// resource and property: the last deployment's value, today's, the template's, and what
+// the plan does; secrets masked all three ways, hostile values escaped. Run with -update
+// to accept a deliberate change.
+func TestChangedOutsideCairnGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := PlanComment(&b, withDrift(loadPlan(t)), 0); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if strings.Contains(got, "hunter2") {
+		t.Errorf("a secret's new value is shown:\n%s", got)
+	}
+	var text bytes.Buffer
+	if err := PlanText(&text, withDrift(loadPlan(t))); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"~ changed outside cairn: app Web.SecurityGroupIngress: this plan reverts it\n",
+		"~ changed outside cairn: app Web.GroupDescription: this plan keeps it (SyncWithActual)\n", "~ changed outside cairn: app Gone: deleted\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the terminal's plan lacks %q:\n%s", want, text.String())
+		}
+	}
+	golden := filepath.Join("testdata", "plan-drift.md")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("Markdown differs from %s (go test -update accepts it):\n%s", golden, got)
+	}
+}
+
+// TestDriftSectionFitsTheComment: a 200-stack plan with drift in 20 stacks keeps its whole
+// "changed outside cairn" section in a comment under GitHub's limit.
+func TestDriftSectionFitsTheComment(t *testing.T) {
+	p := bigPlan(200)
+	long := strings.Repeat(`{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},`, 20)
+	for i := 0; i < 200; i += 10 {
+		s := &p.Stacks[i]
+		s.Changes[0].DriftStatus = "MODIFIED"
+		s.Changes[0].Drift = []plan.PropertyDrift{{Property: "Value", Revert: true, Previous: long, Actual: long + "x", Template: long},
+			{Property: "Description", Previous: "a", Actual: "b", Template: "b"}}
+	}
+	var b bytes.Buffer
+	if err := PlanComment(&b, p, 0); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if len(got) > CommentLimit {
+		t.Fatalf("comment of %d characters, over GitHub's %d", len(got), CommentLimit)
+	}
+	section := got[strings.Index(got, "## Changed outside cairn"):]
+	section = section[:strings.Index(section, "\n\n## ")+1]
+	if n := strings.Count(section, "\n| stack-"); n != 40 {
+		t.Errorf("the section shows %d rows, want 40 (20 stacks, 2 properties each):\n%s", n, section)
+	}
+	for _, want := range []string{"| stack-190 | Parameter00 | Value |", "**reverts it**", "keeps it (the template now sets it: SyncWithActual)"} {
+		if !strings.Contains(section, want) {
+			t.Errorf("the section lacks %q", want)
+		}
+	}
+}
+
+// TestDriftSectionIsBounded: past 60 rows the section says how many more there are and
+// where they all are.
+func TestDriftSectionIsBounded(t *testing.T) {
+	p := bigPlan(40)
+	for i := range p.Stacks {
+		p.Stacks[i].Changes[0].DriftStatus = "MODIFIED"
+		p.Stacks[i].Changes[0].Drift = []plan.PropertyDrift{{Property: "Value", Revert: true, Previous: "a", Actual: "b", Template: "a"}, {Property: "Tier", Previous: "a", Actual: "b", Template: "b"}}
+	}
+	got := changedOutside(p, Order(p))
+	if n := strings.Count(got, "\n| stack-"); n != driftRowsShown || !strings.Contains(got, "80 change(s) made outside cairn") ||
+		!strings.Contains(got, "…and 20 more: `cairn plans shop "+p.ID+" --format json` lists them all.") {
+		t.Errorf("%d rows:\n%s", n, got)
+	}
+}

@@ -1,0 +1,65 @@
+package run
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// ChangedParameters names, sorted, the parameters whose values differ between was and now.
+func ChangedParameters(was, now map[string]string) []string {
+	var names []string
+	for k, v := range now {
+		if w, ok := was[k]; !ok || w != v {
+			names = append(names, k)
+		}
+	}
+	for k := range was {
+		if _, ok := now[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DescribeParameters names the parameters whose values differ between was and now, for
+// the reasons that a reviewed change set is stale. Stored values hold secrets only sealed;
+// a sealed value is shown as ****, never as what it seals.
+func DescribeParameters(was, now map[string]string) string {
+	var diffs []string
+	keys := map[string]bool{}
+	for k := range was {
+		keys[k] = true
+	}
+	for k := range now {
+		keys[k] = true
+	}
+	names := make([]string, 0, len(keys))
+	for k := range keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if was[k] != now[k] {
+			diffs = append(diffs, fmt.Sprintf("%s was %s, now %s", k, shown(was[k]), shown(now[k])))
+		}
+	}
+	if len(diffs) == 0 {
+		return "parameters differ"
+	}
+	return strings.Join(diffs, ", ")
+}
+
+// sealedRE matches the sealed references stored values hold for secrets
+// ({{cairn:noecho@...}}, {{cairn:ssm-secure:...@...}}, ...; see package config).
+var sealedRE = regexp.MustCompile(`\{\{cairn:[^{}]*@[^{}]*\}\}`)
+
+// shown is a stored value as a reason shows it: quoted, or **** when it holds a secret.
+func shown(v string) string {
+	if sealedRE.MatchString(v) {
+		return "****"
+	}
+	return fmt.Sprintf("%q", v)
+}

@@ -372,7 +372,9 @@ func TestDriftStatusEventFinishesTheSweepBeforeItsContinuation(t *testing.T) {
 	v.invoke(v.scheduledEvent())
 	v.clk.Advance(61 * time.Second)
 	var statusEvents, continuations []sqstypes.Message
-	for range 500 { // the emulator emits the event from its own goroutine
+	// The emulator emits the event from its own goroutine, which a loaded machine may run
+	// seconds late.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		for _, m := range v.receive(v.queueURL) {
 			if strings.Contains(aws.ToString(m.Body), sweeper.DriftStatusChange) {
 				statusEvents = append(statusEvents, m)

@@ -224,8 +224,9 @@ func (s *Stack) withSource(cs *config.Stack) {
 	}
 }
 
-// masked returns the parameters with every secret value as Masked (a sealed value, or a
-// NoEcho parameter's), and the names of those.
+// masked returns the parameters with every secret value as Masked (a sealed value, a
+// NoEcho parameter's, or anything holding a cairn reference, should one be malformed),
+// and the names of those.
 func masked(params map[string]string, noEcho []string) (map[string]string, []string) {
 	if len(params) == 0 {
 		return nil, nil
@@ -233,7 +234,7 @@ func masked(params map[string]string, noEcho []string) (map[string]string, []str
 	out := make(map[string]string, len(params))
 	var secret []string
 	for k, v := range params {
-		if slices.Contains(noEcho, k) || config.HoldsSealed(v) || v == Masked {
+		if slices.Contains(noEcho, k) || config.HoldsSealed(v) || strings.Contains(v, "{{cairn:") || v == Masked {
 			out[k] = Masked
 			secret = append(secret, k)
 			continue

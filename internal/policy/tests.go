@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
@@ -54,5 +57,6 @@ func Test(ctx context.Context, set Set, timeout time.Duration) ([]TestResult, er
 		}
 		out = append(out, tr)
 	}
+	slices.SortFunc(out, func(a, b TestResult) int { return cmp.Or(strings.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line)) })
 	return out, nil
 }

@@ -36,6 +36,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/dlclark/regexp2/v2 v2.13.0
 	github.com/fxamacker/cbor/v2 v2.10.0
+	github.com/open-policy-agent/opa v1.22.4
 	github.com/pmezard/go-difflib v1.0.0
 	github.com/rclone/gofakes3 v0.0.12
 	github.com/ryszard/goskiplist v0.0.0-20150312221310-2dfbae5fcf46
@@ -47,8 +48,6 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 	pgregory.net/rapid v1.3.0
 )
-
-require github.com/open-policy-agent/opa v1.22.4
 
 require (
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect

@@ -2,13 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
+	runstate "github.com/cairn-dev/cairn/internal/run"
 )
 
 // TestPolicyTestRunsTheRegoTests: `cairn policy test DIR` prints each test and exits 0 when
@@ -46,10 +52,11 @@ func policyPlan(t *testing.T) (bundleDir, planFile string) {
 		"cairn.yaml": "namespace: shop\nstacks:\n  - name: web\n    template_path: web.yaml\n",
 		"web.yaml":   "Resources:\n  Site:\n    Type: AWS::S3::Bucket\n    Properties:\n      AccessControl: PublicRead\n      OwnershipControls:\n        Rules:\n          - ObjectOwnership: ObjectWriter\n",
 	})
-	doc := plan.Document{ID: "20261207-100000-aaaaaaaa", Deployment: "shop", Namespace: "shop", Status: plan.Planned,
+	doc := plan.Document{ID: "20261207-100000-aaaaaaaa", Deployment: "shop", Namespace: "shop", GraphKey: "shop", Status: plan.Planned,
 		Stacks: []plan.Stack{{Name: "web", StackName: "shop-web", Action: plan.Update,
 			Parameters: map[string]string{"Token": "{{cairn:noecho@" + strings.Repeat("0", 64) + "}}"},
-			Changes:    []plan.Change{{LogicalID: "Site", Type: "AWS::S3::Bucket", Action: "Modify", Replacement: "False"}}}}}
+			Changes:    []plan.Change{{LogicalID: "Site", Type: "AWS::S3::Bucket", Action: "Modify", Replacement: "False"}}}},
+		Run: &runstate.Run{ID: "20261207-100000-aaaaaaaa", Deployment: "shop", Mode: runstate.ModePlan, Stacks: map[string]*runstate.Stack{"web": {Name: "web", StackName: "shop-web"}}}}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -134,5 +141,30 @@ func TestPolicyEvalRefusals(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"policy", "eval", planFile, "--policies", filepath.Join(dir, "bad")}, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "team policy "+filepath.Join(dir, "bad", "p.rego")+":4") {
 		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+}
+
+// TestPolicyEvalReadsThePlanFromTheBucket: with --deployment, PLAN is a plan id read from
+// cairn's bucket as `cairn plans` reads it; an unknown id is refused.
+func TestPolicyEvalReadsThePlanFromTheBucket(t *testing.T) {
+	_, s3c := deployEmulator(t)
+	bundle, planFile := policyPlan(t)
+	body, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "20261207-100000-aaaaaaaa"
+	if _, err := s3c.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(localBucket),
+		Key: aws.String(bucket.PlanKey("shop", id)), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"policy", "eval", id, "--deployment", "shop", "--bucket", localBucket, "--bundle", bundle}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stdout.String(), "deny cairn.s3_public (team policy) stack web, resource Site") {
+		t.Errorf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	stderr.Reset()
+	if code := run([]string{"policy", "eval", "20261207-100000-bbbbbbbb", "--deployment", "shop", "--bucket", localBucket}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "20261207-100000-bbbbbbbb") {
+		t.Errorf("unknown plan: exit %d: %s", code, stderr.String())
 	}
 }

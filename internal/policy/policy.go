@@ -274,11 +274,15 @@ func (e *Engine) evaluate(ctx context.Context, s *compiled, input ast.Value) ([]
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out []Result
 	for _, q := range s.queries {
 		rs, err := q.prepared.Eval(ctx, rego.EvalParsedInput(input))
+		if perr := parent.Err(); perr != nil {
+			return nil, fmt.Errorf("%s policies: evaluating %s.%s: %w", s.origin, q.rule, q.level, perr)
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s policies: evaluating %s.%s took longer than %s: make the rule cheaper (no iteration over large ranges), or split it", s.origin, q.rule, q.level, timeout)
 		}

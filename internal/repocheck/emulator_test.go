@@ -147,7 +147,8 @@ func TestEmulatorBoundary(t *testing.T) {
 }
 
 // TestFunctionsLinkNoEmulator builds the functions' dependencies as make lambdas builds
-// them (the tags and platform of LAMBDA_TAGS): none is the emulator or local mode.
+// them (the tags and platform of LAMBDA_TAGS): none is the emulator or local mode, nor the
+// Open Policy Agent (it would double the deployer: docs/policy.md#what-comes-next).
 func TestFunctionsLinkNoEmulator(t *testing.T) {
 	root, _ := trackedFiles(t)
 	cmd := exec.Command("go", "list", "-deps", "-tags", lambdaBuild.tags, "-f", "{{.ImportPath}}", "./functions/...")
@@ -166,7 +167,13 @@ func TestFunctionsLinkNoEmulator(t *testing.T) {
 	if d := emulatorLinked(deps); d != "" {
 		t.Errorf("a function built for Lambda links %s: a Lambda function never carries the emulator or local mode", d)
 	}
+	if i := slices.IndexFunc(deps, func(d string) bool { return strings.HasPrefix(d, opaModule) }); i >= 0 {
+		t.Errorf("a function built for Lambda links %s: OPA more than doubles a Lambda (the deployer's 15 MB goal); policies run in a function of their own (docs/policy.md#what-comes-next)", deps[i])
+	}
 }
+
+// opaModule is the Open Policy Agent's module path.
+const opaModule = "github.com/open-policy-agent/opa/"
 
 // TestEmulatorViolationsFindWhatTheRulesForbid checks the rules themselves, on made-up
 // packages and files.

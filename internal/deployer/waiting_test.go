@@ -46,7 +46,9 @@ func (w *world) updateOutside(stack, param, value string) {
 // the cleanup after its replacement) no longer refuses a plan: the run holds the lock,
 // waits, woken by the stack's status events, and decides once it settled.
 func TestBusyStacksDelayTheRun(t *testing.T) {
-	w := newReviewWorldWith(t, worldOptions{ResourceDelay: 20 * time.Second})
+	// NoSkip: the test sees the network mid-update on the wall clock, which a clock that
+	// skips idle stretches would carry past in one leap.
+	w := newReviewWorldWith(t, worldOptions{ResourceDelay: 20 * time.Second, NoSkip: true})
 	dir, _ := deployChain(t, w)
 	// The network's VPC is replaced outside cairn: a long update, then its cleanup.
 	w.updateOutside("shop-network", "CidrBlock", "10.77.0.0/16")
@@ -69,7 +71,7 @@ func TestBusyStacksDelayTheRun(t *testing.T) {
 // TestBusyStacksRefusedPastTheBudget: a stack that never settles within the settle
 // budget: the plan and the push are refused, naming the command used, and change nothing.
 func TestBusyStacksRefusedPastTheBudget(t *testing.T) {
-	w2 := newReviewWorldWith(t, worldOptions{ResourceDelay: 10 * time.Minute, SettleBudget: 30 * time.Second})
+	w2 := newReviewWorldWith(t, worldOptions{ResourceDelay: 10 * time.Minute, SettleBudget: 30 * time.Second, NoSkip: true})
 	dir2, _ := deployChain(t, w2)
 	w2.updateOutside("shop-network", "CidrBlock", "10.78.0.0/16")
 	waitStatus(t, w2, "shop-network", cfntypes.StackStatusUpdateInProgress)

@@ -47,8 +47,10 @@ func (w *world) updateOutside(stack, param, value string) {
 // waits, woken by the stack's status events, and decides once it settled.
 func TestBusyStacksDelayTheRun(t *testing.T) {
 	// NoSkip: the test sees the network mid-update on the wall clock, which a clock that
-	// skips idle stretches would carry past in one leap.
-	w := newReviewWorldWith(t, worldOptions{ResourceDelay: 20 * time.Second, NoSkip: true})
+	// skips idle stretches would carry past in one leap; and the update takes two virtual
+	// minutes (a quarter second of wall time) so that a loaded machine still plans while
+	// it runs.
+	w := newReviewWorldWith(t, worldOptions{ResourceDelay: 2 * time.Minute, NoSkip: true})
 	dir, _ := deployChain(t, w)
 	// The network's VPC is replaced outside cairn: a long update, then its cleanup.
 	w.updateOutside("shop-network", "CidrBlock", "10.77.0.0/16")

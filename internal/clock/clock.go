@@ -145,9 +145,12 @@ func (f *Fake) Next() (at time.Time, ok bool) {
 // running (nothing in the world is working: no request served, no function running), it
 // moves at once to the next pending After when that is further than step. So a world's
 // work sees time pass as before, and its idle stretches (a heartbeat's wait, a lease, a
-// long poll) cost no wall time. idle may be nil: then f only moves step a millisecond.
+// long poll) cost no wall time. After a move fires an After, Pace skips nothing for
+// PaceGrace of wall time: what that woke (a stack's status event on its way to a queue)
+// works in process, where idle cannot see it. idle may be nil: then f only moves step a
+// millisecond.
 func (f *Fake) Pace(stop <-chan struct{}, step time.Duration, idle func() bool) {
-	quiet := 0
+	quiet, grace := 0, 0
 	for {
 		select {
 		case <-stop:
@@ -160,13 +163,21 @@ func (f *Fake) Pace(stop <-chan struct{}, step time.Duration, idle func() bool) 
 		} else {
 			quiet = 0
 		}
-		if quiet >= 2 {
+		if grace > 0 {
+			grace--
+		} else if quiet >= 2 {
 			if at, ok := f.Next(); ok {
 				if gap := at.Sub(f.Now()); gap > d {
 					d = gap
 				}
 			}
 		}
+		if at, ok := f.Next(); ok && !at.After(f.Now().Add(d)) {
+			grace = int(PaceGrace / time.Millisecond)
+		}
 		f.Advance(d)
 	}
 }
+
+// PaceGrace is how long Pace skips nothing after it fired an After.
+const PaceGrace = 50 * time.Millisecond

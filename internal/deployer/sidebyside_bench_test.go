@@ -189,7 +189,7 @@ func loadAverage() string {
 
 // sideBundle writes the graph's bundle for phase p: stack sI reads the Out of its
 // dependencies.
-func sideBundle(b *testing.B, g sideGraph, p sidePhase) string {
+func sideBundle(b testing.TB, g sideGraph, p sidePhase) string {
 	dir := b.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "templates"), 0o755); err != nil {
 		b.Fatal(err)

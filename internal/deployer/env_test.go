@@ -65,6 +65,8 @@ type world struct {
 	deployer atomic.Pointer[deployer.Driver]
 	install  func(deployer.Config)
 	upgrade  func()
+	// close stops the world's clock and its emulator (at the latest when the test ends).
+	close func()
 	// instance returns another instance of the deployer function (as Lambda runs
 	// several), whose AWS calls calls counts, for a test to invoke directly.
 	instance func(calls *callCounter) *deployer.Driver
@@ -96,6 +98,11 @@ type worldOptions struct {
 	DenySSM string
 	// ChangeSetDelay is how long the emulator takes to create a change set (default 2s).
 	ChangeSetDelay time.Duration
+	// ChangeSetDelayMax and ResourceDelayMax, when above ChangeSetDelay and
+	// ResourceDelay, make each delay a draw between the two from DelaySeed, as `cairn
+	// local up --change-set-delay 1s..4s --delay-seed 7` does.
+	ChangeSetDelayMax, ResourceDelayMax time.Duration
+	DelaySeed                           uint64
 	// Speed is how much virtual time passes per millisecond of wall time (default 500ms);
 	// a millisecond runs the world on the wall clock's pace. While the emulator is idle,
 	// the clock skips to the next thing due (clock.Fake.Pace) unless NoSkip.
@@ -189,7 +196,8 @@ func newWorld(t testing.TB, o worldOptions) *world {
 		o.Speed = 500 * time.Millisecond
 	}
 	em, err := awslocal.New(awslocal.Options{Clock: w.clk, Logger: logger,
-		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: o.ResourceDelay, ChangeSetDelay: o.ChangeSetDelay}})
+		CloudFormation: awslocal.CloudFormationTimings{ResourceDelay: o.ResourceDelay, ChangeSetDelay: o.ChangeSetDelay,
+			ResourceDelayMax: o.ResourceDelayMax, ChangeSetDelayMax: o.ChangeSetDelayMax, DelaySeed: o.DelaySeed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,10 +215,16 @@ func newWorld(t testing.TB, o worldOptions) *world {
 		}
 		w.clk.Pace(stop, o.Speed, idle)
 	}()
+	var closing sync.Once
+	w.close = func() {
+		closing.Do(func() {
+			close(stop)
+			<-ticked
+			em.Close()
+		})
+	}
 	t.Cleanup(func() {
-		close(stop)
-		<-ticked
-		em.Close()
+		w.close()
 		if t.Failed() {
 			t.Logf("emulator and deployer logs:\n%s", tail(w.logs.String(), 400))
 		}

@@ -800,7 +800,7 @@ func unreviewedReason(r *Run, s *Stack, what string) string {
 }
 
 func startDeploy(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) []Action {
-	var discarded []Action
+	discarded := dropStale(s)
 	if s.MadeEarly {
 		acts, again := settleEarly(r, s, now, opts, inFlight, limit)
 		if !again {

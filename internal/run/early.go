@@ -60,8 +60,11 @@ func waitsEarly(s *Stack) bool { return s.MadeEarly && s.Phase == Ready }
 // when it was made (or, when it had no changes, the stack is unchanged). Otherwise its
 // change set is deleted and again is true: s is pending, to start as any stack does.
 func settleEarly(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limit int) (actions []Action, again bool) {
+	if s.Phase == CreatingChangeSet {
+		return remakeStale(r, s, now, opts, inFlight)
+	}
 	if s.Phase != Ready {
-		return nil, false // still being made
+		return nil, false
 	}
 	for _, dep := range s.Requires {
 		if d := r.Stacks[dep]; d != nil && (d.Phase == Failed || d.Phase == Blocked) {
@@ -133,5 +136,42 @@ func dropEarly(s *Stack) []Action {
 			ChangeSetName: s.ChangeSetName, ChangeSetID: s.ChangeSetID})
 	}
 	s.ChangeSetName, s.ChangeSetID, s.Changes, s.MadeEarly, s.Reason = "", "", 0, false, ""
+	return actions
+}
+
+// remakeStale decides for s, whose change set made early CloudFormation is still making,
+// once its dependencies finished: if its parameters now resolve otherwise, that change set
+// is stale and s makes its change set again at once (again is true), rather than after the
+// stale one is made. The stale one is deleted now, which CloudFormation refuses while it
+// is being made (the result is dropped: see Result), and again once s settles (dropStale).
+func remakeStale(r *Run, s *Stack, now time.Time, opts Options, inFlight *int) (actions []Action, again bool) {
+	if !satisfied(r, s) {
+		return nil, false
+	}
+	params, err := resolve(r, s, opts)
+	if err == nil && HashParameters(opts.Seal(s, params)) == s.ParametersHash {
+		return nil, false // still what it will need: settleEarly decides once it is made
+	}
+	if s.ChangeSetName != "" {
+		s.Stale = append(s.Stale, s.ChangeSetName)
+	}
+	actions = dropEarly(s)
+	setPhase(s, Pending, now)
+	*inFlight-- // counted as in flight by start; the change set made again counts instead
+	return actions, true
+}
+
+// dropStale deletes, once s settled, the change sets it made early that went stale while
+// being made (Stack.Stale): by then CloudFormation made them (or removed them when s's
+// change set was executed, which the deletion finds gone).
+func dropStale(s *Stack) []Action {
+	if !s.Phase.Terminal() || len(s.Stale) == 0 {
+		return nil
+	}
+	var actions []Action
+	for _, name := range s.Stale {
+		actions = append(actions, Action{Kind: DeleteChangeSet, Stack: s.Name, StackName: s.StackName, StackID: s.StackID, ChangeSetName: name})
+	}
+	s.Stale = nil
 	return actions
 }

@@ -197,6 +197,11 @@ type Stack struct {
 	// it is deleted and made again. The change set's creation leaves the critical path.
 	Early     bool `json:"early,omitempty"`
 	MadeEarly bool `json:"made_early,omitempty"`
+	// Stale names the change sets made early that went stale while CloudFormation was
+	// still making them (the stack made its change set again at once): deleted then, and
+	// again once the stack settles, since CloudFormation deletes no change set still being
+	// made.
+	Stale []string `json:"stale_change_sets,omitempty"`
 	// PlanOnly says the config has the stack protected (protected: true): it changes, and
 	// is deleted, only by the apply run of an approved plan (Run.Plan), never by a push.
 	PlanOnly bool `json:"plan_only,omitempty"`
@@ -356,6 +361,7 @@ func (r *Run) Clone() *Run {
 		cs.NoEcho = append([]string(nil), s.NoEcho...)
 		cs.SecretOutputs = append([]string(nil), s.SecretOutputs...)
 		cs.Rippled = append([]string(nil), s.Rippled...)
+		cs.Stale = append([]string(nil), s.Stale...)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

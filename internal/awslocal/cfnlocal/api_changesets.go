@@ -152,7 +152,7 @@ func (s *Service) createChangeSet(f form) (any, error) {
 		Tags: tags, Capabilities: caps, NotificationARNs: arns, Rollback: rollback, ClientToken: f.get("ClientToken"),
 		IncludeNested: f.get("IncludeNestedStacks") == "true", ToImport: imports, DeploymentMode: f.get("DeploymentMode"),
 	}
-	s.st.ChangeSets = append(s.st.ChangeSets, cs)
+	s.addChangeSet(cs)
 	s.poke(cs.ReadyAt)
 	return struct{ Id, StackId string }{cs.ID, cs.StackID}, nil
 }

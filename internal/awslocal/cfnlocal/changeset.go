@@ -72,6 +72,27 @@ func (s *Service) ExecutedChangeSets() []ExecutedChangeSet {
 	return append([]ExecutedChangeSet(nil), s.st.Executed...)
 }
 
+// MadeChangeSet records one CreateChangeSet: when it was made and when it became ready
+// (available, or failed as without changes), as the emulator drew its delay.
+type MadeChangeSet struct {
+	StackName, ChangeSetID string
+	Created, ReadyAt       time.Time
+}
+
+// MadeChangeSets lists, oldest first, every change set created since the service
+// started (in memory only: a restored emulator starts the list again), deleted ones too.
+func (s *Service) MadeChangeSets() []MadeChangeSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]MadeChangeSet(nil), s.made...)
+}
+
+// addChangeSet keeps a change set just created, and its record.
+func (s *Service) addChangeSet(cs *changeSet) {
+	s.st.ChangeSets = append(s.st.ChangeSets, cs)
+	s.made = append(s.made, MadeChangeSet{StackName: cs.StackName, ChangeSetID: cs.ID, Created: cs.Created, ReadyAt: cs.ReadyAt})
+}
+
 func (s *Service) findChangeSet(name, stackName string) *changeSet {
 	for i := len(s.st.ChangeSets) - 1; i >= 0; i-- {
 		cs := s.st.ChangeSets[i]

@@ -108,8 +108,10 @@ type Service struct {
 	templates map[string]*template     // parsed templates by body; they are never mutated
 	j         *journal                 // the state's journal under Dir (persist.go)
 	delays    map[string]time.Duration // resource delays by stack name (SetResourceDelay)
-	drawMu    sync.Mutex
-	draws     *rand.Rand // of the delays between Options' delays and their Max (draw)
+	// made records every change set created, deleted or not (MadeChangeSets).
+	made   []MadeChangeSet
+	drawMu sync.Mutex
+	draws  *rand.Rand // of the delays between Options' delays and their Max (draw)
 
 	wake   chan struct{}
 	done   chan struct{}

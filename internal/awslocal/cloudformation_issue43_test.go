@@ -116,8 +116,8 @@ Outputs:
 	}
 }
 
-// issue43CFNList is issue43CFNScenarios as the differential suite's scenarios.
-func issue43CFNList() []struct {
+// cfnList is documented scenarios as the differential suite's scenarios.
+func cfnList(scs []cfnIssue43) []struct {
 	name string
 	run  func(ctx context.Context, c cfnTarget) (string, error)
 } {
@@ -125,7 +125,7 @@ func issue43CFNList() []struct {
 		name string
 		run  func(ctx context.Context, c cfnTarget) (string, error)
 	}
-	for _, sc := range issue43CFNScenarios() {
+	for _, sc := range scs {
 		out = append(out, struct {
 			name string
 			run  func(ctx context.Context, c cfnTarget) (string, error)
@@ -134,13 +134,13 @@ func issue43CFNList() []struct {
 	return out
 }
 
-// TestIssue43CloudFormationAsAWSDocuments runs issue 43's CloudFormation scenarios against
-// the emulator alone and requires what AWS documents.
-func TestIssue43CloudFormationAsAWSDocuments(t *testing.T) {
+// asAWSDocuments runs documented CloudFormation scenarios against the emulator alone and
+// requires what AWS documents.
+func asAWSDocuments(t *testing.T, scs []cfnIssue43) {
 	v := start(t, awslocal.Options{Logger: quiet(), AccountID: "123456789012", CloudFormation: awslocal.CloudFormationTimings{
 		ResourceDelay: time.Millisecond, ChangeSetDelay: time.Millisecond}})
 	cairn := newCFNTarget(t, "cairn", v.e.URL())
-	for _, sc := range issue43CFNScenarios() {
+	for _, sc := range scs {
 		t.Run(sc.name, func(t *testing.T) {
 			got, err := sc.run(context.Background(), cairn)
 			if err != nil {
@@ -152,3 +152,7 @@ func TestIssue43CloudFormationAsAWSDocuments(t *testing.T) {
 		})
 	}
 }
+
+// TestIssue43CloudFormationAsAWSDocuments runs issue 43's CloudFormation scenarios against
+// the emulator alone and requires what AWS documents.
+func TestIssue43CloudFormationAsAWSDocuments(t *testing.T) { asAWSDocuments(t, issue43CFNScenarios()) }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
-
-	"github.com/cairn-dev/cairn/internal/awslocal"
 )
 
 // Issue 44's CloudFormation scenarios: drift-aware change sets. moto 5.2.1 serves no
@@ -60,38 +57,6 @@ func init() {
 	}
 }
 
-func issue44CFNList() []struct {
-	name string
-	run  func(ctx context.Context, c cfnTarget) (string, error)
-} {
-	var out []struct {
-		name string
-		run  func(ctx context.Context, c cfnTarget) (string, error)
-	}
-	for _, sc := range issue44CFNScenarios() {
-		out = append(out, struct {
-			name string
-			run  func(ctx context.Context, c cfnTarget) (string, error)
-		}{sc.name, sc.run})
-	}
-	return out
-}
-
 // TestIssue44CloudFormationAsAWSDocuments runs issue 44's CloudFormation scenarios against
 // the emulator alone and requires what AWS documents.
-func TestIssue44CloudFormationAsAWSDocuments(t *testing.T) {
-	v := start(t, awslocal.Options{Logger: quiet(), AccountID: "123456789012", CloudFormation: awslocal.CloudFormationTimings{
-		ResourceDelay: time.Millisecond, ChangeSetDelay: time.Millisecond}})
-	cairn := newCFNTarget(t, "cairn", v.e.URL())
-	for _, sc := range issue44CFNScenarios() {
-		t.Run(sc.name, func(t *testing.T) {
-			got, err := sc.run(context.Background(), cairn)
-			if err != nil {
-				t.Fatalf("cairn: %v", err)
-			}
-			if got != sc.want {
-				t.Fatalf("cairn: %q\nwant:  %q (%s)", got, sc.want, sc.source)
-			}
-		})
-	}
-}
+func TestIssue44CloudFormationAsAWSDocuments(t *testing.T) { asAWSDocuments(t, issue44CFNScenarios()) }

@@ -212,7 +212,7 @@ func TestCloudFormationDifferentialAgainstMoto(t *testing.T) {
 	cairn := newCFNTarget(t, "cairn", v.e.URL())
 	ctx := context.Background()
 	agreed, deviated := 0, 0
-	for _, sc := range append(append(cfnScenarios(), issue43CFNList()...), issue44CFNList()...) {
+	for _, sc := range append(append(cfnScenarios(), cfnList(issue43CFNScenarios())...), cfnList(issue44CFNScenarios())...) {
 		t.Run(sc.name, func(t *testing.T) {
 			want, werr := sc.run(ctx, moto)
 			got, gerr := sc.run(ctx, cairn)

@@ -71,15 +71,9 @@ func (s *Service) Decrypt(blob []byte, keyID string, context map[string]string) 
 
 // encrypter returns an enabled symmetric key and its AES-GCM; called with s.mu held.
 func (s *Service) encrypter(keyID, op string) (*Key, cipher.AEAD, error) {
-	k, err := s.find(keyID)
+	k, err := s.enabled(keyID)
 	if err != nil {
 		return nil, nil, err
-	}
-	switch k.State {
-	case "Disabled":
-		return nil, nil, &Error{Code: "DisabledException", Message: k.ARN + " is disabled.", Status: 400}
-	case "PendingDeletion":
-		return nil, nil, invalidState(k)
 	}
 	if k.Usage != "ENCRYPT_DECRYPT" {
 		return nil, nil, &Error{Code: "InvalidKeyUsageException", Message: fmt.Sprintf("%s key usage is %s which is not valid for %s.", k.ARN, k.Usage, op), Status: 400}

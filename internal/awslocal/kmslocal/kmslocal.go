@@ -282,17 +282,27 @@ func pendingWord(state string) string {
 	return state + "."
 }
 
-// usable returns k if it may make MACs with algorithm alg; called with s.mu held.
-func (s *Service) usable(keyID, alg string) (*Key, hash.Hash, error) {
+// enabled returns the key keyID names if it may be used: not disabled, not pending
+// deletion; called with s.mu held.
+func (s *Service) enabled(keyID string) (*Key, error) {
 	k, err := s.find(keyID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	switch k.State {
 	case "Disabled":
-		return nil, nil, &Error{Code: "DisabledException", Message: k.ARN + " is disabled.", Status: 400}
+		return nil, &Error{Code: "DisabledException", Message: k.ARN + " is disabled.", Status: 400}
 	case "PendingDeletion":
-		return nil, nil, invalidState(k)
+		return nil, invalidState(k)
+	}
+	return k, nil
+}
+
+// usable returns k if it may make MACs with algorithm alg; called with s.mu held.
+func (s *Service) usable(keyID, alg string) (*Key, hash.Hash, error) {
+	k, err := s.enabled(keyID)
+	if err != nil {
+		return nil, nil, err
 	}
 	m, ok := macSpecs[k.Spec]
 	if !ok || k.Usage != "GENERATE_VERIFY_MAC" {

@@ -79,6 +79,9 @@ type Observation struct {
 	// LookErr says why the stack could not be described: nothing is known of it, and it
 	// is looked at again later.
 	LookErr string `json:"look_err,omitempty"`
+	// Events are the events of the stack's resources in the operation that settled (its
+	// own events left out), in time order: read once the stack's status settled.
+	Events []ResourceEvent `json:"events,omitempty"`
 }
 
 // ResourceChange is one resource change of a change set, with why CloudFormation says it
@@ -208,6 +211,7 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	}
 	var actions []Action
 	looked := map[string]bool{}
+	recorded := false
 	for _, o := range obs {
 		s := next.Stacks[o.Stack]
 		if s == nil {
@@ -217,12 +221,19 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 		if o.Outputs != nil {
 			o.Outputs = opts.SealOutputs(s, o.Outputs)
 		}
+		if len(o.Events) > 0 {
+			recordEvents(s, o.Events, MaxStackEvents)
+			recorded = true
+		}
 		actions = append(actions, observe(next, s, o, now, opts)...)
 		if o.looked() && s.Phase == was && s.Phase.Waits() {
 			// Still under way: look again when the schedule says (look.go).
 			s.Looks++
 			looked[s.Name] = true
 		}
+	}
+	if recorded {
+		boundEvents(next, MaxRunEvents)
 	}
 	names := next.Names() // sorted once: every pass below goes in name order
 	for _, name := range names {

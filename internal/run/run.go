@@ -236,6 +236,11 @@ type Stack struct {
 	// the deployer's, "" where they are the deployer's own. The zero values are home.
 	Target target.Spec   `json:"target,omitzero"`
 	At     target.Target `json:"at,omitzero"`
+	// Events are what CloudFormation said of the stack's resources in the operations the
+	// run made (read when each settled), in time order, bounded (MaxStackEvents,
+	// MaxRunEvents); EventsDropped counts those left out.
+	Events        []ResourceEvent `json:"events,omitempty"`
+	EventsDropped int             `json:"events_dropped,omitempty"`
 }
 
 // CodeChange is a local artifact of a stack whose content differs from what was last
@@ -362,6 +367,7 @@ func (r *Run) Clone() *Run {
 		cs.SecretOutputs = append([]string(nil), s.SecretOutputs...)
 		cs.Rippled = append([]string(nil), s.Rippled...)
 		cs.Stale = append([]string(nil), s.Stale...)
+		cs.Events = slices.Clone(s.Events)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

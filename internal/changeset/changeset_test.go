@@ -261,6 +261,81 @@ func TestObserveFailedStackReason(t *testing.T) {
 	if p := seen[0].TerminationProtection; p == nil || !*p {
 		t.Errorf("termination protection not reported")
 	}
+	// The same walk gives the operation's resource events, oldest first, the stack's own
+	// and the earlier operation's left out.
+	if got, want := eventList(o.Events), []string{"Bucket UPDATE_IN_PROGRESS", "Bucket UPDATE_FAILED Access Denied", "Topic UPDATE_FAILED Topic name already taken", "Queue UPDATE_FAILED Resource update cancelled"}; !slices.Equal(got, want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+	if cfn.eventCalls != 2 {
+		t.Errorf("%d DescribeStackEvents calls, want the 2 pages of the operation", cfn.eventCalls)
+	}
+}
+
+func eventList(evs []run.ResourceEvent) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, strings.TrimSpace(e.LogicalID+" "+e.Status+" "+e.Reason))
+	}
+	return out
+}
+
+// TestObserveSettledStackEvents: once a stack's operation settles, a look reads its
+// resources' events (their type, physical id, status, reason and time) — only when the
+// operation is the one the run started (its ClientRequestToken, the change set's name,
+// when the events carry one); a stack still in progress costs no DescribeStackEvents.
+func TestObserveSettledStackEvents(t *testing.T) {
+	const stackType = "AWS::CloudFormation::Stack"
+	withToken := func(e cfntypes.StackEvent, token string) cfntypes.StackEvent {
+		if token != "" {
+			e.ClientRequestToken = aws.String(token)
+		}
+		return e
+	}
+	for _, tc := range []struct {
+		name   string
+		status cfntypes.StackStatus
+		phase  run.Phase
+		token  string // of the operation's events
+		want   []string
+		calls  int
+	}{
+		{"an update the run executed", cfntypes.StackStatusUpdateComplete, run.Executing, "cairn-R1-3", []string{"Queue UPDATE_IN_PROGRESS", "Queue UPDATE_COMPLETE"}, 1},
+		{"events without a token", cfntypes.StackStatusUpdateComplete, run.Executing, "", []string{"Queue UPDATE_IN_PROGRESS", "Queue UPDATE_COMPLETE"}, 1},
+		{"someone else's update", cfntypes.StackStatusUpdateComplete, run.Executing, "console-1234", nil, 1},
+		{"a deletion (no token of the run's)", cfntypes.StackStatusDeleteComplete, run.Deleting, "anything", []string{"Queue UPDATE_IN_PROGRESS", "Queue UPDATE_COMPLETE"}, 1},
+		{"still in progress", cfntypes.StackStatusUpdateInProgress, run.Executing, "cairn-R1-3", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfn := &fakeCFN{t: t,
+				stacks: map[string]*cloudformation.DescribeStacksOutput{"arn:stack/1": {Stacks: []cfntypes.Stack{{
+					StackName: aws.String("shop-app"), StackId: aws.String("arn:stack/1"), StackStatus: tc.status,
+				}}}},
+				events: []*cloudformation.DescribeStackEventsOutput{{StackEvents: []cfntypes.StackEvent{
+					withToken(event("shop-app", stackType, "UPDATE_COMPLETE", ""), tc.token),
+					withToken(event("Queue", "AWS::SQS::Queue", "UPDATE_COMPLETE", ""), tc.token),
+					withToken(event("Queue", "AWS::SQS::Queue", "UPDATE_IN_PROGRESS", ""), tc.token),
+					withToken(event("shop-app", stackType, "UPDATE_IN_PROGRESS", "User Initiated"), tc.token),
+					event("Queue", "AWS::SQS::Queue", "CREATE_COMPLETE", ""),
+				}}},
+			}
+			r := &run.Run{Stacks: map[string]*run.Stack{"app": {Name: "app", StackName: "shop-app", StackID: "arn:stack/1", Phase: tc.phase, ChangeSetName: "cairn-R1-3"}}}
+			seen := (&Client{CFN: cfn}).Observe(context.Background(), r, nil, time.Now())
+			if len(seen) != 1 {
+				t.Fatalf("observations %+v", seen)
+			}
+			if got := eventList(seen[0].Events); !slices.Equal(got, tc.want) {
+				t.Errorf("events %q, want %q", got, tc.want)
+			}
+			if cfn.eventCalls != tc.calls {
+				t.Errorf("%d DescribeStackEvents calls, want %d", cfn.eventCalls, tc.calls)
+			}
+			if len(seen[0].Events) > 0 {
+				if e := seen[0].Events[0]; e.Type != "AWS::SQS::Queue" || e.PhysicalID != "phys-Queue" || e.Time.IsZero() {
+					t.Errorf("event %+v: want its type, physical id and time", e)
+				}
+			}
+		})
+	}
 }
 
 // TestObserveRollbackTriggerReason: a stack rolled back by a rollback trigger failed no

@@ -350,11 +350,18 @@ func (c *Client) describeStack(ctx context.Context, api API, budget Budget, s *r
 		}
 		o.Outputs[aws.ToString(out.OutputKey)] = aws.ToString(out.OutputValue)
 	}
-	if failed(o.StackStatus) {
-		o.Reason = c.firstFailure(ctx, api, budget, o.StackID)
-		if o.Reason == "" {
-			o.Reason = aws.ToString(st.StackStatusReason)
+	if settled(o.StackStatus) {
+		// The operation is over: its events say what became of each resource (the run
+		// keeps them for its page) and, when it failed, why.
+		evs := c.operation(ctx, api, budget, o.StackID)
+		if failed(o.StackStatus) {
+			o.Reason = cmp.Or(firstFailureOf(evs), aws.ToString(st.StackStatusReason))
 		}
+		token := ""
+		if s.Phase == run.Executing {
+			token = s.ChangeSetName // ExecuteChangeSet's ClientRequestToken (run.Action.Token)
+		}
+		o.Events = resourceEvents(evs, token)
 	}
 	o.TerminationProtection = aws.Bool(aws.ToBool(st.EnableTerminationProtection))
 	return o
@@ -401,49 +408,100 @@ func (c *Client) FirstFailure(ctx context.Context, t target.Spec, stackID string
 	return c.firstFailure(ctx, api, budget, stackID)
 }
 
-// firstFailure: see FirstFailure. Events come newest first, so it walks back to the event
-// that started the operation.
-func (c *Client) firstFailure(ctx context.Context, api API, budget Budget, stackID string) string {
+// operation reads the events of the latest operation of the stack with id stackID
+// (DescribeStackEvents), newest first, back to the stack's own event that began it (at
+// most maxEventPages pages: the oldest of a longer operation are not read).
+func (c *Client) operation(ctx context.Context, api API, budget Budget, stackID string) []cfntypes.StackEvent {
 	in := &cloudformation.DescribeStackEventsInput{StackName: aws.String(stackID)}
-	var first string
-	var fallback, rolledBack string
+	var evs []cfntypes.StackEvent
 	for page := 0; page < maxEventPages; page++ {
 		if err := budget.Wait(ctx); err != nil {
 			break
 		}
 		out, err := api.DescribeStackEvents(ctx, in)
 		if err != nil {
-			c.log().Warn("changeset: could not read stack events for the failure reason", "stack_id", stackID, "err", err)
+			c.log().Warn("changeset: could not read the stack's events", "stack_id", stackID, "err", err)
 			break
 		}
 		for _, e := range out.StackEvents {
-			status := string(e.ResourceStatus)
-			own := aws.ToString(e.PhysicalResourceId) == aws.ToString(e.StackId) || aws.ToString(e.ResourceType) == "AWS::CloudFormation::Stack" && aws.ToString(e.LogicalResourceId) == aws.ToString(e.StackName)
-			if own && operationStarts[status] {
-				return cmp.Or(first, fallback, rolledBack)
+			evs = append(evs, e)
+			if own(e) && operationStarts[string(e.ResourceStatus)] {
+				return evs
 			}
-			reason := aws.ToString(e.ResourceStatusReason)
-			if own && strings.HasSuffix(status, "ROLLBACK_IN_PROGRESS") && reason != "" {
-				rolledBack = reason
-			}
-			if !strings.HasSuffix(status, "_FAILED") {
-				continue
-			}
-			if own {
-				if reason != "" {
-					fallback = reason
-				}
-				continue
-			}
-			if strings.Contains(reason, "Resource creation cancelled") || strings.Contains(reason, "Resource update cancelled") {
-				continue // a sibling of the real failure
-			}
-			first = fmt.Sprintf("%s (%s): %s", aws.ToString(e.LogicalResourceId), aws.ToString(e.ResourceType), reason)
 		}
 		if aws.ToString(out.NextToken) == "" {
 			break
 		}
 		in.NextToken = out.NextToken
+	}
+	return evs
+}
+
+// own reports whether e is an event of the stack itself rather than of one of its
+// resources.
+func own(e cfntypes.StackEvent) bool {
+	return aws.ToString(e.PhysicalResourceId) == aws.ToString(e.StackId) || aws.ToString(e.ResourceType) == "AWS::CloudFormation::Stack" && aws.ToString(e.LogicalResourceId) == aws.ToString(e.StackName)
+}
+
+// settled reports the stack statuses that end an operation, as the run takes them.
+func settled(status string) bool {
+	return status != "" && (!strings.HasSuffix(status, "_IN_PROGRESS") || status == "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS")
+}
+
+// resourceEvents are the events of an operation (evs, newest first, as operation reads
+// them) of the stack's resources, in time order. token is the ClientRequestToken the
+// operation was started with ("" when none or unknown): when the event that began the
+// operation read carries another, that operation is someone else's (the stack was changed
+// again before it was looked at), and none is returned.
+func resourceEvents(evs []cfntypes.StackEvent, token string) []run.ResourceEvent {
+	if n := len(evs); token != "" && n > 0 && own(evs[n-1]) && operationStarts[string(evs[n-1].ResourceStatus)] {
+		if t := aws.ToString(evs[n-1].ClientRequestToken); t != "" && t != token {
+			return nil
+		}
+	}
+	var out []run.ResourceEvent
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		if own(e) {
+			continue
+		}
+		out = append(out, run.ResourceEvent{
+			LogicalID: aws.ToString(e.LogicalResourceId), Type: aws.ToString(e.ResourceType), PhysicalID: aws.ToString(e.PhysicalResourceId),
+			Status: string(e.ResourceStatus), Reason: aws.ToString(e.ResourceStatusReason), Time: aws.ToTime(e.Timestamp).UTC(),
+		})
+	}
+	return out
+}
+
+// firstFailure: see FirstFailure.
+func (c *Client) firstFailure(ctx context.Context, api API, budget Budget, stackID string) string {
+	return firstFailureOf(c.operation(ctx, api, budget, stackID))
+}
+
+// firstFailureOf is FirstFailure's reason, from the events of the operation (newest
+// first).
+func firstFailureOf(evs []cfntypes.StackEvent) string {
+	var first, fallback, rolledBack string
+	for _, e := range evs {
+		status := string(e.ResourceStatus)
+		own := own(e)
+		reason := aws.ToString(e.ResourceStatusReason)
+		if own && strings.HasSuffix(status, "ROLLBACK_IN_PROGRESS") && reason != "" {
+			rolledBack = reason
+		}
+		if !strings.HasSuffix(status, "_FAILED") {
+			continue
+		}
+		if own {
+			if reason != "" {
+				fallback = reason
+			}
+			continue
+		}
+		if strings.Contains(reason, "Resource creation cancelled") || strings.Contains(reason, "Resource update cancelled") {
+			continue // a sibling of the real failure
+		}
+		first = fmt.Sprintf("%s (%s): %s", aws.ToString(e.LogicalResourceId), aws.ToString(e.ResourceType), reason)
 	}
 	return cmp.Or(first, fallback, rolledBack)
 }

@@ -22,9 +22,15 @@ import (
 // are read again for a turn that needs them (one that observed a text, in a run holding
 // secrets); all are kept in memory only, for the turn.
 
-// texts are the observation's fields CloudFormation writes.
+// texts are the observation's fields CloudFormation writes: its reasons, and what it
+// says of each resource's event (a reason quotes a property's value, a physical id can be
+// one).
 func texts(o *run.Observation) []*string {
-	return []*string{&o.Err, &o.ChangeSetReason, &o.Reason, &o.LookErr}
+	ts := []*string{&o.Err, &o.ChangeSetReason, &o.Reason, &o.LookErr}
+	for i := range o.Events {
+		ts = append(ts, &o.Events[i].Reason, &o.Events[i].PhysicalID)
+	}
+	return ts
 }
 
 // secrets are what a step knows of its run's secrets: sc scrubs with them; learn reads
@@ -96,6 +102,9 @@ func (x *secrets) scrub(r *run.Run, obs []*run.Observation, log *slog.Logger) {
 			continue
 		}
 		err := x.learn(r, o.Stack)
+		if err != nil {
+			o.Events = nil // not one withheld text per event: none of them
+		}
 		for _, p := range texts(o) {
 			switch {
 			case *p == "":

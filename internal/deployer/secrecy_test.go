@@ -213,6 +213,10 @@ Resources:
 	if !strings.Contains(app.Reason, "Value admin:**** at 'value' failed") {
 		t.Errorf("app's reason %q, want CloudFormation's with the secret masked", app.Reason)
 	}
+	// The run keeps the resource's event with the same reason, masked the same way.
+	if res := run.Resources(app.Events); len(res) == 0 || res[0].LogicalID != "Copy" || !strings.Contains(res[0].Reason, "Value admin:**** at 'value' failed") {
+		t.Errorf("app's resources %+v, want Copy failed with CloudFormation's reason, the secret masked", res)
+	}
 	var summaries []string
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && len(summaries) == 0 {

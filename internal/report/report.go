@@ -88,6 +88,7 @@ func Markdown(w io.Writer, in Input) error {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(failedResources(r))
 	b.WriteString(RunTimeline(r))
 	if len(in.Decisions) > 0 {
 		b.WriteString("## Plan\n\n")
@@ -109,6 +110,28 @@ func Markdown(w io.Writer, in Input) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// failedResources lists the resources that failed in the run, stack by stack, each with
+// its first failure's status and reason (the run keeps its stacks' resource events);
+// "" when none did.
+func failedResources(r *run.Run) string {
+	var b strings.Builder
+	for _, n := range r.Names() {
+		for _, res := range run.Resources(r.Stacks[n].Events) {
+			if res.Failure == "" {
+				break // the failed come first
+			}
+			if b.Len() == 0 {
+				b.WriteString("## Failed resources\n\n| Stack | Resource | Type | Status | Reason |\n|---|---|---|---|---|\n")
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", Cell(n), Cell(res.LogicalID), Cell(res.Type), Cell(res.Failure), Cell(res.Reason))
+		}
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // Action names what the run did (or tries to do) to a stack. decisions are the plan's

@@ -180,3 +180,46 @@ func TestStacksElsewhereNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownFailedResources: the report lists the resources that failed, stack by
+// stack, the first failure first, each with its reason escaped for a table cell; none
+// when no resource failed.
+func TestMarkdownFailedResources(t *testing.T) {
+	ev := func(id, status string, sec int, reason string) run.ResourceEvent {
+		return run.ResourceEvent{LogicalID: id, Type: "AWS::SSM::Parameter", Status: status, Reason: reason, Time: t0.Add(time.Duration(sec) * time.Second)}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []run.ResourceEvent
+		want   []string
+	}{
+		{"failed resources", []run.ResourceEvent{
+			ev("Other", "CREATE_IN_PROGRESS", 1, ""),
+			ev("Parameter", "CREATE_FAILED", 2, "limit | <b>reached</b>\n# heading"),
+			ev("Other", "CREATE_FAILED", 3, "Resource creation cancelled"),
+		}, []string{
+			"## Failed resources\n\n| Stack | Resource | Type | Status | Reason |\n|---|---|---|---|---|\n" +
+				`| cache | Parameter | AWS::SSM::Parameter | CREATE_FAILED | limit \| &lt;b&gt;reached&lt;/b&gt; # heading |` + "\n" +
+				"| cache | Other | AWS::SSM::Parameter | CREATE_FAILED | Resource creation cancelled |\n\n",
+		}},
+		{"none failed", []run.ResourceEvent{ev("Parameter", "CREATE_COMPLETE", 2, "")}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := sampleRun()
+			r.Stacks["cache"].Events = tc.events
+			var b bytes.Buffer
+			if err := Markdown(&b, Input{Run: r}); err != nil {
+				t.Fatal(err)
+			}
+			got := b.String()
+			if tc.want == nil && strings.Contains(got, "Failed resources") {
+				t.Errorf("the report lists failed resources when none failed:\n%s", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("report lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}

@@ -58,13 +58,15 @@ func structure(page string) []string {
 }
 
 // TestAnyValueKeepsThePageStructure: whatever a stack's name, its reason, a parameter's
-// or an output's value holds, the page has the same tags and attributes as with a plain
+// or an output's value, a resource's failure reason or physical id holds, the page has the same tags and attributes as with a plain
 // value in their place, and shows the value (cleaned of control and direction
 // characters) as text.
 func TestAnyValueKeepsThePageStructure(t *testing.T) {
 	withValue := func(t interface{ Fatal(...any) }, v string) string {
 		r := fixture()
 		r.Stacks["api"].Reason = v
+		r.Stacks["api"].Events[2].Reason = v // the failed resource's
+		r.Stacks["db"].Events[1].PhysicalID = v
 		r.Stacks["db"].Parameters = map[string]string{"P": v}
 		r.Stacks["db"].Outputs = map[string]string{"O": v}
 		b, err := RenderRun(Run{Report: report.Input{Run: r}, Refresh: 5})
@@ -80,8 +82,8 @@ func TestAnyValueKeepsThePageStructure(t *testing.T) {
 		if got := structure(page); !slices.Equal(got, plain) {
 			t.Fatalf("a value changed the page's structure: %q\ngot  %v\nwant %v", v, got, plain)
 		}
-		if shown := template.HTMLEscapeString(report.Line(v)); !strings.Contains(page, "<span class=\"reason\">"+shown+"</span>") {
-			t.Fatalf("the reason %q is not shown as %q", v, shown)
+		if shown := template.HTMLEscapeString(report.Line(v)); !strings.Contains(page, "<span class=\"reason\">"+shown+"</span>") || !strings.Contains(page, "<mark class=\"reason\">"+shown+"</mark>") {
+			t.Fatalf("the reason %q is not shown as %q, the stack's and its resource's", v, shown)
 		}
 	})
 }

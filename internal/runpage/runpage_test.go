@@ -42,6 +42,20 @@ func fixture() *run.Run {
 		}}
 	r.Stacks["api"].Reason = "Resource handler returned message: bucket exists"
 	r.Stacks["api"].Class = run.Fix
+	ev := func(id, typ, status string, sec int, reason string) run.ResourceEvent {
+		return run.ResourceEvent{LogicalID: id, Type: typ, PhysicalID: "shop-api-" + strings.ToLower(id), Status: status, Reason: reason, Time: at(sec)}
+	}
+	r.Stacks["api"].Events = []run.ResourceEvent{
+		ev("Queue", "AWS::SQS::Queue", "UPDATE_IN_PROGRESS", 76, ""),
+		ev("Bucket", "AWS::S3::Bucket", "UPDATE_IN_PROGRESS", 77, ""),
+		ev("Bucket", "AWS::S3::Bucket", "UPDATE_FAILED", 80, "Resource handler returned message: bucket exists"),
+		ev("Queue", "AWS::SQS::Queue", "UPDATE_COMPLETE", 81, ""),
+		ev("Bucket", "AWS::S3::Bucket", "UPDATE_COMPLETE", 95, ""),
+	}
+	r.Stacks["db"].Events = []run.ResourceEvent{
+		ev("Table", "AWS::DynamoDB::Table", "UPDATE_IN_PROGRESS", 26, ""),
+		ev("Table", "AWS::DynamoDB::Table", "UPDATE_COMPLETE", 69, ""),
+	}
 	return r
 }
 
@@ -80,6 +94,17 @@ func TestRunPageEscapesHostileValues(t *testing.T) {
 		{"output", func(r *run.Run) { r.Stacks["db"].Outputs = map[string]string{"Url": hostile} }},
 		{"change set", func(r *run.Run) { r.Stacks["db"].ChangeSetName = hostile }},
 		{"run id", func(r *run.Run) { r.ID = hostile }},
+		{"resource reason", func(r *run.Run) { r.Stacks["api"].Events[2].Reason = hostile }},
+		{"resource", func(r *run.Run) {
+			for i := range r.Stacks["api"].Events {
+				if r.Stacks["api"].Events[i].LogicalID == "Bucket" {
+					r.Stacks["api"].Events[i].LogicalID = hostile
+				}
+			}
+		}},
+		{"resource type and physical id", func(r *run.Run) {
+			r.Stacks["db"].Events[1].Type, r.Stacks["db"].Events[1].PhysicalID = hostile, hostile
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := fixture()
@@ -243,6 +268,88 @@ func TestRunPageShows(t *testing.T) {
 	r.Status, r.FinishedAt = run.Running, time.Time{}
 	if page := render(t, r, nil); !strings.Contains(page, `<meta http-equiv="refresh" content="5">`) || strings.Contains(page, "next-step") {
 		t.Error("a running run's page does not refresh, or names a next step")
+	}
+}
+
+var (
+	resourceRowRE = regexp.MustCompile(`<tr( class="danger")?><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td><td>[^<]*</td><td>(?:<mark class="reason">)?([^<]*)`)
+	eventRowRE    = regexp.MustCompile(`<tr( class="danger")?><td>(\d\d:\d\d:\d\d)</td><td>([^<]*)</td><td>([^<]*)</td><td>(?:<mark class="reason">)?([^<]*)`)
+)
+
+// section is stack name's section of a page.
+func section(page, name string) string {
+	i := strings.Index(page, `class="stack" data-stack="`+name+`"`)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(page[i:], "</details>\n<details id=")
+	if j < 0 {
+		j = strings.Index(page[i:], "</section>")
+	}
+	return page[i : i+j]
+}
+
+// TestRunPageShowsResources: a stack's section lists its resources, the failed first
+// (its failure's reason marked), with their latest status, then their events in time
+// order (a failure's row marked), open when one failed; a stack whose run kept no events
+// shows no such tables; the events the run left out are counted.
+func TestRunPageShowsResources(t *testing.T) {
+	r := fixture()
+	r.Stacks["db"].EventsDropped = 7
+	page := render(t, r, nil)
+	rows := func(re *regexp.Regexp, sec string) []string {
+		var out []string
+		for _, m := range re.FindAllStringSubmatch(sec, -1) {
+			cells := slices.DeleteFunc(m[2:], func(c string) bool { return c == "" })
+			row := strings.Join(cells, " | ")
+			if m[1] != "" {
+				row = "! " + row
+			}
+			out = append(out, row)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		stack             string
+		resources         []string
+		events            []string
+		open, noneDropped bool
+	}{
+		{"api",
+			[]string{
+				"! Bucket | AWS::S3::Bucket | UPDATE_FAILED, then UPDATE_COMPLETE | Resource handler returned message: bucket exists",
+				"Queue | AWS::SQS::Queue | UPDATE_COMPLETE",
+			},
+			[]string{
+				"06:01:16 | Queue | UPDATE_IN_PROGRESS", "06:01:17 | Bucket | UPDATE_IN_PROGRESS",
+				"! 06:01:20 | Bucket | UPDATE_FAILED | Resource handler returned message: bucket exists",
+				"06:01:21 | Queue | UPDATE_COMPLETE", "06:01:35 | Bucket | UPDATE_COMPLETE",
+			}, true, true},
+		{"db", []string{"Table | AWS::DynamoDB::Table | UPDATE_COMPLETE"}, []string{"06:00:26 | Table | UPDATE_IN_PROGRESS", "06:01:09 | Table | UPDATE_COMPLETE"}, false, false},
+		{"queue", nil, nil, false, true},
+	} {
+		t.Run(tc.stack, func(t *testing.T) {
+			sec := section(page, tc.stack)
+			if sec == "" {
+				t.Fatalf("no section of %s", tc.stack)
+			}
+			res, evs := sec, ""
+			if i := strings.Index(sec, `<details class="events"`); i >= 0 {
+				res, evs = sec[:i], sec[i:]
+			}
+			if got := rows(resourceRowRE, res); !slices.Equal(got, tc.resources) {
+				t.Errorf("resources\n got %q\nwant %q", got, tc.resources)
+			}
+			if got := rows(eventRowRE, evs); !slices.Equal(got, tc.events) {
+				t.Errorf("events\n got %q\nwant %q", got, tc.events)
+			}
+			if open := strings.Contains(sec, `<details class="events" open>`); open != tc.open {
+				t.Errorf("events open: %v, want %v", open, tc.open)
+			}
+			if dropped := strings.Contains(sec, "7 more not kept"); dropped == tc.noneDropped {
+				t.Errorf("the section says 7 events were not kept: %v", dropped)
+			}
+		})
 	}
 }
 

@@ -32,6 +32,23 @@ type stackView struct {
 	Outputs   []pair
 	Crit      bool
 	Open      bool // its section starts expanded (a failed stack)
+	// Resources are its resources as their events tell (run.Resources: the failed first),
+	// Events those events in time order, Dropped how many the run left out.
+	Resources []resourceView
+	Events    []eventView
+	Dropped   int
+}
+
+// resourceView is a resource of a stack: its latest status, and why it failed.
+type resourceView struct {
+	LogicalID, Type, PhysicalID, Status, Reason string
+	Failed                                      bool
+}
+
+// eventView is one event of a stack's resources.
+type eventView struct {
+	Time, LogicalID, Status, Reason string
+	Failed                          bool
 }
 
 // row is a stack on the timeline.
@@ -215,6 +232,23 @@ func stackViewOf(in Run, s *run.Stack, id string, crit bool, waits []string) sta
 	if s.ChangeSetName != "" && s.Phase != run.Unchanged {
 		sv.Changes = fmt.Sprint(s.Changes)
 	}
+	for _, r := range run.Resources(s.Events) {
+		status := r.Status
+		if r.Failure != "" && r.Failure != r.Status {
+			status = r.Failure + ", then " + r.Status
+		}
+		sv.Resources = append(sv.Resources, resourceView{LogicalID: clean(r.LogicalID), Type: clean(r.Type), PhysicalID: clean(r.PhysicalID),
+			Status: clean(status), Reason: clean(r.Reason), Failed: r.Failure != ""})
+	}
+	day := s.StartedAt.UTC().Format(time.DateOnly)
+	for _, e := range s.Events {
+		when := e.Time.UTC().Format(time.TimeOnly)
+		if d := e.Time.UTC().Format(time.DateOnly); d != day {
+			when = d + " " + when
+		}
+		sv.Events = append(sv.Events, eventView{Time: when, LogicalID: clean(e.LogicalID), Status: clean(e.Status), Reason: clean(e.Reason), Failed: e.Failed()})
+	}
+	sv.Dropped = s.EventsDropped
 	return sv
 }
 

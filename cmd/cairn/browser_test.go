@@ -179,6 +179,80 @@ func fetch(t *testing.T, url string) []byte {
 	return []byte(body)
 }
 
+// section is what a stack's section shows, read from the DOM: whether it is open, whether
+// its resources table is seen, its resources' rows (logical id, type, status, physical id,
+// reason), its events' rows (time, resource, status, reason) and the reasons marked.
+type section struct {
+	Open      bool       `json:"open"`
+	Visible   bool       `json:"visible"`
+	Resources [][]string `json:"resources"`
+	Events    [][]string `json:"events"`
+	Marked    []string   `json:"marked"`
+}
+
+const readSection = `((name) => {
+  const d = [...document.querySelectorAll("details.stack")].find(d => d.dataset.stack === name);
+  if (!d) return null;
+  const rows = (sel) => [...d.querySelectorAll(sel)].map(tr => [...tr.cells].map(c => c.textContent));
+  const table = d.querySelector("table.resources");
+  return {
+    open: d.open,
+    visible: !!table && table.checkVisibility(),
+    resources: rows("table.resources tbody tr"),
+    events: rows("details.events tbody tr"),
+    marked: [...d.querySelectorAll("mark.reason")].map(m => m.textContent),
+  };
+})(%s)`
+
+// stackSection reads stack name's section of the page the browser shows.
+func (b *browser) stackSection(t *testing.T, name string) section {
+	t.Helper()
+	arg, _ := json.Marshal(name)
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[*section](fmt.Sprintf(readSection, arg)))
+	if err != nil || s == nil {
+		t.Fatalf("read the section of %s: %v", name, err)
+	}
+	return *s
+}
+
+// expand opens stack name's section as a person does, by its summary, and reads it.
+func (b *browser) expand(t *testing.T, name string) section {
+	t.Helper()
+	arg, _ := json.Marshal(name)
+	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`details.stack[data-stack=%s] > summary`, arg)))); err != nil {
+		t.Fatalf("click the summary of %s: %v", name, err)
+	}
+	return b.stackSection(t, name)
+}
+
+// checkResources: a stack's section shows each resource the run document keeps for it,
+// with its latest status (the failed first), and each of its events in time order.
+func checkResources(t *testing.T, page, name string, got section, s *runstate.Stack) {
+	t.Helper()
+	var want, gotIDs []string
+	for _, r := range runstate.Resources(s.Events) {
+		want = append(want, r.LogicalID)
+	}
+	for _, r := range got.Resources {
+		gotIDs = append(gotIDs, r[0])
+		if len(r) != 5 || r[2] == "" {
+			t.Errorf("%s: %s's resource row %q lacks its status", page, name, r)
+		}
+	}
+	if len(want) == 0 || !slices.Equal(gotIDs, want) {
+		t.Errorf("%s: %s's section shows the resources %v, want %v (the run keeps %d events)", page, name, gotIDs, want, len(s.Events))
+	}
+	if len(got.Events) != len(s.Events) {
+		t.Errorf("%s: %s's section shows %d events, the run keeps %d", page, name, len(got.Events), len(s.Events))
+		return
+	}
+	for i, e := range s.Events {
+		if row := got.Events[i]; row[1] != e.LogicalID || row[2] != e.Status {
+			t.Errorf("%s: %s's event %d shows %q, want %s %s (time order)", page, name, i+1, row, e.LogicalID, e.Status)
+		}
+	}
+}
+
 // checkRunPage: the page shows every stack of the run document with its phase, the
 // stacks that started in the order they started, and each failed stack's reason.
 func checkRunPage(t *testing.T, name string, s seen, doc *rundoc.Document) {
@@ -222,7 +296,9 @@ const hostileReason = `<script>window.cairnInjected=1</script><img src=x onerror
 // with a hostile reason) and its plan, and a 200-stack deployment's run and plan. Each
 // loads with no console error, exception, blocked load or dialog, runs no script and
 // shows no image; shows every stack with its status, the timeline in the order the stacks
-// started, and a failed stack's reason as text. It keeps screenshots in
+// started, and a failed stack's reason as text; expanding a stack shows its resources and
+// their events, and the failed update's section shows the failing resource's reason as
+// text. It keeps screenshots in
 // artifacts/runpage/ and logs the 200-stack run page's size and load time.
 func TestRunPageInBrowser(t *testing.T) {
 	path := chromium(t)
@@ -253,6 +329,41 @@ func TestRunPageInBrowser(t *testing.T) {
 		checkRunPage(t, tc.name, s, doc)
 		if s.Nodes != len(doc.Run.Stacks) || s.Focusable < 2*len(doc.Run.Stacks) {
 			t.Errorf("%s: %d graph nodes, %d focusable; want a node and a section for each of the %d stacks", tc.name, s.Nodes, s.Focusable, len(doc.Run.Stacks))
+		}
+		if tc.id != runID {
+			// The failed update: the cache's section is open, its failed resource first,
+			// with the hostile reason shown as text, marked in the resources and events.
+			c := b.stackSection(t, "cache")
+			checkResources(t, tc.name, "cache", c, doc.Run.Stacks["cache"])
+			if !c.Open || !c.Visible || len(c.Resources) == 0 || c.Resources[0][0] != "Cache" || !strings.Contains(c.Resources[0][2], "UPDATE_FAILED") || c.Resources[0][4] != hostileReason {
+				t.Errorf("%s: the cache's section (open %v) shows the resources %q; want Cache failed first, with the reason %q", tc.name, c.Open, c.Resources, hostileReason)
+			}
+			if len(c.Marked) < 2 || c.Marked[0] != hostileReason || c.Marked[len(c.Marked)-1] != hostileReason {
+				t.Errorf("%s: the reasons marked in the cache's section are %q, want the failure's in the resources and the events", tc.name, c.Marked)
+			}
+			continue
+		}
+		// The apply: a stack's section starts closed; expanding it shows its resources
+		// and their events.
+		for _, n := range doc.Run.Names() {
+			if len(doc.Run.Stacks[n].Events) == 0 {
+				continue
+			}
+			if before := b.stackSection(t, n); before.Open || before.Visible {
+				t.Errorf("%s: %s's section is open before it is expanded", tc.name, n)
+			}
+			after := b.expand(t, n)
+			if !after.Open || !after.Visible {
+				t.Errorf("%s: expanding %s does not show its resources (open %v, table seen %v)", tc.name, n, after.Open, after.Visible)
+			}
+			checkResources(t, tc.name, n, after, doc.Run.Stacks[n])
+		}
+		png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(artifacts, tc.name+"-expanded.png"), png, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 	failedDoc, _ := rundoc.DecodeDocument(fetch(t, base+"runs/shop/"+failed[1]+".json"))

@@ -26,11 +26,16 @@ import (
 // says of each resource's event (a reason quotes a property's value, a physical id can be
 // one).
 func texts(o *run.Observation) []*string {
-	ts := []*string{&o.Err, &o.ChangeSetReason, &o.Reason, &o.LookErr}
+	ts := reasons(o)
 	for i := range o.Events {
 		ts = append(ts, &o.Events[i].Reason, &o.Events[i].PhysicalID)
 	}
 	return ts
+}
+
+// reasons are the observation's own texts (texts lists them first).
+func reasons(o *run.Observation) []*string {
+	return []*string{&o.Err, &o.ChangeSetReason, &o.Reason, &o.LookErr}
 }
 
 // secrets are what a step knows of its run's secrets: sc scrubs with them; learn reads
@@ -102,14 +107,13 @@ func (x *secrets) scrub(r *run.Run, obs []*run.Observation, log *slog.Logger) {
 			continue
 		}
 		err := x.learn(r, o.Stack)
-		if err != nil {
-			o.Events = nil // not one withheld text per event: none of them
-		}
-		for _, p := range texts(o) {
+		for i, p := range texts(o) {
 			switch {
 			case *p == "":
-			case err != nil:
+			case err != nil && i < len(reasons(o)):
 				*p = "(withheld: the stack holds secrets, which could not be read to mask them in this text: " + err.Error() + "; see the stack's events in CloudFormation)"
+			case err != nil: // an event's: short, as a stack has many
+				*p = "(withheld: the stack's secrets could not be read to mask it)"
 			default:
 				*p = x.sc.Scrub(*p)
 			}

@@ -315,6 +315,7 @@ func (s *cairnSim) step(start time.Time, triggers []simTrigger) time.Time {
 		o := run.Observation{Stack: name, StackStatus: "UPDATE_IN_PROGRESS"}
 		if end := s.cfn[name].opEnd; !end.IsZero() && !at.Before(end) {
 			o.StackStatus, o.Outputs = "UPDATE_COMPLETE", map[string]string{"Out": name}
+			looks.call() // the operation's events (DescribeStackEvents), read once it settled
 		}
 		obs = append(obs, o)
 	}

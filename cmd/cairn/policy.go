@@ -24,7 +24,7 @@ func newPolicyCmd() *cobra.Command {
 deny and warn rules judge a documented input made from the plan (docs/policy.md).
 Policies are not enforced by the deployer yet: these commands judge plans offline.`,
 	}
-	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd())
+	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd(), newPolicyPublishCmd(), newPolicyOverrideCmd())
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -111,11 +112,13 @@ func TestPolicyPublishOnlyAsThePolicyRole(t *testing.T) {
 	s3c, policyRole, planRole := policyWorld(t)
 	ctx := context.Background()
 	team := copyDir(t, "testdata/policies/team")
+	empty := t.TempDir()
 	for _, tc := range []struct {
 		name   string
 		args   []string
 		stderr string
 	}{
+		{"a folder without a policy", []string{empty, "--role", policyRole}, "holds no policy (.rego files other than _test.rego): nothing to publish"},
 		{"a set that does not compile", []string{"testdata/policies/broken", "--role", policyRole}, "testdata/policies/broken does not compile, nothing published: "},
 		{"a set whose tests fail", []string{"testdata/policies/failing", "--role", policyRole}, "testdata/policies/failing: 1 of its 1 tests fail, nothing published: data.p_test.test_denies_without_input"},
 		{"the local user's credentials", []string{team},
@@ -139,10 +142,11 @@ func TestPolicyPublishOnlyAsThePolicyRole(t *testing.T) {
 		t.Errorf("PutObject policies/evil.rego with the local user's credentials: %v, want AccessDenied", err)
 	}
 
+	dryRun := false
 	publish := func(want ...string) string {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		if code := run([]string{"policy", "publish", team, "--bucket", localBucket, "--role", policyRole}, &stdout, &stderr); code != 0 {
+		if code := run([]string{"policy", "publish", team, "--bucket", localBucket, "--role", policyRole, "--dry-run=" + strconv.FormatBool(dryRun)}, &stdout, &stderr); code != 0 {
 			t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
 		}
 		for _, w := range want {
@@ -152,6 +156,12 @@ func TestPolicyPublishOnlyAsThePolicyRole(t *testing.T) {
 		}
 		return stdout.String()
 	}
+	dryRun = true
+	publish("added   policies/buckets.rego\n", "would publish (--dry-run: nothing written) ", ": 3 added, 0 changed, 0 removed\n")
+	if keys := policyKeys(t, s3c, bucket.PoliciesPrefix); len(keys) != 0 {
+		t.Errorf("--dry-run wrote %v", keys)
+	}
+	dryRun = false
 	publish("added   policies/buckets.rego\n", "added   policies/buckets_test.rego\n", "added   policies/iam/regions.json\n",
 		"as arn:aws:sts::000000000000:assumed-role/", "/cairn-policy-publish: 3 added, 0 changed, 0 removed\n")
 	if keys := policyKeys(t, s3c, bucket.PoliciesPrefix); !slices.Equal(keys, []string{"policies/buckets.rego", "policies/buckets_test.rego", "policies/iam/regions.json"}) {

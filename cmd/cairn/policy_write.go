@@ -35,8 +35,8 @@ func (w *policyWriter) add(cmd *cobra.Command) {
 }
 
 // open resolves the bucket and the writer's credentials: with --role, the role's session
-// (named after the command); its store names the caller and the policy role in refusals.
-func (w *policyWriter) open(cmd *cobra.Command, what string) (*teampolicy.Store, *history.Store, error) {
+// (named after the caller); its store names the caller and the policy role in refusals.
+func (w *policyWriter) open(cmd *cobra.Command) (*teampolicy.Store, *history.Store, error) {
 	c, err := w.cf.open(cmd)
 	if err != nil {
 		return nil, nil, err
@@ -44,8 +44,14 @@ func (w *policyWriter) open(cmd *cobra.Command, what string) (*teampolicy.Store,
 	ctx := cmd.Context()
 	cfg := c.AWS
 	if w.role != "" {
+		// The session is named after whoever assumes the role, so the ARN an override
+		// records as "by" (and CloudTrail) names the person, not only the role.
+		me, err := sts.NewFromConfig(cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("who am I (sts GetCallerIdentity): %s", awserr.Reason(err))
+		}
 		out, err := sts.NewFromConfig(cfg).AssumeRole(ctx, &sts.AssumeRoleInput{RoleArn: aws.String(w.role),
-			RoleSessionName: aws.String("cairn-policy-" + what)})
+			RoleSessionName: aws.String(teampolicy.SessionName(aws.ToString(me.Arn)))})
 		if err != nil {
 			if awserr.AccessDenied(err) {
 				return nil, nil, refuse("--role %s: you may not assume it (%s): the role's trust (cairn:policyAdmins) names who may; ask the platform team", w.role, awserr.Reason(err))
@@ -106,7 +112,7 @@ printed by cairn local up), or run with its credentials.`,
 			if err != nil {
 				return refuse("read %s: %v", dir, err)
 			}
-			store, _, err := w.open(cmd, "publish")
+			store, _, err := w.open(cmd)
 			if err != nil {
 				return err
 			}
@@ -175,7 +181,7 @@ refuses everyone else): pass --role with its ARN, or run with its credentials.`,
 			if len(reason) == 0 || len(reason) > teampolicy.MaxReason {
 				return usageError{cmd: cmd, msg: fmt.Sprintf("--reason is needed, 1 to %d characters: say why the rule may be broken here (a ticket, an incident)", teampolicy.MaxReason)}
 			}
-			store, plans, err := w.open(cmd, "override")
+			store, plans, err := w.open(cmd)
 			if err != nil {
 				return err
 			}

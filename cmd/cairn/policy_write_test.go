@@ -124,7 +124,7 @@ func TestPolicyPublishOnlyAsThePolicyRole(t *testing.T) {
 		{"the local user's credentials", []string{team},
 			"cairn: policies/: only the policy role may write team policies (you are arn:aws:iam::000000000000:root): assume " + policyRole + " or ask the platform team\n"},
 		{"the GitHub plan role", []string{team, "--role", planRole},
-			"cairn: policies/: only the policy role may write team policies (you are arn:aws:sts::000000000000:assumed-role/cairn-github-plan/cairn-policy-publish): assume " + policyRole + " or ask the platform team\n"},
+			"cairn: policies/: only the policy role may write team policies (you are arn:aws:sts::000000000000:assumed-role/cairn-github-plan/root): assume " + policyRole + " or ask the platform team\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -163,7 +163,7 @@ func TestPolicyPublishOnlyAsThePolicyRole(t *testing.T) {
 	}
 	dryRun = false
 	publish("added   policies/buckets.rego\n", "added   policies/buckets_test.rego\n", "added   policies/iam/regions.json\n",
-		"as arn:aws:sts::000000000000:assumed-role/", "/cairn-policy-publish: 3 added, 0 changed, 0 removed\n")
+		"as arn:aws:sts::000000000000:assumed-role/", "/root: 3 added, 0 changed, 0 removed\n")
 	if keys := policyKeys(t, s3c, bucket.PoliciesPrefix); !slices.Equal(keys, []string{"policies/buckets.rego", "policies/buckets_test.rego", "policies/iam/regions.json"}) {
 		t.Errorf("policies/ holds %v", keys)
 	}
@@ -249,7 +249,7 @@ func TestPolicyOverrideOnlyAsThePolicyRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	roleName := policyRole[strings.LastIndex(policyRole, "/")+1:]
-	if o.Reason != "INC-42: a public landing page, reviewed" || o.By != "arn:aws:sts::000000000000:assumed-role/"+roleName+"/cairn-policy-override" ||
+	if o.Reason != "INC-42: a public landing page, reviewed" || o.By != "arn:aws:sts::000000000000:assumed-role/"+roleName+"/root" ||
 		o.At.Before(before) || o.At.After(time.Now().Add(time.Second)) {
 		t.Errorf("override %+v", o)
 	}

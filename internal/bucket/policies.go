@@ -3,7 +3,6 @@ package bucket
 import (
 	"fmt"
 	"regexp"
-	"strings"
 )
 
 // The folders of the platform team's policies and of their overrides. Only the policy role
@@ -92,14 +91,4 @@ func WriteGuard(bucketARN, policyRoleARN string) map[string]any {
 		"Resource":  resources,
 		"Condition": map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": policyRoleARN}},
 	}
-}
-
-// Guarded reports whether key is under a folder only the policy role may write.
-func Guarded(key string) bool {
-	for _, p := range GuardedPrefixes() {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
 }

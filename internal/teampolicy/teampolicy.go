@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -208,6 +209,20 @@ func (s *Store) WriteOverride(ctx context.Context, name, planID, rule string, o 
 		return "", s.refused(bucket.PolicyOverridesPrefix, "write", err)
 	}
 	return key, nil
+}
+
+// sessionNameRE matches what STS does not accept in a role session name.
+var sessionNameRE = regexp.MustCompile(`[^\w+=,.@-]`)
+
+// SessionName names a session of the policy role after the caller who assumes it: the last
+// part of its ARN (a user's name, an assumed role's session name, root), as STS allows it
+// (2 to 64 of [\w+=,.@-]). So what the session writes names the person, not only the role.
+func SessionName(callerARN string) string {
+	name := sessionNameRE.ReplaceAllString(callerARN[strings.LastIndexAny(callerARN, "/:")+1:], "-")
+	if len(name) < 2 {
+		name = "cairn-" + name
+	}
+	return name[:min(len(name), 64)]
 }
 
 // DeniedError is S3's refusal of a write under a folder only the policy role may write.

@@ -4,6 +4,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +36,21 @@ func TestDiff(t *testing.T) {
 				t.Errorf("Diff = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSessionName(t *testing.T) {
+	for arn, want := range map[string]string{
+		"arn:aws:iam::123456789012:user/alice":                              "alice",
+		"arn:aws:iam::123456789012:user/team/alice@example.com":             "alice@example.com",
+		"arn:aws:sts::123456789012:assumed-role/AWSReservedSSO_Admin/alice": "alice",
+		"arn:aws:iam::123456789012:root":                                    "root",
+		"arn:aws:sts::123456789012:assumed-role/r/a":                        "cairn-a",
+		"arn:aws:sts::123456789012:federated-user/bob smith":                "bob-smith",
+		"arn:aws:iam::123456789012:user/" + strings.Repeat("x", 70):         strings.Repeat("x", 64),
+	} {
+		if got := SessionName(arn); got != want {
+			t.Errorf("SessionName(%q) = %q, want %q", arn, got, want)
+		}
 	}
 }

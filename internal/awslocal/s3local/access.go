@@ -291,6 +291,12 @@ func conditionHolds(op, key string, vals []string, q request) bool {
 // wildcard matches s against an IAM pattern: * any run of characters ('/' and ':' too),
 // ? one character.
 func wildcard(pattern, s string, fold bool) bool {
+	if !strings.ContainsAny(pattern, "*?") {
+		if fold {
+			return strings.EqualFold(pattern, s)
+		}
+		return pattern == s
+	}
 	re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(pattern)) + "$"
 	if fold {
 		re = "(?i)" + re

@@ -150,11 +150,21 @@ func (s *Store) Remote(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-// Publish applies changes (Diff's) with the folder's files: puts what is added or changed,
-// deletes what is removed, in key order. It stops at the first refusal, and the error says
-// which changes were made.
+// Publish applies changes (Diff's) with the folder's files: first it puts what is added
+// or changed, then deletes what is removed, so a rule moved from one file to another is
+// never missing while it publishes (a reader that meets it twice fails to compile the set,
+// and fails closed). It stops at the first refusal, and the error says how many changes
+// were made.
 func (s *Store) Publish(ctx context.Context, local map[string][]byte, changes []Change) error {
-	for i, c := range changes {
+	ordered := make([]Change, 0, len(changes))
+	for _, removals := range []bool{false, true} {
+		for _, c := range changes {
+			if (c.Kind == Removed) == removals {
+				ordered = append(ordered, c)
+			}
+		}
+	}
+	for i, c := range ordered {
 		var err error
 		if c.Kind == Removed {
 			_, err = s.S3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.Bucket), Key: aws.String(c.Key)})

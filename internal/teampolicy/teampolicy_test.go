@@ -1,11 +1,15 @@
 package teampolicy
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 func etag(s string) string {
@@ -52,5 +56,36 @@ func TestSessionName(t *testing.T) {
 		if got := SessionName(arn); got != want {
 			t.Errorf("SessionName(%q) = %q, want %q", arn, got, want)
 		}
+	}
+}
+
+// recorder is an S3 that records the writes it is asked for.
+type recorder struct{ calls []string }
+
+func (r *recorder) ListObjectsV2(context.Context, *s3.ListObjectsV2Input, ...func(*s3.Options)) (*s3.ListObjectsV2Output, error) {
+	return &s3.ListObjectsV2Output{}, nil
+}
+
+func (r *recorder) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	r.calls = append(r.calls, "put "+aws.ToString(in.Key))
+	return &s3.PutObjectOutput{}, nil
+}
+
+func (r *recorder) DeleteObject(_ context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	r.calls = append(r.calls, "delete "+aws.ToString(in.Key))
+	return &s3.DeleteObjectOutput{}, nil
+}
+
+// TestPublishPutsBeforeItDeletes: a rule moved from a.rego to z.rego is put before a.rego
+// is deleted, so no reader meets the set without it.
+func TestPublishPutsBeforeItDeletes(t *testing.T) {
+	local := map[string][]byte{"z.rego": []byte("z"), "b.rego": []byte("b2")}
+	changes := Diff(local, map[string]string{"policies/a.rego": etag("a"), "policies/b.rego": etag("b")})
+	r := &recorder{}
+	if err := (&Store{S3: r, Bucket: "b"}).Publish(context.Background(), local, changes); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"put policies/b.rego", "put policies/z.rego", "delete policies/a.rego"}; !reflect.DeepEqual(r.calls, want) {
+		t.Errorf("calls %v, want %v", r.calls, want)
 	}
 }

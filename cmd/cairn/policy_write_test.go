@@ -121,6 +121,8 @@ func TestPolicyPublishOnlyAsThePolicyRole(t *testing.T) {
 		{"a folder without a policy", []string{empty, "--role", policyRole}, "holds no policy (.rego files other than _test.rego): nothing to publish"},
 		{"a set that does not compile", []string{"testdata/policies/broken", "--role", policyRole}, "testdata/policies/broken does not compile, nothing published: "},
 		{"a set whose tests fail", []string{"testdata/policies/failing", "--role", policyRole}, "testdata/policies/failing: 1 of its 1 tests fail, nothing published: data.p_test.test_denies_without_input"},
+		{"a role the caller may not assume", []string{team, "--role", "arn:aws:iam::000000000000:role/nobody"},
+			"cairn: --role arn:aws:iam::000000000000:role/nobody: you may not assume it (User: arn:aws:iam::000000000000:root is not authorized to perform: sts:AssumeRole on resource: arn:aws:iam::000000000000:role/nobody): the role's trust (cairn:policyAdmins) names who may; ask the platform team\n"},
 		{"the local user's credentials", []string{team},
 			"cairn: policies/: only the policy role may write team policies (you are arn:aws:iam::000000000000:root): assume " + policyRole + " or ask the platform team\n"},
 		{"the GitHub plan role", []string{team, "--role", planRole},

@@ -279,13 +279,13 @@ func conditionHolds(op, key string, vals []string, q request) bool {
 	default:
 		return false
 	}
-	any := false
+	matched := false
 	for _, v := range vals {
 		if (like && wildcard(v, got, false)) || (!like && v == got) {
-			any = true
+			matched = true
 		}
 	}
-	return any != negated
+	return matched != negated
 }
 
 // wildcard matches s against an IAM pattern: * any run of characters ('/' and ':' too),

@@ -80,6 +80,9 @@ type Config struct {
 	CDKQualifier    string
 	// GitHub is the GitHub Actions setup (cairn:github): empty, none.
 	GitHub GitHub
+	// PolicyAdmins may assume the policy role (cairn:policyAdmins), sorted; empty: the
+	// account's principals allowed to by their own policies.
+	PolicyAdmins []string
 }
 
 // Target is one account and region cairn deploys into, with its target stack's options.
@@ -169,6 +172,9 @@ func LoadConfig(node contextGetter) (Config, error) {
 		return cfg, err
 	}
 	if err := loadGitHub(&cfg, get); err != nil {
+		return cfg, err
+	}
+	if err := loadPolicyAdmins(&cfg, get(ctxPolicyAdmins)); err != nil {
 		return cfg, err
 	}
 	ssm, err := ssmPaths(get(ctxSSMPaths), ns)

@@ -62,6 +62,8 @@ func TestGitHubRoles(t *testing.T) {
 		"plans/shop.zip", "approvals/shop.zip", "approvals/shop/20261201-120004-7c1d09aa", "deployments/shop.zip",
 		"plans/shop/20261201-120004-7c1d09aa.json", "plans/shop/20261201-120004-7c1d09aa.md", "state/shop/shop.json",
 		"locks/shop/shop.lock", "runs/shop/20261201-120004-7c1d09aa.json", "templates/0123.json", "assets/0123.zip",
+		// Only the policy role writes the team's policies and overrides (TestPolicyRole).
+		"policies/evil.rego", "policy-overrides/shop/20261201-120004-7c1d09aa/cairn.s3_public.json",
 	}
 	for _, r := range []struct {
 		role, sub, output string

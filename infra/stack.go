@@ -31,6 +31,7 @@ const (
 	ExportBucketName          = "cairn-bucket-name"
 	ExportPortsServiceToken   = "cairn-ports-service-token"
 	ExportNotificationsTopic  = "cairn-notifications-topic-arn"
+	ExportPolicyRole          = "cairn-policy-role-arn"
 	uploadEvent               = "s3:ObjectCreated:*"
 	cloudFormationServiceName = "cloudformation.amazonaws.com"
 	stackStatusChange         = "CloudFormation Stack Status Change"
@@ -215,6 +216,8 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 
 	cairnAlarms(stack, notifications, q, drift)
 
+	// Before the targets, whose statements local mode appends to the bucket policy last.
+	wirePolicyRole(stack, cfg, bucket)
 	wireTargets(stack, cfg, bucket, q.ports, deployerRole, drift.Role())
 	wireCDK(stack, cfg, deployerRole, drift.Role())
 	wireGitHub(stack, cfg, bucket)

@@ -199,8 +199,8 @@ func serveLocal(cmd *cobra.Command, eo awslocal.Options, addr, logFile string, l
 		}
 	}
 	printer.Lines(cmd.OutOrStdout(), info.Exports())
-	printer.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, functions: %s%s); pages of the deployments, runs and plans at %s; Ctrl-C to stop\n",
-		l.Emulator.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.Cairn.Bucket, orNone(l.functions), targetsNote(l.Cairn.Targets), l.PagesURL())
+	printer.Fprintf(cmd.ErrOrStderr(), "cairn local: ready at %s in %.1fs (state in %s, log in %s, bucket %s, policy role %s, functions: %s%s); pages of the deployments, runs and plans at %s; Ctrl-C to stop\n",
+		l.Emulator.URL(), time.Since(began).Seconds(), orMemory(dir), orStderr(logFile), l.Cairn.Bucket, l.Cairn.PolicyRole, orNone(l.functions), targetsNote(l.Cairn.Targets), l.PagesURL())
 	<-ctx.Done()
 	if err := l.Close(); err != nil {
 		return fmt.Errorf("local up: stopping: %w", err)

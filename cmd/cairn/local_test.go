@@ -204,8 +204,13 @@ func TestLocalUpServesCairnUntilInterrupted(t *testing.T) {
 		if _, err := sqs.NewFromConfig(cfg).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("kept")}); err != nil {
 			t.Fatal(err)
 		}
-		if log := stop(); !strings.Contains(log, "functions: deployer, drift, ports") {
+		log := stop()
+		if !strings.Contains(log, "functions: deployer, drift, ports") {
 			t.Fatalf("local up did not run cairn's three functions: %s", log)
+		}
+		// The ready line names the policy role, the only principal that may publish policies.
+		if role := got["cairn-policy-role-arn"]; !strings.HasPrefix(role, "arn:aws:iam::000000000000:role/") || !strings.Contains(log, ", policy role "+role+", ") {
+			t.Fatalf("the ready line does not name the policy role %q: %s", role, log)
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "sqs", "sqs.json")); err != nil || !strings.Contains(string(b), "kept") {

@@ -22,9 +22,12 @@ func newPolicyCmd() *cobra.Command {
 		Short: "Test Rego policies and evaluate them against a stored plan, offline",
 		Long: `Policy runs policies written in Rego (Open Policy Agent) on plans: each package's
 deny and warn rules judge a documented input made from the plan (docs/policy.md).
-Policies are not enforced by the deployer yet: these commands judge plans offline.`,
+Policies are not enforced by the deployer yet: these commands judge plans offline.
+
+The team's policies live under policies/ in cairn's bucket and the overrides of a plan's
+denials under policy-overrides/; only the policy role may write either (publish, override).`,
 	}
-	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd())
+	cmd.AddCommand(newPolicyTestCmd(), newPolicyEvalCmd(), newPolicyPublishCmd(), newPolicyOverrideCmd())
 	return cmd
 }
 

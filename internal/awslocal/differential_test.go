@@ -653,7 +653,7 @@ func TestDifferentialAgainstMoto(t *testing.T) {
 	cairn := newTarget(t, "cairn", v.e.URL())
 	ctx := context.Background()
 	var agreed, deviated int
-	list := append(append(scenarios(), edgeScenarios()...), issue43List()...)
+	list := append(append(append(scenarios(), edgeScenarios()...), issue43List()...), bucketPolicyList()...)
 	for _, sc := range list {
 		key := sc.service + "/" + sc.name
 		t.Run(key, func(t *testing.T) {

@@ -46,6 +46,9 @@ const (
 const (
 	BucketExport = "cairn-bucket-name"
 	TopicExport  = "cairn-notifications-topic-arn"
+	// PolicyRoleExport is the ARN of the policy role, the only principal that may write the
+	// team's policies and overrides.
+	PolicyRoleExport = "cairn-policy-role-arn"
 )
 
 // DialTimeout bounds connecting to an endpoint: a person waits for the answer, and a host
@@ -177,6 +180,11 @@ func (s *Session) Topic(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("find cairn's notifications topic: %w", err)
 	}
 	return t, nil
+}
+
+// PolicyRole is the ARN of cairn's policy role, from the export cairn-policy-role-arn.
+func (s *Session) PolicyRole(ctx context.Context) (string, error) {
+	return s.export(ctx, PolicyRoleExport)
 }
 
 // DriftQueue is the drift function's queue: --queue-url or CAIRN_DRIFT_QUEUE_URL ("" when

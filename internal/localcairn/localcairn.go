@@ -37,6 +37,9 @@ const (
 	ExportBucketName         = "cairn-bucket-name"
 	ExportPortsServiceToken  = "cairn-ports-service-token"
 	ExportNotificationsTopic = "cairn-notifications-topic-arn"
+	// ExportPolicyRole is the ARN of the policy role, the only principal the bucket policy
+	// lets write the team's policies and overrides.
+	ExportPolicyRole = "cairn-policy-role-arn"
 
 	// StackName is cairn's own stack.
 	StackName = "cairn"
@@ -124,6 +127,9 @@ type Cairn struct {
 	DriftDLQ      Queue
 	PortsTopic    string // ARN; the ServiceToken of Custom::PortAllocation
 	Notifications string // ARN of the notifications topic
+	// PolicyRole is the ARN of the policy role: only it may write policies/ and
+	// policy-overrides/ (the bucket policy says so); the local user may assume it.
+	PolicyRole    string
 	StackID       string // of the cairn stack
 	DriftSchedule string
 	PortPools     string
@@ -328,6 +334,8 @@ func (p provisioner) read(ctx context.Context, c *Cairn, st *cfntypes.Stack) err
 			c.PortsTopic = aws.ToString(o.OutputValue)
 		case ExportNotificationsTopic:
 			c.Notifications = aws.ToString(o.OutputValue)
+		case ExportPolicyRole:
+			c.PolicyRole = aws.ToString(o.OutputValue)
 		}
 	}
 	res, err := p.cfn.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(StackName)})
@@ -372,8 +380,8 @@ func (p provisioner) read(ctx context.Context, c *Cairn, st *cfntypes.Stack) err
 			return fmt.Errorf("provision cairn: stack %s has no %s function: is %s the template infra/ synthesizes?", StackName, long, goldenName)
 		}
 	}
-	if c.Bucket == "" || c.PortsTopic == "" || c.Notifications == "" {
-		return fmt.Errorf("provision cairn: stack %s lacks the exports %s, %s or %s", StackName, ExportBucketName, ExportPortsServiceToken, ExportNotificationsTopic)
+	if c.Bucket == "" || c.PortsTopic == "" || c.Notifications == "" || c.PolicyRole == "" {
+		return fmt.Errorf("provision cairn: stack %s lacks the exports %s, %s, %s or %s", StackName, ExportBucketName, ExportPortsServiceToken, ExportNotificationsTopic, ExportPolicyRole)
 	}
 	return nil
 }

@@ -223,6 +223,7 @@ func TestProvisionResources(t *testing.T) {
 			"cairn-bucket-name":             v.c.Bucket,
 			"cairn-ports-service-token":     v.c.PortsTopic,
 			"cairn-notifications-topic-arn": v.c.Notifications,
+			"cairn-policy-role-arn":         v.c.PolicyRole,
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("exports %v, want %v", got, want)

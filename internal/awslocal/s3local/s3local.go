@@ -166,6 +166,9 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
 		s.mu.RLock()
 		defer s.mu.RUnlock()
+		if s.refused(w, r) {
+			return
+		}
 		s.route(w, r)
 		return
 	}
@@ -180,9 +183,32 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer s.mu.Unlock()
 		s.now = s.opts.Clock.Now()
 		defer func() { s.now = time.Time{} }()
+		if s.refused(w, r) {
+			return
+		}
+		var errs []byte
+		if body, errs = s.deletesAllowed(w, r, body); body == nil {
+			return
+		}
 		rec := &capture{ResponseWriter: w, status: http.StatusOK}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if errs != nil {
+			rec.ResponseWriter = httptest.NewRecorder()
+		}
 		s.route(rec, r)
+		if errs != nil {
+			inner := rec.ResponseWriter.(*httptest.ResponseRecorder)
+			for k, v := range inner.Header() {
+				w.Header()[k] = v
+			}
+			w.Header().Del("Content-Length")
+			w.WriteHeader(inner.Code)
+			out := inner.Body.Bytes()
+			if inner.Code == http.StatusOK {
+				out = withErrors(out, errs)
+			}
+			w.Write(out)
+		}
 		if rec.status/100 != 2 {
 			return
 		}
@@ -194,6 +220,50 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, d := range pending {
 		s.deliver(r.Context(), d)
 	}
+}
+
+// refused answers, and reports, a request the bucket's policy explicitly denies (see
+// access.go). Replayed requests were allowed when they were made.
+func (s *Service) refused(w http.ResponseWriter, r *http.Request) bool {
+	if s.replaying {
+		return false
+	}
+	bucket, key := splitPath(r.URL.Path)
+	q, ok := requestOf(r, bucket, key)
+	if !ok || !deniedBy(s.policies[bucket], q) {
+		return false
+	}
+	s.opts.Logger.Info("s3 emulator: refused by the bucket policy", "caller", q.callerARN, "action", q.action, "resource", q.resource)
+	denial(w, q)
+	return true
+}
+
+// deletesAllowed takes out of a DeleteObjects request the keys the bucket's policy denies:
+// it returns the body to serve and the <Error> elements of the denied keys (nil when it
+// denies none). When it denies every key it answers the request itself and returns a nil
+// body.
+func (s *Service) deletesAllowed(w http.ResponseWriter, r *http.Request, body []byte) ([]byte, []byte) {
+	bucket, key := splitPath(r.URL.Path)
+	if s.replaying || key != "" || r.Method != http.MethodPost || !r.URL.Query().Has("delete") || s.policies[bucket] == "" {
+		return body, nil
+	}
+	q, ok := callerOf(r, bucket)
+	if !ok {
+		return body, nil
+	}
+	kept, left, errs, ok := deleteObjects(s.policies[bucket], q, bucket, body)
+	if !ok || errs == nil {
+		return body, nil
+	}
+	s.opts.Logger.Info("s3 emulator: keys of a DeleteObjects refused by the bucket policy", "caller", q.callerARN, "bucket", bucket)
+	if left == 0 {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusOK)
+		w.Write(withErrors([]byte(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></DeleteResult>`), errs))
+		return nil, nil
+	}
+	resetDigests(r, kept)
+	return kept, errs
 }
 
 // route handles the sub-resources gofakes3 lacks and passes the rest to it.
@@ -418,7 +488,7 @@ func writeError(w http.ResponseWriter, status int, code, message, bucket string,
 func xmlEscape(b *bytes.Buffer, s string) { xml.EscapeText(b, []byte(s)) }
 
 // servePolicy serves GetBucketPolicy, PutBucketPolicy and DeleteBucketPolicy, which
-// gofakes3 lacks. The emulator stores policies; it does not enforce them.
+// gofakes3 lacks. The emulator evaluates their explicit Deny statements (access.go).
 func (s *Service) servePolicy(w http.ResponseWriter, r *http.Request, bucket string) {
 	if exists, _ := s.backend.BucketExists(r.Context(), bucket); !exists {
 		writeError(w, http.StatusNotFound, "NoSuchBucket", "The specified bucket does not exist", bucket)

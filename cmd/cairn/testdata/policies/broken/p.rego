@@ -1,0 +1,5 @@
+package p
+
+deny contains msg if {
+	msg := undefined_function(input)
+}

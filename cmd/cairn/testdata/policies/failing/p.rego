@@ -1,0 +1,3 @@
+package p
+
+deny contains "x" if input.bad

@@ -1,0 +1,106 @@
+package awslocal_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/apimodel"
+)
+
+// TestModelValidation: a served operation whose top-level input breaks AWS's model of it
+// is refused before its handler runs, as the service answers it; a request that keeps to
+// the model reaches the handler. The requests are raw and signed with SigV4, since the
+// SDK checks required members itself and would never send them. A sensitive value (a
+// secret string, a parameter value) is never repeated.
+func TestModelValidation(t *testing.T) {
+	v := start(t, awslocal.Options{Logger: quiet()})
+	tab, err := apimodel.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := strings.Repeat("s3cr3t", 10923) // 65538 characters: over SecretString's 65536
+	for _, tc := range []struct {
+		name, service, op string
+		input             map[string]any
+		status            int
+		code              string
+		message           string // the whole message, or with a trailing "..." its start
+		queryError        string
+	}{
+		{"SSM: a required member missing", "ssm", "GetParameter", nil, 400, "ValidationException",
+			"1 validation error detected: Value null at 'name' failed to satisfy constraint: Member must not be null", ""},
+		{"SSM: a length and an enum, together", "ssm", "PutParameter",
+			map[string]any{"Name": "", "Value": "v", "Type": "Strin"}, 400, "ValidationException",
+			"2 validation errors detected: Value '' at 'name' failed to satisfy constraint: Member must have length greater than or equal to 1; " +
+				"Value 'Strin' at 'type' failed to satisfy constraint: Member must satisfy enum value set: [String, StringList, SecureString]", ""},
+		{"SSM: a valid request reaches the handler", "ssm", "GetParameter", map[string]any{"Name": "/app/missing"}, 400, "ParameterNotFound", "...", ""},
+		{"Secrets Manager: a secret over 65536 characters, not repeated", "secretsmanager", "PutSecretValue",
+			map[string]any{"SecretId": "app/db", "SecretString": secret}, 400, "ValidationException",
+			"1 validation error detected: Value at 'secretString' failed to satisfy constraint: Member must have length less than or equal to 65536", ""},
+		{"KMS: a required member missing", "kms", "DescribeKey", nil, 400, "ValidationException",
+			"1 validation error detected: Value null at 'keyId' failed to satisfy constraint: Member must not be null", ""},
+		{"EventBridge: a rule name outside the pattern", "events", "PutRule", map[string]any{"Name": "bad name!", "ScheduleExpression": "rate(5 minutes)"}, 400, "ValidationException",
+			"1 validation error detected: Value 'bad name!' at 'name' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\.\\-_A-Za-z0-9]+", ""},
+		{"ECR: a repository name too short", "ecr", "CreateRepository", map[string]any{"repositoryName": "a"}, 400, "InvalidParameterException",
+			"Invalid parameter at 'repositoryName' failed to satisfy constraint: 'Member must have length greater than or equal to 2'", ""},
+		{"SQS: the queue URL missing", "sqs", "SendMessage", map[string]any{"MessageBody": "x"}, 400, "MissingParameter",
+			"The request must contain the parameter QueueUrl.", "MissingParameter;Sender"},
+		{"CloudFormation: a required member missing", "cloudformation", "DescribeStackResource", map[string]any{"StackName": "app"}, 400, "ValidationError",
+			"1 validation error detected: Value null at 'logicalResourceId' failed to satisfy constraint: Member must not be null", ""},
+		{"STS: a duration under 900 seconds", "sts", "AssumeRole",
+			map[string]any{"RoleArn": "arn:aws:iam::000000000000:role/app", "RoleSessionName": "session", "DurationSeconds": 100}, 400, "ValidationError",
+			"1 validation error detected: Value '100' at 'durationSeconds' failed to satisfy constraint: Member must have value greater than or equal to 900", ""},
+		{"STS: the session name missing", "sts", "AssumeRole", map[string]any{"RoleArn": "arn:aws:iam::000000000000:role/app"}, 400, "ValidationError",
+			"1 validation error detected: Value null at 'roleSessionName' failed to satisfy constraint: Member must not be null", ""},
+		{"IAM: the role name missing", "iam", "GetRole", nil, 400, "ValidationError",
+			"1 validation error detected: Value null at 'roleName' failed to satisfy constraint: Member must not be null", ""},
+		{"SNS: the topic name missing", "sns", "CreateTopic", nil, 400, "InvalidParameter",
+			"Invalid parameter: Name Reason: 1 validation error detected: Value null at 'name' failed to satisfy constraint: Member must not be null", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tab.Service(tc.service)
+			protocol := "json"
+			if !m.Speaks("json") {
+				protocol = "query"
+			}
+			a := call(t, v.e.URL(), m, protocol, tc.op, tc.input)
+			if a.status != tc.status || a.code != tc.code {
+				t.Fatalf("%s %s: answered %d %s %q, want %d %s", tc.service, tc.op, a.status, a.code, a.message, tc.status, tc.code)
+			}
+			if start, ok := strings.CutSuffix(tc.message, "..."); ok {
+				if !strings.HasPrefix(a.message, start) {
+					t.Errorf("message %q, want it to begin %q", a.message, start)
+				}
+			} else if a.message != tc.message {
+				t.Errorf("message\n %q, want\n %q", a.message, tc.message)
+			}
+			if strings.Contains(a.message, "s3cr3t") {
+				t.Errorf("the answer repeats a secret value: %.200s", a.message)
+			}
+			if tc.queryError != "" && a.queryError != tc.queryError {
+				t.Errorf("x-amzn-query-error %q, want %q", a.queryError, tc.queryError)
+			}
+		})
+	}
+}
+
+// TestLambdaUnknownPath: a Lambda path no operation of its model binds is answered 404
+// UnknownOperationException, saying so.
+func TestLambdaUnknownPath(t *testing.T) {
+	v := start(t, awslocal.Options{Logger: quiet()})
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, v.e.URL()+"/2015-03-31/no-such-thing", nil)
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/lambda/aws4_request, SignedHeaders=host, Signature=0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 404 || resp.Header.Get("X-Amzn-Errortype") != "UnknownOperationException" || !strings.Contains(string(body), "is no operation of Lambda") {
+		t.Errorf("answered %d %q %s", resp.StatusCode, resp.Header.Get("X-Amzn-Errortype"), body)
+	}
+}

@@ -7,6 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
 	"github.com/cairn-dev/cairn/internal/awslocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/apimodel"
 )
@@ -102,5 +108,47 @@ func TestLambdaUnknownPath(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 404 || resp.Header.Get("X-Amzn-Errortype") != "UnknownOperationException" || !strings.Contains(string(body), "is no operation of Lambda") {
 		t.Errorf("answered %d %q %s", resp.StatusCode, resp.Header.Get("X-Amzn-Errortype"), body)
+	}
+}
+
+// TestUnservedThroughTheSDK: an operation of a service's model the emulator does not serve
+// reaches an SDK client as AWS's answer to an operation its endpoint does not know, in each
+// protocol (AWS JSON, query, SQS's JSON with its query code, CloudWatch's RPC v2 CBOR),
+// with a message that says the emulator does not serve it.
+func TestUnservedThroughTheSDK(t *testing.T) {
+	v := start(t, awslocal.Options{Logger: quiet()})
+	ctx := context.Background()
+	cfg, err := v.e.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, code string
+		call       func() error
+	}{
+		{"SSM DescribeParameters (JSON)", "UnknownOperationException", func() error {
+			_, err := ssm.NewFromConfig(cfg).DescribeParameters(ctx, &ssm.DescribeParametersInput{})
+			return err
+		}},
+		{"CloudFormation ListStackSets (query)", "InvalidAction", func() error {
+			_, err := cloudformation.NewFromConfig(cfg).ListStackSets(ctx, &cloudformation.ListStackSetsInput{})
+			return err
+		}},
+		{"SQS AddPermission (JSON, query-compatible)", "UnknownOperationException", func() error {
+			_, err := sqs.NewFromConfig(cfg).AddPermission(ctx, &sqs.AddPermissionInput{QueueUrl: aws.String("q"), Label: aws.String("l"),
+				AWSAccountIds: []string{"000000000000"}, Actions: []string{"SendMessage"}})
+			return err
+		}},
+		{"CloudWatch ListDashboards (RPC v2 CBOR)", "UnknownOperationException", func() error {
+			_, err := cloudwatch.NewFromConfig(cfg).ListDashboards(ctx, &cloudwatch.ListDashboardsInput{})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if code(err) != tc.code || status(err) != "400" || !strings.Contains(err.Error(), "the local emulator does not serve") {
+				t.Errorf("answered %s %s: %v; want 400 %s saying the emulator does not serve it", code(err), status(err), err, tc.code)
+			}
+		})
 	}
 }

@@ -64,6 +64,8 @@ func TestModelValidation(t *testing.T) {
 			"1 validation error detected: Value null at 'roleSessionName' failed to satisfy constraint: Member must not be null", ""},
 		{"IAM: the role name missing", "iam", "GetRole", nil, 400, "ValidationError",
 			"1 validation error detected: Value null at 'roleName' failed to satisfy constraint: Member must not be null", ""},
+		{"IAM: a hostile role name is escaped, not echoed as markup", "iam", "GetRole", map[string]any{"RoleName": `a<b>&"c`}, 400, "ValidationError",
+			"1 validation error detected: Value 'a<b>&\"c' at 'roleName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]+", ""},
 		{"SNS: the topic name missing", "sns", "CreateTopic", nil, 400, "InvalidParameter",
 			"Invalid parameter: Name Reason: 1 validation error detected: Value null at 'name' failed to satisfy constraint: Member must not be null", ""},
 	} {

@@ -130,6 +130,11 @@ func modelScenarios() []documented {
 			return code(err) + " " + status(err), nil
 		}}, "ResourceNotFoundException 404",
 			"https://docs.aws.amazon.com/lambda/latest/api/API_GetFunction.html (FunctionName: a name or an ARN; ResourceNotFoundException, HTTP 404)"},
+		{scenario{"lambda", "GetFunction of a name over 256 characters", func(ctx context.Context, t target) (string, error) {
+			_, err := t.lambda.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String(strings.Repeat("f", 257))})
+			return code(err) + " " + status(err), nil
+		}}, "ValidationException 400",
+			"https://docs.aws.amazon.com/lambda/latest/api/API_GetFunction.html (FunctionName: \"Length Constraints: Minimum length of 1. Maximum length of 256\"; the common ValidationException)"},
 		// --- IAM ---
 		{scenario{"iam", "GetUser of a missing user", func(ctx context.Context, t target) (string, error) {
 			_, err := t.iam.GetUser(ctx, &iam.GetUserInput{UserName: aws.String("dm-missing")})
@@ -155,6 +160,7 @@ var modelMotoDeviations = map[string]string{
 	"secretsmanager/a name over 512 characters":         "moto creates a secret of a 513-character name",
 	"kms/ListKeys with a Limit of 1001":                 "moto accepts a Limit beyond 1000",
 	"events/a rule name outside the pattern":            "moto creates a rule whose name has spaces",
+	"lambda/GetFunction of a name over 256 characters":  "moto looks the function up (ResourceNotFoundException 404) instead of refusing the name",
 	"iam/GetRole of a name over 64 characters":          "moto looks the role up (NoSuchEntity 404) instead of refusing the name",
 	"iam/GetRole of a name outside the pattern":         "moto looks the role up (NoSuchEntity 404) instead of refusing the name",
 }

@@ -39,7 +39,8 @@ var servedOperations = ServedOperations()
 //     missing, a length, range, enum or pattern not met), as the service answers it
 //     (validationCodes), before the handler runs.
 //
-// REST services (S3, Lambda) route by path and method; their packages answer for them.
+// REST services route by path and method: Lambda's served operations are validated the
+// same way (validateREST); its other paths, and all of S3, are answered by their packages.
 func (e *Emulator) answerFromModel(w http.ResponseWriter, r *http.Request, service, action string) bool {
 	tab, err := apimodel.Load()
 	if err != nil {
@@ -50,7 +51,10 @@ func (e *Emulator) answerFromModel(w http.ResponseWriter, r *http.Request, servi
 		return false
 	}
 	protocol := protocolOf(r, service)
-	if protocol == "s3" || s.Speaks("rest-json") || s.Speaks("rest-xml") {
+	if s.Speaks("rest-json") {
+		return e.validateREST(w, r, s, service)
+	}
+	if protocol == "s3" || s.Speaks("rest-xml") {
 		return false
 	}
 	writer := protocol
@@ -162,4 +166,22 @@ func queryForm(r *http.Request) (url.Values, bool) {
 		}
 	}
 	return form, true
+}
+
+// validateREST validates a request of a REST JSON service (Lambda) bound to an operation the
+// emulator serves: its path labels, query string and headers against the model, answered as
+// Lambda answers a constraint its input breaks, 400 ValidationException in the service's
+// REST error shape. Members of the body are left to the handler.
+func (e *Emulator) validateREST(w http.ResponseWriter, r *http.Request, s *apimodel.Service, service string) bool {
+	op := s.Match(r.Method, r.URL.EscapedPath(), r.URL.Query())
+	if op == nil || !served(service, op.Name) {
+		return false
+	}
+	vs := op.Validate(apimodel.RESTInput(op, r.URL.EscapedPath(), r.URL.Query(), r.Header))
+	if len(vs) == 0 {
+		return false
+	}
+	e.log.Debug("emulator: refused by the API model", "service", service, "action", op.Name, "code", "ValidationException")
+	writeRESTError(w, http.StatusBadRequest, "ValidationException", apimodel.Message(vs))
+	return true
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
@@ -150,6 +152,59 @@ func TestUnservedThroughTheSDK(t *testing.T) {
 			err := tc.call()
 			if code(err) != tc.code || status(err) != "400" || !strings.Contains(err.Error(), "the local emulator does not serve") {
 				t.Errorf("answered %s %s: %v; want 400 %s saying the emulator does not serve it", code(err), status(err), err, tc.code)
+			}
+		})
+	}
+}
+
+// TestLambdaValidation: Lambda's served operations are validated against its model too,
+// from the path, query string and headers the SDK sends (it checks none of these limits
+// itself), answered 400 ValidationException in Lambda's REST error shape; a valid request
+// reaches the handler.
+func TestLambdaValidation(t *testing.T) {
+	v := start(t, awslocal.Options{Logger: quiet()})
+	ctx := context.Background()
+	cfg, err := v.e.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := lambda.NewFromConfig(cfg)
+	long := strings.Repeat("f", 257)
+	for _, tc := range []struct {
+		name, code, status, message string
+		call                        func() error
+	}{
+		{"a function name over 256 characters", "ValidationException", "400",
+			"1 validation error detected: Value '" + long + "' at 'functionName' failed to satisfy constraint: Member must have length less than or equal to 256",
+			func() error {
+				_, err := lc.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String(long)})
+				return err
+			}},
+		{"an invocation type outside the enum", "ValidationException", "400",
+			"1 validation error detected: Value 'Later' at 'invocationType' failed to satisfy constraint: Member must satisfy enum value set: [Event, RequestResponse, DryRun]",
+			func() error {
+				_, err := lc.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String("fn"), InvocationType: lambdatypes.InvocationType("Later")})
+				return err
+			}},
+		{"a qualifier outside the pattern", "ValidationException", "400",
+			"1 validation error detected: Value 'v 1' at 'qualifier' failed to satisfy constraint: Member must satisfy regular expression pattern: \\$(LATEST(\\.PUBLISHED)?)|[a-zA-Z0-9-_$]+",
+			func() error {
+				_, err := lc.GetFunctionConfiguration(ctx, &lambda.GetFunctionConfigurationInput{FunctionName: aws.String("fn"), Qualifier: aws.String("v 1")})
+				return err
+			}},
+		{"a valid name of a missing function reaches the handler", "ResourceNotFoundException", "404", "",
+			func() error {
+				_, err := lc.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String("arn:aws:lambda:us-east-1:000000000000:function:my-fn_1.x")})
+				return err
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.call()
+			if code(err) != tc.code || status(err) != tc.status {
+				t.Fatalf("answered %s %s: %v; want %s %s", code(err), status(err), err, tc.status, tc.code)
+			}
+			if tc.message != "" && !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("%v\nwant the message %q", err, tc.message)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -225,4 +226,62 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// RESTInput reads the top-level members of a REST request (rest-json, rest-xml) bound to
+// op: the path labels of its URI template, its query string and headers by their wire
+// names. Members of the body are not read: a REST body is validated by its handler.
+func RESTInput(op *Operation, path string, query url.Values, header http.Header) Input {
+	labels := map[string]string{}
+	tmpl, _, _ := strings.Cut(op.URI, "?")
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	for i, t := range strings.Split(strings.Trim(tmpl, "/"), "/") {
+		if !strings.HasPrefix(t, "{") || i >= len(segs) {
+			continue
+		}
+		name := strings.Trim(t, "{}+")
+		v := segs[i]
+		if strings.HasSuffix(t, "+}") {
+			v = strings.Join(segs[i:], "/")
+		}
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
+		labels[name] = v
+	}
+	return func(m *Member) Value {
+		wire := m.Name
+		if m.Wire != "" {
+			wire = m.Wire
+		}
+		var s string
+		var ok bool
+		switch m.Location {
+		case "uri":
+			s, ok = labels[wire]
+		case "querystring":
+			if vs, has := query[wire]; has && len(vs) > 0 {
+				s, ok = vs[0], true
+			}
+		case "header":
+			if vs := header.Values(wire); len(vs) > 0 {
+				s, ok = vs[0], true
+			}
+		default:
+			return Value{Present: true, Items: -1} // in the body: left to the handler
+		}
+		if !ok {
+			return Value{}
+		}
+		v := Value{Present: true, Items: -1}
+		switch m.Type {
+		case "string":
+			v.Text = &s
+		case "integer", "long":
+			if f, err := strconv.ParseFloat(s, 64); err == nil {
+				v.Number = &f
+			}
+		}
+		return v
+	}
 }

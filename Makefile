@@ -163,6 +163,18 @@ spec:
 sam-data:
 	python3 internal/sam/gendata.py
 
+# apimodels: AWS's API models of the services the local emulator serves (botocore's
+# service JSON, Apache-2.0), copied from the installed botocore into
+# internal/awslocal/testdata/apimodels with its LICENSE, NOTICE and PINNED version (another
+# version is refused unless BOTOCORE_VERSION names it), then the compact table the emulator
+# embeds (internal/awslocal/apimodel/operations.json.gz) regenerated from them;
+# TestTableCurrent checks it is current. Run by hand (CI has no botocore); output committed.
+.PHONY: apimodels
+apimodels:
+	sh internal/awslocal/testdata/apimodels/extract.sh
+	go test ./internal/awslocal/apimodel -run TestTableCurrent -update
+	go test ./internal/awslocal -run TestServedOperationsTable -update
+
 # corpora: the differential corpora of testdata/corpora (docs/make.md): the fixture templates
 # of cfn-lint and the SAM translator's inputs, extracted from snapshots of their repositories
 # (CFNLINT_SRC, SAM_SRC: git directories, bare or not; CI has no network, so this is run by

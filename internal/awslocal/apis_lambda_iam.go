@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/apimodel"
 	"github.com/cairn-dev/cairn/internal/awslocal/stslocal"
 )
 
@@ -20,18 +21,20 @@ var lambdaPath = regexp.MustCompile(`^/\d{4}-\d{2}-\d{2}/functions/([^/]+)(/.*)?
 // lambdaActions and iamActions are what the emulator serves of Lambda's and IAM's APIs.
 var (
 	lambdaActions = []string{"GetFunction", "GetFunctionConfiguration", "Invoke"}
-	iamActions    = []string{"GetRole"}
+
+	// iamActions: GetRole of the roles stacks made, and the Gets iamEntityMessages answers
+	// (the emulator holds no users, groups, policies or instance profiles: NoSuchEntity).
+	iamActions = []string{"DeleteRole", "GetGroup", "GetInstanceProfile", "GetPolicy", "GetRole", "GetRolePolicy", "GetUser"}
 )
 
 // serveLambda answers Lambda's REST JSON API for the functions the emulator holds:
 // GetFunction, GetFunctionConfiguration and Invoke (RequestResponse, or Event: 202). A
 // request naming a function that does not exist is 404 ResourceNotFoundException, as
-// Lambda answers it; any other request is 501 NotImplemented, in Lambda's error shape.
+// Lambda answers it; any other request is answered by lambdaNotServed.
 func (e *Emulator) serveLambda(w http.ResponseWriter, r *http.Request) {
 	m := lambdaPath.FindStringSubmatch(r.URL.EscapedPath())
 	if m == nil {
-		writeRESTError(w, http.StatusNotImplemented, "NotImplemented",
-			fmt.Sprintf("the local emulator does not serve Lambda's %s %s (served: %s)", r.Method, r.URL.Path, strings.Join(lambdaActions, ", ")))
+		lambdaNotServed(w, r)
 		return
 	}
 	raw, _ := url.PathUnescape(m[1])
@@ -55,9 +58,22 @@ func (e *Emulator) serveLambda(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && sub == "/invocations":
 		e.serveInvoke(w, r, f)
 	default:
-		writeRESTError(w, http.StatusNotImplemented, "NotImplemented",
-			fmt.Sprintf("the local emulator does not serve Lambda's %s %s (served: %s)", r.Method, r.URL.Path, strings.Join(lambdaActions, ", ")))
+		lambdaNotServed(w, r)
 	}
+}
+
+// lambdaNotServed answers a Lambda request the emulator does not serve as a REST service
+// answers a request no operation of it serves: 404 UnknownOperationException. The message
+// names the operation of Lambda's API model the request is for, when the model has one.
+func lambdaNotServed(w http.ResponseWriter, r *http.Request) {
+	msg := fmt.Sprintf("%s %s is no operation of Lambda's API", r.Method, r.URL.Path)
+	if tab, err := apimodel.Load(); err == nil {
+		if op := tab.Service("lambda").Match(r.Method, r.URL.Path, r.URL.Query()); op != nil {
+			msg = fmt.Sprintf("%s (%s %s) is an operation of Lambda that the local emulator does not serve (it serves %s)",
+				op.Name, r.Method, r.URL.Path, strings.Join(lambdaActions, ", "))
+		}
+	}
+	writeRESTError(w, http.StatusNotFound, "UnknownOperationException", msg)
 }
 
 // serveInvoke runs a function in process, synchronously or (InvocationType Event) not.
@@ -119,8 +135,8 @@ var iamEntityMessages = map[string][2]string{
 
 // serveIAM answers IAM's query API: GetRole of the roles stacks made; a Get of any other
 // entity (users, groups, policies, instance profiles, which the emulator never holds) or of
-// a missing role is 404 NoSuchEntity, as IAM answers it; any other action is 501
-// NotImplemented, in IAM's error shape.
+// a missing role is 404 NoSuchEntity, as IAM answers it. Other actions never reach it: the
+// router answers them from IAM's model (InvalidAction).
 func (e *Emulator) serveIAM(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		writeServiceError(w, "query", http.StatusBadRequest, "MalformedQueryString", "could not read the request form: "+err.Error())
@@ -160,8 +176,9 @@ func (e *Emulator) serveIAM(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeServiceError(w, "query", http.StatusNotImplemented, "NotImplemented",
-		fmt.Sprintf("the local emulator does not serve IAM's %s (served: %s; roles come from stacks)", action, strings.Join(iamActions, ", ")))
+	// not reached through the emulator's router, which answers from IAM's API model first
+	writeServiceError(w, "query", http.StatusBadRequest, "InvalidAction",
+		fmt.Sprintf("%s is an operation of IAM that the local emulator does not serve (served: %s; roles come from stacks)", action, strings.Join(iamActions, ", ")))
 }
 
 // rolePath is the path of a role's ARN: arn:aws:iam::ACCOUNT:role/PATH/NAME.

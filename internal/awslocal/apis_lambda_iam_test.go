@@ -3,6 +3,7 @@ package awslocal_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,7 +13,9 @@ import (
 
 // TestLambdaAndIAMAnswerAsAWS: Lambda's GetFunction and Invoke reach a function cairn runs
 // in process, IAM's GetRole a role a stack made; a missing function or role is 404
-// ResourceNotFoundException / NoSuchEntity, and an operation not served 501 NotImplemented.
+// ResourceNotFoundException / NoSuchEntity; an operation not served is answered as an
+// operation the endpoint does not know (Lambda 404 UnknownOperationException, IAM 400
+// InvalidAction), saying the emulator does not serve it.
 func TestLambdaAndIAMAnswerAsAWS(t *testing.T) {
 	v := startStacks(t)
 	ctx := context.Background()
@@ -46,7 +49,8 @@ func TestLambdaAndIAMAnswerAsAWS(t *testing.T) {
 	if _, err := lc.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String("missing")}); code(err) != "ResourceNotFoundException" || status(err) != "404" {
 		t.Errorf("GetFunction of a missing function: %v", err)
 	}
-	if _, err := lc.DeleteFunction(ctx, &lambda.DeleteFunctionInput{FunctionName: aws.String("echo")}); code(err) != "NotImplemented" || status(err) != "501" {
+	if _, err := lc.DeleteFunction(ctx, &lambda.DeleteFunctionInput{FunctionName: aws.String("echo")}); code(err) != "UnknownOperationException" || status(err) != "404" ||
+		!strings.Contains(err.Error(), "DeleteFunction (DELETE /2015-03-31/functions/echo) is an operation of Lambda that the local emulator does not serve") {
 		t.Errorf("DeleteFunction (not served): %v", err)
 	}
 
@@ -60,7 +64,7 @@ func TestLambdaAndIAMAnswerAsAWS(t *testing.T) {
 	if _, err := ic.GetUser(ctx, &iam.GetUserInput{UserName: aws.String("someone")}); code(err) != "NoSuchEntity" || status(err) != "404" {
 		t.Errorf("GetUser: %v", err)
 	}
-	if _, err := ic.ListRoles(ctx, &iam.ListRolesInput{}); code(err) != "NotImplemented" || status(err) != "501" {
+	if _, err := ic.ListRoles(ctx, &iam.ListRolesInput{}); code(err) != "InvalidAction" || status(err) != "400" || !strings.Contains(err.Error(), "ListRoles is an operation of IAM that the local emulator does not serve") {
 		t.Errorf("ListRoles (not served): %v", err)
 	}
 }

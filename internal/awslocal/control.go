@@ -211,7 +211,10 @@ func writeServiceError(w http.ResponseWriter, protocol string, status int, code,
 	case "json", "sqs-json":
 		typ := code
 		if protocol == "sqs-json" {
-			typ = "com.amazonaws.sqs#ThrottlingException"
+			typ = "com.amazonaws.sqs#" + code
+			if code == "RequestThrottled" {
+				typ = "com.amazonaws.sqs#ThrottlingException"
+			}
 			w.Header().Set("x-amzn-query-error", code+";Sender")
 		}
 		w.Header().Set("Content-Type", "application/x-amz-json-1.0")

@@ -64,7 +64,11 @@ var issue43MotoDeviations = map[string]string{
 func init() {
 	for _, d := range issue43Scenarios() {
 		key := d.service + "/" + d.name
-		if why, ok := issue43MotoDeviations[key]; ok {
+		why, ok := issue43MotoDeviations[key]
+		if !ok {
+			why, ok = modelMotoDeviations[key]
+		}
+		if ok {
 			knownMotoDeviations[key] = deviation{aws: d.want, why: why, source: d.source}
 		}
 	}
@@ -317,7 +321,7 @@ func issue43Scenarios() []documented {
 		}}, "first/order-1/d-first,second/order-1/d-second",
 			"https://docs.aws.amazon.com/sns/latest/dg/fifo-message-dedup.html (a FIFO topic's message group and deduplication ids reach its FIFO queue subscriptions)"},
 	}
-	return append(list, issue43MoreScenarios()...)
+	return append(append(list, issue43MoreScenarios()...), modelScenarios()...)
 }
 
 // presignedExpired waits for a one-second presigned URL to expire and fetches it.

@@ -653,9 +653,15 @@ func TestDifferentialAgainstMoto(t *testing.T) {
 	cairn := newTarget(t, "cairn", v.e.URL())
 	ctx := context.Background()
 	var agreed, deviated int
+	byService := map[string]*[3]int{} // scenarios, agree, moto deviates
 	list := append(append(append(scenarios(), edgeScenarios()...), issue43List()...), bucketPolicyList()...)
 	for _, sc := range list {
 		key := sc.service + "/" + sc.name
+		if byService[sc.service] == nil {
+			byService[sc.service] = &[3]int{}
+		}
+		tally := byService[sc.service]
+		tally[0]++
 		t.Run(key, func(t *testing.T) {
 			want, werr := sc.run(ctx, moto)
 			got, gerr := sc.run(ctx, cairn)
@@ -671,6 +677,7 @@ func TestDifferentialAgainstMoto(t *testing.T) {
 				}
 				t.Logf("known moto deviation: %s; moto: %q %v; AWS (and cairn): %q — %s", d.why, want, werr, got, d.source)
 				deviated++
+				tally[2]++
 				return
 			}
 			if werr != nil {
@@ -680,9 +687,14 @@ func TestDifferentialAgainstMoto(t *testing.T) {
 				t.Fatalf("cairn and moto disagree:\ncairn: %s\nmoto:  %s", got, want)
 			}
 			agreed++
+			tally[1]++
 		})
 	}
 	t.Logf("differential against moto: %d scenarios, %d agree, %d documented moto deviations", len(list), agreed, deviated)
+	for _, s := range sortedServices(byService) {
+		c := byService[s]
+		t.Logf("  %-15s scenarios %2d  agree %2d  moto wrong %2d", s, c[0], c[1], c[2])
+	}
 }
 
 // TestPeerClientRetriesOnlyLostAnswers: a moto client asks again a call whose answer a
@@ -782,4 +794,14 @@ func cuttingServer(t *testing.T, answers []string) (string, func() int) {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// sortedServices lists a tally's services in order.
+func sortedServices(m map[string]*[3]int) []string {
+	out := make([]string, 0, len(m))
+	for s := range m {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
 }

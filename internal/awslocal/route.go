@@ -79,6 +79,9 @@ func (e *Emulator) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if e.fault(w, r, service, action, caller.Account, region) {
 		return
 	}
+	if e.answerFromModel(w, r, service, action) {
+		return
+	}
 	h.ServeHTTP(w, r)
 }
 

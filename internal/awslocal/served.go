@@ -1,9 +1,11 @@
 package awslocal
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/cairn-dev/cairn/internal/awslocal/apimodel"
 	"github.com/cairn-dev/cairn/internal/awslocal/cfnlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/cloudwatchlocal"
 	"github.com/cairn-dev/cairn/internal/awslocal/ecrlocal"
@@ -53,12 +55,30 @@ func ServedOperations() []ServedOperation {
 	return out
 }
 
-// ServedOperationsTable is ServedOperations as the Markdown table docs/local.md shows.
+// ServedOperationsTable is the Markdown table docs/local.md shows: per service, every
+// operation of AWS's API model of it (apimodel), served or not, with the counts.
 func ServedOperationsTable() string {
-	var b strings.Builder
-	b.WriteString("| Service | Signing name | Operations served |\n|---|---|---|\n")
-	for _, s := range ServedOperations() {
-		b.WriteString("| " + s.Name + " | `" + s.Service + "` | " + strings.Join(s.Operations, ", ") + " |\n")
+	tab, err := apimodel.Load()
+	if err != nil {
+		return "the API models cannot be read: " + err.Error() + "\n"
 	}
+	var b strings.Builder
+	b.WriteString("| Service | Signing name | Protocol | Served | Operations served | Operations of the model not served |\n|---|---|---|---|---|---|\n")
+	for _, s := range ServedOperations() {
+		m := tab.Service(s.Service)
+		if m == nil {
+			b.WriteString("| " + s.Name + " | `" + s.Service + "` | (no model) | " + fmt.Sprint(len(s.Operations)) + " | " + strings.Join(s.Operations, ", ") + " | |\n")
+			continue
+		}
+		var not []string
+		for _, op := range m.Names() {
+			if !served(s.Service, op) {
+				not = append(not, op)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %d of %d | %s | %s |\n", s.Name, s.Service, m.Protocols[0], len(s.Operations), len(m.Operations),
+			strings.Join(s.Operations, ", "), strings.Join(not, ", "))
+	}
+	fmt.Fprintf(&b, "\nThe models are botocore %s's (`internal/awslocal/testdata/apimodels`, `make apimodels`).\n", tab.Botocore)
 	return b.String()
 }

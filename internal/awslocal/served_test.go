@@ -1,16 +1,28 @@
 package awslocal_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/cairn-dev/cairn/internal/awslocal"
+	"github.com/cairn-dev/cairn/internal/awslocal/apimodel"
 )
 
 var update = flag.Bool("update", false, "rewrite the served-operations table of docs/local.md from the code")
@@ -46,57 +58,139 @@ func TestServedOperationsTable(t *testing.T) {
 	t.Fatalf("the served-operations table of %s is stale: run go test ./internal/awslocal -run TestServedOperationsTable -update", servedDoc)
 }
 
-// notServed are the phrases of the emulator's answers to an operation it does not serve.
-var notServed = []string{"not served", "not valid for this endpoint", "not valid for this web service", "Could not find operation", "does not serve", "does not implement", "not emulated by"}
-
-// TestServedOperationsAreAnswered: every operation the table lists for an RPC service (JSON
-// or query protocol) reaches its implementation: an empty request is answered by it (a
-// validation error at most), never as an operation the emulator does not serve; and an
-// operation it does not list is answered as not served.
+// TestServedOperationsAreAnswered: for every RPC service (AWS JSON, query), each operation
+// the table lists reaches its implementation (an empty request is answered by it or by the
+// model's validation, never as an unknown or unserved operation); an operation of the
+// model the emulator does not serve, and a name the model does not know, are answered as
+// AWS answers an unknown action: InvalidAction (query) or UnknownOperationException
+// (JSON), 400, saying which it is. Requests are signed with SigV4, as clients send them.
 func TestServedOperationsAreAnswered(t *testing.T) {
 	v := start(t, awslocal.Options{Logger: quiet()})
-	targets := map[string]string{"sqs": "AmazonSQS", "ssm": "AmazonSSM", "secretsmanager": "secretsmanager", "kms": "TrentService",
-		"events": "AWSEvents", "ecr": "AmazonEC2ContainerRegistry_V20150921", "monitoring": "GraniteServiceVersion20100801"}
-	query := map[string]bool{"sns": true, "sts": true, "cloudformation": true, "iam": true}
-	ask := func(service, action string) string {
-		var req *http.Request
-		if prefix, ok := targets[service]; ok {
-			req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, v.e.URL()+"/", strings.NewReader("{}"))
-			req.Header.Set("X-Amz-Target", prefix+"."+action)
-			req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-		} else {
-			form := url.Values{"Action": {action}, "Version": {"2010-05-08"}}
-			req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, v.e.URL()+"/", strings.NewReader(form.Encode()))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/"+service+"/aws4_request, SignedHeaders=host, Signature=0")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return string(body)
-	}
-	unserved := func(answer string) bool {
-		for _, p := range notServed {
-			if strings.Contains(answer, p) {
-				return true
-			}
-		}
-		return false
+	tab, err := apimodel.Load()
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, s := range awslocal.ServedOperations() {
-		if _, ok := targets[s.Service]; !ok && !query[s.Service] {
+		m := tab.Service(s.Service)
+		if m == nil {
+			t.Errorf("%s: no API model", s.Name)
+			continue
+		}
+		if m.Speaks("rest-json") || m.Speaks("rest-xml") {
 			continue // REST services (S3, Lambda) are checked by their own tests
 		}
+		protocol, unknown := "json", "UnknownOperationException"
+		if !m.Speaks("json") {
+			protocol, unknown = "query", "InvalidAction"
+		}
 		for _, op := range s.Operations {
-			if answer := ask(s.Service, op); unserved(answer) {
-				t.Errorf("%s %s is listed as served but answered as not served: %s", s.Name, op, answer)
+			a := call(t, v.e.URL(), m, protocol, op, nil)
+			if a.code == unknown {
+				t.Errorf("%s %s is listed as served but answered as not served: %d %s %s", s.Name, op, a.status, a.code, a.message)
 			}
 		}
-		if answer := ask(s.Service, "NoSuchOperationOfCairn"); !unserved(answer) {
-			t.Errorf("%s answers an operation it does not serve without saying so: %s", s.Name, answer)
+		a := call(t, v.e.URL(), m, protocol, "NoSuchOperationOfCairn", nil)
+		if a.status != 400 || a.code != unknown || strings.Contains(a.message, "does not serve") {
+			t.Errorf("%s: an unknown operation is answered %d %s %q, want 400 %s as AWS answers an unknown action", s.Name, a.status, a.code, a.message, unknown)
+		}
+		for _, op := range m.Names() {
+			if slices.Contains(s.Operations, op) {
+				continue
+			}
+			a := call(t, v.e.URL(), m, protocol, op, nil)
+			if a.status != 400 || a.code != unknown || !strings.Contains(a.message, "does not serve") {
+				t.Errorf("%s: %s (of the model, not served) is answered %d %s %q, want 400 %s saying the emulator does not serve it", s.Name, op, a.status, a.code, a.message, unknown)
+			}
+			break // one per service: they all take the same path
 		}
 	}
+}
+
+// TestServedOperationsAreInTheModel: every operation the emulator says it serves is an
+// operation of AWS's model of the service, by the same name (a misspelt or invented
+// operation would be served under a name no client sends).
+func TestServedOperationsAreInTheModel(t *testing.T) {
+	tab, err := apimodel.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range awslocal.ServedOperations() {
+		m := tab.Service(s.Service)
+		if m == nil {
+			t.Errorf("%s (%s): no API model under testdata/apimodels", s.Name, s.Service)
+			continue
+		}
+		for _, op := range s.Operations {
+			if m.Operation(op) == nil {
+				t.Errorf("%s serves %s, which is no operation of its model (botocore %s)", s.Name, op, tab.Botocore)
+			}
+		}
+	}
+}
+
+// answer is a service's answer to a raw request: status, error code and message.
+type answer struct {
+	status        int
+	code, message string
+	queryError    string // SQS's x-amzn-query-error
+}
+
+// call sends one operation of a service, its input as JSON (AWS JSON) or as form values
+// (query), signed with SigV4 as the SDKs sign it, and reads the error it is answered with.
+func call(t *testing.T, endpoint string, m *apimodel.Service, protocol, op string, input map[string]any) answer {
+	t.Helper()
+	var req *http.Request
+	if protocol == "json" {
+		body, _ := json.Marshal(input)
+		if input == nil {
+			body = []byte("{}")
+		}
+		req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, endpoint+"/", bytes.NewReader(body))
+		req.Header.Set("X-Amz-Target", m.Target+"."+op)
+		req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	} else {
+		form := url.Values{"Action": {op}, "Version": {m.Version}}
+		for k, v := range input {
+			form.Set(k, fmt.Sprint(v))
+		}
+		req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, endpoint+"/", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	body, _ := io.ReadAll(req.Body)
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.Sum256(body)
+	creds := aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), m.Signing, "us-east-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, queryError: resp.Header.Get("x-amzn-query-error")}
+	if resp.StatusCode < 300 {
+		return a
+	}
+	if protocol == "json" {
+		var e struct {
+			Type    string `json:"__type"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		_, a.code, _ = strings.Cut(e.Type, "#")
+		if a.code == "" {
+			a.code = e.Type
+		}
+		a.message = e.Message
+		return a
+	}
+	var e struct {
+		Code    string `xml:"Error>Code"`
+		Message string `xml:"Error>Message"`
+	}
+	_ = xml.Unmarshal(raw, &e)
+	a.code, a.message = e.Code, e.Message
+	return a
 }

@@ -72,6 +72,9 @@ func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string,
 				what := string(d.Target.Attribute)
 				if n := aws.ToString(d.Target.Name); n != "" {
 					what += " " + n
+					if d.Target.Attribute == cfntypes.ResourceAttributeProperties && !slices.Contains(pc.Properties, n) {
+						pc.Properties = append(pc.Properties, n)
+					}
 				}
 				line := fmt.Sprintf("%s (recreation: %s, %s", what, cmp.Or(string(d.Target.RequiresRecreation), "Never"), cmp.Or(string(d.Evaluation), "Static"))
 				if src := string(d.ChangeSource); src != "" {

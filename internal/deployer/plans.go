@@ -11,6 +11,8 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -177,7 +179,60 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *states
 	if err := ps.templateResources(ctx, doc, p); err != nil {
 		return nil, err
 	}
+	if err := ps.outsideDrift(ctx, doc, p); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// outsideDrift records in each live stack of p whose change set is not drift-aware (its
+// on_drift is keep, or the plan does not update it) what the deployment's newest drift
+// report says changed outside cairn, when that report is at most drift.PlanMaxAge old,
+// and what the plan does with each property (plan.Stack.SettleDrift). A stack with no
+// recent report says nothing of drift; a drift-aware change set shows its own.
+func (ps plans) outsideDrift(ctx context.Context, doc *rundoc.Document, p *plan.Document) error {
+	var need []*plan.Stack
+	for i := range p.Stacks {
+		if s := &p.Stacks[i]; s.StackID != "" && (s.Action == plan.Update || s.Action == plan.None) {
+			need = append(need, s)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	folder := bucket.DriftReportsOf(p.Deployment)
+	keys, err := objects.List(ctx, ps.s3, ps.cfg.Bucket, folder)
+	if err != nil {
+		return fmt.Errorf("plan %s: the drift reports of %s: %w", p.ID, p.Deployment, err)
+	}
+	var newest string
+	for _, k := range keys {
+		if _, ok := bucket.DriftReportOf(p.Deployment, k); ok && k > newest {
+			newest = k
+		}
+	}
+	if newest == "" {
+		return nil
+	}
+	var r drift.Report
+	if _, err := objects.ReadJSON(ctx, ps.s3, ps.cfg.Bucket, newest, &r); err != nil {
+		return fmt.Errorf("plan %s: drift report %s: %w", p.ID, bucket.URI(ps.cfg.Bucket, newest), err)
+	}
+	lb, err := ps.bundle(ctx, doc)
+	if err != nil {
+		return err
+	}
+	for _, s := range need {
+		if s.Action == plan.Update && lb.Config != nil && lb.Config.Stack(s.Name) != nil {
+			if m := lb.Config.Stack(s.Name).Options.OnDrift; m == config.DriftRevert || m == config.DriftRefuse {
+				continue // its change set is drift-aware: Changes show its drift
+			}
+		}
+		if found, from, ok := drift.ForPlan(&r, bucket.URI(ps.cfg.Bucket, newest), s.Name, s.StackName, ps.clk.Now(), drift.PlanMaxAge); ok {
+			s.SettleDrift(found, from)
+		}
+	}
+	return nil
 }
 
 // templateResources reads from the planned bundle what the templates say: for each stack

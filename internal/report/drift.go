@@ -22,25 +22,45 @@ const driftValueShown = 120
 // knows of no drift.
 func changedOutside(p *plan.Document, order []plan.Stack) string {
 	var rows []string
+	var from []string                   // the reports keep stacks' drift comes from, in order
+	fromStacks := map[string][]string{} // and the stacks of each
+	row := func(s plan.Stack, id string, d plan.PropertyDrift) {
+		d = d.Masked()
+		cut := sharedHead(d.Previous, d.Actual, d.Template)
+		template := shownValue(d.Template, cut)
+		if d.Outcome() == plan.Overwrite {
+			template = "(its new value)"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", Cell(s.Name), Cell(id), Cell(d.Property),
+			shownValue(d.Previous, cut), shownValue(d.Actual, cut), template, outcomeCell[d.Outcome()]))
+	}
 	for _, s := range order {
 		for _, c := range s.Changes {
 			if c.DriftStatus == "" {
 				continue
 			}
 			if c.DriftStatus == "DELETED" {
-				rows = append(rows, fmt.Sprintf("| %s | %s | (the resource) | exists | deleted | exists | %s |", Cell(s.Name), Cell(c.LogicalID), Cell(strings.ToLower(c.Action))))
+				rows = append(rows, fmt.Sprintf("| %s | %s | (the resource) | exists | deleted | exists | %s |", Cell(s.Name), Cell(c.LogicalID), deletedCell(c.Action)))
 				continue
 			}
 			for _, d := range c.Drift {
-				d = d.Masked()
-				does := "keeps it (the template now sets it: SyncWithActual)"
-				if d.Revert {
-					does = "**reverts it** to the template's value"
-				}
-				cut := sharedHead(d.Previous, d.Actual, d.Template)
-				rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", Cell(s.Name), Cell(c.LogicalID), Cell(d.Property),
-					shownValue(d.Previous, cut), shownValue(d.Actual, cut), shownValue(d.Template, cut), does))
+				row(s, c.LogicalID, d)
 			}
+		}
+		for _, r := range s.Outside {
+			if r.Status == "DELETED" {
+				rows = append(rows, fmt.Sprintf("| %s | %s | (the resource) | exists | deleted | exists | %s |", Cell(s.Name), Cell(r.LogicalID), outcomeCell[plan.Leave]))
+				continue
+			}
+			for _, d := range r.Properties {
+				row(s, r.LogicalID, d)
+			}
+		}
+		if len(s.Outside) > 0 && s.DriftFrom != "" {
+			if fromStacks[s.DriftFrom] == nil {
+				from = append(from, s.DriftFrom)
+			}
+			fromStacks[s.DriftFrom] = append(fromStacks[s.DriftFrom], s.Name)
 		}
 	}
 	if len(rows) == 0 {
@@ -48,6 +68,14 @@ func changedOutside(p *plan.Document, order []plan.Stack) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Changed outside cairn\n\n%d change(s) made outside cairn since the last deployment, and what this plan does with each.\n\n", len(rows))
+	for _, f := range from {
+		names := fromStacks[f]
+		list := strings.Join(names, ", ")
+		if len(names) > 5 {
+			list = fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
+		}
+		fmt.Fprintf(&b, "Stacks whose change set is not drift-aware (`on_drift: keep`, or not updated: %s) are shown as the %s found them.\n\n", Text(list), Text(f))
+	}
 	b.WriteString("| Stack | Resource | Property | Last deployed | Now | Template | This plan |\n|---|---|---|---|---|---|---|\n")
 	for i, r := range rows {
 		if i == driftRowsShown {
@@ -58,6 +86,23 @@ func changedOutside(p *plan.Document, order []plan.Stack) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// outcomeCell is what a row says the plan does with a property changed outside cairn.
+var outcomeCell = map[plan.Outcome]string{
+	plan.Revert:    "**reverts it** to the template's value",
+	plan.Keep:      "keeps it (the template now sets it: SyncWithActual)",
+	plan.Leave:     "leaves it (CloudFormation does not touch it: still drifted)",
+	plan.Overwrite: "**overwrites it** with the template's new value",
+}
+
+// deletedCell is what a drift-aware change set does with a resource deleted out of band:
+// re-creates it (Add), or what its action says.
+func deletedCell(action string) string {
+	if action == "Add" {
+		return "**re-creates it** from the template"
+	}
+	return Cell(strings.ToLower(action))
 }
 
 // sharedHead is how many leading characters the values a row shows may leave out (as
@@ -110,16 +155,32 @@ func driftLines(order []plan.Stack) []string {
 	for _, s := range order {
 		for _, c := range s.Changes {
 			if c.DriftStatus == "DELETED" {
-				out = append(out, fmt.Sprintf("changed outside cairn: %s %s: deleted", Line(s.Name), Line(c.LogicalID)))
+				does := "deleted"
+				if c.Action == "Add" {
+					does += ": this plan re-creates it"
+				}
+				out = append(out, fmt.Sprintf("changed outside cairn: %s %s: %s", Line(s.Name), Line(c.LogicalID), does))
 			}
 			for _, d := range c.Drift {
-				does := "keeps it (SyncWithActual)"
-				if d.Revert {
-					does = "reverts it"
-				}
-				out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(s.Name), Line(c.LogicalID), Line(d.Property), does))
+				out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(s.Name), Line(c.LogicalID), Line(d.Property), outcomeLine[d.Outcome()]))
+			}
+		}
+		for _, r := range s.Outside {
+			if r.Status == "DELETED" {
+				out = append(out, fmt.Sprintf("changed outside cairn: %s %s: deleted: this plan %s", Line(s.Name), Line(r.LogicalID), outcomeLine[plan.Leave]))
+			}
+			for _, d := range r.Properties {
+				out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(s.Name), Line(r.LogicalID), Line(d.Property), outcomeLine[d.Outcome()]))
 			}
 		}
 	}
 	return out
+}
+
+// outcomeLine is what a terminal line says the plan does with a drifted property.
+var outcomeLine = map[plan.Outcome]string{
+	plan.Revert:    "reverts it",
+	plan.Keep:      "keeps it (SyncWithActual)",
+	plan.Leave:     "leaves it (still drifted)",
+	plan.Overwrite: "overwrites it (the template changes it)",
 }

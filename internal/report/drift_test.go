@@ -13,11 +13,31 @@ import (
 // withDrift adds to the sample plan's app stack what its drift-aware change set showed: a
 // security-group rule added out of band (reverted), a value the template now adopts
 // (SyncWithActual), a NoEcho-derived property (masked all three ways), a hostile value,
-// and a resource deleted out of band.
+// and a resource deleted out of band (re-created); and to the network and dns stacks
+// (on_drift keep: ordinary change sets) what their last drift report found: a property
+// the change set overwrites, one it leaves, a masked one and a deleted resource.
 func withDrift(p *plan.Document) *plan.Document {
 	for i := range p.Stacks {
 		s := &p.Stacks[i]
-		if s.Name != "app" {
+		switch s.Name {
+		case "network":
+			s.Changes[0].Properties = []string{"CidrBlock"}
+			s.SettleDrift([]plan.ResourceDrift{
+				{LogicalID: "Vpc", Type: "AWS::EC2::VPC", Status: "MODIFIED", Properties: []plan.PropertyDrift{
+					{Property: "/CidrBlock", Previous: "10.0.0.0/16", Actual: "10.1.0.0/16"},
+					{Property: "/Tags/0/Value", Previous: "shop", Actual: "shop | <script>"},
+				}},
+				{LogicalID: "Key", Type: "AWS::SSM::Parameter", Status: "MODIFIED", Properties: []plan.PropertyDrift{{Property: "/Value", Previous: "****", Actual: "****"}}},
+				{LogicalID: "Old", Type: "AWS::SQS::Queue", Status: "DELETED"},
+			}, "drift report s3://cairn/drift/shop/20261130T110000Z-1a2b3c4d.json of 2026-11-30T11:00:02Z")
+			continue
+		case "dns":
+			s.SettleDrift([]plan.ResourceDrift{{LogicalID: "Zone", Type: "AWS::Route53::HostedZone", Status: "MODIFIED", Properties: []plan.PropertyDrift{
+				{Property: "/HostedZoneConfig/Comment", Previous: "shop", Actual: "edited in the console"}}}},
+				"drift report s3://cairn/drift/shop/20261130T110000Z-1a2b3c4d.json of 2026-11-30T11:00:02Z")
+			continue
+		case "app":
+		default:
 			continue
 		}
 		s.Changes = append(s.Changes,
@@ -31,7 +51,7 @@ func withDrift(p *plan.Document) *plan.Document {
 			plan.Change{LogicalID: "Topic", Type: "AWS::SNS::Topic", Action: "Modify", Replacement: "False", DriftStatus: "MODIFIED", Drift: []plan.PropertyDrift{
 				{Property: "DisplayName", Revert: true, Previous: "****", Actual: "hunter2-rotated", Template: "****"},
 			}},
-			plan.Change{LogicalID: "Gone", Type: "AWS::SQS::Queue", Action: "Modify", DriftStatus: "DELETED"},
+			plan.Change{LogicalID: "Gone", Type: "AWS::SQS::Queue", Action: "Add", DriftStatus: "DELETED"},
 		)
 	}
 	return p
@@ -55,7 +75,11 @@ func TestChangedOutsideCairnGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"~ changed outside cairn: app Web.SecurityGroupIngress: this plan reverts it\n",
-		"~ changed outside cairn: app Web.GroupDescription: this plan keeps it (SyncWithActual)\n", "~ changed outside cairn: app Gone: deleted\n"} {
+		"~ changed outside cairn: app Web.GroupDescription: this plan keeps it (SyncWithActual)\n", "~ changed outside cairn: app Gone: deleted: this plan re-creates it\n",
+		"~ changed outside cairn: network Vpc./CidrBlock: this plan overwrites it (the template changes it)\n",
+		"~ changed outside cairn: network Vpc./Tags/0/Value: this plan leaves it (still drifted)\n",
+		"~ changed outside cairn: network Old: deleted: this plan leaves it (still drifted)\n",
+		"~ changed outside cairn: dns Zone./HostedZoneConfig/Comment: this plan leaves it (still drifted)\n"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("the terminal's plan lacks %q:\n%s", want, text.String())
 		}

@@ -147,3 +147,54 @@ func TestPlanShowsChangedOutsideCairn(t *testing.T) {
 		t.Errorf("drift after the apply: exit %d\n%s", code, out)
 	}
 }
+
+// TestPlanCommentPerOnDrift: a security-group rule added out of band and found by a drift
+// sweep, then a plan that changes the same stack elsewhere: the comment says what each
+// on_drift does with the rule: revert brings it back (its drift-aware change set), keep
+// leaves it (the sweep's report, the ordinary change set does not touch it), refuse stops
+// the plan with the rule listed and the ways out.
+func TestPlanCommentPerOnDrift(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	for _, tc := range []struct {
+		mode string
+		code int
+		want []string
+	}{
+		{"revert", 0, []string{"## Changed outside cairn", "| web | Web | SecurityGroupIngress |", `"FromPort":22`, "**reverts it** to the template's value"}},
+		{"keep", 0, []string{"## Changed outside cairn", "| web | Web | /SecurityGroupIngress", `"FromPort":22`,
+			"leaves it (CloudFormation does not touch it: still drifted)", "are shown as the drift report s3://" + localBucket + "/drift/odkeep/"}},
+		{"refuse", 1, []string{"its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress", "set \\`on_drift: revert\\` on the stack"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			dep := "od" + tc.mode
+			dir := t.TempDir()
+			if code, out := both(t, "push", ondriftBundle(t, dir, tc.mode, 30), "--deployment", dep, "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+				t.Fatalf("push: exit %d\n%s", code, out)
+			}
+			if code, out := both(t, "local", "tamper", dep+"-web", "Web", rule); code != 0 {
+				t.Fatalf("tamper: exit %d\n%s", code, out)
+			}
+			var code int
+			var out string
+			for range 100 {
+				if code, out = both(t, "drift", dep, "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if code != 1 || !strings.Contains(out, "DRIFTED") {
+				t.Fatalf("drift after the tamper: exit %d\n%s", code, out)
+			}
+			code, out = both(t, "plan", ondriftBundle(t, dir, tc.mode, 60), "--deployment", dep, "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+			if (code == 0) != (tc.code == 0) {
+				t.Fatalf("plan: exit %d, want %d\n%s", code, tc.code, out)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("the plan lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
 )
 
 // driftRowsShown bounds the rows of a plan's "changed outside cairn" section: the whole
@@ -15,32 +17,51 @@ const driftRowsShown = 60
 // driftValueShown bounds each value a row shows, in characters.
 const driftValueShown = 120
 
-// changedOutside is a plan's section "Changed outside cairn": per stack, resource and
-// property that drifted, what the last deployment set, what is there now, what the
-// template wants and what this plan does with it. Values CloudFormation masks are masked
-// all three (plan.PropertyDrift.Masked); every value is escaped as code. "" when the plan
-// knows of no drift.
-func changedOutside(p *plan.Document, order []plan.Stack) string {
-	var rows []string
-	var from []string                   // the reports keep stacks' drift comes from, in order
-	fromStacks := map[string][]string{} // and the stacks of each
+// DriftRow is one row of a plan's "changed outside cairn": a property (or a resource
+// deleted out of band: Deleted, Property "") of a stack's resource, what the last
+// deployment set, what is there now and what the template wants, masked all three when
+// one is a secret (plan.PropertyDrift.Masked), a long value cut to where the three differ
+// (ValueShown); and what the plan does with it. Values are plain text: each medium
+// escapes them with its own printer.
+type DriftRow struct {
+	Stack, Resource, Property  string
+	Previous, Actual, Template string
+	Deleted                    bool
+	Outcome                    plan.Outcome
+	// Recreate says the plan re-creates a resource deleted out of band (a drift-aware
+	// change set adds it again); Action is the change's action otherwise.
+	Recreate bool
+	Action   string
+}
+
+// Does is what the plan does with the row, as plain text.
+func (r DriftRow) Does() string {
+	switch {
+	case r.Deleted && r.Recreate:
+		return "re-creates it from the template"
+	case r.Deleted && r.Action != "":
+		return strings.ToLower(r.Action)
+	}
+	return outcomeLine[r.Outcome]
+}
+
+// DriftRows are the rows of plan stacks order's drift: a drift-aware change set's
+// (Changes), then what the stack's drift report says (Outside).
+func DriftRows(order []plan.Stack) []DriftRow {
+	var rows []DriftRow
 	row := func(s plan.Stack, id string, d plan.PropertyDrift) {
 		d = d.Masked()
 		cut := sharedHead(d.Previous, d.Actual, d.Template)
-		template := shownValue(d.Template, cut)
-		if d.Outcome() == plan.Overwrite {
-			template = "(its new value)"
-		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", Cell(s.Name), Cell(id), Cell(d.Property),
-			shownValue(d.Previous, cut), shownValue(d.Actual, cut), template, outcomeCell[d.Outcome()]))
+		rows = append(rows, DriftRow{Stack: s.Name, Resource: id, Property: d.Property, Outcome: d.Outcome(),
+			Previous: ValueShown(d.Previous, cut), Actual: ValueShown(d.Actual, cut), Template: ValueShown(d.Template, cut)})
 	}
 	for _, s := range order {
 		for _, c := range s.Changes {
-			if c.DriftStatus == "" {
+			if c.DriftStatus == "DELETED" {
+				rows = append(rows, DriftRow{Stack: s.Name, Resource: c.LogicalID, Deleted: true, Outcome: plan.Revert, Recreate: c.Action == "Add", Action: c.Action})
 				continue
 			}
-			if c.DriftStatus == "DELETED" {
-				rows = append(rows, fmt.Sprintf("| %s | %s | (the resource) | exists | deleted | exists | %s |", Cell(s.Name), Cell(c.LogicalID), deletedCell(c.Action)))
+			if c.DriftStatus == "" {
 				continue
 			}
 			for _, d := range c.Drift {
@@ -49,20 +70,55 @@ func changedOutside(p *plan.Document, order []plan.Stack) string {
 		}
 		for _, r := range s.Outside {
 			if r.Status == "DELETED" {
-				rows = append(rows, fmt.Sprintf("| %s | %s | (the resource) | exists | deleted | exists | %s |", Cell(s.Name), Cell(r.LogicalID), outcomeCell[plan.Leave]))
+				rows = append(rows, DriftRow{Stack: s.Name, Resource: r.LogicalID, Deleted: true, Outcome: plan.Leave})
 				continue
 			}
 			for _, d := range r.Properties {
 				row(s, r.LogicalID, d)
 			}
 		}
+	}
+	return rows
+}
+
+// DriftSources are the drift reports the rows of stacks not drift-aware come from, each
+// with its stacks, in order.
+func DriftSources(order []plan.Stack) (from []string, stacks map[string][]string) {
+	stacks = map[string][]string{}
+	for _, s := range order {
 		if len(s.Outside) > 0 && s.DriftFrom != "" {
-			if fromStacks[s.DriftFrom] == nil {
+			if stacks[s.DriftFrom] == nil {
 				from = append(from, s.DriftFrom)
 			}
-			fromStacks[s.DriftFrom] = append(fromStacks[s.DriftFrom], s.Name)
+			stacks[s.DriftFrom] = append(stacks[s.DriftFrom], s.Name)
 		}
 	}
+	return from, stacks
+}
+
+// changedOutside is a plan's section "Changed outside cairn": per stack, resource and
+// property that drifted, what the last deployment set, what is there now, what the
+// template wants and what this plan does with it (DriftRows); every value is escaped as
+// code. "" when the plan knows of no drift.
+func changedOutside(p *plan.Document, order []plan.Stack) string {
+	var rows []string
+	for _, r := range DriftRows(order) {
+		if r.Deleted {
+			does := outcomeCell[r.Outcome]
+			if r.Outcome == plan.Revert {
+				does = deletedCell(r.Action)
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | (the resource) | exists | deleted | exists | %s |", Cell(r.Stack), Cell(r.Resource), does))
+			continue
+		}
+		template := valueCell(r.Template)
+		if r.Outcome == plan.Overwrite {
+			template = "(its new value)"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", Cell(r.Stack), Cell(r.Resource), Cell(r.Property),
+			valueCell(r.Previous), valueCell(r.Actual), template, outcomeCell[r.Outcome]))
+	}
+	from, fromStacks := DriftSources(order)
 	if len(rows) == 0 {
 		return ""
 	}
@@ -133,17 +189,25 @@ shared:
 	return n - 20
 }
 
-// shownValue is a drifted value in a table cell: as code, its first cut characters left
-// out and the rest cut to driftValueShown characters, "(not set)" when absent.
-func shownValue(v string, cut int) string {
+// ValueShown is a drifted value as a row shows it: its first cut characters left out
+// (as "…") and the rest cut to driftValueShown characters; "" when absent.
+func ValueShown(v string, cut int) string {
 	if v == "" {
-		return "(not set)"
+		return ""
 	}
 	if cut > 0 {
 		v = "…" + string([]rune(v)[cut:])
 	}
 	if utf8.RuneCountInString(v) > driftValueShown {
 		v = string([]rune(v)[:driftValueShown-1]) + "…"
+	}
+	return v
+}
+
+// valueCell is a shown value in a table cell: as code, "(not set)" when absent.
+func valueCell(v string) string {
+	if v == "" {
+		return "(not set)"
 	}
 	return CodeCell(v)
 }
@@ -152,27 +216,12 @@ func shownValue(v string, cut int) string {
 // cairn, what the plan does with it; values are left to the Markdown plan.
 func driftLines(order []plan.Stack) []string {
 	var out []string
-	for _, s := range order {
-		for _, c := range s.Changes {
-			if c.DriftStatus == "DELETED" {
-				does := "deleted"
-				if c.Action == "Add" {
-					does += ": this plan re-creates it"
-				}
-				out = append(out, fmt.Sprintf("changed outside cairn: %s %s: %s", Line(s.Name), Line(c.LogicalID), does))
-			}
-			for _, d := range c.Drift {
-				out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(s.Name), Line(c.LogicalID), Line(d.Property), outcomeLine[d.Outcome()]))
-			}
+	for _, r := range DriftRows(order) {
+		if r.Deleted {
+			out = append(out, fmt.Sprintf("changed outside cairn: %s %s: deleted: this plan %s", Line(r.Stack), Line(r.Resource), r.Does()))
+			continue
 		}
-		for _, r := range s.Outside {
-			if r.Status == "DELETED" {
-				out = append(out, fmt.Sprintf("changed outside cairn: %s %s: deleted: this plan %s", Line(s.Name), Line(r.LogicalID), outcomeLine[plan.Leave]))
-			}
-			for _, d := range r.Properties {
-				out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(s.Name), Line(r.LogicalID), Line(d.Property), outcomeLine[d.Outcome()]))
-			}
-		}
+		out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(r.Stack), Line(r.Resource), Line(r.Property), r.Does()))
 	}
 	return out
 }
@@ -183,4 +232,59 @@ var outcomeLine = map[plan.Outcome]string{
 	plan.Keep:      "keeps it (SyncWithActual)",
 	plan.Leave:     "leaves it (still drifted)",
 	plan.Overwrite: "overwrites it (the template changes it)",
+}
+
+// RunDriftDoes is what a run did with a property its stack's drift-aware change set showed
+// changed outside cairn (run.Stack.Drift), as the stack's phase says.
+func RunDriftDoes(s *run.Stack, d run.DriftedProperty) string {
+	what := "reverted to the template's value"
+	switch {
+	case d.Property == "" && d.Revert:
+		what = "re-created from the template"
+	case !d.Revert:
+		what = "kept: the template now sets it (SyncWithActual, drift reset)"
+	}
+	switch s.Phase {
+	case run.Done:
+		return what
+	case run.Executing, run.RollingBack:
+		return "being " + what
+	case run.Ready:
+		return "to be " + what + " (its change set is ready)"
+	}
+	if !d.Revert {
+		return "kept: left as it is (its change set was not executed)"
+	}
+	return "not reverted: its change set was not executed (stack " + string(s.Phase) + ")"
+}
+
+// runChangedOutside is a run report's section "Changed outside cairn": per stack whose
+// drift-aware change set showed properties changed outside cairn, what the run did with
+// each (values are in the plan's comment, never in a run report). "" when none.
+func runChangedOutside(r *run.Run) string {
+	var rows []string
+	for _, n := range r.Names() {
+		s := r.Stacks[n]
+		for _, d := range s.Drift {
+			prop := d.Property
+			if prop == "" {
+				prop = "(the resource, deleted)"
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", Cell(n), Cell(d.LogicalID), Cell(prop), Cell(RunDriftDoes(s, d))))
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Changed outside cairn\n\n| Stack | Resource | Property | What this run did |\n|---|---|---|---|\n")
+	for i, row := range rows {
+		if i == driftRowsShown {
+			fmt.Fprintf(&b, "\n…and %d more: the run document %s lists them all (each stack's `drift`).\n", len(rows)-i, Code(bucket.RunKey(r.Deployment, r.ID)))
+			break
+		}
+		b.WriteString(row + "\n")
+	}
+	b.WriteString("\n")
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
 )
 
 // withDrift adds to the sample plan's app stack what its drift-aware change set showed: a
@@ -75,7 +76,7 @@ func TestChangedOutsideCairnGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"~ changed outside cairn: app Web.SecurityGroupIngress: this plan reverts it\n",
-		"~ changed outside cairn: app Web.GroupDescription: this plan keeps it (SyncWithActual)\n", "~ changed outside cairn: app Gone: deleted: this plan re-creates it\n",
+		"~ changed outside cairn: app Web.GroupDescription: this plan keeps it (SyncWithActual)\n", "~ changed outside cairn: app Gone: deleted: this plan re-creates it from the template\n",
 		"~ changed outside cairn: network Vpc./CidrBlock: this plan overwrites it (the template changes it)\n",
 		"~ changed outside cairn: network Vpc./Tags/0/Value: this plan leaves it (still drifted)\n",
 		"~ changed outside cairn: network Old: deleted: this plan leaves it (still drifted)\n",
@@ -142,5 +143,48 @@ func TestDriftSectionIsBounded(t *testing.T) {
 	if n := strings.Count(got, "\n| stack-"); n != driftRowsShown || !strings.Contains(got, "80 change(s) made outside cairn") ||
 		!strings.Contains(got, "…and 20 more: `cairn plans shop "+p.ID+" --format json` lists them all.") {
 		t.Errorf("%d rows:\n%s", n, got)
+	}
+}
+
+// TestRunReportSaysWhatTheRunDidWithDrift: a run report lists, per stack whose drift-aware
+// change set showed drift, what the run did with each property as the stack ended: done
+// reverted, re-created or kept (SyncWithActual); a failed stack's change set was not
+// executed, so nothing was reverted; hostile names escaped.
+func TestRunReportSaysWhatTheRunDidWithDrift(t *testing.T) {
+	r := sampleRun()
+	r.Stacks["network"].Drift = []run.DriftedProperty{{LogicalID: "Web", Property: "SecurityGroupIngress", Revert: true},
+		{LogicalID: "Queue", Property: "VisibilityTimeout"}, {LogicalID: "Gone", Revert: true}}
+	r.Stacks["cache"].Drift = []run.DriftedProperty{{LogicalID: "Cache|x", Property: "NodeType", Revert: true}}
+	var b strings.Builder
+	if err := Markdown(&b, Input{Run: r}); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{
+		"## Changed outside cairn\n\n| Stack | Resource | Property | What this run did |\n",
+		"| network | Web | SecurityGroupIngress | reverted to the template's value |",
+		"| network | Queue | VisibilityTimeout | kept: the template now sets it (SyncWithActual, drift reset) |",
+		"| network | Gone | (the resource, deleted) | re-created from the template |",
+		`| cache | Cache\|x | NodeType | not reverted: its change set was not executed (stack failed) |`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks %q:\n%s", want, got)
+		}
+	}
+	if b.Reset(); Markdown(&b, Input{Run: sampleRun()}) != nil || strings.Contains(b.String(), "Changed outside cairn") {
+		t.Errorf("a run without drift has the section:\n%s", b.String())
+	}
+	for _, tc := range []struct {
+		phase run.Phase
+		d     run.DriftedProperty
+		want  string
+	}{
+		{run.Ready, run.DriftedProperty{LogicalID: "W", Property: "P", Revert: true}, "to be reverted to the template's value (its change set is ready)"},
+		{run.Executing, run.DriftedProperty{LogicalID: "W", Property: "P", Revert: true}, "being reverted to the template's value"},
+		{run.Failed, run.DriftedProperty{LogicalID: "W", Property: "P"}, "kept: left as it is (its change set was not executed)"},
+	} {
+		if got := RunDriftDoes(&run.Stack{Phase: tc.phase}, tc.d); got != tc.want {
+			t.Errorf("%s %+v: %q, want %q", tc.phase, tc.d, got, tc.want)
+		}
 	}
 }

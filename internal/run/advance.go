@@ -442,7 +442,7 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		}
 		switch o.ChangeSetStatus {
 		case "CREATE_COMPLETE":
-			s.Changes = o.Changes
+			s.Changes, s.Drift = o.Changes, o.Drift
 			s.Attempts = 0
 			if why, replan := driftStop(r, s, o.Drift); why != "" {
 				fail(s, now, why) // not executed; a protected stack is planned again (Stopped)

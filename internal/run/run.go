@@ -208,6 +208,10 @@ type Stack struct {
 	// RefuseDrift says the config has the stack's on_drift refuse: a change set that would
 	// bring back properties changed outside cairn stops the stack, not executed.
 	RefuseDrift bool `json:"refuse_drift,omitempty"`
+	// Drift is what the stack's drift-aware change set showed of properties changed
+	// outside cairn, and whether it brings each back (no values: they may be secrets): the
+	// run report and page say what the run did with each.
+	Drift []DriftedProperty `json:"drift,omitempty"`
 	// Protect is the termination protection the config wants; Protected what the stack
 	// has, as last seen. A deploy that finishes with them different sets it.
 	Protect bool `json:"termination_protection,omitempty"`

@@ -198,3 +198,33 @@ func TestPlanCommentPerOnDrift(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanDetectsDriftWithoutAReport: with no drift sweep behind it, the plan of an
+// on_drift keep stack detects the stack's drift itself (DetectStackDrift, as states of its
+// run) and its comment says what its ordinary change set does with each property changed
+// outside cairn: the rule added out of band is left as it is, and the queue's timeout,
+// which the template changes, is overwritten.
+func TestPlanDetectsDriftWithoutAReport(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	dir := t.TempDir()
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	if code, out := both(t, "push", ondriftBundle(t, dir, "keep", 30), "--deployment", "odkeep", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("push: exit %d\n%s", code, out)
+	}
+	for _, tamper := range [][]string{{"Web", rule}, {"Queue", "VisibilityTimeout=45"}} {
+		if code, out := both(t, "local", "tamper", "odkeep-web", tamper[0], tamper[1]); code != 0 {
+			t.Fatalf("tamper: exit %d\n%s", code, out)
+		}
+	}
+	code, out := both(t, "plan", ondriftBundle(t, dir, "keep", 60), "--deployment", "odkeep", "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"## Changed outside cairn", "are shown as the drift detection ", " made by this plan found them",
+		"| web | Web | /SecurityGroupIngress", `"FromPort":22`, "leaves it (CloudFormation does not touch it: still drifted)",
+		"| web | Queue | /VisibilityTimeout | `30` | `45` | (its new value) | **overwrites it** with the template's new value |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
+	}
+}

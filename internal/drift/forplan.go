@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 )
 
@@ -43,4 +44,33 @@ func ForPlan(r *Report, key string, name, stackName string, now time.Time, maxAg
 		return found, fmt.Sprintf("drift report %s of %s", key, clock.Stamp(r.WrittenAt)), true
 	}
 	return nil, "", false
+}
+
+// Detected is what a drift detection made while planning found in stack name (CloudFormation
+// stackName) of the planned config cfg, as a plan records it (plan.Stack.SettleDrift): its
+// modified and deleted resources but those drift.ignore ignores, each property's values
+// masked where a secret reaches it (as a sweep's report masks them: every value when the
+// stack's template is not known).
+func Detected(cfg *config.Config, name, stackName string, found []Resource) []plan.ResourceDrift {
+	s := &Stack{Name: name, StackName: stackName, Resources: found}
+	var ignore []string
+	if cfg != nil {
+		s.Secrets = secretsOf(cfg, cfg.Secrecy(nil), name)
+		ignore = cfg.Drift.Ignore
+	} else {
+		s.Secrets = map[string][]string{"*": {"*"}}
+	}
+	maskSecrets(s)
+	var out []plan.ResourceDrift
+	for _, res := range s.Resources {
+		if matchIgnore(ignore, res.LogicalID, name+"/"+res.LogicalID, stackName+"/"+res.LogicalID) != "" {
+			continue
+		}
+		rd := plan.ResourceDrift{LogicalID: res.LogicalID, Type: res.Type, Status: res.Status}
+		for _, d := range res.Differences {
+			rd.Properties = append(rd.Properties, plan.PropertyDrift{Property: d.Path, Previous: d.Expected, Actual: d.Actual})
+		}
+		out = append(out, rd)
+	}
+	return out
 }

@@ -1,8 +1,12 @@
 package drift
 
 import (
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/bundle"
+	"github.com/cairn-dev/cairn/internal/config"
 )
 
 // TestForPlan: a plan relies on the newest drift report only when it is recent enough and
@@ -54,5 +58,60 @@ func TestForPlan(t *testing.T) {
 				t.Errorf("deleted resource: %+v", found[1])
 			}
 		})
+	}
+}
+
+// TestDetected: what a plan's own drift detection found is masked where a secret reaches
+// (a NoEcho parameter's property), every value when the stack's template is not known,
+// and drift.ignore leaves resources out, as a sweep's report does.
+func TestDetected(t *testing.T) {
+	const yaml = `namespace: shop
+drift: {ignore: ["web/Noisy"]}
+stacks:
+  - name: web
+    parameters: {Secret: hunter2}
+    template_body: |
+      Parameters:
+        Secret: {Type: String, NoEcho: true}
+      Resources:
+        Topic:
+          Type: AWS::SNS::Topic
+          Properties: {DisplayName: !Ref Secret, TopicName: web}
+        Noisy:
+          Type: AWS::SQS::Queue
+`
+	cfg, err := config.LoadOptions{Deployment: "shop"}.Load(bundle.FromYAML("cairn.yaml", []byte(yaml)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := []Resource{
+		{LogicalID: "Topic", Type: "AWS::SNS::Topic", Status: "MODIFIED", Differences: []Difference{
+			{Path: "/DisplayName", Expected: "hunter2", Actual: "hunter3", Type: "NOT_EQUAL"},
+			{Path: "/TopicName", Expected: "web", Actual: "web2", Type: "NOT_EQUAL"}}},
+		{LogicalID: "Noisy", Type: "AWS::SQS::Queue", Status: "MODIFIED", Differences: []Difference{{Path: "/DelaySeconds", Expected: "0", Actual: "5"}}},
+	}
+	clone := func() []Resource {
+		out := slices.Clone(found)
+		for i := range out {
+			out[i].Differences = slices.Clone(out[i].Differences)
+		}
+		return out
+	}
+	got := Detected(cfg, "web", "shop-web", clone())
+	if len(got) != 1 || got[0].LogicalID != "Topic" || len(got[0].Properties) != 2 {
+		t.Fatalf("%+v", got)
+	}
+	if p := got[0].Properties[0]; p.Previous != "****" || p.Actual != "****" {
+		t.Errorf("the secret property is shown: %+v", p)
+	}
+	if p := got[0].Properties[1]; p.Previous != "web" || p.Actual != "web2" {
+		t.Errorf("a plain property: %+v", p)
+	}
+	for _, r := range Detected(nil, "web", "shop-web", clone()) {
+		for _, p := range r.Properties {
+			if p.Previous != "****" || p.Actual != "****" {
+				t.Errorf("with no template known, %s %s is shown: %+v", r.LogicalID, p.Property, p)
+			}
+		}
 	}
 }

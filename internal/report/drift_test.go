@@ -100,16 +100,26 @@ func TestChangedOutsideCairnGolden(t *testing.T) {
 	}
 }
 
-// TestDriftSectionFitsTheComment: a 200-stack plan with drift in 20 stacks keeps its whole
-// "changed outside cairn" section in a comment under GitHub's limit.
+// TestDriftSectionFitsTheComment: a 200-stack plan with drift in 20 stacks (10 with
+// drift-aware change sets: a property reverted, one kept; 10 on_drift keep, from a drift
+// report: a property overwritten, one left) keeps its whole "changed outside cairn"
+// section in a comment under GitHub's limit. It logs the comment's and the section's
+// sizes (go test -v).
 func TestDriftSectionFitsTheComment(t *testing.T) {
 	p := bigPlan(200)
 	long := strings.Repeat(`{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},`, 20)
 	for i := 0; i < 200; i += 10 {
 		s := &p.Stacks[i]
-		s.Changes[0].DriftStatus = "MODIFIED"
-		s.Changes[0].Drift = []plan.PropertyDrift{{Property: "Value", Revert: true, Previous: long, Actual: long + "x", Template: long},
-			{Property: "Description", Previous: "a", Actual: "b", Template: "b"}}
+		if i%20 == 0 {
+			s.Changes[0].DriftStatus = "MODIFIED"
+			s.Changes[0].Drift = []plan.PropertyDrift{{Property: "Value", Revert: true, Previous: long, Actual: long + "x", Template: long},
+				{Property: "Description", Previous: "a", Actual: "b", Template: "b"}}
+			continue
+		}
+		s.Changes[0].Properties = []string{"Value"}
+		s.SettleDrift([]plan.ResourceDrift{{LogicalID: "Parameter00", Type: "AWS::SSM::Parameter", Status: "MODIFIED", Properties: []plan.PropertyDrift{
+			{Property: "/Value", Previous: long, Actual: long + "x"}, {Property: "/Description", Previous: "a", Actual: "b"}}}},
+			"drift report s3://cairn-state/drift/shop/20261130T110000Z-1a2b3c4d.json of 2026-11-30T11:00:02Z")
 	}
 	var b bytes.Buffer
 	if err := PlanComment(&b, p, 0); err != nil {
@@ -121,12 +131,15 @@ func TestDriftSectionFitsTheComment(t *testing.T) {
 	}
 	section := got[strings.Index(got, "## Changed outside cairn"):]
 	section = section[:strings.Index(section, "\n\n## ")+1]
+	t.Logf("200 stacks, drift in 20: comment %d characters (GitHub's limit %d), its \"changed outside cairn\" section %d", len(got), CommentLimit, len(section))
 	if n := strings.Count(section, "\n| stack-"); n != 40 {
 		t.Errorf("the section shows %d rows, want 40 (20 stacks, 2 properties each):\n%s", n, section)
 	}
-	for _, want := range []string{"| stack-190 | Parameter00 | Value |", "**reverts it**", "keeps it (the template now sets it: SyncWithActual)"} {
+	for _, want := range []string{"| stack-180 | Parameter00 | Value |", "**reverts it**", "keeps it (the template now sets it: SyncWithActual)",
+		"| stack-190 | Parameter00 | /Value |", "**overwrites it** with the template's new value", "leaves it (CloudFormation does not touch it: still drifted)",
+		"(`on_drift: keep`, or not updated: stack-010, stack-030, stack-050, stack-070, stack-090 and 5 more)"} {
 		if !strings.Contains(section, want) {
-			t.Errorf("the section lacks %q", want)
+			t.Errorf("the section lacks %q:\n%s", want, section)
 		}
 	}
 }

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // ondriftBundle writes a one-stack bundle: a security group and a queue, with on_drift set
@@ -226,5 +231,51 @@ func TestPlanDetectsDriftWithoutAReport(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestPlanRecreatesDeletedResource: a queue deleted out of band (through the SQS API), then
+// a plan of its on_drift revert stack: the comment says the plan re-creates it; after the
+// apply the queue exists again and `cairn drift` is clean.
+func TestPlanRecreatesDeletedResource(t *testing.T) {
+	e, _ := deployEmulator(t, 20*time.Millisecond)
+	ctx := context.Background()
+	dir := t.TempDir()
+	if code, out := both(t, "push", ondriftBundle(t, dir, "revert", 30), "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("push: exit %d\n%s", code, out)
+	}
+	cfg, err := e.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := func() string {
+		t.Helper()
+		res, err := cloudformation.NewFromConfig(cfg).DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("odrevert-web"), LogicalResourceId: aws.String("Queue")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(res.StackResourceDetail.PhysicalResourceId)
+	}
+	if _, err := sqs.NewFromConfig(cfg).DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(queue())}); err != nil {
+		t.Fatal(err)
+	}
+	code, out := both(t, "plan", ondriftBundle(t, dir, "revert", 60), "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+	if code != 0 || !strings.Contains(out, "| web | Queue | (the resource) | exists | deleted | exists | **re-creates it** from the template |") {
+		t.Fatalf("plan: exit %d, want the queue re-created\n%s", code, out)
+	}
+	if code, out := both(t, "apply", dir, "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	if _, err := sqs.NewFromConfig(cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queue())}); err != nil {
+		t.Errorf("the queue after the apply: %v", err)
+	}
+	for range 100 {
+		if code, out = both(t, "drift", "odrevert", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 0 || !strings.Contains(out, "IN_SYNC") {
+		t.Errorf("drift after the apply: exit %d\n%s", code, out)
 	}
 }

@@ -379,7 +379,7 @@ func Abandon(r *Run, cause string, now time.Time) (*Run, []Action) {
 		switch s.Phase {
 		case Pending:
 			doing = "not started"
-		case CreatingChangeSet, Ready:
+		case CreatingChangeSet, Ready, DetectingDrift:
 			doing = "its change set " + s.ChangeSetName + " was never executed and is deleted"
 		case Executing:
 			doing = "CloudFormation may still be executing its change set " + s.ChangeSetName + "; the next run re-plans the stack from its live tags"
@@ -665,7 +665,7 @@ func block(r *Run, g *graph.Graph, names []string, now time.Time) {
 
 func satisfied(r *Run, s *Stack) bool {
 	for _, dep := range s.After {
-		if d := r.Stacks[dep]; d != nil && d.Phase != Done && !(r.Mode == ModePlan && (d.Phase == Ready || d.Phase == DetectingDrift)) {
+		if d := r.Stacks[dep]; d != nil && d.Phase != Done && !(r.Mode == ModePlan && d.ChangeSetReady()) {
 			return false
 		}
 	}
@@ -676,7 +676,7 @@ func satisfied(r *Run, s *Stack) bool {
 		}
 		switch d.Phase {
 		case Done, Unchanged:
-		case Ready, DetectingDrift:
+		case Ready, DetectingDrift: // a plan's stack detecting its drift has its change set ready
 			if r.Mode != ModePlan {
 				return false
 			}
@@ -916,7 +916,7 @@ func startNow(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limi
 	}
 	if r.Mode == ModePlan {
 		for _, dep := range s.Requires {
-			if d := r.Stacks[dep]; d != nil && d.Phase == Ready && d.Intent != IntentDelete {
+			if d := r.Stacks[dep]; d != nil && d.ChangeSetReady() && d.Intent != IntentDelete {
 				s.InputsMayChange = true
 			}
 		}

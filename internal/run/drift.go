@@ -75,6 +75,10 @@ const (
 	DriftUnknown = "UNKNOWN"
 )
 
+// ChangeSetReady reports whether the stack's change set is made and waits to execute:
+// Ready, or, in a plan run, detecting its drift (DetectingDrift) meanwhile.
+func (s *Stack) ChangeSetReady() bool { return s.Phase == Ready || s.Phase == DetectingDrift }
+
 // detected applies to a stack detecting its drift what the driver saw: the detection's
 // id, then its end. A detection that fails, or cannot start, leaves the stack's drift
 // not known (the plan says so) and the stack ready: drift never fails a plan.

@@ -21,7 +21,7 @@ const driftValueShown = 120
 // deleted out of band: Deleted, Property "") of a stack's resource, what the last
 // deployment set, what is there now and what the template wants, masked all three when
 // one is a secret (plan.PropertyDrift.Masked), a long value cut to where the three differ
-// (ValueShown); and what the plan does with it. Values are plain text: each medium
+// (valueShown); and what the plan does with it. Values are plain text: each medium
 // escapes them with its own printer.
 type DriftRow struct {
 	Stack, Resource, Property  string
@@ -53,7 +53,7 @@ func DriftRows(order []plan.Stack) []DriftRow {
 		d = d.Masked()
 		cut := sharedHead(d.Previous, d.Actual, d.Template)
 		rows = append(rows, DriftRow{Stack: s.Name, Resource: id, Property: d.Property, Outcome: d.Outcome(),
-			Previous: ValueShown(d.Previous, cut), Actual: ValueShown(d.Actual, cut), Template: ValueShown(d.Template, cut)})
+			Previous: valueShown(d.Previous, cut), Actual: valueShown(d.Actual, cut), Template: valueShown(d.Template, cut)})
 	}
 	for _, s := range order {
 		for _, c := range s.Changes {
@@ -189,9 +189,9 @@ shared:
 	return n - 20
 }
 
-// ValueShown is a drifted value as a row shows it: its first cut characters left out
+// valueShown is a drifted value as a row shows it: its first cut characters left out
 // (as "…") and the rest cut to driftValueShown characters; "" when absent.
-func ValueShown(v string, cut int) string {
+func valueShown(v string, cut int) string {
 	if v == "" {
 		return ""
 	}

@@ -208,7 +208,8 @@ func TestPlanCommentPerOnDrift(t *testing.T) {
 // on_drift keep stack detects the stack's drift itself (DetectStackDrift, as states of its
 // run) and its comment says what its ordinary change set does with each property changed
 // outside cairn: the rule added out of band is left as it is, and the queue's timeout,
-// which the template changes, is overwritten.
+// which the template changes, is overwritten. The plan then applies: the rule is still
+// there after, the timeout is the template's.
 func TestPlanDetectsDriftWithoutAReport(t *testing.T) {
 	deployEmulator(t, 20*time.Millisecond)
 	dir := t.TempDir()
@@ -231,6 +232,19 @@ func TestPlanDetectsDriftWithoutAReport(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, out)
 		}
+	}
+	// The detection leaves the plan current: it applies, and the rule stays (keep).
+	if code, out := both(t, "apply", dir, "--deployment", "odkeep", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	for range 100 {
+		if code, out = both(t, "drift", "odkeep", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 1 || !strings.Contains(out, "SecurityGroupIngress") || strings.Contains(out, "VisibilityTimeout") {
+		t.Errorf("drift after the apply: exit %d, want the rule left and the timeout overwritten\n%s", code, out)
 	}
 }
 

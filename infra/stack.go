@@ -101,6 +101,9 @@ var (
 		"cloudformation:CancelUpdateStack",
 		"cloudformation:TagResource",
 		"cloudformation:UntagResource",
+		// A plan detects the drift of a stack no recent drift report covers.
+		"cloudformation:DetectStackDrift",
+		"cloudformation:DescribeStackResourceDrifts",
 	}
 	// deployerAccountActions support no resource-level permissions (or are
 	// called without a stack name, like the one paginated DescribeStacks per
@@ -112,6 +115,7 @@ var (
 		"cloudformation:ListImports",
 		"cloudformation:ValidateTemplate",
 		"cloudformation:GetTemplateSummary",
+		"cloudformation:DescribeStackDriftDetectionStatus",
 	}
 	// GetTemplate reads the template of a drifted stack whose applied template the drift
 	// function cannot read, to tell which of its properties hold secrets (masked in

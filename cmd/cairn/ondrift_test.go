@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // ondriftBundle writes a one-stack bundle: a security group and a queue, with on_drift set
@@ -136,6 +141,147 @@ func TestPlanShowsChangedOutsideCairn(t *testing.T) {
 	}
 	if code, out := both(t, "apply", dir, "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
 		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	for range 100 {
+		if code, out = both(t, "drift", "odrevert", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 0 || !strings.Contains(out, "IN_SYNC") {
+		t.Errorf("drift after the apply: exit %d\n%s", code, out)
+	}
+}
+
+// TestPlanCommentPerOnDrift: a security-group rule added out of band and found by a drift
+// sweep, then a plan that changes the same stack elsewhere: the comment says what each
+// on_drift does with the rule: revert brings it back (its drift-aware change set), keep
+// leaves it (the sweep's report, the ordinary change set does not touch it), refuse stops
+// the plan with the rule listed and the ways out.
+func TestPlanCommentPerOnDrift(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	for _, tc := range []struct {
+		mode string
+		code int
+		want []string
+	}{
+		{"revert", 0, []string{"## Changed outside cairn", "| web | Web | SecurityGroupIngress |", `"FromPort":22`, "**reverts it** to the template's value"}},
+		{"keep", 0, []string{"## Changed outside cairn", "| web | Web | /SecurityGroupIngress", `"FromPort":22`,
+			"leaves it (CloudFormation does not touch it: still drifted)", "are shown as the drift report s3://" + localBucket + "/drift/odkeep/"}},
+		{"refuse", 1, []string{"its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress", "set \\`on_drift: revert\\` on the stack"}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			dep := "od" + tc.mode
+			dir := t.TempDir()
+			if code, out := both(t, "push", ondriftBundle(t, dir, tc.mode, 30), "--deployment", dep, "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+				t.Fatalf("push: exit %d\n%s", code, out)
+			}
+			if code, out := both(t, "local", "tamper", dep+"-web", "Web", rule); code != 0 {
+				t.Fatalf("tamper: exit %d\n%s", code, out)
+			}
+			var code int
+			var out string
+			for range 100 {
+				if code, out = both(t, "drift", dep, "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if code != 1 || !strings.Contains(out, "DRIFTED") {
+				t.Fatalf("drift after the tamper: exit %d\n%s", code, out)
+			}
+			code, out = both(t, "plan", ondriftBundle(t, dir, tc.mode, 60), "--deployment", dep, "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+			if (code == 0) != (tc.code == 0) {
+				t.Fatalf("plan: exit %d, want %d\n%s", code, tc.code, out)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("the plan lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanDetectsDriftWithoutAReport: with no drift sweep behind it, the plan of an
+// on_drift keep stack detects the stack's drift itself (DetectStackDrift, as states of its
+// run) and its comment says what its ordinary change set does with each property changed
+// outside cairn: the rule added out of band is left as it is, and the queue's timeout,
+// which the template changes, is overwritten. The plan then applies: the rule is still
+// there after, the timeout is the template's.
+func TestPlanDetectsDriftWithoutAReport(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	dir := t.TempDir()
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	if code, out := both(t, "push", ondriftBundle(t, dir, "keep", 30), "--deployment", "odkeep", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("push: exit %d\n%s", code, out)
+	}
+	for _, tamper := range [][]string{{"Web", rule}, {"Queue", "VisibilityTimeout=45"}} {
+		if code, out := both(t, "local", "tamper", "odkeep-web", tamper[0], tamper[1]); code != 0 {
+			t.Fatalf("tamper: exit %d\n%s", code, out)
+		}
+	}
+	code, out := both(t, "plan", ondriftBundle(t, dir, "keep", 60), "--deployment", "odkeep", "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"## Changed outside cairn", "are shown as the drift detection ", " made by this plan found them",
+		"| web | Web | /SecurityGroupIngress", `"FromPort":22`, "leaves it (CloudFormation does not touch it: still drifted)",
+		"| web | Queue | /VisibilityTimeout | `30` | `45` | (its new value) | **overwrites it** with the template's new value |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
+	}
+	// The detection leaves the plan current: it applies, and the rule stays (keep).
+	if code, out := both(t, "apply", dir, "--deployment", "odkeep", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	for range 100 {
+		if code, out = both(t, "drift", "odkeep", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 1 || !strings.Contains(out, "SecurityGroupIngress") || strings.Contains(out, "VisibilityTimeout") {
+		t.Errorf("drift after the apply: exit %d, want the rule left and the timeout overwritten\n%s", code, out)
+	}
+}
+
+// TestPlanRecreatesDeletedResource: a queue deleted out of band (through the SQS API), then
+// a plan of its on_drift revert stack: the comment says the plan re-creates it; after the
+// apply the queue exists again and `cairn drift` is clean.
+func TestPlanRecreatesDeletedResource(t *testing.T) {
+	e, _ := deployEmulator(t, 20*time.Millisecond)
+	ctx := context.Background()
+	dir := t.TempDir()
+	if code, out := both(t, "push", ondriftBundle(t, dir, "revert", 30), "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("push: exit %d\n%s", code, out)
+	}
+	cfg, err := e.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := func() string {
+		t.Helper()
+		res, err := cloudformation.NewFromConfig(cfg).DescribeStackResource(ctx, &cloudformation.DescribeStackResourceInput{StackName: aws.String("odrevert-web"), LogicalResourceId: aws.String("Queue")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToString(res.StackResourceDetail.PhysicalResourceId)
+	}
+	if _, err := sqs.NewFromConfig(cfg).DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(queue())}); err != nil {
+		t.Fatal(err)
+	}
+	code, out := both(t, "plan", ondriftBundle(t, dir, "revert", 60), "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+	if code != 0 || !strings.Contains(out, "| web | Queue | (the resource) | exists | deleted | exists | **re-creates it** from the template |") {
+		t.Fatalf("plan: exit %d, want the queue re-created\n%s", code, out)
+	}
+	if code, out := both(t, "apply", dir, "--deployment", "odrevert", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	if _, err := sqs.NewFromConfig(cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(queue())}); err != nil {
+		t.Errorf("the queue after the apply: %v", err)
 	}
 	for range 100 {
 		if code, out = both(t, "drift", "odrevert", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {

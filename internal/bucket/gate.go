@@ -55,7 +55,7 @@ type Rule struct {
 // Rules are everything a run of deployment D may touch in cairn's bucket, and nothing
 // else is: not another deployment's bundles, plans, approvals or runs, not a graph or
 // lock its config does not name, not ports/ (the ports function's) nor drift/ (the drift
-// function's). docs/threat-model.md prints this table (TestThreatModelTable).
+// function's) but D's drift reports, read only. docs/threat-model.md prints this table (TestThreatModelTable).
 var Rules = compile([]Rule{
 	{Pattern: "deployments/{D}.zip", Ops: OpRead | OpList, Why: "the bundle pushed for D (and its versions, to tell a newer push)"},
 	{Pattern: "plans/{D}.zip", Ops: OpRead, Why: "the bundle uploaded to plan D"},
@@ -75,6 +75,8 @@ var Rules = compile([]Rule{
 	{Pattern: "state/{GRAPH}.json", Ops: OpRead | OpWrite | OpDelete | OpList, Why: "the persistent graph the run's config names (its owner is checked in the document; a destroy deletes it)"},
 	{Pattern: "locks/{GRAPH}.lock", Ops: OpRead | OpWrite | OpDelete, Why: "that graph's lock"},
 	{Pattern: "templates/{SHA}.json", Ops: OpRead | OpWrite, Why: "templates passed by TemplateURL, written only with the content their key names"},
+	{Pattern: "drift/{D}/", Ops: OpList, Why: "D's drift reports, to find the newest a plan shows what changed outside cairn from"},
+	{Pattern: "drift/{D}/{ID}.json", Ops: OpRead, Why: "a drift report of D (read only: the drift function writes them)"},
 	{Pattern: "assets/{SHA}{EXT}", Ops: OpRead | OpWrite, Why: "packaged artifacts, written only with the content their key names"},
 })
 

@@ -56,6 +56,9 @@ type API interface {
 	DescribeStackResources(ctx context.Context, in *cloudformation.DescribeStackResourcesInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackResourcesOutput, error)
 	ListImports(ctx context.Context, in *cloudformation.ListImportsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListImportsOutput, error)
 	ListChangeSets(ctx context.Context, in *cloudformation.ListChangeSetsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.ListChangeSetsOutput, error)
+	DetectStackDrift(ctx context.Context, in *cloudformation.DetectStackDriftInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DetectStackDriftOutput, error)
+	DescribeStackDriftDetectionStatus(ctx context.Context, in *cloudformation.DescribeStackDriftDetectionStatusInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackDriftDetectionStatusOutput, error)
+	DescribeStackResourceDrifts(ctx context.Context, in *cloudformation.DescribeStackResourceDriftsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackResourceDriftsOutput, error)
 }
 
 // Uploader is the part of *s3.Client that stores large templates.
@@ -290,6 +293,13 @@ func (c *Client) perform(ctx context.Context, api API, a run.Action, in *Inputs,
 	case run.ContinueUpdateRollback:
 		_, err := api.ContinueUpdateRollback(ctx, &cloudformation.ContinueUpdateRollbackInput{StackName: stackRef(a), ClientRequestToken: tokenOr(a)})
 		return err
+	case run.DetectStackDrift:
+		out, err := api.DetectStackDrift(ctx, &cloudformation.DetectStackDriftInput{StackName: stackRef(a)})
+		if err != nil {
+			return err
+		}
+		o.DriftDetectionID = aws.ToString(out.StackDriftDetectionId)
+		return nil
 	case run.SetTerminationProtection:
 		_, err := api.UpdateTerminationProtection(ctx, &cloudformation.UpdateTerminationProtectionInput{StackName: stackRef(a), EnableTerminationProtection: aws.Bool(a.Protect)})
 		if err != nil {

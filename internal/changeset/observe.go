@@ -220,6 +220,9 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 			if err != nil {
 				return run.Failure(s.Name, err)
 			}
+			if s.Phase == run.DetectingDrift {
+				return c.describeDetection(ctx, api, budget, s, cmp.Or(p.DriftDetectionID, s.DriftDetection))
+			}
 			o := c.describeStack(ctx, api, budget, s, cmp.Or(p.StackID, s.StackID))
 			if o.Err != "" {
 				// A failed observation tells nothing: the stack is looked at again
@@ -234,8 +237,8 @@ func (c *Client) Observe(ctx context.Context, r *run.Run, pending map[string]run
 	Concurrently(len(looks), func(i int) { looked[i] = looks[i]() })
 	seen = append(seen, looked...)
 	for _, name := range slices.Sorted(maps.Keys(pending)) {
-		if p := pending[name]; !done[name] && r.Stacks[name] != nil && (p.ChangeSetID != "" || p.StackID != "") {
-			seen = append(seen, run.Observation{Stack: name, ChangeSetID: p.ChangeSetID, StackID: p.StackID})
+		if p := pending[name]; !done[name] && r.Stacks[name] != nil && (p.ChangeSetID != "" || p.StackID != "" || p.DriftDetectionID != "") {
+			seen = append(seen, run.Observation{Stack: name, ChangeSetID: p.ChangeSetID, StackID: p.StackID, DriftDetectionID: p.DriftDetectionID})
 		}
 	}
 	return seen
@@ -313,6 +316,29 @@ func (c *Client) describeChangeSet(ctx context.Context, api API, budget Budget, 
 		}
 		in.NextToken = out.NextToken
 	}
+}
+
+// describeDetection observes the drift detection id of a plan run's stack
+// (DescribeStackDriftDetectionStatus). A look that fails tells nothing: the stack is
+// looked at again later.
+func (c *Client) describeDetection(ctx context.Context, api API, budget Budget, s *run.Stack, id string) run.Observation {
+	o := run.Observation{Stack: s.Name, DriftDetectionID: id}
+	if id == "" {
+		return o // the detection's id is not recorded yet: the next step has it
+	}
+	if err := budget.Wait(ctx); err != nil {
+		o.LookErr = err.Error()
+		return o
+	}
+	out, err := api.DescribeStackDriftDetectionStatus(ctx, &cloudformation.DescribeStackDriftDetectionStatusInput{StackDriftDetectionId: aws.String(id)})
+	if err != nil {
+		c.log().Warn("changeset: could not observe a drift detection", "stack", s.Name, "detection", id, "err", err)
+		o.LookErr = fmt.Sprintf("describe drift detection %s of %s: %s", id, s.StackName, awserr.Reason(err))
+		return o
+	}
+	o.DriftDetectionStatus, o.StackDriftStatus = string(out.DetectionStatus), string(out.StackDriftStatus)
+	o.DriftDetectionReason = aws.ToString(out.DetectionStatusReason)
+	return o
 }
 
 // describeStack observes one stack by id (so a deleted stack still answers DELETE_COMPLETE),

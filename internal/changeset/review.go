@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awserr"
+	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -72,6 +73,9 @@ func (c *Client) describe(ctx context.Context, t target.Spec, id, prefix string,
 				what := string(d.Target.Attribute)
 				if n := aws.ToString(d.Target.Name); n != "" {
 					what += " " + n
+					if d.Target.Attribute == cfntypes.ResourceAttributeProperties && !slices.Contains(pc.Properties, n) {
+						pc.Properties = append(pc.Properties, n)
+					}
 				}
 				line := fmt.Sprintf("%s (recreation: %s, %s", what, cmp.Or(string(d.Target.RequiresRecreation), "Never"), cmp.Or(string(d.Evaluation), "Static"))
 				if src := string(d.ChangeSource); src != "" {
@@ -270,4 +274,39 @@ func (c *Client) DeleteStack(ctx context.Context, t target.Spec, stack string) e
 		return fmt.Errorf("delete stack %s: %w", stack, err)
 	}
 	return nil
+}
+
+// ResourceDrifts lists the resources of the stack at t with id stackID that its last drift
+// detection found modified or deleted (all pages, each under the run's budget), values as
+// CloudFormation gives them: the caller masks them (drift.Detected).
+func (c *Client) ResourceDrifts(ctx context.Context, t target.Spec, stackID string) ([]drift.Resource, error) {
+	api, budget, err := c.At(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	in := &cloudformation.DescribeStackResourceDriftsInput{StackName: aws.String(stackID),
+		StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted}}
+	var out []drift.Resource
+	for {
+		if err := budget.Wait(ctx); err != nil {
+			return nil, err
+		}
+		page, err := api.DescribeStackResourceDrifts(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("the drifted resources of stack %s: %s", awsclient.StackName(stackID), awserr.Reason(err))
+		}
+		for _, r := range page.StackResourceDrifts {
+			res := drift.Resource{LogicalID: aws.ToString(r.LogicalResourceId), PhysicalID: aws.ToString(r.PhysicalResourceId),
+				Type: aws.ToString(r.ResourceType), Status: string(r.StackResourceDriftStatus)}
+			for _, p := range r.PropertyDifferences {
+				res.Differences = append(res.Differences, drift.Difference{Path: aws.ToString(p.PropertyPath),
+					Expected: aws.ToString(p.ExpectedValue), Actual: aws.ToString(p.ActualValue), Type: string(p.DifferenceType)})
+			}
+			out = append(out, res)
+		}
+		if aws.ToString(page.NextToken) == "" {
+			return out, nil
+		}
+		in.NextToken = page.NextToken
+	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/config"
+	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -177,7 +179,112 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *states
 	if err := ps.templateResources(ctx, doc, p); err != nil {
 		return nil, err
 	}
+	if err := ps.outsideDrift(ctx, doc, p, cs); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// outsideDrift records in each live stack of p whose change set is not drift-aware (its
+// on_drift is keep, or the plan does not update it) what changed outside cairn and what the
+// plan does with each property (plan.Stack.SettleDrift): as the detection the plan run made
+// found it (run.Stack.DetectDrift: its drifted resources are read now, masked), else as
+// the deployment's newest drift report says, when it is at most drift.PlanMaxAge old. A
+// stack whose drift the plan does not know says nothing of it, but a detection that gave
+// no result is a warning of the plan; a drift-aware change set shows its own drift.
+func (ps plans) outsideDrift(ctx context.Context, doc *rundoc.Document, p *plan.Document, cs *changeset.Client) error {
+	var need []*plan.Stack
+	for i := range p.Stacks {
+		if s := &p.Stacks[i]; s.StackID != "" && (s.Action == plan.Update || s.Action == plan.None) {
+			need = append(need, s)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	r, key, err := ps.newestDriftReport(ctx, p.Deployment)
+	if err != nil {
+		return fmt.Errorf("plan %s: %w", p.ID, err)
+	}
+	lb, err := ps.bundle(ctx, doc)
+	if err != nil {
+		return err
+	}
+	for _, s := range need {
+		if s.Action == plan.Update && driftAware(lb.Config, s.Name) {
+			continue // its change set is drift-aware: Changes show its drift
+		}
+		if rs := doc.Run.Stacks[s.Name]; rs != nil && rs.StackDrift != "" {
+			switch rs.StackDrift {
+			case run.StackDrifted:
+				found, err := cs.ResourceDrifts(ctx, rs.Target, rs.StackID)
+				if err != nil {
+					p.Warnings = append(p.Warnings, fmt.Sprintf("stack %s: its drift was detected (%s) but could not be read: %v; `cairn drift %s` shows it", s.Name, rs.DriftDetection, err, p.Deployment))
+					continue
+				}
+				s.SettleDrift(drift.Detected(lb.Config, s.Name, s.StackName, found), fmt.Sprintf("drift detection %s made by this plan", rs.DriftDetection))
+			case run.DriftUnknown:
+				p.Warnings = append(p.Warnings, fmt.Sprintf("stack %s: what changed outside cairn is not known: %s; `cairn drift %s` detects it", s.Name, rs.DriftNote, p.Deployment))
+			}
+			continue
+		}
+		if found, from, ok := drift.ForPlan(r, bucket.URI(ps.cfg.Bucket, key), s.Name, s.StackName, ps.clk.Now(), drift.PlanMaxAge); ok {
+			s.SettleDrift(found, from)
+		}
+	}
+	return nil
+}
+
+// driftAware reports whether an update of stack name of cfg is a drift-aware change set
+// (its on_drift is revert or refuse).
+func driftAware(cfg *config.Config, name string) bool {
+	if cfg == nil || cfg.Stack(name) == nil {
+		return false
+	}
+	m := cfg.Stack(name).Options.OnDrift
+	return m == config.DriftRevert || m == config.DriftRefuse
+}
+
+// newestDriftReport reads deployment's newest drift report (drift/NAME/, which the gate
+// lets a run of NAME list and read), and its key; nil when there is none.
+func (b *base) newestDriftReport(ctx context.Context, deployment string) (*drift.Report, string, error) {
+	keys, err := objects.List(ctx, b.s3, b.cfg.Bucket, bucket.DriftReportsOf(deployment))
+	if err != nil {
+		return nil, "", fmt.Errorf("the drift reports of %s: %w", deployment, err)
+	}
+	var newest string
+	for _, k := range keys {
+		if _, ok := bucket.DriftReportOf(deployment, k); ok && k > newest {
+			newest = k
+		}
+	}
+	if newest == "" {
+		return nil, "", nil
+	}
+	var r drift.Report
+	if _, err := objects.ReadJSON(ctx, b.s3, b.cfg.Bucket, newest, &r); err != nil {
+		return nil, "", fmt.Errorf("drift report %s: %w", bucket.URI(b.cfg.Bucket, newest), err)
+	}
+	return &r, newest, nil
+}
+
+// detectDrift marks, in a plan run, the live stacks the plan updates whose change set is
+// not drift-aware and whose drift no report recent enough tells (drift.ForPlan): the
+// run detects their drift once their change sets are ready (run.Stack.DetectDrift).
+func (b *base) detectDrift(ctx context.Context, doc *rundoc.Document, cfg *config.Config, log *slog.Logger) {
+	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment)
+	if err != nil {
+		log.Warn("deploy: cannot read the drift reports: the plan detects its stacks' drift", "err", err)
+	}
+	for _, name := range doc.Run.Names() {
+		s := doc.Run.Stacks[name]
+		if s.Intent != run.IntentDeploy || !s.Exists || s.StackID == "" || driftAware(cfg, name) {
+			continue
+		}
+		if _, _, ok := drift.ForPlan(r, key, name, s.StackName, b.clk.Now(), drift.PlanMaxAge); !ok {
+			s.DetectDrift = true
+		}
+	}
 }
 
 // templateResources reads from the planned bundle what the templates say: for each stack

@@ -491,6 +491,9 @@ func (s starter) plan(ctx context.Context, doc *rundoc.Document, lb *rundoc.Load
 	}
 	res.Run.Mode = doc.Run.Mode
 	doc.Run = res.Run
+	if mode == run.ModePlan && !doc.Destroy {
+		s.detectDrift(ctx, doc, cfg, log)
+	}
 	doc.Decisions, doc.Refusals = res.Decisions, res.Refusals
 	if res.TakesOverFrom != "" {
 		doc.Notes = append(doc.Notes, fmt.Sprintf("deployment %s takes over the persistent graph %s/%s from deployment %s (take_over_graph_from)",

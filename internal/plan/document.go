@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -160,6 +161,81 @@ type Stack struct {
 	Reason    string     `json:"reason,omitempty"`
 	// CodeChanges are the local artifacts whose content changed since applied.
 	CodeChanges []run.CodeChange `json:"code_changes,omitempty"`
+	// Outside is what changed outside cairn in a stack whose change set is not
+	// drift-aware (on_drift keep, or no update), as its last drift report (recent
+	// enough) says, each property with what this plan does with it (SettleDrift);
+	// DriftFrom says which report. A drift-aware change set's drift is in Changes.
+	Outside   []ResourceDrift `json:"outside,omitempty"`
+	DriftFrom string          `json:"drift_from,omitempty"`
+}
+
+// ResourceDrift is a resource changed outside cairn, as a drift report shows it: Status
+// MODIFIED (Properties) or DELETED.
+type ResourceDrift struct {
+	LogicalID  string          `json:"logical_id"`
+	Type       string          `json:"type,omitempty"`
+	Status     string          `json:"status"`
+	Properties []PropertyDrift `json:"properties,omitempty"`
+	// Does is what this plan does with a deleted resource (Leave: its ordinary change set
+	// does not re-create it).
+	Does Outcome `json:"does,omitempty"`
+}
+
+// Outcome is what a plan does with a property changed outside cairn.
+type Outcome string
+
+// The outcomes of a drifted property. Revert and Keep are a drift-aware change set's
+// (PropertyDrift.Revert, SyncWithActual); Leave and Overwrite an ordinary change set's:
+// CloudFormation does not touch a property the template does not change (the drift stays),
+// and sets one it changes to the template's new value (the drift is overwritten).
+const (
+	Revert    Outcome = "revert"
+	Keep      Outcome = "keep"
+	Leave     Outcome = "leave"
+	Overwrite Outcome = "overwrite"
+)
+
+// SettleDrift records found, what stack s's drift report (from) says changed outside
+// cairn, with what s's ordinary change set does with each property: Overwrite when a
+// change of the resource names the property, else Leave. A resource deleted out of band is
+// left (an ordinary change set does not re-create it).
+func (s *Stack) SettleDrift(found []ResourceDrift, from string) {
+	if len(found) == 0 {
+		return
+	}
+	touched := map[string]bool{}
+	for _, c := range s.Changes {
+		for _, p := range c.Properties {
+			touched[c.LogicalID+"\x00"+p] = true
+		}
+	}
+	out := make([]ResourceDrift, 0, len(found))
+	for _, r := range found {
+		r.Properties = slices.Clone(r.Properties)
+		if r.Status == "DELETED" {
+			r.Does = Leave
+		}
+		for i := range r.Properties {
+			d := &r.Properties[i]
+			d.Revert, d.Does, d.Template = false, Leave, d.Previous // the template still sets it so
+			if touched[r.LogicalID+"\x00"+TopProperty(d.Property)] {
+				d.Does, d.Template = Overwrite, "" // its new value is the change set's
+			}
+			*d = d.Masked()
+		}
+		out = append(out, r)
+	}
+	s.Outside, s.DriftFrom = out, from
+}
+
+// TopProperty is the top-level property a drift report's property path is in:
+// "/SecurityGroupIngress/1/CidrIp" is in SecurityGroupIngress.
+func TopProperty(path string) string {
+	path = strings.TrimPrefix(path, "/")
+	if i := strings.IndexByte(path, '/'); i >= 0 {
+		return path[:i]
+	}
+	return path
 }
 
 // Resource is a resource a stack's template declares, or one of a live stack.
@@ -180,6 +256,9 @@ type Change struct {
 	// Replacement is True, False or Conditional for Modify.
 	Replacement string   `json:"replacement,omitempty"`
 	Details     []string `json:"details,omitempty"`
+	// Properties are the properties the change's details name (Details' targets of
+	// attribute Properties).
+	Properties []string `json:"properties,omitempty"`
 	// DriftStatus is the resource's drift as a drift-aware change set shows it (MODIFIED,
 	// DELETED; "" when in sync or not known), Drift its properties changed outside cairn.
 	DriftStatus string          `json:"drift_status,omitempty"`
@@ -197,6 +276,20 @@ type PropertyDrift struct {
 	Actual   string `json:"actual,omitempty"`
 	Template string `json:"template,omitempty"`
 	Revert   bool   `json:"revert,omitempty"`
+	// Does is the outcome of a property an ordinary change set meets (Leave, Overwrite);
+	// "" for a drift-aware change set's (Outcome reads Revert).
+	Does Outcome `json:"does,omitempty"`
+}
+
+// Outcome is what the plan does with the property.
+func (d PropertyDrift) Outcome() Outcome {
+	switch {
+	case d.Does != "":
+		return d.Does
+	case d.Revert:
+		return Revert
+	}
+	return Keep
 }
 
 // Masked is the drift as a report shows it: when any of the three values holds a masked

@@ -5,7 +5,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/run"
 )
 
 // driftRowsShown bounds the rows of a plan's "changed outside cairn" section: the whole
@@ -15,39 +17,121 @@ const driftRowsShown = 60
 // driftValueShown bounds each value a row shows, in characters.
 const driftValueShown = 120
 
-// changedOutside is a plan's section "Changed outside cairn": per stack, resource and
-// property that drifted, what the last deployment set, what is there now, what the
-// template wants and what this plan does with it. Values CloudFormation masks are masked
-// all three (plan.PropertyDrift.Masked); every value is escaped as code. "" when the plan
-// knows of no drift.
-func changedOutside(p *plan.Document, order []plan.Stack) string {
-	var rows []string
+// DriftRow is one row of a plan's "changed outside cairn": a property (or a resource
+// deleted out of band: Deleted, Property "") of a stack's resource, what the last
+// deployment set, what is there now and what the template wants, masked all three when
+// one is a secret (plan.PropertyDrift.Masked), a long value cut to where the three differ
+// (valueShown); and what the plan does with it. Values are plain text: each medium
+// escapes them with its own printer.
+type DriftRow struct {
+	Stack, Resource, Property  string
+	Previous, Actual, Template string
+	Deleted                    bool
+	Outcome                    plan.Outcome
+	// Recreate says the plan re-creates a resource deleted out of band (a drift-aware
+	// change set adds it again); Action is the change's action otherwise.
+	Recreate bool
+	Action   string
+}
+
+// Does is what the plan does with the row, as plain text.
+func (r DriftRow) Does() string {
+	switch {
+	case r.Deleted && r.Recreate:
+		return "re-creates it from the template"
+	case r.Deleted && r.Action != "":
+		return strings.ToLower(r.Action)
+	}
+	return outcomeLine[r.Outcome]
+}
+
+// DriftRows are the rows of plan stacks order's drift: a drift-aware change set's
+// (Changes), then what the stack's drift report says (Outside).
+func DriftRows(order []plan.Stack) []DriftRow {
+	var rows []DriftRow
+	row := func(s plan.Stack, id string, d plan.PropertyDrift) {
+		d = d.Masked()
+		cut := sharedHead(d.Previous, d.Actual, d.Template)
+		rows = append(rows, DriftRow{Stack: s.Name, Resource: id, Property: d.Property, Outcome: d.Outcome(),
+			Previous: valueShown(d.Previous, cut), Actual: valueShown(d.Actual, cut), Template: valueShown(d.Template, cut)})
+	}
 	for _, s := range order {
 		for _, c := range s.Changes {
+			if c.DriftStatus == "DELETED" {
+				rows = append(rows, DriftRow{Stack: s.Name, Resource: c.LogicalID, Deleted: true, Outcome: plan.Revert, Recreate: c.Action == "Add", Action: c.Action})
+				continue
+			}
 			if c.DriftStatus == "" {
 				continue
 			}
-			if c.DriftStatus == "DELETED" {
-				rows = append(rows, fmt.Sprintf("| %s | %s | (the resource) | exists | deleted | exists | %s |", Cell(s.Name), Cell(c.LogicalID), Cell(strings.ToLower(c.Action))))
+			for _, d := range c.Drift {
+				row(s, c.LogicalID, d)
+			}
+		}
+		for _, r := range s.Outside {
+			if r.Status == "DELETED" {
+				rows = append(rows, DriftRow{Stack: s.Name, Resource: r.LogicalID, Deleted: true, Outcome: plan.Leave})
 				continue
 			}
-			for _, d := range c.Drift {
-				d = d.Masked()
-				does := "keeps it (the template now sets it: SyncWithActual)"
-				if d.Revert {
-					does = "**reverts it** to the template's value"
-				}
-				cut := sharedHead(d.Previous, d.Actual, d.Template)
-				rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", Cell(s.Name), Cell(c.LogicalID), Cell(d.Property),
-					shownValue(d.Previous, cut), shownValue(d.Actual, cut), shownValue(d.Template, cut), does))
+			for _, d := range r.Properties {
+				row(s, r.LogicalID, d)
 			}
 		}
 	}
+	return rows
+}
+
+// DriftSources are the drift reports the rows of stacks not drift-aware come from, each
+// with its stacks, in order.
+func DriftSources(order []plan.Stack) (from []string, stacks map[string][]string) {
+	stacks = map[string][]string{}
+	for _, s := range order {
+		if len(s.Outside) > 0 && s.DriftFrom != "" {
+			if stacks[s.DriftFrom] == nil {
+				from = append(from, s.DriftFrom)
+			}
+			stacks[s.DriftFrom] = append(stacks[s.DriftFrom], s.Name)
+		}
+	}
+	return from, stacks
+}
+
+// changedOutside is a plan's section "Changed outside cairn": per stack, resource and
+// property that drifted, what the last deployment set, what is there now, what the
+// template wants and what this plan does with it (DriftRows); every value is escaped as
+// code. "" when the plan knows of no drift.
+func changedOutside(p *plan.Document, order []plan.Stack) string {
+	var rows []string
+	for _, r := range DriftRows(order) {
+		if r.Deleted {
+			does := outcomeCell[r.Outcome]
+			if r.Outcome == plan.Revert {
+				does = deletedCell(r.Action)
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | (the resource) | exists | deleted | exists | %s |", Cell(r.Stack), Cell(r.Resource), does))
+			continue
+		}
+		template := valueCell(r.Template)
+		if r.Outcome == plan.Overwrite {
+			template = "(its new value)"
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", Cell(r.Stack), Cell(r.Resource), Cell(r.Property),
+			valueCell(r.Previous), valueCell(r.Actual), template, outcomeCell[r.Outcome]))
+	}
+	from, fromStacks := DriftSources(order)
 	if len(rows) == 0 {
 		return ""
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Changed outside cairn\n\n%d change(s) made outside cairn since the last deployment, and what this plan does with each.\n\n", len(rows))
+	for _, f := range from {
+		names := fromStacks[f]
+		list := strings.Join(names, ", ")
+		if len(names) > 5 {
+			list = fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
+		}
+		fmt.Fprintf(&b, "Stacks whose change set is not drift-aware (`on_drift: keep`, or not updated: %s) are shown as the %s found them.\n\n", Text(list), Text(f))
+	}
 	b.WriteString("| Stack | Resource | Property | Last deployed | Now | Template | This plan |\n|---|---|---|---|---|---|---|\n")
 	for i, r := range rows {
 		if i == driftRowsShown {
@@ -58,6 +142,23 @@ func changedOutside(p *plan.Document, order []plan.Stack) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// outcomeCell is what a row says the plan does with a property changed outside cairn.
+var outcomeCell = map[plan.Outcome]string{
+	plan.Revert:    "**reverts it** to the template's value",
+	plan.Keep:      "keeps it (the template now sets it: SyncWithActual)",
+	plan.Leave:     "leaves it (CloudFormation does not touch it: still drifted)",
+	plan.Overwrite: "**overwrites it** with the template's new value",
+}
+
+// deletedCell is what a drift-aware change set does with a resource deleted out of band:
+// re-creates it (Add), or what its action says.
+func deletedCell(action string) string {
+	if action == "Add" {
+		return "**re-creates it** from the template"
+	}
+	return Cell(strings.ToLower(action))
 }
 
 // sharedHead is how many leading characters the values a row shows may leave out (as
@@ -88,17 +189,25 @@ shared:
 	return n - 20
 }
 
-// shownValue is a drifted value in a table cell: as code, its first cut characters left
-// out and the rest cut to driftValueShown characters, "(not set)" when absent.
-func shownValue(v string, cut int) string {
+// valueShown is a drifted value as a row shows it: its first cut characters left out
+// (as "…") and the rest cut to driftValueShown characters; "" when absent.
+func valueShown(v string, cut int) string {
 	if v == "" {
-		return "(not set)"
+		return ""
 	}
 	if cut > 0 {
 		v = "…" + string([]rune(v)[cut:])
 	}
 	if utf8.RuneCountInString(v) > driftValueShown {
 		v = string([]rune(v)[:driftValueShown-1]) + "…"
+	}
+	return v
+}
+
+// valueCell is a shown value in a table cell: as code, "(not set)" when absent.
+func valueCell(v string) string {
+	if v == "" {
+		return "(not set)"
 	}
 	return CodeCell(v)
 }
@@ -107,19 +216,75 @@ func shownValue(v string, cut int) string {
 // cairn, what the plan does with it; values are left to the Markdown plan.
 func driftLines(order []plan.Stack) []string {
 	var out []string
-	for _, s := range order {
-		for _, c := range s.Changes {
-			if c.DriftStatus == "DELETED" {
-				out = append(out, fmt.Sprintf("changed outside cairn: %s %s: deleted", Line(s.Name), Line(c.LogicalID)))
-			}
-			for _, d := range c.Drift {
-				does := "keeps it (SyncWithActual)"
-				if d.Revert {
-					does = "reverts it"
-				}
-				out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(s.Name), Line(c.LogicalID), Line(d.Property), does))
-			}
+	for _, r := range DriftRows(order) {
+		if r.Deleted {
+			out = append(out, fmt.Sprintf("changed outside cairn: %s %s: deleted: this plan %s", Line(r.Stack), Line(r.Resource), r.Does()))
+			continue
 		}
+		out = append(out, fmt.Sprintf("changed outside cairn: %s %s.%s: this plan %s", Line(r.Stack), Line(r.Resource), Line(r.Property), r.Does()))
 	}
 	return out
+}
+
+// outcomeLine is what a terminal line says the plan does with a drifted property.
+var outcomeLine = map[plan.Outcome]string{
+	plan.Revert:    "reverts it",
+	plan.Keep:      "keeps it (SyncWithActual)",
+	plan.Leave:     "leaves it (still drifted)",
+	plan.Overwrite: "overwrites it (the template changes it)",
+}
+
+// RunDriftDoes is what a run did with a property its stack's drift-aware change set showed
+// changed outside cairn (run.Stack.Drift), as the stack's phase says.
+func RunDriftDoes(s *run.Stack, d run.DriftedProperty) string {
+	what := "reverted to the template's value"
+	switch {
+	case d.Property == "" && d.Revert:
+		what = "re-created from the template"
+	case !d.Revert:
+		what = "kept: the template now sets it (SyncWithActual, drift reset)"
+	}
+	switch s.Phase {
+	case run.Done:
+		return what
+	case run.Executing, run.RollingBack:
+		return "being " + what
+	case run.Ready:
+		return "to be " + what + " (its change set is ready)"
+	}
+	if !d.Revert {
+		return "kept: left as it is (its change set was not executed)"
+	}
+	return "not reverted: its change set was not executed (stack " + string(s.Phase) + ")"
+}
+
+// runChangedOutside is a run report's section "Changed outside cairn": per stack whose
+// drift-aware change set showed properties changed outside cairn, what the run did with
+// each (values are in the plan's comment, never in a run report). "" when none.
+func runChangedOutside(r *run.Run) string {
+	var rows []string
+	for _, n := range r.Names() {
+		s := r.Stacks[n]
+		for _, d := range s.Drift {
+			prop := d.Property
+			if prop == "" {
+				prop = "(the resource, deleted)"
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", Cell(n), Cell(d.LogicalID), Cell(prop), Cell(RunDriftDoes(s, d))))
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Changed outside cairn\n\n| Stack | Resource | Property | What this run did |\n|---|---|---|---|\n")
+	for i, row := range rows {
+		if i == driftRowsShown {
+			fmt.Fprintf(&b, "\n…and %d more: the run document %s lists them all (each stack's `drift`).\n", len(rows)-i, Code(bucket.RunKey(r.Deployment, r.ID)))
+			break
+		}
+		b.WriteString(row + "\n")
+	}
+	b.WriteString("\n")
+	return b.String()
 }

@@ -89,6 +89,7 @@ func Markdown(w io.Writer, in Input) error {
 		b.WriteString("\n")
 	}
 	b.WriteString(failedResources(r))
+	b.WriteString(runChangedOutside(r))
 	b.WriteString(RunTimeline(r))
 	if len(in.Decisions) > 0 {
 		b.WriteString("## Plan\n\n")

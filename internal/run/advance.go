@@ -24,6 +24,9 @@ const (
 	DeleteChangeSet        ActionKind = "DeleteChangeSet"
 	DeleteStack            ActionKind = "DeleteStack"
 	ContinueUpdateRollback ActionKind = "ContinueUpdateRollback"
+	// DetectStackDrift starts the drift detection of a plan run's stack (DetectDrift);
+	// its observations are DescribeStackDriftDetectionStatus's.
+	DetectStackDrift ActionKind = "DetectStackDrift"
 	// SetTerminationProtection turns the stack's termination protection to Protect, once
 	// a deploy of it finished: the stack is done either way, a failure is a warning.
 	SetTerminationProtection ActionKind = "SetTerminationProtection"
@@ -76,6 +79,13 @@ type Observation struct {
 	ResourceChanges []ResourceChange `json:"resource_changes,omitempty"`
 	// Drift is what a drift-aware change set shows of the stack's drift.
 	Drift []DriftedProperty `json:"drift,omitempty"`
+	// DriftDetectionID is the detection DetectStackDrift started; DriftDetectionStatus
+	// (DETECTION_IN_PROGRESS, DETECTION_COMPLETE, DETECTION_FAILED), StackDriftStatus and
+	// DriftDetectionReason are what DescribeStackDriftDetectionStatus says of it.
+	DriftDetectionID     string `json:"drift_detection_id,omitempty"`
+	DriftDetectionStatus string `json:"drift_detection_status,omitempty"`
+	StackDriftStatus     string `json:"stack_drift_status,omitempty"`
+	DriftDetectionReason string `json:"drift_detection_reason,omitempty"`
 	// LookErr says why the stack could not be described: nothing is known of it, and it
 	// is looked at again later.
 	LookErr string `json:"look_err,omitempty"`
@@ -242,6 +252,10 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 			failAs(s, now, Wait, fmt.Sprintf("stack %s: the create did not finish within timeout_in_minutes (%s): check the stack in the CloudFormation console", s.StackName, s.CreateTimeout))
 			continue
 		}
+		if s.Phase == DetectingDrift && now.Sub(s.PhaseSince) > DriftDetectionTimeout {
+			driftUnknown(s, fmt.Sprintf("drift detection %s gave no result within %s", s.DriftDetection, DriftDetectionTimeout), now)
+			continue
+		}
 		if s.Phase.InFlight() && s.Phase != Ready && now.Sub(s.PhaseSince) > opts.PhaseTimeout {
 			failAs(s, now, Wait, fmt.Sprintf("no result after %s in phase %s: check the stack in the CloudFormation console", opts.PhaseTimeout, s.Phase))
 		}
@@ -268,7 +282,7 @@ const FirstCheck = time.Second
 // looked reports whether o is a look at the stack (a described change set or stack),
 // rather than only the ids an action returned.
 func (o Observation) looked() bool {
-	return o.ChangeSetStatus != "" || o.StackStatus != "" || o.StackGone || o.LookErr != ""
+	return o.ChangeSetStatus != "" || o.StackStatus != "" || o.StackGone || o.LookErr != "" || o.DriftDetectionStatus != ""
 }
 
 // Due lists the stacks a step at now looks at, and how (change sets being created are
@@ -376,7 +390,7 @@ func Abandon(r *Run, cause string, now time.Time) (*Run, []Action) {
 		switch s.Phase {
 		case Pending:
 			doing = "not started"
-		case CreatingChangeSet, Ready:
+		case CreatingChangeSet, Ready, DetectingDrift:
 			doing = "its change set " + s.ChangeSetName + " was never executed and is deleted"
 		case Executing:
 			doing = "CloudFormation may still be executing its change set " + s.ChangeSetName + "; the next run re-plans the stack from its live tags"
@@ -439,6 +453,9 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		s.Protected = *o.TerminationProtection
 	}
 	switch s.Phase {
+	case DetectingDrift:
+		detected(s, o, now)
+		return nil
 	case CreatingChangeSet:
 		if o.Err != "" {
 			s.MadeEarly = false
@@ -453,7 +470,7 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		}
 		switch o.ChangeSetStatus {
 		case "CREATE_COMPLETE":
-			s.Changes = o.Changes
+			s.Changes, s.Drift = o.Changes, o.Drift
 			s.Attempts = 0
 			if why, replan := driftStop(r, s, o.Drift); why != "" {
 				fail(s, now, why) // not executed; a protected stack is planned again (Stopped)
@@ -466,6 +483,10 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 				return nil
 			}
 			if r.Mode == ModePlan {
+				if s.DetectDrift && s.StackDrift == "" && s.StackID != "" {
+					setPhase(s, DetectingDrift, now)
+					return []Action{{Kind: DetectStackDrift, Stack: s.Name, StackName: s.StackName, StackID: s.StackID}}
+				}
 				setPhase(s, Ready, now)
 				s.FinishedAt = now
 				return nil
@@ -655,7 +676,7 @@ func block(r *Run, g *graph.Graph, names []string, now time.Time) {
 
 func satisfied(r *Run, s *Stack) bool {
 	for _, dep := range s.After {
-		if d := r.Stacks[dep]; d != nil && d.Phase != Done && !(r.Mode == ModePlan && d.Phase == Ready) {
+		if d := r.Stacks[dep]; d != nil && d.Phase != Done && !(r.Mode == ModePlan && d.ChangeSetReady()) {
 			return false
 		}
 	}
@@ -666,7 +687,7 @@ func satisfied(r *Run, s *Stack) bool {
 		}
 		switch d.Phase {
 		case Done, Unchanged:
-		case Ready:
+		case Ready, DetectingDrift: // a plan's stack detecting its drift has its change set ready
 			if r.Mode != ModePlan {
 				return false
 			}
@@ -906,7 +927,7 @@ func startNow(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, limi
 	}
 	if r.Mode == ModePlan {
 		for _, dep := range s.Requires {
-			if d := r.Stacks[dep]; d != nil && d.Phase == Ready && d.Intent != IntentDelete {
+			if d := r.Stacks[dep]; d != nil && d.ChangeSetReady() && d.Intent != IntentDelete {
 				s.InputsMayChange = true
 			}
 		}

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // DriftedProperty is a property of a stack's resource changed outside cairn, as the
@@ -57,4 +58,55 @@ func driftStop(r *Run, s *Stack, drift []DriftedProperty) (why string, replan bo
 			s.StackName, s.ChangeSetName, strings.Join(back, ", "), plan), true
 	}
 	return "", false
+}
+
+// DriftDetectionTimeout bounds how long a plan waits for a stack's drift detection: past
+// it the plan says the stack's drift is not known, rather than wait on.
+const DriftDetectionTimeout = 5 * time.Minute
+
+// DriftDetectionPrior is when a stack's drift detection is likely over: CloudFormation
+// reads every resource, a few seconds for a small stack.
+var DriftDetectionPrior = struct{ From, To time.Duration }{1 * time.Second, 30 * time.Second}
+
+// The stack drift statuses a plan records (StackDrift).
+const (
+	StackDrifted = "DRIFTED"
+	StackInSync  = "IN_SYNC"
+	DriftUnknown = "UNKNOWN"
+)
+
+// ChangeSetReady reports whether the stack's change set is made and waits to execute:
+// Ready, or, in a plan run, detecting its drift (DetectingDrift) meanwhile.
+func (s *Stack) ChangeSetReady() bool { return s.Phase == Ready || s.Phase == DetectingDrift }
+
+// detected applies to a stack detecting its drift what the driver saw: the detection's
+// id, then its end. A detection that fails, or cannot start, leaves the stack's drift
+// not known (the plan says so) and the stack ready: drift never fails a plan.
+func detected(s *Stack, o Observation, now time.Time) {
+	if o.DriftDetectionID != "" {
+		s.DriftDetection = o.DriftDetectionID
+	}
+	switch {
+	case o.Err != "":
+		driftUnknown(s, "drift detection could not start: "+o.Err, now)
+	case o.DriftDetectionStatus == "DETECTION_COMPLETE":
+		s.StackDrift = o.StackDriftStatus
+		setPhase(s, Ready, now)
+		s.FinishedAt = now
+	case o.DriftDetectionStatus == "DETECTION_FAILED" && o.StackDriftStatus == StackDrifted:
+		// Some resources could not be checked, the others drifted: what drifted is known.
+		s.StackDrift, s.DriftNote = StackDrifted, "drift detection checked only some resources: "+o.DriftDetectionReason
+		setPhase(s, Ready, now)
+		s.FinishedAt = now
+	case o.DriftDetectionStatus == "DETECTION_FAILED":
+		driftUnknown(s, "drift detection failed: "+o.DriftDetectionReason, now)
+	}
+}
+
+// driftUnknown ends a stack's drift detection without a result: the stack is ready, its
+// drift not known (why).
+func driftUnknown(s *Stack, why string, now time.Time) {
+	s.StackDrift, s.DriftNote = DriftUnknown, why
+	setPhase(s, Ready, now)
+	s.FinishedAt = now
 }

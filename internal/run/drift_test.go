@@ -1,8 +1,11 @@
 package run
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDriftStopsRefusingAndProtectedStacks: a drift-aware change set that would bring
@@ -53,5 +56,84 @@ func TestDriftStopsRefusingAndProtectedStacks(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPlanDetectsDrift: a plan run's stack asked to detect its drift (DetectDrift) starts a
+// detection once its change set is ready, holds the plan open while CloudFormation
+// detects (its dependents start meanwhile), and is ready once the detection ends: with
+// the stack's drift status, or not known (with why) when the detection fails, cannot
+// start or takes too long; a push does not detect, nor a plan of a stack not asked to.
+func TestPlanDetectsDrift(t *testing.T) {
+	ready := Observation{Stack: "app", ChangeSetID: "arn:cs/1", StackID: "arn:stack/app", ChangeSetStatus: "CREATE_COMPLETE", Changes: 1}
+	for _, tc := range []struct {
+		name      string
+		mode      Mode
+		detect    bool
+		then      []Observation
+		at        time.Duration // when the second step is, after the first
+		phase     Phase
+		drift     string
+		note      string
+		succeeded bool
+	}{
+		{name: "in sync", mode: ModePlan, detect: true, phase: Ready, drift: StackInSync, succeeded: true,
+			then: []Observation{{Stack: "app", DriftDetectionID: "d-1", DriftDetectionStatus: "DETECTION_COMPLETE", StackDriftStatus: "IN_SYNC"}}},
+		{name: "drifted", mode: ModePlan, detect: true, phase: Ready, drift: StackDrifted, succeeded: true,
+			then: []Observation{{Stack: "app", DriftDetectionID: "d-1", DriftDetectionStatus: "DETECTION_COMPLETE", StackDriftStatus: "DRIFTED"}}},
+		{name: "still detecting", mode: ModePlan, detect: true, phase: DetectingDrift,
+			then: []Observation{{Stack: "app", DriftDetectionID: "d-1", DriftDetectionStatus: "DETECTION_IN_PROGRESS"}}},
+		{name: "some resources not checked", mode: ModePlan, detect: true, phase: Ready, drift: StackDrifted, note: "checked only some resources: Failed to detect drift on resource [Fn]", succeeded: true,
+			then: []Observation{{Stack: "app", DriftDetectionStatus: "DETECTION_FAILED", StackDriftStatus: "DRIFTED", DriftDetectionReason: "Failed to detect drift on resource [Fn]"}}},
+		{name: "detection failed", mode: ModePlan, detect: true, phase: Ready, drift: DriftUnknown, note: "drift detection failed: Stack is busy", succeeded: true,
+			then: []Observation{{Stack: "app", DriftDetectionStatus: "DETECTION_FAILED", DriftDetectionReason: "Stack is busy"}}},
+		{name: "could not start", mode: ModePlan, detect: true, phase: Ready, drift: DriftUnknown, note: "could not start: DetectStackDrift shop-app: AccessDenied", succeeded: true,
+			then: []Observation{{Stack: "app", Err: "DetectStackDrift shop-app: AccessDenied"}}},
+		{name: "too long", mode: ModePlan, detect: true, phase: Ready, drift: DriftUnknown, note: "gave no result within 5m0s", succeeded: true,
+			at: DriftDetectionTimeout + time.Second},
+		{name: "not asked", mode: ModePlan, phase: Ready, succeeded: true},
+		{name: "a push", mode: ModeDeploy, detect: true, phase: Executing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Run{ID: "r", Deployment: "shop", Mode: tc.mode, Status: Running, Stacks: map[string]*Stack{
+				"app": {Name: "app", StackName: "shop-app", StackID: "arn:stack/app", Phase: CreatingChangeSet, ChangeSetName: "cairn-r-1", ChangeSetType: "UPDATE",
+					Exists: true, Intent: IntentDeploy, DetectDrift: tc.detect},
+				"web": {Name: "web", StackName: "shop-web", Phase: Pending, Intent: IntentDeploy, Requires: []string{"app"}},
+			}}
+			got, actions := Advance(r, []Observation{ready}, t0, Options{})
+			app := got.Stacks["app"]
+			detecting := tc.mode == ModePlan && tc.detect
+			if detecting != (app.Phase == DetectingDrift) || detecting != slices.ContainsFunc(actions, func(a Action) bool {
+				return a.Kind == DetectStackDrift && a.StackID == "arn:stack/app"
+			}) {
+				t.Fatalf("after the change set: %s, actions %+v", app.Phase, actions)
+			}
+			if detecting && (got.Status != Running || got.Stacks["web"].Phase != CreatingChangeSet) {
+				t.Errorf("while detecting: run %s, web %s; want the run open and web started", got.Status, got.Stacks["web"].Phase)
+			}
+			if !detecting {
+				if app.Phase != tc.phase {
+					t.Errorf("phase %s, want %s", app.Phase, tc.phase)
+				}
+				return
+			}
+			got, _ = Advance(got, []Observation{{Stack: "app", DriftDetectionID: "d-1"}}, t0.Add(time.Second), Options{})
+			if got.Stacks["app"].DriftDetection != "d-1" || got.Stacks["app"].Phase != DetectingDrift {
+				t.Fatalf("the detection's id: %+v", got.Stacks["app"])
+			}
+			got, _ = Advance(got, tc.then, t0.Add(cmp.Or(tc.at, 2*time.Second)), Options{})
+			app = got.Stacks["app"]
+			if app.Phase != tc.phase || app.StackDrift != tc.drift || !strings.Contains(app.DriftNote, tc.note) {
+				t.Errorf("%s %q %q, want %s %q %q", app.Phase, app.StackDrift, app.DriftNote, tc.phase, tc.drift, tc.note)
+			}
+			if tc.phase == DetectingDrift && (app.Looks != 1 || app.CheckAt.IsZero()) {
+				t.Errorf("still detecting: looks %d, next look %s", app.Looks, app.CheckAt)
+			}
+			got.Stacks["web"].Phase = Ready // its own change set is ready
+			got, _ = Advance(got, nil, t0.Add(cmp.Or(tc.at, 2*time.Second)+time.Second), Options{})
+			if (got.Status == Succeeded) != tc.succeeded {
+				t.Errorf("run %s, want succeeded %v", got.Status, tc.succeeded)
+			}
+		})
 	}
 }

@@ -80,6 +80,8 @@ func window(s *Stack, learned map[string]Place) (lo, hi time.Duration) {
 		if h := s.History.Operation; h > 0 {
 			return h * 6 / 10, h*16/10 + 2*time.Second
 		}
+	case DetectingDrift:
+		return DriftDetectionPrior.From, DriftDetectionPrior.To
 	}
 	return 0, 0
 }

@@ -41,14 +41,17 @@ const (
 	Pending           Phase = "pending"
 	DeletingOld       Phase = "deleting-failed-stack" // recreate: waiting for the old stack to go
 	CreatingChangeSet Phase = "creating-change-set"
-	Ready             Phase = "ready"     // change set AVAILABLE, waiting to execute (plan runs stop here)
-	Executing         Phase = "executing" // change set executing
-	RollingBack       Phase = "continuing-rollback"
-	Deleting          Phase = "deleting"
-	Done              Phase = "done"
-	Unchanged         Phase = "unchanged" // inputs or template unchanged: no change set, or an empty one
-	Failed            Phase = "failed"
-	Blocked           Phase = "blocked" // a dependency failed or the run failed before this stack started
+	Ready             Phase = "ready" // change set AVAILABLE, waiting to execute (plan runs stop here)
+	// DetectingDrift: a plan run's stack whose change set is ready, while CloudFormation
+	// detects its drift (Stack.DetectDrift); Ready once the detection ends.
+	DetectingDrift Phase = "detecting-drift"
+	Executing      Phase = "executing" // change set executing
+	RollingBack    Phase = "continuing-rollback"
+	Deleting       Phase = "deleting"
+	Done           Phase = "done"
+	Unchanged      Phase = "unchanged" // inputs or template unchanged: no change set, or an empty one
+	Failed         Phase = "failed"
+	Blocked        Phase = "blocked" // a dependency failed or the run failed before this stack started
 )
 
 // Terminal reports whether p ends a stack's part in the run.
@@ -63,7 +66,7 @@ func (p Phase) Terminal() bool {
 // InFlight reports whether the stack occupies a concurrency slot.
 func (p Phase) InFlight() bool {
 	switch p {
-	case DeletingOld, CreatingChangeSet, Ready, Executing, RollingBack, Deleting:
+	case DeletingOld, CreatingChangeSet, Ready, DetectingDrift, Executing, RollingBack, Deleting:
 		return true
 	}
 	return false
@@ -73,7 +76,7 @@ func (p Phase) InFlight() bool {
 // at it (Run.Due): a change set being created, a stack operation, a deletion.
 func (p Phase) Waits() bool {
 	switch p {
-	case CreatingChangeSet, Executing, RollingBack, Deleting, DeletingOld:
+	case CreatingChangeSet, DetectingDrift, Executing, RollingBack, Deleting, DeletingOld:
 		return true
 	}
 	return false
@@ -208,6 +211,20 @@ type Stack struct {
 	// RefuseDrift says the config has the stack's on_drift refuse: a change set that would
 	// bring back properties changed outside cairn stops the stack, not executed.
 	RefuseDrift bool `json:"refuse_drift,omitempty"`
+	// Drift is what the stack's drift-aware change set showed of properties changed
+	// outside cairn, and whether it brings each back (no values: they may be secrets): the
+	// run report and page say what the run did with each.
+	Drift []DriftedProperty `json:"drift,omitempty"`
+	// DetectDrift asks a plan run to detect the stack's drift once its change set is ready
+	// (DetectStackDrift), because no drift report recent enough tells it (the driver sets
+	// it for a stack whose change set is not drift-aware); StackDrift is what the detection
+	// DriftDetection found: DRIFTED, IN_SYNC, or UNKNOWN with why in DriftNote. The drifted
+	// properties are read when the plan document is written (DescribeStackResourceDrifts):
+	// the run keeps no value.
+	DetectDrift    bool   `json:"detect_drift,omitempty"`
+	DriftDetection string `json:"drift_detection,omitempty"`
+	StackDrift     string `json:"stack_drift,omitempty"`
+	DriftNote      string `json:"drift_note,omitempty"`
 	// Protect is the termination protection the config wants; Protected what the stack
 	// has, as last seen. A deploy that finishes with them different sets it.
 	Protect bool `json:"termination_protection,omitempty"`
@@ -368,6 +385,7 @@ func (r *Run) Clone() *Run {
 		cs.Rippled = append([]string(nil), s.Rippled...)
 		cs.Stale = append([]string(nil), s.Stale...)
 		cs.Events = slices.Clone(s.Events)
+		cs.Drift = append([]DriftedProperty(nil), s.Drift...)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

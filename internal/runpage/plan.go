@@ -52,6 +52,7 @@ type planView struct {
 	SVG                                                           svgGraph
 	Stacks                                                        []planStackView
 	Unchanged                                                     []string
+	Drift                                                         driftView
 }
 
 // RenderPlan renders the page of a plan.
@@ -128,6 +129,7 @@ func planViewOf(in Plan) planView {
 		v.Stacks = append(v.Stacks, planStackViewOf(p, s, ids[s.Name]))
 	}
 	v.Dangers = dangersOf(p, shown, ids)
+	v.Drift = planDriftOf(p, order)
 	return v
 }
 

@@ -54,6 +54,7 @@ func writeRun(v runView) []byte {
 	p.raw("<ul class=\"legend\" aria-label=\"Colours\"><li><span class=\"badge ok\">done</span></li><li><span class=\"badge busy\">in progress</span></li><li><span class=\"badge bad\">failed</span></li><li><span class=\"badge blocked\">blocked</span></li><li><span class=\"badge none\">unchanged</span></li><li><span class=\"badge wait\">pending</span></li><li>thick border, orange arrows: critical path</li></ul>\n")
 	p.graph(v.Graph)
 	p.raw("</section>\n")
+	p.drift(v.Drift)
 	p.timeline(v)
 	p.raw("<section aria-labelledby=\"stacks-h\">\n<h2 id=\"stacks-h\">Stacks</h2>\n")
 	for _, s := range v.Stacks {
@@ -202,6 +203,7 @@ func writePlan(v planView) []byte {
 		}
 		p.raw("</ul>\n</section>\n")
 	}
+	p.drift(v.Drift)
 	p.raw("<section aria-labelledby=\"graph-h\">\n<h2 id=\"graph-h\">Graph</h2>\n")
 	p.raw("<ul class=\"legend\" aria-label=\"Colours\"><li><span class=\"badge ok\">create</span></li><li><span class=\"badge busy\">update</span></li><li><span class=\"badge replace\">replace or re-create</span></li><li><span class=\"badge bad\">delete</span></li><li><span class=\"badge none\">unchanged</span></li></ul>\n")
 	p.graph(v.SVG)

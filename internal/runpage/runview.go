@@ -77,6 +77,7 @@ type runView struct {
 	NotStarted                                int
 	Critical                                  []string
 	Stacks                                    []stackView
+	Drift                                     driftView
 }
 
 // runEnd is when the run's timeline ends: when it finished, else when it was last
@@ -191,6 +192,7 @@ func runViewOf(in Run) runView {
 	v.Critical = cleanAll(v.Critical)
 	v.Timeline, v.From, v.To = timeline(r, spans, ids, crit)
 	v.NotStarted = len(r.Stacks) - len(spans)
+	v.Drift = runDriftOf(r)
 	return v
 }
 

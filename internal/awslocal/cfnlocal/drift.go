@@ -59,6 +59,17 @@ func (s *Service) Tamper(stackName, logicalID, property, value string) error {
 	return nil
 }
 
+// overwritten drops the out-of-band values (Tamper's) of the properties an update sets
+// anew (was to now): its provider writes them, as an update writes a property the template
+// changes whatever it became; the others stay drifted.
+func overwritten(r *resource, was, now map[string]any) {
+	for path := range r.Tampered {
+		if k := splitPath(path)[0]; !equalJSON(was[k], now[k]) {
+			delete(r.Tampered, path)
+		}
+	}
+}
+
 func normPath(p string) string {
 	p = strings.ReplaceAll(p, ".", "/")
 	if !strings.HasPrefix(p, "/") {

@@ -27,6 +27,8 @@ import (
 //     UNSUPPORTED for a type whose actual state is not compared: custom resources and
 //     nested stacks here) and PreviousDeploymentContext; a property holding a dynamic
 //     reference is left out (ResourceDriftIgnoredAttributes, SENSITIVE_PROPERTY);
+//   - a resource deleted out of band (its actual state cannot be read) is DELETED, and the
+//     change set re-creates it (Action Add) from the template;
 //   - a failed execution rolls back to the actual state from before it (the rollback
 //     restores the resources as they were, out-of-band changes included).
 //
@@ -72,8 +74,13 @@ func (s *Service) driftAware(st *stack, p *planned, base []change, secrets map[s
 		}
 		actual, found := s.readLive(st, cur)
 		if !found {
+			// Deleted out of band: the change set re-creates it from the template.
+			c := change{Action: "Add", LogicalID: name, Type: cur.Type, DriftStatus: "DELETED", PreviousContext: contextOf(cur.Props, secrets)}
 			if has {
-				out[i].DriftStatus = "DELETED"
+				out[i] = c
+			} else {
+				out = append(out, c)
+				byName[name] = len(out) - 1
 			}
 			continue
 		}
@@ -221,6 +228,10 @@ func (s *Service) changeSetOp(st *stack, p *planned, cs *changeSet, token string
 		stepOf[sp.LogicalID] = sp
 	}
 	for _, c := range cs.Changes {
+		if c.DriftStatus == "DELETED" && c.Action == "Add" {
+			stepOf[c.LogicalID] = step{Action: "create", LogicalID: c.LogicalID} // a new physical resource
+			continue
+		}
 		if _, ok := stepOf[c.LogicalID]; !ok && (c.Action == "Modify" || c.Action == "SyncWithActual") {
 			stepOf[c.LogicalID] = step{Action: "modify", LogicalID: c.LogicalID}
 		}

@@ -254,3 +254,35 @@ func TestDriftAwareChangeSetIgnoresSecretReferences(t *testing.T) {
 		t.Errorf("a secret's value is in the change set: %s", b)
 	}
 }
+
+// TestOrdinaryUpdateOverwritesWhatItChanges: an ordinary (not drift-aware) update sets a
+// drifted property the template changes to the template's value, and leaves the drifted
+// properties it does not change as they are: drift detection then finds only those.
+func TestOrdinaryUpdateOverwritesWhatItChanges(t *testing.T) {
+	ctx := context.Background()
+	e := driftedStack(t)
+	body := strings.Replace(driftV1, "VisibilityTimeout: 30", "VisibilityTimeout: 60", 1)
+	cs := e.settledChangeSet(&cloudformation.CreateChangeSetInput{StackName: aws.String("app"), ChangeSetName: aws.String("plain"),
+		TemplateBody: aws.String(body), Parameters: []types.Parameter{{ParameterKey: aws.String("Secret"), UsePreviousValue: aws.Bool(true)}}})
+	if _, err := e.cfn.ExecuteChangeSet(ctx, &cloudformation.ExecuteChangeSetInput{ChangeSetName: cs.ChangeSetId}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.settle("app"); st.StackStatus != types.StackStatusUpdateComplete {
+		t.Fatalf("status %s", st.StackStatus)
+	}
+	if got := e.stackDrift("app"); got != types.StackDriftStatusDrifted {
+		t.Fatalf("drift %s, want DRIFTED (the rule and the topic's name stay)", got)
+	}
+	out, err := e.cfn.DescribeStackResourceDrifts(ctx, &cloudformation.DescribeStackResourceDriftsInput{StackName: aws.String("app"),
+		StackResourceDriftStatusFilters: []types.StackResourceDriftStatus{types.StackResourceDriftStatusModified}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drifted []string
+	for _, d := range out.StackResourceDrifts {
+		drifted = append(drifted, aws.ToString(d.LogicalResourceId))
+	}
+	if strings.Join(drifted, ",") != "Topic,Web" && strings.Join(drifted, ",") != "Web,Topic" {
+		t.Errorf("drifted after the update: %v, want Web and Topic (Queue's timeout overwritten)", drifted)
+	}
+}

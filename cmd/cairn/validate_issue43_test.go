@@ -104,6 +104,42 @@ var issue43Fixtures = map[string][]string{
 		`:21:15: Resources.Records.Properties.RecordSets[1].ResourceRecords[0]: "site-verification=abc123" is not quoted strings`,
 		`:24:11: Resources.Records.Properties.RecordSets[2].TTL: an alias record takes no TTL`,
 	},
+	// 14. the cfn-lint corpus's open ones: a module's attributes (E5001); a statement
+	// chosen by a condition is checked as any other (E3510)
+	"module-attributes.yaml": {
+		`:4:5: Resources.Network.CreationPolicy: module Network sets CreationPolicy, which a module does not take`,
+		`:7:5: Resources.Network.UpdatePolicy: module Network sets UpdatePolicy`,
+		`:11:7: Resources.Network.Metadata.AWS::CloudFormation::Module: module Network sets the Metadata key AWS::CloudFormation::Module, which CloudFormation keeps for itself`,
+		`:14:7: Resources.Network.Properties.Tags: module Network sets Tags`,
+	},
+	"iam-statement-by-condition.yaml": {`:22:19: Resources.Writer.Properties.PolicyDocument.Statement[1].Resource[0]: Resource "UploadsBucket" is neither "*" nor an ARN`},
+	// rules between two resources (E3052, E3054, E3502, E3698, E3705, E3707, E3708)
+	"cross-resource-rules.yaml": {
+		`:13:5: Resources.Web.Properties: service Web runs task definition WebTask of the awsvpc network mode, so it needs a NetworkConfiguration`,
+		`:15:23: Resources.Web.Properties.TaskDefinition: service Web runs on FARGATE, but task definition WebTask requires EC2`,
+		`:21:38: Resources.Orders.Properties.RedrivePolicy.deadLetterTargetArn: queue Orders is FIFO, but its dead-letter queue OrdersDead is standard`,
+		`:30:18: Resources.OrdersWorker.Properties.BatchSize: BatchSize 50 is above 10, the most Lambda takes from FIFO queue Orders`,
+		`:53:26: Resources.GetRoot.Properties.AuthorizationType: AuthorizationType CUSTOM does not fit authorizer Users of Type COGNITO_USER_POOLS`,
+		`:66:21: Resources.Live.Properties.DeploymentId: deployment Release is of API Api, but the stage is of API OtherApi`,
+		`:79:15: Resources.DbWriter.Properties.Engine: Engine aurora-mysql is not the engine of its cluster Db (aurora-postgresql)`,
+	},
+	"cross-resource-ok.yaml": nil,
+	// a Ref of a resource of another type where an EC2 id goes (E1041)
+	"ref-wrong-id.yaml": {
+		`:24:7: Resources.Private.Properties.VpcId: Ref AppRole gives the identifier of that AWS::IAM::Role, but VpcId of AWS::EC2::Subnet takes the id of an AWS::EC2::VPC`,
+		`:29:7: Resources.Web.Properties.VpcId: Ref Public gives the identifier of that AWS::EC2::Subnet`,
+	},
+	// an attribute that is a number or a boolean where text goes (E1010, E6101)
+	"getatt-number-as-text.yaml": {
+		`:18:7: Resources.CountParameter.Properties.Value: Fn::GetAtt Reserved.InstanceCount gives an integer, but Value of AWS::SSM::Parameter takes text`,
+		`:21:5: Outputs.Count.Value: Fn::GetAtt Reserved.InstanceCount gives an integer, but Value of output Count takes text`,
+		`:23:12: Outputs.Summary.Value: Fn::GetAtt Reserved.InstanceCount gives an integer, but Fn::Sub's ${Reserved.InstanceCount} must be text`,
+		`:25:24: Outputs.Joined.Value: Fn::GetAtt Reserved.EphemeralStorage gives a boolean, but an item of Fn::Join must be text`,
+	},
+	"elasticache-cluster-mode.yaml": {
+		`:30:49: Resources.Sessions.Properties.AutomaticFailoverEnabled: replication group Sessions has parameter group Sharding of cluster mode (cluster-enabled: yes) when IsSharded is true, which requires AutomaticFailoverEnabled: true`,
+		`:40:25: Resources.Carts.Properties.NumCacheClusters: replication group Carts has parameter group Sharding of cluster mode (cluster-enabled: yes), whose automatic failover needs a replica, but NumCacheClusters is 1`,
+	},
 	"deprecated-types.yaml": {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

@@ -140,7 +140,16 @@ var issue43Fixtures = map[string][]string{
 		`:30:49: Resources.Sessions.Properties.AutomaticFailoverEnabled: replication group Sessions has parameter group Sharding of cluster mode (cluster-enabled: yes) when IsSharded is true, which requires AutomaticFailoverEnabled: true`,
 		`:40:25: Resources.Carts.Properties.NumCacheClusters: replication group Carts has parameter group Sharding of cluster mode (cluster-enabled: yes), whose automatic failover needs a replica, but NumCacheClusters is 1`,
 	},
-	"deprecated-types.yaml": {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// 15. the translator's rules of an Api's Auth, GatewayResponses, UsagePlan and Domain,
+	// and of an Api event's RestApiId (its messages)
+	"sam-api-auth-ok.yaml":                           nil,
+	"sam-api-gateway-response-parameter.yaml":        {`:3:3: Resources.Shop: the Serverless transform refuses it: Invalid gateway response parameter 'Footers'`},
+	"sam-api-request-authorizer-without-source.yaml": {`:3:3: Resources.Shop: the Serverless transform refuses it: Request Authorizer must specify Identity with at least one of Headers, QueryStrings, StageVariables, or Context.`},
+	"sam-api-default-authorizer-undefined.yaml":      {`:3:3: Resources.Shop: the Serverless transform refuses it: Unable to set DefaultAuthorizer because 'Tokens' was not defined in 'Authorizers'.`},
+	"sam-api-usage-plan-property.yaml":               {`:3:3: Resources.Shop: the Serverless transform refuses it: Invalid property for 'UsagePlan'`},
+	"sam-api-domain-mtls-field.yaml":                 {`:3:3: Resources.Shop: the Serverless transform refuses it: Available Domain.MutualTlsAuthentication fields are ['TruststoreUri', 'TruststoreVersion'].`},
+	"sam-api-event-restapiid-missing.yaml":           {`:44:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. RestApiId must be a valid reference to an 'AWS::Serverless::Api' resource in same template.`},
+	"deprecated-types.yaml":                          {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

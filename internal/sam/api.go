@@ -127,11 +127,22 @@ func (t *sam) apiEvent(f fnRefs, name string, p, attrs map[string]any) error {
 		// an AWS::Serverless::Api of the template gets the route; any other API (a RestApi
 		// of the template, an API id) only the permission to invoke the function
 		n, _ := object(v)["Ref"].(string)
+		if s, isStr := v.(string); isStr {
+			n = s
+		}
 		r := object(t.resources[n])
 		if _, isStr := v.(string); !isStr && n == "" {
 			return eventErr(f.name, name, "Property 'RestApiId' should be a string.")
 		}
-		if n == "" || typeOfRaw(r) != "AWS::Serverless::Api" {
+		// the translator looks the API up in the template, and refuses one it has not,
+		// or an HttpApi; a StageName of the API must not be empty
+		if r == nil || typeOfRaw(r) == "AWS::Serverless::HttpApi" {
+			return eventErr(f.name, name, "RestApiId must be a valid reference to an 'AWS::Serverless::Api' resource in same template.")
+		}
+		if s, ok := object(r["Properties"])["StageName"].(string); ok && s == "" {
+			return samErr(n, "StageName cannot be empty.")
+		}
+		if typeOfRaw(r) != "AWS::Serverless::Api" {
 			t.permission(f.name+name, "Stage", f.ref, map[string]any{"Principal": "apigateway.amazonaws.com",
 				"SourceArn": permissionSourceOf(false, v, method, path)}, attrs)
 			return nil
@@ -235,6 +246,9 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 		return err
 	}
 	if err := swaggerPaths(n, props, paths); err != nil {
+		return err
+	}
+	if err := restAuth(n, props); err != nil {
 		return err
 	}
 	title := props["Name"]

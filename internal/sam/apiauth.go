@@ -1,0 +1,294 @@
+package sam
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+)
+
+// What aws-sam-translator 1.110.0 refuses of a REST Api's Auth, GatewayResponses and
+// UsagePlan (ApiGenerator._add_auth, _get_authorizers, _set_default_authorizer,
+// _add_gateway_responses, _construct_usage_plan; ApiGatewayAuthorizer and
+// ApiGatewayResponse), in the order it meets them, each with its message. cairn's
+// transform does not write the authorizers into the definition; it refuses what the
+// translator refuses, so a template CloudFormation would refuse is refused here first.
+
+// authKeys are the keys of an Api's Auth (AuthProperties).
+var authKeys = []string{"Authorizers", "DefaultAuthorizer", "InvokeRole", "AddDefaultAuthorizerToCorsPreflight",
+	"AddApiKeyRequiredToCorsPreflight", "ApiKeyRequired", "ResourcePolicy", "UsagePlan"}
+
+// usagePlanKeys are the keys of an Api's Auth.UsagePlan (UsagePlanProperties).
+var usagePlanKeys = []string{"CreateUsagePlan", "Description", "Quota", "Tags", "Throttle", "UsagePlanName"}
+
+// restAuth checks an Api's Auth, GatewayResponses and UsagePlan. The translator reaches
+// them only with an inline definition, which inlineOnly has required.
+func restAuth(n string, props map[string]any) error {
+	auth, hasAuth := props["Auth"].(map[string]any)
+	if truthy(props["Auth"]) && hasAuth {
+		for _, k := range sortedKeys(auth) {
+			if !slices.Contains(authKeys, k) {
+				return samErr(n, "Invalid value for 'Auth' property")
+			}
+		}
+		if err := authorizers(n, auth); err != nil {
+			return err
+		}
+		if rp := auth["ResourcePolicy"]; truthy(rp) {
+			if _, ok := rp.(map[string]any); !ok {
+				return docErr(n, "ResourcePolicy must be a map (ResourcePolicyStatement).")
+			}
+		}
+	}
+	if err := gatewayResponses(n, props["GatewayResponses"]); err != nil {
+		return err
+	}
+	if hasAuth && auth["UsagePlan"] != nil {
+		plan, ok := auth["UsagePlan"].(map[string]any)
+		if !ok {
+			return samErr(n, "'UsagePlan' must be a dictionary")
+		}
+		for _, k := range sortedKeys(plan) {
+			if !slices.Contains(usagePlanKeys, k) {
+				return samErr(n, "Invalid property for 'UsagePlan'")
+			}
+		}
+		// a Ref of a parameter the translator resolves to its Default first: judged by
+		// CloudFormation's parameter checks
+		switch create := plan["CreateUsagePlan"]; {
+		case create == nil:
+			return samErr(n, "'CreateUsagePlan' is a required field for UsagePlan.")
+		case isIntrinsic(create), create == "SHARED", create == "PER_API", create == "NONE":
+		default:
+			return samErr(n, "'CreateUsagePlan' accepts one of ['SHARED', 'PER_API', 'NONE'].")
+		}
+	}
+	return nil
+}
+
+// authorizers checks Auth.Authorizers (and DefaultAuthorizer, which names one of them).
+func authorizers(n string, auth map[string]any) error {
+	def := auth["DefaultAuthorizer"]
+	named := map[string]bool{}
+	if def == "AWS_IAM" {
+		named["AWS_IAM"] = true
+	}
+	if cfg := auth["Authorizers"]; truthy(cfg) {
+		m, ok := cfg.(map[string]any)
+		if !ok {
+			return samErr(n, "Property 'Auth.Authorizers' should be a map.")
+		}
+		for _, name := range sortedKeys(m) {
+			a, ok := m[name].(map[string]any)
+			if !ok {
+				return samErr(n, "Property 'Auth.Authorizers.%s' should be a map.", name)
+			}
+			if err := authorizer(n, name, a); err != nil {
+				return err
+			}
+			named[name] = true
+		}
+	}
+	if len(named) == 0 || !truthy(def) {
+		return nil
+	}
+	s, ok := def.(string)
+	if !ok {
+		return samErr(n, "DefaultAuthorizer is not a string.")
+	}
+	if !named[s] {
+		return samErr(n, "Unable to set DefaultAuthorizer because '%s' was not defined in 'Authorizers'.", s)
+	}
+	return nil
+}
+
+// authorizer checks one authorizer of an Api: its payload type, its identity (a map,
+// naming a source for a REQUEST authorizer, each a list of strings), scopes and
+// permissions.
+func authorizer(n, name string, a map[string]any) error {
+	payload := a["FunctionPayloadType"]
+	if payload != nil && payload != "TOKEN" && payload != "REQUEST" {
+		return samErr(n, "%s Authorizer has invalid 'FunctionPayloadType': %s.", name, pyValue(payload))
+	}
+	identity := a["Identity"]
+	if payload == "REQUEST" && missingIdentitySource(identity) {
+		if truthy(identity) {
+			if _, ok := identity.(map[string]any); !ok {
+				return samErr(n, "Property 'Authorizer.%s.Identity' should be a map.", name)
+			}
+		}
+		return samErr(n, "%s Authorizer must specify Identity with at least one of Headers, QueryStrings, StageVariables, or Context.", name)
+	}
+	if s, ok := a["AuthorizationScopes"]; ok && s != nil {
+		if _, ok := s.([]any); !ok {
+			return samErr(n, "Property 'Authorizers.%s.AuthorizationScopes' should be a list.", name)
+		}
+	}
+	if d, ok := a["DisableFunctionDefaultPermissions"]; ok && d != nil {
+		if _, ok := d.(bool); !ok {
+			return samErr(n, "Property 'Authorizers.%s.DisableFunctionDefaultPermissions' should be a boolean.", name)
+		}
+	}
+	lambda := !truthy(a["UserPoolArn"])
+	if lambda && payload == "REQUEST" {
+		id, _ := identity.(map[string]any)
+		for _, k := range []string{"Headers", "QueryStrings", "StageVariables", "Context"} {
+			if !truthy(id[k]) {
+				continue
+			}
+			list, ok := id[k].([]any)
+			if !ok {
+				return samErr(n, "Property 'Auth.Authorizers.%s.Identity.%s' should be a list.", name, k)
+			}
+			for i, it := range list {
+				if _, ok := it.(string); !ok {
+					return samErr(n, "Property 'Auth.Authorizers.%s.Identity.%s[%d]' should be a string.", name, k, i)
+				}
+			}
+		}
+		return nil
+	}
+	if truthy(identity) {
+		if _, ok := identity.(map[string]any); !ok {
+			return samErr(n, "Auth.Authorizers.<Authorizer>.Identity must be a dict (LambdaTokenAuthorizationIdentity, LambdaRequestAuthorizationIdentity or CognitoAuthorizationIdentity).")
+		}
+	}
+	return nil
+}
+
+// missingIdentitySource is ApiGatewayAuthorizer._is_missing_identity_source for an
+// identity that is a map (any other is reported by the caller): no Headers, QueryStrings,
+// StageVariables or Context, unless ReauthorizeEvery is 0 (caching off needs no source).
+func missingIdentitySource(identity any) bool {
+	if !truthy(identity) {
+		return true
+	}
+	id, ok := identity.(map[string]any)
+	if !ok {
+		return true
+	}
+	missing := !truthy(id["Headers"]) && !truthy(id["QueryStrings"]) && !truthy(id["StageVariables"]) && !truthy(id["Context"])
+	ttl, ok := pyInt(id["ReauthorizeEvery"])
+	if !ok {
+		return missing
+	}
+	return ttl > 0 && missing
+}
+
+// pyInt is Python's int() of a decoded value, ok false where it raises.
+func pyInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case float64:
+		return int(x), true
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	case string:
+		i, err := strconv.Atoi(x)
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// gatewayResponseKeys are the keys of a gateway response (GatewayResponseProperties), and
+// responseParameterKeys those of its ResponseParameters.
+var (
+	gatewayResponseKeys   = []string{"ResponseParameters", "ResponseTemplates", "StatusCode"}
+	responseParameterKeys = []string{"Headers", "Paths", "QueryStrings"}
+	statusCode            = regexp.MustCompile(`^[0-9]{1,3}$`)
+)
+
+// gatewayResponses checks an Api's GatewayResponses: each a map (no intrinsic function) of
+// the keys a response takes, its ResponseParameters a map of Headers, Paths and
+// QueryStrings maps, and its StatusCode of one to three digits.
+func gatewayResponses(n string, v any) error {
+	responses, ok := v.(map[string]any)
+	if !truthy(v) || !ok {
+		return nil
+	}
+	keys := sortedKeys(responses)
+	for _, k := range keys {
+		r := responses[k]
+		if isIntrinsic(r) {
+			return samErr(n, "Unable to set GatewayResponses attribute because intrinsic functions are not supported for this field.")
+		}
+		m, ok := r.(map[string]any)
+		if !ok {
+			return samErr(n, "Invalid property type '%s' for GatewayResponses. Expected an object of type 'GatewayResponse'.", pyType(r))
+		}
+		for _, rk := range sortedKeys(m) {
+			if !slices.Contains(gatewayResponseKeys, rk) {
+				return samErr(n, "Invalid property '%s' in 'GatewayResponses' property '%s'.", rk, k)
+			}
+		}
+	}
+	for _, k := range keys {
+		m := responses[k].(map[string]any)
+		params := m["ResponseParameters"]
+		if truthy(params) {
+			pm, ok := params.(map[string]any)
+			if !ok {
+				return samErr(n, "Property 'GatewayResponses.%s.ResponseParameters' should be a map.", k)
+			}
+			for _, pk := range sortedKeys(pm) {
+				if !slices.Contains(responseParameterKeys, pk) {
+					return samErr(n, "Invalid gateway response parameter '%s'", pk)
+				}
+			}
+		}
+		if code := m["StatusCode"]; truthy(code) && !statusCode.MatchString(pyValue(code)) {
+			return samErr(n, "Property 'StatusCode' must be numeric")
+		}
+		pm, _ := params.(map[string]any)
+		for _, pk := range responseParameterKeys {
+			if p, ok := pm[pk]; ok {
+				if _, isMap := p.(map[string]any); !isMap {
+					return samErr(n, "Property 'ResponseParameters.%s' should be a map.", pk)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// pyType is the name of a decoded value's Python type, as the translator prints it.
+func pyType(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "str"
+	case bool:
+		return "bool"
+	case int:
+		return "int"
+	case float64:
+		if x == float64(int64(x)) {
+			return "int"
+		}
+		return "float"
+	case []any:
+		return "list"
+	case nil:
+		return "NoneType"
+	}
+	return "dict"
+}
+
+// pyValue is Python's str of a decoded value (True, 401, text).
+func pyValue(v any) string {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case float64:
+		if x == float64(int64(x)) {
+			return strconv.FormatInt(int64(x), 10)
+		}
+	}
+	return fmt.Sprint(v)
+}

@@ -152,6 +152,13 @@ func (t *sam) apiEvent(f fnRefs, name string, p, attrs map[string]any) error {
 			suffix = s
 		}
 	}
+	apiProps := t.globals["Api"]
+	if api != implicitREST {
+		apiProps = t.props(api, "Api")
+	}
+	if err := eventAuth(f.name, name, method, path, p, apiProps); err != nil {
+		return err
+	}
 	if err := t.addRoute(api, f.name, name, path, method, false); err != nil {
 		return err
 	}

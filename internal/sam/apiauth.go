@@ -292,3 +292,77 @@ func pyValue(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// eventAuth checks an Api event's Auth against its API's (PushApi.add_auth_to_swagger and
+// the request model's validators): the authorizer the event names must be one of the
+// API's (AWS_IAM aside), NONE needs a DefaultAuthorizer to lift, AuthorizationScopes need
+// an Authorizer, ApiKeyRequired false needs the API to require keys, and a RequestModel's
+// ValidateBody and ValidateParameters are booleans. apiProps are the API's properties,
+// Globals merged; the translator checks only an API whose definition it edits (an inline
+// or generated one, not a DefinitionUri).
+func eventAuth(id, event, method, path string, props, apiProps map[string]any) error {
+	if apiProps["DefinitionUri"] != nil && apiProps["DefinitionBody"] == nil {
+		return nil
+	}
+	where := fmt.Sprintf("on API method [%s] for path [%s]", method, path)
+	apiAuth, _ := apiProps["Auth"].(map[string]any)
+	if auth, ok := props["Auth"].(map[string]any); ok && truthy(props["Auth"]) {
+		authz := auth["Authorizer"]
+		defined := apiAuth["Authorizers"]
+		switch {
+		case !truthy(authz), authz == "AWS_IAM":
+		case authz == "NONE":
+			if !truthy(apiAuth["DefaultAuthorizer"]) {
+				return eventErr(id, event, "Unable to set Authorizer "+where+" because 'NONE' is only a valid value when a DefaultAuthorizer on the API is specified.")
+			}
+		case !truthy(defined):
+			return eventErr(id, event, fmt.Sprintf("Unable to set Authorizer [%s] %s because the related API does not define any Authorizers.", pyValue(authz), where))
+		default:
+			m, isMap := defined.(map[string]any)
+			s, isStr := authz.(string)
+			if !isMap || !isStr {
+				return eventErr(id, event, fmt.Sprintf("Unable to set Authorizer [%s] %s. The method authorizer must be a string with a corresponding dict entry in the api authorizer.", pyValue(authz), where))
+			}
+			if !truthy(m[s]) {
+				return eventErr(id, event, fmt.Sprintf("Unable to set Authorizer [%s] %s because it wasn't defined in the API's Authorizers.", s, where))
+			}
+		}
+		if truthy(auth["AuthorizationScopes"]) && !truthy(authz) {
+			return eventErr(id, event, "AuthorizationScopes works only when Authorizer is set")
+		}
+		if k, set := auth["ApiKeyRequired"]; set && k != nil && !truthy(k) && !truthy(apiAuth["ApiKeyRequired"]) {
+			return eventErr(id, event, "Unable to set ApiKeyRequired [False] "+where+" because the related API does not specify any ApiKeyRequired.")
+		}
+	}
+	if rm := props["RequestModel"]; truthy(rm) {
+		model, ok := rm.(map[string]any)
+		if !ok {
+			return eventErr(id, event, "Property 'RequestModel' should be a map.")
+		}
+		if name := model["Model"]; truthy(name) {
+			on := fmt.Sprintf("Unable to set RequestModel [%s] %s because ", pyValue(name), where)
+			models := apiProps["Models"]
+			m, isMap := models.(map[string]any)
+			s, isStr := name.(string)
+			switch {
+			case !truthy(models):
+				return eventErr(id, event, on+"the related API does not define any Models.")
+			case !isIntrinsic(models) && !isMap:
+				return eventErr(id, event, on+"the related API Models defined is of invalid type.")
+			case !isStr:
+				return eventErr(id, event, on+"the related API does not contain valid Models.")
+			case !truthy(m[s]):
+				return eventErr(id, event, on+"it wasn't defined in the API's Models.")
+			}
+			body, params := model["ValidateBody"], model["ValidateParameters"]
+			if body != nil || params != nil {
+				_, b1 := orAnyValue(body, false).(bool)
+				_, b2 := orAnyValue(params, false).(bool)
+				if !b1 || !b2 {
+					return eventErr(id, event, fmt.Sprintf("Unable to set Validator to RequestModel [%s] %s ValidateBody and ValidateParameters must be a boolean type, strings or intrinsics are not supported.", s, where))
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -139,3 +139,103 @@ func sourceAccess(fn, event, typ string, p map[string]any) error {
 	}
 	return nil
 }
+
+// functionProperties are the translator's checks of a Function's settings it reads before
+// it expands them (SamFunction.to_cloudformation, _validate_dlq, _validate_cors_config_parameter,
+// DeploymentPreference.from_dict and the collection's alarms), each with its message.
+func (t *sam) functionProperties(name string, props map[string]any) error {
+	if sha := props["AutoPublishCodeSha256"]; truthy(sha) {
+		if _, ok := t.resolveParamRef(sha).(string); !ok {
+			return samErr(name, "AutoPublishCodeSha256 must be a string")
+		}
+	}
+	if dlq, ok := props["DeadLetterQueue"].(map[string]any); ok && truthy(dlq) {
+		typ := dlq["Type"]
+		if !truthy(typ) || !truthy(dlq["TargetArn"]) {
+			return samErr(name, "'DeadLetterQueue' requires Type and TargetArn properties to be specified.")
+		}
+		if _, ok := typ.(string); !ok {
+			return samErr(name, "Property 'DeadLetterQueue.Type' should be a string.")
+		}
+		if typ != "SQS" && typ != "SNS" {
+			return samErr(name, "'DeadLetterQueue' requires Type of ['SQS', 'SNS']")
+		}
+	}
+	if err := urlCors(name, props["FunctionUrlConfig"]); err != nil {
+		return err
+	}
+	if dp, ok := props["DeploymentPreference"].(map[string]any); ok && !disabled(t.resolveParamRef(dp["Enabled"])) && dp["Enabled"] != false {
+		return t.deploymentPreference(name, dp)
+	}
+	return nil
+}
+
+// urlCors checks a function URL's Cors: a map of the settings Lambda takes, each of its
+// kind (an intrinsic function is judged by CloudFormation).
+func urlCors(name string, cfg any) error {
+	m, ok := cfg.(map[string]any)
+	if !ok || isIntrinsic(cfg) {
+		return nil
+	}
+	cors := m["Cors"]
+	if !truthy(cors) || isIntrinsic(cors) {
+		return nil
+	}
+	cm, ok := cors.(map[string]any)
+	if !ok {
+		return samErr(name, "Property 'FunctionUrlConfig.Cors' should be a map.")
+	}
+	kinds := map[string]string{"AllowOrigins": "list", "AllowMethods": "list", "AllowCredentials": "bool", "AllowHeaders": "list", "ExposeHeaders": "list", "MaxAge": "int"}
+	for _, k := range sortedKeys(cm) {
+		want, known := kinds[k]
+		if !known {
+			return samErr(name, "%s is not a valid property for configuring Cors.", k)
+		}
+		v := cm[k]
+		got := valueKind(v)
+		fits := isIntrinsic(v) || want == "list" && got == "l" || want == "bool" && got == "b" ||
+			want == "int" && (got == "b" || got == "i") // Python's bool is an int
+		if !fits {
+			return samErr(name, "%s must be of type %s.", k, want)
+		}
+	}
+	return nil
+}
+
+// deploymentPreference checks an enabled DeploymentPreference as the translator reads it
+// before the CodeDeploy resources it makes: a Type, Hooks a map, Alarms a list (or a Fn::If
+// of lists), and PassthroughCondition a boolean, its text, or a parameter's Ref to one.
+func (t *sam) deploymentPreference(name string, dp map[string]any) error {
+	if _, ok := dp["Type"]; !ok {
+		return samErr(name, "'DeploymentPreference' is missing required Property 'Type'")
+	}
+	if h, ok := dp["Hooks"]; ok {
+		if _, isMap := h.(map[string]any); !isMap {
+			return samErr(name, "'Hooks' property of 'DeploymentPreference' must be a dictionary")
+		}
+	}
+	if pc, ok := dp["PassthroughCondition"]; ok {
+		switch v := t.resolveParamRef(pc); {
+		case v == true, v == false, v == "true", v == "True", v == "false", v == "False":
+		case isIntrinsic(v) && object(v)["Fn::FindInMap"] != nil: // resolved from the Mappings: not judged here
+		case isIntrinsic(v):
+			return samErr(name, "Unsupported intrinsic: the only intrinsic functions supported for property PassthroughCondition are FindInMap and parameter Refs.")
+		default:
+			return samErr(name, "Invalid value for property PassthroughCondition.")
+		}
+	}
+	alarms := dp["Alarms"]
+	if !truthy(alarms) || object(alarms)["Ref"] == "AWS::NoValue" {
+		return nil
+	}
+	lists := []any{alarms}
+	if br, ok := object(alarms)["Fn::If"].([]any); ok && len(br) == 3 {
+		lists = br[1:]
+	}
+	for _, l := range lists {
+		if _, ok := l.([]any); !ok {
+			return samErr(name, "Alarms must be a list")
+		}
+	}
+	return nil
+}

@@ -149,6 +149,17 @@ var issue43Fixtures = map[string][]string{
 	"sam-api-usage-plan-property.yaml":               {`:3:3: Resources.Shop: the Serverless transform refuses it: Invalid property for 'UsagePlan'`},
 	"sam-api-domain-mtls-field.yaml":                 {`:3:3: Resources.Shop: the Serverless transform refuses it: Available Domain.MutualTlsAuthentication fields are ['TruststoreUri', 'TruststoreVersion'].`},
 	"sam-api-event-restapiid-missing.yaml":           {`:44:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. RestApiId must be a valid reference to an 'AWS::Serverless::Api' resource in same template.`},
+	"sam-api-event-authorizer-undefined.yaml":        {`:44:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. Unable to set Authorizer [Session] on API method [get] for path [/orders] because it wasn't defined in the API's Authorizers.`},
+	"sam-api-event-request-model-validator.yaml":     {`:47:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. Unable to set Validator to RequestModel [Order] on API method [post] for path [/orders] ValidateBody and ValidateParameters must be a boolean type`},
+	// the translator's checks of a Function's settings
+	"sam-function-settings-ok.yaml":       nil,
+	"sam-function-url-cors-key.yaml":      {`:5:3: Resources.Thumbnails: the Serverless transform refuses it: AllowOrigin is not a valid property for configuring Cors.`},
+	"sam-function-dlq-type.yaml":          {`:5:3: Resources.Thumbnails: the Serverless transform refuses it: 'DeadLetterQueue' requires Type of ['SQS', 'SNS']`},
+	"sam-function-deployment-alarms.yaml": {`:5:3: Resources.Thumbnails: the Serverless transform refuses it: Alarms must be a list`},
+	// an HttpApi's authorizers; a DefaultAuthorizer set on every method of the definition
+	"sam-httpapi-auth-ok.yaml":                       nil,
+	"sam-httpapi-lambda-authorizer-version.yaml":     {`:3:3: Resources.Shop: the Serverless transform refuses it: Partners Lambda Authorizer must define 'AuthorizerPayloadFormatVersion'.`},
+	"sam-api-default-authorizer-method-not-map.yaml": {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. Definition of method 'get' for path '/health' should be a map.`},
 	"deprecated-types.yaml":                          {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

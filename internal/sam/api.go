@@ -329,6 +329,9 @@ func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]an
 	if err := inlineOnly(n, props, false); err != nil {
 		return err
 	}
+	if err := httpAuth(n, props); err != nil {
+		return err
+	}
 	tags := map[string]any{}
 	if m, ok := props["Tags"].(map[string]any); ok {
 		for k, v := range m {

@@ -31,7 +31,7 @@ func restAuth(n string, props map[string]any) error {
 				return samErr(n, "Invalid value for 'Auth' property")
 			}
 		}
-		if err := authorizers(n, auth); err != nil {
+		if err := authorizers(n, auth, props); err != nil {
 			return err
 		}
 		if rp := auth["ResourcePolicy"]; truthy(rp) {
@@ -67,7 +67,7 @@ func restAuth(n string, props map[string]any) error {
 }
 
 // authorizers checks Auth.Authorizers (and DefaultAuthorizer, which names one of them).
-func authorizers(n string, auth map[string]any) error {
+func authorizers(n string, auth, props map[string]any) error {
 	def := auth["DefaultAuthorizer"]
 	named := map[string]bool{}
 	if def == "AWS_IAM" {
@@ -98,6 +98,10 @@ func authorizers(n string, auth map[string]any) error {
 	}
 	if !named[s] {
 		return samErr(n, "Unable to set DefaultAuthorizer because '%s' was not defined in 'Authorizers'.", s)
+	}
+	// the default is set on every method of the definition
+	if body, ok := props["DefinitionBody"].(map[string]any); ok {
+		return methodMaps(n, body, "summary", "description", "parameters")
 	}
 	return nil
 }
@@ -360,6 +364,181 @@ func eventAuth(id, event, method, path string, props, apiProps map[string]any) e
 				_, b2 := orAnyValue(params, false).(bool)
 				if !b1 || !b2 {
 					return eventErr(id, event, fmt.Sprintf("Unable to set Validator to RequestModel [%s] %s ValidateBody and ValidateParameters must be a boolean type, strings or intrinsics are not supported.", s, where))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// conditional is BaseEditor.get_conditional_contents: the branches of an Fn::If but
+// AWS::NoValue, or the item itself.
+func conditional(n string, item any) ([]any, error) {
+	m, ok := item.(map[string]any)
+	if !ok || m["Fn::If"] == nil {
+		return []any{item}, nil
+	}
+	branches, ok := m["Fn::If"].([]any)
+	if !ok {
+		return nil, docErr(n, "Value of Fn::If must be a list.")
+	}
+	var out []any
+	for _, b := range branches[min(1, len(branches)):] {
+		if object(b)["Ref"] != "AWS::NoValue" {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// methodMaps refuses, as the translator's editor does when it walks every method of a
+// definition (to set a DefaultAuthorizer on each), a method whose definition is not a map;
+// excluded are the keys of a Swagger path item that are no methods.
+func methodMaps(n string, body map[string]any, excluded ...string) error {
+	paths, _ := body["paths"].(map[string]any)
+	for _, path := range sortedKeys(paths) {
+		items, err := conditional(n, paths[path])
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			item, ok := it.(map[string]any)
+			if !ok {
+				return docErr(n, fmt.Sprintf("Value of '%s' path must be a dictionary according to Swagger spec.", path))
+			}
+			for _, method := range sortedKeys(item) {
+				if slices.Contains(excluded, method) {
+					continue
+				}
+				defs, err := conditional(n, item[method])
+				if err != nil {
+					return err
+				}
+				for _, d := range defs {
+					if _, ok := d.(map[string]any); !ok {
+						return docErr(n, fmt.Sprintf("Definition of method '%s' for path '%s' should be a map.", method, path))
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// httpAuthKeys are the keys of an HttpApi's Auth.
+var httpAuthKeys = []string{"Authorizers", "DefaultAuthorizer", "EnableIamAuthorizer"}
+
+// httpAuth checks an HttpApi's Auth as the translator's HttpApiGenerator._add_auth and
+// ApiGatewayV2Authorizer do: its keys, each authorizer's kind (JWT when it has a
+// JwtConfiguration, Lambda otherwise) with what that kind requires and takes, a Lambda
+// authorizer's identity sources as lists of strings, and a DefaultAuthorizer it defines,
+// set on every method of the definition.
+func httpAuth(n string, props map[string]any) error {
+	auth, ok := props["Auth"].(map[string]any)
+	// an inline definition, or the one SAM writes of the events (inlineOnly refused a
+	// DefinitionUri with Auth)
+	body, _ := props["DefinitionBody"].(map[string]any)
+	if !truthy(props["Auth"]) || !ok || props["DefinitionUri"] != nil && body == nil {
+		return nil
+	}
+	for _, k := range sortedKeys(auth) {
+		if !slices.Contains(httpAuthKeys, k) {
+			return samErr(n, "Invalid value for 'Auth' property")
+		}
+	}
+	named := map[string]bool{"AWS_IAM": auth["EnableIamAuthorizer"] == true}
+	if cfg := auth["Authorizers"]; truthy(cfg) {
+		m, ok := cfg.(map[string]any)
+		if !ok {
+			return samErr(n, "Property 'Auth.Authorizers' should be a map.")
+		}
+		for _, name := range sortedKeys(m) {
+			a, ok := m[name].(map[string]any)
+			if !ok {
+				return samErr(n, "Property 'Auth.Authorizers.%s' should be a map.", name)
+			}
+			if err := httpAuthorizer(n, name, a); err != nil {
+				return err
+			}
+			named[name] = true
+		}
+	}
+	def := auth["DefaultAuthorizer"]
+	if !truthy(def) || object(def)["Ref"] == "AWS::NoValue" {
+		return nil
+	}
+	s, ok := def.(string)
+	if !ok {
+		return samErr(n, "Property 'Auth.DefaultAuthorizer' should be a string.")
+	}
+	if !named[s] {
+		return samErr(n, "Unable to set DefaultAuthorizer because '%s' was not defined in 'Authorizers'.", s)
+	}
+	return methodMaps(n, body)
+}
+
+// httpAuthorizer checks one authorizer of an HttpApi.
+func httpAuthorizer(n, name string, a map[string]any) error {
+	if _, ok := a["OpenIdConnectUrl"]; ok {
+		return samErr(n, "'OpenIdConnectUrl' is no longer a supported property for authorizer '%s'. Please refer to the AWS SAM documentation.", name)
+	}
+	jwt := a["JwtConfiguration"]
+	if truthy(jwt) {
+		if _, ok := jwt.(map[string]any); !ok {
+			return samErr(n, "Property 'JwtConfiguration' should be a map.")
+		}
+	}
+	if s, ok := a["AuthorizationScopes"]; ok && s != nil {
+		if _, ok := s.([]any); !ok {
+			return samErr(n, "AuthorizationScopes must be a list.")
+		}
+	}
+	kind, takes := "Lambda Authorizer", []string{"FunctionArn", "FunctionInvokeRole", "Identity", "AuthorizerPayloadFormatVersion", "EnableSimpleResponses", "EnableFunctionDefaultPermissions"}
+	if truthy(jwt) {
+		kind, takes = "OAuth2 Authorizer", []string{"AuthorizationScopes", "JwtConfiguration", "IdentitySource"}
+	}
+	for _, p := range [][2]string{{"AuthorizationScopes", "OAuth2 Authorizer"}, {"JwtConfiguration", "OAuth2 Authorizer"},
+		{"IdentitySource", "OAuth2 Authorizer. For Lambda Authorizer, use the 'Identity' property instead"},
+		{"FunctionArn", "Lambda Authorizer"}, {"FunctionInvokeRole", "Lambda Authorizer"}, {"Identity", "Lambda Authorizer"},
+		{"AuthorizerPayloadFormatVersion", "Lambda Authorizer"}, {"EnableSimpleResponses", "Lambda Authorizer"},
+		{"EnableFunctionDefaultPermissions", "Lambda Authorizer"}} {
+		if a[p[0]] != nil && !slices.Contains(takes, p[0]) {
+			return samErr(n, "%s is only supported for %s.", p[0], p[1])
+		}
+	}
+	if kind == "OAuth2 Authorizer" {
+		if !truthy(a["IdentitySource"]) {
+			return samErr(n, "%s OAuth2 Authorizer must define 'IdentitySource'.", name)
+		}
+		return nil
+	}
+	if !truthy(a["FunctionArn"]) {
+		return samErr(n, "%s Lambda Authorizer must define 'FunctionArn'.", name)
+	}
+	if !truthy(a["AuthorizerPayloadFormatVersion"]) {
+		return samErr(n, "%s Lambda Authorizer must define 'AuthorizerPayloadFormatVersion'.", name)
+	}
+	if d := a["EnableFunctionDefaultPermissions"]; d != nil {
+		if _, ok := d.(bool); !ok {
+			return samErr(n, "Property 'Authorizers.%s.EnableFunctionDefaultPermissions' should be a boolean.", name)
+		}
+	}
+	if id := a["Identity"]; truthy(id) {
+		m, ok := id.(map[string]any)
+		if !ok {
+			return samErr(n, "Property 'Auth.Authorizers.%s.Identity' should be a map.", name)
+		}
+		for _, k := range []string{"Headers", "QueryStrings", "StageVariables", "Context"} {
+			if !truthy(m[k]) {
+				continue
+			}
+			list, ok := m[k].([]any)
+			if !ok {
+				return samErr(n, "Property 'Authorizers.%s.Identity.%s' should be a list.", name, k)
+			}
+			for i, it := range list {
+				if _, ok := it.(string); !ok {
+					return samErr(n, "Property 'Authorizers.%s.Identity.%s[%d]' should be a string.", name, k, i)
 				}
 			}
 		}

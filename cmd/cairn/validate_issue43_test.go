@@ -160,7 +160,12 @@ var issue43Fixtures = map[string][]string{
 	"sam-httpapi-auth-ok.yaml":                       nil,
 	"sam-httpapi-lambda-authorizer-version.yaml":     {`:3:3: Resources.Shop: the Serverless transform refuses it: Partners Lambda Authorizer must define 'AuthorizerPayloadFormatVersion'.`},
 	"sam-api-default-authorizer-method-not-map.yaml": {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. Definition of method 'get' for path '/health' should be a map.`},
-	"deprecated-types.yaml":                          {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// the translator's checks of pull events: FilterCriteria, self-managed Kafka access
+	"sam-pull-events-ok.yaml":             nil,
+	"sam-kafka-two-auth.yaml":             {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Payments] is invalid. Multiple auth mechanism properties specified in SourceAccessConfigurations for self managed kafka event.`},
+	"sam-kafka-subnet-without-group.yaml": {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Payments] is invalid. VPC_SUBNET and VPC_SECURITY_GROUP in SourceAccessConfigurations for SelfManagedKafka must be both provided.`},
+	"sam-event-filter-format.yaml":        {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Stream] is invalid. FilterCriteria field has a wrong format`},
+	"deprecated-types.yaml":               {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

@@ -239,3 +239,138 @@ func (t *sam) deploymentPreference(name string, dp map[string]any) error {
 	}
 	return nil
 }
+
+// filterSources are the event types that take FilterCriteria
+// (RESOURCE_TYPES_WITH_EVENT_FILTERING), and kafkaAuth the self-managed Kafka
+// authentication types (AUTH_MECHANISM).
+var (
+	filterSources = []string{"DocumentDB", "DynamoDB", "Kinesis", "MQ", "MSK", "SelfManagedKafka", "SQS"}
+	kafkaAuth     = []string{"SASL_SCRAM_256_AUTH", "SASL_SCRAM_512_AUTH", "BASIC_AUTH", "CLIENT_CERTIFICATE_TLS_AUTH"}
+)
+
+// pullRules are the translator's checks of a pull event (PullEventSource.to_cloudformation
+// and, when it writes the function's role, get_policy_statements): FilterCriteria of
+// Filters only, an OnFailure destination map of a known Type, a SecretsManagerKmsKeyId
+// string, a self-managed Kafka event's one topic and source access configurations, and a
+// Kafka event's SchemaRegistryConfig.
+func pullRules(fn, event, typ string, p map[string]any, withRole bool) error {
+	if fc := p["FilterCriteria"]; truthy(fc) && !isIntrinsic(fc) {
+		if !slices.Contains(filterSources, typ) {
+			return eventErr(fn, event, "FilterCriteria is only available for "+strings.Join(filterSources, ", ")+" events.")
+		}
+		if m, ok := fc.(map[string]any); ok {
+			if keys := sortedKeys(m); len(keys) > 1 || len(keys) == 1 && keys[0] != "Filters" {
+				return eventErr(fn, event, "FilterCriteria field has a wrong format")
+			}
+		}
+	}
+	if dc, ok := p["DestinationConfig"].(map[string]any); ok && truthy(dc) {
+		of, ok := dc["OnFailure"].(map[string]any)
+		if !ok {
+			return eventErr(fn, event, "Property 'DestinationConfig.OnFailure' should be a map.")
+		}
+		if typ := of["Type"]; truthy(typ) && typ != "SQS" && typ != "SNS" && typ != "S3" && typ != "Kafka" {
+			return eventErr(fn, event, "The only valid values for 'Type' are 'SQS', 'SNS', 'S3', and 'Kafka'")
+		}
+	}
+	if !withRole {
+		return nil
+	}
+	if k := p["SecretsManagerKmsKeyId"]; truthy(k) && (typ == "MQ" || typ == "SelfManagedKafka" || typ == "DocumentDB") {
+		if _, ok := k.(string); !ok {
+			return eventErr(fn, event, "Property 'SecretsManagerKmsKeyId' should be a string.")
+		}
+	}
+	if typ == "SelfManagedKafka" {
+		if topics, ok := p["Topics"].([]any); ok && len(topics) != 1 {
+			return eventErr(fn, event, "Topics for self managed kafka only supports single configuration entry.")
+		}
+		if err := kafkaAccess(fn, event, p["SourceAccessConfigurations"]); err != nil {
+			return err
+		}
+	}
+	if typ == "MSK" || typ == "SelfManagedKafka" {
+		return schemaRegistry(fn, event, p["SchemaRegistryConfig"])
+	}
+	return nil
+}
+
+// kafkaAccess is SelfManagedKafkaEventSource.get_secret_key: one authentication at most,
+// each configuration with a URI, and a VPC's subnet and security group together.
+func kafkaAccess(fn, event string, v any) error {
+	configs, ok := v.([]any)
+	if !ok {
+		return eventErr(fn, event, "SourceAccessConfigurations for self managed kafka event should be a list.")
+	}
+	var subnet, group, auth bool
+	for _, c := range configs {
+		m, ok := c.(map[string]any)
+		if !ok {
+			return eventErr(fn, event, "Property 'SourceAccessConfigurations' should be a map.")
+		}
+		typ, _ := m["Type"].(string)
+		what := typ
+		switch {
+		case typ == "VPC_SUBNET":
+			subnet = true
+		case typ == "VPC_SECURITY_GROUP":
+			group = true
+		case slices.Contains(kafkaAuth, typ):
+			if auth {
+				return eventErr(fn, event, "Multiple auth mechanism properties specified in SourceAccessConfigurations for self managed kafka event.")
+			}
+			auth, what = true, "auth mechanism"
+		case typ == "SERVER_ROOT_CA_CERTIFICATE":
+		default:
+			return eventErr(fn, event, "Invalid SourceAccessConfigurations Type provided for self managed kafka event.")
+		}
+		uri := m["URI"]
+		if !truthy(uri) {
+			return eventErr(fn, event, "No "+what+" URI property specified in SourceAccessConfigurations for self managed kafka event.")
+		}
+		if _, isStr := uri.(string); !isStr && !isIntrinsic(uri) {
+			return eventErr(fn, event, "Wrong Type for "+what+" URI property specified in SourceAccessConfigurations for self managed kafka event.")
+		}
+	}
+	if subnet != group {
+		return eventErr(fn, event, "VPC_SUBNET and VPC_SECURITY_GROUP in SourceAccessConfigurations for SelfManagedKafka must be both provided.")
+	}
+	return nil
+}
+
+// schemaRegistry is PullEventSource.validate_schema_registry_config.
+func schemaRegistry(fn, event string, v any) error {
+	if !truthy(v) {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return eventErr(fn, event, "Property 'SchemaRegistryConfig' should be a map.")
+	}
+	for _, k := range []string{"SchemaRegistryURI", "EventRecordFormat", "SchemaValidationConfigs"} {
+		if _, ok := m[k]; !ok {
+			return eventErr(fn, event, "Missing required field "+k+" in SchemaRegistryConfig")
+		}
+	}
+	if f := m["EventRecordFormat"]; f != "JSON" && f != "SOURCE" {
+		return eventErr(fn, event, "EventRecordFormat in SchemaRegistryConfig must be either 'JSON' or 'SOURCE'")
+	}
+	if _, ok := m["SchemaValidationConfigs"].([]any); !ok {
+		return eventErr(fn, event, "SchemaValidationConfigs must be a list")
+	}
+	if ac := m["AccessConfigs"]; truthy(ac) {
+		list, ok := ac.([]any)
+		if !ok {
+			return eventErr(fn, event, "AccessConfigs in SchemaRegistryConfig must be a list")
+		}
+		for _, c := range list {
+			cm, ok := c.(map[string]any)
+			_, hasType := cm["Type"]
+			_, hasURI := cm["URI"]
+			if !ok || !hasType || !hasURI {
+				return eventErr(fn, event, "Each AccessConfig must be a dict with 'Type' and 'URI' fields")
+			}
+		}
+	}
+	return nil
+}

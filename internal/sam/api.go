@@ -258,6 +258,13 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 	if err := restAuth(n, props); err != nil {
 		return err
 	}
+	cors := props["Cors"]
+	if r == nil { // the implicit API takes the Globals
+		cors = t.globals["Api"]["Cors"]
+	}
+	if err := corsSettings(n, cors, false); err != nil {
+		return err
+	}
 	title := props["Name"]
 	if title == nil {
 		title = ref("AWS::StackName")
@@ -330,6 +337,13 @@ func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]an
 		return err
 	}
 	if err := httpAuth(n, props); err != nil {
+		return err
+	}
+	cors := props["CorsConfiguration"]
+	if r == nil {
+		cors = t.globals["HttpApi"]["CorsConfiguration"]
+	}
+	if err := corsSettings(n, cors, true); err != nil {
 		return err
 	}
 	tags := map[string]any{}

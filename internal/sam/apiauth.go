@@ -545,3 +545,44 @@ func httpAuthorizer(n, name string, a map[string]any) error {
 	}
 	return nil
 }
+
+// corsKeys are the keys of an Api's Cors and of an HttpApi's CorsConfiguration (each
+// generator's CorsProperties).
+var (
+	restCorsKeys = []string{"AllowMethods", "AllowHeaders", "AllowOrigin", "MaxAge", "AllowCredentials"}
+	httpCorsKeys = []string{"AllowMethods", "AllowHeaders", "AllowOrigins", "MaxAge", "ExposeHeaders", "AllowCredentials"}
+)
+
+// corsSettings refuses, as ApiGenerator._add_cors and HttpApiGenerator._add_cors do, a CORS
+// setting that is neither text nor an intrinsic function nor a map (a boolean for an
+// HttpApi), and a map with a key CORS does not take.
+func corsSettings(n string, cors any, http bool) error {
+	if !truthy(cors) || isIntrinsic(cors) {
+		return nil
+	}
+	keys := restCorsKeys
+	if http {
+		keys = httpCorsKeys
+	}
+	switch c := cors.(type) {
+	case string:
+		if !http {
+			return nil
+		}
+	case bool:
+		if http {
+			return nil
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(c) {
+			if !slices.Contains(keys, k) {
+				return samErr(n, "Invalid key '%s' for 'Cors' property.", k)
+			}
+		}
+		return nil
+	}
+	if http {
+		return samErr(n, "Invalid value for 'Cors' property.")
+	}
+	return samErr(n, "Invalid value for 'Cors' property")
+}

@@ -166,7 +166,10 @@ var issue43Fixtures = map[string][]string{
 	"sam-kafka-subnet-without-group.yaml": {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Payments] is invalid. VPC_SUBNET and VPC_SECURITY_GROUP in SourceAccessConfigurations for SelfManagedKafka must be both provided.`},
 	"sam-event-filter-format.yaml":        {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Stream] is invalid. FilterCriteria field has a wrong format`},
 	"sam-httpapi-cors-key.yaml":           {`:3:3: Resources.Shop: the Serverless transform refuses it: Invalid key 'AllowOrigin' for 'Cors' property.`},
-	"deprecated-types.yaml":               {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// an event's Auth is written into an inline definition only with OverrideApiAuth
+	"sam-api-event-auth-inline-body.yaml":            nil,
+	"sam-api-event-override-without-authorizer.yaml": {`:50:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. Must define one of: Authorizer, ApiKeyRequired or ResourcePolicy when using the OverrideApiAuth property.`},
+	"deprecated-types.yaml":                          {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

@@ -302,15 +302,27 @@ func pyValue(v any) string {
 // API's (AWS_IAM aside), NONE needs a DefaultAuthorizer to lift, AuthorizationScopes need
 // an Authorizer, ApiKeyRequired false needs the API to require keys, and a RequestModel's
 // ValidateBody and ValidateParameters are booleans. apiProps are the API's properties,
-// Globals merged; the translator checks only an API whose definition it edits (an inline
-// or generated one, not a DefinitionUri).
+// Globals merged. The translator writes an event into the definition it makes of the
+// events (an API without DefinitionBody or DefinitionUri, or MergeDefinitions), and into an
+// inline DefinitionBody only the Auth of an event that sets OverrideApiAuth, which then
+// needs something to override with.
 func eventAuth(id, event, method, path string, props, apiProps map[string]any) error {
 	if apiProps["DefinitionUri"] != nil && apiProps["DefinitionBody"] == nil {
 		return nil
 	}
+	managed := apiProps["DefinitionBody"] == nil || truthy(apiProps["MergeDefinitions"])
+	auth, hasAuth := props["Auth"].(map[string]any)
+	hasAuth = hasAuth && truthy(props["Auth"])
+	override := apiProps["DefinitionBody"] != nil && hasAuth && truthy(auth["OverrideApiAuth"])
+	if override && !truthy(auth["Authorizer"]) && !truthy(auth["ApiKeyRequired"]) && !truthy(auth["ResourcePolicy"]) {
+		return eventErr(id, event, "Must define one of: Authorizer, ApiKeyRequired or ResourcePolicy when using the OverrideApiAuth property.")
+	}
+	if !managed && !override {
+		return nil
+	}
 	where := fmt.Sprintf("on API method [%s] for path [%s]", method, path)
 	apiAuth, _ := apiProps["Auth"].(map[string]any)
-	if auth, ok := props["Auth"].(map[string]any); ok && truthy(props["Auth"]) {
+	if hasAuth {
 		authz := auth["Authorizer"]
 		defined := apiAuth["Authorizers"]
 		switch {
@@ -338,7 +350,7 @@ func eventAuth(id, event, method, path string, props, apiProps map[string]any) e
 			return eventErr(id, event, "Unable to set ApiKeyRequired [False] "+where+" because the related API does not specify any ApiKeyRequired.")
 		}
 	}
-	if rm := props["RequestModel"]; truthy(rm) {
+	if rm := props["RequestModel"]; truthy(rm) && managed {
 		model, ok := rm.(map[string]any)
 		if !ok {
 			return eventErr(id, event, "Property 'RequestModel' should be a map.")

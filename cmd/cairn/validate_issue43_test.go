@@ -104,7 +104,72 @@ var issue43Fixtures = map[string][]string{
 		`:21:15: Resources.Records.Properties.RecordSets[1].ResourceRecords[0]: "site-verification=abc123" is not quoted strings`,
 		`:24:11: Resources.Records.Properties.RecordSets[2].TTL: an alias record takes no TTL`,
 	},
-	"deprecated-types.yaml": {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// 14. the cfn-lint corpus's open ones: a module's attributes (E5001); a statement
+	// chosen by a condition is checked as any other (E3510)
+	"module-attributes.yaml": {
+		`:4:5: Resources.Network.CreationPolicy: module Network sets CreationPolicy, which a module does not take`,
+		`:7:5: Resources.Network.UpdatePolicy: module Network sets UpdatePolicy`,
+		`:11:7: Resources.Network.Metadata.AWS::CloudFormation::Module: module Network sets the Metadata key AWS::CloudFormation::Module, which CloudFormation keeps for itself`,
+		`:14:7: Resources.Network.Properties.Tags: module Network sets Tags`,
+	},
+	"iam-statement-by-condition.yaml": {`:22:19: Resources.Writer.Properties.PolicyDocument.Statement[1].Resource[0]: Resource "UploadsBucket" is neither "*" nor an ARN`},
+	// rules between two resources (E3052, E3054, E3502, E3698, E3705, E3707, E3708)
+	"cross-resource-rules.yaml": {
+		`:13:5: Resources.Web.Properties: service Web runs task definition WebTask of the awsvpc network mode, so it needs a NetworkConfiguration`,
+		`:15:23: Resources.Web.Properties.TaskDefinition: service Web runs on FARGATE, but task definition WebTask requires EC2`,
+		`:21:38: Resources.Orders.Properties.RedrivePolicy.deadLetterTargetArn: queue Orders is FIFO, but its dead-letter queue OrdersDead is standard`,
+		`:30:18: Resources.OrdersWorker.Properties.BatchSize: BatchSize 50 is above 10, the most Lambda takes from FIFO queue Orders`,
+		`:53:26: Resources.GetRoot.Properties.AuthorizationType: AuthorizationType CUSTOM does not fit authorizer Users of Type COGNITO_USER_POOLS`,
+		`:66:21: Resources.Live.Properties.DeploymentId: deployment Release is of API Api, but the stage is of API OtherApi`,
+		`:79:15: Resources.DbWriter.Properties.Engine: Engine aurora-mysql is not the engine of its cluster Db (aurora-postgresql)`,
+	},
+	"cross-resource-ok.yaml": nil,
+	// a Ref of a resource of another type where an EC2 id goes (E1041)
+	"ref-wrong-id.yaml": {
+		`:24:7: Resources.Private.Properties.VpcId: Ref AppRole gives the identifier of that AWS::IAM::Role, but VpcId of AWS::EC2::Subnet takes the id of an AWS::EC2::VPC`,
+		`:29:7: Resources.Web.Properties.VpcId: Ref Public gives the identifier of that AWS::EC2::Subnet`,
+	},
+	// an attribute that is a number or a boolean where text goes (E1010, E6101)
+	"getatt-number-as-text.yaml": {
+		`:18:7: Resources.CountParameter.Properties.Value: Fn::GetAtt Reserved.InstanceCount gives an integer, but Value of AWS::SSM::Parameter takes text`,
+		`:21:5: Outputs.Count.Value: Fn::GetAtt Reserved.InstanceCount gives an integer, but Value of output Count takes text`,
+		`:23:12: Outputs.Summary.Value: Fn::GetAtt Reserved.InstanceCount gives an integer, but Fn::Sub's ${Reserved.InstanceCount} must be text`,
+		`:25:24: Outputs.Joined.Value: Fn::GetAtt Reserved.EphemeralStorage gives a boolean, but an item of Fn::Join must be text`,
+	},
+	"elasticache-cluster-mode.yaml": {
+		`:30:49: Resources.Sessions.Properties.AutomaticFailoverEnabled: replication group Sessions has parameter group Sharding of cluster mode (cluster-enabled: yes) when IsSharded is true, which requires AutomaticFailoverEnabled: true`,
+		`:40:25: Resources.Carts.Properties.NumCacheClusters: replication group Carts has parameter group Sharding of cluster mode (cluster-enabled: yes), whose automatic failover needs a replica, but NumCacheClusters is 1`,
+	},
+	// 15. the translator's rules of an Api's Auth, GatewayResponses, UsagePlan and Domain,
+	// and of an Api event's RestApiId (its messages)
+	"sam-api-auth-ok.yaml":                           nil,
+	"sam-api-gateway-response-parameter.yaml":        {`:3:3: Resources.Shop: the Serverless transform refuses it: Invalid gateway response parameter 'Footers'`},
+	"sam-api-request-authorizer-without-source.yaml": {`:3:3: Resources.Shop: the Serverless transform refuses it: Request Authorizer must specify Identity with at least one of Headers, QueryStrings, StageVariables, or Context.`},
+	"sam-api-default-authorizer-undefined.yaml":      {`:3:3: Resources.Shop: the Serverless transform refuses it: Unable to set DefaultAuthorizer because 'Tokens' was not defined in 'Authorizers'.`},
+	"sam-api-usage-plan-property.yaml":               {`:3:3: Resources.Shop: the Serverless transform refuses it: Invalid property for 'UsagePlan'`},
+	"sam-api-domain-mtls-field.yaml":                 {`:3:3: Resources.Shop: the Serverless transform refuses it: Available Domain.MutualTlsAuthentication fields are ['TruststoreUri', 'TruststoreVersion'].`},
+	"sam-api-event-restapiid-missing.yaml":           {`:44:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. RestApiId must be a valid reference to an 'AWS::Serverless::Api' resource in same template.`},
+	"sam-api-event-authorizer-undefined.yaml":        {`:44:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. Unable to set Authorizer [Session] on API method [get] for path [/orders] because it wasn't defined in the API's Authorizers.`},
+	"sam-api-event-request-model-validator.yaml":     {`:47:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. Unable to set Validator to RequestModel [Order] on API method [post] for path [/orders] ValidateBody and ValidateParameters must be a boolean type`},
+	// the translator's checks of a Function's settings
+	"sam-function-settings-ok.yaml":       nil,
+	"sam-function-url-cors-key.yaml":      {`:5:3: Resources.Thumbnails: the Serverless transform refuses it: AllowOrigin is not a valid property for configuring Cors.`},
+	"sam-function-dlq-type.yaml":          {`:5:3: Resources.Thumbnails: the Serverless transform refuses it: 'DeadLetterQueue' requires Type of ['SQS', 'SNS']`},
+	"sam-function-deployment-alarms.yaml": {`:5:3: Resources.Thumbnails: the Serverless transform refuses it: Alarms must be a list`},
+	// an HttpApi's authorizers; a DefaultAuthorizer set on every method of the definition
+	"sam-httpapi-auth-ok.yaml":                       nil,
+	"sam-httpapi-lambda-authorizer-version.yaml":     {`:3:3: Resources.Shop: the Serverless transform refuses it: Partners Lambda Authorizer must define 'AuthorizerPayloadFormatVersion'.`},
+	"sam-api-default-authorizer-method-not-map.yaml": {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. Definition of method 'get' for path '/health' should be a map.`},
+	// the translator's checks of pull events: FilterCriteria, self-managed Kafka access
+	"sam-pull-events-ok.yaml":             nil,
+	"sam-kafka-two-auth.yaml":             {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Payments] is invalid. Multiple auth mechanism properties specified in SourceAccessConfigurations for self managed kafka event.`},
+	"sam-kafka-subnet-without-group.yaml": {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Payments] is invalid. VPC_SUBNET and VPC_SECURITY_GROUP in SourceAccessConfigurations for SelfManagedKafka must be both provided.`},
+	"sam-event-filter-format.yaml":        {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Stream] is invalid. FilterCriteria field has a wrong format`},
+	"sam-httpapi-cors-key.yaml":           {`:3:3: Resources.Shop: the Serverless transform refuses it: Invalid key 'AllowOrigin' for 'Cors' property.`},
+	// an event's Auth is written into an inline definition only with OverrideApiAuth
+	"sam-api-event-auth-inline-body.yaml":            nil,
+	"sam-api-event-override-without-authorizer.yaml": {`:50:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. Must define one of: Authorizer, ApiKeyRequired or ResourcePolicy when using the OverrideApiAuth property.`},
+	"deprecated-types.yaml":                          {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

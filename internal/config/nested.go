@@ -121,8 +121,15 @@ func (l *loader) nested(t *template.Template, tpath, file string, chain []string
 				}
 			}
 		}
-		if missing := missingParameters(cr.t, func(name string) bool { _, ok := ns.Parameters[name]; return ok }); len(missing) > 0 {
-			fail("nested stack %s: template %s requires parameter %s (no Default): pass it under the nested stack's Parameters", ns.LogicalID, p, strings.Join(missing, ", "))
+		if ns.Choices == nil {
+			if missing := missingParameters(cr.t, func(name string) bool { _, ok := ns.Parameters[name]; return ok }); len(missing) > 0 {
+				fail("nested stack %s: template %s requires parameter %s (no Default): pass it under the nested stack's Parameters", ns.LogicalID, p, strings.Join(missing, ", "))
+			}
+		}
+		for i, set := range ns.Choices {
+			if missing := missingParameters(cr.t, func(name string) bool { _, ok := set[name]; return ok }); len(missing) > 0 {
+				fail("nested stack %s: template %s requires parameter %s (no Default), which choice %d of the Fn::If of its Parameters does not pass: pass it in every choice", ns.LogicalID, p, strings.Join(missing, ", "), i+1)
+			}
 		}
 		child, childNeeds := l.nested(cr.t, p, childFile, append(slices.Clone(chain), p))
 		if child == nil {

@@ -72,6 +72,11 @@ func TestNestedStackErrors(t *testing.T) {
 		{"a child's own problem, in the child", map[string]string{"templates/app.yaml": parent("net.yaml", "10.0.0.0/16"), "templates/net.yaml": strings.Replace(nestedChild, "CidrBlock", "CidrBlok", 1)},
 			[]string{`templates/net.yaml:4:30: Resources.Vpc.Properties: AWS::EC2::VPC takes exactly one of CidrBlock, Ipv4IpamPoolId, and has none`,
 				`templates/net.yaml:4:43: Resources.Vpc.Properties.CidrBlok: unknown property "CidrBlok" of AWS::EC2::VPC (did you mean "CidrBlock"?)`}},
+		{"parameters chosen by a condition", map[string]string{"templates/app.yaml": nestedByCondition("!Ref AWS::NoValue"), "templates/net.yaml": nestedChild},
+			[]string{
+				`templates/app.yaml:7:20: Resources.Net.Properties.TemplateURL: nested stack Net: template templates/net.yaml requires parameter Cidr (no Default), which choice 2 of the Fn::If of its Parameters does not pass: pass it in every choice`,
+				`templates/app.yaml:8:31: Resources.Net.Properties.Parameters.Cidr: parameter Cidr: value "nope" does not match its AllowedPattern \d+\.\d+\.\d+\.\d+/\d+ (nested stack Net, template templates/net.yaml)`,
+			}},
 		{"a cycle", map[string]string{"templates/app.yaml": parent("net.yaml", "10.0.0.0/16"), "templates/net.yaml": nestedChild + "  Back:\n    Type: AWS::CloudFormation::Stack\n    Properties: {TemplateURL: app.yaml, Parameters: {Cidr: 10.0.0.0/16}}\n"},
 			[]string{`templates/net.yaml:7:31: Resources.Back.Properties.TemplateURL: nested stack Back: templates/app.yaml nests itself: templates/app.yaml -> templates/net.yaml -> templates/app.yaml`}},
 	}
@@ -89,6 +94,20 @@ func TestNestedStackErrors(t *testing.T) {
 				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// nestedByCondition is a parent whose nested stack's Parameters an Fn::If chooses: the
+// first choice passes Cidr, the second is other.
+func nestedByCondition(other string) string {
+	return "Conditions:\n  Wide: !Equals [!Ref AWS::Region, us-east-1]\nResources:\n  Net:\n    Type: AWS::CloudFormation::Stack\n    Properties:\n      TemplateURL: net.yaml\n      Parameters: !If [Wide, {Cidr: nope}, " + other + "]\n"
+}
+
+// TestNestedParametersChosenByACondition: a nested stack's Parameters may be an Fn::If
+// of two sets of them, each passed whole (CloudFormation resolves the condition first).
+func TestNestedParametersChosenByACondition(t *testing.T) {
+	if _, err := Load(nestedBundle(map[string]string{"templates/app.yaml": strings.Replace(nestedByCondition("{Cidr: 10.1.0.0/16}"), "nope", "10.0.0.0/16", 1), "templates/net.yaml": nestedChild})); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -39,7 +39,8 @@ Format (one record a line, so the Go side indexes it without decoding it all):
                               oneOf of scalar schemas: patterns, formats, enums)
   T <type> <json>     {"s": top object shape, "a": [attributes], "l": [list attributes]}; an
                         attribute with * or \\ is a regular expression; "l" (left out when
-                        empty) names the attributes whose values are lists; "n" the property
+                        empty) names the attributes whose values are lists; "k" those whose
+                        values are integers (i), numbers (n) or booleans (b); "n" the property
                         naming the resource when the template may set its identifier; "lc"
                         [status, date] the service's lifecycle (cfn-lint's E3710, W3696,
                         W3697: shutdown, sunset or maintenance, from AWS's list of
@@ -578,6 +579,14 @@ def main():
         lists = sorted(a for a, ptr in s.get_atts.items() if pointed_type(s.schema, ptr) == "array")
         if lists:
             rec["l"] = lists
+        # attributes whose values are numbers or booleans, not text: CloudFormation refuses
+        # them where text goes (an output's Value, Fn::Sub, Fn::Join). DocDB's Port is an
+        # integer property but its attribute is text (cfn-lint's GetAtt rule says so too).
+        kinds = {a: k[0] for a, ptr in s.get_atts.items()
+                 if (k := pointed_type(s.schema, ptr)) in ("integer", "number", "boolean")
+                 and (t, a) != ("AWS::DocDB::DBCluster", "Port")}
+        if kinds:
+            rec["k"] = dict(sorted(kinds.items()))
         ident = s.schema.get("primaryIdentifier", [])
         read_only = set(s.schema.get("readOnlyProperties", []))
         if len(ident) == 1 and ident[0] not in read_only and ident[0].count("/") == 2:

@@ -189,6 +189,7 @@ type Type struct {
 	attrSet    map[string]bool
 	attrRE     []*regexp.Regexp
 	lists      map[string]bool
+	kinds      map[string]Kind
 	// NameProperty is the property that names a resource of the type when the template
 	// sets it (its primary identifier, e.g. BucketName): two resources of the type cannot
 	// have the same name in an account and region. "" when the identifier is AWS's.
@@ -202,6 +203,10 @@ type Type struct {
 // ListAttribute reports whether Fn::GetAtt of attr returns a list (SubnetIds,
 // SecondaryPrivateIpAddresses, DnsIpAddresses, ...).
 func (t *Type) ListAttribute(attr string) bool { return t.lists[attr] }
+
+// ScalarAttribute is the kind of attr's value when it is a number or a boolean (Integer,
+// Number, Boolean: the EC2 capacity reservation's InstanceCount), else Any.
+func (t *Type) ScalarAttribute(attr string) Kind { return t.kinds[attr] }
 
 // HasAttribute reports whether Fn::GetAtt may name attr of this type.
 func (t *Type) HasAttribute(attr string) bool {
@@ -305,11 +310,12 @@ func Lookup(name string) *Type {
 		return t
 	}
 	var raw struct {
-		S  int      `json:"s"`
-		A  []string `json:"a"`
-		L  []string `json:"l"`
-		N  string   `json:"n"`
-		LC []string `json:"lc"`
+		S  int               `json:"s"`
+		A  []string          `json:"a"`
+		L  []string          `json:"l"`
+		N  string            `json:"n"`
+		LC []string          `json:"lc"`
+		K  map[string]string `json:"k"`
 	}
 	if err := json.Unmarshal([]byte(body), &raw); err != nil {
 		panic("spec: spec.txt.gz is corrupt at type " + name + ": " + err.Error())
@@ -320,6 +326,12 @@ func Lookup(name string) *Type {
 	}
 	for _, a := range raw.L {
 		t.lists[a] = true
+	}
+	for a, k := range raw.K {
+		if t.kinds == nil {
+			t.kinds = map[string]Kind{}
+		}
+		t.kinds[a] = map[string]Kind{"i": Integer, "n": Number, "b": Boolean}[k]
 	}
 	for _, a := range raw.A {
 		if strings.ContainsAny(a, `*\`) {

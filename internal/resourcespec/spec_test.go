@@ -45,6 +45,13 @@ func TestLookup(t *testing.T) {
 			t.Errorf("%s: %s should be a list attribute and %s not", typ, attrs[0], attrs[1])
 		}
 	}
+	cr := Lookup("AWS::EC2::CapacityReservation")
+	if cr.ScalarAttribute("InstanceCount") != Integer || cr.ScalarAttribute("EphemeralStorage") != Boolean || cr.ScalarAttribute("Id") != Any {
+		t.Errorf("capacity reservation attribute kinds: InstanceCount %v, EphemeralStorage %v, Id %v", cr.ScalarAttribute("InstanceCount"), cr.ScalarAttribute("EphemeralStorage"), cr.ScalarAttribute("Id"))
+	}
+	if Lookup("AWS::DocDB::DBCluster").ScalarAttribute("Port") != Any {
+		t.Error("a DocDB cluster's Port attribute is text")
+	}
 	if n := Lookup("AWS::Logs::LogGroup").NameProperty; n != "LogGroupName" {
 		t.Errorf("the name of a log group is %q", n)
 	}

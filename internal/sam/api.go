@@ -127,11 +127,22 @@ func (t *sam) apiEvent(f fnRefs, name string, p, attrs map[string]any) error {
 		// an AWS::Serverless::Api of the template gets the route; any other API (a RestApi
 		// of the template, an API id) only the permission to invoke the function
 		n, _ := object(v)["Ref"].(string)
+		if s, isStr := v.(string); isStr {
+			n = s
+		}
 		r := object(t.resources[n])
 		if _, isStr := v.(string); !isStr && n == "" {
 			return eventErr(f.name, name, "Property 'RestApiId' should be a string.")
 		}
-		if n == "" || typeOfRaw(r) != "AWS::Serverless::Api" {
+		// the translator looks the API up in the template, and refuses one it has not,
+		// or an HttpApi; a StageName of the API must not be empty
+		if r == nil || typeOfRaw(r) == "AWS::Serverless::HttpApi" {
+			return eventErr(f.name, name, "RestApiId must be a valid reference to an 'AWS::Serverless::Api' resource in same template.")
+		}
+		if s, ok := object(r["Properties"])["StageName"].(string); ok && s == "" {
+			return samErr(n, "StageName cannot be empty.")
+		}
+		if typeOfRaw(r) != "AWS::Serverless::Api" {
 			t.permission(f.name+name, "Stage", f.ref, map[string]any{"Principal": "apigateway.amazonaws.com",
 				"SourceArn": permissionSourceOf(false, v, method, path)}, attrs)
 			return nil
@@ -140,6 +151,13 @@ func (t *sam) apiEvent(f fnRefs, name string, p, attrs map[string]any) error {
 		if s, ok := object(r["Properties"])["StageName"].(string); ok && alnum(s) == s && s != "" {
 			suffix = s
 		}
+	}
+	apiProps := t.globals["Api"]
+	if api != implicitREST {
+		apiProps = t.props(api, "Api")
+	}
+	if err := eventAuth(f.name, name, method, path, p, apiProps); err != nil {
+		return err
 	}
 	if err := t.addRoute(api, f.name, name, path, method, false); err != nil {
 		return err
@@ -237,6 +255,16 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 	if err := swaggerPaths(n, props, paths); err != nil {
 		return err
 	}
+	if err := restAuth(n, props); err != nil {
+		return err
+	}
+	cors := props["Cors"]
+	if r == nil { // the implicit API takes the Globals
+		cors = t.globals["Api"]["Cors"]
+	}
+	if err := corsSettings(n, cors, false); err != nil {
+		return err
+	}
 	title := props["Name"]
 	if title == nil {
 		title = ref("AWS::StackName")
@@ -306,6 +334,16 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 
 func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]any) error {
 	if err := inlineOnly(n, props, false); err != nil {
+		return err
+	}
+	if err := httpAuth(n, props); err != nil {
+		return err
+	}
+	cors := props["CorsConfiguration"]
+	if r == nil {
+		cors = t.globals["HttpApi"]["CorsConfiguration"]
+	}
+	if err := corsSettings(n, cors, true); err != nil {
 		return err
 	}
 	tags := map[string]any{}

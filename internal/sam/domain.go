@@ -48,6 +48,15 @@ func (t *sam) restDomain(api string, d, attrs map[string]any) error {
 	if v, ok := d["IpAddressType"]; ok {
 		dp["EndpointConfiguration"].(map[string]any)["IpAddressType"] = v
 	}
+	if mtls := d["MutualTlsAuthentication"]; truthy(mtls) {
+		m, ok := mtls.(map[string]any)
+		if !ok {
+			return samErr(api, "Property 'Domain.MutualTlsAuthentication' should be a map.")
+		}
+		if len(mtlsOther(m)) > 0 {
+			return samErr(api, "Available Domain.MutualTlsAuthentication fields are ['TruststoreUri', 'TruststoreVersion'].")
+		}
+	}
 	copyKeys(dp, d, "MutualTlsAuthentication", "SecurityPolicy", "OwnershipVerificationCertificateArn")
 	t.put(id, "AWS::ApiGateway::DomainName", dp, copyAttrs(attrs))
 	t.referable(api, "DomainName", id)
@@ -87,6 +96,16 @@ func (t *sam) httpDomain(api string, d, attrs map[string]any) error {
 	if endpoint != "REGIONAL" {
 		return samErr(api, "EndpointConfiguration for Custom Domains must be one of ['REGIONAL'].")
 	}
+	if mtls := d["MutualTlsAuthentication"]; truthy(mtls) {
+		m, ok := mtls.(map[string]any)
+		if !ok {
+			return samErr(api, "MutualTlsAuthentication must be a map with at least one of the following fields ['TruststoreUri', 'TruststoreVersion'].")
+		}
+		if other := mtlsOther(m); len(other) > 0 {
+			// the translator names the resource by the keys it does not take
+			return samErr(strings.Join(other, ","), "Available MutualTlsAuthentication fields are ['TruststoreUri', 'TruststoreVersion'].")
+		}
+	}
 	cfg := map[string]any{"CertificateArn": cert, "EndpointType": endpoint}
 	copyKeys(cfg, d, "OwnershipVerificationCertificateArn", "SecurityPolicy")
 	dp := map[string]any{"DomainName": name, "DomainNameConfigurations": []any{cfg}, "Tags": map[string]any{"httpapi:createdBy": samTag}}
@@ -111,9 +130,17 @@ func (t *sam) httpDomain(api string, d, attrs map[string]any) error {
 
 // recordSets adds the domain's alias records to the record set group of its hosted zone.
 func (t *sam) recordSets(api, domainID string, d map[string]any, endpoint any, attrs map[string]any) error {
+	if d["Route53"] == nil {
+		return nil
+	}
 	r53, ok := d["Route53"].(map[string]any)
 	if !ok {
-		return nil
+		return samErr(api, "Property 'Domain.Route53' should be a map.")
+	}
+	if sep := r53["SeparateRecordSetGroup"]; truthy(sep) {
+		if _, ok := sep.(bool); !ok {
+			return samErr(api, "Property 'Domain.Route53.SeparateRecordSetGroup' should be a boolean.")
+		}
 	}
 	zone := r53["HostedZoneId"]
 	if zone == nil {
@@ -161,4 +188,16 @@ func orAnyValue(v, d any) any {
 		return d
 	}
 	return v
+}
+
+// mtlsOther are the keys of a domain's MutualTlsAuthentication other than TruststoreUri and
+// TruststoreVersion, sorted.
+func mtlsOther(m map[string]any) []string {
+	var other []string
+	for _, k := range sortedKeys(m) {
+		if k != "TruststoreUri" && k != "TruststoreVersion" {
+			other = append(other, k)
+		}
+	}
+	return other
 }

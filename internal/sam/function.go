@@ -40,6 +40,9 @@ func (t *sam) function(name string) error {
 	if err := functionRules(name, props); err != nil {
 		return err
 	}
+	if err := t.functionProperties(name, props); err != nil {
+		return err
+	}
 	fp := map[string]any{}
 	for _, k := range lambdaFunctionProps {
 		if v, ok := props[k]; ok {

@@ -73,6 +73,9 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 			return err
 		}
 	}
+	if err := pullRules(f.name, name, typ, p, role != nil); err != nil {
+		return err
+	}
 	t.put(id, "AWS::Lambda::EventSourceMapping", esm, copyAttrs(attrs))
 	if role == nil {
 		return nil

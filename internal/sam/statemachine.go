@@ -244,6 +244,13 @@ func (t *sam) stateMachineEvent(sm string, target any, name string, ev, props, a
 			}
 			api = n
 		}
+		apiProps := t.globals["Api"]
+		if api != implicitREST {
+			apiProps = t.props(api, "Api")
+		}
+		if err := eventAuth(sm, name, method, path, p, apiProps); err != nil {
+			return err
+		}
 		role := startRole("apigateway.amazonaws.com")
 		return t.addStateMachineRoute(api, sm, name, path, method, role)
 	default:

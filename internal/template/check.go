@@ -339,6 +339,7 @@ func (c *checker) resource(r *resource) {
 		parts := strings.Split(r.typ, "::")
 		if len(parts) == 4 && parts[3] == "MODULE" && parts[0] != "AWS" && !slices.Contains(parts, "") {
 			c.add(key(r.node, "Type"), base+".Type", true, "%s is a CloudFormation module, which CloudFormation expands into its resources: cairn does not check them", r.typ)
+			c.module(r, base)
 			return
 		}
 		if len(parts) == 3 && parts[0] != "AWS" && parts[0] != "Alexa" && !slices.Contains(parts, "") {

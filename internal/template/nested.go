@@ -35,9 +35,13 @@ type NestedStack struct {
 	Path string
 	// Line and Col locate the TemplateURL's value.
 	Line, Col int
-	// Parameters are the nested stack's Parameters, by name.
+	// Parameters are the nested stack's Parameters, by name: those of every branch when
+	// an Fn::If chooses them.
 	Parameters map[string]NestedParameter
-	node       *yaml.Node
+	// Choices are the sets of parameters an Fn::If may choose (AWS::NoValue, none), each
+	// passed whole; nil when the Parameters are a mapping.
+	Choices []map[string]NestedParameter
+	node    *yaml.Node
 }
 
 // NestedParameter is a value a nested stack passes to its child's parameter.
@@ -96,25 +100,57 @@ func (t *Template) NestedStacks() []NestedStack {
 			continue
 		}
 		ns := NestedStack{LogicalID: e.key.Value, Type: typ.Value, Property: prop, Path: u.Value, Line: u.Line, Col: u.Column, Parameters: map[string]NestedParameter{}, node: u}
-		if ps := value(props, "Parameters"); ps != nil && ps.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(ps.Content); i += 2 {
-				k, v := ps.Content[i], resolve(ps.Content[i+1])
-				p := NestedParameter{Line: k.Line, Col: k.Column}
-				switch v.Kind {
-				case yaml.ScalarNode:
-					p.Value, p.Literal = v.Value, true
-				case yaml.SequenceNode:
-					if intrinsic(v) == "" {
-						p.Value, p.Literal = strings.Join(scalars(v), ","), len(scalars(v)) == len(v.Content)
-					}
-				}
-				ns.Parameters[k.Value] = p
+		if ps := value(props, "Parameters"); ps != nil && intrinsic(ps) == "Fn::If" {
+			for _, b := range choices(ps, 0) {
+				set := nestedParameters(b)
+				ns.Choices = append(ns.Choices, set)
+				maps.Copy(ns.Parameters, set)
 			}
+		} else {
+			ns.Parameters = nestedParameters(ps)
 		}
 		out = append(out, ns)
 	}
 	slices.SortFunc(out, func(a, b NestedStack) int { return strings.Compare(a.LogicalID, b.LogicalID) })
 	return out
+}
+
+// nestedParameters are the parameters of a mapping of them (none for another node).
+func nestedParameters(ps *yaml.Node) map[string]NestedParameter {
+	out := map[string]NestedParameter{}
+	if ps == nil || ps.Kind != yaml.MappingNode || intrinsic(ps) != "" {
+		return out
+	}
+	for i := 0; i+1 < len(ps.Content); i += 2 {
+		k, v := ps.Content[i], resolve(ps.Content[i+1])
+		p := NestedParameter{Line: k.Line, Col: k.Column}
+		switch v.Kind {
+		case yaml.ScalarNode:
+			p.Value, p.Literal = v.Value, true
+		case yaml.SequenceNode:
+			if intrinsic(v) == "" {
+				p.Value, p.Literal = strings.Join(scalars(v), ","), len(scalars(v)) == len(v.Content)
+			}
+		}
+		out[k.Value] = p
+	}
+	return out
+}
+
+// choices are the values an Fn::If may give, nested ones followed; AWS::NoValue is nil.
+func choices(n *yaml.Node, depth int) []*yaml.Node {
+	n = resolve(n)
+	if isNoValue(n) {
+		return []*yaml.Node{nil}
+	}
+	if intrinsic(n) != "Fn::If" || depth > 8 {
+		return []*yaml.Node{n}
+	}
+	args := resolve(n.Content[1])
+	if args.Kind != yaml.SequenceNode || len(args.Content) != 3 {
+		return nil
+	}
+	return append(choices(args.Content[1], depth+1), choices(args.Content[2], depth+1)...)
 }
 
 // Tree is a template with the bundle's templates its nested stacks name, recursively,

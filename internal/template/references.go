@@ -169,6 +169,7 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, 
 				if m := resolve(arg.Content[1]); m.Kind == yaml.MappingNode {
 					for i := 0; i+1 < len(m.Content); i += 2 {
 						vars[m.Content[i].Value] = true
+						c.textAttribute(m.Content[i+1], "", "", path, "a value of Fn::Sub's variables")
 						c.walk(m.Content[i+1], path, from, locals, scope)
 					}
 				}
@@ -189,6 +190,7 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, 
 			case w.attr != "":
 				if !vars[w.res] {
 					c.getAtt(w.res, w.attr, s, s, path, from, scope)
+					c.textAttribute(s, w.res, w.attr, path, "Fn::Sub's ${"+w.name+"}")
 				}
 			default:
 				c.ref(w.name, s, path, from, nil, scope)
@@ -209,6 +211,15 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, 
 				c.walk(it, fmt.Sprintf("%s[%d]", path, i+1), from, locals, branch)
 			}
 		}
+	case "Fn::Join":
+		if arg.Kind == yaml.SequenceNode && len(arg.Content) == 2 {
+			if items := resolve(arg.Content[1]); items.Kind == yaml.SequenceNode {
+				for _, it := range items.Content {
+					c.textAttribute(it, "", "", path, "an item of Fn::Join")
+				}
+			}
+		}
+		c.walk(arg, path, from, locals, scope)
 	case "Fn::FindInMap":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
 			if m := resolve(arg.Content[0]); m.Kind == yaml.ScalarNode && !c.mappings[m.Value] {
@@ -369,4 +380,49 @@ func distance(a, b string, max int) int {
 		prev, cur = cur, prev
 	}
 	return min(prev[len(b)], max)
+}
+
+// textAttribute reports a Fn::GetAtt (n, or res.attr when res is set) of an attribute
+// whose value is a number or a boolean where CloudFormation takes text only (an output's
+// Value, a Fn::Sub, a Fn::Join): it refuses the template ("Every Value member must be a
+// string", "variable ... in Fn::Sub expression does not resolve to a string"; cfn-lint's
+// E1010, E6101).
+func (c *checker) textAttribute(n *yaml.Node, res, attr, path, where string) {
+	at := n
+	if res == "" {
+		if n = resolve(n); n == nil || intrinsic(n) != "Fn::GetAtt" {
+			return
+		}
+		at = n.Content[0]
+		if arg := resolve(n.Content[1]); arg.Kind == yaml.ScalarNode {
+			res, attr, _ = strings.Cut(arg.Value, ".")
+		} else {
+			res, attr = getAttArgs(arg)
+		}
+	}
+	if k := c.attributeKind(res, attr); k != "" {
+		c.errorf(at, path, "Fn::GetAtt %s.%s gives %s, but %s must be text: CloudFormation refuses the template (it turns no number or boolean into text here); use a text attribute or a literal", res, attr, k, where)
+	}
+}
+
+// attributeKind names the kind of a resource's attribute when it is a number or a
+// boolean ("an integer"), else "".
+func (c *checker) attributeKind(res, attr string) string {
+	r := c.resources[res]
+	if r == nil || attr == "" {
+		return ""
+	}
+	st := resourcespec.Lookup(r.typ)
+	if st == nil {
+		return ""
+	}
+	switch st.ScalarAttribute(attr) {
+	case resourcespec.Integer:
+		return "an integer"
+	case resourcespec.Number:
+		return "a number"
+	case resourcespec.Boolean:
+		return "a boolean"
+	}
+	return ""
 }

@@ -187,3 +187,22 @@ func (c *checker) policyPrincipals(r *resource, props *yaml.Node, base string) {
 		}
 	}
 }
+
+// module: CloudFormation expands a module's resource into the module's resources, passing
+// on DependsOn, Condition, Metadata and the deletion policies; it refuses a module that
+// sets a CreationPolicy, an UpdatePolicy or Tags, and keeps the Metadata key
+// AWS::CloudFormation::Module for itself (it records there which module a resource came
+// from). cfn-lint's E5001.
+func (c *checker) module(r *resource, base string) {
+	for _, attr := range []string{"CreationPolicy", "UpdatePolicy"} {
+		if k := key(r.node, attr); k != nil {
+			c.errorf(k, base+"."+attr, "module %s sets %s, which a module does not take: set it in the module's template, on the resource it applies to", r.name, attr)
+		}
+	}
+	if k := key(value(r.node, "Properties"), "Tags"); k != nil {
+		c.errorf(k, base+".Properties.Tags", "module %s sets Tags, which a module does not take: tag the stack, or the resources in the module's template", r.name)
+	}
+	if k := key(value(r.node, "Metadata"), "AWS::CloudFormation::Module"); k != nil {
+		c.errorf(k, base+".Metadata.AWS::CloudFormation::Module", "module %s sets the Metadata key AWS::CloudFormation::Module, which CloudFormation keeps for itself (it records the module each resource came from): use another key", r.name)
+	}
+}

@@ -33,6 +33,7 @@ func (c *checker) serviceRules(r *resource, st *resourcespec.Type, props *yaml.N
 	case "AWS::Route53::RecordSet", "AWS::Route53::RecordSetGroup":
 		c.recordSets(r.typ, props, base)
 	}
+	c.crossRules(r, props, base)
 	c.policyEffects(props, base+".Properties", 0)
 	c.policyPrincipals(r, props, base)
 }
@@ -175,7 +176,11 @@ func (c *checker) policyEffects(n *yaml.Node, path string, depth int) {
 		if st := value(n, "Statement"); st != nil && (value(n, "Version") != nil || strings.Contains(path, "Polic")) {
 			stmts := []*yaml.Node{st}
 			if st.Kind == yaml.SequenceNode {
-				stmts = st.Content
+				stmts = nil
+				for _, s := range st.Content {
+					// a statement chosen by a condition: either may be the one IAM reads
+					stmts = append(stmts, branches(s, 0)...)
+				}
 			}
 			for i, s := range stmts {
 				c.policyResources(s, fmt.Sprintf("%s.Statement[%d]", path, i))
@@ -200,6 +205,26 @@ func (c *checker) policyEffects(n *yaml.Node, path string, depth int) {
 			c.policyEffects(e, fmt.Sprintf("%s[%d]", path, i), depth+1)
 		}
 	}
+}
+
+// branches are the values n may be: each branch of an Fn::If (nested ones too) but
+// AWS::NoValue, or n itself.
+func branches(n *yaml.Node, depth int) []*yaml.Node {
+	n = resolve(n)
+	if n == nil || intrinsic(n) != "Fn::If" || depth > 8 {
+		return []*yaml.Node{n}
+	}
+	args := resolve(n.Content[1])
+	if args.Kind != yaml.SequenceNode || len(args.Content) != 3 {
+		return nil
+	}
+	var out []*yaml.Node
+	for _, b := range args.Content[1:] {
+		if b = resolve(b); !isNoValue(b) {
+			out = append(out, branches(b, depth+1)...)
+		}
+	}
+	return out
 }
 
 // pseudoSub checks a Fn::Sub naming no variable but the account, partition, region and URL

@@ -210,8 +210,11 @@ func (c *checker) intrinsicValue(fn string, n *yaml.Node, sh *resourcespec.Shape
 			c.parameterFlow(p, arg, sh, path, at, vc)
 			return
 		}
-		if _, ok := c.resources[arg.Value]; ok {
+		if r, ok := c.resources[arg.Value]; ok {
 			c.gives(single, "Ref to a resource", sh, path, at, vc)
+			if want, ok := ec2Ids[sh.Format]; ok && want != r.typ && strings.HasPrefix(r.typ, "AWS::") && resourcespec.Lookup(r.typ) != nil && nestedTypes[r.typ] == "" {
+				c.errorf(at, path, "Ref %s gives the identifier of that %s, but %s takes the id of an %s: EC2 refuses it; Ref an %s", arg.Value, r.typ, vc.of(), want, want)
+			}
 			return
 		}
 		switch arg.Value {
@@ -231,6 +234,9 @@ func (c *checker) intrinsicValue(fn string, n *yaml.Node, sh *resourcespec.Shape
 		if st == nil || !st.HasAttribute(attr) || nestedTypes[r.typ] != "" {
 			return
 		}
+		if k := c.attributeKind(res, attr); k != "" && sh.Kind == resourcespec.String {
+			c.errorf(at, path, "Fn::GetAtt %s.%s gives %s, but %s takes text: CloudFormation refuses it (it turns no number or boolean into text here); use a text attribute or a literal", res, attr, k, vc.of())
+		}
 		if st.ListAttribute(attr) {
 			c.gives(list, "Fn::GetAtt "+res+"."+attr, sh, path, at, vc)
 		} else if !slices.Contains(getAttObjects, r.typ+"."+attr) {
@@ -246,6 +252,14 @@ func (c *checker) intrinsicValue(fn string, n *yaml.Node, sh *resourcespec.Shape
 	case "Fn::Length":
 		c.gives(single, fn, sh, path, at, vc)
 	}
+}
+
+// ec2Ids are the formats of EC2 identifiers only a Ref of a resource of one type gives
+// (vpc-..., subnet-..., sg-...), by that type (cfn-lint's E1041).
+var ec2Ids = map[string]string{
+	"AWS::EC2::VPC.Id":           "AWS::EC2::VPC",
+	"AWS::EC2::Subnet.Id":        "AWS::EC2::Subnet",
+	"AWS::EC2::SecurityGroup.Id": "AWS::EC2::SecurityGroup",
 }
 
 // getAttObjects are attributes whose values are JSON objects, not single values.

@@ -27,6 +27,10 @@ const (
 	// SetTerminationProtection turns the stack's termination protection to Protect, once
 	// a deploy of it finished: the stack is done either way, a failure is a warning.
 	SetTerminationProtection ActionKind = "SetTerminationProtection"
+	// JudgePolicies asks the driver to judge the whole run with the policies before any
+	// stack starts (Run.Policy); it observes the verdict (Observation.Policy). It names
+	// no stack.
+	JudgePolicies ActionKind = "JudgePolicies"
 )
 
 // Action is one call for the driver. Every action is idempotent under its Token (the change
@@ -79,6 +83,9 @@ type Observation struct {
 	// LookErr says why the stack could not be described: nothing is known of it, and it
 	// is looked at again later.
 	LookErr string `json:"look_err,omitempty"`
+	// Policy is the verdict of judging the run (JudgePolicies): an observation of the
+	// whole run, naming no stack.
+	Policy *PolicyVerdict `json:"policy,omitempty"`
 }
 
 // ResourceChange is one resource change of a change set, with why CloudFormation says it
@@ -209,6 +216,10 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	var actions []Action
 	looked := map[string]bool{}
 	for _, o := range obs {
+		if o.Policy != nil {
+			judged(next, *o.Policy, now)
+			continue
+		}
 		s := next.Stacks[o.Stack]
 		if s == nil {
 			continue
@@ -223,6 +234,15 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 			s.Looks++
 			looked[s.Name] = true
 		}
+	}
+	if next.Status != Running {
+		return next, nil // denied by policy: nothing starts
+	}
+	if next.Policy == PolicyPending || next.Policy == PolicyJudging {
+		// Nothing starts before the policies judged the run; asked again after a step
+		// lost the answer.
+		next.Policy = PolicyJudging
+		return next, []Action{{Kind: JudgePolicies}}
 	}
 	names := next.Names() // sorted once: every pass below goes in name order
 	for _, name := range names {
@@ -322,6 +342,26 @@ func protect(prev, next *Run, names []string) []Action {
 		actions = append(actions, Action{Kind: SetTerminationProtection, Stack: s.Name, StackName: s.StackName, StackID: s.StackID, Protect: s.Protect})
 	}
 	return actions
+}
+
+// judged records the policies' verdict on r: a denial fails the run before any stack
+// started (each blocked, naming it); otherwise the run goes on.
+func judged(r *Run, v PolicyVerdict, now time.Time) {
+	if r.Policy != PolicyJudging && r.Policy != PolicyPending {
+		return // judged already
+	}
+	if !v.Denied {
+		r.Policy = PolicyPassed
+		return
+	}
+	r.Policy = PolicyDenied
+	r.Status, r.Reason, r.FinishedAt = RunFailed, v.Reason, now
+	for _, s := range r.Stacks {
+		if !s.Phase.Terminal() {
+			s.Phase, s.FinishedAt, s.PhaseSince = Blocked, now, now
+			s.Reason = "not started: denied by policy"
+		}
+	}
 }
 
 // Fail ends a run that fails before (or without) starting its stacks: every stack not

@@ -317,6 +317,32 @@ type Run struct {
 	// (plan.GuardChanges): a plan shows them, and an apply runs the relaxed ones only
 	// when a reviewed plan showed them.
 	GuardChanges []GuardChange `json:"guard_changes,omitempty"`
+	// Policy is where a push stands with the policies (PolicyGate): judged before any of
+	// its stacks starts, when there are policies to judge it with.
+	Policy PolicyGate `json:"policy,omitempty"`
+}
+
+// PolicyGate is where a run stands with the policies.
+type PolicyGate string
+
+const (
+	// PolicyNone: nothing to judge (no policies, or a plan or apply run, judged apart).
+	PolicyNone PolicyGate = ""
+	// PolicyPending: the run must be judged before any stack starts.
+	PolicyPending PolicyGate = "pending"
+	// PolicyJudging: the driver was asked to judge it (JudgePolicies).
+	PolicyJudging PolicyGate = "judging"
+	// PolicyPassed: no denial stands; the run goes on.
+	PolicyPassed PolicyGate = "passed"
+	// PolicyDenied: a denial stands; nothing ran, and the run failed.
+	PolicyDenied PolicyGate = "denied"
+)
+
+// PolicyVerdict is what the driver observed of judging a run: whether a denial stands,
+// and why, as the run's reason says it.
+type PolicyVerdict struct {
+	Denied bool   `json:"denied"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Names returns the stacks' config names, sorted.

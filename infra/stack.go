@@ -40,7 +40,7 @@ const (
 // Bucket prefixes each function may touch. Everything else in the bucket is
 // out of reach of that function's role.
 var (
-	deployerReadPrefixes  = []string{layout.DeploymentsPrefix, layout.ApprovalsPrefix}
+	deployerReadPrefixes  = []string{layout.DeploymentsPrefix, layout.ApprovalsPrefix, layout.PoliciesPrefix, layout.PolicyOverridesPrefix}
 	deployerWritePrefixes = []string{layout.PlansPrefix, layout.StatePrefix, layout.LocksPrefix, layout.RunsPrefix, layout.TemplatesPrefix, layout.AssetsPrefix}
 	portsWritePrefixes    = []string{layout.PortsPrefix}
 	// The drift function reads the graphs, their locks, and the bundle each
@@ -142,10 +142,10 @@ type CairnStackProps struct {
 
 // fn describes one Lambda: sizes are chosen per function, see NewCairnStack.
 type fn struct {
-	name    string
-	memory  float64
-	timeout awscdk.Duration
-	desc    string
+	name, id string // id: the construct id, when not exportedID(name)
+	memory   float64
+	timeout  awscdk.Duration
+	desc     string
 	// roleName names the function's role after the region (nil: CloudFormation names it),
 	// for roles that target deploy roles trust by name.
 	roleName func(region string) string
@@ -168,7 +168,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		sprops = props.StackProps
 	}
 	if sprops.Description == nil {
-		sprops.Description = jsii.String("cairn: event-driven deployer of CloudFormation stacks (bucket, queues, topics, deployer/ports/drift Lambdas)")
+		sprops.Description = jsii.String("cairn: event-driven deployer of CloudFormation stacks (bucket, queues, topics, deployer/ports/drift/policy Lambdas)")
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
 	account, region, partition := awscdk.Aws_ACCOUNT_ID(), awscdk.Aws_REGION(), awscdk.Aws_PARTITION()
@@ -208,8 +208,10 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 
 	sealKey := newSealKey(stack)
 
-	deployer := newDeployer(stack, cfg, common, q.deploy, sealKey, bucket, notifications)
+	policy := newPolicy(stack, cfg, common, bucket)
+	deployer := newDeployer(stack, cfg, withEnv(common, "CAIRN_POLICY_FUNCTION", policy.FunctionName()), q.deploy, sealKey, bucket, notifications)
 	deployerRole := deployer.Role()
+	policy.GrantInvoke(deployerRole)
 	ports := newPorts(stack, cfg, common, q.ports, bucket)
 	drift := newDrift(stack, cfg, common, q.drift, bucket, notifications)
 
@@ -226,7 +228,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	output(stack, "SealKeyArn", sealKey.KeyArn(), "", "KMS HMAC key of the seals of secrets in cairn's bucket: only the deployer's role may use it")
 	output(stack, "DriftRoleArn", drift.Role().RoleArn(), "", "role of the drift Lambda: attach read access to your stacks' resource types, drift detection reads them with it")
 
-	suppress(stack, cfg, bucket, map[string]awslambda.Function{"deployer": deployer, "ports": ports, "drift": drift})
+	suppress(stack, cfg, bucket, map[string]awslambda.Function{"deployer": deployer, "ports": ports, "drift": drift, "policy": policy})
 	return stack, nil
 }
 

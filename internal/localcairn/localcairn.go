@@ -45,6 +45,7 @@ const (
 	DeployerFunction = "deployer"
 	PortsFunction    = "ports"
 	DriftFunction    = "drift"
+	PolicyFunction   = "policy"
 
 	// Event detail-types routed to queues by the template's event rules.
 	StackStatusChange = "CloudFormation Stack Status Change"
@@ -128,7 +129,7 @@ type Cairn struct {
 	DriftSchedule string
 	PortPools     string
 	Namespaces    []string
-	// Functions maps deployer, ports and drift to the names the stack gave the functions.
+	// Functions maps deployer, ports, drift and policy to the names the stack gave the functions.
 	Functions map[string]string
 	// Targets are the target stacks provisioned, sorted by account and region.
 	Targets []Target
@@ -294,7 +295,7 @@ func provisionTarget(ctx context.Context, e *awslocal.Emulator, t target.Target,
 // Handlers are the Lambda handlers to run in the emulator (anything lambda.Start
 // accepts); a nil one is not registered.
 type Handlers struct {
-	Deployer, Ports, Drift any
+	Deployer, Ports, Drift, Policy any
 }
 
 // Register binds the given handlers to the stack's functions. The template's event source
@@ -304,7 +305,7 @@ func (c *Cairn) Register(e *awslocal.Emulator, h Handlers) error {
 	for _, f := range []struct {
 		name    string
 		handler any
-	}{{DeployerFunction, h.Deployer}, {PortsFunction, h.Ports}, {DriftFunction, h.Drift}} {
+	}{{DeployerFunction, h.Deployer}, {PortsFunction, h.Ports}, {DriftFunction, h.Drift}, {PolicyFunction, h.Policy}} {
 		if f.handler == nil {
 			continue
 		}
@@ -336,7 +337,7 @@ func (p provisioner) read(ctx context.Context, c *Cairn, st *cfntypes.Stack) err
 	}
 	queues := map[string]*Queue{"DeployQueue": &c.Deploy, "DeployDLQ": &c.DeployDLQ, "PortsQueue": &c.Ports, "PortsDLQ": &c.PortsDLQ,
 		"DriftQueue": &c.Drift, "DriftDLQ": &c.DriftDLQ}
-	functions := map[string]string{"Deployer": DeployerFunction, "Ports": PortsFunction, "Drift": DriftFunction}
+	functions := map[string]string{"Deployer": DeployerFunction, "Ports": PortsFunction, "Drift": DriftFunction, "PolicyFunction": PolicyFunction}
 	for _, r := range res.StackResources {
 		m := cdkID.FindStringSubmatch(aws.ToString(r.LogicalResourceId))
 		if m == nil {
@@ -367,7 +368,7 @@ func (p provisioner) read(ctx context.Context, c *Cairn, st *cfntypes.Stack) err
 			return fmt.Errorf("provision cairn: stack %s has no %s queue: is %s the template infra/ synthesizes?", StackName, name, goldenName)
 		}
 	}
-	for short, long := range map[string]string{DeployerFunction: "Deployer", PortsFunction: "Ports", DriftFunction: "Drift"} {
+	for short, long := range map[string]string{DeployerFunction: "Deployer", PortsFunction: "Ports", DriftFunction: "Drift", PolicyFunction: "PolicyFunction"} {
 		if c.Functions[short] == "" {
 			return fmt.Errorf("provision cairn: stack %s has no %s function: is %s the template infra/ synthesizes?", StackName, long, goldenName)
 		}

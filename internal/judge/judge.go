@@ -198,12 +198,12 @@ func (j *Judge) bundle(ctx context.Context, deployment string, bv plan.BundleVer
 // team reads the team's policies: every .rego and .json object under policies/ of
 // cairn's bucket, each with the version and ETag it was read at.
 func (j *Judge) team(ctx context.Context) (policy.Set, []verdict.Object, error) {
-	dir := bucket.URI(j.cfg.Bucket, bucket.PoliciesPrefix)
 	keys, err := objects.List(ctx, j.s3, j.cfg.Bucket, bucket.PoliciesPrefix)
 	if err != nil {
 		return policy.Set{}, nil, fmt.Errorf("team policies: %w", err)
 	}
-	b := policy.NewBuilder(strings.TrimSuffix(dir, "/"), policy.Team)
+	// Named by their keys (policies/s3.rego) in messages; the answer's Source names the bucket.
+	b := policy.NewBuilder(strings.TrimSuffix(bucket.PoliciesPrefix, "/"), policy.Team)
 	var objs []verdict.Object
 	for _, k := range keys {
 		if !bucket.PolicyFile(k) {

@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 // Plan is what a plan's page shows: the plan document, and links to its other views.
@@ -52,6 +53,7 @@ type planView struct {
 	SVG                                                           svgGraph
 	Stacks                                                        []planStackView
 	Unchanged                                                     []string
+	Policy                                                        *verdict.Verdict
 }
 
 // RenderPlan renders the page of a plan.
@@ -84,7 +86,7 @@ func planViewOf(in Plan) planView {
 	v := planView{Title: "plan", ID: clean(p.ID), Deployment: clean(p.Deployment), Status: clean(string(p.Status)),
 		Bundle: clean(p.Bundle.String()), Graph: clean(fmt.Sprintf("%s/%s at generation %d", p.Namespace, p.GraphKey, p.Generation)),
 		Created: stamp(p.CreatedAt), Reason: clean(p.Reason), Warnings: cleanAll(p.Warnings), Errors: cleanAll(p.Errors),
-		Refusals: cleanAll(p.Refusals)}
+		Refusals: cleanAll(p.Refusals), Policy: p.Policy}
 	if p.Destroy {
 		v.Title = "destroy plan"
 	}

@@ -8,6 +8,7 @@ package verdict
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -163,7 +164,9 @@ func (v *Verdict) Lift(overrides []Override) {
 			v.Overrides = append(v.Overrides, o)
 		}
 	}
-	slices.SortFunc(v.Overrides, func(a, b Override) int { return strings.Compare(a.Rule, b.Rule) })
+	// sort.Slice, not slices.SortFunc: a sort instantiated for Override would add 10 KB
+	// to the deployer, held under 15 MB.
+	sort.Slice(v.Overrides, func(i, j int) bool { return v.Overrides[i].Rule < v.Overrides[j].Rule })
 	v.Denied = v.Error != "" || len(v.Standing()) > 0
 }
 

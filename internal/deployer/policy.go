@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/objects"
+	"github.com/cairn-dev/cairn/internal/overrides"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -52,7 +53,7 @@ func (ps policies) exist(ctx context.Context, cfg *config.Config) (bool, error) 
 }
 
 // judge asks the policy function; any failure is a verdict that fails closed.
-func (ps policies) judge(ctx context.Context, req verdict.Request, overrides []verdict.Override, log *slog.Logger) *verdict.Verdict {
+func (ps policies) judge(ctx context.Context, req verdict.Request, lifting []verdict.Override, log *slog.Logger) *verdict.Verdict {
 	req.Time = ps.clk.Now().UTC()
 	fail := func(err error) *verdict.Verdict {
 		log.Error("policy: cannot judge (a denial)", "err", err)
@@ -68,7 +69,7 @@ func (ps policies) judge(ctx context.Context, req verdict.Request, overrides []v
 	if err != nil {
 		return fail(fmt.Errorf("policy function: %w", err))
 	}
-	v := verdict.Judged(req.Kind, a, req.Time, overrides)
+	v := verdict.Judged(req.Kind, a, req.Time, lifting)
 	deny, warn, lifted := v.Counts()
 	log.Info("policy: judged", "deny", deny, "warn", warn, "lifted", lifted, "error", v.Error, "team_files", len(a.Source.Objects), "took", a.Took.String())
 	return v
@@ -88,7 +89,7 @@ func (ps policies) judgePlan(ctx context.Context, doc *rundoc.Document, p *plan.
 	if ok, err := ps.exist(ctx, lb.Config); err != nil || !ok {
 		return err
 	}
-	overrides, err := verdict.Overrides(ctx, ps.s3, ps.cfg.Bucket, p.Deployment, p.ID)
+	lifting, err := overrides.Read(ctx, ps.s3, ps.cfg.Bucket, p.Deployment, p.ID)
 	if err != nil {
 		return err
 	}
@@ -96,7 +97,7 @@ func (ps policies) judgePlan(ctx context.Context, doc *rundoc.Document, p *plan.
 	if err != nil {
 		return err
 	}
-	p.Policy = ps.judge(ctx, verdict.Request{Kind: verdict.Plan, Deployment: p.Deployment, PlanID: p.ID, RunID: p.ID, Plan: body}, overrides, log)
+	p.Policy = ps.judge(ctx, verdict.Request{Kind: verdict.Plan, Deployment: p.Deployment, PlanID: p.ID, RunID: p.ID, Plan: body}, lifting, log)
 	return nil
 }
 
@@ -176,7 +177,7 @@ func (s starter) policyChecked(ctx context.Context, doc *rundoc.Document, candid
 		if !slices.Contains(ids, p.ID) {
 			continue
 		}
-		v, refusal, err := verdict.Check(ctx, s.s3, s.cfg.Bucket, p.Deployment, p.ID, p.Policy)
+		v, refusal, err := overrides.Check(ctx, s.s3, s.cfg.Bucket, p.Deployment, p.ID, p.Policy)
 		if err != nil || v == nil {
 			if err != nil {
 				return nil, err

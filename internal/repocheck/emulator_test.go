@@ -149,7 +149,7 @@ func TestEmulatorBoundary(t *testing.T) {
 // TestFunctionsLinkNoEmulator builds the functions' dependencies as make lambdas builds
 // them (the tags and platform of LAMBDA_TAGS): none is the emulator or local mode, and
 // only the policy function links the Open Policy Agent (it would double the deployer:
-// docs/policy.md#where-policies-run).
+// docs/policy.md#where-policies-run-the-policy-function).
 func TestFunctionsLinkNoEmulator(t *testing.T) {
 	root, _ := trackedFiles(t)
 	entries, err := os.ReadDir(filepath.Join(root, "functions"))
@@ -169,7 +169,7 @@ func TestFunctionsLinkNoEmulator(t *testing.T) {
 		case fn == policyFunction && opa < 0:
 			t.Errorf("%s does not link OPA: is go list's answer (%d packages) the policy function's?", fn, len(deps))
 		case fn != policyFunction && opa >= 0:
-			t.Errorf("%s built for Lambda links %s: OPA more than doubles a Lambda (the deployer's 15 MB goal); policies run in %s alone (docs/policy.md#where-policies-run)", fn, deps[opa], policyFunction)
+			t.Errorf("%s built for Lambda links %s: OPA more than doubles a Lambda (the deployer's 15 MB goal); policies run in %s alone (docs/policy.md#where-policies-run-the-policy-function)", fn, deps[opa], policyFunction)
 		}
 	}
 	if !slices.Contains(all, module+"internal/deployer") {

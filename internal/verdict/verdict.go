@@ -2,7 +2,8 @@
 // the policy function's request and answer, the results, where the policies were read,
 // the overrides that lift a rule's denials in one plan, and whether what was judged may
 // run. It links no policy engine (the policy function's is OPA, in package policy), so
-// the deployer and the CLI read and enforce verdicts without carrying it.
+// the deployer and the CLI enforce verdicts without carrying it; it is core: no AWS SDK
+// service package (reading overrides from the bucket is package overrides').
 package verdict
 
 import (

@@ -1,15 +1,17 @@
-package verdict
+// Package overrides reads the overrides of policy denials from cairn's bucket
+// (policy-overrides/NAME/PLAN_ID/RULE.json, written only by the policy role) and checks a
+// plan's verdict with them: what the CLI checks before it approves a plan, and the
+// deployer again before an apply executes anything.
+package overrides
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/objects"
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 // MaxOverride bounds an override document: a reason, an ARN and a time.
@@ -21,16 +23,16 @@ type Store interface {
 	objects.Lister
 }
 
-// Overrides reads the overrides of plan planID of deployment from cairn's bucket name
+// Read reads the overrides of plan planID of deployment from cairn's bucket name
 // (policy-overrides/NAME/PLAN_ID/RULE.json): one listing, then each override. A document
 // that is not an override (not JSON, no reason or author, another rule than its key's)
 // is an error naming it: the policy role wrote something cairn cannot trust.
-func Overrides(ctx context.Context, api Store, name, deployment, planID string) ([]Override, error) {
+func Read(ctx context.Context, api Store, name, deployment, planID string) ([]verdict.Override, error) {
 	keys, err := objects.List(ctx, api, name, bucket.PolicyOverridesOf(deployment, planID))
 	if err != nil {
 		return nil, fmt.Errorf("policy overrides of plan %s: %w", planID, err)
 	}
-	var out []Override
+	var out []verdict.Override
 	for _, k := range keys {
 		rule, ok := bucket.PolicyRuleOf(deployment, planID, k)
 		if !ok {
@@ -43,7 +45,7 @@ func Overrides(ctx context.Context, api Store, name, deployment, planID string) 
 		if err != nil {
 			return nil, fmt.Errorf("policy override %s: %w", bucket.URI(name, k), err)
 		}
-		ov, err := DecodeOverride(rule, o.Body)
+		ov, err := verdict.DecodeOverride(rule, o.Body)
 		if err != nil {
 			return nil, fmt.Errorf("policy override %s: %w", bucket.URI(name, k), err)
 		}
@@ -53,31 +55,15 @@ func Overrides(ctx context.Context, api Store, name, deployment, planID string) 
 	return out, nil
 }
 
-// DecodeOverride decodes the override of rule: {"reason": ..., "by": ..., "at": RFC 3339}.
-func DecodeOverride(rule string, body []byte) (Override, error) {
-	var doc struct {
-		Reason string    `json:"reason"`
-		By     string    `json:"by"`
-		At     time.Time `json:"at"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return Override{}, fmt.Errorf("not an override (%v): write it with `cairn policy override`", err)
-	}
-	if strings.TrimSpace(doc.Reason) == "" || strings.TrimSpace(doc.By) == "" {
-		return Override{}, errors.New("an override needs a reason and who wrote it (by): write it with `cairn policy override`")
-	}
-	return Override{Rule: rule, Reason: doc.Reason, By: doc.By, At: doc.At.UTC()}, nil
-}
-
 // Check reads the overrides written for plan planID of deployment and lifts v with them:
 // the verdict as it stands now (a copy; nil when v is nil: nothing was judged), and the
 // refusal of a plan with a standing denial ("" when it may be applied). The CLI checks
 // it before it approves, and the deployer again before an apply run executes anything.
-func Check(ctx context.Context, api Store, name, deployment, planID string, v *Verdict) (*Verdict, string, error) {
+func Check(ctx context.Context, api Store, name, deployment, planID string, v *verdict.Verdict) (*verdict.Verdict, string, error) {
 	if v == nil {
 		return nil, "", nil
 	}
-	overrides, err := Overrides(ctx, api, name, deployment, planID)
+	overrides, err := Read(ctx, api, name, deployment, planID)
 	if err != nil {
 		return nil, "", err
 	}

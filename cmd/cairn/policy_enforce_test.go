@@ -108,7 +108,8 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 	}
 
 	// The pull request's plan: denied in its comment.
-	if code := cli(append([]string{"plan", policyBundle(t, "site-public.yaml"), "--deployment", "cli", "--format", "md"}, waitArgs...)...); code != 0 {
+	public := policyBundle(t, "site-public.yaml")
+	if code := cli(append([]string{"plan", public, "--deployment", "cli", "--format", "md"}, waitArgs...)...); code != 0 {
 		t.Fatalf("plan exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 	id := regexp.MustCompile(`plan id: (\S+)`).FindStringSubmatch(stderr.String())
@@ -143,6 +144,13 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 	}
 	if after := approvals(t); after != before {
 		t.Errorf("a refused approval wrote an approval object: %d before, %d after", before, after)
+	}
+	// cairn apply of the same content refuses too, uploading nothing.
+	if code := cli("apply", public, "--deployment", "cli"); code != 1 || !strings.Contains(stderr.String(), "plan "+id[1]+" of cli is denied by policy:") {
+		t.Fatalf("apply of denied content exited %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+	if after := approvals(t); after != before {
+		t.Errorf("a refused apply uploaded its content: %d objects under approvals/ before, %d after", before, after)
 	}
 
 	// The policy role's override of another rule, or of this rule for another plan,

@@ -152,7 +152,7 @@ type fn struct {
 }
 
 // NewCairnStack builds cairn's own stack: the bucket, queues, topics, rules,
-// the three Lambdas and their least-privilege roles. It fails, without
+// the four Lambdas and their least-privilege roles. It fails, without
 // building anything, when the context is invalid or a Lambda binary is missing.
 func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps) (awscdk.Stack, error) {
 	cfg, err := LoadConfig(scope.Node())

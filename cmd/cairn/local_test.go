@@ -204,8 +204,8 @@ func TestLocalUpServesCairnUntilInterrupted(t *testing.T) {
 		if _, err := sqs.NewFromConfig(cfg).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("kept")}); err != nil {
 			t.Fatal(err)
 		}
-		if log := stop(); !strings.Contains(log, "functions: deployer, drift, ports") {
-			t.Fatalf("local up did not run cairn's three functions: %s", log)
+		if log := stop(); !strings.Contains(log, "functions: deployer, drift, policy, ports") {
+			t.Fatalf("local up did not run cairn's four functions: %s", log)
 		}
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "sqs", "sqs.json")); err != nil || !strings.Contains(string(b), "kept") {

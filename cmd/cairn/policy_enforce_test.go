@@ -94,7 +94,6 @@ func siteResources(t *testing.T) []string {
 func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 	s3c := deployWorld(t)
 	t.Setenv("CAIRN_BUCKET", localBucket)
-	publishTeamPolicy(t, s3c)
 	waitArgs := []string{"--wait", "--poll", "20ms", "--timeout", "1m"}
 	var stdout, stderr bytes.Buffer
 	cli := func(args ...string) int {
@@ -102,10 +101,15 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 		stderr.Reset()
 		return run(args, &stdout, &stderr)
 	}
-	// A private bucket passes.
+	// Without team or bundle policies nothing is judged (the function is not invoked: a
+	// verdict, and the report's Policy section, come only from an invocation).
 	if code := cli(append([]string{"push", policyBundle(t, "site.yaml"), "--deployment", "cli"}, waitArgs...)...); code != 0 {
 		t.Fatalf("push of a private bucket exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
 	}
+	if first := regexp.MustCompile(`(?m)^report: s3://\S+/(runs/cli/\S+\.md)$`).FindStringSubmatch(stdout.String()); first == nil || strings.Contains(read(t, s3c, first[1]), "## Policy") {
+		t.Fatalf("a push without policies was judged, or reported no report:\n%s", stdout.String())
+	}
+	publishTeamPolicy(t, s3c)
 
 	// The pull request's plan: denied in its comment.
 	public := policyBundle(t, "site-public.yaml")

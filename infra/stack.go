@@ -211,7 +211,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	policy := newPolicy(stack, cfg, common, bucket)
 	deployer := newDeployer(stack, cfg, withEnv(common, "CAIRN_POLICY_FUNCTION", policy.FunctionName()), q.deploy, sealKey, bucket, notifications)
 	deployerRole := deployer.Role()
-	policy.GrantInvoke(deployerRole)
+	deployerRole.AddToPrincipalPolicy(allow("DeployerJudges", []string{"lambda:InvokeFunction"}, []*string{policy.FunctionArn()}))
 	ports := newPorts(stack, cfg, common, q.ports, bucket)
 	drift := newDrift(stack, cfg, common, q.drift, bucket, notifications)
 

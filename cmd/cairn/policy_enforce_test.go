@@ -212,6 +212,9 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 	if code := cli(append([]string{"push", policyBundle(t, "site-public-logs.yaml"), "--deployment", "cli"}, waitArgs...)...); code != 1 {
 		t.Fatalf("push of a denied change exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
 	}
+	if !strings.Contains(stdout.String(), "have the policy owner override each denied rule for that plan (`cairn policy override cli PLAN_ID RULE --reason TEXT`), then approve it") {
+		t.Errorf("the denied push's next step does not say how to proceed:\n%s", stdout.String())
+	}
 	pushRun := regexp.MustCompile(`(?m)^report: s3://\S+/(runs/cli/\S+\.md)$`).FindStringSubmatch(stdout.String())
 	if pushRun == nil {
 		t.Fatalf("no report in:\n%s", stdout.String())

@@ -7,6 +7,7 @@
 package verdict
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -93,10 +94,10 @@ type Request struct {
 	RunID      string    `json:"run_id,omitempty"`
 	Time       time.Time `json:"time"`
 	// Plan is the plan document (Kind plan); Run the run and Bundle the bundle it
-	// deploys (Kind push).
-	Plan   []byte `json:"plan,omitempty"`
-	Run    []byte `json:"run,omitempty"`
-	Bundle []byte `json:"bundle,omitempty"`
+	// deploys (Kind push): JSON as they are stored, not re-encoded.
+	Plan   json.RawMessage `json:"plan,omitempty"`
+	Run    json.RawMessage `json:"run,omitempty"`
+	Bundle json.RawMessage `json:"bundle,omitempty"`
 }
 
 // Answer is the policy function's: the results, where the policies were read, and the

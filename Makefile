@@ -106,13 +106,13 @@ clean:
 	rm -rf $(BIN) .cairn
 
 # --- cairn's own stack (infra/, the AWS CDK app in Go; see infra/README.md) ---
-INFRA_FUNCTIONS := deployer ports drift
+INFRA_FUNCTIONS := deployer ports drift policy
 CDK             ?= npx --yes aws-cdk@2
 CDK_FLAGS       ?=
 
 .PHONY: infra-lambdas deploy
 
-# infra-lambdas: the three Lambda binaries the stack packages, built by `build`.
+# infra-lambdas: the four Lambda binaries the stack packages, built by `build`.
 infra-lambdas: build
 	@for f in $(INFRA_FUNCTIONS); do \
 		if [ ! -f $(BIN)/lambda/$$f/bootstrap ]; then \

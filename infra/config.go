@@ -97,7 +97,7 @@ type Target struct {
 
 // Functions are the Lambda functions cairn consists of, named as their folders
 // under functions/ and bin/lambda/.
-var Functions = []string{"deployer", "ports", "drift"}
+var Functions = []string{"deployer", "ports", "drift", "policy"}
 
 var (
 	namespaceRe = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]{0,100}$`)

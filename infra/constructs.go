@@ -32,6 +32,9 @@ func newQueue(stack awscdk.Stack, id string, retention, visibility awscdk.Durati
 // writing is granted on the function's own log group only.
 func newFunction(stack awscdk.Stack, cfg Config, f fn, env map[string]*string) awslambda.Function {
 	id := exportedID(f.name)
+	if f.id != "" {
+		id = f.id
+	}
 	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 		Retention:     awslogs.RetentionDays_THREE_MONTHS,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,

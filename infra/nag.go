@@ -67,6 +67,9 @@ func suppress(stack awscdk.Stack, cfg Config, bucket awss3.Bucket, fns map[strin
 		"ports": {
 			{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(prefixReason), AppliesTo: ptr(objects(portsWritePrefixes))},
 		},
+		"policy": {
+			{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(prefixReason), AppliesTo: ptr(objects(policyReadPrefixes))},
+		},
 		"drift": {
 			{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(prefixReason), AppliesTo: ptr(objects(driftReadPrefixes, driftWritePrefixes))},
 			{Id: jsii.String("AwsSolutions-IAM5"), Reason: jsii.String(stackReason), AppliesTo: ptr(stacks)},

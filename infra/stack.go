@@ -41,7 +41,7 @@ const (
 // Bucket prefixes each function may touch. Everything else in the bucket is
 // out of reach of that function's role.
 var (
-	deployerReadPrefixes  = []string{layout.DeploymentsPrefix, layout.ApprovalsPrefix}
+	deployerReadPrefixes  = []string{layout.DeploymentsPrefix, layout.ApprovalsPrefix, layout.PoliciesPrefix, layout.PolicyOverridesPrefix}
 	deployerWritePrefixes = []string{layout.PlansPrefix, layout.StatePrefix, layout.LocksPrefix, layout.RunsPrefix, layout.TemplatesPrefix, layout.AssetsPrefix}
 	portsWritePrefixes    = []string{layout.PortsPrefix}
 	// The drift function reads the graphs, their locks, and the bundle each
@@ -147,17 +147,17 @@ type CairnStackProps struct {
 
 // fn describes one Lambda: sizes are chosen per function, see NewCairnStack.
 type fn struct {
-	name    string
-	memory  float64
-	timeout awscdk.Duration
-	desc    string
+	name, id string // id: the construct id, when not exportedID(name)
+	memory   float64
+	timeout  awscdk.Duration
+	desc     string
 	// roleName names the function's role after the region (nil: CloudFormation names it),
 	// for roles that target deploy roles trust by name.
 	roleName func(region string) string
 }
 
 // NewCairnStack builds cairn's own stack: the bucket, queues, topics, rules,
-// the three Lambdas and their least-privilege roles. It fails, without
+// the four Lambdas and their least-privilege roles. It fails, without
 // building anything, when the context is invalid or a Lambda binary is missing.
 func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps) (awscdk.Stack, error) {
 	cfg, err := LoadConfig(scope.Node())
@@ -173,7 +173,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 		sprops = props.StackProps
 	}
 	if sprops.Description == nil {
-		sprops.Description = jsii.String("cairn: event-driven deployer of CloudFormation stacks (bucket, queues, topics, deployer/ports/drift Lambdas)")
+		sprops.Description = jsii.String("cairn: event-driven deployer of CloudFormation stacks (bucket, queues, topics, deployer/ports/drift/policy Lambdas)")
 	}
 	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
 	account, region, partition := awscdk.Aws_ACCOUNT_ID(), awscdk.Aws_REGION(), awscdk.Aws_PARTITION()
@@ -213,8 +213,10 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 
 	sealKey := newSealKey(stack)
 
-	deployer := newDeployer(stack, cfg, common, q.deploy, sealKey, bucket, notifications)
+	policy := newPolicy(stack, cfg, common, bucket)
+	deployer := newDeployer(stack, cfg, withEnv(common, "CAIRN_POLICY_FUNCTION", policy.FunctionName()), q.deploy, sealKey, bucket, notifications)
 	deployerRole := deployer.Role()
+	deployerRole.AddToPrincipalPolicy(allow("DeployerJudges", []string{"lambda:InvokeFunction"}, []*string{policy.FunctionArn()}))
 	ports := newPorts(stack, cfg, common, q.ports, bucket)
 	drift := newDrift(stack, cfg, common, q.drift, bucket, notifications)
 
@@ -233,7 +235,7 @@ func NewCairnStack(scope constructs.Construct, id string, props *CairnStackProps
 	output(stack, "SealKeyArn", sealKey.KeyArn(), "", "KMS HMAC key of the seals of secrets in cairn's bucket: only the deployer's role may use it")
 	output(stack, "DriftRoleArn", drift.Role().RoleArn(), "", "role of the drift Lambda: attach read access to your stacks' resource types, drift detection reads them with it")
 
-	suppress(stack, cfg, bucket, map[string]awslambda.Function{"deployer": deployer, "ports": ports, "drift": drift})
+	suppress(stack, cfg, bucket, map[string]awslambda.Function{"deployer": deployer, "ports": ports, "drift": drift, "policy": policy})
 	return stack, nil
 }
 
@@ -436,30 +438,6 @@ func stackEventRules(stack awscdk.Stack, cfg Config, account *string, q cairnQue
 			Detail:     &map[string]interface{}{"stack-id": stackIDPrefixes},
 		},
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(driftQueue, nil)},
-	})
-}
-
-// newSealKey makes the seal key.
-func newSealKey(stack awscdk.Stack) awskms.Key {
-	// The seal key: what cairn stores of a secret (a NoEcho value, a SecureString, a
-	// secret output) in its bucket is a MAC under a key derived from this KMS HMAC key,
-	// so the readers of the bucket cannot test a guessed secret against it (package
-	// seal). Only the deployer's role may make MACs with it (GenerateMac, below); the
-	// account administers the key but is not granted its use. Retained with the stack:
-	// the seals recorded in the persistent graphs were made with it.
-	return awskms.NewKey(stack, jsii.String("SealKey"), &awskms.KeyProps{
-		Description:   jsii.String("cairn: seals of secrets in cairn's bucket (HMAC; used by the deployer only)"),
-		KeySpec:       awskms.KeySpec_HMAC_256,
-		KeyUsage:      awskms.KeyUsage_GENERATE_VERIFY_MAC,
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
-		Policy: awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &[]awsiam.PolicyStatement{
-			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Sid:        jsii.String("KeyAdministration"),
-				Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
-				Actions:    jsii.Strings(sealKeyAdminActions...),
-				Resources:  jsii.Strings("*"),
-			}),
-		}}),
 	})
 }
 

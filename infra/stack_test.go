@@ -556,9 +556,10 @@ func TestStack(t *testing.T) {
 
 	t.Run("functions", func(t *testing.T) {
 		fns := s.ofType("AWS::Lambda::Function")
-		if len(fns) != 3 {
-			t.Fatalf("%d functions, want 3", len(fns))
+		if len(fns) != 4 {
+			t.Fatalf("%d functions, want 4", len(fns))
 		}
+		policyFn := s.id(t, "AWS::Lambda::Function", "PolicyFunction")
 		want := map[string]struct {
 			memory, timeout float64
 			env             map[string]string
@@ -568,6 +569,11 @@ func TestStack(t *testing.T) {
 				"CAIRN_DEPLOY_QUEUE_URL": "<" + deployQueue + ">", "CAIRN_NAMESPACES": "shop,web",
 				"CAIRN_PORT_POOLS": "default=20000-29999,web=30000-30099", "CAIRN_CFN_ROLE_ARN": testRole,
 				"CAIRN_SEAL_KEY_ID": "<" + sealKey + ".Arn>", "CAIRN_SSM_PATHS": `{"shop":["/shop/*"],"web":["/web/*"]}`,
+				"CAIRN_POLICY_FUNCTION": "<" + policyFn + ">",
+			}},
+			"PolicyFunction": {1024, 60, map[string]string{
+				"CAIRN_BUCKET": "<" + bucket + ">", "CAIRN_NOTIFICATIONS_TOPIC": "<" + notifications + ">",
+				"CAIRN_NAMESPACES": "shop,web", "CAIRN_PORT_POOLS": "default=20000-29999,web=30000-30099", "CAIRN_CFN_ROLE_ARN": testRole,
 			}},
 			"Ports": {256, 30, map[string]string{
 				"CAIRN_BUCKET": "<" + bucket + ">", "CAIRN_NOTIFICATIONS_TOPIC": "<" + notifications + ">",
@@ -693,16 +699,17 @@ func TestStack(t *testing.T) {
 
 	t.Run("IAM: S3 limited to each function's prefixes", func(t *testing.T) {
 		want := map[string][]string{
-			"DeployerRole": {"approvals/", "assets/", "deployments/", "locks/", "plans/", "runs/", "state/", "templates/"},
-			"PortsRole":    {"ports/"},
-			"DriftRole":    {"deployments/", "drift/", "locks/", "state/"},
+			"DeployerRole":       {"approvals/", "assets/", "deployments/", "locks/", "plans/", "policies/", "policy-overrides/", "runs/", "state/", "templates/"},
+			"PortsRole":          {"ports/"},
+			"DriftRole":          {"deployments/", "drift/", "locks/", "state/"},
+			"PolicyFunctionRole": {"approvals/", "deployments/", "plans/", "policies/"}, // writes nothing
 		}
 		writable := map[string][]string{
 			"DeployerRole": {"assets/", "locks/", "plans/", "runs/", "state/", "templates/"},
 			"PortsRole":    {"ports/"},
 			"DriftRole":    {"drift/"},
 		}
-		objRe := regexp.MustCompile("^<" + bucket + `\.Arn>/([a-z]+/)\*$`)
+		objRe := regexp.MustCompile("^<" + bucket + `\.Arn>/([a-z-]+/)\*$`)
 		for role, prefixes := range want {
 			var objects, writes, listed []string
 			lists := false

@@ -13,6 +13,7 @@ import (
 	layout "github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/overrides"
 	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/report"
@@ -106,6 +107,12 @@ just before it, cannot replace the plan of the merged content that waits for the
 				printer.Fprintf(stdout, "deployment %s: this content (bundle sha256 %s) is applied, but the content last %s (bundle sha256 %s, run %s: %s) is not: applying this content again records that it is what was merged\n",
 					deployment, report.ShortSum(b.SHA256), what, report.ShortSum(last.Bundle.SHA256), last.Run.ID, runStatus(last))
 			}
+			if refusal, err := deniedContent(cmd, c, deployment, b.SHA256); err != nil || refusal != "" {
+				if err != nil {
+					return err
+				}
+				return refuse("%s", refusal)
+			}
 			before, err := c.history.RunIDs(ctx, deployment)
 			if err != nil {
 				return err
@@ -173,4 +180,29 @@ func composed(cmd *cobra.Command, c *cairn, w io.Writer, doc *rundoc.Document) {
 		}
 		printer.Fprintf(w, "plan %s of %s (made %s): its reviewed entries for %s\n", p.ID, whose, ago(time.Now(), p.CreatedAt), strings.Join(stacks, ", "))
 	}
+}
+
+// deniedContent is the policy refusal of applying content sha256 of deployment: "" unless
+// its open plans made for exactly that content all have a denial no override lifts (the
+// deployer checks every plan an apply executes again, whatever the CLI says).
+func deniedContent(cmd *cobra.Command, c *cairn, deployment, sha256 string) (string, error) {
+	recent, err := c.review().List(cmd.Context(), deployment, 10)
+	if err != nil {
+		return "", err
+	}
+	var refusal string
+	for _, e := range recent {
+		if e.Status != review.Planned || e.Plan.Bundle.SHA256 != sha256 {
+			continue
+		}
+		_, r, err := overrides.Check(cmd.Context(), c.S3, c.bucket, deployment, e.Plan.ID, e.Plan.Policy)
+		if err != nil {
+			return "", err
+		}
+		if r == "" {
+			return "", nil // a plan of this content may apply
+		}
+		refusal = r
+	}
+	return refusal, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/overrides"
 	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/review"
 	"github.com/cairn-dev/cairn/internal/upload"
@@ -65,6 +66,12 @@ func approve(cmd *cobra.Command, c *cairn, deployment, id string, wf waitFlags, 
 	}
 	if err := e.Approvable(recent); err != nil {
 		return refuse("%v", err)
+	}
+	if _, refusal, err := overrides.Check(ctx, c.S3, c.bucket, deployment, id, e.Plan.Policy); err != nil || refusal != "" {
+		if err != nil {
+			return err
+		}
+		return refuse("%s", refusal)
 	}
 	return approveEntry(cmd, c, e, wf, w)
 }

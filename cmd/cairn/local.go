@@ -336,6 +336,7 @@ func startLocal(ctx context.Context, eo awslocal.Options, addr string, o localca
 				localcairn.DeployerFunction: &h.Deployer,
 				localcairn.PortsFunction:    &h.Ports,
 				localcairn.DriftFunction:    &h.Drift,
+				localcairn.PolicyFunction:   &h.Policy,
 			}
 			for _, name := range functionNames() {
 				fn, err := localFunctions[name](ctx)
@@ -343,7 +344,7 @@ func startLocal(ctx context.Context, eo awslocal.Options, addr string, o localca
 					if slot, ok := slots[name]; ok {
 						*slot = fn
 					} else {
-						// Not one of cairn's three: invocable, but wired to nothing.
+						// Not one of cairn's four: invocable, but wired to nothing.
 						err = l.Emulator.RegisterFunction(name, fn)
 					}
 				}

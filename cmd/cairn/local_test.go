@@ -205,8 +205,8 @@ func TestLocalUpServesCairnUntilInterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := stop()
-		if !strings.Contains(log, "functions: deployer, drift, ports") {
-			t.Fatalf("local up did not run cairn's three functions: %s", log)
+		if !strings.Contains(log, "functions: deployer, drift, policy, ports") {
+			t.Fatalf("local up did not run cairn's four functions: %s", log)
 		}
 		// The ready line names the policy role, the only principal that may publish policies.
 		if role := got["cairn-policy-role-arn"]; !strings.HasPrefix(role, "arn:aws:iam::000000000000:role/") || !strings.Contains(log, ", policy role "+role+", ") {

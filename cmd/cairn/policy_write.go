@@ -169,7 +169,7 @@ deployment NAME are lifted, for that plan only; another rule's, or another plan'
 The override records the reason, who wrote it (sts GetCallerIdentity) and when; the plan's
 comment and its run report show it.
 
-The plan must exist. Only the policy role may write overrides (cairn's bucket policy
+The plan must exist and its policy results deny RULE. Only the policy role may write overrides (cairn's bucket policy
 refuses everyone else): pass --role with its ARN, or run with its credentials.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name, planID, rule := args[0], args[1], args[2]
@@ -194,13 +194,17 @@ refuses everyone else): pass --role with its ARN, or run with its credentials.`,
 }
 
 func override(ctx context.Context, cmd *cobra.Command, store *teampolicy.Store, plans *history.Store, name, planID, rule, reason string) error {
-	// The plan must exist: an override of a plan nobody made overrides nothing. (Plans do
-	// not record policy results yet, so the rule is checked for its form only.)
-	if _, err := plans.Plan(ctx, name, planID); err != nil {
+	// The plan must exist and deny the rule: an override that lifts nothing is refused
+	// before anything is written.
+	doc, err := plans.Plan(ctx, name, planID)
+	if err != nil {
 		if errors.Is(err, history.ErrNotFound) {
 			return refuse("plan %s of deployment %s does not exist: `cairn plans %s` lists its plans", planID, name, name)
 		}
 		return err
+	}
+	if err := doc.Policy.Overridable(rule); err != nil {
+		return refuse("plan %s of %s: no override of %s written: %v", planID, name, rule, err)
 	}
 	at := time.Now().UTC().Truncate(time.Second)
 	key, err := store.WriteOverride(ctx, name, planID, rule, teampolicy.Override{Reason: reason, By: store.Caller, At: at})

@@ -21,6 +21,8 @@ import (
 	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/bucket"
 	"github.com/cairn-dev/cairn/internal/installation"
+	"github.com/cairn-dev/cairn/internal/plan"
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 // policyWorld is cairn in the emulator with its bucket policy, the policy role's ARN (from
@@ -199,9 +201,24 @@ func TestPolicyOverrideOnlyAsThePolicyRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := "20261207-100000-aaaaaaaa"
-	if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(localBucket), Key: aws.String(bucket.PlanKey("shop", id)), Body: bytes.NewReader(body)}); err != nil {
+	id, unjudged := "20261207-100000-aaaaaaaa", "20261207-100000-cccccccc"
+	// The plan as the deployer records it once judged: the starter library's public-bucket
+	// rule denies its bucket; the other plan was never judged.
+	doc, err := plan.Decode(body)
+	if err != nil {
 		t.Fatal(err)
+	}
+	doc.Policy = &verdict.Verdict{Kind: verdict.Plan, At: time.Now().UTC(), Denied: true, Results: []verdict.Result{
+		{Level: verdict.Deny, Rule: "cairn.s3_public", Origin: "team", Stack: "web", Resource: "Site", Msg: "bucket Site is public"},
+		{Level: verdict.Warn, Rule: "cairn.encryption", Origin: "team", Stack: "web", Resource: "Site", Msg: "a warning only"}}}
+	judged, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for planID, b := range map[string][]byte{id: judged, unjudged: body} {
+		if _, err := s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(localBucket), Key: aws.String(bucket.PlanKey("shop", planID)), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -213,6 +230,14 @@ func TestPolicyOverrideOnlyAsThePolicyRole(t *testing.T) {
 			"cairn: policy-overrides/: only the policy role may write policy overrides (you are arn:aws:iam::000000000000:root): assume " + policyRole + " or ask the platform team\n"},
 		{"an unknown plan", []string{"shop", "20261207-100000-bbbbbbbb", "cairn.s3_public", "--reason", "INC-42", "--role", policyRole}, 1,
 			"cairn: plan 20261207-100000-bbbbbbbb of deployment shop does not exist: `cairn plans shop` lists its plans\n"},
+		{"a rule the plan does not deny", []string{"shop", id, "cairn.iam_wildcard", "--reason", "INC-42", "--role", policyRole}, 1,
+			"cairn: plan " + id + " of shop: no override of cairn.iam_wildcard written: the plan has no denial of rule cairn.iam_wildcard: it denies cairn.s3_public\n"},
+		{"a rule the plan only warns of", []string{"shop", id, "cairn.encryption", "--reason", "INC-42", "--role", policyRole}, 1,
+			"the plan has no denial of rule cairn.encryption"},
+		{"an evaluation error", []string{"shop", id, "cairn.policy_error", "--reason", "INC-42", "--role", policyRole}, 1,
+			"cairn.policy_error is an evaluation error, which no override lifts"},
+		{"a plan no policy judged", []string{"shop", unjudged, "cairn.s3_public", "--reason", "INC-42", "--role", policyRole}, 1,
+			"the plan has not been judged by policies"},
 		{"a rule that is no policy's id", []string{"shop", id, "../cairn.s3_public", "--reason", "INC-42", "--role", policyRole}, 2,
 			`rule "../cairn.s3_public" is not a policy's id`},
 		{"no reason", []string{"shop", id, "cairn.s3_public", "--role", policyRole}, 2, "--reason is needed"},

@@ -22,7 +22,9 @@ import (
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/customresource"
 	"github.com/cairn-dev/cairn/internal/deployer"
+	"github.com/cairn-dev/cairn/internal/judge"
 	"github.com/cairn-dev/cairn/internal/localcairn"
+	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/ports"
 )
 
@@ -89,7 +91,8 @@ func deployEmulatorWith(t *testing.T, o emulatorOptions) (*awslocal.Emulator, *s
 				k, v, _ := strings.Cut(kv, "=")
 				env[k] = v
 			}
-			dc := deployer.Config{Bucket: l.Cairn.Bucket, QueueURL: l.Cairn.Deploy.URL, Clock: clk, Logger: logger}
+			dc := deployer.Config{Bucket: l.Cairn.Bucket, QueueURL: l.Cairn.Deploy.URL, Clock: clk, Logger: logger,
+				PolicyFunction: env["CAIRN_POLICY_FUNCTION"]}
 			if o.keyed {
 				dc.SealKeyID = env["CAIRN_SEAL_KEY_ID"]
 			}
@@ -97,7 +100,9 @@ func deployEmulatorWith(t *testing.T, o emulatorOptions) (*awslocal.Emulator, *s
 			if err != nil {
 				return localcairn.Handlers{}, err
 			}
-			h := localcairn.Handlers{Deployer: d.Handle}
+			// The policy function as Lambda runs it, its reads gated to cairn's bucket.
+			judged := judge.New(objects.Gate(awsclient.S3(cfg), l.Cairn.Bucket), judge.Config{Bucket: l.Cairn.Bucket}, logger)
+			h := localcairn.Handlers{Deployer: d.Handle, Policy: judged.Handle}
 			if o.ports {
 				pools, err := ports.ParsePools(env[ports.PoolsEnv])
 				if err != nil {

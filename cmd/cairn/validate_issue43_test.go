@@ -251,14 +251,14 @@ func TestValidateFixturesAgainstCfnLint(t *testing.T) {
 		why, isListed := listed[f]
 		switch {
 		case cairnRefuses == lintRefuses[f] && isListed:
-			t.Errorf("%s: listed in disagreements.md, but both %s it now: remove it", f, verdict(cairnRefuses))
+			t.Errorf("%s: listed in disagreements.md, but both %s it now: remove it", f, verdictWord(cairnRefuses))
 		case cairnRefuses == lintRefuses[f]:
 			agree++
 		case isListed:
 			known++
-			t.Logf("%s: cairn %s, cfn-lint %s; known: %s", f, verdict(cairnRefuses), verdict(lintRefuses[f]), why)
+			t.Logf("%s: cairn %s, cfn-lint %s; known: %s", f, verdictWord(cairnRefuses), verdictWord(lintRefuses[f]), why)
 		default:
-			t.Errorf("%s: cairn %s, cfn-lint %s, and disagreements.md does not say why:\n%s", f, verdict(cairnRefuses), verdict(lintRefuses[f]), stderr)
+			t.Errorf("%s: cairn %s, cfn-lint %s, and disagreements.md does not say why:\n%s", f, verdictWord(cairnRefuses), verdictWord(lintRefuses[f]), stderr)
 		}
 	}
 	for name := range listed {
@@ -269,7 +269,7 @@ func TestValidateFixturesAgainstCfnLint(t *testing.T) {
 	t.Logf("%d fixtures: %d agreements, %d judged disagreements", len(fixtures), agree, known)
 }
 
-func verdict(refuses bool) string {
+func verdictWord(refuses bool) string {
 	if refuses {
 		return "refuses"
 	}

@@ -43,6 +43,8 @@ func (o Op) String() string {
 //	{SHA}    a sha256, hex: the object's content, checked when it is written
 //	{EXT}    nothing, or a '.' and an extension
 //	{STACK}  a CloudFormation stack name
+//	{PATH}   a policy file's path under policies/ (folders allowed), ending .rego or .json
+//	{RULE}   a policy rule's id (its package: cairn.s3_public)
 //
 // A pattern ending in '/' is a folder: List is a listing of exactly that prefix.
 type Rule struct {
@@ -78,6 +80,10 @@ var Rules = compile([]Rule{
 	{Pattern: "drift/{D}/", Ops: OpList, Why: "D's drift reports, to find the newest a plan shows what changed outside cairn from"},
 	{Pattern: "drift/{D}/{ID}.json", Ops: OpRead, Why: "a drift report of D (read only: the drift function writes them)"},
 	{Pattern: "assets/{SHA}{EXT}", Ops: OpRead | OpWrite, Why: "packaged artifacts, written only with the content their key names"},
+	{Pattern: "policies/", Ops: OpList, Why: "the team's policies: whether there are any, and which (the policy function)"},
+	{Pattern: "policies/{PATH}", Ops: OpRead, Why: "the team's policies (.rego, .json), read by the policy function; only the policy role writes them"},
+	{Pattern: "policy-overrides/{D}/{ID}/", Ops: OpList, Why: "the overrides of one of D's plans"},
+	{Pattern: "policy-overrides/{D}/{ID}/{RULE}.json", Ops: OpRead, Why: "an override of a rule's denials in one of D's plans; only the policy role writes them"},
 })
 
 // RoutingRules are what any invocation of the deployer may touch before it knows which
@@ -97,6 +103,8 @@ var placeholders = map[string]string{
 	"{SHA}":   `(?P<SHA>[0-9a-f]{64})`,
 	"{EXT}":   `(?:\.[A-Za-z0-9][A-Za-z0-9.]{0,15})?`,
 	"{STACK}": `[A-Za-z][-A-Za-z0-9]{0,127}`,
+	"{PATH}":  `(?:[A-Za-z0-9_][A-Za-z0-9._-]*/)*[A-Za-z0-9_][A-Za-z0-9._-]*\.(?:rego|json)`,
+	"{RULE}":  `[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`,
 }
 
 var placeholderRE = regexp.MustCompile(`\{[A-Z]+\}`)

@@ -21,6 +21,7 @@
 //	ports/POOL.json                 port allocations
 //	drift/NAME/SWEEP_ID.json, .md   drift reports
 //	drift/sweeps/SWEEP_ID.json      drift sweeps in progress
+//	policies/, policy-overrides/    the team's policies and their overrides (policies.go)
 //
 // No other package spells a key, so the layout changes in one place, and names that would
 // make two folders collide (a deployment named "active" would write its runs into the

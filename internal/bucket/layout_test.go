@@ -241,3 +241,31 @@ func FuzzParseUpload(f *testing.F) {
 		}
 	})
 }
+
+// TestPolicyRuleOf: an override's key names its rule for exactly one plan of one
+// deployment; anything else lifts nothing.
+func TestPolicyRuleOf(t *testing.T) {
+	for _, tc := range []struct {
+		key, rule string
+		ok        bool
+	}{
+		{PolicyOverrideKey("shop", "P1", "cairn.s3_public"), "cairn.s3_public", true},
+		{"policy-overrides/shop/P1/shop.tags.json", "shop.tags", true},
+		{"policy-overrides/shop/P2/cairn.s3_public.json", "", false},
+		{"policy-overrides/web/P1/cairn.s3_public.json", "", false},
+		{"policy-overrides/shop/P1/cairn..s3_public.json", "", false},
+		{"policy-overrides/shop/P1/sub/cairn.s3_public.json", "", false},
+		{"policy-overrides/shop/P1/cairn.s3_public", "", false},
+		{"policy-overrides/shop/P1/.json", "", false},
+	} {
+		rule, ok := PolicyRuleOf("shop", "P1", tc.key)
+		if rule != tc.rule || ok != tc.ok {
+			t.Errorf("PolicyRuleOf(%q) = %q, %v; want %q, %v", tc.key, rule, ok, tc.rule, tc.ok)
+		}
+	}
+	for key, want := range map[string]bool{"policies/a.rego": true, "policies/x/config.json": true, "policies/README.md": false, "plans/a.rego": false} {
+		if PolicyFile(key) != want {
+			t.Errorf("PolicyFile(%q) = %v", key, !want)
+		}
+	}
+}

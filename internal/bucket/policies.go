@@ -3,6 +3,7 @@ package bucket
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // The folders of the platform team's policies and of their overrides. Only the policy role
@@ -91,4 +92,20 @@ func WriteGuard(bucketARN, policyRoleARN string) map[string]any {
 		"Resource":  resources,
 		"Condition": map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": policyRoleARN}},
 	}
+}
+
+// PolicyRuleOf returns the rule an override key of plan planID of deployment name is
+// for; false for any other key, or a rule no policy can have (it lifts nothing).
+func PolicyRuleOf(name, planID, key string) (string, bool) {
+	rule, ok := leaf(key, PolicyOverridesOf(name, planID), jsonExt)
+	if !ok || ValidRule(rule) != nil {
+		return "", false
+	}
+	return rule, true
+}
+
+// PolicyFile reports whether key is one of the team's policy files: under
+// PoliciesPrefix, ending .rego or .json.
+func PolicyFile(key string) bool {
+	return strings.HasPrefix(key, PoliciesPrefix) && (strings.HasSuffix(key, ".rego") || strings.HasSuffix(key, jsonExt))
 }

@@ -47,6 +47,10 @@ type Config struct {
 	}
 	MaxConcurrency int
 	Drift          Drift
+	// Policies (policies) is the bundle's own policy directory: Rego modules and JSON data
+	// judged with the team's, apart from them, adding denials and warnings only
+	// (docs/policy.md). "" when the config names none.
+	Policies string
 	// Target is the default account, region and roles of every stack (region, role_arn,
 	// external_id and service_role at the top of cairn.yaml).
 	Target Target

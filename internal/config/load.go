@@ -118,7 +118,7 @@ var capabilities = []string{"CAPABILITY_AUTO_EXPAND", "CAPABILITY_IAM", "CAPABIL
 
 var (
 	topKeys = []string{"namespace", "namespace_delimiter", "persistent_graph_key", "take_over_graph_from", "hand_over_graph_to", "tags",
-		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks",
+		"deletion_policy", "max_concurrency", "drift", "capabilities", "variables", "stacks", "policies",
 		"region", "role_arn", "external_id", "service_role"}
 	stackKeys = slices.Concat([]string{"name", "stack_name", "template_path", "template_url", "template_body",
 		"parameters", "variables", "requires", "required_by", "tags", "termination_protection",
@@ -297,6 +297,14 @@ func (l *loader) loadRoot(o LoadOptions, root *yaml.Node) *Config {
 			l.drift(c, f)
 		case "capabilities":
 			l.capabilitiesMode(c, f)
+		case "policies":
+			if p, ok := l.str(f.v, f.key); ok {
+				if err := l.policiesDir(p); err != nil {
+					l.errorf(f.v, f.key, "%v", err)
+				} else {
+					c.Policies = path.Clean(p)
+				}
+			}
 		case "stacks":
 			stacksNode = f.v
 		case "region", "role_arn", "external_id", "service_role":

@@ -243,3 +243,24 @@ func (l *loader) bundleFile(what, example, inline, p string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("%s %q cannot be read: %v", noun, p, err)
 }
+
+// policiesDir checks that p, the bundle's policy directory, is a folder of the bundle.
+func (l *loader) policiesDir(p string) error {
+	clean := path.Clean(p)
+	if p == "" || path.IsAbs(p) || strings.HasPrefix(p, `\`) || clean == ".." || strings.HasPrefix(clean, "../") || !fs.ValidPath(clean) {
+		return fmt.Errorf("policies directory %q leaves the bundle: give a folder relative to the bundle root, such as policies", p)
+	}
+	if l.b.SingleFile {
+		return fmt.Errorf("policies directory %q: a single-file bundle holds no folders: bundle a directory", p)
+	}
+	st, err := fs.Stat(l.b.FS, clean)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("policies directory %q not found in the bundle", p)
+	case err != nil:
+		return fmt.Errorf("policies directory %q cannot be read: %v", p, err)
+	case !st.IsDir():
+		return fmt.Errorf("policies %q is a file: name the folder holding the bundle's .rego and .json policies", p)
+	}
+	return nil
+}

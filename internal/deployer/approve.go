@@ -208,6 +208,17 @@ func (s starter) applyLocked(ctx context.Context, doc *rundoc.Document, lock *st
 		log.Warn("deploy: apply refused: stacks it changes are not covered by a reviewed plan; nothing is executed", "reasons", strings.Join(doc.Refusals, "; "))
 		return s.fail(ctx, doc, lock, fmt.Sprintf("refused: %d stack(s) not covered by a reviewed plan; nothing was executed", len(comp.Uncovered)), log)
 	}
+	// A plan with a policy denial no override lifts executes nothing (the CLI refuses to
+	// approve it; an approval written by hand meets this).
+	if refusals, err := s.policyChecked(ctx, doc, candidates, comp.Plans); err != nil || len(refusals) > 0 {
+		if err != nil {
+			s.release(ctx, lock, log)
+			return err
+		}
+		doc.Refusals = refusals
+		log.Warn("deploy: apply refused: denied by policy; nothing is executed", "reasons", strings.Join(refusals, "; "))
+		return s.fail(ctx, doc, lock, "refused: denied by policy; nothing was executed", log)
+	}
 	// A plan applies at most once: each plan all of whose changes run is marked as
 	// applied by this run before anything runs.
 	for _, id := range comp.Whole {

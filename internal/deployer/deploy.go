@@ -110,6 +110,9 @@ type Config struct {
 	// ServiceRole is the CloudFormation service role (cairn:cfnServiceRole) of stacks in
 	// cairn's own account that name none (service_role) themselves; "" none.
 	ServiceRole string
+	// PolicyFunction is the policy function the deployer invokes to judge plans and
+	// pushes (CAIRN_POLICY_FUNCTION; "" none).
+	PolicyFunction string
 	// Heartbeat is the delay of heartbeat messages (default DefaultHeartbeat; SQS allows
 	// at most 15 minutes).
 	Heartbeat time.Duration
@@ -148,6 +151,9 @@ type Clients struct {
 	Reach *access.Reacher
 	// KMS derives the seal key (required with Config.SealKeyID).
 	KMS sealkey.MACAPI
+	// Judge judges plans and pushes with the policies (the policy function); nil while
+	// policies exist fails every plan and push closed.
+	Judge Judger
 }
 
 // base is what every part of the driver shares.
@@ -166,6 +172,7 @@ type base struct {
 	sealMu  sync.Mutex
 	sealKey seal.Key // derived once per process (key)
 
+	judger Judger
 	reach  *access.Reacher
 	places *sync.Map // run id → *access.Places[changeset.API]: a run's clients and budgets span the steps a warm process makes
 	// clients are the S3 clients of the targets' assets buckets, by run id and target.
@@ -236,12 +243,12 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	// Every request of a run to cairn's bucket passes one gate (objects.Gated), which
 	// allows only the keys of the run's deployment and graph (bucket.Rules).
 	gated := objects.Gate(c.S3, cfg.Bucket)
-	b := &base{cfg: cfg, s3: gated, cfn: c.CFN, queue: lambdajob.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger,
+	b := &base{cfg: cfg, s3: gated, cfn: c.CFN, queue: lambdajob.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger, judger: c.Judge,
 		reach: c.Reach, places: &sync.Map{}, clients: &sync.Map{}, bundles: &bundles{},
 		store: &statestore.Store{S3: gated, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
-	st := stepper{base: b, runs: rs, plans: ps, hygiene: h, graphs: graphs{b}}
+	st := stepper{base: b, runs: rs, plans: ps, hygiene: h, graphs: graphs{b}, pol: policies{b}}
 	start := starter{stepper: st}
 	b.resumeStart = start.resume
 	return &Driver{base: b, runs: rs, step: st, start: start}, nil

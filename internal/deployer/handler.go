@@ -26,7 +26,9 @@ const StackStatusChange = "CloudFormation Stack Status Change"
 // CAIRN_NOTIFICATIONS_TOPIC, CAIRN_CFN_ROLE_ARN (optional), CAIRN_HEARTBEAT_SECONDS (default
 // 15), CAIRN_NAMESPACES (the CDK context cairn:namespaces, comma-separated; unset or
 // empty allows every namespace, as `cairn local up` does by default) and CAIRN_SSM_PATHS
-// (the Parameter Store paths of each namespace, as JSON; unset: every name); and
+// (the Parameter Store paths of each namespace, as JSON; unset: every name),
+// CAIRN_POLICY_FUNCTION (the policy function's name; unset: policies, if any, fail every
+// plan and push closed); and
 // CAIRN_SEAL_KEY_ID, the KMS HMAC key secrets are sealed with, which it requires.
 func ConfigFromEnv() (Config, error) {
 	e := lambdajob.NewEnv("deployer")
@@ -44,6 +46,7 @@ func ConfigFromEnv() (Config, error) {
 	e.Check("CAIRN_NAMESPACES", err)
 	c.SSMPaths, err = config.ParseSSMPaths(e.Optional("CAIRN_SSM_PATHS"))
 	e.Check("CAIRN_SSM_PATHS", err)
+	c.PolicyFunction = e.Optional("CAIRN_POLICY_FUNCTION")
 	return c, e.Err()
 }
 
@@ -52,7 +55,12 @@ func NewFromAWS(awsCfg aws.Config, c Config) (*Driver, error) {
 	if c.Region == "" {
 		c.Region = awsCfg.Region
 	}
+	var judge Judger
+	if c.PolicyFunction != "" {
+		judge = FunctionJudge{API: awsclient.NewInvoker(awsCfg), Function: c.PolicyFunction}
+	}
 	return New(c, Clients{
+		Judge: judge,
 		S3:    awsclient.S3(awsCfg),
 		CFN:   cloudformation.NewFromConfig(awsCfg),
 		SQS:   sqs.NewFromConfig(awsCfg),

@@ -37,6 +37,7 @@ type stepper struct {
 	plans   plans
 	hygiene hygiene
 	graphs  graphs
+	pol     policies
 }
 
 func (st stepper) heartbeat(ctx context.Context, deployment, runID string, beat int) error {
@@ -272,9 +273,19 @@ func (st stepper) step(ctx context.Context, doc *rundoc.Document, etag string, l
 		observed[i] = &seen[i]
 	}
 	known.scrub(doc.Run, observed, log)
+	if doc.Steps == 0 {
+		// A push is judged by the policies before its first stack starts.
+		if err := st.pol.gatePush(ctx, doc); err != nil {
+			return err // the trigger comes again
+		}
+	}
 	prev := doc.Run
 	now := st.clk.Now().UTC()
 	next, actions := run.Advance(prev, seen, now, opts)
+	if slices.ContainsFunc(actions, func(a run.Action) bool { return a.Kind == run.JudgePolicies }) {
+		// The policy function answers at once: the run observes its verdict in this step.
+		next, actions = run.Advance(next, []run.Observation{st.pol.judgePush(ctx, doc, next, log)}, now, opts)
+	}
 	pending, lockErr := st.act(ctx, doc, next, actions, lock, cs, sc, log)
 	acted := map[string]*run.Observation{}
 	for name, o := range pending {
@@ -354,6 +365,9 @@ func (st stepper) recordPlan(ctx context.Context, doc *rundoc.Document, lock *st
 	cs := st.changesets(doc.Run.ID, log)
 	p, err := st.plans.document(ctx, doc, lock, cs)
 	if err != nil {
+		return err
+	}
+	if err := st.pol.judgePlan(ctx, doc, p, log); err != nil {
 		return err
 	}
 	if _, err := st.plans.write(ctx, p, ""); err != nil && !errors.Is(err, errRaceLost) {

@@ -297,6 +297,7 @@ func TestProvisionResources(t *testing.T) {
 			"CAIRN_HEARTBEAT_SECONDS":   "3",
 			"CAIRN_SSM_PATHS":           "", // every parameter, as every namespace
 			"CAIRN_SEAL_KEY_ID":         env["CAIRN_SEAL_KEY_ID"],
+			"CAIRN_POLICY_FUNCTION":     v.c.Functions[localcairn.PolicyFunction],
 		}
 		// The seal key is the stack's own HMAC key, made in the emulator's KMS.
 		if k, err := v.e.KMS().Describe(env["CAIRN_SEAL_KEY_ID"]); err != nil || k.Spec != "HMAC_256" || k.ARN != env["CAIRN_SEAL_KEY_ID"] {

@@ -100,8 +100,8 @@ func Template(o Options) (string, error) {
 			rules++
 		}
 	}
-	if functions != 3 || schedules != 1 || rules != 2 {
-		return "", fmt.Errorf("%s has %d functions, %d schedules and %d stack-event rules; local mode expects 3, 1 and 2: update internal/localcairn with infra/stack.go", goldenName, functions, schedules, rules)
+	if functions != 4 || schedules != 1 || rules != 2 {
+		return "", fmt.Errorf("%s has %d functions, %d schedules and %d stack-event rules; local mode expects 4, 1 and 2: update internal/localcairn with infra/stack.go", goldenName, functions, schedules, rules)
 	}
 	if err := addTargets(doc, o); err != nil {
 		return "", err

@@ -68,6 +68,8 @@ type Object struct {
 	Body     []byte
 	ETag     string
 	Metadata map[string]string
+	// VersionID is the version read ("" in a bucket without versioning).
+	VersionID string
 }
 
 // Get reads the object key of bucket name, at versionID when it is not "". A missing
@@ -99,7 +101,7 @@ func Get(ctx context.Context, api Getter, name, key, versionID string, limit int
 	if limit > 0 && int64(len(body)) > limit {
 		return nil, &TooLargeError{Object: where, Limit: limit}
 	}
-	return &Object{Body: body, ETag: aws.ToString(out.ETag), Metadata: out.Metadata}, nil
+	return &Object{Body: body, ETag: aws.ToString(out.ETag), Metadata: out.Metadata, VersionID: aws.ToString(out.VersionId)}, nil
 }
 
 // ReadJSON decodes the JSON document key of bucket name into v and returns its ETag, for

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/provenance"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/state"
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 // Status of a reviewed plan.
@@ -76,6 +77,10 @@ type Document struct {
 	// termination protection the config wants (run.Stack.Protect).
 	Protection map[string]bool `json:"protection,omitempty"`
 	Drop       []string        `json:"drop,omitempty"`
+	// Policy is the policies' verdict on the plan, judged once its change sets were
+	// described (nil: a plan made before policies were enforced). Sealed with the rest:
+	// a verdict edited by hand fails the seal.
+	Policy *verdict.Verdict `json:"policy,omitempty"`
 	// Seal is a MAC of the document, but its status, by the deployer's seal key (Sign):
 	// an approval executes only a document the deployer wrote.
 	Seal string `json:"seal,omitempty"`

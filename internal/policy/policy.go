@@ -61,40 +61,62 @@ type Set struct {
 // tests) and every .json file (a JSON object merged at the root of data), under dir,
 // bounded by MaxBytes and MaxFiles.
 func Load(fsys fs.FS, dir, origin string) (Set, error) {
-	set := Set{Origin: origin, Dir: dir, Data: map[string]any{}}
-	total, files := 0, 0
+	b := NewBuilder(dir, origin)
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || (!strings.HasSuffix(p, ".rego") && !strings.HasSuffix(p, ".json")) {
+		if d.IsDir() || !Holds(p) {
 			return nil
 		}
-		name := path.Join(dir, p)
-		b, err := fs.ReadFile(fsys, p)
+		body, err := fs.ReadFile(fsys, p)
 		if err != nil {
 			return err
 		}
-		total += len(b)
-		files++
-		if total > MaxBytes || files > MaxFiles {
-			return fmt.Errorf("%s policies in %s exceed %d files or %d bytes (at %s): keep a policy set small, or split out what no rule reads", origin, dir, MaxFiles, MaxBytes, name)
-		}
-		switch {
-		case strings.HasSuffix(p, "_test.rego"):
-			set.Tests = append(set.Tests, File{Name: name, Source: string(b)})
-		case strings.HasSuffix(p, ".rego"):
-			set.Modules = append(set.Modules, File{Name: name, Source: string(b)})
-		default:
-			return mergeData(set.Data, name, b)
-		}
-		return nil
+		return b.Add(p, body)
 	})
 	if err != nil {
 		return Set{}, fmt.Errorf("read %s policies: %w", origin, err)
 	}
-	return set, nil
+	return b.Set(), nil
 }
+
+// Holds reports whether a file named p belongs to a policy set: a .rego or .json file.
+func Holds(p string) bool { return strings.HasSuffix(p, ".rego") || strings.HasSuffix(p, ".json") }
+
+// Builder makes a set from its files one by one, wherever they are read from (a
+// directory, cairn's bucket), bounded by MaxBytes and MaxFiles.
+type Builder struct {
+	set          Set
+	total, files int
+}
+
+// NewBuilder starts the set of origin read from dir (as messages name it).
+func NewBuilder(dir, origin string) *Builder {
+	return &Builder{set: Set{Origin: origin, Dir: dir, Data: map[string]any{}}}
+}
+
+// Add adds the file p (relative to the set's directory) holding body.
+func (b *Builder) Add(p string, body []byte) error {
+	name := path.Join(b.set.Dir, p)
+	b.total += len(body)
+	b.files++
+	if b.total > MaxBytes || b.files > MaxFiles {
+		return fmt.Errorf("%s policies in %s exceed %d files or %d bytes (at %s): keep a policy set small, or split out what no rule reads", b.set.Origin, b.set.Dir, MaxFiles, MaxBytes, name)
+	}
+	switch {
+	case strings.HasSuffix(p, "_test.rego"):
+		b.set.Tests = append(b.set.Tests, File{Name: name, Source: string(body)})
+	case strings.HasSuffix(p, ".rego"):
+		b.set.Modules = append(b.set.Modules, File{Name: name, Source: string(body)})
+	default:
+		return mergeData(b.set.Data, name, body)
+	}
+	return nil
+}
+
+// Set is the set made so far.
+func (b *Builder) Set() Set { return b.set }
 
 func mergeData(data map[string]any, name string, b []byte) error {
 	var doc map[string]any

@@ -147,29 +147,55 @@ func TestEmulatorBoundary(t *testing.T) {
 }
 
 // TestFunctionsLinkNoEmulator builds the functions' dependencies as make lambdas builds
-// them (the tags and platform of LAMBDA_TAGS): none is the emulator or local mode, nor the
-// Open Policy Agent (it would double the deployer: docs/policy.md#what-comes-next).
+// them (the tags and platform of LAMBDA_TAGS): none is the emulator or local mode, and
+// only the policy function links the Open Policy Agent (it would double the deployer:
+// docs/policy.md#where-policies-run-the-policy-function).
 func TestFunctionsLinkNoEmulator(t *testing.T) {
 	root, _ := trackedFiles(t)
-	cmd := exec.Command("go", "list", "-deps", "-tags", lambdaBuild.tags, "-f", "{{.ImportPath}}", "./functions/...")
+	entries, err := os.ReadDir(filepath.Join(root, "functions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		fn := "functions/" + e.Name()
+		deps := functionDeps(t, root, "./"+fn)
+		all = append(all, deps...)
+		opa := slices.IndexFunc(deps, func(d string) bool { return strings.HasPrefix(d, opaModule) })
+		switch {
+		case fn == policyFunction && opa < 0:
+			t.Errorf("%s does not link OPA: is go list's answer (%d packages) the policy function's?", fn, len(deps))
+		case fn != policyFunction && opa >= 0:
+			t.Errorf("%s built for Lambda links %s: OPA more than doubles a Lambda (the deployer's 15 MB goal); policies run in %s alone (docs/policy.md#where-policies-run-the-policy-function)", fn, deps[opa], policyFunction)
+		}
+	}
+	if !slices.Contains(all, module+"internal/deployer") {
+		t.Fatalf("the functions do not link internal/deployer: is go list's answer (%d packages) theirs?", len(all))
+	}
+	if d := emulatorLinked(all); d != "" {
+		t.Errorf("a function built for Lambda links %s: a Lambda function never carries the emulator or local mode", d)
+	}
+}
+
+// policyFunction is the one function that links the policy engine.
+const policyFunction = "functions/policy"
+
+// functionDeps lists the packages pkg links, built as make lambdas builds it.
+func functionDeps(t *testing.T, root, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-tags", lambdaBuild.tags, "-f", "{{.ImportPath}}", pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), lambdaBuild.env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
+		t.Fatalf("go list %s: %v\n%s", pkg, err, stderr.String())
 	}
-	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, module+"internal/deployer") {
-		t.Fatalf("the functions do not link internal/deployer: is go list's answer (%d packages) theirs?", len(deps))
-	}
-	if d := emulatorLinked(deps); d != "" {
-		t.Errorf("a function built for Lambda links %s: a Lambda function never carries the emulator or local mode", d)
-	}
-	if i := slices.IndexFunc(deps, func(d string) bool { return strings.HasPrefix(d, opaModule) }); i >= 0 {
-		t.Errorf("a function built for Lambda links %s: OPA more than doubles a Lambda (the deployer's 15 MB goal); policies run in a function of their own (docs/policy.md#what-comes-next)", deps[i])
-	}
+	return strings.Fields(string(out))
 }
 
 // opaModule is the Open Policy Agent's module path.

@@ -51,7 +51,7 @@ type pkg struct {
 var core = []string{"internal/run", "internal/graph", "internal/plan", "internal/config", "internal/template",
 	"internal/drift", "internal/report", "internal/printer", "internal/yamlnode", "internal/resourcespec", "internal/sam",
 	"internal/bundle", "internal/artifact", "internal/target", "internal/clock", "internal/assembly",
-	"internal/bucket", "internal/state", "internal/seal", "internal/awserr", "internal/provenance", "internal/runpage", "internal/policy"}
+	"internal/bucket", "internal/state", "internal/seal", "internal/awserr", "internal/provenance", "internal/runpage", "internal/policy", "internal/verdict"}
 
 const sdkServices = "github.com/aws/aws-sdk-go-v2/service/"
 

@@ -76,6 +76,7 @@ func planMarkdown(p *plan.Document) (head string, stacks []string) {
 	}
 	section("Errors (nothing was planned)", errs)
 	section("Refused", refusals)
+	b.WriteString(PolicyMarkdown(p.Policy, p.Deployment, p.ID))
 	var guards []string
 	for _, c := range p.GuardChanges() {
 		guards = append(guards, Text(c.String()))
@@ -266,6 +267,9 @@ func nextStep(p *plan.Document) string {
 		if !p.Approvable() {
 			return ""
 		}
+		if p.Policy != nil && p.Policy.Denied {
+			return "denied by policy (see Policy below): fix the change and " + replan + "; or have the policy owner override each denied rule for this plan, then approve it"
+		}
 		return fmt.Sprintf("on merge, %s applies the reviewed change sets of this plan for the stacks the merged content changes as planned; or apply exactly this plan: %s",
 			Code("cairn apply PATH --deployment "+p.Deployment), Code("cairn approve "+p.Deployment+" "+p.ID))
 	case "stale":
@@ -429,7 +433,10 @@ func PlanText(w io.Writer, p *plan.Document) error {
 	for _, wn := range p.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", Line(wn))
 	}
+	b.WriteString(PolicyText(p.Policy, p.Deployment, p.ID))
 	switch {
+	case p.Status == plan.Planned && p.Approvable() && p.Policy != nil && p.Policy.Denied:
+		b.WriteString("denied by policy: fix the change and plan again, or have the policy owner override each denied rule, then approve\n")
 	case p.Status == plan.Planned && !p.Approvable():
 		b.WriteString("no changes: every stack is up to date; nothing to approve\n")
 	case p.Status == plan.Planned:

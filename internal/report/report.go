@@ -13,6 +13,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/target"
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 // Input is everything a report shows.
@@ -32,6 +33,9 @@ type Input struct {
 	Warnings []string
 	// Notes say what else the run did, such as removing an emptied graph.
 	Notes []string
+	// Policy is the policies' verdict on the run (a push's, or the applied plans' with
+	// the overrides that lifted their denials); nil when nothing was judged.
+	Policy *verdict.Verdict
 }
 
 func (in Input) status() string {
@@ -80,6 +84,7 @@ func Markdown(w io.Writer, in Input) error {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString(PolicyMarkdown(in.Policy, r.Deployment, ""))
 	if names := r.Names(); len(names) > 0 {
 		b.WriteString("## Stacks\n\n| Stack | CloudFormation stack | Action | Status | Duration | Changes | Reason |\n|---|---|---|---|---|---|---|\n")
 		for _, n := range names {

@@ -2,12 +2,9 @@ package run
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -30,6 +27,10 @@ const (
 	// SetTerminationProtection turns the stack's termination protection to Protect, once
 	// a deploy of it finished: the stack is done either way, a failure is a warning.
 	SetTerminationProtection ActionKind = "SetTerminationProtection"
+	// JudgePolicies asks the driver to judge the whole run with the policies before any
+	// stack starts (Run.Policy); it observes the verdict (Observation.Policy). It names
+	// no stack.
+	JudgePolicies ActionKind = "JudgePolicies"
 )
 
 // Action is one call for the driver. Every action is idempotent under its Token (the change
@@ -92,6 +93,9 @@ type Observation struct {
 	// Events are the events of the stack's resources in the operation that settled (its
 	// own events left out), in time order: read once the stack's status settled.
 	Events []ResourceEvent `json:"events,omitempty"`
+	// Policy is the verdict of judging the run (JudgePolicies): an observation of the
+	// whole run, naming no stack.
+	Policy *PolicyVerdict `json:"policy,omitempty"`
 }
 
 // ResourceChange is one resource change of a change set, with why CloudFormation says it
@@ -196,21 +200,6 @@ func IsNoChanges(reason string) bool {
 	return false
 }
 
-// HashParameters is the stable hash of resolved parameter values, stored in the persistent
-// graph so an unchanged stack costs no CloudFormation call.
-func HashParameters(params map[string]string) string {
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(params[k]), params[k])
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // Advance applies observations to r and decides what to do next. It never mutates r.
 func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Action) {
 	opts = opts.withDefaults()
@@ -223,6 +212,10 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	looked := map[string]bool{}
 	recorded := false
 	for _, o := range obs {
+		if o.Policy != nil {
+			judged(next, *o.Policy, now)
+			continue
+		}
 		s := next.Stacks[o.Stack]
 		if s == nil {
 			continue
@@ -244,6 +237,15 @@ func Advance(r *Run, obs []Observation, now time.Time, opts Options) (*Run, []Ac
 	}
 	if recorded {
 		boundEvents(next, MaxRunEvents)
+	}
+	if next.Status != Running {
+		return next, nil // denied by policy: nothing starts
+	}
+	if next.Policy == PolicyPending || next.Policy == PolicyJudging {
+		// Nothing starts before the policies judged the run; asked again after a step
+		// lost the answer.
+		next.Policy = PolicyJudging
+		return next, []Action{{Kind: JudgePolicies}}
 	}
 	names := next.Names() // sorted once: every pass below goes in name order
 	for _, name := range names {

@@ -115,6 +115,10 @@ func NextStep(e Ending) (Next, bool) {
 	case Abandoned:
 		return redo(Wait, "the run lost its lock and stopped; CloudFormation may still be finishing its stacks: deploy again once `cairn status "+d+"` shows no run in progress"), true
 	}
+	if r.Policy == PolicyDenied {
+		return Next{Class: Review, Why: "denied by policy (the reason names each rule, stack and resource): fix the change and push again, or plan it and have the policy owner override each denied rule for that plan (`cairn policy override " + d + " PLAN_ID RULE --reason TEXT`), then approve it",
+			Command: planCmd, Then: approve}, true
+	}
 
 	// The failed stacks, each with its class, in name order.
 	type failure struct {

@@ -1,6 +1,8 @@
 package run
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"sort"
@@ -62,4 +64,19 @@ func shown(v string) string {
 		return "****"
 	}
 	return fmt.Sprintf("%q", v)
+}
+
+// HashParameters is the stable hash of resolved parameter values, stored in the persistent
+// graph so an unchanged stack costs no CloudFormation call.
+func HashParameters(params map[string]string) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%d:%s=%d:%s\n", len(k), k, len(params[k]), params[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/runpage"
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 // Document is the run document stored at runs/NAME/RUN_ID.json: the run state machine
@@ -84,6 +85,10 @@ type Document struct {
 	// Quiet marks a run that found nothing to change: it is recorded in this document
 	// alone, written once, ended (no lock, graph write, index entry or Markdown report).
 	Quiet bool `json:"quiet,omitempty"`
+	// Policy is the policies' verdict on the run: a push's, judged before any stack
+	// started; an apply's, the applied plan's verdict with the overrides that lifted its
+	// denials.
+	Policy *verdict.Verdict `json:"policy,omitempty"`
 }
 
 // ReportKey is the object that reports the run: its Markdown report, or this document
@@ -97,7 +102,7 @@ func (d *Document) ReportKey() string {
 
 // Report is the document as the report package shows it.
 func (d *Document) Report() report.Input {
-	in := report.Input{Run: d.Run, Bundle: d.Bundle.String(), Decisions: d.Decisions, Refusals: d.Refusals, Errors: d.Errors, Warnings: d.Warnings, Notes: d.Notes}
+	in := report.Input{Run: d.Run, Bundle: d.Bundle.String(), Decisions: d.Decisions, Refusals: d.Refusals, Errors: d.Errors, Warnings: d.Warnings, Notes: d.Notes, Policy: d.Policy}
 	if d.Run.Status == run.Superseded {
 		in.Status = string(run.Superseded)
 	}

@@ -24,6 +24,7 @@ func writeRun(v runView) []byte {
 	}
 	p.raw("</header>\n<main>\n")
 	p.notes(v.Warnings, v.Notes, v.Errors, v.Refusals, "nothing was changed")
+	p.policy(v.Policy)
 	if len(v.Failed) > 0 || v.Next != nil {
 		p.raw("<section aria-labelledby=\"failures\" class=\"note fail\">\n<h2 id=\"failures\">What failed, and what to do</h2>\n")
 		if len(v.Failed) > 0 {
@@ -196,6 +197,7 @@ func writePlan(v planView) []byte {
 	}
 	p.raw("</header>\n<main>\n")
 	p.notes(v.Warnings, v.Notes, v.Errors, v.Refusals, "nothing was planned")
+	p.policy(v.Policy)
 	if len(v.Dangers) > 0 {
 		p.raw("<section aria-labelledby=\"dangers\" class=\"note fail\">\n<h2 id=\"dangers\">Deletions and replacements</h2>\n<ul>")
 		for _, d := range v.Dangers {

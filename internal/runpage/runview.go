@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 // stackView is one stack as a run's page shows it.
@@ -69,6 +70,7 @@ type runView struct {
 	Links                                     []Link
 	Warnings, Notes, Errors, Refusals         []string
 	Next                                      *run.Next
+	Policy                                    *verdict.Verdict
 	Failed                                    []stackView
 	Counts                                    []pair
 	Graph                                     svgGraph
@@ -137,7 +139,7 @@ func runViewOf(in Run) runView {
 		Deployment: clean(r.Deployment), ID: clean(r.ID), Status: clean(status), Mode: string(r.Mode),
 		Bundle: clean(in.Report.Bundle), Started: stamp(r.StartedAt), Finished: stamp(r.FinishedAt),
 		Reason: clean(r.Reason), Warnings: cleanAll(in.Report.Warnings), Notes: cleanAll(in.Report.Notes),
-		Errors: cleanAll(in.Report.Errors), Refusals: cleanAll(in.Report.Refusals),
+		Errors: cleanAll(in.Report.Errors), Refusals: cleanAll(in.Report.Refusals), Policy: in.Report.Policy,
 	}
 	v.PageTitle = fmt.Sprintf("cairn run %s of %s: %s", v.ID, v.Deployment, v.Status)
 	v.StatusClass = statusClass(status)

@@ -155,47 +155,7 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, 
 		}
 		c.errorf(k, path, "Fn::GetAtt takes [Resource, Attribute] or Resource.Attribute")
 	case "Fn::Sub":
-		var s *yaml.Node
-		vars := map[string]bool{}
-		for name := range locals {
-			vars[name] = true
-		}
-		switch arg.Kind {
-		case yaml.ScalarNode:
-			s = arg
-		case yaml.SequenceNode:
-			if len(arg.Content) == 2 {
-				s = resolve(arg.Content[0])
-				if m := resolve(arg.Content[1]); m.Kind == yaml.MappingNode {
-					for i := 0; i+1 < len(m.Content); i += 2 {
-						vars[m.Content[i].Value] = true
-						c.textAttribute(m.Content[i+1], "", "", path, "a value of Fn::Sub's variables")
-						c.walk(m.Content[i+1], path, from, locals, scope)
-					}
-				}
-			}
-		}
-		if s == nil || s.Kind != yaml.ScalarNode {
-			c.walk(arg, path, from, locals, scope)
-			return
-		}
-		words, err := subVariables(s.Value)
-		if err != nil {
-			c.errorf(s, path, "Fn::Sub string does not parse: %v", err)
-			return
-		}
-		for _, w := range words {
-			switch {
-			case vars[w.name]:
-			case w.attr != "":
-				if !vars[w.res] {
-					c.getAtt(w.res, w.attr, s, s, path, from, scope)
-					c.textAttribute(s, w.res, w.attr, path, "Fn::Sub's ${"+w.name+"}")
-				}
-			default:
-				c.ref(w.name, s, path, from, nil, scope)
-			}
-		}
+		c.sub(arg, path, from, locals, scope)
 	case "Fn::If":
 		if arg.Kind == yaml.SequenceNode && len(arg.Content) > 0 {
 			cond := resolve(arg.Content[0])
@@ -241,6 +201,53 @@ func (c *checker) walk(n *yaml.Node, path, from string, locals map[string]bool, 
 			c.errorf(k, path, "unknown intrinsic function %s%s", fn, Suggest(fn, functions))
 		}
 		c.walk(arg, path, from, locals, scope)
+	}
+}
+
+// sub checks a Fn::Sub (its argument arg): each ${Name} and ${Res.Attr} of its string
+// names something that exists (a variable of its own, a parameter, a resource), and its
+// variables' values are text.
+func (c *checker) sub(arg *yaml.Node, path, from string, locals map[string]bool, scope map[string]bool) {
+	var s *yaml.Node
+	vars := map[string]bool{}
+	for name := range locals {
+		vars[name] = true
+	}
+	switch arg.Kind {
+	case yaml.ScalarNode:
+		s = arg
+	case yaml.SequenceNode:
+		if len(arg.Content) == 2 {
+			s = resolve(arg.Content[0])
+			if m := resolve(arg.Content[1]); m.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(m.Content); i += 2 {
+					vars[m.Content[i].Value] = true
+					c.textAttribute(m.Content[i+1], "", "", path, "a value of Fn::Sub's variables")
+					c.walk(m.Content[i+1], path, from, locals, scope)
+				}
+			}
+		}
+	}
+	if s == nil || s.Kind != yaml.ScalarNode {
+		c.walk(arg, path, from, locals, scope)
+		return
+	}
+	words, err := subVariables(s.Value)
+	if err != nil {
+		c.errorf(s, path, "Fn::Sub string does not parse: %v", err)
+		return
+	}
+	for _, w := range words {
+		switch {
+		case vars[w.name]:
+		case w.attr != "":
+			if !vars[w.res] {
+				c.getAtt(w.res, w.attr, s, s, path, from, scope)
+				c.textAttribute(s, w.res, w.attr, path, "Fn::Sub's ${"+w.name+"}")
+			}
+		default:
+			c.ref(w.name, s, path, from, nil, scope)
+		}
 	}
 }
 

@@ -59,10 +59,11 @@ func (s *Service) Tamper(stackName, logicalID, property, value string) error {
 	return nil
 }
 
-// overwritten drops the out-of-band values (Tamper's) of the properties an update sets
-// anew (was to now): its provider writes them, as an update writes a property the template
-// changes whatever it became; the others stay drifted.
-func overwritten(r *resource, was, now map[string]any) {
+// update gives r the properties now (an update's, from was) and drops the out-of-band
+// values (Tamper's) of the properties it sets anew: its provider writes them, as an update
+// writes a property the template changes whatever it became; the others stay drifted.
+func update(r *resource, was, now map[string]any) {
+	r.Props = now
 	for path := range r.Tampered {
 		if k := splitPath(path)[0]; !equalJSON(was[k], now[k]) {
 			delete(r.Tampered, path)

@@ -234,8 +234,7 @@ func (s *Service) beginStep(st *stack, t time.Time) {
 			} else {
 				r.DeletionPolicy, r.UpdateReplacePolicy = d.DeletionPolicy, d.UpdateReplacePolicy
 				if err == nil {
-					overwritten(r, oldProps, props)
-					r.Props = props
+					update(r, oldProps, props)
 				}
 				s.setResource(st, r, t, "UPDATE_IN_PROGRESS", "")
 				reqType = "Update"

@@ -1,0 +1,5 @@
+package team.bad
+
+deny contains msg if {
+	msg := x
+}

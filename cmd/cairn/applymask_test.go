@@ -19,7 +19,9 @@ import (
 // holds that value as the plan stored it (its hash only); the deployer resolves it again
 // from the run's lookups, checks it against the hash and masks it: `cairn approve --wait`,
 // `cairn status` and the run's report show the failure reason with ****, never the ARN,
-// and never the "(withheld: ...)" they showed when the value could not be read. (The
+// and never the "(withheld: ...)" they showed when the value could not be read; a push of
+// the same change failing the same way (a deploy run stores the value by hash too, and
+// reads it again in the step that sees the failure) shows it the same way. (The
 // live lines of --wait, read from CloudFormation's events without the secrets, withhold
 // the resource's reason by design: follow.Withheld.)
 func TestWebshopFailedApplyShowsReasonMasked(t *testing.T) {
@@ -53,7 +55,16 @@ func TestWebshopFailedApplyShowsReasonMasked(t *testing.T) {
 	if !strings.Contains(report, "| service | TaskDefinition | AWS::ECS::TaskDefinition | ") || !strings.Contains(report, masked) {
 		t.Errorf("the report lacks the failed resource with its reason masked:\n%s", report)
 	}
-	for _, o := range []string{out, errOut, st, stErr, report} {
+	// A push of the same change, failing the same way, shows it the same way.
+	if code, out, errOut := cli(t, "local", "fault", "shop-service", "TaskDefinition", "--fail", reason); code != 0 {
+		t.Fatalf("local fault: exit %d\n%s%s", code, out, errOut)
+	}
+	pcode, pushed, pushErr := cli(t, append([]string{"push", bump, "--deployment", "shop"}, reviewWait...)...)
+	t.Logf("push: exit %d\n%s%s", pcode, pushed, pushErr)
+	if pcode != 1 || !strings.Contains(pushed, "TaskDefinition (AWS::ECS::TaskDefinition): "+masked) {
+		t.Errorf("push of a failing update: exit %d; want 1 and the failure reason %q", pcode, masked)
+	}
+	for _, o := range []string{out, errOut, st, stErr, report, pushed, pushErr} {
 		if strings.Contains(o, arn) {
 			t.Errorf("the CLI or the report shows the secret %s", arn)
 		}

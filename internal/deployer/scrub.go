@@ -112,18 +112,25 @@ func (x *secrets) read(r *run.Run, name string) error {
 			x.sc.Add(plain[p])
 		}
 	}
-	if len(lost) > 0 {
-		var why []string
-		for _, p := range lost {
-			w := "parameter " + p + " resolves to another value now"
-			if err := unresolved[p]; err != nil {
-				w = err.Error()
-			}
-			why = append(why, w)
-		}
-		return fmt.Errorf("stack %s: the NoEcho values the run keeps as hashes only could not be read again (%s)", name, strings.Join(why, "; "))
+	return notRecovered(name, lost, unresolved)
+}
+
+// notRecovered says why the NoEcho values of stack named in lost could not be read again
+// (nil when none is lost): what resolving them said (unresolved), or that they resolve to
+// other values now.
+func notRecovered(stack string, lost []string, unresolved map[string]error) error {
+	if len(lost) == 0 {
+		return nil
 	}
-	return nil
+	var why []string
+	for _, p := range lost {
+		w := "parameter " + p + " resolves to another value than the run deployed"
+		if err := unresolved[p]; err != nil {
+			w = err.Error()
+		}
+		why = append(why, w)
+	}
+	return fmt.Errorf("stack %s: the NoEcho values the run keeps as hashes only could not be read again (%s)", stack, strings.Join(why, "; "))
 }
 
 // resolveNoEcho resolves again, each alone, the raw values of s's NoEcho parameters from

@@ -23,7 +23,9 @@ import (
 // the same change failing the same way (a deploy run stores the value by hash too, and
 // reads it again in the step that sees the failure) shows it the same way. (The
 // live lines of --wait, read from CloudFormation's events without the secrets, withhold
-// the resource's reason by design: follow.Withheld.)
+// the resource's reason by design: follow.Withheld.) It takes some 7s under -race, as
+// TestWebshopServiceThroughPlanAndApprove does: the webshop's five stacks are first
+// deployed through plan → approve in the emulator, then planned, applied and pushed.
 func TestWebshopFailedApplyShowsReasonMasked(t *testing.T) {
 	deployWebshop(t)
 	arn := secretArn(t)

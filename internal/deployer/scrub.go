@@ -143,6 +143,7 @@ func resolveNoEcho(r *run.Run, s *run.Stack, doc *rundoc.Document) (map[string][
 	for _, p := range s.NoEcho {
 		raw, ok := s.RawParameters[p]
 		if !ok {
+			unresolved[p] = fmt.Errorf("parameter %s: the run keeps no value of it as written to resolve again", p)
 			continue
 		}
 		v, err := resolve(s.Name, map[string]string{p: raw}, outputs)

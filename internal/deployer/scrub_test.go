@@ -87,20 +87,26 @@ func TestNoEchoRecoveredFromTheRun(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		database  map[string]string // database's outputs as the run knows them
-		cache     map[string]string // cache's, nil: not in the run
+		cache     map[string]string // cache's
 		recovered map[string]string
 		err       string
+		unwritten string // a parameter the run keeps no raw value of
 	}{
 		{"every value", map[string]string{"SecretArn": arn}, map[string]string{"Token": "tok-1"},
-			map[string]string{"DatabaseSecretArn": arn, "CacheToken": "tok-1", "Image": "nginx:1.28"}, ""},
+			map[string]string{"DatabaseSecretArn": arn, "CacheToken": "tok-1", "Image": "nginx:1.28"}, "", ""},
 		{"a producer's output gone", map[string]string{"SecretArn": arn}, map[string]string{},
 			map[string]string{"DatabaseSecretArn": arn, "CacheToken": stored["CacheToken"], "Image": "nginx:1.28"},
-			"stack service: the NoEcho values the run keeps as hashes only could not be read again (stack service: parameter CacheToken: ${output cache::Token}: stack shop-cache has no output Token yet: deploy cache first)"},
+			"stack service: the NoEcho values the run keeps as hashes only could not be read again (stack service: parameter CacheToken: ${output cache::Token}: stack shop-cache has no output Token yet: deploy cache first)", ""},
 		{"a value changed", map[string]string{"SecretArn": arn + "-2"}, map[string]string{"Token": "tok-1"},
 			map[string]string{"DatabaseSecretArn": stored["DatabaseSecretArn"], "CacheToken": "tok-1", "Image": "nginx:1.28"},
-			"stack service: the NoEcho values the run keeps as hashes only could not be read again (parameter DatabaseSecretArn resolves to another value than the run deployed)"},
+			"stack service: the NoEcho values the run keeps as hashes only could not be read again (parameter DatabaseSecretArn resolves to another value than the run deployed)", ""},
+		{"no value as written", map[string]string{"SecretArn": arn}, map[string]string{"Token": "tok-1"},
+			map[string]string{"DatabaseSecretArn": arn, "CacheToken": stored["CacheToken"], "Image": "nginx:1.28"},
+			"stack service: the NoEcho values the run keeps as hashes only could not be read again (parameter CacheToken: the run keeps no value of it as written to resolve again)", "CacheToken"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			raw := maps.Clone(raw)
+			delete(raw, tc.unwritten)
 			r := &run.Run{Stacks: map[string]*run.Stack{
 				"database": {Name: "database", StackName: "shop-database", Outputs: tc.database},
 				"cache":    {Name: "cache", StackName: "shop-cache", Outputs: tc.cache},

@@ -122,6 +122,37 @@ func SealNoEcho(k seal.Key, stack, param, value string) string {
 	return "{{cairn:noecho@" + noEchoHash(k, stack, param, value) + "}}"
 }
 
+// RecoverNoEcho returns stored, a stack's parameters as a run stores them, with each
+// {{cairn:noecho@HASH}} of a parameter replaced by the candidate value for that parameter
+// (candidates, by parameter: its raw value resolved again, say) whose seal under k, as
+// SealNoEcho made it for stack, is HASH: a reader who must know what the run deployed
+// (to mask it) gets it back only when it is the very value. A recovered value may hold
+// sealed references (a SecureString read by a NoEcho parameter with text around it):
+// Unseal reads them. lost names the parameters, sorted, whose seal no candidate matches;
+// their values stay sealed.
+func RecoverNoEcho(k seal.Key, stack string, stored map[string]string, candidates map[string][]string) (out map[string]string, lost []string) {
+	out = make(map[string]string, len(stored))
+	for param, v := range stored {
+		out[param] = sealedRE.ReplaceAllStringFunc(v, func(m string) string {
+			sm := sealedRE.FindStringSubmatch(m)
+			if sm[sealKind] != "noecho" {
+				return m
+			}
+			for _, c := range candidates[param] {
+				if k.Verify(sm[sealHash], noEchoDomain, stack, param, c) {
+					return c
+				}
+			}
+			if !slices.Contains(lost, param) {
+				lost = append(lost, param)
+			}
+			return m
+		})
+	}
+	slices.Sort(lost)
+	return out, lost
+}
+
 // HoldsUnkeyedSeal reports whether a stored value holds a seal made without a key (by a
 // cairn older than keyed seals).
 func HoldsUnkeyedSeal(v string) bool {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -84,5 +85,71 @@ stacks:
 	}
 	if _, err := Unseal(map[string]string{"FromOutput": sealed}, Plain{Stack: "app"}); err == nil {
 		t.Error("a stored hash was unsealed")
+	}
+}
+
+// TestRecoverNoEcho: a NoEcho value stored as its hash ({{cairn:noecho@HASH}}) comes back
+// only from a candidate with that very hash, under the key it was sealed with, for its
+// stack and parameter; a value holding a SecureString's seal comes back sealed, for Unseal;
+// other seals and plain values are left as they are; a parameter no candidate matches is
+// named lost and stays sealed.
+func TestRecoverNoEcho(t *testing.T) {
+	key := seal.NewKey("k1", []byte("0123456789abcdef0123456789abcdef"))
+	other := seal.NewKey("k2", []byte("fedcba9876543210fedcba9876543210"))
+	const arn = "arn:aws:secretsmanager:us-east-1:000000000000:secret:shop-db-AbCdEf"
+	secure := sealedSecure("/shop/pw", secretHash(key, "/shop/pw", "pw"))
+	mixed := "admin:" + secure
+	bundle := "{{cairn:bundle@" + bundleHash(key, "service", "Literal-Secret") + "}}"
+	stored := map[string]string{
+		"DatabaseSecretArn": SealNoEcho(key, "service", "DatabaseSecretArn", arn),
+		"Login":             SealNoEcho(key, "service", "Login", mixed),
+		"Literal":           SealNoEcho(key, "service", "Literal", bundle),
+		"Image":             "nginx:1.27",
+	}
+	if stored["Literal"] != bundle || HoldsSealed(stored["Image"]) || !strings.HasPrefix(stored["Login"], "{{cairn:noecho@") {
+		t.Fatalf("stored %v", stored)
+	}
+	for _, tc := range []struct {
+		name       string
+		key        seal.Key
+		stack      string
+		candidates map[string][]string
+		want       map[string]string
+		lost       []string
+	}{
+		{"the resolved values", key, "service", map[string][]string{"DatabaseSecretArn": {arn}, "Login": {mixed}},
+			map[string]string{"DatabaseSecretArn": arn, "Login": mixed, "Literal": bundle, "Image": "nginx:1.27"}, nil},
+		{"one among others", key, "service", map[string][]string{"DatabaseSecretArn": {"arn:other", arn}, "Login": {"admin:pw", mixed}},
+			map[string]string{"DatabaseSecretArn": arn, "Login": mixed, "Literal": bundle, "Image": "nginx:1.27"}, nil},
+		{"a changed value", key, "service", map[string][]string{"DatabaseSecretArn": {arn + "-rotated"}, "Login": {mixed}},
+			map[string]string{"DatabaseSecretArn": stored["DatabaseSecretArn"], "Login": mixed, "Literal": bundle, "Image": "nginx:1.27"}, []string{"DatabaseSecretArn"}},
+		{"another parameter's value", key, "service", map[string][]string{"DatabaseSecretArn": {mixed}, "Login": {arn}},
+			map[string]string{"DatabaseSecretArn": stored["DatabaseSecretArn"], "Login": stored["Login"], "Literal": bundle, "Image": "nginx:1.27"}, []string{"DatabaseSecretArn", "Login"}},
+		{"another stack's seal", key, "edge", map[string][]string{"DatabaseSecretArn": {arn}, "Login": {mixed}},
+			map[string]string{"DatabaseSecretArn": stored["DatabaseSecretArn"], "Login": stored["Login"], "Literal": bundle, "Image": "nginx:1.27"}, []string{"DatabaseSecretArn", "Login"}},
+		{"another key", other, "service", map[string][]string{"DatabaseSecretArn": {arn}, "Login": {mixed}},
+			map[string]string{"DatabaseSecretArn": stored["DatabaseSecretArn"], "Login": stored["Login"], "Literal": bundle, "Image": "nginx:1.27"}, []string{"DatabaseSecretArn", "Login"}},
+		{"no candidates", key, "service", nil,
+			map[string]string{"DatabaseSecretArn": stored["DatabaseSecretArn"], "Login": stored["Login"], "Literal": bundle, "Image": "nginx:1.27"}, []string{"DatabaseSecretArn", "Login"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, lost := RecoverNoEcho(tc.key, tc.stack, stored, tc.candidates)
+			if !maps.Equal(got, tc.want) || !slices.Equal(lost, tc.lost) {
+				t.Errorf("RecoverNoEcho =\n %v, lost %v\nwant\n %v, lost %v", got, lost, tc.want, tc.lost)
+			}
+		})
+	}
+
+	// A seal made before seals were keyed comes back under a key too.
+	unkeyed := map[string]string{"DatabaseSecretArn": SealNoEcho(seal.Unkeyed, "service", "DatabaseSecretArn", arn)}
+	if got, lost := RecoverNoEcho(key, "service", unkeyed, map[string][]string{"DatabaseSecretArn": {arn}}); got["DatabaseSecretArn"] != arn || lost != nil {
+		t.Errorf("an unkeyed seal: %v, lost %v", got, lost)
+	}
+	// What comes back unseals as any stored value does: the SecureString it holds is read.
+	got, _ := RecoverNoEcho(key, "service", stored, map[string][]string{"DatabaseSecretArn": {arn}, "Login": {mixed}})
+	delete(got, "Literal")
+	plain, err := Unseal(got, Plain{Key: key, Stack: "service", SSM: map[string]string{"/shop/pw": "pw"}})
+	if err != nil || plain["Login"] != "admin:pw" || plain["DatabaseSecretArn"] != arn {
+		t.Errorf("Unseal of the recovered values = %v, %v", plain, err)
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/cairn-dev/cairn/internal/changeset"
+	"github.com/cairn-dev/cairn/internal/config"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
@@ -89,14 +91,69 @@ func (x *secrets) read(r *run.Run, name string) error {
 		return fmt.Errorf("stack %s is not in the bundle's config", name)
 	}
 	x.sc.Add(c.BundleSecrets()...)
-	plain, secret, err := x.st.unseal(x.ctx, s.Parameters, c, producers(r, loaded, x.cs))
+	k, err := x.st.key(x.ctx)
+	if err != nil {
+		return fmt.Errorf("read the seal key: %w", err)
+	}
+	// A NoEcho value the run resolved is stored as its hash only ({{cairn:noecho@HASH}}):
+	// an apply run holds those of the plan. Its raw value, resolved again from what the run
+	// recorded, gives it back when it has that hash.
+	candidates, unresolved := resolveNoEcho(r, s, x.doc)
+	params, lost := config.RecoverNoEcho(k, name, s.Parameters, candidates)
+	for _, p := range lost {
+		delete(params, p)
+	}
+	plain, _, err := x.st.unseal(x.ctx, params, c, producers(r, loaded, x.cs))
 	if err != nil {
 		return fmt.Errorf("read the secrets of stack %s: %w", name, err)
 	}
-	for _, k := range secret {
-		x.sc.Add(plain[k])
+	for p, v := range s.Parameters {
+		if _, ok := plain[p]; ok && (config.HoldsSealed(v) || slices.Contains(s.NoEcho, p)) {
+			x.sc.Add(plain[p])
+		}
 	}
-	return nil
+	return notRecovered(name, lost, unresolved)
+}
+
+// notRecovered says why the NoEcho values of stack named in lost could not be read again
+// (nil when none is lost): what resolving them said (unresolved), or that they resolve to
+// other values now.
+func notRecovered(stack string, lost []string, unresolved map[string]error) error {
+	if len(lost) == 0 {
+		return nil
+	}
+	var why []string
+	for _, p := range lost {
+		w := "parameter " + p + " resolves to another value than the run deployed"
+		if err := unresolved[p]; err != nil {
+			w = err.Error()
+		}
+		why = append(why, w)
+	}
+	return fmt.Errorf("stack %s: the NoEcho values the run keeps as hashes only could not be read again (%s)", stack, strings.Join(why, "; "))
+}
+
+// resolveNoEcho resolves again, each alone, the raw values of s's NoEcho parameters from
+// what run r recorded (its lookups, its SSM parameters, its stacks' outputs), as run.Advance
+// resolves them: candidates for the values the run keeps by hash, and why those that do
+// not resolve do not.
+func resolveNoEcho(r *run.Run, s *run.Stack, doc *rundoc.Document) (map[string][]string, map[string]error) {
+	resolve, outputs := plan.Resolver(r, doc.Lookups, doc.SSM), plan.Outputs(r)
+	candidates, unresolved := map[string][]string{}, map[string]error{}
+	for _, p := range s.NoEcho {
+		raw, ok := s.RawParameters[p]
+		if !ok {
+			unresolved[p] = fmt.Errorf("parameter %s: the run keeps no value of it as written to resolve again", p)
+			continue
+		}
+		v, err := resolve(s.Name, map[string]string{p: raw}, outputs)
+		if err != nil {
+			unresolved[p] = err
+			continue
+		}
+		candidates[p] = []string{v[p]}
+	}
+	return candidates, unresolved
 }
 
 // scrub replaces the secrets of run r in what the observations say. When those of a stack

@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	layout "github.com/cairn-dev/cairn/internal/bucket"
+	"github.com/cairn-dev/cairn/internal/installation"
 	"github.com/cairn-dev/cairn/internal/policy"
 )
 
@@ -34,15 +37,63 @@ func policyBundle(t *testing.T, template string) string {
 	return dir
 }
 
-// publishTeamPolicy writes the starter library's cairn.s3_public under policies/, as the
-// policy role does (role45's `cairn policy publish`); the test writes it with the SDK.
-func publishTeamPolicy(t *testing.T, s3c *s3.Client) {
+// policyRole is the ARN of the policy role cairn's stack exports, which alone may write
+// policies/ and policy-overrides/ (cairn's bucket policy refuses everyone else).
+func policyRole(t *testing.T) string {
+	t.Helper()
+	cfg, err := awsclient.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cloudformation.NewFromConfig(cfg).ListExports(context.Background(), &cloudformation.ListExportsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range out.Exports {
+		if aws.ToString(e.Name) == installation.PolicyRoleExport {
+			return aws.ToString(e.Value)
+		}
+	}
+	t.Fatalf("no export %s", installation.PolicyRoleExport)
+	return ""
+}
+
+// publishTeamPolicy publishes the starter library's cairn.s3_public as the team's
+// policies/security/s3_public.rego, as the platform team does: `cairn policy publish` as
+// the policy role.
+func publishTeamPolicy(t *testing.T, role string) {
 	t.Helper()
 	body, err := fs.ReadFile(policy.Library(), "s3_public.rego")
 	if err != nil {
 		t.Fatal(err)
 	}
-	put(t, s3c, layout.PoliciesPrefix+"security/s3_public.rego", body)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"security/s3_public.rego": string(body)})
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"policy", "publish", dir, "--role", role, "--bucket", localBucket}, &stdout, &stderr); code != 0 {
+		t.Fatalf("policy publish exited %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// putAsPolicyRole writes key as the policy role with the SDK: an override the CLI would
+// refuse to write (another rule's, another plan's), which the deployer must not be fooled
+// by either.
+func putAsPolicyRole(t *testing.T, role, key string, body []byte) {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := awsclient.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sts.NewFromConfig(cfg).AssumeRole(ctx, &sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String("by-hand")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := out.Credentials
+	cfg.Credentials = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(aws.ToString(cr.AccessKeyId), aws.ToString(cr.SecretAccessKey), aws.ToString(cr.SessionToken)))
+	if _, err := awsclient.S3(cfg).PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(localBucket), Key: aws.String(key), Body: bytes.NewReader(body)}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func put(t *testing.T, s3c *s3.Client, key string, body []byte) {
@@ -109,7 +160,8 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 	if first := regexp.MustCompile(`(?m)^report: s3://\S+/(runs/cli/\S+\.md)$`).FindStringSubmatch(stdout.String()); first == nil || strings.Contains(read(t, s3c, first[1]), "## Policy") {
 		t.Fatalf("a push without policies was judged, or reported no report:\n%s", stdout.String())
 	}
-	publishTeamPolicy(t, s3c)
+	role := policyRole(t)
+	publishTeamPolicy(t, role)
 
 	// The pull request's plan: denied in its comment.
 	public := policyBundle(t, "site-public.yaml")
@@ -159,13 +211,16 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 
 	// The policy role's override of another rule, or of this rule for another plan,
 	// lifts nothing; the override of this rule for this plan does.
+	// (Written by hand as the policy role: `cairn policy override` refuses both.)
 	override := []byte(`{"reason": "a public website, reviewed by security (SEC-12)", "by": "arn:aws:sts::000000000000:assumed-role/cairn-policy/alice", "at": "2026-12-07T09:00:00Z"}`)
-	put(t, s3c, layout.PolicyOverrideKey("cli", id[1], "cairn.iam_wildcard"), override)
-	put(t, s3c, layout.PolicyOverrideKey("cli", "20000101-000000000-00000000", "cairn.s3_public"), override)
+	putAsPolicyRole(t, role, layout.PolicyOverrideKey("cli", id[1], "cairn.iam_wildcard"), override)
+	putAsPolicyRole(t, role, layout.PolicyOverrideKey("cli", "20000101-000000000-00000000", "cairn.s3_public"), override)
 	if code := cli("approve", "cli", id[1]); code != 1 {
 		t.Fatalf("approve with only unrelated overrides exited %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	put(t, s3c, layout.PolicyOverrideKey("cli", id[1], "cairn.s3_public"), override)
+	if code := cli("policy", "override", "cli", id[1], "cairn.s3_public", "--reason", "a public website, reviewed by security (SEC-12)", "--role", role); code != 0 {
+		t.Fatalf("policy override exited %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
 	if code := cli(append([]string{"approve", "cli", id[1]}, waitArgs...)...); code != 0 {
 		t.Fatalf("approve with the override exited %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
@@ -177,7 +232,7 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 	for _, want := range []string{
 		"## Policy: passed (0 denied, 1 overridden, 0 warnings)",
 		"| deny (overridden) | `cairn.s3_public` | team | site | Site |",
-		"- Override of `cairn.s3_public` by arn:aws:sts::000000000000:assumed-role/cairn-policy/alice at ",
+		"- Override of `cairn.s3_public` by arn:aws:sts::000000000000:assumed-role/" + role[strings.LastIndex(role, "/")+1:] + "/root at ",
 		"a public website, reviewed by security (SEC-12)",
 	} {
 		if !strings.Contains(report, want) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // ondriftBundle writes a one-stack bundle: a security group and a queue, with on_drift set
@@ -49,10 +53,12 @@ func both(t *testing.T, args ...string) (int, string) {
 
 // TestOnDriftThroughTheCLI: a security-group rule added out of band, then a push that
 // changes the same stack elsewhere: with on_drift revert the rule is brought back and
-// `cairn drift` is clean after; with keep the rule stays; with refuse the push stops, the rule listed with the ways
-// out, and the stack keeps the rule.
+// `cairn drift` is clean after; with keep the rule stays, and the run report says, from
+// the sweep's report, that the push left the rule and overwrote the queue's timeout (also
+// changed out of band, and changed by the template); with refuse the push stops, the rule
+// listed with the ways out in its output and its report, and the stack keeps the rule.
 func TestOnDriftThroughTheCLI(t *testing.T) {
-	deployEmulator(t, 20*time.Millisecond)
+	_, s3c := deployEmulator(t, 20*time.Millisecond)
 	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
 	for _, mode := range []string{"revert", "keep", "refuse"} {
 		t.Run(mode, func(t *testing.T) {
@@ -76,6 +82,11 @@ func TestOnDriftThroughTheCLI(t *testing.T) {
 			if code, out := both(t, "local", "tamper", "od"+mode+"-web", "Web", rule); code != 0 {
 				t.Fatalf("tamper: exit %d\n%s", code, out)
 			}
+			if mode == "keep" {
+				if code, out := both(t, "local", "tamper", "odkeep-web", "Queue", "VisibilityTimeout=45"); code != 0 {
+					t.Fatalf("tamper: exit %d\n%s", code, out)
+				}
+			}
 			reconcile := map[string]string{
 				"revert": "reconcile web (od" + mode + "-web): `cairn plan PATH --deployment od" + mode + "` reverts it (on_drift: revert)",
 				"keep":   "reconcile web (od" + mode + "-web): to revert it through review, set `on_drift: revert` on stack web, then `cairn plan PATH --deployment od" + mode + "`",
@@ -96,13 +107,25 @@ func TestOnDriftThroughTheCLI(t *testing.T) {
 				if code != 0 {
 					t.Fatalf("push with on_drift keep: exit %d\n%s", code, out)
 				}
-				if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") {
-					t.Errorf("drift after a push that keeps it: exit %d, want the rule still there\n%s", code, out)
+				report := newestRunReport(t, s3c, "odkeep")
+				for _, want := range []string{"## Changed outside cairn", "are shown as the drift report s3://" + localBucket + "/drift/odkeep/",
+					"| web | Web | /SecurityGroupIngress | left as it is: CloudFormation does not touch it (still drifted) |",
+					"| web | Queue | /VisibilityTimeout | overwritten with the template's new value |"} {
+					if !strings.Contains(report, want) {
+						t.Errorf("the run report lacks %q:\n%s", want, report)
+					}
+				}
+				if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") || strings.Contains(out, "VisibilityTimeout") {
+					t.Errorf("drift after a push that keeps it: exit %d, want the rule still there and the timeout overwritten\n%s", code, out)
 				}
 			case "refuse":
 				if code == 0 || !strings.Contains(out, "its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress") ||
 					!strings.Contains(out, "set `on_drift: revert` on the stack") {
 					t.Fatalf("push with on_drift refuse: exit %d\n%s", code, out)
+				}
+				if report := newestRunReport(t, s3c, "odrefuse"); !strings.Contains(report, "changed outside cairn: Web.SecurityGroupIngress") ||
+					!strings.Contains(report, "set \\`on_drift: revert\\` on the stack") {
+					t.Errorf("the refused push's report lacks the rule and the ways out:\n%s", report)
 				}
 				if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") {
 					t.Errorf("drift after the refusal: exit %d, want the rule still there\n%s", code, out)
@@ -292,4 +315,33 @@ func TestPlanRecreatesDeletedResource(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "IN_SYNC") {
 		t.Errorf("drift after the apply: exit %d\n%s", code, out)
 	}
+}
+
+// newestRunReport is the Markdown report of deployment's newest run, read from cairn's bucket.
+func newestRunReport(t *testing.T, s3c *s3.Client, deployment string) string {
+	t.Helper()
+	ctx := context.Background()
+	out, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(localBucket), Prefix: aws.String(bucket.RunsOf(deployment))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest string
+	for _, o := range out.Contents {
+		if k := aws.ToString(o.Key); strings.HasSuffix(k, ".md") && k > newest {
+			newest = k
+		}
+	}
+	if newest == "" {
+		t.Fatalf("no run report of %s", deployment)
+	}
+	obj, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(localBucket), Key: aws.String(newest)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Body.Close()
+	b, err := io.ReadAll(obj.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -287,6 +287,41 @@ func (b *base) detectDrift(ctx context.Context, doc *rundoc.Document, cfg *confi
 	}
 }
 
+// pushDrift records, in a push's run, what changed outside cairn in each live stack it
+// deploys whose change set is not drift-aware and that a push may change (not protected),
+// as the deployment's newest drift report says when it is at most drift.PlanMaxAge old
+// (run.Stack.Outside): the run settles what its change set does with each property, and
+// its report and page say it. A push does not detect drift itself: a detection would hold
+// every push's execution back by its minutes (docs/drift.md, "Drift in pushes").
+func (b *base) pushDrift(ctx context.Context, doc *rundoc.Document, cfg *config.Config, log *slog.Logger) {
+	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment)
+	if err != nil {
+		log.Warn("deploy: cannot read the drift reports: the run's report says nothing of drift", "err", err)
+		return
+	}
+	for _, name := range doc.Run.Names() {
+		s := doc.Run.Stacks[name]
+		if s.Intent != run.IntentDeploy || !s.Exists || s.StackID == "" || s.PlanOnly || driftAware(cfg, name) {
+			continue
+		}
+		found, from, ok := drift.ForPlan(r, bucket.URI(b.cfg.Bucket, key), name, s.StackName, b.clk.Now(), drift.PlanMaxAge)
+		if !ok {
+			continue
+		}
+		for _, res := range found {
+			if res.Status == "DELETED" {
+				s.Outside = append(s.Outside, run.DriftedProperty{LogicalID: res.LogicalID, Does: run.DriftLeft})
+			}
+			for _, p := range res.Properties {
+				s.Outside = append(s.Outside, run.DriftedProperty{LogicalID: res.LogicalID, Property: p.Property, Does: run.DriftLeft})
+			}
+		}
+		if len(s.Outside) > 0 {
+			s.DriftFrom = from
+		}
+	}
+}
+
 // templateResources reads from the planned bundle what the templates say: for each stack
 // the plan creates at apply (no change set says what it adds yet), the resources its
 // template declares; for each stack whose inputs are known only after apply, the

@@ -230,13 +230,7 @@ func (s *Stack) SettleDrift(found []ResourceDrift, from string) {
 
 // TopProperty is the top-level property a drift report's property path is in:
 // "/SecurityGroupIngress/1/CidrIp" is in SecurityGroupIngress.
-func TopProperty(path string) string {
-	path = strings.TrimPrefix(path, "/")
-	if i := strings.IndexByte(path, '/'); i >= 0 {
-		return path[:i]
-	}
-	return path
-}
+func TopProperty(path string) string { return run.TopProperty(path) }
 
 // Resource is a resource a stack's template declares, or one of a live stack.
 type Resource struct {

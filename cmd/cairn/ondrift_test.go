@@ -180,7 +180,8 @@ func TestPlanShowsChangedOutsideCairn(t *testing.T) {
 // sweep, then a plan that changes the same stack elsewhere: the comment says what each
 // on_drift does with the rule: revert brings it back (its drift-aware change set), keep
 // leaves it (the sweep's report, the ordinary change set does not touch it), refuse stops
-// the plan with the rule listed and the ways out.
+// the plan with the rule listed and the ways out, and its comment's section shows the rule
+// three ways as its refused change set saw it.
 func TestPlanCommentPerOnDrift(t *testing.T) {
 	deployEmulator(t, 20*time.Millisecond)
 	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
@@ -192,7 +193,8 @@ func TestPlanCommentPerOnDrift(t *testing.T) {
 		{"revert", 0, []string{"## Changed outside cairn", "| web | Web | SecurityGroupIngress |", `"FromPort":22`, "**reverts it** to the template's value"}},
 		{"keep", 0, []string{"## Changed outside cairn", "| web | Web | /SecurityGroupIngress", `"FromPort":22`,
 			"leaves it (CloudFormation does not touch it: still drifted)", "are shown as the drift report s3://" + localBucket + "/drift/odkeep/"}},
-		{"refuse", 1, []string{"its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress", "set \\`on_drift: revert\\` on the stack"}},
+		{"refuse", 1, []string{"its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress", "set \\`on_drift: revert\\` on the stack",
+			"## Changed outside cairn", "| web | Web | SecurityGroupIngress |", `"FromPort":22`, "**stops the plan** (on_drift: refuse): adopt it in the template, or revert it through review |"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			dep := "od" + tc.mode

@@ -169,6 +169,9 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *states
 			}
 			pst.Changes = st.Changes
 		}
+		if s.Phase == run.Failed && s.RefuseDrift && len(s.Drift) > 0 {
+			pst.Outside = refusedDrift(ctx, cs, s, p)
+		}
 		if pst.Action == plan.Delete && pst.StackID != "" {
 			if pst.Resources, err = cs.Resources(ctx, s.Target, pst.StackID); err != nil {
 				return nil, err
@@ -233,6 +236,35 @@ func (ps plans) outsideDrift(ctx context.Context, doc *rundoc.Document, p *plan.
 		}
 	}
 	return nil
+}
+
+// refusedDrift is what changed outside cairn in stack s, which on_drift refuse stopped, as
+// its drift-aware change set (not executed) shows it, values masked (plan.RefusedDrift).
+// When the change set cannot be read, the properties the refusal listed, without values,
+// and a warning saying where the values are.
+func refusedDrift(ctx context.Context, cs *changeset.Client, s *run.Stack, p *plan.Document) []plan.ResourceDrift {
+	if s.ChangeSetID != "" {
+		st, err := cs.Describe(ctx, s.Target, s.ChangeSetID)
+		if err == nil {
+			return plan.RefusedDrift(st.Changes)
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("stack %s: its change set %s, which on_drift refuse stopped, could not be read (%v): the values changed outside cairn are not shown; `cairn drift %s` shows them", s.Name, s.ChangeSetName, err, p.Deployment))
+	}
+	var out []plan.ResourceDrift
+	for _, d := range s.Drift {
+		if !d.Revert {
+			continue
+		}
+		if d.Property == "" {
+			out = append(out, plan.ResourceDrift{LogicalID: d.LogicalID, Status: "DELETED", Does: plan.Refused})
+			continue
+		}
+		if n := len(out); n == 0 || out[n-1].LogicalID != d.LogicalID {
+			out = append(out, plan.ResourceDrift{LogicalID: d.LogicalID, Status: "MODIFIED"})
+		}
+		out[len(out)-1].Properties = append(out[len(out)-1].Properties, plan.PropertyDrift{Property: d.Property, Does: plan.Refused})
+	}
+	return out
 }
 
 // driftAware reports whether an update of stack name of cfg is a drift-aware change set

@@ -193,7 +193,38 @@ const (
 	Keep      Outcome = "keep"
 	Leave     Outcome = "leave"
 	Overwrite Outcome = "overwrite"
+	// Refused is a property a stack whose on_drift is refuse would have brought back: the
+	// plan stopped, nothing is done with it until the template adopts it or the stack is
+	// set to revert (RefusedDrift).
+	Refused Outcome = "refused"
 )
+
+// RefusedDrift is what changed outside cairn in a stack whose on_drift refuse stopped the
+// plan, as its drift-aware change set (changes; not executed, not recorded as the plan's)
+// showed it: each resource deleted out of band, and each property it would have brought
+// back, three ways, masked; every one Refused. A plan records it in Outside, without DriftFrom: the stack's own change set
+// found it.
+func RefusedDrift(changes []Change) []ResourceDrift {
+	var out []ResourceDrift
+	for _, c := range changes {
+		switch c.DriftStatus {
+		case "DELETED":
+			out = append(out, ResourceDrift{LogicalID: c.LogicalID, Type: c.Type, Status: c.DriftStatus, Does: Refused})
+		case "MODIFIED":
+			r := ResourceDrift{LogicalID: c.LogicalID, Type: c.Type, Status: c.DriftStatus, Does: Refused}
+			for _, d := range c.Drift {
+				if d.Revert { // one the template adopts (SyncWithActual) stops nothing
+					d.Revert, d.Does = false, Refused
+					r.Properties = append(r.Properties, d.Masked())
+				}
+			}
+			if len(r.Properties) > 0 {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
 
 // SettleDrift records found, what stack s's drift report (from) says changed outside
 // cairn, with what s's ordinary change set does with each property: Overwrite when a

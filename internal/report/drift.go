@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,7 +72,7 @@ func DriftRows(order []plan.Stack) []DriftRow {
 		}
 		for _, r := range s.Outside {
 			if r.Status == "DELETED" {
-				rows = append(rows, DriftRow{Stack: s.Name, Resource: r.LogicalID, Deleted: true, Outcome: plan.Leave})
+				rows = append(rows, DriftRow{Stack: s.Name, Resource: r.LogicalID, Deleted: true, Outcome: cmp.Or(r.Does, plan.Leave)})
 				continue
 			}
 			for _, d := range r.Properties {
@@ -151,6 +152,7 @@ var outcomeCell = map[plan.Outcome]string{
 	plan.Keep:      "keeps it (the template now sets it: SyncWithActual)",
 	plan.Leave:     "leaves it (CloudFormation does not touch it: still drifted)",
 	plan.Overwrite: "**overwrites it** with the template's new value",
+	plan.Refused:   "**stops the plan** (on_drift: refuse): adopt it in the template, or revert it through review",
 }
 
 // deletedCell is what a drift-aware change set does with a resource deleted out of band:
@@ -233,6 +235,7 @@ var outcomeLine = map[plan.Outcome]string{
 	plan.Keep:      "keeps it (SyncWithActual)",
 	plan.Leave:     "leaves it (still drifted)",
 	plan.Overwrite: "overwrites it (the template changes it)",
+	plan.Refused:   "stops (on_drift: refuse): adopt it in the template, or revert it through review",
 }
 
 // RunDriftDoes is what a run did with a property changed outside cairn, as the stack's

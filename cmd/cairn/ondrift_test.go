@@ -22,8 +22,14 @@ import (
 // to mode; timeout is the queue's VisibilityTimeout (a change elsewhere in the stack).
 func ondriftBundle(t *testing.T, dir, mode string, timeout int) string {
 	t.Helper()
+	return ondriftBundleIn(t, dir, "od"+mode, mode, timeout)
+}
+
+// ondriftBundleIn writes ondriftBundle's bundle with namespace namespace.
+func ondriftBundleIn(t *testing.T, dir, namespace, mode string, timeout int) string {
+	t.Helper()
 	files := map[string]string{
-		"cairn.yaml": "namespace: od" + mode + "\nstacks:\n  - name: web\n    template_path: web.yaml\n    on_drift: " + mode + "\n",
+		"cairn.yaml": "namespace: " + namespace + "\nstacks:\n  - name: web\n    template_path: web.yaml\n    on_drift: " + mode + "\n",
 		"web.yaml": `Resources:
   Web:
     Type: AWS::EC2::SecurityGroup
@@ -346,4 +352,44 @@ func newestRunReport(t *testing.T, s3c *s3.Client, deployment string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestPlanReadsItsGraphsReportUnderItsGraphName: deployment odns moves to another namespace,
+// leaving its old graph behind, which keeps the report folder drift/odns/; the sweep files
+// the new graph's report under NAMESPACE.KEY (drift/odnsb.odns/). The plan of an on_drift
+// keep stack reads that report (not the old graph's, nor detecting): its comment says the
+// rule added out of band is left, as that report found it.
+func TestPlanReadsItsGraphsReportUnderItsGraphName(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	dir := t.TempDir()
+	for _, ns := range []string{"odnsa", "odnsb"} {
+		if code, out := both(t, "push", ondriftBundleIn(t, dir, ns, "keep", 30), "--deployment", "odns", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+			t.Fatalf("push in namespace %s: exit %d\n%s", ns, code, out)
+		}
+	}
+	if code, out := both(t, "local", "tamper", "odnsb-web", "Web", rule); code != 0 {
+		t.Fatalf("tamper: exit %d\n%s", code, out)
+	}
+	var code int
+	var out string
+	for range 100 {
+		if code, out = both(t, "drift", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 1 || !strings.Contains(out, "drift/odnsb.odns/") {
+		t.Fatalf("drift: exit %d, want the new graph's report under drift/odnsb.odns/\n%s", code, out)
+	}
+	code, out = both(t, "plan", ondriftBundleIn(t, dir, "odnsb", "keep", 60), "--deployment", "odns", "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"## Changed outside cairn", "are shown as the drift report s3://" + localBucket + "/drift/odnsb.odns/",
+		"| web | Web | /SecurityGroupIngress", "leaves it (CloudFormation does not touch it: still drifted)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
+	}
 }

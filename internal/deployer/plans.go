@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -205,7 +206,7 @@ func (ps plans) outsideDrift(ctx context.Context, doc *rundoc.Document, p *plan.
 	if len(need) == 0 {
 		return nil
 	}
-	r, key, err := ps.newestDriftReport(ctx, p.Deployment)
+	r, key, err := ps.newestDriftReport(ctx, p.Deployment, p.Namespace, p.GraphKey)
 	if err != nil {
 		return fmt.Errorf("plan %s: %w", p.ID, err)
 	}
@@ -277,34 +278,48 @@ func driftAware(cfg *config.Config, name string) bool {
 	return m == config.DriftRevert || m == config.DriftRefuse
 }
 
-// newestDriftReport reads deployment's newest drift report (drift/NAME/, which the gate
-// lets a run of NAME list and read), and its key; nil when there is none.
-func (b *base) newestDriftReport(ctx context.Context, deployment string) (*drift.Report, string, error) {
-	keys, err := objects.List(ctx, b.s3, b.cfg.Bucket, bucket.DriftReportsOf(deployment))
-	if err != nil {
-		return nil, "", fmt.Errorf("the drift reports of %s: %w", deployment, err)
-	}
-	var newest string
-	for _, k := range keys {
-		if _, ok := bucket.DriftReportOf(deployment, k); ok && k > newest {
-			newest = k
+// newestDriftReport reads the newest drift report of the persistent graph
+// namespace/graphKey, which the run of deployment holds, and its key; nil when there is
+// none. The drift function files a graph's reports under its deployment's name, or under
+// NAMESPACE.KEY when another graph has that name (drift.ReportName): the newest report of
+// each folder is read (the gate lets a run of deployment list and read these two, nothing
+// else of drift/), and one of another graph is never used.
+func (b *base) newestDriftReport(ctx context.Context, deployment, namespace, graphKey string) (*drift.Report, string, error) {
+	var best *drift.Report
+	var bestKey string
+	for _, name := range slices.Compact([]string{deployment, bucket.DriftReportName(namespace, graphKey)}) {
+		keys, err := objects.List(ctx, b.s3, b.cfg.Bucket, bucket.DriftReportsOf(name))
+		if err != nil {
+			return nil, "", fmt.Errorf("the drift reports of %s: %w", name, err)
+		}
+		var newest string
+		for _, k := range keys {
+			if _, ok := bucket.DriftReportOf(name, k); ok && k > newest {
+				newest = k
+			}
+		}
+		if newest == "" {
+			continue
+		}
+		var r drift.Report
+		if _, err := objects.ReadJSON(ctx, b.s3, b.cfg.Bucket, newest, &r); err != nil {
+			return nil, "", fmt.Errorf("drift report %s: %w", bucket.URI(b.cfg.Bucket, newest), err)
+		}
+		if r.Graph == nil || r.Graph.Namespace != namespace || r.Graph.Key != graphKey {
+			continue // another graph's, which took the name
+		}
+		if best == nil || r.WrittenAt.After(best.WrittenAt) {
+			best, bestKey = &r, newest
 		}
 	}
-	if newest == "" {
-		return nil, "", nil
-	}
-	var r drift.Report
-	if _, err := objects.ReadJSON(ctx, b.s3, b.cfg.Bucket, newest, &r); err != nil {
-		return nil, "", fmt.Errorf("drift report %s: %w", bucket.URI(b.cfg.Bucket, newest), err)
-	}
-	return &r, newest, nil
+	return best, bestKey, nil
 }
 
 // detectDrift marks, in a plan run, the live stacks the plan updates whose change set is
 // not drift-aware and whose drift no report recent enough tells (drift.ForPlan): the
 // run detects their drift once their change sets are ready (run.Stack.DetectDrift).
 func (b *base) detectDrift(ctx context.Context, doc *rundoc.Document, cfg *config.Config, log *slog.Logger) {
-	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment)
+	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment, cfg.Namespace, cfg.PersistentGraphKey)
 	if err != nil {
 		log.Warn("deploy: cannot read the drift reports: the plan detects its stacks' drift", "err", err)
 	}
@@ -326,7 +341,7 @@ func (b *base) detectDrift(ctx context.Context, doc *rundoc.Document, cfg *confi
 // its report and page say it. A push does not detect drift itself: a detection would hold
 // every push's execution back by its minutes (docs/drift.md, "Drift in pushes").
 func (b *base) pushDrift(ctx context.Context, doc *rundoc.Document, cfg *config.Config, log *slog.Logger) {
-	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment)
+	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment, cfg.Namespace, cfg.PersistentGraphKey)
 	if err != nil {
 		log.Warn("deploy: cannot read the drift reports: the run's report says nothing of drift", "err", err)
 		return

@@ -341,16 +341,22 @@ func (b *base) detectDrift(ctx context.Context, doc *rundoc.Document, cfg *confi
 // its report and page say it. A push does not detect drift itself: a detection would hold
 // every push's execution back by its minutes (docs/drift.md, "Drift in pushes").
 func (b *base) pushDrift(ctx context.Context, doc *rundoc.Document, cfg *config.Config, log *slog.Logger) {
+	var need []*run.Stack
+	for _, name := range doc.Run.Names() {
+		if s := doc.Run.Stacks[name]; s.Intent == run.IntentDeploy && s.Exists && s.StackID != "" && !s.PlanOnly && !driftAware(cfg, name) {
+			need = append(need, s)
+		}
+	}
+	if len(need) == 0 {
+		return
+	}
 	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment, cfg.Namespace, cfg.PersistentGraphKey)
 	if err != nil {
 		log.Warn("deploy: cannot read the drift reports: the run's report says nothing of drift", "err", err)
 		return
 	}
-	for _, name := range doc.Run.Names() {
-		s := doc.Run.Stacks[name]
-		if s.Intent != run.IntentDeploy || !s.Exists || s.StackID == "" || s.PlanOnly || driftAware(cfg, name) {
-			continue
-		}
+	for _, s := range need {
+		name := s.Name
 		found, from, ok := drift.ForPlan(r, bucket.URI(b.cfg.Bucket, key), name, s.StackName, b.clk.Now(), drift.PlanMaxAge)
 		if !ok {
 			continue

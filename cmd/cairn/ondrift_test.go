@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,15 +12,24 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/cairn-dev/cairn/internal/bucket"
 )
 
 // ondriftBundle writes a one-stack bundle: a security group and a queue, with on_drift set
 // to mode; timeout is the queue's VisibilityTimeout (a change elsewhere in the stack).
 func ondriftBundle(t *testing.T, dir, mode string, timeout int) string {
 	t.Helper()
+	return ondriftBundleIn(t, dir, "od"+mode, mode, timeout)
+}
+
+// ondriftBundleIn writes ondriftBundle's bundle with namespace namespace.
+func ondriftBundleIn(t *testing.T, dir, namespace, mode string, timeout int) string {
+	t.Helper()
 	files := map[string]string{
-		"cairn.yaml": "namespace: od" + mode + "\nstacks:\n  - name: web\n    template_path: web.yaml\n    on_drift: " + mode + "\n",
+		"cairn.yaml": "namespace: " + namespace + "\nstacks:\n  - name: web\n    template_path: web.yaml\n    on_drift: " + mode + "\n",
 		"web.yaml": `Resources:
   Web:
     Type: AWS::EC2::SecurityGroup
@@ -49,10 +59,12 @@ func both(t *testing.T, args ...string) (int, string) {
 
 // TestOnDriftThroughTheCLI: a security-group rule added out of band, then a push that
 // changes the same stack elsewhere: with on_drift revert the rule is brought back and
-// `cairn drift` is clean after; with keep the rule stays; with refuse the push stops, the rule listed with the ways
-// out, and the stack keeps the rule.
+// `cairn drift` is clean after; with keep the rule stays, and the run report says, from
+// the sweep's report, that the push left the rule and overwrote the queue's timeout (also
+// changed out of band, and changed by the template); with refuse the push stops, the rule
+// listed with the ways out in its output and its report, and the stack keeps the rule.
 func TestOnDriftThroughTheCLI(t *testing.T) {
-	deployEmulator(t, 20*time.Millisecond)
+	_, s3c := deployEmulator(t, 20*time.Millisecond)
 	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
 	for _, mode := range []string{"revert", "keep", "refuse"} {
 		t.Run(mode, func(t *testing.T) {
@@ -76,6 +88,11 @@ func TestOnDriftThroughTheCLI(t *testing.T) {
 			if code, out := both(t, "local", "tamper", "od"+mode+"-web", "Web", rule); code != 0 {
 				t.Fatalf("tamper: exit %d\n%s", code, out)
 			}
+			if mode == "keep" {
+				if code, out := both(t, "local", "tamper", "odkeep-web", "Queue", "VisibilityTimeout=45"); code != 0 {
+					t.Fatalf("tamper: exit %d\n%s", code, out)
+				}
+			}
 			reconcile := map[string]string{
 				"revert": "reconcile web (od" + mode + "-web): `cairn plan PATH --deployment od" + mode + "` reverts it (on_drift: revert)",
 				"keep":   "reconcile web (od" + mode + "-web): to revert it through review, set `on_drift: revert` on stack web, then `cairn plan PATH --deployment od" + mode + "`",
@@ -96,13 +113,25 @@ func TestOnDriftThroughTheCLI(t *testing.T) {
 				if code != 0 {
 					t.Fatalf("push with on_drift keep: exit %d\n%s", code, out)
 				}
-				if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") {
-					t.Errorf("drift after a push that keeps it: exit %d, want the rule still there\n%s", code, out)
+				report := newestRunReport(t, s3c, "odkeep")
+				for _, want := range []string{"## Changed outside cairn", "are shown as the drift report s3://" + localBucket + "/drift/odkeep/",
+					"| web | Web | /SecurityGroupIngress | left as it is: CloudFormation does not touch it (still drifted) |",
+					"| web | Queue | /VisibilityTimeout | overwritten with the template's new value |"} {
+					if !strings.Contains(report, want) {
+						t.Errorf("the run report lacks %q:\n%s", want, report)
+					}
+				}
+				if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") || strings.Contains(out, "VisibilityTimeout") {
+					t.Errorf("drift after a push that keeps it: exit %d, want the rule still there and the timeout overwritten\n%s", code, out)
 				}
 			case "refuse":
 				if code == 0 || !strings.Contains(out, "its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress") ||
 					!strings.Contains(out, "set `on_drift: revert` on the stack") {
 					t.Fatalf("push with on_drift refuse: exit %d\n%s", code, out)
+				}
+				if report := newestRunReport(t, s3c, "odrefuse"); !strings.Contains(report, "changed outside cairn: Web.SecurityGroupIngress") ||
+					!strings.Contains(report, "set \\`on_drift: revert\\` on the stack") {
+					t.Errorf("the refused push's report lacks the rule and the ways out:\n%s", report)
 				}
 				if code, out := drift(); code != 1 || !strings.Contains(out, "DRIFTED") {
 					t.Errorf("drift after the refusal: exit %d, want the rule still there\n%s", code, out)
@@ -157,7 +186,8 @@ func TestPlanShowsChangedOutsideCairn(t *testing.T) {
 // sweep, then a plan that changes the same stack elsewhere: the comment says what each
 // on_drift does with the rule: revert brings it back (its drift-aware change set), keep
 // leaves it (the sweep's report, the ordinary change set does not touch it), refuse stops
-// the plan with the rule listed and the ways out.
+// the plan with the rule listed and the ways out, and its comment's section shows the rule
+// three ways as its refused change set saw it.
 func TestPlanCommentPerOnDrift(t *testing.T) {
 	deployEmulator(t, 20*time.Millisecond)
 	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
@@ -169,7 +199,8 @@ func TestPlanCommentPerOnDrift(t *testing.T) {
 		{"revert", 0, []string{"## Changed outside cairn", "| web | Web | SecurityGroupIngress |", `"FromPort":22`, "**reverts it** to the template's value"}},
 		{"keep", 0, []string{"## Changed outside cairn", "| web | Web | /SecurityGroupIngress", `"FromPort":22`,
 			"leaves it (CloudFormation does not touch it: still drifted)", "are shown as the drift report s3://" + localBucket + "/drift/odkeep/"}},
-		{"refuse", 1, []string{"its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress", "set \\`on_drift: revert\\` on the stack"}},
+		{"refuse", 1, []string{"its on_drift is refuse and it was changed outside cairn: Web.SecurityGroupIngress", "set \\`on_drift: revert\\` on the stack",
+			"## Changed outside cairn", "| web | Web | SecurityGroupIngress |", `"FromPort":22`, "**stops the plan** (on_drift: refuse): adopt it in the template, or revert it through review |"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			dep := "od" + tc.mode
@@ -291,5 +322,74 @@ func TestPlanRecreatesDeletedResource(t *testing.T) {
 	}
 	if code != 0 || !strings.Contains(out, "IN_SYNC") {
 		t.Errorf("drift after the apply: exit %d\n%s", code, out)
+	}
+}
+
+// newestRunReport is the Markdown report of deployment's newest run, read from cairn's bucket.
+func newestRunReport(t *testing.T, s3c *s3.Client, deployment string) string {
+	t.Helper()
+	ctx := context.Background()
+	out, err := s3c.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(localBucket), Prefix: aws.String(bucket.RunsOf(deployment))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest string
+	for _, o := range out.Contents {
+		if k := aws.ToString(o.Key); strings.HasSuffix(k, ".md") && k > newest {
+			newest = k
+		}
+	}
+	if newest == "" {
+		t.Fatalf("no run report of %s", deployment)
+	}
+	obj, err := s3c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(localBucket), Key: aws.String(newest)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Body.Close()
+	b, err := io.ReadAll(obj.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestPlanReadsItsGraphsReportUnderItsGraphName: deployment odns moves to another namespace,
+// leaving its old graph behind, which keeps the report folder drift/odns/; the sweep files
+// the new graph's report under NAMESPACE.KEY (drift/odnsb.odns/). The plan of an on_drift
+// keep stack reads that report (not the old graph's, nor detecting): its comment says the
+// rule added out of band is left, as that report found it.
+func TestPlanReadsItsGraphsReportUnderItsGraphName(t *testing.T) {
+	deployEmulator(t, 20*time.Millisecond)
+	const rule = `SecurityGroupIngress=[{"IpProtocol":"tcp","FromPort":443,"ToPort":443,"CidrIp":"10.0.0.0/8"},{"IpProtocol":"tcp","FromPort":22,"ToPort":22,"CidrIp":"0.0.0.0/0"}]`
+	dir := t.TempDir()
+	for _, ns := range []string{"odnsa", "odnsb"} {
+		if code, out := both(t, "push", ondriftBundleIn(t, dir, ns, "keep", 30), "--deployment", "odns", "--bucket", localBucket, "--wait", "--poll", "20ms", "--timeout", "1m"); code != 0 {
+			t.Fatalf("push in namespace %s: exit %d\n%s", ns, code, out)
+		}
+	}
+	if code, out := both(t, "local", "tamper", "odnsb-web", "Web", rule); code != 0 {
+		t.Fatalf("tamper: exit %d\n%s", code, out)
+	}
+	var code int
+	var out string
+	for range 100 {
+		if code, out = both(t, "drift", "--wait", "--poll", "20ms", "--bucket", localBucket); !strings.Contains(out, "deploy in progress") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 1 || !strings.Contains(out, "drift/odnsb.odns/") {
+		t.Fatalf("drift: exit %d, want the new graph's report under drift/odnsb.odns/\n%s", code, out)
+	}
+	code, out = both(t, "plan", ondriftBundleIn(t, dir, "odnsb", "keep", 60), "--deployment", "odns", "--bucket", localBucket, "--wait", "--poll", "20ms", "--format", "md")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, out)
+	}
+	for _, want := range []string{"## Changed outside cairn", "are shown as the drift report s3://" + localBucket + "/drift/odnsb.odns/",
+		"| web | Web | /SecurityGroupIngress", "leaves it (CloudFormation does not touch it: still drifted)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out)
+		}
 	}
 }

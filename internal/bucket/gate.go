@@ -40,6 +40,8 @@ func (o Op) String() string {
 //	{RUN}    the run's own id
 //	{ID}     any run or plan id (letters, digits, '.', '_', '-')
 //	{GRAPH}  NAMESPACE/KEY of a persistent graph the run holds (its config's)
+//	{GRAPHNAME} NAMESPACE.KEY of a graph the run holds: its drift reports' folder name
+//	         when its deployment's name was taken (DriftReportName)
 //	{SHA}    a sha256, hex: the object's content, checked when it is written
 //	{EXT}    nothing, or a '.' and an extension
 //	{STACK}  a CloudFormation stack name
@@ -79,6 +81,8 @@ var Rules = compile([]Rule{
 	{Pattern: "templates/{SHA}.json", Ops: OpRead | OpWrite, Why: "templates passed by TemplateURL, written only with the content their key names"},
 	{Pattern: "drift/{D}/", Ops: OpList, Why: "D's drift reports, to find the newest a plan shows what changed outside cairn from"},
 	{Pattern: "drift/{D}/{ID}.json", Ops: OpRead, Why: "a drift report of D (read only: the drift function writes them)"},
+	{Pattern: "drift/{GRAPHNAME}/", Ops: OpList, Why: "the drift reports of the graph the run holds, filed under NAMESPACE.KEY when D's name was taken by another graph"},
+	{Pattern: "drift/{GRAPHNAME}/{ID}.json", Ops: OpRead, Why: "a drift report of the graph the run holds (read only)"},
 	{Pattern: "assets/{SHA}{EXT}", Ops: OpRead | OpWrite, Why: "packaged artifacts, written only with the content their key names"},
 	{Pattern: "policies/", Ops: OpList, Why: "the team's policies: whether there are any, and which (the policy function)"},
 	{Pattern: "policies/{PATH}", Ops: OpRead, Why: "the team's policies (.rego, .json), read by the policy function; only the policy role writes them"},
@@ -96,15 +100,16 @@ var RoutingRules = compile([]Rule{
 })
 
 var placeholders = map[string]string{
-	"{D}":     `(?P<D>[^/]+)`,
-	"{RUN}":   `(?P<RUN>[^/]+)`,
-	"{ID}":    `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`,
-	"{GRAPH}": `(?P<GRAPH>[^/]+/[^/]+)`,
-	"{SHA}":   `(?P<SHA>[0-9a-f]{64})`,
-	"{EXT}":   `(?:\.[A-Za-z0-9][A-Za-z0-9.]{0,15})?`,
-	"{STACK}": `[A-Za-z][-A-Za-z0-9]{0,127}`,
-	"{PATH}":  `(?:[A-Za-z0-9_][A-Za-z0-9._-]*/)*[A-Za-z0-9_][A-Za-z0-9._-]*\.(?:rego|json)`,
-	"{RULE}":  `[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`,
+	"{D}":         `(?P<D>[^/]+)`,
+	"{RUN}":       `(?P<RUN>[^/]+)`,
+	"{ID}":        `[A-Za-z0-9][A-Za-z0-9._-]{0,127}`,
+	"{GRAPH}":     `(?P<GRAPH>[^/]+/[^/]+)`,
+	"{GRAPHNAME}": `(?P<GRAPHNAME>[^/]+)`,
+	"{SHA}":       `(?P<SHA>[0-9a-f]{64})`,
+	"{EXT}":       `(?:\.[A-Za-z0-9][A-Za-z0-9.]{0,15})?`,
+	"{STACK}":     `[A-Za-z][-A-Za-z0-9]{0,127}`,
+	"{PATH}":      `(?:[A-Za-z0-9_][A-Za-z0-9._-]*/)*[A-Za-z0-9_][A-Za-z0-9._-]*\.(?:rego|json)`,
+	"{RULE}":      `[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`,
 }
 
 var placeholderRE = regexp.MustCompile(`\{[A-Z]+\}`)
@@ -221,6 +226,11 @@ func (s *Scope) matches(rules []Rule, op Op, key string) bool {
 				ok = ok && s.run != "" && m[i] == s.run
 			case "GRAPH":
 				ok = ok && slices.Contains(s.graphs, m[i])
+			case "GRAPHNAME":
+				ok = ok && slices.ContainsFunc(s.graphs, func(g string) bool {
+					ns, key, _ := strings.Cut(g, "/")
+					return DriftReportName(ns, key) == m[i]
+				})
 			}
 		}
 		if ok {

@@ -79,6 +79,14 @@ func TestScopeAllows(t *testing.T) {
 		{run, OpList, "policy-overrides/web/P1/", false},
 		{run, OpList, "policy-overrides/", false},
 		{run, OpRead, "policy-overrides/shop/P1/cairn..s3_public.json", false},
+		// The reports of the graph it holds, filed under NAMESPACE.KEY: no other graph's.
+		{run, OpList, "drift/" + DriftReportName("shop", "prod") + "/", true},
+		{run, OpRead, DriftReportKey(DriftReportName("shop", "prod"), "S1"), true},
+		{run, OpRead, DriftReportKey(DriftReportName("shop", "other"), "S1"), false},
+		{run, OpList, "drift/" + DriftReportName("web", "prod") + "/", false},
+		{run, OpRead, DriftMarkdownKey(DriftReportName("shop", "prod"), "S1"), false},
+		{run, OpWrite, DriftReportKey(DriftReportName("shop", "prod"), "S1"), false},
+		{run, OpList, "drift/shop.prod.x/", false},
 		{run, OpWrite, "assets/" + sha + ".zip/../../approvals/web/P1", false},
 		{run, OpWrite, "assets/" + strings.ToUpper(sha) + ".zip", false},
 		{run, OpWrite, "plans/shop/../web/P1.json", false},
@@ -120,6 +128,8 @@ func TestScopeNeverReachesAnotherDeployment(t *testing.T) {
 			PlanKey(theirs, id), PlanMarkdownKey(theirs, id), RunKey(theirs, id), RunReportKey(theirs, id),
 			StateKey(theirs, theirs), LockKey(theirs, theirs), StateKey(mine, theirs), LockKey(theirs, mine),
 			ApprovalKey(mine, id), ApprovalsPrefix + theirs + "/", PlansOf(theirs), RunsOf(theirs),
+			DriftReportsOf(theirs), DriftReportKey(theirs, id), DriftReportsOf(DriftReportName(theirs, mine)),
+			DriftReportKey(DriftReportName(mine, theirs), id), DriftReportKey(DriftReportName(theirs, theirs), id),
 		}
 		key := rapid.SampledFrom(keys).Draw(t, "key")
 		for _, op := range []Op{OpWrite, OpDelete} {

@@ -193,6 +193,12 @@ func PoolKey(pool string) string { return PortsPrefix + pool + jsonExt }
 // DriftReportsOf is the folder of the drift reports of the graph reported as name.
 func DriftReportsOf(name string) string { return DriftPrefix + name + "/" }
 
+// DriftReportName is the name of the drift reports' folder of the persistent graph
+// namespace/key when its deployment's name is taken (by another graph, or reserved):
+// NAMESPACE.KEY. A namespace has no '.' (it starts CloudFormation stack names), so the
+// name is the graph's alone.
+func DriftReportName(namespace, key string) string { return namespace + "." + key }
+
 // DriftReportKey is the JSON drift report of name in sweep sweepID.
 func DriftReportKey(name, sweepID string) string { return DriftReportsOf(name) + sweepID + jsonExt }
 

@@ -304,6 +304,13 @@ func (c *Client) describeChangeSet(ctx context.Context, api API, budget Budget, 
 				o.Drift = append(o.Drift, Drift(rc)...)
 			}
 		}
+		if len(s.Outside) > 0 {
+			for _, ch := range out.Changes {
+				if rc := ch.ResourceChange; rc != nil {
+					o.Touched = append(o.Touched, touched(rc)...)
+				}
+			}
+		}
 		if len(s.Rippled) > 0 {
 			for _, ch := range out.Changes {
 				if rc := ch.ResourceChange; rc != nil {

@@ -119,6 +119,17 @@ func ResourceChange(rc *cfntypes.ResourceChange) run.ResourceChange {
 	return c
 }
 
+// touched are the properties resource change rc changes, as a run names them (run.Touch).
+func touched(rc *cfntypes.ResourceChange) []string {
+	var out []string
+	for _, d := range rc.Details {
+		if d.Target != nil && d.Target.Attribute == cfntypes.ResourceAttributeProperties && aws.ToString(d.Target.Name) != "" {
+			out = append(out, run.Touch(aws.ToString(rc.LogicalResourceId), aws.ToString(d.Target.Name)))
+		}
+	}
+	return out
+}
+
 // driftStatus is a resource change's drift, when it is drift: MODIFIED or DELETED.
 func driftStatus(rc *cfntypes.ResourceChange) string {
 	switch rc.ResourceDriftStatus {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 
 	"github.com/cairn-dev/cairn/internal/bucket"
@@ -169,6 +170,9 @@ func (ps plans) document(ctx context.Context, doc *rundoc.Document, lock *states
 			}
 			pst.Changes = st.Changes
 		}
+		if s.Phase == run.Failed && s.RefuseDrift && len(s.Drift) > 0 {
+			pst.Outside = refusedDrift(ctx, cs, s, p)
+		}
 		if pst.Action == plan.Delete && pst.StackID != "" {
 			if pst.Resources, err = cs.Resources(ctx, s.Target, pst.StackID); err != nil {
 				return nil, err
@@ -202,7 +206,7 @@ func (ps plans) outsideDrift(ctx context.Context, doc *rundoc.Document, p *plan.
 	if len(need) == 0 {
 		return nil
 	}
-	r, key, err := ps.newestDriftReport(ctx, p.Deployment)
+	r, key, err := ps.newestDriftReport(ctx, p.Deployment, p.Namespace, p.GraphKey)
 	if err != nil {
 		return fmt.Errorf("plan %s: %w", p.ID, err)
 	}
@@ -235,6 +239,35 @@ func (ps plans) outsideDrift(ctx context.Context, doc *rundoc.Document, p *plan.
 	return nil
 }
 
+// refusedDrift is what changed outside cairn in stack s, which on_drift refuse stopped, as
+// its drift-aware change set (not executed) shows it, values masked (plan.RefusedDrift).
+// When the change set cannot be read, the properties the refusal listed, without values,
+// and a warning saying where the values are.
+func refusedDrift(ctx context.Context, cs *changeset.Client, s *run.Stack, p *plan.Document) []plan.ResourceDrift {
+	if s.ChangeSetID != "" {
+		st, err := cs.Describe(ctx, s.Target, s.ChangeSetID)
+		if err == nil {
+			return plan.RefusedDrift(st.Changes)
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("stack %s: its change set %s, which on_drift refuse stopped, could not be read (%v): the values changed outside cairn are not shown; `cairn drift %s` shows them", s.Name, s.ChangeSetName, err, p.Deployment))
+	}
+	var out []plan.ResourceDrift
+	for _, d := range s.Drift {
+		if !d.Revert {
+			continue
+		}
+		if d.Property == "" {
+			out = append(out, plan.ResourceDrift{LogicalID: d.LogicalID, Status: "DELETED", Does: plan.Refused})
+			continue
+		}
+		if n := len(out); n == 0 || out[n-1].LogicalID != d.LogicalID {
+			out = append(out, plan.ResourceDrift{LogicalID: d.LogicalID, Status: "MODIFIED"})
+		}
+		out[len(out)-1].Properties = append(out[len(out)-1].Properties, plan.PropertyDrift{Property: d.Property, Does: plan.Refused})
+	}
+	return out
+}
+
 // driftAware reports whether an update of stack name of cfg is a drift-aware change set
 // (its on_drift is revert or refuse).
 func driftAware(cfg *config.Config, name string) bool {
@@ -245,34 +278,48 @@ func driftAware(cfg *config.Config, name string) bool {
 	return m == config.DriftRevert || m == config.DriftRefuse
 }
 
-// newestDriftReport reads deployment's newest drift report (drift/NAME/, which the gate
-// lets a run of NAME list and read), and its key; nil when there is none.
-func (b *base) newestDriftReport(ctx context.Context, deployment string) (*drift.Report, string, error) {
-	keys, err := objects.List(ctx, b.s3, b.cfg.Bucket, bucket.DriftReportsOf(deployment))
-	if err != nil {
-		return nil, "", fmt.Errorf("the drift reports of %s: %w", deployment, err)
-	}
-	var newest string
-	for _, k := range keys {
-		if _, ok := bucket.DriftReportOf(deployment, k); ok && k > newest {
-			newest = k
+// newestDriftReport reads the newest drift report of the persistent graph
+// namespace/graphKey, which the run of deployment holds, and its key; nil when there is
+// none. The drift function files a graph's reports under its deployment's name, or under
+// NAMESPACE.KEY when another graph has that name (drift.ReportName): the newest report of
+// each folder is read (the gate lets a run of deployment list and read these two, nothing
+// else of drift/), and one of another graph is never used.
+func (b *base) newestDriftReport(ctx context.Context, deployment, namespace, graphKey string) (*drift.Report, string, error) {
+	var best *drift.Report
+	var bestKey string
+	for _, name := range slices.Compact([]string{deployment, bucket.DriftReportName(namespace, graphKey)}) {
+		keys, err := objects.List(ctx, b.s3, b.cfg.Bucket, bucket.DriftReportsOf(name))
+		if err != nil {
+			return nil, "", fmt.Errorf("the drift reports of %s: %w", name, err)
+		}
+		var newest string
+		for _, k := range keys {
+			if _, ok := bucket.DriftReportOf(name, k); ok && k > newest {
+				newest = k
+			}
+		}
+		if newest == "" {
+			continue
+		}
+		var r drift.Report
+		if _, err := objects.ReadJSON(ctx, b.s3, b.cfg.Bucket, newest, &r); err != nil {
+			return nil, "", fmt.Errorf("drift report %s: %w", bucket.URI(b.cfg.Bucket, newest), err)
+		}
+		if r.Graph == nil || r.Graph.Namespace != namespace || r.Graph.Key != graphKey {
+			continue // another graph's, which took the name
+		}
+		if best == nil || r.WrittenAt.After(best.WrittenAt) {
+			best, bestKey = &r, newest
 		}
 	}
-	if newest == "" {
-		return nil, "", nil
-	}
-	var r drift.Report
-	if _, err := objects.ReadJSON(ctx, b.s3, b.cfg.Bucket, newest, &r); err != nil {
-		return nil, "", fmt.Errorf("drift report %s: %w", bucket.URI(b.cfg.Bucket, newest), err)
-	}
-	return &r, newest, nil
+	return best, bestKey, nil
 }
 
 // detectDrift marks, in a plan run, the live stacks the plan updates whose change set is
 // not drift-aware and whose drift no report recent enough tells (drift.ForPlan): the
 // run detects their drift once their change sets are ready (run.Stack.DetectDrift).
 func (b *base) detectDrift(ctx context.Context, doc *rundoc.Document, cfg *config.Config, log *slog.Logger) {
-	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment)
+	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment, cfg.Namespace, cfg.PersistentGraphKey)
 	if err != nil {
 		log.Warn("deploy: cannot read the drift reports: the plan detects its stacks' drift", "err", err)
 	}
@@ -283,6 +330,47 @@ func (b *base) detectDrift(ctx context.Context, doc *rundoc.Document, cfg *confi
 		}
 		if _, _, ok := drift.ForPlan(r, key, name, s.StackName, b.clk.Now(), drift.PlanMaxAge); !ok {
 			s.DetectDrift = true
+		}
+	}
+}
+
+// pushDrift records, in a push's run, what changed outside cairn in each live stack it
+// deploys whose change set is not drift-aware and that a push may change (not protected),
+// as the deployment's newest drift report says when it is at most drift.PlanMaxAge old
+// (run.Stack.Outside): the run settles what its change set does with each property, and
+// its report and page say it. A push does not detect drift itself: a detection would hold
+// every push's execution back by its minutes (docs/drift.md, "Drift in pushes").
+func (b *base) pushDrift(ctx context.Context, doc *rundoc.Document, cfg *config.Config, log *slog.Logger) {
+	var need []*run.Stack
+	for _, name := range doc.Run.Names() {
+		if s := doc.Run.Stacks[name]; s.Intent == run.IntentDeploy && s.Exists && s.StackID != "" && !s.PlanOnly && !driftAware(cfg, name) {
+			need = append(need, s)
+		}
+	}
+	if len(need) == 0 {
+		return
+	}
+	r, key, err := b.newestDriftReport(ctx, doc.Run.Deployment, cfg.Namespace, cfg.PersistentGraphKey)
+	if err != nil {
+		log.Warn("deploy: cannot read the drift reports: the run's report says nothing of drift", "err", err)
+		return
+	}
+	for _, s := range need {
+		name := s.Name
+		found, from, ok := drift.ForPlan(r, bucket.URI(b.cfg.Bucket, key), name, s.StackName, b.clk.Now(), drift.PlanMaxAge)
+		if !ok {
+			continue
+		}
+		for _, res := range found {
+			if res.Status == "DELETED" {
+				s.Outside = append(s.Outside, run.DriftedProperty{LogicalID: res.LogicalID, Does: run.DriftLeft})
+			}
+			for _, p := range res.Properties {
+				s.Outside = append(s.Outside, run.DriftedProperty{LogicalID: res.LogicalID, Property: p.Property, Does: run.DriftLeft})
+			}
+		}
+		if len(s.Outside) > 0 {
+			s.DriftFrom = from
 		}
 	}
 }

@@ -488,8 +488,12 @@ func (s starter) plan(ctx context.Context, doc *rundoc.Document, lb *rundoc.Load
 	}
 	res.Run.Mode = doc.Run.Mode
 	doc.Run = res.Run
-	if mode == run.ModePlan && !doc.Destroy {
+	switch {
+	case doc.Destroy:
+	case mode == run.ModePlan:
 		s.detectDrift(ctx, doc, cfg, log)
+	case doc.Plan == "" && !doc.Content:
+		s.pushDrift(ctx, doc, cfg, log)
 	}
 	doc.Decisions, doc.Refusals = res.Decisions, res.Refusals
 	if res.TakesOverFrom != "" {

@@ -20,7 +20,7 @@ import (
 func ReportName(pg *state.Graph, deployment string, taken map[string]bool) string {
 	name := cmp.Or(deployment, pg.Key)
 	if taken[name] || bucket.Reserved(name) {
-		return pg.Namespace + "." + pg.Key
+		return bucket.DriftReportName(pg.Namespace, pg.Key)
 	}
 	return name
 }

@@ -198,7 +198,38 @@ const (
 	Keep      Outcome = "keep"
 	Leave     Outcome = "leave"
 	Overwrite Outcome = "overwrite"
+	// Refused is a property a stack whose on_drift is refuse would have brought back: the
+	// plan stopped, nothing is done with it until the template adopts it or the stack is
+	// set to revert (RefusedDrift).
+	Refused Outcome = "refused"
 )
+
+// RefusedDrift is what changed outside cairn in a stack whose on_drift refuse stopped the
+// plan, as its drift-aware change set (changes; not executed, not recorded as the plan's)
+// showed it: each resource deleted out of band, and each property it would have brought
+// back, three ways, masked; every one Refused. A plan records it in Outside, without DriftFrom: the stack's own change set
+// found it.
+func RefusedDrift(changes []Change) []ResourceDrift {
+	var out []ResourceDrift
+	for _, c := range changes {
+		switch c.DriftStatus {
+		case "DELETED":
+			out = append(out, ResourceDrift{LogicalID: c.LogicalID, Type: c.Type, Status: c.DriftStatus, Does: Refused})
+		case "MODIFIED":
+			r := ResourceDrift{LogicalID: c.LogicalID, Type: c.Type, Status: c.DriftStatus, Does: Refused}
+			for _, d := range c.Drift {
+				if d.Revert { // one the template adopts (SyncWithActual) stops nothing
+					d.Revert, d.Does = false, Refused
+					r.Properties = append(r.Properties, d.Masked())
+				}
+			}
+			if len(r.Properties) > 0 {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
 
 // SettleDrift records found, what stack s's drift report (from) says changed outside
 // cairn, with what s's ordinary change set does with each property: Overwrite when a
@@ -235,13 +266,7 @@ func (s *Stack) SettleDrift(found []ResourceDrift, from string) {
 
 // TopProperty is the top-level property a drift report's property path is in:
 // "/SecurityGroupIngress/1/CidrIp" is in SecurityGroupIngress.
-func TopProperty(path string) string {
-	path = strings.TrimPrefix(path, "/")
-	if i := strings.IndexByte(path, '/'); i >= 0 {
-		return path[:i]
-	}
-	return path
-}
+func TopProperty(path string) string { return run.TopProperty(path) }
 
 // Resource is a resource a stack's template declares, or one of a live stack.
 type Resource struct {

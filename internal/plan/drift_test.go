@@ -37,3 +37,31 @@ func TestSettleDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedDrift: what a refused drift-aware change set showed becomes the plan's
+// "changed outside cairn": the properties it would have brought back and the resources
+// deleted out of band, refused; a property the template adopts (SyncWithActual) and a
+// change without drift are left out; a masked value masks all three.
+func TestRefusedDrift(t *testing.T) {
+	got := RefusedDrift([]Change{
+		{LogicalID: "Web", Type: "AWS::EC2::SecurityGroup", Action: "Modify", DriftStatus: "MODIFIED", Drift: []PropertyDrift{
+			{Property: "SecurityGroupIngress", Previous: "[a]", Actual: "[a,b]", Template: "[a]", Revert: true},
+			{Property: "Tags", Previous: "****", Actual: "x", Template: "y", Revert: true},
+		}},
+		{LogicalID: "Queue", Action: "Modify", DriftStatus: "MODIFIED", Drift: []PropertyDrift{{Property: "VisibilityTimeout", Previous: "30", Actual: "90", Template: "90"}}},
+		{LogicalID: "Gone", Action: "Add", DriftStatus: "DELETED"},
+		{LogicalID: "Topic", Action: "Modify"},
+	})
+	if len(got) != 2 || got[0].LogicalID != "Web" || got[1].LogicalID != "Gone" || got[1].Does != Refused || got[1].Status != "DELETED" {
+		t.Fatalf("%+v", got)
+	}
+	want := []PropertyDrift{
+		{Property: "SecurityGroupIngress", Previous: "[a]", Actual: "[a,b]", Template: "[a]", Does: Refused},
+		{Property: "Tags", Previous: "****", Actual: "****", Template: "****", Does: Refused},
+	}
+	for i, w := range want {
+		if p := got[0].Properties[i]; p != w || p.Outcome() != Refused {
+			t.Errorf("property %d: %+v, want %+v", i, p, w)
+		}
+	}
+}

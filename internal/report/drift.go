@@ -1,7 +1,9 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -70,7 +72,7 @@ func DriftRows(order []plan.Stack) []DriftRow {
 		}
 		for _, r := range s.Outside {
 			if r.Status == "DELETED" {
-				rows = append(rows, DriftRow{Stack: s.Name, Resource: r.LogicalID, Deleted: true, Outcome: plan.Leave})
+				rows = append(rows, DriftRow{Stack: s.Name, Resource: r.LogicalID, Deleted: true, Outcome: cmp.Or(r.Does, plan.Leave)})
 				continue
 			}
 			for _, d := range r.Properties {
@@ -150,6 +152,7 @@ var outcomeCell = map[plan.Outcome]string{
 	plan.Keep:      "keeps it (the template now sets it: SyncWithActual)",
 	plan.Leave:     "leaves it (CloudFormation does not touch it: still drifted)",
 	plan.Overwrite: "**overwrites it** with the template's new value",
+	plan.Refused:   "**stops the plan** (on_drift: refuse): adopt it in the template, or revert it through review",
 }
 
 // deletedCell is what a drift-aware change set does with a resource deleted out of band:
@@ -232,11 +235,17 @@ var outcomeLine = map[plan.Outcome]string{
 	plan.Keep:      "keeps it (SyncWithActual)",
 	plan.Leave:     "leaves it (still drifted)",
 	plan.Overwrite: "overwrites it (the template changes it)",
+	plan.Refused:   "stops (on_drift: refuse): adopt it in the template, or revert it through review",
 }
 
-// RunDriftDoes is what a run did with a property its stack's drift-aware change set showed
-// changed outside cairn (run.Stack.Drift), as the stack's phase says.
+// RunDriftDoes is what a run did with a property changed outside cairn, as the stack's
+// phase says: one its stack's drift-aware change set showed (run.Stack.Drift: reverted,
+// re-created or kept), or one its drift report showed that the ordinary change set met
+// (run.Stack.Outside, DriftedProperty.Does: left or overwritten).
 func RunDriftDoes(s *run.Stack, d run.DriftedProperty) string {
+	if d.Does != "" {
+		return outsideDoes(s, d)
+	}
 	what := "reverted to the template's value"
 	switch {
 	case d.Property == "" && d.Revert:
@@ -258,32 +267,82 @@ func RunDriftDoes(s *run.Stack, d run.DriftedProperty) string {
 	return "not reverted: its change set was not executed (stack " + string(s.Phase) + ")"
 }
 
-// runChangedOutside is a run report's section "Changed outside cairn": per stack whose
-// drift-aware change set showed properties changed outside cairn, what the run did with
-// each (values are in the plan's comment, never in a run report). "" when none.
-func runChangedOutside(r *run.Run) string {
-	var rows []string
+// outsideDoes is what a run did with a property changed outside cairn that its stack's
+// ordinary change set left or overwrote.
+func outsideDoes(s *run.Stack, d run.DriftedProperty) string {
+	switch {
+	case d.Property == "":
+		return "left deleted: an ordinary change set does not re-create it (on_drift revert does)"
+	case d.Does != run.DriftOverwritten:
+		return "left as it is: CloudFormation does not touch it (still drifted)"
+	}
+	const what = "overwritten with the template's new value"
+	switch s.Phase {
+	case run.Done:
+		return what
+	case run.Executing:
+		return "being " + what
+	case run.Ready:
+		return "to be " + what + " (its change set is ready)"
+	}
+	return "not overwritten: its change set did not complete (stack " + string(s.Phase) + ")"
+}
+
+// RunDriftRow is a row of a run's "changed outside cairn": a stack's resource's property
+// ("(the resource, deleted)" for a resource deleted out of band) and what the run did with
+// it (RunDriftDoes); plain text, each medium escapes it.
+type RunDriftRow struct{ Stack, Resource, Property, Did string }
+
+// RunDriftRows are run r's rows of properties changed outside cairn, stack by stack: its
+// drift-aware change sets' (Drift), then those its drift reports showed (Outside); from
+// are those reports, each with its stacks, in order.
+func RunDriftRows(r *run.Run) (rows []RunDriftRow, from []string, stacks map[string][]string) {
+	stacks = map[string][]string{}
 	for _, n := range r.Names() {
 		s := r.Stacks[n]
-		for _, d := range s.Drift {
+		for _, d := range append(slices.Clip(s.Drift), s.Outside...) {
 			prop := d.Property
 			if prop == "" {
 				prop = "(the resource, deleted)"
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s |", Cell(n), Cell(d.LogicalID), Cell(prop), Cell(RunDriftDoes(s, d))))
+			rows = append(rows, RunDriftRow{Stack: n, Resource: d.LogicalID, Property: prop, Did: RunDriftDoes(s, d)})
+		}
+		if len(s.Outside) > 0 && s.DriftFrom != "" {
+			if stacks[s.DriftFrom] == nil {
+				from = append(from, s.DriftFrom)
+			}
+			stacks[s.DriftFrom] = append(stacks[s.DriftFrom], n)
 		}
 	}
+	return rows, from, stacks
+}
+
+// runChangedOutside is a run report's section "Changed outside cairn": per property its
+// stacks' drift-aware change sets showed, or their drift reports did, what the run did
+// with each (values are in the plan's comment and the drift report, never in a run
+// report). "" when none.
+func runChangedOutside(r *run.Run) string {
+	rows, from, stacks := RunDriftRows(r)
 	if len(rows) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Changed outside cairn\n\n| Stack | Resource | Property | What this run did |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "## Changed outside cairn\n\n")
+	for _, f := range from {
+		names := stacks[f]
+		list := strings.Join(names, ", ")
+		if len(names) > 5 {
+			list = fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
+		}
+		fmt.Fprintf(&b, "Stacks whose change set is not drift-aware (`on_drift: keep`: %s) are shown as the %s found them.\n\n", Text(list), Text(f))
+	}
+	b.WriteString("| Stack | Resource | Property | What this run did |\n|---|---|---|---|\n")
 	for i, row := range rows {
 		if i == driftRowsShown {
-			fmt.Fprintf(&b, "\n…and %d more: the run document %s lists them all (each stack's `drift`).\n", len(rows)-i, Code(bucket.RunKey(r.Deployment, r.ID)))
+			fmt.Fprintf(&b, "\n…and %d more: the run document %s lists them all (each stack's `drift` and `outside`).\n", len(rows)-i, Code(bucket.RunKey(r.Deployment, r.ID)))
 			break
 		}
-		b.WriteString(row + "\n")
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Cell(row.Stack), Cell(row.Resource), Cell(row.Property), Cell(row.Did))
 	}
 	b.WriteString("\n")
 	return b.String()

@@ -168,17 +168,24 @@ func TestRunReportSaysWhatTheRunDidWithDrift(t *testing.T) {
 	r.Stacks["network"].Drift = []run.DriftedProperty{{LogicalID: "Web", Property: "SecurityGroupIngress", Revert: true},
 		{LogicalID: "Queue", Property: "VisibilityTimeout"}, {LogicalID: "Gone", Revert: true}}
 	r.Stacks["cache"].Drift = []run.DriftedProperty{{LogicalID: "Cache|x", Property: "NodeType", Revert: true}}
+	r.Stacks["app"].Outside = []run.DriftedProperty{{LogicalID: "Sg", Property: "/SecurityGroupIngress", Does: run.DriftLeft},
+		{LogicalID: "Q", Property: "/VisibilityTimeout", Does: run.DriftOverwritten}, {LogicalID: "Old", Does: run.DriftLeft}}
+	r.Stacks["app"].DriftFrom = "drift report s3://b/drift/shop/s1.json of 2026-12-07 08:00"
 	var b strings.Builder
 	if err := Markdown(&b, Input{Run: r}); err != nil {
 		t.Fatal(err)
 	}
 	got := b.String()
 	for _, want := range []string{
-		"## Changed outside cairn\n\n| Stack | Resource | Property | What this run did |\n",
+		"## Changed outside cairn\n\n", "| Stack | Resource | Property | What this run did |\n|---|---|---|---|\n",
 		"| network | Web | SecurityGroupIngress | reverted to the template's value |",
 		"| network | Queue | VisibilityTimeout | kept: the template now sets it (SyncWithActual, drift reset) |",
 		"| network | Gone | (the resource, deleted) | re-created from the template |",
 		`| cache | Cache\|x | NodeType | not reverted: its change set was not executed (stack failed) |`,
+		"(`on_drift: keep`: app) are shown as the drift report s3://b/drift/shop/s1.json of 2026-12-07 08:00 found them.",
+		"| app | Sg | /SecurityGroupIngress | left as it is: CloudFormation does not touch it (still drifted) |",
+		"| app | Q | /VisibilityTimeout | not overwritten: its change set did not complete (stack unchanged) |",
+		"| app | Old | (the resource, deleted) | left deleted: an ordinary change set does not re-create it (on_drift revert does) |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the report lacks %q:\n%s", want, got)
@@ -195,6 +202,9 @@ func TestRunReportSaysWhatTheRunDidWithDrift(t *testing.T) {
 		{run.Ready, run.DriftedProperty{LogicalID: "W", Property: "P", Revert: true}, "to be reverted to the template's value (its change set is ready)"},
 		{run.Executing, run.DriftedProperty{LogicalID: "W", Property: "P", Revert: true}, "being reverted to the template's value"},
 		{run.Failed, run.DriftedProperty{LogicalID: "W", Property: "P"}, "kept: left as it is (its change set was not executed)"},
+		{run.Done, run.DriftedProperty{LogicalID: "W", Property: "P", Does: run.DriftOverwritten}, "overwritten with the template's new value"},
+		{run.Failed, run.DriftedProperty{LogicalID: "W", Property: "P", Does: run.DriftOverwritten}, "not overwritten: its change set did not complete (stack failed)"},
+		{run.Failed, run.DriftedProperty{LogicalID: "W", Property: "P", Does: run.DriftLeft}, "left as it is: CloudFormation does not touch it (still drifted)"},
 	} {
 		if got := RunDriftDoes(&run.Stack{Phase: tc.phase}, tc.d); got != tc.want {
 			t.Errorf("%s %+v: %q, want %q", tc.phase, tc.d, got, tc.want)

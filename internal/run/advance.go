@@ -80,6 +80,9 @@ type Observation struct {
 	ResourceChanges []ResourceChange `json:"resource_changes,omitempty"`
 	// Drift is what a drift-aware change set shows of the stack's drift.
 	Drift []DriftedProperty `json:"drift,omitempty"`
+	// Touched are the properties the change set changes, "LogicalID/Property" (top-level
+	// property names), described for a stack with drift changed outside cairn (Outside).
+	Touched []string `json:"touched,omitempty"`
 	// DriftDetectionID is the detection DetectStackDrift started; DriftDetectionStatus
 	// (DETECTION_IN_PROGRESS, DETECTION_COMPLETE, DETECTION_FAILED), StackDriftStatus and
 	// DriftDetectionReason are what DescribeStackDriftDetectionStatus says of it.
@@ -188,16 +191,6 @@ func (o Options) withDefaults() Options {
 var noChangeReasons = []string{
 	"didn't contain changes",
 	"No updates are to be performed",
-}
-
-// IsNoChanges reports whether a FAILED change set's reason means "nothing to change".
-func IsNoChanges(reason string) bool {
-	for _, r := range noChangeReasons {
-		if strings.Contains(reason, r) {
-			return true
-		}
-	}
-	return false
 }
 
 // Advance applies observations to r and decides what to do next. It never mutates r.
@@ -474,6 +467,7 @@ func observe(r *Run, s *Stack, o Observation, now time.Time, opts Options) []Act
 		case "CREATE_COMPLETE":
 			s.Changes, s.Drift = o.Changes, o.Drift
 			s.Attempts = 0
+			settleOutside(s, o.Touched)
 			if why, replan := driftStop(r, s, o.Drift); why != "" {
 				fail(s, now, why) // not executed; a protected stack is planned again (Stopped)
 				s.Stopped = replan

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -12,10 +13,48 @@ import (
 // value; else it is SyncWithActual (the template now sets the value it has: kept, its
 // drift reset). Property is "" for a resource deleted out of band. Values are not kept
 // here: they may be secrets; the plan's report shows them masked.
+//
+// A property an ordinary change set meets (Stack.Outside) has Does instead: DriftLeft
+// (CloudFormation does not touch it: the drift stays) or DriftOverwritten (the change set
+// changes it: the template's new value replaces the out-of-band one).
 type DriftedProperty struct {
 	LogicalID string `json:"logical_id"`
 	Property  string `json:"property,omitempty"`
 	Revert    bool   `json:"revert,omitempty"`
+	Does      string `json:"does,omitempty"`
+}
+
+// What an ordinary change set does with a property changed outside cairn (DriftedProperty.Does).
+const (
+	DriftLeft        = "leave"
+	DriftOverwritten = "overwrite"
+)
+
+// TopProperty is the top-level property a drift report's property path is in:
+// "/SecurityGroupIngress/1/CidrIp" is in SecurityGroupIngress.
+func TopProperty(path string) string {
+	path = strings.TrimPrefix(path, "/")
+	if i := strings.IndexByte(path, '/'); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// Touch is how an observation names a property its change set changes (Observation.Touched).
+func Touch(logicalID, property string) string { return logicalID + "/" + property }
+
+// settleOutside says, once a push's stack's ordinary change set is made, what it does with
+// each property its drift report says changed outside cairn: overwritten when the change
+// set changes the property (touched), else left; a resource deleted out of band is left
+// (an ordinary change set does not re-create it).
+func settleOutside(s *Stack, touched []string) {
+	for i := range s.Outside {
+		d := &s.Outside[i]
+		d.Does = DriftLeft
+		if d.Property != "" && slices.Contains(touched, Touch(d.LogicalID, TopProperty(d.Property))) {
+			d.Does = DriftOverwritten
+		}
+	}
 }
 
 func (d DriftedProperty) String() string {

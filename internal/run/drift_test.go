@@ -137,3 +137,34 @@ func TestPlanDetectsDrift(t *testing.T) {
 		})
 	}
 }
+
+// TestPushSettlesDriftFromItsReport: a push's stack whose drift report showed properties
+// changed outside cairn (Outside) learns, once its ordinary change set is made, what it does
+// with each: a property the change set changes (at any depth of its path) is overwritten,
+// the others and a resource deleted out of band are left; the change set executes.
+func TestPushSettlesDriftFromItsReport(t *testing.T) {
+	outside := []DriftedProperty{{LogicalID: "Web", Property: "/SecurityGroupIngress/1/CidrIp"}, {LogicalID: "Queue", Property: "/VisibilityTimeout"}, {LogicalID: "Gone"}}
+	for _, tc := range []struct {
+		name    string
+		touched []string
+		want    []string
+	}{
+		{"the template changes the timeout", []string{Touch("Queue", "VisibilityTimeout")}, []string{DriftLeft, DriftOverwritten, DriftLeft}},
+		{"the template changes the rules", []string{Touch("Web", "SecurityGroupIngress"), Touch("Queue", "DelaySeconds")}, []string{DriftOverwritten, DriftLeft, DriftLeft}},
+		{"another resource changes", []string{Touch("Topic", "VisibilityTimeout")}, []string{DriftLeft, DriftLeft, DriftLeft}},
+	} {
+		r := &Run{ID: "r", Deployment: "shop", Mode: ModeDeploy, Status: Running, Stacks: map[string]*Stack{
+			"app": {Name: "app", StackName: "shop-app", Phase: CreatingChangeSet, ChangeSetName: "cairn-r-1", ChangeSetType: "UPDATE", Exists: true,
+				Intent: IntentDeploy, Outside: slices.Clone(outside)},
+		}}
+		got, _ := Advance(r, []Observation{{Stack: "app", ChangeSetID: "arn:cs/1", ChangeSetStatus: "CREATE_COMPLETE", Changes: 1, Touched: tc.touched}}, t0, Options{})
+		s := got.Stacks["app"]
+		var does []string
+		for _, d := range s.Outside {
+			does = append(does, d.Does)
+		}
+		if !slices.Equal(does, tc.want) || s.Phase != Executing {
+			t.Errorf("%s: %v, stack %s; want %v, executing", tc.name, does, s.Phase, tc.want)
+		}
+	}
+}

@@ -214,6 +214,13 @@ type Stack struct {
 	// outside cairn, and whether it brings each back (no values: they may be secrets): the
 	// run report and page say what the run did with each.
 	Drift []DriftedProperty `json:"drift,omitempty"`
+	// Outside is what changed outside cairn in a push's stack whose change set is not
+	// drift-aware (on_drift keep, not protected), as the deployment's drift report
+	// DriftFrom (recent enough) says: each property with what the ordinary change set does
+	// with it (DriftedProperty.Does: left, or overwritten when the change set changes it),
+	// settled when the change set is made. No values: the report has them, masked.
+	Outside   []DriftedProperty `json:"outside,omitempty"`
+	DriftFrom string            `json:"drift_from,omitempty"`
 	// DetectDrift asks a plan run to detect the stack's drift once its change set is ready
 	// (DetectStackDrift), because no drift report recent enough tells it (the driver sets
 	// it for a stack whose change set is not drift-aware); StackDrift is what the detection
@@ -390,6 +397,7 @@ func (r *Run) Clone() *Run {
 		cs.Stale = append([]string(nil), s.Stale...)
 		cs.Events = slices.Clone(s.Events)
 		cs.Drift = append([]DriftedProperty(nil), s.Drift...)
+		cs.Outside = slices.Clone(s.Outside)
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)

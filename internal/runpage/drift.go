@@ -43,22 +43,20 @@ func planDriftOf(p *plan.Document, order []plan.Stack) driftView {
 	return v
 }
 
-// runDriftOf is a run's drift as its page shows it: per property a stack's drift-aware
-// change set showed, what the run did with it (report.RunDriftDoes); no values.
+// runDriftOf is a run's drift as its page shows it: per property its stacks'
+// drift-aware change sets or drift reports showed, what the run did with it
+// (report.RunDriftRows); no values.
 func runDriftOf(r *run.Run) driftView {
 	var v driftView
 	v.Head = []string{"Stack", "Resource", "Property", "What this run did"}
-	for _, n := range r.Names() {
-		s := r.Stacks[n]
-		for _, d := range s.Drift {
-			prop := d.Property
-			if prop == "" {
-				prop = "(the resource, deleted)"
-			}
-			v.Rows = append(v.Rows, []string{clean(n), clean(d.LogicalID), clean(prop), clean(report.RunDriftDoes(s, d))})
-		}
+	rows, from, stacks := report.RunDriftRows(r)
+	for _, row := range rows {
+		v.Rows = append(v.Rows, []string{clean(row.Stack), clean(row.Resource), clean(row.Property), clean(row.Did)})
 	}
-	v.bound("the run document's stacks' drift")
+	for _, f := range from {
+		v.Notes = append(v.Notes, clean(fmt.Sprintf("Stacks not drift-aware (%d: on_drift keep) are shown as the %s found them.", len(stacks[f]), f)))
+	}
+	v.bound("the run document's stacks' drift and outside")
 	return v
 }
 

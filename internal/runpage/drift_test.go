@@ -54,11 +54,15 @@ func TestPagesShowDrift(t *testing.T) {
 	r := fixture()
 	r.Stacks["network"].Drift = []run.DriftedProperty{{LogicalID: "Web", Property: "SecurityGroupIngress", Revert: true}, {LogicalID: "Gone", Revert: true}}
 	r.Stacks["api"].Drift = []run.DriftedProperty{{LogicalID: hostile, Property: "P", Revert: true}}
+	r.Stacks["network"].Outside = []run.DriftedProperty{{LogicalID: "Sg", Property: "/SecurityGroupIngress", Does: run.DriftLeft}, {LogicalID: "Q", Property: hostile, Does: run.DriftOverwritten}}
+	r.Stacks["network"].DriftFrom = "drift report s3://b/drift/shop/" + hostile + ".json"
 	page = render(t, r, nil)
 	for _, want := range []string{`<h2 id="drift-h">Changed outside cairn</h2>`,
 		"<td>network</td><td>Web</td><td>SecurityGroupIngress</td><td>reverted to the template&#39;s value</td>",
 		"<td>network</td><td>Gone</td><td>(the resource, deleted)</td><td>re-created from the template</td>",
-		"<td>not reverted: its change set was not executed (stack failed)</td>"} {
+		"<td>not reverted: its change set was not executed (stack failed)</td>",
+		"<td>network</td><td>Sg</td><td>/SecurityGroupIngress</td><td>left as it is: CloudFormation does not touch it (still drifted)</td>",
+		"<td>overwritten with the template&#39;s new value</td>", "Stacks not drift-aware (1: on_drift keep) are shown as the drift report s3://b/drift/shop/"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the run page lacks %q", want)
 		}

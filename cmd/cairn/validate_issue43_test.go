@@ -169,7 +169,17 @@ var issue43Fixtures = map[string][]string{
 	// an event's Auth is written into an inline definition only with OverrideApiAuth
 	"sam-api-event-auth-inline-body.yaml":            nil,
 	"sam-api-event-override-without-authorizer.yaml": {`:50:3: Resources.Orders: the Serverless transform refuses it: Event with id [List] is invalid. Must define one of: Authorizer, ApiKeyRequired or ResourcePolicy when using the OverrideApiAuth property.`},
-	"deprecated-types.yaml":                          {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// the definitions SAM edits: what the translator refuses of each edit it makes
+	"sam-api-definition-edits-ok.yaml":        nil,
+	"sam-api-endpoint-extension-not-map.yaml": {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. Invalid OpenAPI definition of 'servers[0]': The value of 'x-amazon-apigateway-endpoint-configuration' should be a map.`},
+	"sam-api-options-headers-not-map.yaml":    {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. Value of response's headers in options method for path /orders must be a dictionary according to Swagger spec.`},
+	"sam-api-security-not-list-of-maps.yaml":  {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. Token in Security for path /orders method get is not a valid dictionary.`},
+	"sam-httpapi-body-not-openapi.yaml":       {`:3:3: Resources.Storefront: the Serverless transform refuses it: Unable to add ` + "`Tags`" + ` because 'DefinitionBody' does not contain a valid OpenApi definition.`},
+	"sam-httpapi-event-body-not-openapi.yaml": {`:3:3: Resources.Storefront: the Serverless transform refuses it: Structure of the SAM template is invalid. Invalid OpenApi document. Invalid values or missing keys for 'openapi' or 'paths' in 'DefinitionBody'.`},
+	"sam-httpapi-any-method.yaml":             {`:3:3: Resources.Storefront: the Serverless transform refuses it: Structure of the SAM template is invalid. Could not find x-amazon-apigateway-any-method in /{item} within DefinitionBody.`},
+	"sam-destination-if-two-arguments.yaml":   {`:11:3: Resources.Orders: the Serverless transform refuses it: Malformed 'Destination' property (EventInvokeConfig.DestinationConfig.OnFailure): Fn::If requires 3 arguments`},
+	"sam-function-role-if-two-arguments.yaml": {`:18:3: Resources.Orders: the Serverless transform refuses it: Malformed 'Role' property: Fn::If requires 3 arguments`},
+	"deprecated-types.yaml":                   {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

@@ -175,6 +175,12 @@ func (t *sam) httpAPIEvent(f fnRefs, name string, p, attrs map[string]any) error
 		if err != nil {
 			return err
 		}
+		// the translator reads the API's own definition for the event's permission
+		if body := t.props(n, "HttpApi")["DefinitionBody"]; truthy(body) {
+			if err := openAPIEditor(n, body, ""); err != nil {
+				return err
+			}
+		}
 		api = n
 	}
 	route, routeMethod := path, method
@@ -265,6 +271,9 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 	if err := corsSettings(n, cors, false); err != nil {
 		return err
 	}
+	if err := restDefinitionEdits(n, props); err != nil {
+		return err
+	}
 	title := props["Name"]
 	if title == nil {
 		title = ref("AWS::StackName")
@@ -344,6 +353,9 @@ func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]an
 		cors = t.globals["HttpApi"]["CorsConfiguration"]
 	}
 	if err := corsSettings(n, cors, true); err != nil {
+		return err
+	}
+	if err := httpDefinitionEdits(n, props, cors); err != nil {
 		return err
 	}
 	tags := map[string]any{}

@@ -74,6 +74,9 @@ func (t *sam) function(name string) error {
 	var role map[string]any
 	roleID := name + "Role"
 	if v, ok := props["Role"]; ok {
+		if malformedIf(v) {
+			return samErr(name, "Malformed 'Role' property: Fn::If requires 3 arguments (a condition, the value if true, the value if false).")
+		}
 		fp["Role"] = v
 	} else {
 		if role, err = t.role(name, roleID, props); err != nil {

@@ -237,6 +237,11 @@ func (t *sam) eventInvokeConfig(f fnRefs, alias string, props, role map[string]a
 		default:
 			return samErr(f.name, "'Type: %v' must be one of ['SQS', 'SNS', 'EventBridge', 'Lambda', 'S3Bucket']", d["Type"])
 		}
+		if malformedIf(dest) {
+			// the translator names the EventInvokeConfig it makes; the function is the
+			// template's resource to fix
+			return samErr(f.name, "Malformed 'Destination' property (EventInvokeConfig.DestinationConfig.%s): Fn::If requires 3 arguments (a condition, the value if true, the value if false).", kind)
+		}
 		ec["DestinationConfig"].(map[string]any)[kind] = map[string]any{"Destination": dest}
 		if role != nil {
 			grant := destinationGrants[typ]
@@ -281,4 +286,16 @@ func (t *sam) functionURL(f fnRefs, props map[string]any) error {
 			"FunctionName": target, "Principal": "*", "InvokedViaFunctionUrl": true}, copyAttrs(attrs))
 	}
 	return nil
+}
+
+// malformedIf reports an Fn::If (the only key of a map) whose arguments are not a list of
+// three (condition, then, else), which the translator refuses where it reads the branches
+// (validate_intrinsic_if_items).
+func malformedIf(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok || !isIntrinsic(m) || m["Fn::If"] == nil {
+		return false
+	}
+	args, ok := m["Fn::If"].([]any)
+	return !ok || len(args) != 3
 }

@@ -179,7 +179,12 @@ var issue43Fixtures = map[string][]string{
 	"sam-httpapi-any-method.yaml":             {`:3:3: Resources.Storefront: the Serverless transform refuses it: Structure of the SAM template is invalid. Could not find x-amazon-apigateway-any-method in /{item} within DefinitionBody.`},
 	"sam-destination-if-two-arguments.yaml":   {`:11:3: Resources.Orders: the Serverless transform refuses it: Malformed 'Destination' property (EventInvokeConfig.DestinationConfig.OnFailure): Fn::If requires 3 arguments`},
 	"sam-function-role-if-two-arguments.yaml": {`:18:3: Resources.Orders: the Serverless transform refuses it: Malformed 'Role' property: Fn::If requires 3 arguments`},
-	"deprecated-types.yaml":                   {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// the kinds the translator requires of what a push event writes into its source
+	"sam-push-events-ok.yaml":                    nil,
+	"sam-cognito-trigger-intrinsic.yaml":         {`:5:3: Resources.Intake: the Serverless transform refuses it: Event with id [SignUp] is invalid. Type of property 'Trigger' is invalid`},
+	"sam-s3-lambda-configurations-not-list.yaml": {`:3:3: Resources.Uploads: the Serverless transform refuses it: Invalid type for LambdaConfigurations. Must be a list.`},
+	"sam-httpapi-event-properties-not-map.yaml":  {`:3:3: Resources.Intake: the Serverless transform refuses it: Event with id [Browse] is invalid. Properties should be a map.`},
+	"deprecated-types.yaml":                      {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

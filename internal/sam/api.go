@@ -177,7 +177,7 @@ func (t *sam) httpAPIEvent(f fnRefs, name string, p, attrs map[string]any) error
 		}
 		// the translator reads the API's own definition for the event's permission
 		if body := t.props(n, "HttpApi")["DefinitionBody"]; truthy(body) {
-			if err := openAPIEditor(n, body, ""); err != nil {
+			if err := openAPIEditor(n, body); err != nil {
 				return err
 			}
 		}

@@ -295,13 +295,9 @@ func validOpenAPI(body any) bool {
 // openAPIEditor refuses what the translator's OpenApiEditor refuses of an HttpApi's
 // definition when SAM edits it (an event's route or permission, its tags): a document
 // that is no OpenAPI 3 one, and components, definitions, tags or info that are not of
-// the kind it reads. why is the translator's message for a document that is no OpenAPI
-// 3 one, where it has its own.
-func openAPIEditor(n string, body any, why string) error {
+// the kind it reads.
+func openAPIEditor(n string, body any) error {
 	if !validOpenAPI(body) {
-		if why != "" {
-			return samErr(n, "%s", why)
-		}
 		return samErr(n, "Structure of the SAM template is invalid. Invalid OpenApi document. Invalid values or missing keys for 'openapi' or 'paths' in 'DefinitionBody'.")
 	}
 	m := body.(map[string]any)
@@ -338,5 +334,5 @@ func httpDefinitionEdits(n string, props map[string]any, cors any) error {
 		}
 		return nil
 	}
-	return openAPIEditor(n, body, "")
+	return openAPIEditor(n, body)
 }

@@ -167,11 +167,29 @@ func (t *sam) cognitoEvent(f fnRefs, name string, p, attrs map[string]any) error
 	if pool == "" || pr == nil {
 		return eventErr(f.name, name, "Cognito events must reference a Cognito UserPool in the same template.")
 	}
+	// a trigger's name or a list of names, no intrinsic function: the translator writes
+	// each as a key of the pool's LambdaConfig, which must be a map
+	if err := needEventProperty(f, name, p, "Trigger"); err != nil {
+		return err
+	}
+	trigger, ok := p["Trigger"].([]any)
+	for _, tr := range trigger {
+		_, isStr := tr.(string)
+		ok = ok && isStr
+	}
+	if _, isStr := p["Trigger"].(string); !ok && !isStr {
+		return eventErr(f.name, name, "Type of property 'Trigger' is invalid (a trigger's name, or a list of names).")
+	}
 	t.permission(f.name+"Cognito", "", f.ref, map[string]any{"Principal": "cognito-idp.amazonaws.com", "SourceArn": getAtt(pool, "Arn")}, attrs)
 	props := object(pr["Properties"])
 	if props == nil {
 		props = map[string]any{}
 		pr["Properties"] = props
+	}
+	if v := props["LambdaConfig"]; v != nil {
+		if _, ok := v.(map[string]any); !ok {
+			return samErr(pool, "Property 'LambdaConfig' should be a map.")
+		}
 	}
 	lc := object(props["LambdaConfig"])
 	if lc == nil {

@@ -184,7 +184,12 @@ var issue43Fixtures = map[string][]string{
 	"sam-cognito-trigger-intrinsic.yaml":         {`:5:3: Resources.Intake: the Serverless transform refuses it: Event with id [SignUp] is invalid. Type of property 'Trigger' is invalid`},
 	"sam-s3-lambda-configurations-not-list.yaml": {`:3:3: Resources.Uploads: the Serverless transform refuses it: Invalid type for LambdaConfigurations. Must be a list.`},
 	"sam-httpapi-event-properties-not-map.yaml":  {`:3:3: Resources.Intake: the Serverless transform refuses it: Event with id [Browse] is invalid. Properties should be a map.`},
-	"deprecated-types.yaml":                      {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// the implicit API takes every Globals property; a resource policy's source VPC lists
+	"sam-implicit-api-globals-ok.yaml":              nil,
+	"sam-implicit-api-globals-resource-policy.yaml": {`:1:1: Transform: the Serverless transform refuses it: Structure of the SAM template is invalid. ResourcePolicy must be a map (ResourcePolicyStatement).`},
+	"sam-api-source-vpc-intrinsic.yaml":             {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. SourceVpcWhitelist must be a list of strings. Use IntrinsicVpcWhitelist instead`},
+	"sam-api-domain-access-association-text.yaml":   {`:3:3: Resources.Shop: the Serverless transform refuses it: Property 'Domain.AccessAssociation' should be a map (VpcEndpointId).`},
+	"deprecated-types.yaml":                         {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

@@ -203,7 +203,18 @@ func (t *sam) httpAPIResource(string) error { return nil }
 func (t *sam) implicitAPIs() error {
 	if p, ok := t.restAPI[implicitREST].(map[string]any); ok {
 		t.cur = t.apiOrigins[implicitREST]
-		if err := t.makeRESTAPI(implicitREST, map[string]any{"StageName": "Prod"}, p, nil); err != nil {
+		// the translator makes the implicit API before it merges the Globals, so it takes
+		// them all, over a definition SAM writes of the events (a DefinitionUri among them
+		// is refused beside it)
+		props := map[string]any{}
+		if g := copyProps(t.globals["Api"]); g != nil {
+			props = g
+		}
+		props["StageName"] = "Prod"
+		if truthy(props["DefinitionUri"]) {
+			return samErr(implicitREST, "Specify either 'DefinitionUri' or 'DefinitionBody' property and not both.")
+		}
+		if err := t.makeRESTAPI(implicitREST, props, p, nil); err != nil {
 			return err
 		}
 	}
@@ -261,13 +272,13 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 	if err := swaggerPaths(n, props, paths); err != nil {
 		return err
 	}
-	if err := restAuth(n, props); err != nil {
+	if a, ok := props["Auth"]; ok { // the translator resolves Refs of parameters in it first
+		props["Auth"] = t.resolveParamRefs(a)
+	}
+	if err := restAuth(n, props, paths); err != nil {
 		return err
 	}
 	cors := props["Cors"]
-	if r == nil { // the implicit API takes the Globals
-		cors = t.globals["Api"]["Cors"]
-	}
 	if err := corsSettings(n, cors, false); err != nil {
 		return err
 	}

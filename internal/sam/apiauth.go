@@ -24,7 +24,7 @@ var usagePlanKeys = []string{"CreateUsagePlan", "Description", "Quota", "Tags", 
 
 // restAuth checks an Api's Auth, GatewayResponses and UsagePlan. The translator reaches
 // them only with an inline definition, which inlineOnly has required.
-func restAuth(n string, props map[string]any) error {
+func restAuth(n string, props, eventPaths map[string]any) error {
 	auth, hasAuth := props["Auth"].(map[string]any)
 	if truthy(props["Auth"]) && hasAuth {
 		for _, k := range sortedKeys(auth) {
@@ -46,8 +46,22 @@ func restAuth(n string, props map[string]any) error {
 			return docErr(n, "securityDefinitions must be a dictionary.")
 		}
 		if rp := auth["ResourcePolicy"]; truthy(rp) {
-			if _, ok := rp.(map[string]any); !ok {
+			m, ok := rp.(map[string]any)
+			if !ok {
 				return docErr(n, "ResourcePolicy must be a map (ResourcePolicyStatement).")
+			}
+			// written for each path of the definition, the source VPC lists as they are
+			paths, _ := object(body)["paths"].(map[string]any)
+			if len(paths) > 0 || body == nil && len(eventPaths) > 0 {
+				for _, k := range []string{"SourceVpcBlacklist", "SourceVpcWhitelist"} {
+					list, _ := m[k].([]any)
+					for _, v := range list {
+						if _, ok := v.(string); !ok {
+							kind := strings.TrimPrefix(k, "SourceVpc")
+							return docErr(n, fmt.Sprintf("%s must be a list of strings. Use IntrinsicVpc%s instead for values that use Intrinsic Functions", k, kind))
+						}
+					}
+				}
 			}
 		}
 	}

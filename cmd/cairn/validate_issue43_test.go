@@ -164,6 +164,7 @@ var issue43Fixtures = map[string][]string{
 	"sam-pull-events-ok.yaml":             nil,
 	"sam-kafka-two-auth.yaml":             {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Payments] is invalid. Multiple auth mechanism properties specified in SourceAccessConfigurations for self managed kafka event.`},
 	"sam-kafka-subnet-without-group.yaml": {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Payments] is invalid. VPC_SUBNET and VPC_SECURITY_GROUP in SourceAccessConfigurations for SelfManagedKafka must be both provided.`},
+	"sam-kafka-own-role-two-auth.yaml":    {`:3:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Payments] is invalid. Multiple auth mechanism properties specified in SourceAccessConfigurations for self managed kafka event.`},
 	"sam-event-filter-format.yaml":        {`:7:3: Resources.Ledger: the Serverless transform refuses it: Event with id [Stream] is invalid. FilterCriteria field has a wrong format`},
 	"sam-httpapi-cors-key.yaml":           {`:3:3: Resources.Shop: the Serverless transform refuses it: Invalid key 'AllowOrigin' for 'Cors' property.`},
 	// an event's Auth is written into an inline definition only with OverrideApiAuth

@@ -73,7 +73,7 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 			return err
 		}
 	}
-	if err := pullRules(f.name, name, typ, p, role != nil); err != nil {
+	if err := pullRules(f.name, name, typ, p); err != nil {
 		return err
 	}
 	t.put(id, "AWS::Lambda::EventSourceMapping", esm, copyAttrs(attrs))

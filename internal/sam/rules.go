@@ -249,11 +249,12 @@ var (
 )
 
 // pullRules are the translator's checks of a pull event (PullEventSource.to_cloudformation
-// and, when it writes the function's role, get_policy_statements): FilterCriteria of
+// and get_policy_statements, which it runs for every function: it makes the execution role
+// before it knows the function has a Role of its own): FilterCriteria of
 // Filters only, an OnFailure destination map of a known Type, a SecretsManagerKmsKeyId
 // string, a self-managed Kafka event's one topic and source access configurations, and a
 // Kafka event's SchemaRegistryConfig.
-func pullRules(fn, event, typ string, p map[string]any, withRole bool) error {
+func pullRules(fn, event, typ string, p map[string]any) error {
 	if fc := p["FilterCriteria"]; truthy(fc) && !isIntrinsic(fc) {
 		if !slices.Contains(filterSources, typ) {
 			return eventErr(fn, event, "FilterCriteria is only available for "+strings.Join(filterSources, ", ")+" events.")
@@ -272,9 +273,6 @@ func pullRules(fn, event, typ string, p map[string]any, withRole bool) error {
 		if typ := of["Type"]; truthy(typ) && typ != "SQS" && typ != "SNS" && typ != "S3" && typ != "Kafka" {
 			return eventErr(fn, event, "The only valid values for 'Type' are 'SQS', 'SNS', 'S3', and 'Kafka'")
 		}
-	}
-	if !withRole {
-		return nil
 	}
 	if k := p["SecretsManagerKmsKeyId"]; truthy(k) && (typ == "MQ" || typ == "SelfManagedKafka" || typ == "DocumentDB") {
 		if _, ok := k.(string); !ok {

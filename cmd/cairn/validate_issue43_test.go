@@ -190,7 +190,12 @@ var issue43Fixtures = map[string][]string{
 	"sam-implicit-api-globals-resource-policy.yaml": {`:1:1: Transform: the Serverless transform refuses it: Structure of the SAM template is invalid. ResourcePolicy must be a map (ResourcePolicyStatement).`},
 	"sam-api-source-vpc-intrinsic.yaml":             {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. SourceVpcWhitelist must be a list of strings. Use IntrinsicVpcWhitelist instead`},
 	"sam-api-domain-access-association-text.yaml":   {`:3:3: Resources.Shop: the Serverless transform refuses it: Property 'Domain.AccessAssociation' should be a map (VpcEndpointId).`},
-	"deprecated-types.yaml":                         {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
+	// code locations and applications the translator refuses before CloudFormation resolves them
+	"sam-codeuri-ok.yaml":                       nil,
+	"sam-codeuri-dynamic-reference.yaml":        {`:3:3: Resources.Intake: the Serverless transform refuses it: Unsupported dynamic reference detected in 'CodeUri'.`},
+	"sam-application-id-dynamic-reference.yaml": {`:3:3: Resources.Notifier: the Serverless transform refuses it: Serverless Application Repository does not support dynamic reference in 'ApplicationId' property.`},
+	"sam-application-version-blank.yaml":        {`:3:3: Resources.Auditor: the Serverless transform refuses it: Property 'SemanticVersion' cannot be blank.`},
+	"deprecated-types.yaml":                     {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 
 func TestValidateIssue43(t *testing.T) {

@@ -1,6 +1,7 @@
 package sam
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -71,7 +72,17 @@ func (t *sam) application(name string) error {
 	props := object(r["Properties"])
 	url, ok := props["Location"].(string)
 	if !ok {
-		if object(props["Location"])["ApplicationId"] != nil {
+		if loc := object(props["Location"]); loc["ApplicationId"] != nil {
+			// the translator's own checks, before it asks the repository
+			if id, ok := t.resolveParamRefs(loc["ApplicationId"]).(string); ok && appDynamicRef.MatchString(id) {
+				return samErr(name, "Serverless Application Repository does not support dynamic reference in 'ApplicationId' property.")
+			}
+			if _, ok := loc["SemanticVersion"]; !ok {
+				return samErr(name, "Resource is missing the required [SemanticVersion] property.")
+			}
+			if !truthy(loc["SemanticVersion"]) {
+				return samErr(name, "Property 'SemanticVersion' cannot be blank.")
+			}
 			return unsupported(name, "the local emulator's Serverless translator does not reach the Serverless Application Repository: give the application's template as Location (an S3 URL)")
 		}
 		return samErr(name, "Property 'Location' should be a string or a map with ApplicationId and SemanticVersion.")
@@ -81,6 +92,10 @@ func (t *sam) application(name string) error {
 	t.put(name, "AWS::CloudFormation::Stack", sp, mainAttrs(r))
 	return nil
 }
+
+// appDynamicRef is the translator's pattern of an SSM dynamic reference in an
+// application's id (ServerlessAppPlugin).
+var appDynamicRef = regexp.MustCompile(`{{resolve:ssm:[a-zA-Z0-9_.\-/]+(:\d+)?}}`)
 
 // simpleTable expands AWS::Serverless::SimpleTable: a DynamoDB table.
 func (t *sam) simpleTable(name string) error {

@@ -420,6 +420,11 @@ func tagList(tags any) []any {
 func s3Location(id, prop string, v any) (map[string]any, error) {
 	switch x := v.(type) {
 	case string:
+		// the translator parses the URI before CloudFormation resolves a dynamic
+		// reference in it, so it refuses one that spans a path
+		if (prop == "CodeUri" || prop == "ContentUri") && strings.Contains(uriDynamicRef.FindString(x), "/") {
+			return nil, samErr(id, "Unsupported dynamic reference detected in '%s'. Please consider using alternative 'FunctionCode' object format.", prop)
+		}
 		rest, ok := strings.CutPrefix(x, "s3://")
 		bucket, key, found := strings.Cut(rest, "/")
 		if !ok || !found || bucket == "" || key == "" {
@@ -444,6 +449,10 @@ func s3Location(id, prop string, v any) (map[string]any, error) {
 	}
 	return nil, samErr(id, "'%s' requires Bucket and Key properties to be specified.", prop)
 }
+
+// uriDynamicRef is the translator's pattern of a dynamic reference in a code URI
+// (construct_s3_location_object).
+var uriDynamicRef = regexp.MustCompile(`{{resolve:(ssm|ssm-secure|secretsmanager):[a-zA-Z0-9_.\-/]+(:\d+)?}}`)
 
 // pyJSON renders v as Python's json.dumps(v, separators=(",", ":"), sort_keys=True) does,
 // which SAM hashes into logical ids.

@@ -195,6 +195,9 @@ var issue43Fixtures = map[string][]string{
 	"sam-codeuri-dynamic-reference.yaml":        {`:3:3: Resources.Intake: the Serverless transform refuses it: Unsupported dynamic reference detected in 'CodeUri'.`},
 	"sam-application-id-dynamic-reference.yaml": {`:3:3: Resources.Notifier: the Serverless transform refuses it: Serverless Application Repository does not support dynamic reference in 'ApplicationId' property.`},
 	"sam-application-version-blank.yaml":        {`:3:3: Resources.Auditor: the Serverless transform refuses it: Property 'SemanticVersion' cannot be blank.`},
+	"sam-api-cors-empty-origin.yaml":            {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. Invalid input. Value for AllowedOrigins is required`},
+	"sam-statemachine-unescape-intrinsic.yaml":  {`:5:3: Resources.Checkout: the Serverless transform refuses it: Event with id [Start] is invalid. Type of property 'UnescapeMappingTemplate' is invalid.`},
+	"sam-websocket-basepath-not-text.yaml":      {`:7:3: Resources.Chat: the Serverless transform refuses it: Basepath must be a string.`},
 	"deprecated-types.yaml":                     {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

@@ -285,6 +285,13 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 	if err := restDefinitionEdits(n, props); err != nil {
 		return err
 	}
+	// CORS is added to each path: an origin it allows is required (SwaggerEditor.add_cors)
+	if c, ok := cors.(map[string]any); ok && !isIntrinsic(c) {
+		bodyPaths, _ := object(props["DefinitionBody"])["paths"].(map[string]any)
+		if origin, set := c["AllowOrigin"]; set && !truthy(origin) && (len(bodyPaths) > 0 || props["DefinitionBody"] == nil && len(paths) > 0) {
+			return samErr(n, "Structure of the SAM template is invalid. Invalid input. Value for AllowedOrigins is required")
+		}
+	}
 	title := props["Name"]
 	if title == nil {
 		title = ref("AWS::StackName")

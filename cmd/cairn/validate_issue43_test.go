@@ -198,6 +198,9 @@ var issue43Fixtures = map[string][]string{
 	"sam-api-cors-empty-origin.yaml":            {`:3:3: Resources.Shop: the Serverless transform refuses it: Structure of the SAM template is invalid. Invalid input. Value for AllowedOrigins is required`},
 	"sam-statemachine-unescape-intrinsic.yaml":  {`:5:3: Resources.Checkout: the Serverless transform refuses it: Event with id [Start] is invalid. Type of property 'UnescapeMappingTemplate' is invalid.`},
 	"sam-websocket-basepath-not-text.yaml":      {`:7:3: Resources.Chat: the Serverless transform refuses it: Basepath must be a string.`},
+	"sam-stream-destination-type.yaml":          {`:9:3: Resources.Reader: the Serverless transform refuses it: Event with id [Stream] is invalid. The only valid values for 'Type' are 'SQS', 'SNS', 'S3', and 'Kafka'`},
+	"sam-simpletable-key-without-name.yaml":     {`:3:3: Resources.Carts: the Serverless transform refuses it: Property 'PrimaryKey.Name' is required.`},
+	"sam-httpapi-body-tags-not-list.yaml":       {`:3:3: Resources.Storefront: the Serverless transform refuses it: Structure of the SAM template is invalid. Tags in OpenApi DefinitionBody needs to be a list. It is a dict.`},
 	"deprecated-types.yaml":                     {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

@@ -334,5 +334,20 @@ func httpDefinitionEdits(n string, props map[string]any, cors any) error {
 		}
 		return nil
 	}
-	return openAPIEditor(n, body)
+	if err := openAPIEditor(n, body); err != nil {
+		return err
+	}
+	// SAM's tag is added to the body's tags, a list of maps each with a name
+	if tags := object(body)["tags"]; truthy(tags) {
+		list, ok := tags.([]any)
+		if !ok {
+			return docErr(n, fmt.Sprintf("Tags in OpenApi DefinitionBody needs to be a list. It is a %s.", pyType(tags)))
+		}
+		for _, tag := range list {
+			if _, ok := tag.(map[string]any); !ok {
+				return docErr(n, fmt.Sprintf("Tags in OpenApi DefinitionBody needs to be a list of maps. %s is a %s.", pyValue(tag), pyType(tag)))
+			}
+		}
+	}
+	return nil
 }

@@ -41,6 +41,8 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 	}
 	copyKeys(esm, p, esmProperties...)
 	if dc, ok := esm["DestinationConfig"].(map[string]any); ok {
+		dc = copyProps(dc) // the event's own stays whole for the checks below
+		esm["DestinationConfig"] = dc
 		if of, ok := dc["OnFailure"].(map[string]any); ok {
 			delete(of, "Type") // the translator's hint for the role, not a mapping property
 		}

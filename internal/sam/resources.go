@@ -104,6 +104,9 @@ func (t *sam) simpleTable(name string) error {
 	key, _ := props["PrimaryKey"].(map[string]any)
 	attrName, attrType := any("id"), "S"
 	if key != nil {
+		if key["Name"] == nil {
+			return samErr(name, "Property 'PrimaryKey.Name' is required.")
+		}
 		attrName = key["Name"]
 		switch key["Type"] {
 		case "String":

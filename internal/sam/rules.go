@@ -274,6 +274,11 @@ func pullRules(fn, event, typ string, p map[string]any) error {
 			return eventErr(fn, event, "The only valid values for 'Type' are 'SQS', 'SNS', 'S3', and 'Kafka'")
 		}
 	}
+	if sac, set := p["SourceAccessConfigurations"]; set && typ == "MSK" && sac != nil {
+		if _, ok := sac.([]any); !ok {
+			return eventErr(fn, event, "Type of property 'SourceAccessConfigurations' is invalid (a list of Type and URI maps).")
+		}
+	}
 	if k := p["SecretsManagerKmsKeyId"]; truthy(k) && (typ == "MQ" || typ == "SelfManagedKafka" || typ == "DocumentDB") {
 		if _, ok := k.(string); !ok {
 			return eventErr(fn, event, "Property 'SecretsManagerKmsKeyId' should be a string.")

@@ -427,7 +427,9 @@ func s3Location(id, prop string, v any) (map[string]any, error) {
 		}
 		rest, ok := strings.CutPrefix(x, "s3://")
 		bucket, key, found := strings.Cut(rest, "/")
-		if !ok || !found || bucket == "" || key == "" {
+		// Python's URL parser refuses a bracketed host that is no IP address (an
+		// unresolved CDK token, [TOKEN.25]), so the translator sees no S3 URI
+		if !ok || !found || bucket == "" || key == "" || strings.ContainsAny(bucket, "[]") {
 			return nil, samErr(id, "'%s' is not a valid S3 Uri of the form 's3://bucket/key' with optional versionId query parameter.", prop)
 		}
 		out := map[string]any{"S3Bucket": bucket}
@@ -438,7 +440,7 @@ func s3Location(id, prop string, v any) (map[string]any, error) {
 		}
 		return out, nil
 	case map[string]any:
-		if isIntrinsic(x) {
+		if isIntrinsic(x) || !truthy(x["Bucket"]) || !truthy(x["Key"]) {
 			return nil, samErr(id, "'%s' requires Bucket and Key properties to be specified.", prop)
 		}
 		out := map[string]any{"S3Bucket": x["Bucket"], "S3Key": x["Key"]}

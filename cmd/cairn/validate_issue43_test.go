@@ -203,6 +203,7 @@ var issue43Fixtures = map[string][]string{
 	"sam-httpapi-body-tags-not-list.yaml":        {`:3:3: Resources.Storefront: the Serverless transform refuses it: Structure of the SAM template is invalid. Tags in OpenApi DefinitionBody needs to be a list. It is a dict.`},
 	"sam-statemachine-definitionuri-no-key.yaml": {`:3:3: Resources.Checkout: the Serverless transform refuses it: 'DefinitionUri' requires Bucket and Key properties to be specified.`},
 	"sam-codeuri-unresolved-token.yaml":          {`:3:3: Resources.Intake: the Serverless transform refuses it: 'CodeUri' is not a valid S3 Uri of the form 's3://bucket/key' with optional versionId query parameter.`},
+	"sam-application-findinmap.yaml":             {`:9:3: Resources.Auditor: the Serverless transform refuses it: Property 'ApplicationId' cannot be resolved. Only FindInMap and Ref intrinsic functions are supported.`},
 	"deprecated-types.yaml":                      {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

@@ -37,6 +37,7 @@ const samTag = "SAM"
 
 type sam struct {
 	params    map[string]any // the template's parameter values
+	mappings  map[string]any // the template's Mappings, which Fn::FindInMap reads
 	resources map[string]any // the template's Resources, rewritten in place
 	globals   map[string]map[string]any
 	renames   map[string]string // layer logical ids to their hashed ones
@@ -172,6 +173,7 @@ func Expand(m map[string]any, params map[string]any) (origins map[string]string,
 func (t *sam) expand(m map[string]any) error {
 	res, _ := m["Resources"].(map[string]any)
 	t.resources, t.globals, t.renames = res, map[string]map[string]any{}, map[string]string{}
+	t.mappings, _ = m["Mappings"].(map[string]any)
 	if g, ok := m["Globals"]; ok {
 		gm, ok := g.(map[string]any)
 		if !ok {

@@ -204,6 +204,7 @@ var issue43Fixtures = map[string][]string{
 	"sam-statemachine-definitionuri-no-key.yaml": {`:3:3: Resources.Checkout: the Serverless transform refuses it: 'DefinitionUri' requires Bucket and Key properties to be specified.`},
 	"sam-codeuri-unresolved-token.yaml":          {`:3:3: Resources.Intake: the Serverless transform refuses it: 'CodeUri' is not a valid S3 Uri of the form 's3://bucket/key' with optional versionId query parameter.`},
 	"sam-application-findinmap.yaml":             {`:9:3: Resources.Auditor: the Serverless transform refuses it: Property 'ApplicationId' cannot be resolved. Only FindInMap and Ref intrinsic functions are supported.`},
+	"sam-graphqlapi-two-schemas.yaml":            {`:3:3: Resources.Catalog: the Serverless transform refuses it: Both 'SchemaInline' and 'SchemaUri' cannot be defined at the same time.`},
 	"deprecated-types.yaml":                      {`:4:5: Resources.Stack.Type: AWS::OpsWorks::Stack is a type of a service AWS shut down on 2024-05-01`},
 }
 

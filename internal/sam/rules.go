@@ -91,6 +91,25 @@ func typeRules(name, typ string, props map[string]any) error {
 		return capacityProviderRules(name, props)
 	case "AWS::Serverless::WebSocketApi":
 		return websocketRules(name, props)
+	case "AWS::Serverless::GraphQLApi":
+		return graphQLRules(name, props)
+	}
+	return nil
+}
+
+// graphQLRules are the first rules of an AWS::Serverless::GraphQLApi, which cairn's
+// transform does not expand (aws-sam-translator 1.110.0, SamGraphQLApi): its Auth is
+// required, and its schema is inline or at a URI, one of them.
+func graphQLRules(name string, props map[string]any) error {
+	if props["Auth"] == nil {
+		return samErr(name, "Missing required property 'Auth'.")
+	}
+	inline, uri := truthy(props["SchemaInline"]), truthy(props["SchemaUri"])
+	if !inline && !uri {
+		return samErr(name, "One of 'SchemaInline' or 'SchemaUri' must be set.")
+	}
+	if inline && uri {
+		return samErr(name, "Both 'SchemaInline' and 'SchemaUri' cannot be defined at the same time.")
 	}
 	return nil
 }

@@ -175,6 +175,12 @@ func (t *sam) httpAPIEvent(f fnRefs, name string, p, attrs map[string]any) error
 		if err != nil {
 			return err
 		}
+		// the translator reads the API's own definition for the event's permission
+		if body := t.props(n, "HttpApi")["DefinitionBody"]; truthy(body) {
+			if err := openAPIEditor(n, body); err != nil {
+				return err
+			}
+		}
 		api = n
 	}
 	route, routeMethod := path, method
@@ -197,7 +203,18 @@ func (t *sam) httpAPIResource(string) error { return nil }
 func (t *sam) implicitAPIs() error {
 	if p, ok := t.restAPI[implicitREST].(map[string]any); ok {
 		t.cur = t.apiOrigins[implicitREST]
-		if err := t.makeRESTAPI(implicitREST, map[string]any{"StageName": "Prod"}, p, nil); err != nil {
+		// the translator makes the implicit API before it merges the Globals, so it takes
+		// them all, over a definition SAM writes of the events (a DefinitionUri among them
+		// is refused beside it)
+		props := map[string]any{}
+		if g := copyProps(t.globals["Api"]); g != nil {
+			props = g
+		}
+		props["StageName"] = "Prod"
+		if truthy(props["DefinitionUri"]) {
+			return samErr(implicitREST, "Specify either 'DefinitionUri' or 'DefinitionBody' property and not both.")
+		}
+		if err := t.makeRESTAPI(implicitREST, props, p, nil); err != nil {
 			return err
 		}
 	}
@@ -255,15 +272,25 @@ func (t *sam) makeRESTAPI(n string, props, paths map[string]any, r map[string]an
 	if err := swaggerPaths(n, props, paths); err != nil {
 		return err
 	}
-	if err := restAuth(n, props); err != nil {
+	if a, ok := props["Auth"]; ok { // the translator resolves Refs of parameters in it first
+		props["Auth"] = t.resolveParamRefs(a)
+	}
+	if err := restAuth(n, props, paths); err != nil {
 		return err
 	}
 	cors := props["Cors"]
-	if r == nil { // the implicit API takes the Globals
-		cors = t.globals["Api"]["Cors"]
-	}
 	if err := corsSettings(n, cors, false); err != nil {
 		return err
+	}
+	if err := restDefinitionEdits(n, props); err != nil {
+		return err
+	}
+	// CORS is added to each path: an origin it allows is required (SwaggerEditor.add_cors)
+	if c, ok := cors.(map[string]any); ok && !isIntrinsic(c) {
+		bodyPaths, _ := object(props["DefinitionBody"])["paths"].(map[string]any)
+		if origin, set := c["AllowOrigin"]; set && !truthy(origin) && (len(bodyPaths) > 0 || props["DefinitionBody"] == nil && len(paths) > 0) {
+			return samErr(n, "Structure of the SAM template is invalid. Invalid input. Value for AllowedOrigins is required")
+		}
 	}
 	title := props["Name"]
 	if title == nil {
@@ -344,6 +371,9 @@ func (t *sam) makeHTTPAPI(n string, props, paths map[string]any, r map[string]an
 		cors = t.globals["HttpApi"]["CorsConfiguration"]
 	}
 	if err := corsSettings(n, cors, true); err != nil {
+		return err
+	}
+	if err := httpDefinitionEdits(n, props, cors); err != nil {
 		return err
 	}
 	tags := map[string]any{}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // What aws-sam-translator 1.110.0 refuses of a REST Api's Auth, GatewayResponses and
@@ -23,7 +24,7 @@ var usagePlanKeys = []string{"CreateUsagePlan", "Description", "Quota", "Tags", 
 
 // restAuth checks an Api's Auth, GatewayResponses and UsagePlan. The translator reaches
 // them only with an inline definition, which inlineOnly has required.
-func restAuth(n string, props map[string]any) error {
+func restAuth(n string, props, eventPaths map[string]any) error {
 	auth, hasAuth := props["Auth"].(map[string]any)
 	if truthy(props["Auth"]) && hasAuth {
 		for _, k := range sortedKeys(auth) {
@@ -31,12 +32,36 @@ func restAuth(n string, props map[string]any) error {
 				return samErr(n, "Invalid value for 'Auth' property")
 			}
 		}
+		body, given := props["DefinitionBody"], props["DefinitionBody"] != nil
+		if given && !validSwagger(object(body)) {
+			return samErr(n, "Unable to add Auth configuration because 'DefinitionBody' does not contain a valid Swagger definition.")
+		}
 		if err := authorizers(n, auth, props); err != nil {
 			return err
 		}
+		// the authorizers and the API key are written into the definition's
+		// securityDefinitions (where the translator meets a list or text, it fails)
+		defs := object(body)["securityDefinitions"]
+		if _, isMap := defs.(map[string]any); truthy(defs) && !isMap && (truthy(auth["Authorizers"]) || truthy(auth["ApiKeyRequired"])) {
+			return docErr(n, "securityDefinitions must be a dictionary.")
+		}
 		if rp := auth["ResourcePolicy"]; truthy(rp) {
-			if _, ok := rp.(map[string]any); !ok {
+			m, ok := rp.(map[string]any)
+			if !ok {
 				return docErr(n, "ResourcePolicy must be a map (ResourcePolicyStatement).")
+			}
+			// written for each path of the definition, the source VPC lists as they are
+			paths, _ := object(body)["paths"].(map[string]any)
+			if len(paths) > 0 || body == nil && len(eventPaths) > 0 {
+				for _, k := range []string{"SourceVpcBlacklist", "SourceVpcWhitelist"} {
+					list, _ := m[k].([]any)
+					for _, v := range list {
+						if _, ok := v.(string); !ok {
+							kind := strings.TrimPrefix(k, "SourceVpc")
+							return docErr(n, fmt.Sprintf("%s must be a list of strings. Use IntrinsicVpc%s instead for values that use Intrinsic Functions", k, kind))
+						}
+					}
+				}
 			}
 		}
 	}
@@ -101,7 +126,53 @@ func authorizers(n string, auth, props map[string]any) error {
 	}
 	// the default is set on every method of the definition
 	if body, ok := props["DefinitionBody"].(map[string]any); ok {
-		return methodMaps(n, body, "summary", "description", "parameters")
+		if err := methodMaps(n, body, "summary", "description", "parameters"); err != nil {
+			return err
+		}
+		return methodSecurity(n, body, auth["AddDefaultAuthorizerToCorsPreflight"] != false)
+	}
+	return nil
+}
+
+// methodSecurity refuses what SwaggerEditor.set_path_default_authorizer refuses of the
+// methods it sets a DefaultAuthorizer on (each with an integration; options only when the
+// default is added to CORS preflights): a security that is not a list of maps.
+func methodSecurity(n string, body map[string]any, preflight bool) error {
+	paths, _ := body["paths"].(map[string]any)
+	for _, path := range sortedKeys(paths) {
+		items, _ := conditional(n, paths[path]) // methodMaps checked them
+		for _, it := range items {
+			item := object(it)
+			for _, method := range sortedKeys(item) {
+				name := strings.ToLower(method)
+				if name == "any" {
+					name = "x-amazon-apigateway-any-method"
+				}
+				if slices.Contains([]string{"summary", "description", "parameters"}, method) || !preflight && name == "options" {
+					continue
+				}
+				defs, _ := conditional(n, item[method])
+				for _, d := range defs {
+					def := object(d)
+					if !truthy(def["x-amazon-apigateway-integration"]) {
+						continue
+					}
+					security, set := def["security"]
+					if !set {
+						continue
+					}
+					list, ok := security.([]any)
+					if !ok {
+						return docErr(n, fmt.Sprintf("Type of security for path %s method %s must be a list", path, name))
+					}
+					for _, s := range list {
+						if _, ok := s.(map[string]any); !ok {
+							return docErr(n, fmt.Sprintf("%s in Security for path %s method %s is not a valid dictionary.", pyValue(s), path, name))
+						}
+					}
+				}
+			}
+		}
 	}
 	return nil
 }
@@ -458,6 +529,9 @@ func httpAuth(n string, props map[string]any) error {
 			return samErr(n, "Invalid value for 'Auth' property")
 		}
 	}
+	if props["DefinitionBody"] != nil && !validOpenAPI(props["DefinitionBody"]) {
+		return samErr(n, "Unable to add Auth configuration because 'DefinitionBody' does not contain a valid OpenApi definition.")
+	}
 	named := map[string]bool{"AWS_IAM": auth["EnableIamAuthorizer"] == true}
 	if cfg := auth["Authorizers"]; truthy(cfg) {
 		m, ok := cfg.(map[string]any)
@@ -486,7 +560,50 @@ func httpAuth(n string, props map[string]any) error {
 	if !named[s] {
 		return samErr(n, "Unable to set DefaultAuthorizer because '%s' was not defined in 'Authorizers'.", s)
 	}
-	return methodMaps(n, body)
+	return httpDefaultAuthorizerPaths(n, body)
+}
+
+// httpDefaultAuthorizerPaths refuses what OpenApiEditor.set_path_default_authorizer does
+// when it sets an HttpApi's DefaultAuthorizer on every method: a path item that is not a
+// map, a method named other than as the editor names it (lower case, ANY as
+// x-amazon-apigateway-any-method), and a method definition that is not a map; the
+// parameters and options of a path are left alone.
+func httpDefaultAuthorizerPaths(n string, body map[string]any) error {
+	paths, _ := body["paths"].(map[string]any)
+	for _, path := range sortedKeys(paths) {
+		items, err := conditional(n, paths[path])
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			item, ok := it.(map[string]any)
+			if !ok {
+				return docErr(n, fmt.Sprintf("Value of '%s' path must be a dictionary according to Swagger spec.", path))
+			}
+			for _, method := range sortedKeys(item) {
+				name := strings.ToLower(method)
+				if name == "any" {
+					name = "x-amazon-apigateway-any-method"
+				}
+				if name == "parameters" || name == "options" {
+					continue
+				}
+				if _, ok := item[name]; !ok {
+					return docErr(n, fmt.Sprintf("Could not find %s in %s within DefinitionBody.", name, path))
+				}
+				defs, err := conditional(n, item[method])
+				if err != nil {
+					return err
+				}
+				for _, d := range defs {
+					if _, ok := d.(map[string]any); !ok {
+						return docErr(n, fmt.Sprintf("Definition of method '%s' for path '%s' should be a map.", method, path))
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // httpAuthorizer checks one authorizer of an HttpApi.

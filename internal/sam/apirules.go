@@ -3,6 +3,7 @@ package sam
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // inlineOnly refuses, as the translator does, what an Api or HttpApi adds to a definition
@@ -153,4 +154,200 @@ func pyStr(v any) string {
 		return fmt.Sprintf("%.1f", f)
 	}
 	return fmt.Sprint(v)
+}
+
+// restDefinitionEdits refuses what the translator's last edits of an Api's inline
+// definition refuse (ApiGenerator._add_binary_media_types, _add_endpoint_extension and
+// _openapi_postprocess): a body that is no Swagger or OpenAPI document where binary media
+// types or DisableExecuteApiEndpoint are written into it, an endpoint configuration
+// extension (at the top, or on each server of an OpenAPI 3 document) that is no map, and,
+// in a document it converts to OpenAPI 3, paths, path items, options methods and their
+// 200 response's headers that are not of the kind it rewrites.
+func restDefinitionEdits(n string, props map[string]any) error {
+	if truthy(props["DefinitionUri"]) || !truthy(props["DefinitionBody"]) {
+		return nil
+	}
+	body, isMap := props["DefinitionBody"].(map[string]any)
+	if truthy(props["Cors"]) && (!isMap || !validSwagger(body)) {
+		return samErr(n, "Unable to add Cors configuration because 'DefinitionBody' does not contain a valid Swagger definition.")
+	}
+	edited := truthy(props["BinaryMediaTypes"]) || props["DisableExecuteApiEndpoint"] != nil
+	if edited && (!isMap || !validSwagger(body)) {
+		return docErr(n, "Invalid Swagger document or the Swagger document is not explicitly defined in 'DefinitionBody'.")
+	}
+	if !isMap {
+		return nil
+	}
+	if props["DisableExecuteApiEndpoint"] != nil {
+		if err := endpointExtension(n, body); err != nil {
+			return err
+		}
+	}
+	return openAPIPostprocess(n, props, body)
+}
+
+// endpointExtensionKey is the extension DisableExecuteApiEndpoint is written into.
+const endpointExtensionKey = "x-amazon-apigateway-endpoint-configuration"
+
+// endpointExtension is SwaggerEditor.add_disable_execute_api_endpoint_extension's
+// refusals: in an OpenAPI 3 document each of its servers (one, empty, when it has none)
+// must be a map whose extension, if set, is a map; in any other, the top-level extension.
+func endpointExtension(n string, body map[string]any) error {
+	if truthy(body["openapi"]) && openAPI3.MatchString(pyStr(body["openapi"])) {
+		var servers []any
+		switch s := body["servers"].(type) {
+		case []any:
+			servers = s
+		case map[string]any: // Python enumerates a map's keys: text, no map
+			for k := range s {
+				servers = append(servers, k)
+			}
+		}
+		for i, s := range servers {
+			m, ok := s.(map[string]any)
+			if !ok {
+				return docErr(n, fmt.Sprintf("Invalid OpenAPI definition of 'servers[%d]': It should be a map.", i))
+			}
+			if v, set := m[endpointExtensionKey]; set {
+				if _, ok := v.(map[string]any); !ok {
+					return docErr(n, fmt.Sprintf("Invalid OpenAPI definition of 'servers[%d]': The value of '%s' should be a map.", i, endpointExtensionKey))
+				}
+			}
+		}
+		return nil
+	}
+	if v, set := body[endpointExtensionKey]; set {
+		if _, ok := v.(map[string]any); !ok {
+			return docErr(n, fmt.Sprintf("Invalid OpenAPI definition: The value of '%s' should be a map.", endpointExtensionKey))
+		}
+	}
+	return nil
+}
+
+// openAPIPostprocess is ApiGenerator._openapi_postprocess's refusals: a definition with no
+// swagger version whose OpenAPI version (its own, or OpenApiVersion when that is set) is
+// 3.x has its CORS preflights rewritten, so its paths must be a map of path items that are
+// maps, each options method a map, and the headers of its 200 response a map.
+func openAPIPostprocess(n string, props, body map[string]any) error {
+	if body["swagger"] != nil {
+		return nil
+	}
+	version := props["OpenApiVersion"]
+	if body["openapi"] != nil && version == nil {
+		version = body["openapi"]
+	}
+	if !truthy(version) || !openAPI3.MatchString(pyStr(version)) || !truthy(body["paths"]) {
+		return nil
+	}
+	paths, ok := body["paths"].(map[string]any)
+	if !ok {
+		return docErr(n, "Value of paths must be a dictionary according to Swagger spec.")
+	}
+	for _, path := range sortedKeys(paths) {
+		item, ok := paths[path].(map[string]any)
+		if !ok {
+			return docErr(n, fmt.Sprintf("Value of '%s' path must be a dictionary according to Swagger spec.", path))
+		}
+		if !truthy(item["options"]) {
+			continue
+		}
+		options, ok := item["options"].(map[string]any)
+		if !ok {
+			return docErr(n, fmt.Sprintf("Value of options method for path %s must be a dictionary according to Swagger spec.", path))
+		}
+		responses, set := options["responses"]
+		if !set || responses == nil {
+			continue
+		}
+		rm, ok := responses.(map[string]any)
+		if !ok {
+			return docErr(n, fmt.Sprintf("Invalid responses in options method for path %s: It should be a map.", path))
+		}
+		ok200 := rm["200"]
+		if ok200 == nil {
+			continue
+		}
+		r200, ok := ok200.(map[string]any)
+		if !ok {
+			return docErr(n, fmt.Sprintf("Invalid responses in options method for path %s: The value of '200' should be a map.", path))
+		}
+		if h := r200["headers"]; truthy(h) {
+			if _, ok := h.(map[string]any); !ok {
+				return docErr(n, fmt.Sprintf("Value of response's headers in options method for path %s must be a dictionary according to Swagger spec.", path))
+			}
+		}
+	}
+	return nil
+}
+
+// validOpenAPI is OpenApiEditor.is_valid: a map of paths and an openapi 3 version.
+func validOpenAPI(body any) bool {
+	m, ok := body.(map[string]any)
+	if !ok || !truthy(m) {
+		return false
+	}
+	if _, ok := m["paths"].(map[string]any); !ok || !truthy(m["openapi"]) {
+		return false
+	}
+	return openAPI3.MatchString(pyStr(m["openapi"]))
+}
+
+// openAPIEditor refuses what the translator's OpenApiEditor refuses of an HttpApi's
+// definition when SAM edits it (an event's route or permission, its tags): a document
+// that is no OpenAPI 3 one, and components, definitions, tags or info that are not of
+// the kind it reads.
+func openAPIEditor(n string, body any) error {
+	if !validOpenAPI(body) {
+		return samErr(n, "Structure of the SAM template is invalid. Invalid OpenApi document. Invalid values or missing keys for 'openapi' or 'paths' in 'DefinitionBody'.")
+	}
+	m := body.(map[string]any)
+	for _, path := range [][]string{{"components", "securitySchemes"}, {"definitions"}, {"tags"}, {"info"}} {
+		d, rel := any(m), ""
+		for _, k := range path {
+			if d == nil {
+				break
+			}
+			dm, ok := d.(map[string]any)
+			if !ok {
+				return samErr(n, "Structure of the SAM template is invalid. Invalid OpenApi document: The value of '%s' should be a map", rel)
+			}
+			d, rel = dm[k], strings.TrimPrefix(rel+"."+k, ".")
+		}
+	}
+	return nil
+}
+
+// httpDefinitionEdits refuses, as HttpApiGenerator._add_cors and _add_tags do, CORS or Tags
+// to write into an inline definition that is no OpenAPI 3 document; a valid one always gets
+// SAM's tag, so the editor reads it.
+func httpDefinitionEdits(n string, props map[string]any, cors any) error {
+	body := props["DefinitionBody"]
+	if !truthy(body) || truthy(props["DefinitionUri"]) {
+		return nil
+	}
+	if truthy(cors) && !validOpenAPI(body) {
+		return samErr(n, "Unable to add Cors configuration because 'DefinitionBody' does not contain a valid OpenApi definition.")
+	}
+	if !validOpenAPI(body) {
+		if truthy(props["Tags"]) {
+			return samErr(n, "Unable to add `Tags` because 'DefinitionBody' does not contain a valid OpenApi definition.")
+		}
+		return nil
+	}
+	if err := openAPIEditor(n, body); err != nil {
+		return err
+	}
+	// SAM's tag is added to the body's tags, a list of maps each with a name
+	if tags := object(body)["tags"]; truthy(tags) {
+		list, ok := tags.([]any)
+		if !ok {
+			return docErr(n, fmt.Sprintf("Tags in OpenApi DefinitionBody needs to be a list. It is a %s.", pyType(tags)))
+		}
+		for _, tag := range list {
+			if _, ok := tag.(map[string]any); !ok {
+				return docErr(n, fmt.Sprintf("Tags in OpenApi DefinitionBody needs to be a list of maps. %s is a %s.", pyValue(tag), pyType(tag)))
+			}
+		}
+	}
+	return nil
 }

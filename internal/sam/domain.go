@@ -61,6 +61,13 @@ func (t *sam) restDomain(api string, d, attrs map[string]any) error {
 	t.put(id, "AWS::ApiGateway::DomainName", dp, copyAttrs(attrs))
 	t.referable(api, "DomainName", id)
 	if endpoint == "PRIVATE" {
+		// the VPC endpoint a private domain is associated with (the translator fails on
+		// an association that is no map: CloudFormation reports an internal failure)
+		if v := d["AccessAssociation"]; v != nil {
+			if _, ok := v.(map[string]any); !ok {
+				return samErr(api, "Property 'Domain.AccessAssociation' should be a map (VpcEndpointId).")
+			}
+		}
 		// the translator makes a private domain an AWS::ApiGateway::DomainNameV2 that the
 		// template names as API.DomainNameV2; cairn's keeps the DomainName, named so too
 		t.referable(api, "DomainNameV2", id)

@@ -74,6 +74,9 @@ func (t *sam) function(name string) error {
 	var role map[string]any
 	roleID := name + "Role"
 	if v, ok := props["Role"]; ok {
+		if malformedIf(v) {
+			return samErr(name, "Malformed 'Role' property: Fn::If requires 3 arguments (a condition, the value if true, the value if false).")
+		}
 		fp["Role"] = v
 	} else {
 		if role, err = t.role(name, roleID, props); err != nil {
@@ -357,6 +360,12 @@ func (t *sam) alias(fn string, alias any, code, fp, attrs map[string]any) (strin
 
 func (t *sam) event(f fnRefs, name string, ev map[string]any, role, attrs map[string]any) error {
 	typ, _ := ev["Type"].(string)
+	// the translator's API plugins read an Api or HttpApi event's Properties as a map
+	if v, set := ev["Properties"]; set && (typ == "Api" || typ == "HttpApi") {
+		if _, ok := v.(map[string]any); !ok {
+			return eventErr(f.name, name, "Properties should be a map.")
+		}
+	}
 	p := object(ev["Properties"])
 	if p == nil {
 		p = map[string]any{}
@@ -462,15 +471,32 @@ func (t *sam) s3Event(f fnRefs, name, id string, p, attrs map[string]any) error 
 	if _, ok := events.([]any); !ok {
 		return samErr(f.name, "Event with id [%s] is invalid. Property 'Events' should be a string or a list of strings.", name)
 	}
+	// the translator adds the function to the bucket's own notifications, each level of
+	// the kind it writes into
+	if v, set := br["Properties"]; set {
+		if _, ok := v.(map[string]any); !ok {
+			return samErr(bucket, "Properties should be a map.")
+		}
+	}
 	bp := object(br["Properties"])
 	if bp == nil {
 		bp = map[string]any{}
 		br["Properties"] = bp
 	}
+	if v := bp["NotificationConfiguration"]; v != nil {
+		if _, ok := v.(map[string]any); !ok {
+			return samErr(bucket, "Property 'NotificationConfiguration' should be a map.")
+		}
+	}
 	nc := object(bp["NotificationConfiguration"])
 	if nc == nil {
 		nc = map[string]any{}
 		bp["NotificationConfiguration"] = nc
+	}
+	if v := nc["LambdaConfigurations"]; v != nil {
+		if _, ok := v.([]any); !ok {
+			return samErr(bucket, "Invalid type for LambdaConfigurations. Must be a list.")
+		}
 	}
 	lc, _ := nc["LambdaConfigurations"].([]any)
 	for _, e := range events.([]any) {

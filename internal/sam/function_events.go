@@ -41,6 +41,8 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 	}
 	copyKeys(esm, p, esmProperties...)
 	if dc, ok := esm["DestinationConfig"].(map[string]any); ok {
+		dc = copyProps(dc) // the event's own stays whole for the checks below
+		esm["DestinationConfig"] = dc
 		if of, ok := dc["OnFailure"].(map[string]any); ok {
 			delete(of, "Type") // the translator's hint for the role, not a mapping property
 		}
@@ -73,7 +75,7 @@ func (t *sam) pullEvent(f fnRefs, name, typ string, p, role, attrs map[string]an
 			return err
 		}
 	}
-	if err := pullRules(f.name, name, typ, p, role != nil); err != nil {
+	if err := pullRules(f.name, name, typ, p); err != nil {
 		return err
 	}
 	t.put(id, "AWS::Lambda::EventSourceMapping", esm, copyAttrs(attrs))
@@ -167,11 +169,29 @@ func (t *sam) cognitoEvent(f fnRefs, name string, p, attrs map[string]any) error
 	if pool == "" || pr == nil {
 		return eventErr(f.name, name, "Cognito events must reference a Cognito UserPool in the same template.")
 	}
+	// a trigger's name or a list of names, no intrinsic function: the translator writes
+	// each as a key of the pool's LambdaConfig, which must be a map
+	if err := needEventProperty(f, name, p, "Trigger"); err != nil {
+		return err
+	}
+	trigger, ok := p["Trigger"].([]any)
+	for _, tr := range trigger {
+		_, isStr := tr.(string)
+		ok = ok && isStr
+	}
+	if _, isStr := p["Trigger"].(string); !ok && !isStr {
+		return eventErr(f.name, name, "Type of property 'Trigger' is invalid (a trigger's name, or a list of names).")
+	}
 	t.permission(f.name+"Cognito", "", f.ref, map[string]any{"Principal": "cognito-idp.amazonaws.com", "SourceArn": getAtt(pool, "Arn")}, attrs)
 	props := object(pr["Properties"])
 	if props == nil {
 		props = map[string]any{}
 		pr["Properties"] = props
+	}
+	if v := props["LambdaConfig"]; v != nil {
+		if _, ok := v.(map[string]any); !ok {
+			return samErr(pool, "Property 'LambdaConfig' should be a map.")
+		}
 	}
 	lc := object(props["LambdaConfig"])
 	if lc == nil {
@@ -237,6 +257,11 @@ func (t *sam) eventInvokeConfig(f fnRefs, alias string, props, role map[string]a
 		default:
 			return samErr(f.name, "'Type: %v' must be one of ['SQS', 'SNS', 'EventBridge', 'Lambda', 'S3Bucket']", d["Type"])
 		}
+		if malformedIf(dest) {
+			// the translator names the EventInvokeConfig it makes; the function is the
+			// template's resource to fix
+			return samErr(f.name, "Malformed 'Destination' property (EventInvokeConfig.DestinationConfig.%s): Fn::If requires 3 arguments (a condition, the value if true, the value if false).", kind)
+		}
 		ec["DestinationConfig"].(map[string]any)[kind] = map[string]any{"Destination": dest}
 		if role != nil {
 			grant := destinationGrants[typ]
@@ -281,4 +306,16 @@ func (t *sam) functionURL(f fnRefs, props map[string]any) error {
 			"FunctionName": target, "Principal": "*", "InvokedViaFunctionUrl": true}, copyAttrs(attrs))
 	}
 	return nil
+}
+
+// malformedIf reports an Fn::If (the only key of a map) whose arguments are not a list of
+// three (condition, then, else), which the translator refuses where it reads the branches
+// (validate_intrinsic_if_items).
+func malformedIf(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok || !isIntrinsic(m) || m["Fn::If"] == nil {
+		return false
+	}
+	args, ok := m["Fn::If"].([]any)
+	return !ok || len(args) != 3
 }

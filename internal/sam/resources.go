@@ -1,6 +1,7 @@
 package sam
 
 import (
+	"regexp"
 	"strings"
 )
 
@@ -71,7 +72,22 @@ func (t *sam) application(name string) error {
 	props := object(r["Properties"])
 	url, ok := props["Location"].(string)
 	if !ok {
-		if object(props["Location"])["ApplicationId"] != nil {
+		if loc := object(props["Location"]); loc["ApplicationId"] != nil {
+			// the translator's own checks, before it asks the repository
+			if id, ok := t.resolveParamRefs(loc["ApplicationId"]).(string); ok && appDynamicRef.MatchString(id) {
+				return samErr(name, "Serverless Application Repository does not support dynamic reference in 'ApplicationId' property.")
+			}
+			if _, ok := loc["SemanticVersion"]; !ok {
+				return samErr(name, "Resource is missing the required [SemanticVersion] property.")
+			}
+			if !truthy(loc["SemanticVersion"]) {
+				return samErr(name, "Property 'SemanticVersion' cannot be blank.")
+			}
+			for _, k := range []string{"ApplicationId", "SemanticVersion"} {
+				if !t.resolvable(loc[k]) {
+					return samErr(name, "Property '%s' cannot be resolved. Only FindInMap and Ref intrinsic functions are supported.", k)
+				}
+			}
 			return unsupported(name, "the local emulator's Serverless translator does not reach the Serverless Application Repository: give the application's template as Location (an S3 URL)")
 		}
 		return samErr(name, "Property 'Location' should be a string or a map with ApplicationId and SemanticVersion.")
@@ -82,6 +98,51 @@ func (t *sam) application(name string) error {
 	return nil
 }
 
+// resolvable reports whether the translator resolves v to a value before it looks an
+// application up: text, a Ref of a parameter or a pseudo parameter, or an Fn::FindInMap
+// whose keys it resolves and whose map holds a scalar there. A second-level key under an
+// unresolved top key (AWS::Region, known only at deploy) counts when some entry holds a
+// scalar under it.
+func (t *sam) resolvable(v any) bool {
+	v = t.resolveParamRefs(v)
+	m, isMap := v.(map[string]any)
+	if !isMap {
+		return true
+	}
+	if r, ok := m["Ref"].(string); ok && len(m) == 1 {
+		return strings.HasPrefix(r, "AWS::")
+	}
+	args, ok := m["Fn::FindInMap"].([]any)
+	if !ok || len(m) != 1 || len(args) != 3 {
+		return false
+	}
+	name, ok1 := args[0].(string)
+	second, ok2 := args[2].(string)
+	table, ok3 := t.mappings[name].(map[string]any)
+	if !ok1 || !ok2 || !ok3 {
+		return false
+	}
+	tops := []string{}
+	if top, ok := args[1].(string); ok {
+		tops = append(tops, top)
+	} else if !t.resolvable(args[1]) {
+		return false
+	} else {
+		tops = sortedKeys(table)
+	}
+	for _, top := range tops {
+		switch object(table[top])[second].(type) {
+		case string, float64, int, bool:
+			return true
+		}
+	}
+	return false
+}
+
+// appDynamicRef is the translator's pattern of an SSM dynamic reference in an
+// application's id (ServerlessAppPlugin).
+var appDynamicRef = regexp.MustCompile(`{{resolve:ssm:[a-zA-Z0-9_.\-/]+(:\d+)?}}`)
+
 // simpleTable expands AWS::Serverless::SimpleTable: a DynamoDB table.
 func (t *sam) simpleTable(name string) error {
 	r := object(t.resources[name])
@@ -89,6 +150,9 @@ func (t *sam) simpleTable(name string) error {
 	key, _ := props["PrimaryKey"].(map[string]any)
 	attrName, attrType := any("id"), "S"
 	if key != nil {
+		if key["Name"] == nil {
+			return samErr(name, "Property 'PrimaryKey.Name' is required.")
+		}
 		attrName = key["Name"]
 		switch key["Type"] {
 		case "String":

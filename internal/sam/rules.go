@@ -91,6 +91,25 @@ func typeRules(name, typ string, props map[string]any) error {
 		return capacityProviderRules(name, props)
 	case "AWS::Serverless::WebSocketApi":
 		return websocketRules(name, props)
+	case "AWS::Serverless::GraphQLApi":
+		return graphQLRules(name, props)
+	}
+	return nil
+}
+
+// graphQLRules are the first rules of an AWS::Serverless::GraphQLApi, which cairn's
+// transform does not expand (aws-sam-translator 1.110.0, SamGraphQLApi): its Auth is
+// required, and its schema is inline or at a URI, one of them.
+func graphQLRules(name string, props map[string]any) error {
+	if props["Auth"] == nil {
+		return samErr(name, "Missing required property 'Auth'.")
+	}
+	inline, uri := truthy(props["SchemaInline"]), truthy(props["SchemaUri"])
+	if !inline && !uri {
+		return samErr(name, "One of 'SchemaInline' or 'SchemaUri' must be set.")
+	}
+	if inline && uri {
+		return samErr(name, "Both 'SchemaInline' and 'SchemaUri' cannot be defined at the same time.")
 	}
 	return nil
 }
@@ -249,11 +268,12 @@ var (
 )
 
 // pullRules are the translator's checks of a pull event (PullEventSource.to_cloudformation
-// and, when it writes the function's role, get_policy_statements): FilterCriteria of
+// and get_policy_statements, which it runs for every function: it makes the execution role
+// before it knows the function has a Role of its own): FilterCriteria of
 // Filters only, an OnFailure destination map of a known Type, a SecretsManagerKmsKeyId
 // string, a self-managed Kafka event's one topic and source access configurations, and a
 // Kafka event's SchemaRegistryConfig.
-func pullRules(fn, event, typ string, p map[string]any, withRole bool) error {
+func pullRules(fn, event, typ string, p map[string]any) error {
 	if fc := p["FilterCriteria"]; truthy(fc) && !isIntrinsic(fc) {
 		if !slices.Contains(filterSources, typ) {
 			return eventErr(fn, event, "FilterCriteria is only available for "+strings.Join(filterSources, ", ")+" events.")
@@ -273,8 +293,10 @@ func pullRules(fn, event, typ string, p map[string]any, withRole bool) error {
 			return eventErr(fn, event, "The only valid values for 'Type' are 'SQS', 'SNS', 'S3', and 'Kafka'")
 		}
 	}
-	if !withRole {
-		return nil
+	if sac, set := p["SourceAccessConfigurations"]; set && typ == "MSK" && sac != nil {
+		if _, ok := sac.([]any); !ok {
+			return eventErr(fn, event, "Type of property 'SourceAccessConfigurations' is invalid (a list of Type and URI maps).")
+		}
 	}
 	if k := p["SecretsManagerKmsKeyId"]; truthy(k) && (typ == "MQ" || typ == "SelfManagedKafka" || typ == "DocumentDB") {
 		if _, ok := k.(string); !ok {

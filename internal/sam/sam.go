@@ -37,6 +37,7 @@ const samTag = "SAM"
 
 type sam struct {
 	params    map[string]any // the template's parameter values
+	mappings  map[string]any // the template's Mappings, which Fn::FindInMap reads
 	resources map[string]any // the template's Resources, rewritten in place
 	globals   map[string]map[string]any
 	renames   map[string]string // layer logical ids to their hashed ones
@@ -172,6 +173,7 @@ func Expand(m map[string]any, params map[string]any) (origins map[string]string,
 func (t *sam) expand(m map[string]any) error {
 	res, _ := m["Resources"].(map[string]any)
 	t.resources, t.globals, t.renames = res, map[string]map[string]any{}, map[string]string{}
+	t.mappings, _ = m["Mappings"].(map[string]any)
 	if g, ok := m["Globals"]; ok {
 		gm, ok := g.(map[string]any)
 		if !ok {
@@ -420,9 +422,16 @@ func tagList(tags any) []any {
 func s3Location(id, prop string, v any) (map[string]any, error) {
 	switch x := v.(type) {
 	case string:
+		// the translator parses the URI before CloudFormation resolves a dynamic
+		// reference in it, so it refuses one that spans a path
+		if (prop == "CodeUri" || prop == "ContentUri") && strings.Contains(uriDynamicRef.FindString(x), "/") {
+			return nil, samErr(id, "Unsupported dynamic reference detected in '%s'. Please consider using alternative 'FunctionCode' object format.", prop)
+		}
 		rest, ok := strings.CutPrefix(x, "s3://")
 		bucket, key, found := strings.Cut(rest, "/")
-		if !ok || !found || bucket == "" || key == "" {
+		// Python's URL parser refuses a bracketed host that is no IP address (an
+		// unresolved CDK token, [TOKEN.25]), so the translator sees no S3 URI
+		if !ok || !found || bucket == "" || key == "" || strings.ContainsAny(bucket, "[]") {
 			return nil, samErr(id, "'%s' is not a valid S3 Uri of the form 's3://bucket/key' with optional versionId query parameter.", prop)
 		}
 		out := map[string]any{"S3Bucket": bucket}
@@ -433,7 +442,7 @@ func s3Location(id, prop string, v any) (map[string]any, error) {
 		}
 		return out, nil
 	case map[string]any:
-		if isIntrinsic(x) {
+		if isIntrinsic(x) || !truthy(x["Bucket"]) || !truthy(x["Key"]) {
 			return nil, samErr(id, "'%s' requires Bucket and Key properties to be specified.", prop)
 		}
 		out := map[string]any{"S3Bucket": x["Bucket"], "S3Key": x["Key"]}
@@ -444,6 +453,10 @@ func s3Location(id, prop string, v any) (map[string]any, error) {
 	}
 	return nil, samErr(id, "'%s' requires Bucket and Key properties to be specified.", prop)
 }
+
+// uriDynamicRef is the translator's pattern of a dynamic reference in a code URI
+// (construct_s3_location_object).
+var uriDynamicRef = regexp.MustCompile(`{{resolve:(ssm|ssm-secure|secretsmanager):[a-zA-Z0-9_.\-/]+(:\d+)?}}`)
 
 // pyJSON renders v as Python's json.dumps(v, separators=(",", ":"), sort_keys=True) does,
 // which SAM hashes into logical ids.

@@ -236,6 +236,12 @@ func (t *sam) stateMachineEvent(sm string, target any, name string, ev, props, a
 		if path == "" || method == "" {
 			return eventErr(sm, name, "Missing required property 'Path' or 'Method'.")
 		}
+		// a boolean, no intrinsic function: the translator picks the mapping template by it
+		if v, ok := p["UnescapeMappingTemplate"]; ok && v != nil {
+			if _, isBool := v.(bool); !isBool {
+				return eventErr(sm, name, "Type of property 'UnescapeMappingTemplate' is invalid.")
+			}
+		}
 		api := implicitREST
 		if v, ok := p["RestApiId"]; ok {
 			n, _, err := t.explicitAPI(sm, name, "RestApiId", "AWS::Serverless::Api", v)

@@ -1,9 +1,13 @@
 package sam
 
 import (
+	"regexp"
 	"strings"
 	"unicode"
 )
+
+// invalidBasePath is a character the translator refuses in a base path.
+var invalidBasePath = regexp.MustCompile(`[^0-9a-zA-Z/\-_]`)
 
 // websocketRules are the translator's rules of an AWS::Serverless::WebSocketApi, which
 // cairn's transform does not expand (aws-sam-translator 1.110.0: SamWebSocketApi and
@@ -25,6 +29,17 @@ func websocketRules(name string, props map[string]any) error {
 	}
 	if truthy(object(props["Domain"])["MutualTlsAuthentication"]) {
 		return samErr(name, "Mutual TLS domain name association is not supported for Websocket APIs.")
+	}
+	// each base path becomes an API mapping (ApiGatewayV2Generator._construct_basepath_mappings);
+	// a Ref the translator may resolve to a parameter's Default first is left to the deploy
+	for _, p := range basePaths(object(props["Domain"])) {
+		s, ok := p.(string)
+		if _, isRef := object(p)["Ref"]; !ok && !isRef {
+			return samErr(name, "Basepath must be a string.")
+		}
+		if ok && invalidBasePath.MatchString(s) {
+			return samErr(name, "Invalid Basepath name provided.")
+		}
 	}
 	auth := object(props["Auth"])
 	if _, connect := routes["$connect"]; truthy(auth) && !connect {

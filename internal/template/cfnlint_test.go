@@ -86,7 +86,7 @@ var disagreements = map[string]disagreement{
 	"templates/broken/parameters.yaml:12": {"cairn", "an AllowedPattern must be a regular expression: CloudFormation compiles it (Java's syntax) to check any value, and an unterminated [ does not compile; cfn-lint does not compile it"},
 	"templates/broken/structure.yaml:8":   {"cairn", "CloudFormation refuses a null property value ('null' values are not allowed in templates); cfn-lint passes it"},
 	// the shared corpus
-	"corpus/awscft-ecs-schedule.yaml:125": {"cairn", "192.168.1.0/0 is a CIDR with host bits set: EC2 takes it and masks it (as a VPC's CidrBlock is canonicalized: its schema's propertyTransform), where cfn-lint requires a canonical network"},
+	"corpus/awscft-ecs-schedule.yaml:125": {"cairn", "192.168.1.0/0 is a CIDR with host bits set: EC2 takes a security group rule's CIDR and canonicalizes it (its API reference, IpRange: 100.68.0.18/18 becomes 100.68.0.0/18), where cfn-lint requires a canonical network"},
 	"corpus/awscft-apigw-lambda.yaml:108": {"cairn", "!Rain::Embed is rain's packaging directive, which CloudFormation refuses (cairn's emulator fails it too); the template silences cfn-lint's E3012 there with its own Metadata (cfn-lint: config: ignore_checks)"},
 }
 

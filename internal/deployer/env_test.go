@@ -313,6 +313,9 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	dcfg := deployer.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
 		Namespaces: allowed, Heartbeat: o.Heartbeat, SSMPaths: ssmPaths, SealKeyID: sealKey.ARN, SettleBudget: o.SettleBudget,
+		// A step's claim, on the same virtual clock as the lease: ten minutes are a second
+		// of wall time at the default speed, a slow step on a loaded machine.
+		StepClaim: 10 * time.Minute,
 	}
 	if o.Unkeyed {
 		dcfg.SealKeyID = ""
@@ -352,7 +355,7 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	if err := em.RegisterFunction("deployer", handle, awslocal.WithTimeout(timeout)); err != nil {
 		t.Fatal(err)
 	}
-	if err := em.AddEventSourceMapping(queueName, "deployer", awslocal.ESMOptions{BatchSize: 10, ReportBatchItemFailures: true}); err != nil {
+	if err := em.AddEventSourceMapping(queueName, "deployer", awslocal.ESMOptions{BatchSize: 10, ReportBatchItemFailures: true, MaxConcurrency: 5}); err != nil {
 		t.Fatal(err)
 	}
 	return w

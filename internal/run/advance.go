@@ -783,7 +783,7 @@ func remainingChains(r *Run, g *graph.Graph, names []string) map[string]time.Dur
 // in name order, the slots went to s10–s19 before s4–s9 whatever waited behind them.
 func byLongestChain(stacks []string, chains map[string]time.Duration) []string {
 	out := slices.Clone(stacks)
-	slices.SortStableFunc(out, func(a, b string) int { return cmp.Compare(chains[b], chains[a]) })
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(chains[b], chains[a]), strings.Compare(a, b)) })
 	return out
 }
 

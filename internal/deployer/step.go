@@ -108,6 +108,13 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	}
 	lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 	if errors.Is(err, statestore.ErrLockLost) {
+		// Another invocation's step may have ended the run (and released its lock) since
+		// it was read: that is no fencing, and abandoning it from the document read before
+		// would delete the change sets it kept (a plan's, for review).
+		if now, _, lerr := st.runs.load(ctx, deployment, runID); lerr == nil && now.Run.Status != run.Running {
+			log.Info("deploy: the run ended while this step waited; it ends", "status", string(now.Run.Status))
+			return -1, nil
+		}
 		err = st.lost(ctx, doc, etag, err, log)
 	}
 	if errors.Is(err, errRaceLost) {

@@ -73,6 +73,11 @@ func (s starter) acquire(ctx context.Context, u Upload, waiter string, doc *rund
 	switch {
 	case errors.As(err, &held) && held.Holder.RunID == runID:
 		lock, err = s.resumeLock(ctx, namespace, key, runID, held.Holder.Token)
+		if err == nil {
+			// A start claims no step: the run's steps begin once its document exists, and
+			// a start of a run whose document exists (a duplicate delivery) changes nothing.
+			s.endStep(ctx, lock, log)
+		}
 	case errors.As(err, &held):
 		log.Info("deploy: another run holds the lock; the "+waiter+" waits", "holder_run", held.Holder.RunID, "retry_in", s.cfg.LockRetry.String())
 		return nil, s.requeue(ctx, u)

@@ -313,9 +313,10 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	dcfg := deployer.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
 		Namespaces: allowed, Heartbeat: o.Heartbeat, SSMPaths: ssmPaths, SealKeyID: sealKey.ARN, SettleBudget: o.SettleBudget,
-		// A step's claim, on the same virtual clock as the lease: ten minutes are a second
-		// of wall time at the default speed, a slow step on a loaded machine.
-		StepClaim: 10 * time.Minute,
+		// A step's claim, on the same virtual clock as the lease: an hour is 7 s of wall
+		// time at the default speed, longer than a slow step on a loaded machine (a claim
+		// that runs out mid-step lets another invocation take the run over).
+		StepClaim: time.Hour,
 	}
 	if o.Unkeyed {
 		dcfg.SealKeyID = ""

@@ -120,8 +120,18 @@ func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *statest
 		// may still finish it.
 		log.Error("deploy: cannot enqueue the first heartbeat", "err", err)
 	}
-	if err := s.step(ctx, doc, etag, lock, log); err != nil {
+	// The first step claims the run as every step does: its heartbeat, or a stack event,
+	// may come while it acts.
+	claimed, err := s.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
+	if err != nil {
+		log.Warn("deploy: the first step waits for the heartbeat", "err", err)
+		return nil
+	}
+	if err := s.step(ctx, doc, etag, claimed, log); err != nil {
 		log.Warn("deploy: first step failed; the heartbeat retries it", "err", err)
+	}
+	if doc.Run.Status == run.Running {
+		s.endStep(ctx, claimed, log)
 	}
 	return nil
 }

@@ -135,9 +135,14 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 		st.endStep(ctx, lock, log)
 		return -1, err
 	}
-	if doc.Run.Status != run.Running || doc.LockToken != lock.Token {
+	if doc.Run.Status != run.Running {
+		// It ended meanwhile; its clean-up (the lock's release among it) may have failed
+		// if this invocation took the lock over from a step past its claim.
+		return -1, st.finishEnded(ctx, doc, log)
+	}
+	if doc.LockToken != lock.Token {
 		st.endStep(ctx, lock, log)
-		return -1, nil // it ended, or was fenced, meanwhile: the step that saw it did the rest
+		return -1, nil // fenced meanwhile: the step that saw it did the rest
 	}
 	if t.restart {
 		doc.Beat++

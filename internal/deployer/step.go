@@ -106,6 +106,9 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	if doc.Run.Status != run.Running {
 		return -1, st.finishEnded(ctx, doc, log)
 	}
+	if t.restart {
+		log.Warn("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it", "beat", doc.Beat+1, "steps", doc.Steps)
+	}
 	lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 	if errors.Is(err, statestore.ErrLockLost) {
 		// Another invocation's step may have ended the run (and released its lock) since
@@ -145,8 +148,7 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 		return -1, nil // fenced meanwhile: the step that saw it did the rest
 	}
 	if t.restart {
-		doc.Beat++
-		log.Warn("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it", "beat", doc.Beat, "steps", doc.Steps)
+		doc.Beat++ // the chain the warning above named
 	}
 	chained := t.restart || slices.Contains(t.Beats, doc.Beat)
 	if len(doc.Waiting) > 0 {

@@ -149,7 +149,7 @@ func TestEmulatorBoundary(t *testing.T) {
 // TestFunctionsLinkNoEmulator builds the functions' dependencies as make lambdas builds
 // them (the tags and platform of LAMBDA_TAGS): none is the emulator or local mode, and
 // only the policy function links the Open Policy Agent (it would double the deployer:
-// docs/policy.md#where-policies-run-the-policy-function).
+// docs/policy.md#where-policies-run-the-policy-function), and none links regexp2.
 func TestFunctionsLinkNoEmulator(t *testing.T) {
 	root, _ := trackedFiles(t)
 	entries, err := os.ReadDir(filepath.Join(root, "functions"))
@@ -171,6 +171,11 @@ func TestFunctionsLinkNoEmulator(t *testing.T) {
 		case fn != policyFunction && opa >= 0:
 			t.Errorf("%s built for Lambda links %s: OPA more than doubles a Lambda (the deployer's 15 MB goal); policies run in %s alone (docs/policy.md#where-policies-run-the-policy-function)", fn, deps[opa], policyFunction)
 		}
+	}
+	// regexp2 judges Java's patterns for `cairn validate`; a Lambda leaves them to
+	// CloudFormation (internal/template/javaregex_lambda.go): 260 KB of the deployer.
+	if i := slices.IndexFunc(all, func(d string) bool { return strings.HasPrefix(d, "github.com/dlclark/regexp2") }); i >= 0 {
+		t.Errorf("a function built for Lambda links %s: patterns Go's regexp cannot read are CloudFormation's to judge there (javaregex_lambda.go)", all[i])
 	}
 	if !slices.Contains(all, module+"internal/deployer") {
 		t.Fatalf("the functions do not link internal/deployer: is go list's answer (%d packages) theirs?", len(all))

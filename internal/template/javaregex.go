@@ -1,3 +1,5 @@
+//go:build !cairn.lambda
+
 package template
 
 import (
@@ -5,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/dlclark/regexp2/v2"
 	"github.com/dlclark/regexp2/v2/syntax"
@@ -314,12 +317,9 @@ var javaRefuses = map[syntax.ErrorCode]bool{
 	syntax.ErrUndefinedNameRef:      true,
 }
 
-// errUnjudged says a pattern that Java may accept could not be compiled here.
-var errUnjudged = errors.New("a Java construct cairn does not translate")
-
 // compileJava compiles an AllowedPattern (anchored as CloudFormation matches it). An error
 // is either a syntax error Java reports too, or errUnjudged.
-func compileJava(p string) (re *regexp2.Regexp, exact bool, err error) {
+func compileJava(p string) (m matcher, exact bool, err error) {
 	net, exact := javaToNET(p)
 	if _, err := regexp2.Compile(net); err != nil {
 		var se *syntax.Error
@@ -328,9 +328,23 @@ func compileJava(p string) (re *regexp2.Regexp, exact bool, err error) {
 		}
 		return nil, false, errUnjudged
 	}
-	re, err = regexp2.Compile(`\A(?:` + net + `)\z`)
+	re, err := regexp2.Compile(`\A(?:` + net + `)\z`)
 	if err != nil {
 		return nil, false, errUnjudged
 	}
+	re.MatchTimeout = 100 * time.Millisecond
 	return re, exact, nil
+}
+
+// compileLookaround compiles a JSON Schema pattern that Go's regexp cannot (lookaround, \u
+// escapes, \Z) with regexp2, bounded by a match timeout.
+func compileLookaround(p string) (matcher, error) {
+	re, err := regexp2.Compile(p, regexp2.None)
+	if err != nil {
+		if re, err = regexp2.Compile(strings.ReplaceAll(p, `\_`, "_"), regexp2.None); err != nil {
+			return nil, err
+		}
+	}
+	re.MatchTimeout = 50 * time.Millisecond
+	return re, nil
 }

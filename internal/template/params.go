@@ -8,9 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/dlclark/regexp2/v2"
 	"gopkg.in/yaml.v3"
 )
 
@@ -85,8 +83,11 @@ var parameterTypes = []string{"String", "Number", "List<Number>", "CommaDelimite
 
 var patterns sync.Map // AllowedPattern -> javaPattern
 
+// errUnjudged says a pattern that Java may accept could not be compiled here.
+var errUnjudged = errors.New("a Java construct cairn does not translate")
+
 type javaPattern struct {
-	re    *regexp2.Regexp
+	re    matcher
 	exact bool
 	err   error
 }
@@ -95,15 +96,12 @@ type javaPattern struct {
 // expressions (lookahead and the POSIX classes included) that must match the whole value.
 // exact is false when cairn only approximates the pattern's meaning. The error is a syntax
 // error Java reports too, or errUnjudged for a construct cairn does not translate.
-func pattern(p string) (*regexp2.Regexp, bool, error) {
+func pattern(p string) (matcher, bool, error) {
 	if v, ok := patterns.Load(p); ok {
 		jp := v.(javaPattern)
 		return jp.re, jp.exact, jp.err
 	}
 	re, exact, err := compileJava(p)
-	if re != nil {
-		re.MatchTimeout = 100 * time.Millisecond
-	}
 	patterns.Store(p, javaPattern{re, exact, err})
 	return re, exact, err
 }

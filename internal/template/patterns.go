@@ -5,15 +5,12 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"time"
-
-	"github.com/dlclark/regexp2/v2"
 )
 
 // schemaPatterns caches the compiled patterns of the resource provider schemas. A
 // pattern compiles with Go's regexp (linear time) when it can; one using what RE2 lacks
-// (lookaround, \u escapes, \Z) with regexp2, bounded by a match timeout.
-var schemaPatterns sync.Map // pattern -> *regexp.Regexp, *regexp2.Regexp or error
+// (lookaround, \u escapes, \Z) with compileLookaround.
+var schemaPatterns sync.Map // pattern -> *regexp.Regexp, matcher or error
 
 // searchPattern reports whether value contains a match of a JSON Schema pattern (which,
 // unlike a parameter's AllowedPattern, is not anchored). A pattern neither engine
@@ -38,7 +35,7 @@ func match(compiled any, value string) (bool, error) {
 	switch re := compiled.(type) {
 	case *regexp.Regexp:
 		return re.MatchString(value), nil
-	case *regexp2.Regexp:
+	case matcher:
 		return re.MatchString(value)
 	default:
 		return false, compiled.(error)
@@ -52,14 +49,17 @@ func compileSchemaPattern(p string) any {
 	if re, err := regexp.Compile(javaSyntax(p)); err == nil {
 		return re
 	}
-	re, err := regexp2.Compile(p, regexp2.None)
+	re, err := compileLookaround(p)
 	if err != nil {
-		if re, err = regexp2.Compile(strings.ReplaceAll(p, `\_`, "_"), regexp2.None); err != nil {
-			return err
-		}
+		return err
 	}
-	re.MatchTimeout = 50 * time.Millisecond
 	return re
+}
+
+// matcher is a compiled pattern of an engine with a match timeout (an error when a match
+// takes too long): Java's semantics, where Go's regexp lacks them.
+type matcher interface {
+	MatchString(string) (bool, error)
 }
 
 // javaPOSIX are Java's POSIX character classes, as RE2 writes them.

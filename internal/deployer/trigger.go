@@ -82,11 +82,10 @@ type message struct {
 	Source     string          `json:"source"`
 	Detail     json.RawMessage `json:"detail"`
 	// Heartbeat.
-	Cairn      string   `json:"cairn"`
-	Deployment string   `json:"deployment"`
-	Run        string   `json:"run"`
-	Beat       int      `json:"beat"`
-	Stacks     []string `json:"stacks"`
+	Cairn      string `json:"cairn"`
+	Deployment string `json:"deployment"`
+	Run        string `json:"run"`
+	Beat       int    `json:"beat"`
 }
 
 type stackStatusDetail struct {
@@ -127,7 +126,7 @@ func (d *Driver) decode(ctx context.Context, rec events.SQSMessage, log *slog.Lo
 			// the apply run it replans.
 			return []ask{{stepKey{m.Deployment, "replan:" + m.Run}, Trigger{starts: []begin{{replan: rec.Body}}}}}, nil
 		}
-		t := Trigger{step: true, Stacks: m.Stacks} // a check asks for a step, and looks at the stacks a lost step was asked to
+		t := Trigger{step: true} // a delayed check only asks for a step
 		if m.Cairn == "heartbeat" {
 			t.Beats = []int{m.Beat}
 		}

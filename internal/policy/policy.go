@@ -14,6 +14,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 // Origins of a policy set: the platform team's (read from where only the policy role
@@ -25,8 +27,8 @@ const (
 
 // Levels of a result: a denial blocks, a warning is shown.
 const (
-	Deny = "deny"
-	Warn = "warn"
+	Deny = verdict.Deny
+	Warn = verdict.Warn
 )
 
 // Limits of a policy set and of its evaluation.

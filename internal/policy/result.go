@@ -5,35 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
-// Result is one deny or warn of a policy.
-type Result struct {
-	// Level is deny or warn; Rule the policy's package (cairn.s3_public), its id.
-	Level string `json:"level"`
-	Rule  string `json:"rule"`
-	// Origin is team or bundle: whose policy said it.
-	Origin string `json:"origin"`
-	// Msg is the message; Stack and Resource what it names, when the policy says.
-	Msg      string `json:"msg"`
-	Stack    string `json:"stack,omitempty"`
-	Resource string `json:"resource,omitempty"`
-}
-
-func (r Result) String() string {
-	var where []string
-	if r.Stack != "" {
-		where = append(where, "stack "+r.Stack)
-	}
-	if r.Resource != "" {
-		where = append(where, "resource "+r.Resource)
-	}
-	s := fmt.Sprintf("%s %s (%s policy)", r.Level, r.Rule, r.Origin)
-	if len(where) > 0 {
-		s += " " + strings.Join(where, ", ")
-	}
-	return s + ": " + r.Msg
-}
+// Result is one deny or warn of a policy: the verdict's, which plans and runs record and
+// the deployer reads without linking the policy engine.
+type Result = verdict.Result
 
 // Denied reports whether any result is a denial.
 func Denied(rs []Result) bool {

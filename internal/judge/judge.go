@@ -161,9 +161,7 @@ func (j *Judge) judge(ctx context.Context, req verdict.Request) (verdict.Answer,
 	if err != nil {
 		return a, err
 	}
-	for _, r := range rs {
-		a.Results = append(a.Results, verdict.Result{Level: r.Level, Rule: r.Rule, Origin: r.Origin, Msg: r.Msg, Stack: r.Stack, Resource: r.Resource})
-	}
+	a.Results = append(a.Results, rs...)
 	return a, nil
 }
 

@@ -198,6 +198,9 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 			t.Errorf("approve's refusal lacks %q:\n%s", want, stderr.String())
 		}
 	}
+	if strings.Contains(stderr.String(), `\n`) || strings.Count(stderr.String(), "\n") != 1 {
+		t.Errorf("approve's refusal is not one readable line (the printer escapes a message's own newlines):\n%s", stderr.String())
+	}
 	if after := approvals(t); after != before {
 		t.Errorf("a refused approval wrote an approval object: %d before, %d after", before, after)
 	}

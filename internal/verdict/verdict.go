@@ -230,20 +230,22 @@ func (v *Verdict) Refusal(deployment, planID string) string {
 	if v.Error != "" {
 		return fmt.Sprintf("plan %s of %s: its policies could not be evaluated (%s), which counts as a denial no override lifts: fix the policies (`cairn policy test DIR`), then plan again", planID, deployment, v.Error)
 	}
-	var lines []string
+	// One line: the CLI prints a message's control characters escaped (a policy's message
+	// is the policy writer's text), so lines of their own would show as "\n".
+	var denials []string
 	var rules []string
 	for _, r := range v.Standing() {
-		lines = append(lines, "  "+r.String())
+		denials = append(denials, r.String())
 		if !slices.Contains(rules, r.Rule) {
 			rules = append(rules, r.Rule)
 		}
 	}
 	var cmds []string
 	for _, rule := range rules {
-		cmds = append(cmds, fmt.Sprintf("  cairn policy override %s %s %s --reason TEXT", deployment, planID, rule))
+		cmds = append(cmds, fmt.Sprintf("`cairn policy override %s %s %s --reason TEXT`", deployment, planID, rule))
 	}
-	return fmt.Sprintf("plan %s of %s is denied by policy:\n%s\nfix the change and plan again, or have the policy owner override each rule for this plan:\n%s",
-		planID, deployment, strings.Join(lines, "\n"), strings.Join(cmds, "\n"))
+	return fmt.Sprintf("plan %s of %s is denied by policy: %s; fix the change and plan again, or have the policy owner override each rule for this plan: %s",
+		planID, deployment, strings.Join(denials, "; "), strings.Join(cmds, ", "))
 }
 
 // PushRefusal says why a push with a denial executed nothing and how to proceed.

@@ -65,11 +65,11 @@ func TestLift(t *testing.T) {
 func TestRefusalNamesRuleStackResourceAndCommand(t *testing.T) {
 	v := Judged(Plan, Answer{Results: results()}, at, []Override{{Rule: "shop.tags", Reason: "r", By: "b"}})
 	got := v.Refusal("shop", "p1")
-	want := "plan p1 of shop is denied by policy:\n" +
-		"  deny cairn.s3_public (team policy) stack web, resource Site: bucket Site has the public ACL PublicRead\n" +
-		"  deny cairn.s3_public (team policy) stack web, resource Logs: bucket Logs turns BlockPublicAcls off\n" +
-		"fix the change and plan again, or have the policy owner override each rule for this plan:\n" +
-		"  cairn policy override shop p1 cairn.s3_public --reason TEXT"
+	want := "plan p1 of shop is denied by policy: " +
+		"deny cairn.s3_public (team policy) stack web, resource Site: bucket Site has the public ACL PublicRead; " +
+		"deny cairn.s3_public (team policy) stack web, resource Logs: bucket Logs turns BlockPublicAcls off; " +
+		"fix the change and plan again, or have the policy owner override each rule for this plan: " +
+		"`cairn policy override shop p1 cairn.s3_public --reason TEXT`"
 	if got != want {
 		t.Errorf("refusal:\n%s\nwant:\n%s", got, want)
 	}

@@ -317,17 +317,19 @@ func (e *Emulator) Close() error {
 	srv := e.server
 	e.mu.Unlock()
 	var errs []error
+	// The SQS services end long polls on Close (state is saved at each change, so a request
+	// still finishing loses nothing): first, so that neither the pollers nor a client's
+	// ReceiveMessage holding its connection for up to 20 s outlast the server's shutdown.
+	places := e.allPlaces()
+	for _, p := range places {
+		errs = append(errs, p.sqs.Close())
+	}
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("emulator: stop server: %w", err))
 		}
-	}
-	// The SQS services end long polls on Close, so pollers finish before the wait returns.
-	places := e.allPlaces()
-	for _, p := range places {
-		errs = append(errs, p.sqs.Close())
 	}
 	e.wg.Wait()
 	for _, p := range places {

@@ -70,11 +70,18 @@ SWEEP ?=
 crash:
 	CAIRN_CRASH_SEEDS=$(SEEDS) CAIRN_CRASH_RESTART_SEEDS=$(RESTART_SEEDS) CAIRN_CRASH_SWEEP=$(SWEEP) $(GO) test -race -count=1 -timeout 3h -v -run 'TestCrash' ./internal/crashtest/
 
-# bench: every benchmark with its figures (benchstat reads bin/bench.txt), then the table of
-# the performance goals: each figure, its goal, and whether it holds (internal/benchgoals).
+# bench: every benchmark with its figures (benchstat reads bin/bench.txt), BENCH_COUNT runs
+# of each, package by package with the load average written before each ("# load
+# average:", which benchstat ignores), then the table of the performance goals: each
+# figure the median of its runs, its goal, whether it holds, and the load it was measured
+# under (internal/benchgoals). The machine may be shared: the load says how much.
+BENCH_COUNT ?= 5
 bench:
 	@mkdir -p $(BIN)
-	@{ $(GO) test -run '^$$' -bench . -benchmem -timeout 60m $$($(GO) list ./... | grep -v /infra); echo $$? > $(BIN)/bench.status; } | tee $(BIN)/bench.txt
+	@{ status=0; for p in $$($(GO) list ./... | grep -v /infra); do \
+		echo "# load average: $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown) ($$p)"; \
+		$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) -timeout 60m $$p || status=1; \
+	done; echo $$status > $(BIN)/bench.status; } | tee $(BIN)/bench.txt
 	@$(GO) run ./internal/benchgoals < $(BIN)/bench.txt
 	@exit $$(cat $(BIN)/bench.status)
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,44 +14,68 @@ import (
 	"time"
 )
 
-// BenchmarkColdStart builds the deployer as `make lambdas` does and reports its size as
-// deployed (linux/arm64; goal at most 15 MB), and its init duration as Lambda measures it
-// (goal at most 50 ms; the REPORT line's "Init Duration" is the time from starting the
-// runtime's bootstrap process to its first request for an event): the binary is started
-// with the environment Lambda gives it against a local HTTP server standing in for the
-// Lambda runtime API (AWS_LAMBDA_RUNTIME_API), and the time from starting the process to
-// its GET /runtime/invocation/next is taken, median and 90th percentile of many starts.
-// The timed binary is built for this machine's architecture, since the arm64 one cannot
-// run here; it is the same code.
-func BenchmarkColdStart(b *testing.B) { coldStart(b, ".") }
-
-// BenchmarkPolicyColdStart is BenchmarkColdStart of the policy function (functions/policy),
-// which the deployer invokes to judge plans and pushes: its size (it links the policy
-// engine, OPA) and its init duration, paid by plans and pushes only.
-func BenchmarkPolicyColdStart(b *testing.B) { coldStart(b, "../policy") }
-
-// coldStart builds the function of pkg as `make lambdas` does and reports its size and
-// init duration (BenchmarkColdStart).
-func coldStart(b *testing.B, pkg string) {
+// BenchmarkColdStart builds each function as `make lambdas` does and reports the
+// deployer's size as deployed (linux/arm64; goal at most 15 MB), and each function's init
+// duration as Lambda measures it (goal at most 50 ms; the REPORT line's "Init Duration" is
+// the time from starting the runtime's bootstrap process to its first request for an
+// event): the binary is started with the environment Lambda gives it against a local HTTP
+// server standing in for the Lambda runtime API (AWS_LAMBDA_RUNTIME_API), and the time
+// from starting the process to its GET /runtime/invocation/next is taken, one start of
+// each function per iteration (-benchtime=10x: the median of 10), with the load average
+// beside. The timed binaries are built for this machine's architecture, since the arm64
+// ones cannot run here; it is the same code.
+func BenchmarkColdStart(b *testing.B) {
 	dir := b.TempDir()
-	deployed := build(b, dir, pkg, "linux", "arm64")
-	local := build(b, dir, pkg, runtime.GOOS, runtime.GOARCH)
+	deployed := build(b, dir, ".", "linux", "arm64")
 	st, err := os.Stat(deployed)
 	if err != nil {
 		b.Fatal(err)
 	}
-	api := newRuntimeAPI(b)
-	var starts []time.Duration
-	for b.Loop() {
-		starts = append(starts, api.start(b, local))
+	functions := []string{"deployer", "drift", "policy", "ports"}
+	local := map[string]string{}
+	for _, f := range functions {
+		local[f] = build(b, filepath.Join(dir, f), "../"+f, runtime.GOOS, runtime.GOARCH)
 	}
-	slices.Sort(starts)
+	api := newRuntimeAPI(b)
+	starts := map[string][]time.Duration{}
+	var loads []string
+	for b.Loop() {
+		loads = append(loads, loadAverage())
+		for _, f := range functions {
+			starts[f] = append(starts[f], api.start(b, local[f], f))
+		}
+	}
 	b.ReportMetric(float64(st.Size())/1e6, "MB-arm64")
-	b.ReportMetric(float64(starts[len(starts)/2].Microseconds())/1000, "ms-to-ready-p50")
-	b.ReportMetric(float64(starts[len(starts)*9/10].Microseconds())/1000, "ms-to-ready-p90")
-	b.Logf("%s bootstrap: %d bytes (%.2f MiB) for linux/arm64; init duration (from starting the process to its first request for an event; %s/%s build, %d starts): p50 %v, p90 %v, max %v",
-		pkg, st.Size(), float64(st.Size())/(1<<20), runtime.GOOS, runtime.GOARCH, len(starts),
-		starts[len(starts)/2].Round(10*time.Microsecond), starts[len(starts)*9/10].Round(10*time.Microsecond), starts[len(starts)-1].Round(10*time.Microsecond))
+	var lines []string
+	for _, f := range functions {
+		s := starts[f]
+		slices.Sort(s)
+		med := s[len(s)/2]
+		if len(s)%2 == 0 {
+			med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+		}
+		metric := "ms-to-ready-p50"
+		if f != "deployer" {
+			metric = f + "-" + metric
+		}
+		b.ReportMetric(float64(med.Microseconds())/1000, metric)
+		lines = append(lines, fmt.Sprintf("%s: median %v, min %v, max %v", f, med.Round(10*time.Microsecond), s[0].Round(10*time.Microsecond), s[len(s)-1].Round(10*time.Microsecond)))
+	}
+	b.Logf("deployer bootstrap: %d bytes (%.2f MiB) for linux/arm64; init duration (from starting the process to its first request for an event; %s/%s build, %d starts each, load average %s):\n  %s",
+		st.Size(), float64(st.Size())/(1<<20), runtime.GOOS, runtime.GOARCH, len(loads), strings.Join(loads, "; "), strings.Join(lines, "\n  "))
+}
+
+// loadAverage is /proc/loadavg's first three fields.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // TestDeployerStartsAsBuiltForLambda builds the deployer with the Makefile's LAMBDA_TAGS
@@ -64,7 +89,7 @@ func coldStart(b *testing.B, pkg string) {
 // lambdas` does.
 func TestDeployerStartsAsBuiltForLambda(t *testing.T) {
 	api := newRuntimeAPI(t)
-	api.start(t, buildStartable(t, t.TempDir()))
+	api.start(t, buildStartable(t, t.TempDir()), "deployer")
 }
 
 // buildStartable builds this function for this machine with the Makefile's LAMBDA_TAGS
@@ -108,14 +133,14 @@ func newRuntimeAPI(tb testing.TB) *runtimeAPI {
 	return a
 }
 
-// start starts the bootstrap binary with Lambda's environment and returns the time to its
-// first request for an event; the process is killed then.
-func (a *runtimeAPI) start(tb testing.TB, binary string) time.Duration {
+// start starts the bootstrap binary of function with Lambda's environment and returns the
+// time to its first request for an event; the process is killed then.
+func (a *runtimeAPI) start(tb testing.TB, binary, function string) time.Duration {
 	tb.Helper()
 	cmd := exec.Command(binary)
 	cmd.Env = []string{
 		"AWS_LAMBDA_RUNTIME_API=" + a.url,
-		"AWS_LAMBDA_FUNCTION_NAME=cairn-deployer", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512", "AWS_REGION=us-east-1",
+		"AWS_LAMBDA_FUNCTION_NAME=cairn-" + function, "CAIRN_DRIFT_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/cairn-drift", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=512", "AWS_REGION=us-east-1",
 		"AWS_ACCESS_KEY_ID=AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY=secret", "AWS_SESSION_TOKEN=token",
 		"CAIRN_BUCKET=cairn-state", "CAIRN_DEPLOY_QUEUE_URL=https://sqs.us-east-1.amazonaws.com/000000000000/cairn-deploy",
 		"CAIRN_NOTIFICATIONS_TOPIC=arn:aws:sns:us-east-1:000000000000:cairn-notifications", "TZ=:UTC",
@@ -135,16 +160,16 @@ func (a *runtimeAPI) start(tb testing.TB, binary string) time.Duration {
 		<-exited
 		return at.Sub(start)
 	case err := <-exited:
-		tb.Fatalf("%s exited before asking for an event: %v\n%s", binary, err, stderr.String())
+		tb.Fatalf("the %s function exited before asking for an event: %v\n%s", function, err, stderr.String())
 	case <-time.After(10 * time.Second):
 		cmd.Process.Kill()
 		<-exited
-		tb.Fatalf("%s did not ask for an event within 10s", binary)
+		tb.Fatalf("the %s function did not ask for an event within 10s", function)
 	}
 	return 0
 }
 
-// build builds the function of pkg (this one: ".") as `make lambdas` does, for
+// build builds the function in pkg (".": this one) as `make lambdas` does, for
 // goos/goarch, with the Makefile's LAMBDA_TAGS.
 func build(tb testing.TB, dir, pkg, goos, goarch string) string {
 	tb.Helper()

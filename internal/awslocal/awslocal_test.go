@@ -161,6 +161,28 @@ func TestSNSEnvelopeReachesSQSConsumer(t *testing.T) {
 	}
 }
 
+// waitQueued waits until the queue holds n messages, visible or in flight.
+func (v *env) waitQueued(t *testing.T, url string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := v.sqs.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		visible, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+		hidden, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+		if visible+hidden == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue holds %d messages (%d in flight), want %d", visible+hidden, hidden, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // recorder is a Lambda handler that records its invocations and fails as told.
 type recorder struct {
 	calls chan events.SQSEvent
@@ -276,6 +298,10 @@ func TestPartialBatchResponse(t *testing.T) {
 		for _, r := range ev.Records {
 			seen[r.Body]++
 		}
+		// The clock moves past the visibility timeout only once the invocation ended and
+		// its successful record was deleted: otherwise another of the mapping's pollers
+		// would receive it again, as Lambda's would from an invocation that outlasted it.
+		v.waitQueued(t, url, 1)
 		fake.Advance(31 * time.Second)
 	}
 	if seen["ok"] != 1 {

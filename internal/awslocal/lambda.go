@@ -299,7 +299,18 @@ type ESMOptions struct {
 	ReportBatchItemFailures bool
 	// MaxBatchingWindow gathers records for up to this long before invoking.
 	MaxBatchingWindow time.Duration
+	// MaxConcurrency is the most batches invoked at once (ScalingConfig's
+	// MaximumConcurrency, 2 to 1000). Without it the emulator runs DefaultESMConcurrency.
+	MaxConcurrency int
 }
+
+// DefaultESMConcurrency is how many batches an SQS mapping without MaxConcurrency invokes
+// at once. Lambda's guide: "When messages are available, Lambda starts processing five
+// batches at a time with five concurrent invocations of your function", and scales up
+// from there while messages remain; the emulator stays at those five, since its queues
+// are never deep enough to need more and five already lets a batch that lingers hold up
+// nothing behind it.
+const DefaultESMConcurrency = 5
 
 // AddEventSourceMapping polls the queue and invokes function with events.SQSEvent batches,
 // as Lambda does: records of a successful invocation are deleted; records of a failed one
@@ -332,6 +343,12 @@ func (e *Emulator) startMapping(id, queueName, function string, o ESMOptions) er
 	if o.BatchSize > 10 {
 		return fmt.Errorf("event source mapping %s -> %s: batch size %d: the emulator supports at most 10", queueName, function, o.BatchSize)
 	}
+	if o.MaxConcurrency == 0 {
+		o.MaxConcurrency = DefaultESMConcurrency
+	}
+	if o.MaxConcurrency < 2 || o.MaxConcurrency > 1000 {
+		return fmt.Errorf("event source mapping %s -> %s: MaximumConcurrency %d is not valid: 2 to 1000", queueName, function, o.MaxConcurrency)
+	}
 	// Fail now on a missing queue rather than in the poller.
 	if err := e.queueNamed(queueName); err != nil {
 		return fmt.Errorf("event source mapping %s -> %s: %w", queueName, function, err)
@@ -342,11 +359,15 @@ func (e *Emulator) startMapping(id, queueName, function string, o ESMOptions) er
 	e.mu.Lock()
 	e.mappings[id] = m
 	e.mu.Unlock()
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		e.poll(ctx, m)
-	}()
+	// Each poller receives and invokes one batch at a time, so MaxConcurrency of them
+	// invoke at most that many batches at once, as Lambda's pollers do.
+	for range o.MaxConcurrency {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			e.poll(ctx, m)
+		}()
+	}
 	return nil
 }
 

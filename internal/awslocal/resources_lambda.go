@@ -155,6 +155,11 @@ func (p *Place) eventSourceMappingProvider() cfnlocal.Provider {
 			n, _ := strconv.Atoi(v)
 			o.MaxBatchingWindow = time.Duration(n) * time.Second
 		}
+		if sc, ok := r.Props["ScalingConfig"].(map[string]any); ok {
+			if v := text(sc["MaximumConcurrency"]); v != "" {
+				o.MaxConcurrency, _ = strconv.Atoi(v)
+			}
+		}
 		for _, t := range list(r.Props["FunctionResponseTypes"]) {
 			if text(t) == "ReportBatchItemFailures" {
 				o.ReportBatchItemFailures = true

@@ -10,23 +10,47 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
 
 // results are the metrics of each benchmark, by name without the -GOMAXPROCS suffix and
-// by unit ("ns/op", "ratio", ...); a benchmark run more than once keeps its last figures.
-type results map[string]map[string]float64
+// by unit ("ns/op", "ratio", ...): the median of its runs (go test -count, or the same
+// benchmark in several runs of the output), with how many runs and the machine's load
+// average at each (the "# load average:" line `make bench` writes before each package's
+// benchmarks; none: unknown).
+type results struct {
+	runs  map[string]map[string][]float64
+	loads map[string][]float64
+	// touched are the benchmarks the goal being judged read (get).
+	touched map[string]bool
+}
+
+// loadLine is the line `make bench` writes before each package's benchmarks: the first
+// three fields of /proc/loadavg. Benchstat ignores it.
+const loadLine = "# load average:"
 
 var procs = regexp.MustCompile(`-\d+$`)
 
-func parse(r io.Reader) (results, error) {
-	out := results{}
+func parse(r io.Reader) (*results, error) {
+	out := &results{runs: map[string]map[string][]float64{}, loads: map[string][]float64{}}
+	load := -1.0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), loadLine); ok {
+			load = -1
+			if f := strings.Fields(rest); len(f) > 0 {
+				if v, err := strconv.ParseFloat(f[0], 64); err == nil {
+					load = v
+				}
+			}
+			continue
+		}
 		f := strings.Fields(sc.Text())
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
 			continue
@@ -35,39 +59,87 @@ func parse(r io.Reader) (results, error) {
 			continue // a benchmark's name printed alone, before its figures
 		}
 		name := procs.ReplaceAllString(f[0], "")
-		m := map[string]float64{}
+		if out.runs[name] == nil {
+			out.runs[name] = map[string][]float64{}
+		}
 		for i := 2; i+1 < len(f); i += 2 {
 			v, err := strconv.ParseFloat(f[i], 64)
 			if err != nil {
 				continue
 			}
-			m[f[i+1]] = v
+			out.runs[name][f[i+1]] = append(out.runs[name][f[i+1]], v)
 		}
-		out[name] = m
+		out.loads[name] = append(out.loads[name], load)
 	}
 	return out, sc.Err()
+}
+
+// get is the median of bench's runs of unit.
+func (r *results) get(bench, unit string) (float64, bool) {
+	if r.touched != nil {
+		r.touched[bench] = true
+	}
+	v := slices.Clone(r.runs[bench][unit])
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2], true
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2, true
+}
+
+// measured says of what a goal's value is the median: the runs of the benchmarks it read
+// and the load averages (1 minute) at them.
+func (r *results) measured(benches map[string]bool) string {
+	runs := 0
+	var loads []float64
+	unknown := false
+	for _, b := range slices.Sorted(maps.Keys(benches)) {
+		runs = max(runs, len(r.loads[b]))
+		for _, l := range r.loads[b] {
+			if l < 0 {
+				unknown = true
+				continue
+			}
+			loads = append(loads, l)
+		}
+	}
+	what := fmt.Sprintf("median of %d", runs)
+	if runs == 1 {
+		what = "1 run"
+	}
+	switch {
+	case len(loads) == 0:
+		return what + ", load unknown"
+	case unknown:
+		what += ", load partly unknown"
+	}
+	lo, hi := slices.Min(loads), slices.Max(loads)
+	if lo == hi {
+		return fmt.Sprintf("%s, load %.2f", what, lo)
+	}
+	return fmt.Sprintf("%s, load %.2f-%.2f", what, lo, hi)
 }
 
 // goal is one row of the table: the figure, how to read it from the results, and the goal.
 type goal struct {
 	figure string
 	goal   string
-	value  func(results) (float64, bool)
+	value  func(*results) (float64, bool)
 	format string // of the value
 	// holds judges the value; nil for a figure reported beside a goal without one of its
 	// own (shown "n/a", not counted).
 	holds func(float64) bool
 }
 
-func metric(bench, unit string) func(results) (float64, bool) {
-	return func(r results) (float64, bool) {
-		v, ok := r[bench][unit]
-		return v, ok
-	}
+func metric(bench, unit string) func(*results) (float64, bool) {
+	return func(r *results) (float64, bool) { return r.get(bench, unit) }
 }
 
-func scaled(f func(results) (float64, bool), by float64) func(results) (float64, bool) {
-	return func(r results) (float64, bool) {
+func scaled(f func(*results) (float64, bool), by float64) func(*results) (float64, bool) {
+	return func(r *results) (float64, bool) {
 		v, ok := f(r)
 		return v * by, ok
 	}
@@ -75,24 +147,26 @@ func scaled(f func(results) (float64, bool), by float64) func(results) (float64,
 
 // ahead is how far cairn's makespan is ahead of the better peer's on bench: the better
 // peer's ratio divided by cairn's (above 1: cairn is ahead).
-func ahead(bench string) func(results) (float64, bool) {
-	return func(r results) (float64, bool) {
-		m, ok := r[bench]
-		if !ok || m["cairn/cp"] == 0 {
+func ahead(bench string) func(*results) (float64, bool) {
+	return func(r *results) (float64, bool) {
+		c, ok := r.get(bench, "cairn/cp")
+		if !ok || c == 0 {
 			return 0, false
 		}
-		return min(m["level/cp"], m["thread/cp"]) / m["cairn/cp"], true
+		level, _ := r.get(bench, "level/cp")
+		thread, _ := r.get(bench, "thread/cp")
+		return min(level, thread) / c, true
 	}
 }
 
 // ratioOf is one metric of bench divided by another (of bench2, or of bench when "").
-func ratioOf(bench, unit, bench2, unit2 string) func(results) (float64, bool) {
+func ratioOf(bench, unit, bench2, unit2 string) func(*results) (float64, bool) {
 	if bench2 == "" {
 		bench2 = bench
 	}
-	return func(r results) (float64, bool) {
-		a, ok := r[bench][unit]
-		b, ok2 := r[bench2][unit2]
+	return func(r *results) (float64, bool) {
+		a, ok := r.get(bench, unit)
+		b, ok2 := r.get(bench2, unit2)
 		if !ok || !ok2 || b == 0 {
 			return 0, false
 		}
@@ -183,16 +257,18 @@ func runCPUGoals() []goal {
 }
 
 // table writes the goals table of r to w and reports how many goals hold and were measured.
-func table(w io.Writer, r results) (held, measured int) {
-	rows := [][4]string{{"figure", "goal", "value", "holds"}}
+func table(w io.Writer, r *results) (held, measured int) {
+	rows := [][5]string{{"figure", "goal", "value", "holds", "measured"}}
 	for _, g := range goals() {
+		r.touched = map[string]bool{}
 		v, ok := g.value(r)
 		if !ok {
-			rows = append(rows, [4]string{g.figure, g.goal, "not measured", "-"})
+			rows = append(rows, [5]string{g.figure, g.goal, "not measured", "-", ""})
 			continue
 		}
+		of := r.measured(r.touched)
 		if g.holds == nil {
-			rows = append(rows, [4]string{g.figure, g.goal, fmt.Sprintf(g.format, v), "n/a"})
+			rows = append(rows, [5]string{g.figure, g.goal, fmt.Sprintf(g.format, v), "n/a", of})
 			continue
 		}
 		measured++
@@ -201,18 +277,23 @@ func table(w io.Writer, r results) (held, measured int) {
 			verdict = "yes"
 			held++
 		}
-		rows = append(rows, [4]string{g.figure, g.goal, fmt.Sprintf(g.format, v), verdict})
+		rows = append(rows, [5]string{g.figure, g.goal, fmt.Sprintf(g.format, v), verdict, of})
 	}
-	var width [4]int
+	r.touched = nil
+	var width [5]int
 	for _, row := range rows {
 		for i, c := range row {
 			width[i] = max(width[i], len(c))
 		}
 	}
 	for i, row := range rows {
-		fmt.Fprintf(w, "| %-*s | %-*s | %*s | %-*s |\n", width[0], row[0], width[1], row[1], width[2], row[2], width[3], row[3])
+		fmt.Fprintf(w, "| %-*s | %-*s | %*s | %-*s | %-*s |\n", width[0], row[0], width[1], row[1], width[2], row[2], width[3], row[3], width[4], row[4])
 		if i == 0 {
-			fmt.Fprintf(w, "|%s|%s|%s|%s|\n", strings.Repeat("-", width[0]+2), strings.Repeat("-", width[1]+2), strings.Repeat("-", width[2]+2), strings.Repeat("-", width[3]+2))
+			var sep strings.Builder
+			for _, n := range width {
+				sep.WriteString("|" + strings.Repeat("-", n+2))
+			}
+			fmt.Fprintf(w, "%s|\n", sep.String())
 		}
 	}
 	fmt.Fprintf(w, "| %d of %d goals measured hold |\n", held, measured)

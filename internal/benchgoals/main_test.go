@@ -69,3 +69,55 @@ func TestTable(t *testing.T) {
 		}
 	}
 }
+
+// TestMedianOfRuns: a benchmark run several times (go test -count, or the same benchmark
+// again in the output) counts as the median of its runs, not its last, and each row says
+// of how many runs and under what load (the "# load average:" lines make bench writes).
+func TestMedianOfRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name, input, value, measured string
+	}{
+		{
+			name: "three runs under two loads",
+			input: "# load average: 1.50 1.20 1.00\n" +
+				"BenchmarkLineOfFive-2 1 22748101095 ns/op 1.200 ratio\n" +
+				"BenchmarkLineOfFive-2 1 22748101095 ns/op 1.000 ratio\n" +
+				"# load average: 2.50 1.40 1.10\n" +
+				"BenchmarkLineOfFive-2 1 22748101095 ns/op 1.100 ratio\n",
+			value: "1.100", measured: "median of 3, load 1.50-2.50",
+		},
+		{
+			name:  "two runs: the mean of the middle two",
+			input: "# load average: 0.40 0.30 0.20\nBenchmarkLineOfFive-2 1 1 ns/op 1.000 ratio\nBenchmarkLineOfFive-2 1 1 ns/op 1.100 ratio\n",
+			value: "1.050", measured: "median of 2, load 0.40",
+		},
+		{
+			name:  "one run, no load line",
+			input: "BenchmarkLineOfFive-2 1 1 ns/op 1.300 ratio\n",
+			value: "1.300", measured: "1 run, load unknown",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := parse(strings.NewReader(tc.input))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			table(&b, r)
+			for _, l := range strings.Split(b.String(), "\n") {
+				if !strings.HasPrefix(l, "| line of 5 stacks") {
+					continue
+				}
+				cells := strings.Split(l, "|")
+				if got := strings.TrimSpace(cells[3]); got != tc.value {
+					t.Errorf("value %q, want %q", got, tc.value)
+				}
+				if got := strings.TrimSpace(cells[5]); got != tc.measured {
+					t.Errorf("measured %q, want %q", got, tc.measured)
+				}
+				return
+			}
+			t.Fatalf("no row for the line of five:\n%s", b.String())
+		})
+	}
+}

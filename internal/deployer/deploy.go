@@ -125,6 +125,9 @@ type Config struct {
 	StallAfter time.Duration
 	// Lease is the lock's lease (default statestore.DefaultLease).
 	Lease time.Duration
+	// StepClaim bounds how long a step keeps the run's other invocations waiting
+	// (default statestore.DefaultStepClaim).
+	StepClaim time.Duration
 	// Budget returns a run's CloudFormation API budget (default awsclient.DefaultBudget),
 	// paced on Clock.
 	Budget func() *rate.Limiter
@@ -245,7 +248,7 @@ func New(cfg Config, c Clients) (*Driver, error) {
 	gated := objects.Gate(c.S3, cfg.Bucket)
 	b := &base{cfg: cfg, s3: gated, cfn: c.CFN, queue: lambdajob.Queue{SQS: c.SQS, URL: cfg.QueueURL}, sns: c.SNS, ssm: c.SSM, kms: c.KMS, clk: cfg.Clock, log: cfg.Logger, judger: c.Judge,
 		reach: c.Reach, places: &sync.Map{}, clients: &sync.Map{}, bundles: &bundles{},
-		store: &statestore.Store{S3: gated, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease}}
+		store: &statestore.Store{S3: gated, Bucket: cfg.Bucket, Clock: cfg.Clock, Logger: cfg.Logger, Lease: cfg.Lease, StepClaim: cfg.StepClaim}}
 	rs, ps := runs{b}, plans{b}
 	h := hygiene{b, ps}
 	st := stepper{base: b, runs: rs, plans: ps, hygiene: h, graphs: graphs{b}, pol: policies{b}}
@@ -368,7 +371,7 @@ func (b *base) release(ctx context.Context, lock *statestore.Lock, log *slog.Log
 // the same acquisition by its token.
 func (b *base) resumeLock(ctx context.Context, namespace, key, runID, token string) (*statestore.Lock, error) {
 	hold(ctx, namespace, key)
-	l, err := b.store.Resume(ctx, namespace, key, runID, owner(ctx))
+	l, err := b.resumeAfterStep(ctx, namespace, key, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -376,6 +379,47 @@ func (b *base) resumeLock(ctx context.Context, namespace, key, runID, token stri
 		return nil, fmt.Errorf("the lock on %s/%s was acquired again by run %s since this run started: %w", namespace, key, runID, statestore.ErrLockLost)
 	}
 	return l, nil
+}
+
+// stepPoll is how often an invocation waiting for another's step of the same run reads
+// the lock again: a step takes from a fraction of a second to a few.
+const stepPoll = 200 * time.Millisecond
+
+// resumeAfterStep resumes the lock of run runID once no other invocation of the run is in a
+// step: two invocations of one run (a stack event and a heartbeat at once, as Lambda runs
+// up to the event source mapping's concurrency) step it one after the other, each with
+// its own trigger, instead of taking the lock from each other's steps, which made every
+// step but the last end unsaved, its actions wasted, its trigger dropped (with five at
+// once, a livelock). It gives up, with the statestore.ErrStepping error, when waiting
+// longer would reach the invocation's deadline.
+func (b *base) resumeAfterStep(ctx context.Context, namespace, key, runID string) (*statestore.Lock, error) {
+	for {
+		l, err := b.store.Resume(ctx, namespace, key, runID, owner(ctx))
+		var busy *statestore.SteppingError
+		if !errors.As(err, &busy) {
+			return l, err
+		}
+		wait := min(max(busy.Until.Sub(b.clk.Now()), 0), stepPoll)
+		b.log.Debug("deploy: waiting for another invocation's step of the run", "run", runID, "holder", busy.Holder.RequestID)
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait+10*time.Second {
+			return nil, fmt.Errorf("run %s: %w", runID, err)
+		}
+		select {
+		case <-b.clk.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// endStep lets another invocation of the run step now (statestore.Store.EndStep).
+func (b *base) endStep(ctx context.Context, l *statestore.Lock, log *slog.Logger) {
+	if l == nil {
+		return
+	}
+	if err := b.store.EndStep(ctx, l); err != nil {
+		log.Debug("deploy: the step's claim on the lock was not cleared; it runs out by itself", "err", err)
+	}
 }
 
 // notify publishes the summary of a run that ended.

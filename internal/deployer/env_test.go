@@ -313,6 +313,10 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	dcfg := deployer.Config{
 		Bucket: bucket, QueueURL: w.queue, Topic: w.topic, Clock: w.clk, Logger: logger, Lease: o.Lease, PlanTTL: o.PlanTTL,
 		Namespaces: allowed, Heartbeat: o.Heartbeat, SSMPaths: ssmPaths, SealKeyID: sealKey.ARN, SettleBudget: o.SettleBudget,
+		// A step's claim, on the same virtual clock as the lease: an hour is 7 s of wall
+		// time at the default speed, longer than a slow step on a loaded machine (a claim
+		// that runs out mid-step lets another invocation take the run over).
+		StepClaim: time.Hour,
 	}
 	if o.Unkeyed {
 		dcfg.SealKeyID = ""
@@ -352,7 +356,7 @@ func newWorld(t testing.TB, o worldOptions) *world {
 	if err := em.RegisterFunction("deployer", handle, awslocal.WithTimeout(timeout)); err != nil {
 		t.Fatal(err)
 	}
-	if err := em.AddEventSourceMapping(queueName, "deployer", awslocal.ESMOptions{BatchSize: 10, ReportBatchItemFailures: true}); err != nil {
+	if err := em.AddEventSourceMapping(queueName, "deployer", awslocal.ESMOptions{BatchSize: 10, ReportBatchItemFailures: true, MaxConcurrency: 5}); err != nil {
 		t.Fatal(err)
 	}
 	return w

@@ -111,10 +111,18 @@ type sideResult struct{ ratio, calls float64 }
 
 const sideSpeed = 5 * time.Millisecond
 
+// The emulator's delays of the side-by-side runs (`--change-set-delay 1s..4s
+// --resource-delay 1s..3s`) and the deployer's heartbeat.
+const (
+	sideWorldHeartbeat                        = 3 * time.Second
+	sideChangeSetDelay, sideChangeSetDelayMax = time.Second, 4 * time.Second
+	sideResourceDelay, sideResourceDelayMax   = time.Second, 3 * time.Second
+)
+
 func sideWorld(b *testing.B) *world {
-	return newWorld(b, worldOptions{Speed: sideSpeed, NoSkip: true, Heartbeat: 3 * time.Second,
-		ChangeSetDelay: time.Second, ChangeSetDelayMax: 4 * time.Second,
-		ResourceDelay: time.Second, ResourceDelayMax: 3 * time.Second, DelaySeed: 7})
+	return newWorld(b, worldOptions{Speed: sideSpeed, NoSkip: true, Heartbeat: sideWorldHeartbeat,
+		ChangeSetDelay: sideChangeSetDelay, ChangeSetDelayMax: sideChangeSetDelayMax,
+		ResourceDelay: sideResourceDelay, ResourceDelayMax: sideResourceDelayMax, DelaySeed: 7})
 }
 
 // BenchmarkSideBySide prints the table of makespan ÷ critical path and CloudFormation

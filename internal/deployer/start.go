@@ -70,6 +70,11 @@ func (s starter) acquire(ctx context.Context, u Upload, waiter string, doc *rund
 	switch {
 	case errors.As(err, &held) && held.Holder.RunID == runID:
 		lock, err = s.resumeLock(ctx, namespace, key, runID, held.Holder.Token)
+		if err == nil {
+			// A start claims no step: the run's steps begin once its document exists, and
+			// a start of a run whose document exists (a duplicate delivery) changes nothing.
+			s.endStep(ctx, lock, log)
+		}
 	case errors.As(err, &held):
 		log.Info("deploy: another run holds the lock; the "+waiter+" waits", "holder_run", held.Holder.RunID, "retry_in", s.cfg.LockRetry.String())
 		return nil, s.requeue(ctx, u)
@@ -112,8 +117,18 @@ func (s starter) launch(ctx context.Context, doc *rundoc.Document, lock *statest
 		// may still finish it.
 		log.Error("deploy: cannot enqueue the first heartbeat", "err", err)
 	}
-	if err := s.step(ctx, doc, etag, lock, log); err != nil {
+	// The first step claims the run as every step does: its heartbeat, or a stack event,
+	// may come while it acts.
+	claimed, err := s.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
+	if err != nil {
+		log.Warn("deploy: the first step waits for the heartbeat", "err", err)
+		return nil
+	}
+	if err := s.step(ctx, doc, etag, claimed, log); err != nil {
 		log.Warn("deploy: first step failed; the heartbeat retries it", "err", err)
+	}
+	if doc.Run.Status == run.Running {
+		s.endStep(ctx, claimed, log)
 	}
 	return nil
 }

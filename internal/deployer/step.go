@@ -28,6 +28,10 @@ type Heartbeat struct {
 	// still makes a step but is not sent on, so a run has one chain however often it was
 	// resumed. 0 (absent) is the chain a run starts with.
 	Beat int `json:"beat,omitempty"`
+	// Stacks, in a check, are the stacks (run.Stack.Key) stack events named to a step that
+	// could not be made (another invocation's step held the run too long): handed on, so
+	// the next step looks at them.
+	Stacks []string `json:"stacks,omitempty"`
 }
 
 // stepper advances runs: load, observe, decide (run.Advance), act, save.
@@ -104,21 +108,57 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 		return -1, st.finishEnded(ctx, doc, log)
 	}
 	if t.restart {
-		doc.Beat++
-		log.Warn("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it", "beat", doc.Beat, "steps", doc.Steps)
+		log.Warn("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it", "beat", doc.Beat+1, "steps", doc.Steps)
 	}
-	chained := t.restart || slices.Contains(t.Beats, doc.Beat)
 	lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
 	if errors.Is(err, statestore.ErrLockLost) {
-		return -1, st.lost(ctx, doc, etag, err, log)
+		// Another invocation's step may have ended the run (and released its lock) since
+		// it was read: that is no fencing, and abandoning it from the document read before
+		// would delete the change sets it kept (a plan's, for review).
+		if now, _, lerr := st.runs.load(ctx, deployment, runID); lerr == nil && now.Run.Status != run.Running {
+			log.Info("deploy: the run ended while this step waited; it ends", "status", string(now.Run.Status))
+			return -1, nil
+		}
+		err = st.lost(ctx, doc, etag, err, log)
+	}
+	if errors.Is(err, errRaceLost) {
+		log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", err)
+		return -1, st.handOn(ctx, deployment, runID, t)
+	}
+	if errors.Is(err, statestore.ErrStepping) {
+		log.Info("deploy: another invocation's step of this run outlasts this one; its trigger is handed on", "err", err)
+		return -1, st.handOn(ctx, deployment, runID, t)
 	}
 	if err != nil {
 		return -1, err
 	}
+	// Read again under the step's claim: another invocation's step may have saved the run
+	// since it was read, and a step decided on an older document acts on what that one
+	// changed (it executed change sets the other had deleted as stale).
+	if doc, etag, err = st.runs.load(ctx, deployment, runID); err != nil {
+		st.endStep(ctx, lock, log)
+		return -1, err
+	}
+	if doc.Run.Status != run.Running {
+		// It ended meanwhile; its clean-up (the lock's release among it) may have failed
+		// if this invocation took the lock over from a step past its claim.
+		return -1, st.finishEnded(ctx, doc, log)
+	}
+	if doc.LockToken != lock.Token {
+		st.endStep(ctx, lock, log)
+		return -1, nil // fenced meanwhile: the step that saw it did the rest
+	}
+	if t.restart {
+		doc.Beat++ // the chain the warning above named
+	}
+	chained := t.restart || slices.Contains(t.Beats, doc.Beat)
 	if len(doc.Waiting) > 0 {
 		err = st.resumeStart(ctx, doc, etag, lock, log)
 	} else {
 		err = st.step(ctx, doc, etag, lock, log, t.Stacks...)
+	}
+	if doc.Run.Status == run.Running {
+		st.endStep(ctx, lock, log)
 	}
 	// After a lost race the run may have ended meanwhile; the next heartbeat then finds
 	// it finished and stops the chain. A restart whose new chain number was not saved
@@ -132,7 +172,7 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	}
 	if errors.Is(err, errRaceLost) {
 		log.Info("deploy: another step advanced the run first; this one ends", "err", err)
-		return -1, nil
+		return -1, st.handOn(ctx, deployment, runID, t)
 	}
 	if err != nil {
 		return -1, err
@@ -143,17 +183,26 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	return -1, nil
 }
 
+// handOn queues what a step that was not made (or not saved) was asked to look at: the
+// stacks stack events named, which the run's own looks may not reach for a while. A
+// trigger that named none needs nothing: the step that won looked at every stack due.
+func (st stepper) handOn(ctx context.Context, deployment, runID string, t Trigger) error {
+	if len(t.Stacks) == 0 {
+		return nil
+	}
+	return st.send(ctx, Heartbeat{Cairn: "check", Deployment: deployment, Run: runID, Stacks: t.Stacks}, 0)
+}
+
 // lost deals with a lock check that failed (cause), as statestore.Fenced decides from the lock
-// read again: another invocation of the same run carries on and this step ends without a
-// trace, or the run was fenced and is abandoned.
+// read again: another invocation of the same run carries on and this step ends unsaved
+// (errRaceLost: its trigger is handed on), or the run was fenced and is abandoned.
 func (st stepper) lost(ctx context.Context, doc *rundoc.Document, etag string, cause error, log *slog.Logger) error {
 	var current *statestore.Lock
 	if errors.Is(cause, statestore.ErrLockLost) {
 		current, _ = st.store.CurrentLock(ctx, doc.Namespace, doc.GraphKey) // unreadable: nil
 	}
 	if !statestore.Fenced(cause, current, doc.Run.ID, doc.LockToken) {
-		log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", cause)
-		return nil
+		return fmt.Errorf("another invocation of this run holds its lock now: %w: %w", errRaceLost, cause)
 	}
 	return st.abandon(ctx, doc, etag, cause, log)
 }

@@ -82,10 +82,11 @@ type message struct {
 	Source     string          `json:"source"`
 	Detail     json.RawMessage `json:"detail"`
 	// Heartbeat.
-	Cairn      string `json:"cairn"`
-	Deployment string `json:"deployment"`
-	Run        string `json:"run"`
-	Beat       int    `json:"beat"`
+	Cairn      string   `json:"cairn"`
+	Deployment string   `json:"deployment"`
+	Run        string   `json:"run"`
+	Beat       int      `json:"beat"`
+	Stacks     []string `json:"stacks"`
 }
 
 type stackStatusDetail struct {
@@ -126,7 +127,7 @@ func (d *Driver) decode(ctx context.Context, rec events.SQSMessage, log *slog.Lo
 			// the apply run it replans.
 			return []ask{{stepKey{m.Deployment, "replan:" + m.Run}, Trigger{starts: []begin{{replan: rec.Body}}}}}, nil
 		}
-		t := Trigger{step: true} // a delayed check only asks for a step
+		t := Trigger{step: true, Stacks: m.Stacks} // a check asks for a step, and looks at the stacks a lost step was asked to
 		if m.Cairn == "heartbeat" {
 			t.Beats = []int{m.Beat}
 		}

@@ -18,7 +18,8 @@ import (
 // TestEveryRecordBecomesATurnsTrigger decodes the records AWS sends the deploy queue
 // (events/) into the trigger of the run each concerns, and merges a batch's triggers as
 // Handle does: uploads begin their run (the same upload delivered twice begins it once),
-// heartbeats and checks ask a step of the run they name, a replan begins the plan of the
+// heartbeats and checks ask a step of the run they name (a check handed on by a step that
+// could not be made, of the stacks it names too), a replan begins the plan of the
 // apply run it names, and what no turn can serve fails its record alone.
 func TestEveryRecordBecomesATurnsTrigger(t *testing.T) {
 	record := func(file string) events.SQSMessage {
@@ -43,6 +44,8 @@ func TestEveryRecordBecomesATurnsTrigger(t *testing.T) {
 		record("s3-approval-sqs.json"),
 		record("deploy-heartbeat.json"),
 		record("deploy-check.json"),
+		// A step that could not be made hands the stacks its stack events named on.
+		withBody("handed-on", `{"cairn":"check","deployment":"shop","run":"20261130-080000-1a2b3c4d","stacks":["000000000000/us-east-1/shop-app","shop-app"]}`),
 		withBody("replan", `{"cairn":"replan","deployment":"shop","run":"20261130-080000-1a2b3c4d"}`),
 		withBody("junk", `not json`),
 		withBody("unknown", `{"hello":"world"}`),
@@ -103,5 +106,8 @@ func TestEveryRecordBecomesATurnsTrigger(t *testing.T) {
 	hb := got[stepKey{"shop", "20261130-080000-1a2b3c4d"}]
 	if len(hb.Beats) != 1 {
 		t.Errorf("the heartbeat and the check of one run merge into one step with the heartbeat's chain: %+v", hb)
+	}
+	if want := []string{"000000000000/us-east-1/shop-app", "shop-app"}; !slices.Equal(hb.Stacks, want) {
+		t.Errorf("the step looks at stacks %v, want those the handed-on check names %v", hb.Stacks, want)
 	}
 }

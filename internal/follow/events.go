@@ -76,9 +76,14 @@ type Events struct {
 	// Budget paces the calls (EventBudget when its Limiter is nil).
 	Budget awsclient.Budget
 	Clock  clock.Clock
+	// PerRead bounds one Read (DefaultPerRead when 0): the stacks it did not reach are read
+	// first by the next, so the follower polls the run on time however many stacks are in
+	// flight.
+	PerRead time.Duration
 
 	watches map[string]*watch // by stack id
 	order   []string          // stack ids in the order first watched
+	cursor  int               // where in order the next Read begins
 	noted   map[string]bool
 	notes   []string
 }
@@ -153,9 +158,24 @@ func (e *Events) Read(ctx context.Context, prev, doc *rundoc.Document) ([]Resour
 		w.secret = plan.HoldsSecrets(s)
 	}
 	var out []Resource
-	for i := 0; i < len(e.order); i++ { // nested stacks found while reading are appended
+	begun, total, from := clk.Now(), len(e.order), e.cursor
+	left := 0 // stacks to read that this Read did not reach
+	for k := 0; k < len(e.order); k++ {
+		// From the cursor round the stacks watched before, then the nested stacks found
+		// while reading (appended).
+		i := k
+		if k < total {
+			i = (from + k) % total
+		}
 		w := e.watches[e.order[i]]
 		if !w.active || w.broken || clk.Now().Before(w.retryAt) {
+			continue
+		}
+		if clk.Now().Sub(begun) >= e.perRead() {
+			if left == 0 && k < total {
+				e.cursor = i
+			}
+			left++
 			continue
 		}
 		root := w
@@ -180,8 +200,23 @@ func (e *Events) Read(ctx context.Context, prev, doc *rundoc.Document) ([]Resour
 			w.active = false
 		}
 	}
+	if left > 0 && doc.Run.Status != run.Running {
+		// The run ended: the follower reports it now rather than after every last read.
+		e.notes = append(e.notes, fmt.Sprintf("the last resource events of %d stack(s) are not shown, so that the run's end is not reported late: `cairn follow %s %s` shows them all", left, doc.Run.Deployment, doc.Run.ID))
+	}
 	slices.SortStableFunc(out, func(a, b Resource) int { return a.At.Compare(b.At) })
 	return out, e.notes
+}
+
+// DefaultPerRead bounds one Read of the events: the CLI's poll. At EventBudget's pace it
+// reads 10 to 20 stacks; a run with more in flight has its stacks read in turns.
+const DefaultPerRead = 2 * time.Second
+
+func (e *Events) perRead() time.Duration {
+	if e.PerRead <= 0 {
+		return DefaultPerRead
+	}
+	return e.PerRead
 }
 
 // running reports whether the watched run stack w is still in flight in doc.

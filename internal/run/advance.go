@@ -725,10 +725,20 @@ func start(r *Run, g *graph.Graph, names []string, now time.Time, opts Options) 
 	// in name order too, looks only at the stacks waiting for one that settled in the pass
 	// before (nothing else changed for the others), so a step is linear in the graph
 	// however the names sort.
+	var chains map[string]time.Duration
+	byChain := func(stacks []string) []string {
+		if len(stacks) < 2 || inFlight+len(stacks) <= limit {
+			return stacks // a slot for each: the order changes nothing
+		}
+		if chains == nil {
+			chains = remainingChains(r, g, names)
+		}
+		return byLongestChain(stacks, chains)
+	}
 	w := g.Walk()
 	for pass := w.Next(); pass != nil; pass = w.Next() {
 		failed := false
-		for _, name := range pass {
+		for _, name := range byChain(pass) {
 			s := r.Stacks[name]
 			if s.Intent == IntentDelete {
 				continue

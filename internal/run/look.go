@@ -18,7 +18,8 @@ import (
 // budget holds); past it they back off, each as far after the last as the window's end
 // is behind, up to the heartbeat. A stack operation, whose end a stack event announces, is
 // looked at in the window its history gives (so a late or lost event costs little), else
-// only as a fallback, backing off from a second.
+// in the window of the updates the run saw end in the same place, else only as a
+// fallback, backing off from a second.
 
 // Timing is how long a stack's waits took: its change set's creation and its operation
 // (the execution of its change set). The graph keeps each stack's last (state.Stack.Took),
@@ -31,6 +32,17 @@ type Timing struct {
 // Place is what a run learned of the change sets of one account and region: the fastest
 // and the slowest it saw created.
 type Place struct {
+	Fastest time.Duration `json:"fastest,omitempty"`
+	Slowest time.Duration `json:"slowest,omitempty"`
+	Seen    int           `json:"seen,omitempty"`
+	// Operations are the stack operations (executions) it saw end, as Fastest, Slowest and
+	// Seen are of change sets: a stack with no history of its own is looked at in their
+	// window rather than only when its stack event comes, which may come late.
+	Operations Span `json:"operations,omitzero"`
+}
+
+// Span is the fastest and slowest of the waits seen, and how many.
+type Span struct {
 	Fastest time.Duration `json:"fastest,omitempty"`
 	Slowest time.Duration `json:"slowest,omitempty"`
 	Seen    int           `json:"seen,omitempty"`
@@ -79,6 +91,12 @@ func window(s *Stack, learned map[string]Place) (lo, hi time.Duration) {
 	case Executing:
 		if h := s.History.Operation; h > 0 {
 			return h * 6 / 10, h*16/10 + 2*time.Second
+		}
+		if p := learned[placeKey(s)].Operations; p.Seen > 0 {
+			// Its stack event normally says when it ends: the looks only stand in for an
+			// event that is late, from when the slowest update seen would have ended
+			// (from the fastest, each stack took about 1.5 more looks than the poller's).
+			return p.Slowest, p.Slowest*3/2 + time.Second
 		}
 	case DetectingDrift:
 		return DriftDetectionPrior.From, DriftDetectionPrior.To
@@ -139,6 +157,20 @@ func learn(r *Run, s *Stack, now time.Time) {
 		r.Learned[placeKey(s)] = p
 	case Executing:
 		s.Took.Operation = took
+		if s.ChangeSetType == "CREATE" {
+			return // a create makes every resource: it says little of the updates beside it
+		}
+		if r.Learned == nil {
+			r.Learned = map[string]Place{}
+		}
+		p := r.Learned[placeKey(s)]
+		o := &p.Operations
+		if o.Seen == 0 || took < o.Fastest {
+			o.Fastest = took
+		}
+		o.Slowest = max(o.Slowest, took)
+		o.Seen++
+		r.Learned[placeKey(s)] = p
 	}
 }
 

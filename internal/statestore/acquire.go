@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -102,8 +103,12 @@ func (s *Store) Resume(ctx context.Context, namespace, key, runID string, owner 
 			return nil, fmt.Errorf("resume run %s on state %s/%s: the lock is now held by %s: stop the run: %w", orNone(runID), namespace, key, held, ErrLockLost)
 		}
 		now := s.clock().Now().UTC()
+		if held.Owner != owner && now.Before(held.StepUntil) {
+			return nil, &SteppingError{Holder: held.Owner, Until: held.StepUntil}
+		}
 		next := *held
 		next.Owner, next.ExpiresAt, next.Renewals = owner, now.Add(s.lease()), held.Renewals+1
+		next.StepUntil = now.Add(s.stepClaim())
 		etag, err := s.putLock(ctx, &next, held.etag, false)
 		if err == nil {
 			next.etag = etag
@@ -119,6 +124,42 @@ func (s *Store) Resume(ctx context.Context, namespace, key, runID string, owner 
 		lastErr = fmt.Errorf("lock s3://%s/%s changed while resuming run %s: %w", s.Bucket, lockKey, runID, err)
 	}
 	return nil, fmt.Errorf("%w; gave up after %d attempts: retry later", lastErr, maxAcquireAttempts)
+}
+
+// SteppingError is Resume's answer while another invocation of the same run is in a step:
+// Holder, until it calls EndStep, or Until at the latest.
+type SteppingError struct {
+	Holder Owner
+	Until  time.Time
+}
+
+func (e *SteppingError) Error() string {
+	return fmt.Sprintf("%s is in a step of the run until %s at the latest: wait for it", e.Holder, clock.Stamp(e.Until))
+}
+
+func (e *SteppingError) Unwrap() error { return ErrStepping }
+
+// EndStep says the step Resume began with l is over: another invocation of the run may
+// Resume it now. A lock that changed since (taken over, or resumed past a claim that ran
+// out) is left as it is, with ErrLockLost.
+func (s *Store) EndStep(ctx context.Context, l *Lock) error {
+	if err := usable(l); err != nil {
+		return err
+	}
+	if l.StepUntil.IsZero() {
+		return nil
+	}
+	next := *l
+	next.StepUntil = time.Time{}
+	etag, err := s.putLock(ctx, &next, l.etag, false)
+	if errors.Is(err, objects.ErrConflict) {
+		return s.lost(ctx, l, "end step")
+	}
+	if err != nil {
+		return fmt.Errorf("lock: end step: %w", err)
+	}
+	l.StepUntil, l.etag = time.Time{}, etag
+	return nil
 }
 
 // Renew extends the lease of l from now, only while the lock object is still the one l

@@ -36,6 +36,11 @@ type Lock struct {
 	Renewals int64 `json:"renewals"`
 	// TakenOverFrom is the expired lock this one replaced, if any.
 	TakenOverFrom *Lock `json:"taken_over_from,omitempty"`
+	// StepUntil, while in the future, says the Owner (an invocation of the run) is in a
+	// step: Resume by another invocation of the same run waits for it (ErrStepping)
+	// instead of taking the lock from under it; EndStep clears it. A holder that died
+	// mid-step holds it no longer than Store.StepClaim.
+	StepUntil time.Time `json:"step_until,omitzero"`
 
 	etag      string // of the lock object as this holder last wrote it
 	stateRead bool   // Read was called under this lock

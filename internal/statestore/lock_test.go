@@ -487,3 +487,78 @@ func TestLockWithoutETagIsRefused(t *testing.T) {
 		t.Errorf("the real lock was disturbed: %v", err)
 	}
 }
+
+// TestResumeWaitsForAnotherInvocationsStep: two invocations of one run (a stack event and
+// a heartbeat at once) step it one after the other. Resume claims a step; another
+// invocation's Resume meanwhile gets ErrStepping (and until when), not the lock, until
+// the first calls EndStep or its claim runs out (an invocation that died mid-step).
+func TestResumeWaitsForAnotherInvocationsStep(t *testing.T) {
+	ownerC := statestore.Owner{Function: "cairn-deployer", RequestID: "req-c"}
+	for _, tc := range []struct {
+		name string
+		// between the first invocation's Resume and the second's
+		end     bool          // the first ends its step
+		advance time.Duration // the clock moves on
+		want    error         // the second's Resume: nil or ErrStepping
+	}{
+		{name: "mid-step", want: statestore.ErrStepping},
+		{name: "just before the claim runs out", advance: statestore.DefaultStepClaim - time.Second, want: statestore.ErrStepping},
+		{name: "step ended", end: true},
+		{name: "claim ran out", advance: statestore.DefaultStepClaim},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t)
+			s := e.store(nil)
+			s.Lease = time.Hour
+			if _, err := s.Acquire(ctx, "shop", "main", "run-7", ownerA); err != nil {
+				t.Fatal(err)
+			}
+			first, err := s.Resume(ctx, "shop", "main", "run-7", ownerB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !first.StepUntil.Equal(e.clock.Now().Add(statestore.DefaultStepClaim)) {
+				t.Errorf("StepUntil = %s, want now + %s", first.StepUntil, statestore.DefaultStepClaim)
+			}
+			// The same invocation steps again (a look it lingered for) without waiting.
+			if first, err = s.Resume(ctx, "shop", "main", "run-7", ownerB); err != nil {
+				t.Fatalf("Resume by the invocation in the step: %v", err)
+			}
+			if tc.end {
+				if err := s.EndStep(ctx, first); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.clock.Advance(tc.advance)
+			second, err := s.Resume(ctx, "shop", "main", "run-7", ownerC)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Resume by another invocation: err = %v, want %v", err, tc.want)
+			}
+			if tc.want != nil {
+				var busy *statestore.SteppingError
+				if !errors.As(err, &busy) || busy.Holder != ownerB || !busy.Until.Equal(first.StepUntil) || !strings.Contains(err.Error(), "req-b") {
+					t.Errorf("err = %#v, want a SteppingError naming req-b until %s", err, first.StepUntil)
+				}
+				// The step goes on undisturbed: its lock checks pass.
+				if err := s.Check(ctx, first); err != nil {
+					t.Errorf("Check of the invocation in the step: %v", err)
+				}
+				return
+			}
+			if second.Owner != ownerC {
+				t.Errorf("resumed by %v, want %v", second.Owner, ownerC)
+			}
+			// The first invocation is fenced off now, and its EndStep changes nothing.
+			if err := s.Check(ctx, first); !errors.Is(err, statestore.ErrLockLost) {
+				t.Errorf("Check of the first invocation: err = %v, want ErrLockLost", err)
+			}
+			if err := s.EndStep(ctx, first); !tc.end && !errors.Is(err, statestore.ErrLockLost) {
+				t.Errorf("EndStep of the first invocation after the second resumed: err = %v, want ErrLockLost", err)
+			}
+			if err := s.Check(ctx, second); err != nil {
+				t.Errorf("Check of the second invocation: %v", err)
+			}
+		})
+	}
+}

@@ -28,6 +28,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrLockLost: the lock was taken over, released or force-unlocked since it was acquired.
 	ErrLockLost = errors.New("lock lost")
+	// ErrStepping: another invocation of the same run is in a step (Lock.StepUntil); wait
+	// for it and Resume again (SteppingError says until when at most).
+	ErrStepping = errors.New("another invocation of the run is in a step")
 	// ErrLeaseExpired: the lock is (about to be) past its lease; Renew it before acting.
 	ErrLeaseExpired = errors.New("lease expired")
 	// ErrNotLocked: there is no lock to remove.

@@ -42,9 +42,24 @@ type Store struct {
 	Logger *slog.Logger
 	// Lease is how long Acquire and Renew hold the lock (default DefaultLease).
 	Lease time.Duration
+	// StepClaim is how long a step Resume begins keeps other invocations of the same run
+	// waiting at most, should it never call EndStep (default DefaultStepClaim).
+	StepClaim time.Duration
 	// Skew is the tolerated clock difference between machines (default DefaultSkew;
 	// negative for none).
 	Skew time.Duration
+}
+
+// DefaultStepClaim bounds a step: a step observes, acts and saves in a few seconds,
+// throttled calls of a few hundred stacks included; one that takes longer (or whose
+// invocation died) is then resumed by another invocation of its run, which fences it.
+const DefaultStepClaim = time.Minute
+
+func (s *Store) stepClaim() time.Duration {
+	if s.StepClaim <= 0 {
+		return DefaultStepClaim
+	}
+	return s.StepClaim
 }
 
 func (s *Store) clock() clock.Clock {

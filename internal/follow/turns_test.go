@@ -1,0 +1,95 @@
+package follow_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"golang.org/x/time/rate"
+
+	"github.com/cairn-dev/cairn/internal/awsclient"
+	"github.com/cairn-dev/cairn/internal/clock"
+	"github.com/cairn-dev/cairn/internal/follow"
+	"github.com/cairn-dev/cairn/internal/run"
+	"github.com/cairn-dev/cairn/internal/rundoc"
+	"github.com/cairn-dev/cairn/internal/target"
+)
+
+// slowEvents answers DescribeStackEvents with no event, each call taking took on the
+// clock (as the follower's budget paces them), and records which stacks were read.
+type slowEvents struct {
+	mu   sync.Mutex
+	clk  *clock.Fake
+	took time.Duration
+	read []string
+}
+
+func (s *slowEvents) DescribeStackEvents(_ context.Context, in *cloudformation.DescribeStackEventsInput, _ ...func(*cloudformation.Options)) (*cloudformation.DescribeStackEventsOutput, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clk.Advance(s.took)
+	s.read = append(s.read, aws.ToString(in.StackName))
+	return &cloudformation.DescribeStackEventsOutput{}, nil
+}
+
+func (s *slowEvents) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.read
+	s.read = nil
+	return r
+}
+
+// TestEventsReadInTurns: with more stacks in flight than one poll can read, each Read
+// stops at PerRead and the next goes on where it stopped, so every stack is read in turn
+// and the follower polls the run on time; once the run ended, the last Read notes the
+// stacks whose last events it did not read, rather than read them all first (at 500
+// stacks, push --wait returned ~45 s after the run ended).
+func TestEventsReadInTurns(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	api := &slowEvents{clk: clk, took: 200 * time.Millisecond}
+	e := &follow.Events{Clock: clk, PerRead: time.Second, Budget: awsclient.Budget{Limiter: rate.NewLimiter(rate.Inf, 1), Clock: clk},
+		At: func(context.Context, target.Spec) (follow.EventsAPI, error) { return api, nil }}
+	doc := &rundoc.Document{Run: &run.Run{ID: "r1", Deployment: "shop", Status: run.Running, StartedAt: t0, Stacks: map[string]*run.Stack{}}}
+	const n = 12
+	for i := range n {
+		name := fmt.Sprintf("s%02d", i)
+		doc.Run.Stacks[name] = &run.Stack{Name: name, StackName: "shop-" + name, StackID: "id-" + name, Phase: run.Executing, ExecutedAt: t0, PhaseSince: t0}
+	}
+	seen := map[string]int{}
+	for poll := range 3 {
+		_, notes := e.Read(context.Background(), nil, doc)
+		got := api.take()
+		if len(got) != 5 || len(notes) != 0 {
+			t.Fatalf("poll %d read %v (notes %q), want 5 stacks (a second's worth) and no note", poll, got, notes)
+		}
+		for _, id := range got {
+			seen[id]++
+		}
+	}
+	for i := range n {
+		if id := fmt.Sprintf("id-s%02d", i); seen[id] == 0 {
+			t.Errorf("stack %s never read in 3 polls (reads %v)", id, seen)
+		}
+	}
+	// The run ends: one more bounded Read, and a note for the rest.
+	prev := &rundoc.Document{Run: doc.Run.Clone()}
+	doc.Run.Status = run.Succeeded
+	for _, s := range doc.Run.Stacks {
+		s.Phase, s.FinishedAt = run.Done, clk.Now()
+	}
+	before := clk.Now()
+	_, notes := e.Read(context.Background(), prev, doc)
+	if took := clk.Now().Sub(before); took > time.Second+api.took {
+		t.Errorf("the last Read took %s, want at most PerRead", took)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "the last resource events of 7 stack(s) are not shown") || !strings.Contains(notes[0], "cairn follow shop r1") {
+		t.Errorf("notes %q, want one naming the 7 stacks not read and `cairn follow shop r1`", notes)
+	}
+}

@@ -295,7 +295,24 @@ func (c *Client) ResourceDrifts(ctx context.Context, t target.Spec, stackID stri
 	if err != nil {
 		return nil, err
 	}
-	in := &cloudformation.DescribeStackResourceDriftsInput{StackName: aws.String(stackID),
+	out, err := ListResourceDrifts(ctx, api, budget, stackID)
+	if err != nil {
+		return nil, fmt.Errorf("the drifted resources of stack %s: %s", awsclient.StackName(stackID), awserr.Reason(err))
+	}
+	return out, nil
+}
+
+// DriftLister reads the drifts of a stack's resources.
+type DriftLister interface {
+	DescribeStackResourceDrifts(ctx context.Context, in *cloudformation.DescribeStackResourceDriftsInput, optFns ...func(*cloudformation.Options)) (*cloudformation.DescribeStackResourceDriftsOutput, error)
+}
+
+// ListResourceDrifts lists the modified and deleted resources of stack (a name or id) as
+// its last drift detection found them, all pages, each after budget allows: the one
+// reading of CloudFormation's resource drifts, for plans and for the drift sweeper. Its
+// error is CloudFormation's, unwrapped, for the caller to classify (awserr.Throttled).
+func ListResourceDrifts(ctx context.Context, api DriftLister, budget Budget, stack string) ([]drift.Resource, error) {
+	in := &cloudformation.DescribeStackResourceDriftsInput{StackName: aws.String(stack),
 		StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted}}
 	var out []drift.Resource
 	for {
@@ -304,7 +321,7 @@ func (c *Client) ResourceDrifts(ctx context.Context, t target.Spec, stackID stri
 		}
 		page, err := api.DescribeStackResourceDrifts(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("the drifted resources of stack %s: %s", awsclient.StackName(stackID), awserr.Reason(err))
+			return nil, err
 		}
 		for _, r := range page.StackResourceDrifts {
 			res := drift.Resource{LogicalID: aws.ToString(r.LogicalResourceId), PhysicalID: aws.ToString(r.PhysicalResourceId),

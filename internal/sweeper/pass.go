@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/awserr"
+	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/clock"
 	"github.com/cairn-dev/cairn/internal/drift"
 	"github.com/cairn-dev/cairn/internal/statestore"
@@ -162,37 +163,9 @@ func (d *Driver) liveSecrets(ctx context.Context, inv *invocation, api CloudForm
 
 // resources lists the modified and deleted resources of s, all pages.
 func (d *Driver) resources(ctx context.Context, inv *invocation, s *drift.Stack) ([]drift.Resource, error) {
-	in := &cloudformation.DescribeStackResourceDriftsInput{
-		StackName: aws.String(stackRef(s)),
-		StackResourceDriftStatusFilters: []cfntypes.StackResourceDriftStatus{
-			cfntypes.StackResourceDriftStatusModified, cfntypes.StackResourceDriftStatusDeleted,
-		},
-	}
 	api, budget, err := d.at(ctx, inv, s.Target)
 	if err != nil {
 		return nil, err
 	}
-	var out []drift.Resource
-	for {
-		if err := budget.Wait(ctx); err != nil {
-			return nil, err
-		}
-		page, err := api.DescribeStackResourceDrifts(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page.StackResourceDrifts {
-			res := drift.Resource{LogicalID: aws.ToString(r.LogicalResourceId), PhysicalID: aws.ToString(r.PhysicalResourceId),
-				Type: aws.ToString(r.ResourceType), Status: string(r.StackResourceDriftStatus)}
-			for _, p := range r.PropertyDifferences {
-				res.Differences = append(res.Differences, drift.Difference{Path: aws.ToString(p.PropertyPath),
-					Expected: aws.ToString(p.ExpectedValue), Actual: aws.ToString(p.ActualValue), Type: string(p.DifferenceType)})
-			}
-			out = append(out, res)
-		}
-		if aws.ToString(page.NextToken) == "" {
-			return out, nil
-		}
-		in.NextToken = page.NextToken
-	}
+	return changeset.ListResourceDrifts(ctx, api, budget, stackRef(s))
 }

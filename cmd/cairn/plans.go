@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-dev/cairn/internal/overrides"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/cairn-dev/cairn/internal/report"
 	"github.com/cairn-dev/cairn/internal/review"
+	"github.com/cairn-dev/cairn/internal/verdict"
 )
 
 func init() { commands = append(commands, newPlansCmd) }
@@ -71,13 +75,7 @@ or a pull request's head), abbreviated to 7 hex digits or more.`,
 				return err
 			}
 			if latest {
-				for _, e := range entries {
-					if e.Status == review.Planned {
-						printer.Fprintln(out, e.Plan.ID)
-						return nil
-					}
-				}
-				return refuse("deployment %s has no plan waiting for approval: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
+				return printLatest(cmd, c, deployment, entries)
 			}
 			if len(entries) == 0 && commit != "" {
 				return refuse("deployment %s has no plans made from commit %s (see `cairn plans %s`)", deployment, commit, deployment)
@@ -103,6 +101,13 @@ or a pull request's head), abbreviated to 7 hex digits or more.`,
 				detail := e.Why
 				if e.Status == review.Planned {
 					detail = fmt.Sprintf("cairn approve %s %s", deployment, p.ID)
+					denied, err := deniedRules(cmd, c, deployment, p)
+					if err != nil {
+						return err
+					}
+					if len(denied) > 0 {
+						detail = fmt.Sprintf("denied by policy (%s): `cairn plans %s %s` says how to proceed", strings.Join(denied, ", "), deployment, p.ID)
+					}
 				}
 				printer.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.ID, e.Status, review.Age(e.Age), changes, dash(bundle), detail)
 			}
@@ -158,4 +163,54 @@ func writeComments(cmd *cobra.Command, r *review.Reader, deployment string, limi
 		printer.Fprintf(cmd.OutOrStdout(), "%d %s\n", n, file)
 	}
 	return nil
+}
+
+// printLatest prints the id of the newest of entries that can be approved: planned, and
+// with no policy denial standing once the overrides written for it are counted. Planned
+// plans it passes over for a denial are named on stderr, and in the refusal when none is
+// left.
+func printLatest(cmd *cobra.Command, c *cairn, deployment string, entries []review.Entry) error {
+	var denied []string
+	for _, e := range entries {
+		if e.Status != review.Planned {
+			continue
+		}
+		rules, err := deniedRules(cmd, c, deployment, e.Plan)
+		if err != nil {
+			return err
+		}
+		if len(rules) == 0 {
+			printer.Fprintln(cmd.OutOrStdout(), e.Plan.ID)
+			return nil
+		}
+		d := fmt.Sprintf("%s (denied by policy: %s)", e.Plan.ID, strings.Join(rules, ", "))
+		denied = append(denied, d)
+		printer.Fprintf(cmd.ErrOrStderr(), "cairn: passing over plan %s: `cairn plans %s %s` says how to proceed\n", d, deployment, e.Plan.ID)
+	}
+	if len(denied) > 0 {
+		return refuse("deployment %s has no plan that can be approved: %s; fix the change and plan again, or have the policy owner override the rule (`cairn policy override %s PLAN_ID RULE --reason TEXT`)", deployment, strings.Join(denied, "; "), deployment)
+	}
+	return refuse("deployment %s has no plan waiting for approval: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
+}
+
+// deniedRules are the rules whose denial of plan p stands, the overrides written for it
+// counted: none when p was not judged or nothing denies it.
+func deniedRules(cmd *cobra.Command, c *cairn, deployment string, p *plan.Document) ([]string, error) {
+	if p.Policy == nil || !p.Policy.Denied {
+		return nil, nil
+	}
+	v, _, err := overrides.Check(cmd.Context(), c.S3, c.bucket, deployment, p.ID, p.Policy)
+	if err != nil {
+		return nil, err
+	}
+	var rules []string
+	if v.Error != "" {
+		rules = append(rules, verdict.ErrorRule)
+	}
+	for _, r := range v.Standing() {
+		if !slices.Contains(rules, r.Rule) {
+			rules = append(rules, r.Rule)
+		}
+	}
+	return rules, nil
 }

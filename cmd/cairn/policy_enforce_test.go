@@ -212,6 +212,15 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 		t.Errorf("a refused apply uploaded its content: %d objects under approvals/ before, %d after", before, after)
 	}
 
+	// `cairn plans` says so, and --latest (scripts approve what it prints) passes over it.
+	if code := cli("plans", "cli"); code != 0 || !strings.Contains(stdout.String(), "denied by policy (cairn.s3_public): `cairn plans cli "+id[1]+"` says how to proceed") {
+		t.Errorf("cairn plans exited %d; its row of the denied plan does not say so:\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if code := cli("plans", "cli", "--latest"); code != 1 || stdout.Len() != 0 ||
+		!strings.Contains(stderr.String(), "deployment cli has no plan that can be approved: "+id[1]+" (denied by policy: cairn.s3_public)") {
+		t.Errorf("plans --latest with only a denied plan exited %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+	}
+
 	// The policy role's override of another rule, or of this rule for another plan,
 	// lifts nothing; the override of this rule for this plan does.
 	// (Written by hand as the policy role: `cairn policy override` refuses both.)
@@ -223,6 +232,9 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 	}
 	if code := cli("policy", "override", "cli", id[1], "cairn.s3_public", "--reason", "a public website, reviewed by security (SEC-12)", "--role", role); code != 0 {
 		t.Fatalf("policy override exited %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	if code := cli("plans", "cli", "--latest"); code != 0 || stdout.String() != id[1]+"\n" {
+		t.Errorf("plans --latest once the denial was overridden exited %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 	if code := cli(append([]string{"approve", "cli", id[1]}, waitArgs...)...); code != 0 {
 		t.Fatalf("approve with the override exited %d\n%s\n%s", code, stdout.String(), stderr.String())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/cairn-dev/cairn/internal/awserr"
 	"github.com/cairn-dev/cairn/internal/clock"
@@ -43,6 +44,9 @@ type Reacher struct {
 	mu      sync.Mutex
 	creds   map[credKey]aws.Credentials
 	account string
+	// assuming makes the goroutines that miss the cache for one key at once (a run's
+	// stacks looked at in parallel, concurrent invocations) share one AssumeRole.
+	assuming singleflight.Group
 }
 
 type credKey struct{ session, role, externalID string }
@@ -122,6 +126,18 @@ func (r *Reacher) Assume(ctx context.Context, session, role, externalID string) 
 	if ok && r.now().Before(c.Expires.Add(-window)) {
 		return c, nil
 	}
+	v, err, _ := r.assuming.Do(fmt.Sprintf("%q %q %q", session, role, externalID), func() (any, error) {
+		return r.assume(ctx, key)
+	})
+	if err != nil {
+		return aws.Credentials{}, err
+	}
+	return v.(aws.Credentials), nil
+}
+
+// assume asks STS for the credentials of key and caches them.
+func (r *Reacher) assume(ctx context.Context, key credKey) (aws.Credentials, error) {
+	session, role, externalID := key.session, key.role, key.externalID
 	in := &sts.AssumeRoleInput{RoleArn: aws.String(role), RoleSessionName: aws.String(SessionName(session))}
 	if externalID != "" {
 		in.ExternalId = aws.String(externalID)
@@ -135,7 +151,7 @@ func (r *Reacher) Assume(ctx context.Context, session, role, externalID string) 
 		return aws.Credentials{}, &Refused{msg: fmt.Sprintf("cannot assume role %s%s: %s (its trust policy must admit cairn's deployer and drift roles: the target stack's deploy role does)",
 			role, how, awserr.Message(err)), err: err}
 	}
-	c = aws.Credentials{
+	c := aws.Credentials{
 		AccessKeyID: aws.ToString(out.Credentials.AccessKeyId), SecretAccessKey: aws.ToString(out.Credentials.SecretAccessKey),
 		SessionToken: aws.ToString(out.Credentials.SessionToken), Source: "cairn-assume-role",
 		CanExpire: true, Expires: aws.ToTime(out.Credentials.Expiration),

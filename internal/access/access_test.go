@@ -120,3 +120,52 @@ func TestSessionName(t *testing.T) {
 		}
 	}
 }
+
+// slowSTS holds every AssumeRole until release is closed, so callers meet in it.
+type slowSTS struct {
+	fakeSTS
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowSTS) AssumeRole(ctx context.Context, in *sts.AssumeRoleInput, o ...func(*sts.Options)) (*sts.AssumeRoleOutput, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.fakeSTS.AssumeRole(ctx, in, o...)
+}
+
+// TestConcurrentMissesAssumeOnce: goroutines that miss the cache for one run and role at
+// once (a run's stacks looked at in parallel, invocations of one run side by side) share
+// one AssumeRole and its credentials.
+func TestConcurrentMissesAssumeOnce(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC))
+	f := &slowSTS{fakeSTS: fakeSTS{clk: clk}, entered: make(chan struct{}, 20), release: make(chan struct{})}
+	r := &Reacher{Base: aws.Config{Region: "us-east-1"}, STS: f, Clock: clk}
+	const callers = 8
+	keys := make(chan string, callers)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := r.Assume(context.Background(), "run-1", "arn:aws:iam::111111111111:role/deploy", "")
+			if err != nil {
+				t.Error(err)
+			}
+			keys <- c.AccessKeyID
+		}()
+	}
+	<-f.entered                       // one caller is in AssumeRole ...
+	time.Sleep(50 * time.Millisecond) // ... while the others arrive
+	close(f.release)
+	wg.Wait()
+	close(keys)
+	for k := range keys {
+		if k != "ASIAX" {
+			t.Errorf("a caller got credentials %q, want the one AssumeRole's ASIAX", k)
+		}
+	}
+	if len(f.calls) != 1 {
+		t.Errorf("AssumeRole called %d times by %d callers at once, want once", len(f.calls), callers)
+	}
+}

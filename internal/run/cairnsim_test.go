@@ -309,11 +309,18 @@ func (s *cairnSim) act(a run.Action, at time.Time) {
 		if cs.made++; cs.made > 1 {
 			s.out.remade++
 		}
+		var finished time.Time // when the last of its dependencies finished
 		for _, d := range s.g.deps[i] {
-			if end := s.cfn[s.g.names[d]].opEnd; end.IsZero() || at.Before(end) {
+			end := s.cfn[s.g.names[d]].opEnd
+			if end.IsZero() || at.Before(end) {
 				s.out.early++ // made before d finished
-				break
+				return
 			}
+			finished = later(finished, end)
+		}
+		if !finished.IsZero() {
+			s.out.startLag += at.Sub(finished)
+			s.out.started++
 		}
 	case run.ExecuteChangeSet:
 		// From when it could run: its change set ready and its dependencies finished

@@ -146,6 +146,11 @@ type outcome struct {
 	// those made again (a stack's second and later), and those executed with parameters
 	// other than its dependencies' outputs at the time (stale: never, if the engine is right).
 	early, remade, staleExecuted int
+	// startLag sums, over the change sets of stacks with dependencies made once those
+	// finished (started of them), the time from the last one's end in CloudFormation to the
+	// change set's creation.
+	startLag time.Duration
+	started  int
 }
 
 // BenchmarkMakespan schedules each graph at max_concurrency 5, 10 and 50 with cairn's

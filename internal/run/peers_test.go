@@ -286,6 +286,14 @@ func (s *peerSim) handle(e peerEvent) {
 		default:
 			s.out.calls++ // create the change set
 			s.csReady[i] = e.at.Add(simCallLatency).Add(s.t.cs[i])
+			if deps := s.g.deps[i]; len(deps) > 0 {
+				var finished time.Time
+				for _, d := range deps {
+					finished = later(finished, s.end[d])
+				}
+				s.out.startLag += e.at.Add(simCallLatency).Sub(finished)
+				s.out.started++
+			}
 			next(e.at.Add(simCallLatency), peerChangeSet, 0)
 		}
 	case peerChangeSet:

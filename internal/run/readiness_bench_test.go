@@ -91,7 +91,8 @@ func readinessGraphs() []simGraph {
 // readinessSums add up one graph and phase's draws.
 type readinessSums struct {
 	cp, best                                 []float64 // per strategy: makespan / critical path, / best schedule
-	calls, throttled                         []int
+	calls, throttled, started                []int
+	startLag                                 []time.Duration
 	bestCP, worst                            float64
 	lag                                      time.Duration
 	early, remade, stacks, draws, boundDraws int
@@ -125,7 +126,8 @@ func BenchmarkReadiness(b *testing.B) {
 
 func measureReadiness(b *testing.B, g simGraph, ph readinessPhase, draws, concurrency int) readinessSums {
 	k := len(readinessStrategies)
-	m := readinessSums{cp: make([]float64, k), best: make([]float64, k), calls: make([]int, k), throttled: make([]int, k), draws: draws}
+	m := readinessSums{cp: make([]float64, k), best: make([]float64, k), calls: make([]int, k), throttled: make([]int, k),
+		started: make([]int, k), startLag: make([]time.Duration, k), draws: draws}
 	for d := range draws {
 		seed := uint64(d + 1)
 		t, w := ph.timings(len(g.names), seed), ph.world(len(g.names), seed)
@@ -144,6 +146,8 @@ func measureReadiness(b *testing.B, g simGraph, ph readinessPhase, draws, concur
 			m.best[i] += ratio2(o.makespan, best) / float64(draws)
 			m.calls[i] += o.calls
 			m.throttled[i] += o.throttled
+			m.startLag[i] += o.startLag
+			m.started[i] += o.started
 			if i == 0 {
 				m.worst = max(m.worst, ratio2(o.makespan, cp))
 				m.lag += o.readyToExecute
@@ -160,7 +164,7 @@ func reportReadiness(b *testing.B, name string, m readinessSums, concurrency int
 	n := float64(m.stacks)
 	bound := m.bestCP > 1.001
 	var line strings.Builder
-	fmt.Fprintf(&line, "%s, %d draws, max_concurrency %d (makespan / critical path, calls per stack, of them throttled", name, m.draws, concurrency)
+	fmt.Fprintf(&line, "%s, %d draws, max_concurrency %d (makespan / critical path, calls per stack, of them throttled, seconds from a dependency's end to a change set made after it", name, m.draws, concurrency)
 	if bound {
 		fmt.Fprintf(&line, ", makespan / best schedule: %d of %d draws above the critical path at this concurrency, best / critical path %.3f", m.boundDraws, m.draws, m.bestCP)
 	}
@@ -169,7 +173,12 @@ func reportReadiness(b *testing.B, name string, m readinessSums, concurrency int
 		b.ReportMetric(m.cp[i], st.name+"/cp")
 		b.ReportMetric(float64(m.calls[i])/n, st.name+"-calls/stack")
 		b.ReportMetric(float64(m.throttled[i])/n, st.name+"-throttled/stack")
-		fmt.Fprintf(&line, "\n  %-17s %.3f  %6.1f  %5.1f", st.name, m.cp[i], float64(m.calls[i])/n, float64(m.throttled[i])/n)
+		lag := 0.0
+		if m.started[i] > 0 {
+			lag = (m.startLag[i] / time.Duration(m.started[i])).Seconds()
+			b.ReportMetric(lag, st.name+"-start-lag-s")
+		}
+		fmt.Fprintf(&line, "\n  %-17s %.3f  %6.1f  %5.1f  %5.2f", st.name, m.cp[i], float64(m.calls[i])/n, float64(m.throttled[i])/n, lag)
 		if bound {
 			b.ReportMetric(m.best[i], st.name+"/best")
 			fmt.Fprintf(&line, "  %.3f", m.best[i])

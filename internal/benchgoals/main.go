@@ -247,6 +247,9 @@ func readinessGoals() []goal {
 				goal{name + "cairn's calls / the 0.25 s poller's", "<= 0.2", ratioOf(b, "cairn-calls/stack", "", "thread-0.25s-calls/stack"), "%.3f", atMost(0.2)},
 				goal{name + "cairn making change sets after the dependencies (its looks alone) / critical path", "none (reported)", metric(b, "cairn-after-deps/cp"), "%.3f", nil},
 			)
+			if g == "dag-20" { // more stacks ready at once than max_concurrency: the critical path is out of reach
+				gs = append(gs, goal{name + "cairn / the best schedule at max_concurrency 10", "none (reported)", metric(b, "cairn/best"), "%.3f", nil})
+			}
 		}
 	}
 	return gs

@@ -34,10 +34,10 @@ func TestTable(t *testing.T) {
 		{"line of 5 stacks of 4 s each, emulator, 3 s heartbeats: makespan / 20 s", "1.001", "yes"},
 		{"10,000-stack load, validate, graph: ms", "139.6", "no"},          // goal < 100
 		{"10,000-stack load, validate, graph: MB allocated", "85.0", "no"}, // goal < 64
-		{"readiness irregular-16 later-run, change sets 2-12 s: cairn / critical path", "1.031", "yes"},
-		{"readiness irregular-16 later-run, change sets 2-12 s: 0.25 s thread-per-stack / cairn", "1.009", "yes"}, // 1.040 / 1.031
-		{"readiness irregular-16 later-run, change sets 2-12 s: cairn's calls / the 0.25 s poller's", "0.076", "yes"},
-		{"readiness chain-5 first-run, change sets 2-12 s: cairn / critical path", "not measured", "-"},
+		{"readiness irregular-16 update-outputs-30, change sets 2-12 s: cairn / critical path", "1.031", "yes"},
+		{"readiness irregular-16 update-outputs-30, change sets 2-12 s: 0.25 s thread-per-stack / cairn", "1.009", "yes"}, // 1.040 / 1.031
+		{"readiness irregular-16 update-outputs-30, change sets 2-12 s: cairn's calls / the 0.25 s poller's", "0.076", "yes"},
+		{"readiness chain-5 create, change sets 2-12 s: cairn / critical path", "not measured", "-"},
 		{"port allocations, 20 stacks at once, one function instance: per s", "5400", "yes"},
 		{"port allocations, 20 stacks at once, two instances (the deployed SQS source's MaxConcurrency): per s", "480", "no"},
 		{"port allocations, 20 stacks at once, an instance per stack (not deployed: a bound on contention): per s", "400", "n/a"},

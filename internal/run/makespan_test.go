@@ -1,17 +1,12 @@
 package run_test
 
 import (
-	"container/heap"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"golang.org/x/time/rate"
-
-	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/benchbundle"
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -35,16 +30,8 @@ import (
 // (awsclient.DefaultBudget) on the virtual clock. The peers have no budget: they are
 // modelled as if CloudFormation never throttled them.
 //
-// The peers, as their code reads:
-//   - level by level (Sceptre's plan executor): the graph cut into levels by depth, each
-//     level's stacks on a pool of max_concurrency threads, the next level started when the
-//     whole level returned; each stack describes itself, creates its change set, polls it
-//     every 2 s, executes it, then polls the stack every 4 s (DescribeStacks and
-//     DescribeStackEvents) and sleeps once more after the poll that sees it finished;
-//   - thread per stack (Stacker's walker): a stack's thread starts when its dependencies'
-//     threads finished, holds one of max_concurrency slots from its change set to the end
-//     of its operation, polls the change set after 0.5, 1, 2, 3, 3 ... s and the stack
-//     every 5 s.
+// The peers (peers_test.go) look at CloudFormation on fixed schedules, as their code
+// reads: level by level (Sceptre) and a thread per stack (Stacker).
 
 const (
 	simHeartbeat   = 15 * time.Second
@@ -147,393 +134,23 @@ func earlyFloor(g simGraph, t timings) time.Duration {
 
 // outcome is one scheduler's result on one graph.
 type outcome struct {
-	makespan time.Duration // from the start to the last operation's end in CloudFormation
-	calls    int           // CloudFormation calls
-	steps    int           // deployer steps (cairn only)
-	status   run.Status    // how cairn's run ended
+	makespan  time.Duration // from the start to the last operation's end in CloudFormation
+	calls     int           // CloudFormation calls (each attempt of a throttled one)
+	throttled int           // calls CloudFormation throttled
+	steps     int           // deployer steps (cairn only)
+	status    run.Status    // how cairn's run ended
 	// readyToExecute sums, over cairn's stacks, the time from a change set's readiness to
 	// its execution.
 	readyToExecute time.Duration
-}
-
-// --- cairn ---
-
-type simTrigger struct {
-	at        time.Time
-	heartbeat bool
-	check     bool
-	stack     string    // a stack event's stack (CloudFormation name)
-	lingering time.Time // a step the invocation that began then makes after waiting (run.Lingers)
-}
-
-// simMaxLinger bounds how long one invocation waits for looks (deploy's MaxLinger).
-const simMaxLinger = 30 * time.Second
-
-type triggerQueue []simTrigger
-
-func (q triggerQueue) Len() int           { return len(q) }
-func (q triggerQueue) Less(i, j int) bool { return q[i].at.Before(q[j].at) }
-func (q triggerQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
-func (q *triggerQueue) Push(x any)        { *q = append(*q, x.(simTrigger)) }
-func (q *triggerQueue) Pop() any {
-	old := *q
-	x := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return x
-}
-
-// simStack is CloudFormation's side of one stack.
-type simStack struct {
-	csReady, opEnd time.Time // zero until started
-}
-
-type cairnSim struct {
-	g       simGraph
-	t       timings
-	r       *run.Run
-	cfn     map[string]*simStack // by config name
-	index   map[string]int
-	budget  *rate.Limiter
-	rng     *rand.Rand
-	q       triggerQueue
-	calls   int
-	steps   int
-	lastEnd time.Time
-	lag     time.Duration // ready to execute, summed
-}
-
-func simulateCairn(g simGraph, t timings, concurrency int, seed uint64) outcome {
-	return simulateCairnEarly(g, t, concurrency, seed, true)
-}
-
-// simulateCairnEarly is simulateCairn with change sets made early (run.Stack.Early) or,
-// when early is false, only after their dependencies finished, as the peers make them.
-func simulateCairnEarly(g simGraph, t timings, concurrency int, seed uint64, early bool) outcome {
-	s := &cairnSim{g: g, t: t, cfn: map[string]*simStack{}, index: map[string]int{}, budget: awsclient.DefaultBudget(),
-		rng: rand.New(rand.NewPCG(seed, 11))}
-	s.r = &run.Run{ID: "sim", Mode: run.ModeDeploy, Status: run.Running, MaxConcurrency: concurrency, Stacks: map[string]*run.Stack{}, StartedAt: simEpoch}
-	for i, name := range g.names {
-		// Early: the simulated templates read nothing but their parameters (as
-		// template.Tree.Outside finds of most), so change sets may be made early.
-		st := &run.Stack{Name: name, StackName: "x-" + name, Intent: run.IntentDeploy, Phase: run.Pending, TemplateHash: "t", Early: early}
-		if t.histCS != nil {
-			st.History = run.Timing{ChangeSet: t.histCS[i], Operation: t.histOp[i]}
-		}
-		for _, d := range g.deps[i] {
-			st.Requires = append(st.Requires, g.names[d])
-		}
-		s.r.Stacks[name] = st
-		s.cfn[name] = &simStack{}
-		s.index[name] = i
-	}
-	heap.Push(&s.q, simTrigger{at: simEpoch}) // the upload's first step
-	heap.Push(&s.q, simTrigger{at: simEpoch.Add(simHeartbeat), heartbeat: true})
-	busyUntil := simEpoch
-	for s.q.Len() > 0 && s.r.Status == run.Running {
-		tr := heap.Pop(&s.q).(simTrigger)
-		if tr.at.Before(busyUntil) {
-			tr.at = busyUntil // waits for the step in progress; merged with what else waits
-			heap.Push(&s.q, tr)
-			continue
-		}
-		merged := []simTrigger{tr}
-		for s.q.Len() > 0 && !s.q[0].at.After(tr.at) {
-			merged = append(merged, heap.Pop(&s.q).(simTrigger))
-		}
-		busyUntil = s.step(tr.at, merged)
-	}
-	return outcome{makespan: s.lastEnd.Sub(simEpoch), calls: s.calls, steps: s.steps, status: s.r.Status, readyToExecute: s.lag}
-}
-
-// calls are the CloudFormation calls of one part of a step (its looks, or its actions),
-// made simPar at a time, each waiting for the run's API budget.
-type calls struct {
-	s     *cairnSim
-	lanes []time.Time
-}
-
-func (s *cairnSim) batch(clock time.Time) *calls {
-	c := &calls{s: s, lanes: make([]time.Time, simPar)}
-	for i := range c.lanes {
-		c.lanes[i] = clock
-	}
-	return c
-}
-
-// call makes one call: it returns when the call reaches CloudFormation.
-func (c *calls) call() time.Time {
-	c.s.calls++
-	l := 0
-	for i := range c.lanes {
-		if c.lanes[i].Before(c.lanes[l]) {
-			l = i
-		}
-	}
-	r := c.s.budget.ReserveN(c.lanes[l], 1)
-	at := c.lanes[l].Add(r.DelayFrom(c.lanes[l]))
-	c.lanes[l] = at.Add(simCallLatency)
-	return at
-}
-
-// done is when every call made is answered.
-func (c *calls) done() time.Time {
-	end := c.lanes[0]
-	for _, l := range c.lanes {
-		end = later(end, l)
-	}
-	return end
-}
-
-func (s *cairnSim) step(start time.Time, triggers []simTrigger) time.Time {
-	s.steps++
-	clock := start.Add(simStepS3 / 2) // load the run document, renew the lock
-	var named []string
-	heartbeat := false
-	invoked := start // when the invocation making this step began
-	for _, tr := range triggers {
-		if tr.stack != "" {
-			named = append(named, tr.stack)
-		}
-		heartbeat = heartbeat || tr.heartbeat
-		if !tr.lingering.IsZero() && tr.lingering.Before(invoked) {
-			invoked = tr.lingering
-		}
-	}
-	changeSets, stacks := s.r.Due(clock, named...)
-	var obs []run.Observation
-	looks := s.batch(clock)
-	for _, name := range changeSets {
-		at := looks.call()
-		o := run.Observation{Stack: name, ChangeSetStatus: "CREATE_IN_PROGRESS"}
-		if !at.Before(s.cfn[name].csReady) {
-			o.ChangeSetStatus, o.Changes = "CREATE_COMPLETE", 1
-		}
-		obs = append(obs, o)
-	}
-	for _, name := range stacks {
-		at := looks.call()
-		o := run.Observation{Stack: name, StackStatus: "UPDATE_IN_PROGRESS"}
-		if end := s.cfn[name].opEnd; !end.IsZero() && !at.Before(end) {
-			o.StackStatus, o.Outputs = "UPDATE_COMPLETE", map[string]string{"Out": name}
-			looks.call() // the operation's events (DescribeStackEvents), read once it settled
-		}
-		obs = append(obs, o)
-	}
-	now := looks.done()
-	prev := s.r
-	next, actions := run.Advance(prev, obs, now, run.Options{Heartbeat: simHeartbeat})
-	acts := s.batch(now)
-	for _, a := range actions {
-		at := acts.call()
-		cs, i := s.cfn[a.Stack], s.index[a.Stack]
-		switch a.Kind {
-		case run.CreateChangeSet:
-			cs.csReady = at.Add(s.t.cs[i])
-		case run.ExecuteChangeSet:
-			// From when it could run: its change set ready and its dependencies finished
-			// (a change set made early waits for them).
-			could := cs.csReady
-			for _, d := range s.g.deps[i] {
-				could = later(could, s.cfn[s.g.names[d]].opEnd)
-			}
-			s.lag += at.Sub(could)
-			cs.opEnd = at.Add(s.t.op[i])
-			if cs.opEnd.After(s.lastEnd) {
-				s.lastEnd = cs.opEnd
-			}
-			if s.rng.IntN(100) > 0 { // 1% of events are lost
-				late := time.Duration(s.rng.Int64N(int64(2 * time.Second)))
-				heap.Push(&s.q, simTrigger{at: cs.opEnd.Add(late), stack: a.StackName})
-			}
-		}
-	}
-	s.r = next
-	clock = acts.done().Add(simStepS3 / 2) // save the run document
-	if delay, ok := run.Wake(prev, next, now); ok {
-		heap.Push(&s.q, simTrigger{at: clock.Add(delay), check: true})
-	}
-	if wait, ok := run.Lingers(next, clock); ok {
-		if clock.Add(wait).Sub(invoked) <= simMaxLinger {
-			heap.Push(&s.q, simTrigger{at: clock.Add(wait), lingering: invoked})
-		} else {
-			heap.Push(&s.q, simTrigger{at: clock.Add(time.Second), check: true}) // a fresh invocation
-		}
-	}
-	if heartbeat && next.Status == run.Running {
-		heap.Push(&s.q, simTrigger{at: clock.Add(simHeartbeat), heartbeat: true})
-	}
-	return clock
-}
-
-// --- the peers ---
-
-// stackerChangeSetPolls are the waits between looks at a change set in Stacker's
-// wait_till_change_set_complete: 0.5 s, doubled each time, at most 3 s.
-func stackerChangeSetPolls() func() time.Duration {
-	d := 250 * time.Millisecond
-	return func() time.Duration {
-		d = min(2*d, 3*time.Second)
-		return d
-	}
-}
-
-// pollUntil returns the first look at or after ready, looking at start and then after each
-// wait, and how many looks it took.
-func pollUntil(start, ready time.Time, wait func() time.Duration) (time.Time, int) {
-	at, looks := start, 1
-	for at.Before(ready) {
-		at = at.Add(wait())
-		looks++
-	}
-	return at, looks
-}
-
-func every(d time.Duration) func() time.Duration { return func() time.Duration { return d } }
-
-// polling is how a peer looks: at a change set (a new schedule per change set), and at a
-// stack operation; the first operation look comes opFirst after the execution, and each
-// operation look costs opCalls calls.
-type polling struct {
-	cs      func() func() time.Duration
-	op      time.Duration
-	opFirst time.Duration
-	opCalls int
-	after   time.Duration // a level-by-level worker sleeps this long once more after the last look
-}
-
-var (
-	// stackerPolls: Stacker's walker as BenchmarkMakespan models it (change sets after 0.5,
-	// 1, 2, 3, 3 ... s, stacks every 5 s).
-	stackerPolls = polling{cs: stackerChangeSetPolls, op: 5 * time.Second, opFirst: 5 * time.Second, opCalls: 1}
-	// sceptrePolls: Sceptre's executor (change sets every 2 s, stacks every 4 s with
-	// DescribeStacks and DescribeStackEvents, one more sleep after the end).
-	sceptrePolls = polling{cs: func() func() time.Duration { return every(2 * time.Second) }, op: 4 * time.Second, opCalls: 2, after: 4 * time.Second}
-)
-
-// pollingEvery looks at change sets and stacks every d, one call a look.
-func pollingEvery(d time.Duration) polling {
-	return polling{cs: func() func() time.Duration { return every(d) }, op: d, opFirst: d, opCalls: 1}
-}
-
-// simulateThreadPerStack is Stacker's scheduling: a thread per stack, started when its
-// dependencies finished, holding a slot while it polls.
-func simulateThreadPerStack(g simGraph, t timings, concurrency int, p polling) outcome {
-	n := len(g.names)
-	done := make([]time.Time, n)
-	finished := make([]bool, n)
-	ready := make([]time.Time, n)
-	var slots []time.Time // when each held slot frees
-	var out outcome
-	start := func(i int, at time.Time) {
-		out.calls += 2 // describe the stack, create its change set
-		csAt, looks := pollUntil(at.Add(simCallLatency), at.Add(simCallLatency).Add(t.cs[i]), p.cs())
-		out.calls += looks + 1 // the looks, then execute
-		execAt := csAt.Add(simCallLatency)
-		end := execAt.Add(t.op[i])
-		seen, looks := pollUntil(execAt.Add(p.opFirst), end, every(p.op))
-		out.calls += looks * p.opCalls
-		out.makespan = max(out.makespan, end.Sub(simEpoch))
-		done[i], finished[i] = seen, true
-		slots = append(slots, seen)
-	}
-	for scheduled := 0; scheduled < n; {
-		// The next thread to get a slot: the one ready first (then by name).
-		best := -1
-		for i := range n {
-			if finished[i] {
-				continue
-			}
-			ok, at := true, simEpoch
-			for _, d := range g.deps[i] {
-				if !finished[d] {
-					ok = false
-					break
-				}
-				at = later(at, done[d])
-			}
-			if ok && (best < 0 || at.Before(ready[best])) {
-				best, ready[i] = i, at
-			} else if ok {
-				ready[i] = at
-			}
-		}
-		at := ready[best]
-		if len(slots) >= concurrency {
-			slices.SortFunc(slots, func(a, b time.Time) int { return a.Compare(b) })
-			at = later(at, slots[0])
-			slots = slots[1:]
-		}
-		start(best, at)
-		scheduled++
-	}
-	return out
-}
-
-// simulateLevelByLevel is Sceptre's scheduling: levels by depth, each on a pool of
-// concurrency threads, the next level once the whole level returned.
-func simulateLevelByLevel(g simGraph, t timings, concurrency int, p polling) outcome {
-	n := len(g.names)
-	depth := make([]int, n)
-	levels := [][]int{}
-	for i := range n {
-		for _, d := range g.deps[i] {
-			depth[i] = max(depth[i], depth[d]+1)
-		}
-		for len(levels) <= depth[i] {
-			levels = append(levels, nil)
-		}
-		levels[depth[i]] = append(levels[depth[i]], i)
-	}
-	var out outcome
-	levelStart := simEpoch
-	for _, level := range levels {
-		workers := make([]time.Time, min(concurrency, len(level)))
-		for w := range workers {
-			workers[w] = levelStart
-		}
-		levelEnd := levelStart
-		for _, i := range level { // tasks in submission order, each to the first free worker
-			w := 0
-			for j := range workers {
-				if workers[j].Before(workers[w]) {
-					w = j
-				}
-			}
-			at := workers[w]
-			out.calls += 2 // describe the stack, create its change set
-			csAt, looks := pollUntil(at.Add(simCallLatency), at.Add(simCallLatency).Add(t.cs[i]), p.cs())
-			out.calls += looks + 1 // the looks, then execute
-			execAt := csAt.Add(simCallLatency)
-			end := execAt.Add(t.op[i])
-			seen, looks := pollUntil(execAt.Add(p.opFirst), end, every(p.op))
-			out.calls += p.opCalls * looks
-			out.makespan = max(out.makespan, end.Sub(simEpoch))
-			workers[w] = seen.Add(p.after)
-			levelEnd = later(levelEnd, workers[w])
-		}
-		levelStart = levelEnd
-	}
-	return out
-}
-
-// simulateSerial deploys one stack at a time in dependency order, as `aws cloudformation
-// deploy` run once per stack does: its change set looked at every 5 s, then the stack
-// every 30 s (the AWS CLI's deploy waiters).
-func simulateSerial(g simGraph, t timings) outcome {
-	var out outcome
-	at := simEpoch
-	for i := range g.names { // deps always point to earlier stacks
-		out.calls += 2
-		csAt, looks := pollUntil(at.Add(simCallLatency).Add(5*time.Second), at.Add(simCallLatency).Add(t.cs[i]), every(5*time.Second))
-		out.calls += looks + 1
-		execAt := csAt.Add(simCallLatency)
-		end := execAt.Add(t.op[i])
-		seen, looks := pollUntil(execAt.Add(30*time.Second), end, every(30*time.Second))
-		out.calls += looks
-		out.makespan = max(out.makespan, end.Sub(simEpoch))
-		at = seen
-	}
-	return out
+	// Of cairn's change sets: those made before every stack they depend on finished (early),
+	// those made again (a stack's second and later), and those executed with parameters
+	// other than its dependencies' outputs at the time (stale: never, if the engine is right).
+	early, remade, staleExecuted int
+	// startLag sums, over the change sets of stacks with dependencies made once those
+	// finished (started of them), the time from the last one's end in CloudFormation to the
+	// change set's creation.
+	startLag time.Duration
+	started  int
 }
 
 // BenchmarkMakespan schedules each graph at max_concurrency 5, 10 and 50 with cairn's

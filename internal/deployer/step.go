@@ -70,10 +70,16 @@ const MaxLinger = 30 * time.Second
 // trigger is one step of run runID, asked for by stack events, a delayed check, a
 // heartbeat or a restart, and the steps of the looks it lingers for (run.Lingers). A
 // finished run only gets the clean-up its last step may not have finished (finishEnded).
+//
+// A lingering invocation stands down when another invocation stepped the run since its
+// own step (Trigger.lingered): that step's end decided the next look (it lingers for it,
+// or queued a check), and two invocations lingering for the same run each looked at the
+// stacks due, the second within Piggyback of the first's next look: half again as many
+// DescribeChangeSet calls.
 func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigger) error {
 	began := st.clk.Now()
 	for {
-		wait, err := st.stepOnce(ctx, deployment, runID, t)
+		wait, steps, err := st.stepOnce(ctx, deployment, runID, t)
 		if err != nil || wait < 0 {
 			return err
 		}
@@ -87,25 +93,25 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigg
 		case <-ctx.Done():
 			return nil // the heartbeat carries the run on
 		}
-		t = Trigger{} // a look, as a delayed check asks for
+		t = Trigger{lingered: steps} // a look, as a delayed check asks for
 	}
 }
 
 // stepOnce is one step; it returns how long to wait for the next look run.Lingers asks
-// for, or -1.
-func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trigger) (time.Duration, error) {
+// for, or -1, and the run's steps as it saved them.
+func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trigger) (time.Duration, int, error) {
 	log := st.runLogger(deployment, runID)
 	doc, etag, err := st.runs.load(ctx, deployment, runID)
 	if errors.Is(err, errNoRun) {
 		log.Info("deploy: trigger for an unknown run ignored", "err", err)
-		return -1, nil
+		return -1, 0, nil
 	}
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	hold(ctx, doc.Namespace, doc.GraphKey)
 	if doc.Run.Status != run.Running {
-		return -1, st.finishEnded(ctx, doc, log)
+		return -1, 0, st.finishEnded(ctx, doc, log)
 	}
 	if t.restart {
 		log.Warn("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it", "beat", doc.Beat+1, "steps", doc.Steps)
@@ -117,36 +123,41 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 		// would delete the change sets it kept (a plan's, for review).
 		if now, _, lerr := st.runs.load(ctx, deployment, runID); lerr == nil && now.Run.Status != run.Running {
 			log.Info("deploy: the run ended while this step waited; it ends", "status", string(now.Run.Status))
-			return -1, nil
+			return -1, 0, nil
 		}
 		err = st.lost(ctx, doc, etag, err, log)
 	}
 	if errors.Is(err, errRaceLost) {
 		log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", err)
-		return -1, st.handOn(ctx, deployment, runID, t)
+		return -1, 0, st.handOn(ctx, deployment, runID, t)
 	}
 	if errors.Is(err, statestore.ErrStepping) {
 		log.Info("deploy: another invocation's step of this run outlasts this one; its trigger is handed on", "err", err)
-		return -1, st.handOn(ctx, deployment, runID, t)
+		return -1, 0, st.handOn(ctx, deployment, runID, t)
 	}
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	// Read again under the step's claim: another invocation's step may have saved the run
 	// since it was read, and a step decided on an older document acts on what that one
 	// changed (it executed change sets the other had deleted as stale).
 	if doc, etag, err = st.runs.load(ctx, deployment, runID); err != nil {
 		st.endStep(ctx, lock, log)
-		return -1, err
+		return -1, 0, err
 	}
 	if doc.Run.Status != run.Running {
 		// It ended meanwhile; its clean-up (the lock's release among it) may have failed
 		// if this invocation took the lock over from a step past its claim.
-		return -1, st.finishEnded(ctx, doc, log)
+		return -1, 0, st.finishEnded(ctx, doc, log)
 	}
 	if doc.LockToken != lock.Token {
 		st.endStep(ctx, lock, log)
-		return -1, nil // fenced meanwhile: the step that saw it did the rest
+		return -1, 0, nil // fenced meanwhile: the step that saw it did the rest
+	}
+	if t.lingered > 0 && doc.Steps != t.lingered {
+		st.endStep(ctx, lock, log)
+		log.Debug("deploy: another invocation stepped the run while this one lingered; it carries on", "steps", doc.Steps)
+		return -1, 0, nil
 	}
 	if t.restart {
 		doc.Beat++ // the chain the warning above named
@@ -165,22 +176,22 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	// sends nothing: the run is found stalled again.
 	if chained && doc.Run.Status == run.Running && (err == nil || errors.Is(err, errRaceLost) && !t.restart) {
 		if herr := st.heartbeat(ctx, deployment, runID, doc.Beat); herr != nil {
-			return -1, herr // delivered again, so the chain is not lost
+			return -1, 0, herr // delivered again, so the chain is not lost
 		}
 		// The index object's time says when the chain last beat (runs.stalled).
 		st.runs.index(ctx, doc, log)
 	}
 	if errors.Is(err, errRaceLost) {
 		log.Info("deploy: another step advanced the run first; this one ends", "err", err)
-		return -1, st.handOn(ctx, deployment, runID, t)
+		return -1, 0, st.handOn(ctx, deployment, runID, t)
 	}
 	if err != nil {
-		return -1, err
+		return -1, 0, err
 	}
 	if wait, ok := run.Lingers(doc.Run, st.clk.Now().UTC()); ok {
-		return wait, nil
+		return wait, doc.Steps, nil
 	}
-	return -1, nil
+	return -1, 0, nil
 }
 
 // handOn queues what a step that was not made (or not saved) was asked to look at: the

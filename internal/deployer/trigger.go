@@ -31,6 +31,9 @@ type Trigger struct {
 	step bool
 	// starts begin the run: its upload (delivered once or more), or a replan.
 	starts []begin
+	// lingered is, for the look an invocation lingered for (stepper.trigger), the run's
+	// steps as its own step saved them: if another step was saved since, it stands down.
+	lingered int
 }
 
 // begin is what begins a run: an upload to cairn's bucket (up is what its key names),

@@ -108,6 +108,7 @@ func (m *making) stack(s *config.Stack) {
 		RefuseDrift: s.Options.OnDrift == config.DriftRefuse,
 		Early:       Early(s, exported),
 	}
+	rs.OutputParameters = s.Template.OutputParameters()
 	rs.Code = Code(s)
 	rs.Imports, rs.ImportsKnown = ImportsOf(s)
 	res.Run.Stacks[s.Name] = rs

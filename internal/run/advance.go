@@ -348,7 +348,7 @@ func setPhase(s *Stack, p Phase, now time.Time) {
 	if s.Phase != p {
 		s.Phase = p
 		s.PhaseSince = now
-		s.Looks, s.CheckAt = 0, time.Time{} // a wait's first look: schedule (look.go)
+		s.Looks, s.CheckAt, s.Held = 0, time.Time{}, false // a wait's first look: schedule (look.go)
 	}
 	if p == Executing && s.ExecutedAt.IsZero() {
 		s.ExecutedAt = now

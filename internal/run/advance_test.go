@@ -1001,16 +1001,16 @@ func TestLooksComeWhenAWaitIsLikelyOver(t *testing.T) {
 		wantOp     []time.Duration
 		heartbeats time.Duration
 	}{
-		{name: "no history", csLooks: 44, opLooks: 5,
-			wantCS: append(steps(1, 0.275, 41), s(13, 14, 16, 20)...), // the window 1 to 12 s, 40 steps
-			wantOp: s(1, 2, 4, 8, 16, 31)},
-		{name: "a history of 5 s and 60 s: never more than a heartbeat apart", history: Timing{ChangeSet: 5 * time.Second, Operation: time.Minute}, csLooks: 26, opLooks: 6,
-			wantCS: append(steps(3, 0.25, 25), s(10, 11)...),
-			wantOp: s(15, 30, 36, 37.55, 39.1, 40.65, 42.2)},
+		{name: "no history", csLooks: 32, opLooks: 5,
+			wantCS: append(steps(1, 0.4, 29), s(13.2, 14.4, 16.8, 21.6)...), // the window 1 to 12 s, in short steps, then back off
+			wantOp: s(5, 10, 20, 35, 50, 65)},                               // its stack event is the signal: the looks are a backstop, from OperationFirstLook
+		{name: "a history of 5 s and 60 s: never more than a heartbeat apart", history: Timing{ChangeSet: 5 * time.Second, Operation: time.Minute}, csLooks: 17, opLooks: 7,
+			wantCS: append(steps(3, 0.4, 16), s(10, 11)...),
+			wantOp: s(15, 30, 45, 60, 75, 90, 98, 99)}, // the operation's window 36 to 98 s: its end is the backstop, then back off
 		{name: "the place's change sets took 1.2 to 9 s", learned: map[string]Place{"/": {Fastest: 1200 * time.Millisecond, Slowest: 9 * time.Second, Seen: 2}}, csLooks: 2, opLooks: 0,
-			wantCS: s(1, 1.31, 1.63), wantOp: s(1)}, // the window 1 to 13.5 s
+			wantCS: s(1, 1.4, 1.8), wantOp: s(5)}, // the window 1 to 13.5 s
 		{name: "a long history backs off to the heartbeat", history: Timing{ChangeSet: 40 * time.Second}, csLooks: 0, opLooks: 0,
-			wantCS: s(15), wantOp: s(1)},
+			wantCS: s(15), wantOp: s(5)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := Options{Heartbeat: 15 * time.Second}
@@ -1113,10 +1113,10 @@ func TestWakeQueuesOneCheckAtATime(t *testing.T) {
 	for i, st := range []step{
 		{at: 0, delay: time.Second},                                  // a's change set: first look in 1s
 		{at: 500 * time.Millisecond, linger: 500 * time.Millisecond}, // an event step: the queued check comes in time, and the look is half a second away
-		{at: time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: 275 * time.Millisecond},                                       // the check: next look in a short step (the 1-12 s window's fortieth), waited for
-		{at: 1500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                          // executing: first look in 1s
-		{at: 2 * time.Second, linger: 500 * time.Millisecond},                                                                                                            // a heartbeat: nothing sooner needed; its look is half a second away
-		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                              // a done, b's change set: the place's took 1.5 s, the window still opens at 1 s
+		{at: time.Second, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_IN_PROGRESS"}}, linger: ShortStep},               // the check: next look in a short step, waited for
+		{at: 1500 * time.Millisecond, obs: []Observation{{Stack: "a", ChangeSetStatus: "CREATE_COMPLETE"}}, delay: 5 * time.Second}, // executing: its stack event is the signal, the first look a backstop (OperationFirstLook)
+		{at: 2 * time.Second}, // a heartbeat: nothing due, the check queued stands
+		{at: 2500 * time.Millisecond, obs: []Observation{{Stack: "a", StackStatus: "CREATE_COMPLETE"}}, delay: time.Second},                                              // its stack event: a done, b's change set: the place's took 1.5 s, the window still opens at 1 s
 		{at: 3500 * time.Millisecond, obs: []Observation{{Stack: "b", ChangeSetStatus: "FAILED", ChangeSetReason: "The submitted information didn't contain changes."}}}, // run ends
 	} {
 		now := t0.Add(st.at)

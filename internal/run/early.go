@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,7 +34,7 @@ func startEarly(r *Run, s *Stack, now time.Time, opts Options, inFlight *int, li
 			return nil
 		}
 	}
-	params, err := resolve(r, s, opts)
+	params, err := resolveAhead(r, s, opts)
 	if err != nil {
 		return nil // an output it needs comes only with the update (a stack created): it waits
 	}
@@ -139,11 +140,12 @@ func dropEarly(s *Stack) []Action {
 	return actions
 }
 
-// remakeStale decides for s, whose change set made early CloudFormation is still making,
-// once its dependencies finished: if its parameters now resolve otherwise, that change set
-// is stale and s makes its change set again at once (again is true), rather than after the
-// stale one is made. The stale one is deleted now, which CloudFormation refuses while it
-// is being made (the result is dropped: see Result), and again once s settles (dropStale).
+// remakeStale decides for s, whose change set made early CloudFormation may still be
+// making (it was held, not looked at: schedule), once its dependencies finished: if its
+// parameters now resolve otherwise, that change set is stale and s makes its change set
+// again at once (again is true), rather than after the stale one is made. The stale one is
+// not deleted now, which CloudFormation refuses while it is being made: executing the new
+// one removes it, and else it is deleted once s settles (dropStale).
 func remakeStale(r *Run, s *Stack, now time.Time, opts Options, inFlight *int) (actions []Action, again bool) {
 	if !satisfied(r, s) {
 		return nil, false
@@ -155,17 +157,22 @@ func remakeStale(r *Run, s *Stack, now time.Time, opts Options, inFlight *int) (
 	if s.ChangeSetName != "" {
 		s.Stale = append(s.Stale, s.ChangeSetName)
 	}
-	actions = dropEarly(s)
+	s.ChangeSetName, s.ChangeSetID, s.Changes, s.MadeEarly, s.Reason = "", "", 0, false, ""
 	setPhase(s, Pending, now)
 	*inFlight-- // counted as in flight by start; the change set made again counts instead
-	return actions, true
+	return nil, true
 }
 
 // dropStale deletes, once s settled, the change sets it made early that went stale while
-// being made (Stack.Stale): by then CloudFormation made them (or removed them when s's
-// change set was executed, which the deletion finds gone).
+// being made (Stack.Stale), by then made; unless s's change set was executed, which
+// removed every other change set of the stack (ExecuteChangeSet: "CloudFormation deletes
+// all other change sets associated with the stack").
 func dropStale(s *Stack) []Action {
 	if !s.Phase.Terminal() || len(s.Stale) == 0 {
+		return nil
+	}
+	if !s.ExecutedAt.IsZero() {
+		s.Stale = nil
 		return nil
 	}
 	var actions []Action
@@ -174,4 +181,38 @@ func dropStale(s *Stack) []Action {
 	}
 	s.Stale = nil
 	return actions
+}
+
+// resolveAhead resolves the parameters of s, which exists, as they will be once its
+// dependencies finished, as far as the run knows now: an output a dependency still
+// executing passes through from one of its parameters (Stack.OutputParameters) has the
+// value it is deployed with; every other output has the value it had. A stack that does
+// not exist yet resolves as it stands (resolve): its change set made early would create
+// it, in REVIEW_IN_PROGRESS, before a dependency that may fail was created.
+func resolveAhead(r *Run, s *Stack, opts Options) (map[string]string, error) {
+	if !s.Exists {
+		return resolve(r, s, opts)
+	}
+	return opts.Resolve(s.Name, s.RawParameters, func(stack, output string) (string, bool) {
+		if d := r.Stacks[stack]; d != nil {
+			if v, ok := d.coming(output); ok {
+				return v, true
+			}
+			v, ok := d.Outputs[output]
+			return v, ok
+		}
+		v, ok := r.External[stack+"::"+output]
+		return v, ok
+	})
+}
+
+// coming is the value output of d will have once d's operation ends, when d executes and
+// the output is one of the parameters it is deployed with (not a secret).
+func (d *Stack) coming(output string) (string, bool) {
+	p, ok := d.OutputParameters[output]
+	if !ok || d.Phase != Executing || slices.Contains(d.NoEcho, p) || slices.Contains(d.SecretOutputs, output) {
+		return "", false
+	}
+	v, ok := d.Parameters[p]
+	return v, ok
 }

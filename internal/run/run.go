@@ -199,6 +199,15 @@ type Stack struct {
 	// it is deleted and made again. The change set's creation leaves the critical path.
 	Early     bool `json:"early,omitempty"`
 	MadeEarly bool `json:"made_early,omitempty"`
+	// OutputParameters maps each output of the stack's template that is one of its
+	// parameters as given to that parameter (template.OutputParameters): while the stack
+	// executes, such an output's coming value is the parameter's, so a dependent's change
+	// set made early reads it (resolveAhead) rather than the value it had, and is not
+	// stale when the update changes it.
+	OutputParameters map[string]string `json:"output_parameters,omitempty"`
+	// Held says the change set made early is looked at only when it is likely made until
+	// its dependencies finished: nothing needs it before (schedule).
+	Held bool `json:"held,omitempty"`
 	// Stale names the change sets made early that went stale while CloudFormation was
 	// still making them (the stack made its change set again at once): deleted then, and
 	// again once the stack settles, since CloudFormation deletes no change set still being
@@ -401,6 +410,7 @@ func (r *Run) Clone() *Run {
 		cs.RawParameters = cloneMap(s.RawParameters)
 		cs.Parameters = cloneMap(s.Parameters)
 		cs.Outputs = cloneMap(s.Outputs)
+		cs.OutputParameters = cloneMap(s.OutputParameters)
 		c.Stacks[n] = &cs
 	}
 	c.External = cloneMap(r.External)

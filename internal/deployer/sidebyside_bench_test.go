@@ -112,6 +112,11 @@ type sideResult struct {
 	ratio, best, calls float64
 	makespan           float64 // seconds
 	actions            map[string]float64
+	// startLag and execLag are means over the stacks with dependencies, in seconds: from
+	// the end of a stack's last dependency to the creation of the change set it executed
+	// (0 when made before), and from when it could execute (that change set ready, its
+	// dependencies finished) to its execution.
+	startLag, execLag float64
 }
 
 const sideSpeed = 5 * time.Millisecond
@@ -157,7 +162,8 @@ func BenchmarkSideBySide(b *testing.B) {
 			}
 		}
 	}
-	var t, calls strings.Builder
+	var t, calls, lags strings.Builder
+	lags.WriteString("| cell | dependencies' end → change set made, s | could execute → executed, s |\n|---|---|---|\n")
 	fmt.Fprintf(&t, "median of %d runs, load average %s\n", len(loads), strings.Join(loads, "; "))
 	fmt.Fprintf(&t, "| phase | %s | %s |\n|---|---|---|\n", graphs[0].name, graphs[1].name)
 	for _, p := range sidePhases {
@@ -170,6 +176,9 @@ func BenchmarkSideBySide(b *testing.B) {
 			cm, pm := median(c.cairn, func(r sideResult) float64 { return r.makespan }), median(c.peer, func(r sideResult) float64 { return r.makespan })
 			fmt.Fprintf(&t, " %.2f / %.2f, best %.2f / %.2f (calls %.1f / %.1f; %.1f s / %.1f s) |", cr, pr, cb, pb, cc, pc, cm, pm)
 			fmt.Fprintf(&calls, "- %s, %s: cairn: %s; peer: %s\n", g.name, p.name, actionsLine(c.cairn), actionsLine(c.peer))
+			fmt.Fprintf(&lags, "| %s, %s | %.2f / %.2f | %.2f / %.2f |\n", g.name, p.name,
+				median(c.cairn, func(r sideResult) float64 { return r.startLag }), median(c.peer, func(r sideResult) float64 { return r.startLag }),
+				median(c.cairn, func(r sideResult) float64 { return r.execLag }), median(c.peer, func(r sideResult) float64 { return r.execLag }))
 			name := strings.ReplaceAll(g.name+"-"+p.name, " ", "-")
 			b.ReportMetric(cr, name+"-cairn-ratio")
 			b.ReportMetric(pr, name+"-peer-ratio")
@@ -177,7 +186,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		t.WriteString("\n")
 	}
 	// Printed rather than logged: a benchmark's log is cut at a length the calls exceed.
-	fmt.Printf("makespan ÷ critical path, cairn / peer, and ÷ the best schedule under %d slots (CloudFormation calls per stack; makespan):\n%s\ncalls per stack by action:\n%s", sideSlots, t.String(), calls.String())
+	fmt.Printf("makespan ÷ critical path, cairn / peer, and ÷ the best schedule under %d slots (CloudFormation calls per stack; makespan):\n%s\ncalls per stack by action:\n%s\nlags, cairn / peer (mean over the stacks with dependencies; median of the runs):\n%s", sideSlots, t.String(), calls.String(), lags.String())
 }
 
 func median(rs []sideResult, f func(sideResult) float64) float64 {
@@ -270,12 +279,14 @@ func (w *world) measure(g sideGraph, names []string, start time.Time, before map
 		calls += n - before[k]
 	}
 	made := map[string]time.Duration{} // change set id: its time to ready
+	createdAt, readyAt := map[string]time.Time{}, map[string]time.Time{}
 	var first, last time.Time
 	for _, m := range w.cfn.MadeChangeSets() {
 		if m.Created.Before(start) {
 			continue
 		}
 		made[m.ChangeSetID] = m.ReadyAt.Sub(m.Created)
+		createdAt[m.ChangeSetID], readyAt[m.ChangeSetID] = m.Created, m.ReadyAt
 		if first.IsZero() || m.Created.Before(first) {
 			first = m.Created
 		}
@@ -284,6 +295,8 @@ func (w *world) measure(g sideGraph, names []string, start time.Time, before map
 		}
 	}
 	weight := map[string]time.Duration{} // stack name: change set plus operation
+	type executed struct{ created, ready, at, end time.Time }
+	ran := map[string]executed{}
 	for _, e := range w.cfn.ExecutedChangeSets() {
 		if e.ExecutedAt.Before(start) {
 			continue
@@ -293,6 +306,27 @@ func (w *world) measure(g sideGraph, names []string, start time.Time, before map
 			last = end
 		}
 		weight[e.StackName] = made[e.ChangeSetID] + end.Sub(e.ExecutedAt)
+		ran[e.StackName] = executed{createdAt[e.ChangeSetID], readyAt[e.ChangeSetID], e.ExecutedAt, end}
+	}
+	var startLag, execLag time.Duration
+	lagged := 0
+	for i, deps := range g.deps {
+		r, ok := ran[names[i]]
+		if !ok || len(deps) == 0 {
+			continue
+		}
+		var depsEnd time.Time
+		for _, d := range deps {
+			if e := ran[names[d]].end; e.After(depsEnd) {
+				depsEnd = e
+			}
+		}
+		if depsEnd.IsZero() {
+			continue // its dependencies had nothing to do
+		}
+		startLag += max(0, r.created.Sub(depsEnd))
+		execLag += max(0, r.at.Sub(later(r.ready, depsEnd)))
+		lagged++
 	}
 	path := make([]time.Duration, len(g.deps)) // the longest chain ending at each stack
 	weights := make([]time.Duration, len(g.deps))
@@ -310,8 +344,19 @@ func (w *world) measure(g sideGraph, names []string, start time.Time, before map
 	}
 	best := bestSchedule(g.deps, weights, sideSlots)
 	span := last.Sub(first).Seconds()
-	return sideResult{ratio: span / critical.Seconds(), best: span / best.Seconds(), makespan: span,
+	res := sideResult{ratio: span / critical.Seconds(), best: span / best.Seconds(), makespan: span,
 		calls: float64(calls) / float64(len(g.deps)), actions: byAction(before, after, len(g.deps))}
+	if lagged > 0 {
+		res.startLag, res.execLag = startLag.Seconds()/float64(lagged), execLag.Seconds()/float64(lagged)
+	}
+	return res
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // lastEvent is the time of the stack's last event at or after since.

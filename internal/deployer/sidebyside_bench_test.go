@@ -109,7 +109,7 @@ func (p sidePhase) params(i int) (tag, note string) {
 // sideResult is one phase as measured: makespan over critical path (ratio) and over the
 // best schedule under max_concurrency (best), calls per stack, and those by action.
 type sideResult struct {
-	ratio, best, calls float64
+	ratio, best, blind, calls float64
 	makespan           float64 // seconds
 	actions            map[string]float64
 	// startLag and execLag are means over the stacks with dependencies, in seconds: from
@@ -174,7 +174,8 @@ func BenchmarkSideBySide(b *testing.B) {
 			cc, pc := median(c.cairn, func(r sideResult) float64 { return r.calls }), median(c.peer, func(r sideResult) float64 { return r.calls })
 			cb, pb := median(c.cairn, func(r sideResult) float64 { return r.best }), median(c.peer, func(r sideResult) float64 { return r.best })
 			cm, pm := median(c.cairn, func(r sideResult) float64 { return r.makespan }), median(c.peer, func(r sideResult) float64 { return r.makespan })
-			fmt.Fprintf(&t, " %.2f / %.2f, best %.2f / %.2f (calls %.1f / %.1f; %.1f s / %.1f s) |", cr, pr, cb, pb, cc, pc, cm, pm)
+			cn, pn := median(c.cairn, func(r sideResult) float64 { return r.blind }), median(c.peer, func(r sideResult) float64 { return r.blind })
+			fmt.Fprintf(&t, " %.2f / %.2f, best %.2f / %.2f, blind %.2f / %.2f (calls %.1f / %.1f; %.1f s / %.1f s) |", cr, pr, cb, pb, cn, pn, cc, pc, cm, pm)
 			fmt.Fprintf(&calls, "- %s, %s: cairn: %s; peer: %s\n", g.name, p.name, actionsLine(c.cairn), actionsLine(c.peer))
 			fmt.Fprintf(&lags, "| %s, %s | %.2f / %.2f | %.2f / %.2f |\n", g.name, p.name,
 				median(c.cairn, func(r sideResult) float64 { return r.startLag }), median(c.peer, func(r sideResult) float64 { return r.startLag }),
@@ -186,7 +187,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		t.WriteString("\n")
 	}
 	// Printed rather than logged: a benchmark's log is cut at a length the calls exceed.
-	fmt.Printf("makespan ÷ critical path, cairn / peer, and ÷ the best schedule under %d slots (CloudFormation calls per stack; makespan):\n%s\ncalls per stack by action:\n%s\nlags, cairn / peer (mean over the stacks with dependencies; median of the runs):\n%s", sideSlots, t.String(), calls.String(), lags.String())
+	fmt.Printf("makespan ÷ critical path, cairn / peer, ÷ the best schedule under %d slots, and ÷ the schedule blind to durations (CloudFormation calls per stack; makespan):\n%s\ncalls per stack by action:\n%s\nlags, cairn / peer (mean over the stacks with dependencies; median of the runs):\n%s", sideSlots, t.String(), calls.String(), lags.String())
 }
 
 func median(rs []sideResult, f func(sideResult) float64) float64 {
@@ -342,9 +343,9 @@ func (w *world) measure(g sideGraph, names []string, start time.Time, before map
 	if critical <= 0 {
 		w.t.Fatalf("no stack operation since %s", start)
 	}
-	best := bestSchedule(g.deps, weights, sideSlots)
+	best, blind := bestSchedule(g.deps, weights, sideSlots), blindSchedule(g.deps, weights, sideSlots)
 	span := last.Sub(first).Seconds()
-	res := sideResult{ratio: span / critical.Seconds(), best: span / best.Seconds(), makespan: span,
+	res := sideResult{ratio: span / critical.Seconds(), best: span / best.Seconds(), blind: span / blind.Seconds(), makespan: span,
 		calls: float64(calls) / float64(len(g.deps)), actions: byAction(before, after, len(g.deps))}
 	if lagged > 0 {
 		res.startLag, res.execLag = startLag.Seconds()/float64(lagged), execLag.Seconds()/float64(lagged)

@@ -15,6 +15,21 @@ import (
 // overhead between a dependency's end and its dependent's start. With enough slots it is
 // the critical path; with fewer, a graph wider than the slots takes waves no tool avoids.
 func bestSchedule(deps [][]int, weight []time.Duration, slots int) time.Duration {
+	return listSchedule(deps, weight, slots, true)
+}
+
+// blindSchedule is the third bound: the same list scheduling with no overhead, but ranking
+// the stacks as an engine that does not know their durations must (a create has no
+// history): the longest chain behind a stack counted in stacks, then its name (sN), as
+// run.start ranks them. Against it, what is left of a side's makespan is its overhead,
+// not the luck of the draw's durations.
+func blindSchedule(deps [][]int, weight []time.Duration, slots int) time.Duration {
+	return listSchedule(deps, weight, slots, false)
+}
+
+// listSchedule schedules by the longest remaining chain first, in time when knowing, else
+// in stacks then by name.
+func listSchedule(deps [][]int, weight []time.Duration, slots int, knowing bool) time.Duration {
 	n := len(deps)
 	dependents := make([][]int, n)
 	for i, ds := range deps {
@@ -27,8 +42,13 @@ func bestSchedule(deps [][]int, weight []time.Duration, slots int) time.Duration
 		for _, d := range dependents[i] {
 			tail[i] = max(tail[i], tail[d])
 		}
-		tail[i] += weight[i]
+		if knowing {
+			tail[i] += weight[i]
+		} else {
+			tail[i]++ // a stack counts one
+		}
 	}
+	name := func(i int) string { return fmt.Sprintf("s%d", i) }
 	end := make([]time.Duration, n)
 	started, finished := make([]bool, n), make([]bool, n)
 	var now time.Duration
@@ -47,7 +67,10 @@ func bestSchedule(deps [][]int, weight []time.Duration, slots int) time.Duration
 				ready = append(ready, i)
 			}
 		}
-		sort.SliceStable(ready, func(a, b int) bool { return tail[ready[a]] > tail[ready[b]] })
+		sort.SliceStable(ready, func(a, b int) bool {
+			x, y := ready[a], ready[b]
+			return tail[x] > tail[y] || !knowing && tail[x] == tail[y] && name(x) < name(y)
+		})
 		for _, i := range ready {
 			if weight[i] == 0 { // nothing to do: done at once, no slot
 				started[i], finished[i], end[i] = true, true, now
@@ -142,5 +165,24 @@ func TestBestSchedule(t *testing.T) {
 		if got := bestSchedule(c.deps, c.weight, c.slots); got != c.want {
 			t.Errorf("%s: bestSchedule = %v, want %v", c.name, got, c.want)
 		}
+	}
+	// Not knowing durations: stacks of equal chains go by name, so a long one named last
+	// starts in the second wave (s10 sorts before s2).
+	deps := [][]int{nil, nil, nil}
+	weight := []time.Duration{s, s, 3 * s}
+	if got := blindSchedule(deps, weight, 2); got != 4*s {
+		t.Errorf("blindSchedule = %v, want 4s (s0 and s1, then s2)", got)
+	}
+	if got := bestSchedule(deps, weight, 2); got != 3*s {
+		t.Errorf("bestSchedule = %v, want 3s (s2 first)", got)
+	}
+	// Twelve alike but s9, with ten slots: by name s0, s1, s10, s11, s2 ... s7 go first,
+	// s9 after them.
+	weight = []time.Duration{s, s, s, s, s, s, s, s, s, 3 * s, s, s}
+	if got := blindSchedule(make([][]int, 12), weight, 10); got != 4*s {
+		t.Errorf("blindSchedule of twelve = %v, want 4s (s9 in the second wave)", got)
+	}
+	if got := bestSchedule(make([][]int, 12), weight, 10); got != 3*s {
+		t.Errorf("bestSchedule of twelve = %v, want 3s (s9 first)", got)
 	}
 }

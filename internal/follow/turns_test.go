@@ -179,3 +179,20 @@ func (silent) Stepped(follow.Step)                {}
 func (silent) Changed(follow.Resource)            {}
 func (silent) Noted(string)                       {}
 func (silent) Polled(*rundoc.Document, time.Time) {}
+
+// TestReplayReadsEveryStack: a run that had ended before the follower first read it
+// (`cairn follow NAME RUN`, which the note of a bounded Read names to see every stack's
+// last events) is replayed whole: every stack that executed is read, however long that
+// takes, and nothing is noted as not shown.
+func TestReplayReadsEveryStack(t *testing.T) {
+	clk := clock.NewFake(t0)
+	api := &slowEvents{clk: clk, took: 200 * time.Millisecond}
+	e := &follow.Events{Clock: clk, PerRead: time.Second, Budget: awsclient.Budget{Limiter: rate.NewLimiter(rate.Inf, 1), Clock: clk},
+		At: func(context.Context, target.Spec) (follow.EventsAPI, error) { return api, nil }}
+	runs := &endsAt{clk: clk, end: t0, n: 12}
+	doc, _ := runs.Run(context.Background(), "shop", "r1")
+	_, notes := e.Read(context.Background(), nil, doc)
+	if got := api.take(); len(got) != 12 || len(notes) != 0 {
+		t.Errorf("a replay read %d of 12 stacks, notes %q; want every stack and no note", len(got), notes)
+	}
+}

@@ -24,6 +24,10 @@ import (
 // before and after the same way.
 const benchCLIEnv = "CAIRN_BENCH_CLI"
 
+// benchUpCLIEnv names the cairn binary whose `local up` BenchmarkPushWait500RealTime
+// runs, when it is not the one of benchCLIEnv: to compare two followers on one emulator.
+const benchUpCLIEnv = "CAIRN_BENCH_UP_CLI"
+
 // benchOutEnv names a folder BenchmarkPushWait500RealTime writes each push --wait's
 // output to, push-wait-RUN.txt, to read it whole.
 const benchOutEnv = "CAIRN_BENCH_OUT"
@@ -33,8 +37,8 @@ const benchOutEnv = "CAIRN_BENCH_OUT"
 // --delay-seed 7` on a fresh --dir, `cairn local wait`, `eval "$(cairn local env)"`, then
 // `cairn push DIR --deployment bench --wait`, each its own process, output to a pipe (as in
 // CI). The bundle is benchbundle's first 500 stacks without their dependencies, at
-// max_concurrency 50 (BenchmarkPush500's and BenchmarkFollow500's; the default, 10, takes
-// four minutes a run). It reports the run's time (its document's StartedAt to FinishedAt),
+// max_concurrency 50, as BenchmarkPush500 and BenchmarkFollow500 deploy it (the default is
+// 10). It reports the run's time (its document's StartedAt to FinishedAt),
 // the wall time until push --wait returned, and the lag: from the run's end to that return.
 // A few minutes a run; skipped with -short (make bench), run by make bench-realtime.
 func BenchmarkPushWait500RealTime(b *testing.B) {
@@ -53,23 +57,24 @@ func BenchmarkPushWait500RealTime(b *testing.B) {
 	if err := benchbundle.WriteFiles(bundle, independentBundle(500, 50)); err != nil {
 		b.Fatal(err)
 	}
+	upCLI, upExtra := cli, extra
+	if c := os.Getenv(benchUpCLIEnv); c != "" {
+		upCLI, upExtra = c, nil
+	}
 	var runs, waits, lags []float64
 	var loads []string
 	for b.Loop() {
 		loads = append(loads, loadAverage())
-		m := pushWaitOnce(b, cli, extra, bundle)
+		m := pushWaitOnce(b, upCLI, upExtra, cli, extra, bundle)
 		runs, waits, lags = append(runs, m.run.Seconds()), append(waits, m.wait.Seconds()), append(lags, m.lag.Seconds())
-		if len(runs) == 1 {
-			b.Logf("push --wait printed (its last lines):\n%s", m.tail)
-		}
 		b.Logf("run %.1f s, push --wait %.1f s (the run started %.1f s after the push began), lag %.1f s; output %d lines, %d naming a resource, %d notes (load %s)",
 			m.run.Seconds(), m.wait.Seconds(), m.startup.Seconds(), m.lag.Seconds(), m.lines, m.resourceLines, m.notes, loads[len(loads)-1])
 	}
 	b.ReportMetric(medianOf(runs), "s-run")
 	b.ReportMetric(medianOf(waits), "s-push-wait")
 	b.ReportMetric(medianOf(lags), "s-lag")
-	b.Logf("500 independent stacks, %s, median of %d: run %.1f s, push --wait %.1f s, lag %.1f s; load average %s",
-		filepath.Base(cli), len(lags), medianOf(runs), medianOf(waits), medianOf(lags), strings.Join(loads, ", "))
+	b.Logf("500 independent stacks, push --wait of %s on the local up of %s, median of %d: run %.1f s, push --wait %.1f s, lag %.1f s; load average %s",
+		cli, upCLI, len(lags), medianOf(runs), medianOf(waits), medianOf(lags), strings.Join(loads, ", "))
 }
 
 // independentBundle is benchbundle's first n stacks without their dependencies, at
@@ -89,19 +94,19 @@ func independentBundle(n, c int) map[string]string {
 type pushWaitMeasure struct {
 	run, wait, startup, lag     time.Duration
 	lines, resourceLines, notes int
-	tail                        string
 }
 
-// pushWaitOnce starts cli's local up on a fresh --dir, pushes bundle with --wait, and
-// measures it.
-func pushWaitOnce(b *testing.B, cli string, extra []string, bundle string) pushWaitMeasure {
+// pushWaitOnce starts upCLI's local up on a fresh --dir, pushes bundle with cli's push
+// --wait, and measures it. extra is added to each one's environment.
+func pushWaitOnce(b *testing.B, upCLI string, upExtra []string, cli string, extra []string, bundle string) pushWaitMeasure {
 	b.Helper()
 	dir := b.TempDir()
-	base := append(toolEnv(b, nil), extra...)
-	up := exec.Command(cli, "local", "up", "--dir", dir, "--addr", "127.0.0.1:0",
+	home := toolEnv(b, nil)
+	base := append(slices.Clone(home), extra...)
+	up := exec.Command(upCLI, "local", "up", "--dir", dir, "--addr", "127.0.0.1:0",
 		"--change-set-delay", "1s..4s", "--resource-delay", "1s..3s", "--delay-seed", "7")
 	var upOut syncBuffer
-	up.Env, up.Stdout, up.Stderr = base, &upOut, &upOut
+	up.Env, up.Stdout, up.Stderr = append(slices.Clone(home), upExtra...), &upOut, &upOut
 	if err := up.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -151,7 +156,7 @@ func pushWaitOnce(b *testing.B, cli string, extra []string, bundle string) pushW
 		b.Fatalf("run %s: %s with %d stacks (%s)", doc.Run.ID, doc.Run.Status, len(doc.Run.Stacks), doc.Run.Reason)
 	}
 	m := pushWaitMeasure{run: doc.Run.FinishedAt.Sub(doc.Run.StartedAt), wait: returned.Sub(began),
-		startup: doc.Run.StartedAt.Sub(began), lag: returned.Sub(doc.Run.FinishedAt), tail: tail(stdout.String(), 12)}
+		startup: doc.Run.StartedAt.Sub(began), lag: returned.Sub(doc.Run.FinishedAt)}
 	for _, line := range strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n") {
 		m.lines++
 		if strings.Contains(line, "AWS::") {

@@ -41,7 +41,7 @@ func localEnv(t *testing.T, dir string) map[string]string {
 // this process's, without AWS settings of its own (profiles, a CA bundle, other
 // endpoints), with a home of its own (no ~/.aws, ~/.cdk or ~/.aws-sam of the machine's),
 // and the exports of local env.
-func toolEnv(t *testing.T, exports map[string]string) []string {
+func toolEnv(t testing.TB, exports map[string]string) []string {
 	t.Helper()
 	var env []string
 	for _, kv := range os.Environ() {

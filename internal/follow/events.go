@@ -129,7 +129,9 @@ const maxBackoff = time.Minute
 // and notes about stacks whose events cannot be read. prev is the document read before
 // (nil the first time): a stack in flight in prev and finished in doc is read once more,
 // for its last events; a run that had finished before it was first read is replayed,
-// each stack that executed read once, bounded by its operation.
+// each stack that executed read once, bounded by its operation, and all of them: a replay
+// has no later poll to report late (the note of a bounded Read's last stacks sends people
+// to one).
 func (e *Events) Read(ctx context.Context, prev, doc *rundoc.Document) ([]Resource, []string) {
 	if e.watches == nil {
 		e.watches, e.noted = map[string]*watch{}, map[string]bool{}
@@ -158,6 +160,7 @@ func (e *Events) Read(ctx context.Context, prev, doc *rundoc.Document) ([]Resour
 		w.secret = plan.HoldsSecrets(s)
 	}
 	var out []Resource
+	replay := prev == nil && doc.Run.Status != run.Running
 	begun, total, from := clk.Now(), len(e.order), e.cursor
 	left := 0 // stacks to read that this Read did not reach
 	for k := 0; k < len(e.order); k++ {
@@ -171,7 +174,7 @@ func (e *Events) Read(ctx context.Context, prev, doc *rundoc.Document) ([]Resour
 		if !w.active || w.broken || clk.Now().Before(w.retryAt) {
 			continue
 		}
-		if clk.Now().Sub(begun) >= e.perRead() {
+		if !replay && clk.Now().Sub(begun) >= e.perRead() {
 			if left == 0 && k < total {
 				e.cursor = i
 			}

@@ -3,6 +3,7 @@ package follow_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -91,5 +92,107 @@ func TestEventsReadInTurns(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "the last resource events of 7 stack(s) are not shown") || !strings.Contains(notes[0], "cairn follow shop r1") {
 		t.Errorf("notes %q, want one naming the 7 stacks not read and `cairn follow shop r1`", notes)
+	}
+}
+
+// endsAt is a run of n stacks in flight that has ended once the clock passes end: the
+// document the follower reads, and when it read it.
+type endsAt struct {
+	mu    sync.Mutex
+	clk   *clock.Fake
+	end   time.Time
+	n     int
+	reads []time.Time
+}
+
+func (r *endsAt) RunIDs(context.Context, string) ([]string, error) { return []string{"r1"}, nil }
+
+func (r *endsAt) Run(context.Context, string, string) (*rundoc.Document, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clk.Now()
+	r.reads = append(r.reads, now)
+	doc := &rundoc.Document{Run: &run.Run{ID: "r1", Deployment: "shop", Status: run.Running, StartedAt: t0, Stacks: map[string]*run.Stack{}}}
+	if !now.Before(r.end) {
+		doc.Run.Status, doc.Run.FinishedAt = run.Succeeded, r.end
+	}
+	for i := range r.n {
+		name := fmt.Sprintf("s%02d", i)
+		s := &run.Stack{Name: name, StackName: "shop-" + name, StackID: "id-" + name, Phase: run.Executing, ExecutedAt: t0, PhaseSince: t0}
+		if doc.Run.Status != run.Running {
+			s.Phase, s.FinishedAt, s.PhaseSince = run.Done, r.end, r.end
+		}
+		doc.Run.Stacks[name] = s
+	}
+	return doc, nil
+}
+
+// TestPollsBeginEveryPoll: while more stacks are in flight than a poll reads, each poll's
+// event reads take their whole bound, and the next poll begins Poll after the one before
+// began, not Poll after its reads ended; so the run's end is reported at most a Poll and
+// one bounded read after it (at 500 stacks in real time, polls were 4.1 s apart with
+// --poll 2s, and push --wait returned 4 to 6 s after the run ended).
+func TestPollsBeginEveryPoll(t *testing.T) {
+	clk := clock.NewFake(t0)
+	api := &slowEvents{clk: clk, took: 200 * time.Millisecond}
+	runs := &endsAt{clk: clk, end: t0.Add(7500 * time.Millisecond), n: 30}
+	f := &follow.Follower{Runs: runs, Clock: clk, Poll: 2 * time.Second, Timeout: time.Hour,
+		Events: &follow.Events{Clock: clk, PerRead: 1500 * time.Millisecond, Budget: awsclient.Budget{Limiter: rate.NewLimiter(rate.Inf, 1), Clock: clk},
+			At: func(context.Context, target.Spec) (follow.EventsAPI, error) { return api, nil }}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Follow(context.Background(), follow.Target{Deployment: "shop", Run: "r1"}, &silent{})
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			var at []time.Duration
+			for _, r := range runs.reads {
+				at = append(at, r.Sub(t0))
+			}
+			if want := []time.Duration{0, 2 * time.Second, 4 * time.Second, 6 * time.Second, 8 * time.Second}; !slices.Equal(at, want) {
+				t.Errorf("the run was read at %v, want every 2 s: %v", at, want)
+			}
+			if lag, most := clk.Now().Sub(runs.end), f.Poll+f.Events.PerRead+api.took; lag > most {
+				t.Errorf("the follower returned %s after the run ended, want at most %s (the next poll and one bounded read)", lag, most)
+			}
+			return
+		default:
+		}
+		if clk.WaitForWaiters(1, 10*time.Millisecond) {
+			if at, ok := clk.Next(); ok {
+				clk.Set(at)
+			}
+		}
+	}
+}
+
+// silent is a ResourceObserver that shows nothing.
+type silent struct{}
+
+func (silent) Found(*rundoc.Document)             {}
+func (silent) Stepped(follow.Step)                {}
+func (silent) Changed(follow.Resource)            {}
+func (silent) Noted(string)                       {}
+func (silent) Polled(*rundoc.Document, time.Time) {}
+
+// TestReplayReadsEveryStack: a run that had ended before the follower first read it
+// (`cairn follow NAME RUN`, which the note of a bounded Read names to see every stack's
+// last events) is replayed whole: every stack that executed is read, however long that
+// takes, and nothing is noted as not shown.
+func TestReplayReadsEveryStack(t *testing.T) {
+	clk := clock.NewFake(t0)
+	api := &slowEvents{clk: clk, took: 200 * time.Millisecond}
+	e := &follow.Events{Clock: clk, PerRead: time.Second, Budget: awsclient.Budget{Limiter: rate.NewLimiter(rate.Inf, 1), Clock: clk},
+		At: func(context.Context, target.Spec) (follow.EventsAPI, error) { return api, nil }}
+	runs := &endsAt{clk: clk, end: t0, n: 12}
+	doc, _ := runs.Run(context.Background(), "shop", "r1")
+	_, notes := e.Read(context.Background(), nil, doc)
+	if got := api.take(); len(got) != 12 || len(notes) != 0 {
+		t.Errorf("a replay read %d of 12 stacks, notes %q; want every stack and no note", len(got), notes)
 	}
 }

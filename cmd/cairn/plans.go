@@ -165,12 +165,11 @@ func writeComments(cmd *cobra.Command, r *review.Reader, deployment string, limi
 	return nil
 }
 
-// printLatest prints the id of the newest of entries that can be approved: planned, and
-// with no policy denial standing once the overrides written for it are counted. Planned
-// plans it passes over for a denial are named on stderr, and in the refusal when none is
-// left.
+// printLatest prints the id of the newest of entries waiting for approval, when no policy
+// denial of it stands once the overrides written for it are counted; a denied one is
+// refused, naming its rules and the way out, rather than passed over for an older plan
+// (a script approving what --latest prints would approve another change than it made).
 func printLatest(cmd *cobra.Command, c *cairn, deployment string, entries []review.Entry) error {
-	var denied []string
 	for _, e := range entries {
 		if e.Status != review.Planned {
 			continue
@@ -179,16 +178,12 @@ func printLatest(cmd *cobra.Command, c *cairn, deployment string, entries []revi
 		if err != nil {
 			return err
 		}
-		if len(rules) == 0 {
-			printer.Fprintln(cmd.OutOrStdout(), e.Plan.ID)
-			return nil
+		if len(rules) > 0 {
+			return refuse("deployment %s has no plan that can be approved: its newest, %s, is denied by policy (%s): see `cairn plans %s %s`; fix the change and plan again, or have the policy owner override the rule (`cairn policy override %s %s RULE --reason TEXT`)",
+				deployment, e.Plan.ID, strings.Join(rules, ", "), deployment, e.Plan.ID, deployment, e.Plan.ID)
 		}
-		d := fmt.Sprintf("%s (denied by policy: %s)", e.Plan.ID, strings.Join(rules, ", "))
-		denied = append(denied, d)
-		printer.Fprintf(cmd.ErrOrStderr(), "cairn: passing over plan %s: `cairn plans %s %s` says how to proceed\n", d, deployment, e.Plan.ID)
-	}
-	if len(denied) > 0 {
-		return refuse("deployment %s has no plan that can be approved: %s; fix the change and plan again, or have the policy owner override the rule (`cairn policy override %s PLAN_ID RULE --reason TEXT`)", deployment, strings.Join(denied, "; "), deployment)
+		printer.Fprintln(cmd.OutOrStdout(), e.Plan.ID)
+		return nil
 	}
 	return refuse("deployment %s has no plan waiting for approval: make one with `cairn plan PATH --deployment %s`", deployment, deployment)
 }

@@ -212,12 +212,12 @@ func TestPolicyEnforcedThroughTheCLI(t *testing.T) {
 		t.Errorf("a refused apply uploaded its content: %d objects under approvals/ before, %d after", before, after)
 	}
 
-	// `cairn plans` says so, and --latest (scripts approve what it prints) passes over it.
+	// `cairn plans` says so, and --latest (scripts approve what it prints) refuses it.
 	if code := cli("plans", "cli"); code != 0 || !strings.Contains(stdout.String(), "denied by policy (cairn.s3_public): `cairn plans cli "+id[1]+"` says how to proceed") {
 		t.Errorf("cairn plans exited %d; its row of the denied plan does not say so:\n%s%s", code, stdout.String(), stderr.String())
 	}
 	if code := cli("plans", "cli", "--latest"); code != 1 || stdout.Len() != 0 ||
-		!strings.Contains(stderr.String(), "deployment cli has no plan that can be approved: "+id[1]+" (denied by policy: cairn.s3_public)") {
+		!strings.Contains(stderr.String(), "deployment cli has no plan that can be approved: its newest, "+id[1]+", is denied by policy (cairn.s3_public)") {
 		t.Errorf("plans --latest with only a denied plan exited %d\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
 	}
 

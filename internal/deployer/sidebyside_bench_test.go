@@ -110,8 +110,8 @@ func (p sidePhase) params(i int) (tag, note string) {
 // best schedule under max_concurrency (best), calls per stack, and those by action.
 type sideResult struct {
 	ratio, best, blind, calls float64
-	makespan           float64 // seconds
-	actions            map[string]float64
+	makespan                  float64 // seconds
+	actions                   map[string]float64
 	// startLag and execLag are means over the stacks with dependencies, in seconds: from
 	// the end of a stack's last dependency to the creation of the change set it executed
 	// (0 when made before), and from when it could execute (that change set ready, its

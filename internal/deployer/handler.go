@@ -118,6 +118,12 @@ func (d *Driver) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 // invocation looks again.
 func (d *Driver) resumeStalled(ctx context.Context, stepped *lambdajob.Batch[stepKey, Trigger]) {
 	stalled, err := d.runs.stalled(bucket.WithScope(ctx, bucket.Routing()), d.clk.Now().Add(-d.cfg.StallAfter))
+	if err != nil && ctx.Err() != nil {
+		// The invocation is ending (its deadline, or `cairn local up` stopping): nothing
+		// is wrong, and the next invocation looks.
+		d.log.Info("deploy: the invocation ended before it looked for stalled runs", "err", ctx.Err())
+		return
+	}
 	if err != nil {
 		d.log.Warn("deploy: cannot look for stalled runs", "err", err)
 		return

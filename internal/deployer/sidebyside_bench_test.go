@@ -1,6 +1,7 @@
 package deployer_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -71,7 +72,11 @@ var sidePhases = []sidePhase{
 type sideGraph struct {
 	name string
 	deps [][]int
+	// slots is max_concurrency of both sides (0: sideSlots).
+	slots int
 }
+
+func (g sideGraph) maxConcurrency() int { return cmp.Or(g.slots, sideSlots) }
 
 func chainGraph(n int) sideGraph {
 	g := sideGraph{name: fmt.Sprintf("%d-stack chain", n), deps: make([][]int, n)}
@@ -141,7 +146,10 @@ func sideWorld(b *testing.B) *world {
 // BenchmarkSideBySide prints the table of makespan ÷ critical path and CloudFormation
 // calls per stack, cairn / peer, the median of b.N runs, with the load average beside.
 func BenchmarkSideBySide(b *testing.B) {
-	graphs := []sideGraph{chainGraph(5), dagGraph(20)}
+	// The DAG again with a slot for each stack: there its critical path is within reach.
+	wide := dagGraph(20)
+	wide.name, wide.slots = "20-stack DAG, max_concurrency 20", 20
+	graphs := []sideGraph{chainGraph(5), dagGraph(20), wide}
 	type cell struct{ cairn, peer []sideResult }
 	cells := map[string]*cell{}
 	key := func(g sideGraph, p sidePhase) string { return g.name + "|" + p.name }
@@ -165,7 +173,11 @@ func BenchmarkSideBySide(b *testing.B) {
 	var t, calls, lags strings.Builder
 	lags.WriteString("| cell | dependencies' end → change set made, s | could execute → executed, s |\n|---|---|---|\n")
 	fmt.Fprintf(&t, "median of %d runs, load average %s\n", len(loads), strings.Join(loads, "; "))
-	fmt.Fprintf(&t, "| phase | %s | %s |\n|---|---|---|\n", graphs[0].name, graphs[1].name)
+	t.WriteString("| phase |")
+	for _, g := range graphs {
+		fmt.Fprintf(&t, " %s |", g.name)
+	}
+	t.WriteString("\n|---|" + strings.Repeat("---|", len(graphs)) + "\n")
 	for _, p := range sidePhases {
 		fmt.Fprintf(&t, "| %s |", p.name)
 		for _, g := range graphs {
@@ -187,7 +199,7 @@ func BenchmarkSideBySide(b *testing.B) {
 		t.WriteString("\n")
 	}
 	// Printed rather than logged: a benchmark's log is cut at a length the calls exceed.
-	fmt.Printf("makespan ÷ critical path, cairn / peer, ÷ the best schedule under %d slots, and ÷ the schedule blind to durations (CloudFormation calls per stack; makespan):\n%s\ncalls per stack by action:\n%s\nlags, cairn / peer (mean over the stacks with dependencies; median of the runs):\n%s", sideSlots, t.String(), calls.String(), lags.String())
+	fmt.Printf("makespan ÷ critical path, cairn / peer, ÷ the best schedule under max_concurrency slots, and ÷ the schedule blind to durations (CloudFormation calls per stack; makespan):\n%s\ncalls per stack by action:\n%s\nlags, cairn / peer (mean over the stacks with dependencies; median of the runs):\n%s", t.String(), calls.String(), lags.String())
 }
 
 func median(rs []sideResult, f func(sideResult) float64) float64 {
@@ -228,7 +240,7 @@ func sideBundle(b testing.TB, g sideGraph, p sidePhase) string {
 		b.Fatal(err)
 	}
 	var y strings.Builder
-	fmt.Fprintf(&y, "namespace: side\nmax_concurrency: %d\nstacks:\n", sideSlots)
+	fmt.Fprintf(&y, "namespace: side\nmax_concurrency: %d\nstacks:\n", g.maxConcurrency())
 	for i, deps := range g.deps {
 		tag, note := p.params(i)
 		in := "root"
@@ -343,7 +355,7 @@ func (w *world) measure(g sideGraph, names []string, start time.Time, before map
 	if critical <= 0 {
 		w.t.Fatalf("no stack operation since %s", start)
 	}
-	best, blind := bestSchedule(g.deps, weights, sideSlots), blindSchedule(g.deps, weights, sideSlots)
+	best, blind := bestSchedule(g.deps, weights, g.maxConcurrency()), blindSchedule(g.deps, weights, g.maxConcurrency())
 	span := last.Sub(first).Seconds()
 	res := sideResult{ratio: span / critical.Seconds(), best: span / best.Seconds(), blind: span / blind.Seconds(), makespan: span,
 		calls: float64(calls) / float64(len(g.deps)), actions: byAction(before, after, len(g.deps))}
@@ -405,7 +417,7 @@ func (w *world) peer(g sideGraph, names []string, p sidePhase, csName string) {
 	for i := range done {
 		done[i] = make(chan struct{})
 	}
-	slots := make(chan struct{}, sideSlots)
+	slots := make(chan struct{}, g.maxConcurrency())
 	var wg sync.WaitGroup
 	errs := make(chan error, len(g.deps))
 	for i, deps := range g.deps {

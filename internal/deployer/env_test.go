@@ -138,6 +138,11 @@ func (c *callCounter) middleware(stack *middleware.Stack) error {
 			switch p := in.Parameters.(type) { // by key too, e.g. "S3.GetObject deployments/shop.zip"
 			case *s3.GetObjectInput:
 				c.n[op+" "+aws.ToString(p.Key)]++
+				if p.IfNoneMatch != nil { // a read again that may answer "not modified"
+					c.n[op+" if-changed "+aws.ToString(p.Key)]++
+				}
+			case *s3.HeadObjectInput:
+				c.n[op+" "+aws.ToString(p.Key)]++
 			case *s3.PutObjectInput:
 				c.n[op+" "+aws.ToString(p.Key)]++
 			case *s3.DeleteObjectInput:

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairn-dev/cairn/internal/awsclient"
@@ -15,6 +17,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/changeset"
 	"github.com/cairn-dev/cairn/internal/objects"
 	"github.com/cairn-dev/cairn/internal/report"
+	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/runpage"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -62,11 +65,89 @@ func (rs runs) load(ctx context.Context, deployment, runID string) (*rundoc.Docu
 	return doc, o.ETag, nil
 }
 
-// save writes doc conditionally: created when etag is "", else only over etag. It
-// returns the new ETag, or errRaceLost.
+// reload reads the run document again, as load does, unless it is still the one read
+// with etag (a conditional read): then doc itself, the document decoded from that read,
+// which the caller has not changed since. Decoding a run of 500 stacks costs more of the
+// deployer's CPU than the rest of a step.
+func (rs runs) reload(ctx context.Context, doc *rundoc.Document, etag string) (*rundoc.Document, string, error) {
+	key := bucket.RunKey(doc.Run.Deployment, doc.Run.ID)
+	o, err := objects.GetChanged(ctx, rs.s3, rs.cfg.Bucket, key, etag)
+	switch {
+	case errors.Is(err, objects.ErrNotModified):
+		return doc, etag, nil
+	case errors.Is(err, objects.ErrNotFound):
+		return nil, "", fmt.Errorf("run %s of deployment %s: no document %s: %w", doc.Run.ID, doc.Run.Deployment, bucket.URI(rs.cfg.Bucket, key), errNoRun)
+	case err != nil:
+		return nil, "", fmt.Errorf("run %s of deployment %s: %w", doc.Run.ID, doc.Run.Deployment, err)
+	}
+	again, err := rundoc.DecodeDocument(o.Body)
+	if err != nil {
+		return nil, "", fmt.Errorf("run %s: %s: %w", doc.Run.ID, bucket.URI(rs.cfg.Bucket, key), err)
+	}
+	return again, o.ETag, nil
+}
+
+// The metadata a run document is saved with (in the same request, so they always agree):
+// what a step needs of the run before it claims it (peek), so that it decodes the
+// document once a step, under its claim, and not at all when it does not get the claim.
+const (
+	metaStatus    = "cairn-status"
+	metaNamespace = "cairn-namespace"
+	metaGraphKey  = "cairn-graph-key"
+	metaLockToken = "cairn-lock-token"
+	metaBeat      = "cairn-beat"
+	metaSteps     = "cairn-steps"
+)
+
+// header is the metadata doc is saved with; nil when a value could not travel as an HTTP
+// header (then peek reads the whole document).
+func header(doc *rundoc.Document) map[string]string {
+	m := map[string]string{metaStatus: string(doc.Run.Status), metaNamespace: doc.Namespace, metaGraphKey: doc.GraphKey,
+		metaLockToken: doc.LockToken, metaBeat: strconv.Itoa(doc.Beat), metaSteps: strconv.Itoa(doc.Steps)}
+	for _, v := range m {
+		if strings.IndexFunc(v, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+			return nil
+		}
+	}
+	return m
+}
+
+// peek reads what a step needs of run runID before it claims it. For a running run saved
+// with its header (metadata), that header alone: doc holds the run's ID, deployment and
+// status, Namespace, GraphKey, LockToken, Beat and Steps, and partial is true. Otherwise
+// (the run ended, or was saved without it) the whole document, as load reads it.
+func (rs runs) peek(ctx context.Context, deployment, runID string) (doc *rundoc.Document, etag string, partial bool, err error) {
+	key := bucket.RunKey(deployment, runID)
+	o, err := objects.Head(ctx, rs.s3, rs.cfg.Bucket, key)
+	if errors.Is(err, objects.ErrNotFound) {
+		return nil, "", false, fmt.Errorf("run %s of deployment %s: no document %s: %w", runID, deployment, bucket.URI(rs.cfg.Bucket, key), errNoRun)
+	}
+	if err != nil {
+		return nil, "", false, fmt.Errorf("run %s of deployment %s: %w", runID, deployment, err)
+	}
+	meta := map[string]string{}
+	for k, v := range o.Metadata {
+		meta[strings.ToLower(k)] = v
+	}
+	beat, berr := strconv.Atoi(meta[metaBeat])
+	steps, serr := strconv.Atoi(meta[metaSteps])
+	if run.Status(meta[metaStatus]) != run.Running || berr != nil || serr != nil {
+		doc, etag, err = rs.load(ctx, deployment, runID)
+		return doc, etag, false, err
+	}
+	doc = &rundoc.Document{Run: &run.Run{ID: runID, Deployment: deployment, Status: run.Running},
+		Namespace: meta[metaNamespace], GraphKey: meta[metaGraphKey], LockToken: meta[metaLockToken], Beat: beat, Steps: steps}
+	return doc, o.ETag, true, nil
+}
+
+// save writes doc conditionally: created when etag is "", else only over etag, with its
+// header (peek); compact while the run runs (it is written at every step), indented once
+// it ended (and a quiet run, whose document is its report). It returns the new ETag, or
+// errRaceLost.
 func (rs runs) save(ctx context.Context, doc *rundoc.Document, etag string) (string, error) {
 	key := bucket.RunKey(doc.Run.Deployment, doc.Run.ID)
-	etag, err := objects.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, key, doc, objects.Write{Create: etag == "", IfMatch: etag})
+	w := objects.Write{Create: etag == "", IfMatch: etag, Metadata: header(doc), Compact: doc.Run.Status == run.Running && !doc.Quiet}
+	etag, err := objects.WriteJSON(ctx, rs.s3, rs.cfg.Bucket, key, doc, w)
 	if errors.Is(err, objects.ErrConflict) {
 		return "", fmt.Errorf("run %s: %w: %w", doc.Run.ID, errRaceLost, err)
 	}

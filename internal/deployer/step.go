@@ -101,7 +101,7 @@ func (st stepper) trigger(ctx context.Context, deployment, runID string, t Trigg
 // for, or -1, and the run's steps as it saved them.
 func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trigger) (time.Duration, int, error) {
 	log := st.runLogger(deployment, runID)
-	doc, etag, err := st.runs.load(ctx, deployment, runID)
+	doc, etag, partial, err := st.runs.peek(ctx, deployment, runID)
 	if errors.Is(err, errNoRun) {
 		log.Info("deploy: trigger for an unknown run ignored", "err", err)
 		return -1, 0, nil
@@ -117,15 +117,24 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 		log.Warn("deploy: the run's heartbeat was lost: a new heartbeat chain resumes it", "beat", doc.Beat+1, "steps", doc.Steps)
 	}
 	lock, err := st.resumeLock(ctx, doc.Namespace, doc.GraphKey, doc.Run.ID, doc.LockToken)
+	abandoned := false
 	if errors.Is(err, statestore.ErrLockLost) {
 		// Another invocation's step may have ended the run (and released its lock) since
 		// it was read: that is no fencing, and abandoning it from the document read before
 		// would delete the change sets it kept (a plan's, for review).
-		if now, _, lerr := st.runs.load(ctx, deployment, runID); lerr == nil && now.Run.Status != run.Running {
+		now, nowTag, lerr := st.runs.load(ctx, deployment, runID)
+		if lerr == nil && now.Run.Status != run.Running {
 			log.Info("deploy: the run ended while this step waited; it ends", "status", string(now.Run.Status))
 			return -1, 0, nil
 		}
+		if partial { // lost needs the whole document: the one just read
+			if lerr != nil {
+				return -1, 0, lerr
+			}
+			doc, etag = now, nowTag
+		}
 		err = st.lost(ctx, doc, etag, err, log)
+		abandoned = true // doc may have changed: it is read again whole below
 	}
 	if errors.Is(err, errRaceLost) {
 		log.Info("deploy: another invocation of this run holds its lock now; this step ends", "err", err)
@@ -140,8 +149,14 @@ func (st stepper) stepOnce(ctx context.Context, deployment, runID string, t Trig
 	}
 	// Read again under the step's claim: another invocation's step may have saved the run
 	// since it was read, and a step decided on an older document acts on what that one
-	// changed (it executed change sets the other had deleted as stale).
-	if doc, etag, err = st.runs.load(ctx, deployment, runID); err != nil {
+	// changed (it executed change sets the other had deleted as stale). Read whole above
+	// and unchanged, the document is kept rather than decoded again.
+	if abandoned || partial {
+		doc, etag, err = st.runs.load(ctx, deployment, runID)
+	} else {
+		doc, etag, err = st.runs.reload(ctx, doc, etag)
+	}
+	if err != nil {
 		st.endStep(ctx, lock, log)
 		return -1, 0, err
 	}

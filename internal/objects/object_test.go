@@ -165,6 +165,33 @@ func TestGet(t *testing.T) {
 	}
 }
 
+// TestGetChanged reads an object again only when it changed: the ETag of what was read
+// gives ErrNotModified (and no body) while the object is still that one, the new object
+// once it was written over, and a missing object ErrNotFound.
+func TestGetChanged(t *testing.T) {
+	c := newS3(t)
+	ctx := context.Background()
+	key := bucket.RunKey("shop", "r1")
+	etag, err := objects.Put(ctx, c, name, key, []byte(`{"steps":1}`), objects.Write{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := objects.GetChanged(ctx, c, name, key, etag); !errors.Is(err, objects.ErrNotModified) || o != nil {
+		t.Fatalf("unchanged: %+v, %v; want ErrNotModified", o, err)
+	}
+	again, err := objects.Put(ctx, c, name, key, []byte(`{"steps":2}`), objects.Write{IfMatch: etag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := objects.GetChanged(ctx, c, name, key, etag)
+	if err != nil || string(o.Body) != `{"steps":2}` || o.ETag != again {
+		t.Fatalf("changed: %+v, %v; want the second document with ETag %s", o, err, again)
+	}
+	if _, err := objects.GetChanged(ctx, c, name, bucket.RunKey("shop", "r2"), etag); !errors.Is(err, objects.ErrNotFound) {
+		t.Fatalf("missing: %v; want ErrNotFound", err)
+	}
+}
+
 // pages is a Lister that answers in pages of size keys.
 type pages struct {
 	keys  []string

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-dev/cairn/internal/printer"
 	"github.com/spf13/cobra"
+
+	"github.com/cairn-dev/cairn/internal/printer"
 )
 
 func newLocalFaultCmd() *cobra.Command {

@@ -16,6 +16,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/awsclient"
 	"github.com/cairn-dev/cairn/internal/benchbundle"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/loadavg"
 	runstate "github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkPushWait500RealTime(b *testing.B) {
 	var runs, waits, lags []float64
 	var loads []string
 	for b.Loop() {
-		loads = append(loads, loadAverage())
+		loads = append(loads, loadavg.Read())
 		m := pushWaitOnce(b, upCLI, upExtra, cli, extra, bundle)
 		runs, waits, lags = append(runs, m.run.Seconds()), append(waits, m.wait.Seconds()), append(lags, m.lag.Seconds())
 		b.Logf("run %.1f s, push --wait %.1f s (the run started %.1f s after the push began), lag %.1f s; output %d lines, %d naming a resource, %d notes (load %s)",
@@ -212,15 +213,6 @@ func stopLocalUp(b *testing.B, up *exec.Cmd, out *syncBuffer) {
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// loadAverage is /proc/loadavg's first three fields.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
-	}
-	return "unknown"
 }
 
 func medianOf(v []float64) float64 {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cairn-dev/cairn/internal/loadavg"
 )
 
 // BenchmarkColdStart builds each function as `make lambdas` does and reports the
@@ -40,7 +42,7 @@ func BenchmarkColdStart(b *testing.B) {
 	starts := map[string][]time.Duration{}
 	var loads []string
 	for b.Loop() {
-		loads = append(loads, loadAverage())
+		loads = append(loads, loadavg.Read())
 		for _, f := range functions {
 			starts[f] = append(starts[f], api.start(b, local[f], f))
 		}
@@ -63,19 +65,6 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	b.Logf("deployer bootstrap: %d bytes (%.2f MiB) for linux/arm64; init duration (from starting the process to its first request for an event; %s/%s build, %d starts each, load average %s):\n  %s",
 		st.Size(), float64(st.Size())/(1<<20), runtime.GOOS, runtime.GOARCH, len(loads), strings.Join(loads, "; "), strings.Join(lines, "\n  "))
-}
-
-// loadAverage is /proc/loadavg's first three fields.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // TestDeployerStartsAsBuiltForLambda builds the deployer with the Makefile's LAMBDA_TAGS

@@ -8,6 +8,7 @@ import (
 	"github.com/cairn-dev/cairn/internal/benchbundle"
 	"github.com/cairn-dev/cairn/internal/follow"
 	"github.com/cairn-dev/cairn/internal/history"
+	"github.com/cairn-dev/cairn/internal/loadavg"
 	"github.com/cairn-dev/cairn/internal/run"
 	"github.com/cairn-dev/cairn/internal/rundoc"
 	"github.com/cairn-dev/cairn/internal/target"
@@ -34,7 +35,7 @@ func BenchmarkFollow500(b *testing.B) {
 			var lags, runs []float64
 			var loads []string
 			for b.Loop() {
-				loads = append(loads, loadAverage())
+				loads = append(loads, loadavg.Read())
 				// The emulator's delays as `cairn local up --change-set-delay 1s..4s
 				// --resource-delay 1s..3s`, on a clock 5 times the wall clock's pace that
 				// never skips, so the follower's reads and polls take their time.

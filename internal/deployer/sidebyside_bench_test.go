@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	cfntypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 
+	"github.com/cairn-dev/cairn/internal/loadavg"
 	"github.com/cairn-dev/cairn/internal/run"
 )
 
@@ -160,7 +161,7 @@ func BenchmarkSideBySide(b *testing.B) {
 	}
 	var loads []string
 	for b.Loop() {
-		loads = append(loads, loadAverage())
+		loads = append(loads, loadavg.Read())
 		for _, g := range graphs {
 			c := sideCairn(b, g)
 			p := sidePeer(b, g)
@@ -215,18 +216,6 @@ func median(rs []sideResult, f func(sideResult) float64) float64 {
 		return v[len(v)/2]
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
-}
-
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 // sideBundle writes the graph's bundle for phase p: stack sI reads the Out of its

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cairn-dev/cairn/internal/loadavg"
 	"github.com/cairn-dev/cairn/internal/plan"
 	"github.com/cairn-dev/cairn/internal/policy"
 	"github.com/cairn-dev/cairn/internal/run"
@@ -85,10 +85,9 @@ func BenchmarkJudge200Stacks(b *testing.B) {
 		results = len(a.Results)
 	}
 	slices.Sort(took)
-	load, _ := os.ReadFile("/proc/loadavg")
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "ms-p50")
 	b.ReportMetric(float64(took[len(took)*9/10].Microseconds())/1000, "ms-p90")
 	b.ReportMetric(float64(len(reqBytes))/1e6, "MB-request")
 	b.Logf("200 stacks, 2000 resources, %d results; request %d bytes; %d invocations: p50 %v, p90 %v; loadavg %s",
-		results, len(reqBytes), len(took), took[len(took)/2].Round(time.Millisecond), took[len(took)*9/10].Round(time.Millisecond), strings.TrimSpace(string(load)))
+		results, len(reqBytes), len(took), took[len(took)/2].Round(time.Millisecond), took[len(took)*9/10].Round(time.Millisecond), loadavg.Read())
 }
